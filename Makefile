@@ -1,0 +1,53 @@
+# Stagehand. `make help` lists the targets.
+SHELL := /usr/bin/env bash
+export GOTOOLCHAIN := local
+
+BIN        := $(CURDIR)/bin
+TESTBIN    := $(BIN)/k8s
+HELM_VERSION ?= v3.19.0
+export KUBEBUILDER_ASSETS := $(TESTBIN)
+
+GO_TEST_FLAGS ?= -timeout 25m
+BENCH ?= .
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build bin/reconciler and bin/prbot.
+	go build -trimpath -o $(BIN)/ ./cmd/reconciler ./cmd/prbot
+
+.PHONY: testbin
+testbin: ## Build the test control plane (kube-apiserver, etcd, controller-manager, scheduler, kwok) into bin/k8s.
+	@bash hack/testbin/build.sh $(TESTBIN)
+
+.PHONY: helm
+helm: $(BIN)/helm ## Build helm (pinned) into bin/ for the chart tests.
+$(BIN)/helm:
+	GOBIN=$(BIN) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+.PHONY: test
+test: testbin helm ## Run every test against the real test control plane.
+	PATH="$(BIN):$$PATH" go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: bench
+bench: testbin ## Run the benchmarks (BENCH=regexp to choose).
+	PATH="$(BIN):$$PATH" go test -run '^$$' -bench '$(BENCH)' -benchmem -timeout 60m ./...
+
+.PHONY: verify
+verify: ## Fail if gofmt, go vet or go mod tidy would change anything.
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
+	go vet ./...
+	go mod tidy
+	@git diff --exit-code -- go.mod go.sum || { echo "go mod tidy changed go.mod/go.sum"; exit 1; }
+
+.PHONY: demo
+demo: testbin build ## Run Stagehand end to end on a local embedded cluster and git server.
+	go run ./hack/demo
+
+.PHONY: clean
+clean: ## Remove bin/.
+	rm -rf $(BIN)

@@ -1,0 +1,343 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"sigs.k8s.io/yaml"
+)
+
+// Config is the whole of reconciler.yaml.
+type Config struct {
+	Source       Source                 `json:"source"`
+	Environments map[string]Environment `json:"environments"`
+	Registry     Registry               `json:"registry"`
+	Workloads    Workloads              `json:"workloads"`
+	GitHub       GitHub                 `json:"github"`
+	Server       Server                 `json:"server"`
+	Locks        Locks                  `json:"locks"`
+	Manifest     Manifest               `json:"manifest"`
+	State        State                  `json:"state"`
+}
+
+// Source says where the manifests repository is and how to reach it.
+type Source struct {
+	URL      string   `json:"url"`
+	Branch   string   `json:"branch"`
+	Root     string   `json:"root"`
+	Interval Duration `json:"interval"`
+	Schedule string   `json:"schedule"`
+	CacheDir string   `json:"cacheDir"`
+	Auth     Auth     `json:"auth"`
+	Verify   *Verify  `json:"verify,omitempty"`
+}
+
+// Auth holds references to credential files for the git source.
+type Auth struct {
+	Username       string     `json:"username"`
+	TokenFile      string     `json:"tokenFile"`
+	SSHKeyFile     string     `json:"sshKeyFile"`
+	KnownHostsFile string     `json:"knownHostsFile"`
+	GitHubApp      *GitHubApp `json:"githubApp,omitempty"`
+}
+
+// GitHubApp identifies a GitHub App installation and its private key file.
+type GitHubApp struct {
+	AppID          int64  `json:"appID"`
+	InstallationID int64  `json:"installationID"`
+	PrivateKeyFile string `json:"privateKeyFile"`
+}
+
+// Verify asks for OpenPGP verification of commits.
+type Verify struct {
+	Mode        string `json:"mode"` // "head"
+	KeyringFile string `json:"keyringFile"`
+}
+
+// Environment is one environment's deployment targets and lock path.
+type Environment struct {
+	LockPath string   `json:"lockPath"`
+	Targets  []Target `json:"targets"`
+}
+
+// Target is one cluster and namespace an environment deploys to.
+type Target struct {
+	Name       string `json:"name"`
+	Kubeconfig string `json:"kubeconfig"`
+	Context    string `json:"context"`
+	Namespace  string `json:"namespace"`
+}
+
+// Registry configures digest verification and pinning.
+type Registry struct {
+	VerifyDigests *bool    `json:"verifyDigests,omitempty"`
+	PinDigests    *bool    `json:"pinDigests,omitempty"`
+	Insecure      []string `json:"insecure"`
+}
+
+// Workloads configures how services map to workloads.
+type Workloads struct {
+	SelectorLabel  string   `json:"selectorLabel"`
+	RolloutTimeout Duration `json:"rolloutTimeout"`
+	Concurrency    int      `json:"concurrency"`
+}
+
+// GitHub configures the GitHub App used for check runs and webhooks.
+type GitHub struct {
+	APIURL            string     `json:"apiURL"`
+	Owner             string     `json:"owner"`
+	Repo              string     `json:"repo"`
+	App               *GitHubApp `json:"app,omitempty"`
+	WebhookSecretFile string     `json:"webhookSecretFile"`
+	Approvers         Approvers  `json:"approvers"`
+	DetailsURL        string     `json:"detailsURL"`
+}
+
+// Approvers says who may approve a plan through GitHub.
+type Approvers struct {
+	MinPermission string   `json:"minPermission"`
+	Teams         []string `json:"teams"`
+}
+
+// Server configures the HTTP server.
+type Server struct {
+	Listen       string `json:"listen"`
+	APITokenFile string `json:"apiTokenFile"`
+}
+
+// Locks configures deploy-lock storage.
+type Locks struct {
+	Storage   string `json:"storage"` // kubernetes | memory
+	Namespace string `json:"namespace"`
+}
+
+// Manifest configures manifest parsing.
+type Manifest struct {
+	AllowUnknownKeys bool `json:"allowUnknownKeys"`
+}
+
+// State configures where pending approvals and history are kept.
+type State struct {
+	Namespace  string `json:"namespace"`
+	Kubeconfig string `json:"kubeconfig"`
+	Context    string `json:"context"`
+}
+
+// Duration is a time.Duration written as "90s", "5m" or "1h" in YAML.
+type Duration struct{ time.Duration }
+
+// UnmarshalJSON parses a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(b), `"`)
+	if s == "" || s == "null" {
+		d.Duration = 0
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("invalid duration %q: want a value such as 30s, 5m or 1h", s)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
+
+// Load reads, defaults and validates the configuration file at path.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	c, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	c.resolvePaths(filepath.Dir(path))
+	return c, nil
+}
+
+// Parse decodes configuration bytes strictly (unknown keys are errors),
+// applies defaults and validates the result.
+func Parse(b []byte) (*Config, error) {
+	var c Config
+	if err := yaml.UnmarshalStrict(b, &c); err != nil {
+		return nil, fmt.Errorf("parsing config: %w", err)
+	}
+	c.Default()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Default fills in every unset field that has a default.
+func (c *Config) Default() {
+	if c.Source.Branch == "" {
+		c.Source.Branch = "main"
+	}
+	if c.Source.Root == "" {
+		c.Source.Root = "."
+	}
+	if c.Source.Interval.Duration == 0 && c.Source.Schedule == "" {
+		c.Source.Interval.Duration = time.Minute
+	}
+	t := true
+	if c.Registry.VerifyDigests == nil {
+		c.Registry.VerifyDigests = &t
+	}
+	if c.Registry.PinDigests == nil {
+		c.Registry.PinDigests = &t
+	}
+	if c.Workloads.SelectorLabel == "" {
+		c.Workloads.SelectorLabel = "app.kubernetes.io/name"
+	}
+	if c.Workloads.RolloutTimeout.Duration == 0 {
+		c.Workloads.RolloutTimeout.Duration = 5 * time.Minute
+	}
+	if c.Workloads.Concurrency == 0 {
+		c.Workloads.Concurrency = 16
+	}
+	if c.GitHub.Approvers.MinPermission == "" {
+		c.GitHub.Approvers.MinPermission = "maintain"
+	}
+	if c.Server.Listen == "" {
+		c.Server.Listen = ":8080"
+	}
+	if c.Locks.Storage == "" {
+		c.Locks.Storage = "kubernetes"
+	}
+	if c.Locks.Namespace == "" {
+		c.Locks.Namespace = "stagehand"
+	}
+	if c.State.Namespace == "" {
+		c.State.Namespace = c.Locks.Namespace
+	}
+}
+
+// Validate reports every problem with the configuration at once.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, a...)))
+	}
+	if c.Source.Interval.Duration < 0 {
+		bad("source.interval", "must not be negative, got %s", c.Source.Interval)
+	}
+	if c.Source.Schedule != "" {
+		if _, err := cron.ParseStandard(c.Source.Schedule); err != nil {
+			bad("source.schedule", "invalid cron expression %q: %v", c.Source.Schedule, err)
+		}
+	}
+	if v := c.Source.Verify; v != nil {
+		if v.Mode != "head" {
+			bad("source.verify.mode", "unknown mode %q; accepted: head", v.Mode)
+		}
+		if v.KeyringFile == "" {
+			bad("source.verify.keyringFile", "required when source.verify is set")
+		}
+	}
+	if a := c.Source.Auth; a.TokenFile != "" && a.SSHKeyFile != "" {
+		bad("source.auth", "tokenFile and sshKeyFile are mutually exclusive")
+	}
+	if a := c.Source.Auth; a.SSHKeyFile != "" && a.KnownHostsFile == "" {
+		bad("source.auth.knownHostsFile", "required with sshKeyFile (host keys are always checked)")
+	}
+	names := make([]string, 0, len(c.Environments))
+	for n := range c.Environments {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		e := c.Environments[n]
+		if len(e.Targets) == 0 {
+			bad("environments."+n+".targets", "at least one target is required")
+		}
+		seen := map[string]bool{}
+		for i, t := range e.Targets {
+			f := fmt.Sprintf("environments.%s.targets[%d]", n, i)
+			if t.Name == "" {
+				bad(f+".name", "required")
+			} else if seen[t.Name] {
+				bad(f+".name", "duplicate target %q", t.Name)
+			}
+			seen[t.Name] = true
+			if t.Namespace == "" {
+				bad(f+".namespace", "required")
+			}
+		}
+	}
+	switch c.Locks.Storage {
+	case "kubernetes", "memory":
+	default:
+		bad("locks.storage", "unknown storage %q; accepted: kubernetes, memory", c.Locks.Storage)
+	}
+	switch c.GitHub.Approvers.MinPermission {
+	case "read", "triage", "write", "maintain", "admin":
+	default:
+		bad("github.approvers.minPermission", "unknown permission %q; accepted: read, triage, write, maintain, admin", c.GitHub.Approvers.MinPermission)
+	}
+	if c.Workloads.Concurrency < 0 {
+		bad("workloads.concurrency", "must be positive, got %d", c.Workloads.Concurrency)
+	}
+	return errors.Join(errs...)
+}
+
+// EnvironmentNames returns the configured environments in sorted order.
+func (c *Config) EnvironmentNames() []string {
+	names := make([]string, 0, len(c.Environments))
+	for n := range c.Environments {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// resolvePaths makes relative file references relative to the config file's directory.
+func (c *Config) resolvePaths(dir string) {
+	abs := func(p *string) {
+		if *p != "" && !filepath.IsAbs(*p) && !strings.Contains(*p, "://") {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+	abs(&c.Source.Auth.TokenFile)
+	abs(&c.Source.Auth.SSHKeyFile)
+	abs(&c.Source.Auth.KnownHostsFile)
+	if c.Source.Auth.GitHubApp != nil {
+		abs(&c.Source.Auth.GitHubApp.PrivateKeyFile)
+	}
+	if c.Source.Verify != nil {
+		abs(&c.Source.Verify.KeyringFile)
+	}
+	if c.GitHub.App != nil {
+		abs(&c.GitHub.App.PrivateKeyFile)
+	}
+	abs(&c.GitHub.WebhookSecretFile)
+	abs(&c.Server.APITokenFile)
+	for n, e := range c.Environments {
+		for i := range e.Targets {
+			abs(&e.Targets[i].Kubeconfig)
+		}
+		c.Environments[n] = e
+	}
+}
+
+// ReadSecret reads a secret file and trims surrounding white space.
+func ReadSecret(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("reading secret file: %w", err)
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", fmt.Errorf("secret file %s is empty", path)
+	}
+	return s, nil
+}
