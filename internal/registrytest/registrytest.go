@@ -1,0 +1,73 @@
+package registrytest
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// Registry is a running test registry. It is closed at the end of the test
+// that created it.
+type Registry struct {
+	srv      *httptest.Server
+	requests atomic.Int64
+	manifest atomic.Int64
+}
+
+// New starts a registry on loopback and closes it at t.Cleanup.
+func New(t testing.TB) *Registry {
+	t.Helper()
+	r := &Registry{}
+	h := registry.New()
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.requests.Add(1)
+		if strings.Contains(req.URL.Path, "/manifests/") {
+			r.manifest.Add(1)
+		}
+		h.ServeHTTP(w, req)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+// Host returns the registry's host:port, the prefix of its image references.
+func (r *Registry) Host() string { return strings.TrimPrefix(r.srv.URL, "http://") }
+
+// Ref returns the full reference host/repo:tag.
+func (r *Registry) Ref(repo, tag string) string { return r.Host() + "/" + repo + ":" + tag }
+
+// Push uploads a small random image as repo:tag and returns its digest
+// ("sha256:…"). Pushing the same tag again moves the tag to a new image.
+func (r *Registry) Push(t testing.TB, repo, tag string) string {
+	t.Helper()
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatalf("making random image: %v", err)
+	}
+	ref, err := name.NewTag(r.Ref(repo, tag), name.Insecure)
+	if err != nil {
+		t.Fatalf("parsing reference %q: %v", r.Ref(repo, tag), err)
+	}
+	if err := remote.Write(ref, img, remote.WithContext(t.Context())); err != nil {
+		t.Fatalf("pushing %s: %v", ref, err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatalf("digesting image: %v", err)
+	}
+	return d.String()
+}
+
+// Requests returns how many HTTP requests the registry has served.
+func (r *Registry) Requests() int64 { return r.requests.Load() }
+
+// ManifestRequests returns how many of those were for manifests (HEAD or GET),
+// the requests a digest resolution makes.
+func (r *Registry) ManifestRequests() int64 { return r.manifest.Load() }
