@@ -1,0 +1,359 @@
+package manifest
+
+import (
+	"fmt"
+	"strconv"
+)
+
+var (
+	rootKeys      = []string{"includes", "services", "skipConfirmation"}
+	serviceKeys   = []string{"name", "version", "containers"}
+	containerKeys = []string{"dockerName", "dockerTag", "dockerDigest"}
+)
+
+// decoder reads one manifest file straight into its typed form in a single
+// pass, checking syntax, types and the value grammars as it goes.
+type decoder struct {
+	scanner
+	f     *file
+	c     *collector
+	allow bool // unknown keys are warnings
+}
+
+// parse decodes f.data into f, reporting every problem to c. A syntax error
+// stops the file; type and value errors do not.
+func parse(f *file, c *collector, allowUnknown bool) {
+	d := &decoder{scanner: scanner{data: f.data, stack: make([]seg, 0, 8)}, f: f, c: c, allow: allowUnknown}
+	defer func() {
+		if r := recover(); r != nil {
+			se, ok := r.(syntaxError)
+			if !ok {
+				panic(r)
+			}
+			d.errAt(se.off, d.pointer(), "syntax error: "+se.msg)
+		}
+	}()
+	if len(d.data) >= 3 && string(d.data[:3]) == "\ufeff" {
+		d.fail(0, "byte order mark at the start of the file; save it as UTF-8 without BOM")
+	}
+	d.ws()
+	if d.eof() {
+		d.fail(d.i, "empty file, expected a JSON object")
+	}
+	if d.at(d.i) != '{' {
+		d.errAt(d.i, "", "the manifest must be a JSON object, got "+d.describeHere())
+		d.skip()
+	} else {
+		d.root()
+	}
+	d.ws()
+	if !d.eof() {
+		d.fail(d.i, "unexpected %s after the end of the manifest object", d.describeHere())
+	}
+}
+
+func (d *decoder) errAt(off int, ptr, msg string) {
+	line, col := d.f.pos(off)
+	d.c.add(Error{File: d.f.name, Line: line, Column: col, Pointer: ptr, Message: msg})
+}
+
+// typeErr reports a value of the wrong type at the cursor and skips it.
+func (d *decoder) typeErr(want string) {
+	d.errAt(d.i, d.pointer(), fmt.Sprintf("wrong type: expected %s, got %s", want, d.describeHere()))
+	d.skip()
+}
+
+// dupKey reports a key given twice in one object; seen tracks known keys.
+func (d *decoder) dupKey(seen *uint8, bit uint8, k string, off int) {
+	if *seen&bit != 0 {
+		d.errAt(off, d.pointer(), fmt.Sprintf("duplicate key %q in the same object", k))
+	}
+	*seen |= bit
+}
+
+// unknown reports an unknown key (an error, or a warning when allowed) and
+// skips its value.
+func (d *decoder) unknown(off int, k []byte, known []string) {
+	key := string(k)
+	d.push(key)
+	msg := fmt.Sprintf("unknown key %q", key)
+	if s := suggest(key, known); s != "" {
+		msg += fmt.Sprintf("; did you mean %q?", s)
+	} else {
+		msg += "; accepted keys: " + joinKeys(known)
+	}
+	line, col := d.f.pos(off)
+	e := Error{File: d.f.name, Line: line, Column: col, Pointer: d.pointer(), Message: msg}
+	if d.allow {
+		d.c.warn(e)
+	} else {
+		d.c.add(e)
+	}
+	d.skip()
+	d.pop()
+}
+
+func (d *decoder) root() {
+	if d.open('}') {
+		return
+	}
+	var seen uint8
+	for {
+		d.ws()
+		off := d.i
+		k := d.key()
+		switch string(k) {
+		case "services":
+			d.dupKey(&seen, 1, "services", off)
+			d.push("services")
+			d.services()
+			d.pop()
+		case "includes":
+			d.dupKey(&seen, 2, "includes", off)
+			d.push("includes")
+			d.includes()
+			d.pop()
+		case "skipConfirmation":
+			d.dupKey(&seen, 4, "skipConfirmation", off)
+			d.push("skipConfirmation")
+			if c := d.at(d.i); c == 't' || c == 'f' {
+				d.f.skipOff = d.i
+				d.f.hasSkip = true
+				d.f.skip = d.boolean()
+			} else {
+				d.typeErr("a boolean (true or false)")
+			}
+			d.pop()
+		default:
+			d.unknown(off, k, rootKeys)
+		}
+		if !d.next('}') {
+			break
+		}
+	}
+	d.nest--
+}
+
+func (d *decoder) includes() {
+	if d.at(d.i) != '[' {
+		d.typeErr("an array of relative file paths")
+		return
+	}
+	if d.open(']') {
+		return
+	}
+	for n := 0; ; n++ {
+		d.ws()
+		d.pushIdx(n)
+		if d.peek("a value") == '"' {
+			off := d.i
+			p := d.str()
+			d.f.includes = append(d.f.includes, include{path: p, off: off, idx: n})
+		} else {
+			d.typeErr("a relative file path string")
+		}
+		d.pop()
+		if !d.next(']') {
+			break
+		}
+	}
+	d.nest--
+}
+
+func (d *decoder) services() {
+	if d.at(d.i) != '[' {
+		d.typeErr("an array of service objects")
+		return
+	}
+	if d.open(']') {
+		return
+	}
+	if d.f.services == nil {
+		d.f.services = make([]entry, 0, 16)
+	}
+	for n := 0; ; n++ {
+		d.ws()
+		d.pushIdx(n)
+		if d.peek("a value") == '{' {
+			d.service(n)
+		} else {
+			d.typeErr("a service object")
+		}
+		d.pop()
+		if !d.next(']') {
+			break
+		}
+	}
+	d.nest--
+}
+
+func (d *decoder) service(n int) {
+	e := entry{off: d.i, nameOff: -1, idx: n}
+	hasName, nameKey := false, false
+	if !d.open('}') {
+		var seen uint8
+		for {
+			d.ws()
+			off := d.i
+			k := d.key()
+			switch string(k) {
+			case "name":
+				d.dupKey(&seen, 1, "name", off)
+				nameKey = true
+				d.push("name")
+				if d.at(d.i) == '"' {
+					e.nameOff = d.i
+					e.svc.Name = d.str()
+					hasName = true
+					if msg := checkName(e.svc.Name); msg != "" {
+						d.errAt(e.nameOff, d.pointer(), msg)
+					}
+				} else {
+					d.typeErr("a string")
+				}
+				d.pop()
+			case "version":
+				d.dupKey(&seen, 2, "version", off)
+				d.push("version")
+				if d.at(d.i) == '"' {
+					voff := d.i
+					e.svc.Version = d.str()
+					if msg := checkSemver(e.svc.Version); msg != "" {
+						d.errAt(voff, d.pointer(), msg)
+					}
+				} else {
+					d.typeErr("a SemVer string such as \"1.2.3\"")
+				}
+				d.pop()
+			case "containers":
+				d.dupKey(&seen, 4, "containers", off)
+				d.push("containers")
+				d.containers(&e.svc)
+				d.pop()
+			default:
+				d.unknown(off, k, serviceKeys)
+			}
+			if !d.next('}') {
+				break
+			}
+		}
+		d.nest--
+	}
+	if !hasName {
+		if !nameKey {
+			d.errAt(e.off, d.pointer(), "service has no \"name\"; every service needs one")
+		}
+		return
+	}
+	for i := range e.svc.Containers {
+		if e.svc.Containers[i].DockerName == "" {
+			e.svc.Containers[i].DockerName = e.svc.Name
+		}
+	}
+	if len(e.svc.Containers) > 1 {
+		d.dupContainers(&e)
+	}
+	if e.svc.Containers == nil {
+		e.svc.Containers = []Container{}
+	}
+	d.f.services = append(d.f.services, e)
+}
+
+// dupContainers reports two containers of one service with the same
+// (defaulted) dockerName.
+func (d *decoder) dupContainers(e *entry) {
+	cs := e.svc.Containers
+	for i := 1; i < len(cs); i++ {
+		for j := 0; j < i; j++ {
+			if cs[i].DockerName == cs[j].DockerName {
+				d.errAt(e.off, d.pointer()+"/containers/"+strconv.Itoa(i),
+					fmt.Sprintf("service %q has two containers with dockerName %q (entries %d and %d); each container needs its own dockerName",
+						e.svc.Name, cs[i].DockerName, j, i))
+				break
+			}
+		}
+	}
+}
+
+func (d *decoder) containers(s *Service) {
+	if d.at(d.i) != '[' {
+		d.typeErr("an array of container objects")
+		return
+	}
+	if d.open(']') {
+		s.Containers = []Container{}
+		return
+	}
+	for n := 0; ; n++ {
+		d.ws()
+		d.pushIdx(n)
+		if d.peek("a value") == '{' {
+			if c, ok := d.container(); ok {
+				s.Containers = append(s.Containers, c)
+			}
+		} else {
+			d.typeErr("a container object")
+		}
+		d.pop()
+		if !d.next(']') {
+			break
+		}
+	}
+	d.nest--
+}
+
+func (d *decoder) container() (Container, bool) {
+	var c Container
+	start := d.i
+	hasTag := false
+	if !d.open('}') {
+		var seen uint8
+		for {
+			d.ws()
+			off := d.i
+			k := d.key()
+			switch string(k) {
+			case "dockerName":
+				d.dupKey(&seen, 1, "dockerName", off)
+				c.DockerName = d.stringField("dockerName", checkDockerName)
+			case "dockerTag":
+				d.dupKey(&seen, 2, "dockerTag", off)
+				hasTag = true
+				c.DockerTag = d.stringField("dockerTag", checkTag)
+			case "dockerDigest":
+				d.dupKey(&seen, 4, "dockerDigest", off)
+				c.DockerDigest = d.stringField("dockerDigest", checkDigest)
+			default:
+				d.unknown(off, k, containerKeys)
+			}
+			if !d.next('}') {
+				break
+			}
+		}
+		d.nest--
+	}
+	if !hasTag {
+		d.errAt(start, d.pointer(), "container has no \"dockerTag\"; every container needs the tag to deploy")
+		return c, false
+	}
+	if c.DockerTag == "" {
+		return c, false // wrong type, already reported
+	}
+	return c, true
+}
+
+// stringField reads a string member value and checks it with check.
+func (d *decoder) stringField(key string, check func(string) string) string {
+	d.push(key)
+	defer d.pop()
+	if d.at(d.i) != '"' {
+		d.typeErr("a string")
+		return ""
+	}
+	off := d.i
+	v := d.str()
+	if msg := check(v); msg != "" {
+		d.errAt(off, d.pointer(), msg)
+	}
+	return v
+}
