@@ -1,0 +1,11 @@
+// Package lock implements deploy locks: records that forbid deploying into a
+// path such as apps/staging/a/auth-app while test automation, an incident or
+// another deploy is in progress (seed 002, DESIGN §6).
+//
+// A lock is written at exactly one path; checking a path walks every prefix of
+// it, so a lock at apps/staging blocks apps/staging/a/auth-app. Locks expire and
+// expired locks never block. Storage is an interface with a Memory and a
+// Kubernetes implementation; Service applies the rules on top of a Storage,
+// NewHandler serves them over REST and Client talks to that REST API. Checker
+// adapts a Service to the reconciler's LockChecker and LockHolder interfaces.
+package lock

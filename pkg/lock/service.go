@@ -1,0 +1,253 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Service applies the lock rules on top of a Storage: lock writes exactly one
+// path and implies check; check walks every prefix; unlock must name the
+// lock's type; expired locks never block; prune removes expired locks.
+type Service struct {
+	storage Storage
+	now     func() time.Time
+}
+
+// Option configures a Service.
+type Option func(*Service) error
+
+// WithClock sets the clock used for timestamps and expiry (default time.Now).
+func WithClock(now func() time.Time) Option {
+	return func(s *Service) error {
+		if now == nil {
+			return errors.New("clock must not be nil")
+		}
+		s.now = now
+		return nil
+	}
+}
+
+// New returns a Service storing locks in storage.
+func New(storage Storage, opts ...Option) (*Service, error) {
+	s := &Service{storage: storage, now: time.Now}
+	for _, o := range opts {
+		if err := o(s); err != nil {
+			return nil, fmt.Errorf("configuring locks: %w", err)
+		}
+	}
+	if storage == nil {
+		return nil, errors.New("configuring locks: storage is required")
+	}
+	return s, nil
+}
+
+// Now returns the service clock's current time.
+func (s *Service) Now() time.Time { return s.now() }
+
+// maxAttempts bounds the create/replace loop when racing other lockers.
+const maxAttempts = 10
+
+// Lock takes the lock l at exactly l.Path. It first checks every proper prefix
+// of the path for a lock that blocks l.Type, then creates the lock atomically;
+// an expired lock at the path is replaced. If the path is locked, the error is
+// a *LockedError. CreatedAt and UpdatedAt are set from the clock.
+func (s *Service) Lock(ctx context.Context, l Lock) (Lock, error) {
+	p, err := NormalizePath(l.Path)
+	if err != nil {
+		return Lock{}, invalid(err)
+	}
+	l.Path = p
+	now := s.now()
+	l.CreatedAt, l.UpdatedAt = now, now
+	l.ID, l.Version = "", ""
+	if err := l.Validate(); err != nil {
+		return Lock{}, invalid(err)
+	}
+	if !l.ExpiresAt.After(now) {
+		return Lock{}, invalid(fmt.Errorf("lock %s: expiry %s is not in the future", l.Path, l.ExpiresAt.Format(time.RFC3339)))
+	}
+	prefixes := Prefixes(p)
+	blocking, err := s.blocking(ctx, prefixes[:len(prefixes)-1], l.Type)
+	if err != nil {
+		return Lock{}, err
+	}
+	if len(blocking) > 0 {
+		return Lock{}, &LockedError{Path: p, Type: l.Type, Locks: blocking}
+	}
+	for range maxAttempts {
+		created, err := s.storage.Create(ctx, l)
+		if err == nil {
+			return created, nil
+		}
+		if !errors.Is(err, ErrExists) {
+			return Lock{}, fmt.Errorf("taking lock %s: %w", p, err)
+		}
+		cur, err := s.storage.Get(ctx, p)
+		if errors.Is(err, ErrNotFound) {
+			continue // removed meanwhile: try again
+		}
+		if err != nil {
+			return Lock{}, fmt.Errorf("taking lock %s: %w", p, err)
+		}
+		if !cur.Expired(s.now()) {
+			return Lock{}, &LockedError{Path: p, Type: l.Type, Locks: []Lock{cur}}
+		}
+		// Replace the expired lock: the precondition lets one replacer delete it,
+		// and Create lets one locker take the path.
+		if err := s.storage.Delete(ctx, cur); err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrNotFound) {
+			return Lock{}, fmt.Errorf("replacing expired lock %s: %w", p, err)
+		}
+	}
+	return Lock{}, fmt.Errorf("taking lock %s: %w after %d attempts", p, ErrConflict, maxAttempts)
+}
+
+// Refresh moves the expiry of a held lock (same ID and Version as held) to
+// expires, failing with ErrConflict if the lock changed since.
+func (s *Service) Refresh(ctx context.Context, held Lock, expires time.Time) (Lock, error) {
+	l := held
+	l.UpdatedAt, l.ExpiresAt = s.now(), expires
+	out, err := s.storage.Replace(ctx, held, l)
+	if err != nil {
+		return Lock{}, fmt.Errorf("refreshing lock %s: %w", held.Path, err)
+	}
+	return out, nil
+}
+
+// Get returns the lock stored at exactly path (expired or not).
+func (s *Service) Get(ctx context.Context, path string) (Lock, error) {
+	p, err := NormalizePath(path)
+	if err != nil {
+		return Lock{}, invalid(err)
+	}
+	return s.storage.Get(ctx, p)
+}
+
+// Check returns the locks that forbid an action of type t at path: with
+// recursive, locks at every prefix of path, else only at path itself.
+func (s *Service) Check(ctx context.Context, path string, t Type, recursive bool) ([]Lock, error) {
+	p, err := NormalizePath(path)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	if err := t.Validate(); err != nil {
+		return nil, invalid(err)
+	}
+	paths := []string{p}
+	if recursive {
+		paths = Prefixes(p)
+	}
+	return s.blocking(ctx, paths, t)
+}
+
+func (s *Service) blocking(ctx context.Context, paths []string, t Type) ([]Lock, error) {
+	now := s.now()
+	out := []Lock{}
+	for _, p := range paths {
+		l, err := s.storage.Get(ctx, p)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("checking lock %s: %w", p, err)
+		}
+		if l.Blocks(t, now) {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+// Unlock removes the lock at path, which must be of type t (a *TypeError
+// otherwise; an error wrapping ErrNotFound when there is none). With
+// recursive, it removes every lock of type t at and beneath path instead and
+// fails with ErrNotFound only if there was none. It returns the removed locks.
+func (s *Service) Unlock(ctx context.Context, path string, t Type, recursive bool) ([]Lock, error) {
+	p, err := NormalizePath(path)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	if err := t.Validate(); err != nil {
+		return nil, invalid(err)
+	}
+	if !recursive {
+		l, err := s.storage.Get(ctx, p)
+		if err != nil {
+			return nil, fmt.Errorf("unlocking %s: %w", p, err)
+		}
+		if l.Type != t {
+			return nil, &TypeError{Lock: l, Want: t}
+		}
+		if err := s.storage.Delete(ctx, l); err != nil {
+			return nil, fmt.Errorf("unlocking %s: %w", p, err)
+		}
+		return []Lock{l}, nil
+	}
+	all, err := s.storage.List(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("unlocking %s: %w", p, err)
+	}
+	removed := []Lock{}
+	for _, l := range all {
+		if l.Type != t {
+			continue
+		}
+		if err := s.storage.Delete(ctx, l); err != nil && !errors.Is(err, ErrNotFound) {
+			return removed, fmt.Errorf("unlocking %s: %w", l.Path, err)
+		}
+		removed = append(removed, l)
+	}
+	if len(removed) == 0 {
+		return nil, fmt.Errorf("unlocking %s: %w of type %s at or beneath it", p, ErrNotFound, t)
+	}
+	return removed, nil
+}
+
+// Prune removes the expired locks at and beneath prefix ("" for all) and
+// returns them. A lock refreshed meanwhile is left alone.
+func (s *Service) Prune(ctx context.Context, prefix string) ([]Lock, error) {
+	if prefix != "" {
+		p, err := NormalizePath(prefix)
+		if err != nil {
+			return nil, invalid(err)
+		}
+		prefix = p
+	}
+	all, err := s.storage.List(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("pruning locks: %w", err)
+	}
+	now := s.now()
+	pruned := []Lock{}
+	for _, l := range all {
+		if !l.Expired(now) {
+			continue
+		}
+		err := s.storage.Delete(ctx, l)
+		if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return pruned, fmt.Errorf("pruning lock %s: %w", l.Path, err)
+		}
+		pruned = append(pruned, l)
+	}
+	return pruned, nil
+}
+
+// List returns the locks at and beneath prefix ("" for all), expired ones included.
+func (s *Service) List(ctx context.Context, prefix string) ([]Lock, error) {
+	if prefix != "" {
+		p, err := NormalizePath(prefix)
+		if err != nil {
+			return nil, invalid(err)
+		}
+		prefix = p
+	}
+	ls, err := s.storage.List(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("listing locks: %w", err)
+	}
+	return ls, nil
+}
