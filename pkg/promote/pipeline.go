@@ -1,0 +1,178 @@
+package promote
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// FileName is the pipeline file's name; it sits beside the environments/ directory.
+const FileName = "pipeline.yaml"
+
+// Pipeline is the parsed pipeline.yaml: stages in promotion order.
+//
+//	stages:
+//	  - name: devel                 # an environment under environments/
+//	    lockPath: apps/devel        # lock path prefix checked before opening or merging into this stage
+//	  - name: staging
+//	    promoteFrom: devel          # an earlier stage
+//	    autoMerge: true             # merge the promotion PR once its checks are green and no lock blocks
+//	    lockPath: apps/staging
+//	    requires:
+//	      healthy: true             # default true: stagehand/devel succeeded on a commit with these versions
+//	      soak: 30m                 # minimum time since that success
+//	    window:                     # optional: promote only while a window is open
+//	      schedule: "CRON_TZ=Europe/London 0 9 * * 1-5"
+//	      duration: 8h              # open for this long after each firing of schedule
+type Pipeline struct {
+	// File is the repo-relative path the pipeline came from (for messages).
+	File   string
+	Stages []Stage
+}
+
+// Stage is one step of the pipeline.
+type Stage struct {
+	Name string
+	// PromoteFrom names the earlier stage whose versions are promoted into this one;
+	// empty for a stage fed by bumps only.
+	PromoteFrom string
+	AutoMerge   bool
+	LockPath    string
+	Requires    Requires
+	Window      *Window
+	// Line is where the stage starts in the file.
+	Line int
+}
+
+// Requires are the gates a promotion into a stage must pass.
+type Requires struct {
+	// Healthy requires the earlier stage's stagehand/<from> check run to have
+	// succeeded on a commit whose earlier stage runs the promoted versions.
+	Healthy bool
+	// Soak is the minimum time since that success.
+	Soak time.Duration
+}
+
+// Window limits promotions to the time after each firing of a cron schedule.
+// A window is open at t when the schedule fired in (t-Duration, t].
+type Window struct {
+	Schedule string
+	Duration time.Duration
+	sched    cron.Schedule
+}
+
+// Pair is one promotion: from an earlier stage into a later one.
+type Pair struct{ From, To string }
+
+func (p Pair) String() string { return p.From + " → " + p.To }
+
+// Branch is the head branch of the pair's promotion pull request.
+func (p Pair) Branch() string { return "stagehand/promote-" + p.From + "-" + p.To }
+
+var (
+	stageNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	lockPathRE  = regexp.MustCompile(`^[-a-z0-9/]+$`)
+	cronParser  = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+)
+
+// Load reads root/pipeline.yaml from fsys. A missing file is reported with an
+// error that matches fs.ErrNotExist.
+func Load(fsys fs.FS, root string) (*Pipeline, error) {
+	name := path.Join(root, FileName)
+	data, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return nil, fmt.Errorf("reading pipeline %s: %w", name, err)
+	}
+	return Parse(name, data)
+}
+
+// Parse parses and validates a pipeline file. file names it in errors. All
+// problems are reported at once as an ErrorList, each with line and column.
+func Parse(file string, data []byte) (*Pipeline, error) {
+	p := &parser{file: file}
+	pl := p.parse(data)
+	if len(p.errs) > 0 {
+		return nil, p.errs
+	}
+	return pl, nil
+}
+
+// Stage returns the named stage.
+func (p *Pipeline) Stage(name string) (*Stage, bool) {
+	for i := range p.Stages {
+		if p.Stages[i].Name == name {
+			return &p.Stages[i], true
+		}
+	}
+	return nil, false
+}
+
+// Pairs lists every promotion of the pipeline, in stage order.
+func (p *Pipeline) Pairs() []Pair {
+	var out []Pair
+	for _, s := range p.Stages {
+		if s.PromoteFrom != "" {
+			out = append(out, Pair{From: s.PromoteFrom, To: s.Name})
+		}
+	}
+	return out
+}
+
+// Pair returns the promotion from → to if the pipeline defines it.
+func (p *Pipeline) Pair(from, to string) (Pair, error) {
+	s, ok := p.Stage(to)
+	if !ok {
+		return Pair{}, fmt.Errorf("finding stage %q in %s: %w", to, p.File, ErrNoStage)
+	}
+	if s.PromoteFrom != from {
+		if s.PromoteFrom == "" {
+			return Pair{}, fmt.Errorf("promoting %s → %s: stage %q has no promoteFrom in %s: %w", from, to, to, p.File, ErrNoPair)
+		}
+		return Pair{}, fmt.Errorf("promoting %s → %s: stage %q promotes from %q in %s: %w", from, to, to, s.PromoteFrom, p.File, ErrNoPair)
+	}
+	return Pair{From: from, To: to}, nil
+}
+
+// ErrNoStage and ErrNoPair report a stage or promotion the pipeline does not define.
+var (
+	ErrNoStage = errors.New("no such stage")
+	ErrNoPair  = errors.New("no such promotion")
+)
+
+// Open reports whether the window is open at t.
+func (w *Window) Open(t time.Time) bool {
+	if w == nil {
+		return true
+	}
+	fire := w.sched.Next(t.Add(-w.Duration))
+	return !fire.After(t)
+}
+
+// Opens returns the next time the window opens strictly after t.
+func (w *Window) Opens(t time.Time) time.Time { return w.sched.Next(t) }
+
+// Closes returns when the window open at t closes (zero if it is closed at t).
+func (w *Window) Closes(t time.Time) time.Time {
+	if w == nil || !w.Open(t) {
+		return time.Time{}
+	}
+	// The latest firing in (t-d, t]; later firings extend the window.
+	end := time.Time{}
+	for f := w.sched.Next(t.Add(-w.Duration)); !f.After(t); f = w.sched.Next(f) {
+		end = f.Add(w.Duration)
+	}
+	// Firings before end keep it open (bounded: a window longer than the
+	// schedule's period never closes).
+	for i, f := 0, w.sched.Next(t); i < 10000 && f.Before(end); i, f = i+1, w.sched.Next(f) {
+		end = f.Add(w.Duration)
+	}
+	return end
+}
+
+// Cron is the parsed schedule of the window.
+func (w *Window) Cron() cron.Schedule { return w.sched }

@@ -1,0 +1,199 @@
+package promote
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func TestParse(t *testing.T) {
+	in := `stages:
+  - name: devel
+    lockPath: apps/devel
+  - name: staging
+    promoteFrom: devel
+    autoMerge: true
+    lockPath: apps/staging
+    requires:
+      soak: 30m
+  - name: prod
+    promoteFrom: staging
+    requires:
+      healthy: true
+      soak: 24h
+    window:
+      schedule: "0 9 * * 1-5"
+      duration: 8h
+`
+	got, err := Parse("pipeline.yaml", []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Pipeline{File: "pipeline.yaml", Stages: []Stage{
+		{Name: "devel", LockPath: "apps/devel", Requires: Requires{Healthy: true}, Line: 2},
+		{Name: "staging", PromoteFrom: "devel", AutoMerge: true, LockPath: "apps/staging", Requires: Requires{Healthy: true, Soak: 30 * time.Minute}, Line: 4},
+		{Name: "prod", PromoteFrom: "staging", Requires: Requires{Healthy: true, Soak: 24 * time.Hour}, Window: &Window{Schedule: "0 9 * * 1-5", Duration: 8 * time.Hour}, Line: 10},
+	}}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(Window{})); diff != "" {
+		t.Errorf("Parse (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]Pair{{"devel", "staging"}, {"staging", "prod"}}, got.Pairs()); diff != "" {
+		t.Errorf("Pairs (-want +got):\n%s", diff)
+	}
+	if _, err := got.Pair("devel", "prod"); !errors.Is(err, ErrNoPair) {
+		t.Errorf("Pair(devel, prod) = %v, want ErrNoPair", err)
+	}
+	if _, err := got.Pair("devel", "qa"); !errors.Is(err, ErrNoStage) {
+		t.Errorf("Pair(devel, qa) = %v, want ErrNoStage", err)
+	}
+	if p, err := got.Pair("staging", "prod"); err != nil || p.Branch() != "stagehand/promote-staging-prod" {
+		t.Errorf("Pair(staging, prod) = %v, %v; want branch stagehand/promote-staging-prod", p, err)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []string
+	}{{
+		name: "syntax",
+		in:   "stages: x\n name: d:\n",
+		want: []string{"p.yaml:2:1: mapping values are not allowed in this context"},
+	}, {
+		name: "not a mapping",
+		in:   "- devel\n",
+		want: []string{"p.yaml:1:1: want a mapping, got a list"},
+	}, {
+		name: "unknown keys suggest the closest",
+		in:   "stages:\n  - name: devel\n  - name: prod\n    promotefrom: devel\n    requires: {heathy: true}\n",
+		want: []string{
+			`p.yaml:4:5: stages[1].promotefrom: unknown key "promotefrom"; did you mean promoteFrom?`,
+			`p.yaml:5:16: stages[1].requires.heathy: unknown key "heathy"; did you mean healthy?`,
+			`p.yaml:3:5: stages[1]: requires, window and autoMerge need promoteFrom`,
+		},
+	}, {
+		name: "types and values",
+		in: `stages:
+  - name: Devel
+  - name: staging
+    promoteFrom: prod
+    autoMerge: "yes"
+    lockPath: Apps/Staging
+    requires: {soak: 3x}
+  - name: staging
+    promoteFrom: staging
+    window: {schedule: "61 * * * *", duration: 0s}
+`,
+		want: []string{
+			`p.yaml:2:11: stages[0].name: "Devel": want lowercase letters, digits and '-' (an environment directory name)`,
+			`p.yaml:5:16: stages[1].autoMerge: want true or false, got string "yes"`,
+			`p.yaml:6:15: stages[1].lockPath: "Apps/Staging": want a lock path of lowercase letters, digits, '-' and '/'`,
+			`p.yaml:7:22: stages[1].requires.soak: "3x": not a duration; want e.g. 30m, 2h30m or 24h`,
+			`p.yaml:3:5: stages[1].promoteFrom: "prod" is not an earlier stage; want one of "Devel"`,
+			`p.yaml:10:24: stages[2].window.schedule: "61 * * * *": end of range (61) above maximum (59): 61; want a cron expression like "0 9 * * 1-5" (optionally prefixed CRON_TZ=Zone)`,
+			`p.yaml:10:48: stages[2].window.duration: "0s": want a positive duration`,
+			`p.yaml:8:5: stages[2].name: duplicate stage "staging" (also stages[1], line 3)`,
+			`p.yaml:8:5: stages[2].promoteFrom: stage "staging" cannot promote from itself`,
+		},
+	}, {
+		name: "soak without healthy, missing keys, duplicates",
+		in: `stages:
+  - name: a
+  - promoteFrom: a
+  - name: c
+    name: d
+    promoteFrom: a
+    requires: {healthy: false, soak: 1h}
+    window: {}
+`,
+		want: []string{
+			`p.yaml:3:5: stages[1]: missing key name`,
+			`p.yaml:5:5: stages[2].name: duplicate key "name" (first at line 4)`,
+			`p.yaml:7:38: stages[2].requires.soak: soak counts from the earlier stage's successful check; it needs healthy: true`,
+			`p.yaml:8:13: stages[2].window: missing key schedule`,
+			`p.yaml:8:13: stages[2].window: missing key duration`,
+		},
+	}, {
+		name: "empty",
+		in:   "",
+		want: []string{"p.yaml: empty file; want a mapping with a stages list"},
+	}, {
+		name: "no stages",
+		in:   "stages: []\n",
+		want: []string{"p.yaml:1:9: stages: want at least one stage"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("p.yaml", []byte(tt.in))
+			var list ErrorList
+			if !errors.As(err, &list) {
+				t.Fatalf("Parse error = %v, want an ErrorList", err)
+			}
+			var got []string
+			for _, e := range list {
+				got = append(got, e.Error())
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWindow(t *testing.T) {
+	p, err := Parse("p.yaml", []byte(`stages:
+  - name: a
+  - name: b
+    promoteFrom: a
+    window: {schedule: "CRON_TZ=UTC 0 9 * * 1-5", duration: 8h}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := p.Stages[1].Window
+	at := func(s string) time.Time {
+		tm, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm
+	}
+	// 2026-11-23 is a Monday.
+	tests := []struct {
+		now          string
+		open         bool
+		opens, close string
+	}{
+		{now: "2026-11-23T08:59:59Z", open: false, opens: "2026-11-23T09:00:00Z"},
+		{now: "2026-11-23T09:00:00Z", open: true, opens: "2026-11-24T09:00:00Z", close: "2026-11-23T17:00:00Z"},
+		{now: "2026-11-23T16:59:59Z", open: true, opens: "2026-11-24T09:00:00Z", close: "2026-11-23T17:00:00Z"},
+		{now: "2026-11-23T17:00:00Z", open: false, opens: "2026-11-24T09:00:00Z"},
+		{now: "2026-11-21T12:00:00Z", open: false, opens: "2026-11-23T09:00:00Z"}, // Saturday
+	}
+	for _, tt := range tests {
+		t.Run(tt.now, func(t *testing.T) {
+			now := at(tt.now)
+			if got := w.Open(now); got != tt.open {
+				t.Errorf("Open = %v, want %v", got, tt.open)
+			}
+			if got := w.Opens(now); !got.Equal(at(tt.opens)) {
+				t.Errorf("Opens = %v, want %v", got, tt.opens)
+			}
+			var wantClose time.Time
+			if tt.close != "" {
+				wantClose = at(tt.close)
+			}
+			if got := w.Closes(now); !got.Equal(wantClose) {
+				t.Errorf("Closes = %v, want %v", got, wantClose)
+			}
+		})
+	}
+	var none *Window
+	if !none.Open(at("2026-11-21T12:00:00Z")) {
+		t.Error("a stage without window must always be open")
+	}
+}
