@@ -1,0 +1,230 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"debug/elf"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/stagehand-gitops/stagehand/internal/registrytest"
+)
+
+// TestBuildPushPull builds the image from this module, pushes it to an
+// in-process registry, pulls it back by digest and checks what a cluster
+// will run: entrypoint, user, the static binaries and the minimal base.
+func TestBuildPushPull(t *testing.T) {
+	reg := registrytest.New(t)
+	ref := reg.Ref("stagehand/stagehand", "test")
+	var out, errOut bytes.Buffer
+	args := []string{"--ref", ref, "--insecure", "--module", "../..", "--revision", "abc123", "--version", "0.1.0"}
+	if err := run(t.Context(), args, &out, &errOut); err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut.String())
+	}
+	pushed := strings.TrimSpace(out.String())
+	if !strings.HasPrefix(pushed, ref+"@sha256:") {
+		t.Fatalf("output = %q, want %s@sha256:...", pushed, ref)
+	}
+	digest, err := name.NewDigest(pushed, name.Insecure)
+	if err != nil {
+		t.Fatalf("parsing pushed reference %q: %v", pushed, err)
+	}
+	img, err := remote.Image(digest, remote.WithContext(t.Context()))
+	if err != nil {
+		t.Fatalf("pulling %s: %v", digest, err)
+	}
+	// The tag points at the same image.
+	tag, _ := name.NewTag(ref, name.Insecure)
+	byTag, err := remote.Head(tag, remote.WithContext(t.Context()))
+	if err != nil {
+		t.Fatalf("resolving %s: %v", tag, err)
+	}
+	if byTag.Digest.String() != digest.DigestStr() {
+		t.Errorf("tag %s = %s, want %s", tag, byTag.Digest, digest.DigestStr())
+	}
+
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatalf("reading config: %v", err)
+	}
+	type runtimeConfig struct {
+		OS, Arch, User, WorkingDir string
+		Entrypoint, Cmd            []string
+		Revision, Version          string
+	}
+	want := runtimeConfig{OS: "linux", Arch: runtime.GOARCH, User: "65532:65532", WorkingDir: "/",
+		Entrypoint: []string{"/reconciler"}, Revision: "abc123", Version: "0.1.0"}
+	got := runtimeConfig{OS: cf.OS, Arch: cf.Architecture, User: cf.Config.User, WorkingDir: cf.Config.WorkingDir,
+		Entrypoint: cf.Config.Entrypoint, Cmd: cf.Config.Cmd,
+		Revision: cf.Config.Labels["org.opencontainers.image.revision"], Version: cf.Config.Labels["org.opencontainers.image.version"]}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("image config (-want +got):\n%s", diff)
+	}
+
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatalf("listing layers: %v", err)
+	}
+	var names [][]string
+	for _, l := range layers {
+		names = append(names, layerFiles(t, l))
+	}
+	wantLayers := [][]string{
+		{"etc/", "etc/passwd", "etc/group", "etc/nsswitch.conf", "etc/ssl/", "etc/ssl/certs/",
+			"etc/ssl/certs/ca-certificates.crt", "home/", "home/nonroot/", "tmp/"},
+		{"reconciler"},
+		{"prbot"},
+	}
+	if diff := cmp.Diff(wantLayers, names); diff != "" {
+		t.Errorf("layer contents (-want +got):\n%s", diff)
+	}
+
+	fsys := extract(t, img)
+	passwd, _ := os.ReadFile(filepath.Join(fsys, "etc/passwd"))
+	if !strings.Contains(string(passwd), "nonroot:x:65532:65532:") {
+		t.Errorf("/etc/passwd has no nonroot user 65532:\n%s", passwd)
+	}
+	for _, bin := range binaries {
+		p := filepath.Join(fsys, bin)
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatalf("/%s is not in the image: %v", bin, err)
+		}
+		if st.Mode().Perm() != 0o755 {
+			t.Errorf("/%s mode = %v, want 0755", bin, st.Mode().Perm())
+		}
+		assertStatic(t, p)
+	}
+	// The entrypoint is the real reconciler: it answers --help.
+	help, err := exec.CommandContext(t.Context(), filepath.Join(fsys, "reconciler"), "--help").CombinedOutput()
+	if err != nil || !strings.Contains(string(help), "reconciler") {
+		t.Errorf("/reconciler --help: %v\n%s", err, help)
+	}
+}
+
+// TestReproducible builds twice: the same sources give the same digest, so a
+// digest pinned in the chart's values names exactly one build.
+func TestReproducible(t *testing.T) {
+	reg := registrytest.New(t)
+	var digests []string
+	for _, tag := range []string{"one", "two"} {
+		var out, errOut bytes.Buffer
+		args := []string{"--ref", reg.Ref("stagehand/stagehand", tag), "--insecure", "--module", "../.."}
+		if err := run(t.Context(), args, &out, &errOut); err != nil {
+			t.Fatalf("run: %v\n%s", err, errOut.String())
+		}
+		_, d, _ := strings.Cut(strings.TrimSpace(out.String()), "@")
+		digests = append(digests, d)
+	}
+	if digests[0] != digests[1] {
+		t.Errorf("two builds of the same sources: digests %s and %s differ", digests[0], digests[1])
+	}
+}
+
+func TestFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "neither ref nor tarball", args: nil, want: "give exactly one of --ref and --tarball"},
+		{name: "both", args: []string{"--ref", "r/x:1", "--tarball", "x.tar"}, want: "give exactly one of --ref and --tarball"},
+		{name: "bad platform", args: []string{"--ref", "r/x:1", "--platform", "amd64"}, want: `invalid --platform "amd64": want os/arch`},
+		{name: "tarball with two platforms", args: []string{"--tarball", "x.tar", "--platform", "linux/amd64,linux/arm64"}, want: "--tarball holds one platform, got 2"},
+		{name: "positional", args: []string{"--ref", "r/x:1", "extra"}, want: `unexpected arguments ["extra"]`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseFlags(tc.args, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("parseFlags(%q) = %v, want an error containing %q", tc.args, err, tc.want)
+			}
+		})
+	}
+}
+
+func layerFiles(t *testing.T, l v1.Layer) []string {
+	t.Helper()
+	rc, err := l.Uncompressed()
+	if err != nil {
+		t.Fatalf("opening layer: %v", err)
+	}
+	defer rc.Close()
+	var names []string
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return names
+		}
+		if err != nil {
+			t.Fatalf("reading layer: %v", err)
+		}
+		names = append(names, h.Name)
+	}
+}
+
+// extract writes the image's flattened filesystem into a temporary directory.
+func extract(t *testing.T, img v1.Image) string {
+	t.Helper()
+	dir := t.TempDir()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return dir
+		}
+		if err != nil {
+			t.Fatalf("reading image filesystem: %v", err)
+		}
+		p := filepath.Join(dir, filepath.FromSlash(h.Name))
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		case tar.TypeReg:
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatalf("reading %s: %v", h.Name, err)
+			}
+			if err := os.WriteFile(p, b, os.FileMode(h.Mode).Perm()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// assertStatic checks that path is an ELF executable without a dynamic
+// loader: it runs on an image with no libc.
+func assertStatic(t *testing.T, path string) {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Errorf("%s is not an ELF binary: %v", path, err)
+		return
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Errorf("%s asks for a dynamic loader (PT_INTERP): not a static build", path)
+		}
+	}
+}
