@@ -1,0 +1,303 @@
+package lock
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The REST API, served by Handler under these routes (mount the handler at
+// "/api/v1/locks", "/api/v1/locks/" and "/api/v1/check/" without stripping the prefix):
+//
+//	GET    /api/v1/locks?path=PREFIX            list locks (expired included)
+//	POST   /api/v1/locks                        take a lock: a LockRequest; 201, 423 when locked
+//	DELETE /api/v1/locks?expired=true&path=P    prune expired locks at and beneath P
+//	GET    /api/v1/locks/{path...}              the lock at exactly path; 404 when none
+//	DELETE /api/v1/locks/{path...}?type=T       unlock (&recursive=true: every lock of type T beneath)
+//	GET    /api/v1/check/{path...}?type=T       200 free, 423 locked (&recursive=false: leaf only)
+//
+// Every request needs "Authorization: Bearer <token>". Errors are
+// {"error": "..."}; locked responses are a CheckResponse.
+
+// LockRequest is the body of POST /api/v1/locks: a lock, with its expiry
+// given either as expires_at (in the lock) or as a duration such as "90m".
+type LockRequest struct {
+	Lock
+	Duration string `json:"duration,omitempty"`
+}
+
+// UnmarshalJSON reads the lock fields and the duration.
+func (r *LockRequest) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, &r.Lock); err != nil {
+		return err
+	}
+	var d struct {
+		Duration string `json:"duration"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		return err
+	}
+	r.Duration = d.Duration
+	return nil
+}
+
+// MarshalJSON writes the lock fields and the duration.
+func (r LockRequest) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(r.Lock)
+	if err != nil || r.Duration == "" {
+		return b, err
+	}
+	d, err := json.Marshal(r.Duration)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(b[:len(b)-1], `,"duration":`...), append(d, '}')...), nil
+}
+
+// LockResponse is the answer to POST /api/v1/locks and GET /api/v1/locks/{path}.
+type LockResponse struct {
+	Lock    Lock   `json:"lock"`
+	Message string `json:"message,omitempty"`
+}
+
+// ListResponse is the answer to GET /api/v1/locks and to the DELETEs.
+type ListResponse struct {
+	Locks []Lock `json:"locks"`
+}
+
+// CheckResponse is the answer to GET /api/v1/check/{path} and the body of
+// every 423 response.
+type CheckResponse struct {
+	Path     string   `json:"path"`
+	Type     Type     `json:"type"`
+	Locked   bool     `json:"locked"`
+	Locks    []Lock   `json:"locks"`
+	Messages []string `json:"messages"`
+}
+
+type errorResponse struct {
+	Error string `json:"error"`
+}
+
+// maxBody caps request bodies.
+const maxBody = 64 << 10
+
+// Handler serves the lock REST API.
+type Handler struct {
+	svc   *Service
+	token []byte
+	loc   *time.Location
+	mux   *http.ServeMux
+}
+
+// NewHandler returns the REST API over svc; every request must carry token as
+// a bearer token. Messages in responses use the server's local time.
+func NewHandler(svc *Service, token string) (*Handler, error) {
+	if svc == nil {
+		return nil, errors.New("creating lock API: service is required")
+	}
+	if token == "" {
+		return nil, errors.New("creating lock API: a bearer token is required")
+	}
+	h := &Handler{svc: svc, token: []byte(token), loc: time.Local, mux: http.NewServeMux()}
+	h.mux.HandleFunc("GET /api/v1/locks", h.list)
+	h.mux.HandleFunc("POST /api/v1/locks", h.lock)
+	h.mux.HandleFunc("DELETE /api/v1/locks", h.prune)
+	h.mux.HandleFunc("GET /api/v1/locks/{path...}", h.get)
+	h.mux.HandleFunc("DELETE /api/v1/locks/{path...}", h.unlock)
+	h.mux.HandleFunc("GET /api/v1/check/{path...}", h.check)
+	return h, nil
+}
+
+// ServeHTTP authenticates the request and routes it.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	auth := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok || subtle.ConstantTimeCompare([]byte(tok), h.token) != 1 {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="stagehand"`)
+		writeJSON(w, http.StatusUnauthorized, errorResponse{"missing or wrong bearer token"})
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v) // the client is gone if this fails
+}
+
+func (h *Handler) fail(w http.ResponseWriter, err error) {
+	var (
+		le *LockedError
+		te *TypeError
+		ie *InvalidError
+	)
+	switch {
+	case errors.As(err, &le):
+		writeJSON(w, http.StatusLocked, h.checkResponse(le.Path, le.Type, le.Locks))
+	case errors.As(err, &te):
+		writeJSON(w, http.StatusConflict, errorResponse{err.Error()})
+	case errors.As(err, &ie):
+		writeJSON(w, http.StatusBadRequest, errorResponse{err.Error()})
+	case errors.Is(err, ErrNotFound):
+		writeJSON(w, http.StatusNotFound, errorResponse{err.Error()})
+	case errors.Is(err, ErrConflict):
+		writeJSON(w, http.StatusConflict, errorResponse{err.Error()})
+	default:
+		writeJSON(w, http.StatusInternalServerError, errorResponse{err.Error()})
+	}
+}
+
+func (h *Handler) checkResponse(path string, t Type, locks []Lock) CheckResponse {
+	msgs := make([]string, len(locks))
+	for i, l := range locks {
+		msgs[i] = l.BlockingMessage(h.loc)
+	}
+	return CheckResponse{Path: path, Type: t, Locked: len(locks) > 0, Locks: locks, Messages: msgs}
+}
+
+func boolParam(r *http.Request, name string, def bool) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, invalid(fmt.Errorf("query parameter %s=%q: want true or false", name, v))
+	}
+	return b, nil
+}
+
+func typeParam(r *http.Request, def Type) (Type, error) {
+	v := r.URL.Query().Get("type")
+	if v == "" {
+		if def == "" {
+			return "", invalid(errors.New("query parameter type is required: the type of the lock to remove"))
+		}
+		return def, nil
+	}
+	t, err := ParseType(v)
+	if err != nil {
+		return "", invalid(fmt.Errorf("query parameter type: %w", err))
+	}
+	return t, nil
+}
+
+func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
+	ls, err := h.svc.List(r.Context(), r.URL.Query().Get("path"))
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ListResponse{Locks: ls})
+}
+
+func (h *Handler) lock(w http.ResponseWriter, r *http.Request) {
+	var req LockRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+	if err := dec.Decode(&req); err != nil {
+		h.fail(w, invalid(fmt.Errorf("decoding lock request: %w", err)))
+		return
+	}
+	l := req.Lock
+	if req.Duration != "" {
+		if !l.ExpiresAt.IsZero() {
+			h.fail(w, invalid(errors.New("duration and expires_at are mutually exclusive")))
+			return
+		}
+		d, err := ParseDuration(req.Duration)
+		if err != nil {
+			h.fail(w, invalid(err))
+			return
+		}
+		l.ExpiresAt = h.svc.Now().Add(d)
+	}
+	if p, err := NormalizePath(l.Path); err == nil {
+		l.Path = p
+		l.Default(nil) // env fields from the path when the client sent none
+	}
+	got, err := h.svc.Lock(r.Context(), l)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, LockResponse{Lock: got, Message: got.LockedMessage(h.loc)})
+}
+
+func (h *Handler) prune(w http.ResponseWriter, r *http.Request) {
+	expired, err := boolParam(r, "expired", false)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	if !expired {
+		h.fail(w, invalid(errors.New("DELETE /api/v1/locks only prunes: add expired=true (remove a lock with DELETE /api/v1/locks/{path}?type=...)")))
+		return
+	}
+	ls, err := h.svc.Prune(r.Context(), r.URL.Query().Get("path"))
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ListResponse{Locks: ls})
+}
+
+func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
+	l, err := h.svc.Get(r.Context(), r.PathValue("path"))
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, LockResponse{Lock: l})
+}
+
+func (h *Handler) unlock(w http.ResponseWriter, r *http.Request) {
+	t, err := typeParam(r, "")
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	recursive, err := boolParam(r, "recursive", false)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	ls, err := h.svc.Unlock(r.Context(), r.PathValue("path"), t, recursive)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ListResponse{Locks: ls})
+}
+
+func (h *Handler) check(w http.ResponseWriter, r *http.Request) {
+	t, err := typeParam(r, Deploy)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	recursive, err := boolParam(r, "recursive", true)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	path := r.PathValue("path")
+	ls, err := h.svc.Check(r.Context(), path, t, recursive)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	p, _ := NormalizePath(path)
+	code := http.StatusOK
+	if len(ls) > 0 {
+		code = http.StatusLocked
+	}
+	writeJSON(w, code, h.checkResponse(p, t, ls))
+}
