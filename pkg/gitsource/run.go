@@ -1,0 +1,109 @@
+package gitsource
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+)
+
+// Trigger asks Run to poll now. It never blocks; triggers that arrive while
+// one is pending, or within the debounce window, coalesce into one poll.
+func (s *Source) Trigger() {
+	select {
+	case s.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Run polls until ctx is done: at once, then on the interval (with jitter) or
+// the cron schedule, and whenever Trigger is called. After a failed poll it
+// retries with exponential backoff (capped); a refused revision is not a
+// failure. onChange is called, from Run's goroutine, with every newly accepted
+// snapshot (the first one included); polls wait while it runs. Run returns
+// ctx's error.
+func (s *Source) Run(ctx context.Context, onChange func(context.Context, Snapshot)) error {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	failures := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+		case <-s.trigger:
+			if !s.debounce(ctx) {
+				return ctx.Err()
+			}
+		}
+		snap, changed, err := s.poll(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil && !errors.Is(err, ErrUnverified) {
+			failures++
+		} else {
+			failures = 0
+		}
+		if changed {
+			onChange(ctx, snap)
+		}
+		wait := s.next(time.Now(), failures)
+		s.mu.Lock()
+		s.status.NextPoll = time.Now().Add(wait)
+		s.mu.Unlock()
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(wait)
+	}
+}
+
+// debounce waits out the debounce window, absorbing further triggers.
+func (s *Source) debounce(ctx context.Context) bool {
+	if s.opts.debounce <= 0 {
+		return true
+	}
+	t := time.NewTimer(s.opts.debounce)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-s.trigger:
+		case <-t.C:
+			return true
+		}
+	}
+}
+
+// next is the delay before the next poll after one with the given number of
+// consecutive failures.
+func (s *Source) next(now time.Time, failures int) time.Duration {
+	if failures > 0 {
+		return backoff(s.opts.backoffMin, s.opts.backoffMax, failures)
+	}
+	if s.schedule != nil {
+		return s.schedule.Next(now).Sub(now)
+	}
+	d := s.interval
+	if s.opts.jitter > 0 {
+		d += time.Duration(rand.Float64() * s.opts.jitter * float64(s.interval))
+	}
+	return d
+}
+
+// backoff is first×2^(failures-1), capped at max.
+func backoff(first, max time.Duration, failures int) time.Duration {
+	d := first
+	for i := 1; i < failures; i++ {
+		d *= 2
+		if d >= max || d <= 0 {
+			return max
+		}
+	}
+	return min(d, max)
+}

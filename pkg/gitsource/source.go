@@ -1,0 +1,325 @@
+package gitsource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	gitconfig "github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/memory"
+	"github.com/robfig/cron/v3"
+
+	"github.com/stagehand-gitops/stagehand/internal/config"
+)
+
+// ErrBranchNotFound is returned when the remote has no such branch.
+var ErrBranchNotFound = errors.New("branch not found")
+
+// Snapshot is one accepted revision of the branch.
+type Snapshot struct {
+	// Revision is the commit SHA (40 hex digits).
+	Revision string
+	// FS is the commit's tree, read from git objects in the cache. It stays
+	// readable until the cache has to be re-cloned (corruption or compaction).
+	FS fs.FS
+	// Time is the commit's committer time.
+	Time time.Time
+}
+
+// Status is what a Source knows about the branch, for reports and readiness.
+type Status struct {
+	URL          string    `json:"url"` // without credentials
+	Branch       string    `json:"branch"`
+	Revision     string    `json:"revision,omitempty"`    // last good revision; empty before the first success
+	RevisionTime time.Time `json:"revisionTime,omitzero"` // its commit time
+	FetchedAt    time.Time `json:"fetchedAt,omitzero"`    // when it was accepted
+	CheckedAt    time.Time `json:"checkedAt,omitzero"`    // last successful ls-remote
+	Refused      string    `json:"refused,omitempty"`     // head revision refused by verification, if any
+	LastError    string    `json:"lastError,omitempty"`   // last poll's error (redacted), empty after a success
+	Failures     int       `json:"failures"`              // consecutive failed polls
+	NextPoll     time.Time `json:"nextPoll,omitzero"`     // when Run polls next
+	Err          error     `json:"-"`                     // LastError as an error, for errors.Is
+}
+
+// Source keeps the newest accepted revision of one branch of a git
+// repository: an ls-remote first, a shallow fetch into a persistent cache only
+// when the head moved, optional signature verification of the head.
+type Source struct {
+	url      *parsedURL
+	branch   string
+	interval time.Duration
+	schedule cron.Schedule
+	verify   *config.Verify
+	opts     options
+	auth     *auth
+	redact   *redactor
+	cache    *cache
+	trigger  chan struct{}
+
+	pollMu sync.Mutex // one poll at a time
+
+	mu         sync.Mutex
+	current    Snapshot
+	status     Status
+	refusedErr error // why status.Refused was refused
+	loaded     bool  // the cache's last-good ref was read
+}
+
+// New builds a Source from the source: section of the configuration. It does
+// no I/O beyond reading key files; the first Poll opens or creates the cache.
+func New(cfg config.Source, opts ...Option) (*Source, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, fmt.Errorf("configuring git source: %w", err)
+		}
+	}
+	u, err := parseURL(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Branch == "" {
+		return nil, errors.New("source.branch: required")
+	}
+	if !validBranch(cfg.Branch) {
+		return nil, fmt.Errorf("source.branch: invalid branch name %q", cfg.Branch)
+	}
+	s := &Source{
+		url:      u,
+		branch:   cfg.Branch,
+		interval: cfg.Interval.Duration,
+		verify:   cfg.Verify,
+		opts:     o,
+		redact:   &redactor{},
+		trigger:  make(chan struct{}, 1),
+	}
+	if cfg.Schedule != "" {
+		if s.schedule, err = cron.ParseStandard(cfg.Schedule); err != nil {
+			return nil, fmt.Errorf("source.schedule: invalid cron expression %q: %w", cfg.Schedule, err)
+		}
+	} else if s.interval <= 0 {
+		return nil, fmt.Errorf("source.interval: must be positive, got %s", s.interval)
+	}
+	if v := cfg.Verify; v != nil && (v.Mode != "head" || v.KeyringFile == "") {
+		return nil, fmt.Errorf("source.verify: want {mode: head, keyringFile: <file>}, got mode %q, keyringFile %q", v.Mode, v.KeyringFile)
+	}
+	if s.auth, err = newAuth(cfg, u, &o, s.redact); err != nil {
+		return nil, err
+	}
+	dir := o.cacheDir
+	if dir == "" {
+		dir = cfg.CacheDir
+	}
+	if dir == "" {
+		if dir, err = defaultCacheDir(); err != nil {
+			return nil, err
+		}
+	}
+	s.cache = newCache(dir, u.clean, cfg.Branch)
+	s.status = Status{URL: u.redacted, Branch: cfg.Branch}
+	return s, nil
+}
+
+// validBranch applies git check-ref-format's rules to a branch name.
+func validBranch(b string) bool {
+	if b == "" || b == "@" || strings.HasSuffix(b, ".") || strings.HasSuffix(b, ".lock") ||
+		strings.Contains(b, "..") || strings.Contains(b, "@{") || strings.ContainsAny(b, " ~^:?*[\\\x7f") {
+		return false
+	}
+	for _, r := range b {
+		if r < 0x20 {
+			return false
+		}
+	}
+	for _, c := range strings.Split(b, "/") {
+		if c == "" || strings.HasPrefix(c, ".") {
+			return false
+		}
+	}
+	return true
+}
+
+// Latest returns the last accepted snapshot; ok is false before the first.
+func (s *Source) Latest() (snap Snapshot, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.current, s.current.Revision != ""
+}
+
+// Status reports the last good revision, the last error and the schedule.
+func (s *Source) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status
+}
+
+// Poll checks the branch once and returns the newest accepted snapshot.
+// When the remote head equals the last accepted (or last refused) revision,
+// it makes exactly one ls-remote request and fetches nothing. On error the
+// last good snapshot stays available through Latest.
+func (s *Source) Poll(ctx context.Context) (Snapshot, error) {
+	snap, _, err := s.poll(ctx)
+	return snap, err
+}
+
+func (s *Source) poll(ctx context.Context) (snap Snapshot, changed bool, err error) {
+	s.pollMu.Lock()
+	defer s.pollMu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, s.opts.timeout)
+	defer cancel()
+	defer func() { s.record(err) }()
+
+	if err := s.load(); err != nil {
+		return Snapshot{}, false, err
+	}
+	auth, err := s.auth.method(ctx, s.url.hostPort)
+	if err != nil {
+		return Snapshot{}, false, s.redact.err(err)
+	}
+	head, err := s.lsRemote(ctx, auth)
+	if err != nil {
+		return Snapshot{}, false, err
+	}
+	s.mu.Lock()
+	s.status.CheckedAt = time.Now()
+	cur, refused, refusedErr := s.current, s.status.Refused, s.refusedErr
+	s.mu.Unlock()
+	switch head.String() {
+	case cur.Revision:
+		return cur, false, nil
+	case refused:
+		return Snapshot{}, false, refusedErr
+	}
+
+	if err := s.cache.open(); err != nil {
+		return Snapshot{}, false, err
+	}
+	if s.cache.packs() > s.opts.maxPacks {
+		// Compact: a fresh shallow clone holds one pack.
+		if err := s.cache.reset(); err != nil {
+			return Snapshot{}, false, err
+		}
+	}
+	if s.cache.head() != head {
+		if err := s.cache.reopen(); err != nil {
+			return Snapshot{}, false, err
+		}
+		if err := s.cache.fetch(ctx, auth); err != nil {
+			return Snapshot{}, false, fmt.Errorf("fetching %s of %s: %w", s.branch, s.url.redacted, s.redact.err(err))
+		}
+	}
+	rev := s.cache.head()
+	commit, err := s.cache.repo.CommitObject(rev)
+	if err != nil {
+		return Snapshot{}, false, fmt.Errorf("reading commit %s: %w", rev, err)
+	}
+	if err := s.verifyCommit(commit); err != nil {
+		if errors.Is(err, ErrUnverified) {
+			s.mu.Lock()
+			s.status.Refused, s.refusedErr = rev.String(), err
+			s.mu.Unlock()
+		}
+		return Snapshot{}, false, err
+	}
+	snap, err = s.snapshot(commit)
+	if err != nil {
+		return Snapshot{}, false, err
+	}
+	if err := s.cache.repo.Storer.SetReference(plumbing.NewHashReference(lastGoodRef, rev)); err != nil {
+		return Snapshot{}, false, fmt.Errorf("recording last good revision in the cache: %w", err)
+	}
+	s.mu.Lock()
+	s.current = snap
+	s.status.Revision, s.status.RevisionTime, s.status.FetchedAt = snap.Revision, snap.Time, time.Now()
+	s.status.Refused, s.refusedErr = "", nil
+	s.mu.Unlock()
+	return snap, true, nil
+}
+
+// load reads the last good revision recorded in the cache once, so a restart
+// keeps serving it (and skips the fetch when the head has not moved).
+func (s *Source) load() error {
+	if s.loaded {
+		return nil
+	}
+	if err := s.cache.open(); err != nil {
+		return err
+	}
+	s.loaded = true
+	ref, err := s.cache.repo.Reference(lastGoodRef, false)
+	if err != nil {
+		return nil // nothing recorded: a new cache
+	}
+	commit, err := s.cache.repo.CommitObject(ref.Hash())
+	if err != nil {
+		return nil
+	}
+	if s.verifyCommit(commit) != nil {
+		return nil // keyring changed since: do not trust the old revision
+	}
+	snap, err := s.snapshot(commit)
+	if err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	s.current = snap
+	s.status.Revision, s.status.RevisionTime = snap.Revision, snap.Time
+	s.mu.Unlock()
+	return nil
+}
+
+// snapshot builds a Snapshot whose FS has its own storage handle, so readers
+// never share go-git's caches with the fetching code.
+func (s *Source) snapshot(c *object.Commit) (Snapshot, error) {
+	st := storage(s.cache.dir)
+	commit, err := object.GetCommit(st, c.Hash)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("reading commit %s: %w", c.Hash, err)
+	}
+	tree, err := commit.Tree()
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("reading tree of %s: %w", c.Hash, err)
+	}
+	return Snapshot{
+		Revision: c.Hash.String(),
+		FS:       NewTreeFS(st, tree, commit.Committer.When),
+		Time:     commit.Committer.When,
+	}, nil
+}
+
+// lsRemote asks the remote for the branch head: one request, nothing fetched.
+func (s *Source) lsRemote(ctx context.Context, auth transport.AuthMethod) (plumbing.Hash, error) {
+	remote := git.NewRemote(memory.NewStorage(), &gitconfig.RemoteConfig{Name: "origin", URLs: []string{s.url.clean}})
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("listing refs of %s: %w", s.url.redacted, s.redact.err(err))
+	}
+	want := plumbing.NewBranchReferenceName(s.branch)
+	for _, r := range refs {
+		if r.Name() == want && r.Type() == plumbing.HashReference {
+			return r.Hash(), nil
+		}
+	}
+	return plumbing.ZeroHash, fmt.Errorf("listing refs of %s: %w: %s", s.url.redacted, ErrBranchNotFound, s.branch)
+}
+
+func (s *Source) record(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		s.status.LastError, s.status.Err, s.status.Failures = "", nil, 0
+		return
+	}
+	s.status.LastError, s.status.Err = err.Error(), err
+	if !errors.Is(err, ErrUnverified) {
+		s.status.Failures++ // a refused head is an answer, not a failure to back off from
+	}
+}

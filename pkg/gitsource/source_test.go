@@ -1,0 +1,296 @@
+package gitsource_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/gitserver"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
+)
+
+func TestPollHTTPAuth(t *testing.T) {
+	const token = "s3cr3t-t0ken-value"
+	tests := []struct {
+		name    string
+		server  []gitserver.Option
+		auth    config.Auth
+		userURL string // user info to put in the URL
+		wantErr error
+	}{
+		{name: "anonymous"},
+		{name: "token, default user", server: []gitserver.Option{gitserver.WithBasicAuth("x-access-token", token)}, auth: config.Auth{TokenFile: "token"}},
+		{name: "token with username", server: []gitserver.Option{gitserver.WithBasicAuth("deploy", token)}, auth: config.Auth{Username: "deploy", TokenFile: "token"}},
+		{name: "credentials in URL", server: []gitserver.Option{gitserver.WithBasicAuth("deploy", token)}, userURL: "deploy:" + token},
+		{name: "no credentials", server: []gitserver.Option{gitserver.WithBasicAuth("deploy", token)}, wantErr: transport.ErrAuthenticationRequired},
+		{name: "wrong token", server: []gitserver.Option{gitserver.WithBasicAuth("deploy", "other-token-value")}, auth: config.Auth{Username: "deploy", TokenFile: "token"}, wantErr: transport.ErrAuthenticationRequired},
+		{name: "wrong password in URL", server: []gitserver.Option{gitserver.WithBasicAuth("deploy", "other-token-value")}, userURL: "deploy:" + token, wantErr: transport.ErrAuthenticationRequired},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := gitserver.New(t, tt.server...)
+			url, want := seed(t, srv)
+			if tt.userURL != "" {
+				url = strings.Replace(url, "http://", "http://"+tt.userURL+"@", 1)
+			}
+			cfg := sourceConfig(url)
+			cfg.Auth = tt.auth
+			if cfg.Auth.TokenFile != "" {
+				cfg.Auth.TokenFile = writeFile(t, t.TempDir(), "token", token+"\n")
+			}
+			s := newSource(t, cfg)
+			snap, err := s.Poll(context.Background())
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("Poll error = %v, want %v", err, tt.wantErr)
+				}
+				if strings.Contains(err.Error(), token) {
+					t.Errorf("error leaks the token: %v", err)
+				}
+				if st := s.Status(); st.LastError == "" || st.Revision != "" || strings.Contains(st.LastError, token) || strings.Contains(st.URL, token) {
+					t.Errorf("status after failure = %+v", st)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Poll: %v", err)
+			}
+			if snap.Revision != want {
+				t.Errorf("revision = %s, want %s", snap.Revision, want)
+			}
+			if got := readFile(t, snap.FS, "environments/devel/manifest.json"); got != `{"services":[]}` {
+				t.Errorf("manifest = %q", got)
+			}
+			if st := s.Status(); strings.Contains(st.URL, token) {
+				t.Errorf("status URL leaks the token: %s", st.URL)
+			}
+		})
+	}
+}
+
+func TestNoChangePollMakesOneLsRemoteAndNoFetch(t *testing.T) {
+	srv := gitserver.New(t)
+	url, first := seed(t, srv)
+	s := newSource(t, sourceConfig(url))
+	poll(t, s)
+
+	srv.ResetRequests()
+	snap := poll(t, s)
+	if diff := cmp.Diff(gitserver.Counts{InfoRefs: 1}, srv.Requests()); diff != "" {
+		t.Errorf("requests of an unchanged poll (-want +got):\n%s", diff)
+	}
+	if snap.Revision != first {
+		t.Errorf("revision = %s, want %s", snap.Revision, first)
+	}
+
+	second := srv.Commit(t, "manifests", "main", map[string]string{"environments/devel/manifest.json": `{"services":[{"name":"a"}]}`}, "change")
+	srv.ResetRequests()
+	snap = poll(t, s)
+	if got := srv.Requests(); got.UploadPack != 1 {
+		t.Errorf("requests of a changed poll = %+v, want one upload-pack", got)
+	}
+	if snap.Revision != second {
+		t.Errorf("revision = %s, want %s", snap.Revision, second)
+	}
+	if got := readFile(t, snap.FS, "environments/devel/manifest.json"); got != `{"services":[{"name":"a"}]}` {
+		t.Errorf("manifest = %q", got)
+	}
+}
+
+func TestRestartKeepsCacheAndFetchesNothing(t *testing.T) {
+	srv := gitserver.New(t)
+	url, first := seed(t, srv)
+	cfg := sourceConfig(url)
+	cfg.CacheDir = t.TempDir()
+	poll(t, newSource(t, cfg))
+
+	srv.ResetRequests()
+	restarted := newSource(t, cfg)
+	if snap, ok := restarted.Latest(); ok {
+		t.Errorf("Latest before the first poll = %s, want none", snap.Revision)
+	}
+	snap := poll(t, restarted)
+	if snap.Revision != first {
+		t.Errorf("revision after restart = %s, want %s", snap.Revision, first)
+	}
+	if diff := cmp.Diff(gitserver.Counts{InfoRefs: 1}, srv.Requests()); diff != "" {
+		t.Errorf("requests after restart (-want +got):\n%s", diff)
+	}
+}
+
+func TestForcePush(t *testing.T) {
+	srv := gitserver.New(t)
+	url, first := seed(t, srv)
+	s := newSource(t, sourceConfig(url))
+	poll(t, s)
+	srv.Commit(t, "manifests", "main", map[string]string{"b.json": "b"}, "second")
+	poll(t, s)
+
+	rewritten := srv.ForcePush(t, "manifests", "main", map[string]string{"environments/prod/manifest.json": "rewritten"}, "rewritten")
+	snap := poll(t, s)
+	if snap.Revision != rewritten {
+		t.Fatalf("revision after force-push = %s, want %s", snap.Revision, rewritten)
+	}
+	if got := readFile(t, snap.FS, "environments/prod/manifest.json"); got != "rewritten" {
+		t.Errorf("manifest = %q", got)
+	}
+	if _, err := snap.FS.Open("b.json"); err == nil {
+		t.Error("b.json from the old history is visible in the rewritten tree")
+	}
+
+	srv.Reset(t, "manifests", "main", first) // back to an older commit
+	if snap := poll(t, s); snap.Revision != first {
+		t.Errorf("revision after reset to the first commit = %s, want %s", snap.Revision, first)
+	}
+}
+
+func TestRemoteDownKeepsLastGoodAndRecovers(t *testing.T) {
+	srv := gitserver.New(t)
+	url, first := seed(t, srv)
+	s := newSource(t, sourceConfig(url))
+	poll(t, s)
+
+	srv.Commit(t, "manifests", "main", map[string]string{"b.json": "b"}, "second")
+	srv.Stop(t)
+	for i := 1; i <= 2; i++ {
+		if _, err := s.Poll(context.Background()); err == nil {
+			t.Fatal("Poll succeeded with the remote down")
+		}
+		st := s.Status()
+		if st.Revision != first || st.Failures != i || st.LastError == "" {
+			t.Errorf("status while down = %+v, want revision %s, %d failures and an error", st, first, i)
+		}
+	}
+	if snap, ok := s.Latest(); !ok || snap.Revision != first || readFile(t, snap.FS, "environments/devel/manifest.json") == "" {
+		t.Errorf("Latest while down = %s, %v; want %s", snap.Revision, ok, first)
+	}
+
+	srv.Start(t)
+	snap := poll(t, s)
+	if want := srv.Head(t, "manifests", "main"); snap.Revision != want {
+		t.Errorf("revision after recovery = %s, want %s", snap.Revision, want)
+	}
+	if st := s.Status(); st.Failures != 0 || st.LastError != "" {
+		t.Errorf("status after recovery = %+v", st)
+	}
+}
+
+func TestCorruptCache(t *testing.T) {
+	tests := []struct {
+		name    string
+		corrupt func(t *testing.T, dir string)
+	}{
+		{name: "pack files overwritten", corrupt: func(t *testing.T, dir string) {
+			packs, _ := filepath.Glob(filepath.Join(dir, "objects", "pack", "*"))
+			if len(packs) == 0 {
+				t.Fatal("no pack files in the cache")
+			}
+			for _, p := range packs {
+				if err := os.WriteFile(p, []byte("garbage"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{name: "objects removed", corrupt: func(t *testing.T, dir string) {
+			if err := os.RemoveAll(filepath.Join(dir, "objects")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "config garbage", corrupt: func(t *testing.T, dir string) {
+			writeFile(t, dir, "config", "[[[not a git config")
+		}},
+		{name: "another repository's cache", corrupt: func(t *testing.T, dir string) {
+			b, err := os.ReadFile(filepath.Join(dir, "config"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, dir, "config", strings.Replace(string(b), "/manifests.git", "/other.git", 1))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := gitserver.New(t)
+			url, _ := seed(t, srv)
+			cfg := sourceConfig(url)
+			cfg.CacheDir = t.TempDir()
+			poll(t, newSource(t, cfg))
+			dirs, _ := filepath.Glob(filepath.Join(cfg.CacheDir, "*"))
+			if len(dirs) != 1 {
+				t.Fatalf("cache dirs = %v, want one", dirs)
+			}
+			tt.corrupt(t, dirs[0])
+
+			// After a restart.
+			srv.ResetRequests()
+			restarted := newSource(t, cfg)
+			snap := poll(t, restarted)
+			if want := srv.Head(t, "manifests", "main"); snap.Revision != want {
+				t.Errorf("revision = %s, want %s", snap.Revision, want)
+			}
+			if got := srv.Requests(); got.UploadPack != 1 {
+				t.Errorf("requests = %+v, want a fresh fetch", got)
+			}
+			if got := readFile(t, snap.FS, "environments/devel/manifest.json"); got != `{"services":[]}` {
+				t.Errorf("manifest = %q", got)
+			}
+
+			// While running, noticed at the next change.
+			tt.corrupt(t, dirs[0])
+			want := srv.Commit(t, "manifests", "main", map[string]string{"c.json": "c"}, "third")
+			snap = poll(t, restarted)
+			if snap.Revision != want {
+				t.Errorf("revision after corruption while running = %s, want %s", snap.Revision, want)
+			}
+			if got := readFile(t, snap.FS, "c.json"); got != "c" {
+				t.Errorf("c.json = %q", got)
+			}
+		})
+	}
+}
+
+func TestBranchNotFound(t *testing.T) {
+	srv := gitserver.New(t)
+	url, _ := seed(t, srv)
+	cfg := sourceConfig(url)
+	cfg.Branch = "release"
+	_, err := newSource(t, cfg).Poll(context.Background())
+	if !errors.Is(err, gitsource.ErrBranchNotFound) {
+		t.Fatalf("Poll error = %v, want ErrBranchNotFound", err)
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  config.Source
+		want string
+	}{
+		{name: "no url", cfg: config.Source{Branch: "main"}, want: "source.url: required"},
+		{name: "bad scheme", cfg: config.Source{URL: "ftp://x/y", Branch: "main"}, want: `unsupported scheme "ftp"`},
+		{name: "ssh without key", cfg: config.Source{URL: "ssh://git@example.com/x.git", Branch: "main"}, want: "source.auth.sshKeyFile: required"},
+		{name: "ssh key without known_hosts", cfg: config.Source{URL: "ssh://git@example.com/x.git", Branch: "main", Auth: config.Auth{SSHKeyFile: "k"}}, want: "knownHostsFile: required"},
+		{name: "token and ssh", cfg: config.Source{URL: "ssh://git@example.com/x.git", Branch: "main", Auth: config.Auth{SSHKeyFile: "k", TokenFile: "t", KnownHostsFile: "h"}}, want: "use only one of"},
+		{name: "bad branch", cfg: config.Source{URL: "https://example.com/x.git", Branch: "a..b"}, want: "invalid branch name"},
+		{name: "bad verify", cfg: config.Source{URL: "https://example.com/x.git", Branch: "main", Verify: &config.Verify{Mode: "all"}}, want: "source.verify"},
+		{name: "bad schedule", cfg: config.Source{URL: "https://example.com/x.git", Branch: "main", Schedule: "every minute"}, want: "source.schedule"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.cfg.Interval.Duration == 0 {
+				tt.cfg.Interval = sourceConfig("").Interval
+			}
+			tt.cfg.CacheDir = t.TempDir()
+			_, err := gitsource.New(tt.cfg)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("New error = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
