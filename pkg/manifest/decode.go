@@ -15,10 +15,14 @@ var (
 // pass, checking syntax, types and the value grammars as it goes.
 type decoder struct {
 	scanner
-	f     *file
-	c     *collector
-	allow bool // unknown keys are warnings
+	f       *file
+	c       *collector
+	allow   bool     // unknown keys are warnings
+	ctrOffs []ctrOff // where the current service's containers start
 }
+
+// ctrOff locates a parsed container for duplicate reports.
+type ctrOff struct{ off, idx int }
 
 // parse decodes f.data into f, reporting every problem to c. A syntax error
 // stops the file; type and value errors do not.
@@ -31,6 +35,7 @@ func parse(f *file, c *collector, allowUnknown bool) {
 				panic(r)
 			}
 			d.errAt(se.off, d.pointer(), "syntax error: "+se.msg)
+			f.broken = true
 		}
 	}()
 	if len(d.data) >= 3 && string(d.data[:3]) == "\ufeff" {
@@ -48,7 +53,7 @@ func parse(f *file, c *collector, allowUnknown bool) {
 	}
 	d.ws()
 	if !d.eof() {
-		d.fail(d.i, "unexpected %s after the end of the manifest object", d.describeHere())
+		d.fail(d.i, "found %s after the end of the manifest object; a manifest holds one JSON object", d.describeHere())
 	}
 }
 
@@ -59,25 +64,27 @@ func (d *decoder) errAt(off int, ptr, msg string) {
 
 // typeErr reports a value of the wrong type at the cursor and skips it.
 func (d *decoder) typeErr(want string) {
-	d.errAt(d.i, d.pointer(), fmt.Sprintf("wrong type: expected %s, got %s", want, d.describeHere()))
-	d.skip()
+	off, got := d.i, d.describeHere()
+	d.skip() // a syntax error inside the value is reported instead
+	d.errAt(off, d.pointer(), fmt.Sprintf("wrong type: expected %s, got %s", want, got))
 }
 
 // dupKey reports a key given twice in one object; seen tracks known keys.
 func (d *decoder) dupKey(seen *uint8, bit uint8, k string, off int) {
 	if *seen&bit != 0 {
-		d.errAt(off, d.pointer(), fmt.Sprintf("duplicate key %q in the same object", k))
+		d.errAt(off, d.pointer()+"/"+k, fmt.Sprintf("duplicate key %q in the same object; give each key once", k))
 	}
 	*seen |= bit
 }
 
-// unknown reports an unknown key (an error, or a warning when allowed) and
-// skips its value.
-func (d *decoder) unknown(off int, k []byte, known []string) {
+// unknown reports an unknown key (an error, or a warning when allowed),
+// skips its value and returns the known key it suggested, if any.
+func (d *decoder) unknown(off int, k []byte, known []string) (suggested string) {
 	key := string(k)
 	d.push(key)
 	msg := fmt.Sprintf("unknown key %q", key)
-	if s := suggest(key, known); s != "" {
+	s := suggest(key, known)
+	if s != "" {
 		msg += fmt.Sprintf("; did you mean %q?", s)
 	} else {
 		msg += "; accepted keys: " + joinKeys(known)
@@ -91,6 +98,7 @@ func (d *decoder) unknown(off int, k []byte, known []string) {
 	}
 	d.skip()
 	d.pop()
+	return s
 }
 
 func (d *decoder) root() {
@@ -169,7 +177,7 @@ func (d *decoder) services() {
 		return
 	}
 	if d.f.services == nil {
-		d.f.services = make([]entry, 0, 16)
+		d.f.services = make([]entry, 0, 32)
 	}
 	for n := 0; ; n++ {
 		d.ws()
@@ -190,6 +198,7 @@ func (d *decoder) services() {
 func (d *decoder) service(n int) {
 	e := entry{off: d.i, nameOff: -1, idx: n}
 	hasName, nameKey := false, false
+	d.ctrOffs = d.ctrOffs[:0]
 	if !d.open('}') {
 		var seen uint8
 		for {
@@ -231,7 +240,9 @@ func (d *decoder) service(n int) {
 				d.containers(&e.svc)
 				d.pop()
 			default:
-				d.unknown(off, k, serviceKeys)
+				if d.unknown(off, k, serviceKeys) == "name" {
+					nameKey = true // reported as a misspelling
+				}
 			}
 			if !d.next('}') {
 				break
@@ -266,9 +277,10 @@ func (d *decoder) dupContainers(e *entry) {
 	for i := 1; i < len(cs); i++ {
 		for j := 0; j < i; j++ {
 			if cs[i].DockerName == cs[j].DockerName {
-				d.errAt(e.off, d.pointer()+"/containers/"+strconv.Itoa(i),
-					fmt.Sprintf("service %q has two containers with dockerName %q (entries %d and %d); each container needs its own dockerName",
-						e.svc.Name, cs[i].DockerName, j, i))
+				at := d.ctrOffs[i]
+				d.errAt(at.off, d.pointer()+"/containers/"+strconv.Itoa(at.idx),
+					fmt.Sprintf("service %q has two containers with dockerName %q (containers %d and %d); each container needs its own dockerName",
+						e.svc.Name, cs[i].DockerName, d.ctrOffs[j].idx, at.idx))
 				break
 			}
 		}
@@ -288,8 +300,10 @@ func (d *decoder) containers(s *Service) {
 		d.ws()
 		d.pushIdx(n)
 		if d.peek("a value") == '{' {
+			off := d.i
 			if c, ok := d.container(); ok {
 				s.Containers = append(s.Containers, c)
+				d.ctrOffs = append(d.ctrOffs, ctrOff{off: off, idx: n})
 			}
 		} else {
 			d.typeErr("a container object")
@@ -305,7 +319,7 @@ func (d *decoder) containers(s *Service) {
 func (d *decoder) container() (Container, bool) {
 	var c Container
 	start := d.i
-	hasTag := false
+	hasTag, misspelt := false, false
 	if !d.open('}') {
 		var seen uint8
 		for {
@@ -324,7 +338,9 @@ func (d *decoder) container() (Container, bool) {
 				d.dupKey(&seen, 4, "dockerDigest", off)
 				c.DockerDigest = d.stringField("dockerDigest", checkDigest)
 			default:
-				d.unknown(off, k, containerKeys)
+				if d.unknown(off, k, containerKeys) == "dockerTag" {
+					misspelt = true
+				}
 			}
 			if !d.next('}') {
 				break
@@ -333,7 +349,9 @@ func (d *decoder) container() (Container, bool) {
 		d.nest--
 	}
 	if !hasTag {
-		d.errAt(start, d.pointer(), "container has no \"dockerTag\"; every container needs the tag to deploy")
+		if !misspelt {
+			d.errAt(start, d.pointer(), "container has no \"dockerTag\"; every container needs the tag to deploy")
+		}
 		return c, false
 	}
 	if c.DockerTag == "" {

@@ -55,6 +55,8 @@ func Resolve(fsys fs.FS, root, env string, opts ...Option) (*Environment, error)
 		o:     o,
 		c:     collector{max: o.maxErrors},
 		files: make(map[string]*loaded),
+		seq:   make([]ref, 0, 1024),
+		marks: make([]mark, 0, 1024),
 		real:  make(map[string]string),
 	}
 	_, r.links = fsys.(fs.ReadLinkFS)
@@ -149,13 +151,16 @@ func (r *resolver) visit(name string, from *file, inc include, depth int) *Layou
 	ld := r.load(real)
 	if ld.err != "" {
 		if from == nil {
-			r.c.add(Error{File: real, Message: ld.err})
+			r.c.add(Error{File: real, Message: "reading the environment's manifest: " + ld.err})
 		} else {
 			r.siteErr(from, inc, fmt.Sprintf("include %q: %s: %s", inc.path, real, ld.err))
 		}
 		return nil
 	}
 	f := ld.f
+	if f.broken {
+		return nil // its syntax error is reported; what was read is not trusted
+	}
 	if from == nil {
 		r.root = f
 	} else if f.hasSkip && !f.warned {
@@ -164,7 +169,7 @@ func (r *resolver) visit(name string, from *file, inc include, depth int) *Layou
 		r.c.warn(Error{File: f.name, Line: line, Column: col, Pointer: "/skipConfirmation",
 			Message: "skipConfirmation is ignored in an included file; only the environment's manifest.json decides"})
 	}
-	lay := &Layout{File: f.name, Owner: Owner(f.name), Services: []LayoutService{}, Includes: []*Layout{}}
+	lay := &Layout{File: f.name, Owner: Owner(f.name), Services: make([]LayoutService, 0, len(f.services)), Includes: make([]*Layout, 0, len(f.includes))}
 	r.stack = append(r.stack, real)
 	dir := path.Dir(f.name)
 	for _, in := range f.includes {
@@ -311,17 +316,32 @@ func (f *file) checkDuplicates(c *collector) {
 	if len(f.services) < 2 {
 		return
 	}
-	first := make(map[string]int, len(f.services))
 	kept := f.services[:0]
+	var first map[string]int // for long files; short ones compare pairwise
+	if len(f.services) > 32 {
+		first = make(map[string]int, len(f.services))
+	}
 	for _, e := range f.services {
-		if i, dup := first[e.svc.Name]; dup {
+		i, dup := -1, false
+		if first != nil {
+			if i, dup = first[e.svc.Name]; !dup {
+				first[e.svc.Name] = len(kept)
+			}
+		} else {
+			for j := range kept {
+				if kept[j].svc.Name == e.svc.Name {
+					i, dup = j, true
+					break
+				}
+			}
+		}
+		if dup {
 			line, col := f.pos(e.nameOff)
-			fl, fc := f.pos(f.services[i].nameOff)
+			fl, fc := f.pos(kept[i].nameOff)
 			c.add(Error{File: f.name, Line: line, Column: col, Pointer: "/services/" + strconv.Itoa(e.idx) + "/name",
 				Message: fmt.Sprintf("service %q is defined twice in this file (first at line %d, column %d); a file may define a service once", e.svc.Name, fl, fc)})
 			continue
 		}
-		first[e.svc.Name] = len(kept)
 		kept = append(kept, e)
 	}
 	f.services = kept

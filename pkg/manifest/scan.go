@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 	"strconv"
@@ -30,6 +31,7 @@ type file struct {
 	hasSkip  bool
 	skip     bool
 	skipOff  int
+	broken   bool // a syntax error stopped the parse; includes and services are incomplete
 	warned   bool // skipConfirmation-in-include warning already given
 }
 
@@ -53,7 +55,7 @@ type entry struct {
 // pos converts a byte offset into a 1-based line and character column.
 func (f *file) pos(off int) (line, col int) {
 	if f.lines == nil {
-		f.lines = make([]int, 1, 64)
+		f.lines = make([]int, 1, bytes.Count(f.data, []byte{'\n'})+1)
 		for i, c := range f.data {
 			if c == '\n' {
 				f.lines = append(f.lines, i+1)
@@ -157,8 +159,10 @@ func (s *scanner) expect(c byte, what string) {
 // reports whether another one follows. close is '}' or ']'.
 func (s *scanner) next(close byte) bool {
 	s.ws()
-	c := s.peek(fmt.Sprintf("',' or '%c'", close))
-	switch c {
+	if s.i >= len(s.data) {
+		s.fail(s.i, "unexpected end of file, expected ',' or '%c'", close)
+	}
+	switch s.data[s.i] {
 	case ',':
 		s.i++
 		s.ws()
@@ -466,6 +470,10 @@ func describe(data []byte, off int) string {
 			return strconv.Quote(tok)
 		}
 		return "number " + tok
+	case c == '/':
+		return "'/' (comments are not allowed in JSON)"
+	case c == '\'':
+		return "'\\'' (JSON strings take double quotes)"
 	default:
 		r, _ := utf8.DecodeRune(data[off:])
 		return strconv.QuoteRune(r)

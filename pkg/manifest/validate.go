@@ -71,17 +71,22 @@ func checkDockerName(v string) string {
 	if len(v) > 255 {
 		return fmt.Sprintf("dockerName %s is %d characters long; at most 255 are accepted", quote(v), len(v))
 	}
-	parts := strings.Split(v, "/")
-	if len(parts) > 1 && (strings.ContainsAny(parts[0], ".:") || parts[0] == "localhost") {
-		if !validHost(parts[0]) {
+	rest := v
+	if host, after, ok := strings.Cut(v, "/"); ok && (strings.ContainsAny(host, ".:") || host == "localhost") {
+		if !validHost(host) {
 			return bad()
 		}
-		parts = parts[1:]
+		rest = after
 	}
-	for _, p := range parts {
+	for {
+		p, after, more := strings.Cut(rest, "/")
 		if !validComponent(p) {
 			return bad()
 		}
+		if !more {
+			break
+		}
+		rest = after
 	}
 	return ""
 }

@@ -1,0 +1,547 @@
+package manifest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// repo builds an in-memory repository; keys are relative to environments/.
+func repo(files map[string]string) fstest.MapFS {
+	fsys := fstest.MapFS{}
+	for k, v := range files {
+		fsys["environments/"+k] = &fstest.MapFile{Data: []byte(v)}
+	}
+	return fsys
+}
+
+func errorList(t *testing.T, err error) *ErrorList {
+	t.Helper()
+	var l *ErrorList
+	if !errors.As(err, &l) {
+		t.Fatalf("got error %v (%T), want an *ErrorList", err, err)
+	}
+	return l
+}
+
+func TestBadInput(t *testing.T) {
+	cases := badCases()
+	if len(cases) < 30 {
+		t.Fatalf("only %d bad-input cases", len(cases))
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env, err := Resolve(repo(tc.files), ".", "e", tc.opts...)
+			if env != nil {
+				t.Errorf("got an environment for invalid input: %+v", env)
+			}
+			l := errorList(t, err)
+			if len(tc.want) == 0 {
+				t.Fatal("case has no expected errors")
+			}
+			if diff := cmp.Diff(tc.want, l.Errors); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// names returns "name@source" for each service, the shape most rule tests
+// compare.
+func names(e *Environment) []string {
+	var out []string
+	for _, s := range e.Services {
+		out = append(out, s.Name+"@"+strings.TrimPrefix(s.Source, "environments/"))
+	}
+	return out
+}
+
+func svcJSON(name, tag string) string {
+	return fmt.Sprintf(`{"name": %q, "containers": [{"dockerTag": %q}]}`, name, tag)
+}
+
+func TestResolveRules(t *testing.T) {
+	tests := []struct {
+		name      string
+		files     map[string]string
+		opts      []Option
+		want      []string
+		skip      bool
+		overrides int
+		warnings  []string
+	}{
+		{
+			name: "included services come first, in include order",
+			files: map[string]string{
+				"e/manifest.json": `{"includes": ["./a.json", "./b.json"], "services": [` + svcJSON("r", "1") + `]}`,
+				"e/a.json":        `{"services": [` + svcJSON("a", "1") + `]}`,
+				"e/b.json":        `{"services": [` + svcJSON("b", "1") + `]}`,
+			},
+			want: []string{"a@e/a.json", "b@e/b.json", "r@e/manifest.json"},
+		},
+		{
+			name: "includes are recursive and relative to the including file",
+			files: map[string]string{
+				"e/manifest.json":  `{"includes": ["../shared/base.json", "./b.json"]}`,
+				"shared/base.json": `{"includes": ["./more.json"], "services": [` + svcJSON("base", "1") + `]}`,
+				"shared/more.json": `{"services": [` + svcJSON("more", "1") + `]}`,
+				"e/b.json":         `{"services": [` + svcJSON("b", "1") + `]}`,
+			},
+			want: []string{"more@shared/more.json", "base@shared/base.json", "b@e/b.json"},
+		},
+		{
+			name: "the later entry wins and stands where it was written",
+			files: map[string]string{
+				"e/manifest.json": `{"includes": ["./a.json"], "services": [` + svcJSON("r", "1") + `, ` + svcJSON("x", "2") + `]}`,
+				"e/a.json":        `{"services": [` + svcJSON("x", "1") + `, ` + svcJSON("y", "1") + `]}`,
+			},
+			want:      []string{"y@e/a.json", "r@e/manifest.json", "x@e/manifest.json"},
+			overrides: 1,
+		},
+		{
+			name: "a later include overrides an earlier one",
+			files: map[string]string{
+				"e/manifest.json": `{"includes": ["./a.json", "./b.json"]}`,
+				"e/a.json":        `{"services": [` + svcJSON("x", "1") + `]}`,
+				"e/b.json":        `{"services": [` + svcJSON("x", "2") + `]}`,
+			},
+			want:      []string{"x@e/b.json"},
+			overrides: 1,
+		},
+		{
+			name: "three entries: both earlier ones are shadowed by the last",
+			files: map[string]string{
+				"e/manifest.json": `{"includes": ["./a.json", "./b.json"], "services": [` + svcJSON("x", "3") + `]}`,
+				"e/a.json":        `{"services": [` + svcJSON("x", "1") + `]}`,
+				"e/b.json":        `{"services": [` + svcJSON("x", "2") + `]}`,
+			},
+			want:      []string{"x@e/manifest.json"},
+			overrides: 2,
+		},
+		{
+			name: "a diamond is fine and reports no override",
+			files: map[string]string{
+				"e/manifest.json": `{"includes": ["./a.json", "./b.json"]}`,
+				"e/a.json":        `{"includes": ["./c.json"], "services": [` + svcJSON("a", "1") + `]}`,
+				"e/b.json":        `{"includes": ["./c.json"], "services": [` + svcJSON("b", "1") + `]}`,
+				"e/c.json":        `{"services": [` + svcJSON("c", "1") + `]}`,
+			},
+			want: []string{"a@e/a.json", "c@e/c.json", "b@e/b.json"},
+		},
+		{
+			name:  "skipConfirmation in the root manifest counts",
+			files: map[string]string{"e/manifest.json": `{"skipConfirmation": true}`},
+			skip:  true,
+		},
+		{
+			name: "skipConfirmation in an included file is ignored with a warning",
+			files: map[string]string{
+				"e/manifest.json": `{"includes": ["./a.json"]}`,
+				"e/a.json":        `{"skipConfirmation": true}`,
+			},
+			warnings: []string{"environments/e/a.json:1:22: /skipConfirmation: skipConfirmation is ignored in an included file; only the environment's manifest.json decides"},
+		},
+		{
+			name: "unknown keys become warnings when allowed",
+			files: map[string]string{
+				"e/manifest.json": `{"services": [{"name": "api", "replicas": 3, "containers": [{"dockerTag": "1"}]}], "owner": "team-a"}`,
+			},
+			opts: []Option{AllowUnknownKeys()},
+			want: []string{"api@e/manifest.json"},
+			warnings: []string{
+				`environments/e/manifest.json:1:31: /services/0/replicas: unknown key "replicas"; accepted keys: name, version, containers`,
+				`environments/e/manifest.json:1:84: /owner: unknown key "owner"; accepted keys: includes, services, skipConfirmation`,
+			},
+		},
+		{
+			name:  "an empty manifest is valid",
+			files: map[string]string{"e/manifest.json": "{}\n"},
+		},
+		{
+			name:  "escapes in strings are decoded",
+			files: map[string]string{"e/manifest.json": `{"services": [{"name": "\u0061p\u0069", "containers": [{"dockerTag": "1\u002e0"}]}]}`},
+			want:  []string{"api@e/manifest.json"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env, err := Resolve(repo(tt.files), ".", "e", tt.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, names(env)); diff != "" {
+				t.Errorf("services (-want +got):\n%s", diff)
+			}
+			if env.SkipConfirmation != tt.skip {
+				t.Errorf("SkipConfirmation = %v, want %v", env.SkipConfirmation, tt.skip)
+			}
+			if len(env.Overrides) != tt.overrides {
+				t.Errorf("overrides = %+v, want %d", env.Overrides, tt.overrides)
+			}
+			var warnings []string
+			for _, w := range env.Warnings {
+				warnings = append(warnings, w.Error())
+			}
+			if diff := cmp.Diff(tt.warnings, warnings); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestOverridePositions(t *testing.T) {
+	env, err := Resolve(repo(map[string]string{
+		"e/manifest.json": "{\n  \"includes\": [\"./a.json\"],\n  \"services\": [\n    " + svcJSON("x", "2") + "\n  ]\n}\n",
+		"e/a.json":        "{\"services\": [" + svcJSON("y", "1") + ", " + svcJSON("x", "1") + "]}",
+	}), ".", "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Override{{
+		Service:  "x",
+		Winner:   Location{File: "environments/e/manifest.json", Line: 4, Column: 5, Pointer: "/services/0"},
+		Shadowed: Location{File: "environments/e/a.json", Line: 1, Column: 66, Pointer: "/services/1"},
+	}}
+	if diff := cmp.Diff(want, env.Overrides); diff != "" {
+		t.Errorf("overrides (-want +got):\n%s", diff)
+	}
+	x, ok := env.Service("x")
+	if !ok || x.Containers[0].DockerTag != "2" || x.Containers[0].DockerName != "x" {
+		t.Errorf("winner = %+v, want tag 2 with dockerName defaulted to x", x)
+	}
+}
+
+func TestLayout(t *testing.T) {
+	env, err := Resolve(repo(map[string]string{
+		"e/manifest.json":           `{"includes": ["./checkout-api.json", "../shared/platform.json"], "services": [` + svcJSON("checkout-api", "9") + `]}`,
+		"e/checkout-api.json":       `{"services": [` + svcJSON("checkout-api", "1") + `, ` + svcJSON("checkout-worker", "1") + `]}`,
+		"shared/platform.json":      `{"includes": ["./observability.json"]}`,
+		"shared/observability.json": `{"services": [` + svcJSON("otel-collector", "0.9.0") + `]}`,
+	}), ".", "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Layout{
+		File: "environments/e/manifest.json", Owner: "manifest",
+		Services: []LayoutService{{Name: "checkout-api", Line: 1, Column: 79, Pointer: "/services/0"}},
+		Includes: []*Layout{
+			{
+				File: "environments/e/checkout-api.json", Owner: "checkout-api",
+				Services: []LayoutService{
+					{Name: "checkout-api", Line: 1, Column: 15, Pointer: "/services/0", Overridden: true, OverriddenBy: "environments/e/manifest.json"},
+					{Name: "checkout-worker", Line: 1, Column: 77, Pointer: "/services/1"},
+				},
+				Includes: []*Layout{},
+			},
+			{
+				File: "environments/shared/platform.json", Owner: "platform", Services: []LayoutService{},
+				Includes: []*Layout{{
+					File: "environments/shared/observability.json", Owner: "observability",
+					Services: []LayoutService{{Name: "otel-collector", Line: 1, Column: 15, Pointer: "/services/0"}},
+					Includes: []*Layout{},
+				}},
+			},
+		},
+	}
+	if diff := cmp.Diff(want, env.Layout); diff != "" {
+		t.Errorf("layout (-want +got):\n%s", diff)
+	}
+	var files []string
+	env.Layout.Walk(func(l *Layout) { files = append(files, l.Owner) })
+	if diff := cmp.Diff([]string{"manifest", "checkout-api", "platform", "observability"}, files); diff != "" {
+		t.Errorf("Walk (-want +got):\n%s", diff)
+	}
+}
+
+func TestOwner(t *testing.T) {
+	for in, want := range map[string]string{
+		"environments/devel/ebury-api-events.json": "ebury-api-events",
+		"environments/devel/manifest.json":         "manifest",
+		"checkout-api.json":                        "checkout-api",
+		"environments/devel/notes":                 "notes",
+	} {
+		if got := Owner(in); got != want {
+			t.Errorf("Owner(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// The RFC's own example, verbatim, with the two files it includes.
+const rfcExample = `{
+"includes": [
+"./other.json",
+"./files.json"
+],
+"services": [
+{
+"name": "events-logger",
+"version": "0.1.0",
+"containers": [
+{
+"dockerTag": "e96ae0a",
+"dockerDigest": "sha256:f48a20f48cbc2b965e37ff9144048c644890cb37cefa85fafc8fae7f89b15455"
+}
+]
+},
+{
+"name": "events-beat",
+"version": "0.1.0",
+"containers": [
+{
+"dockerTag": "e96ae0a",
+"dockerDigest": "sha256:499442b8120888f3dddefe40f8a771ac252b2fd03b5efa122f61dd5bbfb32352"
+}
+]
+}
+]
+}`
+
+func TestRFCExample(t *testing.T) {
+	env, err := Resolve(repo(map[string]string{
+		"devel/manifest.json": rfcExample,
+		"devel/other.json":    `{"services": [{"name": "other", "containers": [{"dockerTag": "1.0.0"}]}]}`,
+		"devel/files.json":    `{"services": []}`,
+	}), ".", "devel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Service{
+		{Name: "other", Source: "environments/devel/other.json", Containers: []Container{{DockerName: "other", DockerTag: "1.0.0"}}},
+		{Name: "events-logger", Version: "0.1.0", Source: "environments/devel/manifest.json", Containers: []Container{
+			{DockerName: "events-logger", DockerTag: "e96ae0a", DockerDigest: "sha256:f48a20f48cbc2b965e37ff9144048c644890cb37cefa85fafc8fae7f89b15455"}}},
+		{Name: "events-beat", Version: "0.1.0", Source: "environments/devel/manifest.json", Containers: []Container{
+			{DockerName: "events-beat", DockerTag: "e96ae0a", DockerDigest: "sha256:499442b8120888f3dddefe40f8a771ac252b2fd03b5efa122f61dd5bbfb32352"}}},
+	}
+	if diff := cmp.Diff(want, env.Services); diff != "" {
+		t.Errorf("services (-want +got):\n%s", diff)
+	}
+	if env.SkipConfirmation || env.Name != "devel" || env.Root != "environments/devel/manifest.json" {
+		t.Errorf("got %q %q skip=%v", env.Name, env.Root, env.SkipConfirmation)
+	}
+}
+
+func TestEnvironments(t *testing.T) {
+	fsys := fstest.MapFS{
+		"repo/environments/prod/manifest.json":   {Data: []byte(`{}`)},
+		"repo/environments/devel/manifest.json":  {Data: []byte(`{}`)},
+		"repo/environments/devel/checkout.json":  {Data: []byte(`{}`)},
+		"repo/environments/shared/platform.json": {Data: []byte(`{}`)},
+		"repo/environments/README.md":            {Data: []byte(`hi`)},
+		"repo/environments/odd/manifest.json/x":  {Data: []byte(`{}`)},
+	}
+	got, err := Environments(fsys, "repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"devel", "prod"}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if _, err := Environments(fsys, "nope"); err == nil {
+		t.Error("no error for a root without environments/")
+	}
+	if _, err := Environments(fsys, "../x"); err == nil {
+		t.Error("no error for a root outside the repository")
+	}
+	// Resolve takes the same root.
+	if _, err := Resolve(fsys, "repo", "devel"); err != nil {
+		t.Errorf("Resolve under a root: %v", err)
+	}
+}
+
+func TestResolveArguments(t *testing.T) {
+	fsys := repo(map[string]string{"e/manifest.json": `{}`})
+	for _, tc := range []struct {
+		root, env string
+		opts      []Option
+	}{
+		{".", "", nil},
+		{".", "..", nil},
+		{".", "e/../e", nil},
+		{"/abs", "e", nil},
+		{".", "e", []Option{MaxDepth(-1)}},
+		{".", "e", []Option{MaxFiles(0)}},
+		{".", "e", []Option{MaxFileSize(0)}},
+		{".", "e", []Option{MaxErrors(0)}},
+	} {
+		_, err := Resolve(fsys, tc.root, tc.env, tc.opts...)
+		var l *ErrorList
+		if err == nil || errors.As(err, &l) {
+			t.Errorf("Resolve(%q, %q) = %v, want a plain error", tc.root, tc.env, err)
+		}
+	}
+}
+
+func TestErrorCap(t *testing.T) {
+	var svcs []string
+	for i := range 60 {
+		svcs = append(svcs, fmt.Sprintf(`{"name": "s%d", "containers": [{"dockerTag": "-bad"}]}`, i))
+	}
+	fsys := repo(map[string]string{"e/manifest.json": `{"services": [` + strings.Join(svcs, ",\n") + `]}`})
+	l := errorList(t, func() error { _, err := Resolve(fsys, ".", "e"); return err }())
+	if len(l.Errors) != 50 || l.Omitted != 10 || l.Len() != 60 {
+		t.Errorf("got %d errors, %d omitted; want 50 and 10", len(l.Errors), l.Omitted)
+	}
+	if !strings.HasSuffix(l.Error(), "... and 10 more problems") {
+		t.Errorf("Error() does not mention the omitted problems")
+	}
+	if l.Errors[49].Line != 50 {
+		t.Errorf("50th error on line %d, want 50 (errors in file order)", l.Errors[49].Line)
+	}
+	l = errorList(t, func() error { _, err := Resolve(fsys, ".", "e", MaxErrors(5)); return err }())
+	if len(l.Errors) != 5 || l.Omitted != 55 {
+		t.Errorf("MaxErrors(5): got %d errors, %d omitted", len(l.Errors), l.Omitted)
+	}
+}
+
+func TestErrorFormat(t *testing.T) {
+	for _, tc := range []struct {
+		e    Error
+		want string
+	}{
+		{Error{File: "a.json", Line: 3, Column: 7, Pointer: "/services/0/name", Message: "bad"}, "a.json:3:7: /services/0/name: bad"},
+		{Error{File: "a.json", Line: 1, Column: 1, Message: "syntax error: x"}, "a.json:1:1: syntax error: x"},
+		{Error{File: "a.json", Message: "file does not exist"}, "a.json: file does not exist"},
+	} {
+		if got := tc.e.Error(); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+	if got := pointerOf([]seg{{key: "a/b~c", idx: -1}, {idx: 3}}); got != "/a~1b~0c/3" {
+		t.Errorf("pointer escaping: got %q", got)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	// A chain e -> 1 -> 2 -> ... -> 40 is deeper than the default 32.
+	files := map[string]string{"e/manifest.json": `{"includes": ["./1.json"]}`}
+	for i := 1; i <= 40; i++ {
+		files[fmt.Sprintf("e/%d.json", i)] = fmt.Sprintf(`{"includes": ["./%d.json"]}`, i+1)
+	}
+	files["e/41.json"] = `{}`
+	l := errorList(t, func() error { _, err := Resolve(repo(files), ".", "e"); return err }())
+	want := []Error{{File: "environments/e/32.json", Line: 1, Column: 15, Pointer: "/includes/0",
+		Message: `include "./33.json" nests deeper than the limit of 32 levels`}}
+	if diff := cmp.Diff(want, l.Errors); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if _, err := Resolve(repo(files), ".", "e", MaxDepth(41)); err != nil {
+		t.Errorf("MaxDepth(41): %v", err)
+	}
+	// A file over 4 MiB.
+	big := `{"services": [], "includes": [` + strings.Repeat(`"./x.json",`, 400000) + `"./x.json"]}`
+	l = errorList(t, func() error {
+		_, err := Resolve(repo(map[string]string{"e/manifest.json": big}), ".", "e")
+		return err
+	}())
+	if msg := l.Errors[0].Message; !strings.Contains(msg, "over the limit of 4194304 bytes") {
+		t.Errorf("got %q", msg)
+	}
+	// Exponential diamonds are bounded by the file limit.
+	files = map[string]string{"e/manifest.json": `{"includes": ["./d0.json", "./d0.json"]}`}
+	for i := range 30 {
+		files[fmt.Sprintf("e/d%d.json", i)] = fmt.Sprintf(`{"includes": ["./d%d.json", "./d%d.json"]}`, i+1, i+1)
+	}
+	files["e/d30.json"] = `{}`
+	l = errorList(t, func() error { _, err := Resolve(repo(files), ".", "e"); return err }())
+	if len(l.Errors) != 1 || !strings.Contains(l.Errors[0].Message, "limit of 10000 files") {
+		t.Errorf("got %v", l)
+	}
+}
+
+// TestSymlinks runs on a real directory: os.DirFS follows links, so Resolve
+// must check them itself.
+func TestSymlinks(t *testing.T) {
+	outside := t.TempDir()
+	write(t, filepath.Join(outside, "secret.json"), `{"services": [`+svcJSON("stolen", "1")+`]}`)
+	write(t, filepath.Join(outside, "manifest.json"), `{}`)
+
+	dir := t.TempDir()
+	env := filepath.Join(dir, "environments", "e")
+	write(t, filepath.Join(env, "real.json"), `{"services": [`+svcJSON("api", "1")+`]}`)
+	write(t, filepath.Join(dir, "environments", "shared", "base.json"), `{"services": [`+svcJSON("base", "1")+`]}`)
+	link(t, "real.json", filepath.Join(env, "inside.json"))
+	link(t, "../shared", filepath.Join(env, "shared"))
+	link(t, filepath.Join(outside, "secret.json"), filepath.Join(env, "absolute.json"))
+	link(t, "../../../"+filepath.Base(outside)+"/secret.json", filepath.Join(env, "relative.json"))
+	link(t, outside, filepath.Join(env, "outdir"))
+	link(t, "loop2.json", filepath.Join(env, "loop1.json"))
+	link(t, "loop1.json", filepath.Join(env, "loop2.json"))
+	link(t, outside, filepath.Join(dir, "environments", "evil"))
+
+	tests := []struct {
+		include string
+		want    string // message; "" means it resolves
+	}{
+		{"./inside.json", ""},
+		{"./shared/base.json", ""},
+		{"./absolute.json", "symbolic link points outside the repository"},
+		{"./relative.json", "symbolic link points outside the repository"},
+		{"./outdir/secret.json", "symbolic link points outside the repository"},
+		{"./loop1.json", "too many levels of symbolic links"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.include, func(t *testing.T) {
+			write(t, filepath.Join(env, "manifest.json"), fmt.Sprintf(`{"includes": [%q]}`, tt.include))
+			got, err := Resolve(os.DirFS(dir), ".", "e")
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got.Services) != 1 || got.Services[0].Name == "stolen" {
+					t.Errorf("services = %+v", got.Services)
+				}
+				return
+			}
+			l := errorList(t, err)
+			if len(l.Errors) != 1 || !strings.Contains(l.Errors[0].Message, tt.want) {
+				t.Fatalf("errors = %v, want one containing %q", l, tt.want)
+			}
+			if e := l.Errors[0]; e.File != "environments/e/manifest.json" || e.Line != 1 || e.Column != 15 || e.Pointer != "/includes/0" {
+				t.Errorf("error at %s:%d:%d %s", e.File, e.Line, e.Column, e.Pointer)
+			}
+		})
+	}
+	t.Run("the inside link resolves to the real file", func(t *testing.T) {
+		write(t, filepath.Join(env, "manifest.json"), `{"includes": ["./inside.json"]}`)
+		got, err := Resolve(os.DirFS(dir), ".", "e")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if src := got.Services[0].Source; src != "environments/e/real.json" {
+			t.Errorf("source = %q", src)
+		}
+	})
+	t.Run("an environment directory linked outside", func(t *testing.T) {
+		_, err := Resolve(os.DirFS(dir), ".", "evil")
+		l := errorList(t, err)
+		if !strings.Contains(l.Error(), "symbolic link points outside the repository") {
+			t.Errorf("got %v", l)
+		}
+	})
+}
+
+func write(t *testing.T, name, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func link(t *testing.T, target, name string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, name); err != nil {
+		t.Fatal(err)
+	}
+}
