@@ -188,4 +188,6 @@ func serviceSection(c Change, p Pair, links Links) string {
 }
 
 // escape keeps a value from breaking a Markdown table.
-func escape(s string) string { return strings.NewReplacer("|", `\|`, "\n", " ", "<", "&lt;").Replace(s) }
+func escape(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ", "<", "&lt;").Replace(s)
+}

@@ -132,9 +132,9 @@ func container(s manifest.Service, name string) (manifest.Container, bool) {
 	return manifest.Container{}, false
 }
 
-// sameVersions reports whether two entries of a service run the same images
-// and version (the containers of a compared in order of a).
-func sameVersions(a, b manifest.Service) bool {
+// SameVersions reports whether two entries of a service have the same
+// version and the same containers with the same tags and digests.
+func SameVersions(a, b manifest.Service) bool {
 	if a.Version != b.Version || len(a.Containers) != len(b.Containers) {
 		return false
 	}

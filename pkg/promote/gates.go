@@ -149,7 +149,7 @@ func evidence(history []Observation, entry manifest.Service) Evidence {
 	ev := Evidence{Commit: history[0].Commit, Check: *history[0].Check, Since: history[0].Check.CompletedAt}
 	for _, o := range history[1:] {
 		s, ok := o.Stage.Service(entry.Name)
-		if !ok || !sameVersions(entry, s) {
+		if !ok || !SameVersions(entry, s) {
 			break
 		}
 		if o.Check != nil && o.Check.Conclusion == "success" && o.Check.CompletedAt.Before(ev.Since) {

@@ -1,0 +1,405 @@
+package prbot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+	"github.com/stagehand-gitops/stagehand/pkg/promote"
+)
+
+// BumpRequest is one upstream build to deploy into an environment.
+type BumpRequest struct {
+	// Env is the environment directory under environments/.
+	Env string
+	// File is the owned file's base name, e.g. "checkout-api.json".
+	File      string
+	Service   string
+	Container string // dockerName; "" means the service name
+	Tag       string
+	Digest    string // "" removes a digest the file had
+	// AutoMerge merges the pull request once its checks are green and no
+	// lock blocks the environment, waiting at most MergeTimeout.
+	AutoMerge    bool
+	MergeTimeout time.Duration
+}
+
+// BumpResult is what a bump did; its JSON is `prbot bump -o json`.
+type BumpResult struct {
+	File   string `json:"file"`
+	Branch string `json:"branch"`
+	// PR and URL identify the pull request (0 and "" when none is open).
+	PR  int    `json:"pr"`
+	URL string `json:"url"`
+	// Commit is the commit written by this run ("" when nothing changed).
+	Commit  string `json:"commit,omitempty"`
+	Changed bool   `json:"changed"`
+	Created bool   `json:"created"`
+	Merged  bool   `json:"merged"`
+	// Reason says why nothing changed or why the pull request was not merged.
+	Reason string `json:"reason,omitempty"`
+}
+
+// BumpBranch is the head branch of the bump pull request for an environment's file.
+func BumpBranch(env, file string) string {
+	return "stagehand/bump-" + env + "-" + strings.TrimSuffix(file, ".json")
+}
+
+const maxWriteAttempts = 8
+
+var fileNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*\.json$`)
+
+// Bump edits the service's container in environments/<env>/<file> on the
+// bump branch and opens the pull request for it, or updates the open one in
+// place. Running the same bump again changes nothing. Concurrent bumps of one
+// file converge on one pull request; a tag that is older (by SemVer) than the
+// one already on the branch does not replace it, so racing bumps end with the
+// newest.
+func (b *Bot) Bump(ctx context.Context, req BumpRequest) (*BumpResult, error) {
+	if err := req.validate(); err != nil {
+		return nil, err
+	}
+	file := b.path(path.Join("environments", req.Env, req.File))
+	branch := BumpBranch(req.Env, req.File)
+	res := &BumpResult{File: file, Branch: branch}
+
+	baseSHA, err := b.headRef(ctx, b.base)
+	if err != nil {
+		return nil, err
+	}
+	if baseSHA == "" {
+		return nil, fmt.Errorf("bumping %s: base branch %s does not exist", file, b.base)
+	}
+	pr, err := b.openPull(ctx, branch)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.prepareBranch(ctx, branch, baseSHA, pr != nil); err != nil {
+		return nil, err
+	}
+
+	for attempt := 1; ; attempt++ {
+		data, sha, err := b.file(ctx, file, branch)
+		if err != nil {
+			return nil, err
+		}
+		if data == nil {
+			return nil, fmt.Errorf("bumping %s: the file does not exist on %s; create it (and include it from environments/%s/manifest.json) first", file, b.base, req.Env)
+		}
+		out, reason, err := applyBump(file, data, req)
+		if err != nil {
+			return nil, err
+		}
+		if out == nil {
+			res.Reason = reason
+			break
+		}
+		msg := fmt.Sprintf("Bump %s to %s in %s", containerLabel(req), req.Tag, req.Env)
+		commit, err := b.putFile(ctx, branch, file, sha, msg, out)
+		if errors.Is(err, errConflict) && attempt < maxWriteAttempts {
+			// Another bump wrote first: read its result and apply ours on top.
+			if err := sleep(ctx, time.Duration(attempt*attempt)*50*time.Millisecond); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		res.Commit, res.Changed = commit, true
+		break
+	}
+
+	title, body, err := b.bumpText(ctx, file, req.Env, branch)
+	if err != nil {
+		return nil, err
+	}
+	if title == "" {
+		// The branch does not differ from the base: nothing to propose.
+		if res.Reason == "" {
+			res.Reason = fmt.Sprintf("%s on %s already has %s", file, b.base, req.Tag)
+		}
+		return res, nil
+	}
+	pr, created, err := b.ensurePull(ctx, branch, title, body)
+	if err != nil {
+		return nil, err
+	}
+	res.PR, res.URL, res.Created = pr.GetNumber(), pr.GetHTMLURL(), created
+	if !req.AutoMerge {
+		return res, nil
+	}
+	lockPath, err := b.stageLockPath(ctx, req.Env)
+	if err != nil {
+		return res, err
+	}
+	merged, reason, err := b.mergeWhenReady(ctx, pr.GetNumber(), lockPath, req.MergeTimeout)
+	res.Merged, res.Reason = merged, reason
+	if merged {
+		b.deleteBranch(ctx, branch)
+	}
+	return res, err
+}
+
+func (r BumpRequest) validate() error {
+	switch {
+	case r.Env == "" || strings.ContainsAny(r.Env, "/\\") || r.Env == "." || r.Env == "..":
+		return fmt.Errorf("bumping: environment %q: want a directory name under environments/", r.Env)
+	case !fileNameRE.MatchString(r.File):
+		return fmt.Errorf("bumping: file %q: want a base name ending in .json, e.g. checkout-api.json", r.File)
+	case r.Service == "":
+		return errors.New("bumping: no service")
+	case r.Tag == "":
+		return errors.New("bumping: no tag")
+	}
+	return nil
+}
+
+func containerLabel(req BumpRequest) string {
+	if req.Container == "" || req.Container == req.Service {
+		return req.Service
+	}
+	return req.Service + "/" + req.Container
+}
+
+// prepareBranch makes sure the bump branch exists and is not left over from
+// an earlier, finished pull request.
+func (b *Bot) prepareBranch(ctx context.Context, branch, baseSHA string, hasPR bool) error {
+	head, err := b.headRef(ctx, branch)
+	if err != nil {
+		return err
+	}
+	if head == "" {
+		_, err := b.createRef(ctx, branch, baseSHA)
+		return err
+	}
+	if hasPR {
+		return nil
+	}
+	cmp, _, err := b.gh.Repositories.CompareCommits(ctx, b.owner, b.repo, baseSHA, head, nil)
+	if err != nil {
+		return fmt.Errorf("comparing %s with %s: %w", branch, b.base, err)
+	}
+	switch cmp.GetStatus() {
+	case "behind", "identical":
+		// Merged already: fast-forward to the base.
+		return b.setRef(ctx, branch, baseSHA, false)
+	case "diverged":
+		// Left over from a squashed or closed pull request.
+		return b.setRef(ctx, branch, baseSHA, true)
+	}
+	// "ahead": another bump is writing right now, or a closed pull request
+	// left commits; build on them (the edit reads the branch's file).
+	return nil
+}
+
+// applyBump edits data; nil output means nothing to write, with the reason.
+func applyBump(file string, data []byte, req BumpRequest) ([]byte, string, error) {
+	ed, err := manifest.Edit(file, data, manifest.AllowUnknownKeys())
+	if err != nil {
+		return nil, "", fmt.Errorf("bumping %s: %w", file, err)
+	}
+	cur, err := ed.Container(req.Service, req.Container)
+	switch {
+	case errors.Is(err, manifest.ErrNotFound) && !contains(ed.Services(), req.Service):
+		err = ed.AddService(manifest.Service{Name: req.Service, Containers: []manifest.Container{{DockerName: dockerNameOrEmpty(req), DockerTag: req.Tag, DockerDigest: req.Digest}}})
+	case errors.Is(err, manifest.ErrNotFound):
+		err = ed.AddContainer(req.Service, manifest.Container{DockerName: dockerNameOrEmpty(req), DockerTag: req.Tag, DockerDigest: req.Digest})
+	case err != nil:
+	case newerTag(cur.DockerTag, req.Tag):
+		return nil, fmt.Sprintf("%s already has %s %s, newer than %s", file, containerLabel(req), cur.DockerTag, req.Tag), nil
+	default:
+		err = ed.SetImage(req.Service, req.Container, req.Tag, req.Digest)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("bumping %s: %w", file, err)
+	}
+	if !ed.Changed() {
+		return nil, fmt.Sprintf("%s already has %s %s", file, containerLabel(req), req.Tag), nil
+	}
+	return ed.Bytes(), "", nil
+}
+
+func dockerNameOrEmpty(req BumpRequest) string {
+	if req.Container == req.Service {
+		return ""
+	}
+	return req.Container
+}
+
+// bumpText renders the pull request's title and body from what the branch
+// changes in the file compared with the base ("" title: no difference).
+func (b *Bot) bumpText(ctx context.Context, file, env, branch string) (string, string, error) {
+	baseData, _, err := b.file(ctx, file, b.base)
+	if err != nil {
+		return "", "", err
+	}
+	headData, _, err := b.file(ctx, file, branch)
+	if err != nil {
+		return "", "", err
+	}
+	before, after := containersOf(file, baseData), containersOf(file, headData)
+	var parts, rows []string
+	for _, k := range after.order {
+		a, bf := after.m[k], before.m[k]
+		if a == bf {
+			continue
+		}
+		parts = append(parts, k.label()+" "+a.DockerTag)
+		from := "—"
+		if bf.DockerTag != "" {
+			from = "`" + bf.DockerTag + "`"
+		}
+		digest := "—"
+		if a.DockerDigest != "" {
+			digest = "`" + a.DockerDigest + "`"
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | `%s` | %s |", k.service, k.container, from, a.DockerTag, digest))
+	}
+	if len(parts) == 0 {
+		return "", "", nil
+	}
+	title := truncateTitle(fmt.Sprintf("Bump %s in %s: %s", path.Base(file), env, strings.Join(parts, ", ")))
+	body := fmt.Sprintf("%s\nBumps `%s` (owned by `%s`).\n\n| service | container | from | to | digest |\n|---|---|---|---|---|\n%s\n\n_Opened by Stagehand prbot; later bumps of this file update this pull request._\n",
+		commentMarker("bump "+env+" "+path.Base(file)), file, manifest.Owner(file), strings.Join(rows, "\n"))
+	if len(body) > promote.MaxBody {
+		body = body[:promote.MaxBody-1] + "…"
+	}
+	return title, body, nil
+}
+
+type containerKey struct{ service, container string }
+
+func (k containerKey) label() string {
+	if k.container == k.service {
+		return k.service
+	}
+	return k.service + "/" + k.container
+}
+
+type containerSet struct {
+	order []containerKey
+	m     map[containerKey]manifest.Container
+}
+
+func containersOf(file string, data []byte) containerSet {
+	set := containerSet{m: map[containerKey]manifest.Container{}}
+	if data == nil {
+		return set
+	}
+	for _, s := range decodeServices(data) {
+		for _, c := range s.Containers {
+			if c.DockerName == "" {
+				c.DockerName = s.Name
+			}
+			k := containerKey{s.Name, c.DockerName}
+			if _, dup := set.m[k]; !dup {
+				set.order = append(set.order, k)
+			}
+			set.m[k] = c
+		}
+	}
+	return set
+}
+
+// decodeServices reads the service entries of one manifest file as written
+// (dockerName not defaulted); nil when the file is not valid JSON.
+func decodeServices(data []byte) []manifest.Service {
+	var doc struct {
+		Services []manifest.Service `json:"services"`
+	}
+	if json.Unmarshal(data, &doc) != nil {
+		return nil
+	}
+	return doc.Services
+}
+
+func truncateTitle(s string) string {
+	r := []rune(s)
+	if len(r) <= promote.MaxTitle {
+		return s
+	}
+	return string(r[:promote.MaxTitle-1]) + "…"
+}
+
+// newerTag reports whether have is a newer SemVer-like version than want
+// (both "1.2.3" or "v1.2.3", optionally with a pre-release). Tags that are not
+// versions are never newer: the latest bump wins.
+func newerTag(have, want string) bool {
+	h, okh := parseVersion(have)
+	w, okw := parseVersion(want)
+	if !okh || !okw {
+		return false
+	}
+	for i := 0; i < 3; i++ {
+		if h.n[i] != w.n[i] {
+			return h.n[i] > w.n[i]
+		}
+	}
+	switch {
+	case h.pre == w.pre:
+		return false
+	case h.pre == "":
+		return true // a release is newer than its pre-releases
+	case w.pre == "":
+		return false
+	}
+	return h.pre > w.pre
+}
+
+type version struct {
+	n   [3]int
+	pre string
+}
+
+func parseVersion(s string) (version, bool) {
+	s = strings.TrimPrefix(s, "v")
+	core, pre, _ := strings.Cut(s, "-")
+	core, _, _ = strings.Cut(core, "+")
+	parts := strings.Split(core, ".")
+	if len(parts) < 2 || len(parts) > 3 {
+		return version{}, false
+	}
+	var v version
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return version{}, false
+		}
+		v.n[i] = n
+	}
+	v.pre = pre
+	return v, true
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (b *Bot) deleteBranch(ctx context.Context, branch string) {
+	// Best effort: a leftover branch is reset by the next bump.
+	_, _ = b.gh.Git.DeleteRef(ctx, b.owner, b.repo, "heads/"+branch)
+}

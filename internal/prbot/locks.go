@@ -1,0 +1,27 @@
+package prbot
+
+import (
+	"context"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
+)
+
+// LockClient adapts pkg/lock's REST client (the reconciler's
+// GET /api/v1/check/{path}: 200 free, 423 locked) to a LockChecker.
+func LockClient(c *lock.Client) LockChecker { return restLocks{c} }
+
+type restLocks struct{ c *lock.Client }
+
+// Blocking returns a message for each lock blocking lockType at path or a prefix of it.
+func (r restLocks) Blocking(ctx context.Context, path, lockType string) ([]string, error) {
+	locks, err := r.c.Check(ctx, path, lock.Type(lockType), false)
+	if err != nil {
+		return nil, err
+	}
+	msgs := make([]string, 0, len(locks))
+	for _, l := range locks {
+		msgs = append(msgs, l.BlockingMessage(time.UTC))
+	}
+	return msgs, nil
+}

@@ -1,0 +1,389 @@
+package prbot
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/google/go-github/v60/github"
+
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+	"github.com/stagehand-gitops/stagehand/pkg/promote"
+)
+
+// Promotion actions reported in PromoteResult.Action.
+const (
+	ActionOpened    = "opened"    // a new promotion pull request
+	ActionUpdated   = "updated"   // the open one now promotes something else
+	ActionUnchanged = "unchanged" // the open one is already right
+	ActionClosed    = "closed"    // nothing is left to promote; the open one was closed
+	ActionNone      = "none"      // nothing to promote and nothing open
+	ActionBlocked   = "blocked"   // a lock or a closed window; nothing opened or merged
+	ActionDryRun    = "dry-run"   // what would be done, nothing written
+)
+
+// PromoteResult is what one evaluation of a promotion did; its JSON is
+// `prbot promote -o json`.
+type PromoteResult struct {
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Branch string `json:"branch"`
+	Action string `json:"action"`
+	PR     int    `json:"pr,omitempty"`
+	URL    string `json:"url,omitempty"`
+	Merged bool   `json:"merged"`
+	// Reason explains a blocked, closed, unmerged or empty promotion.
+	Reason   string           `json:"reason,omitempty"`
+	Decision promote.Decision `json:"decision"`
+	// Files are the files the pull request edits.
+	Files []string `json:"files,omitempty"`
+	// Title and Body are the pull request's text (also in a dry run).
+	Title string `json:"title,omitempty"`
+	Body  string `json:"-"`
+}
+
+// Promote evaluates the promotion from → to of pipeline.yaml on the base
+// branch and makes the promotion pull request match: opened or updated in
+// place on stagehand/promote-<from>-<to> when services are ready to move,
+// closed when nothing is left, left alone with a comment when the later
+// stage is locked or outside its window. With autoMerge on the stage it is
+// merged once its checks are green. dryRun computes everything and writes
+// nothing.
+func (b *Bot) Promote(ctx context.Context, from, to string, dryRun bool) (*PromoteResult, error) {
+	baseSHA, err := b.headRef(ctx, b.base)
+	if err != nil {
+		return nil, err
+	}
+	if baseSHA == "" {
+		return nil, fmt.Errorf("promoting %s → %s: base branch %s does not exist", from, to, b.base)
+	}
+	pl, err := b.pipeline(ctx, baseSHA)
+	if err != nil {
+		return nil, err
+	}
+	if pl == nil {
+		return nil, fmt.Errorf("promoting %s → %s: no %s on %s", from, to, b.path(promote.FileName), b.base)
+	}
+	pair, err := pl.Pair(from, to)
+	if err != nil {
+		return nil, err
+	}
+	stage, _ := pl.Stage(to)
+	res := &PromoteResult{From: from, To: to, Branch: pair.Branch()}
+
+	head, err := b.snapshot(ctx, baseSHA)
+	if err != nil {
+		return nil, err
+	}
+	target, err := manifest.Resolve(head, b.root, to, manifest.AllowUnknownKeys())
+	if err != nil {
+		return nil, fmt.Errorf("resolving %s at %s: %w", to, baseSHA, err)
+	}
+	history, err := b.history(ctx, baseSHA, head, pair, *stage, target)
+	if err != nil {
+		return nil, err
+	}
+	locks, err := b.blocking(ctx, stage.LockPath)
+	if err != nil {
+		return nil, err
+	}
+	d := promote.Evaluate(promote.Input{Pair: pair, Stage: *stage, History: history, Target: target, Locks: locks, Now: b.now()})
+	res.Decision = d
+
+	edits, err := promotionEdits(head, d.Changes)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range sortedKeys(edits) {
+		res.Files = append(res.Files, f)
+	}
+	if len(d.Changes) > 0 {
+		res.Title, res.Body = promote.Title(d), promote.Body(d, b.links)
+	}
+	pr, err := b.openPull(ctx, pair.Branch())
+	if err != nil {
+		return nil, err
+	}
+	if pr != nil {
+		res.PR, res.URL = pr.GetNumber(), pr.GetHTMLURL()
+	}
+	switch {
+	case dryRun:
+		res.Action, res.Reason = ActionDryRun, reasonOf(d)
+		return res, nil
+	case d.Blocked != "":
+		res.Action, res.Reason = ActionBlocked, d.Blocked
+		if pr != nil {
+			err = b.upsertComment(ctx, pr.GetNumber(), "blocked", fmt.Sprintf("Not updating or merging this promotion: %s.", d.Blocked))
+		}
+		return res, err
+	case len(d.Changes) == 0:
+		res.Action, res.Reason = ActionNone, reasonOf(d)
+		if pr == nil {
+			return res, nil
+		}
+		res.Action = ActionClosed
+		return res, b.closePromotion(ctx, pr, pair, d)
+	}
+
+	changed, err := b.writeBranch(ctx, pair.Branch(), baseSHA, edits, fmt.Sprintf("Promote %s → %s", from, to))
+	if err != nil {
+		return nil, err
+	}
+	pr, created, err := b.ensurePull(ctx, pair.Branch(), res.Title, res.Body)
+	if err != nil {
+		return nil, err
+	}
+	res.PR, res.URL = pr.GetNumber(), pr.GetHTMLURL()
+	switch {
+	case created:
+		res.Action = ActionOpened
+	case changed:
+		res.Action = ActionUpdated
+	default:
+		res.Action = ActionUnchanged
+	}
+	// A comment about an earlier block no longer holds.
+	if err := b.editComment(ctx, pr.GetNumber(), "blocked", "No lock or window blocks this promotion any more."); err != nil {
+		return nil, err
+	}
+	if !stage.AutoMerge {
+		return res, nil
+	}
+	pr, _, err = b.gh.PullRequests.Get(ctx, b.owner, b.repo, pr.GetNumber())
+	if err != nil {
+		return nil, fmt.Errorf("reading pull request #%d: %w", res.PR, err)
+	}
+	ready, reason, err := b.readiness(ctx, pr, stage.LockPath)
+	if err != nil {
+		return nil, err
+	}
+	if ready {
+		res.Merged, reason, err = b.mergeNow(ctx, pr)
+		if err != nil {
+			return nil, err
+		}
+		if res.Merged {
+			b.deleteBranch(ctx, pair.Branch())
+		}
+	}
+	res.Reason = reason
+	return res, nil
+}
+
+func reasonOf(d promote.Decision) string {
+	if d.Blocked != "" {
+		return d.Blocked
+	}
+	if len(d.Changes) > 0 {
+		return ""
+	}
+	if len(d.Held) == 0 {
+		return fmt.Sprintf("%s and %s run the same versions", d.Pair.From, d.Pair.To)
+	}
+	var parts []string
+	for _, h := range d.Held {
+		parts = append(parts, h.Service+": "+h.Reason)
+	}
+	return "nothing ready: " + strings.Join(parts, "; ")
+}
+
+// closePromotion closes a promotion pull request that has nothing left to do.
+func (b *Bot) closePromotion(ctx context.Context, pr *github.PullRequest, pair promote.Pair, d promote.Decision) error {
+	if err := b.upsertComment(ctx, pr.GetNumber(), "closed", fmt.Sprintf("Nothing left to promote from %s to %s (%s); closing.", pair.From, pair.To, reasonOf(d))); err != nil {
+		return err
+	}
+	if _, _, err := b.gh.PullRequests.Edit(ctx, b.owner, b.repo, pr.GetNumber(), &github.PullRequest{State: github.String("closed")}); err != nil {
+		return fmt.Errorf("closing pull request #%d: %w", pr.GetNumber(), err)
+	}
+	b.deleteBranch(ctx, pair.Branch())
+	return nil
+}
+
+// history walks the base branch back from its head, resolving the earlier
+// stage at each commit and reading its newest completed stagehand/<from>
+// check run. Without requires.healthy only the head counts. The walk stops
+// at the history depth, at a commit where the stage does not resolve, or once
+// a success was found and no older commit still runs the versions it would
+// promote (so soak times are measured from their first success).
+func (b *Bot) history(ctx context.Context, baseSHA string, head fs.FS, pair promote.Pair, stage promote.Stage, target *manifest.Environment) ([]promote.Observation, error) {
+	src, err := manifest.Resolve(head, b.root, pair.From, manifest.AllowUnknownKeys())
+	if err != nil {
+		return nil, fmt.Errorf("resolving %s at %s: %w", pair.From, baseSHA, err)
+	}
+	if !stage.Requires.Healthy {
+		return []promote.Observation{{Commit: baseSHA, Stage: src}}, nil
+	}
+	var (
+		out     []promote.Observation
+		sha     = baseSHA
+		changes []promote.Change
+	)
+	for len(out) < b.depth {
+		check, err := b.latestCheck(ctx, sha, promote.CheckName(pair.From))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, promote.Observation{Commit: sha, Stage: src, Check: check})
+		if changes == nil && check != nil && check.Conclusion == "success" {
+			changes = promote.Diff(src, target)
+			if len(changes) == 0 {
+				break
+			}
+		}
+		if changes != nil && !anyStillRuns(changes, src) {
+			break
+		}
+		touched, parent, err := b.touches(ctx, sha)
+		if err != nil {
+			return nil, err
+		}
+		if parent == "" {
+			break
+		}
+		if touched {
+			fsys, err := b.snapshot(ctx, parent)
+			if err != nil {
+				return nil, err
+			}
+			older, err := manifest.Resolve(fsys, b.root, pair.From, manifest.AllowUnknownKeys())
+			if err != nil {
+				break // an invalid older state ends the evidence
+			}
+			src = older
+		}
+		sha = parent
+	}
+	return out, nil
+}
+
+// anyStillRuns reports whether env still runs the promoted version of some change.
+func anyStillRuns(changes []promote.Change, env *manifest.Environment) bool {
+	for _, c := range changes {
+		if s, ok := env.Service(c.Service); ok && promote.SameVersions(c.Entry, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// latestCheck returns the newest completed check run called name on sha (nil if none).
+func (b *Bot) latestCheck(ctx context.Context, sha, name string) (*promote.Check, error) {
+	runs, _, err := b.gh.Checks.ListCheckRunsForRef(ctx, b.owner, b.repo, sha, &github.ListCheckRunsOptions{
+		CheckName: github.String(name), Status: github.String("completed"), Filter: github.String("latest"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing %s check runs of %s: %w", name, sha, err)
+	}
+	for _, r := range runs.CheckRuns {
+		if r.GetName() != name || r.GetStatus() != "completed" {
+			continue
+		}
+		return &promote.Check{ID: r.GetID(), Conclusion: r.GetConclusion(), URL: r.GetHTMLURL(), CompletedAt: r.GetCompletedAt().Time}, nil
+	}
+	return nil, nil
+}
+
+// promotionEdits applies the changes to the later stage's files as they are
+// in fsys and returns the new contents of each file that changes.
+func promotionEdits(fsys fs.FS, changes []promote.Change) (map[string][]byte, error) {
+	eds := map[string]*manifest.Editor{}
+	for _, c := range changes {
+		ed, ok := eds[c.File]
+		if !ok {
+			data, err := fs.ReadFile(fsys, c.File)
+			if err != nil {
+				return nil, fmt.Errorf("reading %s: %w", c.File, err)
+			}
+			ed, err = manifest.Edit(c.File, data, manifest.AllowUnknownKeys())
+			if err != nil {
+				return nil, fmt.Errorf("editing %s: %w", c.File, err)
+			}
+			eds[c.File] = ed
+		}
+		if err := applyChange(ed, c); err != nil {
+			return nil, fmt.Errorf("promoting %s into %s: %w", c.Service, c.File, err)
+		}
+	}
+	out := map[string][]byte{}
+	for f, ed := range eds {
+		if ed.Changed() {
+			out[f] = ed.Bytes()
+		}
+	}
+	return out, nil
+}
+
+func applyChange(ed *manifest.Editor, c promote.Change) error {
+	if c.New {
+		entry := manifest.Service{Name: c.Entry.Name, Version: c.Entry.Version}
+		for _, ct := range c.Entry.Containers {
+			entry.Containers = append(entry.Containers, fileContainer(c.Service, ct))
+		}
+		return ed.AddService(entry)
+	}
+	for _, ct := range c.Containers {
+		var err error
+		if ct.New {
+			err = ed.AddContainer(c.Service, fileContainer(c.Service, manifest.Container{DockerName: ct.DockerName, DockerTag: ct.ToTag, DockerDigest: ct.ToDigest}))
+		} else {
+			err = ed.SetImage(c.Service, ct.DockerName, ct.ToTag, ct.ToDigest)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if c.ToVersion != "" {
+		return setVersion(ed, c.Service, c.ToVersion)
+	}
+	return nil
+}
+
+// fileContainer leaves a dockerName equal to the service name out of the file.
+func fileContainer(service string, c manifest.Container) manifest.Container {
+	if c.DockerName == service {
+		c.DockerName = ""
+	}
+	return c
+}
+
+// versionSetter is the editor method that sets a service's version in place.
+// pkg/manifest's Editor does not have it yet; until it does, setVersion
+// rewrites the service entry (removed and appended again), which keeps the
+// file valid and the rest of it untouched.
+type versionSetter interface {
+	SetVersion(service, version string) error
+}
+
+func setVersion(ed *manifest.Editor, service, version string) error {
+	if vs, ok := any(ed).(versionSetter); ok {
+		return vs.SetVersion(service, version)
+	}
+	entry, err := entryOf(ed.Bytes(), service)
+	if err != nil {
+		return err
+	}
+	if entry.Version == version {
+		return nil
+	}
+	entry.Version = version
+	if err := ed.RemoveService(service); err != nil {
+		return err
+	}
+	return ed.AddService(entry)
+}
+
+// entryOf reads one service entry as written in a manifest file.
+func entryOf(data []byte, service string) (manifest.Service, error) {
+	for _, s := range decodeServices(data) {
+		if s.Name == service {
+			out := manifest.Service{Name: s.Name, Version: s.Version}
+			for _, c := range s.Containers {
+				out.Containers = append(out.Containers, fileContainer(service, c))
+			}
+			return out, nil
+		}
+	}
+	return manifest.Service{}, fmt.Errorf("service %q: %w", service, manifest.ErrNotFound)
+}
