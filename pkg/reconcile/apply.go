@@ -1,0 +1,401 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+type applyOptions struct {
+	progress func(Progress)
+}
+
+// ApplyOption configures one Apply.
+type ApplyOption func(*applyOptions)
+
+// WithProgress calls fn for each workload step; calls may come from several
+// goroutines, one at a time.
+func WithProgress(fn func(Progress)) ApplyOption {
+	return func(o *applyOptions) { o.progress = fn }
+}
+
+// job is one workload to patch.
+type job struct {
+	key     WorkloadKey
+	service string
+	changes []Change
+	target  Target
+	own     map[string]bool // messages of the apply lock this run holds
+	res     *WorkloadResult
+	start   time.Time
+	obj     runtime.Object // the patched object
+	gen     int64
+}
+
+// Apply plans req again and applies the plan if its hash is planHash;
+// otherwise it returns a *StalePlanError (errors.Is ErrStalePlan) and
+// changes nothing. Workload failures are reported in the Result, not as an
+// error.
+func (r *Reconciler) Apply(ctx context.Context, req Request, planHash string, opts ...ApplyOption) (*Result, error) {
+	var ao applyOptions
+	for _, o := range opts {
+		o(&ao)
+	}
+	var mu sync.Mutex
+	report := func(j *job, ph Phase, msg string) {
+		if ao.progress == nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		ao.progress(Progress{WorkloadKey: j.key, Service: j.service, Phase: ph, Message: msg})
+	}
+
+	plan, err := r.Plan(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if plan.PlanHash != planHash {
+		return &Result{Plan: plan}, &StalePlanError{Want: planHash, Got: plan.PlanHash, Plan: plan}
+	}
+	jobs := groupJobs(plan, req.Targets)
+	res := &Result{Plan: plan, Workloads: make([]WorkloadResult, len(jobs))}
+	for i, j := range jobs {
+		res.Workloads[i] = WorkloadResult{WorkloadKey: j.key, Service: j.service, Changes: j.changes}
+		j.res = &res.Workloads[i]
+	}
+	if len(jobs) == 0 {
+		return res, nil
+	}
+
+	release, err := r.holdTargets(ctx, req, jobs, report)
+	defer release()
+	if err != nil {
+		return res, err
+	}
+
+	var ready []*job
+	var readyMu sync.Mutex
+	sem := make(chan struct{}, r.o.concurrency)
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		if j.res.Outcome != "" {
+			continue // blocked or failed while locking
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			j.start = time.Now()
+			if err := r.patchOne(ctx, req, j); err != nil {
+				finish(j, OutcomeFailed, err.Error())
+				report(j, PhaseFailed, j.res.Message)
+				return
+			}
+			if j.res.Outcome == OutcomeBlocked {
+				report(j, PhaseBlocked, j.res.Message)
+				return
+			}
+			report(j, PhasePatched, describe(j.changes))
+			readyMu.Lock()
+			ready = append(ready, j)
+			readyMu.Unlock()
+		}()
+	}
+	wg.Wait()
+
+	if r.o.rolloutTimeout == 0 {
+		for _, j := range ready {
+			finish(j, OutcomePatched, "rollout not waited for")
+		}
+		return res, nil
+	}
+	r.waitRollouts(ctx, ready, func(j *job, ok bool, msg string) {
+		if ok {
+			finish(j, OutcomeSucceeded, msg)
+			report(j, PhaseSucceeded, msg)
+			return
+		}
+		finish(j, OutcomeFailed, msg)
+		r.event(ctx, req, j, corev1.EventTypeWarning, "RolloutFailed", fmt.Sprintf("Rollout of revision %s failed: %s", short(req.Revision), msg))
+		report(j, PhaseFailed, msg)
+	})
+	return res, nil
+}
+
+func finish(j *job, o Outcome, msg string) {
+	j.res.Outcome, j.res.Message = o, msg
+	if !j.start.IsZero() {
+		j.res.Duration = time.Since(j.start).Round(time.Millisecond)
+	}
+}
+
+// groupJobs turns the plan's changes into one job per workload, in plan order.
+func groupJobs(p *Plan, targets []Target) []*job {
+	byName := map[string]Target{}
+	for _, t := range targets {
+		byName[t.Name] = t
+	}
+	var jobs []*job
+	for _, c := range p.Changes {
+		if n := len(jobs); n > 0 && jobs[n-1].key == c.Key() {
+			jobs[n-1].changes = append(jobs[n-1].changes, c)
+			continue
+		}
+		jobs = append(jobs, &job{key: c.Key(), service: c.Service, changes: []Change{c}, target: byName[c.Target]})
+	}
+	return jobs
+}
+
+// holdTargets takes the deploy lock on every target that has jobs. A target
+// already locked, or whose lock cannot be taken, has its jobs marked blocked
+// or failed. The returned release is always callable.
+func (r *Reconciler) holdTargets(ctx context.Context, req Request, jobs []*job, report func(*job, Phase, string)) (func(), error) {
+	var releases []func(context.Context) error
+	release := func() {
+		for _, rel := range releases {
+			_ = rel(context.WithoutCancel(ctx)) // the lock expires by its TTL if this fails
+		}
+	}
+	if r.o.holder == nil {
+		return release, nil
+	}
+	byTarget := map[string][]*job{}
+	var names []string
+	for _, j := range jobs {
+		if _, ok := byTarget[j.key.Target]; !ok {
+			names = append(names, j.key.Target)
+		}
+		byTarget[j.key.Target] = append(byTarget[j.key.Target], j)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		path := lockPath(req.LockPath, lockSegment(name))
+		fail := func(o Outcome, ph Phase, msg string) {
+			for _, j := range byTarget[name] {
+				finish(j, o, msg)
+				report(j, ph, msg)
+			}
+		}
+		if r.o.locks != nil {
+			msgs, err := r.o.locks.Blocking(ctx, path, LockTypeDeploy)
+			if err != nil {
+				fail(OutcomeFailed, PhaseFailed, fmt.Sprintf("checking locks at %s: %v", path, err))
+				continue
+			}
+			if len(msgs) > 0 {
+				fail(OutcomeBlocked, PhaseBlocked, strings.Join(msgs, "; "))
+				continue
+			}
+		}
+		rel, err := r.o.holder.Hold(ctx, path, r.o.lockTTL, r.o.author)
+		if err != nil {
+			fail(OutcomeFailed, PhaseFailed, fmt.Sprintf("taking deploy lock %s: %v", path, err))
+			continue
+		}
+		releases = append(releases, rel)
+		// What blocks the target now, right after locking it, is our own lock:
+		// the re-check before each patch ignores exactly these messages.
+		own := map[string]bool{}
+		if r.o.locks != nil {
+			msgs, err := r.o.locks.Blocking(ctx, path, LockTypeDeploy)
+			if err != nil {
+				fail(OutcomeFailed, PhaseFailed, fmt.Sprintf("checking locks at %s: %v", path, err))
+				continue
+			}
+			for _, m := range msgs {
+				own[m] = true
+			}
+		}
+		for _, j := range byTarget[name] {
+			j.own = own
+		}
+	}
+	return release, nil
+}
+
+// patchOne re-checks the locks of j's service, then patches only j's
+// changed containers and records the revision and an Event. A lock found
+// now marks j blocked and sends nothing.
+func (r *Reconciler) patchOne(ctx context.Context, req Request, j *job) error {
+	if r.o.locks != nil {
+		path := lockPath(req.LockPath, lockSegment(j.key.Target), lockSegment(j.service))
+		msgs, err := r.o.locks.Blocking(ctx, path, LockTypeDeploy)
+		if err != nil {
+			return fmt.Errorf("checking locks at %s: %w", path, err)
+		}
+		var foreign []string
+		for _, m := range msgs {
+			if !j.own[m] {
+				foreign = append(foreign, m)
+			}
+		}
+		if len(foreign) > 0 {
+			finish(j, OutcomeBlocked, strings.Join(foreign, "; "))
+			return nil
+		}
+	}
+	body, err := patchBody(j.key.Kind, req.Revision, j.changes)
+	if err != nil {
+		return err
+	}
+	obj, gen, err := patch(ctx, j.target, j.key, body)
+	if err != nil {
+		return fmt.Errorf("patching %s %s/%s: %w", j.key.Kind, j.key.Namespace, j.key.Name, err)
+	}
+	j.obj, j.gen = obj, gen
+	r.event(ctx, req, j, corev1.EventTypeNormal, "Deploying",
+		fmt.Sprintf("Deploying revision %s: %s", short(req.Revision), describe(j.changes)))
+	return nil
+}
+
+// patchBody is a strategic merge patch naming only the changed containers
+// (merged by name) and the revision annotation.
+func patchBody(kind, revision string, changes []Change) ([]byte, error) {
+	var containers, inits []map[string]string
+	for _, c := range changes {
+		e := map[string]string{"name": c.ContainerName(), "image": c.To}
+		if c.IsInit() {
+			inits = append(inits, e)
+		} else {
+			containers = append(containers, e)
+		}
+	}
+	pod := map[string]any{}
+	if containers != nil {
+		pod["containers"] = containers
+	}
+	if inits != nil {
+		pod["initContainers"] = inits
+	}
+	spec := map[string]any{"template": map[string]any{"spec": pod}}
+	if kind == KindCronJob {
+		spec = map[string]any{"jobTemplate": map[string]any{"spec": spec}}
+	}
+	b, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"annotations": map[string]string{RevisionAnnotation: revision}},
+		"spec":     spec,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encoding patch: %w", err)
+	}
+	return b, nil
+}
+
+func patch(ctx context.Context, t Target, k WorkloadKey, body []byte) (runtime.Object, int64, error) {
+	po := metav1.PatchOptions{FieldManager: FieldManager}
+	pt := types.StrategicMergePatchType
+	switch k.Kind {
+	case KindDeployment:
+		o, err := t.Client.AppsV1().Deployments(k.Namespace).Patch(ctx, k.Name, pt, body, po)
+		if err != nil {
+			return nil, 0, err
+		}
+		return o, o.Generation, nil
+	case KindStatefulSet:
+		o, err := t.Client.AppsV1().StatefulSets(k.Namespace).Patch(ctx, k.Name, pt, body, po)
+		if err != nil {
+			return nil, 0, err
+		}
+		return o, o.Generation, nil
+	case KindDaemonSet:
+		o, err := t.Client.AppsV1().DaemonSets(k.Namespace).Patch(ctx, k.Name, pt, body, po)
+		if err != nil {
+			return nil, 0, err
+		}
+		return o, o.Generation, nil
+	case KindCronJob:
+		o, err := t.Client.BatchV1().CronJobs(k.Namespace).Patch(ctx, k.Name, pt, body, po)
+		if err != nil {
+			return nil, 0, err
+		}
+		return o, o.Generation, nil
+	}
+	return nil, 0, fmt.Errorf("unknown kind %q", k.Kind)
+}
+
+// event records a Kubernetes Event on j's workload: through the target's
+// Recorder when set, else written synchronously. Events are best effort: a
+// failure to write one does not fail the deploy.
+func (r *Reconciler) event(ctx context.Context, req Request, j *job, typ, reason, msg string) {
+	if j.obj == nil {
+		return
+	}
+	if j.target.Recorder != nil {
+		j.target.Recorder.AnnotatedEventf(j.obj, map[string]string{RevisionAnnotation: req.Revision}, typ, reason, "%s", msg)
+		return
+	}
+	m, err := metaOf(j.obj)
+	if err != nil {
+		return
+	}
+	now := metav1.Now()
+	host, _ := os.Hostname()
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: m.GetName() + ".",
+			Namespace:    m.GetNamespace(),
+			Annotations:  map[string]string{RevisionAnnotation: req.Revision},
+		},
+		InvolvedObject: corev1.ObjectReference{
+			Kind: j.key.Kind, APIVersion: apiVersion(j.key.Kind), Name: m.GetName(), Namespace: m.GetNamespace(),
+			UID: m.GetUID(), ResourceVersion: m.GetResourceVersion(),
+		},
+		Reason: reason, Message: msg, Type: typ,
+		Source:              corev1.EventSource{Component: FieldManager},
+		FirstTimestamp:      now,
+		LastTimestamp:       now,
+		Count:               1,
+		ReportingController: "stagehand.io/reconciler",
+		ReportingInstance:   truncate(r.o.author+"@"+host, 128),
+	}
+	_, _ = j.target.Client.CoreV1().Events(m.GetNamespace()).Create(ctx, ev, metav1.CreateOptions{})
+}
+
+func metaOf(o runtime.Object) (metav1.Object, error) {
+	m, ok := o.(metav1.Object)
+	if !ok {
+		return nil, fmt.Errorf("object %T has no metadata", o)
+	}
+	return m, nil
+}
+
+func apiVersion(kind string) string {
+	if kind == KindCronJob {
+		return "batch/v1"
+	}
+	return "apps/v1"
+}
+
+// describe is "app: a → b, init:migrate: c → d".
+func describe(cs []Change) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = fmt.Sprintf("%s: %s → %s", c.Container, c.From, c.To)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func short(rev string) string {
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return rev
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}

@@ -1,0 +1,157 @@
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Defaults of New.
+const (
+	DefaultSelectorLabel       = "app.kubernetes.io/name"
+	DefaultConcurrency         = 16
+	DefaultRegistryConcurrency = 8
+	DefaultRolloutTimeout      = 5 * time.Minute
+	DefaultPollInterval        = time.Second
+	DefaultAuthor              = "stagehand"
+	// RevisionAnnotation records on each patched workload the git revision it was deployed from.
+	RevisionAnnotation = "stagehand.io/revision"
+	// FieldManager is the field manager of every patch.
+	FieldManager = "stagehand"
+)
+
+type options struct {
+	selectorLabel  string
+	verifyDigests  bool
+	pinDigests     bool
+	registry       registry
+	locks          LockChecker
+	holder         LockHolder
+	lockTTL        time.Duration
+	concurrency    int
+	rolloutTimeout time.Duration
+	pollInterval   time.Duration
+	author         string
+}
+
+// Option configures New.
+type Option func(*options) error
+
+// WithSelectorLabel sets the label whose value names a workload's service.
+func WithSelectorLabel(key string) Option {
+	return func(o *options) error {
+		if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+			return fmt.Errorf("setting selector label %q: %s", key, errs[0])
+		}
+		o.selectorLabel = key
+		return nil
+	}
+}
+
+// WithVerifyDigests makes a dockerDigest that the registry does not serve for
+// its tag a problem (default false; the reconciler's config defaults it to true).
+func WithVerifyDigests(on bool) Option {
+	return func(o *options) error { o.verifyDigests = on; return nil }
+}
+
+// WithPinDigests resolves a tag without digest at plan time and deploys
+// repo:tag@digest (default false; the config defaults it to true).
+func WithPinDigests(on bool) Option {
+	return func(o *options) error { o.pinDigests = on; return nil }
+}
+
+// WithInsecureRegistries lists registry hosts (host[:port]) reached over plain HTTP.
+func WithInsecureRegistries(hosts ...string) Option {
+	return func(o *options) error {
+		for _, h := range hosts {
+			o.registry.insecure[h] = true
+		}
+		return nil
+	}
+}
+
+// WithKeychain sets the registry credentials (default authn.DefaultKeychain,
+// the docker config).
+func WithKeychain(k authn.Keychain) Option {
+	return func(o *options) error { o.registry.keychain = k; return nil }
+}
+
+// WithRegistryTransport sets the HTTP transport for registry requests.
+func WithRegistryTransport(t http.RoundTripper) Option {
+	return func(o *options) error { o.registry.transport = t; return nil }
+}
+
+// WithLocks plugs in deploy locks: checker blocks changes, holder is held on
+// each target while applying. Either may be nil.
+func WithLocks(checker LockChecker, holder LockHolder) Option {
+	return func(o *options) error { o.locks, o.holder = checker, holder; return nil }
+}
+
+// WithLockTTL sets how long the apply lock is taken for (default: rollout
+// timeout plus five minutes).
+func WithLockTTL(d time.Duration) Option {
+	return func(o *options) error { o.lockTTL = d; return nil }
+}
+
+// WithConcurrency bounds concurrent patches and registry requests.
+func WithConcurrency(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("setting concurrency: %d is not positive", n)
+		}
+		o.concurrency = n
+		o.registry.concurrency = n
+		return nil
+	}
+}
+
+// WithRolloutTimeout bounds how long Apply waits for all rollouts; zero
+// means Apply does not wait (the rollouts are reported as not waited for).
+func WithRolloutTimeout(d time.Duration) Option {
+	return func(o *options) error { o.rolloutTimeout = d; return nil }
+}
+
+// WithPollInterval sets how often rollout status is read while waiting.
+func WithPollInterval(d time.Duration) Option {
+	return func(o *options) error { o.pollInterval = d; return nil }
+}
+
+// WithAuthor names who applies, for locks and Events.
+func WithAuthor(a string) Option {
+	return func(o *options) error { o.author = a; return nil }
+}
+
+// Reconciler plans and applies environments.
+type Reconciler struct{ o options }
+
+// New returns a Reconciler.
+func New(opts ...Option) (*Reconciler, error) {
+	o := options{
+		selectorLabel:  DefaultSelectorLabel,
+		concurrency:    DefaultConcurrency,
+		rolloutTimeout: DefaultRolloutTimeout,
+		pollInterval:   DefaultPollInterval,
+		author:         DefaultAuthor,
+		registry: registry{
+			keychain:    authn.DefaultKeychain,
+			insecure:    map[string]bool{},
+			concurrency: DefaultRegistryConcurrency,
+		},
+	}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if o.rolloutTimeout < 0 || o.pollInterval <= 0 {
+		return nil, errors.New("configuring reconciler: rollout timeout must not be negative and poll interval must be positive")
+	}
+	if o.lockTTL == 0 {
+		o.lockTTL = o.rolloutTimeout + 5*time.Minute
+	}
+	return &Reconciler{o: o}, nil
+}

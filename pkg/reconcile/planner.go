@@ -1,0 +1,345 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+)
+
+// Target is one cluster and namespace an environment deploys to.
+type Target struct {
+	Name      string
+	Namespace string
+	Client    kubernetes.Interface
+	// Recorder, when set, receives the per-workload Events (for example
+	// fluxcd's events.Recorder, which also forwards them to a notification
+	// webhook). When nil, Events are written synchronously through Client.
+	Recorder record.EventRecorder
+}
+
+// Request is what to plan or apply: an environment's resolved manifest at a
+// revision, against its targets.
+type Request struct {
+	Environment *manifest.Environment
+	Revision    string
+	Targets     []Target
+	// LockPath is the environment's lock path prefix; a change is checked at
+	// "<LockPath>/<target>/<service>".
+	LockPath string
+}
+
+func (req Request) validate() error {
+	if req.Environment == nil {
+		return errors.New("planning: no environment")
+	}
+	if len(req.Targets) == 0 {
+		return fmt.Errorf("planning %s: no targets", req.Environment.Name)
+	}
+	seen := map[string]bool{}
+	for _, t := range req.Targets {
+		if t.Name == "" || t.Namespace == "" || t.Client == nil {
+			return fmt.Errorf("planning %s: target %q needs a name, a namespace and a client", req.Environment.Name, t.Name)
+		}
+		if seen[t.Name] {
+			return fmt.Errorf("planning %s: duplicate target %q", req.Environment.Name, t.Name)
+		}
+		seen[t.Name] = true
+	}
+	return nil
+}
+
+// inventory is what one List per kind found in a target.
+type inventory struct {
+	target    Target
+	workloads []*workload
+	byLabel   map[string][]*workload
+	byName    map[string][]*workload
+}
+
+func (r *Reconciler) inventory(ctx context.Context, t Target) (*inventory, error) {
+	inv := &inventory{target: t, byLabel: map[string][]*workload{}, byName: map[string][]*workload{}}
+	for _, kind := range kinds {
+		ws, err := listWorkloads(ctx, t.Client, t.Namespace, kind)
+		if err != nil {
+			return nil, fmt.Errorf("target %s: %w", t.Name, err)
+		}
+		for _, w := range ws {
+			inv.workloads = append(inv.workloads, w)
+			if v, ok := w.Labels[r.o.selectorLabel]; ok {
+				inv.byLabel[v] = append(inv.byLabel[v], w)
+			}
+			inv.byName[w.Name] = append(inv.byName[w.Name], w)
+		}
+	}
+	return inv, nil
+}
+
+// inventories lists every target concurrently.
+func (r *Reconciler) inventories(ctx context.Context, targets []Target) ([]*inventory, error) {
+	out := make([]*inventory, len(targets))
+	errs := make([]error, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Go(func() { out[i], errs[i] = r.inventory(ctx, t) })
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// workloadsOf returns the workloads of service in inv: those labelled with
+// it, else those named like it that carry no selector label.
+func (r *Reconciler) workloadsOf(inv *inventory, service string) []*workload {
+	if ws := inv.byLabel[service]; len(ws) > 0 {
+		return ws
+	}
+	var out []*workload
+	for _, w := range inv.byName[service] {
+		if _, labelled := w.Labels[r.o.selectorLabel]; !labelled {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// binding is one manifest container matched to one pod-template container.
+type binding struct {
+	service string
+	target  Target
+	w       *workload
+	pc      podContainer
+	running imageRef
+	want    manifest.Container
+}
+
+// Plan computes what applying req would change. It lists each workload kind
+// once per target and resolves each distinct image once.
+func (r *Reconciler) Plan(ctx context.Context, req Request) (*Plan, error) {
+	if err := req.validate(); err != nil {
+		return nil, err
+	}
+	invs, err := r.inventories(ctx, req.Targets)
+	if err != nil {
+		return nil, fmt.Errorf("planning %s: %w", req.Environment.Name, err)
+	}
+	p := &Plan{
+		Environment:      req.Environment.Name,
+		Revision:         req.Revision,
+		SkipConfirmation: req.Environment.SkipConfirmation,
+	}
+	type svcTarget struct{ service, target string }
+	broken := map[svcTarget]bool{}
+	problem := func(service, target, format string, a ...any) {
+		p.Problems = append(p.Problems, Problem{Service: service, Target: target, Message: fmt.Sprintf(format, a...)})
+		broken[svcTarget{service, target}] = true
+	}
+
+	known := map[string]bool{}
+	for _, s := range req.Environment.Services {
+		known[s.Name] = true
+	}
+	var bindings []binding
+	for _, inv := range invs {
+		t := inv.target
+		for _, w := range inv.workloads {
+			if v, ok := w.Labels[r.o.selectorLabel]; ok && !known[v] {
+				p.Unmanaged = append(p.Unmanaged, Unmanaged{Target: t.Name, Namespace: t.Namespace, Kind: w.Kind, Name: w.Name, Service: v})
+			}
+		}
+		for _, s := range req.Environment.Services {
+			if len(s.Containers) == 0 {
+				continue
+			}
+			ws := r.workloadsOf(inv, s.Name)
+			if len(ws) == 0 {
+				problem(s.Name, t.Name, "no Deployment, StatefulSet, DaemonSet or CronJob labelled %s=%s or named %s in namespace %s",
+					r.o.selectorLabel, s.Name, s.Name, t.Namespace)
+				continue
+			}
+			bindings = append(bindings, r.bind(s, t, ws, problem)...)
+		}
+	}
+
+	res := r.resolveBindings(ctx, bindings)
+	for _, b := range bindings {
+		if broken[svcTarget{b.service, b.target.Name}] {
+			continue
+		}
+		to, msg := r.desired(b, res)
+		if msg != "" {
+			problem(b.service, b.target.Name, "%s", msg)
+			continue
+		}
+		if to == b.pc.Image {
+			p.Unchanged++
+			continue
+		}
+		p.Changes = append(p.Changes, Change{
+			Service: b.service, Target: b.target.Name, Namespace: b.w.Namespace,
+			Kind: b.w.Kind, Name: b.w.Name, Container: b.pc.Name, From: b.pc.Image, To: to,
+		})
+	}
+	// A problem found late (registry) drops changes already collected.
+	kept := p.Changes[:0]
+	for _, c := range p.Changes {
+		if !broken[svcTarget{c.Service, c.Target}] {
+			kept = append(kept, c)
+		}
+	}
+	p.Changes = kept
+	if err := r.block(ctx, req.LockPath, p); err != nil {
+		return nil, fmt.Errorf("planning %s: %w", req.Environment.Name, err)
+	}
+	p.finish()
+	return p, nil
+}
+
+// bind matches each container of s to exactly one pod-template container in
+// the service's workloads, reporting missing and ambiguous matches.
+func (r *Reconciler) bind(s manifest.Service, t Target, ws []*workload, problem func(service, target, format string, a ...any)) []binding {
+	var out []binding
+	claimed := map[string]string{} // workload kind/name/container -> dockerName
+	for _, mc := range s.Containers {
+		dockerName := mc.DockerName
+		if dockerName == "" {
+			dockerName = s.Name
+		}
+		found := 0
+		for _, w := range ws {
+			var hits []podContainer
+			for _, pc := range w.containers() {
+				if parseImage(pc.Image).matches(dockerName) {
+					hits = append(hits, pc)
+				}
+			}
+			switch {
+			case len(hits) > 1:
+				names := make([]string, len(hits))
+				for i, h := range hits {
+					names[i] = h.Name
+				}
+				problem(s.Name, t.Name, "ambiguous image %s: containers %s of %s %s/%s all match",
+					dockerName, strings.Join(names, ", "), w.Kind, w.Namespace, w.Name)
+				found++
+			case len(hits) == 1:
+				found++
+				id := w.Kind + "/" + w.Name + "/" + hits[0].Name
+				if other, ok := claimed[id]; ok {
+					problem(s.Name, t.Name, "ambiguous image: container %s of %s %s/%s matches both %s and %s",
+						hits[0].Name, w.Kind, w.Namespace, w.Name, other, dockerName)
+					continue
+				}
+				claimed[id] = dockerName
+				mc.DockerName = dockerName
+				out = append(out, binding{service: s.Name, target: t, w: w, pc: hits[0], running: parseImage(hits[0].Image), want: mc})
+			}
+		}
+		if found == 0 {
+			names := make([]string, len(ws))
+			for i, w := range ws {
+				names[i] = w.Kind + "/" + w.Name
+			}
+			problem(s.Name, t.Name, "no container whose image repository is or ends with /%s in %s (namespace %s)",
+				dockerName, strings.Join(names, ", "), t.Namespace)
+		}
+	}
+	return out
+}
+
+// resolveBindings asks the registry about each distinct repository:tag that
+// verification or pinning needs.
+func (r *Reconciler) resolveBindings(ctx context.Context, bs []binding) map[imageKey]resolution {
+	seen := map[imageKey]bool{}
+	var keys []imageKey
+	for _, b := range bs {
+		if (b.want.DockerDigest != "" && r.o.verifyDigests) || (b.want.DockerDigest == "" && r.o.pinDigests) {
+			k := imageKey{Repository: b.running.Repository, Tag: b.want.DockerTag}
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	return r.o.registry.resolveAll(ctx, keys)
+}
+
+// desired returns the image b should run, or a problem message.
+func (r *Reconciler) desired(b binding, res map[imageKey]resolution) (string, string) {
+	want := imageRef{Repository: b.running.Repository, Tag: b.want.DockerTag, Digest: b.want.DockerDigest}
+	k := imageKey{Repository: want.Repository, Tag: want.Tag}
+	switch {
+	case want.Digest != "" && r.o.verifyDigests:
+		got := res[k]
+		if errors.Is(got.Err, ErrTagNotFound) {
+			return "", fmt.Sprintf("cannot verify dockerDigest %s: the registry has no tag %s", want.Digest, k)
+		}
+		if got.Err != nil {
+			return "", fmt.Sprintf("cannot verify dockerDigest %s of %s: %v", want.Digest, k, got.Err)
+		}
+		if got.Digest != want.Digest {
+			return "", fmt.Sprintf("dockerDigest %s does not match the registry: %s is %s", want.Digest, k, got.Digest)
+		}
+	case want.Digest == "" && r.o.pinDigests:
+		got := res[k]
+		if errors.Is(got.Err, ErrTagNotFound) {
+			return "", fmt.Sprintf("cannot pin a digest: the registry has no tag %s", k)
+		}
+		if got.Err != nil {
+			return "", fmt.Sprintf("cannot pin a digest for %s: %v", k, got.Err)
+		}
+		want.Digest = got.Digest
+	}
+	return want.String(), ""
+}
+
+// block moves changes that a deploy lock forbids from p.Changes to p.Blocked,
+// asking once per target and service.
+func (r *Reconciler) block(ctx context.Context, prefix string, p *Plan) error {
+	if r.o.locks == nil {
+		return nil
+	}
+	cache := map[string][]string{}
+	kept := p.Changes[:0]
+	for _, c := range p.Changes {
+		path := lockPath(prefix, lockSegment(c.Target), lockSegment(c.Service))
+		msgs, ok := cache[path]
+		if !ok {
+			var err error
+			if msgs, err = r.o.locks.Blocking(ctx, path, LockTypeDeploy); err != nil {
+				return fmt.Errorf("checking locks at %s: %w", path, err)
+			}
+			cache[path] = msgs
+		}
+		if len(msgs) > 0 {
+			p.Blocked = append(p.Blocked, Blocked{Change: c, Locks: msgs})
+			continue
+		}
+		kept = append(kept, c)
+	}
+	p.Changes = kept
+	return nil
+}
+
+// lockSegment makes a target or service name a valid lock path segment
+// (lowercase letters, digits and dashes).
+func lockSegment(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + ('a' - 'A')
+		default:
+			return '-'
+		}
+	}, s)
+}

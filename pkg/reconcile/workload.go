@@ -1,0 +1,109 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// kinds are the workload kinds, in the order they are listed.
+var kinds = [...]string{KindDeployment, KindStatefulSet, KindDaemonSet, KindCronJob}
+
+// workload is the part of a Deployment, StatefulSet, DaemonSet or CronJob the
+// planner and the rollout check need.
+type workload struct {
+	Kind, Namespace, Name string
+	APIVersion            string
+	UID                   string
+	Labels                map[string]string
+	Pod                   *corev1.PodSpec
+	obj                   any // the typed object, for rollout status
+}
+
+// podContainer is one container or init container of a pod template.
+type podContainer struct {
+	Name  string // InitPrefix + name for init containers
+	Image string
+}
+
+func (w *workload) containers() []podContainer {
+	out := make([]podContainer, 0, len(w.Pod.InitContainers)+len(w.Pod.Containers))
+	for _, c := range w.Pod.InitContainers {
+		out = append(out, podContainer{Name: InitPrefix + c.Name, Image: c.Image})
+	}
+	for _, c := range w.Pod.Containers {
+		out = append(out, podContainer{Name: c.Name, Image: c.Image})
+	}
+	return out
+}
+
+// listWorkloads lists every workload of kind in namespace: one API call.
+func listWorkloads(ctx context.Context, c kubernetes.Interface, namespace, kind string) ([]*workload, error) {
+	var out []*workload
+	opts := metav1.ListOptions{} // a consistent read: a plan must see what was just applied
+	switch kind {
+	case KindDeployment:
+		l, err := c.AppsV1().Deployments(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("listing deployments in %s: %w", namespace, err)
+		}
+		for i := range l.Items {
+			out = append(out, fromDeployment(&l.Items[i]))
+		}
+	case KindStatefulSet:
+		l, err := c.AppsV1().StatefulSets(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("listing statefulsets in %s: %w", namespace, err)
+		}
+		for i := range l.Items {
+			out = append(out, fromStatefulSet(&l.Items[i]))
+		}
+	case KindDaemonSet:
+		l, err := c.AppsV1().DaemonSets(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("listing daemonsets in %s: %w", namespace, err)
+		}
+		for i := range l.Items {
+			out = append(out, fromDaemonSet(&l.Items[i]))
+		}
+	case KindCronJob:
+		l, err := c.BatchV1().CronJobs(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("listing cronjobs in %s: %w", namespace, err)
+		}
+		for i := range l.Items {
+			out = append(out, fromCronJob(&l.Items[i]))
+		}
+	default:
+		return nil, fmt.Errorf("listing workloads: unknown kind %q", kind)
+	}
+	return out, nil
+}
+
+func fromMeta(kind, apiVersion string, m *metav1.ObjectMeta, pod *corev1.PodSpec, obj any) *workload {
+	return &workload{
+		Kind: kind, APIVersion: apiVersion, Namespace: m.Namespace, Name: m.Name, UID: string(m.UID),
+		Labels: m.Labels, Pod: pod, obj: obj,
+	}
+}
+
+func fromDeployment(d *appsv1.Deployment) *workload {
+	return fromMeta(KindDeployment, "apps/v1", &d.ObjectMeta, &d.Spec.Template.Spec, d)
+}
+
+func fromStatefulSet(s *appsv1.StatefulSet) *workload {
+	return fromMeta(KindStatefulSet, "apps/v1", &s.ObjectMeta, &s.Spec.Template.Spec, s)
+}
+
+func fromDaemonSet(d *appsv1.DaemonSet) *workload {
+	return fromMeta(KindDaemonSet, "apps/v1", &d.ObjectMeta, &d.Spec.Template.Spec, d)
+}
+
+func fromCronJob(c *batchv1.CronJob) *workload {
+	return fromMeta(KindCronJob, "batch/v1", &c.ObjectMeta, &c.Spec.JobTemplate.Spec.Template.Spec, c)
+}
