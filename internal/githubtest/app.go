@@ -1,0 +1,53 @@
+package githubtest
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v4"
+)
+
+// handleApp serves /app/... operations, which authenticate as the GitHub App with a JWT signed by the app's
+// private key (RS256, iss = app id, at most ten minutes of validity), not with a token.
+func (s *Server) handleApp(c *call, authorization string) response {
+	raw, found := strings.CutPrefix(authorization, "Bearer ")
+	if !found {
+		return errorf(http.StatusUnauthorized, "A JSON web token could not be decoded")
+	}
+	var claims jwt.RegisteredClaims
+	_, err := jwt.ParseWithClaims(raw, &claims, func(t *jwt.Token) (any, error) {
+		if t.Method.Alg() != "RS256" {
+			return nil, fmt.Errorf("unexpected signing method %s", t.Method.Alg())
+		}
+		return &s.appKey.PublicKey, nil
+	})
+	if err != nil {
+		return errorf(http.StatusUnauthorized, "A JSON web token could not be decoded: %v", err)
+	}
+	if claims.Issuer != strconv.FormatInt(s.appID, 10) {
+		return errorf(http.StatusUnauthorized, "'Issuer' claim ('iss') must be the app id %d, got %q", s.appID, claims.Issuer)
+	}
+	if claims.ExpiresAt == nil || claims.IssuedAt == nil || claims.ExpiresAt.Sub(claims.IssuedAt.Time) > 10*time.Minute+time.Second {
+		return errorf(http.StatusUnauthorized, "'Expiration time' claim ('exp') is too far in the future")
+	}
+	if c.route.Method+" "+c.route.Path != "POST /app/installations/{installation_id}/access_tokens" {
+		s.violation("%s %s: githubtest does not implement it yet", c.route.Method, c.route.Path)
+		return errorf(http.StatusNotImplemented, "githubtest: not implemented")
+	}
+	if c.params["installation_id"] != strconv.FormatInt(s.instID, 10) {
+		return errorf(http.StatusNotFound, "Not Found")
+	}
+	tok := "ghs_" + randomHex(18)
+	exp := time.Now().Add(s.tokenTTL)
+	s.mu.Lock()
+	s.tokens[tok] = exp
+	s.issued++
+	s.mu.Unlock()
+	return ok(http.StatusCreated, map[string]any{
+		"token": tok, "expires_at": exp.UTC().Format(time.RFC3339Nano), "repository_selection": "all",
+		"permissions": map[string]any{"checks": "write", "contents": "write", "pull_requests": "write", "metadata": "read", "statuses": "write", "members": "read"},
+	})
+}

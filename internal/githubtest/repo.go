@@ -1,0 +1,248 @@
+package githubtest
+
+import (
+	"crypto/sha1"
+	"fmt"
+	"maps"
+	"sort"
+	"strings"
+	"time"
+)
+
+// repo is an in-memory repository: branches point at commits, a commit holds the whole file tree.
+type repo struct {
+	id            int64
+	owner, name   string
+	defaultBranch string
+	branches      map[string]string // branch → commit sha
+	commits       map[string]*commit
+	collaborators map[string]string // login → role (read, triage, write, maintain, admin)
+	pulls         []*pull
+	checkRuns     []*CheckRun
+	statuses      map[string][]*Status // commit sha → statuses, oldest first
+	comments      []*Comment
+	labels        map[int][]string
+	seq           int // commit counter, makes shas unique
+}
+
+type commit struct {
+	sha     string
+	parents []string
+	files   map[string]string
+	message string
+	time    time.Time
+}
+
+// CreateRepo creates owner/name with one empty initial commit on defaultBranch (GitHub's "Initialize this
+// repository"). The owner login gets admin permission.
+func (s *Server) CreateRepo(owner, name, defaultBranch string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := owner + "/" + name
+	if _, ok := s.repos[key]; ok {
+		s.tb.Fatalf("githubtest: repository %s exists", key)
+	}
+	r := &repo{
+		id: s.id(), owner: owner, name: name, defaultBranch: defaultBranch,
+		branches: map[string]string{}, commits: map[string]*commit{},
+		collaborators: map[string]string{owner: "admin"}, statuses: map[string][]*Status{}, labels: map[int][]string{},
+	}
+	c := r.newCommit(nil, map[string]string{}, "Initial commit")
+	r.branches[defaultBranch] = c.sha
+	s.repos[key] = r
+}
+
+// Commit writes files (path → content) on top of branch, creating the branch from the default branch when
+// it does not exist, and returns the new commit's sha.
+func (s *Server) Commit(owner, name, branch string, files map[string]string, message string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.mustRepo(owner, name)
+	head, ok := r.branches[branch]
+	if !ok {
+		head = r.branches[r.defaultBranch]
+	}
+	tree := maps.Clone(r.commits[head].files)
+	maps.Copy(tree, files)
+	c := r.newCommit([]string{head}, tree, message)
+	r.branches[branch] = c.sha
+	return c.sha
+}
+
+// Branch returns the commit sha branch points at, or "" when it does not exist.
+func (s *Server) Branch(owner, name, branch string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mustRepo(owner, name).branches[branch]
+}
+
+// File returns a file's content at ref (branch name or commit sha).
+func (s *Server) File(owner, name, ref, path string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.mustRepo(owner, name).resolve(ref)
+	if c == nil {
+		return "", false
+	}
+	v, ok := c.files[path]
+	return v, ok
+}
+
+// Files returns every file at ref (branch name or commit sha).
+func (s *Server) Files(owner, name, ref string) map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.mustRepo(owner, name).resolve(ref)
+	if c == nil {
+		return nil
+	}
+	return maps.Clone(c.files)
+}
+
+// CommitMessage returns the message of the commit at ref.
+func (s *Server) CommitMessage(owner, name, ref string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.mustRepo(owner, name).resolve(ref); c != nil {
+		return c.message
+	}
+	return ""
+}
+
+// SetPermission gives login a role on the repository: read, triage, write, maintain or admin ("" removes it).
+func (s *Server) SetPermission(owner, name, login, role string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.mustRepo(owner, name)
+	switch role {
+	case "":
+		delete(r.collaborators, login)
+	case "read", "triage", "write", "maintain", "admin":
+		r.collaborators[login] = role
+	default:
+		s.tb.Fatalf("githubtest: unknown role %q", role)
+	}
+}
+
+// AddTeamMember makes login an active member of the team org/slug.
+func (s *Server) AddTeamMember(org, slug, login string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.teams[org+"/"+slug]
+	if t == nil {
+		t = map[string]string{}
+		s.teams[org+"/"+slug] = t
+	}
+	t[login] = "member"
+}
+
+func (s *Server) mustRepo(owner, name string) *repo {
+	r := s.repos[owner+"/"+name]
+	if r == nil {
+		s.tb.Fatalf("githubtest: no repository %s/%s (call CreateRepo first)", owner, name)
+	}
+	return r
+}
+
+func (r *repo) newCommit(parents []string, files map[string]string, message string) *commit {
+	r.seq++
+	h := sha1.New()
+	fmt.Fprintf(h, "%s/%s\x00%d\x00%s\x00%s\x00", r.owner, r.name, r.seq, strings.Join(parents, ","), message)
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		fmt.Fprintf(h, "%s\x00%s\x00", p, blobSHA(files[p]))
+	}
+	c := &commit{sha: fmt.Sprintf("%x", h.Sum(nil)), parents: parents, files: files, message: message, time: time.Now().UTC()}
+	r.commits[c.sha] = c
+	return c
+}
+
+// resolve finds the commit for a branch name, "heads/<b>", "refs/heads/<b>" or a full commit sha.
+func (r *repo) resolve(ref string) *commit {
+	b := strings.TrimPrefix(strings.TrimPrefix(ref, "refs/"), "heads/")
+	if sha, ok := r.branches[b]; ok {
+		return r.commits[sha]
+	}
+	return r.commits[ref]
+}
+
+// isAncestor reports whether a is b or one of b's ancestors.
+func (r *repo) isAncestor(a, b string) bool {
+	seen := map[string]bool{}
+	queue := []string{b}
+	for len(queue) > 0 {
+		x := queue[0]
+		queue = queue[1:]
+		if x == a {
+			return true
+		}
+		if seen[x] || r.commits[x] == nil {
+			continue
+		}
+		seen[x] = true
+		queue = append(queue, r.commits[x].parents...)
+	}
+	return false
+}
+
+// mergeBase returns the nearest common ancestor of a and b ("" when there is none).
+func (r *repo) mergeBase(a, b string) string {
+	anc := map[string]bool{}
+	queue := []string{b}
+	for len(queue) > 0 {
+		x := queue[0]
+		queue = queue[1:]
+		if anc[x] || r.commits[x] == nil {
+			continue
+		}
+		anc[x] = true
+		queue = append(queue, r.commits[x].parents...)
+	}
+	seen := map[string]bool{}
+	queue = []string{a}
+	for len(queue) > 0 {
+		x := queue[0]
+		queue = queue[1:]
+		if anc[x] {
+			return x
+		}
+		if seen[x] || r.commits[x] == nil {
+			continue
+		}
+		seen[x] = true
+		queue = append(queue, r.commits[x].parents...)
+	}
+	return ""
+}
+
+// fileChange is one path that differs between two trees ("" content: absent).
+type fileChange struct{ path, before, after string }
+
+func diffTrees(a, b map[string]string) []fileChange {
+	var out []fileChange
+	for p, v := range b {
+		if a[p] != v || !has(a, p) {
+			out = append(out, fileChange{p, a[p], v})
+		}
+	}
+	for p, v := range a {
+		if !has(b, p) {
+			out = append(out, fileChange{p, v, ""})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	return out
+}
+
+func has(m map[string]string, k string) bool { _, ok := m[k]; return ok }
+
+// blobSHA is git's object id of a blob with this content.
+func blobSHA(content string) string {
+	h := sha1.New()
+	fmt.Fprintf(h, "blob %d\x00%s", len(content), content)
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
