@@ -1,0 +1,101 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestCheckerBlocking(t *testing.T) {
+	ctx := context.Background()
+	c := newFakeClock()
+	s := newMemoryService(t, c)
+	l := newLock(c, "apps/production", Incident, 90*time.Minute)
+	l.Env = Env{Cluster: "testing", Account: "staging"}
+	if _, err := s.Lock(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	ch := NewChecker(s, time.UTC)
+	got, err := ch.Blocking(ctx, "apps/production/a/auth-app", "deploy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"apps/production is locked until Sat 31 Dec, 12:00 by an incident in testing/staging."}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Blocking (-want +got):\n%s", diff)
+	}
+	if got, err := ch.Blocking(ctx, "apps/staging/a/auth-app", "deploy"); err != nil || len(got) != 0 {
+		t.Errorf("Blocking elsewhere = %v, %v", got, err)
+	}
+	if _, err := ch.Blocking(ctx, "apps/production", "outage"); err == nil {
+		t.Error("Blocking accepted an unknown type")
+	}
+	c.Advance(90 * time.Minute)
+	if got, err := ch.Blocking(ctx, "apps/production/a/auth-app", "deploy"); err != nil || len(got) != 0 {
+		t.Errorf("Blocking after expiry = %v, %v", got, err)
+	}
+}
+
+func TestCheckerHold(t *testing.T) {
+	ctx := context.Background()
+	c := newFakeClock()
+	s := newMemoryService(t, c)
+	ch := NewChecker(s, time.UTC)
+	release, err := ch.Hold(ctx, "apps/staging/a", 30*time.Millisecond, "reconciler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := s.Get(ctx, "apps/staging/a")
+	if err != nil || held.Type != Deploy || held.Author != "reconciler" || !held.ExpiresAt.Equal(c.Now().Add(30*time.Millisecond)) {
+		t.Fatalf("held lock %+v, %v", held, err)
+	}
+	// Our own deploy lock does not block us, but blocks a second deploy.
+	if got, err := ch.Blocking(ctx, "apps/staging/a/chat-app", "deploy"); err != nil || len(got) != 0 {
+		t.Errorf("own lock blocks: %v, %v", got, err)
+	}
+	other := NewChecker(s, time.UTC)
+	if got, _ := other.Blocking(ctx, "apps/staging/a/chat-app", "deploy"); len(got) != 1 {
+		t.Errorf("another checker sees %v, want the deploy lock", got)
+	}
+	var le *LockedError
+	if _, err := other.Hold(ctx, "apps/staging/a", time.Minute, "other"); !errors.As(err, &le) ||
+		!strings.Contains(err.Error(), "apps/staging/a is locked until") {
+		t.Errorf("second Hold: error = %v, want *LockedError", err)
+	}
+	// The holder refreshes the lock: wait for the version to change.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.Advance(time.Second)
+		cur, err := s.Get(ctx, "apps/staging/a")
+		if err == nil && cur.Version != held.Version && cur.ExpiresAt.After(held.ExpiresAt) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lock never refreshed: %+v, %v", cur, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// A lock taken above mid-apply blocks us.
+	if _, err := s.Lock(ctx, newLock(c, "apps/staging", Incident, time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := ch.Blocking(ctx, "apps/staging/a/chat-app", "deploy"); len(got) != 1 || !strings.HasPrefix(got[0], "apps/staging is locked") {
+		t.Errorf("mid-apply incident: Blocking = %v", got)
+	}
+	if err := release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := release(ctx); err != nil {
+		t.Errorf("second release: %v", err)
+	}
+	if _, err := s.Get(ctx, "apps/staging/a"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("after release: error = %v, want ErrNotFound", err)
+	}
+	if _, err := ch.Hold(ctx, "apps/staging/b", time.Minute, "reconciler"); !errors.As(err, &le) {
+		t.Errorf("Hold under an incident: error = %v, want *LockedError", err)
+	}
+}
