@@ -316,7 +316,7 @@ func promotionEdits(fsys fs.FS, changes []promote.Change) (map[string][]byte, er
 }
 
 func applyChange(ed *manifest.Editor, c promote.Change) error {
-	if c.New {
+	if c.New || c.Override {
 		entry := manifest.Service{Name: c.Entry.Name, Version: c.Entry.Version}
 		for _, ct := range c.Entry.Containers {
 			entry.Containers = append(entry.Containers, fileContainer(c.Service, ct))

@@ -2,6 +2,7 @@ package promote
 
 import (
 	"path"
+	"strings"
 
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 )
@@ -12,6 +13,11 @@ type Change struct {
 	Service string `json:"service"`
 	// New is true when the later stage does not have the service yet.
 	New bool `json:"new"`
+	// Override is true when the later stage's entry lives in a file outside
+	// its own directory (a shared include): the promoted entry is added to
+	// the stage's root manifest, where it overrides the shared one, instead
+	// of editing a file other stages include too.
+	Override bool `json:"override,omitempty"`
 	// FromVersion and ToVersion are the services' optional SemVer versions.
 	FromVersion string `json:"fromVersion,omitempty"`
 	ToVersion   string `json:"toVersion,omitempty"`
@@ -87,6 +93,9 @@ func Diff(from, to *manifest.Environment) []Change {
 			c.ToVersion, c.FromVersion = "", ""
 		}
 		c.File = dst.Source
+		if !inStage(dst.Source, to) {
+			c.Override, c.File = true, to.Root
+		}
 		out = append(out, c)
 	}
 	return out
@@ -96,13 +105,15 @@ func Diff(from, to *manifest.Environment) []Change {
 // is added in the later stage to: the file of to's include tree with the same
 // base name (so "environments/devel/checkout-api.json" lands in
 // "environments/staging/checkout-api.json" when staging includes one), else
-// to's root manifest. A service that already exists in to is edited where its
-// effective entry is written (Change.File), so that the edit takes effect.
+// to's root manifest. Only files in to's own directory count: a shared
+// include is never edited by a promotion. A service that already exists in
+// to is edited where its effective entry is written (Change.File), so that
+// the edit takes effect.
 func TargetFile(sourceFile string, to *manifest.Environment) string {
 	base := path.Base(sourceFile)
 	found := ""
 	to.Layout.Walk(func(l *manifest.Layout) {
-		if found == "" && l.File != to.Root && path.Base(l.File) == base {
+		if found == "" && l.File != to.Root && path.Base(l.File) == base && inStage(l.File, to) {
 			found = l.File
 		}
 	})
@@ -110,6 +121,11 @@ func TargetFile(sourceFile string, to *manifest.Environment) string {
 		return found
 	}
 	return to.Root
+}
+
+// inStage reports whether file lies in the directory of to's root manifest.
+func inStage(file string, to *manifest.Environment) bool {
+	return strings.HasPrefix(file, path.Dir(to.Root)+"/")
 }
 
 func isRootManifest(file string, env *manifest.Environment) bool {
