@@ -1,0 +1,254 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+)
+
+// run executes the reconciler with args and returns stdout, stderr and the
+// exit code the binary would use.
+func runReconciler(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := NewReconciler(&out, &errOut)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	if err != nil && err.Error() != "" {
+		errOut.WriteString("Error: " + err.Error() + "\n")
+	}
+	return out.String(), errOut.String(), Code(err)
+}
+
+// manifestRepo writes files (relative to environments/) into a temporary
+// directory and returns it.
+func manifestRepo(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, data := range files {
+		p := filepath.Join(dir, "environments", filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+const examples = "../../examples"
+
+func TestManifestResolveJSON(t *testing.T) {
+	stdout, stderr, code := runReconciler(t, "manifest", "resolve", examples, "--env", "devel", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, stdout)
+	}
+	var keys []string
+	for k := range got {
+		keys = append(keys, k)
+	}
+	want := []string{"environment", "layout", "overrides", "root", "services", "skipConfirmation", "warnings"}
+	if diff := cmp.Diff(want, sorted(keys)); diff != "" {
+		t.Errorf("top-level keys (-want +got):\n%s", diff)
+	}
+	var env manifest.Environment
+	if err := json.Unmarshal([]byte(stdout), &env); err != nil {
+		t.Fatal(err)
+	}
+	if env.Name != "devel" || !env.SkipConfirmation || len(env.Services) == 0 {
+		t.Errorf("got %+v", env)
+	}
+	s, ok := env.Service("checkout-api")
+	if !ok || s.Source != "environments/devel/checkout-api.json" || s.Containers[0].DockerName != "checkout-api" {
+		t.Errorf("checkout-api = %+v", s)
+	}
+	svc := got["services"].([]any)[0].(map[string]any)
+	if diff := cmp.Diff([]string{"containers", "name", "source", "version"}, sorted(mapKeys(svc))); diff != "" {
+		t.Errorf("service keys (-want +got):\n%s", diff)
+	}
+	ctr := svc["containers"].([]any)[0].(map[string]any)
+	if diff := cmp.Diff([]string{"dockerDigest", "dockerName", "dockerTag"}, sorted(mapKeys(ctr))); diff != "" {
+		t.Errorf("container keys (-want +got):\n%s", diff)
+	}
+}
+
+func mapKeys(m map[string]any) []string {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+func TestManifestResolveText(t *testing.T) {
+	stdout, stderr, code := runReconciler(t, "manifest", "resolve", examples, "--env", "prod")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"environment: prod (environments/prod/manifest.json)", "skipConfirmation: false", "checkout-api", "environments/shared/platform.json"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+var badRepo = map[string]string{
+	"devel/manifest.json": "{\n  \"includes\": [\"./a.json\"],\n  \"services\": [{\"name\": \"api\", \"containers\": [{\"dockertag\": \"1\"}]}]\n}\n",
+	"devel/a.json":        `{"services": [{"name": "x", "version": "1.0"}]}`,
+	"prod/manifest.json":  `{}`,
+}
+
+func TestManifestResolveErrors(t *testing.T) {
+	dir := manifestRepo(t, badRepo)
+	// The root manifest is read first, then its includes.
+	wantErrors := []manifest.Error{
+		{File: "environments/devel/manifest.json", Line: 3, Column: 48, Pointer: "/services/0/containers/0/dockertag",
+			Message: `unknown key "dockertag"; did you mean "dockerTag"?`},
+		{File: "environments/devel/a.json", Line: 1, Column: 40, Pointer: "/services/0/version",
+			Message: `invalid version "1.0" (need MAJOR.MINOR.PATCH); expected SemVer 2.0 such as "1.4.2" or "2.0.0-rc.1+build.5"`},
+	}
+	t.Run("text", func(t *testing.T) {
+		stdout, stderr, code := runReconciler(t, "manifest", "resolve", dir, "--env", "devel")
+		if code != 1 || stdout != "" {
+			t.Fatalf("exit %d, stdout %q", code, stdout)
+		}
+		var want []string
+		for _, e := range wantErrors {
+			want = append(want, e.Error())
+		}
+		if diff := cmp.Diff(strings.Join(want, "\n")+"\n", stderr); diff != "" {
+			t.Errorf("stderr (-want +got):\n%s", diff)
+		}
+		if !strings.HasPrefix(stderr, "environments/devel/manifest.json:3:48: /services/0/containers/0/dockertag: unknown key") {
+			t.Errorf("line format is not file:line:col: pointer: message: %q", stderr)
+		}
+	})
+	t.Run("json", func(t *testing.T) {
+		stdout, _, code := runReconciler(t, "manifest", "resolve", dir, "--env", "devel", "-o", "json")
+		if code != 1 {
+			t.Fatalf("exit %d", code)
+		}
+		var got struct {
+			Errors []manifest.Error `json:"errors"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatalf("%v\n%s", err, stdout)
+		}
+		if diff := cmp.Diff(wantErrors, got.Errors); diff != "" {
+			t.Errorf("errors (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("unknown keys allowed", func(t *testing.T) {
+		dir := manifestRepo(t, map[string]string{"devel/manifest.json": `{"services": [{"name": "api", "owner": "me"}]}`})
+		stdout, stderr, code := runReconciler(t, "manifest", "resolve", dir, "--env", "devel", "--allow-unknown-keys")
+		if code != 0 || !strings.Contains(stdout, "api") {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		if !strings.Contains(stderr, `warning: environments/devel/manifest.json:1:31: /services/0/owner: unknown key "owner"`) {
+			t.Errorf("stderr = %q", stderr)
+		}
+	})
+	t.Run("unknown environment", func(t *testing.T) {
+		_, stderr, code := runReconciler(t, "manifest", "resolve", dir, "--env", "qa")
+		if code != 1 || !strings.Contains(stderr, "environments/qa/manifest.json: reading the environment's manifest: file does not exist") {
+			t.Errorf("exit %d: %q", code, stderr)
+		}
+	})
+}
+
+func TestManifestUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"manifest", "resolve", examples},
+		{"manifest", "resolve", "--env", "devel"},
+		{"manifest", "resolve", examples, "--env", "devel", "-o", "yaml"},
+		{"manifest", "resolve", examples, "--env", "../devel"},
+		{"manifest", "resolve", "/does/not/exist", "--env", "devel"},
+		{"manifest", "resolve", examples, "extra", "--env", "devel"},
+		{"manifest", "resolve", examples, "--env", "devel", "--bogus"},
+		{"manifest", "validate"},
+		{"manifest", "validate", examples, "-o", "xml"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			if _, stderr, code := runReconciler(t, args...); code != 2 {
+				t.Errorf("exit %d, want 2 (%s)", code, stderr)
+			}
+		})
+	}
+}
+
+func TestManifestValidate(t *testing.T) {
+	t.Run("examples are valid", func(t *testing.T) {
+		stdout, stderr, code := runReconciler(t, "manifest", "validate", examples)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		for _, env := range []string{"devel", "prod", "staging"} {
+			if !strings.Contains(stdout, "ok       "+env) {
+				t.Errorf("no ok line for %s:\n%s", env, stdout)
+			}
+		}
+	})
+	t.Run("one invalid environment fails the run", func(t *testing.T) {
+		dir := manifestRepo(t, badRepo)
+		stdout, stderr, code := runReconciler(t, "manifest", "validate", dir)
+		if code != 1 {
+			t.Fatalf("exit %d", code)
+		}
+		if !strings.Contains(stdout, "invalid  devel (2 problems)") || !strings.Contains(stdout, "ok       prod") {
+			t.Errorf("stdout:\n%s", stdout)
+		}
+		if !strings.Contains(stderr, "environments/devel/a.json:1:40: /services/0/version") {
+			t.Errorf("stderr:\n%s", stderr)
+		}
+	})
+	t.Run("json", func(t *testing.T) {
+		dir := manifestRepo(t, badRepo)
+		stdout, _, code := runReconciler(t, "manifest", "validate", dir, "-o", "json")
+		if code != 1 {
+			t.Fatalf("exit %d", code)
+		}
+		var got struct {
+			Valid        bool
+			Environments []struct {
+				Environment string
+				Valid       bool
+				Errors      []manifest.Error
+			}
+		}
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Valid || len(got.Environments) != 2 || got.Environments[0].Valid || len(got.Environments[0].Errors) != 2 || !got.Environments[1].Valid {
+			t.Errorf("got %+v", got)
+		}
+	})
+	t.Run("no environments", func(t *testing.T) {
+		if _, _, code := runReconciler(t, "manifest", "validate", t.TempDir()); code != 1 {
+			t.Errorf("exit %d, want 1", code)
+		}
+	})
+}
