@@ -14,17 +14,19 @@ import (
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
 
-// pipeline reads and parses pipeline.yaml at ref (nil when the repository has none).
+// pipeline reads and parses pipeline.yaml at ref: beside environments/, or
+// else inside it (nil when the repository has neither).
 func (b *Bot) pipeline(ctx context.Context, ref string) (*promote.Pipeline, error) {
-	name := b.path(promote.FileName)
-	data, _, err := b.file(ctx, name, ref)
-	if err != nil {
-		return nil, err
+	for _, name := range []string{b.path(promote.FileName), b.path("environments/" + promote.FileName)} {
+		data, _, err := b.file(ctx, name, ref)
+		if err != nil {
+			return nil, err
+		}
+		if data != nil {
+			return promote.Parse(name, data)
+		}
 	}
-	if data == nil {
-		return nil, nil
-	}
-	return promote.Parse(name, data)
+	return nil, nil
 }
 
 // stageLockPath is the lockPath pipeline.yaml gives env ("" without pipeline or lock path).

@@ -11,7 +11,8 @@ import (
 	"github.com/robfig/cron/v3"
 )
 
-// FileName is the pipeline file's name; it sits beside the environments/ directory.
+// FileName is the pipeline file's name. It sits beside the environments/
+// directory; a repository may keep it inside environments/ instead.
 const FileName = "pipeline.yaml"
 
 // Pipeline is the parsed pipeline.yaml: stages in promotion order.
@@ -80,11 +81,18 @@ var (
 	cronParser  = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 )
 
-// Load reads root/pipeline.yaml from fsys. A missing file is reported with an
-// error that matches fs.ErrNotExist.
+// Load reads root/pipeline.yaml, or else root/environments/pipeline.yaml,
+// from fsys. A missing file is reported with an error that matches
+// fs.ErrNotExist.
 func Load(fsys fs.FS, root string) (*Pipeline, error) {
 	name := path.Join(root, FileName)
 	data, err := fs.ReadFile(fsys, name)
+	if errors.Is(err, fs.ErrNotExist) {
+		inside := path.Join(root, "environments", FileName)
+		if d, err2 := fs.ReadFile(fsys, inside); err2 == nil {
+			return Parse(inside, d)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading pipeline %s: %w", name, err)
 	}

@@ -2,6 +2,8 @@ package promote
 
 import (
 	"errors"
+	"io/fs"
+	"os"
 	"testing"
 	"time"
 
@@ -195,5 +197,21 @@ func TestWindow(t *testing.T) {
 	var none *Window
 	if !none.Open(at("2026-11-21T12:00:00Z")) {
 		t.Error("a stage without window must always be open")
+	}
+}
+
+func TestLoadExample(t *testing.T) {
+	p, err := Load(os.DirFS("../../examples"), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]Pair{{"devel", "staging"}, {"staging", "prod"}}, p.Pairs()); diff != "" {
+		t.Errorf("example pairs (-want +got):\n%s", diff)
+	}
+	if p.File != "environments/pipeline.yaml" {
+		t.Errorf("File = %q", p.File)
+	}
+	if _, err := Load(os.DirFS(t.TempDir()), "."); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Load of an empty directory = %v, want fs.ErrNotExist", err)
 	}
 }
