@@ -1,0 +1,8 @@
+package gitsource
+
+import "time"
+
+// Backoff and NextDelay expose the scheduling arithmetic to tests.
+var Backoff = backoff
+
+func NextDelay(s *Source, now time.Time, failures int) time.Duration { return s.next(now, failures) }
