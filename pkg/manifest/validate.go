@@ -66,7 +66,7 @@ func checkDockerName(v string) string {
 	const accepted = "a docker repository name: lowercase path components of letters and digits separated by '/', each joined by '.', '_', '__' or '-', optionally after a registry host"
 	bad := func() string { return fmt.Sprintf("invalid dockerName %s; expected %s", quote(v), accepted) }
 	if v == "" {
-		return "empty dockerName; leave the key out to use the service name, or give " + accepted
+		return "empty dockerName; expected " + accepted + " (or leave the key out to use the service name)"
 	}
 	if len(v) > 255 {
 		return fmt.Sprintf("dockerName %s is %d characters long; at most 255 are accepted", quote(v), len(v))
@@ -129,7 +129,7 @@ func validHost(h string) bool {
 		if port == "" || len(port) > 5 {
 			return false
 		}
-		if _, err := strconv.Atoi(port); err != nil {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || port[0] == '+' {
 			return false
 		}
 	}
