@@ -4,11 +4,14 @@ export GOTOOLCHAIN := local
 
 BIN        := $(CURDIR)/bin
 TESTBIN    := $(BIN)/k8s
-HELM_VERSION ?= v3.19.0
+HELM_VERSION ?= v3.22.0
 export KUBEBUILDER_ASSETS := $(TESTBIN)
 
 GO_TEST_FLAGS ?= -timeout 25m
 BENCH ?= .
+IMAGE ?=
+PLATFORMS ?= linux/$(shell go env GOARCH)
+IMAGE_FLAGS ?=
 
 .DEFAULT_GOAL := help
 
@@ -28,6 +31,11 @@ testbin: ## Build the test control plane (kube-apiserver, etcd, controller-manag
 helm: $(BIN)/helm ## Build helm (pinned) into bin/ for the chart tests.
 $(BIN)/helm:
 	GOBIN=$(BIN) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+.PHONY: image
+image: ## Build the image without Docker and push it: make image IMAGE=registry/repo:tag [PLATFORMS=linux/amd64,linux/arm64].
+	@test -n "$(IMAGE)" || { echo "set IMAGE, e.g. make image IMAGE=ghcr.io/acme/stagehand:0.1.0"; exit 1; }
+	go run ./hack/image --ref "$(IMAGE)" --platform "$(PLATFORMS)" --revision "$$(git rev-parse HEAD 2>/dev/null)" $(IMAGE_FLAGS)
 
 .PHONY: test
 test: testbin helm ## Run every test against the real test control plane.

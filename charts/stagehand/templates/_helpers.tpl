@@ -1,0 +1,228 @@
+{{/* Chart name, truncated to the 63 characters of a label value. */}}
+{{- define "stagehand.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Full name: the prefix of every object name. */}}
+{{- define "stagehand.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "stagehand.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Labels on every object. */}}
+{{- define "stagehand.labels" -}}
+helm.sh/chart: {{ include "stagehand.chart" . }}
+app.kubernetes.io/part-of: stagehand
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Selector labels of the reconciler. */}}
+{{- define "stagehand.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "stagehand.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: reconciler
+{{- end -}}
+
+{{/* Selector labels of prbot. */}}
+{{- define "stagehand.prbotSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "stagehand.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: prbot
+{{- end -}}
+
+{{- define "stagehand.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "stagehand.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "stagehand.prbotServiceAccountName" -}}
+{{- printf "%s-prbot" (include "stagehand.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The Lease the replicas compete for (internal/daemon.LeaseName; one release per namespace). */}}
+{{- define "stagehand.leaseName" -}}stagehand-reconciler{{- end -}}
+
+{{/* The image reference: repository:tag[@digest]. */}}
+{{- define "stagehand.image" -}}
+{{- $tag := default .Chart.AppVersion .Values.image.tag -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s:%s@%s" .Values.image.repository $tag .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository $tag -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Where credentials are mounted. */}}
+{{- define "stagehand.secretsDir" -}}/etc/stagehand/secrets{{- end -}}
+{{- define "stagehand.kubeconfigsDir" -}}/etc/stagehand/kubeconfigs{{- end -}}
+{{- define "stagehand.cacheDir" -}}/var/cache/stagehand{{- end -}}
+
+{{/*
+reconciler.yaml: .Values.config with the chart's own fields filled in (credential file paths from
+.Values.secrets, the cache directory, and the release namespace for locks and state). Keys the user
+adds under config pass through unchanged, so the reconciler's strict parser rejects a misspelt key.
+*/}}
+{{- define "stagehand.config" -}}
+{{- $c := deepCopy .Values.config -}}
+{{- $dir := include "stagehand.secretsDir" . -}}
+{{- $s := .Values.secrets -}}
+{{- $src := default dict $c.source -}}
+{{- $auth := default dict $src.auth -}}
+{{- if not $auth.username -}}{{- $_ := unset $auth "username" -}}{{- end -}}
+{{- if $s.gitToken.secretName -}}
+{{- $_ := set $auth "tokenFile" (printf "%s/git-token/token" $dir) -}}
+{{- end -}}
+{{- if $s.gitSSH.secretName -}}
+{{- $_ := set $auth "sshKeyFile" (printf "%s/git-ssh/identity" $dir) -}}
+{{- $_ := set $auth "knownHostsFile" (printf "%s/git-ssh/known_hosts" $dir) -}}
+{{- end -}}
+{{- $app := dict -}}
+{{- if $s.githubApp.secretName -}}
+{{- $app = dict "appID" (int64 $s.githubApp.appID) "installationID" (int64 $s.githubApp.installationID) "privateKeyFile" (printf "%s/github-app/private-key.pem" $dir) -}}
+{{- if $s.githubApp.useForGit -}}
+{{- $_ := set $auth "githubApp" $app -}}
+{{- end -}}
+{{- end -}}
+{{- if $auth -}}{{- $_ := set $src "auth" $auth -}}{{- else -}}{{- $_ := unset $src "auth" -}}{{- end -}}
+{{- if $s.gpgKeyring.secretName -}}
+{{- $_ := set $src "verify" (dict "mode" "head" "keyringFile" (printf "%s/gpg-keyring/keyring" $dir)) -}}
+{{- end -}}
+{{- $_ := set $src "cacheDir" (include "stagehand.cacheDir" .) -}}
+{{- $_ := set $c "source" $src -}}
+{{- if not $c.environments -}}{{- $_ := set $c "environments" dict -}}{{- end -}}
+{{- $gh := default dict $c.github -}}
+{{- if $app -}}{{- $_ := set $gh "app" $app -}}{{- end -}}
+{{- if $s.webhook.secretName -}}
+{{- $_ := set $gh "webhookSecretFile" (printf "%s/webhook/secret" $dir) -}}
+{{- end -}}
+{{- $_ := set $c "github" $gh -}}
+{{- $server := dict "listen" ":8080" -}}
+{{- if $s.apiToken.secretName -}}
+{{- $_ := set $server "apiTokenFile" (printf "%s/api-token/token" $dir) -}}
+{{- end -}}
+{{- $_ := set $c "server" $server -}}
+{{- $locks := default dict $c.locks -}}
+{{- $_ := set $locks "namespace" .Release.Namespace -}}
+{{- $_ := set $c "locks" $locks -}}
+{{- $_ := set $c "state" (dict "namespace" .Release.Namespace) -}}
+{{- toYaml $c -}}
+{{- end -}}
+
+{{/*
+Namespaces the reconciler deploys to in this cluster: every target without a kubeconfig, plus
+rbac.extraNamespaces; sorted, without duplicates, as a JSON list.
+*/}}
+{{- define "stagehand.targetNamespaces" -}}
+{{- $ns := list -}}
+{{- range $env, $e := .Values.config.environments -}}
+{{- range $t := $e.targets -}}
+{{- if and $t.namespace (not $t.kubeconfig) -}}
+{{- $ns = append $ns $t.namespace -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- range .Values.rbac.extraNamespaces -}}
+{{- $ns = append $ns . -}}
+{{- end -}}
+{{- $ns | uniq | sortAlpha | toJson -}}
+{{- end -}}
+
+{{/*
+The projected volume that puts reconciler.yaml (or prbot.yaml) and every referenced Secret under
+/etc/stagehand. Argument: (dict "root" $ "configMap" NAME "configKey" KEY).
+*/}}
+{{- define "stagehand.configVolume" -}}
+{{- $ := .root -}}
+{{- $s := $.Values.secrets -}}
+- name: config
+  projected:
+    defaultMode: 0440
+    sources:
+      - configMap:
+          name: {{ .configMap }}
+          items:
+            - key: {{ .configKey }}
+              path: {{ .configKey }}
+      {{- if $s.gitToken.secretName }}
+      - secret:
+          name: {{ $s.gitToken.secretName }}
+          items:
+            - key: {{ $s.gitToken.key }}
+              path: secrets/git-token/token
+      {{- end }}
+      {{- if $s.gitSSH.secretName }}
+      - secret:
+          name: {{ $s.gitSSH.secretName }}
+          items:
+            - key: {{ $s.gitSSH.privateKeyKey }}
+              path: secrets/git-ssh/identity
+            - key: {{ $s.gitSSH.knownHostsKey }}
+              path: secrets/git-ssh/known_hosts
+      {{- end }}
+      {{- if $s.githubApp.secretName }}
+      - secret:
+          name: {{ $s.githubApp.secretName }}
+          items:
+            - key: {{ $s.githubApp.key }}
+              path: secrets/github-app/private-key.pem
+      {{- end }}
+      {{- if $s.webhook.secretName }}
+      - secret:
+          name: {{ $s.webhook.secretName }}
+          items:
+            - key: {{ $s.webhook.key }}
+              path: secrets/webhook/secret
+      {{- end }}
+      {{- if $s.apiToken.secretName }}
+      - secret:
+          name: {{ $s.apiToken.secretName }}
+          items:
+            - key: {{ $s.apiToken.key }}
+              path: secrets/api-token/token
+      {{- end }}
+      {{- if $s.gpgKeyring.secretName }}
+      - secret:
+          name: {{ $s.gpgKeyring.secretName }}
+          items:
+            - key: {{ $s.gpgKeyring.key }}
+              path: secrets/gpg-keyring/keyring
+      {{- end }}
+{{- end -}}
+
+{{/*
+What the reconciler does to workloads: read and patch the four kinds (never create or delete them),
+and record an Event per patched workload.
+*/}}
+{{- define "stagehand.workloadRules" -}}
+- apiGroups: ["apps"]
+  resources: ["deployments", "statefulsets", "daemonsets"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["batch"]
+  resources: ["cronjobs"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end -}}

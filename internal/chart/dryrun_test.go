@@ -1,0 +1,69 @@
+package chart
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stagehand-gitops/stagehand/pkg/lock/crd"
+)
+
+// TestServerSideDryRun applies everything the chart renders with server-side
+// dry-run to the real API server: schemas, defaults and admission all accept
+// it. Namespaces are created for real first.
+func TestServerSideDryRun(t *testing.T) {
+	tests := []struct {
+		name   string
+		values func(t *testing.T, devel, prod, extra string) []string
+	}{
+		{name: "default values", values: func(t *testing.T, devel, prod, extra string) []string {
+			return []string{valuesFile(t, map[string]any{
+				"config": map[string]any{"environments": map[string]any{"devel": map[string]any{
+					"targets": []any{map[string]any{"name": "a", "namespace": devel}},
+				}}},
+			})}
+		}},
+		{name: "full values", values: func(t *testing.T, devel, prod, extra string) []string {
+			return []string{fullValues(t), scopedValues(t, devel, prod, extra)}
+		}},
+		{name: "full values, cluster-wide RBAC", values: func(t *testing.T, devel, prod, extra string) []string {
+			return []string{fullValues(t), scopedValues(t, devel, prod, extra),
+				valuesFile(t, map[string]any{"rbac": map[string]any{"clusterWide": true}})}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rel, devel, prod, extra := env.Namespace(t), env.Namespace(t), env.Namespace(t), env.Namespace(t)
+			objs := render(t, rel, tc.values(t, devel, prod, extra)...)
+			a := newApplier(t, env.Config)
+			for _, o := range objs {
+				got, err := a.apply(t.Context(), o, true)
+				if err != nil {
+					t.Error(err)
+					continue
+				}
+				if got.GetName() != o.GetName() {
+					t.Errorf("dry-run of %s %s returned %s", o.GetKind(), o.GetName(), got.GetName())
+				}
+			}
+			// A dry run stores nothing.
+			if d, err := env.Clientset.AppsV1().Deployments(rel).List(t.Context(), metav1.ListOptions{}); err != nil || len(d.Items) != 0 {
+				t.Errorf("after a dry run, Deployments in %s: %v, %v", rel, d, err)
+			}
+		})
+	}
+}
+
+// TestCRDsMatchPkgLock: the chart ships the very CRD pkg/lock stores Locks in.
+func TestCRDsMatchPkgLock(t *testing.T) {
+	got, err := os.ReadFile(filepath.Join(chartDir(t), "crds", crd.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(crd.Locks()), string(got)); diff != "" {
+		t.Errorf("charts/stagehand/crds/%s differs from pkg/lock/crd (-pkg/lock +chart); copy it over:\n%s", crd.File, diff)
+	}
+}

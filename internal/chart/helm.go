@@ -1,0 +1,139 @@
+package chart
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// Helm runs one helm binary.
+type Helm struct {
+	path string
+}
+
+// Find returns the helm found in $PATH or at <repo>/bin/helm, building the
+// pinned version with `make helm` when neither exists.
+func Find(ctx context.Context) (*Helm, error) {
+	if p, err := exec.LookPath("helm"); err == nil {
+		return &Helm{path: p}, nil
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	p := filepath.Join(root, "bin", "helm")
+	if _, err := os.Stat(p); err == nil {
+		return &Helm{path: p}, nil
+	}
+	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "helm")
+	cmd.Dir = root
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("building helm with make helm: %w\n%s", err, out.String())
+	}
+	return &Helm{path: p}, nil
+}
+
+// Path returns the binary's path.
+func (h *Helm) Path() string { return h.path }
+
+// Lint runs `helm lint --strict` on the chart in dir with the given values
+// files and returns helm's output.
+func (h *Helm) Lint(ctx context.Context, dir string, values ...string) (string, error) {
+	args := []string{"lint", "--strict", dir}
+	for _, v := range values {
+		args = append(args, "--values", v)
+	}
+	out, err := h.run(ctx, args...)
+	if err != nil {
+		return out, fmt.Errorf("linting chart %s: %w\n%s", dir, err, out)
+	}
+	return out, nil
+}
+
+// Template renders the chart in dir as release in namespace with the given
+// values files (later files win) and returns the manifests.
+func (h *Helm) Template(ctx context.Context, dir, release, namespace string, values ...string) ([]byte, error) {
+	args := []string{"template", release, dir, "--namespace", namespace, "--include-crds"}
+	for _, v := range values {
+		args = append(args, "--values", v)
+	}
+	cmd := exec.CommandContext(ctx, h.path, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("rendering chart %s: %w\n%s", dir, err, stderr.String())
+	}
+	return stdout.Bytes(), nil
+}
+
+func (h *Helm) run(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, h.path, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// Objects splits a multi-document YAML stream into objects, skipping empty
+// documents.
+func Objects(manifests []byte) ([]*unstructured.Unstructured, error) {
+	d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifests), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		var m map[string]any
+		if err := d.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs, nil
+			}
+			return nil, fmt.Errorf("decoding rendered manifests: %w", err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if u.GetKind() == "" || u.GetAPIVersion() == "" {
+			return nil, fmt.Errorf("decoding rendered manifests: a document without kind or apiVersion: %v", m)
+		}
+		objs = append(objs, u)
+	}
+}
+
+// Dir returns the chart's directory, <repo>/charts/stagehand.
+func Dir() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "charts", "stagehand"), nil
+}
+
+// RepoRoot walks up from the working directory to the directory holding the
+// Stagehand module's go.mod.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding repository root: %w", err)
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.HasPrefix(string(b), "module github.com/stagehand-gitops/stagehand\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("finding repository root: no go.mod of github.com/stagehand-gitops/stagehand above the working directory")
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,23 @@
+package chart
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
+)
+
+// env is the control plane shared by this package's tests; each test uses its
+// own namespaces.
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	// The chart's CRDs (deploy Locks) and the Prometheus Operator's
+	// ServiceMonitor (a minimal copy) must exist before the chart applies.
+	crds := []string{filepath.Join("testdata", "crds")}
+	if root, err := RepoRoot(); err == nil {
+		crds = append(crds, filepath.Join(root, "charts", "stagehand", "crds"))
+	}
+	os.Exit(testenv.Main(m, &env, testenv.WithCRDs(crds...)))
+}

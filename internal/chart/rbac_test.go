@@ -1,0 +1,448 @@
+package chart
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// install renders the chart with the full values scoped to fresh namespaces
+// and applies it for real (CRDs are installed by TestMain). It returns the
+// release namespace and the target namespaces.
+type install struct {
+	rel, devel, prod, extra, other string
+	objs                           []*unstructured.Unstructured
+}
+
+func installFull(t *testing.T, extraValues ...string) install {
+	t.Helper()
+	in := install{rel: env.Namespace(t), devel: env.Namespace(t), prod: env.Namespace(t),
+		extra: env.Namespace(t), other: env.Namespace(t)}
+	values := append([]string{fullValues(t), scopedValues(t, in.devel, in.prod, in.extra)}, extraValues...)
+	for _, o := range render(t, in.rel, values...) {
+		if o.GetKind() != "CustomResourceDefinition" {
+			in.objs = append(in.objs, o)
+		}
+	}
+	if err := newApplier(t, env.Config).applyAll(t.Context(), in.objs, false); err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// access is one question to the authorizer.
+type access struct {
+	ns, verb, group, resource, name string
+}
+
+func (a access) String() string {
+	r := a.resource
+	if a.group != "" {
+		r += "." + a.group
+	}
+	if a.name != "" {
+		r += "/" + a.name
+	}
+	ns := a.ns
+	if ns == "" {
+		ns = "(all namespaces)"
+	}
+	return fmt.Sprintf("%s %s in %s", a.verb, r, ns)
+}
+
+// allowed asks the API server's authorizer whether the ServiceAccount ns/sa
+// may do a (SubjectAccessReview).
+func allowed(t *testing.T, ns, sa string, a access) bool {
+	t.Helper()
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:   "system:serviceaccount:" + ns + ":" + sa,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: a.ns, Verb: a.verb, Group: a.group, Resource: a.resource, Name: a.name,
+		},
+	}}
+	got, err := env.Clientset.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), sar, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("SubjectAccessReview %s: %v", a, err)
+	}
+	return got.Status.Allowed
+}
+
+// TestRBACAllowsWhatTheReconcilerNeeds asks the authorizer about every right
+// the reconciler uses, and about the ones it must not have.
+func TestRBACAllowsWhatTheReconcilerNeeds(t *testing.T) {
+	in := installFull(t)
+	sa := "sh-stagehand"
+	var allow, deny []access
+	for _, ns := range []string{in.devel, in.prod, in.extra} {
+		for _, r := range []struct{ group, resource string }{
+			{"apps", "deployments"}, {"apps", "statefulsets"}, {"apps", "daemonsets"}, {"batch", "cronjobs"},
+		} {
+			for _, v := range []string{"get", "list", "watch", "patch"} {
+				allow = append(allow, access{ns, v, r.group, r.resource, ""})
+			}
+			for _, v := range []string{"create", "update", "delete", "deletecollection"} {
+				deny = append(deny, access{ns, v, r.group, r.resource, ""})
+			}
+			// Other namespaces and cluster-wide: nothing.
+			deny = append(deny, access{in.other, "patch", r.group, r.resource, ""},
+				access{in.other, "list", r.group, r.resource, ""},
+				access{"", "list", r.group, r.resource, ""},
+				access{in.rel, "patch", r.group, r.resource, ""})
+		}
+		allow = append(allow, access{ns, "create", "", "events", ""}, access{ns, "patch", "", "events", ""},
+			access{ns, "create", "events.k8s.io", "events", ""})
+		deny = append(deny,
+			access{ns, "get", "", "secrets", ""}, access{ns, "list", "", "secrets", ""},
+			access{ns, "get", "", "configmaps", ""}, access{ns, "create", "coordination.k8s.io", "leases", ""},
+			access{ns, "create", "stagehand.io", "locks", ""}, access{ns, "list", "", "pods", ""},
+			access{ns, "create", "", "pods", ""}, access{ns, "create", "", "pods/exec", ""},
+			access{ns, "patch", "apps", "replicasets", ""}, access{ns, "create", "batch", "jobs", ""},
+			access{ns, "delete", "", "events", ""},
+		)
+	}
+	// Its own namespace: the Lease, state ConfigMaps, Locks, Events.
+	allow = append(allow,
+		access{in.rel, "create", "coordination.k8s.io", "leases", ""},
+		access{in.rel, "get", "coordination.k8s.io", "leases", "stagehand-reconciler"},
+		access{in.rel, "update", "coordination.k8s.io", "leases", "stagehand-reconciler"},
+		access{in.rel, "get", "", "configmaps", "stagehand-state-prod"},
+		access{in.rel, "list", "", "configmaps", ""},
+		access{in.rel, "create", "", "configmaps", ""},
+		access{in.rel, "update", "", "configmaps", "stagehand-state-prod"},
+		access{in.rel, "get", "stagehand.io", "locks", ""},
+		access{in.rel, "list", "stagehand.io", "locks", ""},
+		access{in.rel, "create", "stagehand.io", "locks", ""},
+		access{in.rel, "update", "stagehand.io", "locks", ""},
+		access{in.rel, "delete", "stagehand.io", "locks", ""},
+		access{in.rel, "create", "", "events", ""},
+	)
+	deny = append(deny,
+		access{in.rel, "get", "", "secrets", ""}, access{in.rel, "list", "", "secrets", ""},
+		access{in.rel, "get", "", "secrets", "stagehand-git"},
+		access{"", "list", "", "secrets", ""}, access{"", "get", "", "secrets", ""},
+		access{in.other, "get", "", "secrets", ""},
+		access{in.rel, "get", "coordination.k8s.io", "leases", "someone-elses-lease"},
+		access{in.rel, "update", "coordination.k8s.io", "leases", "someone-elses-lease"},
+		access{in.rel, "delete", "coordination.k8s.io", "leases", "stagehand-reconciler"},
+		access{in.rel, "delete", "", "configmaps", ""},
+		access{"", "list", "stagehand.io", "locks", ""}, access{in.other, "create", "stagehand.io", "locks", ""},
+		access{in.other, "list", "", "configmaps", ""},
+		access{in.rel, "create", "rbac.authorization.k8s.io", "roles", ""},
+		access{in.rel, "create", "rbac.authorization.k8s.io", "rolebindings", ""},
+		access{in.rel, "update", "apps", "deployments", "sh-stagehand"},
+		access{in.rel, "create", "", "serviceaccounts/token", sa},
+		access{"", "list", "", "namespaces", ""}, access{"", "list", "", "nodes", ""},
+		access{"", "impersonate", "", "serviceaccounts", ""},
+		access{"", "create", "apiextensions.k8s.io", "customresourcedefinitions", ""},
+	)
+	for _, a := range allow {
+		if !allowed(t, in.rel, sa, a) {
+			t.Errorf("reconciler may not %s; it needs to", a)
+		}
+	}
+	for _, a := range deny {
+		if allowed(t, in.rel, sa, a) {
+			t.Errorf("reconciler may %s; it must not", a)
+		}
+	}
+
+	// prbot reads Locks and nothing else.
+	for _, a := range []access{{in.rel, "get", "stagehand.io", "locks", ""}, {in.rel, "list", "stagehand.io", "locks", ""}} {
+		if !allowed(t, in.rel, "sh-stagehand-prbot", a) {
+			t.Errorf("prbot may not %s; it needs to", a)
+		}
+	}
+	for _, a := range []access{
+		{in.rel, "create", "stagehand.io", "locks", ""}, {in.rel, "delete", "stagehand.io", "locks", ""},
+		{in.devel, "list", "apps", "deployments", ""}, {in.rel, "get", "", "secrets", ""},
+		{in.rel, "get", "", "configmaps", ""}, {in.rel, "create", "coordination.k8s.io", "leases", ""},
+	} {
+		if allowed(t, in.rel, "sh-stagehand-prbot", a) {
+			t.Errorf("prbot may %s; it must not", a)
+		}
+	}
+}
+
+// TestRBACExactRules lists, as the ServiceAccount itself (a real token), every
+// rule it holds in each namespace: exactly the chart's rules plus what every
+// authenticated user has.
+func TestRBACExactRules(t *testing.T) {
+	in := installFull(t)
+	cs := kubernetes.NewForConfigOrDie(saConfig(t, in.rel, "sh-stagehand"))
+	workloads := []string{
+		"apps/daemonsets:get", "apps/daemonsets:list", "apps/daemonsets:patch", "apps/daemonsets:watch",
+		"apps/deployments:get", "apps/deployments:list", "apps/deployments:patch", "apps/deployments:watch",
+		"apps/statefulsets:get", "apps/statefulsets:list", "apps/statefulsets:patch", "apps/statefulsets:watch",
+		"batch/cronjobs:get", "batch/cronjobs:list", "batch/cronjobs:patch", "batch/cronjobs:watch",
+		"core/events:create", "core/events:patch", "events.k8s.io/events:create", "events.k8s.io/events:patch",
+	}
+	own := []string{
+		"coordination.k8s.io/leases/stagehand-reconciler:get", "coordination.k8s.io/leases/stagehand-reconciler:patch",
+		"coordination.k8s.io/leases/stagehand-reconciler:update", "coordination.k8s.io/leases:create",
+		"core/configmaps:create", "core/configmaps:get", "core/configmaps:list", "core/configmaps:patch",
+		"core/configmaps:update", "core/configmaps:watch",
+		"core/events:create", "core/events:patch", "events.k8s.io/events:create", "events.k8s.io/events:patch",
+		"stagehand.io/locks:create", "stagehand.io/locks:delete", "stagehand.io/locks:get", "stagehand.io/locks:list",
+		"stagehand.io/locks:patch", "stagehand.io/locks:update", "stagehand.io/locks:watch",
+	}
+	tests := []struct {
+		name, ns string
+		want     []string
+	}{
+		{name: "release namespace", ns: in.rel, want: own},
+		{name: "devel target", ns: in.devel, want: workloads},
+		{name: "prod target", ns: in.prod, want: workloads},
+		{name: "extra namespace", ns: in.extra, want: workloads},
+		{name: "other namespace", ns: in.other, want: nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := cs.AuthorizationV1().SelfSubjectRulesReviews().Create(t.Context(),
+				&authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: tc.ns}},
+				metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("SelfSubjectRulesReview in %s: %v", tc.ns, err)
+			}
+			if r.Status.Incomplete {
+				t.Fatalf("rules review incomplete: %s", r.Status.EvaluationError)
+			}
+			got := flatten(r.Status.ResourceRules)
+			if diff := cmp.Diff(sorted(tc.want), got); diff != "" {
+				t.Errorf("rules of the reconciler in %s (-want +got):\n%s", tc.ns, diff)
+			}
+		})
+	}
+}
+
+// flatten turns rules into sorted "group/resource[/name]:verb" strings,
+// leaving out what every authenticated user may do (self reviews).
+func flatten(rules []authorizationv1.ResourceRule) []string {
+	set := map[string]bool{}
+	for _, r := range rules {
+		for _, g := range r.APIGroups {
+			if g == "authorization.k8s.io" || g == "authentication.k8s.io" {
+				continue
+			}
+			if g == "" {
+				g = "core"
+			}
+			for _, res := range r.Resources {
+				names := r.ResourceNames
+				if len(names) == 0 {
+					names = []string{""}
+				}
+				for _, n := range names {
+					for _, v := range r.Verbs {
+						k := g + "/" + res
+						if n != "" {
+							k += "/" + n
+						}
+						set[k+":"+v] = true
+					}
+				}
+			}
+		}
+	}
+	var out []string
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sorted(s []string) []string {
+	s = append([]string(nil), s...)
+	sort.Strings(s)
+	return s
+}
+
+// TestRBACRealRequests acts as the ServiceAccount with a real token: it
+// patches a workload in a target namespace, and is refused deleting it,
+// touching another namespace, and reading Secrets anywhere.
+func TestRBACRealRequests(t *testing.T) {
+	in := installFull(t)
+	ctx := t.Context()
+	for _, ns := range []string{in.devel, in.other} {
+		if _, err := env.Clientset.AppsV1().Deployments(ns).Create(ctx, deployment("web"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := env.Clientset.CoreV1().Secrets(in.rel).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "stagehand-git"}, StringData: map[string]string{"token": "s3cret"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := saConfig(t, in.rel, "sh-stagehand")
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	patch := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"registry.example.com/web:2.0.0"}]}}}}`)
+
+	steps := []struct {
+		name      string
+		do        func(ctx context.Context) error
+		forbidden bool
+	}{
+		{name: "list Deployments in a target", do: func(ctx context.Context) error {
+			_, err := cs.AppsV1().Deployments(in.devel).List(ctx, metav1.ListOptions{})
+			return err
+		}},
+		{name: "patch a Deployment's image in a target", do: func(ctx context.Context) error {
+			_, err := cs.AppsV1().Deployments(in.devel).Patch(ctx, "web", types.StrategicMergePatchType, patch,
+				metav1.PatchOptions{FieldManager: "stagehand"})
+			return err
+		}},
+		{name: "record an Event in a target", do: func(ctx context.Context) error {
+			_, err := cs.CoreV1().Events(in.devel).Create(ctx, &corev1.Event{
+				ObjectMeta:     metav1.ObjectMeta{GenerateName: "web-"},
+				InvolvedObject: corev1.ObjectReference{Kind: "Deployment", Namespace: in.devel, Name: "web"},
+				Reason:         "Deployed", Message: "web: image registry.example.com/web:2.0.0", Type: "Normal",
+			}, metav1.CreateOptions{})
+			return err
+		}},
+		{name: "take the leader Lease", do: func(ctx context.Context) error {
+			l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "stagehand-reconciler"}}
+			if _, err := cs.CoordinationV1().Leases(in.rel).Create(ctx, l, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+			l, err := cs.CoordinationV1().Leases(in.rel).Get(ctx, "stagehand-reconciler", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			id := "replica-1"
+			l.Spec.HolderIdentity = &id
+			_, err = cs.CoordinationV1().Leases(in.rel).Update(ctx, l, metav1.UpdateOptions{})
+			return err
+		}},
+		{name: "write a state ConfigMap", do: func(ctx context.Context) error {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "stagehand-state-test"}, Data: map[string]string{"a": "b"}}
+			_, err := cs.CoreV1().ConfigMaps(in.rel).Create(ctx, cm, metav1.CreateOptions{})
+			return err
+		}},
+		{name: "create and delete a Lock", do: func(ctx context.Context) error {
+			return lockRoundTrip(ctx, cfg, in.rel)
+		}},
+		{name: "delete a Deployment in a target", forbidden: true, do: func(ctx context.Context) error {
+			return cs.AppsV1().Deployments(in.devel).Delete(ctx, "web", metav1.DeleteOptions{})
+		}},
+		{name: "create a Deployment in a target", forbidden: true, do: func(ctx context.Context) error {
+			_, err := cs.AppsV1().Deployments(in.devel).Create(ctx, deployment("new"), metav1.CreateOptions{})
+			return err
+		}},
+		{name: "patch a Deployment in another namespace", forbidden: true, do: func(ctx context.Context) error {
+			_, err := cs.AppsV1().Deployments(in.other).Patch(ctx, "web", types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+			return err
+		}},
+		{name: "list Deployments cluster-wide", forbidden: true, do: func(ctx context.Context) error {
+			_, err := cs.AppsV1().Deployments("").List(ctx, metav1.ListOptions{})
+			return err
+		}},
+		{name: "read a Secret in its own namespace", forbidden: true, do: func(ctx context.Context) error {
+			_, err := cs.CoreV1().Secrets(in.rel).Get(ctx, "stagehand-git", metav1.GetOptions{})
+			return err
+		}},
+		{name: "list Secrets cluster-wide", forbidden: true, do: func(ctx context.Context) error {
+			_, err := cs.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
+			return err
+		}},
+		{name: "list Secrets in a target", forbidden: true, do: func(ctx context.Context) error {
+			_, err := cs.CoreV1().Secrets(in.devel).List(ctx, metav1.ListOptions{})
+			return err
+		}},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			err := s.do(t.Context())
+			switch {
+			case s.forbidden && !apierrors.IsForbidden(err):
+				t.Errorf("want Forbidden, got %v", err)
+			case !s.forbidden && err != nil:
+				t.Errorf("want success, got %v", err)
+			}
+		})
+	}
+	// The patch landed, and the Deployment survived the delete attempt.
+	d, err := env.Clientset.AppsV1().Deployments(in.devel).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("Deployment web after the steps: %v", err)
+	}
+	if got := d.Spec.Template.Spec.Containers[0].Image; got != "registry.example.com/web:2.0.0" {
+		t.Errorf("image after the patch = %s, want registry.example.com/web:2.0.0", got)
+	}
+}
+
+// TestRBACClusterWide: with rbac.clusterWide the workload rights hold in any
+// namespace, and still only get/list/watch/patch.
+func TestRBACClusterWide(t *testing.T) {
+	in := installFull(t, valuesFile(t, map[string]any{"rbac": map[string]any{"clusterWide": true}}))
+	sa := "sh-stagehand"
+	for _, a := range []access{
+		{in.other, "patch", "apps", "deployments", ""}, {"", "list", "apps", "deployments", ""},
+		{in.other, "watch", "batch", "cronjobs", ""}, {in.other, "create", "", "events", ""},
+	} {
+		if !allowed(t, in.rel, sa, a) {
+			t.Errorf("reconciler may not %s; with clusterWide it needs to", a)
+		}
+	}
+	for _, a := range []access{
+		{in.other, "delete", "apps", "deployments", ""}, {in.other, "create", "apps", "deployments", ""},
+		{"", "list", "", "secrets", ""}, {in.other, "get", "", "secrets", ""},
+		{in.other, "create", "stagehand.io", "locks", ""}, {in.other, "create", "coordination.k8s.io", "leases", ""},
+	} {
+		if allowed(t, in.rel, sa, a) {
+			t.Errorf("reconciler may %s; it must not", a)
+		}
+	}
+}
+
+func lockRoundTrip(ctx context.Context, cfg *rest.Config, ns string) error {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	r := dyn.Resource(schema.GroupVersionResource{Group: "stagehand.io", Version: "v1alpha1", Resource: "locks"}).Namespace(ns)
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "stagehand.io/v1alpha1", "kind": "Lock",
+		"metadata": map[string]any{"name": "apps-devel-a"},
+		"spec": map[string]any{"path": "apps/devel/a", "type": "deploy", "author": "chart-test",
+			"createdAt": "2026-01-01T00:00:00Z", "updatedAt": "2026-01-01T00:00:00Z", "expiresAt": "2026-01-01T01:00:00Z"},
+	}}
+	if _, err := r.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if _, err := r.List(ctx, metav1.ListOptions{}); err != nil {
+		return err
+	}
+	return r.Delete(ctx, "apps-devel-a", metav1.DeleteOptions{})
+}
+
+func deployment(name string) *appsv1.Deployment {
+	labels := map[string]string{"app.kubernetes.io/name": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: name, Image: "registry.example.com/" + name + ":1.0.0",
+				}}},
+			},
+		},
+	}
+}
