@@ -1,6 +1,8 @@
 package registrytest
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -63,6 +65,19 @@ func (r *Registry) Push(t testing.TB, repo, tag string) string {
 		t.Fatalf("digesting image: %v", err)
 	}
 	return d.String()
+}
+
+// Digest returns the digest the registry serves for repo:tag.
+func (r *Registry) Digest(ctx context.Context, repo, tag string) (string, error) {
+	ref, err := name.NewTag(r.Ref(repo, tag), name.Insecure)
+	if err != nil {
+		return "", fmt.Errorf("parsing reference: %w", err)
+	}
+	d, err := remote.Head(ref, remote.WithContext(ctx))
+	if err != nil {
+		return "", fmt.Errorf("reading digest of %s: %w", ref, err)
+	}
+	return d.Digest.String(), nil
 }
 
 // Requests returns how many HTTP requests the registry has served.

@@ -1,0 +1,221 @@
+package reconcile_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stagehand-gitops/stagehand/internal/registrytest"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+// TestApplyRollsOutEveryKind applies a pinned plan to every workload kind
+// (with init and sidecar containers), waits for real rollouts, reads back
+// images, annotations and Events, and plans again to find nothing to do.
+func TestApplyRollsOutEveryKind(t *testing.T) {
+	reg := registrytest.New(t)
+	h := reg.Host()
+	d := map[string]string{}
+	for _, repo := range []string{"api", "api-migrate", "db", "agent", "report"} {
+		d[repo] = reg.Push(t, "team/"+repo, "2")
+	}
+	ns := env.Namespace(t)
+	c := env.Clientset
+	createDeployment(t, c, ns, "api", "api", 2, pod{
+		inits:      [][2]string{{"migrate", h + "/team/api-migrate:1"}},
+		containers: [][2]string{{"app", h + "/team/api:1"}, {"envoy", "envoyproxy/envoy:v1.30"}},
+	})
+	createStatefulSet(t, c, ns, "db", "db", 1, pod{containers: [][2]string{{"db", h + "/team/db:1"}}})
+	createDaemonSet(t, c, ns, "agent", "agent", pod{containers: [][2]string{{"agent", h + "/team/agent:1"}}})
+	createCronJob(t, c, ns, "report", "report", pod{containers: [][2]string{{"report", h + "/team/report:1"}}})
+	e := environment(
+		svc("api", [3]string{"team/api", "2", d["api"]}, [3]string{"team/api-migrate", "2", ""}),
+		svc("db", [3]string{"team/db", "2", ""}),
+		svc("agent", [3]string{"team/agent", "2", ""}),
+		svc("report", [3]string{"team/report", "2", ""}),
+	)
+	req := reconcile.Request{Environment: e, Revision: "0123456789abcdef", Targets: []reconcile.Target{target("a", ns)}}
+	r := newReconciler(t, reconcile.WithVerifyDigests(true), reconcile.WithPinDigests(true), reconcile.WithRolloutTimeout(90*time.Second))
+
+	plan := mustPlan(t, r, req)
+	if len(plan.Changes) != 5 || len(plan.Problems) != 0 {
+		t.Fatalf("plan: %d changes, problems %v; want 5 changes, no problems", len(plan.Changes), plan.Problems)
+	}
+	var mu sync.Mutex
+	phases := map[string][]reconcile.Phase{}
+	res, err := r.Apply(context.Background(), req, plan.PlanHash, reconcile.WithProgress(func(p reconcile.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		phases[p.Kind+"/"+p.Name] = append(phases[p.Kind+"/"+p.Name], p.Phase)
+	}))
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	outcomes := map[string]reconcile.Outcome{}
+	for _, w := range res.Workloads {
+		outcomes[w.Kind+"/"+w.Name] = w.Outcome
+		if w.Outcome != reconcile.OutcomeSucceeded {
+			t.Errorf("%s/%s: %s: %s", w.Kind, w.Name, w.Outcome, w.Message)
+		}
+	}
+	wantOutcomes := map[string]reconcile.Outcome{"Deployment/api": "succeeded", "StatefulSet/db": "succeeded", "DaemonSet/agent": "succeeded", "CronJob/report": "succeeded"}
+	if diff := cmp.Diff(wantOutcomes, outcomes); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	for k, ph := range phases {
+		if diff := cmp.Diff([]reconcile.Phase{reconcile.PhasePatched, reconcile.PhaseSucceeded}, ph); diff != "" {
+			t.Errorf("%s progress (-want +got):\n%s", k, diff)
+		}
+	}
+	if len(phases) != 4 {
+		t.Errorf("progress reported %d workloads, want 4", len(phases))
+	}
+
+	inits, containers := deploymentImages(t, ns, "api")
+	wantInits := []string{h + "/team/api-migrate:2@" + d["api-migrate"]}
+	wantContainers := []string{h + "/team/api:2@" + d["api"], "envoyproxy/envoy:v1.30"}
+	if diff := cmp.Diff(wantInits, inits); diff != "" {
+		t.Errorf("api init containers (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantContainers, containers); diff != "" {
+		t.Errorf("api containers (-want +got):\n%s", diff)
+	}
+	ctx := context.Background()
+	dep, err := c.AppsV1().Deployments(ns).Get(ctx, "api", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := dep.Annotations[reconcile.RevisionAnnotation]; got != req.Revision {
+		t.Errorf("revision annotation = %q, want %q", got, req.Revision)
+	}
+	if _, ok := dep.Spec.Template.Annotations[reconcile.RevisionAnnotation]; ok {
+		t.Errorf("pod template got the revision annotation; only images may change in the template")
+	}
+	managers := map[string]bool{}
+	for _, mf := range dep.ManagedFields {
+		managers[mf.Manager] = true
+	}
+	if !managers[reconcile.FieldManager] {
+		t.Errorf("managed fields %v lack field manager %q", managers, reconcile.FieldManager)
+	}
+	cj, err := c.BatchV1().CronJobs(ns).Get(ctx, "report", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Image, h+"/team/report:2@"+d["report"]; got != want {
+		t.Errorf("cronjob image = %s, want %s", got, want)
+	}
+
+	events, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=Deploying"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evented []string
+	for _, ev := range events.Items {
+		if ev.Type != corev1.EventTypeNormal || !strings.Contains(ev.Message, "0123456789ab") {
+			t.Errorf("event %s/%s: type %s message %q", ev.InvolvedObject.Kind, ev.InvolvedObject.Name, ev.Type, ev.Message)
+		}
+		evented = append(evented, ev.InvolvedObject.Kind+"/"+ev.InvolvedObject.Name)
+	}
+	slices.Sort(evented)
+	if diff := cmp.Diff([]string{"CronJob/report", "DaemonSet/agent", "Deployment/api", "StatefulSet/db"}, evented); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+
+	again := mustPlan(t, r, req)
+	if len(again.Changes) != 0 || again.Unchanged != 5 {
+		t.Errorf("plan after apply: %d changes (%v), %d unchanged; want none and 5 unchanged", len(again.Changes), again.Changes, again.Unchanged)
+	}
+}
+
+// TestApplyRefusesStaleHash changes the cluster between plan and apply: the
+// apply is refused with ErrStalePlan and nothing is patched.
+func TestApplyRefusesStaleHash(t *testing.T) {
+	ns := env.Namespace(t)
+	createDeployment(t, env.Clientset, ns, "web", "web", 0, pod{containers: [][2]string{{"web", "reg.example.com/web:1"}}})
+	e := environment(svc("web", [3]string{"web", "2", ""}))
+	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target("a", ns)}}
+	r := newReconciler(t)
+	plan := mustPlan(t, r, req)
+
+	e.Services[0].Containers[0].DockerTag = "3" // a newer manifest arrives
+	_, err := r.Apply(context.Background(), req, plan.PlanHash)
+	var stale *reconcile.StalePlanError
+	if !errors.As(err, &stale) || !errors.Is(err, reconcile.ErrStalePlan) {
+		t.Fatalf("Apply error = %v, want a *StalePlanError", err)
+	}
+	if stale.Want != plan.PlanHash || stale.Got == plan.PlanHash {
+		t.Errorf("StalePlanError{Want: %s, Got: %s}; want Want = the approved hash %s and a different Got", stale.Want, stale.Got, plan.PlanHash)
+	}
+	if _, containers := deploymentImages(t, ns, "web"); containers[0] != "reg.example.com/web:1" {
+		t.Errorf("image = %s after a refused apply, want it untouched", containers[0])
+	}
+}
+
+// TestApplyReportsFailedRollouts: a Deployment whose new pods can never be
+// scheduled fails by its progress deadline, a StatefulSet likewise by the
+// rollout timeout; a healthy Deployment beside them succeeds.
+func TestApplyReportsFailedRollouts(t *testing.T) {
+	ns := env.Namespace(t)
+	c := env.Clientset
+	nowhere := map[string]string{"stagehand.io/no-such-node": "true"}
+	createDeployment(t, c, ns, "stuck", "stuck", 1, pod{containers: [][2]string{{"app", "reg.example.com/stuck:1"}}, nodeSelector: nowhere},
+		func(d *appsv1.Deployment) { d.Spec.ProgressDeadlineSeconds = ptr(int32(2)) })
+	createStatefulSet(t, c, ns, "pending", "pending", 1, pod{containers: [][2]string{{"app", "reg.example.com/pending:1"}}, nodeSelector: nowhere})
+	createDeployment(t, c, ns, "fine", "fine", 1, pod{containers: [][2]string{{"app", "reg.example.com/fine:1"}}})
+	e := environment(
+		svc("stuck", [3]string{"stuck", "2", ""}),
+		svc("pending", [3]string{"pending", "2", ""}),
+		svc("fine", [3]string{"fine", "2", ""}),
+	)
+	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target("a", ns)}}
+	const timeout = 15 * time.Second
+	r := newReconciler(t, reconcile.WithRolloutTimeout(timeout))
+	plan := mustPlan(t, r, req)
+	start := time.Now()
+	res, err := r.Apply(context.Background(), req, plan.PlanHash)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if took := time.Since(start); took > timeout+5*time.Second {
+		t.Errorf("Apply took %s, want it bounded by the %s rollout timeout", took, timeout)
+	}
+	got := map[string]string{}
+	for _, w := range res.Workloads {
+		got[w.Name] = string(w.Outcome)
+		switch w.Name {
+		case "stuck":
+			if !strings.Contains(w.Message, "progress deadline exceeded") {
+				t.Errorf("stuck: message %q, want the progress deadline", w.Message)
+			}
+		case "pending":
+			if !strings.Contains(w.Message, "rollout not finished after 15s") {
+				t.Errorf("pending: message %q, want the rollout timeout", w.Message)
+			}
+		}
+	}
+	if diff := cmp.Diff(map[string]string{"stuck": "failed", "pending": "failed", "fine": "succeeded"}, got); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	if !res.Failed() {
+		t.Errorf("Result.Failed() = false, want true")
+	}
+	warnings, err := c.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=RolloutFailed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings.Items) != 2 {
+		t.Errorf("got %d RolloutFailed events, want 2", len(warnings.Items))
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,124 @@
+package reconcile_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+// memLocks is a hand-written in-memory lock table: a lock at a path blocks
+// that path and everything under it.
+type memLocks struct {
+	mu    sync.Mutex
+	locks map[string]string // path -> message
+	held  []string
+	// onBlocking runs before each Blocking call (to take a lock mid-apply).
+	onBlocking func(path string)
+}
+
+func (m *memLocks) Blocking(_ context.Context, path, lockType string) ([]string, error) {
+	if m.onBlocking != nil {
+		m.onBlocking(path)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for p, msg := range m.locks {
+		if path == p || strings.HasPrefix(path, p+"/") {
+			out = append(out, msg)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func (m *memLocks) Hold(_ context.Context, path string, ttl time.Duration, author string) (func(context.Context) error, error) {
+	m.lock(path, "Locked "+path+" for a deploy by "+author)
+	m.mu.Lock()
+	m.held = append(m.held, path)
+	m.mu.Unlock()
+	return func(context.Context) error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		delete(m.locks, path)
+		return nil
+	}, nil
+}
+
+func (m *memLocks) lock(path, msg string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.locks[path] = msg
+}
+
+var (
+	_ reconcile.LockChecker = (*memLocks)(nil)
+	_ reconcile.LockHolder  = (*memLocks)(nil)
+)
+
+// TestLocks: a locked service is blocked in the plan; applying holds the
+// target lock; a lock taken mid-apply stops the patches not yet sent.
+func TestLocks(t *testing.T) {
+	ns := env.Namespace(t)
+	for _, name := range []string{"a1", "b2", "c3"} {
+		createDeployment(t, env.Clientset, ns, name, name, 0, pod{containers: [][2]string{{"app", "reg.example.com/" + name + ":1"}}})
+	}
+	e := environment(svc("a1", [3]string{"a1", "2", ""}), svc("b2", [3]string{"b2", "2", ""}), svc("c3", [3]string{"c3", "2", ""}))
+	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target("t1", ns)}, LockPath: "apps/prod"}
+	locks := &memLocks{locks: map[string]string{"apps/prod/t1/c3": "An incident on c3"}}
+	r := newReconciler(t, reconcile.WithLocks(locks, locks), reconcile.WithConcurrency(1), reconcile.WithRolloutTimeout(0))
+
+	plan := mustPlan(t, r, req)
+	var blocked []string
+	for _, b := range plan.Blocked {
+		blocked = append(blocked, b.Service+": "+strings.Join(b.Locks, ";"))
+	}
+	if diff := cmp.Diff([]string{"c3: An incident on c3"}, blocked); diff != "" {
+		t.Errorf("blocked (-want +got):\n%s", diff)
+	}
+	if len(plan.Changes) != 2 {
+		t.Fatalf("changes = %v, want a1 and b2", plan.Changes)
+	}
+
+	// Apply plans again (first check of a1), then re-checks a1 right before
+	// patching it: at that moment someone locks b2, which must not be patched.
+	a1Checks := 0
+	locks.onBlocking = func(path string) {
+		if path == "apps/prod/t1/a1" {
+			if a1Checks++; a1Checks == 2 {
+				locks.lock("apps/prod/t1/b2", "An automation run on b2")
+			}
+		}
+	}
+	res, err := r.Apply(context.Background(), req, plan.PlanHash)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	got := map[string]string{}
+	for _, w := range res.Workloads {
+		got[w.Name] = string(w.Outcome) + ": " + w.Message
+	}
+	want := map[string]string{"a1": "patched: rollout not waited for", "b2": "blocked: An automation run on b2"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"apps/prod/t1"}, locks.held); diff != "" {
+		t.Errorf("held locks (-want +got):\n%s", diff)
+	}
+	if _, ok := locks.locks["apps/prod/t1"]; ok {
+		t.Errorf("target lock still held after Apply")
+	}
+	if _, c := deploymentImages(t, ns, "b2"); c[0] != "reg.example.com/b2:1" {
+		t.Errorf("b2 image = %s, want untouched", c[0])
+	}
+	if _, c := deploymentImages(t, ns, "a1"); c[0] != "reg.example.com/a1:2" {
+		t.Errorf("a1 image = %s, want reg.example.com/a1:2", c[0])
+	}
+}

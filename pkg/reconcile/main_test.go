@@ -1,0 +1,24 @@
+package reconcile_test
+
+import (
+	"flag"
+	"os"
+	"testing"
+
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
+)
+
+var env *testenv.Env
+
+// TestMain starts one control plane for the package. Tests need rollouts
+// (controller-manager, scheduler, kwok); a benchmarks-only run (-run '^$')
+// starts the API server alone so controllers do not compete with the
+// measurement on a small machine.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	var opts []testenv.Option
+	if run := flag.Lookup("test.run"); run == nil || run.Value.String() != "^$" {
+		opts = append(opts, testenv.WithRollouts())
+	}
+	os.Exit(testenv.Main(m, &env, opts...))
+}
