@@ -5,7 +5,7 @@
 //
 // Typical use:
 //
-//	srv := gitserver.New(t, gitserver.WithBasicAuth("u", "p")) // or WithBearer("tok"), or neither
+//	srv := gitserver.New(t, gitserver.WithBasicAuth("u", "p")) // or WithBearer("tok"), WithCredentialCheck(f), or none
 //	url := srv.Init(t, "manifests")                             // bare repo, returns its clone URL
 //	sha := srv.Commit(t, "manifests", "main", map[string]string{
 //		"environments/devel/manifest.json": `{"services": []}`,

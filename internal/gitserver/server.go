@@ -31,6 +31,7 @@ type Option func(*options)
 type options struct {
 	user, password string
 	bearer         string
+	check          func(user, secret string) bool
 }
 
 // WithBasicAuth requires HTTP basic authentication with this user and password.
@@ -42,6 +43,14 @@ func WithBasicAuth(user, password string) Option {
 // WithBasicAuth, either credential is accepted.
 func WithBearer(token string) Option {
 	return func(o *options) { o.bearer = token }
+}
+
+// WithCredentialCheck accepts a request when check approves its basic-auth
+// user and password, or its bearer token (user ""). Use it for credentials
+// that change, such as installation tokens minted by internal/githubtest.
+// Combined with the other options, any accepted credential lets a request in.
+func WithCredentialCheck(check func(user, secret string) bool) Option {
+	return func(o *options) { o.check = check }
 }
 
 // Server is a git smart-HTTP server over loopback serving bare repositories
@@ -149,7 +158,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	user, ok := s.authenticate(r)
 	if !ok {
 		s.count(func(c *Counts) { c.Unauthorized++ })
-		if s.opts.user != "" {
+		if s.opts.user != "" || s.opts.check != nil {
 			w.Header().Add("WWW-Authenticate", `Basic realm="gitserver"`)
 		}
 		if s.opts.bearer != "" {
@@ -211,10 +220,18 @@ func (s *Server) count(f func(*Counts)) {
 // authenticate returns the user name to hand to git (REMOTE_USER) and whether
 // the request may proceed.
 func (s *Server) authenticate(r *http.Request) (string, bool) {
-	if s.opts.user == "" && s.opts.bearer == "" {
+	if s.opts.user == "" && s.opts.bearer == "" && s.opts.check == nil {
 		return "anonymous", true
 	}
 	h := r.Header.Get("Authorization")
+	if s.opts.check != nil {
+		if tok, ok := strings.CutPrefix(h, "Bearer "); ok && s.opts.check("", tok) {
+			return "bearer", true
+		}
+		if u, p, ok := r.BasicAuth(); ok && s.opts.check(u, p) {
+			return u, true
+		}
+	}
 	if s.opts.bearer != "" {
 		if tok, ok := strings.CutPrefix(h, "Bearer "); ok && equal(tok, s.opts.bearer) {
 			return "bearer", true

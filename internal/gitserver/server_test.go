@@ -73,6 +73,8 @@ func TestAuth(t *testing.T) {
 		{name: "basic", opts: []gitserver.Option{gitserver.WithBasicAuth("u", "p")}, auth: &githttp.BasicAuth{Username: "u", Password: "p"}},
 		{name: "bearer", opts: []gitserver.Option{gitserver.WithBearer("tok")}, auth: &githttp.TokenAuth{Token: "tok"}},
 		{name: "basic or bearer, bearer given", opts: []gitserver.Option{gitserver.WithBasicAuth("u", "p"), gitserver.WithBearer("tok")}, auth: &githttp.TokenAuth{Token: "tok"}},
+		{name: "credential check", opts: []gitserver.Option{gitserver.WithCredentialCheck(func(u, p string) bool { return u == "x" && p == "dynamic" })}, auth: &githttp.BasicAuth{Username: "x", Password: "dynamic"}},
+		{name: "credential check refuses", opts: []gitserver.Option{gitserver.WithCredentialCheck(func(u, p string) bool { return false })}, auth: &githttp.BasicAuth{Username: "x", Password: "dynamic"}, wantErr: transport.ErrAuthenticationRequired},
 		{name: "missing credentials", opts: []gitserver.Option{gitserver.WithBasicAuth("u", "p")}, auth: nil, wantErr: transport.ErrAuthenticationRequired},
 		{name: "wrong password", opts: []gitserver.Option{gitserver.WithBasicAuth("u", "p")}, auth: &githttp.BasicAuth{Username: "u", Password: "x"}, wantErr: transport.ErrAuthenticationRequired},
 		{name: "wrong token", opts: []gitserver.Option{gitserver.WithBearer("tok")}, auth: &githttp.TokenAuth{Token: "nope"}, wantErr: transport.ErrAuthenticationRequired},
