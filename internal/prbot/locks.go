@@ -15,7 +15,7 @@ type restLocks struct{ c *lock.Client }
 
 // Blocking returns a message for each lock blocking lockType at path or a prefix of it.
 func (r restLocks) Blocking(ctx context.Context, path, lockType string) ([]string, error) {
-	locks, err := r.c.Check(ctx, path, lock.Type(lockType), false)
+	locks, err := r.c.Check(ctx, path, lock.Type(lockType), true) // every prefix of path
 	if err != nil {
 		return nil, err
 	}

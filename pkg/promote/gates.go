@@ -106,7 +106,7 @@ func Evaluate(in Input) Decision {
 	}
 	if source < 0 {
 		for _, c := range Diff(in.History[0].Stage, in.Target) {
-			d.Held = append(d.Held, Held{Service: c.Service, Reason: fmt.Sprintf("not healthy: no successful %s check run on the last %d commits", CheckName(in.Pair.From), len(in.History))})
+			d.Held = append(d.Held, Held{Service: c.Service, Reason: fmt.Sprintf("not healthy: no successful %s check run on the %d newest commit(s)", CheckName(in.Pair.From), len(in.History))})
 		}
 	} else {
 		obs := in.History[source]

@@ -58,7 +58,7 @@ func TestEvaluate(t *testing.T) {
 		name:    "no successful check: nothing promoted, reason given",
 		stage:   healthy,
 		history: []Observation{obs("c3", "1.1.0", failed), obs("c2", "1.1.0", nil)},
-		want:    result{Held: []Held{{Service: "checkout-api", Reason: "not healthy: no successful stagehand/devel check run on the last 2 commits"}}},
+		want:    result{Held: []Held{{Service: "checkout-api", Reason: "not healthy: no successful stagehand/devel check run on the 2 newest commit(s)"}}},
 	}, {
 		name:    "newest healthy commit wins; newer versions wait",
 		stage:   healthy,

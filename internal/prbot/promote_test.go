@@ -1,0 +1,405 @@
+package prbot
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+	"github.com/stagehand-gitops/stagehand/pkg/promote"
+)
+
+var now = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC) // a Tuesday
+
+// spread is a repository whose services live in several files per stage.
+func spread(pipeline string) map[string]string {
+	return map[string]string{
+		"pipeline.yaml":                    pipeline,
+		"environments/devel/manifest.json": `{"includes": ["checkout-api.json", "payments-api.json", "search.json"]}` + "\n",
+		"environments/devel/checkout-api.json": `{
+    "services": [
+        {"name": "checkout-api", "containers": [{"dockerTag": "1.5.0"}, {"dockerName": "checkout-worker", "dockerTag": "1.5.0"}]}
+    ]
+}
+`,
+		"environments/devel/payments-api.json": `{
+    "services": [
+        {"name": "payments-api", "containers": [{"dockerTag": "2.4.0"}]}
+    ]
+}
+`,
+		"environments/devel/search.json":     `{"services": [{"name": "search", "containers": [{"dockerTag": "0.1.0"}]}]}` + "\n",
+		"environments/staging/manifest.json": `{"includes": ["checkout-api.json", "payments-api.json"]}` + "\n",
+		"environments/staging/checkout-api.json": `{
+    "services": [
+        {"name": "checkout-api", "containers": [{"dockerTag": "1.4.0"}, {"dockerName": "checkout-worker", "dockerTag": "1.4.0"}]}
+    ]
+}
+`,
+		"environments/staging/payments-api.json": `{
+    "services": [
+        {"name": "payments-api", "containers": [{"dockerTag": "2.3.0"}]}
+    ]
+}
+`,
+	}
+}
+
+const healthyPipeline = "stages:\n  - name: devel\n  - name: staging\n    promoteFrom: devel\n    lockPath: apps/staging\n"
+
+// healthyAt records a successful stagehand/<env> check run on sha, completed ago before now.
+func healthyAt(f *fixture, env, sha string, ago time.Duration) {
+	f.srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: promote.CheckName(env), HeadSHA: sha, Status: "completed", Conclusion: "success",
+		StartedAt: now.Add(-ago - time.Minute), CompletedAt: now.Add(-ago)})
+}
+
+// stage resolves an environment from the repository's files at ref.
+func (f *fixture) stage(t *testing.T, ref, env string) *manifest.Environment {
+	t.Helper()
+	fsys := fstest.MapFS{}
+	for p, c := range f.srv.Files(owner, repo, ref) {
+		fsys[p] = &fstest.MapFile{Data: []byte(c)}
+	}
+	e, err := manifest.Resolve(fsys, ".", env)
+	if err != nil {
+		t.Fatalf("resolving %s at %s: %v", env, ref, err)
+	}
+	return e
+}
+
+func TestPromoteSeveralServicesInSeveralFiles(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, spread(healthyPipeline))
+	b := f.bot(t, WithClock(func() time.Time { return now }))
+	healthyAt(f, "devel", f.srv.Branch(owner, repo, "main"), time.Hour)
+
+	res, err := b.Promote(ctx, "devel", "staging", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Action != ActionOpened || res.PR != 1 || res.Branch != "stagehand/promote-devel-staging" {
+		t.Fatalf("result = %+v, want PR 1 opened on stagehand/promote-devel-staging", res)
+	}
+	if diff := cmp.Diff([]string{"environments/staging/checkout-api.json", "environments/staging/manifest.json", "environments/staging/payments-api.json"}, res.Files); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
+	}
+	// Staging on the branch now runs what devel runs.
+	if d := promote.Diff(f.stage(t, "main", "devel"), f.stage(t, res.Branch, "staging")); len(d) != 0 {
+		t.Errorf("after the promotion staging still differs: %+v", d)
+	}
+	// Each edit touched only its values.
+	if diff := cmp.Diff([]string{
+		`-        {"name": "payments-api", "containers": [{"dockerTag": "2.3.0"}]}`,
+		`+        {"name": "payments-api", "containers": [{"dockerTag": "2.4.0"}]}`,
+	}, changedLines(t, spread("")["environments/staging/payments-api.json"], f.file(t, res.Branch, "environments/staging/payments-api.json"))); diff != "" {
+		t.Errorf("payments-api.json diff (-want +got):\n%s", diff)
+	}
+	pr := f.openPulls()[0]
+	if want := "Promote devel → staging: checkout-api 1.5.0, payments-api 2.4.0, search 0.1.0"; pr.Title != want {
+		t.Errorf("title = %q, want %q", pr.Title, want)
+	}
+	for _, want := range []string{
+		"[1.4.0...1.5.0](https://github.com/acme/checkout-api/compare/1.4.0...1.5.0)",
+		"[2.3.0...2.4.0](https://github.com/acme/payments-api/compare/2.3.0...2.4.0)",
+		"### search (new in staging)",
+		"Healthy in devel: [stagehand/devel]",
+	} {
+		if !strings.Contains(pr.Body, want) {
+			t.Errorf("body lacks %q:\n%s", want, pr.Body)
+		}
+	}
+
+	// Evaluating again changes nothing.
+	head := f.srv.Branch(owner, repo, res.Branch)
+	res, err = b.Promote(ctx, "devel", "staging", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Action != ActionUnchanged || res.PR != 1 || f.srv.Branch(owner, repo, res.Branch) != head {
+		t.Errorf("re-run = %+v, want PR 1 unchanged", res)
+	}
+
+	// A newer healthy devel version updates the same pull request in place.
+	sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
+	healthyAt(f, "devel", sha, 30*time.Minute)
+	res, err = b.Promote(ctx, "devel", "staging", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Action != ActionUpdated || res.PR != 1 {
+		t.Errorf("after a new devel version = %+v, want PR 1 updated", res)
+	}
+	if got := f.file(t, res.Branch, "environments/staging/manifest.json"); !strings.Contains(got, `"0.2.0"`) {
+		t.Errorf("staging manifest on the branch:\n%s", got)
+	}
+	if n := len(f.srv.PullRequests(owner, repo)); n != 1 {
+		t.Errorf("%d pull requests, want 1", n)
+	}
+}
+
+func TestPromoteClosesWhenNothingIsLeft(t *testing.T) {
+	ctx := context.Background()
+	files := spread(healthyPipeline)
+	f := newFixture(t, files)
+	b := f.bot(t, WithClock(func() time.Time { return now }))
+	healthyAt(f, "devel", f.srv.Branch(owner, repo, "main"), time.Hour)
+	res, err := b.Promote(ctx, "devel", "staging", false)
+	if err != nil || res.Action != ActionOpened {
+		t.Fatalf("Promote = %+v, %v; want opened", res, err)
+	}
+	// Someone promotes by hand on main: staging now equals devel.
+	manual := map[string]string{}
+	for _, name := range res.Files {
+		manual[name] = f.file(t, res.Branch, name)
+	}
+	sha := f.srv.Commit(owner, repo, "main", manual, "promote by hand")
+	healthyAt(f, "devel", sha, time.Minute)
+
+	res, err = b.Promote(ctx, "devel", "staging", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Action != ActionClosed || res.Reason != "devel and staging run the same versions" {
+		t.Errorf("result = %+v, want closed", res)
+	}
+	if prs := f.srv.PullRequests(owner, repo); len(prs) != 1 || prs[0].State != "closed" || prs[0].Merged {
+		t.Errorf("pull requests = %+v, want PR 1 closed unmerged", prs)
+	}
+	comments := f.srv.Comments(owner, repo, 1)
+	if len(comments) != 1 || !strings.Contains(comments[0].Body, "Nothing left to promote from devel to staging") {
+		t.Errorf("comments = %+v, want one saying why it was closed", comments)
+	}
+	if f.srv.Branch(owner, repo, res.Branch) != "" {
+		t.Error("the promotion branch outlived its pull request")
+	}
+	// And with nothing open, nothing happens.
+	res, err = b.Promote(ctx, "devel", "staging", false)
+	if err != nil || res.Action != ActionNone || res.PR != 0 {
+		t.Errorf("Promote = %+v, %v; want nothing", res, err)
+	}
+}
+
+func TestPromoteGatesNotMet(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, spread(healthyPipeline))
+	b := f.bot(t, WithClock(func() time.Time { return now }))
+	head := f.srv.Branch(owner, repo, "main")
+	f.srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: "stagehand/devel", HeadSHA: head, Status: "completed", Conclusion: "failure", CompletedAt: now})
+
+	res, err := b.Promote(ctx, "devel", "staging", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "nothing ready: checkout-api: not healthy: no successful stagehand/devel check run on the 1 newest commit(s); " +
+		"payments-api: not healthy: no successful stagehand/devel check run on the 1 newest commit(s); " +
+		"search: not healthy: no successful stagehand/devel check run on the 1 newest commit(s)"
+	if res.Action != ActionNone || res.Reason != want {
+		t.Errorf("result = %+v\nwant action none, reason %q", res, want)
+	}
+	if n := len(f.srv.PullRequests(owner, repo)); n != 0 {
+		t.Errorf("%d pull requests opened, want none", n)
+	}
+}
+
+func TestPromoteSoak(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, spread(healthyPipeline+"    requires: {soak: 1h}\n"))
+	clock := now
+	b := f.bot(t, WithClock(func() time.Time { return clock }))
+	healthyAt(f, "devel", f.srv.Branch(owner, repo, "main"), 10*time.Minute)
+
+	res, err := b.Promote(ctx, "devel", "staging", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Action != ActionNone || len(res.Decision.Held) != 3 || !res.Decision.Held[0].Until.Equal(now.Add(50*time.Minute)) {
+		t.Errorf("while soaking = %+v, want nothing opened, 3 held until %s", res, now.Add(50*time.Minute))
+	}
+	if n := len(f.srv.PullRequests(owner, repo)); n != 0 {
+		t.Fatalf("%d pull requests opened while soaking", n)
+	}
+	clock = now.Add(50 * time.Minute)
+	res, err = b.Promote(ctx, "devel", "staging", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Action != ActionOpened || len(res.Decision.Changes) != 3 {
+		t.Errorf("after the soak = %+v, want opened with 3 services", res)
+	}
+}
+
+func TestPromoteWindowClosed(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, spread(healthyPipeline+"    window: {schedule: \"0 9 * * 1-5\", duration: 2h}\n"))
+	clock := now.Add(-2 * time.Hour) // 08:00
+	b := f.bot(t, WithClock(func() time.Time { return clock }))
+	healthyAt(f, "devel", f.srv.Branch(owner, repo, "main"), 3*time.Hour)
+
+	res, err := b.Promote(ctx, "devel", "staging", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Action != ActionBlocked || !strings.Contains(res.Reason, "is closed; it opens at 2026-11-24T09:00:00Z") {
+		t.Errorf("outside the window = %+v, want blocked until 09:00", res)
+	}
+	if n := len(f.srv.PullRequests(owner, repo)); n != 0 {
+		t.Fatalf("%d pull requests opened outside the window", n)
+	}
+	clock = now // 10:00, inside
+	if res, err = b.Promote(ctx, "devel", "staging", false); err != nil || res.Action != ActionOpened {
+		t.Errorf("inside the window = %+v, %v; want opened", res, err)
+	}
+}
+
+func TestPromoteTargetLocked(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, spread(healthyPipeline))
+	b := f.bot(t, WithClock(func() time.Time { return now }))
+	healthyAt(f, "devel", f.srv.Branch(owner, repo, "main"), time.Hour)
+	f.lock(t, "apps")
+
+	res, err := b.Promote(ctx, "devel", "staging", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Action != ActionBlocked || !strings.Contains(res.Reason, "stage staging is locked: apps is locked until") {
+		t.Errorf("locked = %+v, want blocked by the lock on apps", res)
+	}
+	if n := len(f.srv.PullRequests(owner, repo)); n != 0 {
+		t.Fatalf("%d pull requests opened into a locked stage", n)
+	}
+
+	// With a promotion already open, a lock leaves it untouched and says why on it.
+	f.unlock(t, "apps")
+	if res, err = b.Promote(ctx, "devel", "staging", false); err != nil || res.Action != ActionOpened {
+		t.Fatalf("unlocked = %+v, %v; want opened", res, err)
+	}
+	branchHead := f.srv.Branch(owner, repo, res.Branch)
+	sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
+	healthyAt(f, "devel", sha, time.Minute)
+	f.lock(t, "apps/staging")
+	res, err = b.Promote(ctx, "devel", "staging", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Action != ActionBlocked || f.srv.Branch(owner, repo, res.Branch) != branchHead {
+		t.Errorf("locked with an open PR = %+v, want blocked and the branch untouched", res)
+	}
+	comments := f.srv.Comments(owner, repo, 1)
+	if len(comments) != 1 || !strings.Contains(comments[0].Body, "Not updating or merging this promotion: stage staging is locked: apps/staging is locked until") {
+		t.Errorf("comments = %+v, want one about the lock", comments)
+	}
+	// Blocked again: the same comment, not a second one.
+	if _, err := b.Promote(ctx, "devel", "staging", false); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.srv.Comments(owner, repo, 1)); n != 1 {
+		t.Errorf("%d comments after two blocked runs, want 1", n)
+	}
+}
+
+func TestPromoteDryRunWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, spread(healthyPipeline))
+	b := f.bot(t, WithClock(func() time.Time { return now }))
+	healthyAt(f, "devel", f.srv.Branch(owner, repo, "main"), time.Hour)
+	res, err := b.Promote(ctx, "devel", "staging", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Action != ActionDryRun || len(res.Files) != 3 || !strings.HasPrefix(res.Title, "Promote devel → staging") {
+		t.Errorf("dry run = %+v", res)
+	}
+	if n := len(f.srv.PullRequests(owner, repo)); n != 0 || f.srv.Branch(owner, repo, res.Branch) != "" {
+		t.Error("a dry run wrote to the repository")
+	}
+	if _, err := b.Promote(ctx, "devel", "prod", true); err == nil || !strings.Contains(err.Error(), `finding stage "prod" in pipeline.yaml`) {
+		t.Errorf("Promote to an unknown stage = %v", err)
+	}
+}
+
+// examples reads examples/environments as repository files under environments/.
+func examples(t *testing.T) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	root := filepath.Join("..", "..", "examples", "environments")
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		files["environments/"+filepath.ToSlash(rel)] = string(data)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func TestExamplePipeline(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, examples(t))
+	clock := now // Tuesday 10:00 London: prod's window is open
+	b := f.bot(t, WithClock(func() time.Time { return clock }))
+
+	// devel → staging auto-merges once healthy for 30m (no other checks on the PR).
+	healthyAt(f, "devel", f.srv.Branch(owner, repo, "main"), 40*time.Minute)
+	res, err := b.Promote(ctx, "devel", "staging", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Action != ActionOpened || !res.Merged {
+		t.Fatalf("devel → staging = %+v, want opened and merged", res)
+	}
+	if d := promote.Diff(f.stage(t, "main", "devel"), f.stage(t, "main", "staging")); len(d) != 0 {
+		t.Errorf("after merging, staging differs from devel: %+v", d)
+	}
+	staging := f.stage(t, "main", "staging")
+	if s, _ := staging.Service("checkout-api"); s.Version != "1.5.0" || s.Containers[0].DockerTag != "1.5.0" {
+		t.Errorf("staging checkout-api = %+v, want version and tag 1.5.0", s)
+	}
+
+	// staging → prod: healthy and soaked, inside the window; prod does not auto-merge.
+	healthyAt(f, "staging", f.srv.Branch(owner, repo, "main"), 25*time.Hour)
+	res, err = b.Promote(ctx, "staging", "prod", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Action != ActionOpened || res.Merged || res.PR != 2 {
+		t.Fatalf("staging → prod = %+v, want PR 2 opened, not merged", res)
+	}
+	if diff := cmp.Diff([]string{"environments/prod/manifest.json"}, res.Files); diff != "" {
+		t.Errorf("prod files (-want +got):\n%s", diff)
+	}
+	if d := promote.Diff(f.stage(t, "main", "staging"), f.stage(t, res.Branch, "prod")); len(d) != 0 {
+		t.Errorf("prod on the branch still differs from staging: %+v", d)
+	}
+	pr := f.openPulls()[0]
+	if !strings.Contains(pr.Body, "https://github.com/acme/checkout-api/compare/1.4.1...1.5.0") ||
+		!strings.Contains(pr.Body, "https://github.com/acme/web-frontend/compare/2.9.0...3.0.0") {
+		t.Errorf("prod PR body lacks the compare links:\n%s", pr.Body)
+	}
+
+	// Friday: prod's window (Monday to Thursday) is closed.
+	clock = time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	res, err = b.Promote(ctx, "staging", "prod", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Action != ActionBlocked || !strings.Contains(res.Reason, "opens at 2026-11-30T09:00:00Z") {
+		t.Errorf("Friday = %+v, want blocked until Monday 09:00", res)
+	}
+}
