@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -222,6 +223,9 @@ func (c *Config) Default() {
 	}
 }
 
+// dnsLabel is a Kubernetes namespace name.
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
 // Validate reports every problem with the configuration at once.
 func (c *Config) Validate() error {
 	var errs []error
@@ -278,6 +282,9 @@ func (c *Config) Validate() error {
 	case "kubernetes", "memory":
 	default:
 		bad("locks.storage", "unknown storage %q; accepted: kubernetes, memory", c.Locks.Storage)
+	}
+	if !dnsLabel.MatchString(c.Locks.Namespace) || len(c.Locks.Namespace) > 63 {
+		bad("locks.namespace", "invalid namespace %q: want a DNS label (a-z, 0-9, \"-\", at most 63 characters)", c.Locks.Namespace)
 	}
 	switch c.GitHub.Approvers.MinPermission {
 	case "read", "triage", "write", "maintain", "admin":
