@@ -1,0 +1,182 @@
+package lock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Main(m, &env, testenv.WithCRDs("crd/locks.stagehand.io.yaml")))
+}
+
+func newKubeStorage(t *testing.T) *Kubernetes {
+	t.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS = -1 // no client-side rate limit: 50 lockers race for real
+	k, err := NewKubernetesForConfig(cfg, env.Namespace(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func newKubeService(t *testing.T, c *fakeClock) *Service {
+	t.Helper()
+	s, err := New(newKubeStorage(t), WithClock(c.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestServiceKubernetes(t *testing.T) {
+	testServiceRules(t, newKubeService)
+}
+
+func TestConcurrentLockKubernetes(t *testing.T) {
+	c := newFakeClock()
+	testConcurrentLock(t, newKubeService(t, c), c)
+}
+
+func TestConcurrentLockRESTKubernetes(t *testing.T) {
+	srv := newAPI(t, newKubeService(t, newFakeClock()))
+	testConcurrentREST(context.Background(), t, srv)
+}
+
+func TestObjectName(t *testing.T) {
+	seen := map[string]string{}
+	for _, p := range []string{
+		"apps", "apps/staging", "apps/staging/a/auth-app/main", "-x-/y-", "a/b", "a-b", "ab",
+		strings.Repeat("abcdefgh/", 28) + "x", strings.Repeat("a", 100) + "/b",
+	} {
+		n := ObjectName(p)
+		if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
+			t.Errorf("ObjectName(%q) = %q: %v", p, n, errs)
+		}
+		if other, ok := seen[n]; ok {
+			t.Errorf("ObjectName(%q) = ObjectName(%q) = %q", p, other, n)
+		}
+		seen[n] = p
+	}
+	if n := ObjectName("apps/staging/a"); !strings.HasPrefix(n, "apps.staging.a-") || len(n) != len("apps.staging.a-")+10 {
+		t.Errorf("ObjectName(apps/staging/a) = %q, want apps.staging.a-<10 hex>", n)
+	}
+}
+
+func TestKubernetesRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	k := newKubeStorage(t)
+	c := newFakeClock()
+	in := Lock{
+		Path: "apps/staging/a/chat-app/main", Type: Deploy, Author: "dev@example.com",
+		Links: map[string]string{"pipeline": "https://ci.example.com/p/1"}, Allow: []Type{Automation},
+		CreatedAt: c.Now(), UpdatedAt: c.Now(), ExpiresAt: c.Now().Add(5 * time.Minute),
+		Env: Env{Cluster: "apps", Account: "staging", Target: "a"},
+		CI:  &CI{Project: "acme/chat-app", Ref: "main", Commit: "abc", Pipeline: "1", Job: "2"},
+	}
+	created, err := k.Create(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.ID == "" || created.Version == "" {
+		t.Errorf("created lock has no ID/Version: %+v", created)
+	}
+	got, err := k.Get(ctx, in.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.ID, in.Version = created.ID, created.Version
+	if diff := cmp.Diff(in, got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	if _, err := k.Create(ctx, in); !errors.Is(err, ErrExists) {
+		t.Errorf("second Create: error = %v, want ErrExists", err)
+	}
+	stale := got
+	stale.Version = "1"
+	if err := k.Delete(ctx, stale); !errors.Is(err, ErrConflict) {
+		t.Errorf("Delete with a stale version: error = %v, want ErrConflict", err)
+	}
+	if _, err := k.Replace(ctx, stale, got); !errors.Is(err, ErrConflict) {
+		t.Errorf("Replace with a stale version: error = %v, want ErrConflict", err)
+	}
+	if err := k.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Get(ctx, in.Path); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get after Delete: error = %v, want ErrNotFound", err)
+	}
+	if err := k.Delete(ctx, got); !errors.Is(err, ErrNotFound) {
+		t.Errorf("second Delete: error = %v, want ErrNotFound", err)
+	}
+}
+
+// TestKubectlColumns asks the API server for the table kubectl prints.
+func TestKubectlColumns(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	k, err := NewKubernetesForConfig(env.Config, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := time.Date(2030, 12, 31, 12, 0, 0, 0, time.UTC)
+	l := Lock{Path: "apps/acceptance", Type: Automation, Author: "qa@example.com", CreatedAt: exp.Add(-time.Hour), UpdatedAt: exp.Add(-time.Hour), ExpiresAt: exp, Env: Env{Cluster: "testing", Account: "staging"}}
+	if _, err := k.Create(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	body, err := env.Clientset.CoreV1().RESTClient().Get().AbsPath("/apis/stagehand.io/v1alpha1/namespaces/"+ns+"/locks").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table struct {
+		ColumnDefinitions []struct{ Name string } `json:"columnDefinitions"`
+		Rows              []struct{ Cells []any } `json:"rows"`
+	}
+	if err := json.Unmarshal(body, &table); err != nil {
+		t.Fatal(err)
+	}
+	var cols []string
+	for _, c := range table.ColumnDefinitions {
+		cols = append(cols, c.Name)
+	}
+	if diff := cmp.Diff([]string{"Name", "Path", "Type", "Author", "Expires", "Env", "Allow", "Age"}, cols); diff != "" {
+		t.Errorf("columns (-want +got):\n%s", diff)
+	}
+	if len(table.Rows) != 1 {
+		t.Fatalf("rows: %v", table.Rows)
+	}
+	got := fmt.Sprint(table.Rows[0].Cells[1:5])
+	if want := "[apps/acceptance automation qa@example.com 2030-12-31T12:00:00Z]"; got != want {
+		t.Errorf("cells %s, want %s", got, want)
+	}
+}
+
+func TestKubernetesMissingCRD(t *testing.T) {
+	dyn, err := dynamic.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A storage for a resource the server does not serve behaves like a missing CRD.
+	k := &Kubernetes{client: dyn.Resource(Resource.GroupResource().WithVersion("v9")), namespace: env.Namespace(t)}
+	_, err = k.Get(context.Background(), "apps")
+	if err == nil || errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "locks.stagehand.io CustomResourceDefinition installed?") {
+		t.Errorf("error = %v, want a hint about the CRD", err)
+	}
+}
+
