@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+// newApplyCommand is `reconciler apply`.
+func newApplyCommand() *cobra.Command {
+	var (
+		f        planFlags
+		planHash string
+		yes      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "apply --config FILE --env ENV [--dir CHECKOUT] (--plan-hash H | --yes)",
+		Short: "Apply an environment's plan and wait for the rollouts",
+		Long: `Plan the environment again and apply it: only if the fresh planHash equals
+--plan-hash (the plan a reviewer approved), or unconditionally with --yes.
+Prints progress per workload while rollouts run. Exit 0 when every workload
+succeeded, 1 when any failed or was blocked (or on errors), 2 on usage
+errors, 3 when the plan no longer matches --plan-hash (nothing is applied).`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.check(args); err != nil {
+				return err
+			}
+			if (planHash == "") == !yes {
+				return usagef("pass exactly one of --plan-hash H and --yes")
+			}
+			s, err := f.setup(cmd)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if yes {
+				p, err := s.rec.Plan(ctx, s.req)
+				if err != nil {
+					return err
+				}
+				planHash = p.PlanHash
+			}
+			out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			progress := out
+			if f.output == "json" {
+				progress = errOut // keep stdout one JSON document
+			}
+			var mu sync.Mutex
+			res, err := s.rec.Apply(ctx, s.req, planHash, reconcile.WithProgress(func(p reconcile.Progress) {
+				mu.Lock()
+				defer mu.Unlock()
+				fmt.Fprintf(progress, "%s/%s %s/%s: %s", p.Target, p.Namespace, p.Kind, p.Name, p.Phase)
+				if p.Message != "" {
+					fmt.Fprintf(progress, " (%s)", p.Message)
+				}
+				fmt.Fprintln(progress)
+			}))
+			var stale *reconcile.StalePlanError
+			if errors.As(err, &stale) {
+				fmt.Fprintf(errOut, "%v\nNothing was applied. Review the new plan:\n", err)
+				printPlan(errOut, stale.Plan)
+				return exitCode(3, nil)
+			}
+			if err != nil {
+				return err
+			}
+			if f.output == "json" {
+				if err := printJSON(out, res); err != nil {
+					return err
+				}
+			} else {
+				printResult(out, res)
+			}
+			if res.Failed() {
+				return exitCode(1, nil)
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&planHash, "plan-hash", "", "apply only if the plan still has this planHash")
+	cmd.Flags().BoolVar(&yes, "yes", false, "apply whatever the plan is now, without a planHash")
+	return cmd
+}
+
+// printResult summarises an apply.
+func printResult(w io.Writer, r *reconcile.Result) {
+	p := r.Plan
+	if len(r.Workloads) == 0 {
+		fmt.Fprintf(w, "Environment %s at revision %s: nothing to apply.\n", p.Environment, p.Revision)
+	}
+	count := map[reconcile.Outcome]int{}
+	for _, wr := range r.Workloads {
+		count[wr.Outcome]++
+	}
+	if len(r.Workloads) > 0 {
+		fmt.Fprintf(w, "Environment %s at revision %s (planHash %s): %d workload(s): %d succeeded, %d failed, %d blocked",
+			p.Environment, p.Revision, p.PlanHash, len(r.Workloads),
+			count[reconcile.OutcomeSucceeded], count[reconcile.OutcomeFailed], count[reconcile.OutcomeBlocked])
+		if n := count[reconcile.OutcomePatched]; n > 0 {
+			fmt.Fprintf(w, ", %d patched without waiting", n)
+		}
+		fmt.Fprintln(w, ".")
+		for _, wr := range r.Workloads {
+			if wr.Outcome == reconcile.OutcomeFailed || wr.Outcome == reconcile.OutcomeBlocked {
+				fmt.Fprintf(w, "  %s %s/%s %s/%s: %s\n", wr.Outcome, wr.Target, wr.Namespace, wr.Kind, wr.Name, wr.Message)
+			}
+		}
+	}
+	if len(p.Blocked) > 0 {
+		fmt.Fprintf(w, "%d change(s) were blocked by locks at plan time and not applied.\n", len(p.Blocked))
+	}
+	if len(p.Problems) > 0 {
+		fmt.Fprintf(w, "%d problem(s) kept services from being applied:\n", len(p.Problems))
+		for _, pr := range p.Problems {
+			fmt.Fprintf(w, "  %s/%s: %s\n", pr.Target, pr.Service, pr.Message)
+		}
+	}
+}
