@@ -1,0 +1,376 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+var listOne = metav1.ListOptions{Limit: 1}
+
+// Daemon is a running reconciler: see the package documentation.
+type Daemon struct {
+	cfg      *config.Config
+	o        options
+	log      logr.Logger
+	store    *Store
+	metrics  *Metrics
+	source   *gitsource.Source
+	rec      *reconcile.Reconciler
+	targets  map[string][]reconcile.Target
+	locks    http.Handler
+	webhook  http.Handler
+	token    string
+	envNames []string
+	workers  map[string]*worker
+
+	leading atomic.Bool
+	ready   atomic.Bool
+
+	mu     sync.Mutex
+	latest *gitsource.Snapshot
+}
+
+// New builds a Daemon from the configuration. It reads the secret files
+// (server.apiTokenFile), builds the Kubernetes clients of the state namespace
+// and of every target, the git source, the reconciler and the lock service;
+// it starts nothing.
+func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	d := &Daemon{cfg: cfg, o: o, log: o.log, metrics: NewMetrics(), targets: map[string][]reconcile.Target{},
+		workers: map[string]*worker{}, envNames: cfg.EnvironmentNames()}
+	if o.identity == "" {
+		host, _ := os.Hostname()
+		b := make([]byte, 4)
+		_, _ = rand.Read(b)
+		d.o.identity = host + "-" + hex.EncodeToString(b)
+	}
+
+	d.token = o.token
+	if d.token == "" && cfg.Server.APITokenFile != "" {
+		t, err := config.ReadSecret(cfg.Server.APITokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("server.apiTokenFile: %w", err)
+		}
+		d.token = t
+	}
+
+	clients := newClientCache(o.restConfig)
+	stateCfg, err := clients.config(cfg.State.Kubeconfig, cfg.State.Context)
+	if err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	stateClient, err := clients.clientset(cfg.State.Kubeconfig, cfg.State.Context)
+	if err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	d.store = NewStore(stateClient, cfg.State.Namespace)
+
+	for _, name := range d.envNames {
+		for i, t := range cfg.Environments[name].Targets {
+			c, err := clients.clientset(t.Kubeconfig, t.Context)
+			if err != nil {
+				return nil, fmt.Errorf("environments.%s.targets[%d]: %w", name, i, err)
+			}
+			d.targets[name] = append(d.targets[name], reconcile.Target{Name: t.Name, Namespace: t.Namespace, Client: c})
+		}
+	}
+
+	svc, err := newLockService(cfg.Locks, stateCfg)
+	if err != nil {
+		return nil, err
+	}
+	checker := lock.NewChecker(svc, nil)
+	if d.token != "" {
+		h, err := lock.NewHandler(svc, d.token)
+		if err != nil {
+			return nil, err
+		}
+		d.locks = h
+	}
+
+	recOpts := []reconcile.Option{
+		reconcile.WithSelectorLabel(cfg.Workloads.SelectorLabel),
+		reconcile.WithVerifyDigests(*cfg.Registry.VerifyDigests),
+		reconcile.WithPinDigests(*cfg.Registry.PinDigests),
+		reconcile.WithInsecureRegistries(cfg.Registry.Insecure...),
+		reconcile.WithConcurrency(cfg.Workloads.Concurrency),
+		reconcile.WithRolloutTimeout(cfg.Workloads.RolloutTimeout.Duration),
+		reconcile.WithLocks(checker, checker),
+		reconcile.WithAuthor("stagehand/" + d.o.identity),
+	}
+	if d.rec, err = reconcile.New(append(recOpts, o.reconcileOpts...)...); err != nil {
+		return nil, fmt.Errorf("configuring reconciler: %w", err)
+	}
+	if d.source, err = gitsource.New(cfg.Source, o.sourceOpts...); err != nil {
+		return nil, fmt.Errorf("configuring git source: %w", err)
+	}
+	if o.webhook != nil {
+		d.webhook = o.webhook(d.source.Trigger)
+	}
+	for _, name := range d.envNames {
+		d.workers[name] = newWorker(d, name)
+	}
+	return d, nil
+}
+
+func newLockService(cfg config.Locks, rc *rest.Config) (*lock.Service, error) {
+	var storage lock.Storage
+	switch cfg.Storage {
+	case "memory":
+		storage = lock.NewMemory()
+	default:
+		k, err := lock.NewKubernetesForConfig(rc, cfg.Namespace)
+		if err != nil {
+			return nil, fmt.Errorf("locks: %w", err)
+		}
+		storage = k
+	}
+	svc, err := lock.New(storage)
+	if err != nil {
+		return nil, fmt.Errorf("locks: %w", err)
+	}
+	return svc, nil
+}
+
+// Metrics returns the daemon's metrics (and their private registry).
+func (d *Daemon) Metrics() *Metrics { return d.metrics }
+
+// Store returns the daemon's state store.
+func (d *Daemon) Store() *Store { return d.store }
+
+// Source returns the daemon's git source (Trigger it to poll now).
+func (d *Daemon) Source() *gitsource.Source { return d.source }
+
+// Leading reports whether this replica currently leads.
+func (d *Daemon) Leading() bool { return d.leading.Load() }
+
+// Run serves the HTTP API on server.listen (or the listener given with
+// WithListener) and, while this replica leads, polls the source and runs the
+// environments' workers. It returns when ctx ends, after the workers have
+// finished what was in flight and recorded it.
+func (d *Daemon) Run(ctx context.Context) error {
+	ln := d.o.listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", d.cfg.Server.Listen); err != nil {
+			return fmt.Errorf("listening on %s (server.listen): %w", d.cfg.Server.Listen, err)
+		}
+	}
+	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	d.log.Info("serving HTTP API", "address", ln.Addr().String(), "identity", d.o.identity)
+	d.ready.Store(true)
+
+	leadErr := make(chan error, 1)
+	go func() {
+		leadErr <- lead(ctx, d.store.client, d.store.namespace, d.o.identity, d.o.election,
+			func(leading bool) {
+				d.leading.Store(leading)
+				d.metrics.setLeader(leading)
+				if leading {
+					d.log.Info("leading: fetching and applying", "identity", d.o.identity)
+				} else {
+					d.log.Info("not leading any more", "identity", d.o.identity)
+				}
+			}, d.leadingLoop)
+	}()
+
+	var err error
+	select {
+	case err = <-serveErr:
+		err = fmt.Errorf("serving HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	lerr := <-leadErr
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdown)
+	return errors.Join(err, lerr)
+}
+
+// leadingLoop is the leader's work: the source's poll loop hands every new
+// snapshot to all workers; each worker handles its environment.
+func (d *Daemon) leadingLoop(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, name := range d.envNames {
+		w := d.workers[name]
+		wg.Add(1)
+		go func() { defer wg.Done(); w.run(ctx) }()
+	}
+	err := d.source.Run(ctx, func(_ context.Context, s gitsource.Snapshot) { d.offer(s) })
+	if err != nil && !errors.Is(err, context.Canceled) {
+		d.log.Error(err, "git source stopped")
+	}
+	wg.Wait()
+}
+
+// offer makes s the newest snapshot and wakes every worker.
+func (d *Daemon) offer(s gitsource.Snapshot) {
+	d.mu.Lock()
+	d.latest = &s
+	d.mu.Unlock()
+	d.metricsRevision(s)
+	d.log.Info("new revision", "revision", s.Revision, "commitTime", s.Time)
+	for _, w := range d.workers {
+		w.wakeUp()
+	}
+}
+
+func (d *Daemon) metricsRevision(s gitsource.Snapshot) {
+	for _, name := range d.envNames {
+		d.metrics.observeRevision(name, s.Time)
+	}
+}
+
+// snapshot returns the newest snapshot the leader has seen.
+func (d *Daemon) snapshot() (gitsource.Snapshot, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.latest == nil {
+		return gitsource.Snapshot{}, false
+	}
+	return *d.latest, true
+}
+
+// Once polls the source once and runs one pass over every environment:
+// skipConfirmation environments are applied, the others' plans are left
+// pending. It returns an error naming every environment that failed.
+func (d *Daemon) Once(ctx context.Context) error {
+	s, err := d.source.Poll(ctx)
+	if err != nil {
+		d.metrics.fail("", "fetch")
+		return fmt.Errorf("fetching %s: %w", d.cfg.Source.Branch, err)
+	}
+	d.mu.Lock()
+	d.latest = &s
+	d.mu.Unlock()
+	d.metricsRevision(s)
+	var errs []error
+	for _, name := range d.envNames {
+		if err := d.workers[name].pass(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("environment %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Approve approves env's pending plan if planHash is its hash: the worker
+// plans again and, when the hash still matches and the revision is still the
+// newest, applies it. It returns the approved plan once the worker has
+// checked it (the apply goes on in the background) or a *NotPendingError
+// naming what is pending now.
+func (d *Daemon) Approve(ctx context.Context, env, planHash, approver string) (*Pending, error) {
+	return d.decide(ctx, env, decision{approve: true, planHash: planHash, who: approver})
+}
+
+// Reject rejects env's pending plan if planHash is its hash; it is recorded
+// in the history and not applied. The next revision is planned as usual.
+func (d *Daemon) Reject(ctx context.Context, env, planHash, approver, reason string) (*Pending, error) {
+	return d.decide(ctx, env, decision{planHash: planHash, who: approver, reason: reason})
+}
+
+func (d *Daemon) decide(ctx context.Context, env string, dc decision) (*Pending, error) {
+	w, ok := d.workers[env]
+	if !ok {
+		return nil, fmt.Errorf("%w %q; configured: %v", ErrUnknownEnvironment, env, d.envNames)
+	}
+	if !d.leading.Load() {
+		return nil, ErrNotLeader
+	}
+	dc.reply = make(chan decisionReply, 1)
+	select {
+	case w.decisions <- dc:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case r := <-dc.reply:
+		return r.pending, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// clientCache builds one client per kubeconfig and context.
+type clientCache struct {
+	override *rest.Config
+	configs  map[[2]string]*rest.Config
+	clients  map[[2]string]kubernetes.Interface
+}
+
+func newClientCache(override *rest.Config) *clientCache {
+	return &clientCache{override: override, configs: map[[2]string]*rest.Config{}, clients: map[[2]string]kubernetes.Interface{}}
+}
+
+func (c *clientCache) config(kubeconfig, context string) (*rest.Config, error) {
+	if c.override != nil {
+		return rest.CopyConfig(c.override), nil
+	}
+	key := [2]string{kubeconfig, context}
+	if rc, ok := c.configs[key]; ok {
+		return rc, nil
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %q (context %q): %w", kubeconfig, context, err)
+	}
+	rc.QPS, rc.Burst = 50, 100
+	c.configs[key] = rc
+	return rc, nil
+}
+
+func (c *clientCache) clientset(kubeconfig, context string) (kubernetes.Interface, error) {
+	key := [2]string{kubeconfig, context}
+	if cs, ok := c.clients[key]; ok {
+		return cs, nil
+	}
+	rc, err := c.config(kubeconfig, context)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("creating client for kubeconfig %q: %w", kubeconfig, err)
+	}
+	c.clients[key] = cs
+	return cs, nil
+}
+
+// resolve resolves env's manifest in s.
+func (d *Daemon) resolve(s gitsource.Snapshot, env string) (*manifest.Environment, error) {
+	var opts []manifest.Option
+	if d.cfg.Manifest.AllowUnknownKeys {
+		opts = append(opts, manifest.AllowUnknownKeys())
+	}
+	return manifest.Resolve(s.FS, d.cfg.Source.Root, env, opts...)
+}

@@ -1,0 +1,180 @@
+// The approval gate.
+//
+// For every revision whose plan changes something, an environment's worker
+// asks a Gate what to do with the plan:
+//
+//	worker                                  Gate
+//	  │ Propose(ctx, proposal) ─────────────▶ publish the plan (check run, nothing, ...)
+//	  │ ◀──────────── Decision{Approved: true} → the worker applies at once (auto gate)
+//	  │ ◀──────────── Decision{}               → the plan is stored as pending
+//	  │
+//	  │    (a human decides, later, anywhere)
+//	  │ Daemon.Approve(ctx, env, planHash, who) ◀── API, CLI, GitHub check-run button
+//	  │ Daemon.Reject(ctx, env, planHash, who, why)
+//	  │
+//	  │ Superseded(ctx, old, newRevision) ──▶ a newer revision (or a changed plan)
+//	  │                                       replaced the pending one
+//	  │ Completed(ctx, proposal, outcome) ──▶ applied (succeeded, failed,
+//	  │                                       interrupted) or rejected
+//
+// Approvals arrive through Daemon.Approve and Daemon.Reject, whoever calls
+// them: the HTTP API (POST /api/v1/environments/{env}/approve|reject, used by
+// `reconciler approve|reject`), or a gate itself, e.g. the GitHub gate when a
+// check_run requested_action webhook arrives. Approve accepts only the
+// planHash of the plan pending now, for the newest revision; the worker then
+// plans again and applies only if the hash is unchanged (pkg/reconcile's
+// Apply refuses a stale plan). Anything else is refused with a
+// *NotPendingError that names what is pending now.
+//
+// Implementations: Auto (skipConfirmation environments; used by the worker
+// for those, whatever else is configured), API (the default for the others:
+// publishes nothing, the pending plan is visible in the API and decided over
+// it) and, in internal/github, the GitHub check-run gate. Combine gates with
+// Gates. Pending plans and history live in the Store, so gates need not keep
+// state: after a restart, a pending plan is not proposed again; approving it
+// works as before.
+
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+// Proposal is one plan for one environment at one revision.
+type Proposal struct {
+	Environment string
+	Revision    string
+	// RevisionTime is the commit time of Revision.
+	RevisionTime time.Time
+	Plan         *reconcile.Plan
+}
+
+// Decision is a gate's answer to Propose.
+type Decision struct {
+	// Approved true makes the worker apply now; false leaves the plan pending
+	// until Daemon.Approve or Daemon.Reject is called.
+	Approved bool
+	// Approver names who approved, for the history ("skipConfirmation").
+	Approver string
+}
+
+// Outcome is how a proposal ended.
+type Outcome struct {
+	// Result is ResultSucceeded, ResultFailed, ResultInterrupted or ResultRejected.
+	Result   string
+	Approver string
+	// Message says why it failed or was rejected.
+	Message string
+	// Apply is pkg/reconcile's result; nil when nothing was applied.
+	Apply    *reconcile.Result
+	Started  time.Time
+	Finished time.Time
+}
+
+// Gate decides whether a plan may be applied. Calls for one environment come
+// from that environment's worker, one at a time; calls for different
+// environments may be concurrent. Errors are logged and counted; they do not
+// stop the worker (a Propose error leaves the plan pending).
+type Gate interface {
+	// Propose publishes a plan that has changes.
+	Propose(ctx context.Context, p Proposal) (Decision, error)
+	// Superseded withdraws a pending plan: by is the revision whose plan
+	// replaces it (it may equal p.Revision when the cluster changed), or ""
+	// when nothing is left to apply.
+	Superseded(ctx context.Context, p Proposal, by string) error
+	// Completed reports how an approved or rejected plan ended.
+	Completed(ctx context.Context, p Proposal, o Outcome) error
+}
+
+// ErrUnknownEnvironment is returned for an environment not in the configuration.
+var ErrUnknownEnvironment = errors.New("unknown environment")
+
+// ErrNotLeader is returned by Approve and Reject on a replica that does not
+// lead: only the leader applies.
+var ErrNotLeader = errors.New("this replica is not the leader; send approvals to the leader")
+
+// NotPendingError refuses an approval or rejection whose planHash is not the
+// plan pending now.
+type NotPendingError struct {
+	Environment string
+	PlanHash    string
+	// Pending is what is pending now; nil when nothing is.
+	Pending *Pending
+}
+
+func (e *NotPendingError) Error() string {
+	if e.Pending == nil {
+		return fmt.Sprintf("plan %s is not pending in environment %s: nothing is pending now", e.PlanHash, e.Environment)
+	}
+	return fmt.Sprintf("plan %s is not pending in environment %s: pending now is plan %s for revision %s",
+		e.PlanHash, e.Environment, e.Pending.PlanHash, e.Pending.Revision)
+}
+
+// Auto returns the gate of skipConfirmation environments: it approves every
+// plan as "skipConfirmation".
+func Auto() Gate { return autoGate{} }
+
+type autoGate struct{}
+
+func (autoGate) Propose(context.Context, Proposal) (Decision, error) {
+	return Decision{Approved: true, Approver: "skipConfirmation"}, nil
+}
+func (autoGate) Superseded(context.Context, Proposal, string) error { return nil }
+func (autoGate) Completed(context.Context, Proposal, Outcome) error { return nil }
+
+// API returns the gate of approvals over the HTTP API and CLI: it leaves every
+// plan pending (the Store publishes it at /api/v1/environments) until
+// Daemon.Approve or Daemon.Reject decides.
+func API() Gate { return apiGate{} }
+
+type apiGate struct{}
+
+func (apiGate) Propose(context.Context, Proposal) (Decision, error) { return Decision{}, nil }
+func (apiGate) Superseded(context.Context, Proposal, string) error  { return nil }
+func (apiGate) Completed(context.Context, Proposal, Outcome) error  { return nil }
+
+// Gates combines gates: Propose asks each in order and approves when any
+// approves; every gate hears Superseded and Completed. Errors are joined.
+func Gates(gates ...Gate) Gate { return multiGate(gates) }
+
+type multiGate []Gate
+
+func (m multiGate) Propose(ctx context.Context, p Proposal) (Decision, error) {
+	var out Decision
+	var errs []error
+	for _, g := range m {
+		d, err := g.Propose(ctx, p)
+		errs = append(errs, err)
+		if d.Approved && !out.Approved {
+			out = d
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+func (m multiGate) Superseded(ctx context.Context, p Proposal, by string) error {
+	var errs []error
+	for _, g := range m {
+		errs = append(errs, g.Superseded(ctx, p, by))
+	}
+	return errors.Join(errs...)
+}
+
+func (m multiGate) Completed(ctx context.Context, p Proposal, o Outcome) error {
+	var errs []error
+	for _, g := range m {
+		errs = append(errs, g.Completed(ctx, p, o))
+	}
+	return errors.Join(errs...)
+}
+
+var (
+	_ Gate = autoGate{}
+	_ Gate = apiGate{}
+	_ Gate = multiGate{}
+)

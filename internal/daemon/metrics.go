@@ -1,0 +1,116 @@
+package daemon
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics are the daemon's Prometheus metrics, registered on a private
+// registry (never the global default one).
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	reconcileDuration *prometheus.HistogramVec
+	pending           *prometheus.GaugeVec
+	changesApplied    *prometheus.CounterVec
+	failures          *prometheus.CounterVec
+	leader            prometheus.Gauge
+
+	mu        sync.Mutex
+	revisions map[string]time.Time // environment → commit time of the revision last reconciled
+	now       func() time.Time
+}
+
+// NewMetrics creates the metrics and registers them, with the Go and process
+// collectors, on a new private registry.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		reconcileDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "stagehand_reconcile_duration_seconds",
+			Help:    "Time one pass over an environment took: resolve, plan and, when approved, apply.",
+			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300},
+		}, []string{"environment", "result"}),
+		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stagehand_pending_approvals",
+			Help: "1 when the environment has a plan waiting for approval.",
+		}, []string{"environment"}),
+		changesApplied: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stagehand_changes_applied_total",
+			Help: "Container image changes patched into workloads.",
+		}, []string{"environment"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stagehand_failures_total",
+			Help: "Failed reconcile steps by environment and stage (fetch, resolve, plan, apply, state).",
+		}, []string{"environment", "stage"}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "stagehand_leader",
+			Help: "1 while this replica is the leader that fetches and applies.",
+		}),
+		revisions: map[string]time.Time{},
+		now:       time.Now,
+	}
+	m.Registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.reconcileDuration, m.pending, m.changesApplied, m.failures, m.leader,
+		revisionAge{m},
+	)
+	return m
+}
+
+var revisionAgeDesc = prometheus.NewDesc("stagehand_revision_age_seconds",
+	"Seconds since the commit time of the revision last reconciled in the environment.",
+	[]string{"environment"}, nil)
+
+// revisionAge computes the age at scrape time, so that it grows between passes.
+type revisionAge struct{ m *Metrics }
+
+func (r revisionAge) Describe(ch chan<- *prometheus.Desc) { ch <- revisionAgeDesc }
+
+func (r revisionAge) Collect(ch chan<- prometheus.Metric) {
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	now := r.m.now()
+	for env, t := range r.m.revisions {
+		ch <- prometheus.MustNewConstMetric(revisionAgeDesc, prometheus.GaugeValue, now.Sub(t).Seconds(), env)
+	}
+}
+
+func (m *Metrics) observeRevision(env string, commitTime time.Time) {
+	if commitTime.IsZero() {
+		return
+	}
+	m.mu.Lock()
+	m.revisions[env] = commitTime
+	m.mu.Unlock()
+}
+
+func (m *Metrics) observePass(env, result string, d time.Duration) {
+	m.reconcileDuration.WithLabelValues(env, result).Observe(d.Seconds())
+}
+
+func (m *Metrics) setPending(env string, pending bool) {
+	v := 0.0
+	if pending {
+		v = 1
+	}
+	m.pending.WithLabelValues(env).Set(v)
+}
+
+func (m *Metrics) addApplied(env string, n int) {
+	m.changesApplied.WithLabelValues(env).Add(float64(n))
+}
+
+func (m *Metrics) fail(env, stage string) { m.failures.WithLabelValues(env, stage).Inc() }
+
+func (m *Metrics) setLeader(leading bool) {
+	if leading {
+		m.leader.Set(1)
+	} else {
+		m.leader.Set(0)
+	}
+}

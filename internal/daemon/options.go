@@ -1,0 +1,124 @@
+package daemon
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+type options struct {
+	log           logr.Logger
+	gate          Gate
+	election      LeaderElection
+	identity      string
+	token         string
+	restConfig    *rest.Config
+	listener      net.Listener
+	webhook       func(trigger func()) http.Handler
+	reconcileOpts []reconcile.Option
+	sourceOpts    []gitsource.Option
+	applyGrace    time.Duration
+	resync        time.Duration
+}
+
+func defaultOptions() options {
+	return options{
+		log:        logr.Discard(),
+		gate:       API(),
+		election:   DefaultLeaderElection(),
+		applyGrace: 10 * time.Second,
+	}
+}
+
+// Option configures New.
+type Option func(*options) error
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l logr.Logger) Option {
+	return func(o *options) error { o.log = l; return nil }
+}
+
+// WithGate sets the gate of environments without skipConfirmation (default
+// API()). Use Gates(API(), github) to offer several ways to approve.
+func WithGate(g Gate) Option {
+	return func(o *options) error {
+		if g == nil {
+			return errors.New("configuring daemon: nil gate")
+		}
+		o.gate = g
+		return nil
+	}
+}
+
+// WithLeaderElection sets the leader election options (default
+// DefaultLeaderElection(); Enable false leads unconditionally).
+func WithLeaderElection(le LeaderElection) Option {
+	return func(o *options) error {
+		if le.Enable && (le.LeaseDuration <= le.RenewDeadline || le.RetryPeriod <= 0) {
+			return errors.New("configuring leader election: want leaseDuration > renewDeadline > retryPeriod > 0")
+		}
+		o.election = le
+		return nil
+	}
+}
+
+// WithIdentity names this replica in the Lease and in logs (default: host
+// name and a random suffix).
+func WithIdentity(id string) Option {
+	return func(o *options) error { o.identity = id; return nil }
+}
+
+// WithAPIToken sets the API bearer token instead of reading server.apiTokenFile.
+func WithAPIToken(token string) Option {
+	return func(o *options) error { o.token = token; return nil }
+}
+
+// WithRESTConfig makes every Kubernetes client (state, locks, all targets)
+// use cfg instead of the kubeconfig files of the configuration.
+func WithRESTConfig(cfg *rest.Config) Option {
+	return func(o *options) error { o.restConfig = rest.CopyConfig(cfg); return nil }
+}
+
+// WithListener serves the HTTP API on ln instead of listening on server.listen.
+func WithListener(ln net.Listener) Option {
+	return func(o *options) error { o.listener = ln; return nil }
+}
+
+// WithWebhook mounts at /webhook/github the handler that build returns; build
+// receives the git source's Trigger so that a push can wake the source (see
+// internal/webhook).
+func WithWebhook(build func(trigger func()) http.Handler) Option {
+	return func(o *options) error { o.webhook = build; return nil }
+}
+
+// WithReconcileOptions adds options to the pkg/reconcile Reconciler after
+// those derived from the configuration.
+func WithReconcileOptions(opts ...reconcile.Option) Option {
+	return func(o *options) error { o.reconcileOpts = append(o.reconcileOpts, opts...); return nil }
+}
+
+// WithSourceOptions adds options to the pkg/gitsource Source.
+func WithSourceOptions(opts ...gitsource.Option) Option {
+	return func(o *options) error { o.sourceOpts = append(o.sourceOpts, opts...); return nil }
+}
+
+// WithApplyGrace sets how long an apply in progress may go on after shutdown
+// begins (default 10s): patches in flight finish, waiting for rollouts stops,
+// and the state is recorded. A restart re-plans what is left.
+func WithApplyGrace(d time.Duration) Option {
+	return func(o *options) error { o.applyGrace = d; return nil }
+}
+
+// WithResync sets how often each environment is planned again without a new
+// revision, to notice drift and retry failures (default: source.interval,
+// or one minute with a cron schedule; negative disables).
+func WithResync(d time.Duration) Option {
+	return func(o *options) error { o.resync = d; return nil }
+}

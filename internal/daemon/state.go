@@ -1,0 +1,290 @@
+package daemon
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+)
+
+// Keys of the state ConfigMap's data.
+const (
+	keyPending  = "pending.json"
+	keyInFlight = "inflight.json"
+	keyHistory  = "history.json"
+	keyStatus   = "status.json"
+
+	labelManagedBy   = "app.kubernetes.io/managed-by"
+	labelComponent   = "app.kubernetes.io/component"
+	labelEnvironment = "stagehand.io/environment"
+	annoEnvironment  = "stagehand.io/environment"
+
+	// maxStateBytes keeps a state ConfigMap well under the API server's
+	// 1 MiB object limit; the oldest history entries are dropped first.
+	maxStateBytes = 768 << 10
+)
+
+// Pending is a plan waiting for approval.
+type Pending struct {
+	Revision   string          `json:"revision"`
+	PlanHash   string          `json:"planHash"`
+	Plan       json.RawMessage `json:"plan"`
+	ProposedAt time.Time       `json:"proposedAt"`
+}
+
+// InFlight is an approved plan whose apply has started and not yet been
+// recorded in the history. After a restart the worker continues it without
+// asking again, provided the re-planned changes are part of what was approved.
+type InFlight struct {
+	Revision string          `json:"revision"`
+	PlanHash string          `json:"planHash"`
+	Approver string          `json:"approver"`
+	Changes  json.RawMessage `json:"changes"`
+	Started  time.Time       `json:"started"`
+}
+
+// Result values of a history Entry.
+const (
+	ResultSucceeded   = "succeeded"
+	ResultFailed      = "failed"
+	ResultInterrupted = "interrupted"
+	ResultRejected    = "rejected"
+)
+
+// Entry is one applied (or rejected) plan in an environment's history.
+type Entry struct {
+	Revision string          `json:"revision"`
+	PlanHash string          `json:"planHash"`
+	Changes  json.RawMessage `json:"changes"`
+	Approver string          `json:"approver"`
+	// Result is one of succeeded, failed, interrupted or rejected.
+	Result string `json:"result"`
+	// Message says why a plan failed or was rejected.
+	Message string `json:"message,omitempty"`
+	// Workloads holds the per-workload results as pkg/reconcile reports them.
+	Workloads json.RawMessage `json:"workloads,omitempty"`
+	Started   time.Time       `json:"started"`
+	Finished  time.Time       `json:"finished"`
+}
+
+// EnvState is everything the Store keeps for one environment.
+type EnvState struct {
+	Pending  *Pending  `json:"pending"`
+	InFlight *InFlight `json:"inFlight"`
+	// History is newest first.
+	History []Entry `json:"history"`
+	// Status is the last observed state of the environment (revision,
+	// desired and live images, layout, last error) that every replica serves.
+	Status json.RawMessage `json:"status,omitempty"`
+}
+
+// Store keeps each environment's pending approval, in-flight apply, history
+// and status in a ConfigMap named stagehand-state-<env> in one namespace,
+// so that they survive restarts and every replica can read them.
+type Store struct {
+	client     kubernetes.Interface
+	namespace  string
+	maxHistory int
+}
+
+// NewStore returns a Store writing ConfigMaps into namespace.
+func NewStore(client kubernetes.Interface, namespace string) *Store {
+	return &Store{client: client, namespace: namespace, maxHistory: 100}
+}
+
+// Namespace is where the Store keeps its ConfigMaps.
+func (s *Store) Namespace() string { return s.namespace }
+
+var invalidNameChars = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// ConfigMapName returns the name of env's state ConfigMap.
+func ConfigMapName(env string) string {
+	clean := strings.Trim(invalidNameChars.ReplaceAllString(strings.ToLower(env), "-"), "-")
+	if clean == env && len(env) <= 40 {
+		return "stagehand-state-" + env
+	}
+	sum := sha256.Sum256([]byte(env))
+	if len(clean) > 30 {
+		clean = clean[:30]
+	}
+	return "stagehand-state-" + clean + "-" + hex.EncodeToString(sum[:4])
+}
+
+// Load returns env's state; an environment never written has an empty state.
+func (s *Store) Load(ctx context.Context, env string) (*EnvState, error) {
+	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, ConfigMapName(env), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return &EnvState{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading state of environment %q: %w", env, err)
+	}
+	return decodeState(cm)
+}
+
+// SetPending records p as env's pending approval; nil clears it.
+func (s *Store) SetPending(ctx context.Context, env string, p *Pending) error {
+	return s.Update(ctx, env, func(st *EnvState) { st.Pending = p })
+}
+
+// SetInFlight records f as env's in-flight apply; nil clears it.
+func (s *Store) SetInFlight(ctx context.Context, env string, f *InFlight) error {
+	return s.Update(ctx, env, func(st *EnvState) { st.InFlight = f })
+}
+
+// SetStatus records env's last observed status (any JSON value).
+func (s *Store) SetStatus(ctx context.Context, env string, status json.RawMessage) error {
+	return s.Update(ctx, env, func(st *EnvState) { st.Status = status })
+}
+
+// Record adds e to the front of env's history and clears the in-flight apply
+// and the pending plan it settles (same plan hash) in one write.
+func (s *Store) Record(ctx context.Context, env string, e Entry) error {
+	return s.Update(ctx, env, func(st *EnvState) {
+		st.History = append([]Entry{e}, st.History...)
+		if len(st.History) > s.maxHistory {
+			st.History = st.History[:s.maxHistory]
+		}
+		if st.InFlight != nil && st.InFlight.PlanHash == e.PlanHash {
+			st.InFlight = nil
+		}
+		if st.Pending != nil && st.Pending.PlanHash == e.PlanHash {
+			st.Pending = nil
+		}
+	})
+}
+
+// Update reads env's state, lets mutate change it and writes it back,
+// retrying on write conflicts. The ConfigMap is created when missing.
+func (s *Store) Update(ctx context.Context, env string, mutate func(*EnvState)) error {
+	name := ConfigMapName(env)
+	cms := s.client.CoreV1().ConfigMaps(s.namespace)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
+		create := apierrors.IsNotFound(err)
+		if err != nil && !create {
+			return err
+		}
+		if create {
+			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+				Name:      name,
+				Namespace: s.namespace,
+				Labels: map[string]string{
+					labelManagedBy:   "stagehand",
+					labelComponent:   "state",
+					labelEnvironment: labelValue(env),
+				},
+				Annotations: map[string]string{annoEnvironment: env},
+			}}
+		}
+		st, err := decodeState(cm)
+		if err != nil {
+			return err
+		}
+		mutate(st)
+		if err := encodeState(cm, st); err != nil {
+			return err
+		}
+		if create {
+			_, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: "stagehand"})
+			if apierrors.IsAlreadyExists(err) {
+				return apierrors.NewConflict(corev1.Resource("configmaps"), name, err)
+			}
+			return err
+		}
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "stagehand"})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("writing state of environment %q to configmap %s/%s: %w", env, s.namespace, name, err)
+	}
+	return nil
+}
+
+func labelValue(env string) string {
+	v := strings.Trim(invalidNameChars.ReplaceAllString(strings.ToLower(env), "-"), "-")
+	if len(v) > 63 {
+		v = v[:63]
+	}
+	return v
+}
+
+func decodeState(cm *corev1.ConfigMap) (*EnvState, error) {
+	st := &EnvState{}
+	field := func(key string, v any) error {
+		raw, ok := cm.Data[key]
+		if !ok || raw == "" {
+			return nil
+		}
+		if err := json.Unmarshal([]byte(raw), v); err != nil {
+			return fmt.Errorf("decoding %s of configmap %s/%s: %w", key, cm.Namespace, cm.Name, err)
+		}
+		return nil
+	}
+	var status json.RawMessage
+	err := errors.Join(
+		field(keyPending, &st.Pending),
+		field(keyInFlight, &st.InFlight),
+		field(keyHistory, &st.History),
+		field(keyStatus, &status),
+	)
+	if len(status) > 0 {
+		st.Status = status
+	}
+	return st, err
+}
+
+func encodeState(cm *corev1.ConfigMap, st *EnvState) error {
+	data := map[string]string{}
+	put := func(key string, v any, present bool) error {
+		if !present {
+			return nil
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("encoding %s: %w", key, err)
+		}
+		data[key] = string(b)
+		return nil
+	}
+	if err := errors.Join(
+		put(keyPending, st.Pending, st.Pending != nil),
+		put(keyInFlight, st.InFlight, st.InFlight != nil),
+		put(keyStatus, st.Status, len(st.Status) > 0),
+	); err != nil {
+		return err
+	}
+	size := 0
+	for _, v := range data {
+		size += len(v)
+	}
+	// Drop the oldest history entries until everything fits.
+	hist := st.History
+	for {
+		b, err := json.Marshal(hist)
+		if err != nil {
+			return fmt.Errorf("encoding %s: %w", keyHistory, err)
+		}
+		if size+len(b) <= maxStateBytes || len(hist) == 0 {
+			if len(hist) > 0 {
+				data[keyHistory] = string(b)
+			}
+			break
+		}
+		hist = hist[:len(hist)-1]
+	}
+	st.History = hist
+	cm.Data = data
+	return nil
+}

@@ -1,0 +1,127 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestStoreRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	s := NewStore(env.Clientset, ns)
+	now := time.Now().UTC().Truncate(time.Second)
+
+	empty, err := s.Load(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(&EnvState{}, empty); diff != "" {
+		t.Errorf("state of an unknown environment (-want +got):\n%s", diff)
+	}
+
+	p := &Pending{Revision: "abc", PlanHash: "h1", Plan: json.RawMessage(`{"planHash":"h1"}`), ProposedAt: now}
+	if err := s.SetPending(ctx, "prod", p); err != nil {
+		t.Fatal(err)
+	}
+	f := &InFlight{Revision: "abc", PlanHash: "h1", Approver: "alice", Changes: json.RawMessage(`[]`), Started: now}
+	if err := s.SetInFlight(ctx, "prod", f); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetStatus(ctx, "prod", json.RawMessage(`{"revision":"abc"}`)); err != nil {
+		t.Fatal(err)
+	}
+	e := Entry{Revision: "abc", PlanHash: "h1", Changes: json.RawMessage(`[]`), Approver: "alice",
+		Result: ResultSucceeded, Started: now, Finished: now.Add(time.Second)}
+	if err := s.Record(ctx, "prod", e); err != nil {
+		t.Fatal(err)
+	}
+	// A second store (another replica, or after a restart) sees the same.
+	got, err := NewStore(env.Clientset, ns).Load(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &EnvState{History: []Entry{e}, Status: json.RawMessage(`{"revision":"abc"}`)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("state after Record (-want +got):\n%s", diff)
+	}
+	cm, err := env.Clientset.CoreV1().ConfigMaps(ns).Get(ctx, "stagehand-state-prod", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Labels[labelManagedBy] != "stagehand" {
+		t.Errorf("labels = %v, want %s=stagehand", cm.Labels, labelManagedBy)
+	}
+}
+
+func TestStoreRecordKeepsOtherPending(t *testing.T) {
+	ctx := context.Background()
+	s := NewStore(env.Clientset, env.Namespace(t))
+	newer := &Pending{Revision: "def", PlanHash: "h2"}
+	if err := s.SetPending(ctx, "prod", newer); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Record(ctx, "prod", Entry{Revision: "abc", PlanHash: "h1", Result: ResultSucceeded}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Load(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(newer, got.Pending); diff != "" {
+		t.Errorf("pending after recording another plan (-want +got):\n%s", diff)
+	}
+}
+
+func TestStoreHistoryBounded(t *testing.T) {
+	ctx := context.Background()
+	s := NewStore(env.Clientset, env.Namespace(t))
+	s.maxHistory = 5
+	big := json.RawMessage(`"` + strings.Repeat("x", 200<<10) + `"`)
+	for i := range 8 {
+		e := Entry{Revision: fmt.Sprint(i), PlanHash: fmt.Sprint(i), Result: ResultSucceeded, Changes: big}
+		if err := s.Record(ctx, "devel", e); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	got, err := s.Load(ctx, "devel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var revs []string
+	for _, e := range got.History {
+		revs = append(revs, e.Revision)
+	}
+	// 200 KiB each: only three fit under maxStateBytes; newest first.
+	if diff := cmp.Diff([]string{"7", "6", "5"}, revs); diff != "" {
+		t.Errorf("history revisions (-want +got):\n%s", diff)
+	}
+}
+
+func TestConfigMapName(t *testing.T) {
+	tests := []struct{ env, want string }{
+		{"prod", "stagehand-state-prod"},
+		{"eu-west", "stagehand-state-eu-west"},
+		{"Prod_EU", "stagehand-state-prod-eu-"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.env, func(t *testing.T) {
+			got := ConfigMapName(tt.env)
+			if !strings.HasPrefix(got, tt.want) {
+				t.Errorf("ConfigMapName(%q) = %q, want prefix %q", tt.env, got, tt.want)
+			}
+			if len(got) > 63 {
+				t.Errorf("ConfigMapName(%q) = %q is longer than 63", tt.env, got)
+			}
+		})
+	}
+	if ConfigMapName("Prod_EU") == ConfigMapName("prod-eu") {
+		t.Errorf("distinct environments share a ConfigMap")
+	}
+}

@@ -1,0 +1,450 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+// decision is an approval or rejection on its way to a worker.
+type decision struct {
+	approve  bool
+	planHash string
+	who      string
+	reason   string
+	reply    chan decisionReply
+}
+
+type decisionReply struct {
+	pending *Pending
+	err     error
+}
+
+// worker handles one environment: revisions in order, one step at a time.
+type worker struct {
+	d         *Daemon
+	env       string
+	wake      chan struct{}
+	decisions chan decision
+	// lastStatus is the last status written, without its observation time.
+	lastStatus []byte
+}
+
+func newWorker(d *Daemon, env string) *worker {
+	return &worker{d: d, env: env, wake: make(chan struct{}, 1), decisions: make(chan decision)}
+}
+
+// wakeUp asks the worker to plan the newest snapshot; wake-ups coalesce.
+func (w *worker) wakeUp() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) resync() time.Duration {
+	switch {
+	case w.d.o.resync != 0:
+		return w.d.o.resync
+	case w.d.cfg.Source.Interval.Duration > 0:
+		return w.d.cfg.Source.Interval.Duration
+	default:
+		return time.Minute
+	}
+}
+
+// run handles wake-ups, resyncs and decisions until ctx ends.
+func (w *worker) run(ctx context.Context) {
+	var tick <-chan time.Time
+	if d := w.resync(); d > 0 {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		tick = t.C
+	}
+	if _, ok := w.d.snapshot(); ok {
+		w.wakeUp() // leading again: the state may hold a pending plan or an interrupted apply
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case dc := <-w.decisions:
+			w.decide(ctx, dc)
+			continue
+		case <-w.wake:
+		case <-tick:
+		}
+		if err := w.pass(ctx); err != nil && ctx.Err() == nil {
+			w.d.log.Error(err, "reconciling environment", "environment", w.env)
+		}
+	}
+}
+
+// pass plans the newest snapshot and acts on the plan: apply (skipConfirmation,
+// or an interrupted approved apply), propose, or nothing.
+func (w *worker) pass(ctx context.Context) error {
+	s, ok := w.d.snapshot()
+	if !ok {
+		return nil
+	}
+	start := time.Now()
+	result := "ok"
+	defer func() { w.d.metrics.observePass(w.env, result, time.Since(start)) }()
+	st, err := w.d.store.Load(ctx, w.env)
+	if err != nil {
+		result = "error"
+		w.d.metrics.fail(w.env, "state")
+		return err
+	}
+	envM, plan, err := w.plan(ctx, s)
+	if err != nil {
+		result = "error"
+		// The pending plan, if any, is not for the newest revision any more.
+		w.supersede(ctx, st.Pending, s.Revision)
+		return err
+	}
+	if err := w.act(ctx, s, envM, plan, st); err != nil {
+		result = "error"
+		return err
+	}
+	return nil
+}
+
+// plan resolves and plans env at s and records the status.
+func (w *worker) plan(ctx context.Context, s gitsource.Snapshot) (*manifest.Environment, *reconcile.Plan, error) {
+	envM, err := w.d.resolve(s, w.env)
+	if err != nil {
+		w.d.metrics.fail(w.env, "resolve")
+		w.writeStatus(ctx, s, nil, nil, err)
+		return nil, nil, fmt.Errorf("resolving manifest at %s: %w", short(s.Revision), err)
+	}
+	plan, err := w.d.rec.Plan(ctx, w.request(s, envM))
+	if err != nil {
+		w.d.metrics.fail(w.env, "plan")
+		w.writeStatus(ctx, s, envM, nil, err)
+		return nil, nil, fmt.Errorf("planning revision %s: %w", short(s.Revision), err)
+	}
+	w.writeStatus(ctx, s, envM, plan, nil)
+	return envM, plan, nil
+}
+
+func (w *worker) request(s gitsource.Snapshot, envM *manifest.Environment) reconcile.Request {
+	return reconcile.Request{Environment: envM, Revision: s.Revision, Targets: w.d.targets[w.env],
+		LockPath: w.d.cfg.Environments[w.env].LockPath}
+}
+
+func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, plan *reconcile.Plan, st *EnvState) error {
+	log := w.d.log.WithValues("environment", w.env, "revision", short(s.Revision))
+	if plan.Empty() {
+		w.supersede(ctx, st.Pending, "")
+		if st.InFlight != nil {
+			if err := w.d.store.SetInFlight(ctx, w.env, nil); err != nil {
+				return err
+			}
+		}
+		w.d.metrics.setPending(w.env, false)
+		return nil
+	}
+	prop := Proposal{Environment: w.env, Revision: s.Revision, RevisionTime: s.Time, Plan: plan}
+	// An apply cut short by a shutdown goes on without asking again, as long
+	// as what is left is part of what was approved.
+	if f := st.InFlight; f != nil {
+		var approved []reconcile.Change
+		_ = json.Unmarshal(f.Changes, &approved)
+		if f.Revision == s.Revision && subset(plan.Changes, approved) {
+			log.Info("continuing an interrupted apply", "approver", f.Approver, "changes", len(plan.Changes))
+			return w.apply(ctx, s, envM, prop, f.Approver)
+		}
+		if err := w.d.store.SetInFlight(ctx, w.env, nil); err != nil {
+			return err
+		}
+	}
+	if p := st.Pending; p != nil && p.PlanHash == plan.PlanHash && p.Revision == s.Revision {
+		w.d.metrics.setPending(w.env, true)
+		return nil // proposed already; waiting for a decision
+	}
+	w.supersede(ctx, st.Pending, s.Revision)
+	gate := w.d.o.gate
+	if envM.SkipConfirmation {
+		gate = Auto()
+	} else {
+		raw, err := json.Marshal(plan)
+		if err != nil {
+			return fmt.Errorf("encoding plan: %w", err)
+		}
+		p := &Pending{Revision: s.Revision, PlanHash: plan.PlanHash, Plan: raw, ProposedAt: time.Now().UTC()}
+		if err := w.d.store.SetPending(ctx, w.env, p); err != nil {
+			w.d.metrics.fail(w.env, "state")
+			return err
+		}
+	}
+	dec, err := gate.Propose(ctx, prop)
+	if err != nil {
+		w.d.metrics.fail(w.env, "gate")
+		log.Error(err, "proposing plan", "planHash", plan.PlanHash)
+	}
+	if dec.Approved {
+		return w.apply(ctx, s, envM, prop, dec.Approver)
+	}
+	w.d.metrics.setPending(w.env, true)
+	log.Info("plan waiting for approval", "planHash", plan.PlanHash, "changes", len(plan.Changes))
+	return nil
+}
+
+// supersede withdraws pending (if any): by is the revision that replaces it.
+func (w *worker) supersede(ctx context.Context, pending *Pending, by string) {
+	if pending == nil {
+		return
+	}
+	var plan reconcile.Plan
+	_ = json.Unmarshal(pending.Plan, &plan)
+	if err := w.d.store.Update(ctx, w.env, func(st *EnvState) {
+		if st.Pending != nil && st.Pending.PlanHash == pending.PlanHash {
+			st.Pending = nil
+		}
+	}); err != nil {
+		w.d.metrics.fail(w.env, "state")
+		w.d.log.Error(err, "clearing superseded plan", "environment", w.env)
+		return
+	}
+	w.d.metrics.setPending(w.env, false)
+	prop := Proposal{Environment: w.env, Revision: pending.Revision, Plan: &plan}
+	if err := w.d.o.gate.Superseded(ctx, prop, by); err != nil {
+		w.d.metrics.fail(w.env, "gate")
+		w.d.log.Error(err, "reporting superseded plan", "environment", w.env, "planHash", pending.PlanHash)
+	}
+	w.d.log.Info("pending plan superseded", "environment", w.env, "planHash", pending.PlanHash, "by", by)
+}
+
+// decide handles an approval or rejection of the pending plan.
+func (w *worker) decide(ctx context.Context, dc decision) {
+	reply := func(p *Pending, err error) { dc.reply <- decisionReply{pending: p, err: err} }
+	notPending := func() {
+		st, err := w.d.store.Load(ctx, w.env)
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		reply(nil, &NotPendingError{Environment: w.env, PlanHash: dc.planHash, Pending: st.Pending})
+	}
+	st, err := w.d.store.Load(ctx, w.env)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	p := st.Pending
+	if p == nil || p.PlanHash != dc.planHash {
+		reply(nil, &NotPendingError{Environment: w.env, PlanHash: dc.planHash, Pending: p})
+		return
+	}
+	// The revision must still be the newest: ask the remote now.
+	s, ok := w.d.snapshot()
+	if fresh, err := w.d.source.Poll(ctx); err == nil && (!ok || fresh.Revision != s.Revision) {
+		w.d.offer(fresh)
+		s, ok = fresh, true
+	}
+	if !ok || s.Revision != p.Revision {
+		_ = w.pass(ctx) // supersedes the pending plan and proposes the newest
+		notPending()
+		return
+	}
+	var plan reconcile.Plan
+	_ = json.Unmarshal(p.Plan, &plan)
+	prop := Proposal{Environment: w.env, Revision: p.Revision, RevisionTime: s.Time, Plan: &plan}
+	if !dc.approve {
+		now := time.Now().UTC()
+		e := Entry{Revision: p.Revision, PlanHash: p.PlanHash, Changes: changesJSON(plan.Changes), Approver: dc.who,
+			Result: ResultRejected, Message: dc.reason, Started: now, Finished: now}
+		if err := w.d.store.Record(ctx, w.env, e); err != nil {
+			reply(nil, err)
+			return
+		}
+		w.d.metrics.setPending(w.env, false)
+		reply(p, nil)
+		if err := w.d.o.gate.Completed(ctx, prop, Outcome{Result: ResultRejected, Approver: dc.who, Message: dc.reason,
+			Started: now, Finished: now}); err != nil {
+			w.d.metrics.fail(w.env, "gate")
+			w.d.log.Error(err, "reporting rejection", "environment", w.env)
+		}
+		w.d.log.Info("plan rejected", "environment", w.env, "planHash", p.PlanHash, "by", dc.who)
+		return
+	}
+	envM, fresh, err := w.plan(ctx, s)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	if fresh.PlanHash != p.PlanHash {
+		// The cluster or the locks changed since the plan was proposed.
+		st, _ := w.d.store.Load(ctx, w.env)
+		if st == nil {
+			st = &EnvState{Pending: p}
+		}
+		_ = w.act(ctx, s, envM, fresh, st)
+		notPending()
+		return
+	}
+	reply(p, nil)
+	w.d.log.Info("plan approved", "environment", w.env, "planHash", p.PlanHash, "by", dc.who)
+	prop.Plan = fresh
+	if err := w.apply(ctx, s, envM, prop, dc.who); err != nil && ctx.Err() == nil {
+		w.d.log.Error(err, "applying approved plan", "environment", w.env)
+	}
+}
+
+// apply applies prop's plan, recording it as in flight first and in the
+// history after. A shutdown lets the patches in flight finish (up to the
+// apply grace) and records the apply as interrupted; the in-flight record
+// lets the next leader continue what is left without asking again.
+func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, prop Proposal, approver string) error {
+	log := w.d.log.WithValues("environment", w.env, "revision", short(s.Revision), "planHash", prop.Plan.PlanHash)
+	started := time.Now().UTC()
+	changes := changesJSON(prop.Plan.Changes)
+	if err := w.d.store.SetInFlight(ctx, w.env, &InFlight{Revision: s.Revision, PlanHash: prop.Plan.PlanHash,
+		Approver: approver, Changes: changes, Started: started}); err != nil {
+		w.d.metrics.fail(w.env, "state")
+		return fmt.Errorf("recording apply before starting it: %w", err)
+	}
+	log.Info("applying", "approver", approver, "changes", len(prop.Plan.Changes))
+
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(w.d.o.applyGrace, cancel)
+		context.AfterFunc(actx, func() { t.Stop() })
+	})
+	defer stop()
+	res, err := w.d.rec.Apply(actx, w.request(s, envM), prop.Plan.PlanHash)
+	finished := time.Now().UTC()
+	interrupted := ctx.Err() != nil
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer rcancel()
+
+	var stale *reconcile.StalePlanError
+	if errors.As(err, &stale) {
+		log.Info("plan changed before it could be applied; planning again", "now", stale.Got)
+		if err := w.d.store.SetInFlight(rctx, w.env, nil); err != nil {
+			return err
+		}
+		if interrupted {
+			return nil
+		}
+		st, err := w.d.store.Load(ctx, w.env)
+		if err != nil {
+			return err
+		}
+		if st.Pending != nil && st.Pending.PlanHash == prop.Plan.PlanHash {
+			st.Pending = nil // approved and now stale: propose the new plan
+		}
+		return w.act(ctx, s, envM, stale.Plan, st)
+	}
+
+	out := Outcome{Approver: approver, Apply: res, Started: started, Finished: finished, Result: ResultSucceeded}
+	switch {
+	case interrupted:
+		out.Result, out.Message = ResultInterrupted, "shut down during the apply; the next leader plans again and applies what is left"
+	case err != nil:
+		out.Result, out.Message = ResultFailed, err.Error()
+	case res.Failed():
+		out.Result, out.Message = ResultFailed, failureSummary(res)
+	}
+	e := Entry{Revision: s.Revision, PlanHash: prop.Plan.PlanHash, Changes: changes, Approver: approver,
+		Result: out.Result, Message: out.Message, Started: started, Finished: finished}
+	applied := 0
+	if res != nil {
+		e.Workloads, _ = json.Marshal(res.Workloads)
+		for _, wr := range res.Workloads {
+			if wr.Outcome == reconcile.OutcomeSucceeded || wr.Outcome == reconcile.OutcomePatched {
+				applied += len(wr.Changes)
+			}
+		}
+	}
+	w.d.metrics.addApplied(w.env, applied)
+	if interrupted {
+		err = w.d.store.Update(rctx, w.env, func(st *EnvState) {
+			st.History = append([]Entry{e}, st.History...)
+			if st.Pending != nil && st.Pending.PlanHash == e.PlanHash {
+				st.Pending = nil
+			}
+		})
+	} else {
+		err = w.d.store.Record(rctx, w.env, e)
+	}
+	if err != nil {
+		w.d.metrics.fail(w.env, "state")
+		log.Error(err, "recording apply result")
+	}
+	w.d.metrics.setPending(w.env, false)
+	if gerr := w.d.o.gate.Completed(rctx, prop, out); gerr != nil {
+		w.d.metrics.fail(w.env, "gate")
+		log.Error(gerr, "reporting apply result")
+	}
+	log.Info("applied", "result", out.Result, "changes", applied, "duration", finished.Sub(started).String())
+	if out.Result == ResultFailed {
+		w.d.metrics.fail(w.env, "apply")
+		return fmt.Errorf("applying revision %s: %s", short(s.Revision), out.Message)
+	}
+	if out.Result == ResultSucceeded {
+		_, _, _ = w.plan(ctx, s) // refresh the status: desired is live now
+	}
+	return nil
+}
+
+// subset reports whether every change in part was approved in whole: same
+// workload, container and target image (the running image, From, may differ
+// when an apply was cut short).
+func subset(part, whole []reconcile.Change) bool {
+	type key struct {
+		w         reconcile.WorkloadKey
+		container string
+		to        string
+	}
+	in := make(map[key]bool, len(whole))
+	for _, c := range whole {
+		in[key{c.Key(), c.Container, c.To}] = true
+	}
+	for _, c := range part {
+		if !in[key{c.Key(), c.Container, c.To}] {
+			return false
+		}
+	}
+	return true
+}
+
+func changesJSON(cs []reconcile.Change) json.RawMessage {
+	if cs == nil {
+		cs = []reconcile.Change{}
+	}
+	b, _ := json.Marshal(cs)
+	return b
+}
+
+func failureSummary(res *reconcile.Result) string {
+	var msgs []string
+	for _, wr := range res.Workloads {
+		if wr.Outcome == reconcile.OutcomeFailed || wr.Outcome == reconcile.OutcomeBlocked {
+			msgs = append(msgs, fmt.Sprintf("%s %s: %s", wr.WorkloadKey, wr.Outcome, wr.Message))
+		}
+	}
+	return fmt.Sprint(len(msgs), " workload(s) not deployed: ", joinMax(msgs, 5))
+}
+
+func joinMax(ss []string, n int) string {
+	out := ""
+	for i, s := range ss {
+		if i == n {
+			return out + fmt.Sprintf("; and %d more", len(ss)-n)
+		}
+		if i > 0 {
+			out += "; "
+		}
+		out += s
+	}
+	return out
+}
