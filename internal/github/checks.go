@@ -1,0 +1,328 @@
+package github
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	gh "github.com/google/go-github/v60/github"
+
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+// Identifiers of the check run's action buttons (GitHub: identifier ≤ 20 characters, label ≤ 20,
+// description ≤ 40).
+const (
+	ActionApprove = "approve"
+	ActionReject  = "reject"
+)
+
+// Conclusions Stagehand gives its check runs.
+const (
+	ConclusionActionRequired = "action_required"
+	ConclusionSuccess        = "success"
+	ConclusionFailure        = "failure"
+	ConclusionNeutral        = "neutral"
+	ConclusionCancelled      = "cancelled"
+)
+
+const checkPrefix = "stagehand/"
+
+// CheckName is the approval check run of env: "stagehand/<env>".
+func CheckName(env string) string { return checkPrefix + env }
+
+// PreviewName is the PR preview check run of env: "stagehand/<env> preview".
+func PreviewName(env string) string { return checkPrefix + env + " preview" }
+
+// EnvOfCheck returns the environment of an approval check run name (not of a preview).
+func EnvOfCheck(name string) (string, bool) {
+	env, ok := strings.CutPrefix(name, checkPrefix)
+	if !ok || env == "" || strings.ContainsAny(env, " /") {
+		return "", false
+	}
+	return env, true
+}
+
+func approvalActions() []*gh.CheckRunAction {
+	return []*gh.CheckRunAction{
+		{Label: "Approve", Description: "Deploy exactly this plan", Identifier: ActionApprove},
+		{Label: "Reject", Description: "Do not deploy this plan", Identifier: ActionReject},
+	}
+}
+
+// runUpdate is PATCH check-runs/{id}. Unlike go-github's options it always sends actions, so an empty
+// list removes the buttons once a plan is decided.
+type runUpdate struct {
+	Name        string               `json:"name,omitempty"`
+	Status      string               `json:"status,omitempty"`
+	Conclusion  string               `json:"conclusion,omitempty"`
+	CompletedAt *gh.Timestamp        `json:"completed_at,omitempty"`
+	DetailsURL  string               `json:"details_url,omitempty"`
+	ExternalID  string               `json:"external_id,omitempty"`
+	Output      *gh.CheckRunOutput   `json:"output,omitempty"`
+	Actions     []*gh.CheckRunAction `json:"actions"`
+}
+
+func (c *Client) update(ctx context.Context, id int64, u runUpdate) error {
+	if u.Actions == nil {
+		u.Actions = []*gh.CheckRunAction{}
+	}
+	if u.Conclusion != "" && u.CompletedAt == nil {
+		u.CompletedAt = &gh.Timestamp{Time: time.Now().UTC().Truncate(time.Second)}
+	}
+	req, err := c.rest.NewRequest(http.MethodPatch, fmt.Sprintf("repos/%s/%s/check-runs/%d", c.owner, c.repo, id), u)
+	if err != nil {
+		return fmt.Errorf("building check run update: %w", err)
+	}
+	if _, err := c.rest.Do(ctx, req, nil); err != nil {
+		return fmt.Errorf("updating check run %d on %s: %w", id, c.Repo(), err)
+	}
+	return nil
+}
+
+func output(o Output) *gh.CheckRunOutput {
+	return &gh.CheckRunOutput{Title: gh.String(o.Title), Summary: gh.String(o.Summary)}
+}
+
+// DetailsURL is the reconciler API page of env, linked from its check runs ("" when github.detailsURL is unset).
+func (c *Client) DetailsURL(env string) string {
+	if c.detailsURL == "" {
+		return ""
+	}
+	return strings.TrimRight(c.detailsURL, "/") + "/api/v1/environments/" + env
+}
+
+// runs lists the check runs called name on sha, newest first.
+func (c *Client) runs(ctx context.Context, sha, name string) ([]*gh.CheckRun, error) {
+	var out []*gh.CheckRun
+	opts := &gh.ListCheckRunsOptions{CheckName: gh.String(name), Filter: gh.String("all"), ListOptions: gh.ListOptions{PerPage: 100}}
+	for {
+		res, resp, err := c.rest.Checks.ListCheckRunsForRef(ctx, c.owner, c.repo, sha, opts)
+		if err != nil {
+			return nil, fmt.Errorf("listing check runs %q on %s: %w", name, short(sha), err)
+		}
+		out = append(out, res.CheckRuns...)
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+func awaiting(r *gh.CheckRun) bool {
+	return r.GetStatus() == "completed" && r.GetConclusion() == ConclusionActionRequired
+}
+
+// Propose shows plan p on its commit as check run stagehand/<env>, concluded action_required with Approve
+// and Reject buttons and external_id = planHash, and returns its id. It is idempotent: a run already
+// awaiting approval for the same planHash is kept (a restart proposes again); one for another planHash
+// (cluster drift, a new digest) is completed as neutral and replaced.
+func (c *Client) Propose(ctx context.Context, p *reconcile.Plan) (int64, error) {
+	name := CheckName(p.Environment)
+	runs, err := c.runs(ctx, p.Revision, name)
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range runs {
+		if !awaiting(r) {
+			continue
+		}
+		if r.GetExternalID() == p.PlanHash {
+			return r.GetID(), nil
+		}
+		if err := c.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionNeutral, Output: output(Output{
+			Title:   "Replaced: the plan changed",
+			Summary: fmt.Sprintf("The cluster or the registry changed since this plan (`%s`) was made; the new plan `%s` awaits approval in a fresh check run.", r.GetExternalID(), p.PlanHash),
+		})}); err != nil {
+			return 0, err
+		}
+	}
+	out := RenderPlan(p, "**Awaiting approval.** *Approve* deploys exactly this plan; "+c.ApproverRule()+".", c.DetailsURL(p.Environment))
+	opts := gh.CreateCheckRunOptions{
+		Name: name, HeadSHA: p.Revision, ExternalID: gh.String(p.PlanHash),
+		Conclusion: gh.String(ConclusionActionRequired), CompletedAt: &gh.Timestamp{Time: time.Now().UTC().Truncate(time.Second)},
+		Output: output(out), Actions: approvalActions(),
+	}
+	if u := c.DetailsURL(p.Environment); u != "" {
+		opts.DetailsURL = gh.String(u)
+	}
+	r, _, err := c.rest.Checks.CreateCheckRun(ctx, c.owner, c.repo, opts)
+	if err != nil {
+		return 0, fmt.Errorf("creating check run %s on %s: %w", name, short(p.Revision), err)
+	}
+	return r.GetID(), nil
+}
+
+// Supersede completes env's check runs awaiting approval on revision as neutral, "superseded by <newer>".
+func (c *Client) Supersede(ctx context.Context, env, revision, newer string) error {
+	runs, err := c.runs(ctx, revision, CheckName(env))
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		if !awaiting(r) {
+			continue
+		}
+		if err := c.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionNeutral, Output: output(Output{
+			Title:   "Superseded by " + short(newer),
+			Summary: fmt.Sprintf("A newer commit of the manifests, %s, supersedes this plan for **%s**; its own check run asks for approval.", newer, env),
+		})}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// run finds the check run of env on revision for planHash (newest first), or nil.
+func (c *Client) run(ctx context.Context, env, revision, planHash string) (*gh.CheckRun, error) {
+	runs, err := c.runs(ctx, revision, CheckName(env))
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range runs {
+		if r.GetExternalID() == planHash {
+			return r, nil
+		}
+	}
+	return nil, nil
+}
+
+// Applying moves plan p's check run to in progress, "approved by @x" (creating the run for environments
+// that skip confirmation, so every deploy shows on its commit). approver "" means applied automatically.
+func (c *Client) Applying(ctx context.Context, p *reconcile.Plan, approver string) error {
+	note := "**Applying**, approved by " + mention(approver) + "."
+	title := "Approved by " + mention(approver) + ", applying"
+	if approver == "" {
+		note, title = "**Applying** automatically (skipConfirmation).", "Applying"
+	}
+	out := RenderPlan(p, note, c.DetailsURL(p.Environment))
+	out.Title = title
+	r, err := c.run(ctx, p.Environment, p.Revision, p.PlanHash)
+	if err != nil {
+		return err
+	}
+	if r == nil {
+		opts := gh.CreateCheckRunOptions{
+			Name: CheckName(p.Environment), HeadSHA: p.Revision, ExternalID: gh.String(p.PlanHash),
+			Status: gh.String("in_progress"), Output: output(out),
+		}
+		if u := c.DetailsURL(p.Environment); u != "" {
+			opts.DetailsURL = gh.String(u)
+		}
+		if _, _, err := c.rest.Checks.CreateCheckRun(ctx, c.owner, c.repo, opts); err != nil {
+			return fmt.Errorf("creating check run %s on %s: %w", CheckName(p.Environment), short(p.Revision), err)
+		}
+		return nil
+	}
+	return c.update(ctx, r.GetID(), runUpdate{Status: "in_progress", Output: output(out)})
+}
+
+// Finished completes the check run of res.Plan as success or failure with per-workload results.
+func (c *Client) Finished(ctx context.Context, res *reconcile.Result, approver string, applyErr error) error {
+	p := res.Plan
+	conclusion := ConclusionSuccess
+	if applyErr != nil || res.Failed() {
+		conclusion = ConclusionFailure
+	}
+	out := RenderResult(res, approver, applyErr, c.DetailsURL(p.Environment))
+	r, err := c.run(ctx, p.Environment, p.Revision, p.PlanHash)
+	if err != nil {
+		return err
+	}
+	if r == nil {
+		opts := gh.CreateCheckRunOptions{
+			Name: CheckName(p.Environment), HeadSHA: p.Revision, ExternalID: gh.String(p.PlanHash),
+			Conclusion: gh.String(conclusion), CompletedAt: &gh.Timestamp{Time: time.Now().UTC().Truncate(time.Second)},
+			Output: output(out),
+		}
+		if u := c.DetailsURL(p.Environment); u != "" {
+			opts.DetailsURL = gh.String(u)
+		}
+		if _, _, err := c.rest.Checks.CreateCheckRun(ctx, c.owner, c.repo, opts); err != nil {
+			return fmt.Errorf("creating check run %s on %s: %w", CheckName(p.Environment), short(p.Revision), err)
+		}
+		return nil
+	}
+	return c.update(ctx, r.GetID(), runUpdate{Conclusion: conclusion, Output: output(out)})
+}
+
+// Rejected completes the check run of planHash as cancelled, "rejected by @x".
+func (c *Client) Rejected(ctx context.Context, env, revision, planHash, by, reason string) error {
+	r, err := c.run(ctx, env, revision, planHash)
+	if err != nil || r == nil {
+		return err
+	}
+	summary := fmt.Sprintf("Rejected by %s; revision %s will not be deployed to **%s**.", mention(by), short(revision), env)
+	if reason != "" {
+		summary += "\n\n> " + oneLine(reason)
+	}
+	return c.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionCancelled, Output: output(Output{
+		Title: "Rejected by " + mention(by), Summary: summary,
+	})})
+}
+
+// deniedMarker starts the note an unauthorised click adds to a pending check run's summary.
+const deniedMarker = "> ⚠️ "
+
+// Denied records on a pending check run that login clicked a button without the right to: the run stays
+// awaiting approval, with its buttons, and its summary now starts with who may approve.
+func (c *Client) Denied(ctx context.Context, run *gh.CheckRun, login, why string) error {
+	summary := run.GetOutput().GetSummary()
+	if rest, ok := strings.CutPrefix(summary, deniedMarker); ok { // replace an earlier note
+		if _, after, found := strings.Cut(rest, "\n\n"); found {
+			summary = after
+		}
+	}
+	note := fmt.Sprintf("%s%s may not approve or reject this plan: %s.\n\n", deniedMarker, mention(login), why)
+	out := Output{Title: run.GetOutput().GetTitle(), Summary: cut(note+summary, "")}
+	if out.Title == "" {
+		out.Title = "Awaiting approval"
+	}
+	return c.update(ctx, run.GetID(), runUpdate{Output: output(out), Actions: approvalActions()})
+}
+
+// Stale completes a check run whose plan can no longer be approved (the planHash changed, or a newer commit
+// is pending) as neutral, saying why; the current plan has its own check run.
+func (c *Client) Stale(ctx context.Context, runID int64, why string) error {
+	return c.update(ctx, runID, runUpdate{Conclusion: ConclusionNeutral, Output: output(Output{
+		Title:   "Not applied: the plan is no longer current",
+		Summary: "This plan was not applied: " + oneLine(why) + "\n\nThe current plan has its own check run.",
+	})})
+}
+
+// Preview shows on a pull request's head commit, as neutral check run "stagehand/<env> preview", the plan
+// that merging it would produce against the live cluster (or why there is none). Re-running for the same
+// commit updates the run in place.
+func (c *Client) Preview(ctx context.Context, env, headSHA string, p *reconcile.Plan, planErr error) error {
+	name := PreviewName(env)
+	var out Output
+	if planErr != nil {
+		out = Output{Title: "No plan: " + oneLine(planErr.Error()), Summary: "Planning this commit for **" + env + "** failed:\n\n```\n" + planErr.Error() + "\n```\n"}
+		if len(out.Title) > 200 {
+			out.Title = out.Title[:200]
+		}
+		out.Summary = cut(out.Summary, "")
+	} else {
+		out = RenderPlan(p, "**Preview.** Merging this pull request would produce this plan for **"+env+"** against the live cluster.", c.DetailsURL(env))
+	}
+	runs, err := c.runs(ctx, headSHA, name)
+	if err != nil {
+		return err
+	}
+	if len(runs) > 0 {
+		return c.update(ctx, runs[0].GetID(), runUpdate{Conclusion: ConclusionNeutral, Output: output(out)})
+	}
+	opts := gh.CreateCheckRunOptions{
+		Name: name, HeadSHA: headSHA, Conclusion: gh.String(ConclusionNeutral),
+		CompletedAt: &gh.Timestamp{Time: time.Now().UTC().Truncate(time.Second)}, Output: output(out),
+	}
+	if p != nil {
+		opts.ExternalID = gh.String(p.PlanHash)
+	}
+	if _, _, err := c.rest.Checks.CreateCheckRun(ctx, c.owner, c.repo, opts); err != nil {
+		return fmt.Errorf("creating check run %s on %s: %w", name, short(headSHA), err)
+	}
+	return nil
+}

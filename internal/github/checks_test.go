@@ -1,0 +1,195 @@
+package github_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+// summary of a check run for comparisons.
+type run struct {
+	Name, HeadSHA, Status, Conclusion, ExternalID string
+	Actions                                       []string
+}
+
+func runs(srv *githubtest.Server) []run {
+	var out []run
+	for _, r := range srv.CheckRuns(owner, repo) {
+		var ids []string
+		for _, a := range r.Actions {
+			ids = append(ids, a.Identifier)
+		}
+		out = append(out, run{r.Name, r.HeadSHA, r.Status, r.Conclusion, r.ExternalID, ids})
+	}
+	return out
+}
+
+func TestProposeIsIdempotentAndReplacesAChangedPlan(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
+	p1 := plan("prod", sha, 2)
+	id1, err := f.client.Propose(ctx, p1)
+	if err != nil {
+		t.Fatalf("Propose: %v", err)
+	}
+	again, err := f.client.Propose(ctx, p1) // a restart proposes the same plan again
+	if err != nil || again != id1 {
+		t.Fatalf("Propose again = %d, %v; want the same run %d", again, err, id1)
+	}
+	p2 := plan("prod", sha, 3) // drift: a different plan for the same commit
+	if _, err := f.client.Propose(ctx, p2); err != nil {
+		t.Fatalf("Propose changed plan: %v", err)
+	}
+	want := []run{
+		{"stagehand/prod", sha, "completed", "neutral", p1.PlanHash, nil},
+		{"stagehand/prod", sha, "completed", "action_required", p2.PlanHash, []string{"approve", "reject"}},
+	}
+	if diff := cmp.Diff(want, runs(f.srv)); diff != "" {
+		t.Errorf("check runs (-want +got):\n%s", diff)
+	}
+	r, _ := f.srv.CheckRun(owner, repo, id1+1)
+	for _, s := range []string{"svc-002", "`1.0.0` → `1.0.1`", "`sha256:222222222222`", "maintain", "acme/sre", p2.PlanHash} {
+		if !strings.Contains(r.Summary, s) {
+			t.Errorf("summary lacks %q:\n%s", s, r.Summary)
+		}
+	}
+	if r.DetailsURL != "https://stagehand.example.com/api/v1/environments/prod" {
+		t.Errorf("details_url = %q", r.DetailsURL)
+	}
+}
+
+func TestSupersedeApplyFinish(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	old := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
+	newer := f.srv.Commit(owner, repo, "main", map[string]string{"a": "2"}, "two")
+	pOld, pNew := plan("prod", old, 1), plan("prod", newer, 2)
+	for _, p := range []*reconcile.Plan{pOld, pNew} {
+		if _, err := f.client.Propose(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.client.Supersede(ctx, "prod", old, newer); err != nil {
+		t.Fatalf("Supersede: %v", err)
+	}
+	if err := f.client.Applying(ctx, pNew, "maria"); err != nil {
+		t.Fatalf("Applying: %v", err)
+	}
+	if got := f.srv.CheckRuns(owner, repo)[1]; got.Status != "in_progress" || !strings.Contains(got.Title, "@maria") || len(got.Actions) != 0 {
+		t.Errorf("approved run: status %q title %q actions %v", got.Status, got.Title, got.Actions)
+	}
+	res := &reconcile.Result{Plan: pNew, Workloads: []reconcile.WorkloadResult{
+		{WorkloadKey: pNew.Changes[0].Key(), Service: "svc-000", Changes: pNew.Changes[:1], Outcome: reconcile.OutcomeSucceeded, Duration: time.Second},
+		{WorkloadKey: pNew.Changes[1].Key(), Service: "svc-001", Changes: pNew.Changes[1:], Outcome: reconcile.OutcomeFailed, Message: "rollout timed out"},
+	}}
+	if err := f.client.Finished(ctx, res, "maria", nil); err != nil {
+		t.Fatalf("Finished: %v", err)
+	}
+	want := []run{
+		{"stagehand/prod", old, "completed", "neutral", pOld.PlanHash, nil},
+		{"stagehand/prod", newer, "completed", "failure", pNew.PlanHash, nil},
+	}
+	if diff := cmp.Diff(want, runs(f.srv)); diff != "" {
+		t.Errorf("check runs (-want +got):\n%s", diff)
+	}
+	all := f.srv.CheckRuns(owner, repo)
+	if !strings.Contains(all[0].Title, "Superseded by "+newer[:7]) {
+		t.Errorf("superseded title = %q", all[0].Title)
+	}
+	for _, s := range []string{"Approved by @maria", "svc-000", "succeeded", "rollout timed out"} {
+		if !strings.Contains(all[1].Summary, s) {
+			t.Errorf("result summary lacks %q:\n%s", s, all[1].Summary)
+		}
+	}
+}
+
+func TestSkipConfirmationGetsACheckRunToo(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
+	p := plan("devel", sha, 1)
+	p.SkipConfirmation = true
+	if err := f.client.Applying(ctx, p, ""); err != nil {
+		t.Fatal(err)
+	}
+	res := &reconcile.Result{Plan: p, Workloads: []reconcile.WorkloadResult{{WorkloadKey: p.Changes[0].Key(), Service: "svc-000", Outcome: reconcile.OutcomeSucceeded}}}
+	if err := f.client.Finished(ctx, res, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []run{{"stagehand/devel", sha, "completed", "success", p.PlanHash, nil}}
+	if diff := cmp.Diff(want, runs(f.srv)); diff != "" {
+		t.Errorf("check runs (-want +got):\n%s", diff)
+	}
+}
+
+func TestPlanLargerThanTheSummaryLimit(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
+	p := plan("prod", sha, 2000)
+	if full := github.RenderPlan(p, "", ""); !strings.Contains(full.Summary, "Cut to fit") {
+		t.Fatalf("a 2000-change plan was not cut (len %d)", len(full.Summary))
+	}
+	id, err := f.client.Propose(ctx, p) // githubtest rejects a summary over 65,535 characters
+	if err != nil {
+		t.Fatalf("Propose: %v", err)
+	}
+	r, _ := f.srv.CheckRun(owner, repo, id)
+	if n := len([]rune(r.Summary)); n > github.SummaryLimit {
+		t.Errorf("summary has %d characters", n)
+	}
+	if !strings.Contains(r.Summary, "https://stagehand.example.com/api/v1/environments/prod") || !strings.HasSuffix(r.Summary, "**\n") {
+		t.Errorf("cut summary does not point to the full plan; ends %q", r.Summary[len(r.Summary)-300:])
+	}
+}
+
+func TestRetriesOnBadGatewayAndRateLimits(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
+	const create, update = "/repos/{owner}/{repo}/check-runs", "/repos/{owner}/{repo}/check-runs/{check_run_id}"
+	f.srv.Inject(githubtest.Fault{Method: "POST", Route: create, Status: http.StatusBadGateway, Times: 2})
+	f.srv.Inject(githubtest.Fault{Method: "POST", Route: create, Status: http.StatusTooManyRequests, RetryAfter: time.Second})
+	f.srv.Inject(githubtest.Fault{Method: "PATCH", Route: update, Status: http.StatusForbidden, RateLimitReset: time.Now().Add(time.Second)})
+	f.srv.Inject(githubtest.Fault{Method: "PATCH", Route: update, Status: http.StatusServiceUnavailable})
+	p := plan("prod", sha, 1)
+	if _, err := f.client.Propose(ctx, p); err != nil {
+		t.Fatalf("Propose through 502, 502, 429: %v", err)
+	}
+	if err := f.client.Applying(ctx, p, "maria"); err != nil {
+		t.Fatalf("Applying through 403 rate limit, 503: %v", err)
+	}
+	if n := f.srv.FaultsLeft(); n != 0 {
+		t.Errorf("%d faults not reached", n)
+	}
+	want := []run{{"stagehand/prod", sha, "in_progress", "", p.PlanHash, nil}}
+	if diff := cmp.Diff(want, runs(f.srv)); diff != "" {
+		t.Errorf("check runs, nothing lost or doubled (-want +got):\n%s", diff)
+	}
+	if got := f.srv.CountRequests("POST", create); got != 4 {
+		t.Errorf("create requests = %d, want 4 (3 faults + 1)", got)
+	}
+
+	// Bounded: a fault that outlasts the attempts surfaces as an error.
+	f.srv.Inject(githubtest.Fault{Method: "PATCH", Route: update, Status: http.StatusBadGateway, Times: 10})
+	err := f.client.Supersede(ctx, "prod", sha, "0123456789")
+	if err == nil {
+		// the run is in progress, not awaiting: Supersede has nothing to update; use Finished instead
+		err = f.client.Finished(ctx, &reconcile.Result{Plan: p}, "maria", nil)
+	}
+	if err == nil || !strings.Contains(err.Error(), "502") {
+		t.Errorf("err = %v, want the 502 after the last attempt", err)
+	}
+	if left := f.srv.FaultsLeft(); left != 6 {
+		t.Errorf("faults left = %d, want 6 (4 attempts used)", left)
+	}
+}

@@ -1,0 +1,133 @@
+package github
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/bradleyfalzon/ghinstallation/v2"
+	gh "github.com/google/go-github/v60/github"
+
+	"github.com/stagehand-gitops/stagehand/internal/config"
+)
+
+// Client talks to one repository (the manifests repository) on GitHub or GitHub Enterprise.
+type Client struct {
+	rest       *gh.Client
+	owner      string
+	repo       string
+	approvers  config.Approvers
+	detailsURL string
+}
+
+type options struct {
+	transport http.RoundTripper
+	token     string
+	retry     RetryPolicy
+	now       func() time.Time
+}
+
+// Option configures New.
+type Option func(*options) error
+
+// WithTransport sets the HTTP transport under authentication and retries (default http.DefaultTransport).
+func WithTransport(t http.RoundTripper) Option {
+	return func(o *options) error { o.transport = t; return nil }
+}
+
+// WithToken authenticates with a static token instead of the GitHub App (tests, personal setups).
+func WithToken(token string) Option {
+	return func(o *options) error {
+		if token == "" {
+			return errors.New("empty token")
+		}
+		o.token = token
+		return nil
+	}
+}
+
+// WithRetry replaces the retry policy (DefaultRetryPolicy otherwise).
+func WithRetry(p RetryPolicy) Option {
+	return func(o *options) error {
+		if p.MaxAttempts < 1 {
+			return fmt.Errorf("retry policy: MaxAttempts must be at least 1, got %d", p.MaxAttempts)
+		}
+		o.retry = p
+		return nil
+	}
+}
+
+// New builds a client from the github section of the configuration: github.apiURL (empty: api.github.com;
+// GitHub Enterprise and tests give theirs, with or without /api/v3), the App credentials in github.app (the
+// installation token is cached and refreshed by ghinstallation), github.owner/repo, the approvers rule and
+// github.detailsURL (the reconciler's public API URL, linked from check runs).
+func New(cfg config.GitHub, opts ...Option) (*Client, error) {
+	o := options{transport: http.DefaultTransport, retry: DefaultRetryPolicy()}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, fmt.Errorf("configuring GitHub client: %w", err)
+		}
+	}
+	if cfg.Owner == "" || cfg.Repo == "" {
+		return nil, errors.New("configuring GitHub client: github.owner and github.repo are required")
+	}
+	base := &retryTransport{base: o.transport, policy: o.retry}
+	var hc *http.Client
+	switch {
+	case o.token != "":
+		hc = &http.Client{Transport: &tokenTransport{base: base, token: o.token}}
+	case cfg.App != nil:
+		key, err := os.ReadFile(cfg.App.PrivateKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading github.app.privateKeyFile: %w", err)
+		}
+		tr, err := ghinstallation.New(base, cfg.App.AppID, cfg.App.InstallationID, key)
+		if err != nil {
+			return nil, fmt.Errorf("github.app.privateKeyFile %s: %w", cfg.App.PrivateKeyFile, err)
+		}
+		if cfg.APIURL != "" {
+			tr.BaseURL = apiBase(cfg.APIURL)
+		}
+		hc = &http.Client{Transport: tr}
+	default:
+		return nil, errors.New("configuring GitHub client: github.app is required (appID, installationID, privateKeyFile)")
+	}
+	rest := gh.NewClient(hc)
+	if cfg.APIURL != "" {
+		var err error
+		if rest, err = rest.WithEnterpriseURLs(cfg.APIURL, cfg.APIURL); err != nil {
+			return nil, fmt.Errorf("github.apiURL %q: %w", cfg.APIURL, err)
+		}
+	}
+	return &Client{rest: rest, owner: cfg.Owner, repo: cfg.Repo, approvers: cfg.Approvers, detailsURL: cfg.DetailsURL}, nil
+}
+
+// REST is the underlying go-github client, for callers that need other endpoints.
+func (c *Client) REST() *gh.Client { return c.rest }
+
+// Repo returns "owner/repo".
+func (c *Client) Repo() string { return c.owner + "/" + c.repo }
+
+// apiBase turns an API URL into the base ghinstallation expects: scheme, host and, for Enterprise, /api/v3.
+func apiBase(apiURL string) string {
+	u := strings.TrimRight(apiURL, "/")
+	if strings.HasSuffix(u, "/api/v3") || strings.Contains(u, "://api.") {
+		return u
+	}
+	return u + "/api/v3"
+}
+
+// tokenTransport adds a static token to every request.
+type tokenTransport struct {
+	base  http.RoundTripper
+	token string
+}
+
+func (t *tokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	r := req.Clone(req.Context())
+	r.Header.Set("Authorization", "token "+t.token)
+	return t.base.RoundTrip(r)
+}

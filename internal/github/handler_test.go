@@ -1,0 +1,157 @@
+package github_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/stagehand-gitops/stagehand/internal/github"
+)
+
+func TestApprovalClicks(t *testing.T) {
+	tests := []struct {
+		name       string
+		sender     string
+		action     string
+		staleHash  bool
+		wantRun    run
+		wantDecide []string // approved or rejected entries
+		wantInSum  string
+	}{
+		{name: "maintainer approves", sender: "maria", action: "approve",
+			wantRun: run{Status: "in_progress"}, wantDecide: []string{"approved prod HASH maria"}, wantInSum: "maintain on acme/manifests"},
+		{name: "team member approves", sender: "sam", action: "approve",
+			wantRun: run{Status: "in_progress"}, wantDecide: []string{"approved prod HASH sam"}, wantInSum: "member of acme/sre"},
+		{name: "admin rejects", sender: "acme", action: "reject",
+			wantRun: run{Status: "completed", Conclusion: "cancelled"}, wantDecide: []string{"rejected prod HASH acme"}, wantInSum: "Rejected by @acme"},
+		{name: "writer may not approve", sender: "wendy", action: "approve",
+			wantRun: run{Status: "completed", Conclusion: "action_required", Actions: []string{"approve", "reject"}}, wantInSum: "@wendy may not approve or reject this plan: @wendy has write on acme/manifests; approving needs maintain"},
+		{name: "stranger may not reject", sender: "eve", action: "reject",
+			wantRun: run{Status: "completed", Conclusion: "action_required", Actions: []string{"approve", "reject"}}, wantInSum: "@eve has no access"},
+		{name: "stale hash", sender: "maria", action: "approve", staleHash: true,
+			wantRun: run{Status: "completed", Conclusion: "neutral"}, wantInSum: "This plan was not applied: plan is not pending"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newFixture(t)
+			f.srv.SetPermission(owner, repo, "maria", "maintain")
+			f.srv.SetPermission(owner, repo, "wendy", "write")
+			f.srv.AddTeamMember("acme", "sre", "sam")
+			sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
+			p := plan("prod", sha, 2)
+			id, err := f.client.Propose(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := newDecider()
+			d.set("prod", p.PlanHash)
+			if tc.staleHash {
+				d.set("prod", "sha256:somethingelse")
+			}
+			h := github.NewHandler(f.client, d, nil, "main")
+			delivery := f.srv.CheckRunActionDelivery(owner, repo, id, tc.action, tc.sender)
+			if err := h.HandleCheckRun(ctx, delivery.Body); err != nil {
+				t.Fatalf("HandleCheckRun: %v", err)
+			}
+			var decided []string
+			for _, a := range d.approved {
+				decided = append(decided, "approved "+a)
+			}
+			for _, r := range d.rejected {
+				decided = append(decided, "rejected "+r)
+			}
+			want := strings.ReplaceAll(strings.Join(tc.wantDecide, ","), "HASH", p.PlanHash)
+			if got := strings.Join(decided, ","); got != want {
+				t.Errorf("decisions = %q, want %q", got, want)
+			}
+			tc.wantRun.Name, tc.wantRun.HeadSHA, tc.wantRun.ExternalID = "stagehand/prod", sha, p.PlanHash
+			if diff := cmp.Diff([]run{tc.wantRun}, runs(f.srv)); diff != "" {
+				t.Errorf("check run (-want +got):\n%s", diff)
+			}
+			if got := f.srv.CheckRuns(owner, repo)[0].Summary; !strings.Contains(got, tc.wantInSum) {
+				t.Errorf("summary lacks %q:\n%s", tc.wantInSum, got)
+			}
+		})
+	}
+}
+
+func TestUnauthorisedClickTwiceKeepsOneNote(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
+	p := plan("prod", sha, 1)
+	id, err := f.client.Propose(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := github.NewHandler(f.client, newDecider(), nil, "main")
+	for _, who := range []string{"eve", "mallory"} {
+		if err := h.HandleCheckRun(ctx, f.srv.CheckRunActionDelivery(owner, repo, id, "approve", who).Body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := f.srv.CheckRuns(owner, repo)[0].Summary
+	if strings.Count(s, "may not approve") != 1 || !strings.Contains(s, "@mallory") || !strings.Contains(s, "svc-000") {
+		t.Errorf("summary after two unauthorised clicks:\n%s", s)
+	}
+}
+
+func TestIgnoredDeliveries(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
+	other := f.srv.AddCheckRun(owner, repo, githubtestRun("ci/build", sha))
+	preview := f.srv.AddCheckRun(owner, repo, githubtestRun("stagehand/prod preview", sha))
+	d := newDecider()
+	h := github.NewHandler(f.client, d, nil, "main")
+	for _, id := range []int64{other, preview} {
+		if err := h.HandleCheckRun(ctx, f.srv.CheckRunActionDelivery(owner, repo, id, "approve", "acme").Body); err != nil {
+			t.Errorf("HandleCheckRun: %v", err)
+		}
+	}
+	if len(d.approved) != 0 {
+		t.Errorf("approved %v from runs that are not approval runs", d.approved)
+	}
+	if err := h.HandleCheckRun(ctx, []byte("{")); err == nil {
+		t.Error("a malformed payload was accepted")
+	}
+}
+
+type previewer map[string]error
+
+func (p previewer) Preview(_ context.Context, rev string) ([]github.Preview, error) {
+	var out []github.Preview
+	for _, env := range []string{"devel", "prod"} {
+		out = append(out, github.Preview{Environment: env, Plan: plan(env, rev, 1), Err: p[env]})
+	}
+	return out, nil
+}
+
+func TestPullRequestPreview(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.srv.Commit(owner, repo, "bump", map[string]string{"environments/prod/api.json": "{}"}, "bump api")
+	n := f.srv.OpenPullRequest(owner, repo, "bump", "main", "Bump api", "maria")
+	h := github.NewHandler(f.client, newDecider(), previewer{"devel": errors.New("environments/devel/manifest.json:3:5: unknown key")}, "main")
+	for _, action := range []string{"opened", "synchronize", "closed"} {
+		if err := h.HandlePullRequest(ctx, f.srv.PullRequestDelivery(owner, repo, n, action, "maria").Body); err != nil {
+			t.Fatalf("%s: %v", action, err)
+		}
+	}
+	head := f.srv.Branch(owner, repo, "bump")
+	want := []run{
+		{"stagehand/devel preview", head, "completed", "neutral", plan("devel", head, 1).PlanHash, nil},
+		{"stagehand/prod preview", head, "completed", "neutral", plan("prod", head, 1).PlanHash, nil},
+	}
+	if diff := cmp.Diff(want, runs(f.srv)); diff != "" {
+		t.Errorf("preview runs, one per environment, updated in place (-want +got):\n%s", diff)
+	}
+	all := f.srv.CheckRuns(owner, repo)
+	if !strings.Contains(all[0].Title, "unknown key") || !strings.Contains(all[1].Summary, "Merging this pull request") {
+		t.Errorf("previews: %q / %q", all[0].Title, all[1].Summary)
+	}
+}

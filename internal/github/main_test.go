@@ -1,0 +1,117 @@
+package github_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+const (
+	owner = "acme"
+	repo  = "manifests"
+)
+
+// fixture is a githubtest server with the manifests repository and a client authenticated as the App.
+type fixture struct {
+	srv    *githubtest.Server
+	client *github.Client
+	cfg    config.GitHub
+}
+
+func newFixture(t *testing.T, mutate ...func(*config.GitHub)) *fixture {
+	t.Helper()
+	srv := githubtest.New(t)
+	srv.CreateRepo(owner, repo, "main")
+	key := filepath.Join(t.TempDir(), "app.pem")
+	if err := os.WriteFile(key, srv.AppPrivateKeyPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.GitHub{
+		APIURL: srv.URL(), Owner: owner, Repo: repo, DetailsURL: "https://stagehand.example.com",
+		App:       &config.GitHubApp{AppID: srv.AppID(), InstallationID: srv.InstallationID(), PrivateKeyFile: key},
+		Approvers: config.Approvers{MinPermission: "maintain", Teams: []string{"acme/sre"}},
+	}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	c, err := github.New(cfg, github.WithRetry(github.RetryPolicy{MaxAttempts: 4, BaseDelay: 10 * time.Millisecond, MaxWait: 3 * time.Second}))
+	if err != nil {
+		t.Fatalf("github.New: %v", err)
+	}
+	return &fixture{srv: srv, client: c, cfg: cfg}
+}
+
+// plan builds a plan for env at revision with n changes in target "a".
+func plan(env, revision string, n int) *reconcile.Plan {
+	p := &reconcile.Plan{Environment: env, Revision: revision, Blocked: []reconcile.Blocked{}, Problems: []reconcile.Problem{}, Unmanaged: []reconcile.Unmanaged{}}
+	for i := range n {
+		svc := fmt.Sprintf("svc-%03d", i)
+		p.Changes = append(p.Changes, reconcile.Change{
+			Service: svc, Target: "a", Namespace: "apps-" + env, Kind: reconcile.KindDeployment, Name: svc, Container: svc,
+			From: "registry.example.com/team/" + svc + ":1.0.0",
+			To:   "registry.example.com/team/" + svc + ":1.0.1@sha256:" + strings.Repeat(fmt.Sprintf("%x", i%16), 64),
+		})
+	}
+	p.PlanHash = reconcile.Hash(p.Changes)
+	return p
+}
+
+// decider is a hand-written Decider: it records decisions and answers like the daemon would for one
+// pending plan per environment.
+type decider struct {
+	mu       sync.Mutex
+	pending  map[string]string // env → planHash
+	approved []string          // "env planHash approver"
+	rejected []string
+}
+
+func newDecider() *decider { return &decider{pending: map[string]string{}} }
+
+func (d *decider) set(env, hash string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.pending[env] = hash
+}
+
+func (d *decider) check(env, hash string) error {
+	if d.pending[env] != hash {
+		return fmt.Errorf("%w: %s has %q pending, not %q", github.ErrNotPending, env, d.pending[env], hash)
+	}
+	return nil
+}
+
+func (d *decider) Approve(_ context.Context, env, hash, who string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.check(env, hash); err != nil {
+		return err
+	}
+	delete(d.pending, env)
+	d.approved = append(d.approved, env+" "+hash+" "+who)
+	return nil
+}
+
+func (d *decider) Reject(_ context.Context, env, hash, who, _ string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.check(env, hash); err != nil {
+		return err
+	}
+	delete(d.pending, env)
+	d.rejected = append(d.rejected, env+" "+hash+" "+who)
+	return nil
+}
+
+func githubtestRun(name, sha string) githubtest.CheckRun {
+	return githubtest.CheckRun{Name: name, HeadSHA: sha, Conclusion: "action_required", ExternalID: "x"}
+}
