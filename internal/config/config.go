@@ -291,6 +291,7 @@ func (c *Config) Validate() error {
 	default:
 		bad("github.approvers.minPermission", "unknown permission %q; accepted: read, triage, write, maintain, admin", c.GitHub.Approvers.MinPermission)
 	}
+	c.GitHub.validate(bad)
 	if c.Workloads.Concurrency < 0 {
 		bad("workloads.concurrency", "must be positive, got %d", c.Workloads.Concurrency)
 	}

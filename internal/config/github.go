@@ -1,0 +1,46 @@
+package config
+
+import (
+	"net/url"
+	"strings"
+)
+
+// validate checks the github section: the App credentials are complete, URLs are absolute http(s)
+// URLs, teams are "org/slug", and owner/repo are set whenever GitHub is used at all.
+func (g *GitHub) validate(bad func(field, format string, a ...any)) {
+	used := g.App != nil || g.WebhookSecretFile != "" || g.APIURL != "" || g.Owner != "" || g.Repo != ""
+	if used && g.Owner == "" {
+		bad("github.owner", "required when github is configured (the manifests repository's owner)")
+	}
+	if used && g.Repo == "" {
+		bad("github.repo", "required when github is configured (the manifests repository's name)")
+	}
+	if strings.Contains(g.Repo, "/") {
+		bad("github.repo", "%q: give the name only; the owner goes in github.owner", g.Repo)
+	}
+	if a := g.App; a != nil {
+		if a.AppID <= 0 {
+			bad("github.app.appID", "must be a positive GitHub App id, got %d", a.AppID)
+		}
+		if a.InstallationID <= 0 {
+			bad("github.app.installationID", "must be a positive installation id, got %d", a.InstallationID)
+		}
+		if a.PrivateKeyFile == "" {
+			bad("github.app.privateKeyFile", "required (the App's PEM private key, mounted from a Secret)")
+		}
+	}
+	for field, v := range map[string]string{"github.apiURL": g.APIURL, "github.detailsURL": g.DetailsURL} {
+		if v == "" {
+			continue
+		}
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad(field, "%q is not an absolute http(s) URL", v)
+		}
+	}
+	for i, t := range g.Approvers.Teams {
+		org, slug, ok := strings.Cut(t, "/")
+		if !ok || org == "" || slug == "" || strings.Contains(slug, "/") {
+			bad("github.approvers.teams", "entry %d %q: want org/team-slug, e.g. acme/sre", i, t)
+		}
+	}
+}

@@ -1,0 +1,48 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestGitHub(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       GitHub
+		err        string
+	}{
+		{name: "unset", yaml: "{}", want: GitHub{Approvers: Approvers{MinPermission: "maintain"}}},
+		{name: "enterprise app", yaml: `github: {apiURL: "https://ghe.acme.com/api/v3", owner: acme, repo: manifests,
+  app: {appID: 12, installationID: 34, privateKeyFile: /keys/app.pem}, webhookSecretFile: /keys/hook,
+  approvers: {minPermission: write, teams: [acme/sre]}, detailsURL: "https://stagehand.acme.com"}`,
+			want: GitHub{APIURL: "https://ghe.acme.com/api/v3", Owner: "acme", Repo: "manifests",
+				App: &GitHubApp{AppID: 12, InstallationID: 34, PrivateKeyFile: "/keys/app.pem"}, WebhookSecretFile: "/keys/hook",
+				Approvers: Approvers{MinPermission: "write", Teams: []string{"acme/sre"}}, DetailsURL: "https://stagehand.acme.com"}},
+		{name: "owner missing", yaml: "github: {repo: manifests}", err: "github.owner: required"},
+		{name: "owner in repo", yaml: "github: {owner: acme, repo: acme/manifests}", err: `github.repo: "acme/manifests": give the name only`},
+		{name: "incomplete app", yaml: "github: {owner: acme, repo: m, app: {appID: 1}}", err: "github.app.installationID: must be a positive installation id, got 0"},
+		{name: "app key", yaml: "github: {owner: acme, repo: m, app: {appID: 1, installationID: 2}}", err: "github.app.privateKeyFile: required"},
+		{name: "relative api url", yaml: "github: {owner: acme, repo: m, apiURL: ghe.acme.com}", err: `github.apiURL: "ghe.acme.com" is not an absolute http(s) URL`},
+		{name: "bad team", yaml: "github: {owner: acme, repo: m, approvers: {teams: [sre]}}", err: `github.approvers.teams: entry 0 "sre": want org/team-slug`},
+		{name: "bad permission", yaml: "github: {approvers: {minPermission: owner}}", err: `github.approvers.minPermission: unknown permission "owner"`},
+		{name: "unknown key", yaml: "github: {token: x}", err: `unknown field "token"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.yaml))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, c.GitHub); diff != "" {
+				t.Errorf("github (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
