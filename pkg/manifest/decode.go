@@ -58,6 +58,10 @@ func parse(f *file, c *collector, allowUnknown bool) {
 }
 
 func (d *decoder) errAt(off int, ptr, msg string) {
+	if d.c.full() {
+		d.c.omitted++
+		return
+	}
 	line, col := d.f.pos(off)
 	d.c.add(Error{File: d.f.name, Line: line, Column: col, Pointer: ptr, Message: msg})
 }
