@@ -259,3 +259,57 @@ func checkNew(s Service) error {
 	}
 	return nil
 }
+
+// SetVersion sets a service's version, adding the key after "name" when it
+// is absent; an empty version removes the key.
+func (e *Editor) SetVersion(service, version string) error {
+	if version != "" {
+		if msg := checkSemver(version); msg != "" {
+			return fmt.Errorf("editing %s: %s", e.file, msg)
+		}
+	}
+	svc, _, err := e.service(service)
+	if err != nil {
+		return err
+	}
+	i := svc.index("version")
+	switch {
+	case version == "" && i >= 0:
+		return e.removeMember(svc, i)
+	case version == "":
+		return nil
+	case i >= 0:
+		v := svc.members[i].val
+		return e.splice(v.start, v.end, jsonString(version))
+	}
+	return e.insertMember(svc, svc.index("name"), "version", version)
+}
+
+// Service returns a service entry as written in the file: Source is the
+// file, and a container's DockerName is "" when the file leaves it out.
+func (e *Editor) Service(name string) (Service, error) {
+	svc, _, err := e.service(name)
+	if err != nil {
+		return Service{}, err
+	}
+	out := Service{Name: name, Source: e.file, Containers: []Container{}}
+	if v := svc.get("version"); v != nil {
+		out.Version = v.str
+	}
+	if list := svc.get("containers"); list != nil {
+		for _, c := range list.elems {
+			var ctr Container
+			if n := c.get("dockerName"); n != nil {
+				ctr.DockerName = n.str
+			}
+			if n := c.get("dockerTag"); n != nil {
+				ctr.DockerTag = n.str
+			}
+			if n := c.get("dockerDigest"); n != nil {
+				ctr.DockerDigest = n.str
+			}
+			out.Containers = append(out.Containers, ctr)
+		}
+	}
+	return out, nil
+}

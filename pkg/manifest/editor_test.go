@@ -189,6 +189,24 @@ func TestEditor(t *testing.T) {
 `,
 		},
 		{
+			name: "version replaced in place",
+			in:   prettyDoc,
+			edit: func(e *Editor) error { return e.SetVersion("checkout-api", "1.5.0") },
+			want: replaceLine(prettyDoc, `            "version": "1.4.0",`, `            "version": "1.5.0",`),
+		},
+		{
+			name: "version added after name",
+			in:   prettyDoc,
+			edit: func(e *Editor) error { return e.SetVersion("payments-api", "2.1.0") },
+			want: replaceLine(prettyDoc, `            "name": "payments-api",`, `            "name": "payments-api",`+"\n"+`            "version": "2.1.0",`),
+		},
+		{
+			name: "empty version removes the key",
+			in:   prettyDoc,
+			edit: func(e *Editor) error { return e.SetVersion("checkout-api", "") },
+			want: replaceLine(prettyDoc, `            "version": "1.4.0",`+"\n", ``),
+		},
+		{
 			name: "RFC example: no indentation at all",
 			in:   "{\n\"services\": [\n{\n\"name\": \"a\",\n\"containers\": [\n{\n\"dockerTag\": \"e96ae0a\"\n}\n]\n}\n]\n}\n",
 			edit: func(e *Editor) error { return e.SetImage("a", "", "f00ba47", digestA) },
@@ -288,6 +306,20 @@ func TestContainer(t *testing.T) {
 	want := Container{DockerName: "payments-worker", DockerTag: "2.0.1", DockerDigest: digestA}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+	svc, err := e.Service("payments-api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSvc := Service{Name: "payments-api", Source: "x.json", Containers: []Container{
+		{DockerName: "payments-worker", DockerTag: "2.0.1", DockerDigest: digestA},
+		{DockerTag: "2.0.1"},
+	}}
+	if diff := cmp.Diff(wantSvc, svc); diff != "" {
+		t.Errorf("Service (-want +got):\n%s", diff)
+	}
+	if err := e.SetVersion("checkout-api", "1.x"); err == nil {
+		t.Error("SetVersion accepted an invalid version")
 	}
 	if diff := cmp.Diff([]string{"checkout-api", "payments-api"}, e.Services()); diff != "" {
 		t.Errorf("Services (-want +got):\n%s", diff)
