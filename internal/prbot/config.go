@@ -1,0 +1,154 @@
+package prbot
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/stagehand-gitops/stagehand/internal/config"
+)
+
+// Config is the file `prbot serve --config` reads (strict YAML: unknown keys
+// are errors). Secrets come from files, never inline.
+//
+//	github:
+//	  apiURL: ""                          # GitHub Enterprise: https://ghe.example.com/api/v3 (empty: api.github.com)
+//	  owner: acme                         # the manifests repository
+//	  repo: manifests
+//	  app: {appID: 1, installationID: 2, privateKeyFile: /secrets/app/private-key.pem}
+//	  tokenFile: ""                       # instead of app: a file holding a token
+//	  webhookSecretFile: /secrets/webhook/secret   # required: webhooks are always verified
+//	base: main                            # base branch of the manifests repository
+//	root: .                               # directory holding environments/ and pipeline.yaml
+//	listen: ":8080"                       # serves POST <webhookPath> and GET /healthz
+//	webhookPath: /webhook/github
+//	upstreamOwner: ""                     # organisation of upstream repositories (default github.owner)
+//	webURL: https://github.com            # for compare links (GitHub Enterprise: its web root)
+//	locks:                                # optional: the reconciler's lock API
+//	  server: https://stagehand.example.com
+//	  tokenFile: /secrets/api/token
+//	merge:
+//	  method: merge                       # merge, squash or rebase
+//	  requiredChecks: []                  # check runs / statuses that must have succeeded before an auto-merge
+//	historyDepth: 50                      # commits looked back through for the earlier stage's success
+//	resync: 10m                           # re-evaluate everything this often (0s: only on events)
+type Config struct {
+	GitHub        GitHubConfig     `json:"github"`
+	Base          string           `json:"base"`
+	Root          string           `json:"root"`
+	Listen        string           `json:"listen"`
+	WebhookPath   string           `json:"webhookPath"`
+	UpstreamOwner string           `json:"upstreamOwner"`
+	WebURL        string           `json:"webURL"`
+	Locks         *LocksConfig     `json:"locks,omitempty"`
+	Merge         MergeConfig      `json:"merge"`
+	HistoryDepth  int              `json:"historyDepth"`
+	Resync        *config.Duration `json:"resync,omitempty"`
+}
+
+// GitHubConfig says which repository the bot works on and how it authenticates.
+type GitHubConfig struct {
+	APIURL            string            `json:"apiURL"`
+	Owner             string            `json:"owner"`
+	Repo              string            `json:"repo"`
+	App               *config.GitHubApp `json:"app,omitempty"`
+	TokenFile         string            `json:"tokenFile"`
+	WebhookSecretFile string            `json:"webhookSecretFile"`
+}
+
+// LocksConfig points at the reconciler's lock API.
+type LocksConfig struct {
+	Server    string `json:"server"`
+	TokenFile string `json:"tokenFile"`
+}
+
+// MergeConfig says how the bot merges.
+type MergeConfig struct {
+	Method         string   `json:"method"`
+	RequiredChecks []string `json:"requiredChecks"`
+}
+
+// LoadConfig reads and checks a serve configuration file.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading prbot config: %w", err)
+	}
+	c, err := ParseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ParseConfig parses a serve configuration strictly, fills in defaults and
+// checks it; all problems are reported together.
+func ParseConfig(data []byte) (*Config, error) {
+	var c Config
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return nil, fmt.Errorf("parsing prbot config: %w", err)
+	}
+	if c.Base == "" {
+		c.Base = "main"
+	}
+	if c.Root == "" {
+		c.Root = "."
+	}
+	if c.Listen == "" {
+		c.Listen = ":8080"
+	}
+	if c.WebhookPath == "" {
+		c.WebhookPath = "/webhook/github"
+	}
+	if c.Merge.Method == "" {
+		c.Merge.Method = "merge"
+	}
+	if c.HistoryDepth == 0 {
+		c.HistoryDepth = 50
+	}
+	if c.Resync == nil {
+		c.Resync = &config.Duration{Duration: 10 * time.Minute}
+	}
+	var errs []string
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
+	g := c.GitHub
+	if g.Owner == "" || g.Repo == "" {
+		bad("github.owner and github.repo are required")
+	}
+	switch {
+	case g.App == nil && g.TokenFile == "":
+		bad("github.app (appID, installationID, privateKeyFile) or github.tokenFile is required")
+	case g.App != nil && g.TokenFile != "":
+		bad("github.app and github.tokenFile are mutually exclusive")
+	case g.App != nil && (g.App.AppID == 0 || g.App.InstallationID == 0 || g.App.PrivateKeyFile == ""):
+		bad("github.app needs appID, installationID and privateKeyFile")
+	}
+	if g.WebhookSecretFile == "" {
+		bad("github.webhookSecretFile is required: webhooks are always verified")
+	}
+	if !strings.HasPrefix(c.WebhookPath, "/") {
+		bad("webhookPath %q: must start with /", c.WebhookPath)
+	}
+	switch c.Merge.Method {
+	case "merge", "squash", "rebase":
+	default:
+		bad("merge.method %q: want merge, squash or rebase", c.Merge.Method)
+	}
+	if c.HistoryDepth < 1 {
+		bad("historyDepth %d: must be at least 1", c.HistoryDepth)
+	}
+	if c.Resync.Duration < 0 {
+		bad("resync %s: must not be negative", c.Resync.Duration)
+	}
+	if c.Locks != nil && (c.Locks.Server == "" || c.Locks.TokenFile == "") {
+		bad("locks needs server and tokenFile")
+	}
+	if len(errs) > 0 {
+		return nil, errors.New("invalid prbot config: " + strings.Join(errs, "; "))
+	}
+	return &c, nil
+}

@@ -1,0 +1,200 @@
+package prbot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+	"github.com/stagehand-gitops/stagehand/internal/webhook"
+	"github.com/stagehand-gitops/stagehand/pkg/promote"
+)
+
+const secret = "webhook-secret"
+
+// checkRunCompleted builds the check_run delivery GitHub sends when a check
+// run completes, from the real example payload.
+func checkRunCompleted(t *testing.T, name, sha, conclusion, id string) githubtest.Delivery {
+	t.Helper()
+	data, err := os.ReadFile("testdata/check_run.created.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["action"] = "completed"
+	run := m["check_run"].(map[string]any)
+	run["name"], run["head_sha"], run["status"], run["conclusion"] = name, sha, "completed", conclusion
+	run["completed_at"] = time.Now().UTC().Format(time.RFC3339)
+	run["pull_requests"] = []any{}
+	r := m["repository"].(map[string]any)
+	r["full_name"], r["name"] = owner+"/"+repo, repo
+	r["owner"].(map[string]any)["login"] = owner
+	body, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return githubtest.Delivery{Event: "check_run", ID: id, Body: body}
+}
+
+// served runs a Server behind a webhook receiver and collects its results.
+type served struct {
+	url     string
+	mu      sync.Mutex
+	results []*PromoteResult
+	errs    []error
+}
+
+func (s *served) last() (*PromoteResult, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.results) == 0 {
+		return nil, 0
+	}
+	return s.results[len(s.results)-1], len(s.results)
+}
+
+func serve(t *testing.T, b *Bot) *served {
+	t.Helper()
+	out := &served{}
+	srv, err := NewServer(b, WithResync(0), WithResultHandler(func(r *PromoteResult, err error) {
+		out.mu.Lock()
+		defer out.mu.Unlock()
+		if errors.Is(err, context.Canceled) {
+			return // the test is over
+		}
+		if err != nil {
+			out.errs = append(out.errs, err)
+			return
+		}
+		out.results = append(out.results, r)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcv, err := webhook.New(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Register(rcv)
+	hs := httptest.NewServer(rcv)
+	t.Cleanup(hs.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		out.mu.Lock()
+		defer out.mu.Unlock()
+		for _, err := range out.errs {
+			t.Errorf("evaluation failed: %v", err)
+		}
+	})
+	out.url = hs.URL
+	return out
+}
+
+func send(t *testing.T, url, secret string, d githubtest.Delivery) int {
+	t.Helper()
+	code, body, err := githubtest.Send(context.Background(), url, secret, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != http.StatusOK && code != http.StatusUnauthorized {
+		t.Fatalf("webhook answered %d: %s", code, body)
+	}
+	return code
+}
+
+func TestServeEvaluatesOnWebhooks(t *testing.T) {
+	f := newFixture(t, spread(healthyPipeline))
+	b := f.bot(t, WithClock(func() time.Time { return now }))
+	s := serve(t, b)
+
+	// At start: evaluated once, nothing healthy yet.
+	waitFor(t, "the first evaluation", func() bool { r, _ := s.last(); return r != nil })
+	if r, _ := s.last(); r.Action != ActionNone {
+		t.Fatalf("first evaluation = %+v, want nothing to do", r)
+	}
+
+	// A forged delivery is refused and changes nothing.
+	head := f.srv.Branch(owner, repo, "main")
+	healthyAt(f, "devel", head, time.Hour)
+	if code := send(t, s.url, "wrong-secret", checkRunCompleted(t, "stagehand/devel", head, "success", "d1")); code != http.StatusUnauthorized {
+		t.Errorf("forged delivery answered %d, want 401", code)
+	}
+	// stagehand/devel completed: the promotion becomes possible and is opened.
+	send(t, s.url, secret, checkRunCompleted(t, "stagehand/devel", head, "success", "d2"))
+	waitFor(t, "the promotion pull request", func() bool { return len(f.openPulls()) == 1 })
+
+	// A push to main with a new healthy devel version updates it in place.
+	sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
+	healthyAt(f, "devel", sha, 30*time.Minute)
+	send(t, s.url, secret, f.srv.PushDelivery(owner, repo, "main", head, sha, "someone"))
+	waitFor(t, "the update", func() bool { r, _ := s.last(); return r.Action == ActionUpdated })
+	if c := f.file(t, "stagehand/promote-devel-staging", "environments/staging/manifest.json"); !strings.Contains(c, `"0.2.0"`) {
+		t.Errorf("staging manifest on the branch:\n%s", c)
+	}
+	if prs := f.srv.PullRequests(owner, repo); len(prs) != 1 {
+		t.Errorf("pull requests = %+v, want one", prs)
+	}
+
+	// A push to another branch is ignored.
+	_, n := s.last()
+	other := f.srv.Commit(owner, repo, "feature", map[string]string{"x.txt": "x"}, "feature")
+	send(t, s.url, secret, f.srv.PushDelivery(owner, repo, "feature", sha, other, "someone"))
+	send(t, s.url, secret, checkRunCompleted(t, "stagehand/devel", sha, "success", "d2")) // a duplicate delivery
+	send(t, s.url, secret, checkRunCompleted(t, "stagehand/staging", sha, "success", "d4"))
+	time.Sleep(50 * time.Millisecond) // nothing should happen; give the worker a chance to misbehave
+	if _, m := s.last(); m != n {
+		t.Errorf("%d evaluations after events that concern no promotion", m-n)
+	}
+}
+
+func TestServeReevaluatesWhenSoakEnds(t *testing.T) {
+	f := newFixture(t, spread(healthyPipeline+"    requires: {soak: 3s}\n"))
+	b := f.bot(t) // real clock: the soak ends for real
+	f.srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: promote.CheckName("devel"), HeadSHA: f.srv.Branch(owner, repo, "main"),
+		Status: "completed", Conclusion: "success", CompletedAt: time.Now()})
+	s := serve(t, b)
+	waitFor(t, "the soak to end and the promotion to open", func() bool { r, _ := s.last(); return r != nil && r.Action == ActionOpened })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.results) < 2 || len(s.results[0].Decision.Held) != 3 {
+		for _, r := range s.results {
+			t.Logf("result: %s %+v", r.Action, r.Decision.Held)
+		}
+		t.Errorf("want a soaking evaluation before the one that opened")
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	c, err := ParseConfig([]byte("github: {owner: acme, repo: manifests, tokenFile: /t, webhookSecretFile: /s}\nresync: 1m\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Base != "main" || c.Listen != ":8080" || c.WebhookPath != "/webhook/github" || c.Resync.Duration != time.Minute || c.HistoryDepth != 50 {
+		t.Errorf("defaults = %+v", c)
+	}
+	for in, want := range map[string]string{
+		"github: {owner: acme}\n":                          "github.owner and github.repo are required; github.app (appID, installationID, privateKeyFile) or github.tokenFile is required; github.webhookSecretFile is required",
+		"github: {owner: a, repo: b, tokenFile: t, webhookSecretFile: s}\nbranch: x\n": `unknown field "branch"`,
+		"github: {owner: a, repo: b, tokenFile: t, webhookSecretFile: s}\nmerge: {method: ff}\n": `merge.method "ff"`,
+	} {
+		if _, err := ParseConfig([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseConfig(%q) = %v, want an error containing %q", in, err, want)
+		}
+	}
+}
