@@ -189,8 +189,8 @@ func TestParseConfig(t *testing.T) {
 		t.Errorf("defaults = %+v", c)
 	}
 	for in, want := range map[string]string{
-		"github: {owner: acme}\n":                          "github.owner and github.repo are required; github.app (appID, installationID, privateKeyFile) or github.tokenFile is required; github.webhookSecretFile is required",
-		"github: {owner: a, repo: b, tokenFile: t, webhookSecretFile: s}\nbranch: x\n": `unknown field "branch"`,
+		"github: {owner: acme}\n": "github.owner and github.repo are required; github.app (appID, installationID, privateKeyFile) or github.tokenFile is required; github.webhookSecretFile is required",
+		"github: {owner: a, repo: b, tokenFile: t, webhookSecretFile: s}\nbranch: x\n":           `unknown field "branch"`,
 		"github: {owner: a, repo: b, tokenFile: t, webhookSecretFile: s}\nmerge: {method: ff}\n": `merge.method "ff"`,
 	} {
 		if _, err := ParseConfig([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
