@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
@@ -24,9 +25,14 @@ import (
 // survives a restart even when the branch head is refused.
 const lastGoodRef = plumbing.ReferenceName("refs/stagehand/last-good")
 
-// cache is the persistent bare repository one Source fetches into.
+// cache is the persistent bare repository one Source fetches into. It lives
+// in generation directories <root>/<key>/g<N>: compaction starts generation
+// N+1 and keeps N, so snapshots handed out before still read their objects;
+// older generations are removed.
 type cache struct {
-	dir     string
+	base    string // <root>/<key>
+	gen     int
+	dir     string // base/g<gen>
 	url     string
 	refspec gitconfig.RefSpec
 	branch  plumbing.ReferenceName
@@ -36,7 +42,7 @@ type cache struct {
 func newCache(root, url, branch string) *cache {
 	sum := sha256.Sum256([]byte(url + "\x00" + branch))
 	return &cache{
-		dir:     filepath.Join(root, hex.EncodeToString(sum[:8])),
+		base:    filepath.Join(root, hex.EncodeToString(sum[:8])),
 		url:     url,
 		branch:  plumbing.NewBranchReferenceName(branch),
 		refspec: gitconfig.RefSpec(fmt.Sprintf("+refs/heads/%s:refs/heads/%s", branch, branch)),
@@ -45,18 +51,56 @@ func newCache(root, url, branch string) *cache {
 
 // open opens the cache, checking that it is a readable bare repository for
 // this URL and branch whose recorded commits are complete; anything else is
-// wiped and initialised afresh.
+// wiped and initialised afresh. Generations older than the newest are
+// removed: after a restart no snapshot reads them.
 func (c *cache) open() error {
 	if c.repo != nil {
 		return nil
 	}
-	if _, err := os.Stat(c.dir); err == nil {
-		if err := c.check(); err == nil {
-			return nil
-		}
-		// Corrupt or someone else's cache: start over.
+	gens := c.generations()
+	if len(gens) == 0 {
+		c.setGen(1)
+		return c.reset()
 	}
+	for _, g := range gens[:len(gens)-1] {
+		_ = os.RemoveAll(c.genDir(g)) // best effort: a leftover is retried next start
+	}
+	c.setGen(gens[len(gens)-1])
+	if err := c.check(); err == nil {
+		return nil
+	}
+	// Corrupt or someone else's cache: start over.
 	return c.reset()
+}
+
+// compact starts a new generation (one pack after the next fetch) and
+// removes all but the current one.
+func (c *cache) compact() error {
+	for _, g := range c.generations() {
+		if g < c.gen {
+			_ = os.RemoveAll(c.genDir(g))
+		}
+	}
+	c.setGen(c.gen + 1)
+	return c.reset()
+}
+
+func (c *cache) genDir(g int) string { return filepath.Join(c.base, fmt.Sprintf("g%d", g)) }
+
+func (c *cache) setGen(g int) { c.gen, c.dir = g, c.genDir(g) }
+
+// generations lists the generation numbers on disk, ascending.
+func (c *cache) generations() []int {
+	entries, _ := os.ReadDir(c.base)
+	var gens []int
+	for _, e := range entries {
+		var g int
+		if _, err := fmt.Sscanf(e.Name(), "g%d", &g); err == nil && e.IsDir() && e.Name() == fmt.Sprintf("g%d", g) {
+			gens = append(gens, g)
+		}
+	}
+	sort.Ints(gens)
+	return gens
 }
 
 func (c *cache) check() error {
@@ -121,7 +165,7 @@ func (c *cache) reset() error {
 	if err := os.RemoveAll(c.dir); err != nil {
 		return fmt.Errorf("removing cache %s: %w", c.dir, err)
 	}
-	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
 		return fmt.Errorf("creating cache %s: %w", c.dir, err)
 	}
 	repo, err := git.Init(storage(c.dir), nil)

@@ -6,3 +6,8 @@ import "time"
 var Backoff = backoff
 
 func NextDelay(s *Source, now time.Time, failures int) time.Duration { return s.next(now, failures) }
+
+// WithMaxPacks sets the pack count above which the cache is compacted.
+func WithMaxPacks(n int) Option {
+	return func(o *options) error { o.maxPacks = n; return nil }
+}

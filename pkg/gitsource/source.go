@@ -204,7 +204,7 @@ func (s *Source) poll(ctx context.Context) (snap Snapshot, changed bool, err err
 	}
 	if s.cache.packs() > s.opts.maxPacks {
 		// Compact: a fresh shallow clone holds one pack.
-		if err := s.cache.reset(); err != nil {
+		if err := s.cache.compact(); err != nil {
 			return Snapshot{}, false, err
 		}
 	}

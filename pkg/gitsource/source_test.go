@@ -3,6 +3,7 @@ package gitsource_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -221,7 +222,7 @@ func TestCorruptCache(t *testing.T) {
 			cfg := sourceConfig(url)
 			cfg.CacheDir = t.TempDir()
 			poll(t, newSource(t, cfg))
-			dirs, _ := filepath.Glob(filepath.Join(cfg.CacheDir, "*"))
+			dirs, _ := filepath.Glob(filepath.Join(cfg.CacheDir, "*", "g*"))
 			if len(dirs) != 1 {
 				t.Fatalf("cache dirs = %v, want one", dirs)
 			}
@@ -292,5 +293,45 @@ func TestNewRejectsBadConfig(t *testing.T) {
 				t.Fatalf("New error = %v, want it to contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestCompactionKeepsPreviousSnapshotsReadable(t *testing.T) {
+	srv := gitserver.New(t)
+	url, _ := seed(t, srv)
+	cfg := sourceConfig(url)
+	cfg.CacheDir = t.TempDir()
+	s := newSource(t, cfg, gitsource.WithMaxPacks(1))
+	gens := func() []string {
+		m, _ := filepath.Glob(filepath.Join(cfg.CacheDir, "*", "g*"))
+		for i := range m {
+			m[i] = filepath.Base(m[i])
+		}
+		return m
+	}
+	var snaps []gitsource.Snapshot
+	for i := range 5 {
+		srv.Commit(t, "manifests", "main", map[string]string{"n.json": fmt.Sprint(i)}, "change")
+		snaps = append(snaps, poll(t, s))
+	}
+	// Polls 1-2 fill g1 with two packs; 3 starts g2, 4 adds a pack, 5 starts g3 and removes g1.
+	if diff := cmp.Diff([]string{"g2", "g3"}, gens()); diff != "" {
+		t.Errorf("cache generations (-want +got):\n%s", diff)
+	}
+	for i := 2; i < 5; i++ { // snapshots in g2 and g3 are still readable
+		if got := readFile(t, snaps[i].FS, "n.json"); got != fmt.Sprint(i) {
+			t.Errorf("snapshot %d: n.json = %q", i, got)
+		}
+	}
+	restarted := newSource(t, cfg)
+	srv.ResetRequests()
+	if snap := poll(t, restarted); snap.Revision != snaps[4].Revision {
+		t.Errorf("revision after restart = %s, want %s", snap.Revision, snaps[4].Revision)
+	}
+	if got := srv.Requests(); got.UploadPack != 0 {
+		t.Errorf("restart fetched again: %+v", got)
+	}
+	if diff := cmp.Diff([]string{"g3"}, gens()); diff != "" {
+		t.Errorf("cache generations after restart (-want +got):\n%s", diff)
 	}
 }
