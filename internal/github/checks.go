@@ -155,24 +155,46 @@ func (c *Client) Propose(ctx context.Context, p *reconcile.Plan) (int64, error) 
 	return r.GetID(), nil
 }
 
-// Supersede completes env's check runs awaiting approval on revision as neutral, "superseded by <newer>".
-func (c *Client) Supersede(ctx context.Context, env, revision, newer string) error {
+// Supersede withdraws env's check runs awaiting approval on revision (only the one for planHash, unless
+// planHash is ""), completing them as neutral: "superseded by <newer>" for a newer commit, "replaced: the
+// plan changed" when newer is revision itself, "nothing left to apply" when newer is "".
+func (c *Client) Supersede(ctx context.Context, env, revision, planHash, newer string) error {
 	runs, err := c.runs(ctx, revision, CheckName(env))
 	if err != nil {
 		return err
 	}
+	out := Output{
+		Title:   "Superseded by " + short(newer),
+		Summary: fmt.Sprintf("A newer commit of the manifests, %s, supersedes this plan for **%s**; its own check run asks for approval.", newer, env),
+	}
+	switch newer {
+	case "":
+		out = Output{Title: "Nothing left to apply", Summary: "The environment **" + env + "** already runs what this plan would deploy, or nothing of it can be applied any more."}
+	case revision:
+		out = Output{Title: "Replaced: the plan changed", Summary: "The cluster or the registry changed since this plan was made; the new plan awaits approval in a fresh check run."}
+	}
 	for _, r := range runs {
-		if !awaiting(r) {
+		if !awaiting(r) || (planHash != "" && r.GetExternalID() != planHash) {
 			continue
 		}
-		if err := c.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionNeutral, Output: output(Output{
-			Title:   "Superseded by " + short(newer),
-			Summary: fmt.Sprintf("A newer commit of the manifests, %s, supersedes this plan for **%s**; its own check run asks for approval.", newer, env),
-		})}); err != nil {
+		if err := c.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionNeutral, Output: output(out)}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Interrupted notes on plan p's check run that a shutdown cut the apply short; the next leader continues it
+// and completes the run.
+func (c *Client) Interrupted(ctx context.Context, p *reconcile.Plan, approver, why string) error {
+	r, err := c.run(ctx, p.Environment, p.Revision, p.PlanHash)
+	if err != nil || r == nil {
+		return err
+	}
+	return c.update(ctx, r.GetID(), runUpdate{Status: "in_progress", Output: output(Output{
+		Title:   "Interrupted, continuing",
+		Summary: fmt.Sprintf("Approved by %s. The apply was interrupted: %s.", mention(approver), oneLine(why)),
+	})})
 }
 
 // run finds the check run of env on revision for planHash (newest first), or nil.
@@ -269,18 +291,23 @@ const deniedMarker = "> ⚠️ "
 // Denied records on a pending check run that login clicked a button without the right to: the run stays
 // awaiting approval, with its buttons, and its summary now starts with who may approve.
 func (c *Client) Denied(ctx context.Context, run *gh.CheckRun, login, why string) error {
-	summary := run.GetOutput().GetSummary()
-	if rest, ok := strings.CutPrefix(summary, deniedMarker); ok { // replace an earlier note
-		if _, after, found := strings.Cut(rest, "\n\n"); found {
-			summary = after
-		}
-	}
+	summary := stripNote(run.GetOutput().GetSummary())
 	note := fmt.Sprintf("%s%s may not approve or reject this plan: %s.\n\n", deniedMarker, mention(login), why)
 	out := Output{Title: run.GetOutput().GetTitle(), Summary: cut(note+summary, "")}
 	if out.Title == "" {
 		out.Title = "Awaiting approval"
 	}
 	return c.update(ctx, run.GetID(), runUpdate{Output: output(out), Actions: approvalActions()})
+}
+
+// stripNote removes an earlier deniedMarker note from a summary.
+func stripNote(summary string) string {
+	if rest, ok := strings.CutPrefix(summary, deniedMarker); ok {
+		if _, after, found := strings.Cut(rest, "\n\n"); found {
+			return after
+		}
+	}
+	return summary
 }
 
 // Stale completes a check run whose plan can no longer be approved (the planHash changed, or a newer commit

@@ -78,7 +78,7 @@ func TestSupersedeApplyFinish(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := f.client.Supersede(ctx, "prod", old, newer); err != nil {
+	if err := f.client.Supersede(ctx, "prod", old, "", newer); err != nil {
 		t.Fatalf("Supersede: %v", err)
 	}
 	if err := f.client.Applying(ctx, pNew, "maria"); err != nil {
@@ -181,7 +181,7 @@ func TestRetriesOnBadGatewayAndRateLimits(t *testing.T) {
 
 	// Bounded: a fault that outlasts the attempts surfaces as an error.
 	f.srv.Inject(githubtest.Fault{Method: "PATCH", Route: update, Status: http.StatusBadGateway, Times: 10})
-	err := f.client.Supersede(ctx, "prod", sha, "0123456789")
+	err := f.client.Supersede(ctx, "prod", sha, "", "0123456789")
 	if err == nil {
 		// the run is in progress, not awaiting: Supersede has nothing to update; use Finished instead
 		err = f.client.Finished(ctx, &reconcile.Result{Plan: p}, "maria", nil)

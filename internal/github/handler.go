@@ -92,17 +92,25 @@ func (h *Handler) HandleCheckRun(ctx context.Context, payload []byte) error {
 		}
 		return h.client.Rejected(ctx, env, run.GetHeadSHA(), hash, login, "")
 	}
+	// In progress first: the apply may finish (and complete the run) before Approve returns.
+	if err := h.client.update(ctx, run.GetID(), runUpdate{Status: "in_progress", Output: output(Output{
+		Title:   "Approved by " + mention(login) + ", applying",
+		Summary: fmt.Sprintf("Approved by %s (%s). Re-planning and applying planHash `%s`; results follow here.", mention(login), d.Why, hash),
+	})}); err != nil {
+		return err
+	}
 	err = h.decider.Approve(ctx, env, hash, login)
 	if errors.Is(err, ErrNotPending) {
 		return h.client.Stale(ctx, run.GetID(), err.Error())
 	}
 	if err != nil {
-		return fmt.Errorf("approving %s plan %s: %w", env, hash, err)
+		// Put the buttons back so the approval can be retried.
+		note := fmt.Sprintf("%sApproving failed, nothing was applied: %s. Try again.\n\n", deniedMarker, oneLine(err.Error()))
+		uerr := h.client.update(ctx, run.GetID(), runUpdate{Conclusion: ConclusionActionRequired, Actions: approvalActions(),
+			Output: output(Output{Title: run.GetOutput().GetTitle(), Summary: cut(note+stripNote(run.GetOutput().GetSummary()), "")})})
+		return errors.Join(fmt.Errorf("approving %s plan %s: %w", env, hash, err), uerr)
 	}
-	return h.client.update(ctx, run.GetID(), runUpdate{Status: "in_progress", Output: output(Output{
-		Title:   "Approved by " + mention(login) + ", applying",
-		Summary: fmt.Sprintf("Approved by %s (%s). Re-planning and applying planHash `%s`; results follow here.", mention(login), d.Why, hash),
-	})})
+	return nil
 }
 
 // HandlePullRequest handles a pull_request delivery: when a PR into the followed branch of the configured

@@ -69,6 +69,23 @@ func (s *Server) Commit(owner, name, branch string, files map[string]string, mes
 	return c.sha
 }
 
+// MirrorCommit records a commit made elsewhere (e.g. on internal/gitserver's real git repository) under its
+// own sha on top of branch, so check runs and statuses can be created for it. files are merged into the
+// branch's tree as Commit does.
+func (s *Server) MirrorCommit(owner, name, branch, sha string, files map[string]string, message string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.mustRepo(owner, name)
+	head, ok := r.branches[branch]
+	if !ok {
+		head = r.branches[r.defaultBranch]
+	}
+	tree := maps.Clone(r.commits[head].files)
+	maps.Copy(tree, files)
+	r.commits[sha] = &commit{sha: sha, parents: []string{head}, files: tree, message: message, time: time.Now().UTC()}
+	r.branches[branch] = sha
+}
+
 // Branch returns the commit sha branch points at, or "" when it does not exist.
 func (s *Server) Branch(owner, name, branch string) string {
 	s.mu.Lock()
