@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
@@ -39,7 +40,7 @@ type Daemon struct {
 	rec      *reconcile.Reconciler
 	targets  map[string][]reconcile.Target
 	locks    http.Handler
-	webhook  http.Handler
+	webhook  *webhook.Receiver
 	token    string
 	envNames []string
 	workers  map[string]*worker
@@ -130,8 +131,22 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	if d.source, err = gitsource.New(cfg.Source, o.sourceOpts...); err != nil {
 		return nil, fmt.Errorf("configuring git source: %w", err)
 	}
-	if o.webhook != nil {
-		d.webhook = o.webhook(d.source.Trigger)
+	d.webhook = o.webhook
+	if d.webhook == nil && cfg.GitHub.WebhookSecretFile != "" {
+		secret, err := config.ReadSecret(cfg.GitHub.WebhookSecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("github.webhookSecretFile: %w", err)
+		}
+		if d.webhook, err = webhook.New(secret); err != nil {
+			return nil, err
+		}
+	}
+	if d.webhook != nil {
+		push, err := webhook.OnPush(cfg.Source.URL, cfg.Source.Branch, d.source.Trigger)
+		if err != nil {
+			return nil, fmt.Errorf("configuring push webhook: %w", err)
+		}
+		d.webhook.Handle("push", push)
 	}
 	for _, name := range d.envNames {
 		d.workers[name] = newWorker(d, name)
@@ -157,6 +172,10 @@ func newLockService(cfg config.Locks, rc *rest.Config) (*lock.Service, error) {
 	}
 	return svc, nil
 }
+
+// Webhook returns the receiver mounted at /webhook/github, or nil when
+// github.webhookSecretFile is not set; register more handlers before Run.
+func (d *Daemon) Webhook() *webhook.Receiver { return d.webhook }
 
 // Metrics returns the daemon's metrics (and their private registry).
 func (d *Daemon) Metrics() *Metrics { return d.metrics }

@@ -9,4 +9,6 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &env, testenv.WithRollouts())) }
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Main(m, &env, testenv.WithRollouts(), testenv.WithCRDs("../../pkg/lock/crd")))
+}

@@ -3,12 +3,12 @@ package daemon
 import (
 	"errors"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 
+	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -21,7 +21,7 @@ type options struct {
 	token         string
 	restConfig    *rest.Config
 	listener      net.Listener
-	webhook       func(trigger func()) http.Handler
+	webhook       *webhook.Receiver
 	reconcileOpts []reconcile.Option
 	sourceOpts    []gitsource.Option
 	applyGrace    time.Duration
@@ -91,11 +91,11 @@ func WithListener(ln net.Listener) Option {
 	return func(o *options) error { o.listener = ln; return nil }
 }
 
-// WithWebhook mounts at /webhook/github the handler that build returns; build
-// receives the git source's Trigger so that a push can wake the source (see
-// internal/webhook).
-func WithWebhook(build func(trigger func()) http.Handler) Option {
-	return func(o *options) error { o.webhook = build; return nil }
+// WithWebhook mounts r at /webhook/github instead of a receiver built from
+// github.webhookSecretFile. Either way the daemon registers a "push" handler
+// on it that wakes the git source; register others (check_run) before Run.
+func WithWebhook(r *webhook.Receiver) Option {
+	return func(o *options) error { o.webhook = r; return nil }
 }
 
 // WithReconcileOptions adds options to the pkg/reconcile Reconciler after

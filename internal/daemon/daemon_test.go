@@ -1,0 +1,317 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// TestSkipConfirmationDeploys: devel (skipConfirmation) deploys the first
+// revision by itself, and a commit bumping its tag is applied after a push
+// webhook; prod waits.
+func TestSkipConfirmationDeploys(t *testing.T) {
+	h := newHarness(t)
+	r := h.start()
+	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
+
+	rev := h.commit("devel", true, map[string]string{"web": "1.1.0"})
+	r.push(t, h, "delivery-1")
+	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.1.0")
+
+	if got := image(t, h.ns["prod"], "web"); got != imageRepo+"web:0.9.0" {
+		t.Errorf("prod runs %s without approval, want web:0.9.0", got)
+	}
+	var hist []Entry
+	waitFor(t, 10*time.Second, "two history entries", func() bool { hist = r.history(t, "devel"); return len(hist) == 2 })
+	got := []string{hist[0].Revision + " " + hist[0].Result + " " + hist[0].Approver, hist[1].Result + " " + hist[1].Approver}
+	want := []string{rev + " succeeded skipConfirmation", "succeeded skipConfirmation"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("devel history (-want +got):\n%s", diff)
+	}
+	v := r.environment(t, "devel")
+	waitFor(t, 10*time.Second, "devel in sync", func() bool {
+		v = r.environment(t, "devel")
+		return v.Revision == rev && len(v.Services) == 1 && v.Services[0].Targets[0].State == StateInSync
+	})
+	if v.LastResult == nil || v.LastResult.Revision != rev || v.Pending != nil {
+		t.Errorf("devel view: lastResult %+v pending %+v", v.LastResult, v.Pending)
+	}
+	if n := counterValue(r.d.metrics.changesApplied.WithLabelValues("devel")); n != 2 {
+		t.Errorf("stagehand_changes_applied_total{environment=devel} = %v, want 2", n)
+	}
+}
+
+// TestApproveOverAPI: prod's plan waits; the API refuses a wrong token and a
+// stale hash, then approving the pending hash deploys it.
+func TestApproveOverAPI(t *testing.T) {
+	h := newHarness(t)
+	r := h.start()
+	rev := h.git.Head(t, "manifests", "main")
+	p := r.waitPending(t, "prod", rev)
+	if got := image(t, h.ns["prod"], "web"); got != imageRepo+"web:0.9.0" {
+		t.Fatalf("prod runs %s before approval", got)
+	}
+	var plan struct {
+		Changes []struct{ From, To string }
+	}
+	if err := json.Unmarshal(p.Plan, &plan); err != nil || len(plan.Changes) != 1 || plan.Changes[0].To != imageRepo+"web:1.0.0" {
+		t.Fatalf("pending plan %s (%v), want one change to web:1.0.0", p.Plan, err)
+	}
+
+	body := DecisionRequest{PlanHash: p.PlanHash, Approver: "alice"}
+	for _, tc := range []struct {
+		name, token string
+		want        int
+	}{{"no token", "", 401}, {"wrong token", "nope", 401}} {
+		if code, b := r.call(t, "POST", "/api/v1/environments/prod/approve", tc.token, body); code != tc.want {
+			t.Errorf("%s: approve = %d %s, want %d", tc.name, code, b, tc.want)
+		}
+		if code, _ := r.call(t, "GET", "/api/v1/environments", tc.token, nil); code != tc.want {
+			t.Errorf("%s: list = %d, want %d", tc.name, code, tc.want)
+		}
+	}
+	code, b := r.call(t, "POST", "/api/v1/environments/prod/approve", testToken, DecisionRequest{PlanHash: "sha256:stale"})
+	if code != http.StatusConflict || !strings.Contains(string(b), p.PlanHash) || !strings.Contains(string(b), rev) {
+		t.Errorf("stale approve = %d %s, want 409 naming pending plan %s for %s", code, b, p.PlanHash, rev)
+	}
+	if code, b := r.call(t, "POST", "/api/v1/environments/nope/approve", testToken, body); code != http.StatusNotFound {
+		t.Errorf("unknown environment = %d %s, want 404", code, b)
+	}
+	if got := image(t, h.ns["prod"], "web"); got != imageRepo+"web:0.9.0" {
+		t.Fatalf("prod runs %s after refused approvals", got)
+	}
+
+	code, b = r.call(t, "POST", "/api/v1/environments/prod/approve", testToken, body)
+	if code != http.StatusAccepted {
+		t.Fatalf("approve = %d %s, want 202", code, b)
+	}
+	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.0.0")
+	var hist []Entry
+	waitFor(t, 30*time.Second, "prod history", func() bool { hist = r.history(t, "prod"); return len(hist) == 1 })
+	e := hist[0]
+	if e.Result != ResultSucceeded || e.Approver != "alice" || e.PlanHash != p.PlanHash || e.Revision != rev ||
+		e.Finished.Before(e.Started) || len(e.Workloads) == 0 {
+		t.Errorf("history entry = %+v", e)
+	}
+	if v := r.environment(t, "prod"); v.Pending != nil {
+		t.Errorf("still pending after apply: %+v", v.Pending)
+	}
+	// Approving again: nothing is pending.
+	code, b = r.call(t, "POST", "/api/v1/environments/prod/approve", testToken, body)
+	if code != http.StatusConflict || !strings.Contains(string(b), "nothing is pending") {
+		t.Errorf("second approve = %d %s, want 409 nothing is pending", code, b)
+	}
+}
+
+// TestRejectAndSupersede: a rejected plan is recorded and not applied; a newer
+// revision supersedes a pending plan, and approving the old one is refused.
+func TestRejectAndSupersede(t *testing.T) {
+	h := newHarness(t)
+	r := h.start()
+	p1 := r.waitPending(t, "prod", h.git.Head(t, "manifests", "main"))
+	code, b := r.call(t, "POST", "/api/v1/environments/prod/reject", testToken,
+		DecisionRequest{PlanHash: p1.PlanHash, Approver: "bob", Reason: "not today"})
+	if code != http.StatusOK {
+		t.Fatalf("reject = %d %s", code, b)
+	}
+	hist := r.history(t, "prod")
+	if len(hist) != 1 || hist[0].Result != ResultRejected || hist[0].Approver != "bob" || hist[0].Message != "not today" {
+		t.Errorf("history after reject = %+v", hist)
+	}
+	if v := r.environment(t, "prod"); v.Pending != nil {
+		t.Errorf("pending after reject: %+v", v.Pending)
+	}
+
+	rev2 := h.commit("prod", false, map[string]string{"web": "1.1.0"})
+	r.push(t, h, "d2")
+	p2 := r.waitPending(t, "prod", rev2)
+	rev3 := h.commit("prod", false, map[string]string{"web": "1.2.0"})
+	r.push(t, h, "d3")
+	p3 := r.waitPending(t, "prod", rev3)
+	code, b = r.call(t, "POST", "/api/v1/environments/prod/approve", testToken, DecisionRequest{PlanHash: p2.PlanHash})
+	if code != http.StatusConflict || !strings.Contains(string(b), p3.PlanHash) {
+		t.Errorf("approving a superseded plan = %d %s, want 409 naming %s", code, b, p3.PlanHash)
+	}
+	if got := image(t, h.ns["prod"], "web"); got != imageRepo+"web:0.9.0" {
+		t.Errorf("prod runs %s, want 0.9.0 (nothing approved)", got)
+	}
+}
+
+// TestRestartKeepsState: a second daemon (a restart) shows the pending plan
+// and history of the first, and approving through it works.
+func TestRestartKeepsState(t *testing.T) {
+	h := newHarness(t)
+	r1 := h.start()
+	rev := h.git.Head(t, "manifests", "main")
+	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
+	p := r1.waitPending(t, "prod", rev)
+	waitFor(t, 10*time.Second, "devel history", func() bool { return len(r1.history(t, "devel")) == 1 })
+	r1.stop()
+
+	r2 := h.start()
+	waitFor(t, 20*time.Second, "the restarted daemon to lead", r2.d.Leading)
+	if got := r2.environment(t, "prod").Pending; got == nil || got.PlanHash != p.PlanHash {
+		t.Fatalf("pending after restart = %+v, want plan %s", got, p.PlanHash)
+	}
+	if hist := r2.history(t, "devel"); len(hist) != 1 || hist[0].Revision != rev {
+		t.Errorf("devel history after restart = %+v", hist)
+	}
+	code, b := r2.call(t, "POST", "/api/v1/environments/prod/approve", testToken, DecisionRequest{PlanHash: p.PlanHash})
+	if code != http.StatusAccepted {
+		t.Fatalf("approve after restart = %d %s", code, b)
+	}
+	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.0.0")
+}
+
+// TestInterruptedApplyContinues: an apply recorded as in flight (the process
+// stopped mid-way) is continued by the next leader without a new approval.
+func TestInterruptedApplyContinues(t *testing.T) {
+	h := newHarness(t)
+	r1 := h.start()
+	rev := h.git.Head(t, "manifests", "main")
+	p := r1.waitPending(t, "prod", rev)
+	r1.stop()
+
+	var plan struct{ Changes json.RawMessage }
+	if err := json.Unmarshal(p.Plan, &plan); err != nil {
+		t.Fatal(err)
+	}
+	// What a shutdown between "recorded in flight" and "recorded in history" leaves.
+	if err := NewStore(env.Clientset, h.stateNS).SetInFlight(context.Background(), "prod",
+		&InFlight{Revision: rev, PlanHash: p.PlanHash, Approver: "carol", Changes: plan.Changes, Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	r2 := h.start()
+	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.0.0")
+	var hist []Entry
+	waitFor(t, 20*time.Second, "prod history", func() bool { hist = r2.history(t, "prod"); return len(hist) == 1 })
+	if hist[0].Approver != "carol" || hist[0].Result != ResultSucceeded {
+		t.Errorf("continued apply recorded as %+v, want approver carol, succeeded", hist[0])
+	}
+	if v := r2.environment(t, "prod"); v.InFlight != nil || v.Pending != nil {
+		t.Errorf("after continuing: inFlight %+v pending %+v", v.InFlight, v.Pending)
+	}
+}
+
+// TestTwoReplicas: two daemons on one state namespace: one leads and applies,
+// the other serves the same read-only API and refuses approvals.
+func TestTwoReplicas(t *testing.T) {
+	h := newHarness(t)
+	a := h.start(WithIdentity("replica-a"))
+	b := h.start(WithIdentity("replica-b"))
+	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
+	waitFor(t, 10*time.Second, "devel history", func() bool { return len(a.history(t, "devel")) == 1 })
+	if a.d.Leading() == b.d.Leading() {
+		t.Fatalf("leading: a=%v b=%v, want exactly one", a.d.Leading(), b.d.Leading())
+	}
+	leader, standby := a, b
+	if b.d.Leading() {
+		leader, standby = b, a
+	}
+	applied := func(r *running) float64 { return counterValue(r.d.metrics.changesApplied.WithLabelValues("devel")) }
+	if applied(leader) != 1 || applied(standby) != 0 {
+		t.Errorf("changes applied: leader %v, standby %v; want 1 and 0", applied(leader), applied(standby))
+	}
+	if diff := cmp.Diff(leader.history(t, "devel"), standby.history(t, "devel")); diff != "" {
+		t.Errorf("replicas disagree on history (-leader +standby):\n%s", diff)
+	}
+	p := standby.waitPending(t, "prod", h.git.Head(t, "manifests", "main"))
+	if code, body := standby.call(t, "POST", "/api/v1/environments/prod/approve", testToken,
+		DecisionRequest{PlanHash: p.PlanHash}); code != http.StatusServiceUnavailable {
+		t.Errorf("approve on the standby = %d %s, want 503", code, body)
+	}
+	// The leader goes away: the standby takes over and approvals work there.
+	leader.stop()
+	waitFor(t, 20*time.Second, "the standby to lead", standby.d.Leading)
+	code, body := standby.call(t, "POST", "/api/v1/environments/prod/approve", testToken, DecisionRequest{PlanHash: p.PlanHash})
+	if code != http.StatusAccepted {
+		t.Fatalf("approve on the new leader = %d %s", code, body)
+	}
+	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.0.0")
+}
+
+// TestBrokenEnvironment: a manifest broken in one environment is reported
+// there and leaves the others deploying.
+func TestBrokenEnvironment(t *testing.T) {
+	h := newHarness(t, "devel", "staging")
+	h.git.Commit(t, "manifests", "main", map[string]string{
+		"environments/staging/manifest.json": `{"skipConfirmation": true, "services": [{"name": "web", "containers": [{"dockertag": "1.0.0"}]}]}`,
+	}, "break staging")
+	r := h.start()
+	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
+	var v EnvironmentView
+	waitFor(t, 10*time.Second, "staging error", func() bool { v = r.environment(t, "staging"); return v.Error != "" })
+	if !strings.Contains(v.Error, "environments/staging/manifest.json") || !strings.Contains(v.Error, "dockerTag") {
+		t.Errorf("staging error %q, want file and the suggested key", v.Error)
+	}
+	if got := image(t, h.ns["staging"], "web"); got != imageRepo+"web:0.9.0" {
+		t.Errorf("broken staging was applied: %s", got)
+	}
+	if n := counterValue(r.d.metrics.failures.WithLabelValues("staging", "resolve")); n < 1 {
+		t.Errorf("resolve failures for staging = %v, want ≥ 1", n)
+	}
+	// Fixing it deploys it.
+	rev := h.commit("staging", true, map[string]string{"web": "1.0.1"})
+	r.push(t, h, "fix")
+	waitImage(t, h.ns["staging"], "web", imageRepo+"web:1.0.1")
+	waitFor(t, 10*time.Second, "staging error cleared", func() bool {
+		v = r.environment(t, "staging")
+		return v.Error == "" && v.Revision == rev
+	})
+}
+
+// TestHTTPEndpoints: health, readiness, metrics, the environment list and layout.
+func TestHTTPEndpoints(t *testing.T) {
+	h := newHarness(t)
+	r := h.start()
+	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, b := r.call(t, "GET", path, "", nil); code != http.StatusOK {
+			t.Errorf("GET %s = %d %s", path, code, b)
+		}
+	}
+	code, b := r.call(t, "GET", "/metrics", "", nil)
+	for _, m := range []string{"stagehand_reconcile_duration_seconds", "stagehand_revision_age_seconds",
+		"stagehand_pending_approvals", "stagehand_changes_applied_total", "stagehand_leader 1"} {
+		if code != http.StatusOK || !strings.Contains(string(b), m) {
+			t.Errorf("GET /metrics = %d, missing %s", code, m)
+		}
+	}
+	code, b = r.call(t, "GET", "/api/v1/environments", testToken, nil)
+	var list struct{ Environments []EnvironmentView }
+	if err := json.Unmarshal(b, &list); code != http.StatusOK || err != nil {
+		t.Fatalf("GET /api/v1/environments = %d %v %s", code, err, b)
+	}
+	var names []string
+	for _, e := range list.Environments {
+		names = append(names, e.Name)
+	}
+	if diff := cmp.Diff([]string{"devel", "prod"}, names); diff != "" {
+		t.Errorf("environments (-want +got):\n%s", diff)
+	}
+	code, b = r.call(t, "GET", "/api/v1/environments/devel/layout", testToken, nil)
+	if code != http.StatusOK || !strings.Contains(string(b), "environments/devel/manifest.json") {
+		t.Errorf("GET layout = %d %s", code, b)
+	}
+	if code, _ := r.call(t, "GET", "/api/v1/locks", testToken, nil); code != http.StatusOK {
+		t.Errorf("GET /api/v1/locks = %d, want 200 (lock API mounted)", code)
+	}
+	if code, _ := r.call(t, "GET", "/api/v1/locks", "", nil); code != http.StatusUnauthorized {
+		t.Errorf("GET /api/v1/locks without token = %d, want 401", code)
+	}
+}
+
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
+}

@@ -1,0 +1,302 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/gitserver"
+	"github.com/stagehand-gitops/stagehand/internal/webhook"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
+)
+
+const (
+	testToken  = "test-api-token"
+	testSecret = "test-webhook-secret"
+	imageRepo  = "registry.example.com/acme/"
+)
+
+// harness is one test's world: a git server with a manifests repository,
+// a state namespace and one target namespace per environment, each with a
+// Deployment per service.
+type harness struct {
+	t       testing.TB
+	git     *gitserver.Server
+	url     string
+	stateNS string
+	ns      map[string]string // environment → target namespace
+	cfg     *config.Config
+}
+
+func manifestJSON(skip bool, services map[string]string) string {
+	type container struct {
+		DockerTag string `json:"dockerTag"`
+	}
+	type service struct {
+		Name       string      `json:"name"`
+		Containers []container `json:"containers"`
+	}
+	m := struct {
+		SkipConfirmation bool      `json:"skipConfirmation,omitempty"`
+		Services         []service `json:"services"`
+	}{SkipConfirmation: skip}
+	for _, name := range sortedKeys(services) {
+		m.Services = append(m.Services, service{Name: name, Containers: []container{{DockerTag: services[name]}}})
+	}
+	b, _ := json.MarshalIndent(m, "", "  ")
+	return string(b)
+}
+
+func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
+
+// newHarness sets up environments devel (skipConfirmation) and prod, each
+// with Deployment "web" running web:0.9.0, and commits manifests asking for
+// web:1.0.0 in both.
+func newHarness(t testing.TB, envs ...string) *harness {
+	t.Helper()
+	if len(envs) == 0 {
+		envs = []string{"devel", "prod"}
+	}
+	h := &harness{t: t, git: gitserver.New(t), ns: map[string]string{}}
+	h.url = h.git.Init(t, "manifests")
+	h.stateNS = env.Namespace(t)
+	cfgEnvs := map[string]config.Environment{}
+	for _, e := range envs {
+		h.ns[e] = env.Namespace(t)
+		createDeployment(t, h.ns[e], "web", imageRepo+"web:0.9.0")
+		cfgEnvs[e] = config.Environment{LockPath: "apps/" + e,
+			Targets: []config.Target{{Name: "a", Namespace: h.ns[e]}}}
+	}
+	f := false
+	h.cfg = &config.Config{
+		Source:       config.Source{URL: h.url, Branch: "main", Root: ".", Interval: config.Duration{Duration: time.Hour}},
+		Environments: cfgEnvs,
+		Registry:     config.Registry{VerifyDigests: &f, PinDigests: &f},
+		Server:       config.Server{Listen: "127.0.0.1:0"},
+		Locks:        config.Locks{Storage: "kubernetes", Namespace: h.stateNS},
+		State:        config.State{Namespace: h.stateNS},
+	}
+	h.cfg.Default()
+	h.cfg.Workloads.RolloutTimeout = config.Duration{Duration: time.Minute}
+	if err := h.cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, e := range envs {
+		files["environments/"+e+"/manifest.json"] = manifestJSON(e == "devel", map[string]string{"web": "1.0.0"})
+	}
+	h.git.Commit(t, "manifests", "main", files, "initial manifests")
+	return h
+}
+
+// commit writes one environment's manifest.
+func (h *harness) commit(envName string, skip bool, services map[string]string) string {
+	h.t.Helper()
+	return h.git.Commit(h.t, "manifests", "main",
+		map[string]string{"environments/" + envName + "/manifest.json": manifestJSON(skip, services)}, "bump "+envName)
+}
+
+func createDeployment(t testing.TB, ns, name, image string) {
+	t.Helper()
+	labels := map[string]string{"app.kubernetes.io/name": name}
+	one := int32(1)
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &one,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: image}}},
+			},
+		},
+	}
+	if _, err := env.Clientset.AppsV1().Deployments(ns).Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating deployment %s/%s: %v", ns, name, err)
+	}
+}
+
+func image(t testing.TB, ns, name string) string {
+	t.Helper()
+	d, err := env.Clientset.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading deployment %s/%s: %v", ns, name, err)
+	}
+	return d.Spec.Template.Spec.Containers[0].Image
+}
+
+// waitFor polls cond until it holds or timeout passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func waitImage(t testing.TB, ns, name, want string) {
+	t.Helper()
+	waitFor(t, 30*time.Second, fmt.Sprintf("%s/%s to run %s", ns, name, want), func() bool { return image(t, ns, name) == want })
+}
+
+// running is a started daemon.
+type running struct {
+	d    *Daemon
+	url  string
+	stop func()
+	err  atomic.Value
+}
+
+func fastLeaderElection() LeaderElection {
+	return LeaderElection{Enable: true, ReleaseOnCancel: true,
+		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond}
+}
+
+// start runs a daemon for h until the test ends (or stop is called).
+func (h *harness) start(opts ...Option) *running {
+	h.t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	recv, err := webhook.New(testSecret)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	base := []Option{
+		WithRESTConfig(env.Config), WithAPIToken(testToken), WithListener(ln), WithWebhook(recv),
+		WithLeaderElection(fastLeaderElection()),
+		WithSourceOptions(gitsource.WithCacheDir(h.t.TempDir()), gitsource.WithJitter(0)),
+	}
+	d, err := New(h.cfg, append(base, opts...)...)
+	if err != nil {
+		h.t.Fatalf("New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	r := &running{d: d, url: "http://" + ln.Addr().String()}
+	go func() {
+		defer close(done)
+		if err := d.Run(ctx); err != nil {
+			r.err.Store(err)
+		}
+	}()
+	var once atomic.Bool
+	r.stop = func() {
+		if once.Swap(true) {
+			return
+		}
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			h.t.Errorf("daemon did not stop within 30s")
+		}
+	}
+	h.t.Cleanup(r.stop)
+	return r
+}
+
+// call sends an API request and returns the status code and body.
+func (r *running) call(t testing.TB, method, path, token string, body any) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, r.url+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// environment reads one environment through the API.
+func (r *running) environment(t testing.TB, name string) EnvironmentView {
+	t.Helper()
+	code, b := r.call(t, "GET", "/api/v1/environments/"+name, testToken, nil)
+	if code != http.StatusOK {
+		t.Fatalf("GET environment %s: %d %s", name, code, b)
+	}
+	var v EnvironmentView
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("decoding environment %s: %v\n%s", name, err, b)
+	}
+	return v
+}
+
+func (r *running) history(t testing.TB, name string) []Entry {
+	t.Helper()
+	code, b := r.call(t, "GET", "/api/v1/environments/"+name+"/history", testToken, nil)
+	if code != http.StatusOK {
+		t.Fatalf("GET history %s: %d %s", name, code, b)
+	}
+	var out struct{ History []Entry }
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out.History
+}
+
+// waitPending waits until name has a pending plan for revision and returns it.
+func (r *running) waitPending(t testing.TB, name, revision string) Pending {
+	t.Helper()
+	var p *Pending
+	waitFor(t, 30*time.Second, "a pending plan in "+name+" for "+short(revision), func() bool {
+		p = r.environment(t, name).Pending
+		return p != nil && p.Revision == revision
+	})
+	return *p
+}
+
+// push sends a signed GitHub push webhook for h's repository.
+func (r *running) push(t testing.TB, h *harness, delivery string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"ref":"refs/heads/main","repository":{"clone_url":%q,"full_name":"acme/manifests"}}`, h.url)
+	mac := hmac.New(sha256.New, []byte(testSecret))
+	mac.Write([]byte(body))
+	req, _ := http.NewRequest("POST", r.url+"/webhook/github", strings.NewReader(body))
+	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+	req.Header.Set("X-GitHub-Event", "push")
+	req.Header.Set("X-GitHub-Delivery", delivery)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("webhook: %s", resp.Status)
+	}
+}
