@@ -157,7 +157,11 @@ func parseURL(raw string) (*parsedURL, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("source.url: invalid URL: %w", redactURLs(err))
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the URL itself may hold a password: leave it out
+		}
+		return nil, fmt.Errorf("source.url: invalid URL: %w", err)
 	}
 	p := &parsedURL{}
 	switch u.Scheme {
@@ -248,9 +252,4 @@ func redactString(s string, secrets []string) string {
 		s = strings.ReplaceAll(s, sec, "REDACTED")
 	}
 	return urlPassword.ReplaceAllString(s, "$1:REDACTED@")
-}
-
-// redactURLs drops the chain: url.Error carries the raw URL.
-func redactURLs(err error) error {
-	return errors.New(redactString(err.Error(), nil))
 }

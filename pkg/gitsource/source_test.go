@@ -335,3 +335,16 @@ func TestCompactionKeepsPreviousSnapshotsReadable(t *testing.T) {
 		t.Errorf("cache generations after restart (-want +got):\n%s", diff)
 	}
 }
+
+func TestPollFileURL(t *testing.T) {
+	srv := gitserver.New(t)
+	_, want := seed(t, srv)
+	s := newSource(t, sourceConfig("file://"+srv.Path("manifests")))
+	if snap := poll(t, s); snap.Revision != want {
+		t.Errorf("revision = %s, want %s", snap.Revision, want)
+	}
+	next := srv.Commit(t, "manifests", "main", map[string]string{"b.json": "b"}, "second")
+	if snap := poll(t, s); snap.Revision != next || readFile(t, snap.FS, "b.json") != "b" {
+		t.Errorf("revision = %s, want %s", snap.Revision, next)
+	}
+}
