@@ -24,10 +24,10 @@ type Decider interface {
 	Reject(ctx context.Context, env, planHash, approver, reason string) error
 }
 
-// Previewer plans the environments of the manifests at revision against the live clusters, for PR
-// previews; the daemon implements it. A plan error for one environment is reported in its preview.
+// Previewer plans the environments of the manifests on branch headRef, at commit headSHA, against the live
+// clusters, for PR previews (BranchPreviewer). A plan error for one environment is reported in its preview.
 type Previewer interface {
-	Preview(ctx context.Context, revision string) ([]Preview, error)
+	Preview(ctx context.Context, headRef, headSHA string) ([]Preview, error)
 }
 
 // Preview is one environment's plan for a PR preview.
@@ -133,8 +133,12 @@ func (h *Handler) HandlePullRequest(ctx context.Context, payload []byte) error {
 	if !strings.EqualFold(ev.GetRepo().GetFullName(), h.client.Repo()) || (h.base != "" && pr.GetBase().GetRef() != h.base) {
 		return nil
 	}
+	// Pull requests from forks are not previewed: their branches are not in the manifests repository.
+	if !strings.EqualFold(pr.GetHead().GetRepo().GetFullName(), h.client.Repo()) {
+		return nil
+	}
 	head := pr.GetHead().GetSHA()
-	previews, err := h.previewer.Preview(ctx, head)
+	previews, err := h.previewer.Preview(ctx, pr.GetHead().GetRef(), head)
 	if err != nil {
 		return fmt.Errorf("planning PR #%d head %s: %w", pr.GetNumber(), short(head), err)
 	}

@@ -123,7 +123,7 @@ func TestIgnoredDeliveries(t *testing.T) {
 
 type previewer map[string]error
 
-func (p previewer) Preview(_ context.Context, rev string) ([]github.Preview, error) {
+func (p previewer) Preview(_ context.Context, _, rev string) ([]github.Preview, error) {
 	var out []github.Preview
 	for _, env := range []string{"devel", "prod"} {
 		out = append(out, github.Preview{Environment: env, Plan: plan(env, rev, 1), Err: p[env]})

@@ -391,6 +391,10 @@ func errorf(status int, format string, a ...any) response {
 	}}
 }
 
+// ValidToken reports whether tok is the static token or an unexpired installation token, e.g. for
+// gitserver.WithCredentialCheck so a git clone authenticates with the App's token.
+func (s *Server) ValidToken(tok string) bool { return s.authorized("token " + tok) }
+
 func (s *Server) authorized(h string) bool {
 	tok := strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(h, "token "), "Bearer "))
 	if tok == "" {
