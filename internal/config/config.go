@@ -329,6 +329,7 @@ func (c *Config) resolvePaths(dir string) {
 	}
 	abs(&c.GitHub.WebhookSecretFile)
 	abs(&c.Server.APITokenFile)
+	abs(&c.State.Kubeconfig)
 	for n, e := range c.Environments {
 		for i := range e.Targets {
 			abs(&e.Targets[i].Kubeconfig)

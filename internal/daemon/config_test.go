@@ -1,0 +1,41 @@
+package daemon
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/stagehand-gitops/stagehand/internal/config"
+)
+
+// TestExampleConfigLoads keeps examples/reconciler.yaml (shown in the README)
+// loading and saying what it says.
+func TestExampleConfigLoads(t *testing.T) {
+	cfg, err := config.Load("../../examples/reconciler.yaml")
+	if err != nil {
+		t.Fatalf("examples/reconciler.yaml: %v", err)
+	}
+	if diff := cmp.Diff([]string{"devel", "prod", "staging"}, cfg.EnvironmentNames()); diff != "" {
+		t.Errorf("environments (-want +got):\n%s", diff)
+	}
+	got := map[string]any{
+		"interval": cfg.Source.Interval.Duration,
+		"listen":   cfg.Server.Listen,
+		"token":    cfg.Server.APITokenFile,
+		"state":    cfg.State.Namespace,
+		"prod":     len(cfg.Environments["prod"].Targets),
+		"lockPath": cfg.Environments["prod"].LockPath,
+	}
+	want := map[string]any{
+		"interval": time.Minute,
+		"listen":   ":8080",
+		"token":    "/var/run/secrets/stagehand/api-token",
+		"state":    "stagehand",
+		"prod":     2,
+		"lockPath": "apps/production",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("example config (-want +got):\n%s", diff)
+	}
+}
