@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
 	"sigs.k8s.io/yaml"
 )
 
@@ -232,28 +231,7 @@ func (c *Config) Validate() error {
 	bad := func(field, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, a...)))
 	}
-	if c.Source.Interval.Duration < 0 {
-		bad("source.interval", "must not be negative, got %s", c.Source.Interval)
-	}
-	if c.Source.Schedule != "" {
-		if _, err := cron.ParseStandard(c.Source.Schedule); err != nil {
-			bad("source.schedule", "invalid cron expression %q: %v", c.Source.Schedule, err)
-		}
-	}
-	if v := c.Source.Verify; v != nil {
-		if v.Mode != "head" {
-			bad("source.verify.mode", "unknown mode %q; accepted: head", v.Mode)
-		}
-		if v.KeyringFile == "" {
-			bad("source.verify.keyringFile", "required when source.verify is set")
-		}
-	}
-	if a := c.Source.Auth; a.TokenFile != "" && a.SSHKeyFile != "" {
-		bad("source.auth", "tokenFile and sshKeyFile are mutually exclusive")
-	}
-	if a := c.Source.Auth; a.SSHKeyFile != "" && a.KnownHostsFile == "" {
-		bad("source.auth.knownHostsFile", "required with sshKeyFile (host keys are always checked)")
-	}
+	c.Source.validate(bad)
 	names := make([]string, 0, len(c.Environments))
 	for n := range c.Environments {
 		names = append(names, n)

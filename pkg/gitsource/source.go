@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strings"
 	"sync"
 	"time"
 
@@ -89,7 +88,7 @@ func New(cfg config.Source, opts ...Option) (*Source, error) {
 	if cfg.Branch == "" {
 		return nil, errors.New("source.branch: required")
 	}
-	if !validBranch(cfg.Branch) {
+	if !config.ValidBranch(cfg.Branch) {
 		return nil, fmt.Errorf("source.branch: invalid branch name %q", cfg.Branch)
 	}
 	s := &Source{
@@ -126,25 +125,6 @@ func New(cfg config.Source, opts ...Option) (*Source, error) {
 	s.cache = newCache(dir, u.clean, cfg.Branch)
 	s.status = Status{URL: u.redacted, Branch: cfg.Branch}
 	return s, nil
-}
-
-// validBranch applies git check-ref-format's rules to a branch name.
-func validBranch(b string) bool {
-	if b == "" || b == "@" || strings.HasSuffix(b, ".") || strings.HasSuffix(b, ".lock") ||
-		strings.Contains(b, "..") || strings.Contains(b, "@{") || strings.ContainsAny(b, " ~^:?*[\\\x7f") {
-		return false
-	}
-	for _, r := range b {
-		if r < 0x20 {
-			return false
-		}
-	}
-	for _, c := range strings.Split(b, "/") {
-		if c == "" || strings.HasPrefix(c, ".") {
-			return false
-		}
-	}
-	return true
 }
 
 // Latest returns the last accepted snapshot; ok is false before the first.
