@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 )
@@ -24,7 +26,7 @@ const DefaultDedupeSize = 10000
 type Event struct {
 	Type     string // X-GitHub-Event, e.g. "push", "check_run", "pull_request"
 	Delivery string // X-GitHub-Delivery
-	Payload  []byte // the raw JSON body, signature verified
+	Payload  []byte // the JSON payload, signature verified (the raw body, or a form body's payload field)
 }
 
 // Handler processes one event. It runs while GitHub waits for the response
@@ -143,6 +145,15 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if e.Type == "" || e.Delivery == "" {
 		http.Error(w, "X-GitHub-Event and X-GitHub-Delivery are required", http.StatusBadRequest)
 		return
+	}
+	if ct, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type")); ct == "application/x-www-form-urlencoded" {
+		// A hook configured with content type "form" sends payload=<json>; the signature covers the form.
+		form, err := url.ParseQuery(string(body))
+		if err != nil || form.Get("payload") == "" {
+			http.Error(w, "form body without a payload field", http.StatusBadRequest)
+			return
+		}
+		e.Payload = []byte(form.Get("payload"))
 	}
 	if !r.seen.add(e.Delivery) {
 		reply(w, http.StatusOK, "duplicate delivery; ignored")

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -173,6 +174,33 @@ func TestReceiverPassesRawPayload(t *testing.T) {
 		t.Fatalf("status = %d", code)
 	}
 	want := []webhook.Event{{Type: "check_run", Delivery: "x", Payload: body}}
+	if diff := cmp.Diff(want, rec.events); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+func TestReceiverFormContentType(t *testing.T) {
+	recv, _ := webhook.New(secret)
+	rec := &recorder{}
+	recv.Handle("push", rec.handle)
+	srv := httptest.NewServer(recv)
+	defer srv.Close()
+	js := `{"ref":"refs/heads/main"}`
+	body := []byte(url.Values{"payload": {js}}.Encode())
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-GitHub-Event", "push")
+	req.Header.Set("X-GitHub-Delivery", "form")
+	req.Header.Set("X-Hub-Signature-256", sign(secret, body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status = %d", resp.StatusCode)
+	}
+	want := []webhook.Event{{Type: "push", Delivery: "form", Payload: []byte(js)}}
 	if diff := cmp.Diff(want, rec.events); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
