@@ -19,13 +19,15 @@ func (s *Source) Trigger() {
 // Run polls until ctx is done: at once, then on the interval (with jitter) or
 // the cron schedule, and whenever Trigger is called. After a failed poll it
 // retries with exponential backoff (capped); a refused revision is not a
-// failure. onChange is called, from Run's goroutine, with every newly accepted
-// snapshot (the first one included); polls wait while it runs. Run returns
-// ctx's error.
+// failure. onChange is called, from Run's goroutine, whenever the current
+// snapshot differs from the one it was last called with — the first one
+// included, also when it comes from the cache after a restart while the remote
+// is unchanged or unreachable. Polls wait while it runs. Run returns ctx's error.
 func (s *Source) Run(ctx context.Context, onChange func(context.Context, Snapshot)) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	failures := 0
+	delivered := ""
 	for {
 		select {
 		case <-ctx.Done():
@@ -36,7 +38,7 @@ func (s *Source) Run(ctx context.Context, onChange func(context.Context, Snapsho
 				return ctx.Err()
 			}
 		}
-		snap, changed, err := s.poll(ctx)
+		_, _, err := s.poll(ctx)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -45,7 +47,8 @@ func (s *Source) Run(ctx context.Context, onChange func(context.Context, Snapsho
 		} else {
 			failures = 0
 		}
-		if changed {
+		if snap, ok := s.Latest(); ok && snap.Revision != delivered {
+			delivered = snap.Revision
 			onChange(ctx, snap)
 		}
 		wait := s.next(time.Now(), failures)

@@ -171,3 +171,29 @@ func TestRunBacksOffWhileDownAndRecovers(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestRunAfterRestartDeliversCachedSnapshot(t *testing.T) {
+	srv := gitserver.New(t)
+	url, first := seed(t, srv)
+	cfg := sourceConfig(url)
+	cfg.CacheDir = t.TempDir()
+	cfg.Interval = config.Duration{Duration: time.Hour}
+	poll(t, newSource(t, cfg))
+
+	t.Run("remote unchanged", func(t *testing.T) {
+		srv.ResetRequests()
+		run(t, newSource(t, cfg)).wait(t, first)
+		if got := srv.Requests(); got.UploadPack != 0 {
+			t.Errorf("requests = %+v, want no fetch", got)
+		}
+	})
+	t.Run("remote down", func(t *testing.T) {
+		srv.Stop(t)
+		defer srv.Start(t)
+		s := newSource(t, cfg)
+		run(t, s).wait(t, first)
+		if st := s.Status(); st.LastError == "" || st.Revision != first {
+			t.Errorf("status = %+v, want the cached revision and the error", st)
+		}
+	})
+}
