@@ -10,6 +10,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
+	ghapp "github.com/stagehand-gitops/stagehand/internal/github"
 )
 
 // newRunCommand is `reconciler run --config FILE [--once]`.
@@ -51,9 +52,24 @@ leader election; exit 1 if any environment failed.`,
 			if identity != "" {
 				opts = append(opts, daemon.WithIdentity(identity))
 			}
+			var gh *ghapp.Client
+			if cfg.GitHub.App != nil && !once {
+				if gh, err = ghapp.New(cfg.GitHub); err != nil {
+					return err
+				}
+				// Approve on GitHub (check run buttons) or over the API/CLI.
+				opts = append(opts, daemon.WithGate(daemon.Gates(daemon.API(), ghapp.NewGate(gh))))
+			}
 			d, err := daemon.New(cfg, opts...)
 			if err != nil {
 				return err
+			}
+			if gh != nil {
+				if d.Webhook() == nil {
+					return fmt.Errorf("github.app is set but github.webhookSecretFile is not: check-run approvals arrive as webhooks")
+				}
+				preview := ghapp.NewBranchPreviewer(cfg.Source, cfg.EnvironmentNames(), d.Plan)
+				ghapp.NewHandler(gh, ghapp.FromDaemon(d), preview, cfg.Source.Branch).Register(d.Webhook())
 			}
 			if once {
 				if err := d.Once(cmd.Context()); err != nil {

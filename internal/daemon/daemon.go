@@ -207,6 +207,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.log.Info("serving HTTP API", "address", ln.Addr().String(), "identity", d.o.identity)
 	d.ready.Store(true)
 
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	leadErr := make(chan error, 1)
 	go func() {
 		leadErr <- lead(ctx, d.store.client, d.store.namespace, d.o.identity, d.o.election,
@@ -225,6 +227,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	select {
 	case err = <-serveErr:
 		err = fmt.Errorf("serving HTTP: %w", err)
+		cancel()
 	case <-ctx.Done():
 	}
 	lerr := <-leadErr
@@ -392,4 +395,17 @@ func (d *Daemon) resolve(s gitsource.Snapshot, env string) (*manifest.Environmen
 		opts = append(opts, manifest.AllowUnknownKeys())
 	}
 	return manifest.Resolve(s.FS, d.cfg.Source.Root, env, opts...)
+}
+
+// Plan resolves and plans env at snapshot s against the live targets without
+// changing or recording anything (for PR previews).
+func (d *Daemon) Plan(ctx context.Context, s gitsource.Snapshot, env string) (*reconcile.Plan, error) {
+	if _, ok := d.cfg.Environments[env]; !ok {
+		return nil, fmt.Errorf("%w %q; configured: %v", ErrUnknownEnvironment, env, d.envNames)
+	}
+	envM, err := d.resolve(s, env)
+	if err != nil {
+		return nil, err
+	}
+	return d.rec.Plan(ctx, d.workers[env].request(s, envM))
 }

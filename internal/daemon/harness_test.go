@@ -170,7 +170,7 @@ type running struct {
 
 func fastLeaderElection() LeaderElection {
 	return LeaderElection{Enable: true, ReleaseOnCancel: true,
-		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond}
+		LeaseDuration: 10 * time.Second, RenewDeadline: 7 * time.Second, RetryPeriod: 250 * time.Millisecond}
 }
 
 // start runs a daemon for h until the test ends (or stop is called).

@@ -10,7 +10,7 @@ import (
 
 func fastElection() LeaderElection {
 	return LeaderElection{Enable: true, ReleaseOnCancel: true,
-		LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond}
+		LeaseDuration: 10 * time.Second, RenewDeadline: 7 * time.Second, RetryPeriod: 200 * time.Millisecond}
 }
 
 // TestLeadOneAtATime runs two candidates on one Lease: exactly one leads;

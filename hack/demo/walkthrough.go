@@ -1,0 +1,429 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/stagehand-gitops/stagehand/internal/cli"
+	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/daemon"
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
+	"github.com/stagehand-gitops/stagehand/pkg/lock/crd"
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+const stepTimeout = 2 * time.Minute
+
+// printer writes the walkthrough.
+type printer struct {
+	w     io.Writer
+	n, of int
+}
+
+func (p *printer) step(title string, lines ...string) {
+	p.n++
+	fmt.Fprintf(p.w, "\n━━ %d/%d  %s\n", p.n, p.of, title)
+	for _, l := range lines {
+		fmt.Fprintf(p.w, "   %s\n", l)
+	}
+}
+
+func (p *printer) say(format string, a ...any) { fmt.Fprintf(p.w, "   "+format+"\n", a...) }
+func (p *printer) ok(format string, a ...any)  { fmt.Fprintf(p.w, "   ✓ "+format+"\n", a...) }
+
+// demo is the running demo's parts.
+type demo struct {
+	o        options
+	p        *printer
+	root     string
+	dir      string
+	client   kubernetes.Interface
+	repo     *gitRepo
+	files    demoFiles
+	server   string
+	d        *daemon.Daemon
+	logPath  string
+	reconBin string
+}
+
+func run(ctx context.Context, o options) (err error) {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "stagehand-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	x := &demo{o: o, p: &printer{w: o.out, of: 9}, root: root, dir: dir}
+	x.reconBin = "go run ./cmd/reconciler"
+	if _, err := os.Stat(filepath.Join(root, "bin", "reconciler")); err == nil {
+		x.reconBin = "bin/reconciler"
+	}
+	fmt.Fprintln(o.out, "Stagehand demo: deploy what the manifests repository says, and nothing else.")
+	fmt.Fprintln(o.out, "Everything runs on this machine and is torn down when the demo ends (Ctrl-C).")
+
+	// 1. Control plane.
+	x.p.step("Starting a local Kubernetes control plane",
+		"etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok with one fake node,",
+		"so Deployments really roll out (built once into bin/k8s by `make testbin`).")
+	start := time.Now()
+	kenv, err := testenv.Start(ctx, testenv.WithRollouts(), testenv.WithCRDs(filepath.Join(root, "pkg", "lock", "crd", crd.File)))
+	if err != nil {
+		return fmt.Errorf("starting the control plane: %w", err)
+	}
+	defer kenv.Stop()
+	x.client = kenv.Clientset
+	x.p.ok("API server ready in %s", since(start))
+	x.p.say("kubectl --kubeconfig %s get deployments -A", kenv.Kubeconfig)
+
+	// 2. Workloads.
+	x.p.step("Creating the example workloads",
+		"Namespaces apps-devel, apps-staging and apps-prod, each with one Deployment per service,",
+		"all running one release behind what examples/environments asks for:")
+	if err := createWorkloads(ctx, x.client); err != nil {
+		return err
+	}
+	for _, svc := range services() {
+		x.p.say("  %-14s %s%s:%s", svc, imageRepo, svc, running[svc])
+	}
+
+	// 3. Git.
+	x.p.step("Serving the manifests repository",
+		"A real git server (git http-backend) with a first commit of examples/environments/.")
+	if x.repo, err = startGitRepo(ctx, filepath.Join(dir, "git"), filepath.Join(root, "examples", "environments")); err != nil {
+		return err
+	}
+	defer x.repo.stop()
+	x.p.ok("%s", x.repo.URL)
+	x.p.say("Clone it, edit, push: the reconciler picks it up (git clone %s)", x.repo.URL)
+
+	// 4. Reconciler.
+	stopDaemon, err := x.startReconciler(ctx, kenv.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	defer stopDaemon()
+
+	steps := []func(context.Context) error{x.develDeploys, x.bumpDevel, x.prodPending, x.approveProd}
+	for _, s := range steps {
+		if err := s(ctx); err != nil {
+			if ctx.Err() != nil {
+				fmt.Fprintln(o.out, "\nInterrupted; tearing everything down.")
+				return nil
+			}
+			return err
+		}
+	}
+	x.whereToLook(kenv.Kubeconfig)
+	if o.auto {
+		fmt.Fprintln(o.out, "\nDemo finished (--auto); tearing everything down.")
+		return nil
+	}
+	fmt.Fprintln(o.out, "\nEverything keeps running so you can explore. Press Ctrl-C to stop; nothing is left behind.")
+	<-ctx.Done()
+	fmt.Fprintln(o.out, "\nStopping the reconciler, the git server and the control plane...")
+	return nil
+}
+
+// startReconciler writes the configuration and runs the daemon in this process.
+func (x *demo) startReconciler(ctx context.Context, kubeconfig string) (func(), error) {
+	ln, err := net.Listen("tcp", x.o.listen)
+	if err != nil {
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return nil, err
+		}
+	}
+	x.server = "http://" + ln.Addr().String()
+	if x.files, err = writeConfig(x.dir, x.repo.URL, kubeconfig, ln.Addr().String()); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	x.p.step("Starting the reconciler (reconciler run --config reconciler.yaml, in this process)",
+		"One worker per environment; devel has skipConfirmation: true, staging and prod wait for approval.")
+	cfg, err := config.Load(x.files.config)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	x.logPath = filepath.Join(x.dir, "reconciler.log")
+	logFile, err := os.Create(x.logPath)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	log := crzap.New(crzap.WriteTo(logFile), crzap.JSONEncoder())
+	klog.SetLogger(log.WithName("client-go"))
+	d, err := daemon.New(cfg, daemon.WithLogger(log.WithName("reconciler")), daemon.WithListener(ln),
+		daemon.WithIdentity("demo"))
+	if err != nil {
+		ln.Close()
+		logFile.Close()
+		return nil, err
+	}
+	x.d = d
+	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- d.Run(dctx) }()
+	x.p.ok("API on %s", x.server)
+	x.p.say("config   %s", x.files.config)
+	x.p.say("logs     %s", x.logPath)
+	return func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				fmt.Fprintln(x.o.out, "reconciler:", err)
+			}
+		case <-time.After(20 * time.Second):
+			fmt.Fprintln(x.o.out, "reconciler did not stop within 20s")
+		}
+		klog.SetLogger(logr.Discard())
+		logFile.Close()
+	}, nil
+}
+
+// desired resolves env in the working clone: service → tag.
+func (x *demo) desired(env string) (map[string]string, error) {
+	e, err := manifest.Resolve(os.DirFS(x.repo.work), ".", env)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, s := range e.Services {
+		out[s.Name] = s.Containers[0].DockerTag
+	}
+	return out, nil
+}
+
+// waitImages waits until ns runs want (and, with rollout, has rolled out).
+func (x *demo) waitImages(ctx context.Context, ns string, want map[string]string, rollout bool) error {
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	for {
+		got, err := images(ctx, x.client, ns)
+		if err == nil && matches(got, want) && (!rollout || rolledOut(ctx, x.client, ns)) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s to run %v (it runs %v): %w", ns, want, got, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func matches(got, want map[string]string) bool {
+	for k, v := range want {
+		if got[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (x *demo) develDeploys(ctx context.Context) error {
+	x.p.step("devel deploys by itself",
+		"environments/devel/manifest.json says skipConfirmation: true, so its plan is applied at once.")
+	want, err := x.desired("devel")
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := x.waitImages(ctx, "apps-devel", want, true); err != nil {
+		return err
+	}
+	for _, svc := range services() {
+		x.p.say("  %-14s %s → %s", svc, running[svc], want[svc])
+	}
+	x.p.ok("devel deployed and rolled out (%s after the reconciler started)", since(start))
+	return nil
+}
+
+func (x *demo) bumpDevel(ctx context.Context) error {
+	x.p.step("A commit bumps checkout-api in devel",
+		"What an upstream CI does (prbot bump): edit environments/devel/checkout-api.json 1.5.0 → 1.5.1,",
+		"commit, push; GitHub would then send a push webhook, which the demo sends to /webhook/github.")
+	if err := x.repo.edit("environments/devel/checkout-api.json", "1.5.0", "1.5.1"); err != nil {
+		return err
+	}
+	sha, err := x.repo.commitAndPush(ctx, "checkout-api 1.5.1 in devel")
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := notifyPush(ctx, x.server, x.files.secret, x.repo.URL, "demo-"+sha[:12]); err != nil {
+		return err
+	}
+	if err := x.waitImages(ctx, "apps-devel", map[string]string{"checkout-api": "1.5.1"}, false); err != nil {
+		return err
+	}
+	patched := since(start)
+	if err := x.waitImages(ctx, "apps-devel", map[string]string{"checkout-api": "1.5.1"}, true); err != nil {
+		return err
+	}
+	x.p.ok("commit %s live: patched %s after the push, rolled out after %s", sha[:12], patched, since(start))
+	return nil
+}
+
+// pending waits for env's pending plan at revision.
+func (x *demo) pending(ctx context.Context, env, revision string) (*daemon.Pending, error) {
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	for {
+		v, err := x.d.Environment(ctx, env)
+		if err == nil && v.Pending != nil && v.Pending.Revision == revision {
+			return v.Pending, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for a pending plan in %s: %w", env, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (x *demo) prodPending(ctx context.Context) error {
+	x.p.step("prod waits for approval",
+		"prod has no skipConfirmation: its plan is published and waits at the approval gate.")
+	head, err := x.repo.git(ctx, x.repo.work, "rev-parse", "HEAD")
+	if err != nil {
+		return err
+	}
+	p, err := x.pending(ctx, "prod", head)
+	if err != nil {
+		return err
+	}
+	var plan reconcile.Plan
+	if err := json.Unmarshal(p.Plan, &plan); err != nil {
+		return err
+	}
+	for _, c := range plan.Changes {
+		x.p.say("  %-14s %s → %s", c.Service, tagOf(c.From), tagOf(c.To))
+	}
+	x.p.ok("pending plan %s for revision %s", p.PlanHash, p.Revision[:12])
+	x.p.say("See it: curl -H \"Authorization: Bearer $(cat %s)\" %s/api/v1/environments/prod", x.files.tokenFile, x.server)
+	if got, err := images(ctx, x.client, "apps-prod"); err == nil && !matches(got, running) {
+		return fmt.Errorf("prod changed before approval: %v", got)
+	}
+	return nil
+}
+
+func tagOf(image string) string { return image[strings.LastIndex(image, ":")+1:] }
+
+func (x *demo) approveProd(ctx context.Context) error {
+	v, err := x.d.Environment(ctx, "prod")
+	if err != nil || v.Pending == nil {
+		return errors.Join(errors.New("prod has no pending plan"), err)
+	}
+	hash := v.Pending.PlanHash
+	x.p.step("Approve prod with the CLI",
+		"The approval names the plan hash: if the plan changed meanwhile, the reconciler refuses.")
+	x.p.say("export STAGEHAND_SERVER=%s STAGEHAND_TOKEN=$(cat %s)", x.server, x.files.tokenFile)
+	x.p.say("%s approve --env prod --plan-hash %s --wait", x.reconBin, hash)
+	args := []string{"approve", "--server", x.server, "--token-file", x.files.tokenFile, "--env", "prod",
+		"--plan-hash", hash, "--as", "demo", "--wait"}
+	if !x.o.auto {
+		x.p.say("Run it in another terminal (from %s), or press Enter and the demo runs it for you.", x.root)
+		if ran, err := x.waitEnterOrApplied(ctx, hash); err != nil || ran {
+			return err
+		}
+	}
+	var out, errOut bytes.Buffer
+	cmd := cli.NewReconciler(&out, &errOut)
+	cmd.SetArgs(args)
+	err = cmd.ExecuteContext(ctx)
+	for _, l := range strings.Split(strings.TrimSpace(out.String()+errOut.String()), "\n") {
+		x.p.say("> %s", l)
+	}
+	if err != nil || cli.Code(err) != 0 {
+		return fmt.Errorf("reconciler approve: %v (exit %d)", err, cli.Code(err))
+	}
+	want, err := x.desired("prod")
+	if err != nil {
+		return err
+	}
+	if err := x.waitImages(ctx, "apps-prod", want, true); err != nil {
+		return err
+	}
+	x.p.ok("prod runs what its manifest says and has rolled out")
+	return nil
+}
+
+// waitEnterOrApplied returns true once the plan was applied (approved
+// elsewhere), false when Enter was pressed.
+func (x *demo) waitEnterOrApplied(ctx context.Context, hash string) (bool, error) {
+	enter := make(chan struct{}, 1)
+	go func() {
+		_, _ = bufio.NewReader(x.o.in).ReadString('\n')
+		enter <- struct{}{}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-enter:
+			return false, nil
+		case <-time.After(200 * time.Millisecond):
+		}
+		v, err := x.d.Environment(ctx, "prod")
+		if err != nil || v.LastResult == nil || v.LastResult.PlanHash != hash {
+			continue
+		}
+		x.p.ok("approved by %s: %s", v.LastResult.Approver, v.LastResult.Result)
+		want, err := x.desired("prod")
+		if err != nil {
+			return true, err
+		}
+		return true, x.waitImages(ctx, "apps-prod", want, true)
+	}
+}
+
+func (x *demo) whereToLook(kubeconfig string) {
+	auth := fmt.Sprintf(`-H "Authorization: Bearer $(cat %s)"`, x.files.tokenFile)
+	x.p.step("Where to look",
+		"curl "+auth+" "+x.server+"/api/v1/environments              desired vs live, pending plans",
+		"curl "+auth+" "+x.server+"/api/v1/environments/prod/history applied plans: who, what, when",
+		"curl "+auth+" "+x.server+"/api/v1/environments/devel/layout which file says what",
+		"curl "+x.server+"/metrics                                    Prometheus metrics",
+		"kubectl --kubeconfig "+kubeconfig+" get events -n apps-prod  an Event per deployed workload",
+		"git clone "+x.repo.URL+"  then edit environments/*/…json and git push",
+		"reconciler log: "+x.logPath)
+}
+
+func since(t time.Time) string { return time.Since(t).Round(time.Millisecond).String() }
+
+// repoRoot walks up from the working directory to the directory with go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run the demo inside the stagehand repository (no go.mod found above the working directory)")
+		}
+		dir = parent
+	}
+}

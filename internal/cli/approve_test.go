@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/daemon"
+	"github.com/stagehand-gitops/stagehand/internal/gitserver"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+const approveToken = "approve-test-token"
+
+// approveWorld runs a real daemon (leader, no rollout wait) over a git server
+// whose prod manifest asks for web:2.0.0 while the cluster runs web:1.0.0.
+func approveWorld(t *testing.T) (server, tokenFile, ns string, d *daemon.Daemon) {
+	t.Helper()
+	git := gitserver.New(t)
+	url := git.Init(t, "manifests")
+	git.Commit(t, "manifests", "main", map[string]string{"environments/prod/manifest.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`}, "prod")
+	ns = env.Namespace(t)
+	labels := map[string]string{"app.kubernetes.io/name": "web"}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: labels},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "example.com/web:1.0.0"}}}}},
+	}
+	if _, err := env.Clientset.AppsV1().Deployments(ns).Create(context.Background(), dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f := false
+	cfg := &config.Config{
+		Source:       config.Source{URL: url, Branch: "main", Interval: config.Duration{Duration: time.Hour}},
+		Environments: map[string]config.Environment{"prod": {LockPath: "apps/prod", Targets: []config.Target{{Name: "a", Namespace: ns}}}},
+		Registry:     config.Registry{VerifyDigests: &f, PinDigests: &f},
+		Locks:        config.Locks{Storage: "kubernetes", Namespace: ns},
+		State:        config.State{Namespace: ns},
+	}
+	cfg.Default()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err = daemon.New(cfg, daemon.WithRESTConfig(env.Config), daemon.WithAPIToken(approveToken), daemon.WithListener(ln),
+		daemon.WithLeaderElection(daemon.LeaderElection{}), daemon.WithReconcileOptions(reconcile.WithRolloutTimeout(0)),
+		daemon.WithSourceOptions(gitsource.WithCacheDir(t.TempDir())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = d.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	tokenFile = filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(approveToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + ln.Addr().String(), tokenFile, ns, d
+}
+
+func TestApproveCommand(t *testing.T) {
+	server, tokenFile, ns, d := approveWorld(t)
+	var pending *daemon.Pending
+	deadline := time.Now().Add(30 * time.Second)
+	for pending == nil {
+		v, err := d.Environment(context.Background(), "prod")
+		if err == nil {
+			pending = v.Pending
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no pending plan in prod within 30s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	base := []string{"--server", server, "--env", "prod", "--token-file", tokenFile}
+	wrongToken := filepath.Join(t.TempDir(), "wrong")
+	if err := os.WriteFile(wrongToken, []byte("nope\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		inStderr string
+	}{
+		{"no server", []string{"approve", "--env", "prod", "--plan-hash", "h"}, 2, "--server is required"},
+		{"bad server", []string{"approve", "--server", "localhost:1", "--env", "prod", "--plan-hash", "h", "--token-file", tokenFile}, 2, "want an http(s) URL"},
+		{"no hash", append([]string{"approve"}, base...), 2, "--plan-hash is required"},
+		{"empty token file", []string{"approve", "--server", server, "--env", "prod", "--plan-hash", pending.PlanHash, "--token-file", os.DevNull}, 2, "is empty"},
+		{"wrong token", []string{"approve", "--server", server, "--env", "prod", "--plan-hash", pending.PlanHash, "--token-file", wrongToken}, 1, "refused (401)"},
+		{"stale hash", append([]string{"approve", "--plan-hash", "sha256:old"}, base...), 1, "pending now is plan " + pending.PlanHash},
+		{"unknown env", []string{"reject", "--server", server, "--env", "qa", "--plan-hash", "h", "--token-file", tokenFile}, 1, "unknown environment"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, stderr, code := runReconciler(t, tt.args...)
+			if code != tt.code || !strings.Contains(stderr, tt.inStderr) {
+				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr, tt.code, tt.inStderr)
+			}
+		})
+	}
+	if img := deployedImage(t, ns); img != "example.com/web:1.0.0" {
+		t.Fatalf("refused approvals changed the cluster: %s", img)
+	}
+
+	stdout, stderr, code := runReconciler(t, append([]string{"approve", "--plan-hash", pending.PlanHash, "--as", "dana", "--wait"}, base...)...)
+	if code != 0 || !strings.Contains(stdout, "approved by dana") || !strings.Contains(stdout, "succeeded") {
+		t.Fatalf("approve --wait: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	if img := deployedImage(t, ns); img != "example.com/web:2.0.0" {
+		t.Errorf("after approve the deployment runs %s, want web:2.0.0", img)
+	}
+	req, _ := http.NewRequest("GET", server+"/api/v1/environments/prod/history", nil)
+	req.Header.Set("Authorization", "Bearer "+approveToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h struct{ History []daemon.Entry }
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || len(h.History) != 1 || h.History[0].Approver != "dana" {
+		t.Errorf("history = %+v (%v), want one entry approved by dana", h.History, err)
+	}
+}
+
+func deployedImage(t *testing.T, ns string) string {
+	t.Helper()
+	d, err := env.Clientset.AppsV1().Deployments(ns).Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Spec.Template.Spec.Containers[0].Image
+}
