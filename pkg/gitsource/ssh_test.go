@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
+	"os"
 	"strings"
 	"testing"
 
@@ -65,6 +66,9 @@ func TestPollSSH(t *testing.T) {
 				}
 				if got := sshd.Sessions() - before; got != 0 {
 					t.Errorf("%d git sessions ran for a refused connection", got)
+				}
+				if b, _ := os.ReadFile(cfg.Auth.KnownHostsFile); string(b) != tt.knownHosts {
+					t.Errorf("known_hosts changed (trust on first use?):\n%s", b)
 				}
 				return
 			}
