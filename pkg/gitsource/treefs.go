@@ -172,7 +172,7 @@ func (t *TreeFS) resolve(op, name string, follow bool) (node, error) {
 	hops := 0
 	for i := 0; i < len(comps); i++ {
 		e := findEntry(cur, comps[i])
-		if e == nil {
+		if e == nil || e.Mode == filemode.Submodule { // a gitlink has no content here
 			return node{}, &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
 		}
 		p := path.Join(curPath, comps[i])

@@ -3,6 +3,7 @@ package gitsource_test
 import (
 	"errors"
 	"io/fs"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -100,5 +101,27 @@ func TestTreeFSSymlinks(t *testing.T) {
 		if _, err := fsys.Open(name); err == nil {
 			t.Errorf("Open(%q) succeeded", name)
 		}
+	}
+}
+
+func TestTreeFSHidesSubmodules(t *testing.T) {
+	srv := gitserver.New(t)
+	url, _ := seed(t, srv)
+	srv.Git(t, "manifests", "commit refs/heads/main\ncommitter T <t@stagehand.invalid> 1700000000 +0000\ndata 9\nsubmodule\nfrom refs/heads/main^0\n"+
+		"M 160000 "+strings.Repeat("ab", 20)+" vendor/lib\nM 100644 inline vendor/README\ndata 2\nhi\n\n", "fast-import", "--quiet")
+	snap := poll(t, newSource(t, sourceConfig(url)))
+	entries, err := fs.ReadDir(snap.FS, "vendor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if diff := cmp.Diff([]string{"README"}, names); diff != "" {
+		t.Errorf("vendor entries (-want +got):\n%s", diff)
+	}
+	if _, err := fs.Stat(snap.FS, "vendor/lib"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Stat of a submodule: %v, want ErrNotExist", err)
 	}
 }
