@@ -17,6 +17,7 @@
 //	src.Trigger()                                      // from a webhook: poll now (bursts coalesce)
 //	src.Status()                                       // last good revision, last error, next poll
 //	src.Latest()                                       // last good snapshot
+//	src.At(sha)                                        // an earlier fetched revision, from the cache
 //
 // Credentials: an HTTPS token (source.auth.tokenFile, user source.auth.username
 // or "x-access-token"), user:password in the URL, an SSH key

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"sync"
 	"time"
 
@@ -132,6 +133,36 @@ func (s *Source) Latest() (snap Snapshot, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.current, s.current.Revision != ""
+}
+
+// ErrRevisionNotCached is returned by At for a commit the cache does not hold.
+var ErrRevisionNotCached = errors.New("revision not in the cache")
+
+// At returns the snapshot of an earlier fetched revision (a full 40-digit
+// SHA) from the cache, without network access, after the same signature check
+// as Poll. Revisions fetched before the last cache compaction or re-clone are
+// gone (ErrRevisionNotCached).
+func (s *Source) At(rev string) (Snapshot, error) {
+	h := plumbing.NewHash(rev)
+	if len(rev) != 40 || h.String() != strings.ToLower(rev) {
+		return Snapshot{}, fmt.Errorf("revision %q: want a full 40-digit commit SHA", rev)
+	}
+	s.pollMu.Lock()
+	defer s.pollMu.Unlock()
+	if err := s.cache.open(); err != nil {
+		return Snapshot{}, err
+	}
+	commit, err := object.GetCommit(storage(s.cache.dir), h)
+	if err != nil {
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			return Snapshot{}, fmt.Errorf("revision %s: %w", rev, ErrRevisionNotCached)
+		}
+		return Snapshot{}, fmt.Errorf("reading commit %s: %w", rev, err)
+	}
+	if err := s.verifyCommit(commit); err != nil {
+		return Snapshot{}, err
+	}
+	return s.snapshot(commit)
 }
 
 // Status reports the last good revision, the last error and the schedule.

@@ -348,3 +348,29 @@ func TestPollFileURL(t *testing.T) {
 		t.Errorf("revision = %s, want %s", snap.Revision, next)
 	}
 }
+
+func TestAt(t *testing.T) {
+	srv := gitserver.New(t)
+	url, first := seed(t, srv)
+	s := newSource(t, sourceConfig(url))
+	poll(t, s)
+	second := srv.Commit(t, "manifests", "main", map[string]string{"environments/devel/manifest.json": "v2"}, "second")
+	poll(t, s)
+
+	srv.Stop(t) // no network needed
+	for rev, want := range map[string]string{first: `{"services":[]}`, second: "v2"} {
+		snap, err := s.At(rev)
+		if err != nil {
+			t.Fatalf("At(%s): %v", rev, err)
+		}
+		if got := readFile(t, snap.FS, "environments/devel/manifest.json"); snap.Revision != rev || got != want {
+			t.Errorf("At(%s) = %s with %q, want %q", rev, snap.Revision, got, want)
+		}
+	}
+	if _, err := s.At(strings.Repeat("1", 40)); !errors.Is(err, gitsource.ErrRevisionNotCached) {
+		t.Errorf("At(unknown) error = %v, want ErrRevisionNotCached", err)
+	}
+	if _, err := s.At("main"); err == nil {
+		t.Error("At(main) succeeded; only SHAs are accepted")
+	}
+}
