@@ -1,0 +1,238 @@
+package reconcile_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/stagehand-gitops/stagehand/internal/kube"
+
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+// counter counts API requests by verb and resource.
+type counter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *counter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+		key := r.Method + " " + parts[len(parts)-1]
+		c.mu.Lock()
+		c.n[key]++
+		c.mu.Unlock()
+		return rt.RoundTrip(r)
+	})
+}
+
+func (c *counter) reset() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.n
+	c.n = map[string]int{}
+	return old
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// benchClient is the client the reconciler binary builds (internal/kube:
+// protobuf, no client-side rate limit) from the test kubeconfig, with its requests
+// counted.
+func benchClient(b *testing.B) (kubernetes.Interface, *counter) {
+	b.Helper()
+	cnt := &counter{n: map[string]int{}}
+	cs, err := kube.NewClients(kube.WithWrapTransport(cnt.wrap)).Client(env.Kubeconfig, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cs, cnt
+}
+
+// rawClient is bare client-go from the admin rest.Config: JSON, and the
+// client-side rate limit off (client-go's default of 5 QPS would make the
+// ceiling meaningless).
+func rawClient(b *testing.B) kubernetes.Interface {
+	b.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = -1, 0
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cs
+}
+
+// populate creates n Deployments svc-0000… (replicas 0) and returns a
+// manifest naming all of them at tag.
+func populate(b *testing.B, c kubernetes.Interface, ns string, n int, tag string) *manifest.Environment {
+	b.Helper()
+	start := time.Now()
+	sem := make(chan struct{}, 32)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var firstErr error
+	e := &manifest.Environment{Name: "bench"}
+	for i := range n {
+		name := fmt.Sprintf("svc-%04d", i)
+		e.Services = append(e.Services, manifest.Service{Name: name, Containers: []manifest.Container{{DockerName: "team/" + name, DockerTag: tag}}})
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			defer func() {
+				if r := recover(); r != nil {
+					once.Do(func() { firstErr = fmt.Errorf("%v", r) })
+				}
+			}()
+			createDeployment(panicTB{b}, c, ns, name, name, 0, pod{containers: [][2]string{
+				{"app", "reg.example.com/team/" + name + ":1"}, {"proxy", "envoyproxy/envoy:v1.30"},
+			}})
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		b.Fatal(firstErr)
+	}
+	b.Logf("created %d deployments in %s", n, time.Since(start).Round(time.Millisecond))
+	return e
+}
+
+// panicTB turns Fatalf into a panic so helpers can run in goroutines.
+type panicTB struct{ testing.TB }
+
+func (p panicTB) Fatalf(format string, a ...any) { panic(fmt.Sprintf(format, a...)) }
+func (p panicTB) Helper()                        {}
+
+// BenchmarkPlan2000 plans a 2,000-service manifest against 2,000
+// Deployments (plus a StatefulSet, DaemonSet and CronJob list each) and
+// reports API requests per plan: one list per kind per target.
+func BenchmarkPlan2000(b *testing.B) {
+	c, cnt := benchClient(b)
+	ns := env.Namespace(b)
+	e := populate(b, c, ns, 2000, "2")
+	r := newReconciler(b)
+	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{{Name: "a", Namespace: ns, Client: c}}}
+	cnt.reset()
+	var p *reconcile.Plan
+	for b.Loop() {
+		var err error
+		if p, err = r.Plan(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	got := cnt.reset()
+	total := 0
+	for _, v := range got {
+		total += v
+	}
+	if len(p.Changes) != 2000 {
+		b.Fatalf("plan has %d changes, want 2000", len(p.Changes))
+	}
+	b.ReportMetric(float64(total)/float64(b.N), "requests/plan")
+	b.Logf("requests over %d plans: %v", b.N, got)
+}
+
+// BenchmarkApply500 applies 500 image changes (the rollout wait is off: the
+// benchmark control plane runs no controllers) and compares it with (a) the
+// raw ceiling, the same strategic merge patches sent with bare client-go at
+// the same concurrency, and (b) a sequential `kubectl set image` loop, run
+// on 50 changes and reported per change.
+func BenchmarkApply500(b *testing.B) {
+	const n = 500
+	c, cnt := benchClient(b)
+	ns := env.Namespace(b)
+	e := populate(b, c, ns, n, "1")
+	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{{Name: "a", Namespace: ns, Client: c}}}
+	r := newReconciler(b, reconcile.WithRolloutTimeout(0), reconcile.WithConcurrency(reconcile.DefaultConcurrency))
+	gen := 1
+	nextTag := func() string { gen++; return fmt.Sprintf("%d", gen) }
+
+	b.Run("stagehand", func(b *testing.B) {
+		cnt.reset()
+		for b.Loop() {
+			b.StopTimer()
+			tag := nextTag()
+			for i := range e.Services {
+				e.Services[i].Containers[0].DockerTag = tag
+			}
+			p, err := r.Plan(context.Background(), req)
+			if err != nil || len(p.Changes) != n {
+				b.Fatalf("plan: %v, %d changes", err, len(p.Changes))
+			}
+			b.StartTimer()
+			res, err := r.Apply(context.Background(), req, p.PlanHash) // plans again, patches, Events
+			if err != nil || res.Failed() || len(res.Workloads) != n {
+				b.Fatalf("apply: %v", err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/change")
+		b.Logf("requests: %v", cnt.reset())
+	})
+
+	b.Run("raw-client-go", func(b *testing.B) {
+		c := rawClient(b)
+		for b.Loop() {
+			b.StopTimer()
+			tag := nextTag()
+			b.StartTimer()
+			sem := make(chan struct{}, reconcile.DefaultConcurrency)
+			var wg sync.WaitGroup
+			var failed atomic.Int32
+			for i := range n {
+				name := fmt.Sprintf("svc-%04d", i)
+				body := fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"reg.example.com/team/%s:%s"}]}}}}`, name, tag)
+				wg.Add(1)
+				sem <- struct{}{}
+				go func() {
+					defer func() { <-sem; wg.Done() }()
+					if _, err := c.AppsV1().Deployments(ns).Patch(context.Background(), name, types.StrategicMergePatchType, []byte(body), metav1.PatchOptions{}); err != nil {
+						failed.Add(1)
+					}
+				}()
+			}
+			wg.Wait()
+			if failed.Load() > 0 {
+				b.Fatalf("%d patches failed", failed.Load())
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/change")
+	})
+
+	b.Run("kubectl-set-image-50", func(b *testing.B) {
+		const m = 50
+		kubectl, err := exec.LookPath("kubectl")
+		if err != nil {
+			b.Skip("kubectl not on PATH")
+		}
+		for b.Loop() {
+			b.StopTimer()
+			tag := nextTag()
+			b.StartTimer()
+			for i := range m {
+				name := fmt.Sprintf("svc-%04d", i)
+				out, err := exec.Command(kubectl, "--kubeconfig", env.Kubeconfig, "-n", ns, "set", "image",
+					"deployment/"+name, "app=reg.example.com/team/"+name+":"+tag).CombinedOutput()
+				if err != nil {
+					b.Fatalf("kubectl set image: %v\n%s", err, out)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*m), "ns/change")
+	})
+}

@@ -1,0 +1,68 @@
+package reconcile
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestHashIsCanonical(t *testing.T) {
+	a := Change{Service: "a", Target: "t", Namespace: "n", Kind: KindDeployment, Name: "a", Container: "app", From: "x:1", To: "x:2"}
+	b := Change{Service: "b", Target: "t", Namespace: "n", Kind: KindCronJob, Name: "b", Container: "init:m", From: "y:1", To: "y:2"}
+	if Hash([]Change{a, b}) != Hash([]Change{b, a}) {
+		t.Errorf("hash depends on order")
+	}
+	c := a
+	c.To = "x:3"
+	if Hash([]Change{a, b}) == Hash([]Change{c, b}) {
+		t.Errorf("hash ignores the target image")
+	}
+	if Hash(nil) != Hash([]Change{}) {
+		t.Errorf("nil and empty changes hash differently")
+	}
+}
+
+func TestPatchBody(t *testing.T) {
+	tests := []struct {
+		name    string
+		kind    string
+		changes []Change
+		want    string
+	}{
+		{
+			name:    "deployment with an init container",
+			kind:    KindDeployment,
+			changes: []Change{{Container: "app", To: "r/app:2"}, {Container: "init:migrate", To: "r/m:2"}},
+			want:    `{"metadata":{"annotations":{"stagehand.io/revision":"abc"}},"spec":{"template":{"spec":{"containers":[{"image":"r/app:2","name":"app"}],"initContainers":[{"image":"r/m:2","name":"migrate"}]}}}}`,
+		},
+		{
+			name:    "cronjob",
+			kind:    KindCronJob,
+			changes: []Change{{Container: "job", To: "r/job:2"}},
+			want:    `{"metadata":{"annotations":{"stagehand.io/revision":"abc"}},"spec":{"jobTemplate":{"spec":{"template":{"spec":{"containers":[{"image":"r/job:2","name":"job"}]}}}}}}`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := patchBody(tt.kind, "abc", tt.changes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var g, w any
+			_ = json.Unmarshal(got, &g)
+			_ = json.Unmarshal([]byte(tt.want), &w)
+			if diff := cmp.Diff(w, g); diff != "" {
+				t.Errorf("patch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLockSegment(t *testing.T) {
+	for in, want := range map[string]string{"prod-a": "prod-a", "Web.API_v2": "web-api-v2"} {
+		if got := lockSegment(in); got != want {
+			t.Errorf("lockSegment(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
