@@ -10,13 +10,17 @@ export GOTOOLCHAIN=local GOSUMDB=off GOFLAGS=-mod=mod
 kube_version=v1.36.3
 kwok_version=v0.7.0
 stamp="$out/.stamp"
-want="$(cat "$here/go.mod" "$here/go.sum" "$here/build.sh" "$here/etcd/main.go" | sha256sum | cut -d' ' -f1)"
+want="$( (cat "$here/go.mod" "$here/go.sum" "$here/etcd/main.go"; echo "$kube_version $kwok_version") | sha256sum | cut -d' ' -f1)"
 bins=(kube-apiserver kube-controller-manager kube-scheduler etcd kwok)
-if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
-  ok=1
-  for b in "${bins[@]}"; do [[ -x "$out/$b" ]] || ok=0; done
-  [[ $ok == 1 ]] && exit 0
-fi
+current() {
+  [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] || return 1
+  for b in "${bins[@]}"; do [[ -x "$out/$b" ]] || return 1; done
+}
+current && exit 0
+# Several test binaries may ask at once: one builds, the others wait and reuse.
+exec 9>"$out/.lock"
+flock 9
+current && exit 0
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
 cd "$here"
 echo "testbin: building kube-apiserver, kube-controller-manager, kube-scheduler $kube_version and etcd into $out (several minutes the first time)" >&2
