@@ -3,8 +3,10 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -44,10 +46,10 @@ func manifestRepo(t *testing.T, files map[string]string) string {
 	return dir
 }
 
-const examples = "../../examples"
+const manifestExamples = "../../examples"
 
 func TestManifestResolveJSON(t *testing.T) {
-	stdout, stderr, code := runReconciler(t, "manifest", "resolve", examples, "--env", "devel", "-o", "json")
+	stdout, stderr, code := runReconciler(t, "manifest", "resolve", manifestExamples, "--env", "devel", "-o", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -55,12 +57,8 @@ func TestManifestResolveJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, stdout)
 	}
-	var keys []string
-	for k := range got {
-		keys = append(keys, k)
-	}
 	want := []string{"environment", "layout", "overrides", "root", "services", "skipConfirmation", "warnings"}
-	if diff := cmp.Diff(want, sorted(keys)); diff != "" {
+	if diff := cmp.Diff(want, slices.Sorted(maps.Keys(got))); diff != "" {
 		t.Errorf("top-level keys (-want +got):\n%s", diff)
 	}
 	var env manifest.Environment
@@ -75,37 +73,17 @@ func TestManifestResolveJSON(t *testing.T) {
 		t.Errorf("checkout-api = %+v", s)
 	}
 	svc := got["services"].([]any)[0].(map[string]any)
-	if diff := cmp.Diff([]string{"containers", "name", "source", "version"}, sorted(mapKeys(svc))); diff != "" {
+	if diff := cmp.Diff([]string{"containers", "name", "source", "version"}, slices.Sorted(maps.Keys(svc))); diff != "" {
 		t.Errorf("service keys (-want +got):\n%s", diff)
 	}
 	ctr := svc["containers"].([]any)[0].(map[string]any)
-	if diff := cmp.Diff([]string{"dockerDigest", "dockerName", "dockerTag"}, sorted(mapKeys(ctr))); diff != "" {
+	if diff := cmp.Diff([]string{"dockerDigest", "dockerName", "dockerTag"}, slices.Sorted(maps.Keys(ctr))); diff != "" {
 		t.Errorf("container keys (-want +got):\n%s", diff)
 	}
 }
 
-func mapKeys(m map[string]any) []string {
-	var keys []string
-	for k := range m {
-		keys = append(keys, k)
-	}
-	return keys
-}
-
-func sorted(s []string) []string {
-	out := append([]string(nil), s...)
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
-}
-
 func TestManifestResolveText(t *testing.T) {
-	stdout, stderr, code := runReconciler(t, "manifest", "resolve", examples, "--env", "prod")
+	stdout, stderr, code := runReconciler(t, "manifest", "resolve", manifestExamples, "--env", "prod")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -116,14 +94,14 @@ func TestManifestResolveText(t *testing.T) {
 	}
 }
 
-var badRepo = map[string]string{
+var manifestBadRepo = map[string]string{
 	"devel/manifest.json": "{\n  \"includes\": [\"./a.json\"],\n  \"services\": [{\"name\": \"api\", \"containers\": [{\"dockertag\": \"1\"}]}]\n}\n",
 	"devel/a.json":        `{"services": [{"name": "x", "version": "1.0"}]}`,
 	"prod/manifest.json":  `{}`,
 }
 
 func TestManifestResolveErrors(t *testing.T) {
-	dir := manifestRepo(t, badRepo)
+	dir := manifestRepo(t, manifestBadRepo)
 	// The root manifest is read first, then its includes.
 	wantErrors := []manifest.Error{
 		{File: "environments/devel/manifest.json", Line: 3, Column: 48, Pointer: "/services/0/containers/0/dockertag",
@@ -182,15 +160,15 @@ func TestManifestResolveErrors(t *testing.T) {
 
 func TestManifestUsage(t *testing.T) {
 	for _, args := range [][]string{
-		{"manifest", "resolve", examples},
+		{"manifest", "resolve", manifestExamples},
 		{"manifest", "resolve", "--env", "devel"},
-		{"manifest", "resolve", examples, "--env", "devel", "-o", "yaml"},
-		{"manifest", "resolve", examples, "--env", "../devel"},
+		{"manifest", "resolve", manifestExamples, "--env", "devel", "-o", "yaml"},
+		{"manifest", "resolve", manifestExamples, "--env", "../devel"},
 		{"manifest", "resolve", "/does/not/exist", "--env", "devel"},
-		{"manifest", "resolve", examples, "extra", "--env", "devel"},
-		{"manifest", "resolve", examples, "--env", "devel", "--bogus"},
+		{"manifest", "resolve", manifestExamples, "extra", "--env", "devel"},
+		{"manifest", "resolve", manifestExamples, "--env", "devel", "--bogus"},
 		{"manifest", "validate"},
-		{"manifest", "validate", examples, "-o", "xml"},
+		{"manifest", "validate", manifestExamples, "-o", "xml"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			if _, stderr, code := runReconciler(t, args...); code != 2 {
@@ -202,7 +180,7 @@ func TestManifestUsage(t *testing.T) {
 
 func TestManifestValidate(t *testing.T) {
 	t.Run("examples are valid", func(t *testing.T) {
-		stdout, stderr, code := runReconciler(t, "manifest", "validate", examples)
+		stdout, stderr, code := runReconciler(t, "manifest", "validate", manifestExamples)
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
@@ -213,7 +191,7 @@ func TestManifestValidate(t *testing.T) {
 		}
 	})
 	t.Run("one invalid environment fails the run", func(t *testing.T) {
-		dir := manifestRepo(t, badRepo)
+		dir := manifestRepo(t, manifestBadRepo)
 		stdout, stderr, code := runReconciler(t, "manifest", "validate", dir)
 		if code != 1 {
 			t.Fatalf("exit %d", code)
@@ -226,7 +204,7 @@ func TestManifestValidate(t *testing.T) {
 		}
 	})
 	t.Run("json", func(t *testing.T) {
-		dir := manifestRepo(t, badRepo)
+		dir := manifestRepo(t, manifestBadRepo)
 		stdout, _, code := runReconciler(t, "manifest", "validate", dir, "-o", "json")
 		if code != 1 {
 			t.Fatalf("exit %d", code)
