@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-github/v60/github"
+
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
@@ -195,8 +197,17 @@ func (b *Bot) prepareBranch(ctx context.Context, branch, baseSHA string, hasPR b
 		// Left over from a squashed or closed pull request.
 		return b.setRef(ctx, branch, baseSHA, true)
 	}
-	// "ahead": another bump is writing right now, or a closed pull request
-	// left commits; build on them (the edit reads the branch's file).
+	// "ahead": a pull request closed without merging left its commits (start
+	// over from the base), or another bump is writing right now (build on it).
+	closed, _, err := b.gh.PullRequests.List(ctx, b.owner, b.repo, &github.PullRequestListOptions{State: "closed", Head: b.owner + ":" + branch, Base: b.base})
+	if err != nil {
+		return fmt.Errorf("listing closed pull requests from %s: %w", branch, err)
+	}
+	for _, pr := range closed {
+		if pr.GetHead().GetSHA() == head {
+			return b.setRef(ctx, branch, baseSHA, true)
+		}
+	}
 	return nil
 }
 

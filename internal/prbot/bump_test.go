@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-github/v60/github"
 
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 )
@@ -303,5 +304,30 @@ func TestBumpAutoMergeGivesUpOnFailedChecks(t *testing.T) {
 	}
 	if res.Merged || res.Reason != "checks failed: ci/lint (failure)" {
 		t.Errorf("result = %+v, want not merged because ci/lint failed", res)
+	}
+}
+
+func TestBumpAfterARejectedPullRequestStartsOver(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, devel())
+	b := f.bot(t)
+	if _, err := b.Bump(ctx, BumpRequest{Env: "devel", File: "checkout-api.json", Service: "checkout-api", Tag: "9.9.9"}); err != nil {
+		t.Fatal(err)
+	}
+	// A person closes the pull request without merging; the branch stays.
+	if _, _, err := f.gh.PullRequests.Edit(ctx, owner, repo, 1, &github.PullRequest{State: github.String("closed")}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Bump(ctx, BumpRequest{Env: "devel", File: "checkout-api.json", Service: "checkout-cron", Tag: "0.4.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Created || res.PR != 2 {
+		t.Errorf("result = %+v, want a new PR 2", res)
+	}
+	// Only the new bump: the rejected 9.9.9 is gone.
+	if diff := cmp.Diff([]string{`-      "containers": [{"dockerTag": "0.3.0"}]`, `+      "containers": [{"dockerTag": "0.4.0"}]`},
+		changedLines(t, checkoutJSON, f.file(t, res.Branch, checkoutFile))); diff != "" {
+		t.Errorf("diff (-want +got):\n%s", diff)
 	}
 }
