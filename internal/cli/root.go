@@ -60,7 +60,7 @@ func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format
 var reconcilerCommands = []func() *cobra.Command{newManifestCommand, newLockCommand, newUnlockCommand, newCheckCommand, newPruneCommand, newListCommand, newPlanCommand, newApplyCommand, newRunCommand, newApproveCommand, newRejectCommand}
 
 // prbotCommands lists the constructors of prbot's subcommands.
-var prbotCommands = []func() *cobra.Command{}
+var prbotCommands = []func() *cobra.Command{newPrbotBumpCommand, newPrbotPromoteCommand, newPrbotServeCommand}
 
 // NewReconciler returns the root command of the reconciler binary.
 func NewReconciler(stdout, stderr io.Writer) *cobra.Command {

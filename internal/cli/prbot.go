@@ -1,0 +1,444 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/logger"
+	"github.com/spf13/cobra"
+
+	"github.com/stagehand-gitops/stagehand/internal/config"
+	ghclient "github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/prbot"
+	"github.com/stagehand-gitops/stagehand/internal/webhook"
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
+)
+
+// prbotDeps are what the prbot commands read from the world; tests replace
+// them through the command's context (withPrbotDeps).
+type prbotDeps struct {
+	lookup func(string) (string, bool)
+	now    func() time.Time
+}
+
+type prbotDepsKey struct{}
+
+func withPrbotDeps(ctx context.Context, d prbotDeps) context.Context {
+	return context.WithValue(ctx, prbotDepsKey{}, d)
+}
+
+func prbotDepsFrom(ctx context.Context) prbotDeps {
+	if d, ok := ctx.Value(prbotDepsKey{}).(prbotDeps); ok {
+		return d
+	}
+	return prbotDeps{lookup: os.LookupEnv, now: time.Now}
+}
+
+func (d prbotDeps) env(key string) string {
+	v, _ := d.lookup(key)
+	return v
+}
+
+// botFlags are the flags every one-shot prbot command shares: which
+// repository, how to reach GitHub and the lock API.
+type botFlags struct {
+	repo           string
+	githubURL      string
+	webURL         string
+	tokenFile      string
+	appID          int64
+	installationID int64
+	privateKeyFile string
+	base, root     string
+	upstreamOwner  string
+	lockServer     string
+	lockTokenFile  string
+	output         string
+}
+
+func (f *botFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.repo, "repo", "", "the manifests repository, OWNER/NAME (required)")
+	fl.StringVar(&f.githubURL, "github-url", "", "GitHub API URL for GitHub Enterprise and tests, e.g. https://ghe.example.com/api/v3 (default $GITHUB_API_URL, else api.github.com)")
+	fl.StringVar(&f.webURL, "web-url", "", "GitHub web root for compare links (default: derived from --github-url, else https://github.com)")
+	fl.StringVar(&f.tokenFile, "token-file", "", "file holding a GitHub token (default: $GITHUB_TOKEN); or use the GitHub App flags")
+	fl.Int64Var(&f.appID, "app-id", 0, "GitHub App id (with --installation-id and --private-key-file)")
+	fl.Int64Var(&f.installationID, "installation-id", 0, "GitHub App installation id")
+	fl.StringVar(&f.privateKeyFile, "private-key-file", "", "GitHub App private key (PEM)")
+	fl.StringVar(&f.base, "base", "main", "base branch of the manifests repository")
+	fl.StringVar(&f.root, "root", ".", "directory of the manifests repository holding environments/ and pipeline.yaml")
+	fl.StringVar(&f.upstreamOwner, "upstream-owner", "", "organisation of the upstream repositories for compare links (default: the --repo owner)")
+	fl.StringVar(&f.lockServer, "lock-server", "", "URL of the reconciler's API for lock checks (default $STAGEHAND_SERVER; none: no lock checks)")
+	fl.StringVar(&f.lockTokenFile, "lock-token-file", "", "file holding the reconciler API token (default: $STAGEHAND_TOKEN)")
+	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+}
+
+func splitRepo(s string) (string, string, error) {
+	o, n, ok := strings.Cut(s, "/")
+	if !ok || o == "" || n == "" || strings.Contains(n, "/") {
+		return "", "", usagef("--repo %q: want OWNER/NAME", s)
+	}
+	return o, n, nil
+}
+
+// readSecret reads a secret file, trimming surrounding whitespace.
+func readSecret(path, what string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", what, err)
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", fmt.Errorf("reading %s: %s is empty", what, path)
+	}
+	return s, nil
+}
+
+// webRoot derives the web root from an API URL: api.github.com → github.com,
+// https://ghe/api/v3 → https://ghe.
+func webRoot(apiURL string) string {
+	u, err := url.Parse(apiURL)
+	if apiURL == "" || err != nil || u.Host == "" {
+		return "https://github.com"
+	}
+	if u.Host == "api.github.com" {
+		return "https://github.com"
+	}
+	return u.Scheme + "://" + u.Host + strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/api/v3")
+}
+
+// bot builds the GitHub client (through internal/github) and the bot.
+func (f *botFlags) bot(d prbotDeps, extra ...prbot.Option) (*prbot.Bot, error) {
+	if f.output != "text" && f.output != "json" {
+		return nil, usagef("invalid --output %q: want text or json", f.output)
+	}
+	owner, name, err := splitRepo(f.repo)
+	if err != nil {
+		return nil, err
+	}
+	apiURL := f.githubURL
+	if apiURL == "" {
+		apiURL = d.env("GITHUB_API_URL")
+	}
+	if apiURL == "https://api.github.com" {
+		apiURL = ""
+	}
+	gcfg := config.GitHub{APIURL: apiURL, Owner: owner, Repo: name}
+	var opts []ghclient.Option
+	switch {
+	case f.appID != 0 || f.installationID != 0 || f.privateKeyFile != "":
+		if f.appID == 0 || f.installationID == 0 || f.privateKeyFile == "" {
+			return nil, usagef("--app-id, --installation-id and --private-key-file go together")
+		}
+		gcfg.App = &config.GitHubApp{AppID: f.appID, InstallationID: f.installationID, PrivateKeyFile: f.privateKeyFile}
+	case f.tokenFile != "":
+		tok, err := readSecret(f.tokenFile, "--token-file")
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, ghclient.WithToken(tok))
+	case d.env("GITHUB_TOKEN") != "":
+		opts = append(opts, ghclient.WithToken(d.env("GITHUB_TOKEN")))
+	default:
+		return nil, usagef("no GitHub credentials: pass --token-file, set $GITHUB_TOKEN, or use --app-id/--installation-id/--private-key-file")
+	}
+	gh, err := ghclient.New(gcfg, opts...)
+	if err != nil {
+		return nil, err
+	}
+	web := f.webURL
+	if web == "" {
+		web = webRoot(apiURL)
+	}
+	bopts := []prbot.Option{prbot.WithBase(f.base), prbot.WithRoot(f.root), prbot.WithWebURL(web), prbot.WithClock(d.now)}
+	if f.upstreamOwner != "" {
+		bopts = append(bopts, prbot.WithUpstreamOwner(f.upstreamOwner))
+	}
+	server := f.lockServer
+	if server == "" {
+		server = d.env("STAGEHAND_SERVER")
+	}
+	if server != "" {
+		token := d.env("STAGEHAND_TOKEN")
+		if f.lockTokenFile != "" {
+			if token, err = readSecret(f.lockTokenFile, "--lock-token-file"); err != nil {
+				return nil, err
+			}
+		}
+		lc, err := lock.NewClient(server, token)
+		if err != nil {
+			return nil, usagef("--lock-server: %v", err)
+		}
+		bopts = append(bopts, prbot.WithLocks(prbot.LockClient(lc)))
+	}
+	return prbot.New(gh.REST(), owner, name, append(bopts, extra...)...)
+}
+
+// ownedFile is the file an upstream repository owns by the ownership
+// convention: its name from $GITHUB_REPOSITORY (OWNER/NAME) or $CI_PROJECT_NAME.
+func ownedFile(d prbotDeps) string {
+	if r := d.env("GITHUB_REPOSITORY"); r != "" {
+		_, name, _ := strings.Cut(r, "/")
+		if name != "" {
+			return name + ".json"
+		}
+	}
+	if p := d.env("CI_PROJECT_NAME"); p != "" {
+		return p + ".json"
+	}
+	return ""
+}
+
+func newPrbotBumpCommand() *cobra.Command {
+	var (
+		f            botFlags
+		req          prbot.BumpRequest
+		checks       []string
+		mergeMethod  string
+		pollInterval time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "bump --repo OWNER/NAME --env ENV --service S --tag T [--digest D] [--container C] [--file F.json]",
+		Short: "Open or update the pull request that deploys a new image into an environment",
+		Long: `Edits environments/<env>/<file> of the manifests repository on branch stagehand/bump-<env>-<file>
+and opens one pull request per environment and file, updated in place by later bumps. The file defaults to
+the one the calling repository owns ($GITHUB_REPOSITORY or $CI_PROJECT_NAME + ".json"). Only the changed
+values' lines change. Re-running the same bump changes nothing; a bump older (by SemVer) than what the
+branch already has is ignored. With --auto-merge the pull request is merged once its checks are green and
+no lock blocks the environment's lockPath (pipeline.yaml).
+
+Prints the pull request URL (-o json: the whole result). Exit 1 on errors, or when --auto-merge could not
+merge (failed checks, timeout); 2 on usage errors.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d := prbotDepsFrom(cmd.Context())
+			if req.Env == "" || req.Service == "" || req.Tag == "" {
+				return usagef("--env, --service and --tag are required")
+			}
+			if req.File == "" {
+				req.File = ownedFile(d)
+				if req.File == "" {
+					return usagef("no --file and neither $GITHUB_REPOSITORY nor $CI_PROJECT_NAME is set to name the owned file")
+				}
+			}
+			opts := []prbot.Option{prbot.WithRequiredChecks(checks...)}
+			if mergeMethod != "" {
+				opts = append(opts, prbot.WithMergeMethod(mergeMethod))
+			}
+			if pollInterval > 0 {
+				opts = append(opts, prbot.WithPollInterval(pollInterval))
+			}
+			b, err := f.bot(d, opts...)
+			if err != nil {
+				return err
+			}
+			res, err := b.Bump(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if f.output == "json" {
+				if err := writeJSON(cmd.OutOrStdout(), res); err != nil {
+					return err
+				}
+			} else {
+				if res.URL != "" {
+					fmt.Fprintln(cmd.OutOrStdout(), res.URL)
+				}
+				if res.Reason != "" {
+					fmt.Fprintln(cmd.ErrOrStderr(), res.Reason)
+				}
+				if res.Merged {
+					fmt.Fprintf(cmd.ErrOrStderr(), "merged #%d\n", res.PR)
+				}
+			}
+			if req.AutoMerge && !res.Merged && res.PR != 0 {
+				if f.output == "json" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "not merged: %s\n", res.Reason)
+				}
+				return exitCode(1, nil)
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&req.Env, "env", "", "environment directory under environments/ (required)")
+	fl.StringVar(&req.Service, "service", "", "service name (required)")
+	fl.StringVar(&req.Tag, "tag", "", "image tag (required)")
+	fl.StringVar(&req.Digest, "digest", "", "image digest sha256:… (empty: the file keeps no digest)")
+	fl.StringVar(&req.Container, "container", "", "container dockerName (default: the service name)")
+	fl.StringVar(&req.File, "file", "", "file under environments/<env>/ (default: <calling repository>.json)")
+	fl.BoolVar(&req.AutoMerge, "auto-merge", false, "merge once checks are green and no lock blocks")
+	fl.DurationVar(&req.MergeTimeout, "merge-timeout", 30*time.Minute, "how long --auto-merge waits")
+	fl.DurationVar(&pollInterval, "poll-interval", 10*time.Second, "how often --auto-merge re-reads checks and locks")
+	fl.StringArrayVar(&checks, "require-check", nil, "check run or status that must have succeeded before merging (repeatable)")
+	fl.StringVar(&mergeMethod, "merge-method", "merge", "merge, squash or rebase")
+	return cmd
+}
+
+func newPrbotPromoteCommand() *cobra.Command {
+	var (
+		f        botFlags
+		from, to string
+		dryRun   bool
+		checks   []string
+	)
+	cmd := &cobra.Command{
+		Use:   "promote --repo OWNER/NAME --from A --to B [--dry-run]",
+		Short: "Open, update or close the promotion pull request between two stages",
+		Long: `Evaluates the promotion A → B of pipeline.yaml on the base branch: the services whose versions differ,
+the gates of stage B (healthy, soak, window) and its lock. Opens or updates the single pull request on
+branch stagehand/promote-<A>-<B>, closes it when nothing is left to promote, and only comments on it when
+B is locked or outside its promotion window. With autoMerge on stage B it merges once checks are green.
+
+Prints what it did and the pull request URL (-o json: the whole decision). --dry-run writes nothing and
+prints the pull request it would open.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if from == "" || to == "" {
+				return usagef("--from and --to are required")
+			}
+			b, err := f.bot(prbotDepsFrom(cmd.Context()), prbot.WithRequiredChecks(checks...))
+			if err != nil {
+				return err
+			}
+			res, err := b.Promote(cmd.Context(), from, to, dryRun)
+			if err != nil {
+				return err
+			}
+			if f.output == "json" {
+				return writeJSON(cmd.OutOrStdout(), res)
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "%s → %s: %s", from, to, res.Action)
+			if res.URL != "" {
+				fmt.Fprintf(out, " %s", res.URL)
+			}
+			if res.Merged {
+				fmt.Fprint(out, " (merged)")
+			}
+			fmt.Fprintln(out)
+			if res.Reason != "" {
+				fmt.Fprintln(out, res.Reason)
+			}
+			if dryRun && res.Title != "" {
+				fmt.Fprintf(out, "\n%s\n\nfiles: %s\n\n%s", res.Title, strings.Join(res.Files, ", "), res.Body)
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&from, "from", "", "earlier stage (required)")
+	cmd.Flags().StringVar(&to, "to", "", "later stage (required)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "compute and print, write nothing")
+	cmd.Flags().StringArrayVar(&checks, "require-check", nil, "check run or status that must have succeeded before an auto-merge (repeatable)")
+	return cmd
+}
+
+func newPrbotServeCommand() *cobra.Command {
+	var (
+		path string
+		logs logger.Options
+	)
+	cmd := &cobra.Command{
+		Use:   "serve --config FILE",
+		Short: "Evaluate promotions on webhooks, promotion windows and soak ends",
+		Long: `Runs the promotion bot: verifies GitHub webhooks (push to the base branch, completed check runs such
+as stagehand/<env>) and evaluates the promotions of pipeline.yaml as they become possible, plus at each
+promotion window's cron firing, when a soak ends and every resync interval. The config file format is
+documented in internal/prbot/config.go (strict YAML).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if path == "" {
+				return usagef("--config is required")
+			}
+			c, err := prbot.LoadConfig(path)
+			if err != nil {
+				return err
+			}
+			return runServe(cmd.Context(), c, logger.NewLogger(logs), prbotDepsFrom(cmd.Context()))
+		},
+	}
+	cmd.Flags().StringVar(&path, "config", "", "prbot serve configuration file (required)")
+	logs.BindFlags(cmd.Flags())
+	return cmd
+}
+
+func runServe(ctx context.Context, c *prbot.Config, log interface {
+	Info(string, ...any)
+	Error(error, string, ...any)
+}, d prbotDeps) error {
+	f := botFlags{repo: c.GitHub.Owner + "/" + c.GitHub.Repo, githubURL: c.GitHub.APIURL, webURL: c.WebURL, tokenFile: c.GitHub.TokenFile,
+		base: c.Base, root: c.Root, upstreamOwner: c.UpstreamOwner, output: "text"}
+	if a := c.GitHub.App; a != nil {
+		f.appID, f.installationID, f.privateKeyFile = a.AppID, a.InstallationID, a.PrivateKeyFile
+	}
+	if c.Locks != nil {
+		f.lockServer, f.lockTokenFile = c.Locks.Server, c.Locks.TokenFile
+	}
+	if f.githubURL == "" {
+		f.githubURL = "https://api.github.com" // the config, not the environment, decides
+	}
+	b, err := f.bot(d, prbot.WithMergeMethod(c.Merge.Method), prbot.WithRequiredChecks(c.Merge.RequiredChecks...), prbot.WithHistoryDepth(c.HistoryDepth))
+	if err != nil {
+		return err
+	}
+	secret, err := readSecret(c.GitHub.WebhookSecretFile, "github.webhookSecretFile")
+	if err != nil {
+		return err
+	}
+	srv, err := prbot.NewServer(b, prbot.WithResync(c.Resync.Duration), prbot.WithResultHandler(func(r *prbot.PromoteResult, err error) {
+		if err != nil {
+			log.Error(err, "evaluating a promotion failed")
+			return
+		}
+		log.Info("promotion evaluated", "from", r.From, "to", r.To, "action", r.Action, "pr", r.PR, "merged", r.Merged, "reason", r.Reason)
+	}))
+	if err != nil {
+		return err
+	}
+	rcv, err := webhook.New(secret, webhook.WithErrorHandler(func(e webhook.Event, err error) {
+		log.Error(err, "handling a webhook failed", "event", e.Type, "delivery", e.Delivery)
+	}))
+	if err != nil {
+		return err
+	}
+	srv.Register(rcv)
+	mux := http.NewServeMux()
+	mux.Handle("POST "+c.WebhookPath, rcv)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	hs := &http.Server{Addr: c.Listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Run(ctx) }()
+	go func() {
+		if err := hs.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("serving %s: %w", c.Listen, err)
+			return
+		}
+		errc <- nil
+	}()
+	log.Info("prbot serving", "listen", c.Listen, "webhook", c.WebhookPath, "repo", f.repo, "base", c.Base)
+	var first error
+	select {
+	case <-ctx.Done():
+	case first = <-errc:
+	}
+	stop()
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(shutdown)
+	if first == nil {
+		first = <-errc
+	}
+	return first
+}

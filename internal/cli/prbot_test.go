@@ -1,0 +1,165 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+	"github.com/stagehand-gitops/stagehand/internal/prbot"
+)
+
+// runPrbot executes the prbot binary's command tree with the given environment variables.
+func runPrbot(t *testing.T, environ map[string]string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	root := NewPrbot(&out, &errOut)
+	root.SetArgs(args)
+	deps := prbotDeps{
+		lookup: func(k string) (string, bool) { v, ok := environ[k]; return v, ok },
+		now:    func() time.Time { return time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC) },
+	}
+	err := root.ExecuteContext(withPrbotDeps(context.Background(), deps))
+	if err != nil && err.Error() != "" {
+		errOut.WriteString("Error: " + err.Error() + "\n")
+	}
+	return out.String(), errOut.String(), Code(err)
+}
+
+func prbotRepo(t *testing.T) (*githubtest.Server, map[string]string) {
+	t.Helper()
+	srv := githubtest.New(t)
+	srv.CreateRepo("acme", "manifests", "main")
+	srv.Commit("acme", "manifests", "main", map[string]string{
+		"pipeline.yaml":                        "stages:\n  - name: devel\n  - name: staging\n    promoteFrom: devel\n    requires: {healthy: false}\n",
+		"environments/devel/manifest.json":     `{"includes": ["checkout-api.json"]}` + "\n",
+		"environments/devel/checkout-api.json": "{\n  \"services\": [\n    {\"name\": \"checkout-api\", \"containers\": [{\"dockerTag\": \"1.5.0\"}]}\n  ]\n}\n",
+		"environments/staging/manifest.json":   "{\n  \"services\": [\n    {\"name\": \"checkout-api\", \"containers\": [{\"dockerTag\": \"1.4.0\"}]}\n  ]\n}\n",
+	}, "seed")
+	return srv, map[string]string{"GITHUB_TOKEN": srv.Token(), "GITHUB_API_URL": srv.URL(), "GITHUB_REPOSITORY": "acme/checkout-api"}
+}
+
+func TestPrbotBumpCommand(t *testing.T) {
+	srv, environ := prbotRepo(t)
+
+	// From the upstream repository's CI: the owned file comes from $GITHUB_REPOSITORY.
+	out, errOut, code := runPrbot(t, environ, "bump", "--repo", "acme/manifests", "--env", "devel", "--service", "checkout-api", "--tag", "1.6.0", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res prbot.BumpResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("output is not a bump result: %v\n%s", err, out)
+	}
+	if res.PR != 1 || !res.Created || res.File != "environments/devel/checkout-api.json" || res.Branch != "stagehand/bump-devel-checkout-api" {
+		t.Errorf("result = %+v", res)
+	}
+	if got, _ := srv.File("acme", "manifests", res.Branch, res.File); !strings.Contains(got, `"dockerTag": "1.6.0"`) {
+		t.Errorf("file on the branch:\n%s", got)
+	}
+
+	// Text output is the URL; the re-run changes nothing and says so.
+	out, errOut, code = runPrbot(t, environ, "bump", "--repo", "acme/manifests", "--env", "devel", "--service", "checkout-api", "--tag", "1.6.0")
+	if code != 0 || strings.TrimSpace(out) != res.URL || !strings.Contains(errOut, "already has checkout-api 1.6.0") {
+		t.Errorf("re-run: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+
+	// GitLab CI names the project instead.
+	gitlab := map[string]string{"GITHUB_TOKEN": environ["GITHUB_TOKEN"], "CI_PROJECT_NAME": "payments-api"}
+	_, errOut, code = runPrbot(t, gitlab, "bump", "--repo", "acme/manifests", "--github-url", srv.URL(), "--env", "devel", "--service", "payments-api", "--tag", "1.0.0")
+	if code != 1 || !strings.Contains(errOut, "environments/devel/payments-api.json: the file does not exist") {
+		t.Errorf("bump of a missing owned file: exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestPrbotUsageErrors(t *testing.T) {
+	srv, environ := prbotRepo(t)
+	_ = srv
+	noCI := map[string]string{"GITHUB_TOKEN": "x", "GITHUB_API_URL": environ["GITHUB_API_URL"]}
+	tests := []struct {
+		name    string
+		environ map[string]string
+		args    []string
+		want    string
+	}{
+		{"bump without tag", environ, []string{"bump", "--repo", "acme/manifests", "--env", "devel", "--service", "s"}, "--env, --service and --tag are required"},
+		{"bump without owner", noCI, []string{"bump", "--repo", "acme/manifests", "--env", "devel", "--service", "s", "--tag", "1"}, "no --file and neither $GITHUB_REPOSITORY nor $CI_PROJECT_NAME"},
+		{"bad repo", environ, []string{"promote", "--repo", "manifests", "--from", "devel", "--to", "staging"}, `--repo "manifests": want OWNER/NAME`},
+		{"no credentials", map[string]string{}, []string{"promote", "--repo", "acme/manifests", "--from", "devel", "--to", "staging"}, "no GitHub credentials"},
+		{"bad output", environ, []string{"promote", "--repo", "acme/manifests", "--from", "a", "--to", "b", "-o", "yaml"}, `invalid --output "yaml"`},
+		{"unknown flag", environ, []string{"promote", "--nope"}, "unknown flag: --nope"},
+		{"serve without config", environ, []string{"serve"}, "--config is required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errOut, code := runPrbot(t, tt.environ, tt.args...)
+			if code != 2 || !strings.Contains(errOut, tt.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, errOut, tt.want)
+			}
+		})
+	}
+}
+
+func TestPrbotPromoteCommand(t *testing.T) {
+	srv, environ := prbotRepo(t)
+	out, errOut, code := runPrbot(t, environ, "promote", "--repo", "acme/manifests", "--from", "devel", "--to", "staging", "--dry-run")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"devel → staging: dry-run", "Promote devel → staging: checkout-api 1.5.0", "files: environments/staging/manifest.json",
+		srv.RootURL() + "/acme/checkout-api/compare/1.4.0...1.5.0"} { // the web root follows --github-url
+
+		if !strings.Contains(out, want) {
+			t.Errorf("dry run output lacks %q:\n%s", want, out)
+		}
+	}
+	if len(srv.PullRequests("acme", "manifests")) != 0 {
+		t.Fatal("a dry run opened a pull request")
+	}
+	out, errOut, code = runPrbot(t, environ, "promote", "--repo", "acme/manifests", "--from", "devel", "--to", "staging", "--web-url", "https://ghe.example.com")
+	if code != 0 || !strings.HasPrefix(out, "devel → staging: opened http") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	prs := srv.PullRequests("acme", "manifests")
+	if len(prs) != 1 || !strings.Contains(prs[0].Body, "https://ghe.example.com/acme/checkout-api/compare/1.4.0...1.5.0") {
+		t.Errorf("pull requests = %+v", prs)
+	}
+	_, errOut, code = runPrbot(t, environ, "promote", "--repo", "acme/manifests", "--from", "staging", "--to", "devel")
+	if code != 1 || !strings.Contains(errOut, `stage "devel" has no promoteFrom in pipeline.yaml`) {
+		t.Errorf("promotion the pipeline lacks: exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestPrbotServeConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "prbot.yaml")
+	if err := os.WriteFile(bad, []byte("github: {owner: acme, repo: manifests, tokenFile: /t}\nlisten: 8080\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runPrbot(t, nil, "serve", "--config", bad)
+	if code != 1 || !strings.Contains(errOut, "github.webhookSecretFile is required") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+	_, errOut, code = runPrbot(t, nil, "serve", "--config", filepath.Join(dir, "missing.yaml"))
+	if code != 1 || !strings.Contains(errOut, "reading prbot config") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestWebRoot(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                                "https://github.com",
+		"https://api.github.com":          "https://github.com",
+		"https://ghe.example.com/api/v3":  "https://ghe.example.com",
+		"https://ghe.example.com/api/v3/": "https://ghe.example.com",
+	} {
+		if got := webRoot(in); got != want {
+			t.Errorf("webRoot(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
