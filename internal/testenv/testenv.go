@@ -1,0 +1,346 @@
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Env is a running control plane.
+type Env struct {
+	// Config gives admin access (group system:masters) to the API server.
+	Config *rest.Config
+	// Clientset is a client built from Config.
+	Clientset kubernetes.Interface
+	// Kubeconfig is the path of a kubeconfig file with the same access, for CLIs.
+	Kubeconfig string
+	// Dir holds the logs, certificates and data of this control plane.
+	Dir string
+
+	opts    options
+	dir     string
+	binDir  string
+	spawner *spawner
+	procs   []*process
+	token   string
+	pki     *pki
+	apiURL  string
+}
+
+type options struct {
+	rollouts bool
+	crds     []string
+	keep     bool
+}
+
+// Option configures Start.
+type Option func(*options)
+
+// WithRollouts also starts kube-controller-manager (deployment, replicaset,
+// statefulset, daemonset and namespace controllers), kube-scheduler and kwok
+// with one fake, Ready node, so that workloads really roll out.
+func WithRollouts() Option { return func(o *options) { o.rollouts = true } }
+
+// WithCRDs applies the CustomResourceDefinitions in the given YAML files or
+// directories at start and waits until they are established.
+func WithCRDs(paths ...string) Option {
+	return func(o *options) { o.crds = append(o.crds, paths...) }
+}
+
+// Start runs etcd and kube-apiserver (and more, with WithRollouts) and returns
+// once the API server is ready. The caller must call Stop.
+func Start(ctx context.Context, opts ...Option) (_ *Env, err error) {
+	e := &Env{}
+	for _, o := range opts {
+		o(&e.opts)
+	}
+	e.opts.keep = os.Getenv("STAGEHAND_TESTENV_KEEP") != ""
+	if e.binDir, err = binaries(ctx); err != nil {
+		return nil, err
+	}
+	if e.dir, err = os.MkdirTemp("", "stagehand-testenv-"); err != nil {
+		return nil, fmt.Errorf("creating testenv dir: %w", err)
+	}
+	e.Dir = e.dir
+	e.spawner = newSpawner()
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%w\n%s", err, e.logTails())
+			e.Stop()
+		}
+	}()
+	if e.pki, err = newPKI(e.dir); err != nil {
+		return nil, err
+	}
+	e.token = randomHex(16)
+	if err := e.startEtcdAndAPIServer(ctx); err != nil {
+		return nil, err
+	}
+	if e.opts.rollouts {
+		if err := e.startRollouts(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if len(e.opts.crds) > 0 {
+		if err := e.installCRDs(ctx, e.opts.crds); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+func (e *Env) startEtcdAndAPIServer(ctx context.Context) error {
+	ports, err := freePorts(3)
+	if err != nil {
+		return err
+	}
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
+	etcd, err := e.run("etcd",
+		"--name=default",
+		"--data-dir="+filepath.Join(e.dir, "etcd"),
+		"--listen-client-urls="+etcdURL,
+		"--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL,
+		"--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=default="+peerURL,
+		"--unsafe-no-fsync=true",
+		"--quota-backend-bytes=8589934592",
+		"--log-level=warn",
+	)
+	if err != nil {
+		return err
+	}
+	if err := waitHTTP(ctx, etcd, etcdURL+"/health", nil, ""); err != nil {
+		return fmt.Errorf("waiting for etcd: %w", err)
+	}
+	tokenFile := filepath.Join(e.dir, "tokens.csv")
+	line := fmt.Sprintf("%s,admin,admin,system:masters\n", e.token)
+	if err := os.WriteFile(tokenFile, []byte(line), 0o600); err != nil {
+		return fmt.Errorf("writing token file: %w", err)
+	}
+	e.apiURL = "https://127.0.0.1:" + strconv.Itoa(ports[2])
+	api, err := e.run("kube-apiserver",
+		"--etcd-servers="+etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(ports[2]),
+		"--tls-cert-file="+e.pki.certFile,
+		"--tls-private-key-file="+e.pki.keyFile,
+		"--client-ca-file="+e.pki.caFile,
+		"--token-auth-file="+tokenFile,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file="+e.pki.saPubFile,
+		"--service-account-signing-key-file="+e.pki.saKeyFile,
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--disable-admission-plugins=ServiceAccount",
+		"--allow-privileged=true",
+		"--enable-priority-and-fairness=false",
+		"--profiling=false",
+		"--v=1",
+	)
+	if err != nil {
+		return err
+	}
+	if err := waitHTTP(ctx, api, e.apiURL+"/readyz", e.pki.caPEM, e.token); err != nil {
+		return fmt.Errorf("waiting for kube-apiserver: %w", err)
+	}
+	e.Config = &rest.Config{
+		Host:            e.apiURL,
+		BearerToken:     e.token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: e.pki.caPEM},
+		QPS:             1000,
+		Burst:           2000,
+	}
+	if e.Clientset, err = kubernetes.NewForConfig(e.Config); err != nil {
+		return fmt.Errorf("building clientset: %w", err)
+	}
+	e.Kubeconfig = filepath.Join(e.dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(e.kubeconfig(), e.Kubeconfig); err != nil {
+		return fmt.Errorf("writing kubeconfig: %w", err)
+	}
+	return nil
+}
+
+func (e *Env) kubeconfig() clientcmdapi.Config {
+	c := clientcmdapi.NewConfig()
+	c.Clusters["testenv"] = &clientcmdapi.Cluster{Server: e.apiURL, CertificateAuthorityData: e.pki.caPEM}
+	c.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: e.token}
+	c.Contexts["testenv"] = &clientcmdapi.Context{Cluster: "testenv", AuthInfo: "admin"}
+	c.CurrentContext = "testenv"
+	return *c
+}
+
+// Stop stops every process, the API server before etcd, and removes the
+// environment's directory (kept when STAGEHAND_TESTENV_KEEP is set).
+func (e *Env) Stop() {
+	if e == nil {
+		return
+	}
+	for i := len(e.procs) - 1; i >= 0; i-- { // reverse start order: etcd last
+		grace := 5 * time.Second
+		if e.procs[i].name == "kube-apiserver" {
+			grace = 2 * time.Second // it can hang on SIGTERM; nothing is lost by killing it
+		}
+		e.procs[i].stop(grace)
+	}
+	e.procs = nil
+	if e.spawner != nil {
+		e.spawner.close()
+		e.spawner = nil
+	}
+	if e.dir != "" && !e.opts.keep {
+		_ = os.RemoveAll(e.dir)
+	}
+}
+
+// logTails returns the ends of every process's log, for a start failure.
+func (e *Env) logTails() string {
+	var b strings.Builder
+	for _, p := range e.procs {
+		fmt.Fprintf(&b, "--- %s (%s) ---\n%s\n", p.name, p.logPath, p.tail(4000))
+	}
+	return b.String()
+}
+
+func (e *Env) binary(name string) string { return filepath.Join(e.binDir, name) }
+
+// binaries finds the control-plane binaries: $KUBEBUILDER_ASSETS, else
+// <repo>/bin/k8s, building them with hack/testbin/build.sh when missing.
+func binaries(ctx context.Context) (string, error) {
+	need := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+	have := func(dir string) bool {
+		for _, n := range need {
+			if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
+				return false
+			}
+		}
+		return true
+	}
+	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" && have(d) {
+		return d, nil
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, "bin", "k8s")
+	if have(dir) {
+		return dir, nil
+	}
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack", "testbin", "build.sh"), dir)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building test binaries with hack/testbin/build.sh: %w", err)
+	}
+	return dir, nil
+}
+
+// repoRoot walks up from the working directory to the directory holding this
+// module's go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding repository root: %w", err)
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.HasPrefix(string(b), "module github.com/stagehand-gitops/stagehand\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("finding repository root: no go.mod of github.com/stagehand-gitops/stagehand above the working directory; set KUBEBUILDER_ASSETS")
+		}
+		dir = parent
+	}
+}
+
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// waitHTTP polls url until it answers 200, the process exits, or 90 s pass.
+func waitHTTP(ctx context.Context, p *process, url string, caPEM []byte, token string) error {
+	tr := &http.Transport{}
+	if caPEM != nil {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(caPEM)
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+	}
+	client := &http.Client{Transport: tr, Timeout: 2 * time.Second}
+	defer tr.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if !p.running() {
+			return fmt.Errorf("%s exited: %v", p.name, p.err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready at %s: %w", p.name, url, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// PIDs returns the process IDs of the running control-plane processes.
+func (e *Env) PIDs() []int {
+	var pids []int
+	for _, p := range e.procs {
+		if p.running() {
+			pids = append(pids, p.cmd.Process.Pid)
+		}
+	}
+	return pids
+}

@@ -1,0 +1,123 @@
+package testenv_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &env, testenv.WithRollouts())) }
+
+func TestDeploymentRollsOut(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	replicas := int32(2)
+	labels := map[string]string{"app.kubernetes.io/name": "web"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example.com/web:1.0.0"}}},
+			},
+		},
+	}
+	deps := env.Clientset.AppsV1().Deployments(ns)
+	if _, err := deps.Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRolledOut(t, env.Clientset, ns, "web", 2)
+
+	// An image change rolls out again, through a new ReplicaSet.
+	patch := `{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"registry.example.com/web:1.1.0"}]}}}}`
+	if _, err := deps.Patch(ctx, "web", "application/strategic-merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRolledOut(t, env.Clientset, ns, "web", 2)
+	pods, err := env.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := 0
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && p.Spec.Containers[0].Image == "registry.example.com/web:1.1.0" && p.Spec.NodeName == testenv.FakeNodeName {
+			ready++
+		}
+	}
+	if ready != 2 {
+		t.Fatalf("want 2 pods of the new image on the fake node, got %d", ready)
+	}
+}
+
+func waitRolledOut(t *testing.T, cs kubernetes.Interface, ns, name string, replicas int32) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		d, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		s := d.Status
+		return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == replicas &&
+			s.AvailableReplicas == replicas && s.Replicas == replicas, nil
+	})
+	if err != nil {
+		t.Fatalf("deployment %s/%s did not roll out: %v", ns, name, err)
+	}
+}
+
+func TestKubeconfigWorks(t *testing.T) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", env.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(v.GitVersion, "v1.36") {
+		t.Errorf("server version = %s, want v1.36.x", v.GitVersion)
+	}
+}
+
+// TestStopLeavesNothing starts a second, plain control plane and checks that
+// Stop ends every one of its processes and removes its directory.
+func TestStopLeavesNothing(t *testing.T) {
+	e, err := testenv.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := e.PIDs()
+	if len(pids) != 2 {
+		t.Fatalf("want etcd and kube-apiserver running, got %d processes", len(pids))
+	}
+	dir := e.Dir
+	e.Stop()
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, 0); err == nil {
+			t.Errorf("process %d still alive after Stop", pid)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s still exists after Stop", dir)
+	}
+}
