@@ -115,6 +115,12 @@ func NewHandler(svc *Service, token string) (*Handler, error) {
 	return h, nil
 }
 
+// Routes returns the patterns to mount the Handler at on a server's mux,
+// without stripping any prefix: for _, r := range h.Routes() { mux.Handle(r, h) }.
+func (h *Handler) Routes() []string {
+	return []string{"/api/v1/locks", "/api/v1/locks/", "/api/v1/check/"}
+}
+
 // ServeHTTP authenticates the request and routes it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	auth := r.Header.Get("Authorization")

