@@ -179,4 +179,3 @@ func TestKubernetesMissingCRD(t *testing.T) {
 		t.Errorf("error = %v, want a hint about the CRD", err)
 	}
 }
-
