@@ -12,13 +12,26 @@ import (
 // (pkg/reconcile.LockChecker and LockHolder): Blocking reports the locks that
 // forbid an action at a path, Hold takes a deploy lock and keeps it fresh.
 // Locks held through a Checker do not block its own Blocking calls, so a
-// reconciler applying under its deploy lock still sees every other lock.
+// reconciler applying under its deploy lock still sees every other lock; use
+// one Checker for both roles.
 type Checker struct {
 	svc *Service
 	loc *time.Location
 
-	mu   sync.Mutex
-	held map[string]bool // IDs of the locks held through Hold
+	mu    sync.Mutex
+	holds map[string]*holding // by path
+}
+
+// holding is one lock held through Hold.
+type holding struct {
+	c    *Checker
+	stop context.CancelFunc
+	done chan struct{}
+	once sync.Once
+
+	mu  sync.Mutex // guards cur and ttl
+	cur Lock
+	ttl time.Duration
 }
 
 // NewChecker returns a Checker over svc writing times in messages in loc
@@ -27,11 +40,12 @@ func NewChecker(svc *Service, loc *time.Location) *Checker {
 	if loc == nil {
 		loc = time.Local
 	}
-	return &Checker{svc: svc, loc: loc, held: map[string]bool{}}
+	return &Checker{svc: svc, loc: loc, holds: map[string]*holding{}}
 }
 
 // Blocking returns a message for each lock, at path or any prefix of it, that
-// forbids an action of type lockType (such as "deploy").
+// forbids an action of type lockType (such as "deploy"), except the locks
+// this Checker holds.
 func (c *Checker) Blocking(ctx context.Context, path, lockType string) ([]string, error) {
 	t, err := ParseType(lockType)
 	if err != nil {
@@ -41,85 +55,120 @@ func (c *Checker) Blocking(ctx context.Context, path, lockType string) ([]string
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	msgs := []string{}
 	for _, l := range locks {
-		if !c.held[l.ID] {
+		if !c.holdsID(l.Path, l.ID) {
 			msgs = append(msgs, l.BlockingMessage(c.loc))
 		}
 	}
 	return msgs, nil
 }
 
+func (c *Checker) holdsID(path, id string) bool {
+	c.mu.Lock()
+	h, ok := c.holds[path]
+	c.mu.Unlock()
+	if !ok {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cur.ID == id
+}
+
 // Hold takes a deploy lock on path for ttl and refreshes it every ttl/3 until
 // release is called or ctx ends; if the holder dies, the lock expires after
-// ttl. If the path is locked, the error is a *LockedError whose message says
-// by what.
+// ttl. Holding a path this Checker already holds extends that lock to ttl
+// from now and returns its release. If the path is locked, the error wraps a
+// *LockedError that says by what.
 func (c *Checker) Hold(ctx context.Context, path string, ttl time.Duration, author string) (func(context.Context) error, error) {
 	if ttl <= 0 {
 		return nil, fmt.Errorf("holding lock %s: ttl must be positive, got %s", path, ttl)
 	}
-	l := Lock{Path: path, Type: Deploy, Author: author, ExpiresAt: c.svc.Now().Add(ttl)}
-	if p, err := NormalizePath(path); err == nil {
-		l.Path = p
-		l.Default(nil)
+	p, err := NormalizePath(path)
+	if err != nil {
+		return nil, invalid(err)
 	}
+	c.mu.Lock()
+	h, ok := c.holds[p]
+	c.mu.Unlock()
+	if ok {
+		if _, err := h.refresh(ctx, ttl); err != nil {
+			return nil, fmt.Errorf("holding deploy lock: %w", err)
+		}
+		return h.release, nil
+	}
+	l := Lock{Path: p, Type: Deploy, Author: author, ExpiresAt: c.svc.Now().Add(ttl)}
+	l.Default(nil)
 	held, err := c.svc.Lock(ctx, l)
 	if err != nil {
 		return nil, fmt.Errorf("holding deploy lock: %w", err)
 	}
-	c.mu.Lock()
-	c.held[held.ID] = true
-	c.mu.Unlock()
-
 	refreshCtx, stop := context.WithCancel(ctx)
-	var (
-		mu   sync.Mutex // guards cur
-		cur  = held
-		done = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(ttl / 3)
-		defer tick.Stop()
-		for {
-			select {
-			case <-refreshCtx.Done():
-				return
-			case <-tick.C:
-			}
-			mu.Lock()
-			next, err := c.svc.Refresh(refreshCtx, cur, c.svc.Now().Add(ttl))
-			if err == nil {
-				cur = next
-			}
-			mu.Unlock()
-			if err != nil {
-				return // removed or replaced by someone else: nothing left to refresh
-			}
-		}
-	}()
-	var once sync.Once
-	release := func(ctx context.Context) error {
-		var err error
-		once.Do(func() {
-			stop()
-			<-done
-			c.mu.Lock()
-			delete(c.held, held.ID)
-			c.mu.Unlock()
-			mu.Lock()
-			defer mu.Unlock()
-			err = c.svc.storage.Delete(ctx, cur)
-			if errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) {
-				err = nil // gone or taken over after expiring: not ours to remove
-			}
-			if err != nil {
-				err = fmt.Errorf("releasing deploy lock %s: %w", cur.Path, err)
-			}
-		})
-		return err
+	h = &holding{c: c, ttl: ttl, stop: stop, done: make(chan struct{}), cur: held}
+	c.mu.Lock()
+	c.holds[p] = h
+	c.mu.Unlock()
+	go h.keepFresh(refreshCtx, ttl)
+	return h.release, nil
+}
+
+// refresh extends the lock to ttl from now (ttl 0: the current ttl) and
+// returns the ttl in force.
+func (h *holding) refresh(ctx context.Context, ttl time.Duration) (time.Duration, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ttl == 0 {
+		ttl = h.ttl
 	}
-	return release, nil
+	next, err := h.c.svc.Refresh(ctx, h.cur, h.c.svc.Now().Add(ttl))
+	if err != nil {
+		return h.ttl, err
+	}
+	h.cur, h.ttl = next, ttl
+	return ttl, nil
+}
+
+func (h *holding) keepFresh(ctx context.Context, ttl time.Duration) {
+	defer close(h.done)
+	tick := time.NewTicker(ttl / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		ttl, err := h.refresh(ctx, 0)
+		if err != nil {
+			return // removed or replaced by someone else: nothing left to refresh
+		}
+		tick.Reset(ttl / 3)
+	}
+}
+
+// release stops refreshing and removes the lock unless someone else has
+// removed or replaced it meanwhile. Calling it again does nothing.
+func (h *holding) release(ctx context.Context) error {
+	var err error
+	h.once.Do(func() {
+		h.stop()
+		<-h.done
+		h.mu.Lock()
+		cur := h.cur
+		h.mu.Unlock()
+		h.c.mu.Lock()
+		if h.c.holds[cur.Path] == h {
+			delete(h.c.holds, cur.Path)
+		}
+		h.c.mu.Unlock()
+		err = h.c.svc.storage.Delete(ctx, cur)
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) {
+			err = nil // gone, or taken over after expiring: not ours to remove
+		}
+		if err != nil {
+			err = fmt.Errorf("releasing deploy lock %s: %w", cur.Path, err)
+		}
+	})
+	return err
 }

@@ -40,10 +40,14 @@ func TestCheckerBlocking(t *testing.T) {
 	}
 }
 
-func TestCheckerHold(t *testing.T) {
+func TestCheckerHoldMemory(t *testing.T) { testCheckerHold(t, newMemoryService) }
+
+func TestCheckerHoldKubernetes(t *testing.T) { testCheckerHold(t, newKubeService) }
+
+func testCheckerHold(t *testing.T, newService func(*testing.T, *fakeClock) *Service) {
 	ctx := context.Background()
 	c := newFakeClock()
-	s := newMemoryService(t, c)
+	s := newService(t, c)
 	ch := NewChecker(s, time.UTC)
 	release, err := ch.Hold(ctx, "apps/staging/a", 30*time.Millisecond, "reconciler")
 	if err != nil {
@@ -79,6 +83,17 @@ func TestCheckerHold(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	// Holding again extends the same lock and shares its release.
+	before, _ := s.Get(ctx, "apps/staging/a")
+	c.Advance(time.Second)
+	again, err := ch.Hold(ctx, "Apps/Staging/A", time.Hour, "reconciler")
+	if err != nil {
+		t.Fatalf("second Hold by the holder: %v", err)
+	}
+	after, _ := s.Get(ctx, "apps/staging/a")
+	if after.ID != before.ID || !after.ExpiresAt.Equal(c.Now().Add(time.Hour)) {
+		t.Errorf("re-Hold: before %+v, after %+v", before, after)
+	}
 	// A lock taken above mid-apply blocks us.
 	if _, err := s.Lock(ctx, newLock(c, "apps/staging", Incident, time.Hour)); err != nil {
 		t.Fatal(err)
@@ -89,7 +104,7 @@ func TestCheckerHold(t *testing.T) {
 	if err := release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := release(ctx); err != nil {
+	if err := again(ctx); err != nil {
 		t.Errorf("second release: %v", err)
 	}
 	if _, err := s.Get(ctx, "apps/staging/a"); !errors.Is(err, ErrNotFound) {
