@@ -3,6 +3,8 @@ package registrytest
 import (
 	"context"
 	"fmt"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -27,7 +29,7 @@ type Registry struct {
 func New(t testing.TB) *Registry {
 	t.Helper()
 	r := &Registry{}
-	h := registry.New()
+	h := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.requests.Add(1)
 		if strings.Contains(req.URL.Path, "/manifests/") {

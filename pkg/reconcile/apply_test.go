@@ -80,6 +80,29 @@ func TestApplyRollsOutEveryKind(t *testing.T) {
 		t.Errorf("progress reported %d workloads, want 4", len(phases))
 	}
 
+	for _, w := range res.Workloads {
+		t.Logf("%s/%s: %s (%s) in %s", w.Kind, w.Name, w.Outcome, w.Message, w.Duration)
+	}
+	// The rollouts really happened: every pod now runs the new images and is ready.
+	pods, err := c.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := map[string]int{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Ready && strings.Contains(cs.Image, ":2@sha256:") {
+				ready[p.Labels["match"]]++
+			}
+		}
+	}
+	if diff := cmp.Diff(map[string]int{"api": 2, "db": 1, "agent": 1}, ready); diff != "" {
+		t.Errorf("ready containers on the new image per workload (-want +got):\n%s", diff)
+	}
+
 	inits, containers := deploymentImages(t, ns, "api")
 	wantInits := []string{h + "/team/api-migrate:2@" + d["api-migrate"]}
 	wantContainers := []string{h + "/team/api:2@" + d["api"], "envoyproxy/envoy:v1.30"}
