@@ -272,6 +272,7 @@ func TestHTTPEndpoints(t *testing.T) {
 	h := newHarness(t)
 	r := h.start()
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
+	waitFor(t, 30*time.Second, "devel apply recorded", func() bool { return len(r.history(t, "devel")) == 1 })
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if code, b := r.call(t, "GET", path, "", nil); code != http.StatusOK {
 			t.Errorf("GET %s = %d %s", path, code, b)

@@ -63,7 +63,7 @@ func TestStoreRoundTrip(t *testing.T) {
 func TestStoreRecordKeepsOtherPending(t *testing.T) {
 	ctx := context.Background()
 	s := NewStore(env.Clientset, env.Namespace(t))
-	newer := &Pending{Revision: "def", PlanHash: "h2"}
+	newer := &Pending{Revision: "def", PlanHash: "h2", Plan: json.RawMessage(`{}`)}
 	if err := s.SetPending(ctx, "prod", newer); err != nil {
 		t.Fatal(err)
 	}
