@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"path"
 	"regexp"
 	"strconv"
@@ -190,15 +191,19 @@ func (b *Bot) prepareBranch(ctx context.Context, branch, baseSHA string, hasPR b
 		return fmt.Errorf("comparing %s with %s: %w", branch, b.base, err)
 	}
 	switch cmp.GetStatus() {
-	case "behind", "identical":
-		// Merged already: fast-forward to the base.
-		return b.setRef(ctx, branch, baseSHA, false)
-	case "diverged":
-		// Left over from a squashed or closed pull request.
-		return b.setRef(ctx, branch, baseSHA, true)
+	case "identical":
+		return nil
+	case "behind":
+		// Merged already: fast-forward to the base. A concurrent bump that
+		// moved the branch in between wins; build on its commit.
+		if err := b.setRef(ctx, branch, baseSHA, false); err != nil && !isStatus(err, http.StatusUnprocessableEntity) {
+			return err
+		}
+		return nil
 	}
-	// "ahead": a pull request closed without merging left its commits (start
-	// over from the base), or another bump is writing right now (build on it).
+	// "ahead" or "diverged": a pull request closed (unmerged, or squashed)
+	// left its commits: start over from the base. Otherwise another bump is
+	// writing right now: build on it.
 	closed, _, err := b.gh.PullRequests.List(ctx, b.owner, b.repo, &github.PullRequestListOptions{State: "closed", Head: b.owner + ":" + branch, Base: b.base})
 	if err != nil {
 		return fmt.Errorf("listing closed pull requests from %s: %w", branch, err)

@@ -2,8 +2,11 @@ package prbot
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +24,7 @@ const (
 // fixture is a manifests repository on the GitHub test server and a bot for it.
 type fixture struct {
 	srv   *githubtest.Server
+	sent  *counter // requests the bots sent, counted on the client side
 	gh    *github.Client
 	locks *lock.Service
 	lockC LockChecker
@@ -33,7 +37,8 @@ func newFixture(t *testing.T, files map[string]string) *fixture {
 	if len(files) > 0 {
 		srv.Commit(owner, repo, "main", files, "seed")
 	}
-	gh, err := github.NewClient(srv.Client()).WithAuthToken(srv.Token()).WithEnterpriseURLs(srv.URL(), srv.URL())
+	sent := &counter{base: srv.Client().Transport}
+	gh, err := github.NewClient(&http.Client{Transport: sent}).WithAuthToken(srv.Token()).WithEnterpriseURLs(srv.URL(), srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +56,37 @@ func newFixture(t *testing.T, files map[string]string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{srv: srv, gh: gh, locks: svc, lockC: LockClient(lc)}
+	return &fixture{srv: srv, sent: sent, gh: gh, locks: svc, lockC: LockClient(lc)}
+}
+
+// counter counts requests by method and a route suffix pattern as they are
+// sent (the server records requests only after answering them).
+type counter struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	reqs []string
+}
+
+func (c *counter) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.reqs = append(c.reqs, r.Method+" "+r.URL.Path)
+	c.mu.Unlock()
+	return c.base.RoundTrip(r)
+}
+
+// count returns how many requests of method had a path matching re.
+func (c *counter) count(method, re string) int {
+	rx := regexp.MustCompile(re)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, r := range c.reqs {
+		m, p, _ := strings.Cut(r, " ")
+		if m == method && rx.MatchString(p) {
+			n++
+		}
+	}
+	return n
 }
 
 func (f *fixture) bot(t *testing.T, opts ...Option) *Bot {
