@@ -122,7 +122,7 @@ func toObject(l Lock) *unstructured.Unstructured {
 		"env":       map[string]any{"cluster": l.Env.Cluster, "account": l.Env.Account, "target": l.Env.Target},
 	}
 	if !l.ExpiresAt.Equal(l.ExpiresAt.Truncate(time.Second)) {
-		spec["expiresAt"] = l.ExpiresAt.UTC().Format(time.RFC3339Nano)
+		spec["expiresAt"] = l.ExpiresAt.UTC().Format(time.RFC3339Nano) // Service rounds to seconds; other writers may not
 	}
 	if len(l.Links) > 0 {
 		links := map[string]any{}

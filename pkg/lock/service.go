@@ -52,7 +52,8 @@ const maxAttempts = 10
 // Lock takes the lock l at exactly l.Path. It first checks every proper prefix
 // of the path for a lock that blocks l.Type, then creates the lock atomically;
 // an expired lock at the path is replaced. If the path is locked, the error is
-// a *LockedError. CreatedAt and UpdatedAt are set from the clock.
+// a *LockedError. CreatedAt and UpdatedAt are set from the clock; ExpiresAt
+// is rounded up to a whole second.
 func (s *Service) Lock(ctx context.Context, l Lock) (Lock, error) {
 	p, err := NormalizePath(l.Path)
 	if err != nil {
@@ -65,6 +66,7 @@ func (s *Service) Lock(ctx context.Context, l Lock) (Lock, error) {
 	if err := l.Validate(); err != nil {
 		return Lock{}, invalid(err)
 	}
+	l.ExpiresAt = ceilSecond(l.ExpiresAt)
 	if !l.ExpiresAt.After(now) {
 		return Lock{}, invalid(fmt.Errorf("lock %s: expiry %s is not in the future", l.Path, l.ExpiresAt.Format(time.RFC3339)))
 	}
@@ -103,11 +105,20 @@ func (s *Service) Lock(ctx context.Context, l Lock) (Lock, error) {
 	return Lock{}, fmt.Errorf("taking lock %s: %w after %d attempts", p, ErrConflict, maxAttempts)
 }
 
+// ceilSecond rounds t up to a whole second: expiries are kept in seconds
+// (the REST API's Unix timestamps, kubectl's column), never shortened.
+func ceilSecond(t time.Time) time.Time {
+	if tr := t.Truncate(time.Second); !tr.Equal(t) {
+		return tr.Add(time.Second)
+	}
+	return t
+}
+
 // Refresh moves the expiry of a held lock (same ID and Version as held) to
 // expires, failing with ErrConflict if the lock changed since.
 func (s *Service) Refresh(ctx context.Context, held Lock, expires time.Time) (Lock, error) {
 	l := held
-	l.UpdatedAt, l.ExpiresAt = s.now(), expires
+	l.UpdatedAt, l.ExpiresAt = s.now(), ceilSecond(expires)
 	out, err := s.storage.Replace(ctx, held, l)
 	if err != nil {
 		return Lock{}, fmt.Errorf("refreshing lock %s: %w", held.Path, err)

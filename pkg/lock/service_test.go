@@ -349,6 +349,19 @@ func testServiceRules(t *testing.T, newService func(*testing.T, *fakeClock) *Ser
 		}
 	})
 
+	t.Run("expiry is rounded up to a whole second", func(t *testing.T) {
+		c := newFakeClock()
+		s := newService(t, c)
+		got, err := s.Lock(ctx, newLock(c, "apps/x", Deploy, 1500*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := s.Get(ctx, "apps/x")
+		if err != nil || !got.ExpiresAt.Equal(c.Now().Add(2*time.Second)) || !stored.ExpiresAt.Equal(got.ExpiresAt) {
+			t.Errorf("expiry returned %v, stored %v (%v); want %v", got.ExpiresAt, stored.ExpiresAt, err, c.Now().Add(2*time.Second))
+		}
+	})
+
 	t.Run("bad input", func(t *testing.T) {
 		c := newFakeClock()
 		s := newService(t, c)
