@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -161,5 +162,22 @@ func TestWebRoot(t *testing.T) {
 		if got := webRoot(in); got != want {
 			t.Errorf("webRoot(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestPrbotGitHubAppAuth(t *testing.T) {
+	srv, environ := prbotRepo(t)
+	key := filepath.Join(t.TempDir(), "app.pem")
+	if err := os.WriteFile(key, srv.AppPrivateKeyPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	delete(environ, "GITHUB_TOKEN")
+	out, errOut, code := runPrbot(t, environ, "promote", "--repo", "acme/manifests", "--from", "devel", "--to", "staging", "--dry-run",
+		"--app-id", strconv.FormatInt(srv.AppID(), 10), "--installation-id", strconv.FormatInt(srv.InstallationID(), 10), "--private-key-file", key)
+	if code != 0 || !strings.Contains(out, "devel → staging: dry-run") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if srv.TokensIssued() == 0 {
+		t.Error("no installation token was issued: the App credentials were not used")
 	}
 }

@@ -175,7 +175,7 @@ func (b *Bot) mergeWhenReady(ctx context.Context, number int, lockPath string, t
 			return false, reason, nil
 		}
 		if strings.HasPrefix(reason, "locked: ") && reason != lockNoted {
-			if err := b.upsertComment(ctx, number, "lock", fmt.Sprintf("Not merging yet: %s is %s. Stagehand merges once the lock is gone and the checks are green.", lockPath, reason)); err != nil {
+			if err := b.upsertComment(ctx, number, "lock", fmt.Sprintf("Not merging yet: environment lock path `%s` is locked. %s\n\nStagehand merges once no lock blocks and the checks are green.", lockPath, strings.TrimPrefix(reason, "locked: "))); err != nil {
 				return false, "", err
 			}
 			lockNoted = reason
