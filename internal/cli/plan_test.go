@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stagehand-gitops/stagehand/internal/gitserver"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -90,9 +91,13 @@ func (w *planWorld) writeManifest(t *testing.T, reportTag, webTag string) {
 
 func (w *planWorld) run(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	base := []string{args[0], "--config", w.config, "--env", "prod"}
+	if w.dir != "" {
+		base = append(base, "--dir", w.dir)
+	}
 	var out, errOut bytes.Buffer
 	cmd := NewReconciler(&out, &errOut)
-	cmd.SetArgs(append([]string{args[0], "--config", w.config, "--env", "prod", "--dir", w.dir}, args[1:]...)) // later flags win
+	cmd.SetArgs(append(base, args[1:]...)) // later flags win
 	err := cmd.ExecuteContext(context.Background())
 	if err != nil && err.Error() != "" {
 		errOut.WriteString("Error: " + err.Error() + "\n")
@@ -182,6 +187,36 @@ func TestPlanAndApplyCommands(t *testing.T) {
 	stdout, stderr, code = w.run(t, "apply", "--yes")
 	if code != 0 || !strings.Contains(stdout, "nothing to apply") {
 		t.Errorf("apply --yes with nothing to do: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// TestPlanFromGitSource reads the manifests from the configured branch on a
+// real git server when --dir is not given; the plan's revision is the commit.
+func TestPlanFromGitSource(t *testing.T) {
+	w := newPlanWorld(t)
+	srv := gitserver.New(t)
+	url := srv.Init(t, "manifests")
+	manifestJSON, err := os.ReadFile(filepath.Join(w.dir, "environments", "prod", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha := srv.Commit(t, "manifests", "main", map[string]string{"environments/prod/manifest.json": string(manifestJSON)}, "deploy report 2")
+	cfg, err := os.ReadFile(w.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = append([]byte("source: {url: "+url+", branch: main, cacheDir: "+t.TempDir()+"}\n"), cfg...)
+	if err := os.WriteFile(w.config, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.dir = ""
+	stdout, stderr, code := w.run(t, "plan", "-o", "json")
+	var plan reconcile.Plan
+	if err := json.Unmarshal([]byte(stdout), &plan); err != nil || code != 0 {
+		t.Fatalf("plan: exit %d, %v\nstderr:\n%s", code, err, stderr)
+	}
+	if plan.Revision != sha || len(plan.Changes) != 2 {
+		t.Errorf("plan from git: revision %s with %d changes; want %s with 2", plan.Revision, len(plan.Changes), sha)
 	}
 }
 
