@@ -1,6 +1,7 @@
 package prbot
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -84,7 +85,7 @@ func (b *Bot) Bump(ctx context.Context, req BumpRequest) (*BumpResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.prepareBranch(ctx, branch, baseSHA, pr != nil); err != nil {
+	if err := b.prepareBranch(ctx, branch, baseSHA, file, pr != nil); err != nil {
 		return nil, err
 	}
 
@@ -174,7 +175,7 @@ func containerLabel(req BumpRequest) string {
 
 // prepareBranch makes sure the bump branch exists and is not left over from
 // an earlier, finished pull request.
-func (b *Bot) prepareBranch(ctx context.Context, branch, baseSHA string, hasPR bool) error {
+func (b *Bot) prepareBranch(ctx context.Context, branch, baseSHA, file string, hasPR bool) error {
 	head, err := b.headRef(ctx, branch)
 	if err != nil {
 		return err
@@ -183,12 +184,12 @@ func (b *Bot) prepareBranch(ctx context.Context, branch, baseSHA string, hasPR b
 		_, err := b.createRef(ctx, branch, baseSHA)
 		return err
 	}
-	if hasPR {
-		return nil
-	}
 	cmp, _, err := b.gh.Repositories.CompareCommits(ctx, b.owner, b.repo, baseSHA, head, nil)
 	if err != nil {
 		return fmt.Errorf("comparing %s with %s: %w", branch, b.base, err)
+	}
+	if hasPR {
+		return b.keepMergeable(ctx, branch, file, baseSHA, cmp.GetMergeBaseCommit().GetSHA())
 	}
 	switch cmp.GetStatus() {
 	case "identical":
@@ -214,6 +215,54 @@ func (b *Bot) prepareBranch(ctx context.Context, branch, baseSHA string, hasPR b
 		}
 	}
 	return nil
+}
+
+// keepMergeable rebuilds an open bump branch on the base when the base
+// changed the file since the branch left it (a manual edit): the bumps the
+// branch holds are re-applied on top of the base's file, so the pull request
+// stays mergeable and keeps every bump.
+func (b *Bot) keepMergeable(ctx context.Context, branch, file, baseSHA, mergeBase string) error {
+	if mergeBase == "" || mergeBase == baseSHA {
+		return nil
+	}
+	old, _, err := b.file(ctx, file, mergeBase)
+	if err != nil {
+		return err
+	}
+	base, _, err := b.file(ctx, file, baseSHA)
+	if err != nil {
+		return err
+	}
+	if bytes.Equal(old, base) || base == nil {
+		return nil
+	}
+	cur, _, err := b.file(ctx, file, branch)
+	if err != nil {
+		return err
+	}
+	before, after := containersOf(file, old), containersOf(file, cur)
+	data := base
+	for _, k := range after.order {
+		c := after.m[k]
+		if before.m[k] == c {
+			continue
+		}
+		out, _, err := applyBump(file, data, BumpRequest{Service: k.service, Container: k.container, Tag: c.DockerTag, Digest: c.DockerDigest})
+		if err != nil {
+			return fmt.Errorf("re-applying %s on %s: %w", k.label(), b.base, err)
+		}
+		if out != nil {
+			data = out
+		}
+	}
+	if err := b.setRef(ctx, branch, baseSHA, true); err != nil {
+		return err
+	}
+	if bytes.Equal(data, base) {
+		return nil
+	}
+	_, err = b.ensureFile(ctx, branch, file, data, fmt.Sprintf("Re-apply bumps of %s on top of %s", path.Base(file), b.base))
+	return err
 }
 
 // applyBump edits data; nil output means nothing to write, with the reason.

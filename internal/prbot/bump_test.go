@@ -331,3 +331,37 @@ func TestBumpAfterARejectedPullRequestStartsOver(t *testing.T) {
 		t.Errorf("diff (-want +got):\n%s", diff)
 	}
 }
+
+func TestBumpStaysMergeableWhenTheBaseEditsTheFile(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, devel())
+	b := f.bot(t)
+	if _, err := b.Bump(ctx, BumpRequest{Env: "devel", File: "checkout-api.json", Service: "checkout-api", Tag: "1.6.0"}); err != nil {
+		t.Fatal(err)
+	}
+	// Someone edits another service of the same file on main meanwhile.
+	edited := strings.Replace(checkoutJSON, `"0.3.0"`, `"0.3.1"`, 1)
+	f.srv.Commit(owner, repo, "main", map[string]string{checkoutFile: edited}, "hotfix checkout-cron")
+
+	res, err := b.Bump(ctx, BumpRequest{Env: "devel", File: "checkout-api.json", Service: "checkout-api", Container: "checkout-worker", Tag: "1.6.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PR != 1 || res.Created {
+		t.Fatalf("result = %+v, want PR 1 updated", res)
+	}
+	// The branch holds both bumps on top of the hotfix, so it merges cleanly.
+	got := f.file(t, res.Branch, checkoutFile)
+	if diff := cmp.Diff([]string{
+		`-        { "dockerTag": "1.5.0" },`, `+        { "dockerTag": "1.6.0" },`,
+		`-          "dockerTag": "1.5.0"`, `+          "dockerTag": "1.6.1"`,
+	}, changedLines(t, edited, got)); diff != "" {
+		t.Errorf("branch vs main (-want +got):\n%s", diff)
+	}
+	if _, _, err := f.gh.PullRequests.Merge(ctx, owner, repo, 1, "", nil); err != nil {
+		t.Fatalf("merging: %v", err)
+	}
+	if main := f.file(t, "main", checkoutFile); main != got {
+		t.Errorf("main after the merge:\n%s\nwant:\n%s", main, got)
+	}
+}
