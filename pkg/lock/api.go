@@ -18,7 +18,7 @@ import (
 //	GET    /api/v1/locks?path=PREFIX            list locks (expired included)
 //	POST   /api/v1/locks                        take a lock: a LockRequest; 201, 423 when locked
 //	DELETE /api/v1/locks?expired=true&path=P    prune expired locks at and beneath P
-//	GET    /api/v1/locks/{path...}              the lock at exactly path; 404 when none
+//	GET    /api/v1/locks/{path...}[?type=T]     the lock at exactly path (of type T); 404 when none
 //	DELETE /api/v1/locks/{path...}?type=T       unlock (&recursive=true: every lock of type T beneath)
 //	GET    /api/v1/check/{path...}?type=T       200 free, 423 locked (&recursive=false: leaf only)
 //
@@ -256,7 +256,18 @@ func (h *Handler) prune(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
+	var t Type
+	if r.URL.Query().Has("type") {
+		var err error
+		if t, err = typeParam(r, ""); err != nil {
+			h.fail(w, err)
+			return
+		}
+	}
 	l, err := h.svc.Get(r.Context(), r.PathValue("path"))
+	if err == nil && t != "" && l.Type != t {
+		err = fmt.Errorf("getting lock %s: %w of type %s (it is locked for %s)", l.Path, ErrNotFound, t, l.Type.Friendly())
+	}
 	if err != nil {
 		h.fail(w, err)
 		return
