@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -179,5 +182,75 @@ func TestPrbotGitHubAppAuth(t *testing.T) {
 	}
 	if srv.TokensIssued() == 0 {
 		t.Error("no installation token was issued: the App credentials were not used")
+	}
+}
+
+func TestPrbotServe(t *testing.T) {
+	srv, environ := prbotRepo(t)
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cfg := write("prbot.yaml", fmt.Sprintf(`github:
+  apiURL: %s
+  owner: acme
+  repo: manifests
+  tokenFile: %s
+  webhookSecretFile: %s
+listen: %q
+resync: 0s
+`, srv.URL(), write("token", environ["GITHUB_TOKEN"]), write("secret", "s3cret\n"), addr))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		var out, errOut bytes.Buffer
+		root := NewPrbot(&out, &errOut)
+		root.SetArgs([]string{"serve", "--config", cfg, "--log-encoding", "console"})
+		done <- Code(root.ExecuteContext(withPrbotDeps(ctx, prbotDeps{lookup: func(string) (string, bool) { return "", false }, now: time.Now})))
+	}()
+	// The first evaluation at start opens the promotion (staging does not require health).
+	waitUntil(t, func() bool { return len(srv.PullRequests("acme", "manifests")) == 1 })
+	resp, err := http.Get("http://" + addr + "/healthz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /healthz = %v, %v", resp, err)
+	}
+	// A push webhook with a wrong signature is refused.
+	d := srv.PushDelivery("acme", "manifests", "main", "0000000000000000000000000000000000000000", srv.Branch("acme", "manifests", "main"), "someone")
+	if code, _, err := githubtest.Send(ctx, "http://"+addr+"/webhook/github", "wrong", d); err != nil || code != http.StatusUnauthorized {
+		t.Errorf("forged push answered %d, %v; want 401", code, err)
+	}
+	if code, _, err := githubtest.Send(ctx, "http://"+addr+"/webhook/github", "s3cret", d); err != nil || code != http.StatusOK {
+		t.Errorf("push answered %d, %v; want 200", code, err)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("serve exited %d", code)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
