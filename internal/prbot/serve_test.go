@@ -198,3 +198,34 @@ func TestParseConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestServeAutoMergesWhenThePullRequestsChecksPass(t *testing.T) {
+	f := newFixture(t, spread("stages:\n  - name: devel\n  - name: staging\n    promoteFrom: devel\n    autoMerge: true\n    requires: {healthy: false}\n"))
+	b := f.bot(t, WithClock(func() time.Time { return now }), WithRequiredChecks("ci/test"))
+	s := serve(t, b)
+	waitFor(t, "the promotion pull request", func() bool { r, _ := s.last(); return r != nil && r.Action == ActionOpened })
+	if r, _ := s.last(); r.Merged || r.Reason != "waiting for checks: ci/test (not reported yet)" {
+		t.Fatalf("result = %+v, want opened and waiting for ci/test", r)
+	}
+	pr := f.openPulls()[0]
+	f.srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: "ci/test", HeadSHA: pr.HeadSHA, Status: "completed", Conclusion: "success", CompletedAt: time.Now()})
+	d := checkRunCompleted(t, "ci/test", pr.HeadSHA, "success", "ci-1")
+	var m map[string]any
+	if err := json.Unmarshal(d.Body, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["check_run"].(map[string]any)["pull_requests"] = []any{map[string]any{
+		"url": "https://api.github.com/repos/acme/manifests/pulls/1", "id": 1, "number": 1,
+		"head": map[string]any{"ref": pr.Head, "sha": pr.HeadSHA, "repo": map[string]any{"id": 1, "url": "https://api.github.com/repos/acme/manifests", "name": repo}},
+		"base": map[string]any{"ref": "main", "sha": f.srv.Branch(owner, repo, "main"), "repo": map[string]any{"id": 1, "url": "https://api.github.com/repos/acme/manifests", "name": repo}},
+	}}
+	d.Body, _ = json.Marshal(m)
+	send(t, s.url, secret, d)
+	waitFor(t, "the merge", func() bool { r, _ := s.last(); return r.Merged })
+	if prs := f.srv.PullRequests(owner, repo); !prs[0].Merged {
+		t.Errorf("pull request = %+v, want merged", prs[0])
+	}
+	if got := f.file(t, "main", "environments/staging/payments-api.json"); !strings.Contains(got, `"2.4.0"`) {
+		t.Errorf("staging on main after the merge:\n%s", got)
+	}
+}
