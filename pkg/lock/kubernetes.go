@@ -18,7 +18,10 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-var _ Storage = (*Kubernetes)(nil)
+var (
+	_ Storage     = (*Kubernetes)(nil)
+	_ batchGetter = (*Kubernetes)(nil)
+)
 
 // Resource is the Kubernetes resource of a lock (CRD in pkg/lock/crd).
 var Resource = schema.GroupVersionResource{Group: "stagehand.io", Version: "v1alpha1", Resource: "locks"}
@@ -227,6 +230,36 @@ func (k *Kubernetes) List(ctx context.Context, prefix string) ([]Lock, error) {
 		}
 		if opts.Continue = list.GetContinue(); opts.Continue == "" {
 			break
+		}
+	}
+	sortLocks(out)
+	return out, nil
+}
+
+// GetAll returns the locks at any of paths with one list request, selected
+// by the path-hash label.
+func (k *Kubernetes) GetAll(ctx context.Context, paths []string) ([]Lock, error) {
+	want := map[string]bool{}
+	hashes := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if !want[p] {
+			want[p] = true
+			hashes = append(hashes, pathHash(p))
+		}
+	}
+	sel := fmt.Sprintf("%s in (%s)", pathLabel, strings.Join(hashes, ","))
+	list, err := k.res().List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, wrap("getting", strings.Join(paths, ", "), err)
+	}
+	out := []Lock{}
+	for i := range list.Items {
+		l, err := fromObject(&list.Items[i])
+		if err != nil {
+			return nil, fmt.Errorf("getting locks: %w", err)
+		}
+		if want[l.Path] {
+			out = append(out, l)
 		}
 	}
 	sortLocks(out)

@@ -179,3 +179,41 @@ func TestKubernetesMissingCRD(t *testing.T) {
 		t.Errorf("error = %v, want a hint about the CRD", err)
 	}
 }
+
+// BenchmarkCheck measures one recursive check of a five-segment path (what
+// the reconciler does per changed service) with a lock at a prefix.
+func BenchmarkCheck(b *testing.B) {
+	for _, tc := range []struct {
+		name    string
+		storage func(b *testing.B) Storage
+	}{
+		{"memory", func(*testing.B) Storage { return NewMemory() }},
+		{"kubernetes", func(b *testing.B) Storage {
+			cfg := rest.CopyConfig(env.Config)
+			cfg.QPS = -1
+			k, err := NewKubernetesForConfig(cfg, env.Namespace(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return k
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			ctx := context.Background()
+			c := newFakeClock()
+			s, err := New(tc.storage(b), WithClock(c.Now))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.Lock(ctx, newLock(c, "apps/staging", Automation, time.Hour)); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				got, err := s.Check(ctx, "apps/staging/a/chat-app/main", Deploy, true)
+				if err != nil || len(got) != 1 {
+					b.Fatalf("Check = %v, %v", got, err)
+				}
+			}
+		})
+	}
+}

@@ -152,17 +152,36 @@ func (s *Service) Check(ctx context.Context, path string, t Type, recursive bool
 	return s.blocking(ctx, paths, t)
 }
 
+// batchGetter is implemented by storages that read the locks at several
+// paths in one request (Kubernetes: one labelled list instead of a GET per prefix).
+type batchGetter interface {
+	// GetAll returns the locks stored at any of paths, sorted by path.
+	GetAll(ctx context.Context, paths []string) ([]Lock, error)
+}
+
 func (s *Service) blocking(ctx context.Context, paths []string, t Type) ([]Lock, error) {
+	var found []Lock
+	if bg, ok := s.storage.(batchGetter); ok && len(paths) > 1 {
+		ls, err := bg.GetAll(ctx, paths)
+		if err != nil {
+			return nil, fmt.Errorf("checking locks at %s: %w", paths[len(paths)-1], err)
+		}
+		found = ls
+	} else {
+		for _, p := range paths {
+			l, err := s.storage.Get(ctx, p)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("checking lock %s: %w", p, err)
+			}
+			found = append(found, l)
+		}
+	}
 	now := s.now()
 	out := []Lock{}
-	for _, p := range paths {
-		l, err := s.storage.Get(ctx, p)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("checking lock %s: %w", p, err)
-		}
+	for _, l := range found {
 		if l.Blocks(t, now) {
 			out = append(out, l)
 		}
