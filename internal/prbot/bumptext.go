@@ -156,4 +156,3 @@ func parseVersion(s string) (version, bool) {
 	v.pre = pre
 	return v, true
 }
-
