@@ -328,22 +328,48 @@ func TestConfig(t *testing.T) {
 				Insecure: []string{"registry.internal:5000"}, MinPermission: "write"},
 		},
 		{
-			name: "GitHub App for git, SSH key",
+			name: "SSH key for git, GitHub App for check runs only",
 			values: func(t *testing.T) []string {
 				return []string{valuesFile(t, map[string]any{
-					"config": map[string]any{"source": map[string]any{"url": "ssh://git@github.com/acme/manifests.git"}},
+					"config": map[string]any{
+						"source": map[string]any{"url": "ssh://git@github.com/acme/manifests.git"},
+						"github": map[string]any{"owner": "acme", "repo": "manifests"},
+					},
 					"secrets": map[string]any{
 						"gitSSH":    map[string]any{"secretName": "ssh"},
-						"githubApp": map[string]any{"secretName": "app", "appID": 7, "installationID": 9},
+						"githubApp": map[string]any{"secretName": "app", "appID": 7, "installationID": 9, "useForGit": false},
+						"webhook":   map[string]any{"secretName": "hook"},
 					},
 				})}
 			},
 			want: fields{URL: "ssh://git@github.com/acme/manifests.git", Branch: "main", Root: ".", Interval: "1m0s",
 				CacheDir:   "/var/cache/stagehand",
 				SSHKeyFile: "/etc/stagehand/secrets/git-ssh/identity", KnownHosts: "/etc/stagehand/secrets/git-ssh/known_hosts",
-				GitApp:       &config.GitHubApp{AppID: 7, InstallationID: 9, PrivateKeyFile: "/etc/stagehand/secrets/github-app/private-key.pem"},
-				GitHubApp:    &config.GitHubApp{AppID: 7, InstallationID: 9, PrivateKeyFile: "/etc/stagehand/secrets/github-app/private-key.pem"},
-				Environments: []string{}, Listen: ":8080", LocksStorage: "kubernetes", LocksNamespace: "rel",
+				GitHubApp:         &config.GitHubApp{AppID: 7, InstallationID: 9, PrivateKeyFile: "/etc/stagehand/secrets/github-app/private-key.pem"},
+				WebhookSecretFile: "/etc/stagehand/secrets/webhook/secret",
+				Environments:      []string{}, Listen: ":8080", LocksStorage: "kubernetes", LocksNamespace: "rel",
+				StateNamespace: "rel", MinPermission: "maintain"},
+		},
+		{
+			name: "GitHub App for git and check runs",
+			values: func(t *testing.T) []string {
+				return []string{valuesFile(t, map[string]any{
+					"config": map[string]any{
+						"source": map[string]any{"url": "https://github.com/acme/manifests.git"},
+						"github": map[string]any{"owner": "acme", "repo": "manifests"},
+					},
+					"secrets": map[string]any{
+						"githubApp": map[string]any{"secretName": "app", "appID": 7, "installationID": 9},
+						"webhook":   map[string]any{"secretName": "hook"},
+					},
+				})}
+			},
+			want: fields{URL: "https://github.com/acme/manifests.git", Branch: "main", Root: ".", Interval: "1m0s",
+				CacheDir:          "/var/cache/stagehand",
+				GitApp:            &config.GitHubApp{AppID: 7, InstallationID: 9, PrivateKeyFile: "/etc/stagehand/secrets/github-app/private-key.pem"},
+				GitHubApp:         &config.GitHubApp{AppID: 7, InstallationID: 9, PrivateKeyFile: "/etc/stagehand/secrets/github-app/private-key.pem"},
+				WebhookSecretFile: "/etc/stagehand/secrets/webhook/secret",
+				Environments:      []string{}, Listen: ":8080", LocksStorage: "kubernetes", LocksNamespace: "rel",
 				StateNamespace: "rel", MinPermission: "maintain"},
 		},
 	}
@@ -394,9 +420,10 @@ func TestConfig(t *testing.T) {
 	}
 }
 
-// TestSchemaRejectsUnknownKeys: values.schema.json makes helm refuse a
-// misspelt key before anything reaches the cluster.
-func TestSchemaRejectsUnknownKeys(t *testing.T) {
+// TestRejectedValues: values.schema.json and the chart's own checks make helm
+// refuse a misspelt key or a combination the reconciler would refuse, before
+// anything reaches the cluster.
+func TestRejectedValues(t *testing.T) {
 	tests := []struct {
 		name   string
 		values map[string]any
@@ -407,12 +434,20 @@ func TestSchemaRejectsUnknownKeys(t *testing.T) {
 		{name: "top-level key", values: map[string]any{"replicas": 3}, want: "replicas"},
 		{name: "bad duration", values: map[string]any{"config": map[string]any{"source": map[string]any{"interval": "soon"}}}, want: "interval"},
 		{name: "bad permission", values: map[string]any{"config": map[string]any{"github": map[string]any{"approvers": map[string]any{"minPermission": "owner"}}}}, want: "minPermission"},
+		{name: "two git credentials", values: map[string]any{"secrets": map[string]any{
+			"gitToken": map[string]any{"secretName": "a"}, "githubApp": map[string]any{"secretName": "b", "appID": 1, "installationID": 2},
+		}}, want: "give one git credential"},
+		{name: "GitHub App without ids", values: map[string]any{"secrets": map[string]any{"githubApp": map[string]any{"secretName": "b"}}},
+			want: "appID and installationID are required"},
+		{name: "webhook without repository", values: map[string]any{"secrets": map[string]any{"webhook": map[string]any{"secretName": "w"}}},
+			want: "config.github.owner and config.github.repo are required"},
+		{name: "bad image digest", values: map[string]any{"image": map[string]any{"digest": "sha256:abc"}}, want: "digest"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := helm(t).Template(t.Context(), chartDir(t), "sh", "rel", valuesFile(t, tc.values))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("helm template = %v, want a schema error naming %s", err, tc.want)
+				t.Errorf("helm template = %v, want an error containing %q", err, tc.want)
 			}
 		})
 	}

@@ -3,9 +3,11 @@ package chart
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stagehand-gitops/stagehand/pkg/lock/crd"
@@ -65,5 +67,37 @@ func TestCRDsMatchPkgLock(t *testing.T) {
 	}
 	if diff := cmp.Diff(string(crd.Locks()), string(got)); diff != "" {
 		t.Errorf("charts/stagehand/crds/%s differs from pkg/lock/crd (-pkg/lock +chart); copy it over:\n%s", crd.File, diff)
+	}
+}
+
+// TestHelmInstall is what a user does: helm install into the cluster (the
+// CRD is already there, as after a first install), then helm uninstall,
+// which leaves no workload rights behind.
+func TestHelmInstall(t *testing.T) {
+	rel, devel, prod, extra := env.Namespace(t), env.Namespace(t), env.Namespace(t), env.Namespace(t)
+	h := helm(t)
+	out, err := h.Install(t.Context(), env.Kubeconfig, chartDir(t), "sh", rel, fullValues(t), scopedValues(t, devel, prod, extra))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"STATUS: deployed", "Workload rights (get/list/watch/patch, Events) granted in:",
+		"  - " + devel + "\n", "  - " + prod + "\n", "  - " + extra + "\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("helm install output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, ns := range []string{devel, prod, extra} {
+		if _, err := env.Clientset.RbacV1().RoleBindings(ns).Get(t.Context(), "sh-stagehand-workloads", metav1.GetOptions{}); err != nil {
+			t.Errorf("after install, RoleBinding in %s: %v", ns, err)
+		}
+	}
+	if out, err := h.Uninstall(t.Context(), env.Kubeconfig, "sh", rel); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, ns := range []string{devel, prod, extra} {
+		_, err := env.Clientset.RbacV1().RoleBindings(ns).Get(t.Context(), "sh-stagehand-workloads", metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("after uninstall, RoleBinding in %s: %v, want NotFound", ns, err)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -13,6 +14,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 )
 
 // Helm runs one helm binary.
@@ -86,24 +88,29 @@ func (h *Helm) run(ctx context.Context, args ...string) (string, error) {
 }
 
 // Objects splits a multi-document YAML stream into objects, skipping empty
-// documents.
+// documents. Numbers become int64 where they are whole, as from the API
+// server.
 func Objects(manifests []byte) ([]*unstructured.Unstructured, error) {
-	d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifests), 4096)
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifests)))
 	var objs []*unstructured.Unstructured
 	for {
-		var m map[string]any
-		if err := d.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objs, nil
-			}
-			return nil, fmt.Errorf("decoding rendered manifests: %w", err)
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return objs, nil
 		}
-		if len(m) == 0 {
+		if err != nil {
+			return nil, fmt.Errorf("reading rendered manifests: %w", err)
+		}
+		j, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			return nil, fmt.Errorf("decoding rendered manifests: %w\n%s", err, doc)
+		}
+		if s := string(bytes.TrimSpace(j)); s == "null" || s == "{}" {
 			continue
 		}
-		u := &unstructured.Unstructured{Object: m}
-		if u.GetKind() == "" || u.GetAPIVersion() == "" {
-			return nil, fmt.Errorf("decoding rendered manifests: a document without kind or apiVersion: %v", m)
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(j); err != nil {
+			return nil, fmt.Errorf("decoding rendered manifests: %w\n%s", err, doc)
 		}
 		objs = append(objs, u)
 	}
@@ -136,4 +143,27 @@ func RepoRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// Install runs `helm install` of the chart in dir as release into namespace
+// of the cluster in kubeconfig, and returns helm's output (with the notes).
+func (h *Helm) Install(ctx context.Context, kubeconfig, dir, release, namespace string, values ...string) (string, error) {
+	args := []string{"install", release, dir, "--kubeconfig", kubeconfig, "--namespace", namespace}
+	for _, v := range values {
+		args = append(args, "--values", v)
+	}
+	out, err := h.run(ctx, args...)
+	if err != nil {
+		return out, fmt.Errorf("installing chart %s: %w\n%s", dir, err, out)
+	}
+	return out, nil
+}
+
+// Uninstall runs `helm uninstall` of release in namespace.
+func (h *Helm) Uninstall(ctx context.Context, kubeconfig, release, namespace string) (string, error) {
+	out, err := h.run(ctx, "uninstall", release, "--kubeconfig", kubeconfig, "--namespace", namespace, "--wait")
+	if err != nil {
+		return out, fmt.Errorf("uninstalling release %s: %w\n%s", release, err, out)
+	}
+	return out, nil
 }

@@ -64,7 +64,13 @@ func valuesFile(t *testing.T, v map[string]any) string {
 	if err != nil {
 		t.Fatalf("marshalling values: %v", err)
 	}
-	p := filepath.Join(t.TempDir(), "values.yaml")
+	// Not t.TempDir(): helm splits --values at commas, which test names hold.
+	dir, err := os.MkdirTemp("", "stagehand-chart-values-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	p := filepath.Join(dir, "values.yaml")
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}

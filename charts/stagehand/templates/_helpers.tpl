@@ -226,3 +226,25 @@ and record an Event per patched workload.
   resources: ["events"]
   verbs: ["create", "patch"]
 {{- end -}}
+
+{{/*
+Checks of combinations the schema cannot express; the reconciler would refuse them at start
+(internal/config), so refuse them at install time with the value names instead.
+*/}}
+{{- define "stagehand.validate" -}}
+{{- $s := .Values.secrets -}}
+{{- $git := 0 -}}
+{{- if $s.gitToken.secretName }}{{ $git = add1 $git }}{{ end -}}
+{{- if $s.gitSSH.secretName }}{{ $git = add1 $git }}{{ end -}}
+{{- if and $s.githubApp.secretName $s.githubApp.useForGit }}{{ $git = add1 $git }}{{ end -}}
+{{- if gt $git 1 -}}
+{{- fail "secrets: give one git credential: gitToken, gitSSH, or githubApp with useForGit (set secrets.githubApp.useForGit=false to use the App for check runs only)" -}}
+{{- end -}}
+{{- if and $s.githubApp.secretName (or (lt (int64 $s.githubApp.appID) 1) (lt (int64 $s.githubApp.installationID) 1)) -}}
+{{- fail "secrets.githubApp: appID and installationID are required with secretName" -}}
+{{- end -}}
+{{- $gh := .Values.config.github -}}
+{{- if and (or $s.githubApp.secretName $s.webhook.secretName $gh.apiURL $gh.owner $gh.repo) (not (and $gh.owner $gh.repo)) -}}
+{{- fail "config.github.owner and config.github.repo are required with secrets.githubApp, secrets.webhook or any other config.github setting" -}}
+{{- end -}}
+{{- end -}}
