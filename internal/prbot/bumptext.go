@@ -47,8 +47,8 @@ func (b *Bot) bumpText(ctx context.Context, file, env, branch string) (string, s
 	title := truncateTitle(fmt.Sprintf("Bump %s in %s: %s", path.Base(file), env, strings.Join(parts, ", ")))
 	body := fmt.Sprintf("%s\nBumps `%s` (owned by `%s`).\n\n| service | container | from | to | digest |\n|---|---|---|---|---|\n%s\n\n_Opened by Stagehand prbot; later bumps of this file update this pull request._\n",
 		commentMarker("bump "+env+" "+path.Base(file)), file, manifest.Owner(file), strings.Join(rows, "\n"))
-	if len(body) > promote.MaxBody {
-		body = body[:promote.MaxBody-1] + "…"
+	if r := []rune(body); len(r) > promote.MaxBody {
+		body = string(r[:promote.MaxBody-1]) + "…"
 	}
 	return title, body, nil
 }
