@@ -32,16 +32,7 @@ func approveWorld(t *testing.T) (server, tokenFile, ns string, d *daemon.Daemon)
 	url := git.Init(t, "manifests")
 	git.Commit(t, "manifests", "main", map[string]string{"environments/prod/manifest.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`}, "prod")
 	ns = env.Namespace(t)
-	labels := map[string]string{"app.kubernetes.io/name": "web"}
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: labels},
-		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "example.com/web:1.0.0"}}}}},
-	}
-	if _, err := env.Clientset.AppsV1().Deployments(ns).Create(context.Background(), dep, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createWeb(t, ns)
 	f := false
 	cfg := &config.Config{
 		Source:       config.Source{URL: url, Branch: "main", Interval: config.Duration{Duration: time.Hour}},
@@ -145,4 +136,19 @@ func deployedImage(t *testing.T, ns string) string {
 		t.Fatal(err)
 	}
 	return d.Spec.Template.Spec.Containers[0].Image
+}
+
+// createWeb creates Deployment web running example.com/web:1.0.0 in ns.
+func createWeb(t *testing.T, ns string) {
+	t.Helper()
+	labels := map[string]string{"app.kubernetes.io/name": "web"}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: labels},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "example.com/web:1.0.0"}}}}},
+	}
+	if _, err := env.Clientset.AppsV1().Deployments(ns).Create(context.Background(), dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestSkipConfirmationDeploys: devel (skipConfirmation) deploys the first
@@ -315,4 +316,55 @@ func counterValue(c prometheus.Counter) float64 {
 		return -1
 	}
 	return m.GetCounter().GetValue()
+}
+
+// TestShutdownDuringApply: a shutdown while an apply waits for a rollout lets
+// the patch stand, records the apply as interrupted, and the next leader
+// re-plans (nothing left) without patching again.
+func TestShutdownDuringApply(t *testing.T) {
+	h := newHarness(t, "devel")
+	// Pods that can never be scheduled: the rollout never finishes.
+	deps := env.Clientset.AppsV1().Deployments(h.ns["devel"])
+	dep, err := deps.Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep.Spec.Template.Spec.NodeSelector = map[string]string{"stagehand.io/no-such-node": "true"}
+	if _, err := deps.Update(context.Background(), dep, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r1 := h.start(WithApplyGrace(500 * time.Millisecond))
+	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
+	patched, err := deps.Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	r1.stop()
+	if d := time.Since(stopped); d > 15*time.Second {
+		t.Errorf("shutting down took %s with a 500ms apply grace", d)
+	}
+	st, err := NewStore(env.Clientset, h.stateNS).Load(context.Background(), "devel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.History) != 1 || st.History[0].Result != ResultInterrupted || st.InFlight == nil {
+		t.Fatalf("after shutdown: history %+v, inFlight %+v; want one interrupted entry and the apply in flight", st.History, st.InFlight)
+	}
+
+	r2 := h.start()
+	waitFor(t, 30*time.Second, "the in-flight record to be settled", func() bool {
+		v := r2.environment(t, "devel")
+		return v.InFlight == nil && v.Revision != ""
+	})
+	again, err := deps.Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Generation != patched.Generation {
+		t.Errorf("generation %d → %d: the restart patched again", patched.Generation, again.Generation)
+	}
+	if hist := r2.history(t, "devel"); len(hist) != 1 {
+		t.Errorf("history after restart = %+v, want only the interrupted apply", hist)
+	}
 }
