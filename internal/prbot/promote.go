@@ -201,12 +201,15 @@ func (b *Bot) closePromotion(ctx context.Context, pr *github.PullRequest, pair p
 	return nil
 }
 
-// history walks the base branch back from its head, resolving the earlier
-// stage at each commit and reading its newest completed stagehand/<from>
-// check run. Without requires.healthy only the head counts. The walk stops
-// at the history depth, at a commit where the stage does not resolve, or once
-// a success was found and no older commit still runs the versions it would
-// promote (so soak times are measured from their first success).
+// history walks the base branch back from its head, reading the newest
+// completed stagehand/<from> check run of each commit. The earlier stage is
+// resolved at the head and at every commit with a successful check whose
+// manifests differ from the last resolved state (other commits carry no
+// Stage: nothing is concluded from them, and they cost two API calls each).
+// Without requires.healthy only the head counts. The walk stops at the
+// history depth, at a commit whose stage does not resolve, or once a
+// success was found and an older success no longer runs the versions it
+// would promote (so soak times count from their first success).
 func (b *Bot) history(ctx context.Context, baseSHA string, head fs.FS, pair promote.Pair, stage promote.Stage, target *manifest.Environment) ([]promote.Observation, error) {
 	src, err := manifest.Resolve(head, b.root, pair.From, manifest.AllowUnknownKeys())
 	if err != nil {
@@ -218,6 +221,7 @@ func (b *Bot) history(ctx context.Context, baseSHA string, head fs.FS, pair prom
 	var (
 		out     []promote.Observation
 		sha     = baseSHA
+		dirty   bool // manifests changed between src's commit and sha
 		changes []promote.Change
 	)
 	for len(out) < b.depth {
@@ -225,14 +229,29 @@ func (b *Bot) history(ctx context.Context, baseSHA string, head fs.FS, pair prom
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, promote.Observation{Commit: sha, Stage: src, Check: check})
-		if changes == nil && check != nil && check.Conclusion == "success" {
+		obs := promote.Observation{Commit: sha, Check: check}
+		healthy := check != nil && check.Conclusion == "success"
+		if dirty && healthy {
+			fsys, err := b.snapshot(ctx, sha)
+			if err != nil {
+				return nil, err
+			}
+			older, err := manifest.Resolve(fsys, b.root, pair.From, manifest.AllowUnknownKeys())
+			if err != nil {
+				break // an invalid older state ends the evidence
+			}
+			src, dirty = older, false
+		}
+		if !dirty {
+			obs.Stage = src
+		}
+		out = append(out, obs)
+		if healthy && changes == nil {
 			changes = promote.Diff(src, target)
 			if len(changes) == 0 {
 				break
 			}
-		}
-		if changes != nil && !anyStillRuns(changes, src) {
+		} else if healthy && !anyStillRuns(changes, src) {
 			break
 		}
 		touched, parent, err := b.touches(ctx, sha)
@@ -242,17 +261,7 @@ func (b *Bot) history(ctx context.Context, baseSHA string, head fs.FS, pair prom
 		if parent == "" {
 			break
 		}
-		if touched {
-			fsys, err := b.snapshot(ctx, parent)
-			if err != nil {
-				return nil, err
-			}
-			older, err := manifest.Resolve(fsys, b.root, pair.From, manifest.AllowUnknownKeys())
-			if err != nil {
-				break // an invalid older state ends the evidence
-			}
-			src = older
-		}
+		dirty = dirty || touched
 		sha = parent
 	}
 	return out, nil

@@ -190,7 +190,11 @@ func TestPromoteClosesWhenNothingIsLeft(t *testing.T) {
 func TestPromoteGatesNotMet(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, spread(healthyPipeline))
-	b := f.bot(t, WithClock(func() time.Time { return now }))
+	b := f.bot(t, WithClock(func() time.Time { return now }), WithHistoryDepth(3))
+	healthyAt(f, "devel", f.srv.Branch(owner, repo, "main"), time.Hour) // too old: three newer commits follow
+	for _, tag := range []string{"0.2.0", "0.3.0", "0.4.0"} {
+		f.srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "` + tag + `"}]}]}` + "\n"}, "bump search")
+	}
 	head := f.srv.Branch(owner, repo, "main")
 	f.srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: "stagehand/devel", HeadSHA: head, Status: "completed", Conclusion: "failure", CompletedAt: now})
 
@@ -198,9 +202,9 @@ func TestPromoteGatesNotMet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "nothing ready: checkout-api: not healthy: no successful stagehand/devel check run on the 1 newest commit(s); " +
-		"payments-api: not healthy: no successful stagehand/devel check run on the 1 newest commit(s); " +
-		"search: not healthy: no successful stagehand/devel check run on the 1 newest commit(s)"
+	want := "nothing ready: checkout-api: not healthy: no successful stagehand/devel check run on the 3 newest commit(s); " +
+		"payments-api: not healthy: no successful stagehand/devel check run on the 3 newest commit(s); " +
+		"search: not healthy: no successful stagehand/devel check run on the 3 newest commit(s)"
 	if res.Action != ActionNone || res.Reason != want {
 		t.Errorf("result = %+v\nwant action none, reason %q", res, want)
 	}
@@ -401,5 +405,33 @@ func TestExamplePipeline(t *testing.T) {
 	}
 	if res.Action != ActionBlocked || !strings.Contains(res.Reason, "opens at 2026-11-30T09:00:00Z") {
 		t.Errorf("Friday = %+v, want blocked until Monday 09:00", res)
+	}
+}
+
+func TestPromoteUsesTheNewestHealthyCommit(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, spread(healthyPipeline))
+	b := f.bot(t, WithClock(func() time.Time { return now }))
+	healthy := f.srv.Branch(owner, repo, "main")
+	healthyAt(f, "devel", healthy, time.Hour)
+	// devel moves on; the new search version has not been deployed healthy yet.
+	f.srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
+	f.srv.Commit(owner, repo, "main", map[string]string{"README.md": "docs\n"}, "docs")
+
+	res, err := b.Promote(ctx, "devel", "staging", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Action != ActionOpened || res.Decision.Source != healthy {
+		t.Fatalf("result = %+v, want opened from the healthy commit %s", res, healthy)
+	}
+	if got := f.file(t, res.Branch, "environments/staging/manifest.json"); !strings.Contains(got, `"0.1.0"`) || strings.Contains(got, `"0.2.0"`) {
+		t.Errorf("staging manifest promotes the unhealthy version:\n%s", got)
+	}
+	if len(res.Decision.Held) != 1 || res.Decision.Held[0].Service != "search" || !strings.Contains(res.Decision.Held[0].Reason, "not healthy yet") {
+		t.Errorf("held = %+v, want search's newer version waiting", res.Decision.Held)
+	}
+	if pr := f.openPulls()[0]; !strings.Contains(pr.Body, "- **search**: newer versions at") {
+		t.Errorf("body does not say what waits:\n%s", pr.Body)
 	}
 }

@@ -24,7 +24,9 @@ type Check struct {
 // resolved at that commit and the stage's newest completed check run on it.
 type Observation struct {
 	Commit string
-	// Stage is the earlier stage at Commit.
+	// Stage is the earlier stage at Commit; nil when it was not resolved
+	// there (a commit without a successful check needs no Stage, except
+	// History[0], the head, which always has one).
 	Stage *manifest.Environment
 	// Check is nil when the commit has no completed stagehand/<from> check run.
 	Check *Check
@@ -148,6 +150,9 @@ func Evaluate(in Input) Decision {
 func evidence(history []Observation, entry manifest.Service) Evidence {
 	ev := Evidence{Commit: history[0].Commit, Check: *history[0].Check, Since: history[0].Check.CompletedAt}
 	for _, o := range history[1:] {
+		if o.Stage == nil {
+			continue
+		}
 		s, ok := o.Stage.Service(entry.Name)
 		if !ok || !SameVersions(entry, s) {
 			break
