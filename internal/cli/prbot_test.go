@@ -254,3 +254,19 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestPrbotBumpSurvivesTransientGitHubErrors(t *testing.T) {
+	srv, environ := prbotRepo(t)
+	srv.Inject(githubtest.Fault{Method: "PUT", Route: "/repos/{owner}/{repo}/contents/{path}", Status: 502})
+	srv.Inject(githubtest.Fault{Method: "POST", Route: "/repos/{owner}/{repo}/pulls", Status: 429, RetryAfter: time.Second})
+	out, errOut, code := runPrbot(t, environ, "bump", "--repo", "acme/manifests", "--env", "devel", "--service", "checkout-api", "--tag", "1.6.0")
+	if code != 0 || !strings.HasSuffix(strings.TrimSpace(out), "/acme/manifests/pull/1") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if n := srv.FaultsLeft(); n != 0 {
+		t.Errorf("%d injected faults were never hit", n)
+	}
+	if prs := srv.PullRequests("acme", "manifests"); len(prs) != 1 {
+		t.Errorf("pull requests = %+v, want exactly one", prs)
+	}
+}
