@@ -2,7 +2,6 @@ package prbot
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path"
 	"strconv"
@@ -72,7 +71,15 @@ func containersOf(file string, data []byte) containerSet {
 	if data == nil {
 		return set
 	}
-	for _, s := range decodeServices(data) {
+	ed, err := manifest.Edit(file, data, manifest.AllowUnknownKeys())
+	if err != nil {
+		return set
+	}
+	for _, name := range ed.Services() {
+		s, err := ed.Service(name)
+		if err != nil {
+			continue
+		}
 		for _, c := range s.Containers {
 			if c.DockerName == "" {
 				c.DockerName = s.Name
@@ -85,18 +92,6 @@ func containersOf(file string, data []byte) containerSet {
 		}
 	}
 	return set
-}
-
-// decodeServices reads the service entries of one manifest file as written
-// (dockerName not defaulted); nil when the file is not valid JSON.
-func decodeServices(data []byte) []manifest.Service {
-	var doc struct {
-		Services []manifest.Service `json:"services"`
-	}
-	if json.Unmarshal(data, &doc) != nil {
-		return nil
-	}
-	return doc.Services
 }
 
 func truncateTitle(s string) string {

@@ -344,7 +344,7 @@ func applyChange(ed *manifest.Editor, c promote.Change) error {
 		}
 	}
 	if c.ToVersion != "" {
-		return setVersion(ed, c.Service, c.ToVersion)
+		return ed.SetVersion(c.Service, c.ToVersion)
 	}
 	return nil
 }
@@ -355,44 +355,4 @@ func fileContainer(service string, c manifest.Container) manifest.Container {
 		c.DockerName = ""
 	}
 	return c
-}
-
-// versionSetter is the editor method that sets a service's version in place.
-// pkg/manifest's Editor does not have it yet; until it does, setVersion
-// rewrites the service entry (removed and appended again), which keeps the
-// file valid and the rest of it untouched.
-type versionSetter interface {
-	SetVersion(service, version string) error
-}
-
-func setVersion(ed *manifest.Editor, service, version string) error {
-	if vs, ok := any(ed).(versionSetter); ok {
-		return vs.SetVersion(service, version)
-	}
-	entry, err := entryOf(ed.Bytes(), service)
-	if err != nil {
-		return err
-	}
-	if entry.Version == version {
-		return nil
-	}
-	entry.Version = version
-	if err := ed.RemoveService(service); err != nil {
-		return err
-	}
-	return ed.AddService(entry)
-}
-
-// entryOf reads one service entry as written in a manifest file.
-func entryOf(data []byte, service string) (manifest.Service, error) {
-	for _, s := range decodeServices(data) {
-		if s.Name == service {
-			out := manifest.Service{Name: s.Name, Version: s.Version}
-			for _, c := range s.Containers {
-				out.Containers = append(out.Containers, fileContainer(service, c))
-			}
-			return out, nil
-		}
-	}
-	return manifest.Service{}, fmt.Errorf("service %q: %w", service, manifest.ErrNotFound)
 }

@@ -375,6 +375,13 @@ func TestExamplePipeline(t *testing.T) {
 	if s, _ := staging.Service("checkout-api"); s.Version != "1.5.0" || s.Containers[0].DockerTag != "1.5.0" {
 		t.Errorf("staging checkout-api = %+v, want version and tag 1.5.0", s)
 	}
+	// Version and tag change in place: the diff is those two value lines.
+	if diff := cmp.Diff([]string{
+		`-            "version": "1.4.2",`, `+            "version": "1.5.0",`,
+		`-                    "dockerTag": "1.4.2"`, `+                    "dockerTag": "1.5.0"`,
+	}, changedLines(t, examples(t)["environments/staging/checkout-api.json"], f.file(t, "main", "environments/staging/checkout-api.json"))); diff != "" {
+		t.Errorf("staging/checkout-api.json diff (-want +got):\n%s", diff)
+	}
 
 	// staging → prod: healthy and soaked, inside the window; prod does not auto-merge.
 	healthyAt(f, "staging", f.srv.Branch(owner, repo, "main"), 25*time.Hour)
@@ -387,6 +394,9 @@ func TestExamplePipeline(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"environments/prod/manifest.json"}, res.Files); diff != "" {
 		t.Errorf("prod files (-want +got):\n%s", diff)
+	}
+	if n := len(changedLines(t, examples(t)["environments/prod/manifest.json"], f.file(t, res.Branch, "environments/prod/manifest.json"))); n != 2*6 {
+		t.Errorf("prod/manifest.json: %d changed lines, want version and tag of three services", n/2)
 	}
 	if d := promote.Diff(f.stage(t, "main", "staging"), f.stage(t, res.Branch, "prod")); len(d) != 0 {
 		t.Errorf("prod on the branch still differs from staging: %+v", d)
