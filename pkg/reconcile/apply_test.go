@@ -201,7 +201,7 @@ func TestApplyReportsFailedRollouts(t *testing.T) {
 		svc("fine", [3]string{"fine", "2", ""}),
 	)
 	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target("a", ns)}}
-	const timeout = 15 * time.Second
+	const timeout = 8 * time.Second
 	r := newReconciler(t, reconcile.WithRolloutTimeout(timeout))
 	plan := mustPlan(t, r, req)
 	start := time.Now()
@@ -221,7 +221,7 @@ func TestApplyReportsFailedRollouts(t *testing.T) {
 				t.Errorf("stuck: message %q, want the progress deadline", w.Message)
 			}
 		case "pending":
-			if !strings.Contains(w.Message, "rollout not finished after 15s") {
+			if !strings.Contains(w.Message, "rollout not finished after 8s") {
 				t.Errorf("pending: message %q, want the rollout timeout", w.Message)
 			}
 		}
