@@ -351,9 +351,30 @@ func newPrbotServeCommand() *cobra.Command {
 		Use:   "serve --config FILE",
 		Short: "Evaluate promotions on webhooks, promotion windows and soak ends",
 		Long: `Runs the promotion bot: verifies GitHub webhooks (push to the base branch, completed check runs such
-as stagehand/<env>) and evaluates the promotions of pipeline.yaml as they become possible, plus at each
-promotion window's cron firing, when a soak ends and every resync interval. The config file format is
-documented in internal/prbot/config.go (strict YAML).`,
+as stagehand/<env>, commit statuses on promotion branches) and evaluates the promotions of pipeline.yaml
+as they become possible, plus at each promotion window's cron firing, when a soak ends and every resync
+interval. Point the repository's webhook (content type application/json, events push, check_run and
+status) at http://<listen><webhookPath>.
+
+The config file is strict YAML (unknown keys are errors); secrets come from files:
+
+  github:
+    apiURL: ""                  # GitHub Enterprise: https://ghe.example.com/api/v3 (empty: api.github.com)
+    owner: acme                 # the manifests repository (required)
+    repo: manifests
+    app: {appID: 1, installationID: 2, privateKeyFile: /secrets/app/private-key.pem}
+    tokenFile: ""               # instead of app: a file holding a token
+    webhookSecretFile: /secrets/webhook/secret   # required
+  base: main                    # base branch
+  root: .                       # directory holding environments/ and pipeline.yaml
+  listen: ":8080"               # serves POST <webhookPath> and GET /healthz
+  webhookPath: /webhook/github
+  upstreamOwner: ""             # owner of upstream repositories for compare links (default github.owner)
+  webURL: ""                    # web root for compare links (default: derived from apiURL)
+  locks: {server: https://stagehand.example.com, tokenFile: /secrets/api/token}   # optional
+  merge: {method: merge, requiredChecks: []}   # merge|squash|rebase; checks an auto-merge waits for
+  historyDepth: 50              # commits looked back through for the earlier stage's success
+  resync: 10m                   # re-evaluate everything this often (0s: events only)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if path == "" {

@@ -27,7 +27,7 @@ import (
 //	listen: ":8080"                       # serves POST <webhookPath> and GET /healthz
 //	webhookPath: /webhook/github
 //	upstreamOwner: ""                     # organisation of upstream repositories (default github.owner)
-//	webURL: https://github.com            # for compare links (GitHub Enterprise: its web root)
+//	webURL: ""                            # web root for compare links (default: derived from apiURL)
 //	locks:                                # optional: the reconciler's lock API
 //	  server: https://stagehand.example.com
 //	  tokenFile: /secrets/api/token

@@ -21,8 +21,9 @@ import (
 //     a merged promotion, a changed pipeline);
 //   - a completed stagehand/<env> check run re-evaluates the promotions from
 //     <env> (new evidence of health);
-//   - any other completed check run on a promotion pull request re-evaluates
-//     that promotion (auto-merge waits for green checks);
+//   - any other completed check run, or a final commit status, on a
+//     promotion branch re-evaluates the promotions (auto-merge waits for
+//     green checks);
 //   - each promotion window's cron schedule re-evaluates its promotion when
 //     the window opens, and a soaking service's promotion is re-evaluated
 //     when its soak ends;
@@ -81,10 +82,33 @@ func NewServer(bot *Bot, opts ...ServerOption) (*Server, error) {
 	return s, nil
 }
 
-// Register adds the server's push and check_run handlers to a webhook receiver.
+// Register adds the server's push, check_run and status handlers to a webhook receiver.
 func (s *Server) Register(r *webhook.Receiver) {
 	r.Handle("push", s.handlePush)
 	r.Handle("check_run", s.handleCheckRun)
+	r.Handle("status", s.handleStatus)
+}
+
+// handleStatus re-evaluates when a commit status of another CI system
+// settles on a promotion branch.
+func (s *Server) handleStatus(_ context.Context, e webhook.Event) error {
+	var ev github.StatusEvent
+	if err := json.Unmarshal(e.Payload, &ev); err != nil {
+		return fmt.Errorf("decoding status delivery %s: %w", e.Delivery, err)
+	}
+	if ev.GetState() == "pending" || !s.ours(ev.GetRepo()) {
+		return nil
+	}
+	for _, b := range ev.Branches {
+		if strings.HasPrefix(b.GetName(), "stagehand/promote-") {
+			s.mu.Lock()
+			s.all = true
+			s.mu.Unlock()
+			s.poke()
+			return nil
+		}
+	}
+	return nil
 }
 
 func (s *Server) ours(r *github.Repository) bool {

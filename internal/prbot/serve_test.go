@@ -229,3 +229,31 @@ func TestServeAutoMergesWhenThePullRequestsChecksPass(t *testing.T) {
 		t.Errorf("staging on main after the merge:\n%s", got)
 	}
 }
+
+func TestServeAutoMergesWhenACommitStatusSucceeds(t *testing.T) {
+	f := newFixture(t, spread("stages:\n  - name: devel\n  - name: staging\n    promoteFrom: devel\n    autoMerge: true\n    requires: {healthy: false}\n"))
+	b := f.bot(t, WithClock(func() time.Time { return now }), WithRequiredChecks("ci/jenkins"))
+	s := serve(t, b)
+	waitFor(t, "the promotion pull request", func() bool { r, _ := s.last(); return r != nil && r.Action == ActionOpened })
+	pr := f.openPulls()[0]
+	f.srv.SetStatus(owner, repo, pr.HeadSHA, "ci/jenkins", "success")
+
+	data, err := os.ReadFile("testdata/status.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["sha"], m["state"], m["context"] = pr.HeadSHA, "success", "ci/jenkins"
+	m["branches"] = []any{map[string]any{"name": pr.Head, "commit": map[string]any{"sha": pr.HeadSHA, "url": "https://api.github.com/x"}, "protected": false}}
+	r := m["repository"].(map[string]any)
+	r["full_name"], r["name"] = owner+"/"+repo, repo
+	body, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, s.url, secret, githubtest.Delivery{Event: "status", ID: "st-1", Body: body})
+	waitFor(t, "the merge", func() bool { r, _ := s.last(); return r.Merged })
+}
