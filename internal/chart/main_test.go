@@ -19,5 +19,7 @@ func TestMain(m *testing.M) {
 	if root, err := RepoRoot(); err == nil {
 		crds = append(crds, filepath.Join(root, "charts", "stagehand", "crds"))
 	}
-	os.Exit(testenv.Main(m, &env, testenv.WithCRDs(crds...)))
+	// Rollouts really finish (controller-manager, scheduler, kwok), so that
+	// `reconciler run --once` can wait for the rollouts it started.
+	os.Exit(testenv.Main(m, &env, testenv.WithRollouts(), testenv.WithCRDs(crds...)))
 }

@@ -169,8 +169,10 @@ func TestDaemonAsServiceAccount(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// exited is closed when the process has ended; waitErr is then its result.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	defer func() {
 		_ = cmd.Process.Kill()
 		<-exited
@@ -186,8 +188,8 @@ func TestDaemonAsServiceAccount(t *testing.T) {
 			break
 		}
 		select {
-		case err := <-exited:
-			t.Fatalf("reconciler exited early: %v\n%s", err, out.String())
+		case <-exited:
+			t.Fatalf("reconciler exited early: %v\n%s", waitErr, out.String())
 		case <-time.After(200 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -199,9 +201,9 @@ func TestDaemonAsServiceAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("reconciler after SIGTERM: %v\n%s", err, out.String())
+	case <-exited:
+		if waitErr != nil {
+			t.Errorf("reconciler after SIGTERM: %v\n%s", waitErr, out.String())
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("reconciler still running 30 s after SIGTERM\n%s", out.String())
