@@ -1,10 +1,16 @@
 package reconcile_test
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -94,4 +100,40 @@ func TestPlanTwoTargets(t *testing.T) {
 	if ab.PlanHash != ba.PlanHash {
 		t.Errorf("planHash depends on target order: %s vs %s", ab.PlanHash, ba.PlanHash)
 	}
+
+	t.Run("one list per kind per target", func(t *testing.T) {
+		cnt := &counter{n: map[string]int{}}
+		cfg := rest.CopyConfig(env.Config)
+		cfg.Wrap(cnt.wrap)
+		cs := kubernetes.NewForConfigOrDie(cfg)
+		many := environment()
+		for i := range 50 {
+			many.Services = append(many.Services, svc(fmt.Sprintf("svc-%d", i), [3]string{"x", "1", ""}))
+		}
+		many.Services = append(many.Services, e.Services...)
+		ta, tb := target("a", nsA), target("b", nsB)
+		ta.Client, tb.Client = cs, cs
+		mustPlan(t, r, reconcile.Request{Environment: many, Revision: "r1", Targets: []reconcile.Target{ta, tb}})
+		want := map[string]int{"GET cronjobs": 2, "GET daemonsets": 2, "GET deployments": 2, "GET statefulsets": 2}
+		if diff := cmp.Diff(want, cnt.reset()); diff != "" {
+			t.Errorf("API requests for a 51-service plan on two targets (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("apply to both targets", func(t *testing.T) {
+		r := newReconciler(t, reconcile.WithRolloutTimeout(60*time.Second))
+		req := reconcile.Request{Environment: e, Revision: "r1", Targets: []reconcile.Target{target("a", nsA), target("b", nsB)}}
+		res, err := r.Apply(context.Background(), req, ab.PlanHash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Workloads) != 1 || res.Workloads[0].Outcome != reconcile.OutcomeSucceeded {
+			t.Fatalf("workloads %+v; want web in target a succeeded", res.Workloads)
+		}
+		for _, ns := range []string{nsA, nsB} {
+			if _, c := deploymentImages(t, ns, "web"); !strings.HasSuffix(c[0], "/web:2") {
+				t.Errorf("namespace %s runs %s, want web:2", ns, c[0])
+			}
+		}
+	})
 }
