@@ -2,7 +2,6 @@ package gitsource_test
 
 import (
 	"context"
-	"net/http"
 	"testing"
 	"time"
 
@@ -14,25 +13,8 @@ import (
 
 // installationTokenCheck accepts user x-access-token with a token the GitHub
 // test server honours (issued to the app's installation and not expired).
-func installationTokenCheck(t *testing.T, gh *githubtest.Server) func(user, secret string) bool {
-	return func(user, secret string) bool {
-		if user != "x-access-token" {
-			return false
-		}
-		req, err := http.NewRequest(http.MethodGet, gh.URL()+"/repos/acme/manifests", nil)
-		if err != nil {
-			t.Error(err)
-			return false
-		}
-		req.Header.Set("Authorization", "token "+secret)
-		resp, err := gh.Client().Do(req)
-		if err != nil {
-			t.Error(err)
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}
+func installationTokenCheck(gh *githubtest.Server) func(user, secret string) bool {
+	return func(user, secret string) bool { return user == "x-access-token" && gh.ValidToken(secret) }
 }
 
 func TestPollGitHubAppToken(t *testing.T) {
@@ -48,7 +30,7 @@ func TestPollGitHubAppToken(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			gh := githubtest.New(t, githubtest.WithTokenTTL(tt.ttl))
 			gh.CreateRepo("acme", "manifests", "main")
-			srv := gitserver.New(t, gitserver.WithCredentialCheck(installationTokenCheck(t, gh)))
+			srv := gitserver.New(t, gitserver.WithCredentialCheck(installationTokenCheck(gh)))
 			url, first := seed(t, srv)
 
 			cfg := sourceConfig(url)
@@ -74,7 +56,7 @@ func TestPollGitHubAppToken(t *testing.T) {
 func TestPollGitHubAppWrongInstallation(t *testing.T) {
 	gh := githubtest.New(t)
 	gh.CreateRepo("acme", "manifests", "main")
-	srv := gitserver.New(t, gitserver.WithCredentialCheck(installationTokenCheck(t, gh)))
+	srv := gitserver.New(t, gitserver.WithCredentialCheck(installationTokenCheck(gh)))
 	url, _ := seed(t, srv)
 	cfg := sourceConfig(url)
 	cfg.Auth.GitHubApp = &config.GitHubApp{
