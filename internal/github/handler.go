@@ -70,8 +70,8 @@ func (h *Handler) HandleCheckRun(ctx context.Context, payload []byte) error {
 		return nil
 	}
 	action := ev.GetRequestedAction().Identifier
-	if action != ActionApprove && action != ActionReject {
-		return nil
+	if (action != ActionApprove && action != ActionReject) || !awaiting(run) {
+		return nil // not our button, or a click from a stale page on a run already decided or withdrawn
 	}
 	login := ev.GetSender().GetLogin()
 	d, err := h.client.MayApprove(ctx, login)

@@ -79,8 +79,11 @@ func planTitle(p *reconcile.Plan) string {
 func RenderResult(res *reconcile.Result, approver string, applyErr error, detailsURL string) Output {
 	var b strings.Builder
 	p := res.Plan
-	if approver != "" {
+	switch {
+	case approver != "":
 		fmt.Fprintf(&b, "Approved by %s.\n\n", mention(approver))
+	case p != nil && p.SkipConfirmation:
+		b.WriteString("Applied automatically: this environment skips confirmation.\n\n")
 	}
 	if p != nil {
 		fmt.Fprintf(&b, "**%s** at `%s` · planHash `%s`\n\n", p.Environment, short(p.Revision), p.PlanHash)
