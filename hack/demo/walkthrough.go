@@ -372,8 +372,9 @@ func (x *demo) approveProd(ctx context.Context) error {
 func (x *demo) waitEnterOrApplied(ctx context.Context, hash string) (bool, error) {
 	enter := make(chan struct{}, 1)
 	go func() {
-		_, _ = bufio.NewReader(x.o.in).ReadString('\n')
-		enter <- struct{}{}
+		if _, err := bufio.NewReader(x.o.in).ReadString('\n'); err == nil {
+			enter <- struct{}{}
+		} // no terminal (EOF): only an approval from elsewhere, or Ctrl-C, goes on
 	}()
 	for {
 		select {
