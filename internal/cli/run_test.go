@@ -1,12 +1,17 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
@@ -61,5 +66,81 @@ func TestRunOnce(t *testing.T) {
 
 	if _, stderr, code := runReconciler(t, "run", "--once"); code != 2 || !strings.Contains(stderr, "--config is required") {
 		t.Errorf("run without --config: exit %d, %s", code, stderr)
+	}
+}
+
+// TestRunServes: `reconciler run` serves the API until its context ends, and
+// then exits 0.
+func TestRunServes(t *testing.T) {
+	git := gitserver.New(t)
+	url := git.Init(t, "manifests")
+	git.Commit(t, "manifests", "main", map[string]string{
+		"environments/prod/manifest.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`,
+	}, "prod")
+	ns := env.Namespace(t)
+	createWeb(t, ns)
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("run-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`source: {url: %q, branch: main, cacheDir: %q}
+environments:
+  prod: {lockPath: apps/prod, targets: [{name: a, kubeconfig: %q, namespace: %s}]}
+registry: {verifyDigests: false, pinDigests: false}
+server: {listen: %q, apiTokenFile: token}
+locks: {namespace: %s}
+state: {namespace: %s, kubeconfig: %q}
+`, url, filepath.Join(dir, "cache"), env.Kubeconfig, ns, addr, ns, ns, env.Kubeconfig)
+	cfgPath := filepath.Join(dir, "reconciler.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut bytes.Buffer
+	cmd := NewReconciler(&out, &errOut)
+	cmd.SetArgs([]string{"run", "--config", cfgPath, "--log-level", "error", "--identity", "test-replica"})
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+
+	get := func(path string) (int, string) {
+		req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
+		req.Header.Set("Authorization", "Bearer run-token")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body := get("/api/v1/environments/prod")
+		if code == http.StatusOK && strings.Contains(body, `"planHash": "sha256:`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pending plan served within 30s: %d %s", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code, body := get("/readyz"); code != http.StatusOK || !strings.Contains(body, "leader") {
+		t.Errorf("/readyz = %d %s", code, body)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run after cancel: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not return within 30s of its context ending")
 	}
 }
