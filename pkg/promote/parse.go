@@ -148,7 +148,9 @@ func (p *parser) window(n *yaml.Node, at string) *Window {
 	w := &Window{}
 	if f, ok := fields["schedule"]; ok {
 		w.Schedule = p.str(f.value, at+".schedule")
-		if w.Schedule != "" {
+		if strings.Contains(w.Schedule, "@every") {
+			p.errorf(f.value, at+".schedule", "%q: a window opens at calendar times; want a cron expression like \"0 9 * * 1-5\" or @daily, not @every", w.Schedule)
+		} else if w.Schedule != "" {
 			sched, err := cronParser.Parse(w.Schedule)
 			if err != nil {
 				p.errorf(f.value, at+".schedule", "%q: %v; want a cron expression like \"0 9 * * 1-5\" (optionally prefixed CRON_TZ=Zone)", w.Schedule, err)

@@ -158,7 +158,7 @@ func (w *Window) Open(t time.Time) bool {
 		return true
 	}
 	fire := w.sched.Next(t.Add(-w.Duration))
-	return !fire.After(t)
+	return !fire.IsZero() && !fire.After(t) // zero: the schedule never fires (e.g. 30 February)
 }
 
 // Opens returns the next time the window opens strictly after t.

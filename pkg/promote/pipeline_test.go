@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,6 +195,13 @@ func TestWindow(t *testing.T) {
 			}
 		})
 	}
+	never, err := Parse("p.yaml", []byte("stages: [{name: a}, {name: b, promoteFrom: a, window: {schedule: '0 9 30 2 *', duration: 8h}}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if never.Stages[1].Window.Open(at("2026-11-23T10:00:00Z")) {
+		t.Error("a window whose schedule never fires (30 February) is open")
+	}
 	var none *Window
 	if !none.Open(at("2026-11-21T12:00:00Z")) {
 		t.Error("a stage without window must always be open")
@@ -214,4 +222,48 @@ func TestLoadExample(t *testing.T) {
 	if _, err := Load(os.DirFS(t.TempDir()), "."); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Load of an empty directory = %v, want fs.ErrNotExist", err)
 	}
+}
+
+func TestParseRejectsEveryWindows(t *testing.T) {
+	_, err := Parse("p.yaml", []byte("stages: [{name: a}, {name: b, promoteFrom: a, window: {schedule: '@every 1h', duration: 1h}}]\n"))
+	if err == nil || !strings.Contains(err.Error(), "not @every") {
+		t.Errorf("Parse = %v, want @every refused", err)
+	}
+}
+
+// FuzzParse: any input either parses into a pipeline whose promotions name
+// earlier stages, or fails with positioned errors naming the file; never a panic.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		"stages:\n  - name: devel\n  - name: staging\n    promoteFrom: devel\n    requires: {soak: 30m}\n",
+		"stages: [{name: a}, {name: b, promoteFrom: a, window: {schedule: '0 9 * * 1-5', duration: 2h}}]",
+		"stages: [{name: a, promoteFrom: a}]", "- x", "", "stages: {a: 1}", "stages: [&x {name: a}, *x]",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		p, err := Parse("p.yaml", []byte(in))
+		if err != nil {
+			var list ErrorList
+			if !errors.As(err, &list) || len(list) == 0 {
+				t.Fatalf("error %v is not a non-empty ErrorList", err)
+			}
+			for _, e := range list {
+				if e.File != "p.yaml" {
+					t.Fatalf("error %v does not name the file", e)
+				}
+			}
+			return
+		}
+		seen := map[string]bool{}
+		for _, s := range p.Stages {
+			if s.PromoteFrom != "" && !seen[s.PromoteFrom] {
+				t.Fatalf("stage %q promotes from %q, not an earlier stage", s.Name, s.PromoteFrom)
+			}
+			if s.Window != nil {
+				s.Window.Open(time.Now()) // must not panic
+			}
+			seen[s.Name] = true
+		}
+	})
 }
