@@ -171,12 +171,12 @@ func (w *Window) Closes(t time.Time) time.Time {
 	}
 	// The latest firing in (t-d, t]; later firings extend the window.
 	end := time.Time{}
-	for f := w.sched.Next(t.Add(-w.Duration)); !f.After(t); f = w.sched.Next(f) {
+	for f := w.sched.Next(t.Add(-w.Duration)); !f.IsZero() && !f.After(t); f = w.sched.Next(f) {
 		end = f.Add(w.Duration)
 	}
 	// Firings before end keep it open (bounded: a window longer than the
 	// schedule's period never closes).
-	for i, f := 0, w.sched.Next(t); i < 10000 && f.Before(end); i, f = i+1, w.sched.Next(f) {
+	for i, f := 0, w.sched.Next(t); i < 10000 && !f.IsZero() && f.Before(end); i, f = i+1, w.sched.Next(f) {
 		end = f.Add(w.Duration)
 	}
 	return end
