@@ -3,6 +3,51 @@
 // it patches only the container images that change, records the revision,
 // emits an Event per workload and waits for each rollout.
 //
+// # Mapping
+//
+// A service maps to the Deployments, StatefulSets, DaemonSets and CronJobs of
+// a target namespace labelled <selector label>=<service> (default
+// app.kubernetes.io/name), or, when none is, to the workloads named exactly
+// like the service that carry no selector label. A manifest container maps to
+// the one container or init container, in each of those workloads, whose image
+// repository is its dockerName or ends with "/"+dockerName; the registry and
+// path of the running image are kept and only the tag and digest change. No
+// workload, no matching container, two matching containers (ambiguous) and
+// registry failures are Problems; a service with a problem in a target has no
+// changes in that target.
+//
+// # Plan
+//
 // A plan costs one List per workload kind per target, however many services
-// the manifest holds; each distinct image is resolved in the registry once.
+// the manifest holds, and one registry request per distinct repository:tag
+// that verification (a dockerDigest must be what the registry serves for the
+// tag) or pinning (a tag without digest is deployed as repo:tag@digest) needs.
+// Its JSON is the `reconciler plan -o json` contract:
+//
+//	{"environment", "revision", "skipConfirmation", "planHash",
+//	 "changes":   [{"service","target","namespace","kind","name","container","from","to"}],
+//	 "blocked":   [{...change, "locks": ["message", ...]}],
+//	 "problems":  [{"service","target","message"}],
+//	 "unmanaged": [{"target","namespace","kind","name","service"}],
+//	 "unchanged": N}
+//
+// "container" is the container's name, or "init:"+name for an init container.
+// planHash is "sha256:" + the hex sha256 of the JSON array of changes sorted
+// by target, namespace, kind, name and container (see Hash); approval binds
+// to it. Changes a deploy lock at <lockPath>/<target>/<service> forbids are
+// listed under "blocked" and are not part of the hash.
+//
+// # Apply
+//
+// Reconciler.Apply plans again and refuses (*StalePlanError, errors.Is
+// ErrStalePlan) when the fresh planHash differs from the approved one. It then
+// holds a deploy lock on <lockPath>/<target> for every target it changes,
+// re-checks the service's locks right before each patch (a lock taken
+// mid-apply stops the patches not yet sent), sends one strategic merge patch
+// per workload naming only the changed containers plus the
+// stagehand.io/revision annotation (field manager "stagehand", bounded
+// concurrency), records an Event on the workload, and waits for every rollout
+// the way `kubectl rollout status` does, polling one List per kind per target.
+// Each workload's outcome is reported in the Result and, as it happens,
+// through WithProgress.
 package reconcile
