@@ -136,7 +136,11 @@ func Evaluate(in Input) Decision {
 	}
 	var blocked []string
 	if w := in.Stage.Window; w != nil && !w.Open(in.Now) {
-		blocked = append(blocked, fmt.Sprintf("promotion window %q (%s) is closed; it opens at %s", w.Schedule, w.Duration, w.Opens(in.Now).UTC().Format(time.RFC3339)))
+		when := "it never opens: the schedule never fires"
+		if next := w.Opens(in.Now); !next.IsZero() {
+			when = "it opens at " + next.UTC().Format(time.RFC3339)
+		}
+		blocked = append(blocked, fmt.Sprintf("promotion window %q (%s) is closed; %s", w.Schedule, w.Duration, when))
 	}
 	if len(in.Locks) > 0 {
 		blocked = append(blocked, fmt.Sprintf("stage %s is locked: %s", in.Pair.To, strings.Join(in.Locks, "; ")))
