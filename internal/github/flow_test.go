@@ -3,6 +3,7 @@ package github_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -25,7 +26,6 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
-	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -136,7 +136,9 @@ func (f *flow) start() {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	github.NewHandler(client, github.FromDaemon(d), f.previewer(), "main").Register(recv)
+	// As `reconciler run` wires it: PR previews plan with the daemon's own planner.
+	preview := github.NewBranchPreviewer(f.cfg.Source, f.cfg.EnvironmentNames(), d.Plan, gitsource.WithCacheDir(f.t.TempDir()))
+	github.NewHandler(client, github.FromDaemon(d), preview, "main").Register(recv)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
@@ -157,24 +159,6 @@ func (f *flow) start() {
 	}
 	f.stop = stop
 	f.t.Cleanup(stop)
-}
-
-// previewer plans PR heads with the same real parts as the daemon: pkg/gitsource fetches the branch from
-// the git server, pkg/manifest resolves it, pkg/reconcile plans it against the apiserver.
-func (f *flow) previewer() github.Previewer {
-	rec, err := reconcile.New(reconcile.WithInsecureRegistries(f.reg.Host()))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	targets := []reconcile.Target{{Name: "a", Namespace: f.ns, Client: env.Clientset}}
-	plan := func(ctx context.Context, s gitsource.Snapshot, name string) (*reconcile.Plan, error) {
-		m, err := manifest.Resolve(s.FS, f.cfg.Source.Root, name)
-		if err != nil {
-			return nil, err
-		}
-		return rec.Plan(ctx, reconcile.Request{Environment: m, Revision: s.Revision, Targets: targets, LockPath: "apps/prod"})
-	}
-	return github.NewBranchPreviewer(f.cfg.Source, f.cfg.EnvironmentNames(), plan, gitsource.WithCacheDir(f.t.TempDir()))
 }
 
 func (f *flow) restart() {
@@ -436,5 +420,37 @@ func TestFlowPullRequestPreview(t *testing.T) {
 	}
 	if f.image() != f.reg.Ref("team/api", "1.0.0") {
 		t.Errorf("a preview applied something: %s", f.image())
+	}
+}
+
+func TestFlowPlanLargerThanTheSummaryLimit(t *testing.T) {
+	f := newFlow(t)
+	// One real change and 600 services with no workload: each is a problem line, together well over
+	// GitHub's 65,535-character summary.
+	var services []string
+	services = append(services, `{"name": "api", "containers": [{"dockerTag": "1.0.1"}]}`)
+	for i := range 600 {
+		services = append(services, fmt.Sprintf(`{"name": "ghost-%03d", "containers": [{"dockerTag": "1.0.0"}]}`, i))
+	}
+	files := map[string]string{"environments/prod/manifest.json": `{"services": [` + strings.Join(services, ",\n") + `]}`}
+	sha := f.git.Commit(t, "manifests", "main", files, "many services")
+	f.gh.MirrorCommit(owner, repo, "main", sha, files, "many services")
+	f.start()
+	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
+	if n := len([]rune(run.Summary)); n > github.SummaryLimit || n < github.SummaryLimit-2000 {
+		t.Errorf("summary has %d characters, want just under %d", n, github.SummaryLimit)
+	}
+	if !strings.Contains(run.Summary, "Cut to fit") || !strings.Contains(run.Summary, "https://stagehand.example.com/api/v1/environments/prod") {
+		t.Errorf("cut summary does not point to the full plan; it ends:\n%s", run.Summary[len(run.Summary)-400:])
+	}
+	if !strings.Contains(run.Title, "1 change in 1 workload, 600 problems") {
+		t.Errorf("title %q", run.Title)
+	}
+	f.click(run.ID, "approve", "maria", secret)
+	f.waitImage("1.0.1")
+	// What was approved applied; the problems were part of the approved plan and are repeated.
+	done := f.waitRun(sha, "success", concluded("success"))
+	if !strings.Contains(done.Summary, "600 problems") {
+		t.Errorf("result summary:\n%s", done.Summary)
 	}
 }
