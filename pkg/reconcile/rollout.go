@@ -113,6 +113,9 @@ func deploymentStatus(d *appsv1.Deployment, gen int64) rollout {
 	if r, ok := observed(gen, d.Generation, d.Status.ObservedGeneration); !ok {
 		return r
 	}
+	if d.Spec.Paused {
+		return rollout{failed: true, msg: "the Deployment is paused: its rollout cannot progress"}
+	}
 	for _, c := range d.Status.Conditions {
 		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
 			return rollout{failed: true, msg: fmt.Sprintf("progress deadline exceeded: %s", c.Message)}
