@@ -2,6 +2,7 @@ package githubtest
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"time"
@@ -251,26 +252,41 @@ func (s *Server) listCheckRuns(c *call) response {
 		runs = append(runs, s.checkRunJSON(r, cr))
 	}
 	total := len(runs)
-	runs = page(c, runs)
-	return ok(http.StatusOK, map[string]any{"total_count": total, "check_runs": orEmpty(runs)})
+	return paged(c, runs, func(page []any) any { return map[string]any{"total_count": total, "check_runs": page} })
 }
 
-// page applies per_page/page query parameters (GitHub's defaults: 30 per page).
-func page(c *call, items []any) []any {
+// paged answers one page of items as GitHub does: per_page (default 30, at most 100) and page query
+// parameters, and a Link header with the next and last pages when there are more.
+func paged(c *call, items []any, wrap func(page []any) any) response {
 	per, _ := strconv.Atoi(c.query.Get("per_page"))
 	if per <= 0 {
 		per = 30
 	}
+	per = min(per, 100)
 	n, _ := strconv.Atoi(c.query.Get("page"))
 	if n <= 0 {
 		n = 1
 	}
-	start := (n - 1) * per
-	if start >= len(items) {
-		return []any{}
+	last := max((len(items)+per-1)/per, 1)
+	start := min((n-1)*per, len(items))
+	out := orEmpty(items[start:min(start+per, len(items))])
+	res := ok(http.StatusOK, wrap(out))
+	if n < last {
+		link := func(p int) string {
+			q := url.Values{}
+			for k, v := range c.query {
+				q[k] = v
+			}
+			q.Set("page", strconv.Itoa(p))
+			q.Set("per_page", strconv.Itoa(per))
+			return "<" + c.s.http.URL + c.path + "?" + q.Encode() + ">"
+		}
+		res.header = http.Header{"Link": {link(n+1) + `; rel="next", ` + link(last) + `; rel="last"`}}
 	}
-	return items[start:min(start+per, len(items))]
+	return res
 }
+
+func list(page []any) any { return page }
 
 func orEmpty(a []any) []any {
 	if a == nil {

@@ -79,11 +79,17 @@ func (s *Server) compare(c *call) response {
 	case r.isAncestor(hc.sha, bc.sha):
 		status = "behind"
 	}
+	ahead, behind := r.only(hc.sha, bc.sha), r.only(bc.sha, hc.sha)
+	commits := []any{}
+	for i := len(ahead) - 1; i >= 0; i-- { // oldest first, as GitHub lists them
+		commits = append(commits, s.commitJSON(r, r.commits[ahead[i]]))
+	}
 	full := r.owner + "/" + r.name
 	return ok(http.StatusOK, map[string]any{
 		"url": s.apiURL("/repos/%s/compare/%s", full, c.params["basehead"]), "html_url": s.htmlURL("/%s/compare/%s", full, c.params["basehead"]),
-		"status": status, "base_commit": s.commitJSON(r, bc), "merge_base_commit": s.commitJSON(r, coalesce(mb, bc)),
-		"files": s.diffEntries(r, hc.sha, diffTrees(mbFiles, hc.files)), "commits": []any{},
+		"status": status, "ahead_by": len(ahead), "behind_by": len(behind), "total_commits": len(ahead),
+		"base_commit": s.commitJSON(r, bc), "merge_base_commit": s.commitJSON(r, coalesce(mb, bc)),
+		"files": s.diffEntries(r, hc.sha, diffTrees(mbFiles, hc.files)), "commits": commits,
 	})
 }
 

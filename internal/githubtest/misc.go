@@ -149,7 +149,7 @@ func (s *Server) listStatuses(c *call) response {
 	for i := len(all) - 1; i >= 0; i-- {
 		out = append(out, s.statusJSON(r, all[i]))
 	}
-	return ok(http.StatusOK, orEmpty(page(c, out)))
+	return paged(c, out, list)
 }
 
 func (s *Server) commentJSON(r *repo, cm *Comment) map[string]any {
@@ -175,7 +175,7 @@ func (s *Server) listComments(c *call) response {
 			out = append(out, s.commentJSON(r, cm))
 		}
 	}
-	return ok(http.StatusOK, orEmpty(page(c, out)))
+	return paged(c, out, list)
 }
 
 func (s *Server) createComment(c *call) response {

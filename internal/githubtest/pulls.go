@@ -170,7 +170,7 @@ func (s *Server) listPulls(c *call) response {
 		out = append(out, s.pullJSON(r, p))
 	}
 	slices.Reverse(out) // newest first, GitHub's default sort
-	return ok(http.StatusOK, orEmpty(page(c, out)))
+	return paged(c, out, list)
 }
 
 func (s *Server) findPull(c *call) (*repo, *pull, *response) {
@@ -354,5 +354,5 @@ func (s *Server) pullFiles(c *call) response {
 	if mb := r.mergeBase(base, head); mb != "" {
 		mbFiles = r.commits[mb].files
 	}
-	return ok(http.StatusOK, orEmpty(page(c, s.diffEntries(r, head, diffTrees(mbFiles, r.commits[head].files)))))
+	return paged(c, s.diffEntries(r, head, diffTrees(mbFiles, r.commits[head].files)), list)
 }

@@ -206,6 +206,35 @@ func (r *repo) isAncestor(a, b string) bool {
 	return false
 }
 
+// only returns the commits reachable from a but not from b, newest first (breadth-first).
+func (r *repo) only(a, b string) []string {
+	fromB := map[string]bool{}
+	queue := []string{b}
+	for len(queue) > 0 {
+		x := queue[0]
+		queue = queue[1:]
+		if fromB[x] || r.commits[x] == nil {
+			continue
+		}
+		fromB[x] = true
+		queue = append(queue, r.commits[x].parents...)
+	}
+	var out []string
+	seen := map[string]bool{}
+	queue = []string{a}
+	for len(queue) > 0 {
+		x := queue[0]
+		queue = queue[1:]
+		if seen[x] || fromB[x] || r.commits[x] == nil {
+			continue
+		}
+		seen[x] = true
+		out = append(out, x)
+		queue = append(queue, r.commits[x].parents...)
+	}
+	return out
+}
+
 // mergeBase returns the nearest common ancestor of a and b ("" when there is none).
 func (r *repo) mergeBase(a, b string) string {
 	anc := map[string]bool{}

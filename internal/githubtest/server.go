@@ -287,7 +287,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	c := &call{s: s, route: route, params: params, query: r.URL.Query(), body: body}
+	c := &call{s: s, route: route, path: r.URL.Path, params: params, query: r.URL.Query(), body: body}
 	var res response
 	if strings.HasPrefix(route.Path, "/app/") {
 		res = s.handleApp(c, r.Header.Get("Authorization"))
@@ -366,6 +366,7 @@ func writeJSON(w http.ResponseWriter, status int, hdr http.Header, v any) {
 type call struct {
 	s      *Server
 	route  *routers.Route
+	path   string // as requested, with any Enterprise prefix
 	params map[string]string
 	query  url.Values
 	body   []byte

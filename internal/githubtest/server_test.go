@@ -258,3 +258,41 @@ func TestRootURL(t *testing.T) {
 		t.Errorf("Get at the root URL: %v", err)
 	}
 }
+
+func TestPaginationAndCompare(t *testing.T) {
+	ctx := context.Background()
+	srv := githubtest.New(t)
+	srv.CreateRepo("acme", "manifests", "main")
+	base := srv.Branch("acme", "manifests", "main")
+	var shas []string
+	for i := range 3 {
+		shas = append(shas, srv.Commit("acme", "manifests", "main", map[string]string{"f": strings.Repeat("x", i)}, "c"))
+	}
+	for range 5 {
+		srv.AddCheckRun("acme", "manifests", githubtest.CheckRun{Name: "ci", HeadSHA: shas[2], Conclusion: "success"})
+	}
+	gh := newClient(t, srv)
+	opts := &github.ListCheckRunsOptions{Filter: github.String("all"), ListOptions: github.ListOptions{PerPage: 2}}
+	var got int
+	for pages := 0; ; pages++ {
+		res, resp, err := gh.Checks.ListCheckRunsForRef(ctx, "acme", "manifests", "main", opts)
+		if err != nil || pages > 5 {
+			t.Fatalf("page %d: %v", pages, err)
+		}
+		got += len(res.CheckRuns)
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	if got != 5 {
+		t.Errorf("paginated through %d check runs, want 5", got)
+	}
+	cmp, _, err := gh.Repositories.CompareCommits(ctx, "acme", "manifests", base, "main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmp.GetStatus() != "ahead" || cmp.GetAheadBy() != 3 || len(cmp.Commits) != 3 || cmp.Commits[0].GetSHA() != shas[0] {
+		t.Errorf("compare: status %q ahead %d commits %d", cmp.GetStatus(), cmp.GetAheadBy(), len(cmp.Commits))
+	}
+}
