@@ -324,7 +324,7 @@ func (d *Daemon) decide(ctx context.Context, env string, dc decision) (*Pending,
 		return nil, fmt.Errorf("%w %q; configured: %v", ErrUnknownEnvironment, env, d.envNames)
 	}
 	if !d.leading.Load() {
-		return nil, ErrNotLeader
+		return d.handOver(ctx, env, dc)
 	}
 	dc.reply = make(chan decisionReply, 1)
 	select {
@@ -338,6 +338,26 @@ func (d *Daemon) decide(ctx context.Context, env string, dc decision) (*Pending,
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// handOver records dc for the leader when it names the pending plan; the
+// leader's worker acts on it within a second (see worker.pickUp).
+func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*Pending, error) {
+	var pending *Pending
+	err := d.store.Update(ctx, env, func(st *EnvState) {
+		pending = st.Pending
+		if st.Pending != nil && st.Pending.PlanHash == dc.planHash {
+			st.Handover = &Handover{Approve: dc.approve, PlanHash: dc.planHash, Approver: dc.who, Reason: dc.reason, At: time.Now().UTC()}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if pending == nil || pending.PlanHash != dc.planHash {
+		return nil, &NotPendingError{Environment: env, PlanHash: dc.planHash, Pending: pending}
+	}
+	d.log.Info("decision handed to the leader", "environment", env, "planHash", dc.planHash, "approve", dc.approve, "by", dc.who)
+	return pending, nil
 }
 
 // clientCache builds one client per kubeconfig and context.

@@ -202,7 +202,8 @@ func TestInterruptedApplyContinues(t *testing.T) {
 }
 
 // TestTwoReplicas: two daemons on one state namespace: one leads and applies,
-// the other serves the same read-only API and refuses approvals.
+// the other serves the same API and hands approvals to the leader; when the
+// leader goes, the other takes over.
 func TestTwoReplicas(t *testing.T) {
 	h := newHarness(t)
 	a := h.start(WithIdentity("replica-a"))
@@ -223,19 +224,33 @@ func TestTwoReplicas(t *testing.T) {
 	if diff := cmp.Diff(leader.history(t, "devel"), standby.history(t, "devel")); diff != "" {
 		t.Errorf("replicas disagree on history (-leader +standby):\n%s", diff)
 	}
+	// An approval sent to the standby is handed to the leader, which applies it.
 	p := standby.waitPending(t, "prod", h.git.Head(t, "manifests", "main"))
-	if code, body := standby.call(t, "POST", "/api/v1/environments/prod/approve", testToken,
-		DecisionRequest{PlanHash: p.PlanHash}); code != http.StatusServiceUnavailable {
-		t.Errorf("approve on the standby = %d %s, want 503", code, body)
+	code, body := standby.call(t, "POST", "/api/v1/environments/prod/approve", testToken,
+		DecisionRequest{PlanHash: p.PlanHash, Approver: "erin"})
+	if code != http.StatusAccepted {
+		t.Fatalf("approve on the standby = %d %s, want 202", code, body)
 	}
-	// The leader goes away: the standby takes over and approvals work there.
+	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.0.0")
+	var hist []Entry
+	waitFor(t, 20*time.Second, "prod history", func() bool { hist = standby.history(t, "prod"); return len(hist) == 1 })
+	if hist[0].Approver != "erin" || hist[0].Result != ResultSucceeded {
+		t.Errorf("prod history = %+v, want approved by erin, succeeded", hist[0])
+	}
+	if applied(standby) != 0 {
+		t.Errorf("the standby applied %v changes", applied(standby))
+	}
+	// The leader goes away: the standby takes over.
 	leader.stop()
 	waitFor(t, 20*time.Second, "the standby to lead", standby.d.Leading)
-	code, body := standby.call(t, "POST", "/api/v1/environments/prod/approve", testToken, DecisionRequest{PlanHash: p.PlanHash})
+	rev := h.commit("prod", false, map[string]string{"web": "1.1.0"})
+	standby.push(t, h, "after-failover")
+	p = standby.waitPending(t, "prod", rev)
+	code, body = standby.call(t, "POST", "/api/v1/environments/prod/approve", testToken, DecisionRequest{PlanHash: p.PlanHash})
 	if code != http.StatusAccepted {
 		t.Fatalf("approve on the new leader = %d %s", code, body)
 	}
-	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.0.0")
+	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.1.0")
 }
 
 // TestBrokenEnvironment: a manifest broken in one environment is reported

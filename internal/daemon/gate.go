@@ -17,7 +17,9 @@
 //	  │ Completed(ctx, proposal, outcome) ──▶ applied (succeeded, failed,
 //	  │                                       interrupted) or rejected
 //
-// Approvals arrive through Daemon.Approve and Daemon.Reject, whoever calls
+// Approvals arrive through Daemon.Approve and Daemon.Reject, on any replica
+// (a replica that does not lead checks the hash against the stored pending
+// plan and hands the decision to the leader through the Store), whoever calls
 // them: the HTTP API (POST /api/v1/environments/{env}/approve|reject, used by
 // `reconciler approve|reject`), or a gate itself, e.g. the GitHub gate when a
 // check_run requested_action webhook arrives. Approve accepts only the
@@ -93,10 +95,6 @@ type Gate interface {
 
 // ErrUnknownEnvironment is returned for an environment not in the configuration.
 var ErrUnknownEnvironment = errors.New("unknown environment")
-
-// ErrNotLeader is returned by Approve and Reject on a replica that does not
-// lead: only the leader applies.
-var ErrNotLeader = errors.New("this replica is not the leader; send approvals to the leader")
 
 // NotPendingError refuses an approval or rejection whose planHash is not the
 // plan pending now.

@@ -21,7 +21,7 @@ const maxAPIBody = 64 << 10
 //	POST /webhook/github                                  (HMAC-signed by GitHub)
 //	GET  /api/v1/environments                             (bearer token, every replica)
 //	GET  /api/v1/environments/{env}[/layout|/history]     (bearer token, every replica)
-//	POST /api/v1/environments/{env}/approve|reject        (bearer token, the leader)
+//	POST /api/v1/environments/{env}/approve|reject        (bearer token, every replica)
 //	     /api/v1/locks..., /api/v1/check/...              (bearer token, pkg/lock's handler)
 func (d *Daemon) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -197,8 +197,6 @@ func (d *Daemon) decisionHandler(approve bool) http.HandlerFunc {
 			writeError(w, http.StatusNotFound, err.Error())
 		case errors.As(err, &np):
 			writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error(), "pending": np.Pending})
-		case errors.Is(err, ErrNotLeader):
-			writeError(w, http.StatusServiceUnavailable, err.Error())
 		case err != nil:
 			writeError(w, http.StatusInternalServerError, err.Error())
 		case approve:

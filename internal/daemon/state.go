@@ -24,6 +24,7 @@ const (
 	keyInFlight = "inflight.json"
 	keyHistory  = "history.json"
 	keyStatus   = "status.json"
+	keyHandover = "handover.json"
 
 	labelManagedBy   = "app.kubernetes.io/managed-by"
 	labelComponent   = "app.kubernetes.io/component"
@@ -54,6 +55,16 @@ type InFlight struct {
 	Started  time.Time       `json:"started"`
 }
 
+// Handover is an approval or rejection taken by a replica that does not
+// lead; the leader picks it up from the Store and acts on it.
+type Handover struct {
+	Approve  bool      `json:"approve"`
+	PlanHash string    `json:"planHash"`
+	Approver string    `json:"approver"`
+	Reason   string    `json:"reason,omitempty"`
+	At       time.Time `json:"at"`
+}
+
 // Result values of a history Entry.
 const (
 	ResultSucceeded   = "succeeded"
@@ -82,6 +93,8 @@ type Entry struct {
 type EnvState struct {
 	Pending  *Pending  `json:"pending"`
 	InFlight *InFlight `json:"inFlight"`
+	// Handover is a decision waiting for the leader.
+	Handover *Handover `json:"handover,omitempty"`
 	// History is newest first.
 	History []Entry `json:"history"`
 	// Status is the last observed state of the environment (revision,
@@ -236,6 +249,7 @@ func decodeState(cm *corev1.ConfigMap) (*EnvState, error) {
 	err := errors.Join(
 		field(keyPending, &st.Pending),
 		field(keyInFlight, &st.InFlight),
+		field(keyHandover, &st.Handover),
 		field(keyHistory, &st.History),
 		field(keyStatus, &status),
 	)
@@ -261,6 +275,7 @@ func encodeState(cm *corev1.ConfigMap, st *EnvState) error {
 	if err := errors.Join(
 		put(keyPending, st.Pending, st.Pending != nil),
 		put(keyInFlight, st.InFlight, st.InFlight != nil),
+		put(keyHandover, st.Handover, st.Handover != nil),
 		put(keyStatus, st.Status, len(st.Status) > 0),
 	); err != nil {
 		return err

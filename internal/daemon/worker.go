@@ -70,12 +70,17 @@ func (w *worker) run(ctx context.Context) {
 	if _, ok := w.d.snapshot(); ok {
 		w.wakeUp() // leading again: the state may hold a pending plan or an interrupted apply
 	}
+	handed := time.NewTicker(time.Second)
+	defer handed.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case dc := <-w.decisions:
 			w.decide(ctx, dc)
+			continue
+		case <-handed.C:
+			w.pickUp(ctx)
 			continue
 		case <-w.wake:
 		case <-tick:
@@ -220,6 +225,25 @@ func (w *worker) supersede(ctx context.Context, pending *Pending, by string) {
 		w.d.log.Error(err, "reporting superseded plan", "environment", w.env, "planHash", pending.PlanHash)
 	}
 	w.d.log.Info("pending plan superseded", "environment", w.env, "planHash", pending.PlanHash, "by", by)
+}
+
+// pickUp acts on a decision another replica handed over through the Store.
+func (w *worker) pickUp(ctx context.Context) {
+	st, err := w.d.store.Load(ctx, w.env)
+	if err != nil || st.Handover == nil {
+		return
+	}
+	dec := *st.Handover
+	if err := w.d.store.Update(ctx, w.env, func(st *EnvState) { st.Handover = nil }); err != nil {
+		w.d.metrics.fail(w.env, "state")
+		return
+	}
+	dc := decision{approve: dec.Approve, planHash: dec.PlanHash, who: dec.Approver, reason: dec.Reason,
+		reply: make(chan decisionReply, 1)}
+	w.decide(ctx, dc)
+	if r := <-dc.reply; r.err != nil {
+		w.d.log.Error(r.err, "decision handed over by another replica", "environment", w.env, "planHash", dec.PlanHash)
+	}
 }
 
 // decide handles an approval or rejection of the pending plan.
