@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	gh "github.com/google/go-github/v60/github"
@@ -27,7 +26,6 @@ type options struct {
 	transport http.RoundTripper
 	token     string
 	retry     RetryPolicy
-	now       func() time.Time
 }
 
 // Option configures New.

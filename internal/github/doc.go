@@ -3,4 +3,21 @@
 // check-run approval gate of DESIGN §5 (a `stagehand/<env>` check run showing the plan, with Approve and
 // Reject buttons bound to the planHash), the webhook handlers for check_run and pull_request events, and PR
 // previews (`stagehand/<env> preview`).
+//
+// Wiring (as `reconciler run` does it):
+//
+//	gh, _ := github.New(cfg.GitHub)
+//	d, _ := daemon.New(cfg, daemon.WithGate(daemon.Gates(daemon.API(), github.NewGate(gh))))
+//	preview := github.NewBranchPreviewer(cfg.Source, cfg.EnvironmentNames(), d.Plan)
+//	github.NewHandler(gh, github.FromDaemon(d), preview, cfg.Source.Branch).Register(d.Webhook())
+//
+// The GitHub App needs these repository permissions: Checks read & write (check runs), Contents read (clone,
+// and listing check runs by commit), Pull requests read (previews), Metadata read; and the organization
+// permission Members read when github.approvers.teams is used. Subscribe it to the check_run,
+// pull_request and push events, with the webhook secret in github.webhookSecretFile.
+//
+// Who may approve: the sender's role on the repository (role_name: read < triage < write < maintain <
+// admin) must reach github.approvers.minPermission, or the sender must be an active member of one of
+// github.approvers.teams ("org/slug"). An unauthorised click leaves the plan pending and says so on the
+// check run.
 package github
