@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // TestSkipConfirmationDeploys: devel (skipConfirmation) deploys the first
@@ -340,12 +341,8 @@ func TestShutdownDuringApply(t *testing.T) {
 	h := newHarness(t, "devel")
 	// Pods that can never be scheduled: the rollout never finishes.
 	deps := env.Clientset.AppsV1().Deployments(h.ns["devel"])
-	dep, err := deps.Get(context.Background(), "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep.Spec.Template.Spec.NodeSelector = map[string]string{"stagehand.io/no-such-node": "true"}
-	if _, err := deps.Update(context.Background(), dep, metav1.UpdateOptions{}); err != nil {
+	if _, err := deps.Patch(context.Background(), "web", types.MergePatchType,
+		[]byte(`{"spec":{"template":{"spec":{"nodeSelector":{"stagehand.io/no-such-node":"true"}}}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	r1 := h.start(WithApplyGrace(500 * time.Millisecond))
