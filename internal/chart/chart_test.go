@@ -70,12 +70,10 @@ func TestTemplateObjects(t *testing.T) {
 				"Role apps-extra/sh-stagehand-workloads",
 				"Role apps-prod/sh-stagehand-workloads",
 				"Role rel/sh-stagehand",
-				"Role rel/sh-stagehand-prbot",
 				"RoleBinding apps-devel/sh-stagehand-workloads",
 				"RoleBinding apps-extra/sh-stagehand-workloads",
 				"RoleBinding apps-prod/sh-stagehand-workloads",
 				"RoleBinding rel/sh-stagehand",
-				"RoleBinding rel/sh-stagehand-prbot",
 				"Service rel/sh-stagehand",
 				"Service rel/sh-stagehand-prbot",
 				"ServiceAccount rel/sh-stagehand",
@@ -441,6 +439,9 @@ func TestRejectedValues(t *testing.T) {
 			want: "appID and installationID are required"},
 		{name: "webhook without repository", values: map[string]any{"secrets": map[string]any{"webhook": map[string]any{"secretName": "w"}}},
 			want: "config.github.owner and config.github.repo are required"},
+		{name: "prbot without GitHub credentials", values: map[string]any{"prbot": map[string]any{"enabled": true}},
+			want: "prbot's GitHub credentials"},
+		{name: "prbot config key", values: map[string]any{"prbot": map[string]any{"config": map[string]any{"listen": ":9"}}}, want: "listen"},
 		{name: "bad image digest", values: map[string]any{"image": map[string]any{"digest": "sha256:abc"}}, want: "digest"},
 	}
 	for _, tc := range tests {

@@ -31,14 +31,7 @@ var chartOwned = []string{
 // field the reconciler does not know. A field added to config.Config fails
 // this test until the chart learns it.
 func TestSchemaCoversConfig(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(chartDir(t), "values.schema.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var schema map[string]any
-	if err := json.Unmarshal(b, &schema); err != nil {
-		t.Fatalf("values.schema.json: %v", err)
-	}
+	schema := readSchema(t)
 	cfg, _ := schema["properties"].(map[string]any)["config"].(map[string]any)
 	got := append(schemaLeaves(cfg, ""), chartOwned...)
 	sort.Strings(got)
@@ -103,4 +96,17 @@ func structLeaves(t reflect.Type, prefix string) []string {
 		out = append(out, structLeaves(f.Type, p)...)
 	}
 	return out
+}
+
+func readSchema(t *testing.T) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(chartDir(t), "values.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(b, &schema); err != nil {
+		t.Fatalf("values.schema.json: %v", err)
+	}
+	return schema
 }

@@ -248,3 +248,51 @@ Checks of combinations the schema cannot express; the reconciler would refuse th
 {{- fail "config.github.owner and config.github.repo are required with secrets.githubApp, secrets.webhook or any other config.github setting" -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The Secret prbot verifies webhooks with: prbot.secrets.webhook, else secrets.webhook. */}}
+{{- define "stagehand.prbotWebhook" -}}
+{{- if .Values.prbot.secrets.webhook.secretName -}}
+{{- toJson .Values.prbot.secrets.webhook -}}
+{{- else -}}
+{{- toJson .Values.secrets.webhook -}}
+{{- end -}}
+{{- end -}}
+
+{{/* prbot.yaml: .Values.prbot.config plus the fields the chart owns. */}}
+{{- define "stagehand.prbotConfig" -}}
+{{- $c := deepCopy .Values.prbot.config -}}
+{{- $dir := include "stagehand.secretsDir" . -}}
+{{- $s := .Values.secrets -}}
+{{- $gh := dict "apiURL" (.Values.config.github.apiURL | default "") "owner" (.Values.config.github.owner | default "") "repo" (.Values.config.github.repo | default "") -}}
+{{- if .Values.prbot.secrets.githubToken.secretName -}}
+{{- $_ := set $gh "tokenFile" (printf "%s/prbot-github-token/token" $dir) -}}
+{{- else if $s.githubApp.secretName -}}
+{{- $_ := set $gh "app" (dict "appID" (int64 $s.githubApp.appID) "installationID" (int64 $s.githubApp.installationID) "privateKeyFile" (printf "%s/github-app/private-key.pem" $dir)) -}}
+{{- end -}}
+{{- $hook := include "stagehand.prbotWebhook" . | fromJson -}}
+{{- if $hook.secretName -}}
+{{- $_ := set $gh "webhookSecretFile" (printf "%s/prbot-webhook/secret" $dir) -}}
+{{- end -}}
+{{- $_ := set $c "github" $gh -}}
+{{- $_ := set $c "base" (.Values.config.source.branch | default "main") -}}
+{{- $_ := set $c "root" (.Values.config.source.root | default ".") -}}
+{{- $_ := set $c "listen" ":8080" -}}
+{{- if $s.apiToken.secretName -}}
+{{- $server := printf "http://%s.%s.svc:%v" (include "stagehand.fullname" .) .Release.Namespace .Values.service.port -}}
+{{- $_ := set $c "locks" (dict "server" $server "tokenFile" (printf "%s/api-token/token" $dir)) -}}
+{{- end -}}
+{{- toYaml $c -}}
+{{- end -}}
+
+{{/* Checks of prbot's values: it needs GitHub credentials and a webhook secret. */}}
+{{- define "stagehand.prbotValidate" -}}
+{{- if not (or .Values.prbot.secrets.githubToken.secretName .Values.secrets.githubApp.secretName) -}}
+{{- fail "prbot.enabled: set secrets.githubApp or prbot.secrets.githubToken (prbot's GitHub credentials)" -}}
+{{- end -}}
+{{- if not (include "stagehand.prbotWebhook" . | fromJson).secretName -}}
+{{- fail "prbot.enabled: set prbot.secrets.webhook or secrets.webhook (prbot verifies every webhook)" -}}
+{{- end -}}
+{{- if not (and .Values.config.github.owner .Values.config.github.repo) -}}
+{{- fail "prbot.enabled: set config.github.owner and config.github.repo (the manifests repository)" -}}
+{{- end -}}
+{{- end -}}
