@@ -20,6 +20,7 @@ type Client struct {
 	repo       string
 	approvers  config.Approvers
 	detailsURL string
+	appID      int64 // 0 when authenticated with a token
 }
 
 type options struct {
@@ -100,7 +101,11 @@ func New(cfg config.GitHub, opts ...Option) (*Client, error) {
 			return nil, fmt.Errorf("github.apiURL %q: %w", cfg.APIURL, err)
 		}
 	}
-	return &Client{rest: rest, owner: cfg.Owner, repo: cfg.Repo, approvers: cfg.Approvers, detailsURL: cfg.DetailsURL}, nil
+	c := &Client{rest: rest, owner: cfg.Owner, repo: cfg.Repo, approvers: cfg.Approvers, detailsURL: cfg.DetailsURL}
+	if cfg.App != nil && o.token == "" {
+		c.appID = cfg.App.AppID
+	}
+	return c, nil
 }
 
 // REST is the underlying go-github client, for callers that need other endpoints.

@@ -69,6 +69,9 @@ func (h *Handler) HandleCheckRun(ctx context.Context, payload []byte) error {
 	if !ok {
 		return nil
 	}
+	if id := run.GetApp().GetID(); h.client.appID != 0 && id != 0 && id != h.client.appID {
+		return nil // a run of the same name made by another app is not ours to decide
+	}
 	action := ev.GetRequestedAction().Identifier
 	if (action != ActionApprove && action != ActionReject) || !awaiting(run) {
 		return nil // not our button, or a click from a stale page on a run already decided or withdrawn

@@ -2,6 +2,7 @@ package github_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -113,8 +114,24 @@ func TestIgnoredDeliveries(t *testing.T) {
 			t.Errorf("HandleCheckRun: %v", err)
 		}
 	}
+	// A run named like ours but made by another GitHub App.
+	p := plan("prod", sha, 1)
+	id, err := f.client.Propose(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.set("prod", p.PlanHash)
+	var ev map[string]any
+	if err := json.Unmarshal(f.srv.CheckRunActionDelivery(owner, repo, id, "approve", "acme").Body, &ev); err != nil {
+		t.Fatal(err)
+	}
+	ev["check_run"].(map[string]any)["app"].(map[string]any)["id"] = 999
+	body, _ := json.Marshal(ev)
+	if err := h.HandleCheckRun(ctx, body); err != nil {
+		t.Errorf("HandleCheckRun: %v", err)
+	}
 	if len(d.approved) != 0 {
-		t.Errorf("approved %v from runs that are not approval runs", d.approved)
+		t.Errorf("approved %v from runs that are not our approval runs", d.approved)
 	}
 	if err := h.HandleCheckRun(ctx, []byte("{")); err == nil {
 		t.Error("a malformed payload was accepted")
