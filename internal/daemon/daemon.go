@@ -40,6 +40,7 @@ type Daemon struct {
 	rec      *reconcile.Reconciler
 	targets  map[string][]reconcile.Target
 	locks    http.Handler
+	lockSvc  *lock.Service
 	webhook  *webhook.Receiver
 	token    string
 	envNames []string
@@ -106,6 +107,7 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.lockSvc = svc
 	checker := lock.NewChecker(svc, nil)
 	if d.token != "" {
 		h, err := lock.NewHandler(svc, d.token)

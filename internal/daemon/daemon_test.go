@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -378,5 +379,38 @@ func TestShutdownDuringApply(t *testing.T) {
 	}
 	if hist := r2.history(t, "devel"); len(hist) != 1 {
 		t.Errorf("history after restart = %+v, want only the interrupted apply", hist)
+	}
+}
+
+// TestLockBlocksAndShows: a lock on a prod service blocks its change; the
+// environment view shows the lock and the blocked service, and nothing is
+// pending or applied.
+func TestLockBlocksAndShows(t *testing.T) {
+	h := newHarness(t)
+	r := h.start()
+	r.waitPending(t, "prod", h.git.Head(t, "manifests", "main"))
+	now := time.Now()
+	if _, err := r.d.lockSvc.Lock(context.Background(), lock.Lock{Path: "apps/prod/a/web", Type: lock.Incident,
+		Author: "sre", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	rev := h.commit("prod", false, map[string]string{"web": "1.1.0"})
+	r.push(t, h, "locked")
+	var v EnvironmentView
+	waitFor(t, 30*time.Second, "prod planned at the new revision", func() bool {
+		v = r.environment(t, "prod")
+		return v.Revision == rev
+	})
+	if v.Pending != nil {
+		t.Errorf("pending = %+v, want nothing (the only change is blocked)", v.Pending)
+	}
+	if len(v.Locks) != 1 || v.Locks[0].Path != "apps/prod/a/web" {
+		t.Errorf("locks = %+v, want the lock at apps/prod/a/web", v.Locks)
+	}
+	if len(v.Services) != 1 || v.Services[0].Targets[0].State != StateBlocked || len(v.Services[0].Targets[0].Locks) == 0 {
+		t.Errorf("services = %+v, want web blocked with the lock's message", v.Services)
+	}
+	if got := image(t, h.ns["prod"], "web"); got != imageRepo+"web:0.9.0" {
+		t.Errorf("prod runs %s under a lock", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -73,7 +74,11 @@ type EnvironmentView struct {
 	Pending    *Pending  `json:"pending"`
 	InFlight   *InFlight `json:"inFlight,omitempty"`
 	LastResult *Entry    `json:"lastResult"`
-	History    []Entry   `json:"history,omitempty"`
+	// Locks are the unexpired locks at the lock path, beneath it (targets,
+	// services) and above it (a lock on a prefix blocks deploys too).
+	Locks      []lock.Lock `json:"locks"`
+	LocksError string      `json:"locksError,omitempty"`
+	History    []Entry     `json:"history,omitempty"`
 }
 
 // TargetView is a configured target.
@@ -109,7 +114,38 @@ func (d *Daemon) Environment(ctx context.Context, env string) (*EnvironmentView,
 	if v.Services == nil {
 		v.Services = []ServiceView{}
 	}
+	v.Locks = []lock.Lock{}
+	if ec.LockPath != "" {
+		if v.Locks, err = d.envLocks(ctx, ec.LockPath); err != nil {
+			v.LocksError = err.Error()
+		}
+	}
 	return v, nil
+}
+
+// envLocks returns the unexpired locks at, beneath and above path.
+func (d *Daemon) envLocks(ctx context.Context, path string) ([]lock.Lock, error) {
+	beneath, err := d.lockSvc.List(ctx, path)
+	if err != nil {
+		return []lock.Lock{}, err
+	}
+	var above []lock.Lock
+	for _, p := range lock.Prefixes(path) {
+		if p == path {
+			continue
+		}
+		if l, err := d.lockSvc.Get(ctx, p); err == nil {
+			above = append(above, l)
+		}
+	}
+	now := d.lockSvc.Now()
+	out := []lock.Lock{}
+	for _, l := range append(above, beneath...) {
+		if !l.Expired(now) {
+			out = append(out, l)
+		}
+	}
+	return out, nil
 }
 
 // writeStatus records what a pass observed, when it differs from the last write.
