@@ -414,6 +414,16 @@ func TestConfig(t *testing.T) {
 			if got.Verify != nil && !mounted[got.Verify.KeyringFile] {
 				t.Errorf("config names %s, which no volume provides", got.Verify.KeyringFile)
 			}
+			// Target kubeconfigs live in the kubeconfigs Secret's own volume.
+			kubeDir := secretMount(spec, "kubeconfigs")
+			for env, e := range c.Environments {
+				for _, tg := range e.Targets {
+					if tg.Kubeconfig != "" && (kubeDir == "" || path.Dir(tg.Kubeconfig) != kubeDir) {
+						t.Errorf("environments.%s target %s: kubeconfig %s is not in the kubeconfigs volume (mounted at %q)",
+							env, tg.Name, tg.Kubeconfig, kubeDir)
+					}
+				}
+			}
 		})
 	}
 }
@@ -452,4 +462,20 @@ func TestRejectedValues(t *testing.T) {
 			}
 		})
 	}
+}
+
+// secretMount returns where the reconciler container mounts the volume name,
+// "" when it does not.
+func secretMount(podSpec map[string]any, name string) string {
+	cs, _, _ := unstructured.NestedSlice(podSpec, "containers")
+	for _, c := range cs {
+		ms, _, _ := unstructured.NestedSlice(c.(map[string]any), "volumeMounts")
+		for _, m := range ms {
+			if n, _, _ := unstructured.NestedString(m.(map[string]any), "name"); n == name {
+				p, _, _ := unstructured.NestedString(m.(map[string]any), "mountPath")
+				return p
+			}
+		}
+	}
+	return ""
 }

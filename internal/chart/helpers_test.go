@@ -125,7 +125,7 @@ func scopedValues(t *testing.T, devel, prod, extra string) string {
 			}},
 			"prod": map[string]any{"lockPath": "apps/production", "targets": []any{
 				map[string]any{"name": "a", "namespace": prod},
-				map[string]any{"name": "b", "namespace": "apps-prod", "kubeconfig": "/etc/stagehand/kubeconfigs/prod-b", "context": "prod-b"},
+				map[string]any{"name": "b", "namespace": "apps-prod", "kubeconfig": "/var/run/stagehand/kubeconfigs/prod-b", "context": "prod-b"},
 			}},
 		}},
 		"rbac": map[string]any{"extraNamespaces": []any{extra}},

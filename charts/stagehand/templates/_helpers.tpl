@@ -73,7 +73,7 @@ app.kubernetes.io/component: prbot
 
 {{/* Where credentials are mounted. */}}
 {{- define "stagehand.secretsDir" -}}/etc/stagehand/secrets{{- end -}}
-{{- define "stagehand.kubeconfigsDir" -}}/etc/stagehand/kubeconfigs{{- end -}}
+{{- define "stagehand.kubeconfigsDir" -}}/var/run/stagehand/kubeconfigs{{- end -}}
 {{- define "stagehand.cacheDir" -}}/var/cache/stagehand{{- end -}}
 
 {{/*
