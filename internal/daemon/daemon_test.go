@@ -11,9 +11,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
 // TestSkipConfirmationDeploys: devel (skipConfirmation) deploys the first
