@@ -50,6 +50,19 @@ func TestSkipConfirmationDeploys(t *testing.T) {
 	if n := counterValue(r.d.metrics.changesApplied.WithLabelValues("devel")); n != 2 {
 		t.Errorf("stagehand_changes_applied_total{environment=devel} = %v, want 2", n)
 	}
+	events, err := env.Clientset.CoreV1().Events(h.ns["devel"]).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deploying := 0
+	for _, e := range events.Items {
+		if e.Reason == "Deploying" && e.InvolvedObject.Name == "web" {
+			deploying++
+		}
+	}
+	if deploying != 2 {
+		t.Errorf("%d Deploying events on web, want 2 (one per apply)", deploying)
+	}
 }
 
 // TestApproveOverAPI: prod's plan waits; the API refuses a wrong token and a
