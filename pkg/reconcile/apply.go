@@ -84,6 +84,23 @@ func (r *Reconciler) Apply(ctx context.Context, req Request, planHash string, op
 		return res, err
 	}
 
+	// Events are written beside the patches, not in their slots: a patch
+	// never waits for the previous workload's Event, and the Events finish
+	// while rollouts are being waited for.
+	var events sync.WaitGroup
+	defer events.Wait()
+	evSem := make(chan struct{}, r.o.concurrency)
+	deploying := func(j *job) {
+		events.Add(1)
+		go func() {
+			defer events.Done()
+			evSem <- struct{}{}
+			defer func() { <-evSem }()
+			r.event(ctx, req, j, corev1.EventTypeNormal, "Deploying",
+				fmt.Sprintf("Deploying revision %s: %s", short(req.Revision), describe(j.changes)))
+		}()
+	}
+
 	var ready []*job
 	var readyMu sync.Mutex
 	sem := make(chan struct{}, r.o.concurrency)
@@ -106,6 +123,7 @@ func (r *Reconciler) Apply(ctx context.Context, req Request, planHash string, op
 				report(j, PhaseBlocked, j.res.Message)
 				return
 			}
+			deploying(j)
 			report(j, PhasePatched, describe(j.changes))
 			readyMu.Lock()
 			ready = append(ready, j)
@@ -254,8 +272,6 @@ func (r *Reconciler) patchOne(ctx context.Context, req Request, j *job) error {
 		return fmt.Errorf("patching %s %s/%s: %w", j.key.Kind, j.key.Namespace, j.key.Name, err)
 	}
 	j.obj, j.gen = obj, gen
-	r.event(ctx, req, j, corev1.EventTypeNormal, "Deploying",
-		fmt.Sprintf("Deploying revision %s: %s", short(req.Revision), describe(j.changes)))
 	return nil
 }
 
