@@ -49,6 +49,7 @@ type flow struct {
 	hookURL string
 	d       *daemon.Daemon
 	stop    func()
+	resync  time.Duration // daemon.WithResync when set
 }
 
 func newFlow(t *testing.T) *flow {
@@ -125,14 +126,18 @@ func (f *flow) start() {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	d, err := daemon.New(f.cfg,
+	opts := []daemon.Option{}
+	if f.resync != 0 {
+		opts = append(opts, daemon.WithResync(f.resync))
+	}
+	d, err := daemon.New(f.cfg, append(opts,
 		daemon.WithGate(github.NewGate(client)),
 		daemon.WithWebhook(recv),
 		daemon.WithRESTConfig(env.Config),
 		daemon.WithLeaderElection(daemon.LeaderElection{Enable: false}),
 		daemon.WithListener(ln),
 		daemon.WithReconcileOptions(reconcile.WithRolloutTimeout(0)), // no scheduler here: patched is the end
-	)
+	)...)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -453,4 +458,32 @@ func TestFlowPlanLargerThanTheSummaryLimit(t *testing.T) {
 	if !strings.Contains(done.Summary, "600 problems") {
 		t.Errorf("result summary:\n%s", done.Summary)
 	}
+}
+
+func TestFlowDriftReplacesTheCheck(t *testing.T) {
+	f := newFlow(t)
+	f.resync = 200 * time.Millisecond
+	sha := f.commit("1.0.1")
+	f.start()
+	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
+	// Drift without any click: the next resync plans 1.0.2 → 1.0.1, a different plan for the same commit.
+	dep, err := env.Clientset.AppsV1().Deployments(f.ns).Get(context.Background(), "api", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep.Spec.Template.Spec.Containers[0].Image = f.reg.Ref("team/api", "1.0.2")
+	if _, err := env.Clientset.AppsV1().Deployments(f.ns).Update(context.Background(), dep, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := f.waitRun(sha, "a fresh run awaiting approval", func(r githubtest.CheckRun) bool { return r.ID != run.ID && awaitingApproval(r) })
+	if !strings.Contains(fresh.Summary, "`1.0.2` → `1.0.1`") {
+		t.Errorf("fresh run:\n%s", fresh.Summary)
+	}
+	if old, _ := f.gh.CheckRun(owner, repo, run.ID); old.Conclusion != "neutral" || old.Title != "Replaced: the plan changed" {
+		t.Errorf("old run: %s/%s %q", old.Status, old.Conclusion, old.Title)
+	}
+	// Approving the fresh plan deploys it.
+	f.click(fresh.ID, "approve", "maria", secret)
+	f.waitImage("1.0.1")
+	f.waitRun(sha, "success", concluded("success"))
 }
