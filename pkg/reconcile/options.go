@@ -18,6 +18,7 @@ const (
 	DefaultRolloutTimeout      = 5 * time.Minute
 	DefaultPollInterval        = time.Second
 	DefaultAuthor              = "stagehand"
+	DefaultRegistryTimeout     = 30 * time.Second
 	// RevisionAnnotation records on each patched workload the git revision it was deployed from.
 	RevisionAnnotation = "stagehand.io/revision"
 	// FieldManager is the field manager of every patch.
@@ -85,6 +86,18 @@ func WithRegistryTransport(t http.RoundTripper) Option {
 	return func(o *options) error { o.registry.transport = t; return nil }
 }
 
+// WithRegistryTimeout bounds each image's resolution (default 30s); a
+// registry that does not answer in time is a problem for that service.
+func WithRegistryTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("setting registry timeout: %s is not positive", d)
+		}
+		o.registry.timeout = d
+		return nil
+	}
+}
+
 // WithLocks plugs in deploy locks: checker blocks changes, holder is held on
 // each target while applying. Either may be nil.
 func WithLocks(checker LockChecker, holder LockHolder) Option {
@@ -140,6 +153,7 @@ func New(opts ...Option) (*Reconciler, error) {
 			keychain:    authn.DefaultKeychain,
 			insecure:    map[string]bool{},
 			concurrency: DefaultRegistryConcurrency,
+			timeout:     DefaultRegistryTimeout,
 		},
 	}
 	for _, opt := range opts {

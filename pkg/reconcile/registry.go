@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -33,6 +34,7 @@ type registry struct {
 	insecure    map[string]bool
 	transport   http.RoundTripper
 	concurrency int
+	timeout     time.Duration // per image
 }
 
 // resolveAll resolves every key once, at most r.concurrency at a time.
@@ -58,6 +60,11 @@ func (r *registry) resolveAll(ctx context.Context, keys []imageKey) map[imageKey
 
 // resolve returns the digest the registry serves for k.
 func (r *registry) resolve(ctx context.Context, k imageKey) (string, error) {
+	if r.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.timeout)
+		defer cancel()
+	}
 	ref, err := name.NewTag(k.String())
 	if err != nil {
 		return "", fmt.Errorf("parsing image %q: %w", k, err)

@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -73,6 +74,25 @@ func TestPlanDigests(t *testing.T) {
 			t.Errorf("got %d changes and problems %v; want 6 changes and none", len(p.Changes), p.Problems)
 		}
 	})
+}
+
+// TestPlanRegistryUnreachable: a registry that refuses connections is a
+// problem for the services whose images live there, not a failed plan.
+func TestPlanRegistryUnreachable(t *testing.T) {
+	reg := registrytest.New(t)
+	d := reg.Push(t, "team/up", "2")
+	ns := env.Namespace(t)
+	createDeployment(t, env.Clientset, ns, "down", "down", 0, pod{containers: [][2]string{{"app", "127.0.0.1:1/team/down:1"}}})
+	createDeployment(t, env.Clientset, ns, "up", "up", 0, pod{containers: [][2]string{{"app", reg.Host() + "/team/up:1"}}})
+	e := environment(svc("down", [3]string{"team/down", "2", ""}), svc("up", [3]string{"team/up", "2", ""}))
+	r := newReconciler(t, reconcile.WithPinDigests(true), reconcile.WithRegistryTimeout(5*time.Second))
+	p := mustPlan(t, r, reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target("a", ns)}})
+	if len(p.Changes) != 1 || p.Changes[0].To != reg.Host()+"/team/up:2@"+d {
+		t.Errorf("changes %v; want only up pinned to %s", p.Changes, d)
+	}
+	if len(p.Problems) != 1 || p.Problems[0].Service != "down" || !strings.HasPrefix(p.Problems[0].Message, "cannot pin a digest for 127.0.0.1:1/team/down:2: ") {
+		t.Errorf("problems %v; want one for down saying the digest cannot be pinned", p.Problems)
+	}
 }
 
 // mustHead pushes nothing; it returns the digest a tag has (pushed earlier).
