@@ -87,7 +87,7 @@ func (d *decoder) unknown(off int, k []byte, known []string) (suggested string) 
 	key := string(k)
 	d.push(key)
 	msg := fmt.Sprintf("unknown key %q", key)
-	s := suggest(key, known)
+	s := Suggest(key, known)
 	if s != "" {
 		msg += fmt.Sprintf("; did you mean %q?", s)
 	} else {

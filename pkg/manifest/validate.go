@@ -219,10 +219,11 @@ func isLowerAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <=
 
 func quote(v string) string { return clip(strconv.Quote(v)) }
 
-// suggest returns the known key closest to k, or "" when none is close: a
+// Suggest returns the known key closest to k, or "" when none is close: a
 // case-insensitive match first, then the smallest edit distance within a
-// third of the key's length (at least 2).
-func suggest(k string, known []string) string {
+// third of the key's length (at least 2). It drives every "did you mean"
+// in manifest and pipeline errors.
+func Suggest(k string, known []string) string {
 	for _, c := range known {
 		if strings.EqualFold(c, k) {
 			return c

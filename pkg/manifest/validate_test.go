@@ -87,8 +87,8 @@ func TestSuggest(t *testing.T) {
 	}
 	known := append(append(append([]string{}, rootKeys...), serviceKeys...), containerKeys...)
 	for _, tt := range tests {
-		if got := suggest(tt.key, known); got != tt.want {
-			t.Errorf("suggest(%q) = %q, want %q", tt.key, got, tt.want)
+		if got := Suggest(tt.key, known); got != tt.want {
+			t.Errorf("Suggest(%q) = %q, want %q", tt.key, got, tt.want)
 		}
 	}
 }

@@ -2,11 +2,11 @@ package promote
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -188,7 +188,7 @@ func (p *parser) mapping(n *yaml.Node, at string, known []string) map[string]fie
 		kat := join(at, name)
 		if !contains(known, name) {
 			msg := fmt.Sprintf("unknown key %q", name)
-			if s := suggest(name, known); s != "" {
+			if s := manifest.Suggest(name, known); s != "" {
 				msg += fmt.Sprintf("; did you mean %s?", s)
 			} else {
 				msg += fmt.Sprintf("; want one of %s", quoteList(known))
@@ -319,44 +319,4 @@ func quoteList(list []string) string {
 		q[i] = fmt.Sprintf("%q", s)
 	}
 	return strings.Join(q, ", ")
-}
-
-// suggest returns the known key closest to name (case-insensitively), if close enough.
-func suggest(name string, known []string) string {
-	type cand struct {
-		key  string
-		dist int
-	}
-	var cs []cand
-	for _, k := range known {
-		d := levenshtein(strings.ToLower(name), strings.ToLower(k))
-		if d <= max(2, len(k)/3) {
-			cs = append(cs, cand{k, d})
-		}
-	}
-	sort.SliceStable(cs, func(i, j int) bool { return cs[i].dist < cs[j].dist })
-	if len(cs) == 0 {
-		return ""
-	}
-	return cs[0].key
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
