@@ -140,6 +140,7 @@ func TestPlanAndApplyCommands(t *testing.T) {
 	}
 
 	stdout, _, code = w.run(t, "plan")
+	t.Logf("plan text:\n%s", stdout)
 	for _, want := range []string{"Target a (namespace " + w.ns + "): 2 change(s)", "report", "CronJob/report", "reg.example.com/team/web:1", "→ reg.example.com/team/web:2", plan.PlanHash} {
 		if code != 0 || !strings.Contains(stdout, want) {
 			t.Errorf("plan text (exit %d) lacks %q:\n%s", code, want, stdout)
