@@ -204,8 +204,13 @@ func plural(n int, one, many string) string {
 	return many
 }
 
+// mention writes a GitHub login as @login. Approvers named through the reconciler's API are not GitHub
+// logins: "api" (its default) reads as the API, and names with spaces or colons stay as they are.
 func mention(login string) string {
-	if login == "" || strings.ContainsAny(login, " :") {
+	switch {
+	case login == "api":
+		return "the reconciler API"
+	case login == "" || strings.ContainsAny(login, " :()"):
 		return login
 	}
 	return "@" + login
