@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -120,5 +121,54 @@ func TestLocks(t *testing.T) {
 	}
 	if _, c := deploymentImages(t, ns, "a1"); c[0] != "reg.example.com/a1:2" {
 		t.Errorf("a1 image = %s, want reg.example.com/a1:2", c[0])
+	}
+}
+
+// TestLocksWithLockService runs plan and apply against pkg/lock's real
+// service and adapter (memory storage): an incident lock on one service
+// blocks it, the apply holds and releases the deploy lock on the target, and
+// its own lock does not block its patches.
+func TestLocksWithLockService(t *testing.T) {
+	ns := env.Namespace(t)
+	for _, name := range []string{"a1", "c3"} {
+		createDeployment(t, env.Clientset, ns, name, name, 0, pod{containers: [][2]string{{"app", "reg.example.com/" + name + ":1"}}})
+	}
+	svcs, err := lock.New(lock.NewMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := svcs.Lock(ctx, lock.Lock{Path: "apps/prod/t1/c3", Type: lock.Incident, Author: "oncall", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	checker := lock.NewChecker(svcs, time.UTC)
+	e := environment(svc("a1", [3]string{"a1", "2", ""}), svc("c3", [3]string{"c3", "2", ""}))
+	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target("t1", ns)}, LockPath: "apps/prod"}
+	var heldDuringApply []lock.Lock
+	r := newReconciler(t, reconcile.WithLocks(checker, checker), reconcile.WithRolloutTimeout(0))
+	plan := mustPlan(t, r, req)
+	if len(plan.Blocked) != 1 || plan.Blocked[0].Service != "c3" || len(plan.Blocked[0].Locks) != 1 || !strings.Contains(plan.Blocked[0].Locks[0], "incident") {
+		t.Fatalf("blocked %+v; want c3 blocked by the incident", plan.Blocked)
+	}
+	res, err := r.Apply(ctx, req, plan.PlanHash, reconcile.WithProgress(func(reconcile.Progress) {
+		heldDuringApply, _ = svcs.List(ctx, "apps/prod/t1")
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Workloads) != 1 || res.Workloads[0].Name != "a1" || res.Workloads[0].Outcome != reconcile.OutcomePatched {
+		t.Errorf("workloads %+v; want a1 patched", res.Workloads)
+	}
+	var paths []string
+	for _, l := range heldDuringApply {
+		paths = append(paths, l.Path+" "+string(l.Type))
+	}
+	slices.Sort(paths)
+	if diff := cmp.Diff([]string{"apps/prod/t1 deploy", "apps/prod/t1/c3 incident"}, paths); diff != "" {
+		t.Errorf("locks during apply (-want +got):\n%s", diff)
+	}
+	after, err := svcs.List(ctx, "apps/prod/t1")
+	if err != nil || len(after) != 1 {
+		t.Errorf("locks after apply: %v, %v; want only the incident", after, err)
 	}
 }
