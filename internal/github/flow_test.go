@@ -487,3 +487,18 @@ func TestFlowDriftReplacesTheCheck(t *testing.T) {
 	f.waitImage("1.0.1")
 	f.waitRun(sha, "success", concluded("success"))
 }
+
+func TestFlowApprovedOverTheAPIShowsOnTheCheck(t *testing.T) {
+	f := newFlow(t)
+	sha := f.commit("1.0.1")
+	f.start()
+	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
+	if _, err := f.d.Approve(context.Background(), "prod", run.ExternalID, "api"); err != nil {
+		t.Fatalf("Approve over the API: %v", err)
+	}
+	f.waitImage("1.0.1")
+	done := f.waitRun(sha, "success", concluded("success"))
+	if !strings.Contains(done.Summary, "Approved by the reconciler API.") || done.ID != run.ID {
+		t.Errorf("run %d (proposed %d):\n%s", done.ID, run.ID, done.Summary)
+	}
+}
