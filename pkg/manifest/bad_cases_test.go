@@ -222,6 +222,12 @@ func badCases() []badCase {
 			"e/a.json":        `{"includes": ["./b.json"]}`,
 			"e/b.json":        `{}`,
 		}, opts: []Option{MaxDepth(1)}},
+		{name: "allowed misspelling of dockerTag still lacks dockerTag", want: []Error{
+			{File: "environments/e/manifest.json", Line: 1, Column: 46, Pointer: "/services/0/containers/0", Message: "container has no \"dockerTag\"; every container needs the tag to deploy"},
+		}, files: root(`{"services": [{"name": "api", "containers": [{"dockertag": "1.0.0"}]}]}`), opts: []Option{AllowUnknownKeys()}},
+		{name: "allowed misspelling of name still lacks a name", want: []Error{
+			{File: "environments/e/manifest.json", Line: 1, Column: 15, Pointer: "/services/0", Message: "service has no \"name\"; every service needs one"},
+		}, files: root(`{"services": [{"Name": "api", "containers": [{"dockerTag": "1.0.0"}]}]}`), opts: []Option{AllowUnknownKeys()}},
 		{name: "too many files", want: []Error{
 			{File: "environments/e/manifest.json", Line: 1, Column: 27, Pointer: "/includes/1", Message: "include \"./b.json\" goes over the limit of 2 files per environment"},
 		}, files: map[string]string{

@@ -82,7 +82,10 @@ func (d *decoder) dupKey(seen *uint8, bit uint8, k string, off int) {
 }
 
 // unknown reports an unknown key (an error, or a warning when allowed),
-// skips its value and returns the known key it suggested, if any.
+// skips its value and returns the known key an error suggested instead, if
+// any. A warning returns "": the value under the unknown key is ignored, so a
+// required key it may have meant to give is still missing and must be
+// reported as such, or the entry would silently disappear.
 func (d *decoder) unknown(off int, k []byte, known []string) (suggested string) {
 	key := string(k)
 	d.push(key)
@@ -96,6 +99,7 @@ func (d *decoder) unknown(off int, k []byte, known []string) (suggested string) 
 	line, col := d.f.pos(off)
 	e := Error{File: d.f.name, Line: line, Column: col, Pointer: d.pointer(), Message: msg}
 	if d.allow {
+		s = ""
 		d.c.warn(e)
 	} else {
 		d.c.add(e)
