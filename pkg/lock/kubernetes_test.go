@@ -217,3 +217,7 @@ func BenchmarkCheck(b *testing.B) {
 		})
 	}
 }
+
+func TestParentLockedDuringLockKubernetes(t *testing.T) {
+	testParentLockedDuringLock(t, newKubeStorage(t))
+}

@@ -81,7 +81,7 @@ func (s *Service) Lock(ctx context.Context, l Lock) (Lock, error) {
 	for range maxAttempts {
 		created, err := s.storage.Create(ctx, l)
 		if err == nil {
-			return created, nil
+			return s.confirm(ctx, created, prefixes[:len(prefixes)-1])
 		}
 		if !errors.Is(err, ErrExists) {
 			return Lock{}, fmt.Errorf("taking lock %s: %w", p, err)
@@ -103,6 +103,40 @@ func (s *Service) Lock(ctx context.Context, l Lock) (Lock, error) {
 		}
 	}
 	return Lock{}, fmt.Errorf("taking lock %s: %w after %d attempts", p, ErrConflict, maxAttempts)
+}
+
+// confirm re-checks the proper prefixes of a lock just created and withdraws
+// it if a lock blocking it appeared there between the first check and the
+// create. Checking and creating are two requests to the storage, so without
+// this a parent lock (say an incident at apps/production) taken in that gap
+// would coexist with a child lock (a deploy at apps/production/a/auth-app)
+// whose taker goes on to deploy.
+//
+// The loser is determined by the paths alone: only a lock beneath another
+// checks it, so of a parent and a child taken concurrently the child backs
+// off and the parent stays. If the re-check sees no blocking parent, any
+// parent that existed when the create landed has been removed since, and a
+// parent taken after the re-check is the serial case "child, then parent",
+// which the rules allow (locking never checks beneath a path). If the
+// re-check itself fails, the lock is withdrawn too. A child may back off from a parent that itself backs off from a
+// grandparent; the child then fails although the parent is gone, which errs
+// on the side of not deploying. The window in which the withdrawn lock is
+// visible (and may refuse a third locker) is one storage round trip.
+func (s *Service) confirm(ctx context.Context, created Lock, parents []string) (Lock, error) {
+	blocking, err := s.blocking(ctx, parents, created.Type)
+	if err == nil && len(blocking) == 0 {
+		return created, nil
+	}
+	if err == nil {
+		err = &LockedError{Path: created.Path, Type: created.Type, Locks: blocking}
+	} else {
+		err = fmt.Errorf("confirming lock %s: %w", created.Path, err)
+	}
+	if derr := s.storage.Delete(ctx, created); derr != nil && !errors.Is(derr, ErrNotFound) && !errors.Is(derr, ErrConflict) {
+		return Lock{}, fmt.Errorf("withdrawing lock %s (it stays until %s): %w (withdrawn because: %w)",
+			created.Path, created.ExpiresAt.Format(time.RFC3339), derr, err)
+	}
+	return Lock{}, err
 }
 
 // ceilSecond rounds t up to a whole second: expiries are kept in seconds

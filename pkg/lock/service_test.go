@@ -388,3 +388,67 @@ func testServiceRules(t *testing.T, newService func(*testing.T, *fakeClock) *Ser
 		}
 	})
 }
+
+// parentRace is a Storage that takes a lock at parent just before the next
+// Create, as a concurrent locker would between Lock's check and its create.
+type parentRace struct {
+	Storage
+	parent Lock
+	once   sync.Once
+}
+
+func (r *parentRace) Create(ctx context.Context, l Lock) (Lock, error) {
+	var err error
+	r.once.Do(func() { _, err = r.Storage.Create(ctx, r.parent) })
+	if err != nil {
+		return Lock{}, err
+	}
+	return r.Storage.Create(ctx, l)
+}
+
+func TestParentLockedDuringLockMemory(t *testing.T) {
+	testParentLockedDuringLock(t, NewMemory())
+}
+
+// testParentLockedDuringLock takes a child lock while a parent lock appears
+// between the check and the create: the child backs off (LockedError naming
+// the parent, nothing left at the child path), the parent stays.
+func testParentLockedDuringLock(t *testing.T, st Storage) {
+	t.Helper()
+	ctx := context.Background()
+	c := newFakeClock()
+	parent := newLock(c, "apps/production", Incident, 6*time.Hour)
+	parent.CreatedAt, parent.UpdatedAt = c.Now(), c.Now()
+	s, err := New(&parentRace{Storage: st, parent: parent}, WithClock(c.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Lock(ctx, newLock(c, "apps/production/a/auth-app", Deploy, 5*time.Minute))
+	var le *LockedError
+	if !errors.As(err, &le) {
+		t.Fatalf("Lock = %v, want a *LockedError", err)
+	}
+	if diff := cmp.Diff([]string{"apps/production"}, paths(le.Locks)); diff != "" {
+		t.Errorf("blocking locks (-want +got):\n%s", diff)
+	}
+	all, err := s.List(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"apps/production"}, paths(all)); diff != "" {
+		t.Errorf("stored locks (-want +got):\n%s", diff)
+	}
+	// A parent that allows deploys does not make the child back off.
+	if _, err := s.Unlock(ctx, "apps/production", Incident, false); err != nil {
+		t.Fatal(err)
+	}
+	allowing := parent
+	allowing.Allow = []Type{Deploy}
+	s2, err := New(&parentRace{Storage: st, parent: allowing}, WithClock(c.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s2.Lock(ctx, newLock(c, "apps/production/a/auth-app", Deploy, 5*time.Minute)); err != nil {
+		t.Errorf("Lock under a parent that allows deploys = %v, want nil", err)
+	}
+}
