@@ -302,25 +302,46 @@ func (r *Reconciler) desired(b binding, res map[imageKey]resolution) (string, st
 }
 
 // block moves changes that a deploy lock forbids from p.Changes to p.Blocked,
-// asking once per target and service.
+// asking once per target and service, at most r.o.concurrency at a time.
 func (r *Reconciler) block(ctx context.Context, prefix string, p *Plan) error {
-	if r.o.locks == nil {
+	if r.o.locks == nil || len(p.Changes) == 0 {
 		return nil
 	}
-	cache := map[string][]string{}
+	pathOf := func(c Change) string { return lockPath(prefix, lockSegment(c.Target), lockSegment(c.Service)) }
+	var paths []string
+	msgs := map[string][]string{}
+	for _, c := range p.Changes {
+		if _, ok := msgs[pathOf(c)]; !ok {
+			msgs[pathOf(c)] = nil
+			paths = append(paths, pathOf(c))
+		}
+	}
+	found := make([][]string, len(paths))
+	errs := make([]error, len(paths))
+	sem := make(chan struct{}, r.o.concurrency)
+	var wg sync.WaitGroup
+	for i, path := range paths {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			found[i], errs[i] = r.o.locks.Blocking(ctx, path, LockTypeDeploy)
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("checking locks at %s: %w", path, errs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for i, path := range paths {
+		msgs[path] = found[i]
+	}
 	kept := p.Changes[:0]
 	for _, c := range p.Changes {
-		path := lockPath(prefix, lockSegment(c.Target), lockSegment(c.Service))
-		msgs, ok := cache[path]
-		if !ok {
-			var err error
-			if msgs, err = r.o.locks.Blocking(ctx, path, LockTypeDeploy); err != nil {
-				return fmt.Errorf("checking locks at %s: %w", path, err)
-			}
-			cache[path] = msgs
-		}
-		if len(msgs) > 0 {
-			p.Blocked = append(p.Blocked, Blocked{Change: c, Locks: msgs})
+		if m := msgs[pathOf(c)]; len(m) > 0 {
+			p.Blocked = append(p.Blocked, Blocked{Change: c, Locks: m})
 			continue
 		}
 		kept = append(kept, c)
