@@ -1,0 +1,249 @@
+package github_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/daemon"
+	"github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+	"github.com/stagehand-gitops/stagehand/internal/gitserver"
+	"github.com/stagehand-gitops/stagehand/internal/registrytest"
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
+	"github.com/stagehand-gitops/stagehand/internal/webhook"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &env)) }
+
+const secret = "webhook-secret"
+
+// flow is the whole approval path on real parts: a real git server holding the manifests (mirrored into
+// githubtest so check runs can be created on its SHAs), a real kube-apiserver with the prod workload, a
+// registry, the daemon with the GitHub gate, and webhooks signed and delivered over HTTP.
+type flow struct {
+	t       *testing.T
+	gh      *githubtest.Server
+	git     *gitserver.Server
+	reg     *registrytest.Registry
+	ns      string
+	cfg     *config.Config
+	cache   string
+	hookURL string
+	d       *daemon.Daemon
+	stop    func()
+	resync  time.Duration // daemon.WithResync when set
+}
+
+func newFlow(t *testing.T) *flow {
+	t.Helper()
+	f := &flow{t: t, gh: githubtest.New(t), git: gitserver.New(t), reg: registrytest.New(t), ns: env.Namespace(t), cache: t.TempDir()}
+	f.gh.CreateRepo(owner, repo, "main")
+	f.gh.SetPermission(owner, repo, "maria", "maintain")
+	f.gh.SetPermission(owner, repo, "wendy", "write")
+	for _, tag := range []string{"1.0.0", "1.0.1", "1.0.2"} {
+		f.reg.Push(t, "team/api", tag)
+	}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "api", Labels: map[string]string{"app.kubernetes.io/name": "api"}},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "api"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "api", Image: f.reg.Ref("team/api", "1.0.0")}}},
+			},
+		},
+	}
+	if _, err := env.Clientset.AppsV1().Deployments(f.ns).Create(context.Background(), dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	key, hook := filepath.Join(dir, "app.pem"), filepath.Join(dir, "hook")
+	if err := os.WriteFile(key, f.gh.AppPrivateKeyPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hook, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := f.git.Init(t, "manifests")
+	f.cfg = &config.Config{
+		Source:       config.Source{URL: url, Branch: "main", Interval: config.Duration{Duration: time.Hour}, CacheDir: f.cache},
+		Environments: map[string]config.Environment{"prod": {LockPath: "apps/prod", Targets: []config.Target{{Name: "a", Namespace: f.ns}}}},
+		Registry:     config.Registry{Insecure: []string{f.reg.Host()}},
+		GitHub: config.GitHub{
+			APIURL: f.gh.URL(), Owner: owner, Repo: repo, WebhookSecretFile: hook, DetailsURL: "https://stagehand.example.com",
+			App:       &config.GitHubApp{AppID: f.gh.AppID(), InstallationID: f.gh.InstallationID(), PrivateKeyFile: key},
+			Approvers: config.Approvers{MinPermission: "maintain"},
+		},
+		Locks: config.Locks{Storage: "memory", Namespace: f.ns},
+		State: config.State{Namespace: f.ns},
+	}
+	f.cfg.Default()
+	if err := f.cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// commit puts tag into the prod manifest on the real git server and mirrors the commit into githubtest.
+func (f *flow) commit(tag string) string {
+	f.t.Helper()
+	files := map[string]string{"environments/prod/manifest.json": `{"services": [{"name": "api", "containers": [{"dockerTag": "` + tag + `"}]}]}`}
+	sha := f.git.Commit(f.t, "manifests", "main", files, "api "+tag)
+	f.gh.MirrorCommit(owner, repo, "main", sha, files, "api "+tag)
+	return sha
+}
+
+// start runs a daemon (a fresh process, as after a restart) with the GitHub gate and handlers.
+func (f *flow) start() {
+	f.t.Helper()
+	client, err := github.New(f.cfg.GitHub, github.WithRetry(github.RetryPolicy{MaxAttempts: 5, BaseDelay: 20 * time.Millisecond, MaxWait: 5 * time.Second}))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	recv, err := webhook.New(secret)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	opts := []daemon.Option{}
+	if f.resync != 0 {
+		opts = append(opts, daemon.WithResync(f.resync))
+	}
+	d, err := daemon.New(f.cfg, append(opts,
+		daemon.WithGate(github.NewGate(client)),
+		daemon.WithWebhook(recv),
+		daemon.WithRESTConfig(env.Config),
+		daemon.WithLeaderElection(daemon.LeaderElection{Enable: false}),
+		daemon.WithListener(ln),
+		daemon.WithReconcileOptions(reconcile.WithRolloutTimeout(0)), // no scheduler here: patched is the end
+	)...)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	// As `reconciler run` wires it: PR previews plan with the daemon's own planner.
+	preview := github.NewBranchPreviewer(f.cfg.Source, f.cfg.EnvironmentNames(), d.Plan, gitsource.WithCacheDir(f.t.TempDir()))
+	github.NewHandler(client, github.FromDaemon(d), preview, "main").Register(recv)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	f.d, f.hookURL = d, "http://"+ln.Addr().String()+"/webhook/github"
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil && !errors.Is(err, context.Canceled) {
+					f.t.Errorf("daemon: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				f.t.Errorf("daemon did not stop within 30s of its context ending")
+			}
+		})
+	}
+	f.stop = stop
+	f.t.Cleanup(stop)
+}
+
+func (f *flow) restart() {
+	f.stop()
+	f.start()
+}
+
+func (f *flow) trigger() { f.d.Source().Trigger() }
+
+// waitRun waits until the newest check run stagehand/prod on sha satisfies ok.
+func (f *flow) waitRun(sha, what string, ok func(githubtest.CheckRun) bool) githubtest.CheckRun {
+	f.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last githubtest.CheckRun
+	for time.Now().Before(deadline) {
+		for _, r := range f.gh.CheckRuns(owner, repo) {
+			if r.HeadSHA == sha && r.Name == "stagehand/prod" {
+				last = r
+			}
+		}
+		if last.ID != 0 && ok(last) {
+			return last
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.t.Fatalf("check run on %s never became %s; last: %+v", sha[:7], what, last)
+	return last
+}
+
+func awaitingApproval(r githubtest.CheckRun) bool {
+	return r.Status == "completed" && r.Conclusion == "action_required"
+}
+
+func concluded(c string) func(githubtest.CheckRun) bool {
+	return func(r githubtest.CheckRun) bool { return r.Status == "completed" && r.Conclusion == c }
+}
+
+// click delivers the check_run requested_action webhook for run id.
+func (f *flow) click(id int64, action, sender, withSecret string) (int, githubtest.Delivery) {
+	f.t.Helper()
+	d := f.gh.CheckRunActionDelivery(owner, repo, id, action, sender)
+	return f.send(d, withSecret), d
+}
+
+func (f *flow) send(d githubtest.Delivery, withSecret string) int {
+	f.t.Helper()
+	code, body, err := githubtest.Send(context.Background(), f.hookURL, withSecret, d)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if code >= 500 {
+		f.t.Errorf("webhook answered %d: %s", code, body)
+	}
+	return code
+}
+
+func (f *flow) image() string {
+	f.t.Helper()
+	d, err := env.Clientset.AppsV1().Deployments(f.ns).Get(context.Background(), "api", metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return d.Spec.Template.Spec.Containers[0].Image
+}
+
+func (f *flow) waitImage(tag string) {
+	f.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if strings.Contains(f.image(), ":"+tag+"@sha256:") {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.t.Fatalf("image is %s, want tag %s", f.image(), tag)
+}
+
+func (f *flow) history() []daemon.Entry {
+	f.t.Helper()
+	st, err := f.d.Store().Load(context.Background(), "prod")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return st.History
+}
