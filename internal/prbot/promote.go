@@ -47,7 +47,9 @@ type PromoteResult struct {
 // branch and makes the promotion pull request match: opened or updated in
 // place on stagehand/promote-<from>-<to> when services are ready to move,
 // closed when nothing is left, left alone with a comment when the later
-// stage is locked or outside its window. With autoMerge on the stage it is
+// stage is locked or outside its window (with no pull request open, a
+// neutral check run stagehand/promote-<from>-<to> on the base branch's head
+// says why instead). With autoMerge on the stage it is
 // merged once its checks are green. dryRun computes everything and writes
 // nothing.
 func (b *Bot) Promote(ctx context.Context, from, to string, dryRun bool) (*PromoteResult, error) {
@@ -114,10 +116,11 @@ func (b *Bot) Promote(ctx context.Context, from, to string, dryRun bool) (*Promo
 		return res, nil
 	case d.Blocked != "":
 		res.Action, res.Reason = ActionBlocked, d.Blocked
-		if pr != nil {
-			err = b.upsertComment(ctx, pr.GetNumber(), "blocked", fmt.Sprintf("Not updating or merging this promotion: %s.", d.Blocked))
+		if pr == nil {
+			// Nothing to comment on: say why on the base branch's head.
+			return res, b.reportBlocked(ctx, baseSHA, pair, d.Blocked)
 		}
-		return res, err
+		return res, b.upsertComment(ctx, pr.GetNumber(), "blocked", fmt.Sprintf("Not updating or merging this promotion: %s.", d.Blocked))
 	case len(d.Changes) == 0:
 		res.Action, res.Reason = ActionNone, reasonOf(d)
 		if pr == nil {
@@ -144,8 +147,11 @@ func (b *Bot) Promote(ctx context.Context, from, to string, dryRun bool) (*Promo
 	default:
 		res.Action = ActionUnchanged
 	}
-	// A comment about an earlier block no longer holds.
+	// A comment or check run about an earlier block no longer holds.
 	if err := b.editComment(ctx, pr.GetNumber(), "blocked", "No lock or window blocks this promotion any more."); err != nil {
+		return nil, err
+	}
+	if err := b.clearBlocked(ctx, baseSHA, pair); err != nil {
 		return nil, err
 	}
 	if !stage.AutoMerge {

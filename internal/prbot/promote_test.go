@@ -280,11 +280,25 @@ func TestPromoteTargetLocked(t *testing.T) {
 	if n := len(f.srv.PullRequests(owner, repo)); n != 0 {
 		t.Fatalf("%d pull requests opened into a locked stage", n)
 	}
+	// No pull request to comment on: a neutral check run on main says why,
+	// written once however often the blocked promotion is evaluated.
+	if _, err := b.Promote(ctx, "devel", "staging", false); err != nil {
+		t.Fatal(err)
+	}
+	mainHead := f.srv.Branch(owner, repo, "main")
+	notes := blockedNotes(f)
+	if len(notes) != 1 || notes[0].HeadSHA != mainHead || notes[0].Status != "completed" || notes[0].Conclusion != "neutral" ||
+		notes[0].Updates != 0 || !strings.Contains(notes[0].Summary, "Not opening a promotion from devel to staging: stage staging is locked: apps is locked until") {
+		t.Errorf("check runs stagehand/promote-devel-staging = %+v, want one neutral run on main %s saying why", notes, mainHead)
+	}
 
 	// With a promotion already open, a lock leaves it untouched and says why on it.
 	f.unlock(t, "apps")
 	if res, err = b.Promote(ctx, "devel", "staging", false); err != nil || res.Action != ActionOpened {
 		t.Fatalf("unlocked = %+v, %v; want opened", res, err)
+	}
+	if notes := blockedNotes(f); len(notes) != 1 || notes[0].Conclusion != "neutral" || notes[0].Summary != "No lock or window blocks the promotion from devel to staging any more." {
+		t.Errorf("check runs stagehand/promote-devel-staging after unlocking = %+v, want the note cleared", notes)
 	}
 	branchHead := f.srv.Branch(owner, repo, res.Branch)
 	sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
@@ -308,6 +322,18 @@ func TestPromoteTargetLocked(t *testing.T) {
 	if n := len(f.srv.Comments(owner, repo, 1)); n != 1 {
 		t.Errorf("%d comments after two blocked runs, want 1", n)
 	}
+}
+
+// blockedNotes returns the check runs in which the bot explains a blocked
+// devel → staging promotion.
+func blockedNotes(f *fixture) []githubtest.CheckRun {
+	var out []githubtest.CheckRun
+	for _, cr := range f.srv.CheckRuns(owner, repo) {
+		if cr.Name == "stagehand/promote-devel-staging" {
+			out = append(out, cr)
+		}
+	}
+	return out
 }
 
 func TestPromoteDryRunWritesNothing(t *testing.T) {
