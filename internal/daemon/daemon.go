@@ -329,8 +329,14 @@ func (d *Daemon) decide(ctx context.Context, env string, dc decision) (*Pending,
 		return d.handOver(ctx, env, dc)
 	}
 	dc.reply = make(chan decisionReply, 1)
+	busy := time.NewTimer(30 * time.Second)
+	defer busy.Stop()
 	select {
 	case w.decisions <- dc:
+	case <-busy.C:
+		// The worker is busy (a long rollout) or leadership is changing
+		// hands: leave the decision in the Store for whoever leads next.
+		return d.handOver(ctx, env, dc)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
