@@ -3,6 +3,11 @@ package chart
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -70,8 +76,10 @@ type fixture struct {
 	rel, devel string
 	wantImage  string
 	addr       string
-	args       []string
-	env        []string
+	// apiToken and webhookSecret are in the Secrets the chart mounts.
+	apiToken, webhookSecret string
+	args                    []string
+	env                     []string
 }
 
 func setup(t *testing.T) fixture {
@@ -95,6 +103,16 @@ func setup(t *testing.T) fixture {
 		t.Fatal(err)
 	}
 
+	f.apiToken, f.webhookSecret = randomHex(t), randomHex(t)
+	for name, data := range map[string]map[string]string{
+		"stagehand-api":     {"token": f.apiToken},
+		"stagehand-webhook": {"secret": f.webhookSecret},
+	} {
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: data}
+		if _, err := env.Clientset.CoreV1().Secrets(f.rel).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	values := valuesFile(t, map[string]any{
 		"config": map[string]any{
 			"source": map[string]any{"url": url, "interval": "2s"},
@@ -102,6 +120,11 @@ func setup(t *testing.T) fixture {
 				map[string]any{"name": "a", "namespace": f.devel},
 			}}},
 			"registry": map[string]any{"insecure": []any{reg.Host()}},
+			"github":   map[string]any{"owner": "acme", "repo": "manifests"},
+		},
+		"secrets": map[string]any{
+			"apiToken": map[string]any{"secretName": "stagehand-api"},
+			"webhook":  map[string]any{"secretName": "stagehand-webhook"},
 		},
 	})
 	objs := render(t, f.rel, values)
@@ -115,24 +138,29 @@ func setup(t *testing.T) fixture {
 		t.Fatal(err)
 	}
 
-	// The pod's view, on this machine: reconciler.yaml as rendered, with the
-	// git cache (an emptyDir in the pod) in a temporary directory and the
-	// server on a free loopback port.
+	// The pod's view, on this machine: the config volume (reconciler.yaml and
+	// the Secrets) written out as the kubelet would, under dir instead of
+	// /etc/stagehand; the git cache (an emptyDir in the pod) in a temporary
+	// directory; the server on a free loopback port.
 	dir := t.TempDir()
+	d := find(t, objs, "Deployment", f.rel, "sh-stagehand")
+	materialize(t, objs, d, f.rel, dir)
 	cfgPath := filepath.Join(dir, "reconciler.yaml")
 	f.addr = freeAddr(t)
-	if err := os.WriteFile(cfgPath, localConfig(t, renderedConfig(t, objs), filepath.Join(dir, "cache"), f.addr), 0o600); err != nil {
+	rendered, err := os.ReadFile(cfgPath)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range facts(t, find(t, objs, "Deployment", f.rel, "sh-stagehand")).Args {
-		if strings.HasPrefix(a, "--config=") {
-			a = "--config=" + cfgPath
-		}
-		f.args = append(f.args, a)
+	local := strings.ReplaceAll(string(rendered), "/etc/stagehand/", dir+"/")
+	if err := os.WriteFile(cfgPath, localConfig(t, []byte(local), filepath.Join(t.TempDir(), "cache"), f.addr), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range facts(t, d).Args {
+		f.args = append(f.args, strings.ReplaceAll(a, "/etc/stagehand/", dir+"/"))
 	}
 	f.env = append(os.Environ(),
 		"KUBECONFIG="+kubeconfigFile(t, saConfig(t, f.rel, "sh-stagehand"), f.rel),
-		"POD_NAMESPACE="+f.rel, "POD_NAME=sh-stagehand-0", "HOME="+dir)
+		"POD_NAMESPACE="+f.rel, "POD_NAME=sh-stagehand-0", "HOME="+t.TempDir())
 	return f
 }
 
@@ -157,8 +185,10 @@ func TestReconcileAsServiceAccount(t *testing.T) {
 }
 
 // TestDaemonAsServiceAccount runs the reconciler as the Deployment does —
-// leader election on, HTTP server up — with the ServiceAccount's token: it
-// takes the Lease, reports ready, deploys, and stops cleanly on SIGTERM.
+// leader election on, HTTP server up, Secrets mounted — with the
+// ServiceAccount's token: it takes the Lease, reports ready, deploys, takes
+// and releases a lock through its API (Lock objects, with the chart's rights),
+// verifies webhooks with the mounted secret, and stops cleanly on SIGTERM.
 func TestDaemonAsServiceAccount(t *testing.T) {
 	bin := reconciler(t)
 	f := setup(t)
@@ -197,6 +227,56 @@ func TestDaemonAsServiceAccount(t *testing.T) {
 				held, lerr, deployed, derr, status(f.addr, "/healthz"), status(f.addr, "/readyz"), out.String())
 		}
 	}
+	// The mounted API token and webhook secret are the ones in the Secrets,
+	// and the lock API works with the ServiceAccount's rights.
+	base := "http://" + f.addr
+	hookBody := `{"zen": "chart test"}`
+	mac := hmac.New(sha256.New, []byte(f.webhookSecret))
+	mac.Write([]byte(hookBody))
+	signed := "sha256=" + hex.EncodeToString(mac.Sum(nil))
+	checks := []struct {
+		name, method, path, token, body string
+		header                          map[string]string
+		want                            int
+	}{
+		{name: "API without token", method: "GET", path: "/api/v1/environments", want: http.StatusUnauthorized},
+		{name: "API with the mounted token", method: "GET", path: "/api/v1/environments", token: f.apiToken, want: http.StatusOK},
+		{name: "take a lock", method: "POST", path: "/api/v1/locks", token: f.apiToken,
+			body: `{"path": "apps/devel/b", "type": "incident", "author": "chart-test", "duration": "1h"}`, want: http.StatusCreated},
+		{name: "the lock blocks", method: "GET", path: "/api/v1/check/apps/devel/b/web?type=deploy", token: f.apiToken, want: http.StatusLocked},
+		{name: "list locks", method: "GET", path: "/api/v1/locks", token: f.apiToken, want: http.StatusOK},
+		{name: "unlock", method: "DELETE", path: "/api/v1/locks/apps/devel/b?type=incident", token: f.apiToken, want: http.StatusOK},
+		{name: "free again", method: "GET", path: "/api/v1/check/apps/devel/b/web?type=deploy", token: f.apiToken, want: http.StatusOK},
+		{name: "webhook with a wrong signature", method: "POST", path: "/webhook/github", body: hookBody,
+			header: map[string]string{"X-Hub-Signature-256": "sha256=00", "X-GitHub-Event": "ping", "X-GitHub-Delivery": "d1"},
+			want:   http.StatusUnauthorized},
+		{name: "webhook signed with the mounted secret", method: "POST", path: "/webhook/github", body: hookBody,
+			header: map[string]string{"X-Hub-Signature-256": signed, "X-GitHub-Event": "ping", "X-GitHub-Delivery": "d2",
+				"Content-Type": "application/json"},
+			want: http.StatusOK},
+	}
+	for _, c := range checks {
+		req, err := http.NewRequestWithContext(t.Context(), c.method, base+c.path, strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		for k, v := range c.header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%s: %s %s = %d %s, want %d", c.name, c.method, c.path, resp.StatusCode, body, c.want)
+		}
+	}
+
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -299,4 +379,64 @@ func status(addr, path string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// materialize writes the files of the Deployment's config volume into dir as
+// the kubelet does: the rendered ConfigMap's keys and the referenced Secrets'
+// keys (read from the cluster), at the paths the projection gives.
+func materialize(t *testing.T, objs []*unstructured.Unstructured, d *unstructured.Unstructured, ns, dir string) {
+	t.Helper()
+	vols, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
+	for _, v := range vols {
+		srcs, _, _ := unstructured.NestedSlice(v.(map[string]any), "projected", "sources")
+		for _, src := range srcs {
+			src := src.(map[string]any)
+			var data map[string]string
+			var kind string
+			switch {
+			case src["configMap"] != nil:
+				kind = "configMap"
+				name, _, _ := unstructured.NestedString(src, kind, "name")
+				data, _, _ = unstructured.NestedStringMap(find(t, objs, "ConfigMap", ns, name).Object, "data")
+			case src["secret"] != nil:
+				kind = "secret"
+				name, _, _ := unstructured.NestedString(src, kind, "name")
+				sec, err := env.Clientset.CoreV1().Secrets(ns).Get(t.Context(), name, metav1.GetOptions{})
+				if err != nil {
+					t.Fatalf("the config volume needs Secret %s/%s: %v", ns, name, err)
+				}
+				data = map[string]string{}
+				for k, b := range sec.Data {
+					data[k] = string(b)
+				}
+			default:
+				continue
+			}
+			items, _, _ := unstructured.NestedSlice(src, kind, "items")
+			for _, it := range items {
+				key, _, _ := unstructured.NestedString(it.(map[string]any), "key")
+				p, _, _ := unstructured.NestedString(it.(map[string]any), "path")
+				val, ok := data[key]
+				if !ok {
+					t.Fatalf("the config volume projects key %q, which its source lacks", key)
+				}
+				file := filepath.Join(dir, filepath.FromSlash(p))
+				if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(file, []byte(val), 0o400); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+}
+
+func randomHex(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
 }
