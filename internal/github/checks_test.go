@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -191,5 +192,27 @@ func TestRetriesOnBadGatewayAndRateLimits(t *testing.T) {
 	}
 	if left := f.srv.FaultsLeft(); left != 6 {
 		t.Errorf("faults left = %d, want 6 (4 attempts used)", left)
+	}
+}
+
+func TestInstallationTokenRefreshAndRootURL(t *testing.T) {
+	ctx := context.Background()
+	// Tokens living 30s are renewed by ghinstallation before each use (it renews within a minute of expiry).
+	// An apiURL given as the Enterprise host alone (no /api/v3) reaches the API too.
+	f := newFixtureWith(t, []githubtest.Option{githubtest.WithTokenTTL(30 * time.Second)})
+	sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
+	for i := range 3 {
+		if _, err := f.client.Propose(ctx, plan("prod", sha, i+1)); err != nil {
+			t.Fatalf("Propose %d: %v", i, err)
+		}
+	}
+	if n := f.srv.TokensIssued(); n < 3 {
+		t.Errorf("tokens issued = %d, want one per use (at least 3)", n)
+	}
+
+	g := newFixture(t, func(c *config.GitHub) { c.APIURL = strings.TrimSuffix(c.APIURL, "/api/v3") })
+	sha = g.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
+	if _, err := g.client.Propose(ctx, plan("prod", sha, 1)); err != nil {
+		t.Fatalf("Propose against the root URL: %v", err)
 	}
 }

@@ -30,7 +30,12 @@ type fixture struct {
 
 func newFixture(t *testing.T, mutate ...func(*config.GitHub)) *fixture {
 	t.Helper()
-	srv := githubtest.New(t)
+	return newFixtureWith(t, nil, mutate...)
+}
+
+func newFixtureWith(t *testing.T, opts []githubtest.Option, mutate ...func(*config.GitHub)) *fixture {
+	t.Helper()
+	srv := githubtest.New(t, opts...)
 	srv.CreateRepo(owner, repo, "main")
 	key := filepath.Join(t.TempDir(), "app.pem")
 	if err := os.WriteFile(key, srv.AppPrivateKeyPEM(), 0o600); err != nil {
