@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -71,8 +72,10 @@ func newManifestResolveCommand() *cobra.Command {
 		Use:   "resolve <dir> --env <env>",
 		Short: "Print the effective services of one environment",
 		Long: `Resolve environments/<env>/manifest.json under <dir> with its includes and print the
-effective services, overrides, warnings and include tree. Exit 1 when the
-manifests are invalid (every problem is listed), 2 on a usage error.`,
+effective services, overrides, warnings and include tree. File names in the
+output (root, source, layout, errors) are relative to <dir>; root is the
+environment's manifest file. Exit 1 when the manifests are invalid (every
+problem is listed), 2 on a usage error.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := manifestDir(args)
@@ -219,6 +222,9 @@ Exit 0 only if all environments are valid, 1 otherwise, 2 on a usage error.`,
 			}
 			fsys := os.DirFS(dir)
 			envs, err := manifest.Environments(fsys, ".")
+			if errors.Is(err, fs.ErrNotExist) {
+				return exitCode(1, fmt.Errorf("no environments found: %s has no environments/ directory", dir))
+			}
 			if err != nil {
 				return exitCode(1, err)
 			}

@@ -82,6 +82,68 @@ func TestManifestResolveJSON(t *testing.T) {
 	}
 }
 
+// TestManifestResolveJSONOverrides checks the rest of the JSON contract on a
+// repository with an override: overrides[service, winner, shadowed], the
+// winner standing where it was written, and layout{file, services, includes}.
+func TestManifestResolveJSONOverrides(t *testing.T) {
+	dir := manifestRepo(t, map[string]string{
+		"devel/manifest.json": `{"includes": ["../shared/base.json", "./api.json"]}`,
+		"shared/base.json":    `{"services": [{"name": "api", "containers": [{"dockerTag": "1.0.0"}]}, {"name": "db", "containers": [{"dockerTag": "9"}]}]}`,
+		"devel/api.json":      `{"services": [{"name": "api", "containers": [{"dockerTag": "1.1.0"}]}]}`,
+	})
+	stdout, stderr, code := runReconciler(t, "manifest", "resolve", dir, "--env", "devel", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got struct {
+		Root     string `json:"root"`
+		Services []struct {
+			Name   string `json:"name"`
+			Source string `json:"source"`
+		} `json:"services"`
+		Overrides []map[string]json.RawMessage `json:"overrides"`
+		Layout    map[string]json.RawMessage   `json:"layout"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if got.Root != "environments/devel/manifest.json" {
+		t.Errorf("root = %q, want the environment's manifest file", got.Root)
+	}
+	var order []string
+	for _, s := range got.Services {
+		order = append(order, s.Name+"@"+s.Source)
+	}
+	if diff := cmp.Diff([]string{"db@environments/shared/base.json", "api@environments/devel/api.json"}, order); diff != "" {
+		t.Errorf("services (-want +got):\n%s", diff)
+	}
+	if len(got.Overrides) != 1 {
+		t.Fatalf("overrides = %v, want one", got.Overrides)
+	}
+	if diff := cmp.Diff([]string{"service", "shadowed", "winner"}, slices.Sorted(maps.Keys(got.Overrides[0]))); diff != "" {
+		t.Errorf("override keys (-want +got):\n%s", diff)
+	}
+	var winner manifest.Location
+	if err := json.Unmarshal(got.Overrides[0]["winner"], &winner); err != nil {
+		t.Fatal(err)
+	}
+	if want := (manifest.Location{File: "environments/devel/api.json", Line: 1, Column: 15, Pointer: "/services/0"}); winner != want {
+		t.Errorf("winner = %+v, want %+v", winner, want)
+	}
+	for _, k := range []string{"file", "services", "includes"} {
+		if _, ok := got.Layout[k]; !ok {
+			t.Errorf("layout lacks %q: %s", k, stdout)
+		}
+	}
+	var includes []manifest.Layout
+	if err := json.Unmarshal(got.Layout["includes"], &includes); err != nil {
+		t.Fatal(err)
+	}
+	if len(includes) != 2 || includes[0].File != "environments/shared/base.json" || !includes[0].Services[0].Overridden {
+		t.Errorf("layout includes = %+v", includes)
+	}
+}
+
 func TestManifestResolveText(t *testing.T) {
 	stdout, stderr, code := runReconciler(t, "manifest", "resolve", manifestExamples, "--env", "prod")
 	if code != 0 {
@@ -225,8 +287,17 @@ func TestManifestValidate(t *testing.T) {
 		}
 	})
 	t.Run("no environments", func(t *testing.T) {
-		if _, _, code := runReconciler(t, "manifest", "validate", t.TempDir()); code != 1 {
-			t.Errorf("exit %d, want 1", code)
+		dir := t.TempDir()
+		_, stderr, code := runReconciler(t, "manifest", "validate", dir)
+		if code != 1 || !strings.Contains(stderr, dir+" has no environments/ directory") {
+			t.Errorf("exit %d, want 1: %q", code, stderr)
+		}
+		if err := os.Mkdir(filepath.Join(dir, "environments"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_, stderr, code = runReconciler(t, "manifest", "validate", dir)
+		if code != 1 || !strings.Contains(stderr, "no environments found") {
+			t.Errorf("empty environments/: exit %d, want 1: %q", code, stderr)
 		}
 	})
 }
