@@ -187,6 +187,14 @@ func badCases() []badCase {
 			"e/a.json":        `{"includes": ["./b.json"]}`,
 			"e/b.json":        `{"includes": ["./a.json"]}`,
 		}},
+		{name: "cycle reached through two includes is reported once", want: []Error{
+			{File: "environments/e/b.json", Line: 1, Column: 15, Pointer: "/includes/0", Message: "include cycle: environments/e/a.json → environments/e/b.json → environments/e/a.json"},
+		}, files: map[string]string{
+			"e/manifest.json": `{"includes": ["./a.json", "./c.json"]}`,
+			"e/a.json":        `{"includes": ["./b.json"]}`,
+			"e/b.json":        `{"includes": ["./a.json"]}`,
+			"e/c.json":        `{"includes": ["./a.json"]}`,
+		}},
 		{name: "self include", want: []Error{
 			{File: "environments/e/manifest.json", Line: 1, Column: 15, Pointer: "/includes/0", Message: "include cycle: environments/e/manifest.json → environments/e/manifest.json"},
 		}, files: root(`{"includes": ["./manifest.json"]}`)},

@@ -71,9 +71,17 @@ type collector struct {
 	errs     []Error
 	omitted  int
 	warnings []Error
+	seen     map[Error]struct{} // a file included twice reports its include errors once
 }
 
 func (c *collector) add(e Error) {
+	if _, dup := c.seen[e]; dup {
+		return
+	}
+	if c.seen == nil {
+		c.seen = make(map[Error]struct{})
+	}
+	c.seen[e] = struct{}{}
 	if len(c.errs) >= c.max {
 		c.omitted++
 		return
