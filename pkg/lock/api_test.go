@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -237,31 +236,8 @@ func testConcurrentREST(ctx context.Context, t *testing.T, srv *httptest.Server)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 50
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	won, locked := 0, 0
-	var other []error
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, err := cl.Lock(ctx, LockRequest{Lock: Lock{Path: "apps/staging/a/chat-app", Type: Deploy, Author: "job"}, Duration: "5m"})
-			var le *LockedError
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				won++
-			case errors.As(err, &le):
-				locked++
-			default:
-				other = append(other, err)
-			}
-		}()
-	}
-	wg.Wait()
-	if won != 1 || locked != n-1 || len(other) > 0 {
-		t.Errorf("%d won, %d locked out, other errors %v; want 1 and %d", won, locked, other, n-1)
-	}
+	checkOneWins(t, "through the API", func(int) error {
+		_, err := cl.Lock(ctx, LockRequest{Lock: Lock{Path: "apps/staging/a/chat-app", Type: Deploy, Author: "job"}, Duration: "5m"})
+		return err
+	})
 }

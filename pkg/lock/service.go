@@ -271,16 +271,13 @@ func (s *Service) Unlock(ctx context.Context, path string, t Type, recursive boo
 // Prune removes the expired locks at and beneath prefix ("" for all) and
 // returns them. A lock refreshed meanwhile is left alone.
 func (s *Service) Prune(ctx context.Context, prefix string) ([]Lock, error) {
-	if prefix != "" {
-		p, err := NormalizePath(prefix)
-		if err != nil {
-			return nil, invalid(err)
-		}
-		prefix = p
+	prefix, err := normalizePrefix(prefix)
+	if err != nil {
+		return nil, err
 	}
 	all, err := s.storage.List(ctx, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("pruning locks: %w", err)
+		return nil, fmt.Errorf("pruning locks under %q: %w", prefix, err)
 	}
 	now := s.now()
 	pruned := []Lock{}
@@ -302,16 +299,26 @@ func (s *Service) Prune(ctx context.Context, prefix string) ([]Lock, error) {
 
 // List returns the locks at and beneath prefix ("" for all), expired ones included.
 func (s *Service) List(ctx context.Context, prefix string) ([]Lock, error) {
-	if prefix != "" {
-		p, err := NormalizePath(prefix)
-		if err != nil {
-			return nil, invalid(err)
-		}
-		prefix = p
+	prefix, err := normalizePrefix(prefix)
+	if err != nil {
+		return nil, err
 	}
 	ls, err := s.storage.List(ctx, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("listing locks: %w", err)
+		return nil, fmt.Errorf("listing locks under %q: %w", prefix, err)
 	}
 	return ls, nil
+}
+
+// normalizePrefix validates the prefix of a List or Prune: "" (every lock)
+// or a lock path, lowercased.
+func normalizePrefix(prefix string) (string, error) {
+	if prefix == "" {
+		return "", nil
+	}
+	p, err := NormalizePath(prefix)
+	if err != nil {
+		return "", invalid(err)
+	}
+	return p, nil
 }

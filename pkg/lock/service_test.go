@@ -73,39 +73,51 @@ func testConcurrentLock(t *testing.T, s *Service, c *fakeClock) {
 	t.Helper()
 	ctx := context.Background()
 	race := func(round string) {
-		const n = 50
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		won, locked := 0, 0
-		var other []error
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				l := newLock(c, "apps/staging/a/chat-app", Deploy, time.Hour)
-				l.Author = "job-" + string(rune('a'+i%26))
-				_, err := s.Lock(ctx, l)
-				var le *LockedError
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err == nil:
-					won++
-				case errors.As(err, &le):
-					locked++
-				default:
-					other = append(other, err)
-				}
-			}()
-		}
-		wg.Wait()
-		if won != 1 || locked != n-1 || len(other) > 0 {
-			t.Errorf("%s: %d won, %d locked out, other errors %v; want 1 and %d", round, won, locked, other, n-1)
-		}
+		checkOneWins(t, round, func(i int) error {
+			l := newLock(c, "apps/staging/a/chat-app", Deploy, time.Hour)
+			l.Author = "job-" + string(rune('a'+i%26))
+			_, err := s.Lock(ctx, l)
+			return err
+		})
 	}
 	race("free path")
 	c.Advance(2 * time.Hour)
 	race("expired lock")
+}
+
+// checkOneWins runs 50 lockers at once and fails t unless exactly one
+// succeeds and every other is refused with a *LockedError.
+func checkOneWins(t *testing.T, round string, lockNo func(i int) error) {
+	t.Helper()
+	const n = 50
+	var (
+		wg          sync.WaitGroup
+		mu          sync.Mutex
+		won, locked int
+		other       []error
+	)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := lockNo(i)
+			var le *LockedError
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				won++
+			case errors.As(err, &le):
+				locked++
+			default:
+				other = append(other, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if won != 1 || locked != n-1 || len(other) > 0 {
+		t.Errorf("%s: %d won, %d locked out, other errors %v; want 1 and %d", round, won, locked, other, n-1)
+	}
 }
 
 func testServiceRules(t *testing.T, newService func(*testing.T, *fakeClock) *Service) {
