@@ -221,6 +221,18 @@ func TestPlanFromGitSource(t *testing.T) {
 	}
 }
 
+func TestPlanInvalidManifest(t *testing.T) {
+	w := newPlanWorld(t)
+	p := filepath.Join(w.dir, "environments", "prod", "manifest.json")
+	if err := os.WriteFile(p, []byte(`{"services": [{"name": "web", "containers": [{"dockertag": "2"}]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := w.run(t, "plan")
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "environments/prod/manifest.json") || !strings.Contains(stderr, "dockerTag") {
+		t.Errorf("plan of an invalid manifest: exit %d, stdout %q, stderr:\n%s\nwant exit 1 naming the file and the key", code, stdout, stderr)
+	}
+}
+
 func TestPlanUsage(t *testing.T) {
 	w := newPlanWorld(t)
 	tests := []struct {
