@@ -127,6 +127,57 @@ func (s *Server) CheckRunActionDelivery(owner, name string, id int64, identifier
 	return s.delivery("check_run", m)
 }
 
+// CheckRunDelivery builds a check_run delivery with action created, completed or rerequested for check run
+// id as the server holds it now (e.g. a CI run another app completed, for auto-merge).
+func (s *Server) CheckRunDelivery(owner, name string, id int64, action, sender string) Delivery {
+	m, err := loadPayload("check_run.created.json")
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.mustRepo(owner, name)
+	var cr *CheckRun
+	for _, c := range r.checkRuns {
+		if c.ID == id {
+			cr = c
+		}
+	}
+	if cr == nil {
+		s.tb.Fatalf("githubtest: no check run %d in %s/%s", id, owner, name)
+	}
+	run := s.checkRunJSON(r, cr)
+	run["check_suite"] = map[string]any{"id": cr.ID, "head_sha": cr.HeadSHA, "head_branch": nil, "status": cr.Status, "pull_requests": []any{}}
+	run["app"] = map[string]any{"id": s.appID + 1, "slug": "ci", "name": "CI"}
+	m["check_run"], m["action"] = run, action
+	s.rewriteCommon(m, r, sender)
+	return s.delivery("check_run", m)
+}
+
+// StatusDelivery builds the status delivery for a commit status set on sha (see SetStatus).
+func (s *Server) StatusDelivery(owner, name, sha, context, state, sender string) Delivery {
+	m, err := loadPayload("status.json")
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.mustRepo(owner, name)
+	m["id"], m["sha"], m["context"], m["state"], m["name"] = s.id(), sha, context, state, owner+"/"+name
+	if c := r.commits[sha]; c != nil {
+		m["commit"] = s.commitJSON(r, c)
+	}
+	var branches []any
+	for b, head := range r.branches {
+		if head == sha {
+			branches = append(branches, map[string]any{"name": b, "commit": map[string]any{"sha": sha, "url": s.apiURL("/repos/%s/%s/commits/%s", owner, name, sha)}, "protected": false})
+		}
+	}
+	m["branches"] = orEmpty(branches)
+	s.rewriteCommon(m, r, sender)
+	return s.delivery("status", m)
+}
+
 // PullRequestDelivery builds a pull_request delivery (action opened, synchronize, reopened or closed) for
 // pull request number as the server holds it now.
 func (s *Server) PullRequestDelivery(owner, name string, number int, action, sender string) Delivery {

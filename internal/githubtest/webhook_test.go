@@ -66,3 +66,24 @@ func TestPullRequestDelivery(t *testing.T) {
 		t.Errorf("event not rewritten: action %q number %d head %q", ev.GetAction(), ev.GetNumber(), ev.GetPullRequest().GetHead().GetSHA())
 	}
 }
+
+func TestCheckRunAndStatusDeliveries(t *testing.T) {
+	srv := githubtest.New(t)
+	srv.CreateRepo("acme", "manifests", "main")
+	sha := srv.Commit("acme", "manifests", "promote", map[string]string{"a": "b"}, "promote")
+	id := srv.AddCheckRun("acme", "manifests", githubtest.CheckRun{Name: "ci/build", HeadSHA: sha, Conclusion: "success"})
+	var cr github.CheckRunEvent
+	if err := json.Unmarshal(srv.CheckRunDelivery("acme", "manifests", id, "completed", "ci").Body, &cr); err != nil {
+		t.Fatal(err)
+	}
+	if cr.GetAction() != "completed" || cr.GetCheckRun().GetConclusion() != "success" || cr.GetCheckRun().GetHeadSHA() != sha || cr.GetRepo().GetFullName() != "acme/manifests" {
+		t.Errorf("check_run event: %+v", cr)
+	}
+	var st github.StatusEvent
+	if err := json.Unmarshal(srv.StatusDelivery("acme", "manifests", sha, "ci/jenkins", "success", "ci").Body, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.GetSHA() != sha || st.GetState() != "success" || st.GetContext() != "ci/jenkins" || len(st.Branches) != 1 || st.Branches[0].GetName() != "promote" {
+		t.Errorf("status event: sha %q state %q context %q branches %v", st.GetSHA(), st.GetState(), st.GetContext(), st.Branches)
+	}
+}
