@@ -41,6 +41,9 @@ func badCases() []badCase {
 		{name: "syntax: control character in string", want: []Error{
 			{File: "environments/e/manifest.json", Line: 1, Column: 26, Pointer: "/services/0/name", Message: "syntax error: control character U+0009 in string; escape it"},
 		}, files: root("{\"services\": [{\"name\": \"a\tb\"}]}")},
+		{name: "syntax: invalid escape in a container field names the field", want: []Error{
+			{File: "environments/e/manifest.json", Line: 1, Column: 62, Pointer: "/services/0/containers/0/dockerTag", Message: "syntax error: invalid escape '\\q' in string"},
+		}, files: root(`{"services": [{"name": "api", "containers": [{"dockerTag": "1\q"}]}]}`)},
 		{name: "syntax: invalid escape", want: []Error{
 			{File: "environments/e/manifest.json", Line: 1, Column: 26, Pointer: "/services/0/name", Message: "syntax error: invalid escape '\\x' in string"},
 		}, files: root(`{"services": [{"name": "a\xb"}]}`)},

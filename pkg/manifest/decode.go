@@ -110,14 +110,8 @@ func (d *decoder) unknown(off int, k []byte, known []string) (suggested string) 
 }
 
 func (d *decoder) root() {
-	if d.open('}') {
-		return
-	}
 	var seen uint8
-	for {
-		d.ws()
-		off := d.i
-		k := d.key()
+	d.object(func(k []byte, off int) {
 		switch string(k) {
 		case "services":
 			d.dupKey(&seen, 1, "services", off)
@@ -143,6 +137,21 @@ func (d *decoder) root() {
 		default:
 			d.unknown(off, k, rootKeys)
 		}
+	})
+}
+
+// object walks the members of the JSON object at the cursor (its '{'
+// already checked), calling member with each key and the key's offset while
+// the cursor is on the member's value.
+func (d *decoder) object(member func(k []byte, off int)) {
+	if d.open('}') {
+		return
+	}
+	for {
+		d.ws()
+		off := d.i
+		k := d.key()
+		member(k, off)
 		if !d.next('}') {
 			break
 		}
@@ -150,9 +159,12 @@ func (d *decoder) root() {
 	d.nest--
 }
 
-func (d *decoder) includes() {
+// array walks the JSON array at the cursor, calling elem with the cursor on
+// each element and its index pushed on the pointer; any other value is a type
+// error naming want.
+func (d *decoder) array(want string, elem func(n int)) {
 	if d.at(d.i) != '[' {
-		d.typeErr("an array of relative file paths")
+		d.typeErr(want)
 		return
 	}
 	if d.open(']') {
@@ -161,13 +173,7 @@ func (d *decoder) includes() {
 	for n := 0; ; n++ {
 		d.ws()
 		d.pushIdx(n)
-		if d.peek("a value") == '"' {
-			off := d.i
-			p := d.str()
-			d.f.includes = append(d.f.includes, include{path: p, off: off, idx: n})
-		} else {
-			d.typeErr("a relative file path string")
-		}
+		elem(n)
 		d.pop()
 		if !d.next(']') {
 			break
@@ -176,88 +182,57 @@ func (d *decoder) includes() {
 	d.nest--
 }
 
+func (d *decoder) includes() {
+	d.array("an array of relative file paths", func(n int) {
+		if d.peek("a value") != '"' {
+			d.typeErr("a relative file path string")
+			return
+		}
+		off := d.i
+		d.f.includes = append(d.f.includes, include{path: d.str(), off: off, idx: n})
+	})
+}
+
 func (d *decoder) services() {
-	if d.at(d.i) != '[' {
-		d.typeErr("an array of service objects")
-		return
-	}
-	if d.open(']') {
-		return
-	}
-	if d.f.services == nil {
-		d.f.services = make([]entry, 0, 32)
-	}
-	for n := 0; ; n++ {
-		d.ws()
-		d.pushIdx(n)
-		if d.peek("a value") == '{' {
-			d.service(n)
-		} else {
+	d.array("an array of service objects", func(n int) {
+		if d.peek("a value") != '{' {
 			d.typeErr("a service object")
+			return
 		}
-		d.pop()
-		if !d.next(']') {
-			break
+		if d.f.services == nil {
+			d.f.services = make([]entry, 0, 32)
 		}
-	}
-	d.nest--
+		d.service(n)
+	})
 }
 
 func (d *decoder) service(n int) {
 	e := entry{off: d.i, nameOff: -1, idx: n}
 	hasName, nameKey := false, false
 	d.ctrOffs = d.ctrOffs[:0]
-	if !d.open('}') {
-		var seen uint8
-		for {
-			d.ws()
-			off := d.i
-			k := d.key()
-			switch string(k) {
-			case "name":
-				d.dupKey(&seen, 1, "name", off)
-				nameKey = true
-				d.push("name")
-				if d.at(d.i) == '"' {
-					e.nameOff = d.i
-					e.svc.Name = d.str()
-					hasName = true
-					if msg := checkName(e.svc.Name); msg != "" {
-						d.errAt(e.nameOff, d.pointer(), msg)
-					}
-				} else {
-					d.typeErr("a string")
-				}
-				d.pop()
-			case "version":
-				d.dupKey(&seen, 2, "version", off)
-				d.push("version")
-				if d.at(d.i) == '"' {
-					voff := d.i
-					e.svc.Version = d.str()
-					if msg := checkSemver(e.svc.Version); msg != "" {
-						d.errAt(voff, d.pointer(), msg)
-					}
-				} else {
-					d.typeErr("a SemVer string such as \"1.2.3\"")
-				}
-				d.pop()
-			case "containers":
-				d.dupKey(&seen, 4, "containers", off)
-				d.push("containers")
-				d.containers(&e.svc)
-				d.pop()
-			default:
-				if d.unknown(off, k, serviceKeys) == "name" {
-					nameKey = true // reported as a misspelling
-				}
+	var seen uint8
+	d.object(func(k []byte, off int) {
+		switch string(k) {
+		case "name":
+			d.dupKey(&seen, 1, "name", off)
+			nameKey = true
+			if v, voff, ok := d.stringField("name", "a string", checkName); ok {
+				e.svc.Name, e.nameOff, hasName = v, voff, true
 			}
-			if !d.next('}') {
-				break
+		case "version":
+			d.dupKey(&seen, 2, "version", off)
+			e.svc.Version, _, _ = d.stringField("version", `a SemVer string such as "1.2.3"`, checkSemver)
+		case "containers":
+			d.dupKey(&seen, 4, "containers", off)
+			d.push("containers")
+			d.containers(&e.svc)
+			d.pop()
+		default:
+			if d.unknown(off, k, serviceKeys) == "name" {
+				nameKey = true // reported as a misspelling
 			}
 		}
-		d.nest--
-	}
+	})
 	if !hasName {
 		if !nameKey {
 			d.errAt(e.off, d.pointer(), "service has no \"name\"; every service needs one")
@@ -296,66 +271,42 @@ func (d *decoder) dupContainers(e *entry) {
 }
 
 func (d *decoder) containers(s *Service) {
-	if d.at(d.i) != '[' {
-		d.typeErr("an array of container objects")
-		return
-	}
-	if d.open(']') {
-		s.Containers = []Container{}
-		return
-	}
-	for n := 0; ; n++ {
-		d.ws()
-		d.pushIdx(n)
-		if d.peek("a value") == '{' {
-			off := d.i
-			if c, ok := d.container(); ok {
-				s.Containers = append(s.Containers, c)
-				d.ctrOffs = append(d.ctrOffs, ctrOff{off: off, idx: n})
-			}
-		} else {
+	d.array("an array of container objects", func(n int) {
+		if d.peek("a value") != '{' {
 			d.typeErr("a container object")
+			return
 		}
-		d.pop()
-		if !d.next(']') {
-			break
+		off := d.i
+		if c, ok := d.container(); ok {
+			s.Containers = append(s.Containers, c)
+			d.ctrOffs = append(d.ctrOffs, ctrOff{off: off, idx: n})
 		}
-	}
-	d.nest--
+	})
 }
 
 func (d *decoder) container() (Container, bool) {
 	var c Container
 	start := d.i
 	hasTag, misspelt := false, false
-	if !d.open('}') {
-		var seen uint8
-		for {
-			d.ws()
-			off := d.i
-			k := d.key()
-			switch string(k) {
-			case "dockerName":
-				d.dupKey(&seen, 1, "dockerName", off)
-				c.DockerName = d.stringField("dockerName", checkDockerName)
-			case "dockerTag":
-				d.dupKey(&seen, 2, "dockerTag", off)
-				hasTag = true
-				c.DockerTag = d.stringField("dockerTag", checkTag)
-			case "dockerDigest":
-				d.dupKey(&seen, 4, "dockerDigest", off)
-				c.DockerDigest = d.stringField("dockerDigest", checkDigest)
-			default:
-				if d.unknown(off, k, containerKeys) == "dockerTag" {
-					misspelt = true
-				}
-			}
-			if !d.next('}') {
-				break
+	var seen uint8
+	d.object(func(k []byte, off int) {
+		switch string(k) {
+		case "dockerName":
+			d.dupKey(&seen, 1, "dockerName", off)
+			c.DockerName, _, _ = d.stringField("dockerName", "a string", checkDockerName)
+		case "dockerTag":
+			d.dupKey(&seen, 2, "dockerTag", off)
+			hasTag = true
+			c.DockerTag, _, _ = d.stringField("dockerTag", "a string", checkTag)
+		case "dockerDigest":
+			d.dupKey(&seen, 4, "dockerDigest", off)
+			c.DockerDigest, _, _ = d.stringField("dockerDigest", "a string", checkDigest)
+		default:
+			if d.unknown(off, k, containerKeys) == "dockerTag" {
+				misspelt = true
 			}
 		}
-		d.nest--
-	}
+	})
 	if !hasTag {
 		if !misspelt {
 			d.errAt(start, d.pointer(), "container has no \"dockerTag\"; every container needs the tag to deploy")
@@ -368,18 +319,21 @@ func (d *decoder) container() (Container, bool) {
 	return c, true
 }
 
-// stringField reads a string member value and checks it with check.
-func (d *decoder) stringField(key string, check func(string) string) string {
-	d.push(key)
-	defer d.pop()
+// stringField reads the string value of member key at the cursor and checks
+// it with check, reporting a value of another type as not being want. It
+// returns the value, its offset, and whether it was a string.
+func (d *decoder) stringField(key, want string, check func(string) string) (v string, off int, ok bool) {
+	d.push(key) // not popped by a defer: a syntax error panics, and its report needs the pointer
 	if d.at(d.i) != '"' {
-		d.typeErr("a string")
-		return ""
+		d.typeErr(want)
+		d.pop()
+		return "", 0, false
 	}
-	off := d.i
-	v := d.str()
+	off = d.i
+	v = d.str()
 	if msg := check(v); msg != "" {
 		d.errAt(off, d.pointer(), msg)
 	}
-	return v
+	d.pop()
+	return v, off, true
 }
