@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -213,16 +215,11 @@ automation or deploy job cannot remove an incident lock by accident (exit 1).
 With --recursive, remove every lock of that type at and beneath the path.`,
 		Example: `  reconciler unlock apps/acceptance --type automation`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d := lockDepsFrom(cmd.Context())
-			ps, err := lockPaths(args, paths, false)
-			if err != nil {
-				return err
-			}
 			t, err := parseTypeFlag("type", typ)
 			if err != nil {
 				return err
 			}
-			b, err := bf.backend(d)
+			d, ps, b, err := bf.open(cmd, args, paths, false)
 			if err != nil {
 				return err
 			}
@@ -283,16 +280,11 @@ lock that allows --type lets it pass.`,
 		Example: `  reconciler check apps/acceptance/a/saas-app/develop
   reconciler check apps/staging/a/auth-app --recursive=false`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d := lockDepsFrom(cmd.Context())
-			ps, err := lockPaths(args, paths, false)
-			if err != nil {
-				return err
-			}
 			t, err := parseTypeFlag("type", typ)
 			if err != nil {
 				return err
 			}
-			b, err := bf.backend(d)
+			d, ps, b, err := bf.open(cmd, args, paths, false)
 			if err != nil {
 				return err
 			}
@@ -336,12 +328,7 @@ func newPruneCommand() *cobra.Command {
 		Short:   "Delete expired locks at and beneath a path (all without one)",
 		Example: `  reconciler prune apps/staging`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d := lockDepsFrom(cmd.Context())
-			ps, err := lockPaths(args, paths, true)
-			if err != nil {
-				return err
-			}
-			b, err := bf.backend(d)
+			d, ps, b, err := bf.open(cmd, args, paths, true)
 			if err != nil {
 				return err
 			}
@@ -377,15 +364,10 @@ func newListCommand() *cobra.Command {
 		Use:   "list [path...]",
 		Short: "List the locks at and beneath a path (all without one)",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d := lockDepsFrom(cmd.Context())
 			if output != "text" && output != "json" {
 				return usagef("invalid --output %q: expected text or json", output)
 			}
-			ps, err := lockPaths(args, paths, true)
-			if err != nil {
-				return err
-			}
-			b, err := bf.backend(d)
+			d, ps, b, err := bf.open(cmd, args, paths, true)
 			if err != nil {
 				return err
 			}
@@ -402,28 +384,34 @@ func newListCommand() *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(map[string]any{"locks": all})
 			}
-			now := d.now()
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PATH\tTYPE\tAUTHOR\tEXPIRES\tSTATUS")
-			for _, l := range all {
-				status := "active"
-				if l.Expired(now) {
-					status = "expired"
-				}
-				if len(l.Allow) > 0 {
-					allow := make([]string, len(l.Allow))
-					for i, a := range l.Allow {
-						allow[i] = string(a)
-					}
-					status += " (allows " + strings.Join(allow, ", ") + ")"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Path, l.Type, l.Author, l.ExpiresAt.In(d.loc).Format(lock.TimeLayout), status)
-			}
-			return tw.Flush()
+			return writeLockTable(cmd.OutOrStdout(), all, d.now(), d.loc)
 		},
 	}
 	cmd.Flags().StringArrayVar(&paths, "path", nil, "path to list within (repeatable; or as arguments)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	bf.register(cmd)
 	return cmd
+}
+
+// writeLockTable prints locks as list's table: path, type, author, expiry
+// (in loc) and whether the lock is active or expired at now, with the types
+// it allows.
+func writeLockTable(w io.Writer, locks []lock.Lock, now time.Time, loc *time.Location) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PATH\tTYPE\tAUTHOR\tEXPIRES\tSTATUS")
+	for _, l := range locks {
+		status := "active"
+		if l.Expired(now) {
+			status = "expired"
+		}
+		if len(l.Allow) > 0 {
+			allow := make([]string, len(l.Allow))
+			for i, a := range l.Allow {
+				allow[i] = string(a)
+			}
+			status += " (allows " + strings.Join(allow, ", ") + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Path, l.Type, l.Author, l.ExpiresAt.In(loc).Format(lock.TimeLayout), status)
+	}
+	return tw.Flush()
 }

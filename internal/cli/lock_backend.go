@@ -74,27 +74,54 @@ type backendFlags struct {
 	storage    string
 	kubeconfig string
 	namespace  string
+	table      string // the seed's DynamoDB table: refused, DynamoDB is out of scope
 }
 
 func (f *backendFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.server, "server", "", "URL of the reconciler's API (default $STAGEHAND_SERVER)")
 	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the API bearer token (default: $STAGEHAND_TOKEN)")
-	fl.StringVar(&f.storage, "storage", "", "talk to the storage directly instead of --server: kubernetes")
+	fl.StringVar(&f.storage, "storage", "", "talk to the storage directly instead of --server: kubernetes (the seed's dynamodb is not supported)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for --storage kubernetes (default $KUBECONFIG, else in-cluster or ~/.kube/config)")
 	fl.StringVar(&f.namespace, "namespace", "stagehand", "namespace of the lock objects for --storage kubernetes")
+	fl.StringVar(&f.table, "table", "", "the seed's DynamoDB table name: not supported, locks live in Kubernetes (--storage kubernetes or --server)")
 }
 
+// noDynamoDB says how to get along without the seed's DynamoDB backend:
+// Stagehand keeps locks in Kubernetes objects (DESIGN §6).
+const noDynamoDB = "DynamoDB lock storage is not supported: Stagehand keeps locks in Kubernetes; use --storage kubernetes, or --server URL of a reconciler"
+
+// open is how unlock, check, prune and list start: the command's
+// dependencies, the paths it names (arguments and --path; with allowNone,
+// [""] for "every lock" when there are none) and the lock store.
+func (f *backendFlags) open(cmd *cobra.Command, args, flagPaths []string, allowNone bool) (lockDeps, []string, lockBackend, error) {
+	d := lockDepsFrom(cmd.Context())
+	ps, err := lockPaths(args, flagPaths, allowNone)
+	if err != nil {
+		return d, nil, nil, err
+	}
+	b, err := f.backend(d)
+	if err != nil {
+		return d, nil, nil, err
+	}
+	return d, ps, b, nil
+}
+
+// backend connects to the store the flags (or $STAGEHAND_SERVER) name.
 func (f *backendFlags) backend(d lockDeps) (lockBackend, error) {
 	server := f.server
 	if server == "" && f.storage == "" {
 		server, _ = d.lookup("STAGEHAND_SERVER")
 	}
 	switch {
+	case f.table != "":
+		return nil, usagef("--table %q: %s", f.table, noDynamoDB)
+	case f.storage == "dynamodb":
+		return nil, usagef("--storage dynamodb: %s", noDynamoDB)
 	case server != "" && f.storage != "":
 		return nil, usagef("--server and --storage are mutually exclusive")
 	case server != "":
-		token, err := f.token(d)
+		token, err := apiToken(d.lookup, f.tokenFile, "--token-file", "--server")
 		if err != nil {
 			return nil, err
 		}
@@ -125,22 +152,22 @@ func (f *backendFlags) backend(d lockDeps) (lockBackend, error) {
 	return nil, usagef("no lock store: pass --server URL (or set $STAGEHAND_SERVER) or --storage kubernetes")
 }
 
-func (f *backendFlags) token(d lockDeps) (string, error) {
-	if f.tokenFile != "" {
-		b, err := os.ReadFile(f.tokenFile)
+// apiToken is the bearer token of the reconciler's API, shared by the lock
+// commands and prbot: read from file (passed with the flag named flag), else
+// $STAGEHAND_TOKEN. Without either it is a usage error that says how to pass
+// one to the flag user (such as --server).
+func apiToken(lookup func(string) (string, bool), file, flag, user string) (string, error) {
+	if file != "" {
+		t, err := readSecret(file, flag)
 		if err != nil {
-			return "", usagef("--token-file: %v", err)
-		}
-		t := strings.TrimSpace(string(b))
-		if t == "" {
-			return "", usagef("--token-file: %s is empty", f.tokenFile)
+			return "", usageError{err}
 		}
 		return t, nil
 	}
-	if t, _ := d.lookup("STAGEHAND_TOKEN"); strings.TrimSpace(t) != "" {
+	if t, _ := lookup("STAGEHAND_TOKEN"); strings.TrimSpace(t) != "" {
 		return strings.TrimSpace(t), nil
 	}
-	return "", usagef("--server needs a token: pass --token-file or set $STAGEHAND_TOKEN")
+	return "", usagef("%s needs a token: pass %s or set $STAGEHAND_TOKEN", user, flag)
 }
 
 func (f *backendFlags) restConfig(d lockDeps) (*rest.Config, error) {

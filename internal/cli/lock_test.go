@@ -299,7 +299,9 @@ func TestLockUsageErrors(t *testing.T) {
 		{"no token", []string{"check", "apps/a", "--server", w.srv.URL}, "--server needs a token: pass --token-file or set $STAGEHAND_TOKEN"},
 		{"both stores", []string{"check", "apps/a", "--server", w.srv.URL, "--storage", "kubernetes"}, "--server and --storage are mutually exclusive"},
 		{"memory", []string{"check", "apps/a", "--storage", "memory"}, "--storage memory keeps locks in one process only"},
-		{"unknown storage", []string{"check", "apps/a", "--storage", "dynamodb"}, `invalid --storage "dynamodb": expected kubernetes`},
+		{"unknown storage", []string{"check", "apps/a", "--storage", "etcd"}, `invalid --storage "etcd": expected kubernetes`},
+		{"dynamodb", []string{"check", "apps/a", "--storage", "dynamodb"}, "--storage dynamodb: DynamoDB lock storage is not supported: Stagehand keeps locks in Kubernetes; use --storage kubernetes"},
+		{"dynamodb table", []string{"prune", "apps/a", "--table", "locks"}, `--table "locks": DynamoDB lock storage is not supported`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, errOut, code := w.exec(tc.args...)
@@ -316,5 +318,23 @@ func TestLockUsageErrors(t *testing.T) {
 	w.env["STAGEHAND_TOKEN"] = "wrong-token-value"
 	if _, errOut, code := w.exec("check", "apps/a"); code != 1 || !strings.Contains(errOut, "missing or wrong bearer token (HTTP 401)") || strings.Contains(errOut, "wrong-token-value") {
 		t.Errorf("wrong token: exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestWriteLockTable(t *testing.T) {
+	now := time.Date(2022, 12, 31, 10, 30, 0, 0, time.UTC)
+	locks := []lock.Lock{
+		{Path: "apps/production", Type: lock.Incident, Author: "oncall", Allow: []lock.Type{lock.Deploy, lock.Freeze}, ExpiresAt: now.Add(6 * time.Hour)},
+		{Path: "apps/staging/a/chat-app", Type: lock.Deploy, Author: "ci", ExpiresAt: now.Add(-time.Minute)},
+	}
+	var out bytes.Buffer
+	if err := writeLockTable(&out, locks, now, time.UTC); err != nil {
+		t.Fatal(err)
+	}
+	want := "PATH                     TYPE      AUTHOR  EXPIRES            STATUS\n" +
+		"apps/production          incident  oncall  Sat 31 Dec, 16:30  active (allows deploy, freeze)\n" +
+		"apps/staging/a/chat-app  deploy    ci      Sat 31 Dec, 10:29  expired\n"
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("table (-want +got):\n%s", diff)
 	}
 }
