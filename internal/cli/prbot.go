@@ -166,11 +166,9 @@ func (f *botFlags) bot(d prbotDeps, extra ...prbot.Option) (*prbot.Bot, error) {
 		server = d.env("STAGEHAND_SERVER")
 	}
 	if server != "" {
-		token := d.env("STAGEHAND_TOKEN")
-		if f.lockTokenFile != "" {
-			if token, err = readSecret(f.lockTokenFile, "--lock-token-file"); err != nil {
-				return nil, err
-			}
+		token, err := apiToken(d.lookup, f.lockTokenFile, "--lock-token-file", "--lock-server")
+		if err != nil {
+			return nil, err
 		}
 		lc, err := lock.NewClient(server, token)
 		if err != nil {
@@ -296,7 +294,9 @@ func newPrbotPromoteCommand() *cobra.Command {
 		Long: `Evaluates the promotion A → B of pipeline.yaml on the base branch: the services whose versions differ,
 the gates of stage B (healthy, soak, window) and its lock. Opens or updates the single pull request on
 branch stagehand/promote-<A>-<B>, closes it when nothing is left to promote, and only comments on it when
-B is locked or outside its promotion window. With autoMerge on stage B it merges once checks are green.
+B is locked or outside its promotion window (with no pull request open, a neutral check run named
+stagehand/promote-<A>-<B> on the base branch's head says why). With autoMerge on stage B it merges once
+checks are green.
 
 Prints what it did and the pull request URL (-o json: the whole decision). --dry-run writes nothing and
 prints the pull request it would open.`,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
 // runPrbot executes the prbot binary's command tree with the given environment variables.
@@ -82,8 +84,7 @@ func TestPrbotBumpCommand(t *testing.T) {
 }
 
 func TestPrbotUsageErrors(t *testing.T) {
-	srv, environ := prbotRepo(t)
-	_ = srv
+	_, environ := prbotRepo(t)
 	noCI := map[string]string{"GITHUB_TOKEN": "x", "GITHUB_API_URL": environ["GITHUB_API_URL"]}
 	tests := []struct {
 		name    string
@@ -98,6 +99,8 @@ func TestPrbotUsageErrors(t *testing.T) {
 		{"bad output", environ, []string{"promote", "--repo", "acme/manifests", "--from", "a", "--to", "b", "-o", "yaml"}, `invalid --output "yaml"`},
 		{"unknown flag", environ, []string{"promote", "--nope"}, "unknown flag: --nope"},
 		{"serve without config", environ, []string{"serve"}, "--config is required"},
+		{"lock server without token", environ, []string{"promote", "--repo", "acme/manifests", "--from", "devel", "--to", "staging", "--lock-server", "http://127.0.0.1:1"},
+			"--lock-server needs a token: pass --lock-token-file or set $STAGEHAND_TOKEN"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,6 +139,50 @@ func TestPrbotPromoteCommand(t *testing.T) {
 	_, errOut, code = runPrbot(t, environ, "promote", "--repo", "acme/manifests", "--from", "staging", "--to", "devel")
 	if code != 1 || !strings.Contains(errOut, `stage "devel" has no promoteFrom in pipeline.yaml`) {
 		t.Errorf("promotion the pipeline lacks: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// A promotion into a locked stage, with locks from the reconciler's API
+// (--lock-server): nothing is opened, and the check run on main says why.
+func TestPrbotPromoteLockedStage(t *testing.T) {
+	srv, environ := prbotRepo(t)
+	srv.Commit("acme", "manifests", "main", map[string]string{
+		"pipeline.yaml": "stages:\n  - name: devel\n  - name: staging\n    promoteFrom: devel\n    lockPath: apps/staging\n    requires: {healthy: false}\n",
+	}, "lock path for staging")
+	svc, err := lock.New(lock.NewMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Lock(context.Background(), lock.Lock{Path: "apps", Type: lock.Incident, Author: "oncall", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := lock.NewHandler(svc, "lock-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(h)
+	t.Cleanup(api.Close)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("lock-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	out, errOut, code := runPrbot(t, environ, "promote", "--repo", "acme/manifests", "--from", "devel", "--to", "staging",
+		"--lock-server", api.URL, "--lock-token-file", tokenFile)
+	if code != 0 || !strings.HasPrefix(out, "devel → staging: blocked\nstage staging is locked: apps is locked until") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want blocked by the lock on apps", code, out, errOut)
+	}
+	if n := len(srv.PullRequests("acme", "manifests")); n != 0 {
+		t.Errorf("%d pull requests opened into a locked stage", n)
+	}
+	var notes []string
+	for _, cr := range srv.CheckRuns("acme", "manifests") {
+		if cr.Name == "stagehand/promote-devel-staging" {
+			notes = append(notes, cr.Conclusion+": "+cr.Summary)
+		}
+	}
+	if len(notes) != 1 || !strings.HasPrefix(notes[0], "neutral: Not opening a promotion from devel to staging: stage staging is locked: apps is locked until") {
+		t.Errorf("check runs stagehand/promote-devel-staging = %q, want one neutral run saying why", notes)
 	}
 }
 
