@@ -12,6 +12,9 @@ import (
 // own namespaces.
 var env *testenv.Env
 
+// binDir holds the binaries the tests build (see build).
+var binDir string
+
 func TestMain(m *testing.M) {
 	// The chart's CRDs (deploy Locks) and the Prometheus Operator's
 	// ServiceMonitor (a minimal copy) must exist before the chart applies.
@@ -21,5 +24,11 @@ func TestMain(m *testing.M) {
 	}
 	// Rollouts really finish (controller-manager, scheduler, kwok), so that
 	// `reconciler run --once` can wait for the rollouts it started.
-	os.Exit(testenv.Main(m, &env, testenv.WithRollouts(), testenv.WithCRDs(crds...)))
+	var err error
+	if binDir, err = os.MkdirTemp("", "stagehand-chart-test-"); err != nil {
+		panic(err)
+	}
+	code := testenv.Main(m, &env, testenv.WithRollouts(), testenv.WithCRDs(crds...))
+	os.RemoveAll(binDir)
+	os.Exit(code)
 }

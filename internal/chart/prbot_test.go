@@ -1,14 +1,25 @@
 package chart
 
 import (
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"sort"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
 )
 
@@ -112,5 +123,117 @@ func TestSchemaCoversPrbotConfig(t *testing.T) {
 	sort.Strings(want)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("prbot config fields (-internal/prbot +schema and chart-owned):\n%s", diff)
+	}
+}
+
+// TestPrbotAsDeployed runs prbot serve as the chart's prbot Deployment does:
+// its arguments, and its config volume (rendered prbot.yaml plus the real
+// GitHub App key and webhook Secrets) written out as the kubelet would. With
+// the OpenAPI-validated GitHub server as the API, it authenticates as the App,
+// opens the due promotion, answers /healthz, and verifies webhooks with the
+// mounted secret.
+func TestPrbotAsDeployed(t *testing.T) {
+	bin := build(t, "prbot")
+	ctx := t.Context()
+	rel := env.Namespace(t)
+	gh := githubtest.New(t)
+	gh.CreateRepo("acme", "manifests", "main")
+	gh.Commit("acme", "manifests", "main", map[string]string{
+		"pipeline.yaml":                      "stages:\n  - name: devel\n  - name: staging\n    promoteFrom: devel\n    requires: {healthy: false}\n",
+		"environments/devel/manifest.json":   `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}` + "\n",
+		"environments/staging/manifest.json": "{\n  \"services\": [\n    {\"name\": \"web\", \"containers\": [{\"dockerTag\": \"1.0.0\"}]}\n  ]\n}\n",
+	}, "seed")
+	hookSecret := randomHex(t)
+	for name, data := range map[string]map[string][]byte{
+		"stagehand-github-app": {"private-key.pem": gh.AppPrivateKeyPEM()},
+		"stagehand-webhook":    {"secret": []byte(hookSecret)},
+	} {
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}
+		if _, err := env.Clientset.CoreV1().Secrets(rel).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objs := render(t, rel, valuesFile(t, map[string]any{
+		"config": map[string]any{"github": map[string]any{"apiURL": gh.URL(), "owner": "acme", "repo": "manifests"}},
+		"secrets": map[string]any{
+			"githubApp": map[string]any{"secretName": "stagehand-github-app", "appID": gh.AppID(), "installationID": gh.InstallationID()},
+			"webhook":   map[string]any{"secretName": "stagehand-webhook"},
+		},
+		"prbot": map[string]any{"enabled": true, "config": map[string]any{"resync": "0s"}},
+	}))
+	d := find(t, objs, "Deployment", rel, "sh-stagehand-prbot")
+	dir := t.TempDir()
+	materialize(t, objs, d, rel, dir)
+	addr := freeAddr(t)
+	cfgPath := filepath.Join(dir, "prbot.yaml")
+	raw, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal([]byte(strings.ReplaceAll(string(raw), "/etc/stagehand/", dir+"/")), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["listen"] = addr
+	local, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, local, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec, _, _ := unstructured.NestedMap(d.Object, "spec", "template", "spec")
+	c := spec["containers"].([]any)[0].(map[string]any)
+	args, _, _ := unstructured.NestedStringSlice(c, "args")
+	for i, a := range args {
+		args[i] = strings.ReplaceAll(a, "/etc/stagehand/", dir+"/")
+	}
+
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	defer func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for len(gh.PullRequests("acme", "manifests")) == 0 || status(addr, "/healthz") != http.StatusOK {
+		select {
+		case <-exited:
+			t.Fatalf("prbot serve exited early: %v\n%s", waitErr, out.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 60 s: %d pull requests, /healthz %d\n%s", len(gh.PullRequests("acme", "manifests")), status(addr, "/healthz"), out.String())
+		}
+	}
+	if gh.TokensIssued() == 0 {
+		t.Error("no installation token was issued: prbot did not use the mounted App key")
+	}
+	hook := "http://" + addr + "/prbot/webhook"
+	push := gh.PushDelivery("acme", "manifests", "main", strings.Repeat("0", 40), gh.Branch("acme", "manifests", "main"), "someone")
+	if code, _, err := githubtest.Send(ctx, hook, "wrong", push); err != nil || code != http.StatusUnauthorized {
+		t.Errorf("push with a wrong signature to %s: %d, %v; want 401", hook, code, err)
+	}
+	if code, body, err := githubtest.Send(ctx, hook, hookSecret, push); err != nil || code != http.StatusOK {
+		t.Errorf("push signed with the mounted secret to %s: %d %s, %v; want 200", hook, code, body, err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+		if waitErr != nil {
+			t.Errorf("prbot serve after SIGTERM: %v\n%s", waitErr, out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("prbot serve still running 30 s after SIGTERM\n%s", out.String())
 	}
 }

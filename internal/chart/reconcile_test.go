@@ -29,44 +29,31 @@ import (
 )
 
 var (
-	reconcilerOnce sync.Once
-	reconcilerBin  string
-	reconcilerErr  error
+	binMu    sync.Mutex
+	binPaths = map[string]string{} // command name → built binary in binDir
 )
 
-// reconciler builds cmd/reconciler once per test binary, as the image does.
-func reconciler(t *testing.T) string {
+// build compiles ./cmd/<name> once per test binary, as the image does.
+func build(t *testing.T, name string) string {
 	t.Helper()
-	reconcilerOnce.Do(func() {
-		root, err := RepoRoot()
-		if err != nil {
-			reconcilerErr = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "stagehand-chart-test-")
-		if err != nil {
-			reconcilerErr = err
-			return
-		}
-		reconcilerBin = filepath.Join(dir, "reconciler")
-		cmd := exec.Command("go", "build", "-o", reconcilerBin, "./cmd/reconciler")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			reconcilerErr = &buildError{err: err, out: string(out)}
-		}
-	})
-	if reconcilerErr != nil {
-		t.Fatalf("building cmd/reconciler: %v", reconcilerErr)
+	binMu.Lock()
+	defer binMu.Unlock()
+	if p, ok := binPaths[name]; ok {
+		return p
 	}
-	return reconcilerBin
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(binDir, name)
+	cmd := exec.Command("go", "build", "-o", p, "./cmd/"+name)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building cmd/%s: %v\n%s", name, err, out)
+	}
+	binPaths[name] = p
+	return p
 }
-
-type buildError struct {
-	err error
-	out string
-}
-
-func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 
 // fixture is an installed chart, a manifests repository asking for web
 // 2.0.0 in devel where web 1.0.0 runs, and the reconciler's command line as
@@ -170,7 +157,7 @@ func setup(t *testing.T) fixture {
 // ServiceAccount. The pass must deploy the manifest change: the chart grants
 // enough, and TestRBAC* show it grants no more.
 func TestReconcileAsServiceAccount(t *testing.T) {
-	bin := reconciler(t)
+	bin := build(t, "reconciler")
 	f := setup(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -190,7 +177,7 @@ func TestReconcileAsServiceAccount(t *testing.T) {
 // and releases a lock through its API (Lock objects, with the chart's rights),
 // verifies webhooks with the mounted secret, and stops cleanly on SIGTERM.
 func TestDaemonAsServiceAccount(t *testing.T) {
-	bin := reconciler(t)
+	bin := build(t, "reconciler")
 	f := setup(t)
 	cmd := exec.Command(bin, f.args...)
 	cmd.Env = f.env
