@@ -28,8 +28,10 @@
 // Apply refuses a stale plan). Anything else is refused with a
 // *NotPendingError that names what is pending now.
 //
-// Implementations: Auto (skipConfirmation environments; used by the worker
-// for those, whatever else is configured), API (the default for the others:
+// Implementations: Auto (skipConfirmation environments: the worker proposes
+// to Auto instead of the configured gate, but still reports Completed, and
+// Superseded of plans the configured gate proposed, to the configured gate,
+// so that every deploy can show on its commit), API (the default for the others:
 // publishes nothing, the pending plan is visible in the API and decided over
 // it) and, in internal/github, the GitHub check-run gate. Combine gates with
 // Gates. Pending plans and history live in the Store, so gates need not keep
