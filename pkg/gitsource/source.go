@@ -66,11 +66,10 @@ type Source struct {
 
 	pollMu sync.Mutex // one poll at a time
 
-	mu         sync.Mutex
-	current    Snapshot
-	status     Status
-	refusedErr error // why status.Refused was refused
-	loaded     bool  // the cache's last-good ref was read
+	mu      sync.Mutex
+	current Snapshot
+	status  Status
+	loaded  bool // the cache's last-good ref was read
 }
 
 // New builds a Source from the source: section of the configuration. It does
@@ -173,8 +172,9 @@ func (s *Source) Status() Status {
 }
 
 // Poll checks the branch once and returns the newest accepted snapshot.
-// When the remote head equals the last accepted (or last refused) revision,
-// it makes exactly one ls-remote request and fetches nothing. On error the
+// When the remote head equals the last accepted revision, it makes exactly
+// one ls-remote request and fetches nothing; a head refused before is checked
+// again from the cache (the keyring may have changed), also without a fetch. On error the
 // last good snapshot stays available through Latest.
 func (s *Source) Poll(ctx context.Context) (Snapshot, error) {
 	snap, _, err := s.poll(ctx)
@@ -201,58 +201,76 @@ func (s *Source) poll(ctx context.Context) (snap Snapshot, changed bool, err err
 	}
 	s.mu.Lock()
 	s.status.CheckedAt = time.Now()
-	cur, refused, refusedErr := s.current, s.status.Refused, s.refusedErr
+	cur := s.current
 	s.mu.Unlock()
-	switch head.String() {
-	case cur.Revision:
+	if head.String() == cur.Revision {
 		return cur, false, nil
-	case refused:
-		return Snapshot{}, false, refusedErr
 	}
-
-	if err := s.cache.open(); err != nil {
+	// A head refused before is in the cache already: it is checked again
+	// without a fetch, so a keyring that now trusts its signer takes effect.
+	commit, err := s.fetchHead(ctx, auth, head)
+	if err != nil {
 		return Snapshot{}, false, err
+	}
+	if snap, err = s.accept(commit); err != nil {
+		return Snapshot{}, false, err
+	}
+	return snap, true, nil
+}
+
+// fetchHead brings head into the cache unless it is there already and
+// returns the cached branch head commit.
+func (s *Source) fetchHead(ctx context.Context, auth transport.AuthMethod, head plumbing.Hash) (*object.Commit, error) {
+	if err := s.cache.open(); err != nil {
+		return nil, err
 	}
 	if s.cache.packs() > s.opts.maxPacks {
 		// Compact: a fresh shallow clone holds one pack.
 		if err := s.cache.compact(); err != nil {
-			return Snapshot{}, false, err
+			return nil, err
 		}
 	}
 	if s.cache.head() != head {
 		if err := s.cache.reopen(); err != nil {
-			return Snapshot{}, false, err
+			return nil, err
 		}
 		if err := s.cache.fetch(ctx, auth); err != nil {
-			return Snapshot{}, false, fmt.Errorf("fetching %s of %s: %w", s.branch, s.url.redacted, s.redact.err(err))
+			return nil, fmt.Errorf("fetching %s of %s: %w", s.branch, s.url.redacted, s.redact.err(err))
 		}
 	}
 	rev := s.cache.head()
 	commit, err := s.cache.repo.CommitObject(rev)
 	if err != nil {
-		return Snapshot{}, false, fmt.Errorf("reading commit %s: %w", rev, err)
+		return nil, fmt.Errorf("reading commit %s: %w", rev, err)
 	}
+	return commit, nil
+}
+
+// accept verifies commit and makes it the current snapshot, recording it in
+// the cache as the last good revision; a commit that fails verification is
+// recorded as refused instead.
+func (s *Source) accept(commit *object.Commit) (Snapshot, error) {
 	if err := s.verifyCommit(commit); err != nil {
 		if errors.Is(err, ErrUnverified) {
 			s.mu.Lock()
-			s.status.Refused, s.refusedErr = rev.String(), err
+			s.status.Refused = commit.Hash.String()
 			s.mu.Unlock()
 		}
-		return Snapshot{}, false, err
+		return Snapshot{}, err
 	}
-	snap, err = s.snapshot(commit)
+	snap, err := s.snapshot(commit)
 	if err != nil {
-		return Snapshot{}, false, err
+		return Snapshot{}, err
 	}
-	if err := s.cache.repo.Storer.SetReference(plumbing.NewHashReference(lastGoodRef, rev)); err != nil {
-		return Snapshot{}, false, fmt.Errorf("recording last good revision in the cache: %w", err)
+	if err := s.cache.repo.Storer.SetReference(plumbing.NewHashReference(lastGoodRef, commit.Hash)); err != nil {
+		return Snapshot{}, fmt.Errorf("recording last good revision in the cache: %w", err)
 	}
 	s.mu.Lock()
 	s.current = snap
 	s.status.Revision, s.status.RevisionTime, s.status.FetchedAt = snap.Revision, snap.Time, time.Now()
-	s.status.Refused, s.refusedErr = "", nil
+	s.status.Refused = ""
 	s.mu.Unlock()
-	return snap, true, nil
+	return snap, nil
 }
 
 // load reads the last good revision recorded in the cache once, so a restart

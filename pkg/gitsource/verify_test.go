@@ -3,6 +3,7 @@ package gitsource_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -88,5 +89,39 @@ func TestVerifyHead(t *testing.T) {
 				t.Errorf("status after fix = %+v", st)
 			}
 		})
+	}
+}
+
+// TestVerifyKeyringFixAcceptsRefusedHead: a head refused because its signer
+// was not in the keyring is accepted at the next poll once the keyring file
+// trusts the signer, without a new push and without a second fetch.
+func TestVerifyKeyringFixAcceptsRefusedHead(t *testing.T) {
+	newcomer := newSigner(t, "newcomer")
+	srv := gitserver.New(t)
+	url, _ := seed(t, srv)
+	head := pushCommit(t, url, map[string]string{"a.json": "by the newcomer"}, newcomer.entity)
+	cfg := sourceConfig(url)
+	cfg.CacheDir = t.TempDir()
+	keyring := writeFile(t, t.TempDir(), "keyring.asc", newSigner(t, "old-team").keyring)
+	cfg.Verify = &config.Verify{Mode: "head", KeyringFile: keyring}
+	s := newSource(t, cfg)
+	if _, err := s.Poll(context.Background()); !errors.Is(err, gitsource.ErrUnverified) {
+		t.Fatalf("Poll error = %v, want ErrUnverified", err)
+	}
+
+	writeFile(t, filepath.Dir(keyring), filepath.Base(keyring), newcomer.keyring)
+	srv.ResetRequests()
+	snap, err := s.Poll(context.Background())
+	if err != nil {
+		t.Fatalf("Poll after the keyring was fixed: %v", err)
+	}
+	if snap.Revision != head || readFile(t, snap.FS, "a.json") != "by the newcomer" {
+		t.Errorf("revision = %s, want %s", snap.Revision, head)
+	}
+	if got := srv.Requests(); got.UploadPack != 0 || got.InfoRefs != 1 {
+		t.Errorf("requests = %+v, want one ls-remote and no fetch", got)
+	}
+	if st := s.Status(); st.Refused != "" || st.Revision != head || st.LastError != "" {
+		t.Errorf("status = %+v", st)
 	}
 }
