@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
 
@@ -272,6 +273,9 @@ func (c *Config) Validate() error {
 	c.GitHub.validate(bad)
 	if c.Workloads.Concurrency < 0 {
 		bad("workloads.concurrency", "must be positive, got %d", c.Workloads.Concurrency)
+	}
+	if msgs := validation.IsQualifiedName(c.Workloads.SelectorLabel); len(msgs) > 0 {
+		bad("workloads.selectorLabel", "invalid label key %q: %s", c.Workloads.SelectorLabel, strings.Join(msgs, "; "))
 	}
 	return errors.Join(errs...)
 }
