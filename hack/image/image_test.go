@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/stagehand-gitops/stagehand/internal/registrytest"
@@ -226,5 +227,58 @@ func assertStatic(t *testing.T, path string) {
 		if p.Type == elf.PT_INTERP {
 			t.Errorf("%s asks for a dynamic loader (PT_INTERP): not a static build", path)
 		}
+	}
+}
+
+// TestBaseImage: with --base the binaries go on top of the given image (e.g.
+// distroless) instead of the minimal base.
+func TestBaseImage(t *testing.T) {
+	reg := registrytest.New(t)
+	base, err := random.Image(256, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseRef, _ := name.NewTag(reg.Ref("distroless/static", "nonroot"), name.Insecure)
+	if err := remote.Write(baseRef, base, remote.WithContext(t.Context())); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	args := []string{"--ref", reg.Ref("acme/stagehand", "on-base"), "--insecure", "--module", "../..", "--base", baseRef.String()}
+	if err := run(t.Context(), args, &out, &errOut); err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut.String())
+	}
+	d, err := name.NewDigest(strings.TrimSpace(out.String()), name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(d, remote.WithContext(t.Context()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseLayers, _ := base.Layers()
+	var got, want []string
+	for _, l := range baseLayers {
+		h, _ := l.Digest()
+		want = append(want, h.String())
+	}
+	want = append(want, "reconciler", "prbot")
+	for i, l := range layers {
+		if i < len(baseLayers) {
+			h, _ := l.Digest()
+			got = append(got, h.String())
+			continue
+		}
+		got = append(got, strings.Join(layerFiles(t, l), ","))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("layers (-want +got):\n%s", diff)
+	}
+	cf, _ := img.ConfigFile()
+	if cf.Config.User != "65532:65532" || len(cf.Config.Entrypoint) != 1 || cf.Config.Entrypoint[0] != "/reconciler" {
+		t.Errorf("config user %q entrypoint %q, want 65532:65532 and [/reconciler]", cf.Config.User, cf.Config.Entrypoint)
 	}
 }
