@@ -53,6 +53,52 @@ type PromoteResult struct {
 // merged once its checks are green. dryRun computes everything and writes
 // nothing.
 func (b *Bot) Promote(ctx context.Context, from, to string, dryRun bool) (*PromoteResult, error) {
+	p, err := b.evaluatePromotion(ctx, from, to)
+	if err != nil {
+		return nil, err
+	}
+	res := p.result(b.links)
+	d := p.decision
+	switch {
+	case dryRun:
+		res.Action, res.Reason = ActionDryRun, reasonOf(d)
+		return res, nil
+	case d.Blocked != "":
+		res.Action, res.Reason = ActionBlocked, d.Blocked
+		if p.pr == nil {
+			// Nothing to comment on: say why on the base branch's head.
+			return res, b.reportBlocked(ctx, p.baseSHA, p.pair, d.Blocked)
+		}
+		return res, b.upsertComment(ctx, p.pr.GetNumber(), "blocked", fmt.Sprintf("Not updating or merging this promotion: %s.", d.Blocked))
+	case len(d.Changes) == 0:
+		res.Action, res.Reason = ActionNone, reasonOf(d)
+		if p.pr == nil {
+			return res, nil
+		}
+		res.Action = ActionClosed
+		return res, b.closePromotion(ctx, p.pr, p.pair, d)
+	}
+	if err := b.proposePromotion(ctx, p, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// promotion is what one evaluation of a promotion read and decided, before
+// anything is written.
+type promotion struct {
+	pair     promote.Pair
+	stage    promote.Stage // the later stage
+	baseSHA  string        // the base branch's head, the state evaluated
+	decision promote.Decision
+	edits    map[string][]byte   // new contents of the later stage's files, by path
+	pr       *github.PullRequest // the open promotion pull request, nil if none
+}
+
+// evaluatePromotion reads pipeline.yaml and both stages at the base
+// branch's head, the earlier stage's health checks back through history and
+// the later stage's locks, and decides what the promotion from → to is.
+func (b *Bot) evaluatePromotion(ctx context.Context, from, to string) (*promotion, error) {
 	baseSHA, err := b.headRef(ctx, b.base)
 	if err != nil {
 		return nil, err
@@ -72,8 +118,6 @@ func (b *Bot) Promote(ctx context.Context, from, to string, dryRun bool) (*Promo
 		return nil, err
 	}
 	stage, _ := pl.Stage(to)
-	res := &PromoteResult{From: from, To: to, Branch: pair.Branch()}
-
 	head, err := b.snapshot(ctx, baseSHA)
 	if err != nil {
 		return nil, err
@@ -91,52 +135,45 @@ func (b *Bot) Promote(ctx context.Context, from, to string, dryRun bool) (*Promo
 		return nil, err
 	}
 	d := promote.Evaluate(promote.Input{Pair: pair, Stage: *stage, History: history, Target: target, Locks: locks, Now: b.now()})
-	res.Decision = d
-
 	edits, err := promotionEdits(head, d.Changes)
 	if err != nil {
 		return nil, err
-	}
-	for _, f := range sortedKeys(edits) {
-		res.Files = append(res.Files, f)
-	}
-	if len(d.Changes) > 0 {
-		res.Title, res.Body = promote.Title(d), promote.Body(d, b.links)
 	}
 	pr, err := b.openPull(ctx, pair.Branch())
 	if err != nil {
 		return nil, err
 	}
-	if pr != nil {
-		res.PR, res.URL = pr.GetNumber(), pr.GetHTMLURL()
-	}
-	switch {
-	case dryRun:
-		res.Action, res.Reason = ActionDryRun, reasonOf(d)
-		return res, nil
-	case d.Blocked != "":
-		res.Action, res.Reason = ActionBlocked, d.Blocked
-		if pr == nil {
-			// Nothing to comment on: say why on the base branch's head.
-			return res, b.reportBlocked(ctx, baseSHA, pair, d.Blocked)
-		}
-		return res, b.upsertComment(ctx, pr.GetNumber(), "blocked", fmt.Sprintf("Not updating or merging this promotion: %s.", d.Blocked))
-	case len(d.Changes) == 0:
-		res.Action, res.Reason = ActionNone, reasonOf(d)
-		if pr == nil {
-			return res, nil
-		}
-		res.Action = ActionClosed
-		return res, b.closePromotion(ctx, pr, pair, d)
-	}
+	return &promotion{pair: pair, stage: *stage, baseSHA: baseSHA, decision: d, edits: edits, pr: pr}, nil
+}
 
-	changed, err := b.writeBranch(ctx, pair.Branch(), baseSHA, edits, fmt.Sprintf("Promote %s → %s", from, to))
-	if err != nil {
-		return nil, err
+// result is the PromoteResult of p before any action: the decision, the
+// files and text (with links) of the pull request it calls for and the open one.
+func (p *promotion) result(links promote.Links) *PromoteResult {
+	res := &PromoteResult{From: p.pair.From, To: p.pair.To, Branch: p.pair.Branch(), Decision: p.decision}
+	if len(p.edits) > 0 {
+		res.Files = sortedKeys(p.edits)
 	}
-	pr, created, err := b.ensurePull(ctx, pair.Branch(), res.Title, res.Body)
+	if len(p.decision.Changes) > 0 {
+		res.Title, res.Body = promote.Title(p.decision), promote.Body(p.decision, links)
+	}
+	if p.pr != nil {
+		res.PR, res.URL = p.pr.GetNumber(), p.pr.GetHTMLURL()
+	}
+	return res
+}
+
+// proposePromotion writes p's edits to the promotion branch, opens or
+// updates its pull request, clears notes of an earlier block and, with
+// autoMerge on the later stage, merges once it is ready. It fills in res.
+func (b *Bot) proposePromotion(ctx context.Context, p *promotion, res *PromoteResult) error {
+	branch := p.pair.Branch()
+	changed, err := b.writeBranch(ctx, branch, p.baseSHA, p.edits, fmt.Sprintf("Promote %s → %s", p.pair.From, p.pair.To))
 	if err != nil {
-		return nil, err
+		return err
+	}
+	pr, created, err := b.ensurePull(ctx, branch, res.Title, res.Body)
+	if err != nil {
+		return err
 	}
 	res.PR, res.URL = pr.GetNumber(), pr.GetHTMLURL()
 	switch {
@@ -149,33 +186,33 @@ func (b *Bot) Promote(ctx context.Context, from, to string, dryRun bool) (*Promo
 	}
 	// A comment or check run about an earlier block no longer holds.
 	if err := b.editComment(ctx, pr.GetNumber(), "blocked", "No lock or window blocks this promotion any more."); err != nil {
-		return nil, err
+		return err
 	}
-	if err := b.clearBlocked(ctx, baseSHA, pair); err != nil {
-		return nil, err
+	if err := b.clearBlocked(ctx, p.baseSHA, p.pair); err != nil {
+		return err
 	}
-	if !stage.AutoMerge {
-		return res, nil
+	if !p.stage.AutoMerge {
+		return nil
 	}
 	pr, _, err = b.gh.PullRequests.Get(ctx, b.owner, b.repo, pr.GetNumber())
 	if err != nil {
-		return nil, fmt.Errorf("reading pull request #%d: %w", res.PR, err)
+		return fmt.Errorf("reading pull request #%d: %w", res.PR, err)
 	}
-	ready, reason, err := b.readiness(ctx, pr, stage.LockPath)
+	ready, reason, err := b.readiness(ctx, pr, p.stage.LockPath)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if ready {
 		res.Merged, reason, err = b.mergeNow(ctx, pr)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if res.Merged {
-			b.deleteBranch(ctx, pair.Branch())
+			b.deleteBranch(ctx, branch)
 		}
 	}
 	res.Reason = reason
-	return res, nil
+	return nil
 }
 
 func reasonOf(d promote.Decision) string {
