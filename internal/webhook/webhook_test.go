@@ -115,6 +115,21 @@ func (r *recorder) deliveries() []string {
 	return ids
 }
 
+// recordedServer serves a Receiver whose handler for event records what it
+// sees, and returns the recorder and the server's URL.
+func recordedServer(t *testing.T, event string, opts ...webhook.Option) (*recorder, string) {
+	t.Helper()
+	recv, err := webhook.New(secret, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	recv.Handle(event, rec.handle)
+	srv := httptest.NewServer(recv)
+	t.Cleanup(srv.Close)
+	return rec, srv.URL
+}
+
 func TestNewRequiresSecret(t *testing.T) {
 	for _, s := range []string{"", "  \n"} {
 		if _, err := webhook.New(s); err == nil {
@@ -144,15 +159,8 @@ func TestReceiver(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			recv, err := webhook.New(secret)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec := &recorder{}
-			recv.Handle("push", rec.handle)
-			srv := httptest.NewServer(recv)
-			defer srv.Close()
-			code, msg := send(t, srv.URL, tt.d)
+			rec, url := recordedServer(t, "push")
+			code, msg := send(t, url, tt.d)
 			if code != tt.wantCode {
 				t.Errorf("status = %d (%s), want %d", code, strings.TrimSpace(msg), tt.wantCode)
 			}
@@ -164,13 +172,9 @@ func TestReceiver(t *testing.T) {
 }
 
 func TestReceiverPassesRawPayload(t *testing.T) {
-	recv, _ := webhook.New(secret)
-	rec := &recorder{}
-	recv.Handle("check_run", rec.handle)
-	srv := httptest.NewServer(recv)
-	defer srv.Close()
+	rec, url := recordedServer(t, "check_run")
 	body := []byte(`{"action": "requested_action",  "odd spacing": true}`)
-	if code, _ := send(t, srv.URL, delivery{event: "check_run", id: "x", body: body}); code != 200 {
+	if code, _ := send(t, url, delivery{event: "check_run", id: "x", body: body}); code != 200 {
 		t.Fatalf("status = %d", code)
 	}
 	want := []webhook.Event{{Type: "check_run", Delivery: "x", Payload: body}}
@@ -180,14 +184,10 @@ func TestReceiverPassesRawPayload(t *testing.T) {
 }
 
 func TestReceiverFormContentType(t *testing.T) {
-	recv, _ := webhook.New(secret)
-	rec := &recorder{}
-	recv.Handle("push", rec.handle)
-	srv := httptest.NewServer(recv)
-	defer srv.Close()
+	rec, srvURL := recordedServer(t, "push")
 	js := `{"ref":"refs/heads/main"}`
 	body := []byte(url.Values{"payload": {js}}.Encode())
-	req, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(body))
+	req, _ := http.NewRequest(http.MethodPost, srvURL, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("X-GitHub-Event", "push")
 	req.Header.Set("X-GitHub-Delivery", "form")
@@ -207,17 +207,10 @@ func TestReceiverFormContentType(t *testing.T) {
 }
 
 func TestReceiverDedupe(t *testing.T) {
-	recv, err := webhook.New(secret, webhook.WithDedupeSize(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &recorder{}
-	recv.Handle("push", rec.handle)
-	srv := httptest.NewServer(recv)
-	defer srv.Close()
+	rec, url := recordedServer(t, "push", webhook.WithDedupeSize(2))
 	body := payload(t, "push.json", nil)
 	for _, id := range []string{"a", "a", "b", "a", "c", "b", "a"} {
-		if code, msg := send(t, srv.URL, delivery{event: "push", id: id, body: body}); code != 200 {
+		if code, msg := send(t, url, delivery{event: "push", id: id, body: body}); code != 200 {
 			t.Fatalf("delivery %s: status %d (%s)", id, code, msg)
 		}
 	}
@@ -231,19 +224,16 @@ func TestReceiverDedupe(t *testing.T) {
 
 func TestReceiverHandlerErrorAllowsRedelivery(t *testing.T) {
 	var reported []string
-	recv, _ := webhook.New(secret, webhook.WithErrorHandler(func(e webhook.Event, err error) {
+	rec, url := recordedServer(t, "push", webhook.WithErrorHandler(func(e webhook.Event, err error) {
 		reported = append(reported, e.Delivery+": "+err.Error())
 	}))
-	rec := &recorder{err: errors.New("boom")}
-	recv.Handle("push", rec.handle)
-	srv := httptest.NewServer(recv)
-	defer srv.Close()
+	rec.err = errors.New("boom")
 	body := payload(t, "push.json", nil)
-	if code, msg := send(t, srv.URL, delivery{event: "push", id: "r", body: body}); code != 500 || strings.Contains(msg, "boom") {
+	if code, msg := send(t, url, delivery{event: "push", id: "r", body: body}); code != 500 || strings.Contains(msg, "boom") {
 		t.Errorf("failing handler: status %d (%s), want 500 without details", code, msg)
 	}
 	rec.err = nil
-	if code, _ := send(t, srv.URL, delivery{event: "push", id: "r", body: body}); code != 200 {
+	if code, _ := send(t, url, delivery{event: "push", id: "r", body: body}); code != 200 {
 		t.Errorf("redelivery: status %d, want 200", code)
 	}
 	if diff := cmp.Diff([]string{"push/r", "push/r"}, rec.deliveries()); diff != "" {
@@ -255,16 +245,9 @@ func TestReceiverHandlerErrorAllowsRedelivery(t *testing.T) {
 }
 
 func TestReceiverBodyCap(t *testing.T) {
-	recv, err := webhook.New(secret, webhook.WithMaxBodyBytes(1024))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &recorder{}
-	recv.Handle("push", rec.handle)
-	srv := httptest.NewServer(recv)
-	defer srv.Close()
+	rec, url := recordedServer(t, "push", webhook.WithMaxBodyBytes(1024))
 	big := []byte(`{"pad":"` + strings.Repeat("x", 2048) + `"}`)
-	if code, _ := send(t, srv.URL, delivery{event: "push", id: "big", body: big}); code != http.StatusRequestEntityTooLarge {
+	if code, _ := send(t, url, delivery{event: "push", id: "big", body: big}); code != http.StatusRequestEntityTooLarge {
 		t.Errorf("status = %d, want 413", code)
 	}
 
@@ -274,7 +257,7 @@ func TestReceiverBodyCap(t *testing.T) {
 		pw.Write(big)
 		pw.Close()
 	}()
-	req, _ := http.NewRequest(http.MethodPost, srv.URL, pr)
+	req, _ := http.NewRequest(http.MethodPost, url, pr)
 	req.Header.Set("X-GitHub-Event", "push")
 	req.Header.Set("X-GitHub-Delivery", "chunked")
 	req.Header.Set("X-Hub-Signature-256", sign(secret, big))
