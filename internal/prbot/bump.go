@@ -86,37 +86,10 @@ func (b *Bot) Bump(ctx context.Context, req BumpRequest) (*BumpResult, error) {
 		return nil, err
 	}
 
-	for attempt := 1; ; attempt++ {
-		data, sha, err := b.file(ctx, file, branch)
-		if err != nil {
-			return nil, err
-		}
-		if data == nil {
-			return nil, fmt.Errorf("bumping %s: the file does not exist on %s; create it (and include it from environments/%s/manifest.json) first", file, b.base, req.Env)
-		}
-		out, reason, err := applyBump(file, data, req)
-		if err != nil {
-			return nil, err
-		}
-		if out == nil {
-			res.Reason = reason
-			break
-		}
-		msg := fmt.Sprintf("Bump %s to %s in %s", containerLabel(req), req.Tag, req.Env)
-		commit, err := b.putFile(ctx, branch, file, sha, msg, out)
-		if errors.Is(err, errConflict) && attempt < maxWriteAttempts {
-			// Another bump wrote first: read its result and apply ours on top.
-			if err := sleep(ctx, time.Duration(attempt*attempt)*50*time.Millisecond); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		res.Commit, res.Changed = commit, true
-		break
+	if res.Commit, res.Reason, err = b.writeBump(ctx, file, branch, req); err != nil {
+		return nil, err
 	}
+	res.Changed = res.Commit != ""
 
 	title, body, err := b.bumpText(ctx, file, req.Env, branch)
 	if err != nil {
@@ -147,6 +120,39 @@ func (b *Bot) Bump(ctx context.Context, req BumpRequest) (*BumpResult, error) {
 		b.deleteBranch(ctx, branch)
 	}
 	return res, err
+}
+
+// writeBump applies req to file on branch and commits it, re-reading and
+// re-applying when another bump wrote the file first. It returns the new
+// commit, or "" and the reason when the file already says what req says
+// (or something newer).
+func (b *Bot) writeBump(ctx context.Context, file, branch string, req BumpRequest) (commit, reason string, err error) {
+	for attempt := 1; ; attempt++ {
+		data, sha, err := b.file(ctx, file, branch)
+		if err != nil {
+			return "", "", err
+		}
+		if data == nil {
+			return "", "", fmt.Errorf("bumping %s: the file does not exist on %s; create it (and include it from environments/%s/manifest.json) first", file, b.base, req.Env)
+		}
+		out, reason, err := applyBump(file, data, req)
+		if err != nil || out == nil {
+			return "", reason, err
+		}
+		msg := fmt.Sprintf("Bump %s to %s in %s", containerLabel(req), req.Tag, req.Env)
+		commit, err := b.putFile(ctx, branch, file, sha, msg, out)
+		if errors.Is(err, errConflict) && attempt < maxWriteAttempts {
+			// Another bump wrote first: read its result and apply ours on top.
+			if err := sleep(ctx, time.Duration(attempt*attempt)*50*time.Millisecond); err != nil {
+				return "", "", err
+			}
+			continue
+		}
+		if err != nil {
+			return "", "", err
+		}
+		return commit, "", nil
+	}
 }
 
 func (r BumpRequest) validate() error {
