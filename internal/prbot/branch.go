@@ -63,24 +63,26 @@ func (b *Bot) writeBranch(ctx context.Context, branch, baseSHA string, files map
 		changed = changed || wrote
 	}
 	for _, name := range sortedKeys(revert) {
-		base, _, err := b.file(ctx, name, baseSHA)
-		if err != nil {
-			return false, err
-		}
-		if base == nil {
-			if err := b.deleteFile(ctx, branch, name, message); err != nil {
-				return false, err
-			}
-			changed = true
-			continue
-		}
-		wrote, err := b.ensureFile(ctx, branch, name, base, message)
+		wrote, err := b.restoreFile(ctx, branch, baseSHA, name, message)
 		if err != nil {
 			return false, err
 		}
 		changed = changed || wrote
 	}
 	return changed, nil
+}
+
+// restoreFile puts name on branch back to what it is at baseSHA, deleting
+// it when the base has no such file. It reports whether it wrote.
+func (b *Bot) restoreFile(ctx context.Context, branch, baseSHA, name, message string) (bool, error) {
+	base, _, err := b.file(ctx, name, baseSHA)
+	if err != nil {
+		return false, err
+	}
+	if base == nil {
+		return true, b.deleteFile(ctx, branch, name, message)
+	}
+	return b.ensureFile(ctx, branch, name, base, message)
 }
 
 // ensureFile writes content to name on branch unless it is already there,
@@ -102,6 +104,7 @@ func (b *Bot) ensureFile(ctx context.Context, branch, name string, content []byt
 	}
 }
 
+// deleteFile removes name from branch (nothing to do if it is not there).
 func (b *Bot) deleteFile(ctx context.Context, branch, name, message string) error {
 	_, sha, err := b.file(ctx, name, branch)
 	if err != nil || sha == "" {
@@ -122,6 +125,7 @@ func blobSHA(content []byte) string {
 	return fmt.Sprintf("%x", h.Sum(nil))
 }
 
+// sortedKeys returns the keys of m in order.
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

@@ -92,6 +92,15 @@ func ParseConfig(data []byte) (*Config, error) {
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
 		return nil, fmt.Errorf("parsing prbot config: %w", err)
 	}
+	c.defaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// defaults fills in what the configuration leaves out (see prbot serve --help).
+func (c *Config) defaults() {
 	if c.Base == "" {
 		c.Base = "main"
 	}
@@ -113,6 +122,10 @@ func ParseConfig(data []byte) (*Config, error) {
 	if c.Resync == nil {
 		c.Resync = &config.Duration{Duration: 10 * time.Minute}
 	}
+}
+
+// validate reports every problem of a defaulted configuration together.
+func (c *Config) validate() error {
 	var errs []string
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
 	g := c.GitHub
@@ -148,7 +161,7 @@ func ParseConfig(data []byte) (*Config, error) {
 		bad("locks needs server and tokenFile")
 	}
 	if len(errs) > 0 {
-		return nil, errors.New("invalid prbot config: " + strings.Join(errs, "; "))
+		return errors.New("invalid prbot config: " + strings.Join(errs, "; "))
 	}
-	return &c, nil
+	return nil
 }
