@@ -35,7 +35,9 @@
 // planHash is "sha256:" + the hex sha256 of the JSON array of changes sorted
 // by target, namespace, kind, name and container (see Hash); approval binds
 // to it. Changes a deploy lock at <lockPath>/<target>/<service> forbids are
-// listed under "blocked" and are not part of the hash.
+// listed under "blocked" and are not part of the hash. Locks cost one
+// LockChecker.Blocking call per changed target and service, or, when the
+// LockChecker is also a LockLister, one BlockingWithin call per target.
 //
 // # Apply
 //

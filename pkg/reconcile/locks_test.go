@@ -2,15 +2,19 @@ package reconcile_test
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -30,13 +34,17 @@ func (m *memLocks) Blocking(_ context.Context, path, lockType string) ([]string,
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []string
-	for p, msg := range m.locks {
+	var paths []string
+	for p := range m.locks {
 		if path == p || strings.HasPrefix(path, p+"/") {
-			out = append(out, msg)
+			paths = append(paths, p)
 		}
 	}
-	slices.Sort(out)
+	slices.Sort(paths) // shortest prefix first, as pkg/lock reports them
+	var out []string
+	for _, p := range paths {
+		out = append(out, m.locks[p])
+	}
 	return out, nil
 }
 
@@ -170,5 +178,94 @@ func TestLocksWithLockService(t *testing.T) {
 	after, err := svcs.List(ctx, "apps/prod/t1")
 	if err != nil || len(after) != 1 {
 		t.Errorf("locks after apply: %v, %v; want only the incident", after, err)
+	}
+}
+
+// listingLocks adds LockLister to memLocks and counts the calls of each kind.
+type listingLocks struct {
+	*memLocks
+	blocking, within atomic.Int32
+}
+
+func (l *listingLocks) Blocking(ctx context.Context, path, lockType string) ([]string, error) {
+	l.blocking.Add(1)
+	return l.memLocks.Blocking(ctx, path, lockType)
+}
+
+func (l *listingLocks) BlockingWithin(_ context.Context, prefix, _ string) (map[string][]string, error) {
+	l.within.Add(1)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string][]string{}
+	for p, msg := range l.locks {
+		if prefix == p || strings.HasPrefix(prefix, p+"/") || strings.HasPrefix(p, prefix+"/") {
+			out[p] = append(out[p], msg)
+		}
+	}
+	return out, nil
+}
+
+var _ reconcile.LockLister = (*listingLocks)(nil)
+
+// TestPlanLocksBatched: a LockChecker that is also a LockLister is asked once
+// per target, however many services change, and blocks exactly what
+// per-service Blocking calls block.
+func TestPlanLocksBatched(t *testing.T) {
+	nsA, nsB := env.Namespace(t), env.Namespace(t)
+	var services []manifest.Service
+	for i := range 12 {
+		name := fmt.Sprintf("s%d", i)
+		services = append(services, svc(name, [3]string{name, "2", ""}))
+		for _, ns := range []string{nsA, nsB} {
+			createDeployment(t, env.Clientset, ns, name, name, 0, pod{containers: [][2]string{{"app", "reg.example.com/" + name + ":1"}}})
+		}
+	}
+	req := reconcile.Request{Environment: environment(services...), Revision: "r",
+		Targets: []reconcile.Target{target("t1", nsA), target("t2", nsB)}, LockPath: "apps/prod"}
+	table := map[string]string{
+		"apps/prod/t1/s1":  "An incident on s1",
+		"apps/prod/t1/s10": "An automation run on s10",
+		"apps/prod/t1/s1x": "a lock on s1x, not a prefix of s1",
+		"apps/prod/t2":     "A freeze of t2",
+		"apps":             "An automation lock on apps (allows deploys in real life; blocks here)",
+		"apps/staging/t1":  "another environment",
+	}
+	plain := &memLocks{locks: maps.Clone(table)}
+	batched := &listingLocks{memLocks: &memLocks{locks: maps.Clone(table)}}
+
+	want := mustPlan(t, newReconciler(t, reconcile.WithLocks(plain, nil)), req)
+	got := mustPlan(t, newReconciler(t, reconcile.WithLocks(batched, nil)), req)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("plan with a LockLister differs from per-service Blocking (-want +got):\n%s", diff)
+	}
+	if len(got.Blocked) != 24 || len(got.Changes) != 0 {
+		t.Errorf("%d blocked, %d changes; want all 24 blocked (apps blocks everything)", len(got.Blocked), len(got.Changes))
+	}
+	byService := map[string]int{}
+	for _, b := range got.Blocked {
+		if b.Target == "t1" {
+			byService[b.Service] = len(b.Locks)
+		}
+	}
+	if byService["s1"] != 2 || byService["s10"] != 2 || byService["s2"] != 1 {
+		t.Errorf("locks per t1 service %v; want s1 and s10 two (apps and their own), s2 one", byService)
+	}
+	if n, m := batched.within.Load(), batched.blocking.Load(); n != 2 || m != 0 {
+		t.Errorf("BlockingWithin called %d times and Blocking %d; want 2 (one per target) and 0", n, m)
+	}
+
+	delete(plain.locks, "apps")
+	delete(batched.locks, "apps")
+	want = mustPlan(t, newReconciler(t, reconcile.WithLocks(plain, nil)), req)
+	got = mustPlan(t, newReconciler(t, reconcile.WithLocks(batched, nil)), req)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("plan with a LockLister differs from per-service Blocking (-want +got):\n%s", diff)
+	}
+	var blocked []string
+	for _, b := range got.Blocked {
+		blocked = append(blocked, b.Target+"/"+b.Service)
+	}
+	if len(blocked) != 14 || !slices.Contains(blocked, "t1/s1") || !slices.Contains(blocked, "t1/s10") || slices.Contains(blocked, "t1/s11") {
+		t.Errorf("blocked %v; want t1/s1, t1/s10 and all 12 of t2", blocked)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -301,42 +303,31 @@ func (r *Reconciler) desired(b binding, res map[imageKey]resolution) (string, st
 	return want.String(), ""
 }
 
-// block moves changes that a deploy lock forbids from p.Changes to p.Blocked,
-// asking once per target and service, at most r.o.concurrency at a time.
+// block moves changes that a deploy lock forbids from p.Changes to p.Blocked.
+// With a LockLister it asks once per target; else once per target and
+// service. Either way at most r.o.concurrency queries run at a time.
 func (r *Reconciler) block(ctx context.Context, prefix string, p *Plan) error {
 	if r.o.locks == nil || len(p.Changes) == 0 {
 		return nil
 	}
 	pathOf := func(c Change) string { return lockPath(prefix, lockSegment(c.Target), lockSegment(c.Service)) }
 	var paths []string
-	msgs := map[string][]string{}
+	seen := map[string]bool{}
 	for _, c := range p.Changes {
-		if _, ok := msgs[pathOf(c)]; !ok {
-			msgs[pathOf(c)] = nil
-			paths = append(paths, pathOf(c))
+		if path := pathOf(c); !seen[path] {
+			seen[path] = true
+			paths = append(paths, path)
 		}
 	}
-	found := make([][]string, len(paths))
-	errs := make([]error, len(paths))
-	sem := make(chan struct{}, r.o.concurrency)
-	var wg sync.WaitGroup
-	for i, path := range paths {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			found[i], errs[i] = r.o.locks.Blocking(ctx, path, LockTypeDeploy)
-			if errs[i] != nil {
-				errs[i] = fmt.Errorf("checking locks at %s: %w", path, errs[i])
-			}
-		}()
+	var msgs map[string][]string
+	var err error
+	if l, ok := r.o.locks.(LockLister); ok {
+		msgs, err = r.locksWithin(ctx, l, prefix, p.Changes, paths)
+	} else {
+		msgs, err = r.locksAt(ctx, paths)
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return err
-	}
-	for i, path := range paths {
-		msgs[path] = found[i]
 	}
 	kept := p.Changes[:0]
 	for _, c := range p.Changes {
@@ -348,6 +339,73 @@ func (r *Reconciler) block(ctx context.Context, prefix string, p *Plan) error {
 	}
 	p.Changes = kept
 	return nil
+}
+
+// locksAt asks the LockChecker about each path.
+func (r *Reconciler) locksAt(ctx context.Context, paths []string) (map[string][]string, error) {
+	found := make([][]string, len(paths))
+	err := forEach(len(paths), r.o.concurrency, func(i int) error {
+		var err error
+		if found[i], err = r.o.locks.Blocking(ctx, paths[i], LockTypeDeploy); err != nil {
+			return fmt.Errorf("checking locks at %s: %w", paths[i], err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]string, len(paths))
+	for i, path := range paths {
+		out[path] = found[i]
+	}
+	return out, nil
+}
+
+// locksWithin asks l once per target of changes for every lock at, above and
+// beneath <prefix>/<target>, and picks each path's locks from the answer.
+func (r *Reconciler) locksWithin(ctx context.Context, l LockLister, prefix string, changes []Change, paths []string) (map[string][]string, error) {
+	var targets []string
+	for _, c := range changes {
+		if t := lockPath(prefix, lockSegment(c.Target)); !slices.Contains(targets, t) {
+			targets = append(targets, t)
+		}
+	}
+	within := make([]map[string][]string, len(targets))
+	err := forEach(len(targets), r.o.concurrency, func(i int) error {
+		var err error
+		if within[i], err = l.BlockingWithin(ctx, targets[i], LockTypeDeploy); err != nil {
+			return fmt.Errorf("checking locks within %s: %w", targets[i], err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	all := map[string][]string{}
+	for _, m := range within {
+		maps.Copy(all, m)
+	}
+	out := make(map[string][]string, len(paths))
+	for _, path := range paths {
+		out[path] = covering(all, path)
+	}
+	return out, nil
+}
+
+// forEach runs fn(0) … fn(n-1), at most limit at a time, and joins their errors.
+func forEach(n, limit int, fn func(i int) error) error {
+	errs := make([]error, n)
+	sem := make(chan struct{}, max(1, limit))
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = fn(i)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // lockSegment makes a target or service name a valid lock path segment
