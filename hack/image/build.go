@@ -113,6 +113,37 @@ type built []v1.Image
 
 // build compiles the binaries for every platform and assembles the images.
 func build(ctx context.Context, o options) (built, error) {
+	dir, err := os.MkdirTemp("", "stagehand-image-")
+	if err != nil {
+		return nil, fmt.Errorf("creating build dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	bins, err := compile(ctx, o, dir)
+	if err != nil {
+		return nil, err
+	}
+	return assemble(ctx, o, bins)
+}
+
+// compile builds every binary for every platform into dir: bins[i][j] is
+// binaries[j] for o.platforms[i].
+func compile(ctx context.Context, o options, dir string) ([][]string, error) {
+	bins := make([][]string, len(o.platforms))
+	for i, p := range o.platforms {
+		for _, bin := range binaries {
+			out := filepath.Join(dir, p.OS+"-"+p.Architecture, bin)
+			if err := goBuild(ctx, o.module, "./cmd/"+bin, p, out); err != nil {
+				return nil, err
+			}
+			bins[i] = append(bins[i], out)
+		}
+	}
+	return bins, nil
+}
+
+// assemble makes one image per platform from the compiled binaries. The same
+// binaries and options always give the same digests.
+func assemble(ctx context.Context, o options, bins [][]string) (built, error) {
 	var base v1.Layer
 	if o.base == "" {
 		certs, err := os.ReadFile(o.caCerts)
@@ -123,23 +154,14 @@ func build(ctx context.Context, o options) (built, error) {
 			return nil, err
 		}
 	}
-	dir, err := os.MkdirTemp("", "stagehand-image-")
-	if err != nil {
-		return nil, fmt.Errorf("creating build dir: %w", err)
-	}
-	defer os.RemoveAll(dir)
 	var imgs built
-	for _, p := range o.platforms {
+	for i, p := range o.platforms {
 		img, err := baseImage(ctx, o, p, base)
 		if err != nil {
 			return nil, err
 		}
-		for _, bin := range binaries {
-			out := filepath.Join(dir, p.OS+"-"+p.Architecture, bin)
-			if err := goBuild(ctx, o.module, "./cmd/"+bin, p, out); err != nil {
-				return nil, err
-			}
-			l, err := binaryLayer(out, "/"+bin, o.created)
+		for j, bin := range binaries {
+			l, err := binaryLayer(bins[i][j], "/"+bin, o.created)
 			if err != nil {
 				return nil, err
 			}
