@@ -114,7 +114,8 @@ func webRoot(apiURL string) string {
 	return u.Scheme + "://" + u.Host + strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/api/v3")
 }
 
-// bot builds the GitHub client (through internal/github) and the bot.
+// bot builds the GitHub client (through internal/github), the lock checker
+// and the bot.
 func (f *botFlags) bot(d prbotDeps, extra ...prbot.Option) (*prbot.Bot, error) {
 	if f.output != "text" && f.output != "json" {
 		return nil, usagef("invalid --output %q: want text or json", f.output)
@@ -130,7 +131,31 @@ func (f *botFlags) bot(d prbotDeps, extra ...prbot.Option) (*prbot.Bot, error) {
 	if apiURL == "https://api.github.com" {
 		apiURL = ""
 	}
-	gcfg := config.GitHub{APIURL: apiURL, Owner: owner, Repo: name}
+	gh, err := f.github(d, config.GitHub{APIURL: apiURL, Owner: owner, Repo: name})
+	if err != nil {
+		return nil, err
+	}
+	web := f.webURL
+	if web == "" {
+		web = webRoot(apiURL)
+	}
+	bopts := []prbot.Option{prbot.WithBase(f.base), prbot.WithRoot(f.root), prbot.WithWebURL(web), prbot.WithClock(d.now)}
+	if f.upstreamOwner != "" {
+		bopts = append(bopts, prbot.WithUpstreamOwner(f.upstreamOwner))
+	}
+	locks, err := f.locks(d)
+	if err != nil {
+		return nil, err
+	}
+	if locks != nil {
+		bopts = append(bopts, prbot.WithLocks(locks))
+	}
+	return prbot.New(gh.REST(), owner, name, append(bopts, extra...)...)
+}
+
+// github connects to the repository of gcfg with the GitHub App flags, a
+// --token-file or $GITHUB_TOKEN, in that order.
+func (f *botFlags) github(d prbotDeps, gcfg config.GitHub) (*ghclient.Client, error) {
 	var opts []ghclient.Option
 	switch {
 	case f.appID != 0 || f.installationID != 0 || f.privateKeyFile != "":
@@ -149,34 +174,28 @@ func (f *botFlags) bot(d prbotDeps, extra ...prbot.Option) (*prbot.Bot, error) {
 	default:
 		return nil, usagef("no GitHub credentials: pass --token-file, set $GITHUB_TOKEN, or use --app-id/--installation-id/--private-key-file")
 	}
-	gh, err := ghclient.New(gcfg, opts...)
-	if err != nil {
-		return nil, err
-	}
-	web := f.webURL
-	if web == "" {
-		web = webRoot(apiURL)
-	}
-	bopts := []prbot.Option{prbot.WithBase(f.base), prbot.WithRoot(f.root), prbot.WithWebURL(web), prbot.WithClock(d.now)}
-	if f.upstreamOwner != "" {
-		bopts = append(bopts, prbot.WithUpstreamOwner(f.upstreamOwner))
-	}
+	return ghclient.New(gcfg, opts...)
+}
+
+// locks is the reconciler's lock API at --lock-server (or
+// $STAGEHAND_SERVER); nil when neither is set: no lock checks.
+func (f *botFlags) locks(d prbotDeps) (prbot.LockChecker, error) {
 	server := f.lockServer
 	if server == "" {
 		server = d.env("STAGEHAND_SERVER")
 	}
-	if server != "" {
-		token, err := apiToken(d.lookup, f.lockTokenFile, "--lock-token-file", "--lock-server")
-		if err != nil {
-			return nil, err
-		}
-		lc, err := lock.NewClient(server, token)
-		if err != nil {
-			return nil, usagef("--lock-server: %v", err)
-		}
-		bopts = append(bopts, prbot.WithLocks(prbot.LockClient(lc)))
+	if server == "" {
+		return nil, nil
 	}
-	return prbot.New(gh.REST(), owner, name, append(bopts, extra...)...)
+	token, err := apiToken(d.lookup, f.lockTokenFile, "--lock-token-file", "--lock-server")
+	if err != nil {
+		return nil, err
+	}
+	lc, err := lock.NewClient(server, token)
+	if err != nil {
+		return nil, usagef("--lock-server: %v", err)
+	}
+	return prbot.LockClient(lc), nil
 }
 
 // ownedFile is the file an upstream repository owns by the ownership
@@ -392,50 +411,20 @@ The config file is strict YAML (unknown keys are errors); secrets come from file
 	return cmd
 }
 
-func runServe(ctx context.Context, c *prbot.Config, log interface {
+// serveLogger is what prbot serve logs through (fluxcd's runtime logger in the binary).
+type serveLogger interface {
 	Info(string, ...any)
 	Error(error, string, ...any)
-}, d prbotDeps) error {
-	f := botFlags{repo: c.GitHub.Owner + "/" + c.GitHub.Repo, githubURL: c.GitHub.APIURL, webURL: c.WebURL, tokenFile: c.GitHub.TokenFile,
-		base: c.Base, root: c.Root, upstreamOwner: c.UpstreamOwner, output: "text"}
-	if a := c.GitHub.App; a != nil {
-		f.appID, f.installationID, f.privateKeyFile = a.AppID, a.InstallationID, a.PrivateKeyFile
-	}
-	if c.Locks != nil {
-		f.lockServer, f.lockTokenFile = c.Locks.Server, c.Locks.TokenFile
-	}
-	if f.githubURL == "" {
-		f.githubURL = "https://api.github.com" // the config, not the environment, decides
-	}
-	b, err := f.bot(d, prbot.WithMergeMethod(c.Merge.Method), prbot.WithRequiredChecks(c.Merge.RequiredChecks...), prbot.WithHistoryDepth(c.HistoryDepth))
+}
+
+// runServe evaluates promotions and serves webhooks until ctx ends or
+// an interrupt arrives, then shuts the HTTP server down.
+func runServe(ctx context.Context, c *prbot.Config, log serveLogger, d prbotDeps) error {
+	srv, handler, err := newServe(c, log, d)
 	if err != nil {
 		return err
 	}
-	secret, err := readSecret(c.GitHub.WebhookSecretFile, "github.webhookSecretFile")
-	if err != nil {
-		return err
-	}
-	srv, err := prbot.NewServer(b, prbot.WithResync(c.Resync.Duration), prbot.WithResultHandler(func(r *prbot.PromoteResult, err error) {
-		if err != nil {
-			log.Error(err, "evaluating a promotion failed")
-			return
-		}
-		log.Info("promotion evaluated", "from", r.From, "to", r.To, "action", r.Action, "pr", r.PR, "merged", r.Merged, "reason", r.Reason)
-	}))
-	if err != nil {
-		return err
-	}
-	rcv, err := webhook.New(secret, webhook.WithErrorHandler(func(e webhook.Event, err error) {
-		log.Error(err, "handling a webhook failed", "event", e.Type, "delivery", e.Delivery)
-	}))
-	if err != nil {
-		return err
-	}
-	srv.Register(rcv)
-	mux := http.NewServeMux()
-	mux.Handle("POST "+c.WebhookPath, rcv)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	hs := &http.Server{Addr: c.Listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Addr: c.Listen, Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
@@ -448,7 +437,7 @@ func runServe(ctx context.Context, c *prbot.Config, log interface {
 		}
 		errc <- nil
 	}()
-	log.Info("prbot serving", "listen", c.Listen, "webhook", c.WebhookPath, "repo", f.repo, "base", c.Base)
+	log.Info("prbot serving", "listen", c.Listen, "webhook", c.WebhookPath, "repo", c.GitHub.Owner+"/"+c.GitHub.Repo, "base", c.Base)
 	var first error
 	select {
 	case <-ctx.Done():
@@ -462,4 +451,50 @@ func runServe(ctx context.Context, c *prbot.Config, log interface {
 		first = <-errc
 	}
 	return first
+}
+
+// newServe builds prbot serve from its configuration: the bot, the
+// promotion server logging each evaluation, and the HTTP handler with the
+// verified webhook receiver and /healthz.
+func newServe(c *prbot.Config, log serveLogger, d prbotDeps) (*prbot.Server, http.Handler, error) {
+	f := botFlags{repo: c.GitHub.Owner + "/" + c.GitHub.Repo, githubURL: c.GitHub.APIURL, webURL: c.WebURL, tokenFile: c.GitHub.TokenFile,
+		base: c.Base, root: c.Root, upstreamOwner: c.UpstreamOwner, output: "text"}
+	if a := c.GitHub.App; a != nil {
+		f.appID, f.installationID, f.privateKeyFile = a.AppID, a.InstallationID, a.PrivateKeyFile
+	}
+	if c.Locks != nil {
+		f.lockServer, f.lockTokenFile = c.Locks.Server, c.Locks.TokenFile
+	}
+	if f.githubURL == "" {
+		f.githubURL = "https://api.github.com" // the config, not the environment, decides
+	}
+	b, err := f.bot(d, prbot.WithMergeMethod(c.Merge.Method), prbot.WithRequiredChecks(c.Merge.RequiredChecks...), prbot.WithHistoryDepth(c.HistoryDepth))
+	if err != nil {
+		return nil, nil, err
+	}
+	secret, err := readSecret(c.GitHub.WebhookSecretFile, "github.webhookSecretFile")
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := prbot.NewServer(b, prbot.WithResync(c.Resync.Duration), prbot.WithResultHandler(func(r *prbot.PromoteResult, err error) {
+		if err != nil {
+			log.Error(err, "evaluating a promotion failed")
+			return
+		}
+		log.Info("promotion evaluated", "from", r.From, "to", r.To, "action", r.Action, "pr", r.PR, "merged", r.Merged, "reason", r.Reason)
+	}))
+	if err != nil {
+		return nil, nil, err
+	}
+	rcv, err := webhook.New(secret, webhook.WithErrorHandler(func(e webhook.Event, err error) {
+		log.Error(err, "handling a webhook failed", "event", e.Type, "delivery", e.Delivery)
+	}))
+	if err != nil {
+		return nil, nil, err
+	}
+	srv.Register(rcv)
+	mux := http.NewServeMux()
+	mux.Handle("POST "+c.WebhookPath, rcv)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	return srv, mux, nil
 }
