@@ -55,6 +55,8 @@ var (
 // serviceBackend runs the lock rules in this process.
 type serviceBackend struct{ *lock.Service }
 
+// Lock takes req's lock, turning a relative --duration into an expiry by
+// the service's clock (the REST server does the same on its side).
 func (s serviceBackend) Lock(ctx context.Context, req lock.LockRequest) (lock.Lock, error) {
 	l := req.Lock
 	if req.Duration != "" {

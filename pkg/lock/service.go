@@ -50,8 +50,9 @@ func (s *Service) Now() time.Time { return s.now() }
 const maxAttempts = 10
 
 // Lock takes the lock l at exactly l.Path. It first checks every proper prefix
-// of the path for a lock that blocks l.Type, then creates the lock atomically;
-// an expired lock at the path is replaced. If the path is locked, the error is
+// of the path for a lock that blocks l.Type, then creates the lock atomically
+// and checks the prefixes again, withdrawing the new lock if a blocking one
+// appeared meanwhile (see confirm); an expired lock at the path is replaced. If the path is locked, the error is
 // a *LockedError. CreatedAt and UpdatedAt are set from the clock; ExpiresAt
 // is rounded up to a whole second.
 func (s *Service) Lock(ctx context.Context, l Lock) (Lock, error) {
