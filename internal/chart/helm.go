@@ -10,11 +10,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
 // Helm runs one helm binary.
@@ -125,25 +126,8 @@ func Dir() (string, error) {
 	return filepath.Join(root, "charts", "stagehand"), nil
 }
 
-// RepoRoot walks up from the working directory to the directory holding the
-// Stagehand module's go.mod.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("finding repository root: %w", err)
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.HasPrefix(string(b), "module github.com/stagehand-gitops/stagehand\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("finding repository root: no go.mod of github.com/stagehand-gitops/stagehand above the working directory")
-		}
-		dir = parent
-	}
-}
+// RepoRoot is testenv.RepoRoot: the directory holding the Stagehand module's go.mod.
+func RepoRoot() (string, error) { return testenv.RepoRoot() }
 
 // Install runs `helm install` of the chart in dir as release into namespace
 // of the cluster in kubeconfig, and returns helm's output (with the notes).

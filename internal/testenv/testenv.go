@@ -238,7 +238,7 @@ func binaries(ctx context.Context) (string, error) {
 	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" && have(d) {
 		return d, nil
 	}
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
@@ -254,9 +254,10 @@ func binaries(ctx context.Context) (string, error) {
 	return dir, nil
 }
 
-// repoRoot walks up from the working directory to the directory holding this
-// module's go.mod.
-func repoRoot() (string, error) {
+// RepoRoot walks up from the working directory to the directory holding the
+// Stagehand module's go.mod: tests and the demo find bin/, charts/ and
+// examples/ from there.
+func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", fmt.Errorf("finding repository root: %w", err)
