@@ -86,7 +86,12 @@ func (r *Reconciler) Apply(ctx context.Context, req Request, planHash string, op
 
 	// Events are written beside the patches, not in their slots: a patch
 	// never waits for the previous workload's Event, and the Events finish
-	// while rollouts are being waited for.
+	// while rollouts are being waited for. All are written before Apply
+	// returns. client-go's broadcasters are no faster and cannot promise
+	// that: tools/record writes one Event at a time, tools/events one
+	// goroutine per Event, both drop beyond 1,000 queued and neither can be
+	// flushed. (An Event is an API write like a patch; when the API server is
+	// the bottleneck, no way of sending them hides their cost.)
 	var events sync.WaitGroup
 	defer events.Wait()
 	evSem := make(chan struct{}, r.o.concurrency)

@@ -2,12 +2,14 @@ package reconcile_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/events"
 	"github.com/go-logr/logr/funcr"
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -15,6 +17,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -53,5 +56,43 @@ func TestApplyEventsThroughFluxRecorder(t *testing.T) {
 	}
 	if ev := got[0]; ev.Reason != "Deploying" || !strings.Contains(ev.Message, "feedbeef") || ev.InvolvedObject.Kind != "Deployment" {
 		t.Errorf("event: reason %q kind %q message %q; want Deploying on the Deployment naming the revision", ev.Reason, ev.InvolvedObject.Kind, ev.Message)
+	}
+}
+
+// TestApplyOneEventPerWorkloadBeforeReturn applies 40 workloads and lists
+// the Events the moment Apply returns, without waiting: each workload has
+// exactly one Deploying Event, so none is written late or twice.
+func TestApplyOneEventPerWorkloadBeforeReturn(t *testing.T) {
+	const n = 40
+	ns := env.Namespace(t)
+	var services []manifest.Service
+	for i := range n {
+		name := fmt.Sprintf("w%02d", i)
+		createDeployment(t, env.Clientset, ns, name, name, 0, pod{containers: [][2]string{{"app", "reg.example.com/" + name + ":1"}}})
+		services = append(services, svc(name, [3]string{name, "2", ""}))
+	}
+	req := reconcile.Request{Environment: environment(services...), Revision: "cafe", Targets: []reconcile.Target{target("a", ns)}}
+	r := newReconciler(t, reconcile.WithRolloutTimeout(0), reconcile.WithConcurrency(4))
+	p := mustPlan(t, r, req)
+	res, err := r.Apply(context.Background(), req, p.PlanHash)
+	if err != nil || len(res.Workloads) != n {
+		t.Fatalf("Apply: %v, %d workloads; want %d", err, len(res.Workloads), n)
+	}
+	l, err := env.Clientset.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, ev := range l.Items {
+		if ev.Reason == "Deploying" && ev.InvolvedObject.Kind == "Deployment" && ev.Annotations[reconcile.RevisionAnnotation] == "cafe" {
+			got[ev.InvolvedObject.Name]++
+		}
+	}
+	want := map[string]int{}
+	for _, s := range services {
+		want[s.Name] = 1
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Deploying Events per workload right after Apply (-want +got):\n%s", diff)
 	}
 }
