@@ -277,6 +277,7 @@ func (c *Config) Validate() error {
 	if msgs := validation.IsQualifiedName(c.Workloads.SelectorLabel); len(msgs) > 0 {
 		bad("workloads.selectorLabel", "invalid label key %q: %s", c.Workloads.SelectorLabel, strings.Join(msgs, "; "))
 	}
+	c.validateServer(bad)
 	return errors.Join(errs...)
 }
 

@@ -1,0 +1,45 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestServerAndState(t *testing.T) {
+	type out struct {
+		Server Server
+		State  State
+	}
+	for _, tc := range []struct {
+		name, yaml string
+		want       out
+		err        string
+	}{
+		{name: "defaults", yaml: "{}", want: out{Server{Listen: ":8080"}, State{Namespace: "stagehand"}}},
+		{name: "state follows locks", yaml: "locks: {namespace: ops}", want: out{Server{Listen: ":8080"}, State{Namespace: "ops"}}},
+		{name: "own", yaml: "server: {listen: '127.0.0.1:9090', apiTokenFile: /s/token}\nstate: {namespace: deploys, kubeconfig: /k, context: c}",
+			want: out{Server{Listen: "127.0.0.1:9090", APITokenFile: "/s/token"}, State{Namespace: "deploys", Kubeconfig: "/k", Context: "c"}}},
+		{name: "listen without port", yaml: "server: {listen: localhost}", err: `server.listen: "localhost" is not host:port`},
+		{name: "listen bad port", yaml: "server: {listen: ':http'}", err: `server.listen: ":http": want a port from 0 to 65535`},
+		{name: "bad namespace", yaml: "state: {namespace: Stage_Hand}", err: `state.namespace: invalid namespace "Stage_Hand"`},
+		{name: "unknown key", yaml: "server: {port: 80}", err: `unknown field "port"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(tc.yaml))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, out{c.Server, c.State}); diff != "" {
+				t.Errorf("server and state (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
