@@ -24,7 +24,7 @@ import (
 // (no controller runs in this package's control plane, so the Deployment's
 // rollout never finishes), a manifests checkout and a config pointing at them.
 type planWorld struct {
-	ns, dir, config string
+	ns, lockNS, dir, config string
 }
 
 func newPlanWorld(t *testing.T) *planWorld {
@@ -54,7 +54,7 @@ func newPlanWorld(t *testing.T) *planWorld {
 	if _, err := env.Clientset.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	w := &planWorld{ns: ns, dir: t.TempDir()}
+	w := &planWorld{ns: ns, lockNS: lockNS, dir: t.TempDir()}
 	w.writeManifest(t, "2", "2")
 	w.config = filepath.Join(t.TempDir(), "reconciler.yaml")
 	cfg := `
