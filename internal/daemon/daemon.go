@@ -39,7 +39,7 @@ type Daemon struct {
 	source   *gitsource.Source
 	rec      *reconcile.Reconciler
 	targets  map[string][]reconcile.Target
-	locks    http.Handler
+	locks    *lock.Handler
 	lockSvc  *lock.Service
 	webhook  *webhook.Receiver
 	token    string

@@ -41,9 +41,9 @@ func (d *Daemon) Handler() http.Handler {
 	api.HandleFunc("POST /api/v1/environments/{env}/approve", d.decisionHandler(true))
 	api.HandleFunc("POST /api/v1/environments/{env}/reject", d.decisionHandler(false))
 	if d.locks != nil {
-		api.Handle("/api/v1/locks", d.locks)
-		api.Handle("/api/v1/locks/", d.locks)
-		api.Handle("/api/v1/check/", d.locks)
+		for _, route := range d.locks.Routes() {
+			api.Handle(route, d.locks)
+		}
 	}
 	mux.Handle("/api/", d.authenticate(api))
 	return mux
