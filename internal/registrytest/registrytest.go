@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
@@ -21,19 +22,43 @@ import (
 // that created it.
 type Registry struct {
 	srv      *httptest.Server
+	auth     authn.Authenticator // what Push and Digest send
 	requests atomic.Int64
 	manifest atomic.Int64
 }
 
+type options struct{ user, password string }
+
+// Option configures New.
+type Option func(*options)
+
+// WithBasicAuth makes the registry answer 401 with a Basic challenge to every
+// request without these credentials. Push and Digest send them.
+func WithBasicAuth(user, password string) Option {
+	return func(o *options) { o.user, o.password = user, password }
+}
+
 // New starts a registry on loopback and closes it at t.Cleanup.
-func New(t testing.TB) *Registry {
+func New(t testing.TB, opts ...Option) *Registry {
 	t.Helper()
-	r := &Registry{}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	r := &Registry{auth: authn.Anonymous}
+	if o.user != "" {
+		r.auth = &authn.Basic{Username: o.user, Password: o.password}
+	}
 	h := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.requests.Add(1)
 		if strings.Contains(req.URL.Path, "/manifests/") {
 			r.manifest.Add(1)
+		}
+		if u, p, ok := req.BasicAuth(); o.user != "" && (!ok || u != o.user || p != o.password) {
+			w.Header().Set("WWW-Authenticate", `Basic realm="registrytest"`)
+			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
+			return
 		}
 		h.ServeHTTP(w, req)
 	}))
@@ -59,7 +84,7 @@ func (r *Registry) Push(t testing.TB, repo, tag string) string {
 	if err != nil {
 		t.Fatalf("parsing reference %q: %v", r.Ref(repo, tag), err)
 	}
-	if err := remote.Write(ref, img, remote.WithContext(t.Context())); err != nil {
+	if err := remote.Write(ref, img, remote.WithContext(t.Context()), remote.WithAuth(r.auth)); err != nil {
 		t.Fatalf("pushing %s: %v", ref, err)
 	}
 	d, err := img.Digest()
@@ -75,7 +100,7 @@ func (r *Registry) Digest(ctx context.Context, repo, tag string) (string, error)
 	if err != nil {
 		return "", fmt.Errorf("parsing reference: %w", err)
 	}
-	d, err := remote.Head(ref, remote.WithContext(ctx))
+	d, err := remote.Head(ref, remote.WithContext(ctx), remote.WithAuth(r.auth))
 	if err != nil {
 		return "", fmt.Errorf("reading digest of %s: %w", ref, err)
 	}

@@ -80,10 +80,13 @@ func (r *registry) resolve(ctx context.Context, k imageKey) (string, error) {
 	}
 	desc, err := remote.Head(ref, opts...)
 	if err != nil && !notFound(err) {
-		// Some registries refuse HEAD or omit Docker-Content-Digest; GET always answers.
-		if d, gerr := remote.Get(ref, opts...); gerr == nil {
+		// Some registries refuse HEAD or omit Docker-Content-Digest; GET
+		// always answers, and its error has a body that says why.
+		d, gerr := remote.Get(ref, opts...)
+		if gerr == nil {
 			return d.Digest.String(), nil
 		}
+		err = gerr
 	}
 	if err != nil {
 		if notFound(err) {
