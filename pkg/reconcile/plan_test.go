@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -136,4 +137,39 @@ func TestPlanTwoTargets(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestPlanSelectorLabel maps services by a configured label key; the default
+// key then means nothing, and two manifest containers that match the same
+// pod container are ambiguous.
+func TestPlanSelectorLabel(t *testing.T) {
+	ns := env.Namespace(t)
+	relabel := func(service string) func(*appsv1.Deployment) {
+		return func(d *appsv1.Deployment) { d.Labels = map[string]string{"acme.com/service": service} }
+	}
+	createDeployment(t, env.Clientset, ns, "web-v2", "", 0, pod{containers: [][2]string{{"web", "reg.example.com/web:1"}}}, relabel("web"))
+	createDeployment(t, env.Clientset, ns, "old", "web", 0, pod{containers: [][2]string{{"web", "reg.example.com/web:1"}}}) // default key only
+	createDeployment(t, env.Clientset, ns, "pair", "", 0, pod{containers: [][2]string{{"app", "reg.example.com/team/pair:1"}}}, relabel("pair"))
+	e := environment(
+		svc("web", [3]string{"web", "2", ""}),
+		svc("pair", [3]string{"team/pair", "2", ""}, [3]string{"pair", "3", ""}),
+	)
+	r := newReconciler(t, reconcile.WithSelectorLabel("acme.com/service"))
+	p := mustPlan(t, r, reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target("a", ns)}})
+	want := []reconcile.Change{{Service: "web", Target: "a", Namespace: ns, Kind: "Deployment", Name: "web-v2", Container: "web",
+		From: "reg.example.com/web:1", To: "reg.example.com/web:2"}}
+	if diff := cmp.Diff(want, p.Changes); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+	wantProblems := []reconcile.Problem{{Service: "pair", Target: "a",
+		Message: "ambiguous image: container app of Deployment " + ns + "/pair matches both team/pair and pair"}}
+	if diff := cmp.Diff(wantProblems, p.Problems); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	if len(p.Unmanaged) != 0 {
+		t.Errorf("unmanaged %v; the default label key is not the selector here", p.Unmanaged)
+	}
+	if _, err := reconcile.New(reconcile.WithSelectorLabel("not a label")); err == nil {
+		t.Errorf("New accepted selector label %q", "not a label")
+	}
 }
