@@ -9,8 +9,9 @@ import (
 )
 
 // Checker adapts a Service to the reconciler's lock interfaces
-// (pkg/reconcile.LockChecker and LockHolder): Blocking reports the locks that
-// forbid an action at a path, Hold takes a deploy lock and keeps it fresh.
+// (pkg/reconcile.LockChecker, LockLister and LockHolder): Blocking reports the
+// locks that forbid an action at a path, BlockingWithin those of a whole
+// subtree, Hold takes a deploy lock and keeps it fresh.
 // Locks held through a Checker do not block its own Blocking calls, so a
 // reconciler applying under its deploy lock still sees every other lock; use
 // one Checker for both roles.
@@ -62,6 +63,28 @@ func (c *Checker) Blocking(ctx context.Context, path, lockType string) ([]string
 		}
 	}
 	return msgs, nil
+}
+
+// BlockingWithin returns, keyed by lock path, a message for each lock that
+// forbids an action of type lockType at prefix, at any prefix of it or
+// beneath it, except the locks this Checker holds (pkg/reconcile's optional
+// LockLister: one storage query per target instead of one per service).
+func (c *Checker) BlockingWithin(ctx context.Context, prefix, lockType string) (map[string][]string, error) {
+	t, err := ParseType(lockType)
+	if err != nil {
+		return nil, err
+	}
+	locks, err := c.svc.Within(ctx, prefix, t)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, l := range locks {
+		if !c.holdsID(l.Path, l.ID) {
+			out[l.Path] = append(out[l.Path], l.BlockingMessage(c.loc))
+		}
+	}
+	return out, nil
 }
 
 func (c *Checker) holdsID(path, id string) bool {

@@ -114,3 +114,80 @@ func testCheckerHold(t *testing.T, newService func(*testing.T, *fakeClock) *Serv
 		t.Errorf("Hold under an incident: error = %v, want *LockedError", err)
 	}
 }
+
+// lockLister is pkg/reconcile's optional LockLister (not imported: the
+// reconciler's tests import this package).
+type lockLister interface {
+	BlockingWithin(ctx context.Context, prefix, lockType string) (map[string][]string, error)
+}
+
+var _ lockLister = (*Checker)(nil)
+
+func TestCheckerBlockingWithinMemory(t *testing.T) { testCheckerBlockingWithin(t, newMemoryService) }
+
+func TestCheckerBlockingWithinKubernetes(t *testing.T) {
+	testCheckerBlockingWithin(t, newKubeService)
+}
+
+// testCheckerBlockingWithin: the subtree answer holds the locks above, at and
+// beneath the prefix that block the type, not expired ones, not ones that
+// allow it, not other subtrees, not the Checker's own; and for each path
+// beneath the prefix it agrees with Blocking.
+func testCheckerBlockingWithin(t *testing.T, newService func(*testing.T, *fakeClock) *Service) {
+	ctx := context.Background()
+	c := newFakeClock()
+	s := newService(t, c)
+	take := func(path string, typ Type, d time.Duration, allow ...Type) {
+		t.Helper()
+		l := newLock(c, path, typ, d)
+		l.Allow = allow
+		if _, err := s.Lock(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	take("apps/staging/a/expired", Automation, time.Minute)
+	c.Advance(2 * time.Minute)
+	take("apps/staging/a/chat-app", Deploy, time.Hour)
+	take("apps/staging/b", Incident, time.Hour, Deploy)
+	take("apps/production", Incident, time.Hour)
+	ch := NewChecker(s, time.UTC)
+	release, err := ch.Hold(ctx, "apps/staging/c", time.Hour, "reconciler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = release(ctx) }()
+	take("apps", Freeze, time.Hour) // last: a parent lock does not check beneath it
+
+	got, err := ch.BlockingWithin(ctx, "apps/staging", "deploy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"apps":                    {"apps is locked until Sat 31 Dec, 11:32 by a release freeze in apps."},
+		"apps/staging/a/chat-app": {"apps/staging/a/chat-app is locked until Sat 31 Dec, 11:32 by a deploy in apps/staging."},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("BlockingWithin (-want +got):\n%s", diff)
+	}
+	for _, p := range []string{"apps/staging/a/chat-app", "apps/staging/b/x", "apps/staging/c/x"} {
+		single, err := ch.Blocking(ctx, p, "deploy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fromTree []string
+		for _, k := range []string{"apps", "apps/staging/a/chat-app"} {
+			if p == k || strings.HasPrefix(p, k+"/") {
+				fromTree = append(fromTree, got[k]...)
+			}
+		}
+		if diff := cmp.Diff(single, fromTree); diff != "" {
+			t.Errorf("%s: Blocking and BlockingWithin disagree (-Blocking +BlockingWithin):\n%s", p, diff)
+		}
+	}
+	if _, err := ch.BlockingWithin(ctx, "apps//x", "deploy"); err == nil {
+		t.Error("BlockingWithin accepted an invalid path")
+	}
+	if _, err := ch.BlockingWithin(ctx, "apps", "outage"); err == nil {
+		t.Error("BlockingWithin accepted an unknown type")
+	}
+}

@@ -187,6 +187,31 @@ func (s *Service) Check(ctx context.Context, path string, t Type, recursive bool
 	return s.blocking(ctx, paths, t)
 }
 
+// Within returns the locks that forbid an action of type t at prefix, at
+// any prefix of it or anywhere beneath it: everything Check would report for
+// prefix or for a path beneath it, read with one List of the storage.
+func (s *Service) Within(ctx context.Context, prefix string, t Type) ([]Lock, error) {
+	p, err := NormalizePath(prefix)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	if err := t.Validate(); err != nil {
+		return nil, invalid(err)
+	}
+	all, err := s.storage.List(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("checking locks within %s: %w", p, err)
+	}
+	now := s.now()
+	out := []Lock{}
+	for _, l := range all {
+		if (within(p, l.Path) || within(l.Path, p)) && l.Blocks(t, now) {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
 // batchGetter is implemented by storages that read the locks at several
 // paths in one request (Kubernetes: one labelled list instead of a GET per prefix).
 type batchGetter interface {
