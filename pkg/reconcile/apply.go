@@ -51,15 +51,7 @@ func (r *Reconciler) Apply(ctx context.Context, req Request, planHash string, op
 	for _, o := range opts {
 		o(&ao)
 	}
-	var mu sync.Mutex
-	report := func(j *job, ph Phase, msg string) {
-		if ao.progress == nil {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		ao.progress(Progress{WorkloadKey: j.key, Service: j.service, Phase: ph, Message: msg})
-	}
+	rep := &reporter{fn: ao.progress}
 
 	plan, err := r.Plan(ctx, req)
 	if err != nil {
@@ -78,72 +70,97 @@ func (r *Reconciler) Apply(ctx context.Context, req Request, planHash string, op
 		return res, nil
 	}
 
-	release, err := r.holdTargets(ctx, req, jobs, report)
-	defer release()
+	release, err := r.holdTargets(ctx, req, jobs, rep.report)
+	defer release() // after the Events are written: deferred calls run last first
 	if err != nil {
 		return res, err
 	}
+	patched, eventsWritten := r.patchAll(ctx, req, jobs, rep.report)
+	defer eventsWritten()
+	r.finishRollouts(ctx, req, patched, rep.report)
+	return res, nil
+}
 
-	// Events are written beside the patches, not in their slots: a patch
-	// never waits for the previous workload's Event, and the Events finish
-	// while rollouts are being waited for. All are written before Apply
-	// returns. client-go's broadcasters are no faster and cannot promise
-	// that: tools/record writes one Event at a time, tools/events one
-	// goroutine per Event, both drop beyond 1,000 queued and neither can be
-	// flushed. (An Event is an API write like a patch; when the API server is
-	// the bottleneck, no way of sending them hides their cost.)
+// reporter passes progress to WithProgress's function, one call at a time.
+type reporter struct {
+	mu sync.Mutex
+	fn func(Progress)
+}
+
+func (p *reporter) report(j *job, ph Phase, msg string) {
+	if p.fn == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fn(Progress{WorkloadKey: j.key, Service: j.service, Phase: ph, Message: msg})
+}
+
+// patchAll patches every job that has no outcome yet (none blocked or failed
+// while locking), at most r.o.concurrency at a time, and returns the jobs
+// whose patch went through. Each of those gets its Deploying Event written
+// beside the patches; the returned wait blocks until all are written.
+//
+// Beside, not in the patch's slot: a patch never waits for the previous
+// workload's Event, and the Events finish while rollouts are waited for.
+// client-go's broadcasters are no faster and cannot promise that every Event
+// is written before Apply returns: tools/record writes one Event at a time,
+// tools/events one goroutine per Event, both drop beyond 1,000 queued and
+// neither can be flushed. (An Event is an API write like a patch; when the
+// API server is the bottleneck, no way of sending them hides their cost.)
+func (r *Reconciler) patchAll(ctx context.Context, req Request, jobs []*job, report func(*job, Phase, string)) ([]*job, func()) {
 	var events sync.WaitGroup
-	defer events.Wait()
 	evSem := make(chan struct{}, r.o.concurrency)
 	deploying := func(j *job) {
-		events.Add(1)
-		go func() {
-			defer events.Done()
+		events.Go(func() {
 			evSem <- struct{}{}
 			defer func() { <-evSem }()
 			r.event(ctx, req, j, corev1.EventTypeNormal, "Deploying",
 				fmt.Sprintf("Deploying revision %s: %s", short(req.Revision), describe(j.changes)))
-		}()
+		})
 	}
 
-	var ready []*job
-	var readyMu sync.Mutex
-	sem := make(chan struct{}, r.o.concurrency)
-	var wg sync.WaitGroup
+	var todo []*job
 	for _, j := range jobs {
-		if j.res.Outcome != "" {
-			continue // blocked or failed while locking
+		if j.res.Outcome == "" {
+			todo = append(todo, j)
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			j.start = time.Now()
-			if err := r.patchOne(ctx, req, j); err != nil {
-				finish(j, OutcomeFailed, err.Error())
-				report(j, PhaseFailed, j.res.Message)
-				return
-			}
-			if j.res.Outcome == OutcomeBlocked {
-				report(j, PhaseBlocked, j.res.Message)
-				return
-			}
-			deploying(j)
-			report(j, PhasePatched, describe(j.changes))
-			readyMu.Lock()
-			ready = append(ready, j)
-			readyMu.Unlock()
-		}()
 	}
-	wg.Wait()
+	var patched []*job
+	var mu sync.Mutex
+	_ = forEach(len(todo), r.o.concurrency, func(i int) error {
+		j := todo[i]
+		j.start = time.Now()
+		if err := r.patchOne(ctx, req, j); err != nil {
+			finish(j, OutcomeFailed, err.Error())
+			report(j, PhaseFailed, j.res.Message)
+			return nil
+		}
+		if j.res.Outcome == OutcomeBlocked {
+			report(j, PhaseBlocked, j.res.Message)
+			return nil
+		}
+		deploying(j)
+		report(j, PhasePatched, describe(j.changes))
+		mu.Lock()
+		patched = append(patched, j)
+		mu.Unlock()
+		return nil
+	})
+	return patched, events.Wait
+}
 
+// finishRollouts waits for the rollouts of the patched jobs (unless the
+// rollout timeout is zero) and records each outcome; a failed rollout gets a
+// RolloutFailed Warning Event.
+func (r *Reconciler) finishRollouts(ctx context.Context, req Request, patched []*job, report func(*job, Phase, string)) {
 	if r.o.rolloutTimeout == 0 {
-		for _, j := range ready {
+		for _, j := range patched {
 			finish(j, OutcomePatched, "rollout not waited for")
 		}
-		return res, nil
+		return
 	}
-	r.waitRollouts(ctx, ready, func(j *job, ok bool, msg string) {
+	r.waitRollouts(ctx, patched, func(j *job, ok bool, msg string) {
 		if ok {
 			finish(j, OutcomeSucceeded, msg)
 			report(j, PhaseSucceeded, msg)
@@ -153,7 +170,6 @@ func (r *Reconciler) Apply(ctx context.Context, req Request, planHash string, op
 		r.event(ctx, req, j, corev1.EventTypeWarning, "RolloutFailed", fmt.Sprintf("Rollout of revision %s failed: %s", short(req.Revision), msg))
 		report(j, PhaseFailed, msg)
 	})
-	return res, nil
 }
 
 func finish(j *job, o Outcome, msg string) {
