@@ -142,32 +142,7 @@ func (r *Reconciler) Plan(ctx context.Context, req Request) (*Plan, error) {
 		broken[svcTarget{service, target}] = true
 	}
 
-	known := map[string]bool{}
-	for _, s := range req.Environment.Services {
-		known[s.Name] = true
-	}
-	var bindings []binding
-	for _, inv := range invs {
-		t := inv.target
-		for _, w := range inv.workloads {
-			if v, ok := w.Labels[r.o.selectorLabel]; ok && !known[v] {
-				p.Unmanaged = append(p.Unmanaged, Unmanaged{Target: t.Name, Namespace: t.Namespace, Kind: w.Kind, Name: w.Name, Service: v})
-			}
-		}
-		for _, s := range req.Environment.Services {
-			if len(s.Containers) == 0 {
-				continue
-			}
-			ws := r.workloadsOf(inv, s.Name)
-			if len(ws) == 0 {
-				problem(s.Name, t.Name, "no Deployment, StatefulSet, DaemonSet or CronJob labelled %s=%s or named %s in namespace %s",
-					r.o.selectorLabel, s.Name, s.Name, t.Namespace)
-				continue
-			}
-			bindings = append(bindings, r.bind(s, t, ws, problem)...)
-		}
-	}
-
+	bindings := r.mapServices(p, invs, req.Environment.Services, problem)
 	res := r.resolveBindings(ctx, bindings)
 	for _, b := range bindings {
 		if broken[svcTarget{b.service, b.target.Name}] {
@@ -200,6 +175,37 @@ func (r *Reconciler) Plan(ctx context.Context, req Request) (*Plan, error) {
 	}
 	p.finish()
 	return p, nil
+}
+
+// mapServices binds the services' containers to workload containers in
+// every inventory, and lists in p the labelled workloads no service names.
+func (r *Reconciler) mapServices(p *Plan, invs []*inventory, services []manifest.Service, problem func(service, target, format string, a ...any)) []binding {
+	known := map[string]bool{}
+	for _, s := range services {
+		known[s.Name] = true
+	}
+	var bindings []binding
+	for _, inv := range invs {
+		t := inv.target
+		for _, w := range inv.workloads {
+			if v, ok := w.Labels[r.o.selectorLabel]; ok && !known[v] {
+				p.Unmanaged = append(p.Unmanaged, Unmanaged{Target: t.Name, Namespace: t.Namespace, Kind: w.Kind, Name: w.Name, Service: v})
+			}
+		}
+		for _, s := range services {
+			if len(s.Containers) == 0 {
+				continue
+			}
+			ws := r.workloadsOf(inv, s.Name)
+			if len(ws) == 0 {
+				problem(s.Name, t.Name, "no Deployment, StatefulSet, DaemonSet or CronJob labelled %s=%s or named %s in namespace %s",
+					r.o.selectorLabel, s.Name, s.Name, t.Namespace)
+				continue
+			}
+			bindings = append(bindings, r.bind(s, t, ws, problem)...)
+		}
+	}
+	return bindings
 }
 
 // bind matches each container of s to exactly one pod-template container in
