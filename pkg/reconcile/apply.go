@@ -70,11 +70,8 @@ func (r *Reconciler) Apply(ctx context.Context, req Request, planHash string, op
 		return res, nil
 	}
 
-	release, err := r.holdTargets(ctx, req, jobs, rep.report)
+	release := r.holdTargets(ctx, req, jobs, rep.report)
 	defer release() // after the Events are written: deferred calls run last first
-	if err != nil {
-		return res, err
-	}
 	patched, eventsWritten := r.patchAll(ctx, req, jobs, rep.report)
 	defer eventsWritten()
 	r.finishRollouts(ctx, req, patched, rep.report)
@@ -198,8 +195,8 @@ func groupJobs(p *Plan, targets []Target) []*job {
 
 // holdTargets takes the deploy lock on every target that has jobs. A target
 // already locked, or whose lock cannot be taken, has its jobs marked blocked
-// or failed. The returned release is always callable.
-func (r *Reconciler) holdTargets(ctx context.Context, req Request, jobs []*job, report func(*job, Phase, string)) (func(), error) {
+// or failed. The returned release gives back every lock taken.
+func (r *Reconciler) holdTargets(ctx context.Context, req Request, jobs []*job, report func(*job, Phase, string)) func() {
 	var releases []func(context.Context) error
 	release := func() {
 		for _, rel := range releases {
@@ -207,7 +204,7 @@ func (r *Reconciler) holdTargets(ctx context.Context, req Request, jobs []*job, 
 		}
 	}
 	if r.o.holder == nil {
-		return release, nil
+		return release
 	}
 	byTarget := map[string][]*job{}
 	var names []string
@@ -260,7 +257,7 @@ func (r *Reconciler) holdTargets(ctx context.Context, req Request, jobs []*job, 
 			j.own = own
 		}
 	}
-	return release, nil
+	return release
 }
 
 // patchOne re-checks the locks of j's service, then patches only j's
