@@ -3,6 +3,8 @@ package reconcile_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -13,8 +15,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/stagehand-gitops/stagehand/internal/registrytest"
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -160,8 +166,9 @@ func TestApplyRollsOutEveryKind(t *testing.T) {
 	}
 }
 
-// TestApplyRefusesStaleHash changes the cluster between plan and apply: the
-// apply is refused with ErrStalePlan and nothing is patched.
+// TestApplyRefusesStaleHash changes the manifest, then the cluster, between
+// plan and apply: each apply is refused with ErrStalePlan and nothing is
+// patched.
 func TestApplyRefusesStaleHash(t *testing.T) {
 	ns := env.Namespace(t)
 	createDeployment(t, env.Clientset, ns, "web", "web", 0, pod{containers: [][2]string{{"web", "reg.example.com/web:1"}}})
@@ -181,6 +188,62 @@ func TestApplyRefusesStaleHash(t *testing.T) {
 	}
 	if _, containers := deploymentImages(t, ns, "web"); containers[0] != "reg.example.com/web:1" {
 		t.Errorf("image = %s after a refused apply, want it untouched", containers[0])
+	}
+
+	// Someone changes the workload by hand after the review.
+	plan = mustPlan(t, r, req)
+	hand := `{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"reg.example.com/web:hotfix"}]}}}}`
+	if _, err := env.Clientset.AppsV1().Deployments(ns).Patch(context.Background(), "web", types.StrategicMergePatchType, []byte(hand), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Apply(context.Background(), req, plan.PlanHash); !errors.Is(err, reconcile.ErrStalePlan) {
+		t.Fatalf("Apply after a change in the cluster: error %v, want ErrStalePlan", err)
+	}
+	if _, containers := deploymentImages(t, ns, "web"); containers[0] != "reg.example.com/web:hotfix" {
+		t.Errorf("image = %s after a refused apply, want the hand-set one kept", containers[0])
+	}
+}
+
+// TestApplyBoundsConcurrency applies 24 workloads with concurrency 3 through
+// a client whose patches take 30ms: never more than 3 patches (nor 3 Event
+// writes) are in flight, and 3 are.
+func TestApplyBoundsConcurrency(t *testing.T) {
+	ns := env.Namespace(t)
+	var services []manifest.Service
+	for i := range 24 {
+		name := fmt.Sprintf("w%02d", i)
+		createDeployment(t, env.Clientset, ns, name, name, 0, pod{containers: [][2]string{{"app", "reg.example.com/" + name + ":1"}}})
+		services = append(services, svc(name, [3]string{name, "2", ""}))
+	}
+	var mu sync.Mutex
+	inFlight, most := map[string]int{}, map[string]int{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = -1, 0
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method != http.MethodPatch && r.Method != http.MethodPost {
+				return rt.RoundTrip(r)
+			}
+			mu.Lock()
+			inFlight[r.Method]++
+			most[r.Method] = max(most[r.Method], inFlight[r.Method])
+			mu.Unlock()
+			defer func() { mu.Lock(); inFlight[r.Method]--; mu.Unlock() }()
+			time.Sleep(30 * time.Millisecond)
+			return rt.RoundTrip(r)
+		})
+	})
+	tg := target("a", ns)
+	tg.Client = kubernetes.NewForConfigOrDie(cfg)
+	req := reconcile.Request{Environment: environment(services...), Revision: "r", Targets: []reconcile.Target{tg}}
+	r := newReconciler(t, reconcile.WithRolloutTimeout(0), reconcile.WithConcurrency(3))
+	p := mustPlan(t, r, req)
+	res, err := r.Apply(context.Background(), req, p.PlanHash)
+	if err != nil || res.Failed() || len(res.Workloads) != 24 {
+		t.Fatalf("Apply: %v, %d workloads, failed %v", err, len(res.Workloads), res.Failed())
+	}
+	if diff := cmp.Diff(map[string]int{"PATCH": 3, "POST": 3}, most); diff != "" {
+		t.Errorf("most requests in flight by method (-want +got):\n%s", diff)
 	}
 }
 
