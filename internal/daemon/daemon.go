@@ -29,6 +29,12 @@ import (
 
 var listOne = metav1.ListOptions{Limit: 1}
 
+// LockAuthor is the author of the deploy locks the daemon holds on
+// <lockPath>/<target> while applying. It is the same on every replica, so the
+// next leader takes over a lock that a replica killed mid-apply left behind
+// (pkg/lock's TakeOverOwnLocks); locks by anyone else still block.
+const LockAuthor = "stagehand-reconciler"
+
 // Daemon is a running reconciler: see the package documentation.
 type Daemon struct {
 	cfg      *config.Config
@@ -108,7 +114,9 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 		return nil, err
 	}
 	d.lockSvc = svc
-	checker := lock.NewChecker(svc, nil)
+	// Only the leader applies, under one fixed author: a new leader takes over
+	// the deploy lock a killed one left instead of waiting for it to expire.
+	checker := lock.NewChecker(svc, nil, lock.TakeOverOwnLocks(LockAuthor))
 	if d.token != "" {
 		h, err := lock.NewHandler(svc, d.token)
 		if err != nil {
@@ -125,7 +133,7 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 		reconcile.WithConcurrency(cfg.Workloads.Concurrency),
 		reconcile.WithRolloutTimeout(cfg.Workloads.RolloutTimeout.Duration),
 		reconcile.WithLocks(checker, checker),
-		reconcile.WithAuthor("stagehand/" + d.o.identity),
+		reconcile.WithAuthor(LockAuthor),
 	}
 	if d.rec, err = reconcile.New(append(recOpts, o.reconcileOpts...)...); err != nil {
 		return nil, fmt.Errorf("configuring reconciler: %w", err)

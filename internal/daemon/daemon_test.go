@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -424,5 +425,42 @@ func TestLockBlocksAndShows(t *testing.T) {
 	}
 	if got := image(t, h.ns["prod"], "web"); got != imageRepo+"web:0.9.0" {
 		t.Errorf("prod runs %s under a lock", got)
+	}
+}
+
+// TestDeadLeadersDeployLockIsTakenOver: a replica killed mid-apply leaves its
+// deploy lock on the target for an hour; the next leader applies at once,
+// and the lock is gone after the apply. A human's deploy lock on another
+// environment's target still blocks.
+func TestDeadLeadersDeployLockIsTakenOver(t *testing.T) {
+	h := newHarness(t, "devel", "qa")
+	h.git.Commit(t, "manifests", "main", map[string]string{
+		"environments/qa/manifest.json": manifestJSON(true, map[string]string{"web": "1.0.0"})}, "qa skips confirmation")
+	svc, err := newLockService(h.cfg.Locks, env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, l := range []lock.Lock{
+		{Path: "apps/devel/a", Type: lock.Deploy, Author: LockAuthor}, // left by a SIGKILLed leader
+		{Path: "apps/qa/a", Type: lock.Deploy, Author: "alice"},
+	} {
+		l.CreatedAt, l.ExpiresAt = now, now.Add(time.Hour)
+		if _, err := svc.Lock(context.Background(), l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := h.start()
+	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
+	waitFor(t, 30*time.Second, "the taken-over deploy lock released after the apply", func() bool {
+		_, err := svc.Get(context.Background(), "apps/devel/a")
+		return errors.Is(err, lock.ErrNotFound)
+	})
+	waitFor(t, 30*time.Second, "qa's change blocked by alice's lock", func() bool {
+		v := r.environment(t, "qa")
+		return len(v.Services) == 1 && v.Services[0].Targets[0].State == StateBlocked
+	})
+	if got := image(t, h.ns["qa"], "web"); got != imageRepo+"web:0.9.0" {
+		t.Errorf("qa runs %s under alice's deploy lock", got)
 	}
 }

@@ -16,8 +16,9 @@ import (
 // reconciler applying under its deploy lock still sees every other lock; use
 // one Checker for both roles.
 type Checker struct {
-	svc *Service
-	loc *time.Location
+	svc   *Service
+	loc   *time.Location
+	owner string // TakeOverOwnLocks: whose deploy locks are ours
 
 	mu    sync.Mutex
 	holds map[string]*holding // by path
@@ -35,18 +36,36 @@ type holding struct {
 	ttl time.Duration
 }
 
+// CheckerOption configures NewChecker.
+type CheckerOption func(*Checker)
+
+// TakeOverOwnLocks makes author's deploy locks the Checker's own: Blocking
+// and BlockingWithin ignore them, and Hold by author takes over one at
+// exactly its path (see Hold). Use it only where one holder of that name
+// runs at a time, such as the elected leader of the reconciler daemon with a
+// fixed author, so a leader killed mid-apply does not block the next one
+// until its lock expires; two CLI runs by one user must still exclude each
+// other.
+func TakeOverOwnLocks(author string) CheckerOption {
+	return func(c *Checker) { c.owner = author }
+}
+
 // NewChecker returns a Checker over svc writing times in messages in loc
 // (time.Local when nil).
-func NewChecker(svc *Service, loc *time.Location) *Checker {
+func NewChecker(svc *Service, loc *time.Location, opts ...CheckerOption) *Checker {
 	if loc == nil {
 		loc = time.Local
 	}
-	return &Checker{svc: svc, loc: loc, holds: map[string]*holding{}}
+	c := &Checker{svc: svc, loc: loc, holds: map[string]*holding{}}
+	for _, opt := range opts {
+		opt(c)
+	}
+	return c
 }
 
 // Blocking returns a message for each lock, at path or any prefix of it, that
 // forbids an action of type lockType (such as "deploy"), except the locks
-// this Checker holds.
+// this Checker holds (and, with TakeOverOwnLocks, its author's deploy locks).
 func (c *Checker) Blocking(ctx context.Context, path, lockType string) ([]string, error) {
 	t, err := ParseType(lockType)
 	if err != nil {
@@ -58,7 +77,7 @@ func (c *Checker) Blocking(ctx context.Context, path, lockType string) ([]string
 	}
 	msgs := []string{}
 	for _, l := range locks {
-		if !c.holdsID(l.Path, l.ID) {
+		if !c.ours(l) {
 			msgs = append(msgs, l.BlockingMessage(c.loc))
 		}
 	}
@@ -67,7 +86,7 @@ func (c *Checker) Blocking(ctx context.Context, path, lockType string) ([]string
 
 // BlockingWithin returns, keyed by lock path, a message for each lock that
 // forbids an action of type lockType at prefix, at any prefix of it or
-// beneath it, except the locks this Checker holds (pkg/reconcile's optional
+// beneath it, except the locks this Checker holds or owns (pkg/reconcile's optional
 // LockLister: one storage query per target instead of one per service).
 func (c *Checker) BlockingWithin(ctx context.Context, prefix, lockType string) (map[string][]string, error) {
 	t, err := ParseType(lockType)
@@ -80,11 +99,20 @@ func (c *Checker) BlockingWithin(ctx context.Context, prefix, lockType string) (
 	}
 	out := map[string][]string{}
 	for _, l := range locks {
-		if !c.holdsID(l.Path, l.ID) {
+		if !c.ours(l) {
 			out[l.Path] = append(out[l.Path], l.BlockingMessage(c.loc))
 		}
 	}
 	return out, nil
+}
+
+// ours reports whether l is held through this Checker or, with
+// TakeOverOwnLocks, is a deploy lock of its author.
+func (c *Checker) ours(l Lock) bool {
+	if c.owner != "" && l.Type == Deploy && l.Author == c.owner {
+		return true
+	}
+	return c.holdsID(l.Path, l.ID)
 }
 
 func (c *Checker) holdsID(path, id string) bool {
@@ -102,7 +130,11 @@ func (c *Checker) holdsID(path, id string) bool {
 // Hold takes a deploy lock on path for ttl and refreshes it every ttl/3 until
 // release is called or ctx ends; if the holder dies, the lock expires after
 // ttl. Holding a path this Checker already holds extends that lock to ttl
-// from now and returns its release. If the path is locked, the error wraps a
+// from now and returns its release. With TakeOverOwnLocks, a deploy lock at
+// exactly path by the same author, left by a holder that died (a reconciler
+// replica killed mid-apply), is taken over and refreshed, so the next holder
+// goes on at once instead of waiting for it to expire. Any other lock
+// (another author, another type, one on a prefix) refuses: the error wraps a
 // *LockedError that says by what.
 func (c *Checker) Hold(ctx context.Context, path string, ttl time.Duration, author string) (func(context.Context) error, error) {
 	if ttl <= 0 {
@@ -125,7 +157,13 @@ func (c *Checker) Hold(ctx context.Context, path string, ttl time.Duration, auth
 	l.Default(nil)
 	held, err := c.svc.Lock(ctx, l)
 	if err != nil {
-		return nil, fmt.Errorf("holding deploy lock: %w", err)
+		var le *LockedError
+		if c.owner == "" || author != c.owner || !errors.As(err, &le) || !ownStale(le, p, author) {
+			return nil, fmt.Errorf("holding deploy lock: %w", err)
+		}
+		if held, err = c.svc.Refresh(ctx, le.Locks[0], l.ExpiresAt); err != nil {
+			return nil, fmt.Errorf("taking over deploy lock %s of %s: %w", p, author, err)
+		}
 	}
 	refreshCtx, stop := context.WithCancel(ctx)
 	h = &holding{c: c, ttl: ttl, stop: stop, done: make(chan struct{}), cur: held}
@@ -134,6 +172,17 @@ func (c *Checker) Hold(ctx context.Context, path string, ttl time.Duration, auth
 	c.mu.Unlock()
 	go h.keepFresh(refreshCtx, ttl)
 	return h.release, nil
+}
+
+// ownStale reports whether the only lock refusing a Hold of path by author
+// is a deploy lock at exactly path by that same author: a holder with the
+// same name that died without releasing it.
+func ownStale(le *LockedError, path, author string) bool {
+	if author == "" || len(le.Locks) != 1 {
+		return false
+	}
+	l := le.Locks[0]
+	return l.Path == path && l.Type == Deploy && l.Author == author
 }
 
 // refresh extends the lock to ttl from now (ttl 0: the current ttl) and

@@ -191,3 +191,94 @@ func testCheckerBlockingWithin(t *testing.T, newService func(*testing.T, *fakeCl
 		t.Error("BlockingWithin accepted an unknown type")
 	}
 }
+
+func TestCheckerTakesOverItsOwnDeployLockMemory(t *testing.T) {
+	testCheckerTakeOver(t, newMemoryService)
+}
+
+func TestCheckerTakesOverItsOwnDeployLockKubernetes(t *testing.T) {
+	testCheckerTakeOver(t, newKubeService)
+}
+
+// testCheckerTakeOver: a replica killed mid-apply leaves its deploy lock; the
+// next leader (same author, TakeOverOwnLocks) goes on at once, while a
+// human's lock, another type, a lock above, or a Checker without the option
+// still refuses.
+func testCheckerTakeOver(t *testing.T, newService func(*testing.T, *fakeClock) *Service) {
+	ctx := context.Background()
+	c := newFakeClock()
+	s := newService(t, c)
+	const author = "stagehand-reconciler"
+	dead := NewChecker(s, time.UTC, TakeOverOwnLocks(author))
+	deadCtx, kill := context.WithCancel(ctx)
+	if _, err := dead.Hold(deadCtx, "apps/prod/a", time.Hour, author); err != nil {
+		t.Fatal(err)
+	}
+	kill() // SIGKILL: no release, the lock stays for an hour
+	stale, err := s.Get(ctx, "apps/prod/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var le *LockedError
+	if _, err := NewChecker(s, time.UTC).Hold(ctx, "apps/prod/a", time.Minute, author); !errors.As(err, &le) {
+		t.Errorf("Hold without TakeOverOwnLocks: error = %v, want *LockedError", err)
+	}
+	next := NewChecker(s, time.UTC, TakeOverOwnLocks(author))
+	if msgs, _ := next.Blocking(ctx, "apps/prod/a/web", "deploy"); len(msgs) != 0 {
+		t.Errorf("the dead holder's lock blocks the next one's plan: %v", msgs)
+	}
+	if msgs, _ := NewChecker(s, time.UTC).Blocking(ctx, "apps/prod/a/web", "deploy"); len(msgs) != 1 {
+		t.Errorf("another Checker sees %v, want the deploy lock", msgs)
+	}
+	if _, err := next.Hold(ctx, "apps/prod/a", time.Minute, "someone-else"); !errors.As(err, &le) {
+		t.Errorf("Hold by another author: error = %v, want *LockedError", err)
+	}
+	c.Advance(time.Second)
+	release, err := next.Hold(ctx, "apps/prod/a", time.Minute, author)
+	if err != nil {
+		t.Fatalf("next leader's Hold: %v", err)
+	}
+	got, err := s.Get(ctx, "apps/prod/a")
+	if err != nil || got.ID != stale.ID || got.Author != author || !got.ExpiresAt.Equal(c.Now().Add(time.Minute)) {
+		t.Errorf("taken-over lock %+v, %v; want the stale one (ID %s) expiring in a minute", got, err, stale.ID)
+	}
+	if msgs, _ := next.Blocking(ctx, "apps/prod/a/web", "deploy"); len(msgs) != 0 {
+		t.Errorf("the taken-over lock blocks its new holder: %v", msgs)
+	}
+	if err := release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "apps/prod/a"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("after release: error = %v, want ErrNotFound", err)
+	}
+
+	// Other locks still block the reconciler.
+	for _, l := range []Lock{
+		{Path: "apps/prod/b", Type: Deploy, Author: "alice"},
+		{Path: "apps/prod/c", Type: Incident, Author: author},
+		{Path: "apps/prod", Type: Deploy, Author: author},
+	} {
+		l.ExpiresAt = c.Now().Add(time.Hour)
+		if _, err := s.Lock(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		path := l.Path
+		if path == "apps/prod" {
+			path = "apps/prod/d"
+		}
+		if l.Author == author && l.Type == Deploy {
+			// Ours, but on a prefix: plans ignore it, Hold does not take it over.
+			if _, err := next.Hold(ctx, path, time.Minute, author); !errors.As(err, &le) {
+				t.Errorf("Hold %s under our lock on %s: error = %v, want *LockedError", path, l.Path, err)
+			}
+			continue
+		}
+		if msgs, _ := next.Blocking(ctx, path+"/web", "deploy"); len(msgs) != 1 {
+			t.Errorf("Blocking %s/web under %s lock of %s = %v, want it", path, l.Type, l.Author, msgs)
+		}
+		if _, err := next.Hold(ctx, path, time.Minute, author); !errors.As(err, &le) {
+			t.Errorf("Hold %s under %s lock of %s: error = %v, want *LockedError", path, l.Type, l.Author, err)
+		}
+	}
+}
