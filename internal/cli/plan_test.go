@@ -169,6 +169,7 @@ func TestPlanAndApplyCommands(t *testing.T) {
 	}
 	for _, want := range []string{
 		"a/" + w.ns + " CronJob/report: patched", "a/" + w.ns + " CronJob/report: succeeded",
+		"a/" + w.ns + " Deployment/web: rolling out (waiting for the controller to observe generation 2",
 		"a/" + w.ns + " Deployment/web: failed (rollout not finished after 2s",
 		"2 workload(s): 1 succeeded, 1 failed, 0 blocked",
 	} {

@@ -157,7 +157,8 @@ func (r *Reconciler) finishRollouts(ctx context.Context, req Request, patched []
 		}
 		return
 	}
-	r.waitRollouts(ctx, patched, func(j *job, ok bool, msg string) {
+	rollingOut := func(j *job, msg string) { report(j, PhaseRollingOut, msg) }
+	r.waitRollouts(ctx, patched, rollingOut, func(j *job, ok bool, msg string) {
 		if ok {
 			finish(j, OutcomeSucceeded, msg)
 			report(j, PhaseSucceeded, msg)

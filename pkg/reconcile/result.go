@@ -69,12 +69,15 @@ func (r *Result) Failed() bool {
 type Phase string
 
 // Phases reported by WithProgress. Every workload ends in exactly one of
-// PhaseSucceeded, PhaseFailed, PhaseBlocked or (no waiting) PhasePatched.
+// PhaseSucceeded, PhaseFailed, PhaseBlocked or (no waiting) PhasePatched;
+// between PhasePatched and the end, PhaseRollingOut reports each new status
+// of its rollout ("1 of 3 replicas updated").
 const (
-	PhasePatched   Phase = "patched"
-	PhaseSucceeded Phase = "succeeded"
-	PhaseFailed    Phase = "failed"
-	PhaseBlocked   Phase = "blocked"
+	PhasePatched    Phase = "patched"
+	PhaseRollingOut Phase = "rolling out"
+	PhaseSucceeded  Phase = "succeeded"
+	PhaseFailed     Phase = "failed"
+	PhaseBlocked    Phase = "blocked"
 )
 
 // Progress is one step of one workload.

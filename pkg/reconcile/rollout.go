@@ -16,10 +16,11 @@ type rollout struct {
 }
 
 // waitRollouts polls until every job's rollout finished or failed, or the
-// rollout timeout passes. Each poll lists each kind once per target that
-// still has a job of that kind waiting, so the cost does not grow with the
-// number of workloads.
-func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, done func(j *job, ok bool, msg string)) {
+// rollout timeout passes, calling status with each new status message of a
+// rollout still going and done once per job. Each poll lists each kind once
+// per target that still has a job of that kind waiting, so the cost does not
+// grow with the number of workloads.
+func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(j *job, msg string), done func(j *job, ok bool, msg string)) {
 	pending := map[WorkloadKey]*job{}
 	last := map[WorkloadKey]string{}
 	for _, j := range jobs {
@@ -63,11 +64,15 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, done func(j 
 				if !ok {
 					continue
 				}
-				st := status(w.obj, j.gen)
+				st := rolloutStatus(w.obj, j.gen)
+				changed := st.msg != last[k]
 				last[k] = st.msg
-				if st.done || st.failed {
+				switch {
+				case st.done || st.failed:
 					delete(pending, k)
 					done(j, st.done, st.msg)
+				case changed:
+					status(j, st.msg)
 				}
 			}
 		}
@@ -81,9 +86,9 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, done func(j 
 	}
 }
 
-// status reads a workload's rollout, the way `kubectl rollout status` does.
-// gen is the generation our patch produced.
-func status(obj any, gen int64) rollout {
+// rolloutStatus reads a workload's rollout, the way `kubectl rollout status`
+// does. gen is the generation our patch produced.
+func rolloutStatus(obj any, gen int64) rollout {
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
 		return deploymentStatus(o, gen)

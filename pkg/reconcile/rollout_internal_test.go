@@ -50,7 +50,7 @@ func TestRolloutStatus(t *testing.T) {
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, status(tt.obj, tt.gen), cmp.AllowUnexported(rollout{})); diff != "" {
+			if diff := cmp.Diff(tt.want, rolloutStatus(tt.obj, tt.gen), cmp.AllowUnexported(rollout{})); diff != "" {
 				t.Errorf("status (-want +got):\n%s", diff)
 			}
 		})
