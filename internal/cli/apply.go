@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -33,59 +32,68 @@ errors, 3 when the plan no longer matches --plan-hash (nothing is applied).`,
 			if (planHash == "") == !yes {
 				return usagef("pass exactly one of --plan-hash H and --yes")
 			}
-			s, err := f.setup(cmd)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			if yes {
-				p, err := s.rec.Plan(ctx, s.req)
-				if err != nil {
-					return err
-				}
-				planHash = p.PlanHash
-			}
-			out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			progress := out
-			if f.output == "json" {
-				progress = errOut // keep stdout one JSON document
-			}
-			var mu sync.Mutex
-			res, err := s.rec.Apply(ctx, s.req, planHash, reconcile.WithProgress(func(p reconcile.Progress) {
-				mu.Lock()
-				defer mu.Unlock()
-				fmt.Fprintf(progress, "%s/%s %s/%s: %s", p.Target, p.Namespace, p.Kind, p.Name, p.Phase)
-				if p.Message != "" {
-					fmt.Fprintf(progress, " (%s)", p.Message)
-				}
-				fmt.Fprintln(progress)
-			}))
-			var stale *reconcile.StalePlanError
-			if errors.As(err, &stale) {
-				fmt.Fprintf(errOut, "%v\nNothing was applied. Review the new plan:\n", err)
-				printPlan(errOut, stale.Plan)
-				return exitCode(3, nil)
-			}
-			if err != nil {
-				return err
-			}
-			if f.output == "json" {
-				if err := printJSON(out, res); err != nil {
-					return err
-				}
-			} else {
-				printResult(out, res)
-			}
-			if res.Failed() {
-				return exitCode(1, nil)
-			}
-			return nil
+			return runApply(cmd, &f, planHash)
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&planHash, "plan-hash", "", "apply only if the plan still has this planHash")
 	cmd.Flags().BoolVar(&yes, "yes", false, "apply whatever the plan is now, without a planHash")
 	return cmd
+}
+
+// runApply applies the plan of f's environment if its hash is planHash
+// (any hash when planHash is empty: --yes).
+func runApply(cmd *cobra.Command, f *planFlags, planHash string) error {
+	s, err := f.setup(cmd)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	if planHash == "" {
+		p, err := s.rec.Plan(ctx, s.req)
+		if err != nil {
+			return err
+		}
+		planHash = p.PlanHash
+	}
+	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	progress := out
+	if f.output == "json" {
+		progress = errOut // keep stdout one JSON document
+	}
+	res, err := s.rec.Apply(ctx, s.req, planHash, reconcile.WithProgress(printProgress(progress)))
+	var stale *reconcile.StalePlanError
+	if errors.As(err, &stale) {
+		fmt.Fprintf(errOut, "%v\nNothing was applied. Review the new plan:\n", err)
+		printPlan(errOut, stale.Plan)
+		return exitCode(3, nil)
+	}
+	if err != nil {
+		return err
+	}
+	if f.output == "json" {
+		if err := printJSON(out, res); err != nil {
+			return err
+		}
+	} else {
+		printResult(out, res)
+	}
+	if res.Failed() {
+		return exitCode(1, nil)
+	}
+	return nil
+}
+
+// printProgress writes one line per workload step: "a/ns Deployment/web: patched (app: x → y)".
+// WithProgress calls it one step at a time.
+func printProgress(w io.Writer) func(reconcile.Progress) {
+	return func(p reconcile.Progress) {
+		fmt.Fprintf(w, "%s/%s %s/%s: %s", p.Target, p.Namespace, p.Kind, p.Name, p.Phase)
+		if p.Message != "" {
+			fmt.Fprintf(w, " (%s)", p.Message)
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // printResult summarises an apply.
