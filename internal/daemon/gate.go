@@ -35,8 +35,9 @@
 // publishes nothing, the pending plan is visible in the API and decided over
 // it) and, in internal/github, the GitHub check-run gate. Combine gates with
 // Gates. Pending plans and history live in the Store, so gates need not keep
-// state: after a restart, a pending plan is not proposed again; approving it
-// works as before.
+// state. Propose must be idempotent: a pending plan whose Propose failed (a
+// GitHub outage) is proposed again at every pass until the gate accepts it,
+// and a new process proposes the pending plan it finds once.
 
 package daemon
 

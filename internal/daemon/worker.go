@@ -34,6 +34,10 @@ type worker struct {
 	decisions chan decision
 	// lastStatus is the last status written, without its observation time.
 	lastStatus []byte
+	// proposed is the pending plan (revision and planHash) the gate last
+	// accepted; a pending plan the gate has not accepted (Propose failed, or
+	// a restart) is proposed again at each pass.
+	proposed string
 }
 
 func newWorker(d *Daemon, env string) *worker {
@@ -170,15 +174,24 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 			return err
 		}
 	}
-	if p := st.Pending; p != nil && p.PlanHash == plan.PlanHash && p.Revision == s.Revision {
-		w.d.metrics.setPending(w.env, true)
-		return nil // proposed already; waiting for a decision
-	}
-	w.supersede(ctx, st.Pending, s.Revision)
 	gate := w.d.o.gate
 	if envM.SkipConfirmation {
 		gate = Auto()
-	} else {
+	}
+	if p := st.Pending; p != nil && p.PlanHash == plan.PlanHash && p.Revision == s.Revision {
+		w.d.metrics.setPending(w.env, true)
+		if w.proposed == proposalKey(prop) {
+			return nil // proposed already; waiting for a decision
+		}
+		// Stored but not (yet) accepted by the gate: GitHub was down when it
+		// was proposed, or this process is new. Gates' Propose is idempotent.
+		if dec := w.propose(ctx, gate, prop); dec.Approved {
+			return w.apply(ctx, s, envM, prop, dec.Approver)
+		}
+		return nil
+	}
+	w.supersede(ctx, st.Pending, s.Revision)
+	if !envM.SkipConfirmation {
 		raw, err := json.Marshal(plan)
 		if err != nil {
 			return fmt.Errorf("encoding plan: %w", err)
@@ -189,18 +202,31 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 			return err
 		}
 	}
-	dec, err := gate.Propose(ctx, prop)
-	if err != nil {
-		w.d.metrics.fail(w.env, "gate")
-		log.Error(err, "proposing plan", "planHash", plan.PlanHash)
-	}
-	if dec.Approved {
+	if dec := w.propose(ctx, gate, prop); dec.Approved {
 		return w.apply(ctx, s, envM, prop, dec.Approver)
 	}
 	w.d.metrics.setPending(w.env, true)
 	log.Info("plan waiting for approval", "planHash", plan.PlanHash, "changes", len(plan.Changes))
 	return nil
 }
+
+// propose asks gate about prop and remembers a plan it accepted, so that a
+// plan whose Propose failed is proposed again at the next pass. A failure is
+// logged and counted and leaves the plan pending.
+func (w *worker) propose(ctx context.Context, gate Gate, prop Proposal) Decision {
+	dec, err := gate.Propose(ctx, prop)
+	if err != nil {
+		w.proposed = ""
+		w.d.metrics.fail(w.env, "gate")
+		w.d.log.Error(err, "proposing plan; proposing it again at the next pass", "environment", w.env,
+			"revision", short(prop.Revision), "planHash", prop.Plan.PlanHash)
+		return dec
+	}
+	w.proposed = proposalKey(prop)
+	return dec
+}
+
+func proposalKey(p Proposal) string { return p.Revision + " " + p.Plan.PlanHash }
 
 // supersede withdraws pending (if any): by is the revision that replaces it.
 func (w *worker) supersede(ctx context.Context, pending *Pending, by string) {
