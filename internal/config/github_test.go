@@ -1,10 +1,7 @@
 package config
 
 import (
-	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 func TestGitHub(t *testing.T) {
@@ -30,19 +27,7 @@ func TestGitHub(t *testing.T) {
 		{name: "unknown key", yaml: "github: {token: x}", err: `unknown field "token"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := Parse([]byte(tc.yaml))
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error = %v, want %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, c.GitHub); diff != "" {
-				t.Errorf("github (-want +got):\n%s", diff)
-			}
+			checkParse(t, tc.yaml, tc.err, tc.want, func(c *Config) GitHub { return c.GitHub })
 		})
 	}
 }

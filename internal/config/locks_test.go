@@ -1,10 +1,7 @@
 package config
 
 import (
-	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 func TestLocks(t *testing.T) {
@@ -20,19 +17,7 @@ func TestLocks(t *testing.T) {
 		{name: "unknown key", yaml: "locks: {table: x}", err: `unknown field "table"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := Parse([]byte(tc.yaml))
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error = %v, want %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, c.Locks); diff != "" {
-				t.Errorf("locks (-want +got):\n%s", diff)
-			}
+			checkParse(t, tc.yaml, tc.err, tc.want, func(c *Config) Locks { return c.Locks })
 		})
 	}
 }

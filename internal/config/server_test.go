@@ -1,10 +1,7 @@
 package config
 
 import (
-	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 func TestServerAndState(t *testing.T) {
@@ -27,19 +24,7 @@ func TestServerAndState(t *testing.T) {
 		{name: "unknown key", yaml: "server: {port: 80}", err: `unknown field "port"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := Parse([]byte(tc.yaml))
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error = %v, want %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, out{c.Server, c.State}); diff != "" {
-				t.Errorf("server and state (-want +got):\n%s", diff)
-			}
+			checkParse(t, tc.yaml, tc.err, tc.want, func(c *Config) out { return out{c.Server, c.State} })
 		})
 	}
 }

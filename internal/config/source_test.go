@@ -1,11 +1,8 @@
 package config
 
 import (
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 func TestSource(t *testing.T) {
@@ -39,19 +36,7 @@ func TestSource(t *testing.T) {
 		{name: "unknown key", yaml: `source: {verfy: {}}`, err: `unknown field "verfy"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := Parse([]byte(tc.yaml))
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error = %v, want %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, c.Source); diff != "" {
-				t.Errorf("source (-want +got):\n%s", diff)
-			}
+			checkParse(t, tc.yaml, tc.err, tc.want, func(c *Config) Source { return c.Source })
 		})
 	}
 }

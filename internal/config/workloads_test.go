@@ -1,11 +1,8 @@
 package config
 
 import (
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 func TestWorkloads(t *testing.T) {
@@ -21,19 +18,7 @@ func TestWorkloads(t *testing.T) {
 		{name: "negative concurrency", yaml: "workloads: {concurrency: -1}", err: "workloads.concurrency: must be positive, got -1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := Parse([]byte(tc.yaml))
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error = %v, want %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, c.Workloads); diff != "" {
-				t.Errorf("workloads (-want +got):\n%s", diff)
-			}
+			checkParse(t, tc.yaml, tc.err, tc.want, func(c *Config) Workloads { return c.Workloads })
 		})
 	}
 }
