@@ -44,16 +44,7 @@ func TestPlanInsecureRegistry(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newReconciler(t, reconcile.WithPinDigests(true), reconcile.WithRegistryTransport(tr), reconcile.WithInsecureRegistries(tt.insecure...))
-			p := mustPlan(t, r, req)
-			var got string
-			switch {
-			case len(p.Changes) == 1 && len(p.Problems) == 0:
-				got = p.Changes[0].To
-			case len(p.Problems) == 1 && len(p.Changes) == 0:
-				got = p.Problems[0].Message
-			default:
-				t.Fatalf("changes %v, problems %v; want one of them", p.Changes, p.Problems)
-			}
+			got := onlyOutcome(t, mustPlan(t, r, req))
 			if !strings.HasPrefix(got, tt.want) {
 				t.Errorf("got %q, want %q…", got, tt.want)
 			}
@@ -90,19 +81,24 @@ func TestPlanRegistryCredentials(t *testing.T) {
 			t.Setenv("DOCKER_CONFIG", dockerConfig(tt.auths))
 			t.Setenv("HOME", t.TempDir()) // no ~/.docker/config.json of the machine
 			r := newReconciler(t, reconcile.WithVerifyDigests(true), reconcile.WithPinDigests(true))
-			p := mustPlan(t, r, req)
-			var got string
-			switch {
-			case len(p.Changes) == 1 && len(p.Problems) == 0:
-				got = p.Changes[0].To
-			case len(p.Problems) == 1 && len(p.Changes) == 0:
-				got = p.Problems[0].Message
-			default:
-				t.Fatalf("changes %v, problems %v; want one of them", p.Changes, p.Problems)
-			}
+			got := onlyOutcome(t, mustPlan(t, r, req))
 			if !strings.HasPrefix(got, tt.want) || (got != tt.want && !strings.Contains(got, "UNAUTHORIZED")) {
 				t.Errorf("got %q, want %q… (a failure saying UNAUTHORIZED)", got, tt.want)
 			}
 		})
 	}
+}
+
+// onlyOutcome returns the To of the plan's one change or the message of its
+// one problem; the plan must have exactly one of them.
+func onlyOutcome(t *testing.T, p *reconcile.Plan) string {
+	t.Helper()
+	switch {
+	case len(p.Changes) == 1 && len(p.Problems) == 0:
+		return p.Changes[0].To
+	case len(p.Problems) == 1 && len(p.Changes) == 0:
+		return p.Problems[0].Message
+	}
+	t.Fatalf("changes %v, problems %v; want one change or one problem", p.Changes, p.Problems)
+	return ""
 }
