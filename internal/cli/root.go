@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -92,4 +96,17 @@ func finish(root *cobra.Command, stdout, stderr io.Writer, cmds []func() *cobra.
 		root.AddCommand(c())
 	}
 	return root
+}
+
+// Main runs the command tree that newRoot builds with the process's
+// arguments, stdout and stderr, cancelled on SIGINT or SIGTERM, prints the
+// error if there is one, and returns the process exit code.
+func Main(newRoot func(stdout, stderr io.Writer) *cobra.Command) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := newRoot(os.Stdout, os.Stderr).ExecuteContext(ctx)
+	if err != nil && err.Error() != "" {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+	}
+	return Code(err)
 }
