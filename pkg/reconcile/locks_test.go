@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/rest"
 
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
@@ -205,7 +206,10 @@ func (l *listingLocks) BlockingWithin(_ context.Context, prefix, _ string) (map[
 	return out, nil
 }
 
-var _ reconcile.LockLister = (*listingLocks)(nil)
+var (
+	_ reconcile.LockLister = (*listingLocks)(nil)
+	_ reconcile.LockLister = (*lock.Checker)(nil) // the plan's batched path is the one the binaries take
+)
 
 // TestPlanLocksBatched: a LockChecker that is also a LockLister is asked once
 // per target, however many services change, and blocks exactly what
@@ -267,5 +271,53 @@ func TestPlanLocksBatched(t *testing.T) {
 	}
 	if len(blocked) != 14 || !slices.Contains(blocked, "t1/s1") || !slices.Contains(blocked, "t1/s10") || slices.Contains(blocked, "t1/s11") {
 		t.Errorf("blocked %v; want t1/s1, t1/s10 and all 12 of t2", blocked)
+	}
+}
+
+// TestPlanLockRequestsKubernetes plans with pkg/lock's Checker over
+// Kubernetes lock storage on the real API server: the lock requests of a
+// plan do not grow with the number of services, and a locked service is
+// still blocked.
+func TestPlanLockRequestsKubernetes(t *testing.T) {
+	ctx := context.Background()
+	ns, lockNS := env.Namespace(t), env.Namespace(t)
+	cnt := &counter{n: map[string]int{}}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(cnt.wrap)
+	st, err := lock.NewKubernetesForConfig(cfg, lockNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svcs, err := lock.New(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svcs.Lock(ctx, lock.Lock{Path: "apps/prod/t1/s3", Type: lock.Incident, Author: "oncall", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	r := newReconciler(t, reconcile.WithLocks(lock.NewChecker(svcs, time.UTC), nil))
+
+	var services []manifest.Service
+	lockRequests := map[int]int{}
+	for _, n := range []int{5, 40} {
+		for i := len(services); i < n; i++ {
+			name := fmt.Sprintf("s%d", i)
+			createDeployment(t, env.Clientset, ns, name, name, 0, pod{containers: [][2]string{{"app", "reg.example.com/" + name + ":1"}}})
+			services = append(services, svc(name, [3]string{name, "2", ""}))
+		}
+		req := reconcile.Request{Environment: environment(services...), Revision: "r", Targets: []reconcile.Target{target("t1", ns)}, LockPath: "apps/prod"}
+		cnt.reset()
+		p := mustPlan(t, r, req)
+		for k, v := range cnt.reset() {
+			if strings.HasSuffix(k, " locks") {
+				lockRequests[n] += v
+			}
+		}
+		if len(p.Blocked) != 1 || p.Blocked[0].Service != "s3" || len(p.Changes) != n-1 {
+			t.Errorf("%d services: blocked %v and %d changes; want s3 blocked and %d changes", n, p.Blocked, len(p.Changes), n-1)
+		}
+	}
+	if lockRequests[5] == 0 || lockRequests[5] != lockRequests[40] {
+		t.Errorf("lock requests per plan by number of services: %v; want the same non-zero number", lockRequests)
 	}
 }

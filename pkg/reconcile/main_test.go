@@ -16,7 +16,7 @@ var env *testenv.Env
 // measurement on a small machine.
 func TestMain(m *testing.M) {
 	flag.Parse()
-	var opts []testenv.Option
+	opts := []testenv.Option{testenv.WithCRDs("../lock/crd/locks.stagehand.io.yaml")} // Kubernetes lock storage
 	if run := flag.Lookup("test.run"); run == nil || run.Value.String() != "^$" {
 		opts = append(opts, testenv.WithRollouts())
 	}
