@@ -252,7 +252,8 @@ func TestApplyBoundsConcurrency(t *testing.T) {
 
 // TestApplyReportsFailedRollouts: a Deployment whose new pods can never be
 // scheduled fails by its progress deadline, a StatefulSet likewise by the
-// rollout timeout; a healthy Deployment beside them succeeds.
+// rollout timeout, and so does a Deployment whose pods run on the node but
+// never become ready; a healthy Deployment beside them succeeds.
 func TestApplyReportsFailedRollouts(t *testing.T) {
 	ns := env.Namespace(t)
 	c := env.Clientset
@@ -261,10 +262,17 @@ func TestApplyReportsFailedRollouts(t *testing.T) {
 		func(d *appsv1.Deployment) { d.Spec.ProgressDeadlineSeconds = ptr(int32(2)) })
 	createStatefulSet(t, c, ns, "pending", "pending", 1, pod{containers: [][2]string{{"app", "reg.example.com/pending:1"}}, nodeSelector: nowhere})
 	createDeployment(t, c, ns, "fine", "fine", 1, pod{containers: [][2]string{{"app", "reg.example.com/fine:1"}}})
+	// Scheduled on the fake node, but kwok leaves the status of pods so
+	// annotated alone: they never become ready.
+	createDeployment(t, c, ns, "unready", "unready", 1, pod{containers: [][2]string{{"app", "reg.example.com/unready:1"}}},
+		func(d *appsv1.Deployment) {
+			d.Spec.Template.Annotations = map[string]string{"kwok.x-k8s.io/status": "custom"}
+		})
 	e := environment(
 		svc("stuck", [3]string{"stuck", "2", ""}),
 		svc("pending", [3]string{"pending", "2", ""}),
 		svc("fine", [3]string{"fine", "2", ""}),
+		svc("unready", [3]string{"unready", "2", ""}),
 	)
 	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target("a", ns)}}
 	const timeout = 8 * time.Second
@@ -286,13 +294,13 @@ func TestApplyReportsFailedRollouts(t *testing.T) {
 			if !strings.Contains(w.Message, "progress deadline exceeded") {
 				t.Errorf("stuck: message %q, want the progress deadline", w.Message)
 			}
-		case "pending":
+		case "pending", "unready":
 			if !strings.Contains(w.Message, "rollout not finished after 8s") {
-				t.Errorf("pending: message %q, want the rollout timeout", w.Message)
+				t.Errorf("%s: message %q, want the rollout timeout", w.Name, w.Message)
 			}
 		}
 	}
-	if diff := cmp.Diff(map[string]string{"stuck": "failed", "pending": "failed", "fine": "succeeded"}, got); diff != "" {
+	if diff := cmp.Diff(map[string]string{"stuck": "failed", "pending": "failed", "fine": "succeeded", "unready": "failed"}, got); diff != "" {
 		t.Errorf("outcomes (-want +got):\n%s", diff)
 	}
 	if !res.Failed() {
@@ -302,8 +310,20 @@ func TestApplyReportsFailedRollouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(warnings.Items) != 2 {
-		t.Errorf("got %d RolloutFailed events, want 2", len(warnings.Items))
+	if len(warnings.Items) != 3 {
+		t.Errorf("got %d RolloutFailed events, want 3", len(warnings.Items))
+	}
+	pods, err := c.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "match=unready"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "" {
+			t.Errorf("unready pod %s was not scheduled; want it on the node, just never ready", p.Name)
+		}
+	}
+	if len(pods.Items) == 0 {
+		t.Errorf("no pods of unready")
 	}
 }
 
