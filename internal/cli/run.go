@@ -69,7 +69,12 @@ leader election; exit 1 if any environment failed.`,
 					return fmt.Errorf("github.app is set but github.webhookSecretFile is not: check-run approvals arrive as webhooks")
 				}
 				preview := ghapp.NewBranchPreviewer(cfg.Source, cfg.EnvironmentNames(), d.Plan)
-				ghapp.NewHandler(gh, ghapp.FromDaemon(d), preview, cfg.Source.Branch).Register(d.Webhook())
+				ghLog := log.WithName("github")
+				h := ghapp.NewHandler(gh, ghapp.FromDaemon(d), preview, cfg.Source.Branch,
+					ghapp.OnDecisionError(func(err error) { ghLog.Error(err, "check-run decision") }))
+				h.Register(d.Webhook())
+				// Approvals clicked on GitHub finish after their webhook was answered.
+				defer h.Wait()
 			}
 			if once {
 				if err := d.Once(cmd.Context()); err != nil {

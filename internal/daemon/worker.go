@@ -267,9 +267,42 @@ func (w *worker) pickUp(ctx context.Context) {
 	dc := decision{approve: dec.Approve, planHash: dec.PlanHash, who: dec.Approver, reason: dec.Reason,
 		reply: make(chan decisionReply, 1)}
 	w.decide(ctx, dc)
-	if r := <-dc.reply; r.err != nil {
-		w.d.log.Error(r.err, "decision handed over by another replica", "environment", w.env, "planHash", dec.PlanHash)
+	r := <-dc.reply
+	if r.err == nil {
+		return
 	}
+	w.d.log.Error(r.err, "decision handed over by another replica", "environment", w.env, "planHash", dec.PlanHash)
+	var np *NotPendingError
+	if dec.Approve && !errors.As(r.err, &np) {
+		// The replica that took the approval has answered already: report on the gate (the check run).
+		w.approvalFailed(ctx, dec, r.err)
+	}
+}
+
+// approvalFailed reports, as a failed outcome with nothing applied, an
+// approval handed over by another replica that this leader could not carry
+// out (re-planning failed, the state could not be read). The plan stays
+// pending and is proposed again at the next pass, so it can be approved again.
+// (A plan that is no longer pending is reported by Superseded instead.)
+func (w *worker) approvalFailed(ctx context.Context, dec Handover, cause error) {
+	st, err := w.d.store.Load(ctx, w.env)
+	if err != nil || st.Pending == nil || st.Pending.PlanHash != dec.PlanHash {
+		return
+	}
+	var plan reconcile.Plan
+	if err := json.Unmarshal(st.Pending.Plan, &plan); err != nil {
+		return
+	}
+	now := time.Now().UTC()
+	prop := Proposal{Environment: w.env, Revision: st.Pending.Revision, Plan: &plan}
+	out := Outcome{Result: ResultFailed, Approver: dec.Approver, Started: now, Finished: now,
+		Message: "approving failed, nothing was applied: " + cause.Error()}
+	if err := w.d.o.gate.Completed(ctx, prop, out); err != nil {
+		w.d.metrics.fail(w.env, "gate")
+		w.d.log.Error(err, "reporting a failed approval", "environment", w.env)
+	}
+	w.proposed = ""
+	w.wakeUp()
 }
 
 // decide handles an approval or rejection of the pending plan.

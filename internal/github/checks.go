@@ -156,7 +156,7 @@ func (c *Client) Propose(ctx context.Context, p *reconcile.Plan) (int64, error) 
 }
 
 // Supersede withdraws env's check runs awaiting approval on revision (only the one for planHash, unless
-// planHash is ""), completing them as neutral: "superseded by <newer>" for a newer commit, "replaced: the
+// planHash is "", and that one also when a click moved it to in progress), completing them as neutral: "superseded by <newer>" for a newer commit, "replaced: the
 // plan changed" when newer is revision itself, "nothing left to apply" when newer is "".
 func (c *Client) Supersede(ctx context.Context, env, revision, planHash, newer string) error {
 	runs, err := c.runs(ctx, revision, CheckName(env))
@@ -174,7 +174,11 @@ func (c *Client) Supersede(ctx context.Context, env, revision, planHash, newer s
 		out = Output{Title: "Replaced: the plan changed", Summary: "The cluster or the registry changed since this plan was made; the new plan awaits approval in a fresh check run."}
 	}
 	for _, r := range runs {
-		if !awaiting(r) || (planHash != "" && r.GetExternalID() != planHash) {
+		mine := planHash != "" && r.GetExternalID() == planHash
+		// A run of this plan in progress was clicked (approved) but the plan was withdrawn before it could
+		// be applied, e.g. on the leader after the click reached another replica: it is superseded too.
+		clicked := mine && r.GetStatus() == "in_progress"
+		if !clicked && (!awaiting(r) || (planHash != "" && !mine)) {
 			continue
 		}
 		if err := c.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionNeutral, Output: output(out)}); err != nil {

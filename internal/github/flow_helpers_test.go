@@ -112,6 +112,21 @@ func (f *flow) commit(tag string) string {
 // start runs a daemon (a fresh process, as after a restart) with the GitHub gate and handlers.
 func (f *flow) start() {
 	f.t.Helper()
+	r := f.startReplica(daemon.LeaderElection{Enable: false})
+	f.d, f.hookURL, f.stop = r.d, r.hookURL, r.stop
+}
+
+// replica is one running daemon process with its webhook handler.
+type replica struct {
+	d       *daemon.Daemon
+	hookURL string
+	stop    func()
+}
+
+// startReplica runs a daemon with the GitHub gate and handlers, as `reconciler run` wires them, electing
+// its leader with le; it stops at the end of the test.
+func (f *flow) startReplica(le daemon.LeaderElection) *replica {
+	f.t.Helper()
 	client, err := github.New(f.cfg.GitHub, github.WithRetry(github.RetryPolicy{MaxAttempts: 5, BaseDelay: 20 * time.Millisecond, MaxWait: 5 * time.Second}))
 	if err != nil {
 		f.t.Fatal(err)
@@ -132,7 +147,7 @@ func (f *flow) start() {
 		daemon.WithGate(github.NewGate(client)),
 		daemon.WithWebhook(recv),
 		daemon.WithRESTConfig(env.Config),
-		daemon.WithLeaderElection(daemon.LeaderElection{Enable: false}),
+		daemon.WithLeaderElection(le),
 		daemon.WithListener(ln),
 		daemon.WithReconcileOptions(reconcile.WithRolloutTimeout(0)), // no scheduler here: patched is the end
 	)...)
@@ -141,11 +156,12 @@ func (f *flow) start() {
 	}
 	// As `reconciler run` wires it: PR previews plan with the daemon's own planner.
 	preview := github.NewBranchPreviewer(f.cfg.Source, f.cfg.EnvironmentNames(), d.Plan, gitsource.WithCacheDir(f.t.TempDir()))
-	github.NewHandler(client, github.FromDaemon(d), preview, "main").Register(recv)
+	handler := github.NewHandler(client, github.FromDaemon(d), preview, "main",
+		github.OnDecisionError(func(err error) { f.t.Logf("decision after the webhook: %v", err) }))
+	handler.Register(recv)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	f.d, f.hookURL = d, "http://"+ln.Addr().String()+"/webhook/github"
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
@@ -158,10 +174,11 @@ func (f *flow) start() {
 			case <-time.After(30 * time.Second):
 				f.t.Errorf("daemon did not stop within 30s of its context ending")
 			}
+			handler.Wait()
 		})
 	}
-	f.stop = stop
 	f.t.Cleanup(stop)
+	return &replica{d: d, hookURL: "http://" + ln.Addr().String() + "/webhook/github", stop: stop}
 }
 
 func (f *flow) restart() {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	gh "github.com/google/go-github/v60/github"
 
@@ -44,18 +46,50 @@ type Handler struct {
 	decider   Decider
 	previewer Previewer
 	base      string // manifests branch: PRs into it get previews
+	o         handlerOptions
+
+	decisions sync.WaitGroup // decisions running after their webhook was answered
+}
+
+type handlerOptions struct {
+	onError         func(error)
+	decisionTimeout time.Duration
+}
+
+// HandlerOption configures NewHandler.
+type HandlerOption func(*handlerOptions)
+
+// OnDecisionError receives the errors of decisions taken after their webhook was answered (shown on the
+// check run too, unless updating the run failed, which is then part of the error); the binary logs them.
+// Default: dropped.
+func OnDecisionError(f func(error)) HandlerOption {
+	return func(o *handlerOptions) { o.onError = f }
+}
+
+// WithDecisionTimeout bounds one approval or rejection (default 5 minutes): asking the remote for the
+// newest commit and re-planning, not the apply, which goes on in the daemon.
+func WithDecisionTimeout(d time.Duration) HandlerOption {
+	return func(o *handlerOptions) { o.decisionTimeout = d }
 }
 
 // NewHandler returns a handler deciding through d. previewer may be nil (no PR previews); base is the
 // branch the reconciler follows.
-func NewHandler(c *Client, d Decider, previewer Previewer, base string) *Handler {
-	return &Handler{client: c, decider: d, previewer: previewer, base: base}
+func NewHandler(c *Client, d Decider, previewer Previewer, base string, opts ...HandlerOption) *Handler {
+	o := handlerOptions{onError: func(error) {}, decisionTimeout: 5 * time.Minute}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return &Handler{client: c, decider: d, previewer: previewer, base: base, o: o}
 }
 
+// Wait waits for the decisions still running after their webhooks were answered (at shutdown, and in tests).
+func (h *Handler) Wait() { h.decisions.Wait() }
+
 // HandleCheckRun handles a check_run delivery. Only requested_action on a stagehand/<env> run of the
-// configured repository matters: the sender's permission is checked; an unauthorised click leaves the run
-// pending and says who may approve; Approve asks the Decider (which re-plans and applies only an unchanged
-// plan of the newest commit) and moves the run to in progress; Reject completes it as cancelled.
+// configured repository matters. The sender's permission is checked at once: an unauthorised click leaves
+// the run pending and says who may approve. An authorised click moves the run to in progress and is
+// answered at once (GitHub gives up on a webhook after 10 seconds); the decision runs after that (see
+// decide), and its outcome, errors included, lands on the check run.
 func (h *Handler) HandleCheckRun(ctx context.Context, payload []byte) error {
 	var ev gh.CheckRunEvent
 	if err := json.Unmarshal(payload, &ev); err != nil {
@@ -84,34 +118,51 @@ func (h *Handler) HandleCheckRun(ctx context.Context, payload []byte) error {
 	if !d.Allowed {
 		return h.client.Denied(ctx, run, login, d.Why)
 	}
-	hash := run.GetExternalID()
+	title, summary := "Approved by "+mention(login)+", applying",
+		fmt.Sprintf("Approved by %s (%s). Re-planning and applying planHash `%s`; results follow here.", mention(login), d.Why, run.GetExternalID())
 	if action == ActionReject {
-		err := h.decider.Reject(ctx, env, hash, login, "rejected on GitHub")
-		if errors.Is(err, ErrNotPending) {
-			return h.client.Stale(ctx, run.GetID(), err.Error())
-		}
-		if err != nil {
-			return fmt.Errorf("rejecting %s plan %s: %w", env, hash, err)
-		}
-		return h.client.Rejected(ctx, env, run.GetHeadSHA(), hash, login, "")
+		title, summary = "Rejected by "+mention(login)+", withdrawing", fmt.Sprintf("Rejected by %s (%s); withdrawing the plan.", mention(login), d.Why)
 	}
-	// In progress first: the apply may finish (and complete the run) before Approve returns.
-	if err := h.client.update(ctx, run.GetID(), runUpdate{Status: "in_progress", Output: output(Output{
-		Title:   "Approved by " + mention(login) + ", applying",
-		Summary: fmt.Sprintf("Approved by %s (%s). Re-planning and applying planHash `%s`; results follow here.", mention(login), d.Why, hash),
-	})}); err != nil {
+	// In progress first: the apply may finish (and complete the run) before Approve returns, and the buttons
+	// go, so a second click cannot start a second decision.
+	if err := h.client.update(ctx, run.GetID(), runUpdate{Status: "in_progress", Output: output(Output{Title: title, Summary: summary})}); err != nil {
 		return err
 	}
-	err = h.decider.Approve(ctx, env, hash, login)
-	if errors.Is(err, ErrNotPending) {
-		return h.client.Stale(ctx, run.GetID(), err.Error())
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.o.decisionTimeout)
+	h.decisions.Add(1)
+	go func() {
+		defer h.decisions.Done()
+		defer cancel()
+		if err := h.decide(dctx, run, env, action, login); err != nil {
+			h.o.onError(err)
+		}
+	}()
+	return nil
+}
+
+// decide asks the Decider to approve or reject the plan of run, after its webhook was answered. A plan that
+// is no longer pending completes the run as neutral; any other failure puts the buttons back with the
+// error, so the approval can be retried. It returns the decision's error and any error updating the run.
+func (h *Handler) decide(ctx context.Context, run *gh.CheckRun, env, action, login string) error {
+	hash := run.GetExternalID()
+	var err error
+	if action == ActionReject {
+		err = h.decider.Reject(ctx, env, hash, login, "rejected on GitHub")
+	} else {
+		err = h.decider.Approve(ctx, env, hash, login)
 	}
-	if err != nil {
-		// Put the buttons back so the approval can be retried.
-		note := fmt.Sprintf("%sApproving failed, nothing was applied: %s. Try again.\n\n", deniedMarker, oneLine(err.Error()))
+	switch {
+	case errors.Is(err, ErrNotPending):
+		return h.client.Stale(ctx, run.GetID(), err.Error())
+	case err != nil:
+		verb := map[string]string{ActionApprove: "Approving", ActionReject: "Rejecting"}[action]
+		note := fmt.Sprintf("%s%s failed, nothing was applied: %s. Try again.\n\n", deniedMarker, verb, oneLine(err.Error()))
 		uerr := h.client.update(ctx, run.GetID(), runUpdate{Conclusion: ConclusionActionRequired, Actions: approvalActions(),
 			Output: output(Output{Title: run.GetOutput().GetTitle(), Summary: cut(note+stripNote(run.GetOutput().GetSummary()), "")})})
-		return errors.Join(fmt.Errorf("approving %s plan %s: %w", env, hash, err), uerr)
+		return errors.Join(fmt.Errorf("%s %s plan %s: %w", strings.ToLower(verb), env, hash, err), uerr)
+	case action == ActionReject:
+		// The daemon reports the rejection through the gate too; this covers a decision handed to the leader.
+		return h.client.Rejected(ctx, env, run.GetHeadSHA(), hash, login, "")
 	}
 	return nil
 }

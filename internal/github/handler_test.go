@@ -58,6 +58,7 @@ func TestApprovalClicks(t *testing.T) {
 			if err := h.HandleCheckRun(ctx, delivery.Body); err != nil {
 				t.Fatalf("HandleCheckRun: %v", err)
 			}
+			h.Wait() // the decision runs after the webhook is answered
 			var decided []string
 			for _, a := range d.approved {
 				decided = append(decided, "approved "+a)
@@ -170,5 +171,60 @@ func TestPullRequestPreview(t *testing.T) {
 	all := f.srv.CheckRuns(owner, repo)
 	if !strings.Contains(all[0].Title, "unknown key") || !strings.Contains(all[1].Summary, "Merging this pull request") {
 		t.Errorf("previews: %q / %q", all[0].Title, all[1].Summary)
+	}
+}
+
+// slowDecider blocks every decision until release delivers its answer.
+type slowDecider struct {
+	started chan string
+	release chan error
+}
+
+func (d slowDecider) Approve(ctx context.Context, env, _, who string) error {
+	d.started <- "approve " + env + " " + who
+	return <-d.release
+}
+
+func (d slowDecider) Reject(ctx context.Context, env, _, who, _ string) error {
+	d.started <- "reject " + env + " " + who
+	return <-d.release
+}
+
+// TestClickAnsweredBeforeTheDecision: the webhook is answered as soon as the sender's permission is checked
+// and the run shows it in progress; the decision (ls-remote, re-plan: longer than GitHub's 10 s webhook
+// timeout at worst) runs after, and its failure lands on the run with the buttons back.
+func TestClickAnsweredBeforeTheDecision(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.srv.SetPermission(owner, repo, "maria", "maintain")
+	sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
+	p := plan("prod", sha, 1)
+	id, err := f.client.Propose(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := slowDecider{started: make(chan string, 1), release: make(chan error)}
+	var unshown []error
+	h := github.NewHandler(f.client, d, nil, "main", github.OnDecisionError(func(err error) { unshown = append(unshown, err) }))
+	if err := h.HandleCheckRun(ctx, f.srv.CheckRunActionDelivery(owner, repo, id, "approve", "maria").Body); err != nil {
+		t.Fatalf("HandleCheckRun: %v", err)
+	}
+	// HandleCheckRun returned while the decider has not answered.
+	if got := <-d.started; got != "approve prod maria" {
+		t.Errorf("decision %q", got)
+	}
+	r, _ := f.srv.CheckRun(owner, repo, id)
+	if r.Status != "in_progress" || !strings.Contains(r.Title, "Approved by @maria") || len(r.Actions) != 0 {
+		t.Errorf("run while deciding: %s %q actions %v", r.Status, r.Title, r.Actions)
+	}
+	d.release <- errors.New("planning revision abc: registry unreachable")
+	h.Wait()
+	r, _ = f.srv.CheckRun(owner, repo, id)
+	if r.Conclusion != "action_required" || len(r.Actions) != 2 ||
+		!strings.Contains(r.Summary, "Approving failed, nothing was applied: planning revision abc: registry unreachable") {
+		t.Errorf("run after a failed approval: %s/%s actions %v\n%s", r.Status, r.Conclusion, r.Actions, r.Summary)
+	}
+	if len(unshown) != 1 || !strings.Contains(unshown[0].Error(), "registry unreachable") {
+		t.Errorf("errors reported to the binary: %v", unshown)
 	}
 }

@@ -1,0 +1,89 @@
+package github_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stagehand-gitops/stagehand/internal/daemon"
+	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+)
+
+// TestFlowClickOnAStandbyReplica: two replicas share the state; GitHub delivers the click to the one that
+// does not lead. The standby answers at once and hands the decision to the leader through the state
+// ConfigMap: a plan that changed meanwhile (drift) is withdrawn on its check run, not left in progress;
+// the fresh plan, approved on the standby, is applied by the leader and its run completes as success.
+func TestFlowClickOnAStandbyReplica(t *testing.T) {
+	f := newFlow(t)
+	sha := f.commit("1.0.1")
+	le := daemon.LeaderElection{Enable: true, ReleaseOnCancel: true,
+		LeaseDuration: 10 * time.Second, RenewDeadline: 7 * time.Second, RetryPeriod: 250 * time.Millisecond}
+	a := f.startReplica(le)
+	f.d = a.d
+	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
+	b := f.startReplica(le)
+	leader, standby := a, b
+	if !a.d.Leading() {
+		leader, standby = b, a
+	}
+	if standby.d.Leading() {
+		t.Fatal("both replicas lead")
+	}
+
+	// Drift: the proposed plan (1.0.0 → 1.0.1) is no longer what would run.
+	setImage(t, f, f.reg.Ref("team/api", "1.0.2"))
+	f.hookURL = standby.hookURL
+	if code, _ := f.click(run.ID, "approve", "maria", secret); code != http.StatusOK {
+		t.Fatalf("click on the standby: %d", code)
+	}
+	stale := f.waitRunID(run.ID, "withdrawn", concluded("neutral"))
+	if !strings.Contains(stale.Title, "Replaced") && !strings.Contains(stale.Title, "no longer current") {
+		t.Errorf("stale run title %q", stale.Title)
+	}
+	fresh := f.waitRun(sha, "a fresh run awaiting approval", func(r githubtest.CheckRun) bool { return r.ID != run.ID && awaitingApproval(r) })
+
+	if code, _ := f.click(fresh.ID, "approve", "maria", secret); code != http.StatusOK {
+		t.Fatalf("second click on the standby: %d", code)
+	}
+	f.waitImage("1.0.1")
+	done := f.waitRun(sha, "success", concluded("success"))
+	if done.ID != fresh.ID || !strings.Contains(done.Summary, "@maria") {
+		t.Errorf("completed run %d (want %d), summary:\n%s", done.ID, fresh.ID, done.Summary)
+	}
+	f.d = leader.d
+	if h := f.history(); len(h) != 1 || h[0].Approver != "maria" || h[0].Result != daemon.ResultSucceeded {
+		t.Errorf("history = %+v, want one success approved by maria", h)
+	}
+}
+
+func setImage(t *testing.T, f *flow, image string) {
+	t.Helper()
+	dep, err := env.Clientset.AppsV1().Deployments(f.ns).Get(context.Background(), "api", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep.Spec.Template.Spec.Containers[0].Image = image
+	if _, err := env.Clientset.AppsV1().Deployments(f.ns).Update(context.Background(), dep, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitRunID waits until check run id satisfies ok.
+func (f *flow) waitRunID(id int64, what string, ok func(githubtest.CheckRun) bool) githubtest.CheckRun {
+	f.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, _ := f.gh.CheckRun(owner, repo, id)
+		if ok(r) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("check run %d never became %s; last: %+v", id, what, r)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
