@@ -48,6 +48,15 @@ func TestSkipConfirmationDeploys(t *testing.T) {
 	if v.LastResult == nil || v.LastResult.Revision != rev || v.Pending != nil {
 		t.Errorf("devel view: lastResult %+v pending %+v", v.LastResult, v.Pending)
 	}
+	wantImages := []ImageStatus{{DockerName: "web", Desired: "web:1.1.0", Live: "web:1.1.0"}}
+	if diff := cmp.Diff(wantImages, v.Services[0].Targets[0].Images); diff != "" {
+		t.Errorf("devel in sync: images (-want +got):\n%s", diff)
+	}
+	prod := r.environment(t, "prod")
+	wantImages = []ImageStatus{{DockerName: "web", Workload: "Deployment/web", Desired: imageRepo + "web:1.0.0", Live: imageRepo + "web:0.9.0"}}
+	if diff := cmp.Diff(wantImages, prod.Services[0].Targets[0].Images); diff != "" {
+		t.Errorf("prod pending: images (-want +got):\n%s", diff)
+	}
 	if n := counterValue(r.d.metrics.changesApplied.WithLabelValues("devel")); n != 2 {
 		t.Errorf("stagehand_changes_applied_total{environment=devel} = %v, want 2", n)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
@@ -55,14 +56,31 @@ type ServiceView struct {
 }
 
 // ServiceTargetStatus is one service in one target. Changes list the live
-// image (From) and the desired one (To) of every container that differs.
+// image (From) and the desired one (To) of every container that differs;
+// Images has desired and live for every manifest container.
 type ServiceTargetStatus struct {
 	Target    string             `json:"target"`
 	Namespace string             `json:"namespace"`
 	State     string             `json:"state"`
+	Images    []ImageStatus      `json:"images"`
 	Changes   []reconcile.Change `json:"changes,omitempty"`
 	Locks     []string           `json:"locks,omitempty"`
 	Problems  []string           `json:"problems,omitempty"`
+}
+
+// ImageStatus is desired against live for one manifest container in one
+// target. For a container to change (planned, pending or blocked), Desired
+// and Live are the full images of the plan's change (To and From), one entry
+// per workload. For one in sync, both are the manifest's reference
+// (dockerName:dockerTag[@dockerDigest]): the workload runs it, under its own
+// registry prefix. Live is "" when a problem (no workload, ambiguous
+// container, registry error) leaves it unknown.
+type ImageStatus struct {
+	DockerName string `json:"dockerName"`
+	// Workload is "Kind/name" of the workload a change is for ("" when in sync).
+	Workload string `json:"workload,omitempty"`
+	Desired  string `json:"desired"`
+	Live     string `json:"live"`
 }
 
 // EnvironmentView is one environment as the API shows it.
@@ -199,7 +217,7 @@ func buildStatus(s gitsource.Snapshot, envM *manifest.Environment, plan *reconci
 		for _, t := range targets {
 			ts := ServiceTargetStatus{Target: t.Name, Namespace: t.Namespace, State: StateInSync}
 			if plan == nil {
-				ts.State = ""
+				ts.State, ts.Images = "", []ImageStatus{}
 				sv.Targets = append(sv.Targets, ts)
 				continue
 			}
@@ -222,6 +240,7 @@ func buildStatus(s gitsource.Snapshot, envM *manifest.Environment, plan *reconci
 					ts.State = StateProblem
 				}
 			}
+			ts.Images = images(svc.Containers, ts.Changes, ts.State == StateProblem)
 			sv.Targets = append(sv.Targets, ts)
 		}
 		st.Services = append(st.Services, sv)
@@ -230,4 +249,43 @@ func buildStatus(s gitsource.Snapshot, envM *manifest.Environment, plan *reconci
 		st.Unmanaged = plan.Unmanaged
 	}
 	return st
+}
+
+// images pairs each manifest container with its changes in one target (by
+// the image repository ending in dockerName, as the plan maps them); a
+// container without a change is in sync, unless the target has a problem
+// for the service, in which case its live image is unknown.
+func images(containers []manifest.Container, changes []reconcile.Change, problem bool) []ImageStatus {
+	out := []ImageStatus{}
+	for _, c := range containers {
+		matched := false
+		for _, ch := range changes {
+			if repo := repository(ch.To); repo == c.DockerName || strings.HasSuffix(repo, "/"+c.DockerName) {
+				out = append(out, ImageStatus{DockerName: c.DockerName, Workload: ch.Kind + "/" + ch.Name, Desired: ch.To, Live: ch.From})
+				matched = true
+			}
+		}
+		if matched {
+			continue
+		}
+		ref := c.DockerName + ":" + c.DockerTag
+		if c.DockerDigest != "" {
+			ref += "@" + c.DockerDigest
+		}
+		live := ref
+		if problem {
+			live = ""
+		}
+		out = append(out, ImageStatus{DockerName: c.DockerName, Desired: ref, Live: live})
+	}
+	return out
+}
+
+// repository is an image reference without its tag and digest.
+func repository(ref string) string {
+	ref, _, _ = strings.Cut(ref, "@")
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		ref = ref[:i]
+	}
+	return ref
 }
