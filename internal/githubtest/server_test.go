@@ -245,6 +245,31 @@ func TestFaults(t *testing.T) {
 	}
 }
 
+// TestLatency: WithLatency/SetLatency slow every response and a Fault with only a Delay slows the matching
+// request without failing it (lower bounds only: the wait is a sleep, so at least that long).
+func TestLatency(t *testing.T) {
+	ctx := context.Background()
+	srv := githubtest.New(t, githubtest.WithLatency(50*time.Millisecond))
+	srv.CreateRepo("acme", "manifests", "main")
+	gh := newClient(t, srv)
+	timed := func() (time.Duration, int) {
+		start := time.Now()
+		_, resp, _ := gh.Repositories.Get(ctx, "acme", "manifests")
+		return time.Since(start), resp.StatusCode
+	}
+	if d, code := timed(); code != http.StatusOK || d < 50*time.Millisecond {
+		t.Errorf("WithLatency(50ms): %d after %s", code, d)
+	}
+	srv.SetLatency(0)
+	srv.Inject(githubtest.Fault{Method: "GET", Route: "/repos/{owner}/{repo}", Delay: 200 * time.Millisecond})
+	if d, code := timed(); code != http.StatusOK || d < 200*time.Millisecond {
+		t.Errorf("delay-only fault: %d after %s, want 200 after ≥200ms", code, d)
+	}
+	if n := srv.FaultsLeft(); n != 0 {
+		t.Errorf("faults left = %d", n)
+	}
+}
+
 func TestRootURL(t *testing.T) {
 	srv := githubtest.New(t)
 	srv.CreateRepo("acme", "manifests", "main")
