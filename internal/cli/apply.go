@@ -22,9 +22,11 @@ func newApplyCommand() *cobra.Command {
 		Short: "Apply an environment's plan and wait for the rollouts",
 		Long: `Plan the environment again and apply it: only if the fresh planHash equals
 --plan-hash (the plan a reviewer approved), or unconditionally with --yes.
-Prints progress per workload while rollouts run. Exit 0 when every workload
-succeeded, 1 when any failed or was blocked (or on errors), 2 on usage
-errors, 3 when the plan no longer matches --plan-hash (nothing is applied).`,
+Prints progress per workload while rollouts run. Exit 0 when every change the
+manifest asks for was applied and rolled out; 1 when any workload failed, a
+change was blocked by a lock or a service was kept back by a problem (the rest
+is still applied), or on errors; 2 on usage errors; 3 when the plan no longer
+matches --plan-hash (nothing is applied).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.check(args); err != nil {
 				return err
@@ -78,8 +80,8 @@ func runApply(cmd *cobra.Command, f *planFlags, planHash string) error {
 	} else {
 		printResult(out, res)
 	}
-	if res.Failed() {
-		return exitCode(1, nil)
+	if res.Failed() || len(res.Plan.Blocked) > 0 || len(res.Plan.Problems) > 0 {
+		return exitCode(1, nil) // what was not deployed is printed above
 	}
 	return nil
 }

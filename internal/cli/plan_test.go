@@ -271,3 +271,25 @@ func sortedStrings(s []string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestApplyProblemExitsOne: a service kept back by a problem (here: no
+// workload) is not deployed, so apply must not report success even though the
+// rest of the plan was applied.
+func TestApplyProblemExitsOne(t *testing.T) {
+	w := newPlanWorld(t)
+	p := filepath.Join(w.dir, "environments", "prod", "manifest.json")
+	m := `{"services": [
+  {"name": "report", "containers": [{"dockerName": "team/report", "dockerTag": "3"}]},
+  {"name": "ghost", "containers": [{"dockerTag": "1"}]}
+]}`
+	if err := os.WriteFile(p, []byte(m), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := w.run(t, "apply", "--yes")
+	if code != 1 || !strings.Contains(stdout, "ghost") || !strings.Contains(stdout, "1 problem(s)") {
+		t.Errorf("apply with a problem: exit %d, stdout:\n%s\nstderr:\n%s\nwant exit 1 naming the service", code, stdout, stderr)
+	}
+	if got := cronImage(t, w.ns); got != "reg.example.com/team/report:3" {
+		t.Errorf("report image = %s, want the rest of the plan applied", got)
+	}
+}
