@@ -225,24 +225,7 @@ func (c *Client) Applying(ctx context.Context, p *reconcile.Plan, approver strin
 	}
 	out := RenderPlan(p, note, c.DetailsURL(p.Environment))
 	out.Title = title
-	r, err := c.run(ctx, p.Environment, p.Revision, p.PlanHash)
-	if err != nil {
-		return err
-	}
-	if r == nil {
-		opts := gh.CreateCheckRunOptions{
-			Name: CheckName(p.Environment), HeadSHA: p.Revision, ExternalID: gh.String(p.PlanHash),
-			Status: gh.String("in_progress"), Output: output(out),
-		}
-		if u := c.DetailsURL(p.Environment); u != "" {
-			opts.DetailsURL = gh.String(u)
-		}
-		if _, _, err := c.rest.Checks.CreateCheckRun(ctx, c.owner, c.repo, opts); err != nil {
-			return fmt.Errorf("creating check run %s on %s: %w", CheckName(p.Environment), short(p.Revision), err)
-		}
-		return nil
-	}
-	return c.update(ctx, r.GetID(), runUpdate{Status: "in_progress", Output: output(out)})
+	return c.upsert(ctx, p, "in_progress", "", out)
 }
 
 // Finished completes the check run of res.Plan as success or failure with per-workload results.
@@ -252,26 +235,36 @@ func (c *Client) Finished(ctx context.Context, res *reconcile.Result, approver s
 	if applyErr != nil || res.Failed() {
 		conclusion = ConclusionFailure
 	}
-	out := RenderResult(res, approver, applyErr, c.DetailsURL(p.Environment))
+	return c.upsert(ctx, p, "", conclusion, RenderResult(res, approver, applyErr, c.DetailsURL(p.Environment)))
+}
+
+// upsert sets the status (or the conclusion, which completes it) and output of plan p's check run,
+// creating the run when there is none (skipConfirmation environments are never proposed).
+func (c *Client) upsert(ctx context.Context, p *reconcile.Plan, status, conclusion string, out Output) error {
 	r, err := c.run(ctx, p.Environment, p.Revision, p.PlanHash)
 	if err != nil {
 		return err
 	}
-	if r == nil {
-		opts := gh.CreateCheckRunOptions{
-			Name: CheckName(p.Environment), HeadSHA: p.Revision, ExternalID: gh.String(p.PlanHash),
-			Conclusion: gh.String(conclusion), CompletedAt: &gh.Timestamp{Time: time.Now().UTC().Truncate(time.Second)},
-			Output: output(out),
-		}
-		if u := c.DetailsURL(p.Environment); u != "" {
-			opts.DetailsURL = gh.String(u)
-		}
-		if _, _, err := c.rest.Checks.CreateCheckRun(ctx, c.owner, c.repo, opts); err != nil {
-			return fmt.Errorf("creating check run %s on %s: %w", CheckName(p.Environment), short(p.Revision), err)
-		}
-		return nil
+	if r != nil {
+		return c.update(ctx, r.GetID(), runUpdate{Status: status, Conclusion: conclusion, Output: output(out)})
 	}
-	return c.update(ctx, r.GetID(), runUpdate{Conclusion: conclusion, Output: output(out)})
+	opts := gh.CreateCheckRunOptions{
+		Name: CheckName(p.Environment), HeadSHA: p.Revision, ExternalID: gh.String(p.PlanHash), Output: output(out),
+	}
+	if status != "" {
+		opts.Status = gh.String(status)
+	}
+	if conclusion != "" {
+		opts.Conclusion = gh.String(conclusion)
+		opts.CompletedAt = &gh.Timestamp{Time: time.Now().UTC().Truncate(time.Second)}
+	}
+	if u := c.DetailsURL(p.Environment); u != "" {
+		opts.DetailsURL = gh.String(u)
+	}
+	if _, _, err := c.rest.Checks.CreateCheckRun(ctx, c.owner, c.repo, opts); err != nil {
+		return fmt.Errorf("creating check run %s on %s: %w", CheckName(p.Environment), short(p.Revision), err)
+	}
+	return nil
 }
 
 // Rejected completes the check run of planHash as cancelled, "rejected by @x".

@@ -264,3 +264,32 @@ func (f *flow) history() []daemon.Entry {
 	}
 	return st.History
 }
+
+// waitRunID waits until check run id satisfies ok.
+func (f *flow) waitRunID(id int64, what string, ok func(githubtest.CheckRun) bool) githubtest.CheckRun {
+	f.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, _ := f.gh.CheckRun(owner, repo, id)
+		if ok(r) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("check run %d never became %s; last: %+v", id, what, r)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// setImage changes the api Deployment's image behind the reconciler's back (drift).
+func (f *flow) setImage(image string) {
+	f.t.Helper()
+	dep, err := env.Clientset.AppsV1().Deployments(f.ns).Get(context.Background(), "api", metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	dep.Spec.Template.Spec.Containers[0].Image = image
+	if _, err := env.Clientset.AppsV1().Deployments(f.ns).Update(context.Background(), dep, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+}

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
@@ -121,26 +119,9 @@ func TestFlowStaleHash(t *testing.T) {
 	f.start()
 	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
 	// Drift: someone deploys 1.0.2 by hand, so the approved plan (1.0.0 → 1.0.1) is not what would run.
-	dep, err := env.Clientset.AppsV1().Deployments(f.ns).Get(context.Background(), "api", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep.Spec.Template.Spec.Containers[0].Image = f.reg.Ref("team/api", "1.0.2")
-	if _, err := env.Clientset.AppsV1().Deployments(f.ns).Update(context.Background(), dep, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	f.setImage(f.reg.Ref("team/api", "1.0.2"))
 	f.click(run.ID, "approve", "maria", secret)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r, _ := f.gh.CheckRun(owner, repo, run.ID)
-		if r.Conclusion == "neutral" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stale run not withdrawn: %+v", r)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	f.waitRunID(run.ID, "withdrawn", concluded("neutral"))
 	fresh := f.waitRun(sha, "a fresh run awaiting approval", func(r githubtest.CheckRun) bool { return r.ID != run.ID && awaitingApproval(r) })
 	if fresh.ExternalID == run.ExternalID || !strings.Contains(fresh.Summary, "`1.0.2` → `1.0.1`") {
 		t.Errorf("fresh run: %q\n%s", fresh.ExternalID, fresh.Summary)
@@ -232,14 +213,7 @@ func TestFlowDriftReplacesTheCheck(t *testing.T) {
 	f.start()
 	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
 	// Drift without any click: the next resync plans 1.0.2 → 1.0.1, a different plan for the same commit.
-	dep, err := env.Clientset.AppsV1().Deployments(f.ns).Get(context.Background(), "api", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep.Spec.Template.Spec.Containers[0].Image = f.reg.Ref("team/api", "1.0.2")
-	if _, err := env.Clientset.AppsV1().Deployments(f.ns).Update(context.Background(), dep, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	f.setImage(f.reg.Ref("team/api", "1.0.2"))
 	fresh := f.waitRun(sha, "a fresh run awaiting approval", func(r githubtest.CheckRun) bool { return r.ID != run.ID && awaitingApproval(r) })
 	if !strings.Contains(fresh.Summary, "`1.0.2` → `1.0.1`") {
 		t.Errorf("fresh run:\n%s", fresh.Summary)

@@ -1,13 +1,10 @@
 package github_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
@@ -35,7 +32,7 @@ func TestFlowClickOnAStandbyReplica(t *testing.T) {
 	}
 
 	// Drift: the proposed plan (1.0.0 → 1.0.1) is no longer what would run.
-	setImage(t, f, f.reg.Ref("team/api", "1.0.2"))
+	f.setImage(f.reg.Ref("team/api", "1.0.2"))
 	f.hookURL = standby.hookURL
 	if code, _ := f.click(run.ID, "approve", "maria", secret); code != http.StatusOK {
 		t.Fatalf("click on the standby: %d", code)
@@ -57,33 +54,5 @@ func TestFlowClickOnAStandbyReplica(t *testing.T) {
 	f.d = leader.d
 	if h := f.history(); len(h) != 1 || h[0].Approver != "maria" || h[0].Result != daemon.ResultSucceeded {
 		t.Errorf("history = %+v, want one success approved by maria", h)
-	}
-}
-
-func setImage(t *testing.T, f *flow, image string) {
-	t.Helper()
-	dep, err := env.Clientset.AppsV1().Deployments(f.ns).Get(context.Background(), "api", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep.Spec.Template.Spec.Containers[0].Image = image
-	if _, err := env.Clientset.AppsV1().Deployments(f.ns).Update(context.Background(), dep, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// waitRunID waits until check run id satisfies ok.
-func (f *flow) waitRunID(id int64, what string, ok func(githubtest.CheckRun) bool) githubtest.CheckRun {
-	f.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r, _ := f.gh.CheckRun(owner, repo, id)
-		if ok(r) {
-			return r
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("check run %d never became %s; last: %+v", id, what, r)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
