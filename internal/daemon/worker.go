@@ -12,20 +12,6 @@ import (
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
-// decision is an approval or rejection on its way to a worker.
-type decision struct {
-	approve  bool
-	planHash string
-	who      string
-	reason   string
-	reply    chan decisionReply
-}
-
-type decisionReply struct {
-	pending *Pending
-	err     error
-}
-
 // worker handles one environment: revisions in order, one step at a time.
 type worker struct {
 	d         *Daemon
@@ -253,134 +239,6 @@ func (w *worker) supersede(ctx context.Context, pending *Pending, by string) {
 	w.d.log.Info("pending plan superseded", "environment", w.env, "planHash", pending.PlanHash, "by", by)
 }
 
-// pickUp acts on a decision another replica handed over through the Store.
-func (w *worker) pickUp(ctx context.Context) {
-	st, err := w.d.store.Load(ctx, w.env)
-	if err != nil || st.Handover == nil {
-		return
-	}
-	dec := *st.Handover
-	if err := w.d.store.Update(ctx, w.env, func(st *EnvState) { st.Handover = nil }); err != nil {
-		w.d.metrics.fail(w.env, "state")
-		return
-	}
-	dc := decision{approve: dec.Approve, planHash: dec.PlanHash, who: dec.Approver, reason: dec.Reason,
-		reply: make(chan decisionReply, 1)}
-	w.decide(ctx, dc)
-	r := <-dc.reply
-	if r.err == nil {
-		return
-	}
-	w.d.log.Error(r.err, "decision handed over by another replica", "environment", w.env, "planHash", dec.PlanHash)
-	var np *NotPendingError
-	if dec.Approve && !errors.As(r.err, &np) {
-		// The replica that took the approval has answered already: report on the gate (the check run).
-		w.approvalFailed(ctx, dec, r.err)
-	}
-}
-
-// approvalFailed reports, as a failed outcome with nothing applied, an
-// approval handed over by another replica that this leader could not carry
-// out (re-planning failed, the state could not be read). The plan stays
-// pending and is proposed again at the next pass, so it can be approved again.
-// (A plan that is no longer pending is reported by Superseded instead.)
-func (w *worker) approvalFailed(ctx context.Context, dec Handover, cause error) {
-	st, err := w.d.store.Load(ctx, w.env)
-	if err != nil || st.Pending == nil || st.Pending.PlanHash != dec.PlanHash {
-		return
-	}
-	var plan reconcile.Plan
-	if err := json.Unmarshal(st.Pending.Plan, &plan); err != nil {
-		return
-	}
-	now := time.Now().UTC()
-	prop := Proposal{Environment: w.env, Revision: st.Pending.Revision, Plan: &plan}
-	out := Outcome{Result: ResultFailed, Approver: dec.Approver, Started: now, Finished: now,
-		Message: "approving failed, nothing was applied: " + cause.Error()}
-	if err := w.d.o.gate.Completed(ctx, prop, out); err != nil {
-		w.d.metrics.fail(w.env, "gate")
-		w.d.log.Error(err, "reporting a failed approval", "environment", w.env)
-	}
-	w.proposed = ""
-	w.wakeUp()
-}
-
-// decide handles an approval or rejection of the pending plan.
-func (w *worker) decide(ctx context.Context, dc decision) {
-	reply := func(p *Pending, err error) { dc.reply <- decisionReply{pending: p, err: err} }
-	notPending := func() {
-		st, err := w.d.store.Load(ctx, w.env)
-		if err != nil {
-			reply(nil, err)
-			return
-		}
-		reply(nil, &NotPendingError{Environment: w.env, PlanHash: dc.planHash, Pending: st.Pending})
-	}
-	st, err := w.d.store.Load(ctx, w.env)
-	if err != nil {
-		reply(nil, err)
-		return
-	}
-	p := st.Pending
-	if p == nil || p.PlanHash != dc.planHash {
-		reply(nil, &NotPendingError{Environment: w.env, PlanHash: dc.planHash, Pending: p})
-		return
-	}
-	// The revision must still be the newest: ask the remote now.
-	s, ok := w.d.snapshot()
-	if fresh, err := w.d.source.Poll(ctx); err == nil && (!ok || fresh.Revision != s.Revision) {
-		w.d.offer(fresh)
-		s, ok = fresh, true
-	}
-	if !ok || s.Revision != p.Revision {
-		_ = w.pass(ctx) // supersedes the pending plan and proposes the newest
-		notPending()
-		return
-	}
-	var plan reconcile.Plan
-	_ = json.Unmarshal(p.Plan, &plan)
-	prop := Proposal{Environment: w.env, Revision: p.Revision, RevisionTime: s.Time, Plan: &plan}
-	if !dc.approve {
-		now := time.Now().UTC()
-		e := Entry{Revision: p.Revision, PlanHash: p.PlanHash, Changes: changesJSON(plan.Changes), Approver: dc.who,
-			Result: ResultRejected, Message: dc.reason, Started: now, Finished: now}
-		if err := w.d.store.Record(ctx, w.env, e); err != nil {
-			reply(nil, err)
-			return
-		}
-		w.d.metrics.setPending(w.env, false)
-		reply(p, nil)
-		if err := w.d.o.gate.Completed(ctx, prop, Outcome{Result: ResultRejected, Approver: dc.who, Message: dc.reason,
-			Started: now, Finished: now}); err != nil {
-			w.d.metrics.fail(w.env, "gate")
-			w.d.log.Error(err, "reporting rejection", "environment", w.env)
-		}
-		w.d.log.Info("plan rejected", "environment", w.env, "planHash", p.PlanHash, "by", dc.who)
-		return
-	}
-	envM, fresh, err := w.plan(ctx, s)
-	if err != nil {
-		reply(nil, err)
-		return
-	}
-	if fresh.PlanHash != p.PlanHash {
-		// The cluster or the locks changed since the plan was proposed.
-		st, _ := w.d.store.Load(ctx, w.env)
-		if st == nil {
-			st = &EnvState{Pending: p}
-		}
-		_ = w.act(ctx, s, envM, fresh, st)
-		notPending()
-		return
-	}
-	reply(p, nil)
-	w.d.log.Info("plan approved", "environment", w.env, "planHash", p.PlanHash, "by", dc.who)
-	prop.Plan = fresh
-	if err := w.apply(ctx, s, envM, prop, dc.who); err != nil && ctx.Err() == nil {
-		w.d.log.Error(err, "applying approved plan", "environment", w.env)
-	}
-}
-
 // apply applies prop's plan, recording it as in flight first and in the
 // history after. A shutdown lets the patches in flight finish (up to the
 // apply grace) and records the apply as interrupted; the in-flight record
@@ -388,24 +246,15 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, prop Proposal, approver string) error {
 	log := w.d.log.WithValues("environment", w.env, "revision", short(s.Revision), "planHash", prop.Plan.PlanHash)
 	started := time.Now().UTC()
-	changes := changesJSON(prop.Plan.Changes)
 	if err := w.d.store.SetInFlight(ctx, w.env, &InFlight{Revision: s.Revision, PlanHash: prop.Plan.PlanHash,
-		Approver: approver, Changes: changes, Started: started}); err != nil {
+		Approver: approver, Changes: changesJSON(prop.Plan.Changes), Started: started}); err != nil {
 		w.d.metrics.fail(w.env, "state")
 		return fmt.Errorf("recording apply before starting it: %w", err)
 	}
 	log.Info("applying", "approver", approver, "changes", len(prop.Plan.Changes))
-
-	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	stop := context.AfterFunc(ctx, func() {
-		t := time.AfterFunc(w.d.o.applyGrace, cancel)
-		context.AfterFunc(actx, func() { t.Stop() })
-	})
-	defer stop()
-	res, err := w.d.rec.Apply(actx, w.request(s, envM), prop.Plan.PlanHash)
-	finished := time.Now().UTC()
-	interrupted := ctx.Err() != nil
+	res, err := w.applyWithGrace(ctx, w.request(s, envM), prop.Plan.PlanHash)
+	out := outcome(approver, res, err, ctx.Err() != nil, started)
+	// Record and report even when ctx has ended (a shutdown).
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer rcancel()
 
@@ -415,7 +264,7 @@ func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest
 		if err := w.d.store.SetInFlight(rctx, w.env, nil); err != nil {
 			return err
 		}
-		if interrupted {
+		if out.Result == ResultInterrupted {
 			return nil
 		}
 		st, err := w.d.store.Load(ctx, w.env)
@@ -428,7 +277,35 @@ func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest
 		return w.act(ctx, s, envM, stale.Plan, st)
 	}
 
-	out := Outcome{Approver: approver, Apply: res, Started: started, Finished: finished, Result: ResultSucceeded}
+	applied := w.recordApply(rctx, prop, out)
+	w.completed(rctx, prop, out)
+	log.Info("applied", "result", out.Result, "changes", applied, "duration", out.Finished.Sub(started).String())
+	switch out.Result {
+	case ResultFailed:
+		w.d.metrics.fail(w.env, "apply")
+		return fmt.Errorf("applying revision %s: %s", short(s.Revision), out.Message)
+	case ResultSucceeded:
+		_, _, _ = w.plan(ctx, s) // refresh the status: desired is live now
+	}
+	return nil
+}
+
+// applyWithGrace applies planHash; when ctx ends, the patches in flight get
+// the apply grace to finish before the apply is cancelled.
+func (w *worker) applyWithGrace(ctx context.Context, req reconcile.Request, planHash string) (*reconcile.Result, error) {
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(w.d.o.applyGrace, cancel)
+		context.AfterFunc(actx, func() { t.Stop() })
+	})
+	defer stop()
+	return w.d.rec.Apply(actx, req, planHash)
+}
+
+// outcome is how an apply that started at started ended.
+func outcome(approver string, res *reconcile.Result, err error, interrupted bool, started time.Time) Outcome {
+	out := Outcome{Approver: approver, Apply: res, Started: started, Finished: time.Now().UTC(), Result: ResultSucceeded}
 	switch {
 	case interrupted:
 		out.Result, out.Message = ResultInterrupted, "shut down during the apply; the next leader plans again and applies what is left"
@@ -437,46 +314,50 @@ func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest
 	case res.Failed():
 		out.Result, out.Message = ResultFailed, failureSummary(res)
 	}
-	e := Entry{Revision: s.Revision, PlanHash: prop.Plan.PlanHash, Changes: changes, Approver: approver,
-		Result: out.Result, Message: out.Message, Started: started, Finished: finished}
+	return out
+}
+
+// recordApply writes out into the history (clearing the in-flight record
+// unless the apply was interrupted: the next leader continues it) and the
+// metrics, and returns the number of changes applied.
+func (w *worker) recordApply(ctx context.Context, prop Proposal, out Outcome) int {
+	e := Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: changesJSON(prop.Plan.Changes), Approver: out.Approver,
+		Result: out.Result, Message: out.Message, Started: out.Started, Finished: out.Finished}
 	applied := 0
-	if res != nil {
-		e.Workloads, _ = json.Marshal(res.Workloads)
-		for _, wr := range res.Workloads {
+	if out.Apply != nil {
+		e.Workloads, _ = json.Marshal(out.Apply.Workloads)
+		for _, wr := range out.Apply.Workloads {
 			if wr.Outcome == reconcile.OutcomeSucceeded || wr.Outcome == reconcile.OutcomePatched {
 				applied += len(wr.Changes)
 			}
 		}
 	}
 	w.d.metrics.addApplied(w.env, applied)
-	if interrupted {
-		err = w.d.store.Update(rctx, w.env, func(st *EnvState) {
+	var err error
+	if out.Result == ResultInterrupted {
+		err = w.d.store.Update(ctx, w.env, func(st *EnvState) {
 			st.History = append([]Entry{e}, st.History...)
 			if st.Pending != nil && st.Pending.PlanHash == e.PlanHash {
 				st.Pending = nil
 			}
 		})
 	} else {
-		err = w.d.store.Record(rctx, w.env, e)
+		err = w.d.store.Record(ctx, w.env, e)
 	}
 	if err != nil {
 		w.d.metrics.fail(w.env, "state")
-		log.Error(err, "recording apply result")
+		w.d.log.Error(err, "recording apply result", "environment", w.env, "planHash", e.PlanHash)
 	}
 	w.d.metrics.setPending(w.env, false)
-	if gerr := w.d.o.gate.Completed(rctx, prop, out); gerr != nil {
+	return applied
+}
+
+// completed reports how prop ended to the gate; a failure is logged and counted.
+func (w *worker) completed(ctx context.Context, prop Proposal, out Outcome) {
+	if err := w.d.o.gate.Completed(ctx, prop, out); err != nil {
 		w.d.metrics.fail(w.env, "gate")
-		log.Error(gerr, "reporting apply result")
+		w.d.log.Error(err, "reporting the outcome to the gate", "environment", w.env, "planHash", prop.Plan.PlanHash, "result", out.Result)
 	}
-	log.Info("applied", "result", out.Result, "changes", applied, "duration", finished.Sub(started).String())
-	if out.Result == ResultFailed {
-		w.d.metrics.fail(w.env, "apply")
-		return fmt.Errorf("applying revision %s: %s", short(s.Revision), out.Message)
-	}
-	if out.Result == ResultSucceeded {
-		_, _, _ = w.plan(ctx, s) // refresh the status: desired is live now
-	}
-	return nil
 }
 
 // subset reports whether every change in part was approved in whole: same
