@@ -98,33 +98,13 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 		return nil, fmt.Errorf("state: %w", err)
 	}
 	d.store = NewStore(stateClient, cfg.State.Namespace)
-
-	for _, name := range d.envNames {
-		for i, t := range cfg.Environments[name].Targets {
-			c, err := clients.clientset(t.Kubeconfig, t.Context)
-			if err != nil {
-				return nil, fmt.Errorf("environments.%s.targets[%d]: %w", name, i, err)
-			}
-			d.targets[name] = append(d.targets[name], reconcile.Target{Name: t.Name, Namespace: t.Namespace, Client: c})
-		}
+	if err := d.buildTargets(clients); err != nil {
+		return nil, err
 	}
-
-	svc, err := newLockService(cfg.Locks, stateCfg)
+	checker, err := d.buildLocks(stateCfg)
 	if err != nil {
 		return nil, err
 	}
-	d.lockSvc = svc
-	// Only the leader applies, under one fixed author: a new leader takes over
-	// the deploy lock a killed one left instead of waiting for it to expire.
-	checker := lock.NewChecker(svc, nil, lock.TakeOverOwnLocks(LockAuthor))
-	if d.token != "" {
-		h, err := lock.NewHandler(svc, d.token)
-		if err != nil {
-			return nil, err
-		}
-		d.locks = h
-	}
-
 	recOpts := []reconcile.Option{
 		reconcile.WithSelectorLabel(cfg.Workloads.SelectorLabel),
 		reconcile.WithVerifyDigests(*cfg.Registry.VerifyDigests),
@@ -141,27 +121,69 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	if d.source, err = gitsource.New(cfg.Source, o.sourceOpts...); err != nil {
 		return nil, fmt.Errorf("configuring git source: %w", err)
 	}
-	d.webhook = o.webhook
-	if d.webhook == nil && cfg.GitHub.WebhookSecretFile != "" {
-		secret, err := config.ReadSecret(cfg.GitHub.WebhookSecretFile)
-		if err != nil {
-			return nil, fmt.Errorf("github.webhookSecretFile: %w", err)
-		}
-		if d.webhook, err = webhook.New(secret); err != nil {
-			return nil, err
-		}
-	}
-	if d.webhook != nil {
-		push, err := webhook.OnPush(cfg.Source.URL, cfg.Source.Branch, d.source.Trigger)
-		if err != nil {
-			return nil, fmt.Errorf("configuring push webhook: %w", err)
-		}
-		d.webhook.Handle("push", push)
+	if err := d.buildWebhook(); err != nil {
+		return nil, err
 	}
 	for _, name := range d.envNames {
 		d.workers[name] = newWorker(d, name)
 	}
 	return d, nil
+}
+
+// buildTargets makes a client for every target of every environment.
+func (d *Daemon) buildTargets(clients *clientCache) error {
+	for _, name := range d.envNames {
+		for i, t := range d.cfg.Environments[name].Targets {
+			c, err := clients.clientset(t.Kubeconfig, t.Context)
+			if err != nil {
+				return fmt.Errorf("environments.%s.targets[%d]: %w", name, i, err)
+			}
+			d.targets[name] = append(d.targets[name], reconcile.Target{Name: t.Name, Namespace: t.Namespace, Client: c})
+		}
+	}
+	return nil
+}
+
+// buildLocks makes the lock service, its REST handler (when the API has a
+// token) and the reconciler's checker.
+func (d *Daemon) buildLocks(stateCfg *rest.Config) (*lock.Checker, error) {
+	svc, err := newLockService(d.cfg.Locks, stateCfg)
+	if err != nil {
+		return nil, err
+	}
+	d.lockSvc = svc
+	if d.token != "" {
+		if d.locks, err = lock.NewHandler(svc, d.token); err != nil {
+			return nil, err
+		}
+	}
+	// Only the leader applies, under one fixed author: a new leader takes over
+	// the deploy lock a killed one left instead of waiting for it to expire.
+	return lock.NewChecker(svc, nil, lock.TakeOverOwnLocks(LockAuthor)), nil
+}
+
+// buildWebhook makes the webhook receiver (given, or from
+// github.webhookSecretFile) and lets push events trigger the source.
+func (d *Daemon) buildWebhook() error {
+	d.webhook = d.o.webhook
+	if d.webhook == nil && d.cfg.GitHub.WebhookSecretFile != "" {
+		secret, err := config.ReadSecret(d.cfg.GitHub.WebhookSecretFile)
+		if err != nil {
+			return fmt.Errorf("github.webhookSecretFile: %w", err)
+		}
+		if d.webhook, err = webhook.New(secret); err != nil {
+			return err
+		}
+	}
+	if d.webhook == nil {
+		return nil
+	}
+	push, err := webhook.OnPush(d.cfg.Source.URL, d.cfg.Source.Branch, d.source.Trigger)
+	if err != nil {
+		return fmt.Errorf("configuring push webhook: %w", err)
+	}
+	d.webhook.Handle("push", push)
+	return nil
 }
 
 func newLockService(cfg config.Locks, rc *rest.Config) (*lock.Service, error) {
