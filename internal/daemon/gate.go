@@ -26,7 +26,10 @@
 // planHash of the plan pending now, for the newest revision; the worker then
 // plans again and applies only if the hash is unchanged (pkg/reconcile's
 // Apply refuses a stale plan). Anything else is refused with a
-// *NotPendingError that names what is pending now.
+// *NotPendingError that names what is pending now. When the leader cannot
+// carry out an approval handed over by another replica (re-planning fails),
+// it reports Completed with ResultFailed and nothing applied, and proposes
+// the still-pending plan again.
 //
 // Implementations: Auto (skipConfirmation environments: the worker proposes
 // to Auto instead of the configured gate, but still reports Completed, and
@@ -86,7 +89,9 @@ type Outcome struct {
 // environments may be concurrent. Errors are logged and counted; they do not
 // stop the worker (a Propose error leaves the plan pending).
 type Gate interface {
-	// Propose publishes a plan that has changes.
+	// Propose publishes a plan that has changes. It must be idempotent: a
+	// plan still pending is proposed again after a failed Propose (at every
+	// pass) and once by each new process.
 	Propose(ctx context.Context, p Proposal) (Decision, error)
 	// Superseded withdraws a pending plan: by is the revision whose plan
 	// replaces it (it may equal p.Revision when the cluster changed), or ""
