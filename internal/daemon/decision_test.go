@@ -1,0 +1,79 @@
+package daemon
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
+)
+
+// recordingGate leaves plans pending and records what it hears.
+type recordingGate struct {
+	mu        sync.Mutex
+	proposed  int
+	completed []Outcome
+}
+
+func (g *recordingGate) Propose(context.Context, Proposal) (Decision, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.proposed++
+	return Decision{}, nil
+}
+
+func (g *recordingGate) Superseded(context.Context, Proposal, string) error { return nil }
+
+func (g *recordingGate) Completed(_ context.Context, _ Proposal, o Outcome) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.completed = append(g.completed, o)
+	return nil
+}
+
+// TestHandedOverApprovalThatFailsIsReported: an approval handed over by another replica that the leader
+// cannot carry out (here: the manifest cannot be resolved when re-planning) is not only logged: the gate
+// hears it failed with nothing applied (GitHub shows it on the check run), the plan stays pending, and the
+// next pass proposes it again.
+func TestHandedOverApprovalThatFailsIsReported(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, "prod")
+	gate := &recordingGate{}
+	d, err := New(h.cfg, WithRESTConfig(env.Config), WithAPIToken(testToken), WithGate(gate),
+		WithSourceOptions(gitsource.WithCacheDir(t.TempDir())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := d.store.Load(ctx, "prod")
+	if err != nil || st.Pending == nil {
+		t.Fatalf("prod pending after one pass: %+v, %v", st, err)
+	}
+	pending := *st.Pending
+	// The newest revision is unchanged, but its files cannot be resolved any more.
+	d.mu.Lock()
+	d.latest = &gitsource.Snapshot{Revision: pending.Revision, FS: fstest.MapFS{}, Time: time.Now()}
+	d.mu.Unlock()
+	if _, err := d.handOver(ctx, "prod", decision{approve: true, planHash: pending.PlanHash, who: "maria"}); err != nil {
+		t.Fatal(err)
+	}
+	w := d.workers["prod"]
+	w.pickUp(ctx)
+
+	if len(gate.completed) != 1 || gate.completed[0].Result != ResultFailed || gate.completed[0].Approver != "maria" ||
+		gate.completed[0].Apply != nil || !strings.Contains(gate.completed[0].Message, "approving failed, nothing was applied") {
+		t.Errorf("gate heard %+v, want one failed outcome approved by maria with nothing applied", gate.completed)
+	}
+	st, err = d.store.Load(ctx, "prod")
+	if err != nil || st.Pending == nil || st.Pending.PlanHash != pending.PlanHash || st.Handover != nil || len(st.History) != 0 {
+		t.Errorf("state after the failed approval: %+v, %v; want the plan still pending, no hand-over, no history", st, err)
+	}
+	if w.proposed != "" {
+		t.Errorf("the failed plan is remembered as proposed (%q): it would not be proposed again", w.proposed)
+	}
+}
