@@ -9,7 +9,12 @@
 //	gh, _ := github.New(cfg.GitHub)
 //	d, _ := daemon.New(cfg, daemon.WithGate(daemon.Gates(daemon.API(), github.NewGate(gh))))
 //	preview := github.NewBranchPreviewer(cfg.Source, cfg.EnvironmentNames(), d.Plan)
-//	github.NewHandler(gh, github.FromDaemon(d), preview, cfg.Source.Branch).Register(d.Webhook())
+//	h := github.NewHandler(gh, github.FromDaemon(d), preview, cfg.Source.Branch, github.OnDecisionError(logIt))
+//	h.Register(d.Webhook())
+//	defer h.Wait() // clicks are answered at once and decided after; let the last ones finish
+//
+// A click may reach any replica: the daemon's Approve hands it to the leader through the state ConfigMap
+// when this replica does not lead.
 //
 // The GitHub App needs these repository permissions: Checks read & write (check runs), Contents read (clone,
 // and listing check runs by commit), Pull requests read (previews), Metadata read; and the organization
