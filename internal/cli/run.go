@@ -13,15 +13,18 @@ import (
 	ghapp "github.com/stagehand-gitops/stagehand/internal/github"
 )
 
+// runFlags are the flags of `reconciler run`.
+type runFlags struct {
+	configPath string
+	once       bool
+	identity   string
+	logOpts    logger.Options
+	le         fluxle.Options
+}
+
 // newRunCommand is `reconciler run --config FILE [--once]`.
 func newRunCommand() *cobra.Command {
-	var (
-		configPath string
-		once       bool
-		identity   string
-		logOpts    logger.Options
-		le         fluxle.Options
-	)
+	var rf runFlags
 	cmd := &cobra.Command{
 		Use:   "run --config FILE [--once]",
 		Short: "Deploy every new revision of the manifests repository (the daemon)",
@@ -32,71 +35,74 @@ check run). Serves /healthz, /readyz, /metrics, /webhook/github and /api/v1 on
 server.listen. With --once: one pass over every environment, no server, no
 leader election; exit 1 if any environment failed.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if configPath == "" {
-				return usagef("--config is required")
-			}
-			cfg, err := config.Load(configPath)
-			if err != nil {
-				return err
-			}
-			log := logger.NewLogger(logOpts)
-			logger.SetLogger(log)
-			if once {
-				le.Enable = false
-			}
-			opts := []daemon.Option{daemon.WithLogger(log.WithName("reconciler")), daemon.WithLeaderElection(le)}
-			if identity == "" {
-				identity = os.Getenv("POD_NAME")
-			}
-			if identity != "" {
-				opts = append(opts, daemon.WithIdentity(identity))
-			}
-			var gh *ghapp.Client
-			if cfg.GitHub.App != nil && !once {
-				if gh, err = ghapp.New(cfg.GitHub); err != nil {
-					return err
-				}
-				// Approve on GitHub (check run buttons) or over the API/CLI.
-				opts = append(opts, daemon.WithGate(daemon.Gates(daemon.API(), ghapp.NewGate(gh))))
-			}
-			d, err := daemon.New(cfg, opts...)
-			if err != nil {
-				return err
-			}
-			if gh != nil {
-				if d.Webhook() == nil {
-					return fmt.Errorf("github.app is set but github.webhookSecretFile is not: check-run approvals arrive as webhooks")
-				}
-				preview := ghapp.NewBranchPreviewer(cfg.Source, cfg.EnvironmentNames(), d.Plan)
-				ghLog := log.WithName("github")
-				h := ghapp.NewHandler(gh, ghapp.FromDaemon(d), preview, cfg.Source.Branch,
-					ghapp.OnDecisionError(func(err error) { ghLog.Error(err, "check-run decision") }))
-				h.Register(d.Webhook())
-				// Approvals clicked on GitHub finish after their webhook was answered.
-				defer h.Wait()
-			}
-			if once {
-				if err := d.Once(cmd.Context()); err != nil {
-					fmt.Fprintln(cmd.ErrOrStderr(), "Error:", err)
-					return exitCode(1, nil)
-				}
-				fmt.Fprintln(cmd.OutOrStdout(), "all environments reconciled")
-				return nil
-			}
-			return d.Run(cmd.Context())
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return rf.run(cmd) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&configPath, "config", "", "reconciler.yaml (required)")
-	f.BoolVar(&once, "once", false, "one pass over every environment, then exit (non-zero if anything failed)")
-	f.StringVar(&identity, "identity", "", "name of this replica in the leader Lease (default $POD_NAME, else host name and a random suffix)")
-	logOpts.BindFlags(f)
-	le.BindFlags(f)
+	f.StringVar(&rf.configPath, "config", "", "reconciler.yaml (required)")
+	f.BoolVar(&rf.once, "once", false, "one pass over every environment, then exit (non-zero if anything failed)")
+	f.StringVar(&rf.identity, "identity", "", "name of this replica in the leader Lease (default $POD_NAME, else host name and a random suffix)")
+	rf.logOpts.BindFlags(f)
+	rf.le.BindFlags(f)
 	// Two replicas must be safe by default: elect a leader unless told otherwise.
 	if fl := f.Lookup("enable-leader-election"); fl != nil {
 		fl.DefValue = "true"
 		_ = fl.Value.Set("true")
 	}
 	return cmd
+}
+
+// run loads the configuration and runs the daemon (or one pass with --once).
+func (rf *runFlags) run(cmd *cobra.Command) error {
+	if rf.configPath == "" {
+		return usagef("--config is required")
+	}
+	cfg, err := config.Load(rf.configPath)
+	if err != nil {
+		return err
+	}
+	log := logger.NewLogger(rf.logOpts)
+	logger.SetLogger(log)
+	if rf.once {
+		rf.le.Enable = false
+	}
+	opts := []daemon.Option{daemon.WithLogger(log.WithName("reconciler")), daemon.WithLeaderElection(rf.le)}
+	if rf.identity == "" {
+		rf.identity = os.Getenv("POD_NAME")
+	}
+	if rf.identity != "" {
+		opts = append(opts, daemon.WithIdentity(rf.identity))
+	}
+	var gh *ghapp.Client
+	if cfg.GitHub.App != nil && !rf.once {
+		if gh, err = ghapp.New(cfg.GitHub); err != nil {
+			return err
+		}
+		// Approve on GitHub (check run buttons) or over the API/CLI.
+		opts = append(opts, daemon.WithGate(daemon.Gates(daemon.API(), ghapp.NewGate(gh))))
+	}
+	d, err := daemon.New(cfg, opts...)
+	if err != nil {
+		return err
+	}
+	if gh != nil {
+		if d.Webhook() == nil {
+			return fmt.Errorf("github.app is set but github.webhookSecretFile is not: check-run approvals arrive as webhooks")
+		}
+		preview := ghapp.NewBranchPreviewer(cfg.Source, cfg.EnvironmentNames(), d.Plan)
+		ghLog := log.WithName("github")
+		h := ghapp.NewHandler(gh, ghapp.FromDaemon(d), preview, cfg.Source.Branch,
+			ghapp.OnDecisionError(func(err error) { ghLog.Error(err, "check-run decision") }))
+		h.Register(d.Webhook())
+		// Approvals clicked on GitHub finish after their webhook was answered.
+		defer h.Wait()
+	}
+	if rf.once {
+		if err := d.Once(cmd.Context()); err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), "Error:", err)
+			return exitCode(1, nil)
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), "all environments reconciled")
+		return nil
+	}
+	return d.Run(cmd.Context())
 }
