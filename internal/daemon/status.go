@@ -215,33 +215,7 @@ func buildStatus(s gitsource.Snapshot, envM *manifest.Environment, plan *reconci
 			sv.Desired = []manifest.Container{}
 		}
 		for _, t := range targets {
-			ts := ServiceTargetStatus{Target: t.Name, Namespace: t.Namespace, State: StateInSync}
-			if plan == nil {
-				ts.State, ts.Images = "", []ImageStatus{}
-				sv.Targets = append(sv.Targets, ts)
-				continue
-			}
-			for _, c := range plan.Changes {
-				if c.Service == svc.Name && c.Target == t.Name {
-					ts.Changes = append(ts.Changes, c)
-					ts.State = StateOutOfSync
-				}
-			}
-			for _, b := range plan.Blocked {
-				if b.Service == svc.Name && b.Target == t.Name {
-					ts.Changes = append(ts.Changes, b.Change)
-					ts.Locks = append(ts.Locks, b.Locks...)
-					ts.State = StateBlocked
-				}
-			}
-			for _, p := range plan.Problems {
-				if p.Service == svc.Name && p.Target == t.Name {
-					ts.Problems = append(ts.Problems, p.Message)
-					ts.State = StateProblem
-				}
-			}
-			ts.Images = images(svc.Containers, ts.Changes, ts.State == StateProblem)
-			sv.Targets = append(sv.Targets, ts)
+			sv.Targets = append(sv.Targets, targetStatus(svc, t, plan))
 		}
 		st.Services = append(st.Services, sv)
 	}
@@ -249,6 +223,37 @@ func buildStatus(s gitsource.Snapshot, envM *manifest.Environment, plan *reconci
 		st.Unmanaged = plan.Unmanaged
 	}
 	return st
+}
+
+// targetStatus compares svc with the live workloads of target t, as plan
+// found them (nil plan: not planned, state unknown).
+func targetStatus(svc manifest.Service, t config.Target, plan *reconcile.Plan) ServiceTargetStatus {
+	ts := ServiceTargetStatus{Target: t.Name, Namespace: t.Namespace, State: StateInSync}
+	if plan == nil {
+		ts.State, ts.Images = "", []ImageStatus{}
+		return ts
+	}
+	for _, c := range plan.Changes {
+		if c.Service == svc.Name && c.Target == t.Name {
+			ts.Changes = append(ts.Changes, c)
+			ts.State = StateOutOfSync
+		}
+	}
+	for _, b := range plan.Blocked {
+		if b.Service == svc.Name && b.Target == t.Name {
+			ts.Changes = append(ts.Changes, b.Change)
+			ts.Locks = append(ts.Locks, b.Locks...)
+			ts.State = StateBlocked
+		}
+	}
+	for _, p := range plan.Problems {
+		if p.Service == svc.Name && p.Target == t.Name {
+			ts.Problems = append(ts.Problems, p.Message)
+			ts.State = StateProblem
+		}
+	}
+	ts.Images = images(svc.Containers, ts.Changes, ts.State == StateProblem)
+	return ts
 }
 
 // images pairs each manifest container with its changes in one target (by

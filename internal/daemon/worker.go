@@ -147,18 +147,12 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		return nil
 	}
 	prop := Proposal{Environment: w.env, Revision: s.Revision, RevisionTime: s.Time, Plan: plan}
-	// An apply cut short by a shutdown goes on without asking again, as long
-	// as what is left is part of what was approved.
-	if f := st.InFlight; f != nil {
-		var approved []reconcile.Change
-		_ = json.Unmarshal(f.Changes, &approved)
-		if f.Revision == s.Revision && subset(plan.Changes, approved) {
-			log.Info("continuing an interrupted apply", "approver", f.Approver, "changes", len(plan.Changes))
-			return w.apply(ctx, s, envM, prop, f.Approver)
-		}
-		if err := w.d.store.SetInFlight(ctx, w.env, nil); err != nil {
+	if approver, resume, err := w.resumable(ctx, st.InFlight, prop); err != nil || resume {
+		if err != nil {
 			return err
 		}
+		log.Info("continuing an interrupted apply", "approver", approver, "changes", len(plan.Changes))
+		return w.apply(ctx, s, envM, prop, approver)
 	}
 	gate := w.d.o.gate
 	if envM.SkipConfirmation {
@@ -194,6 +188,22 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 	w.d.metrics.setPending(w.env, true)
 	log.Info("plan waiting for approval", "planHash", plan.PlanHash, "changes", len(plan.Changes))
 	return nil
+}
+
+// resumable reports whether prop continues the interrupted apply f (cut
+// short by a shutdown) without asking again: same revision, and what is left
+// is part of what was approved; it returns f's approver. Otherwise it clears
+// the in-flight record.
+func (w *worker) resumable(ctx context.Context, f *InFlight, prop Proposal) (string, bool, error) {
+	if f == nil {
+		return "", false, nil
+	}
+	var approved []reconcile.Change
+	_ = json.Unmarshal(f.Changes, &approved)
+	if f.Revision == prop.Revision && subset(prop.Plan.Changes, approved) {
+		return f.Approver, true, nil
+	}
+	return "", false, w.d.store.SetInFlight(ctx, w.env, nil)
 }
 
 // propose asks gate about prop and remembers a plan it accepted, so that a
