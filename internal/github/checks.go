@@ -117,7 +117,8 @@ func awaiting(r *gh.CheckRun) bool {
 
 // Propose shows plan p on its commit as check run stagehand/<env>, concluded action_required with Approve
 // and Reject buttons and external_id = planHash, and returns its id. It is idempotent: a run already
-// awaiting approval for the same planHash is kept (a restart proposes again); one for another planHash
+// awaiting approval for the same planHash, or in progress because someone approved it, is kept (a restart
+// or a pass after a failed Propose proposes again); one awaiting approval for another planHash
 // (cluster drift, a new digest) is completed as neutral and replaced.
 func (c *Client) Propose(ctx context.Context, p *reconcile.Plan) (int64, error) {
 	name := CheckName(p.Environment)
@@ -126,11 +127,11 @@ func (c *Client) Propose(ctx context.Context, p *reconcile.Plan) (int64, error) 
 		return 0, err
 	}
 	for _, r := range runs {
+		if r.GetExternalID() == p.PlanHash && (awaiting(r) || r.GetStatus() == "in_progress") {
+			return r.GetID(), nil // awaiting approval, or approved and being decided or applied
+		}
 		if !awaiting(r) {
 			continue
-		}
-		if r.GetExternalID() == p.PlanHash {
-			return r.GetID(), nil
 		}
 		if err := c.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionNeutral, Output: output(Output{
 			Title:   "Replaced: the plan changed",

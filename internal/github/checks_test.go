@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	gh "github.com/google/go-github/v60/github"
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/github"
@@ -214,5 +215,30 @@ func TestInstallationTokenRefreshAndRootURL(t *testing.T) {
 	sha = g.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
 	if _, err := g.client.Propose(ctx, plan("prod", sha, 1)); err != nil {
 		t.Fatalf("Propose against the root URL: %v", err)
+	}
+}
+
+// TestProposeKeepsAnApprovedRun: a run someone approved (the click moved it to in progress while the
+// decision or the apply runs) is not duplicated when the daemon proposes the still-pending plan again
+// (after a restart, or a pass after a failed Propose).
+func TestProposeKeepsAnApprovedRun(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
+	p1 := plan("prod", sha, 1)
+	id1, err := f.client.Propose(ctx, p1)
+	if err != nil {
+		t.Fatalf("Propose: %v", err)
+	}
+	// Approved (the click moved it to in progress) while the daemon proposes again after a restart: kept.
+	rest, err := gh.NewClient(f.srv.Client()).WithAuthToken(f.srv.Token()).WithEnterpriseURLs(f.srv.URL(), f.srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := rest.Checks.UpdateCheckRun(ctx, owner, repo, id1, gh.UpdateCheckRunOptions{Name: "stagehand/prod", Status: gh.String("in_progress")}); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := f.client.Propose(ctx, p1); err != nil || again != id1 || len(f.srv.CheckRuns(owner, repo)) != 1 {
+		t.Fatalf("Propose while approved = %d, %v, %d runs; want the same run %d and no other", again, err, len(f.srv.CheckRuns(owner, repo)), id1)
 	}
 }

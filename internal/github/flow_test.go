@@ -137,7 +137,8 @@ func TestFlowRestartWithPendingApproval(t *testing.T) {
 	f.start()
 	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
 	f.restart()
-	time.Sleep(500 * time.Millisecond) // the new process has polled and found the pending plan in its state
+	// Clicked at once: the new process may not have polled yet, and its first pass proposes the pending
+	// plan again while the click is being decided; neither may duplicate the run.
 	f.click(run.ID, "approve", "maria", secret)
 	f.waitImage("1.0.1")
 	f.waitRun(sha, "success", concluded("success"))
