@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -75,8 +76,12 @@ func Start(ctx context.Context, opts ...Option) (_ *Env, err error) {
 	if e.binDir, err = binaries(ctx); err != nil {
 		return nil, err
 	}
-	if e.dir, err = os.MkdirTemp("", "stagehand-testenv-"); err != nil {
+	removeAbandoned(os.TempDir())
+	if e.dir, err = os.MkdirTemp("", dirPrefix); err != nil {
 		return nil, fmt.Errorf("creating testenv dir: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(e.dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		return nil, fmt.Errorf("writing testenv owner: %w", err)
 	}
 	e.Dir = e.dir
 	e.spawner = newSpawner()
@@ -333,6 +338,30 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+const (
+	dirPrefix = "stagehand-testenv-"
+	ownerFile = "owner.pid"
+)
+
+// removeAbandoned deletes the directories of control planes whose owning
+// process is gone: a test binary killed by a signal or a timeout cannot run
+// Stop, and its children already died with it (Pdeathsig), but each left an
+// etcd data directory of about 100 MiB behind.
+func removeAbandoned(tmp string) {
+	dirs, _ := filepath.Glob(filepath.Join(tmp, dirPrefix+"*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue // not ours to judge: no owner recorded
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			continue // owner alive, or unknown
+		}
+		_ = os.RemoveAll(d)
+	}
 }
 
 // PIDs returns the process IDs of the running control-plane processes.
