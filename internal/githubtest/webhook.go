@@ -75,6 +75,27 @@ func loadPayload(name string) (map[string]any, error) {
 	return m, nil
 }
 
+// payload loads a real example payload, failing the test if it cannot.
+func (s *Server) payload(name string) map[string]any {
+	m, err := loadPayload(name)
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	return m
+}
+
+// mustCheckRun returns check run id of r; the caller holds s.mu (Fatalf
+// unwinds through the caller's deferred Unlock).
+func (s *Server) mustCheckRun(r *repo, id int64) *CheckRun {
+	for _, c := range r.checkRuns {
+		if c.ID == id {
+			return c
+		}
+	}
+	s.tb.Fatalf("githubtest: no check run %d in %s/%s", id, r.owner, r.name)
+	return nil
+}
+
 func (s *Server) delivery(event string, m map[string]any) Delivery {
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -101,51 +122,28 @@ func (s *Server) rewriteCommon(m map[string]any, r *repo, sender string) {
 // CheckRunActionDelivery builds the check_run delivery with action requested_action that GitHub sends when
 // sender clicks the button with identifier on check run id (which must exist on the server).
 func (s *Server) CheckRunActionDelivery(owner, name string, id int64, identifier, sender string) Delivery {
-	m, err := loadPayload("check_run.requested_action.json")
-	if err != nil {
-		s.tb.Fatal(err)
-	}
+	m := s.payload("check_run.requested_action.json")
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	r := s.mustRepo(owner, name)
-	var cr *CheckRun
-	for _, c := range r.checkRuns {
-		if c.ID == id {
-			cr = c
-		}
-	}
-	if cr == nil {
-		s.mu.Unlock()
-		s.tb.Fatalf("githubtest: no check run %d in %s/%s", id, owner, name)
-	}
+	cr := s.mustCheckRun(r, id)
 	run := s.checkRunJSON(r, cr)
 	run["check_suite"] = map[string]any{"id": cr.ID, "head_sha": cr.HeadSHA, "head_branch": nil, "status": "completed", "pull_requests": []any{}}
 	run["app"] = map[string]any{"id": s.appID, "slug": "stagehand", "name": "Stagehand"}
 	m["check_run"] = run
 	m["requested_action"] = map[string]any{"identifier": identifier}
 	s.rewriteCommon(m, r, sender)
-	s.mu.Unlock()
 	return s.delivery("check_run", m)
 }
 
 // CheckRunDelivery builds a check_run delivery with action created, completed or rerequested for check run
 // id as the server holds it now (e.g. a CI run another app completed, for auto-merge).
 func (s *Server) CheckRunDelivery(owner, name string, id int64, action, sender string) Delivery {
-	m, err := loadPayload("check_run.created.json")
-	if err != nil {
-		s.tb.Fatal(err)
-	}
+	m := s.payload("check_run.created.json")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.mustRepo(owner, name)
-	var cr *CheckRun
-	for _, c := range r.checkRuns {
-		if c.ID == id {
-			cr = c
-		}
-	}
-	if cr == nil {
-		s.tb.Fatalf("githubtest: no check run %d in %s/%s", id, owner, name)
-	}
+	cr := s.mustCheckRun(r, id)
 	run := s.checkRunJSON(r, cr)
 	run["check_suite"] = map[string]any{"id": cr.ID, "head_sha": cr.HeadSHA, "head_branch": nil, "status": cr.Status, "pull_requests": []any{}}
 	run["app"] = map[string]any{"id": s.appID + 1, "slug": "ci", "name": "CI"}
@@ -156,10 +154,7 @@ func (s *Server) CheckRunDelivery(owner, name string, id int64, action, sender s
 
 // StatusDelivery builds the status delivery for a commit status set on sha (see SetStatus).
 func (s *Server) StatusDelivery(owner, name, sha, context, state, sender string) Delivery {
-	m, err := loadPayload("status.json")
-	if err != nil {
-		s.tb.Fatal(err)
-	}
+	m := s.payload("status.json")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.mustRepo(owner, name)
@@ -185,10 +180,7 @@ func (s *Server) PullRequestDelivery(owner, name string, number int, action, sen
 	if action == "closed" {
 		file = "pull_request.closed.json"
 	}
-	m, err := loadPayload(file)
-	if err != nil {
-		s.tb.Fatal(err)
-	}
+	m := s.payload(file)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.mustRepo(owner, name)
@@ -212,10 +204,7 @@ func (s *Server) PullRequestDelivery(owner, name string, number int, action, sen
 
 // PushDelivery builds a push delivery for branch moving from before to after.
 func (s *Server) PushDelivery(owner, name, branch, before, after, sender string) Delivery {
-	m, err := loadPayload("push.json")
-	if err != nil {
-		s.tb.Fatal(err)
-	}
+	m := s.payload("push.json")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.mustRepo(owner, name)
