@@ -72,9 +72,9 @@ func (r *Reconciler) Apply(ctx context.Context, req Request, planHash string, op
 
 	release := r.holdTargets(ctx, req, jobs, rep.report)
 	defer release() // after the Events are written: deferred calls run last first
-	patched, eventsWritten := r.patchAll(ctx, req, jobs, rep.report)
-	defer eventsWritten()
-	r.finishRollouts(ctx, req, patched, rep.report)
+	patched, deployingWritten := r.patchAll(ctx, req, jobs, rep.report)
+	defer deployingWritten()
+	r.finishRollouts(ctx, req, patched, deployingWritten, rep.report)
 	return res, nil
 }
 
@@ -95,28 +95,17 @@ func (p *reporter) report(j *job, ph Phase, msg string) {
 
 // patchAll patches every job that has no outcome yet (none blocked or failed
 // while locking), at most r.o.concurrency at a time, and returns the jobs
-// whose patch went through. Each of those gets its Deploying Event written
-// beside the patches; the returned wait blocks until all are written.
+// whose patch went through. Once the last patch is answered each of those
+// gets its Deploying Event; the returned wait blocks until all are written.
 //
-// Beside, not in the patch's slot: a patch never waits for the previous
-// workload's Event, and the Events finish while rollouts are waited for.
-// client-go's broadcasters are no faster and cannot promise that every Event
-// is written before Apply returns: tools/record writes one Event at a time,
-// tools/events one goroutine per Event, both drop beyond 1,000 queued and
-// neither can be flushed. (An Event is an API write like a patch; when the
-// API server is the bottleneck, no way of sending them hides their cost.)
+// After the patches, not beside them: an Event is an API write like a patch,
+// and on a busy API server every Event written during the patch phase delays
+// the next workload's deploy. Written after it, the Events overlap the
+// rollout wait, which takes seconds where they take milliseconds, and the
+// wait still makes Apply return only once every Event is written. (client-go's
+// broadcasters could not promise that: tools/record and tools/events drop
+// beyond 1,000 queued and neither can be flushed.)
 func (r *Reconciler) patchAll(ctx context.Context, req Request, jobs []*job, report func(*job, Phase, string)) ([]*job, func()) {
-	var events sync.WaitGroup
-	evSem := make(chan struct{}, r.o.concurrency)
-	deploying := func(j *job) {
-		events.Go(func() {
-			evSem <- struct{}{}
-			defer func() { <-evSem }()
-			r.event(ctx, req, j, corev1.EventTypeNormal, "Deploying",
-				fmt.Sprintf("Deploying revision %s: %s", short(req.Revision), describe(j.changes)))
-		})
-	}
-
 	var todo []*job
 	for _, j := range jobs {
 		if j.res.Outcome == "" {
@@ -137,20 +126,31 @@ func (r *Reconciler) patchAll(ctx context.Context, req Request, jobs []*job, rep
 			report(j, PhaseBlocked, j.res.Message)
 			return nil
 		}
-		deploying(j)
 		report(j, PhasePatched, describe(j.changes))
 		mu.Lock()
 		patched = append(patched, j)
 		mu.Unlock()
 		return nil
 	})
-	return patched, events.Wait
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = forEach(len(patched), r.o.concurrency, func(i int) error {
+			j := patched[i]
+			r.event(ctx, req, j, corev1.EventTypeNormal, "Deploying",
+				fmt.Sprintf("Deploying revision %s: %s", short(req.Revision), describe(j.changes)))
+			return nil
+		})
+	}()
+	return patched, func() { <-done }
 }
 
 // finishRollouts waits for the rollouts of the patched jobs (unless the
 // rollout timeout is zero) and records each outcome; a failed rollout gets a
-// RolloutFailed Warning Event.
-func (r *Reconciler) finishRollouts(ctx context.Context, req Request, patched []*job, report func(*job, Phase, string)) {
+// RolloutFailed Warning Event, written after the Deploying Events so that it
+// is never the older of the two.
+func (r *Reconciler) finishRollouts(ctx context.Context, req Request, patched []*job, deployingWritten func(), report func(*job, Phase, string)) {
 	if r.o.rolloutTimeout == 0 {
 		for _, j := range patched {
 			finish(j, OutcomePatched, "rollout not waited for")
@@ -165,6 +165,7 @@ func (r *Reconciler) finishRollouts(ctx context.Context, req Request, patched []
 			return
 		}
 		finish(j, OutcomeFailed, msg)
+		deployingWritten()
 		r.event(ctx, req, j, corev1.EventTypeWarning, "RolloutFailed", fmt.Sprintf("Rollout of revision %s failed: %s", short(req.Revision), msg))
 		report(j, PhaseFailed, msg)
 	})

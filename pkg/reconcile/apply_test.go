@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -312,6 +313,22 @@ func TestApplyReportsFailedRollouts(t *testing.T) {
 	}
 	if len(warnings.Items) != 3 {
 		t.Errorf("got %d RolloutFailed events, want 3", len(warnings.Items))
+	}
+	// Each workload's Deploying Event is written before its RolloutFailed
+	// one (resourceVersions of one etcd grow with every write).
+	deploying, err := c.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=Deploying"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := map[string]int{}
+	for _, ev := range deploying.Items {
+		written[ev.InvolvedObject.Name], _ = strconv.Atoi(ev.ResourceVersion)
+	}
+	for _, ev := range warnings.Items {
+		rv, _ := strconv.Atoi(ev.ResourceVersion)
+		if d, ok := written[ev.InvolvedObject.Name]; !ok || d >= rv {
+			t.Errorf("%s: RolloutFailed Event (resourceVersion %d) not after its Deploying Event (%d, found %v)", ev.InvolvedObject.Name, rv, d, ok)
+		}
 	}
 	pods, err := c.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "match=unready"})
 	if err != nil {

@@ -48,8 +48,10 @@
 // mid-apply stops the patches not yet sent), sends one strategic merge patch
 // per workload naming only the changed containers plus the
 // stagehand.io/revision annotation (field manager "stagehand", bounded
-// concurrency), records an Event on the workload, and waits for every rollout
-// the way `kubectl rollout status` does, polling one List per kind per target.
+// concurrency), and waits for every rollout the way `kubectl rollout status`
+// does, polling one List per kind per target. Once the last patch is answered
+// it records a Deploying Event on each patched workload, while the rollouts
+// run; Apply returns only after every Event is written.
 // Each workload's outcome is reported in the Result and, as it happens,
 // through WithProgress.
 package reconcile

@@ -110,8 +110,8 @@ func WithLockTTL(d time.Duration) Option {
 	return func(o *options) error { o.lockTTL = d; return nil }
 }
 
-// WithConcurrency bounds concurrent patches, concurrent Event writes (a
-// separate pool beside the patches) and concurrent registry requests.
+// WithConcurrency bounds concurrent patches, concurrent Event writes (which
+// follow the patches) and concurrent registry requests.
 func WithConcurrency(n int) Option {
 	return func(o *options) error {
 		if n < 1 {
