@@ -253,7 +253,7 @@ func (b *Bot) closePromotion(ctx context.Context, pr *github.PullRequest, pair p
 // history depth, at a commit whose stage does not resolve, or once a
 // success was found and an older success no longer runs the versions it
 // would promote (so soak times count from their first success).
-func (b *Bot) history(ctx context.Context, baseSHA string, head fs.FS, pair promote.Pair, stage promote.Stage, target *manifest.Environment) ([]promote.Observation, error) {
+func (b *Bot) history(ctx context.Context, baseSHA string, head *repoFS, pair promote.Pair, stage promote.Stage, target *manifest.Environment) ([]promote.Observation, error) {
 	src, err := manifest.Resolve(head, b.root, pair.From, manifest.AllowUnknownKeys())
 	if err != nil {
 		return nil, fmt.Errorf("resolving %s at %s: %w", pair.From, baseSHA, err)
@@ -266,6 +266,7 @@ func (b *Bot) history(ctx context.Context, baseSHA string, head fs.FS, pair prom
 		sha     = baseSHA
 		dirty   bool // manifests changed between src's commit and sha
 		changes []promote.Change
+		read    = head // the snapshot src was resolved from
 	)
 	for len(out) < b.depth {
 		check, err := b.latestCheck(ctx, sha, promote.CheckName(pair.From))
@@ -283,7 +284,7 @@ func (b *Bot) history(ctx context.Context, baseSHA string, head fs.FS, pair prom
 			if err != nil {
 				break // an invalid older state ends the evidence
 			}
-			src, dirty = older, false
+			src, dirty, read = older, false, fsys
 		}
 		if !dirty {
 			obs.Stage = src
@@ -297,7 +298,7 @@ func (b *Bot) history(ctx context.Context, baseSHA string, head fs.FS, pair prom
 		} else if healthy && !anyStillRuns(changes, src) {
 			break
 		}
-		touched, parent, err := b.touches(ctx, sha)
+		touched, parent, err := b.touches(ctx, sha, read.read())
 		if err != nil {
 			return nil, err
 		}

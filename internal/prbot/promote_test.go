@@ -471,3 +471,46 @@ func TestPromoteUsesTheNewestHealthyCommit(t *testing.T) {
 		t.Errorf("body does not say what waits:\n%s", pr.Body)
 	}
 }
+
+// TestPromoteIncludesOutsideEnvironments promotes stages whose services live
+// in team files outside environments/ (the RFC lets an include name any path
+// relative to its manifest). Such a file counts as shared, so the promotion
+// overrides the service in the stage's manifest; and a later commit that
+// changes only the team file is seen as changing devel, so the older healthy
+// version is the one promoted.
+func TestPromoteIncludesOutsideEnvironments(t *testing.T) {
+	ctx := context.Background()
+	team := func(tag string) string {
+		return `{"services": [{"name": "payments-api", "containers": [{"dockerTag": "` + tag + `"}]}]}` + "\n"
+	}
+	f := newFixture(t, map[string]string{
+		"pipeline.yaml":                      healthyPipeline,
+		"environments/devel/manifest.json":   `{"includes": ["../../teams/payments/devel.json"]}` + "\n",
+		"environments/staging/manifest.json": `{"includes": ["../../teams/payments/staging.json"]}` + "\n",
+		"teams/payments/devel.json":          team("2.4.0"),
+		"teams/payments/staging.json":        team("2.3.0"),
+	})
+	b := f.bot(t, WithClock(func() time.Time { return now }))
+	healthy := f.srv.Branch(owner, repo, "main")
+	healthyAt(f, "devel", healthy, time.Hour)
+	// devel moves on in its team file; 2.5.0 has not been deployed healthy yet.
+	f.srv.Commit(owner, repo, "main", map[string]string{"teams/payments/devel.json": team("2.5.0")}, "bump payments")
+
+	res, err := b.Promote(ctx, "devel", "staging", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Action != ActionOpened || res.Decision.Source != healthy {
+		t.Fatalf("result = %+v, want opened from the healthy commit %s", res, healthy)
+	}
+	if diff := cmp.Diff([]string{"environments/staging/manifest.json"}, res.Files); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
+	}
+	s, ok := f.stage(t, res.Branch, "staging").Service("payments-api")
+	if !ok || s.Containers[0].DockerTag != "2.4.0" {
+		t.Errorf("staging on the branch runs %+v, want payments-api 2.4.0 (the healthy version)", s)
+	}
+	if got := f.file(t, res.Branch, "teams/payments/staging.json"); got != team("2.3.0") {
+		t.Errorf("the shared team file was edited:\n%s", got)
+	}
+}

@@ -3,24 +3,74 @@ package prbot
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"path"
+	"slices"
 	"strings"
+	"sync"
 	"testing/fstest"
 
 	"github.com/google/go-github/v60/github"
 )
 
-// snapshot reads every file under <root>/environments at ref through the
-// contents API into an in-memory file system (paths relative to the
-// repository). Contents are cached by blob sha, so reading the same tree at
-// many commits fetches each distinct file once. Includes therefore resolve
-// within environments/, where the manifests live.
-func (b *Bot) snapshot(ctx context.Context, ref string) (fstest.MapFS, error) {
-	fsys := fstest.MapFS{}
-	if err := b.readDir(ctx, fsys, b.path("environments"), ref, 0); err != nil {
+// repoFS is the manifests repository at one commit as the contents API
+// shows it. Every file under <root>/environments is read up front (one
+// listing per directory; contents cached by blob sha, so reading the tree at
+// many commits fetches each distinct file once). Any other file is read
+// when first opened: the RFC lets an include name any path relative to its
+// manifest, so a manifest may include ../../shared/base.json.
+type repoFS struct {
+	ctx  context.Context // of the evaluation the snapshot was taken for
+	b    *Bot
+	ref  string
+	envs string // <root>/environments
+
+	mu      sync.Mutex
+	files   fstest.MapFS
+	outside map[string]bool // paths outside envs that were opened
+}
+
+// snapshot reads <root>/environments at ref (see repoFS).
+func (b *Bot) snapshot(ctx context.Context, ref string) (*repoFS, error) {
+	r := &repoFS{ctx: ctx, b: b, ref: ref, envs: b.path("environments"), files: fstest.MapFS{}, outside: map[string]bool{}}
+	if err := b.readDir(ctx, r.files, r.envs, ref, 0); err != nil {
 		return nil, err
 	}
-	return fsys, nil
+	return r, nil
+}
+
+// Open opens name, reading it through the contents API first when it lies
+// outside <root>/environments and was not read yet.
+func (r *repoFS) Open(name string) (fs.File, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if name != r.envs && !strings.HasPrefix(name, r.envs+"/") && !r.outside[name] {
+		data, sha, err := r.b.file(r.ctx, name, r.ref)
+		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+		}
+		r.outside[name] = true
+		if sha != "" {
+			r.files[name] = &fstest.MapFile{Data: data, Mode: 0o644}
+		}
+	}
+	return r.files.Open(name)
+}
+
+// read lists the paths outside <root>/environments that were opened, found
+// or not: a commit that changes one of them changes what resolves here.
+func (r *repoFS) read() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.outside))
+	for p := range r.outside {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (b *Bot) readDir(ctx context.Context, fsys fstest.MapFS, dir, ref string, depth int) error {
@@ -60,8 +110,9 @@ func (b *Bot) readDir(ctx context.Context, fsys fstest.MapFS, dir, ref string, d
 }
 
 // touches reports whether a commit changed anything under <root>/environments
-// (so its parent's snapshot may differ). It also returns the first parent.
-func (b *Bot) touches(ctx context.Context, sha string) (changed bool, parent string, err error) {
+// or one of the paths also given (so its parent's snapshot may differ). It
+// also returns the first parent.
+func (b *Bot) touches(ctx context.Context, sha string, also []string) (changed bool, parent string, err error) {
 	c, _, err := b.gh.Repositories.GetCommit(ctx, b.owner, b.repo, sha, nil)
 	if err != nil {
 		return false, "", fmt.Errorf("reading commit %s: %w", sha, err)
@@ -74,8 +125,11 @@ func (b *Bot) touches(ctx context.Context, sha string) (changed bool, parent str
 	if len(c.Files) >= 300 {
 		return true, parent, nil
 	}
+	watched := func(p string) bool {
+		return p != "" && (strings.HasPrefix(p, prefix) || slices.Contains(also, p))
+	}
 	for _, f := range c.Files {
-		if strings.HasPrefix(f.GetFilename(), prefix) || strings.HasPrefix(f.GetPreviousFilename(), prefix) {
+		if watched(f.GetFilename()) || watched(f.GetPreviousFilename()) {
 			return true, parent, nil
 		}
 	}
