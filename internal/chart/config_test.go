@@ -49,6 +49,7 @@ func renderedConfig(t *testing.T, objs []*unstructured.Unstructured) []byte {
 func TestConfig(t *testing.T) {
 	type fields struct {
 		URL, Branch, Root, Interval, CacheDir string
+		CAFile                                string
 		TokenFile, SSHKeyFile, KnownHosts     string
 		GitApp                                *config.GitHubApp
 		Verify                                *config.Verify
@@ -78,6 +79,7 @@ func TestConfig(t *testing.T) {
 			values: func(t *testing.T) []string { return []string{fullValues(t)} },
 			want: fields{URL: "https://github.com/acme/manifests.git", Branch: "main", Root: "deploy", Interval: "30s",
 				CacheDir:     "/var/cache/stagehand",
+				CAFile:       "/etc/stagehand/secrets/git-ca/ca.crt",
 				TokenFile:    "/etc/stagehand/secrets/git-token/token",
 				Verify:       &config.Verify{Mode: "head", KeyringFile: "/etc/stagehand/secrets/gpg-keyring/keyring"},
 				Environments: []string{"devel", "prod"}, Targets: 3,
@@ -142,7 +144,7 @@ func TestConfig(t *testing.T) {
 				t.Fatalf("config.Parse(rendered reconciler.yaml): %v\n%s", err, renderedConfig(t, objs))
 			}
 			got := fields{URL: c.Source.URL, Branch: c.Source.Branch, Root: c.Source.Root,
-				Interval: c.Source.Interval.String(), CacheDir: c.Source.CacheDir,
+				Interval: c.Source.Interval.String(), CacheDir: c.Source.CacheDir, CAFile: c.Source.CAFile,
 				TokenFile: c.Source.Auth.TokenFile, SSHKeyFile: c.Source.Auth.SSHKeyFile,
 				KnownHosts: c.Source.Auth.KnownHostsFile, GitApp: c.Source.Auth.GitHubApp, Verify: c.Source.Verify,
 				Environments: c.EnvironmentNames(), GitHubApp: c.GitHub.App,
@@ -164,7 +166,7 @@ func TestConfig(t *testing.T) {
 			if !mounted["/etc/stagehand/reconciler.yaml"] {
 				t.Errorf("reconciler.yaml is not mounted at /etc/stagehand/reconciler.yaml; mounted: %v", mounted)
 			}
-			for _, f := range []string{got.TokenFile, got.SSHKeyFile, got.KnownHosts, got.WebhookSecretFile, got.APITokenFile} {
+			for _, f := range []string{got.CAFile, got.TokenFile, got.SSHKeyFile, got.KnownHosts, got.WebhookSecretFile, got.APITokenFile} {
 				if f != "" && !mounted[f] {
 					t.Errorf("config names %s, which no volume provides; mounted: %v", f, mounted)
 				}

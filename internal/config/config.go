@@ -35,8 +35,11 @@ type Source struct {
 	Interval Duration `json:"interval"`
 	Schedule string   `json:"schedule"`
 	CacheDir string   `json:"cacheDir"`
-	Auth     Auth     `json:"auth"`
-	Verify   *Verify  `json:"verify,omitempty"`
+	// CAFile is a PEM bundle of certificate authorities trusted, beside
+	// the system's, for an https source (a git server with a private CA).
+	CAFile string  `json:"caFile"`
+	Auth   Auth    `json:"auth"`
+	Verify *Verify `json:"verify,omitempty"`
 }
 
 // Auth holds references to credential files for the git source.
@@ -298,6 +301,7 @@ func (c *Config) resolvePaths(dir string) {
 			*p = filepath.Join(dir, *p)
 		}
 	}
+	abs(&c.Source.CAFile)
 	abs(&c.Source.Auth.TokenFile)
 	abs(&c.Source.Auth.SSHKeyFile)
 	abs(&c.Source.Auth.KnownHostsFile)

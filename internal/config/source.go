@@ -15,7 +15,7 @@ var scpLikeURL = regexp.MustCompile(`^(?:[^@/]+@)?[^:/]+:.+$`)
 // poll timing (a schedule, when set, wins over interval), verification
 // settings and one credential kind.
 func (s *Source) validate(bad func(field, format string, a ...any)) {
-	ssh := false
+	ssh, https := false, false
 	if s.URL != "" {
 		if strings.Contains(s.URL, "://") {
 			u, err := url.Parse(s.URL)
@@ -24,7 +24,9 @@ func (s *Source) validate(bad func(field, format string, a ...any)) {
 				bad("source.url", "not a valid URL")
 			case u.Scheme == "ssh" || u.Scheme == "git+ssh" || u.Scheme == "ssh+git":
 				ssh = true
-			case u.Scheme == "https" || u.Scheme == "http" || u.Scheme == "file":
+			case u.Scheme == "https":
+				https = true
+			case u.Scheme == "http" || u.Scheme == "file":
 			default:
 				bad("source.url", "unsupported scheme %q; accepted: https, http, ssh, file (or user@host:path)", u.Scheme)
 			}
@@ -55,6 +57,9 @@ func (s *Source) validate(bad func(field, format string, a ...any)) {
 		if v.KeyringFile == "" {
 			bad("source.verify.keyringFile", "required when source.verify is set")
 		}
+	}
+	if s.CAFile != "" && s.URL != "" && !https {
+		bad("source.caFile", "set, but source.url is not an https URL")
 	}
 	a := s.Auth
 	kinds := 0

@@ -2,8 +2,12 @@ package gitserver
 
 import (
 	"crypto/subtle"
+	"crypto/x509"
 	"encoding/base64"
+	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -32,6 +36,13 @@ type options struct {
 	user, password string
 	bearer         string
 	check          func(user, secret string) bool
+	tls            bool
+}
+
+// WithTLS serves HTTPS with a certificate for 127.0.0.1 that no system
+// trusts; CACert returns it for clients to trust.
+func WithTLS() Option {
+	return func(o *options) { o.tls = true }
 }
 
 // WithBasicAuth requires HTTP basic authentication with this user and password.
@@ -64,6 +75,7 @@ type Server struct {
 	mu     sync.Mutex
 	counts Counts
 	http   *httptest.Server
+	cert   *x509.Certificate // of a WithTLS server
 	addr   string
 }
 
@@ -84,8 +96,12 @@ func New(t testing.TB, opts ...Option) *Server {
 	if err := os.Mkdir(s.root, 0o755); err != nil {
 		t.Fatalf("gitserver: %v", err)
 	}
-	s.http = httptest.NewServer(s)
+	s.http = httptest.NewUnstartedServer(s)
+	s.start(s.http)
 	s.addr = s.http.Listener.Addr().String()
+	if s.opts.tls {
+		s.cert = s.http.Certificate()
+	}
 	t.Cleanup(func() {
 		s.mu.Lock()
 		h := s.http
@@ -98,8 +114,33 @@ func New(t testing.TB, opts ...Option) *Server {
 	return s
 }
 
-// URL is the server's base URL (http://127.0.0.1:port).
-func (s *Server) URL() string { return "http://" + s.addr }
+func (s *Server) start(h *httptest.Server) {
+	if s.opts.tls {
+		// A client that does not trust the certificate is what tests check
+		// for; the server's log line about it is noise.
+		h.Config.ErrorLog = log.New(io.Discard, "", 0)
+		h.StartTLS()
+		return
+	}
+	h.Start()
+}
+
+// URL is the server's base URL (http://127.0.0.1:port, https with WithTLS).
+func (s *Server) URL() string {
+	if s.opts.tls {
+		return "https://" + s.addr
+	}
+	return "http://" + s.addr
+}
+
+// CACert is the PEM certificate of a WithTLS server (nil without TLS). It is
+// the same across Stop and Start.
+func (s *Server) CACert() []byte {
+	if !s.opts.tls {
+		return nil
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.cert.Raw})
+}
 
 // RepoURL is the clone URL of the named repository.
 func (s *Server) RepoURL(name string) string { return s.URL() + "/" + name + ".git" }
@@ -149,7 +190,7 @@ func (s *Server) Start(t testing.TB) {
 	h := httptest.NewUnstartedServer(s)
 	h.Listener.Close()
 	h.Listener = l
-	h.Start()
+	s.start(h)
 	s.http = h
 }
 

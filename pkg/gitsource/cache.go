@@ -17,7 +17,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	objcache "github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
@@ -198,15 +197,15 @@ func (c *cache) head() plumbing.Hash {
 // only, no tags, forced (rewritten history is fine). When a fetch fails and
 // the cache itself turns out to be damaged, the cache is wiped and the fetch
 // retried once; other failures (network, auth, server) are returned as they are.
-func (c *cache) fetch(ctx context.Context, auth transport.AuthMethod) error {
-	err := c.fetchOnce(ctx, auth)
+func (c *cache) fetch(ctx context.Context, acc access) error {
+	err := c.fetchOnce(ctx, acc)
 	if err == nil || ctx.Err() != nil || c.intact() {
 		return err
 	}
 	if rerr := c.reset(); rerr != nil {
 		return errors.Join(err, rerr)
 	}
-	if err := c.fetchOnce(ctx, auth); err != nil {
+	if err := c.fetchOnce(ctx, acc); err != nil {
 		return fmt.Errorf("fetching into a fresh cache: %w", err)
 	}
 	return nil
@@ -229,14 +228,15 @@ func (c *cache) intact() bool {
 	return c.check() == nil
 }
 
-func (c *cache) fetchOnce(ctx context.Context, auth transport.AuthMethod) error {
+func (c *cache) fetchOnce(ctx context.Context, acc access) error {
 	err := c.repo.FetchContext(ctx, &git.FetchOptions{
 		RemoteName: "origin",
 		RefSpecs:   []gitconfig.RefSpec{c.refspec},
 		Depth:      1,
 		Tags:       git.NoTags,
 		Force:      true,
-		Auth:       auth,
+		Auth:       acc.auth,
+		CABundle:   acc.caBundle,
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return err

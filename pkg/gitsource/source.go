@@ -13,7 +13,6 @@ import (
 	gitconfig "github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/robfig/cron/v3"
 
@@ -58,6 +57,7 @@ type Source struct {
 	interval time.Duration
 	schedule cron.Schedule
 	verify   *config.Verify
+	caFile   string
 	opts     options
 	auth     *auth
 	redact   *redactor
@@ -109,6 +109,19 @@ func New(cfg config.Source, opts ...Option) (*Source, error) {
 	}
 	if v := cfg.Verify; v != nil && (v.Mode != "head" || v.KeyringFile == "") {
 		return nil, fmt.Errorf("source.verify: want {mode: head, keyringFile: <file>}, got mode %q, keyringFile %q", v.Mode, v.KeyringFile)
+	}
+	if cfg.CAFile != "" {
+		if !strings.HasPrefix(u.clean, "https://") {
+			return nil, fmt.Errorf("source.caFile: set, but %s is not an https URL", u.redacted)
+		}
+		_, pool, err := readCAFile(cfg.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		s.caFile = cfg.CAFile
+		if o.transport == nil {
+			o.transport = caTransport(pool)
+		}
 	}
 	if s.auth, err = newAuth(cfg, u, &o, s.redact); err != nil {
 		return nil, err
@@ -191,11 +204,11 @@ func (s *Source) poll(ctx context.Context) (snap Snapshot, changed bool, err err
 	if err := s.load(); err != nil {
 		return Snapshot{}, false, err
 	}
-	auth, err := s.auth.method(ctx, s.url.hostPort)
+	acc, err := s.access(ctx)
 	if err != nil {
 		return Snapshot{}, false, s.redact.err(err)
 	}
-	head, err := s.lsRemote(ctx, auth)
+	head, err := s.lsRemote(ctx, acc)
 	if err != nil {
 		return Snapshot{}, false, err
 	}
@@ -208,7 +221,7 @@ func (s *Source) poll(ctx context.Context) (snap Snapshot, changed bool, err err
 	}
 	// A head refused before is in the cache already: it is checked again
 	// without a fetch, so a keyring that now trusts its signer takes effect.
-	commit, err := s.fetchHead(ctx, auth, head)
+	commit, err := s.fetchHead(ctx, acc, head)
 	if err != nil {
 		return Snapshot{}, false, err
 	}
@@ -220,7 +233,7 @@ func (s *Source) poll(ctx context.Context) (snap Snapshot, changed bool, err err
 
 // fetchHead brings head into the cache unless it is there already and
 // returns the cached branch head commit.
-func (s *Source) fetchHead(ctx context.Context, auth transport.AuthMethod, head plumbing.Hash) (*object.Commit, error) {
+func (s *Source) fetchHead(ctx context.Context, acc access, head plumbing.Hash) (*object.Commit, error) {
 	if err := s.cache.open(); err != nil {
 		return nil, err
 	}
@@ -234,7 +247,7 @@ func (s *Source) fetchHead(ctx context.Context, auth transport.AuthMethod, head 
 		if err := s.cache.reopen(); err != nil {
 			return nil, err
 		}
-		if err := s.cache.fetch(ctx, auth); err != nil {
+		if err := s.cache.fetch(ctx, acc); err != nil {
 			return nil, fmt.Errorf("fetching %s of %s: %w", s.branch, s.url.redacted, s.redact.err(err))
 		}
 	}
@@ -325,9 +338,9 @@ func (s *Source) snapshot(c *object.Commit) (Snapshot, error) {
 }
 
 // lsRemote asks the remote for the branch head: one request, nothing fetched.
-func (s *Source) lsRemote(ctx context.Context, auth transport.AuthMethod) (plumbing.Hash, error) {
+func (s *Source) lsRemote(ctx context.Context, acc access) (plumbing.Hash, error) {
 	remote := git.NewRemote(memory.NewStorage(), &gitconfig.RemoteConfig{Name: "origin", URLs: []string{s.url.clean}})
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: acc.auth, CABundle: acc.caBundle})
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("listing refs of %s: %w", s.url.redacted, s.redact.err(err))
 	}

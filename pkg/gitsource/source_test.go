@@ -281,6 +281,9 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{name: "bad branch", cfg: config.Source{URL: "https://example.com/x.git", Branch: "a..b"}, want: "invalid branch name"},
 		{name: "bad verify", cfg: config.Source{URL: "https://example.com/x.git", Branch: "main", Verify: &config.Verify{Mode: "all"}}, want: "source.verify"},
 		{name: "bad schedule", cfg: config.Source{URL: "https://example.com/x.git", Branch: "main", Schedule: "every minute"}, want: "source.schedule"},
+		{name: "ca file missing", cfg: config.Source{URL: "https://example.com/x.git", Branch: "main", CAFile: "/nonexistent/ca.crt"}, want: "source.caFile: open /nonexistent/ca.crt: no such file"},
+		{name: "ca file without a certificate", cfg: config.Source{URL: "https://example.com/x.git", Branch: "main", CAFile: "token"}, want: "holds no PEM certificate"},
+		{name: "ca file for ssh", cfg: config.Source{URL: "ssh://git@example.com/x.git", Branch: "main", CAFile: "ca", Auth: config.Auth{SSHKeyFile: "k", KnownHostsFile: "h"}}, want: "source.caFile: set, but ssh://git@example.com/x.git is not an https URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -288,6 +291,9 @@ func TestNewRejectsBadConfig(t *testing.T) {
 				tt.cfg.Interval = sourceConfig("").Interval
 			}
 			tt.cfg.CacheDir = t.TempDir()
+			if tt.cfg.CAFile == "token" {
+				tt.cfg.CAFile = writeFile(t, t.TempDir(), "token", "not a certificate\n")
+			}
 			_, err := gitsource.New(tt.cfg)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("New error = %v, want it to contain %q", err, tt.want)
@@ -372,5 +378,38 @@ func TestAt(t *testing.T) {
 	}
 	if _, err := s.At("main"); err == nil {
 		t.Error("At(main) succeeded; only SHAs are accepted")
+	}
+}
+
+// TestPollHTTPSPrivateCA polls a git server whose certificate no system
+// trusts: refused without source.caFile, fetched with it, and the file is
+// read on every poll (a rotated Secret takes effect; one that turns bad is
+// an error naming the file, while the last good snapshot stays).
+func TestPollHTTPSPrivateCA(t *testing.T) {
+	srv := gitserver.New(t, gitserver.WithTLS())
+	url, want := seed(t, srv)
+	if !strings.HasPrefix(url, "https://") {
+		t.Fatalf("url %s, want https", url)
+	}
+
+	_, err := newSource(t, sourceConfig(url)).Poll(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("Poll without the CA: %v, want a certificate error", err)
+	}
+
+	cfg := sourceConfig(url)
+	cfg.CAFile = writeFile(t, t.TempDir(), "ca.crt", string(srv.CACert()))
+	s := newSource(t, cfg)
+	if snap := poll(t, s); snap.Revision != want || readFile(t, snap.FS, "environments/devel/manifest.json") != `{"services":[]}` {
+		t.Fatalf("snapshot %s, want %s with the manifest", snap.Revision, want)
+	}
+
+	writeFile(t, filepath.Dir(cfg.CAFile), "ca.crt", "rotated into garbage\n")
+	srv.Commit(t, "manifests", "main", map[string]string{"environments/devel/manifest.json": `{"services":[{"name":"a"}]}`}, "next")
+	if _, err := s.Poll(context.Background()); err == nil || !strings.Contains(err.Error(), "source.caFile: "+cfg.CAFile+" holds no PEM certificate") {
+		t.Fatalf("Poll with a bad CA file: %v", err)
+	}
+	if snap, ok := s.Latest(); !ok || snap.Revision != want {
+		t.Errorf("last good snapshot %s (%v), want %s", snap.Revision, ok, want)
 	}
 }

@@ -103,6 +103,9 @@ adds under config pass through unchanged, so the reconciler's strict parser reje
 {{- end -}}
 {{- end -}}
 {{- if $auth -}}{{- $_ := set $src "auth" $auth -}}{{- else -}}{{- $_ := unset $src "auth" -}}{{- end -}}
+{{- if $s.gitCA.secretName -}}
+{{- $_ := set $src "caFile" (printf "%s/git-ca/ca.crt" $dir) -}}
+{{- end -}}
 {{- if $s.gpgKeyring.secretName -}}
 {{- $_ := set $src "verify" (dict "mode" "head" "keyringFile" (printf "%s/gpg-keyring/keyring" $dir)) -}}
 {{- end -}}
@@ -168,6 +171,13 @@ The projected volume that puts reconciler.yaml (or prbot.yaml) and every referen
           items:
             - key: {{ $s.gitToken.key }}
               path: secrets/git-token/token
+      {{- end }}
+      {{- if $s.gitCA.secretName }}
+      - secret:
+          name: {{ $s.gitCA.secretName }}
+          items:
+            - key: {{ $s.gitCA.key }}
+              path: secrets/git-ca/ca.crt
       {{- end }}
       {{- if $s.gitSSH.secretName }}
       - secret:
