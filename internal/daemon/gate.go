@@ -40,7 +40,10 @@
 // Gates. Pending plans and history live in the Store, so gates need not keep
 // state. Propose must be idempotent: a pending plan whose Propose failed (a
 // GitHub outage) is proposed again at every pass until the gate accepts it,
-// and a new process proposes the pending plan it finds once.
+// a new process proposes the pending plan it finds once, and a plan still
+// pending is proposed again every WithRepropose period, so a gate can repair
+// what it shows (the GitHub gate puts back the buttons of a run whose click
+// was lost with the replica that took it).
 
 package daemon
 

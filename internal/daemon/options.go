@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"time"
 
@@ -26,6 +27,7 @@ type options struct {
 	sourceOpts    []gitsource.Option
 	applyGrace    time.Duration
 	resync        time.Duration
+	repropose     time.Duration
 }
 
 func defaultOptions() options {
@@ -34,6 +36,7 @@ func defaultOptions() options {
 		gate:       API(),
 		election:   DefaultLeaderElection(),
 		applyGrace: 10 * time.Second,
+		repropose:  DefaultRepropose,
 	}
 }
 
@@ -114,6 +117,25 @@ func WithSourceOptions(opts ...gitsource.Option) Option {
 // and the state is recorded. A restart re-plans what is left.
 func WithApplyGrace(d time.Duration) Option {
 	return func(o *options) error { o.applyGrace = d; return nil }
+}
+
+// DefaultRepropose is how often a plan still pending is proposed to the gate
+// again (see WithRepropose).
+const DefaultRepropose = 5 * time.Minute
+
+// WithRepropose sets how often a plan still pending is proposed to the gate
+// again (default DefaultRepropose; checked at each pass, so at most as often
+// as the resync): Propose is idempotent, and the repeat lets a gate repair
+// what it shows, such as the GitHub gate giving back the buttons of a check
+// run whose approval click was lost with the replica that took it.
+func WithRepropose(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("repropose: must be positive, got %s", d)
+		}
+		o.repropose = d
+		return nil
+	}
 }
 
 // WithResync sets how often each environment is planned again without a new

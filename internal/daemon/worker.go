@@ -21,9 +21,12 @@ type worker struct {
 	// lastStatus is the last status written, without its observation time.
 	lastStatus []byte
 	// proposed is the pending plan (revision and planHash) the gate last
-	// accepted; a pending plan the gate has not accepted (Propose failed, or
-	// a restart) is proposed again at each pass.
-	proposed string
+	// accepted, at proposedAt; a pending plan the gate has not accepted
+	// (Propose failed, or a restart) is proposed again at each pass, and one
+	// it accepted again after WithRepropose's period, so that the gate can
+	// repair what it shows (a check run whose click was lost with its replica).
+	proposed   string
+	proposedAt time.Time
 }
 
 func newWorker(d *Daemon, env string) *worker {
@@ -160,11 +163,12 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 	}
 	if p := st.Pending; p != nil && p.PlanHash == plan.PlanHash && p.Revision == s.Revision {
 		w.d.metrics.setPending(w.env, true)
-		if w.proposed == proposalKey(prop) {
+		if w.proposed == proposalKey(prop) && time.Since(w.proposedAt) < w.d.o.repropose {
 			return nil // proposed already; waiting for a decision
 		}
 		// Stored but not (yet) accepted by the gate: GitHub was down when it
-		// was proposed, or this process is new. Gates' Propose is idempotent.
+		// was proposed, or this process is new; or it was proposed a
+		// repropose period ago. Gates' Propose is idempotent.
 		if dec := w.propose(ctx, gate, prop); dec.Approved {
 			return w.apply(ctx, s, envM, prop, dec.Approver)
 		}
@@ -218,7 +222,7 @@ func (w *worker) propose(ctx context.Context, gate Gate, prop Proposal) Decision
 			"revision", short(prop.Revision), "planHash", prop.Plan.PlanHash)
 		return dec
 	}
-	w.proposed = proposalKey(prop)
+	w.proposed, w.proposedAt = proposalKey(prop), time.Now()
 	return dec
 }
 

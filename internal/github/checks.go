@@ -58,6 +58,7 @@ type runUpdate struct {
 	Name        string               `json:"name,omitempty"`
 	Status      string               `json:"status,omitempty"`
 	Conclusion  string               `json:"conclusion,omitempty"`
+	StartedAt   *gh.Timestamp        `json:"started_at,omitempty"`
 	CompletedAt *gh.Timestamp        `json:"completed_at,omitempty"`
 	DetailsURL  string               `json:"details_url,omitempty"`
 	ExternalID  string               `json:"external_id,omitempty"`
@@ -120,6 +121,10 @@ func awaiting(r *gh.CheckRun) bool {
 // awaiting approval for the same planHash, or in progress because someone approved it, is kept (a restart
 // or a pass after a failed Propose proposes again); one awaiting approval for another planHash
 // (cluster drift, a new digest) is completed as neutral and replaced.
+//
+// The daemon proposes only plans still pending, so a run of p in progress longer than the lost-click
+// delay (see WithLostClickAfter) holds a click that never reached the leader: the replica that took it
+// stopped first. That run gets its plan and buttons back, saying the approval was lost.
 func (c *Client) Propose(ctx context.Context, p *reconcile.Plan) (int64, error) {
 	name := CheckName(p.Environment)
 	runs, err := c.runs(ctx, p.Revision, name)
@@ -127,8 +132,18 @@ func (c *Client) Propose(ctx context.Context, p *reconcile.Plan) (int64, error) 
 		return 0, err
 	}
 	for _, r := range runs {
-		if r.GetExternalID() == p.PlanHash && (awaiting(r) || r.GetStatus() == "in_progress") {
-			return r.GetID(), nil // awaiting approval, or approved and being decided or applied
+		if r.GetExternalID() == p.PlanHash && awaiting(r) {
+			return r.GetID(), nil
+		}
+		if r.GetExternalID() == p.PlanHash && r.GetStatus() == "in_progress" {
+			since := r.GetStartedAt().Time
+			if c.lostClickAfter <= 0 || time.Since(since) < c.lostClickAfter {
+				return r.GetID(), nil // approved and being decided or applied
+			}
+			note := fmt.Sprintf("%sLost: “%s” (since %s UTC) never reached the leader; the replica that took the click stopped first. Nothing was applied or withdrawn: decide again.",
+				deniedMarker, r.GetOutput().GetTitle(), since.UTC().Format("2006-01-02 15:04"))
+			return r.GetID(), c.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionActionRequired, Actions: approvalActions(),
+				Output: output(c.awaitingOutput(p, note))})
 		}
 		if !awaiting(r) {
 			continue
@@ -140,7 +155,7 @@ func (c *Client) Propose(ctx context.Context, p *reconcile.Plan) (int64, error) 
 			return 0, err
 		}
 	}
-	out := RenderPlan(p, "**Awaiting approval.** *Approve* deploys exactly this plan; "+c.ApproverRule()+".", c.DetailsURL(p.Environment))
+	out := c.awaitingOutput(p, "")
 	opts := gh.CreateCheckRunOptions{
 		Name: name, HeadSHA: p.Revision, ExternalID: gh.String(p.PlanHash),
 		Conclusion: gh.String(ConclusionActionRequired), CompletedAt: &gh.Timestamp{Time: time.Now().UTC().Truncate(time.Second)},
@@ -154,6 +169,15 @@ func (c *Client) Propose(ctx context.Context, p *reconcile.Plan) (int64, error) 
 		return 0, fmt.Errorf("creating check run %s on %s: %w", name, short(p.Revision), err)
 	}
 	return r.GetID(), nil
+}
+
+// awaitingOutput renders plan p awaiting approval, after note (if any).
+func (c *Client) awaitingOutput(p *reconcile.Plan, note string) Output {
+	intro := "**Awaiting approval.** *Approve* deploys exactly this plan; " + c.ApproverRule() + "."
+	if note != "" {
+		intro = note + "\n\n" + intro
+	}
+	return RenderPlan(p, intro, c.DetailsURL(p.Environment))
 }
 
 // Supersede withdraws env's check runs awaiting approval on revision (only the one for planHash, unless

@@ -3,6 +3,7 @@ package github_test
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -240,5 +241,48 @@ func TestProposeKeepsAnApprovedRun(t *testing.T) {
 	}
 	if again, err := f.client.Propose(ctx, p1); err != nil || again != id1 || len(f.srv.CheckRuns(owner, repo)) != 1 {
 		t.Fatalf("Propose while approved = %d, %v, %d runs; want the same run %d and no other", again, err, len(f.srv.CheckRuns(owner, repo)), id1)
+	}
+	if r, _ := f.srv.CheckRun(owner, repo, id1); r.Status != "in_progress" {
+		t.Errorf("a fresh click: run %s, want kept in progress", r.Status)
+	}
+
+	// The click is older than DefaultLostClickAfter and the plan is still pending (the daemon proposes only
+	// pending plans): the replica that took it stopped before the leader heard of it. The run gets its plan
+	// and buttons back.
+	markClicked(t, f.srv, id1, time.Now().Add(-github.DefaultLostClickAfter-time.Minute), "Approved by @maria, applying")
+	if again, err := f.client.Propose(ctx, p1); err != nil || again != id1 || len(f.srv.CheckRuns(owner, repo)) != 1 {
+		t.Fatalf("Propose after a lost click = %d, %v, %d runs; want the same run %d and no other", again, err, len(f.srv.CheckRuns(owner, repo)), id1)
+	}
+	if diff := cmp.Diff([]run{{"stagehand/prod", sha, "completed", "action_required", p1.PlanHash, []string{"approve", "reject"}}}, runs(f.srv)); diff != "" {
+		t.Errorf("after a lost click (-want +got):\n%s", diff)
+	}
+	r, _ := f.srv.CheckRun(owner, repo, id1)
+	for _, want := range []string{"Lost: “Approved by @maria, applying”", "decide again", "**Awaiting approval.**", p1.PlanHash} {
+		if !strings.Contains(r.Summary, want) {
+			t.Errorf("summary lacks %q:\n%s", want, r.Summary)
+		}
+	}
+}
+
+// markClicked does to run id what the Handler does on a click: in progress since at, titled title.
+func markClicked(t *testing.T, srv *githubtest.Server, id int64, at time.Time, title string) {
+	t.Helper()
+	patchRun(t, srv, id, map[string]any{"status": "in_progress", "started_at": at.UTC().Format(time.RFC3339), "actions": []any{},
+		"output": map[string]string{"title": title, "summary": title + "."}})
+}
+
+// patchRun sends an update of check run id through the REST API.
+func patchRun(t *testing.T, srv *githubtest.Server, id int64, body map[string]any) {
+	t.Helper()
+	rest, err := gh.NewClient(srv.Client()).WithAuthToken(srv.Token()).WithEnterpriseURLs(srv.URL(), srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := rest.NewRequest(http.MethodPatch, "repos/"+owner+"/"+repo+"/check-runs/"+strconv.FormatInt(id, 10), body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rest.Do(context.Background(), req, nil); err != nil {
+		t.Fatalf("updating run %d: %v", id, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	gh "github.com/google/go-github/v60/github"
@@ -21,12 +22,33 @@ type Client struct {
 	approvers  config.Approvers
 	detailsURL string
 	appID      int64 // 0 when authenticated with a token
+
+	lostClickAfter time.Duration
 }
 
 type options struct {
-	transport http.RoundTripper
-	token     string
-	retry     RetryPolicy
+	transport      http.RoundTripper
+	token          string
+	retry          RetryPolicy
+	lostClickAfter time.Duration
+}
+
+// DefaultLostClickAfter is how long a check run may stay in progress after an
+// approval click, while its plan is still pending, before the click counts as
+// lost: well past the Handler's default decision timeout of 5 minutes.
+const DefaultLostClickAfter = 10 * time.Minute
+
+// WithLostClickAfter sets how long after a click a run still in progress
+// with its plan pending is given back its buttons (DefaultLostClickAfter).
+// It must exceed the Handler's decision timeout.
+func WithLostClickAfter(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("lost click after: must be positive, got %s", d)
+		}
+		o.lostClickAfter = d
+		return nil
+	}
 }
 
 // Option configures New.
@@ -64,7 +86,7 @@ func WithRetry(p RetryPolicy) Option {
 // installation token is cached and refreshed by ghinstallation), github.owner/repo, the approvers rule and
 // github.detailsURL (the reconciler's public API URL, linked from check runs).
 func New(cfg config.GitHub, opts ...Option) (*Client, error) {
-	o := options{transport: http.DefaultTransport, retry: DefaultRetryPolicy()}
+	o := options{transport: http.DefaultTransport, retry: DefaultRetryPolicy(), lostClickAfter: DefaultLostClickAfter}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("configuring GitHub client: %w", err)
@@ -101,7 +123,8 @@ func New(cfg config.GitHub, opts ...Option) (*Client, error) {
 			return nil, fmt.Errorf("github.apiURL %q: %w", cfg.APIURL, err)
 		}
 	}
-	c := &Client{rest: rest, owner: cfg.Owner, repo: cfg.Repo, approvers: cfg.Approvers, detailsURL: cfg.DetailsURL}
+	c := &Client{rest: rest, owner: cfg.Owner, repo: cfg.Repo, approvers: cfg.Approvers, detailsURL: cfg.DetailsURL,
+		lostClickAfter: o.lostClickAfter}
 	if cfg.App != nil && o.token == "" {
 		c.appID = cfg.App.AppID
 	}

@@ -37,17 +37,18 @@ const secret = "webhook-secret"
 // githubtest so check runs can be created on its SHAs), a real kube-apiserver with the prod workload, a
 // registry, the daemon with the GitHub gate, and webhooks signed and delivered over HTTP.
 type flow struct {
-	t       *testing.T
-	gh      *githubtest.Server
-	git     *gitserver.Server
-	reg     *registrytest.Registry
-	ns      string
-	cfg     *config.Config
-	cache   string
-	hookURL string
-	d       *daemon.Daemon
-	stop    func()
-	resync  time.Duration // daemon.WithResync when set
+	t         *testing.T
+	gh        *githubtest.Server
+	git       *gitserver.Server
+	reg       *registrytest.Registry
+	ns        string
+	cfg       *config.Config
+	cache     string
+	hookURL   string
+	d         *daemon.Daemon
+	stop      func()
+	resync    time.Duration // daemon.WithResync when set
+	repropose time.Duration // daemon.WithRepropose when set
 }
 
 func newFlow(t *testing.T) *flow {
@@ -142,6 +143,9 @@ func (f *flow) startReplica(le daemon.LeaderElection) *replica {
 	opts := []daemon.Option{}
 	if f.resync != 0 {
 		opts = append(opts, daemon.WithResync(f.resync))
+	}
+	if f.repropose != 0 {
+		opts = append(opts, daemon.WithRepropose(f.repropose))
 	}
 	d, err := daemon.New(f.cfg, append(opts,
 		daemon.WithGate(github.NewGate(client)),

@@ -125,7 +125,10 @@ func (h *Handler) HandleCheckRun(ctx context.Context, payload []byte) error {
 	}
 	// In progress first: the apply may finish (and complete the run) before Approve returns, and the buttons
 	// go, so a second click cannot start a second decision.
-	if err := h.client.update(ctx, run.GetID(), runUpdate{Status: "in_progress", Output: output(Output{Title: title, Summary: summary})}); err != nil {
+	// started_at marks the click: a run left in progress long after it, with its plan still pending, lost
+	// its click (see Client.Propose).
+	now := &gh.Timestamp{Time: time.Now().UTC().Truncate(time.Second)}
+	if err := h.client.update(ctx, run.GetID(), runUpdate{Status: "in_progress", StartedAt: now, Output: output(Output{Title: title, Summary: summary})}); err != nil {
 		return err
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.o.decisionTimeout)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -203,6 +204,9 @@ func TestClickAnsweredBeforeTheDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Proposed an hour ago: the click, not the proposal, starts the run's time in progress (a run in
+	// progress long after its click lost it; see Client.Propose).
+	patchRun(t, f.srv, id, map[string]any{"started_at": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)})
 	d := slowDecider{started: make(chan string, 1), release: make(chan error)}
 	var unshown []error
 	h := github.NewHandler(f.client, d, nil, "main", github.OnDecisionError(func(err error) { unshown = append(unshown, err) }))
@@ -216,6 +220,9 @@ func TestClickAnsweredBeforeTheDecision(t *testing.T) {
 	r, _ := f.srv.CheckRun(owner, repo, id)
 	if r.Status != "in_progress" || !strings.Contains(r.Title, "Approved by @maria") || len(r.Actions) != 0 {
 		t.Errorf("run while deciding: %s %q actions %v", r.Status, r.Title, r.Actions)
+	}
+	if time.Since(r.StartedAt) > time.Minute {
+		t.Errorf("run in progress since %s, want since the click", r.StartedAt)
 	}
 	d.release <- errors.New("planning revision abc: registry unreachable")
 	h.Wait()

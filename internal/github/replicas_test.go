@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
+	"github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 )
 
@@ -54,5 +55,34 @@ func TestFlowClickOnAStandbyReplica(t *testing.T) {
 	f.d = leader.d
 	if h := f.history(); len(h) != 1 || h[0].Approver != "maria" || h[0].Result != daemon.ResultSucceeded {
 		t.Errorf("history = %+v, want one success approved by maria", h)
+	}
+}
+
+// TestFlowLostClickGetsItsButtonsBack: a replica took an approval click (the run went in progress) and
+// stopped before handing the decision to the leader. The plan is still pending, so once the click is older
+// than the lost-click delay the leader's next proposal gives the run back its plan and buttons, saying what
+// was lost; approving again deploys.
+func TestFlowLostClickGetsItsButtonsBack(t *testing.T) {
+	f := newFlow(t)
+	f.resync, f.repropose = 200*time.Millisecond, 200*time.Millisecond
+	sha := f.commit("1.0.1")
+	f.start()
+	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
+
+	markClicked(t, f.gh, run.ID, time.Now().Add(-github.DefaultLostClickAfter-time.Minute), "Approved by @maria, applying")
+	back := f.waitRunID(run.ID, "its buttons back", awaitingApproval)
+	if !strings.Contains(back.Summary, "Lost: “Approved by @maria, applying”") || len(back.Actions) != 2 {
+		t.Errorf("restored run: %d actions, summary:\n%s", len(back.Actions), back.Summary)
+	}
+	if strings.Contains(f.image(), ":1.0.1") {
+		t.Errorf("image %s: a lost click must not deploy", f.image())
+	}
+
+	if code, _ := f.click(run.ID, "approve", "maria", secret); code != http.StatusOK {
+		t.Fatalf("click: %d", code)
+	}
+	f.waitImage("1.0.1")
+	if done := f.waitRunID(run.ID, "success", concluded("success")); !strings.Contains(done.Summary, "@maria") {
+		t.Errorf("completed run summary:\n%s", done.Summary)
 	}
 }
