@@ -13,9 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fluxcd/pkg/runtime/events"
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -130,15 +133,26 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	return d, nil
 }
 
-// buildTargets makes a client for every target of every environment.
+// buildTargets makes a client for every target of every environment, and
+// its Event recorder: fluxcd's events.Recorder (which logs each Event at
+// trace level) over a reconcile.EventWriter, which writes each Event before
+// returning so none is queued and lost.
 func (d *Daemon) buildTargets(clients *clientCache) error {
+	log := d.log
+	if log.GetSink() == nil { // logr.Discard(): fluxcd's Recorder asks the sink whether tracing is on
+		log = funcr.New(func(string, string) {}, funcr.Options{})
+	}
 	for _, name := range d.envNames {
 		for i, t := range d.cfg.Environments[name].Targets {
 			c, err := clients.clientset(t.Kubeconfig, t.Context)
 			if err != nil {
 				return fmt.Errorf("environments.%s.targets[%d]: %w", name, i, err)
 			}
-			d.targets[name] = append(d.targets[name], reconcile.Target{Name: t.Name, Namespace: t.Namespace, Client: c})
+			rec, err := events.NewRecorderForScheme(scheme.Scheme, reconcile.NewEventWriter(c, LockAuthor+"@"+d.o.identity), log, "", LockAuthor)
+			if err != nil {
+				return fmt.Errorf("environments.%s.targets[%d]: event recorder: %w", name, i, err)
+			}
+			d.targets[name] = append(d.targets[name], reconcile.Target{Name: t.Name, Namespace: t.Namespace, Client: c, Recorder: rec})
 		}
 	}
 	return nil

@@ -138,7 +138,7 @@ func (r *Reconciler) patchAll(ctx context.Context, req Request, jobs []*job, rep
 		defer close(done)
 		_ = forEach(len(patched), r.o.concurrency, func(i int) error {
 			j := patched[i]
-			r.event(ctx, req, j, corev1.EventTypeNormal, "Deploying",
+			r.event(req, j, corev1.EventTypeNormal, "Deploying",
 				fmt.Sprintf("Deploying revision %s: %s", short(req.Revision), describe(j.changes)))
 			return nil
 		})
@@ -166,7 +166,7 @@ func (r *Reconciler) finishRollouts(ctx context.Context, req Request, patched []
 		}
 		finish(j, OutcomeFailed, msg)
 		deployingWritten()
-		r.event(ctx, req, j, corev1.EventTypeWarning, "RolloutFailed", fmt.Sprintf("Rollout of revision %s failed: %s", short(req.Revision), msg))
+		r.event(req, j, corev1.EventTypeWarning, "RolloutFailed", fmt.Sprintf("Rollout of revision %s failed: %s", short(req.Revision), msg))
 		report(j, PhaseFailed, msg)
 	})
 }
@@ -360,57 +360,19 @@ func patch(ctx context.Context, t Target, k WorkloadKey, body []byte) (runtime.O
 	return nil, 0, fmt.Errorf("unknown kind %q", k.Kind)
 }
 
-// event records a Kubernetes Event on j's workload: through the target's
-// Recorder when set, else written synchronously. Events are best effort: a
-// failure to write one does not fail the deploy.
-func (r *Reconciler) event(ctx context.Context, req Request, j *job, typ, reason, msg string) {
+// event records a Kubernetes Event on j's workload, carrying the revision
+// annotation: through the target's Recorder when set, else written through
+// the target's client before it returns (see EventWriter).
+func (r *Reconciler) event(req Request, j *job, typ, reason, msg string) {
 	if j.obj == nil {
 		return
 	}
-	if j.target.Recorder != nil {
-		j.target.Recorder.AnnotatedEventf(j.obj, map[string]string{RevisionAnnotation: req.Revision}, typ, reason, "%s", msg)
-		return
+	rec := j.target.Recorder
+	if rec == nil {
+		host, _ := os.Hostname()
+		rec = NewEventWriter(j.target.Client, r.o.author+"@"+host)
 	}
-	m, err := metaOf(j.obj)
-	if err != nil {
-		return
-	}
-	now := metav1.Now()
-	host, _ := os.Hostname()
-	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: m.GetName() + ".",
-			Namespace:    m.GetNamespace(),
-			Annotations:  map[string]string{RevisionAnnotation: req.Revision},
-		},
-		InvolvedObject: corev1.ObjectReference{
-			Kind: j.key.Kind, APIVersion: apiVersion(j.key.Kind), Name: m.GetName(), Namespace: m.GetNamespace(),
-			UID: m.GetUID(), ResourceVersion: m.GetResourceVersion(),
-		},
-		Reason: reason, Message: msg, Type: typ,
-		Source:              corev1.EventSource{Component: FieldManager},
-		FirstTimestamp:      now,
-		LastTimestamp:       now,
-		Count:               1,
-		ReportingController: "stagehand.io/reconciler",
-		ReportingInstance:   truncate(r.o.author+"@"+host, 128),
-	}
-	_, _ = j.target.Client.CoreV1().Events(m.GetNamespace()).Create(ctx, ev, metav1.CreateOptions{})
-}
-
-func metaOf(o runtime.Object) (metav1.Object, error) {
-	m, ok := o.(metav1.Object)
-	if !ok {
-		return nil, fmt.Errorf("object %T has no metadata", o)
-	}
-	return m, nil
-}
-
-func apiVersion(kind string) string {
-	if kind == KindCronJob {
-		return "batch/v1"
-	}
-	return "apps/v1"
+	rec.AnnotatedEventf(j.obj, map[string]string{RevisionAnnotation: req.Revision}, typ, reason, "%s", msg)
 }
 
 // describe is "app: a → b, init:migrate: c → d".

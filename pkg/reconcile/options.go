@@ -23,6 +23,8 @@ const (
 	RevisionAnnotation = "stagehand.io/revision"
 	// FieldManager is the field manager of every patch.
 	FieldManager = "stagehand"
+	// ReportingController names Stagehand in the Events it writes.
+	ReportingController = "stagehand.io/reconciler"
 )
 
 type options struct {

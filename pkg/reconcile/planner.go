@@ -20,9 +20,10 @@ type Target struct {
 	Name      string
 	Namespace string
 	Client    kubernetes.Interface
-	// Recorder, when set, receives the per-workload Events (for example
-	// fluxcd's events.Recorder, which also forwards them to a notification
-	// webhook). When nil, Events are written synchronously through Client.
+	// Recorder, when set, receives the per-workload Events (the daemon sets
+	// fluxcd's events.Recorder over an EventWriter). When nil, an EventWriter
+	// writes them through Client. Apply waits for its calls to return, so a
+	// recorder that writes before returning has every Event written by then.
 	Recorder record.EventRecorder
 }
 
