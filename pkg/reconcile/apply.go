@@ -138,7 +138,7 @@ func (r *Reconciler) patchAll(ctx context.Context, req Request, jobs []*job, rep
 		defer close(done)
 		_ = forEach(len(patched), r.o.concurrency, func(i int) error {
 			j := patched[i]
-			r.event(req, j, corev1.EventTypeNormal, "Deploying",
+			r.event(ctx, req, j, corev1.EventTypeNormal, "Deploying",
 				fmt.Sprintf("Deploying revision %s: %s", short(req.Revision), describe(j.changes)))
 			return nil
 		})
@@ -166,7 +166,7 @@ func (r *Reconciler) finishRollouts(ctx context.Context, req Request, patched []
 		}
 		finish(j, OutcomeFailed, msg)
 		deployingWritten()
-		r.event(req, j, corev1.EventTypeWarning, "RolloutFailed", fmt.Sprintf("Rollout of revision %s failed: %s", short(req.Revision), msg))
+		r.event(ctx, req, j, corev1.EventTypeWarning, "RolloutFailed", fmt.Sprintf("Rollout of revision %s failed: %s", short(req.Revision), msg))
 		report(j, PhaseFailed, msg)
 	})
 }
@@ -362,9 +362,11 @@ func patch(ctx context.Context, t Target, k WorkloadKey, body []byte) (runtime.O
 
 // event records a Kubernetes Event on j's workload, carrying the revision
 // annotation: through the target's Recorder when set, else written through
-// the target's client before it returns (see EventWriter).
-func (r *Reconciler) event(req Request, j *job, typ, reason, msg string) {
-	if j.obj == nil {
+// the target's client before it returns (see EventWriter). Once ctx ends
+// (a shutdown) no more Events are sent: record.EventRecorder takes no
+// context, and the Events left would hold up the exit.
+func (r *Reconciler) event(ctx context.Context, req Request, j *job, typ, reason, msg string) {
+	if j.obj == nil || ctx.Err() != nil {
 		return
 	}
 	rec := j.target.Recorder
