@@ -119,6 +119,9 @@ func (f *lockDataFlags) request(path string, d lockDeps) (lock.LockRequest, erro
 	if l.Author == "" {
 		return lock.LockRequest{}, usagef("no author: pass --author (or set $USER)")
 	}
+	if err := lock.CheckReservedAuthor(l.Author); err != nil {
+		return lock.LockRequest{}, usagef("--author: %v", err)
+	}
 	req := lock.LockRequest{Lock: l}
 	switch {
 	case f.until != "":

@@ -281,6 +281,7 @@ func TestLockUsageErrors(t *testing.T) {
 		{"bad link", []string{"lock", "apps/a", "--link", "nolink"}, `invalid --link "nolink": want name=url`},
 		{"bad env target", []string{"lock", "apps/a", "--env-target", "ab"}, `invalid --env-target "ab": want one lowercase letter`},
 		{"recursive lock", []string{"lock", "apps/a", "--recursive"}, "--recursive is not available for lock"},
+		{"the reconciler's author", []string{"lock", "apps/a", "--author", "stagehand-reconciler"}, `--author: author "stagehand-reconciler" is reserved for the reconciler's own deploy locks`},
 		{"unknown flag", []string{"lock", "apps/a", "--force"}, "unknown flag: --force"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

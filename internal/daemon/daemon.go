@@ -36,7 +36,7 @@ var listOne = metav1.ListOptions{Limit: 1}
 // <lockPath>/<target> while applying. It is the same on every replica, so the
 // next leader takes over a lock that a replica killed mid-apply left behind
 // (pkg/lock's TakeOverOwnLocks); locks by anyone else still block.
-const LockAuthor = "stagehand-reconciler"
+const LockAuthor = lock.ReservedAuthor
 
 // Daemon is a running reconciler: see the package documentation.
 type Daemon struct {

@@ -229,6 +229,10 @@ func (h *Handler) lock(w http.ResponseWriter, r *http.Request) {
 		l.Path = p
 		l.Default(nil) // env fields from the path when the client sent none
 	}
+	if err := CheckReservedAuthor(l.Author); err != nil {
+		h.fail(w, invalid(err))
+		return
+	}
 	got, err := h.svc.Lock(r.Context(), l)
 	if err != nil {
 		h.fail(w, err)

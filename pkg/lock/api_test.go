@@ -141,6 +141,8 @@ func TestAPIRaw(t *testing.T) {
 		{name: "both expiries", method: "POST", path: "/api/v1/locks", body: `{"path":"apps/x","type":"deploy","author":"a","duration":"5m","expires_at":1672489800}`, code: 400,
 			want: map[string]any{"error": "duration and expires_at are mutually exclusive"}},
 		{name: "bad json", method: "POST", path: "/api/v1/locks", body: `{"path":`, code: 400},
+		{name: "the reconciler's author", method: "POST", path: "/api/v1/locks", body: `{"path":"apps/x","type":"deploy","author":"stagehand-reconciler","duration":"5m"}`, code: 400,
+			want: map[string]any{"error": `author "stagehand-reconciler" is reserved for the reconciler's own deploy locks, which do not block it; lock under your own name`}},
 		{name: "prune needs expired=true", method: "DELETE", path: "/api/v1/locks", code: 400},
 		{name: "list", method: "GET", path: "/api/v1/locks?path=apps", code: 200},
 		{name: "unlock", method: "DELETE", path: "/api/v1/locks/apps/acceptance?type=automation", code: 200},

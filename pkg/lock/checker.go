@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -34,6 +35,24 @@ type holding struct {
 	mu  sync.Mutex // guards cur and ttl
 	cur Lock
 	ttl time.Duration
+}
+
+// ReservedAuthor is the author of the deploy locks the reconciler daemon
+// holds while it applies, the same on every replica so that the next leader
+// takes over a lock a killed one left (TakeOverOwnLocks). The daemon ignores
+// that author's deploy locks, so a person's lock under it would not stop a
+// deploy: the REST API and the CLI refuse it.
+const ReservedAuthor = "stagehand-reconciler"
+
+// errReservedAuthor says why a lock by ReservedAuthor is refused.
+var errReservedAuthor = fmt.Errorf("author %q is reserved for the reconciler's own deploy locks, which do not block it; lock under your own name", ReservedAuthor)
+
+// CheckReservedAuthor returns an error for a lock request by ReservedAuthor.
+func CheckReservedAuthor(author string) error {
+	if strings.TrimSpace(author) == ReservedAuthor {
+		return errReservedAuthor
+	}
+	return nil
 }
 
 // CheckerOption configures NewChecker.
