@@ -276,16 +276,16 @@ func BenchmarkApply500(b *testing.B) {
 		var sh, shw, rw, rwe time.Duration
 		cnt.reset()
 		// One apply takes seconds, so b.Loop would stop after one iteration;
-		// three rounds per iteration, each begun by another variant, smooth out
-		// the shared machine's noise and any advantage of going first.
-		const rounds = 3
+		// five rounds per iteration, the variants taking turns to go first,
+		// smooth out the machine's noise and any advantage of going first.
+		const rounds = 5
 		variants := []func(){
 			func() { rw += raw(b, false) },
 			func() { d, w := stagehand(b); sh += d; shw += w },
 			func() { rwe += raw(b, true) },
 		}
 		for b.Loop() {
-			for k := range rounds { // each variant goes first once
+			for k := range rounds { // the variants take turns to go first
 				for v := range variants {
 					variants[(k+v)%len(variants)]()
 				}
