@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -194,9 +195,23 @@ func fromObject(u *unstructured.Unstructured) (Lock, error) {
 	return l, nil
 }
 
-// Get implements Storage.
+// Get implements Storage. A lock is found by its object name (ObjectName)
+// or, failing that, among the objects without Stagehand's labels by
+// spec.path: a Lock object someone made by hand, say with kubectl or from a
+// GitOps repository, under a name of their own.
 func (k *Kubernetes) Get(ctx context.Context, path string) (Lock, error) {
 	u, err := k.res().Get(ctx, ObjectName(path), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		handMade, lerr := k.list(ctx, "!"+pathLabel)
+		if lerr != nil {
+			return Lock{}, wrap("getting", path, lerr)
+		}
+		for _, l := range handMade {
+			if l.Path == path {
+				return l, nil
+			}
+		}
+	}
 	if err != nil {
 		return Lock{}, wrap("getting", path, err)
 	}
@@ -212,53 +227,13 @@ func (k *Kubernetes) Get(ctx context.Context, path string) (Lock, error) {
 
 // List implements Storage.
 func (k *Kubernetes) List(ctx context.Context, prefix string) ([]Lock, error) {
-	out := []Lock{}
-	opts := metav1.ListOptions{Limit: 500}
-	for {
-		list, err := k.res().List(ctx, opts)
-		if err != nil {
-			return nil, wrap("listing", prefix+"/...", err)
-		}
-		for i := range list.Items {
-			l, err := fromObject(&list.Items[i])
-			if err != nil {
-				return nil, fmt.Errorf("listing locks: %w", err)
-			}
-			if within(l.Path, prefix) {
-				out = append(out, l)
-			}
-		}
-		if opts.Continue = list.GetContinue(); opts.Continue == "" {
-			break
-		}
-	}
-	sortLocks(out)
-	return out, nil
-}
-
-// GetAll returns the locks at any of paths with one list request, selected
-// by the path-hash label.
-func (k *Kubernetes) GetAll(ctx context.Context, paths []string) ([]Lock, error) {
-	want := map[string]bool{}
-	hashes := make([]string, 0, len(paths))
-	for _, p := range paths {
-		if !want[p] {
-			want[p] = true
-			hashes = append(hashes, pathHash(p))
-		}
-	}
-	sel := fmt.Sprintf("%s in (%s)", pathLabel, strings.Join(hashes, ","))
-	list, err := k.res().List(ctx, metav1.ListOptions{LabelSelector: sel})
+	all, err := k.list(ctx, "")
 	if err != nil {
-		return nil, wrap("getting", strings.Join(paths, ", "), err)
+		return nil, wrap("listing", prefix+"/...", err)
 	}
 	out := []Lock{}
-	for i := range list.Items {
-		l, err := fromObject(&list.Items[i])
-		if err != nil {
-			return nil, fmt.Errorf("getting locks: %w", err)
-		}
-		if want[l.Path] {
+	for _, l := range all {
+		if within(l.Path, prefix) {
 			out = append(out, l)
 		}
 	}
@@ -266,8 +241,91 @@ func (k *Kubernetes) GetAll(ctx context.Context, paths []string) ([]Lock, error)
 	return out, nil
 }
 
-// Create implements Storage.
+// GetAll returns the locks at any of paths with two lists: Stagehand's
+// objects selected by their path-hash label, and the Lock objects without
+// that label, made by hand (with kubectl, or applied from a GitOps
+// repository), which must block all the same.
+func (k *Kubernetes) GetAll(ctx context.Context, paths []string) ([]Lock, error) {
+	hashes := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if h := pathHash(p); !slices.Contains(hashes, h) {
+			hashes = append(hashes, h)
+		}
+	}
+	var (
+		handMade []Lock
+		herr     error
+		done     = make(chan struct{})
+	)
+	go func() { // at the same time: a check waits for one round trip, not two
+		defer close(done)
+		handMade, herr = k.list(ctx, "!"+pathLabel)
+	}()
+	labelled, err := k.list(ctx, fmt.Sprintf("%s in (%s)", pathLabel, strings.Join(hashes, ",")))
+	<-done
+	if err = errors.Join(err, herr); err != nil {
+		return nil, wrap("getting", strings.Join(paths, ", "), err)
+	}
+	out := []Lock{}
+	for _, l := range append(labelled, handMade...) {
+		if slices.Contains(paths, l.Path) {
+			out = append(out, l)
+		}
+	}
+	sortLocks(out)
+	return out, nil
+}
+
+// list lists the namespace's Lock objects matching selector ("" for all).
+func (k *Kubernetes) list(ctx context.Context, selector string) ([]Lock, error) {
+	var out []Lock
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: 500}
+	for {
+		list, err := k.res().List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			l, err := fromObject(&list.Items[i])
+			if err != nil {
+				return nil, fmt.Errorf("reading locks: %w", err)
+			}
+			out = append(out, l)
+		}
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			return out, nil
+		}
+	}
+}
+
+// handMade returns the name of the object with old's UID when it is not
+// ObjectName(old.Path): a Lock object made by hand under a name of its own.
+func (k *Kubernetes) handMade(ctx context.Context, old Lock) (string, bool) {
+	list, err := k.res().List(ctx, metav1.ListOptions{LabelSelector: "!" + pathLabel})
+	if err != nil {
+		return "", false
+	}
+	for _, u := range list.Items {
+		if string(u.GetUID()) == old.ID && u.GetName() != ObjectName(old.Path) {
+			return u.GetName(), true
+		}
+	}
+	return "", false
+}
+
+// Create implements Storage. The API server refuses a second object of the
+// same name; a Lock object made by hand at l.Path under another name is
+// looked for first.
 func (k *Kubernetes) Create(ctx context.Context, l Lock) (Lock, error) {
+	handMade, err := k.list(ctx, "!"+pathLabel)
+	if err != nil {
+		return Lock{}, wrap("creating", l.Path, err)
+	}
+	for _, o := range handMade {
+		if o.Path == l.Path {
+			return Lock{}, fmt.Errorf("creating lock %s: %w", l.Path, ErrExists)
+		}
+	}
 	u, err := k.res().Create(ctx, toObject(l), metav1.CreateOptions{})
 	if err != nil {
 		return Lock{}, wrap("creating", l.Path, err)
@@ -285,6 +343,12 @@ func (k *Kubernetes) Replace(ctx context.Context, old, l Lock) (Lock, error) {
 	u.SetUID(types.UID(old.ID))
 	u.SetResourceVersion(old.Version)
 	got, err := k.res().Update(ctx, u, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		if name, ok := k.handMade(ctx, old); ok {
+			u.SetName(name)
+			got, err = k.res().Update(ctx, u, metav1.UpdateOptions{})
+		}
+	}
 	if err != nil {
 		return Lock{}, wrap("replacing", l.Path, err)
 	}
@@ -294,9 +358,13 @@ func (k *Kubernetes) Replace(ctx context.Context, old, l Lock) (Lock, error) {
 // Delete implements Storage, with UID and resourceVersion preconditions.
 func (k *Kubernetes) Delete(ctx context.Context, old Lock) error {
 	uid, rv := types.UID(old.ID), old.Version
-	err := k.res().Delete(ctx, ObjectName(old.Path), metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv},
-	})
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}}
+	err := k.res().Delete(ctx, ObjectName(old.Path), opts)
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		if name, ok := k.handMade(ctx, old); ok {
+			err = k.res().Delete(ctx, name, opts)
+		}
+	}
 	if err != nil {
 		return wrap("deleting", old.Path, err)
 	}

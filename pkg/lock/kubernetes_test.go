@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -183,20 +186,23 @@ func TestKubernetesMissingCRD(t *testing.T) {
 // BenchmarkCheck measures one recursive check of a five-segment path (what
 // the reconciler does per changed service) with a lock at a prefix.
 func BenchmarkCheck(b *testing.B) {
+	kube := func(b *testing.B) Storage {
+		cfg := rest.CopyConfig(env.Config)
+		cfg.QPS = -1
+		k, err := NewKubernetesForConfig(cfg, env.Namespace(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return k
+	}
 	for _, tc := range []struct {
 		name    string
 		storage func(b *testing.B) Storage
+		others  int // locks elsewhere: a check lists the namespace's Lock objects
 	}{
-		{"memory", func(*testing.B) Storage { return NewMemory() }},
-		{"kubernetes", func(b *testing.B) Storage {
-			cfg := rest.CopyConfig(env.Config)
-			cfg.QPS = -1
-			k, err := NewKubernetesForConfig(cfg, env.Namespace(b))
-			if err != nil {
-				b.Fatal(err)
-			}
-			return k
-		}},
+		{"memory", func(*testing.B) Storage { return NewMemory() }, 0},
+		{"kubernetes", kube, 0},
+		{"kubernetes-with-200-other-locks", kube, 200},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			ctx := context.Background()
@@ -207,6 +213,11 @@ func BenchmarkCheck(b *testing.B) {
 			}
 			if _, err := s.Lock(ctx, newLock(c, "apps/staging", Automation, time.Hour)); err != nil {
 				b.Fatal(err)
+			}
+			for i := range tc.others {
+				if _, err := s.Lock(ctx, newLock(c, fmt.Sprintf("apps/other-%d", i), Deploy, time.Hour)); err != nil {
+					b.Fatal(err)
+				}
 			}
 			for b.Loop() {
 				got, err := s.Check(ctx, "apps/staging/a/chat-app/main", Deploy, true)
@@ -220,4 +231,60 @@ func BenchmarkCheck(b *testing.B) {
 
 func TestParentLockedDuringLockKubernetes(t *testing.T) {
 	testParentLockedDuringLock(t, newKubeStorage(t))
+}
+
+// TestHandMadeLockObject: a Lock object applied with kubectl (or from a GitOps
+// repository) has a name of its own and none of Stagehand's labels. It blocks
+// like any other: checks at and beneath its path see it, locking its path or
+// beneath is refused, and unlocking removes it.
+func TestHandMadeLockObject(t *testing.T) {
+	ctx := context.Background()
+	c := newFakeClock()
+	k := newKubeStorage(t)
+	s, err := New(k, WithClock(c.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "stagehand.io/v1alpha1", "kind": "Lock",
+		"metadata": map[string]any{"name": "holiday-freeze"},
+		"spec": map[string]any{"path": "apps/production", "type": "freeze", "author": "release-manager",
+			"createdAt": "2022-12-20T09:00:00Z", "updatedAt": "2022-12-20T09:00:00Z", "expiresAt": "2023-01-02T09:00:00Z"},
+	}}
+	dyn, err := dynamic.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := dyn.Resource(Resource).Namespace(k.namespace)
+	if _, err := res.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		path      string
+		recursive bool
+	}{{"apps/production/a/api", true}, {"apps/production", false}} {
+		got, err := s.Check(ctx, tc.path, Deploy, tc.recursive)
+		if err != nil || len(got) != 1 || got[0].Author != "release-manager" {
+			t.Errorf("Check(%s, recursive %v) = %+v, %v; want the freeze", tc.path, tc.recursive, got, err)
+		}
+	}
+	for _, p := range []string{"apps/production", "apps/production/a"} {
+		var le *LockedError
+		if _, err := s.Lock(ctx, newLock(c, p, Deploy, time.Hour)); !errors.As(err, &le) || le.Locks[0].Author != "release-manager" {
+			t.Errorf("Lock(%s) = %v, want locked by the freeze", p, err)
+		}
+	}
+	if all, err := s.List(ctx, "apps"); err != nil || len(all) != 1 {
+		t.Errorf("List = %+v, %v; want the freeze only", all, err)
+	}
+	if _, err := s.Unlock(ctx, "apps/production", Freeze, false); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	if _, err := res.Get(ctx, "holiday-freeze", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the hand-made object is still there: %v", err)
+	}
+	if got, err := s.Check(ctx, "apps/production/a/api", Deploy, true); err != nil || len(got) != 0 {
+		t.Errorf("Check after Unlock = %+v, %v; want free", got, err)
+	}
 }

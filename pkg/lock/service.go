@@ -213,7 +213,8 @@ func (s *Service) Within(ctx context.Context, prefix string, t Type) ([]Lock, er
 }
 
 // batchGetter is implemented by storages that read the locks at several
-// paths in one request (Kubernetes: one labelled list instead of a GET per prefix).
+// paths in one request (Kubernetes: one list instead of a GET per prefix,
+// which also finds Lock objects made by hand under names of their own).
 type batchGetter interface {
 	// GetAll returns the locks stored at any of paths, sorted by path.
 	GetAll(ctx context.Context, paths []string) ([]Lock, error)
@@ -221,7 +222,7 @@ type batchGetter interface {
 
 func (s *Service) blocking(ctx context.Context, paths []string, t Type) ([]Lock, error) {
 	var found []Lock
-	if bg, ok := s.storage.(batchGetter); ok && len(paths) > 1 {
+	if bg, ok := s.storage.(batchGetter); ok && len(paths) > 0 {
 		ls, err := bg.GetAll(ctx, paths)
 		if err != nil {
 			return nil, fmt.Errorf("checking locks at %s: %w", paths[len(paths)-1], err)
