@@ -108,11 +108,22 @@ func (c *Checker) Blocking(ctx context.Context, path, lockType string) ([]string
 // beneath it, except the locks this Checker holds or owns (pkg/reconcile's optional
 // LockLister: one storage query per target instead of one per service).
 func (c *Checker) BlockingWithin(ctx context.Context, prefix, lockType string) (map[string][]string, error) {
+	return c.blockingWithin(ctx, prefix, lockType, c.svc.Within)
+}
+
+// BlockingWithinCached is BlockingWithin read through Service.WithinCached
+// (pkg/reconcile's optional CachedLockLister: the re-check before each patch
+// of an apply, which a fresh plan-time check preceded).
+func (c *Checker) BlockingWithinCached(ctx context.Context, prefix, lockType string) (map[string][]string, error) {
+	return c.blockingWithin(ctx, prefix, lockType, c.svc.WithinCached)
+}
+
+func (c *Checker) blockingWithin(ctx context.Context, prefix, lockType string, within func(context.Context, string, Type) ([]Lock, error)) (map[string][]string, error) {
 	t, err := ParseType(lockType)
 	if err != nil {
 		return nil, err
 	}
-	locks, err := c.svc.Within(ctx, prefix, t)
+	locks, err := within(ctx, prefix, t)
 	if err != nil {
 		return nil, err
 	}

@@ -119,6 +119,7 @@ func testCheckerHold(t *testing.T, newService func(*testing.T, *fakeClock) *Serv
 // reconciler's tests import this package).
 type lockLister interface {
 	BlockingWithin(ctx context.Context, prefix, lockType string) (map[string][]string, error)
+	BlockingWithinCached(ctx context.Context, prefix, lockType string) (map[string][]string, error)
 }
 
 var _ lockLister = (*Checker)(nil)
@@ -168,6 +169,17 @@ func testCheckerBlockingWithin(t *testing.T, newService func(*testing.T, *fakeCl
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("BlockingWithin (-want +got):\n%s", diff)
+	}
+	// The cached read (the watch cache, for Kubernetes) gives the same answer
+	// once the cache holds the last write, within moments.
+	var cached map[string][]string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if cached, err = ch.BlockingWithinCached(ctx, "apps/staging", "deploy"); err == nil && cmp.Equal(want, cached) {
+			break
+		}
+	}
+	if diff := cmp.Diff(want, cached); diff != "" {
+		t.Errorf("BlockingWithinCached (-want +got), err %v:\n%s", err, diff)
 	}
 	for _, p := range []string{"apps/staging/a/chat-app", "apps/staging/b/x", "apps/staging/c/x"} {
 		single, err := ch.Blocking(ctx, p, "deploy")

@@ -191,6 +191,23 @@ func (s *Service) Check(ctx context.Context, path string, t Type, recursive bool
 // any prefix of it or anywhere beneath it: everything Check would report for
 // prefix or for a path beneath it, read with one List of the storage.
 func (s *Service) Within(ctx context.Context, prefix string, t Type) ([]Lock, error) {
+	return s.within(ctx, prefix, t, s.storage.List)
+}
+
+// WithinCached is Within read from the storage's cache where it has one
+// (Kubernetes: the API server's watch cache, without waiting for it to catch
+// up), so it is cheap while the API server is busy but may miss a lock
+// written a moment ago. For re-checks that a fresh read preceded, such as the
+// reconciler's before each patch; never to decide who gets a lock.
+func (s *Service) WithinCached(ctx context.Context, prefix string, t Type) ([]Lock, error) {
+	list := s.storage.List
+	if c, ok := s.storage.(cachedLister); ok {
+		list = c.ListCached
+	}
+	return s.within(ctx, prefix, t, list)
+}
+
+func (s *Service) within(ctx context.Context, prefix string, t Type, list func(context.Context, string) ([]Lock, error)) ([]Lock, error) {
 	p, err := NormalizePath(prefix)
 	if err != nil {
 		return nil, invalid(err)
@@ -198,7 +215,7 @@ func (s *Service) Within(ctx context.Context, prefix string, t Type) ([]Lock, er
 	if err := t.Validate(); err != nil {
 		return nil, invalid(err)
 	}
-	all, err := s.storage.List(ctx, "")
+	all, err := list(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("checking locks within %s: %w", p, err)
 	}

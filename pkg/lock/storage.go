@@ -25,6 +25,13 @@ type Storage interface {
 	Delete(ctx context.Context, old Lock) error
 }
 
+// cachedLister is implemented by storages that can answer List from a
+// cache that is cheap to read but may be a moment behind (Kubernetes: the API
+// server's watch cache, behind by the time a write takes to reach it).
+type cachedLister interface {
+	ListCached(ctx context.Context, prefix string) ([]Lock, error)
+}
+
 // Storage errors, checked with errors.Is.
 var (
 	ErrNotFound = errors.New("no lock")

@@ -36,6 +36,7 @@ type job struct {
 	changes []Change
 	target  Target
 	own     map[string]bool // messages of the apply lock this run holds
+	recheck *recheck        // the target's coalesced lock re-checks (nil: Blocking per patch)
 	res     *WorkloadResult
 	start   time.Time
 	obj     runtime.Object // the patched object
@@ -107,9 +108,17 @@ func (p *reporter) report(j *job, ph Phase, msg string) {
 // beyond 1,000 queued and neither can be flushed.)
 func (r *Reconciler) patchAll(ctx context.Context, req Request, jobs []*job, report func(*job, Phase, string)) ([]*job, func()) {
 	var todo []*job
+	rechecks := map[string]*recheck{}
 	for _, j := range jobs {
-		if j.res.Outcome == "" {
-			todo = append(todo, j)
+		if j.res.Outcome != "" {
+			continue
+		}
+		todo = append(todo, j)
+		if l, ok := r.o.locks.(LockLister); ok {
+			if rechecks[j.key.Target] == nil {
+				rechecks[j.key.Target] = newRecheck(ctx, l, lockPath(req.LockPath, lockSegment(j.key.Target)))
+			}
+			j.recheck = rechecks[j.key.Target]
 		}
 	}
 	var patched []*job
@@ -268,7 +277,13 @@ func (r *Reconciler) holdTargets(ctx context.Context, req Request, jobs []*job, 
 func (r *Reconciler) patchOne(ctx context.Context, req Request, j *job) error {
 	if r.o.locks != nil {
 		path := lockPath(req.LockPath, lockSegment(j.key.Target), lockSegment(j.service))
-		msgs, err := r.o.locks.Blocking(ctx, path, LockTypeDeploy)
+		var msgs []string
+		var err error
+		if j.recheck != nil {
+			msgs, err = j.recheck.blocking(ctx, path)
+		} else {
+			msgs, err = r.o.locks.Blocking(ctx, path, LockTypeDeploy)
+		}
 		if err != nil {
 			return fmt.Errorf("checking locks at %s: %w", path, err)
 		}

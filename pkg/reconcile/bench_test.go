@@ -21,6 +21,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/kube"
 
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -182,8 +183,11 @@ func BenchmarkPlan2000(b *testing.B) {
 // the hash) to the last patch answered: the deploy itself. Apply then writes
 // one Event per workload, which in a real apply overlaps the rollout wait;
 // the whole call, Events included, is reported too, against raw patches each
-// followed by its Event. The machine is shared, so each round runs the
-// variants back to back and the metrics compare sums over the same rounds.
+// followed by its Event; and so is the deploy with deploy locks on, wired as
+// the daemon wires them (Kubernetes lock storage on the same API server:
+// checked at plan time, held on the target, re-checked before each patch).
+// The machine is shared, so each round runs the variants back to back and
+// the metrics compare sums over the same rounds.
 func BenchmarkApply500(b *testing.B) {
 	const n = 500
 	c, cnt := benchClient(b)
@@ -191,6 +195,24 @@ func BenchmarkApply500(b *testing.B) {
 	e := populate(b, c, ns, n, "1")
 	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{{Name: "a", Namespace: ns, Client: c}}}
 	r := newReconciler(b, reconcile.WithRolloutTimeout(0), reconcile.WithConcurrency(reconcile.DefaultConcurrency))
+	// As the daemon wires it: deploy locks in Kubernetes (here the same API
+	// server), checked at plan time, held per target, re-checked before
+	// every patch.
+	lcfg := rest.CopyConfig(env.Config)
+	lcnt := &counter{n: map[string]int{}}
+	lcfg.Wrap(lcnt.wrap)
+	ks, err := lock.NewKubernetesForConfig(lcfg, ns)
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc, err := lock.New(ks)
+	if err != nil {
+		b.Fatal(err)
+	}
+	checker := lock.NewChecker(svc, time.UTC)
+	rLocked := newReconciler(b, reconcile.WithRolloutTimeout(0), reconcile.WithConcurrency(reconcile.DefaultConcurrency), reconcile.WithLocks(checker, checker))
+	reqLocked := req
+	reqLocked.LockPath = "apps/bench"
 	gen := 1
 	nextTag := func() string { gen++; return fmt.Sprintf("%d", gen) }
 	// rawPatch is the patch Apply sends for one Deployment's app container.
@@ -200,7 +222,7 @@ func BenchmarkApply500(b *testing.B) {
 	}
 
 	// stagehand returns the time to the last patch and to Apply's return.
-	stagehand := func(b *testing.B) (deployed, whole time.Duration) {
+	stagehand := func(b *testing.B, r *reconcile.Reconciler, req reconcile.Request) (deployed, whole time.Duration) {
 		tag := nextTag()
 		for i := range e.Services {
 			e.Services[i].Containers[0].DockerTag = tag
@@ -273,7 +295,7 @@ func BenchmarkApply500(b *testing.B) {
 	}
 
 	b.Run("interleaved", func(b *testing.B) {
-		var sh, shw, rw, rwe time.Duration
+		var sh, shw, shl, rw, rwe time.Duration
 		cnt.reset()
 		// One apply takes seconds, so b.Loop would stop after one iteration;
 		// five rounds per iteration, the variants taking turns to go first,
@@ -281,7 +303,8 @@ func BenchmarkApply500(b *testing.B) {
 		const rounds = 5
 		variants := []func(){
 			func() { rw += raw(b, false) },
-			func() { d, w := stagehand(b); sh += d; shw += w },
+			func() { d, w := stagehand(b, r, req); sh += d; shw += w },
+			func() { d, _ := stagehand(b, rLocked, reqLocked); shl += d },
 			func() { rwe += raw(b, true) },
 		}
 		for b.Loop() {
@@ -296,9 +319,12 @@ func BenchmarkApply500(b *testing.B) {
 		b.ReportMetric(per(shw), "stagehand+events-ns/change")
 		b.ReportMetric(per(rw), "raw-ns/change")
 		b.ReportMetric(per(rwe), "raw+events-ns/change")
+		b.ReportMetric(per(shl), "stagehand-locks-ns/change")
 		b.ReportMetric(100*float64(rw)/float64(sh), "%-of-raw")
+		b.ReportMetric(100*float64(rw)/float64(shl), "%-of-raw-with-locks")
 		b.ReportMetric(100*float64(rwe)/float64(shw), "%-of-raw+events")
 		b.Logf("stagehand requests over %d applies: %v", b.N*rounds, cnt.reset())
+		b.Logf("lock requests over %d applies: %v", b.N*rounds, lcnt.reset())
 	})
 
 	b.Run("kubectl-set-image-50", func(b *testing.B) {

@@ -45,7 +45,9 @@
 // ErrStalePlan) when the fresh planHash differs from the approved one. It then
 // holds a deploy lock on <lockPath>/<target> for every target it changes,
 // re-checks the service's locks right before each patch (a lock taken
-// mid-apply stops the patches not yet sent), sends one strategic merge patch
+// mid-apply stops the patches not yet sent; with a LockLister the re-checks
+// of one target share one query begun after they asked, read from the lock
+// store's cache when it is a CachedLockLister), sends one strategic merge patch
 // per workload naming only the changed containers plus the
 // stagehand.io/revision annotation (field manager "stagehand", bounded
 // concurrency), and waits for every rollout the way `kubectl rollout status`

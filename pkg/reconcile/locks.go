@@ -2,8 +2,10 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -23,6 +25,17 @@ type LockLister interface {
 	// that forbid an action of type lockType at prefix, at any prefix of it
 	// (as Blocking would report for prefix) or at any path beneath it.
 	BlockingWithin(ctx context.Context, prefix, lockType string) (map[string][]string, error)
+}
+
+// CachedLockLister is an optional extension of a LockLister whose
+// BlockingWithinCached answers from the lock store's cache: cheap while the
+// API server is busy with an apply, but it may miss a lock written a moment
+// ago (for Kubernetes storage, the watch cache's lag: milliseconds). Apply
+// uses it for the re-check before each patch, after a fresh check at plan
+// time; a lock taken mid-apply then stops the patches that begin once it
+// has reached the cache.
+type CachedLockLister interface {
+	BlockingWithinCached(ctx context.Context, prefix, lockType string) (map[string][]string, error)
 }
 
 // LockHolder takes deploy locks while a plan is applied.
@@ -65,4 +78,72 @@ func covering(byPath map[string][]string, path string) []string {
 		out = append(out, byPath[k]...)
 	}
 	return out
+}
+
+// recheck coalesces the lock re-checks before the patches of one target.
+// Each patch needs the locks as they stand after it asked, so it waits for a
+// query that started after it asked; one BlockingWithin query for the whole
+// target serves every patch that asked while the previous query ran. A lock
+// taken mid-apply still stops every patch that asks once the lock exists,
+// at one query per round trip instead of one per workload.
+type recheck struct {
+	ctx    context.Context
+	prefix string // <lockPath>/<target>
+	query  func(ctx context.Context, prefix, lockType string) (map[string][]string, error)
+
+	mu      sync.Mutex
+	running bool       // a query is in flight
+	next    *lockQuery // the query that starts when it returns
+}
+
+type lockQuery struct {
+	done   chan struct{}
+	res    map[string][]string
+	err    error
+	askers int // callers waiting for it
+}
+
+func newRecheck(ctx context.Context, l LockLister, prefix string) *recheck {
+	rc := &recheck{ctx: ctx, prefix: prefix, query: l.BlockingWithin}
+	if c, ok := l.(CachedLockLister); ok {
+		rc.query = c.BlockingWithinCached
+	}
+	return rc
+}
+
+// blocking returns the messages of the locks at path or any prefix of it, as
+// LockChecker.Blocking does, from a query that started after the call.
+func (rc *recheck) blocking(ctx context.Context, path string) ([]string, error) {
+	rc.mu.Lock()
+	if rc.next == nil {
+		rc.next = &lockQuery{done: make(chan struct{})}
+	}
+	q := rc.next
+	q.askers++
+	if !rc.running {
+		rc.running, rc.next = true, nil
+		go rc.run(q)
+	}
+	rc.mu.Unlock()
+	select {
+	case <-q.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if q.err != nil {
+		return nil, fmt.Errorf("checking locks within %s: %w", rc.prefix, q.err)
+	}
+	return covering(q.res, path), nil
+}
+
+// run answers q, then the query callers joined meanwhile, until none is left.
+func (rc *recheck) run(q *lockQuery) {
+	for q != nil {
+		q.res, q.err = rc.query(rc.ctx, rc.prefix, LockTypeDeploy)
+		close(q.done)
+		rc.mu.Lock()
+		q, rc.next = rc.next, nil
+		rc.running = q != nil
+		rc.mu.Unlock()
+	}
 }

@@ -321,3 +321,56 @@ func TestPlanLockRequestsKubernetes(t *testing.T) {
 		t.Errorf("lock requests per plan by number of services: %v; want the same non-zero number", lockRequests)
 	}
 }
+
+// TestLockTakenMidApplyWithLockService: with the binaries' wiring (pkg/lock's
+// Checker, a CachedLockLister, over Kubernetes storage), the coalesced
+// re-checks before each patch still see a lock taken mid-apply: once a1 is patched,
+// an incident locks all of apps/prod (beneath, the apply's own deploy lock on
+// the target refuses other locks), and b2 is not patched.
+func TestLockTakenMidApplyWithLockService(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	for _, name := range []string{"a1", "b2"} {
+		createDeployment(t, env.Clientset, ns, name, name, 0, pod{containers: [][2]string{{"app", "reg.example.com/" + name + ":1"}}})
+	}
+	ks, err := lock.NewKubernetesForConfig(env.Config, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svcs, err := lock.New(ks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker := lock.NewChecker(svcs, time.UTC)
+	e := environment(svc("a1", [3]string{"a1", "2", ""}), svc("b2", [3]string{"b2", "2", ""}))
+	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target("t1", ns)}, LockPath: "apps/prod"}
+	r := newReconciler(t, reconcile.WithLocks(checker, checker), reconcile.WithConcurrency(1), reconcile.WithRolloutTimeout(0))
+	plan := mustPlan(t, r, req)
+	res, err := r.Apply(ctx, req, plan.PlanHash, reconcile.WithProgress(func(p reconcile.Progress) {
+		if p.Name == "a1" && p.Phase == reconcile.PhasePatched {
+			if _, err := svcs.Lock(ctx, lock.Lock{Path: "apps/prod", Type: lock.Incident, Author: "oncall", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+				t.Errorf("locking apps/prod: %v", err)
+			}
+			// The re-checks read the API server's watch cache (CachedLockLister):
+			// the lock counts once it is there, milliseconds later.
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				if ls, err := ks.ListCached(ctx, "apps"); err == nil && len(ls) > 1 {
+					break
+				}
+			}
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, w := range res.Workloads {
+		got[w.Name] = string(w.Outcome)
+	}
+	if diff := cmp.Diff(map[string]string{"a1": "patched", "b2": "blocked"}, got); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	if _, c := deploymentImages(t, ns, "b2"); c[0] != "reg.example.com/b2:1" {
+		t.Errorf("b2 image = %s, want untouched", c[0])
+	}
+}
