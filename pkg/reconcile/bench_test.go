@@ -323,7 +323,7 @@ func BenchmarkApply500(b *testing.B) {
 		b.ReportMetric(100*float64(rw)/float64(sh), "%-of-raw")
 		b.ReportMetric(100*float64(rw)/float64(shl), "%-of-raw-with-locks")
 		b.ReportMetric(100*float64(rwe)/float64(shw), "%-of-raw+events")
-		b.Logf("stagehand requests over %d applies: %v", b.N*rounds, cnt.reset())
+		b.Logf("stagehand requests over %d applies (with and without locks): %v", 2*b.N*rounds, cnt.reset())
 		b.Logf("lock requests over %d applies: %v", b.N*rounds, lcnt.reset())
 	})
 
