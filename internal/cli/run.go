@@ -11,6 +11,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	ghapp "github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
 // runFlags are the flags of `reconciler run`.
@@ -74,7 +75,12 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	}
 	var gh *ghapp.Client
 	if cfg.GitHub.App != nil && !rf.once {
-		if gh, err = ghapp.New(cfg.GitHub); err != nil {
+		// A GitHub Enterprise Server behind the CA of source.caFile is trusted too.
+		tr, err := gitsource.HTTPTransport(cfg.Source)
+		if err != nil {
+			return err
+		}
+		if gh, err = ghapp.New(cfg.GitHub, ghapp.WithTransport(tr)); err != nil {
 			return err
 		}
 		// Approve on GitHub (check run buttons) or over the API/CLI.

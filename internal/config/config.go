@@ -36,7 +36,8 @@ type Source struct {
 	Schedule string   `json:"schedule"`
 	CacheDir string   `json:"cacheDir"`
 	// CAFile is a PEM bundle of certificate authorities trusted, beside
-	// the system's, for an https source (a git server with a private CA).
+	// the system's, for an https source (a git server with a private CA),
+	// and by the reconciler's GitHub API client (GitHub Enterprise Server).
 	CAFile string  `json:"caFile"`
 	Auth   Auth    `json:"auth"`
 	Verify *Verify `json:"verify,omitempty"`

@@ -2,8 +2,13 @@ package gitsource_test
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -411,5 +416,37 @@ func TestPollHTTPSPrivateCA(t *testing.T) {
 	}
 	if snap, ok := s.Latest(); !ok || snap.Revision != want {
 		t.Errorf("last good snapshot %s (%v), want %s", snap.Revision, ok, want)
+	}
+}
+
+// TestHTTPTransportTrustsTheCAFile: the transport other HTTPS clients of the
+// same server get (the GitHub Enterprise API client of `reconciler run`)
+// trusts source.caFile beside the system roots.
+func TestHTTPTransportTrustsTheCAFile(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	t.Cleanup(srv.Close)
+	get := func(rt http.RoundTripper) error {
+		resp, err := (&http.Client{Transport: rt}).Get(srv.URL)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	plain, err := gitsource.HTTPTransport(sourceConfig(srv.URL))
+	if err != nil || plain != http.DefaultTransport {
+		t.Fatalf("without caFile: %v, %v; want http.DefaultTransport", plain, err)
+	}
+	if err := get(plain); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("GET with the system roots: %v, want a certificate error", err)
+	}
+	cfg := sourceConfig(srv.URL)
+	cfg.CAFile = writeFile(t, t.TempDir(), "ca.crt", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
+	rt, err := gitsource.HTTPTransport(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := get(rt); err != nil {
+		t.Errorf("GET trusting caFile: %v", err)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/stagehand-gitops/stagehand/internal/config"
 )
 
 // access is what one poll presents to the remote: credentials, and the
@@ -59,4 +61,19 @@ func caTransport(pool *x509.CertPool) http.RoundTripper {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	return t
+}
+
+// HTTPTransport returns http.DefaultTransport or, with source.caFile, a
+// clone that also trusts the file's authorities: for the other HTTPS clients
+// of the same server, such as the GitHub Enterprise Server API behind the
+// company CA that serves the manifests repository.
+func HTTPTransport(cfg config.Source) (http.RoundTripper, error) {
+	if cfg.CAFile == "" {
+		return http.DefaultTransport, nil
+	}
+	_, pool, err := readCAFile(cfg.CAFile)
+	if err != nil {
+		return nil, err
+	}
+	return caTransport(pool), nil
 }
