@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -191,27 +190,16 @@ func TestPrbotAsDeployed(t *testing.T) {
 
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-	var out syncBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	defer func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	}()
+	p := startProcess(t, "prbot serve", cmd)
 	deadline := time.Now().Add(60 * time.Second)
 	for len(gh.PullRequests("acme", "manifests")) == 0 || status(addr, "/healthz") != http.StatusOK {
 		select {
-		case <-exited:
-			t.Fatalf("prbot serve exited early: %v\n%s", waitErr, out.String())
+		case <-p.exited:
+			t.Fatalf("prbot serve exited early: %v\n%s", p.err, p.out.String())
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 60 s: %d pull requests, /healthz %d\n%s", len(gh.PullRequests("acme", "manifests")), status(addr, "/healthz"), out.String())
+			t.Fatalf("after 60 s: %d pull requests, /healthz %d\n%s", len(gh.PullRequests("acme", "manifests")), status(addr, "/healthz"), p.out.String())
 		}
 	}
 	if gh.TokensIssued() == 0 {
@@ -225,15 +213,5 @@ func TestPrbotAsDeployed(t *testing.T) {
 	if code, body, err := githubtest.Send(ctx, hook, hookSecret, push); err != nil || code != http.StatusOK {
 		t.Errorf("push signed with the mounted secret to %s: %d %s, %v; want 200", hook, code, body, err)
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-exited:
-		if waitErr != nil {
-			t.Errorf("prbot serve after SIGTERM: %v\n%s", waitErr, out.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("prbot serve still running 30 s after SIGTERM\n%s", out.String())
-	}
+	p.stop(t)
 }

@@ -181,19 +181,7 @@ func TestDaemonAsServiceAccount(t *testing.T) {
 	f := setup(t)
 	cmd := exec.Command(bin, f.args...)
 	cmd.Env = f.env
-	var out syncBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// exited is closed when the process has ended; waitErr is then its result.
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	defer func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	}()
+	p := startProcess(t, "reconciler", cmd)
 
 	deadline := time.Now().Add(90 * time.Second)
 	for {
@@ -205,13 +193,13 @@ func TestDaemonAsServiceAccount(t *testing.T) {
 			break
 		}
 		select {
-		case <-exited:
-			t.Fatalf("reconciler exited early: %v\n%s", waitErr, out.String())
+		case <-p.exited:
+			t.Fatalf("reconciler exited early: %v\n%s", p.err, p.out.String())
 		case <-time.After(200 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("after 90 s: lease held by sh-stagehand-0: %v (%v), web deployed: %v (%v), /healthz %d, /readyz %d\n%s",
-				held, lerr, deployed, derr, status(f.addr, "/healthz"), status(f.addr, "/readyz"), out.String())
+				held, lerr, deployed, derr, status(f.addr, "/healthz"), status(f.addr, "/readyz"), p.out.String())
 		}
 	}
 	// The mounted API token and webhook secret are the ones in the Secrets,
@@ -264,21 +252,11 @@ func TestDaemonAsServiceAccount(t *testing.T) {
 		}
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
+	p.stop(t)
+	if strings.Contains(p.out.String(), "forbidden") {
+		t.Errorf("the reconciler met a forbidden request:\n%s", p.out.String())
 	}
-	select {
-	case <-exited:
-		if waitErr != nil {
-			t.Errorf("reconciler after SIGTERM: %v\n%s", waitErr, out.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("reconciler still running 30 s after SIGTERM\n%s", out.String())
-	}
-	if strings.Contains(out.String(), "forbidden") {
-		t.Errorf("the reconciler met a forbidden request:\n%s", out.String())
-	}
-	f.check(t, out.String())
+	f.check(t, p.out.String())
 }
 
 // check asserts what one deploy leaves behind: the image, an Event, state.
@@ -327,6 +305,47 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// process is a binary under test, started with its output collected and
+// killed when the test ends.
+type process struct {
+	name   string
+	cmd    *exec.Cmd
+	out    syncBuffer
+	exited chan struct{} // closed when the process has ended; err is then its result
+	err    error
+}
+
+func startProcess(t *testing.T, name string, cmd *exec.Cmd) *process {
+	t.Helper()
+	p := &process{name: name, cmd: cmd, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = &p.out, &p.out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.exited
+	})
+	return p
+}
+
+// stop sends SIGTERM and wants a clean exit within 30 s.
+func (p *process) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.exited:
+		if p.err != nil {
+			t.Errorf("%s after SIGTERM: %v\n%s", p.name, p.err, p.out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s still running 30 s after SIGTERM\n%s", p.name, p.out.String())
+	}
 }
 
 // localConfig moves the git cache of a rendered reconciler.yaml to cache and
