@@ -74,7 +74,7 @@ func runApply(cmd *cobra.Command, f *planFlags, planHash string) error {
 		return err
 	}
 	if f.output == "json" {
-		if err := printJSON(out, res); err != nil {
+		if err := writeJSON(out, res); err != nil {
 			return err
 		}
 	} else {

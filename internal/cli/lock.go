@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -383,9 +382,7 @@ func newListCommand() *cobra.Command {
 				all = append(all, ls...)
 			}
 			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"locks": all})
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"locks": all})
 			}
 			return writeLockTable(cmd.OutOrStdout(), all, d.now(), d.loc)
 		},

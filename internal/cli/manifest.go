@@ -121,6 +121,7 @@ func reportManifestErrors(cmd *cobra.Command, output string, err error) error {
 	return exitCode(1, nil)
 }
 
+// writeJSON prints v as indented JSON (every -o json of the CLIs).
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -215,7 +214,7 @@ with problems), 1 on errors, 2 on usage errors.`,
 				return err
 			}
 			if f.output == "json" {
-				return printJSON(cmd.OutOrStdout(), p)
+				return writeJSON(cmd.OutOrStdout(), p)
 			}
 			printPlan(cmd.OutOrStdout(), p)
 			return nil
@@ -223,15 +222,6 @@ with problems), 1 on errors, 2 on usage errors.`,
 	}
 	f.register(cmd)
 	return cmd
-}
-
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("writing JSON: %w", err)
-	}
-	return nil
 }
 
 // printPlan writes the plan as tables per target, for a reviewer to skim.
