@@ -61,7 +61,7 @@ func (r *Reconciler) Apply(ctx context.Context, req Request, planHash string, op
 	if plan.PlanHash != planHash {
 		return &Result{Plan: plan}, &StalePlanError{Want: planHash, Got: plan.PlanHash, Plan: plan}
 	}
-	jobs := groupJobs(plan, req.Targets)
+	jobs := groupJobs(plan, r.withRecorders(req.Targets))
 	res := &Result{Plan: plan, Workloads: make([]WorkloadResult, len(jobs))}
 	for i, j := range jobs {
 		res.Workloads[i] = WorkloadResult{WorkloadKey: j.key, Service: j.service, Changes: j.changes}
@@ -375,21 +375,28 @@ func patch(ctx context.Context, t Target, k WorkloadKey, body []byte) (runtime.O
 	return nil, 0, fmt.Errorf("unknown kind %q", k.Kind)
 }
 
-// event records a Kubernetes Event on j's workload, carrying the revision
-// annotation: through the target's Recorder when set, else written through
-// the target's client before it returns (see EventWriter). Once ctx ends
-// (a shutdown) no more Events are sent: record.EventRecorder takes no
-// context, and the Events left would hold up the exit.
+// withRecorders returns targets with an EventWriter as the Recorder of each
+// target that has none.
+func (r *Reconciler) withRecorders(targets []Target) []Target {
+	out := slices.Clone(targets)
+	host, _ := os.Hostname()
+	for i := range out {
+		if out[i].Recorder == nil {
+			out[i].Recorder = NewEventWriter(out[i].Client, r.o.author+"@"+host)
+		}
+	}
+	return out
+}
+
+// event records a Kubernetes Event on j's workload through its target's
+// Recorder, carrying the revision annotation. Once ctx ends (a shutdown) no
+// more Events are sent: record.EventRecorder takes no context, and the
+// Events left would hold up the exit.
 func (r *Reconciler) event(ctx context.Context, req Request, j *job, typ, reason, msg string) {
 	if j.obj == nil || ctx.Err() != nil {
 		return
 	}
-	rec := j.target.Recorder
-	if rec == nil {
-		host, _ := os.Hostname()
-		rec = NewEventWriter(j.target.Client, r.o.author+"@"+host)
-	}
-	rec.AnnotatedEventf(j.obj, map[string]string{RevisionAnnotation: req.Revision}, typ, reason, "%s", msg)
+	j.target.Recorder.AnnotatedEventf(j.obj, map[string]string{RevisionAnnotation: req.Revision}, typ, reason, "%s", msg)
 }
 
 // describe is "app: a → b, init:migrate: c → d".
