@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
@@ -133,15 +133,7 @@ func (f *backendFlags) backend(d lockDeps) (lockBackend, error) {
 		}
 		return c, nil
 	case f.storage == "kubernetes":
-		cfg, err := f.restConfig(d)
-		if err != nil {
-			return nil, err
-		}
-		st, err := lock.NewKubernetesForConfig(cfg, f.namespace)
-		if err != nil {
-			return nil, err
-		}
-		svc, err := lock.New(st, lock.WithClock(d.now))
+		svc, err := f.service(d)
 		if err != nil {
 			return nil, err
 		}
@@ -172,25 +164,20 @@ func apiToken(lookup func(string) (string, bool), file, flag, user string) (stri
 	return "", usagef("%s needs a token: pass %s or set $STAGEHAND_TOKEN", user, flag)
 }
 
-func (f *backendFlags) restConfig(d lockDeps) (*rest.Config, error) {
+// service is the lock service over the Kubernetes objects in --namespace
+// of the cluster of --kubeconfig (else $KUBECONFIG, else in-cluster or
+// ~/.kube/config), built the way the reconciler builds its own.
+func (f *backendFlags) service(d lockDeps) (*lock.Service, error) {
 	path := f.kubeconfig
 	if path == "" {
 		path, _ = d.lookup("KUBECONFIG")
 	}
-	if path == "" {
-		if cfg, err := rest.InClusterConfig(); err == nil {
-			return cfg, nil
-		}
-	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if path != "" {
-		rules = &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
-	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	clients, err := wire.NewClients()
 	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+		return nil, err
 	}
-	return cfg, nil
+	cfg := &config.Config{Locks: config.Locks{Storage: "kubernetes", Namespace: f.namespace}, State: config.State{Kubeconfig: path}}
+	return wire.LockService(clients, cfg, wire.WithClock(d.now))
 }
 
 // lockFailure turns a refusal from the store into the seed's messages on

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
-	"github.com/stagehand-gitops/stagehand/internal/kube"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
@@ -76,11 +76,7 @@ func (f *planFlags) setup(cmd *cobra.Command) (*planSetup, error) {
 	if err != nil {
 		return nil, err
 	}
-	var mopts []manifest.Option
-	if cfg.Manifest.AllowUnknownKeys {
-		mopts = append(mopts, manifest.AllowUnknownKeys())
-	}
-	e, err := manifest.Resolve(fsys, cfg.Source.Root, f.env, mopts...)
+	e, err := manifest.Resolve(fsys, cfg.Source.Root, f.env, wire.ManifestOptions(cfg.Manifest)...)
 	if err != nil {
 		var list *manifest.ErrorList
 		if errors.As(err, &list) {
@@ -92,15 +88,20 @@ func (f *planFlags) setup(cmd *cobra.Command) (*planSetup, error) {
 	for _, w := range e.Warnings {
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w.Error())
 	}
-	targets, err := kube.NewClients().Targets(envCfg)
+	clients, err := wire.NewClients()
 	if err != nil {
 		return nil, err
 	}
-	checker, err := lockChecker(cfg)
+	targets, err := clients.Targets(cfg, f.env, nil)
 	if err != nil {
 		return nil, err
 	}
-	rec, err := reconcilerFor(cfg, reconcile.WithLocks(checker, checker), reconcile.WithAuthor(author()))
+	svc, err := wire.LockService(clients, cfg)
+	if err != nil {
+		return nil, err
+	}
+	checker := lock.NewChecker(svc, nil)
+	rec, err := wire.Reconciler(cfg, wire.WithReconcileOptions(reconcile.WithLocks(checker, checker), reconcile.WithAuthor(author())))
 	if err != nil {
 		return nil, err
 	}
@@ -135,49 +136,6 @@ func (f *planFlags) manifests(ctx context.Context, cfg *config.Config) (fs.FS, s
 		return nil, "", fmt.Errorf("reading manifests from %s: %w", src.Status().URL, err)
 	}
 	return snap.FS, snap.Revision, nil
-}
-
-// reconcilerFor builds a Reconciler from the registry: and workloads: config.
-func reconcilerFor(cfg *config.Config, extra ...reconcile.Option) (*reconcile.Reconciler, error) {
-	opts := []reconcile.Option{
-		reconcile.WithSelectorLabel(cfg.Workloads.SelectorLabel),
-		reconcile.WithVerifyDigests(cfg.Registry.VerifyDigests != nil && *cfg.Registry.VerifyDigests),
-		reconcile.WithPinDigests(cfg.Registry.PinDigests != nil && *cfg.Registry.PinDigests),
-		reconcile.WithInsecureRegistries(cfg.Registry.Insecure...),
-		reconcile.WithRolloutTimeout(cfg.Workloads.RolloutTimeout.Duration),
-	}
-	if cfg.Workloads.Concurrency > 0 {
-		opts = append(opts, reconcile.WithConcurrency(cfg.Workloads.Concurrency))
-	}
-	r, err := reconcile.New(append(opts, extra...)...)
-	if err != nil {
-		return nil, fmt.Errorf("configuring reconciler: %w", err)
-	}
-	return r, nil
-}
-
-// lockChecker returns the configured lock store's adapter: Kubernetes
-// objects (in the cluster of state.kubeconfig, else in-cluster or
-// $KUBECONFIG) or, for storage memory, a store private to this process.
-func lockChecker(cfg *config.Config) (*lock.Checker, error) {
-	var st lock.Storage
-	switch cfg.Locks.Storage {
-	case "memory":
-		st = lock.NewMemory()
-	default:
-		rc, err := kube.RESTConfig(cfg.State.Kubeconfig, cfg.State.Context)
-		if err != nil {
-			return nil, fmt.Errorf("locks: %w", err)
-		}
-		if st, err = lock.NewKubernetesForConfig(rc, cfg.Locks.Namespace); err != nil {
-			return nil, fmt.Errorf("locks: %w", err)
-		}
-	}
-	svc, err := lock.New(st)
-	if err != nil {
-		return nil, fmt.Errorf("locks: %w", err)
-	}
-	return lock.NewChecker(svc, nil), nil
 }
 
 // author names who runs the command, for the deploy lock and Events.

@@ -13,17 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fluxcd/pkg/runtime/events"
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
@@ -91,12 +86,15 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 		d.token = t
 	}
 
-	clients := newClientCache(o.restConfig)
-	stateCfg, err := clients.config(cfg.State.Kubeconfig, cfg.State.Context)
-	if err != nil {
-		return nil, fmt.Errorf("state: %w", err)
+	var wopts []wire.Option
+	if o.restConfig != nil {
+		wopts = append(wopts, wire.WithRESTConfig(o.restConfig))
 	}
-	stateClient, err := clients.clientset(cfg.State.Kubeconfig, cfg.State.Context)
+	clients, err := wire.NewClients(wopts...)
+	if err != nil {
+		return nil, err
+	}
+	stateClient, err := clients.Client(cfg.State.Kubeconfig, cfg.State.Context)
 	if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
@@ -104,22 +102,13 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	if err := d.buildTargets(clients); err != nil {
 		return nil, err
 	}
-	checker, err := d.buildLocks(stateCfg)
+	checker, err := d.buildLocks(clients)
 	if err != nil {
 		return nil, err
 	}
-	recOpts := []reconcile.Option{
-		reconcile.WithSelectorLabel(cfg.Workloads.SelectorLabel),
-		reconcile.WithVerifyDigests(*cfg.Registry.VerifyDigests),
-		reconcile.WithPinDigests(*cfg.Registry.PinDigests),
-		reconcile.WithInsecureRegistries(cfg.Registry.Insecure...),
-		reconcile.WithConcurrency(cfg.Workloads.Concurrency),
-		reconcile.WithRolloutTimeout(cfg.Workloads.RolloutTimeout.Duration),
-		reconcile.WithLocks(checker, checker),
-		reconcile.WithAuthor(LockAuthor),
-	}
-	if d.rec, err = reconcile.New(append(recOpts, o.reconcileOpts...)...); err != nil {
-		return nil, fmt.Errorf("configuring reconciler: %w", err)
+	recOpts := append([]reconcile.Option{reconcile.WithLocks(checker, checker), reconcile.WithAuthor(LockAuthor)}, o.reconcileOpts...)
+	if d.rec, err = wire.Reconciler(cfg, wire.WithReconcileOptions(recOpts...)); err != nil {
+		return nil, err
 	}
 	if d.source, err = gitsource.New(cfg.Source, o.sourceOpts...); err != nil {
 		return nil, fmt.Errorf("configuring git source: %w", err)
@@ -133,35 +122,24 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	return d, nil
 }
 
-// buildTargets makes a client for every target of every environment, and
-// its Event recorder: fluxcd's events.Recorder (which logs each Event at
-// trace level) over a reconcile.EventWriter, which writes each Event before
-// returning so none is queued and lost.
-func (d *Daemon) buildTargets(clients *clientCache) error {
-	log := d.log
-	if log.GetSink() == nil { // logr.Discard(): fluxcd's Recorder asks the sink whether tracing is on
-		log = funcr.New(func(string, string) {}, funcr.Options{})
-	}
+// buildTargets makes the targets of every environment, each with its Event
+// recorder (see wire.EventRecorders).
+func (d *Daemon) buildTargets(clients *wire.Clients) error {
+	rec := wire.EventRecorders(d.log, LockAuthor+"@"+d.o.identity, LockAuthor)
 	for _, name := range d.envNames {
-		for i, t := range d.cfg.Environments[name].Targets {
-			c, err := clients.clientset(t.Kubeconfig, t.Context)
-			if err != nil {
-				return fmt.Errorf("environments.%s.targets[%d]: %w", name, i, err)
-			}
-			rec, err := events.NewRecorderForScheme(scheme.Scheme, reconcile.NewEventWriter(c, LockAuthor+"@"+d.o.identity), log, "", LockAuthor)
-			if err != nil {
-				return fmt.Errorf("environments.%s.targets[%d]: event recorder: %w", name, i, err)
-			}
-			d.targets[name] = append(d.targets[name], reconcile.Target{Name: t.Name, Namespace: t.Namespace, Client: c, Recorder: rec})
+		targets, err := clients.Targets(d.cfg, name, rec)
+		if err != nil {
+			return err
 		}
+		d.targets[name] = targets
 	}
 	return nil
 }
 
 // buildLocks makes the lock service, its REST handler (when the API has a
 // token) and the reconciler's checker.
-func (d *Daemon) buildLocks(stateCfg *rest.Config) (*lock.Checker, error) {
-	svc, err := newLockService(d.cfg.Locks, stateCfg)
+func (d *Daemon) buildLocks(clients *wire.Clients) (*lock.Checker, error) {
+	svc, err := wire.LockService(clients, d.cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -198,25 +176,6 @@ func (d *Daemon) buildWebhook() error {
 	}
 	d.webhook.Handle("push", push)
 	return nil
-}
-
-func newLockService(cfg config.Locks, rc *rest.Config) (*lock.Service, error) {
-	var storage lock.Storage
-	switch cfg.Storage {
-	case "memory":
-		storage = lock.NewMemory()
-	default:
-		k, err := lock.NewKubernetesForConfig(rc, cfg.Namespace)
-		if err != nil {
-			return nil, fmt.Errorf("locks: %w", err)
-		}
-		storage = k
-	}
-	svc, err := lock.New(storage)
-	if err != nil {
-		return nil, fmt.Errorf("locks: %w", err)
-	}
-	return svc, nil
 }
 
 // Webhook returns the receiver mounted at /webhook/github, or nil when
@@ -412,61 +371,9 @@ func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*Pendin
 	return pending, nil
 }
 
-// clientCache builds one client per kubeconfig and context.
-type clientCache struct {
-	override *rest.Config
-	configs  map[[2]string]*rest.Config
-	clients  map[[2]string]kubernetes.Interface
-}
-
-func newClientCache(override *rest.Config) *clientCache {
-	return &clientCache{override: override, configs: map[[2]string]*rest.Config{}, clients: map[[2]string]kubernetes.Interface{}}
-}
-
-func (c *clientCache) config(kubeconfig, context string) (*rest.Config, error) {
-	if c.override != nil {
-		return rest.CopyConfig(c.override), nil
-	}
-	key := [2]string{kubeconfig, context}
-	if rc, ok := c.configs[key]; ok {
-		return rc, nil
-	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig %q (context %q): %w", kubeconfig, context, err)
-	}
-	rc.QPS, rc.Burst = 50, 100
-	c.configs[key] = rc
-	return rc, nil
-}
-
-func (c *clientCache) clientset(kubeconfig, context string) (kubernetes.Interface, error) {
-	key := [2]string{kubeconfig, context}
-	if cs, ok := c.clients[key]; ok {
-		return cs, nil
-	}
-	rc, err := c.config(kubeconfig, context)
-	if err != nil {
-		return nil, err
-	}
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("creating client for kubeconfig %q: %w", kubeconfig, err)
-	}
-	c.clients[key] = cs
-	return cs, nil
-}
-
 // resolve resolves env's manifest in s.
 func (d *Daemon) resolve(s gitsource.Snapshot, env string) (*manifest.Environment, error) {
-	var opts []manifest.Option
-	if d.cfg.Manifest.AllowUnknownKeys {
-		opts = append(opts, manifest.AllowUnknownKeys())
-	}
-	return manifest.Resolve(s.FS, d.cfg.Source.Root, env, opts...)
+	return manifest.Resolve(s.FS, d.cfg.Source.Root, env, wire.ManifestOptions(d.cfg.Manifest)...)
 }
 
 // Plan resolves and plans env at snapshot s against the live targets without

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
@@ -445,7 +446,11 @@ func TestDeadLeadersDeployLockIsTakenOver(t *testing.T) {
 	h := newHarness(t, "devel", "qa")
 	h.git.Commit(t, "manifests", "main", map[string]string{
 		"environments/qa/manifest.json": manifestJSON(true, map[string]string{"web": "1.0.0"})}, "qa skips confirmation")
-	svc, err := newLockService(h.cfg.Locks, env.Config)
+	clients, err := wire.NewClients(wire.WithRESTConfig(env.Config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := wire.LockService(clients, h.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/stagehand-gitops/stagehand/internal/kube"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
@@ -72,13 +72,17 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// benchClient is the client the reconciler binary builds (internal/kube:
+// benchClient is the client the reconciler binary builds (internal/wire:
 // protobuf, no client-side rate limit) from the test kubeconfig, with its requests
 // counted.
 func benchClient(b *testing.B) (kubernetes.Interface, *counter) {
 	b.Helper()
 	cnt := &counter{n: map[string]int{}}
-	cs, err := kube.NewClients(kube.WithWrapTransport(cnt.wrap)).Client(env.Kubeconfig, "")
+	clients, err := wire.NewClients(wire.WithWrapTransport(cnt.wrap))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cs, err := clients.Client(env.Kubeconfig, "")
 	if err != nil {
 		b.Fatal(err)
 	}

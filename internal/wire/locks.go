@@ -1,0 +1,47 @@
+package wire
+
+import (
+	"fmt"
+
+	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
+)
+
+// LockService returns the lock service over the store of locks.storage:
+// Kubernetes objects in locks.namespace of the state cluster
+// (state.kubeconfig and state.context, through c) or, for memory, a store
+// private to this process. It reads WithClock.
+func LockService(c *Clients, cfg *config.Config, opts ...Option) (*lock.Service, error) {
+	o, err := makeOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("locks: %w", err)
+	}
+	var st lock.Storage
+	switch cfg.Locks.Storage {
+	case "memory":
+		st = lock.NewMemory()
+	case "kubernetes", "":
+		rc, err := c.RESTConfig(cfg.State.Kubeconfig, cfg.State.Context)
+		if err != nil {
+			return nil, fmt.Errorf("locks: %w", err)
+		}
+		ns := cfg.Locks.Namespace
+		if ns == "" {
+			ns = "stagehand"
+		}
+		if st, err = lock.NewKubernetesForConfig(rc, ns); err != nil {
+			return nil, fmt.Errorf("locks: %w", err)
+		}
+	default:
+		return nil, fmt.Errorf("locks.storage: unknown storage %q; accepted: kubernetes, memory", cfg.Locks.Storage)
+	}
+	var lopts []lock.Option
+	if o.now != nil {
+		lopts = append(lopts, lock.WithClock(o.now))
+	}
+	svc, err := lock.New(st, lopts...)
+	if err != nil {
+		return nil, fmt.Errorf("locks: %w", err)
+	}
+	return svc, nil
+}

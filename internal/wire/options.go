@@ -1,0 +1,136 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
+
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+// Client settings shared by every command and the daemon.
+const (
+	// DefaultQPS and DefaultBurst: no client-side rate limit. The reconciler
+	// bounds its requests in flight (workloads.concurrency) and the API
+	// server's priority and fairness protects it; a token bucket on top would
+	// only serialise a large deploy.
+	DefaultQPS   = -1
+	DefaultBurst = 0
+	// ContentType is what the clients send: protobuf halves the CPU both
+	// sides spend on large lists and on patch responses, and every kind the
+	// typed clients touch is a built-in type (the lock store's dynamic
+	// client speaks JSON by itself).
+	ContentType = "application/vnd.kubernetes.protobuf"
+	// AcceptContentTypes lets JSON through for what has no protobuf form.
+	AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	// UserAgent names Stagehand in the API servers' audit logs.
+	UserAgent = "stagehand"
+)
+
+// Option configures the builders of this package. Each builder reads the
+// options that concern it and ignores the others, so one list can be handed
+// to all of them.
+type Option func(*options) error
+
+type options struct {
+	restConfig    *rest.Config
+	wrap          transport.WrapperFunc
+	qps           float32
+	burst         int
+	reconcileOpts []reconcile.Option
+	sourceOpts    []gitsource.Option
+	githubAPIURL  string
+	httpTransport http.RoundTripper
+	now           func() time.Time
+}
+
+func defaultOptions() options {
+	return options{qps: DefaultQPS, burst: DefaultBurst}
+}
+
+// makeOptions applies opts over the defaults and checks the combination.
+func makeOptions(opts []Option) (options, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return options{}, err
+		}
+	}
+	if o.qps > 0 && o.burst < 1 {
+		return options{}, fmt.Errorf("rate limit: a qps of %v needs a burst of at least 1", o.qps)
+	}
+	return o, nil
+}
+
+// WithRESTConfig makes every Kubernetes client (state, locks, all targets)
+// talk to the API server of rc instead of the configured kubeconfig files
+// (tests, and a daemon told where its cluster is). The shared client
+// settings are applied on top of a copy of rc.
+func WithRESTConfig(rc *rest.Config) Option {
+	return func(o *options) error {
+		if rc == nil {
+			return errors.New("rest config: nil")
+		}
+		o.restConfig = rest.CopyConfig(rc)
+		return nil
+	}
+}
+
+// WithWrapTransport wraps every Kubernetes client's transport (to count
+// requests, for example).
+func WithWrapTransport(fn transport.WrapperFunc) Option {
+	return func(o *options) error { o.wrap = fn; return nil }
+}
+
+// WithRateLimit sets the Kubernetes clients' rate limit (default
+// DefaultQPS, DefaultBurst: none); qps < 0 disables it.
+func WithRateLimit(qps float32, burst int) Option {
+	return func(o *options) error {
+		if burst < 0 {
+			return fmt.Errorf("rate limit: burst %d must not be negative", burst)
+		}
+		o.qps, o.burst = qps, burst
+		return nil
+	}
+}
+
+// WithReconcileOptions adds options to the Reconciler after those derived
+// from the configuration.
+func WithReconcileOptions(opts ...reconcile.Option) Option {
+	return func(o *options) error { o.reconcileOpts = append(o.reconcileOpts, opts...); return nil }
+}
+
+// WithSourceOptions adds options to the git Source after those derived from
+// the configuration.
+func WithSourceOptions(opts ...gitsource.Option) Option {
+	return func(o *options) error { o.sourceOpts = append(o.sourceOpts, opts...); return nil }
+}
+
+// WithGitHubAPIURL sets the GitHub API base URL where the git source mints
+// the installation tokens of source.auth.githubApp (GitHub Enterprise, or a
+// test server; default https://api.github.com).
+func WithGitHubAPIURL(u string) Option {
+	return func(o *options) error { o.githubAPIURL = u; return nil }
+}
+
+// WithHTTPTransport sets the transport of the GitHub App token exchange
+// (default: HTTPTransport of the source, which trusts source.caFile).
+func WithHTTPTransport(rt http.RoundTripper) Option {
+	return func(o *options) error { o.httpTransport = rt; return nil }
+}
+
+// WithClock sets the lock service's clock (default time.Now).
+func WithClock(now func() time.Time) Option {
+	return func(o *options) error {
+		if now == nil {
+			return errors.New("clock: nil")
+		}
+		o.now = now
+		return nil
+	}
+}
