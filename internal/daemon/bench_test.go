@@ -1,10 +1,15 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
 )
@@ -59,4 +64,68 @@ func benchmarkLatency(b *testing.B, interval time.Duration, webhook bool) {
 	b.ReportMetric(pct(0.5), "p50-ms")
 	b.ReportMetric(pct(0.9), "p90-ms")
 	b.ReportMetric(float64(lat[len(lat)-1].Milliseconds()), "max-ms")
+}
+
+// BenchmarkApprovalClickToPatch measures an approval over the real API
+// server: with a plan pending in prod, POST /api/v1/environments/prod/approve
+// until the first (only) workload is seen patched through a watch. Making the
+// next pending plan (commit, push webhook, plan) is not timed.
+func BenchmarkApprovalClickToPatch(b *testing.B) {
+	h := newHarness(b, "prod")
+	r := h.start()
+	ctx := context.Background()
+	rev := h.git.Head(b, "manifests", "main")
+	var lat []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		if i > 0 {
+			rev = h.commit("prod", false, map[string]string{"web": fmt.Sprintf("2.0.%d", i)})
+			r.push(b, h, fmt.Sprintf("click-bench-%d", i))
+		}
+		p := r.waitPending(b, "prod", rev)
+		want := imageRepo + "web:1.0.0"
+		if i > 0 {
+			want = fmt.Sprintf("%sweb:2.0.%d", imageRepo, i)
+		}
+		dep, err := env.Clientset.AppsV1().Deployments(h.ns["prod"]).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		watch, err := env.Clientset.AppsV1().Deployments(h.ns["prod"]).Watch(wctx, metav1.ListOptions{
+			FieldSelector: "metadata.name=web", ResourceVersion: dep.ResourceVersion})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		if code, body := r.call(b, "POST", "/api/v1/environments/prod/approve", testToken,
+			DecisionRequest{PlanHash: p.PlanHash, Approver: "bench"}); code != http.StatusAccepted {
+			b.Fatalf("iteration %d: approve = %d %s", i, code, body)
+		}
+		patched := false
+		for ev := range watch.ResultChan() {
+			if d, ok := ev.Object.(*appsv1.Deployment); ok && d.Spec.Template.Spec.Containers[0].Image == want {
+				patched = true
+				break
+			}
+		}
+		lat = append(lat, time.Since(start))
+		b.StopTimer()
+		watch.Stop()
+		cancel()
+		if !patched {
+			b.Fatalf("iteration %d: %s not patched within 30s", i, want)
+		}
+		// Let the apply finish (rollout, history) before the next plan.
+		waitFor(b, 30*time.Second, "apply recorded", func() bool { return len(r.history(b, "prod")) >= i+1 })
+		b.StartTimer()
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(pct(0.5), "p50-ms")
+	b.ReportMetric(pct(0.9), "p90-ms")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
 }
