@@ -115,6 +115,9 @@ func printResult(w io.Writer, r *reconcile.Result) {
 		if n := count[reconcile.OutcomePatched]; n > 0 {
 			fmt.Fprintf(w, ", %d patched without waiting", n)
 		}
+		if n := count[reconcile.OutcomeOnDelete]; n > 0 {
+			fmt.Fprintf(w, ", %d patched whose pods change when deleted (updateStrategy OnDelete)", n)
+		}
 		fmt.Fprintln(w, ".")
 		for _, wr := range r.Workloads {
 			if wr.Outcome == reconcile.OutcomeFailed || wr.Outcome == reconcile.OutcomeBlocked {

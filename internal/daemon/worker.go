@@ -341,7 +341,7 @@ func (w *worker) recordApply(ctx context.Context, prop Proposal, out Outcome) in
 	if out.Apply != nil {
 		e.Workloads, _ = json.Marshal(out.Apply.Workloads)
 		for _, wr := range out.Apply.Workloads {
-			if wr.Outcome == reconcile.OutcomeSucceeded || wr.Outcome == reconcile.OutcomePatched {
+			if wr.Outcome.Applied() {
 				applied += len(wr.Changes)
 			}
 		}

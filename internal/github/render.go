@@ -119,7 +119,7 @@ func RenderResult(res *reconcile.Result, approver string, applyErr error, detail
 
 func outcomeIcon(o reconcile.Outcome) string {
 	switch o {
-	case reconcile.OutcomeSucceeded, reconcile.OutcomePatched:
+	case reconcile.OutcomeSucceeded, reconcile.OutcomePatched, reconcile.OutcomeOnDelete:
 		return "✅"
 	case reconcile.OutcomeBlocked:
 		return "🔒"

@@ -167,10 +167,16 @@ func (r *Reconciler) finishRollouts(ctx context.Context, req Request, patched []
 		return
 	}
 	rollingOut := func(j *job, msg string) { report(j, PhaseRollingOut, msg) }
-	r.waitRollouts(ctx, patched, rollingOut, func(j *job, ok bool, msg string) {
-		if ok {
+	r.waitRollouts(ctx, patched, rollingOut, func(j *job, st rollout) {
+		msg := st.msg
+		switch {
+		case st.done:
 			finish(j, OutcomeSucceeded, msg)
 			report(j, PhaseSucceeded, msg)
+			return
+		case st.onDelete:
+			finish(j, OutcomeOnDelete, msg)
+			report(j, PhaseOnDelete, msg)
 			return
 		}
 		finish(j, OutcomeFailed, msg)

@@ -345,3 +345,52 @@ func TestApplyReportsFailedRollouts(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestApplyOnDeleteIsNotDone: a StatefulSet and a DaemonSet with
+// updateStrategy OnDelete, rolled by the real controllers, end as
+// patched-on-delete ("patched, pods change when deleted"), not succeeded:
+// their pods still run the old image.
+func TestApplyOnDeleteIsNotDone(t *testing.T) {
+	ns := env.Namespace(t)
+	c := env.Clientset
+	ctx := context.Background()
+	createStatefulSet(t, c, ns, "cache", "cache", 1, pod{containers: [][2]string{{"app", "reg.example.com/cache:1"}}})
+	createDaemonSet(t, c, ns, "logs", "logs", pod{containers: [][2]string{{"app", "reg.example.com/logs:1"}}})
+	onDelete := []byte(`{"spec":{"updateStrategy":{"type":"OnDelete","rollingUpdate":null}}}`)
+	if _, err := c.AppsV1().StatefulSets(ns).Patch(ctx, "cache", types.MergePatchType, onDelete, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AppsV1().DaemonSets(ns).Patch(ctx, "logs", types.MergePatchType, onDelete, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e := environment(svc("cache", [3]string{"cache", "2", ""}), svc("logs", [3]string{"logs", "2", ""}))
+	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target("a", ns)}}
+	r := newReconciler(t, reconcile.WithRolloutTimeout(60*time.Second))
+	plan := mustPlan(t, r, req)
+	var mu sync.Mutex
+	last := map[string]reconcile.Phase{}
+	res, err := r.Apply(ctx, req, plan.PlanHash, reconcile.WithProgress(func(p reconcile.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		last[p.Name] = p.Phase
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, w := range res.Workloads {
+		got[w.Name] = string(w.Outcome)
+		if !strings.HasPrefix(w.Message, "patched, pods change when deleted") {
+			t.Errorf("%s: message %q", w.Name, w.Message)
+		}
+	}
+	if diff := cmp.Diff(map[string]string{"cache": "patched-on-delete", "logs": "patched-on-delete"}, got); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]reconcile.Phase{"cache": reconcile.PhaseOnDelete, "logs": reconcile.PhaseOnDelete}, last); diff != "" {
+		t.Errorf("last phases (-want +got):\n%s", diff)
+	}
+	if res.Failed() {
+		t.Errorf("Result.Failed() = true; an OnDelete rollout is patched, not failed")
+	}
+}

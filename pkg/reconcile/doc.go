@@ -50,8 +50,13 @@
 // store's cache when it is a CachedLockLister), sends one strategic merge patch
 // per workload naming only the changed containers plus the
 // stagehand.io/revision annotation (field manager "stagehand", bounded
-// concurrency), and waits for every rollout the way `kubectl rollout status`
-// does, polling one List per kind per target. Once the last patch is answered
+// concurrency), and waits for every rollout, polling one List per kind per
+// target. A rollout is judged by kstatus (sigs.k8s.io/cli-utils, as Flux
+// judges it) after Stagehand's stricter checks: the controller must have
+// observed the patch's generation, a paused Deployment fails, and a
+// StatefulSet or DaemonSet with updateStrategy OnDelete whose pods do not all
+// run the new revision ends as OutcomeOnDelete ("patched, pods change when
+// deleted"), neither done nor waited for. Once the last patch is answered
 // it records a Deploying Event on each patched workload, while the rollouts
 // run; Apply returns only after every Event is written.
 // Each workload's outcome is reported in the Result and, as it happens,

@@ -37,7 +37,17 @@ const (
 	OutcomeBlocked Outcome = "blocked"
 	// OutcomePatched: patched, rollout not waited for (rollout timeout zero).
 	OutcomePatched Outcome = "patched"
+	// OutcomeOnDelete: patched, but the workload's updateStrategy is OnDelete
+	// (a StatefulSet or DaemonSet): its pods change when deleted, and when the
+	// controller had observed the patch not all of them ran the new revision.
+	OutcomeOnDelete Outcome = "patched-on-delete"
 )
+
+// Applied reports whether the workload's patch went through: succeeded,
+// patched without waiting, or patched under OnDelete.
+func (o Outcome) Applied() bool {
+	return o == OutcomeSucceeded || o == OutcomePatched || o == OutcomeOnDelete
+}
 
 // WorkloadResult is one workload's outcome.
 type WorkloadResult struct {
@@ -69,7 +79,8 @@ func (r *Result) Failed() bool {
 type Phase string
 
 // Phases reported by WithProgress. Every workload ends in exactly one of
-// PhaseSucceeded, PhaseFailed, PhaseBlocked or (no waiting) PhasePatched;
+// PhaseSucceeded, PhaseFailed, PhaseBlocked, PhaseOnDelete (updateStrategy
+// OnDelete) or (no waiting) PhasePatched;
 // between PhasePatched and the end, PhaseRollingOut reports each new status
 // of its rollout ("1 of 3 replicas updated").
 const (
@@ -78,6 +89,7 @@ const (
 	PhaseSucceeded  Phase = "succeeded"
 	PhaseFailed     Phase = "failed"
 	PhaseBlocked    Phase = "blocked"
+	PhaseOnDelete   Phase = "patched, pods change when deleted"
 )
 
 // Progress is one step of one workload.

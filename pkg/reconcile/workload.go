@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -22,7 +23,7 @@ type workload struct {
 	UID                   string
 	Labels                map[string]string
 	Pod                   *corev1.PodSpec
-	obj                   any // the typed object, for rollout status
+	obj                   runtime.Object // the typed object, for rollout status
 }
 
 // podContainer is one container or init container of a pod template.
@@ -85,7 +86,7 @@ func listWorkloads(ctx context.Context, c kubernetes.Interface, namespace, kind 
 	return out, nil
 }
 
-func fromMeta(kind, apiVersion string, m *metav1.ObjectMeta, pod *corev1.PodSpec, obj any) *workload {
+func fromMeta(kind, apiVersion string, m *metav1.ObjectMeta, pod *corev1.PodSpec, obj runtime.Object) *workload {
 	return &workload{
 		Kind: kind, APIVersion: apiVersion, Namespace: m.Namespace, Name: m.Name, UID: string(m.UID),
 		Labels: m.Labels, Pod: pod, obj: obj,

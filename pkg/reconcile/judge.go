@@ -1,0 +1,161 @@
+package reconcile
+
+import (
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+)
+
+// rollout is one status read: done, failed, patched under an OnDelete
+// update strategy (pods change when deleted), or still going with why.
+type rollout struct {
+	done, failed, onDelete bool
+	msg                    string
+}
+
+// onDeleteMessage starts the message of a rollout left to pod deletions.
+const onDeleteMessage = "patched, pods change when deleted"
+
+// rolloutStatus judges a workload's rollout. gen is the generation our patch
+// produced. kstatus (sigs.k8s.io/cli-utils, what Flux uses) decides, after
+// three checks where Stagehand is deliberately stricter or more precise:
+//
+//   - the controller must have observed at least gen and the object's own
+//     generation (kstatus skips the check when status.observedGeneration is
+//     absent, and cannot know our patch's generation: a cache a moment behind
+//     would show the old rollout, long done);
+//   - a paused Deployment fails at once (kstatus waits for it forever);
+//   - a StatefulSet or DaemonSet with updateStrategy OnDelete whose pods do not
+//     all run the new revision is onDelete, not done (kstatus calls such a
+//     StatefulSet current) nor waited for (its pods change when deleted).
+//
+// A workload being deleted has failed (kstatus: Terminating).
+func rolloutStatus(obj runtime.Object, gen int64) rollout {
+	var meta *metav1.ObjectMeta
+	var observed int64
+	var gvk string
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		meta, observed, gvk = &o.ObjectMeta, o.Status.ObservedGeneration, KindDeployment
+	case *appsv1.StatefulSet:
+		meta, observed, gvk = &o.ObjectMeta, o.Status.ObservedGeneration, KindStatefulSet
+	case *appsv1.DaemonSet:
+		meta, observed, gvk = &o.ObjectMeta, o.Status.ObservedGeneration, KindDaemonSet
+	case *batchv1.CronJob:
+		return rollout{done: true, msg: "job template updated"}
+	default:
+		return rollout{failed: true, msg: fmt.Sprintf("cannot judge the rollout of a %T", obj)}
+	}
+	if meta.DeletionTimestamp != nil {
+		return rollout{failed: true, msg: fmt.Sprintf("the %s is being deleted", gvk)}
+	}
+	if r, ok := observedAt(gen, meta.Generation, observed); !ok {
+		return r
+	}
+	if d, ok := obj.(*appsv1.Deployment); ok && d.Spec.Paused {
+		return rollout{failed: true, msg: "the Deployment is paused: its rollout cannot progress"}
+	}
+	if r, ok := onDelete(obj); ok {
+		return r
+	}
+	return fromKstatus(obj, gvk)
+}
+
+// observedAt is Stagehand's generation check: the controller has observed
+// the generation of our patch and the object's own.
+func observedAt(gen, current, observed int64) (rollout, bool) {
+	if want := max(gen, current); observed < want {
+		return rollout{msg: fmt.Sprintf("waiting for the controller to observe generation %d (at %d)", want, observed)}, false
+	}
+	return rollout{}, true
+}
+
+// onDelete judges an OnDelete StatefulSet or DaemonSet: done once every
+// pod runs the new revision and is ready, else onDelete. ok is false for
+// other update strategies.
+func onDelete(obj runtime.Object) (rollout, bool) {
+	switch o := obj.(type) {
+	case *appsv1.StatefulSet:
+		if o.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
+			return rollout{}, false
+		}
+		want, s := replicas(o.Spec.Replicas), o.Status
+		if s.UpdatedReplicas >= want && s.ReadyReplicas >= want && s.Replicas <= want {
+			return rollout{done: true, msg: fmt.Sprintf("%d of %d pods run the new revision and are ready (updateStrategy OnDelete)", want, want)}, true
+		}
+		return rollout{onDelete: true, msg: fmt.Sprintf("%s (updateStrategy OnDelete): %d of %d pods run the new revision", onDeleteMessage, s.UpdatedReplicas, want)}, true
+	case *appsv1.DaemonSet:
+		if o.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType {
+			return rollout{}, false
+		}
+		s := o.Status
+		if s.UpdatedNumberScheduled >= s.DesiredNumberScheduled && s.NumberReady >= s.DesiredNumberScheduled &&
+			s.NumberAvailable >= s.DesiredNumberScheduled && s.CurrentNumberScheduled >= s.DesiredNumberScheduled {
+			return rollout{done: true, msg: fmt.Sprintf("%d of %d pods run the new revision and are ready (updateStrategy OnDelete)", s.DesiredNumberScheduled, s.DesiredNumberScheduled)}, true
+		}
+		return rollout{onDelete: true, msg: fmt.Sprintf("%s (updateStrategy OnDelete): %d of %d pods run the new revision", onDeleteMessage, s.UpdatedNumberScheduled, s.DesiredNumberScheduled)}, true
+	}
+	return rollout{}, false
+}
+
+// fromKstatus computes kstatus on obj.
+func fromKstatus(obj runtime.Object, kind string) rollout {
+	u, err := toUnstructured(obj, kind)
+	if err != nil {
+		return rollout{msg: fmt.Sprintf("reading status: %v", err)}
+	}
+	res, err := kstatus.Compute(u)
+	if err != nil {
+		return rollout{msg: fmt.Sprintf("reading status: %v", err)}
+	}
+	return fromResult(res, kind)
+}
+
+// fromResult maps a kstatus result: Current is done, Failed and Terminating
+// have failed, anything else is still going.
+// Messages are kstatus's, begun in lower case like Stagehand's own; a
+// failure carries the message of the condition that failed it.
+func fromResult(res *kstatus.Result, kind string) rollout {
+	msg := res.Message
+	if msg != "" {
+		msg = strings.ToLower(msg[:1]) + msg[1:]
+	}
+	switch res.Status {
+	case kstatus.CurrentStatus:
+		return rollout{done: true, msg: msg}
+	case kstatus.FailedStatus:
+		for _, c := range res.Conditions {
+			if c.Type == kstatus.ConditionStalled && c.Message != "" {
+				msg += ": " + c.Message
+			}
+		}
+		return rollout{failed: true, msg: msg}
+	case kstatus.TerminatingStatus:
+		return rollout{failed: true, msg: fmt.Sprintf("the %s is being deleted", kind)}
+	}
+	return rollout{msg: msg}
+}
+
+func toUnstructured(obj runtime.Object, kind string) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("converting %s: %w", kind, err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion("apps/v1")
+	u.SetKind(kind)
+	return u, nil
+}
+
+func replicas(p *int32) int32 {
+	if p == nil {
+		return 1
+	}
+	return *p
+}
