@@ -16,19 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-type applyOptions struct {
-	progress func(Progress)
-}
-
-// ApplyOption configures one Apply.
-type ApplyOption func(*applyOptions)
-
-// WithProgress calls fn for each workload step; calls may come from several
-// goroutines, one at a time.
-func WithProgress(fn func(Progress)) ApplyOption {
-	return func(o *applyOptions) { o.progress = fn }
-}
-
 // job is one workload to patch.
 type job struct {
 	key     WorkloadKey
@@ -46,13 +33,13 @@ type job struct {
 // Apply plans req again and applies the plan if its hash is planHash;
 // otherwise it returns a *StalePlanError (errors.Is ErrStalePlan) and
 // changes nothing. Workload failures are reported in the Result, not as an
-// error.
-func (r *Reconciler) Apply(ctx context.Context, req Request, planHash string, opts ...ApplyOption) (*Result, error) {
-	var ao applyOptions
-	for _, o := range opts {
-		o(&ao)
+// error. opts apply to this call, over the Reconciler's options.
+func (r *Reconciler) Apply(ctx context.Context, req Request, planHash string, opts ...Option) (*Result, error) {
+	r, err := r.with(opts)
+	if err != nil {
+		return nil, err
 	}
-	rep := &reporter{fn: ao.progress}
+	rep := &reporter{fn: r.o.progress}
 
 	plan, err := r.Plan(ctx, req)
 	if err != nil {
@@ -251,7 +238,7 @@ func (r *Reconciler) holdTargets(ctx context.Context, req Request, jobs []*job, 
 				continue
 			}
 		}
-		rel, err := r.o.holder.Hold(ctx, path, r.o.lockTTL, r.o.author)
+		rel, err := r.o.holder.Hold(ctx, path, r.o.ttl(), r.o.author)
 		if err != nil {
 			fail(OutcomeFailed, PhaseFailed, fmt.Sprintf("taking deploy lock %s: %v", path, err))
 			continue

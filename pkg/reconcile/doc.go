@@ -60,5 +60,5 @@
 // it records a Deploying Event on each patched workload, while the rollouts
 // run; Apply returns only after every Event is written.
 // Each workload's outcome is reported in the Result and, as it happens,
-// through WithProgress.
+// through WithProgress, an Option of New or of one Apply.
 package reconcile

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"time"
 
@@ -39,9 +40,10 @@ type options struct {
 	rolloutTimeout time.Duration
 	pollInterval   time.Duration
 	author         string
+	progress       func(Progress)
 }
 
-// Option configures New.
+// Option configures New, or one Apply (over what New was given).
 type Option func(*options) error
 
 // WithSelectorLabel sets the label whose value names a workload's service.
@@ -70,9 +72,11 @@ func WithPinDigests(on bool) Option {
 // WithInsecureRegistries lists registry hosts (host[:port]) reached over plain HTTP.
 func WithInsecureRegistries(hosts ...string) Option {
 	return func(o *options) error {
+		insecure := maps.Clone(o.registry.insecure) // New's map is shared with every Apply
 		for _, h := range hosts {
-			o.registry.insecure[h] = true
+			insecure[h] = true
 		}
+		o.registry.insecure = insecure
 		return nil
 	}
 }
@@ -136,6 +140,12 @@ func WithPollInterval(d time.Duration) Option {
 	return func(o *options) error { o.pollInterval = d; return nil }
 }
 
+// WithProgress calls fn for each workload step of an Apply; calls may come
+// from several goroutines, one at a time.
+func WithProgress(fn func(Progress)) Option {
+	return func(o *options) error { o.progress = fn; return nil }
+}
+
 // WithAuthor names who applies, for locks and Events.
 func WithAuthor(a string) Option {
 	return func(o *options) error { o.author = a; return nil }
@@ -159,16 +169,44 @@ func New(opts ...Option) (*Reconciler, error) {
 			timeout:     DefaultRegistryTimeout,
 		},
 	}
+	if err := o.apply(opts); err != nil {
+		return nil, err
+	}
+	return &Reconciler{o: o}, nil
+}
+
+// apply applies opts to o, then checks the combination.
+func (o *options) apply(opts []Option) error {
 	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, err
+		if err := opt(o); err != nil {
+			return err
 		}
 	}
 	if o.rolloutTimeout < 0 || o.pollInterval <= 0 {
-		return nil, errors.New("configuring reconciler: rollout timeout must not be negative and poll interval must be positive")
+		return errors.New("configuring reconciler: rollout timeout must not be negative and poll interval must be positive")
 	}
+	if o.lockTTL < 0 {
+		return fmt.Errorf("configuring reconciler: lock TTL %s is negative", o.lockTTL)
+	}
+	return nil
+}
+
+// ttl is how long the apply lock is taken for.
+func (o *options) ttl() time.Duration {
 	if o.lockTTL == 0 {
-		o.lockTTL = o.rolloutTimeout + 5*time.Minute
+		return o.rolloutTimeout + 5*time.Minute
+	}
+	return o.lockTTL
+}
+
+// with returns a Reconciler with r's options and then opts.
+func (r *Reconciler) with(opts []Option) (*Reconciler, error) {
+	if len(opts) == 0 {
+		return r, nil
+	}
+	o := r.o
+	if err := o.apply(opts); err != nil {
+		return nil, err
 	}
 	return &Reconciler{o: o}, nil
 }
