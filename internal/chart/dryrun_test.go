@@ -17,6 +17,7 @@ import (
 // dry-run to the real API server: schemas, defaults and admission all accept
 // it. Namespaces are created for real first.
 func TestServerSideDryRun(t *testing.T) {
+	env := cluster.Env(t)
 	tests := []struct {
 		name   string
 		values func(t *testing.T, devel, prod, extra string) []string
@@ -74,6 +75,7 @@ func TestCRDsMatchPkgLock(t *testing.T) {
 // CRD is already there, as after a first install), then helm uninstall,
 // which leaves no workload rights behind.
 func TestHelmInstall(t *testing.T) {
+	env := cluster.Env(t)
 	rel, devel, prod, extra := env.Namespace(t), env.Namespace(t), env.Namespace(t), env.Namespace(t)
 	h := helm(t)
 	out, err := h.Install(t.Context(), env.Kubeconfig, chartDir(t), "sh", rel, fullValues(t), scopedValues(t, devel, prod, extra))

@@ -192,6 +192,7 @@ func (a *applier) applyAll(ctx context.Context, objs []*unstructured.Unstructure
 // ServiceAccount ns/name (TokenRequest), without any of the admin's rights.
 func saConfig(t *testing.T, ns, name string) *rest.Config {
 	t.Helper()
+	env := cluster.Env(t)
 	exp := int64(3600)
 	tr, err := env.Clientset.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})

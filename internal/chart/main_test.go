@@ -8,9 +8,9 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
-// env is the control plane shared by this package's tests; each test uses its
-// own namespaces.
-var env *testenv.Env
+// cluster is the control plane shared by this package's tests, started by the
+// first that needs it; each test uses its own namespaces.
+var cluster testenv.Shared
 
 // binDir holds the binaries the tests build (see build).
 var binDir string
@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 	if binDir, err = os.MkdirTemp("", "stagehand-chart-test-"); err != nil {
 		panic(err)
 	}
-	code := testenv.Main(m, &env, testenv.WithRollouts(), testenv.WithCRDs(crds...))
+	code := cluster.Main(m, testenv.WithRollouts(), testenv.WithCRDs(crds...))
 	os.RemoveAll(binDir)
 	os.Exit(code)
 }

@@ -132,6 +132,7 @@ func TestSchemaCoversPrbotConfig(t *testing.T) {
 // opens the due promotion, answers /healthz, and verifies webhooks with the
 // mounted secret.
 func TestPrbotAsDeployed(t *testing.T) {
+	env := cluster.Env(t)
 	bin := build(t, "prbot")
 	ctx := t.Context()
 	rel := env.Namespace(t)

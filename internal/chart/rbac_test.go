@@ -31,6 +31,7 @@ type install struct {
 
 func installFull(t *testing.T, extraValues ...string) install {
 	t.Helper()
+	env := cluster.Env(t)
 	in := install{rel: env.Namespace(t), devel: env.Namespace(t), prod: env.Namespace(t),
 		extra: env.Namespace(t), other: env.Namespace(t)}
 	values := append([]string{fullValues(t), scopedValues(t, in.devel, in.prod, in.extra)}, extraValues...)
@@ -69,6 +70,7 @@ func (a access) String() string {
 // may do a (SubjectAccessReview).
 func allowed(t *testing.T, ns, sa string, a access) bool {
 	t.Helper()
+	env := cluster.Env(t)
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User:   "system:serviceaccount:" + ns + ":" + sa,
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
@@ -273,6 +275,7 @@ func sorted(s []string) []string {
 // patches a workload in a target namespace, and is refused deleting it,
 // touching another namespace, and reading Secrets anywhere.
 func TestRBACRealRequests(t *testing.T) {
+	env := cluster.Env(t)
 	in := installFull(t)
 	ctx := t.Context()
 	for _, ns := range []string{in.devel, in.other} {

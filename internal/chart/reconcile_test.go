@@ -71,6 +71,7 @@ type fixture struct {
 
 func setup(t *testing.T) fixture {
 	t.Helper()
+	env := cluster.Env(t)
 	ctx := t.Context()
 	f := fixture{rel: env.Namespace(t), devel: env.Namespace(t)}
 
@@ -177,6 +178,7 @@ func TestReconcileAsServiceAccount(t *testing.T) {
 // and releases a lock through its API (Lock objects, with the chart's rights),
 // verifies webhooks with the mounted secret, and stops cleanly on SIGTERM.
 func TestDaemonAsServiceAccount(t *testing.T) {
+	env := cluster.Env(t)
 	bin := build(t, "reconciler")
 	f := setup(t)
 	cmd := exec.Command(bin, f.args...)
@@ -262,6 +264,7 @@ func TestDaemonAsServiceAccount(t *testing.T) {
 // check asserts what one deploy leaves behind: the image, an Event, state.
 func (f fixture) check(t *testing.T, out string) {
 	t.Helper()
+	env := cluster.Env(t)
 	ctx := t.Context()
 	got, err := env.Clientset.AppsV1().Deployments(f.devel).Get(ctx, "web", metav1.GetOptions{})
 	if err != nil {
@@ -392,6 +395,7 @@ func status(addr, path string) int {
 // keys (read from the cluster), at the paths the projection gives.
 func materialize(t *testing.T, objs []*unstructured.Unstructured, d *unstructured.Unstructured, ns, dir string) {
 	t.Helper()
+	env := cluster.Env(t)
 	vols, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
 	for _, v := range vols {
 		srcs, _, _ := unstructured.NestedSlice(v.(map[string]any), "projected", "sources")

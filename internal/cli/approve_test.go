@@ -28,6 +28,7 @@ const approveToken = "approve-test-token"
 // whose prod manifest asks for web:2.0.0 while the cluster runs web:1.0.0.
 func approveWorld(t *testing.T) (server, tokenFile, ns string, d *daemon.Daemon) {
 	t.Helper()
+	env := cluster.Env(t)
 	git := gitserver.New(t)
 	url := git.Init(t, "manifests")
 	git.Commit(t, "manifests", "main", map[string]string{"environments/prod/manifest.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`}, "prod")
@@ -131,6 +132,7 @@ func TestApproveCommand(t *testing.T) {
 
 func deployedImage(t *testing.T, ns string) string {
 	t.Helper()
+	env := cluster.Env(t)
 	d, err := env.Clientset.AppsV1().Deployments(ns).Get(context.Background(), "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -141,6 +143,7 @@ func deployedImage(t *testing.T, ns string) string {
 // createWeb creates Deployment web running example.com/web:1.0.0 in ns.
 func createWeb(t *testing.T, ns string) {
 	t.Helper()
+	env := cluster.Env(t)
 	labels := map[string]string{"app.kubernetes.io/name": "web"}
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: labels},

@@ -34,6 +34,7 @@ type lockWorld struct {
 
 func newLockWorld(t *testing.T) *lockWorld {
 	t.Helper()
+	env := cluster.Env(t)
 	w := &lockWorld{t: t, namespace: env.Namespace(t), now: time.Date(2022, 12, 31, 10, 30, 0, 0, time.UTC), env: map[string]string{"USER": "tester"}}
 	st, err := lock.NewKubernetesForConfig(env.Config, w.namespace)
 	if err != nil {
@@ -226,6 +227,7 @@ func TestLockScenarioDuplicateDeploys(t *testing.T) {
 
 // Direct Kubernetes storage: the same objects the API serves.
 func TestLockKubernetesStorage(t *testing.T) {
+	env := cluster.Env(t)
 	w := newLockWorld(t)
 	kube := []string{"--storage", "kubernetes", "--kubeconfig", env.Kubeconfig, "--namespace", w.namespace}
 	out, errOut, code := w.exec(append([]string{"lock", "apps/staging", "--type", "freeze", "--duration", "2d"}, kube...)...)

@@ -7,13 +7,14 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
-// env is the control plane shared by every test of this package (one per test
-// binary). Add the options your commands need here; each test takes its own
-// namespace with env.Namespace(t).
-var env *testenv.Env
+// cluster is the control plane shared by the tests of this package that need
+// one (one per test binary, started by the first). Add the options your
+// commands need here; each test takes its own namespace with
+// cluster.Env(t).Namespace(t).
+var cluster testenv.Shared
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Main(m, &env,
+	os.Exit(cluster.Main(m,
 		testenv.WithCRDs("../../pkg/lock/crd/locks.stagehand.io.yaml"), // reconciler lock|unlock|check|prune|list
 	))
 }

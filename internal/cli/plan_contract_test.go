@@ -22,6 +22,7 @@ import (
 // `plan -o json` (the contract scripts read), and that `apply -o json`
 // keeps stdout one JSON document while progress goes to stderr.
 func TestPlanJSONEntries(t *testing.T) {
+	env := cluster.Env(t)
 	w := newPlanWorld(t)
 	ctx := context.Background()
 	// An unmanaged workload, a service without workload (a problem) and an

@@ -29,6 +29,7 @@ type planWorld struct {
 
 func newPlanWorld(t *testing.T) *planWorld {
 	t.Helper()
+	env := cluster.Env(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	lockNS := env.Namespace(t)
@@ -259,6 +260,7 @@ func TestPlanUsage(t *testing.T) {
 
 func cronImage(t *testing.T, ns string) string {
 	t.Helper()
+	env := cluster.Env(t)
 	cj, err := env.Clientset.BatchV1().CronJobs(ns).Get(context.Background(), "report", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 // prod's plan shows as a check run awaiting approval, and the Approve click, delivered to /webhook/github,
 // patches the workload and completes the run with the per-workload results. Without github.webhookSecretFile it refuses to start.
 func TestRunWithGitHubApp(t *testing.T) {
+	env := cluster.Env(t)
 	gh := githubtest.New(t)
 	gh.CreateRepo("acme", "manifests", "main")
 	gh.SetPermission("acme", "manifests", "maria", "maintain")

@@ -20,6 +20,7 @@ import (
 // TestRunOnce: `reconciler run --once` proposes prod's plan (exit 0), and
 // exits 1 naming the file when an environment's manifest is broken.
 func TestRunOnce(t *testing.T) {
+	env := cluster.Env(t)
 	git := gitserver.New(t)
 	url := git.Init(t, "manifests")
 	git.Commit(t, "manifests", "main", map[string]string{
@@ -72,6 +73,7 @@ func TestRunOnce(t *testing.T) {
 // TestRunServes: `reconciler run` serves the API until its context ends, and
 // then exits 0.
 func TestRunServes(t *testing.T) {
+	env := cluster.Env(t)
 	git := gitserver.New(t)
 	url := git.Init(t, "manifests")
 	git.Commit(t, "manifests", "main", map[string]string{

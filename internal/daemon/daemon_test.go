@@ -23,6 +23,7 @@ import (
 // revision by itself, and a commit bumping its tag is applied after a push
 // webhook; prod waits.
 func TestSkipConfirmationDeploys(t *testing.T) {
+	env := cluster.Env(t)
 	h := newHarness(t)
 	r := h.start()
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
@@ -201,6 +202,7 @@ func TestRestartKeepsState(t *testing.T) {
 // TestInterruptedApplyContinues: an apply recorded as in flight (the process
 // stopped mid-way) is continued by the next leader without a new approval.
 func TestInterruptedApplyContinues(t *testing.T) {
+	env := cluster.Env(t)
 	h := newHarness(t)
 	r1 := h.start()
 	rev := h.git.Head(t, "manifests", "main")
@@ -364,6 +366,7 @@ func counterValue(c prometheus.Counter) float64 {
 // the patch stand, records the apply as interrupted, and the next leader
 // re-plans (nothing left) without patching again.
 func TestShutdownDuringApply(t *testing.T) {
+	env := cluster.Env(t)
 	h := newHarness(t, "devel")
 	// Pods that can never be scheduled: the rollout never finishes.
 	deps := env.Clientset.AppsV1().Deployments(h.ns["devel"])
@@ -443,6 +446,7 @@ func TestLockBlocksAndShows(t *testing.T) {
 // and the lock is gone after the apply. A human's deploy lock on another
 // environment's target still blocks.
 func TestDeadLeadersDeployLockIsTakenOver(t *testing.T) {
+	env := cluster.Env(t)
 	h := newHarness(t, "devel", "qa")
 	h.git.Commit(t, "manifests", "main", map[string]string{
 		"environments/qa/manifest.json": manifestJSON(true, map[string]string{"web": "1.0.0"})}, "qa skips confirmation")

@@ -39,6 +39,7 @@ func (g *recordingGate) Completed(_ context.Context, _ Proposal, o Outcome) erro
 // hears it failed with nothing applied (GitHub shows it on the check run), the plan stays pending, and the
 // next pass proposes it again.
 func TestHandedOverApprovalThatFailsIsReported(t *testing.T) {
+	env := cluster.Env(t)
 	ctx := context.Background()
 	h := newHarness(t, "prod")
 	gate := &recordingGate{}

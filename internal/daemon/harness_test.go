@@ -72,6 +72,7 @@ func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m
 // web:1.0.0 in both.
 func newHarness(t testing.TB, envs ...string) *harness {
 	t.Helper()
+	env := cluster.Env(t)
 	if len(envs) == 0 {
 		envs = []string{"devel", "prod"}
 	}
@@ -116,6 +117,7 @@ func (h *harness) commit(envName string, skip bool, services map[string]string) 
 
 func createDeployment(t testing.TB, ns, name, image string) {
 	t.Helper()
+	env := cluster.Env(t)
 	labels := map[string]string{"app.kubernetes.io/name": name}
 	one := int32(1)
 	d := &appsv1.Deployment{
@@ -136,6 +138,7 @@ func createDeployment(t testing.TB, ns, name, image string) {
 
 func image(t testing.TB, ns, name string) string {
 	t.Helper()
+	env := cluster.Env(t)
 	d, err := env.Clientset.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("reading deployment %s/%s: %v", ns, name, err)
@@ -176,6 +179,7 @@ func fastLeaderElection() LeaderElection {
 // start runs a daemon for h until the test ends (or stop is called).
 func (h *harness) start(opts ...Option) *running {
 	h.t.Helper()
+	env := cluster.Env(h.t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		h.t.Fatal(err)

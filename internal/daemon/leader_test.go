@@ -16,6 +16,7 @@ func fastElection() LeaderElection {
 // TestLeadOneAtATime runs two candidates on one Lease: exactly one leads;
 // when it shuts down (after finishing its work) the other takes over.
 func TestLeadOneAtATime(t *testing.T) {
+	env := cluster.Env(t)
 	ns := env.Namespace(t)
 	var leaders atomic.Int32
 	var maxLeaders atomic.Int32

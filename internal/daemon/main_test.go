@@ -10,9 +10,10 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
-var env *testenv.Env
+// cluster is the control plane of the tests that need one.
+var cluster testenv.Shared
 
 func TestMain(m *testing.M) {
 	klog.SetLogger(logr.Discard()) // client-go's leader election logs every acquisition
-	os.Exit(testenv.Main(m, &env, testenv.WithRollouts(), testenv.WithCRDs("../../pkg/lock/crd")))
+	os.Exit(cluster.Main(m, testenv.WithRollouts(), testenv.WithCRDs("../../pkg/lock/crd")))
 }

@@ -13,6 +13,7 @@ import (
 )
 
 func TestStoreRoundTrip(t *testing.T) {
+	env := cluster.Env(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	s := NewStore(env.Clientset, ns)
@@ -61,6 +62,7 @@ func TestStoreRoundTrip(t *testing.T) {
 }
 
 func TestStoreRecordKeepsOtherPending(t *testing.T) {
+	env := cluster.Env(t)
 	ctx := context.Background()
 	s := NewStore(env.Clientset, env.Namespace(t))
 	newer := &Pending{Revision: "def", PlanHash: "h2", Plan: json.RawMessage(`{}`)}
@@ -80,6 +82,7 @@ func TestStoreRecordKeepsOtherPending(t *testing.T) {
 }
 
 func TestStoreHistoryBounded(t *testing.T) {
+	env := cluster.Env(t)
 	ctx := context.Background()
 	s := NewStore(env.Clientset, env.Namespace(t))
 	s.maxHistory = 5

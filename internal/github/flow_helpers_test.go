@@ -27,9 +27,10 @@ import (
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
-var env *testenv.Env
+// cluster is the control plane of the flow tests, started by the first.
+var cluster testenv.Shared
 
-func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &env)) }
+func TestMain(m *testing.M) { os.Exit(cluster.Main(m)) }
 
 const secret = "webhook-secret"
 
@@ -53,6 +54,7 @@ type flow struct {
 
 func newFlow(t *testing.T) *flow {
 	t.Helper()
+	env := cluster.Env(t)
 	f := &flow{t: t, gh: githubtest.New(t), git: gitserver.New(t), reg: registrytest.New(t), ns: env.Namespace(t), cache: t.TempDir()}
 	f.gh.CreateRepo(owner, repo, "main")
 	f.gh.SetPermission(owner, repo, "maria", "maintain")
@@ -128,6 +130,7 @@ type replica struct {
 // its leader with le; it stops at the end of the test.
 func (f *flow) startReplica(le daemon.LeaderElection) *replica {
 	f.t.Helper()
+	env := cluster.Env(f.t)
 	client, err := github.New(f.cfg.GitHub, github.WithRetry(github.RetryPolicy{MaxAttempts: 5, BaseDelay: 20 * time.Millisecond, MaxWait: 5 * time.Second}))
 	if err != nil {
 		f.t.Fatal(err)
@@ -241,6 +244,7 @@ func (f *flow) send(d githubtest.Delivery, withSecret string) int {
 
 func (f *flow) image() string {
 	f.t.Helper()
+	env := cluster.Env(f.t)
 	d, err := env.Clientset.AppsV1().Deployments(f.ns).Get(context.Background(), "api", metav1.GetOptions{})
 	if err != nil {
 		f.t.Fatal(err)
@@ -288,6 +292,7 @@ func (f *flow) waitRunID(id int64, what string, ok func(githubtest.CheckRun) boo
 // setImage changes the api Deployment's image behind the reconciler's back (drift).
 func (f *flow) setImage(image string) {
 	f.t.Helper()
+	env := cluster.Env(f.t)
 	dep, err := env.Clientset.AppsV1().Deployments(f.ns).Get(context.Background(), "api", metav1.GetOptions{})
 	if err != nil {
 		f.t.Fatal(err)

@@ -234,16 +234,3 @@ func (e *Env) Namespace(t testing.TB) string {
 	})
 	return name
 }
-
-// Main starts a control plane, stores it in *env, runs the tests and stops
-// it. Use it from TestMain: os.Exit(testenv.Main(m, &env)).
-func Main(m *testing.M, env **Env, opts ...Option) int {
-	e, err := Start(context.Background(), opts...)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
-		return 1
-	}
-	*env = e
-	defer e.Stop()
-	return m.Run()
-}

@@ -4,15 +4,20 @@
 // out. Every process listens on loopback, logs to a file, and is stopped when
 // the Env is stopped or the parent process dies.
 //
-// A test package starts one control plane in TestMain and gives each test its
-// own namespace:
+// A test package declares one Shared control plane, started by the first test
+// that asks for it, so that its tests of pure logic run without one; each test
+// takes its own namespace:
 //
-//	var env *testenv.Env
+//	var cluster testenv.Shared
 //
-//	func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &env)) }
+//	func TestMain(m *testing.M) { os.Exit(cluster.Main(m)) }
 //
 //	func TestSomething(t *testing.T) {
+//		env := cluster.Env(t)
 //		ns := env.Namespace(t)
 //		...
 //	}
+//
+// The binaries come from $KUBEBUILDER_ASSETS or <repo>/bin/k8s; when neither
+// holds them they are built (minutes), and the test that needed them is named.
 package testenv

@@ -49,31 +49,75 @@ type options struct {
 	rollouts bool
 	crds     []string
 	keep     bool
+	reason   string // why the binaries are needed, said when they must be built
 }
 
 // Option configures Start.
-type Option func(*options)
+type Option func(*options) error
 
 // WithRollouts also starts kube-controller-manager (deployment, replicaset,
 // statefulset, daemonset and namespace controllers), kube-scheduler and kwok
 // with one fake, Ready node, so that workloads really roll out.
-func WithRollouts() Option { return func(o *options) { o.rollouts = true } }
+func WithRollouts() Option {
+	return func(o *options) error {
+		o.rollouts = true
+		return nil
+	}
+}
 
 // WithCRDs applies the CustomResourceDefinitions in the given YAML files or
 // directories at start and waits until they are established.
 func WithCRDs(paths ...string) Option {
-	return func(o *options) { o.crds = append(o.crds, paths...) }
+	return func(o *options) error {
+		if len(paths) == 0 {
+			return errors.New("WithCRDs: no file or directory given")
+		}
+		for _, p := range paths {
+			if p == "" {
+				return errors.New("WithCRDs: empty path")
+			}
+		}
+		o.crds = append(o.crds, paths...)
+		return nil
+	}
+}
+
+// withReason says why the control plane is started, so that a build of its
+// binaries names the test that needs them.
+func withReason(reason string) Option {
+	return func(o *options) error {
+		o.reason = reason
+		return nil
+	}
+}
+
+// makeOptions applies the defaults, then opts, then checks the combination.
+func makeOptions(opts ...Option) (options, error) {
+	o := options{
+		keep:   os.Getenv("STAGEHAND_TESTENV_KEEP") != "",
+		reason: "a control plane was started",
+	}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return options{}, fmt.Errorf("configuring testenv: %w", err)
+		}
+	}
+	for _, p := range o.crds {
+		if _, err := os.Stat(p); err != nil {
+			return options{}, fmt.Errorf("configuring testenv: CRDs: %w", err)
+		}
+	}
+	return o, nil
 }
 
 // Start runs etcd and kube-apiserver (and more, with WithRollouts) and returns
 // once the API server is ready. The caller must call Stop.
 func Start(ctx context.Context, opts ...Option) (_ *Env, err error) {
 	e := &Env{}
-	for _, o := range opts {
-		o(&e.opts)
+	if e.opts, err = makeOptions(opts...); err != nil {
+		return nil, err
 	}
-	e.opts.keep = os.Getenv("STAGEHAND_TESTENV_KEEP") != ""
-	if e.binDir, err = binaries(ctx); err != nil {
+	if e.binDir, err = binaries(ctx, e.opts.reason); err != nil {
 		return nil, err
 	}
 	removeAbandoned(os.TempDir())
@@ -229,8 +273,9 @@ func (e *Env) logTails() string {
 func (e *Env) binary(name string) string { return filepath.Join(e.binDir, name) }
 
 // binaries finds the control-plane binaries: $KUBEBUILDER_ASSETS, else
-// <repo>/bin/k8s, building them with hack/testbin/build.sh when missing.
-func binaries(ctx context.Context) (string, error) {
+// <repo>/bin/k8s, building them with hack/testbin/build.sh when missing. A
+// build takes minutes, so it is announced on stderr with the reason.
+func binaries(ctx context.Context, reason string) (string, error) {
 	need := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
 	have := func(dir string) bool {
 		for _, n := range need {
@@ -251,6 +296,7 @@ func binaries(ctx context.Context) (string, error) {
 	if have(dir) {
 		return dir, nil
 	}
+	fmt.Fprintf(os.Stderr, "testenv: building the test control plane into %s because %s (KUBEBUILDER_ASSETS does not hold it; `make testbin` builds it ahead)\n", dir, reason)
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack", "testbin", "build.sh"), dir)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {

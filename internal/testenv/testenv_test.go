@@ -18,11 +18,12 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
-var env *testenv.Env
+var cluster testenv.Shared
 
-func TestMain(m *testing.M) { os.Exit(testenv.Main(m, &env, testenv.WithRollouts())) }
+func TestMain(m *testing.M) { os.Exit(cluster.Main(m, testenv.WithRollouts())) }
 
 func TestDeploymentRollsOut(t *testing.T) {
+	env := cluster.Env(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	replicas := int32(2)
@@ -82,6 +83,7 @@ func waitRolledOut(t *testing.T, cs kubernetes.Interface, ns, name string, repli
 }
 
 func TestKubeconfigWorks(t *testing.T) {
+	env := cluster.Env(t)
 	cfg, err := clientcmd.BuildConfigFromFlags("", env.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)

@@ -21,14 +21,17 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
-var env *testenv.Env
+// cluster is the control plane of the Kubernetes storage tests; the model and
+// service tests run without one.
+var cluster testenv.Shared
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Main(m, &env, testenv.WithCRDs("crd/locks.stagehand.io.yaml")))
+	os.Exit(cluster.Main(m, testenv.WithCRDs("crd/locks.stagehand.io.yaml")))
 }
 
 func newKubeStorage(t *testing.T) *Kubernetes {
 	t.Helper()
+	env := cluster.Env(t)
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS = -1 // no client-side rate limit: 50 lockers race for real
 	k, err := NewKubernetesForConfig(cfg, env.Namespace(t))
@@ -131,6 +134,7 @@ func TestKubernetesRoundTrip(t *testing.T) {
 
 // TestKubectlColumns asks the API server for the table kubectl prints.
 func TestKubectlColumns(t *testing.T) {
+	env := cluster.Env(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	k, err := NewKubernetesForConfig(env.Config, ns)
@@ -171,6 +175,7 @@ func TestKubectlColumns(t *testing.T) {
 }
 
 func TestKubernetesMissingCRD(t *testing.T) {
+	env := cluster.Env(t)
 	dyn, err := dynamic.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -187,6 +192,7 @@ func TestKubernetesMissingCRD(t *testing.T) {
 // the reconciler does per changed service) with a lock at a prefix.
 func BenchmarkCheck(b *testing.B) {
 	kube := func(b *testing.B) Storage {
+		env := cluster.Env(b)
 		cfg := rest.CopyConfig(env.Config)
 		cfg.QPS = -1
 		k, err := NewKubernetesForConfig(cfg, env.Namespace(b))
@@ -238,6 +244,7 @@ func TestParentLockedDuringLockKubernetes(t *testing.T) {
 // like any other: checks at and beneath its path see it, locking its path or
 // beneath is refused, and unlocking removes it.
 func TestHandMadeLockObject(t *testing.T) {
+	env := cluster.Env(t)
 	ctx := context.Background()
 	c := newFakeClock()
 	k := newKubeStorage(t)

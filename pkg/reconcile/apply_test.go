@@ -29,6 +29,7 @@ import (
 // (with init and sidecar containers), waits for real rollouts, reads back
 // images, annotations and Events, and plans again to find nothing to do.
 func TestApplyRollsOutEveryKind(t *testing.T) {
+	env := cluster.Env(t)
 	reg := registrytest.New(t)
 	h := reg.Host()
 	d := map[string]string{}
@@ -50,7 +51,7 @@ func TestApplyRollsOutEveryKind(t *testing.T) {
 		svc("agent", [3]string{"team/agent", "2", ""}),
 		svc("report", [3]string{"team/report", "2", ""}),
 	)
-	req := reconcile.Request{Environment: e, Revision: "0123456789abcdef", Targets: []reconcile.Target{target("a", ns)}}
+	req := reconcile.Request{Environment: e, Revision: "0123456789abcdef", Targets: []reconcile.Target{target(t, "a", ns)}}
 	r := newReconciler(t, reconcile.WithVerifyDigests(true), reconcile.WithPinDigests(true), reconcile.WithRolloutTimeout(90*time.Second))
 
 	plan := mustPlan(t, r, req)
@@ -174,10 +175,11 @@ func TestApplyRollsOutEveryKind(t *testing.T) {
 // plan and apply: each apply is refused with ErrStalePlan and nothing is
 // patched.
 func TestApplyRefusesStaleHash(t *testing.T) {
+	env := cluster.Env(t)
 	ns := env.Namespace(t)
 	createDeployment(t, env.Clientset, ns, "web", "web", 0, pod{containers: [][2]string{{"web", "reg.example.com/web:1"}}})
 	e := environment(svc("web", [3]string{"web", "2", ""}))
-	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target("a", ns)}}
+	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target(t, "a", ns)}}
 	r := newReconciler(t)
 	plan := mustPlan(t, r, req)
 
@@ -212,6 +214,7 @@ func TestApplyRefusesStaleHash(t *testing.T) {
 // a client whose patches take 30ms: never more than 3 patches (nor 3 Event
 // writes) are in flight, and 3 are.
 func TestApplyBoundsConcurrency(t *testing.T) {
+	env := cluster.Env(t)
 	ns := env.Namespace(t)
 	var services []manifest.Service
 	for i := range 24 {
@@ -237,7 +240,7 @@ func TestApplyBoundsConcurrency(t *testing.T) {
 			return rt.RoundTrip(r)
 		})
 	})
-	tg := target("a", ns)
+	tg := target(t, "a", ns)
 	tg.Client = kubernetes.NewForConfigOrDie(cfg)
 	req := reconcile.Request{Environment: environment(services...), Revision: "r", Targets: []reconcile.Target{tg}}
 	r := newReconciler(t, reconcile.WithRolloutTimeout(0), reconcile.WithConcurrency(3))
@@ -256,6 +259,7 @@ func TestApplyBoundsConcurrency(t *testing.T) {
 // rollout timeout, and so does a Deployment whose pods run on the node but
 // never become ready; a healthy Deployment beside them succeeds.
 func TestApplyReportsFailedRollouts(t *testing.T) {
+	env := cluster.Env(t)
 	ns := env.Namespace(t)
 	c := env.Clientset
 	nowhere := map[string]string{"stagehand.io/no-such-node": "true"}
@@ -275,7 +279,7 @@ func TestApplyReportsFailedRollouts(t *testing.T) {
 		svc("fine", [3]string{"fine", "2", ""}),
 		svc("unready", [3]string{"unready", "2", ""}),
 	)
-	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target("a", ns)}}
+	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target(t, "a", ns)}}
 	const timeout = 8 * time.Second
 	r := newReconciler(t, reconcile.WithRolloutTimeout(timeout))
 	plan := mustPlan(t, r, req)

@@ -77,6 +77,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // counted.
 func benchClient(b *testing.B) (kubernetes.Interface, *counter) {
 	b.Helper()
+	env := cluster.Env(b)
 	cnt := &counter{n: map[string]int{}}
 	clients, err := wire.NewClients(wire.WithWrapTransport(cnt.wrap))
 	if err != nil {
@@ -95,6 +96,7 @@ func benchClient(b *testing.B) (kubernetes.Interface, *counter) {
 // ceiling differs from Apply only in Stagehand's own work.
 func rawClient(b *testing.B) kubernetes.Interface {
 	b.Helper()
+	env := cluster.Env(b)
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = -1, 0
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
@@ -151,6 +153,7 @@ func (p panicTB) Helper()                        {}
 // Deployments (plus a StatefulSet, DaemonSet and CronJob list each) and
 // reports API requests per plan: one list per kind per target.
 func BenchmarkPlan2000(b *testing.B) {
+	env := cluster.Env(b)
 	c, cnt := benchClient(b)
 	ns := env.Namespace(b)
 	e := populate(b, c, ns, 2000, "2")
@@ -193,6 +196,7 @@ func BenchmarkPlan2000(b *testing.B) {
 // The machine is shared, so each round runs the variants back to back and
 // the metrics compare sums over the same rounds.
 func BenchmarkApply500(b *testing.B) {
+	env := cluster.Env(b)
 	const n = 500
 	c, cnt := benchClient(b)
 	ns := env.Namespace(b)

@@ -24,6 +24,7 @@ import (
 // TestApplyEventsThroughFluxRecorder plugs fluxcd's events.Recorder (over a
 // client-go broadcaster) into a target: the Event reaches the API server.
 func TestApplyEventsThroughFluxRecorder(t *testing.T) {
+	env := cluster.Env(t)
 	ns := env.Namespace(t)
 	createDeployment(t, env.Clientset, ns, "web", "web", 0, pod{containers: [][2]string{{"web", "reg.example.com/web:1"}}})
 
@@ -34,7 +35,7 @@ func TestApplyEventsThroughFluxRecorder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg := target("a", ns)
+	tg := target(t, "a", ns)
 	tg.Recorder = rec
 	req := reconcile.Request{Environment: environment(svc("web", [3]string{"web", "2", ""})), Revision: "feedbeef", Targets: []reconcile.Target{tg}}
 	r := newReconciler(t, reconcile.WithRolloutTimeout(0))
@@ -63,6 +64,7 @@ func TestApplyEventsThroughFluxRecorder(t *testing.T) {
 // the Events the moment Apply returns, without waiting: each workload has
 // exactly one Deploying Event, so none is written late or twice.
 func TestApplyOneEventPerWorkloadBeforeReturn(t *testing.T) {
+	env := cluster.Env(t)
 	const n = 40
 	ns := env.Namespace(t)
 	var services []manifest.Service
@@ -71,7 +73,7 @@ func TestApplyOneEventPerWorkloadBeforeReturn(t *testing.T) {
 		createDeployment(t, env.Clientset, ns, name, name, 0, pod{containers: [][2]string{{"app", "reg.example.com/" + name + ":1"}}})
 		services = append(services, svc(name, [3]string{name, "2", ""}))
 	}
-	req := reconcile.Request{Environment: environment(services...), Revision: "cafe", Targets: []reconcile.Target{target("a", ns)}}
+	req := reconcile.Request{Environment: environment(services...), Revision: "cafe", Targets: []reconcile.Target{target(t, "a", ns)}}
 	r := newReconciler(t, reconcile.WithRolloutTimeout(0), reconcile.WithConcurrency(4))
 	p := mustPlan(t, r, req)
 	res, err := r.Apply(context.Background(), req, p.PlanHash)

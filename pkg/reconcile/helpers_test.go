@@ -105,8 +105,9 @@ func environment(services ...manifest.Service) *manifest.Environment {
 	return &manifest.Environment{Name: "test", Root: "environments/test/manifest.json", Services: services}
 }
 
-func target(name, ns string) reconcile.Target {
-	return reconcile.Target{Name: name, Namespace: ns, Client: env.Clientset}
+func target(t testing.TB, name, ns string) reconcile.Target {
+	t.Helper()
+	return reconcile.Target{Name: name, Namespace: ns, Client: cluster.Env(t).Clientset}
 }
 
 func newReconciler(t testing.TB, opts ...reconcile.Option) *reconcile.Reconciler {
@@ -130,6 +131,7 @@ func mustPlan(t testing.TB, r *reconcile.Reconciler, req reconcile.Request) *rec
 
 func deploymentImages(t testing.TB, ns, name string) (inits, containers []string) {
 	t.Helper()
+	env := cluster.Env(t)
 	d, err := env.Clientset.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("getting deployment %s: %v", name, err)

@@ -76,12 +76,13 @@ var (
 // TestLocks: a locked service is blocked in the plan; applying holds the
 // target lock; a lock taken mid-apply stops the patches not yet sent.
 func TestLocks(t *testing.T) {
+	env := cluster.Env(t)
 	ns := env.Namespace(t)
 	for _, name := range []string{"a1", "b2", "c3"} {
 		createDeployment(t, env.Clientset, ns, name, name, 0, pod{containers: [][2]string{{"app", "reg.example.com/" + name + ":1"}}})
 	}
 	e := environment(svc("a1", [3]string{"a1", "2", ""}), svc("b2", [3]string{"b2", "2", ""}), svc("c3", [3]string{"c3", "2", ""}))
-	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target("t1", ns)}, LockPath: "apps/prod"}
+	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target(t, "t1", ns)}, LockPath: "apps/prod"}
 	locks := &memLocks{locks: map[string]string{"apps/prod/t1/c3": "An incident on c3"}}
 	r := newReconciler(t, reconcile.WithLocks(locks, locks), reconcile.WithConcurrency(1), reconcile.WithRolloutTimeout(0))
 
@@ -138,6 +139,7 @@ func TestLocks(t *testing.T) {
 // blocks it, the apply holds and releases the deploy lock on the target, and
 // its own lock does not block its patches.
 func TestLocksWithLockService(t *testing.T) {
+	env := cluster.Env(t)
 	ns := env.Namespace(t)
 	for _, name := range []string{"a1", "c3"} {
 		createDeployment(t, env.Clientset, ns, name, name, 0, pod{containers: [][2]string{{"app", "reg.example.com/" + name + ":1"}}})
@@ -152,7 +154,7 @@ func TestLocksWithLockService(t *testing.T) {
 	}
 	checker := lock.NewChecker(svcs, time.UTC)
 	e := environment(svc("a1", [3]string{"a1", "2", ""}), svc("c3", [3]string{"c3", "2", ""}))
-	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target("t1", ns)}, LockPath: "apps/prod"}
+	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target(t, "t1", ns)}, LockPath: "apps/prod"}
 	var heldDuringApply []lock.Lock
 	r := newReconciler(t, reconcile.WithLocks(checker, checker), reconcile.WithRolloutTimeout(0))
 	plan := mustPlan(t, r, req)
@@ -215,6 +217,7 @@ var (
 // per target, however many services change, and blocks exactly what
 // per-service Blocking calls block.
 func TestPlanLocksBatched(t *testing.T) {
+	env := cluster.Env(t)
 	nsA, nsB := env.Namespace(t), env.Namespace(t)
 	var services []manifest.Service
 	for i := range 12 {
@@ -225,7 +228,7 @@ func TestPlanLocksBatched(t *testing.T) {
 		}
 	}
 	req := reconcile.Request{Environment: environment(services...), Revision: "r",
-		Targets: []reconcile.Target{target("t1", nsA), target("t2", nsB)}, LockPath: "apps/prod"}
+		Targets: []reconcile.Target{target(t, "t1", nsA), target(t, "t2", nsB)}, LockPath: "apps/prod"}
 	table := map[string]string{
 		"apps/prod/t1/s1":  "An incident on s1",
 		"apps/prod/t1/s10": "An automation run on s10",
@@ -279,6 +282,7 @@ func TestPlanLocksBatched(t *testing.T) {
 // plan do not grow with the number of services, and a locked service is
 // still blocked.
 func TestPlanLockRequestsKubernetes(t *testing.T) {
+	env := cluster.Env(t)
 	ctx := context.Background()
 	ns, lockNS := env.Namespace(t), env.Namespace(t)
 	cnt := &counter{n: map[string]int{}}
@@ -305,7 +309,7 @@ func TestPlanLockRequestsKubernetes(t *testing.T) {
 			createDeployment(t, env.Clientset, ns, name, name, 0, pod{containers: [][2]string{{"app", "reg.example.com/" + name + ":1"}}})
 			services = append(services, svc(name, [3]string{name, "2", ""}))
 		}
-		req := reconcile.Request{Environment: environment(services...), Revision: "r", Targets: []reconcile.Target{target("t1", ns)}, LockPath: "apps/prod"}
+		req := reconcile.Request{Environment: environment(services...), Revision: "r", Targets: []reconcile.Target{target(t, "t1", ns)}, LockPath: "apps/prod"}
 		cnt.reset()
 		p := mustPlan(t, r, req)
 		for k, v := range cnt.reset() {
@@ -328,6 +332,7 @@ func TestPlanLockRequestsKubernetes(t *testing.T) {
 // an incident locks all of apps/prod (beneath, the apply's own deploy lock on
 // the target refuses other locks), and b2 is not patched.
 func TestLockTakenMidApplyWithLockService(t *testing.T) {
+	env := cluster.Env(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	for _, name := range []string{"a1", "b2"} {
@@ -343,7 +348,7 @@ func TestLockTakenMidApplyWithLockService(t *testing.T) {
 	}
 	checker := lock.NewChecker(svcs, time.UTC)
 	e := environment(svc("a1", [3]string{"a1", "2", ""}), svc("b2", [3]string{"b2", "2", ""}))
-	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target("t1", ns)}, LockPath: "apps/prod"}
+	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target(t, "t1", ns)}, LockPath: "apps/prod"}
 	r := newReconciler(t, reconcile.WithLocks(checker, checker), reconcile.WithConcurrency(1), reconcile.WithRolloutTimeout(0))
 	plan := mustPlan(t, r, req)
 	res, err := r.Apply(ctx, req, plan.PlanHash, reconcile.WithProgress(func(p reconcile.Progress) {

@@ -20,6 +20,7 @@ import (
 // multi-container pods, the name fallback, missing and ambiguous mappings
 // and unmanaged workloads in one namespace.
 func TestPlanMapsEveryKind(t *testing.T) {
+	env := cluster.Env(t)
 	ns := env.Namespace(t)
 	c := env.Clientset
 	createDeployment(t, c, ns, "api", "api", 1, pod{
@@ -47,7 +48,7 @@ func TestPlanMapsEveryKind(t *testing.T) {
 	createDeployment(t, c, ns, "api-extra", "api-extra", 1, pod{containers: [][2]string{{"x", "reg.example.com/other:1"}}})
 
 	r := newReconciler(t)
-	got := mustPlan(t, r, reconcile.Request{Environment: e, Revision: "abc123", Targets: []reconcile.Target{target("a", ns)}})
+	got := mustPlan(t, r, reconcile.Request{Environment: e, Revision: "abc123", Targets: []reconcile.Target{target(t, "a", ns)}})
 
 	ch := func(service, kind, name, container, from, to string) reconcile.Change {
 		return reconcile.Change{Service: service, Target: "a", Namespace: ns, Kind: kind, Name: name, Container: container, From: from, To: to}
@@ -82,14 +83,15 @@ func TestPlanMapsEveryKind(t *testing.T) {
 // TestPlanTwoTargets plans one environment against two namespaces that run
 // different versions, and checks the hash does not depend on target order.
 func TestPlanTwoTargets(t *testing.T) {
+	env := cluster.Env(t)
 	nsA, nsB := env.Namespace(t), env.Namespace(t)
 	createDeployment(t, env.Clientset, nsA, "web", "web", 1, pod{containers: [][2]string{{"web", "eu.reg.example.com/web:1"}}})
 	createDeployment(t, env.Clientset, nsB, "web", "web", 1, pod{containers: [][2]string{{"web", "us.reg.example.com/web:2"}}})
 	e := environment(svc("web", [3]string{"web", "2", ""}))
 	r := newReconciler(t)
 
-	ab := mustPlan(t, r, reconcile.Request{Environment: e, Revision: "r1", Targets: []reconcile.Target{target("a", nsA), target("b", nsB)}})
-	ba := mustPlan(t, r, reconcile.Request{Environment: e, Revision: "r1", Targets: []reconcile.Target{target("b", nsB), target("a", nsA)}})
+	ab := mustPlan(t, r, reconcile.Request{Environment: e, Revision: "r1", Targets: []reconcile.Target{target(t, "a", nsA), target(t, "b", nsB)}})
+	ba := mustPlan(t, r, reconcile.Request{Environment: e, Revision: "r1", Targets: []reconcile.Target{target(t, "b", nsB), target(t, "a", nsA)}})
 	want := []reconcile.Change{{Service: "web", Target: "a", Namespace: nsA, Kind: "Deployment", Name: "web", Container: "web",
 		From: "eu.reg.example.com/web:1", To: "eu.reg.example.com/web:2"}}
 	if diff := cmp.Diff(want, ab.Changes); diff != "" {
@@ -112,7 +114,7 @@ func TestPlanTwoTargets(t *testing.T) {
 			many.Services = append(many.Services, svc(fmt.Sprintf("svc-%d", i), [3]string{"x", "1", ""}))
 		}
 		many.Services = append(many.Services, e.Services...)
-		ta, tb := target("a", nsA), target("b", nsB)
+		ta, tb := target(t, "a", nsA), target(t, "b", nsB)
 		ta.Client, tb.Client = cs, cs
 		mustPlan(t, r, reconcile.Request{Environment: many, Revision: "r1", Targets: []reconcile.Target{ta, tb}})
 		want := map[string]int{"GET cronjobs": 2, "GET daemonsets": 2, "GET deployments": 2, "GET statefulsets": 2}
@@ -123,7 +125,7 @@ func TestPlanTwoTargets(t *testing.T) {
 
 	t.Run("apply to both targets", func(t *testing.T) {
 		r := newReconciler(t, reconcile.WithRolloutTimeout(60*time.Second))
-		req := reconcile.Request{Environment: e, Revision: "r1", Targets: []reconcile.Target{target("a", nsA), target("b", nsB)}}
+		req := reconcile.Request{Environment: e, Revision: "r1", Targets: []reconcile.Target{target(t, "a", nsA), target(t, "b", nsB)}}
 		res, err := r.Apply(context.Background(), req, ab.PlanHash)
 		if err != nil {
 			t.Fatal(err)
@@ -143,6 +145,7 @@ func TestPlanTwoTargets(t *testing.T) {
 // key then means nothing, and two manifest containers that match the same
 // pod container are ambiguous.
 func TestPlanSelectorLabel(t *testing.T) {
+	env := cluster.Env(t)
 	ns := env.Namespace(t)
 	relabel := func(service string) func(*appsv1.Deployment) {
 		return func(d *appsv1.Deployment) { d.Labels = map[string]string{"acme.com/service": service} }
@@ -155,7 +158,7 @@ func TestPlanSelectorLabel(t *testing.T) {
 		svc("pair", [3]string{"team/pair", "2", ""}, [3]string{"pair", "3", ""}),
 	)
 	r := newReconciler(t, reconcile.WithSelectorLabel("acme.com/service"))
-	p := mustPlan(t, r, reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target("a", ns)}})
+	p := mustPlan(t, r, reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target(t, "a", ns)}})
 	want := []reconcile.Change{{Service: "web", Target: "a", Namespace: ns, Kind: "Deployment", Name: "web-v2", Container: "web",
 		From: "reg.example.com/web:1", To: "reg.example.com/web:2"}}
 	if diff := cmp.Diff(want, p.Changes); diff != "" {

@@ -18,6 +18,7 @@ import (
 // not loopback (go-containerregistry speaks plain HTTP to loopback on its
 // own): only when the host is listed as insecure does the plan use HTTP.
 func TestPlanInsecureRegistry(t *testing.T) {
+	env := cluster.Env(t)
 	reg := registrytest.New(t)
 	d := reg.Push(t, "team/app", "2")
 	_, port, err := net.SplitHostPort(reg.Host())
@@ -31,7 +32,7 @@ func TestPlanInsecureRegistry(t *testing.T) {
 	}
 	ns := env.Namespace(t)
 	createDeployment(t, env.Clientset, ns, "app", "app", 0, pod{containers: [][2]string{{"app", host + "/team/app:1"}}})
-	req := reconcile.Request{Environment: environment(svc("app", [3]string{"team/app", "2", ""})), Revision: "r", Targets: []reconcile.Target{target("a", ns)}}
+	req := reconcile.Request{Environment: environment(svc("app", [3]string{"team/app", "2", ""})), Revision: "r", Targets: []reconcile.Target{target(t, "a", ns)}}
 	tests := []struct {
 		name     string
 		insecure []string
@@ -56,11 +57,12 @@ func TestPlanInsecureRegistry(t *testing.T) {
 // basic auth, with the credentials of the docker config ($DOCKER_CONFIG),
 // the default keychain the reconciler binary uses.
 func TestPlanRegistryCredentials(t *testing.T) {
+	env := cluster.Env(t)
 	reg := registrytest.New(t, registrytest.WithBasicAuth("ci", "s3cret"))
 	d := reg.Push(t, "team/app", "2")
 	ns := env.Namespace(t)
 	createDeployment(t, env.Clientset, ns, "app", "app", 0, pod{containers: [][2]string{{"app", reg.Host() + "/team/app:1"}}})
-	req := reconcile.Request{Environment: environment(svc("app", [3]string{"team/app", "2", d})), Revision: "r", Targets: []reconcile.Target{target("a", ns)}}
+	req := reconcile.Request{Environment: environment(svc("app", [3]string{"team/app", "2", d})), Revision: "r", Targets: []reconcile.Target{target(t, "a", ns)}}
 
 	dockerConfig := func(auths string) string {
 		dir := t.TempDir()

@@ -14,6 +14,7 @@ import (
 // TestPlanDigests verifies given digests against a real registry (match,
 // mismatch, unknown tag) and pins digests of tags given without one.
 func TestPlanDigests(t *testing.T) {
+	env := cluster.Env(t)
 	reg := registrytest.New(t)
 	host := reg.Host()
 	matchDigest := reg.Push(t, "team/match", "2")
@@ -37,7 +38,7 @@ func TestPlanDigests(t *testing.T) {
 	)
 	r := newReconciler(t, reconcile.WithVerifyDigests(true), reconcile.WithPinDigests(true), reconcile.WithInsecureRegistries(host))
 	before := reg.ManifestRequests()
-	got := mustPlan(t, r, reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target("a", ns)}})
+	got := mustPlan(t, r, reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target(t, "a", ns)}})
 	if n := reg.ManifestRequests() - before; n != 5 {
 		t.Errorf("registry served %d manifest requests, want 5 (one per distinct image)", n)
 	}
@@ -66,7 +67,7 @@ func TestPlanDigests(t *testing.T) {
 	t.Run("without verification or pinning the registry is not asked", func(t *testing.T) {
 		r := newReconciler(t)
 		before := reg.Requests()
-		p := mustPlan(t, r, reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target("a", ns)}})
+		p := mustPlan(t, r, reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target(t, "a", ns)}})
 		if n := reg.Requests() - before; n != 0 {
 			t.Errorf("registry served %d requests, want 0", n)
 		}
@@ -79,6 +80,7 @@ func TestPlanDigests(t *testing.T) {
 // TestPlanRegistryUnreachable: a registry that refuses connections is a
 // problem for the services whose images live there, not a failed plan.
 func TestPlanRegistryUnreachable(t *testing.T) {
+	env := cluster.Env(t)
 	reg := registrytest.New(t)
 	d := reg.Push(t, "team/up", "2")
 	ns := env.Namespace(t)
@@ -86,7 +88,7 @@ func TestPlanRegistryUnreachable(t *testing.T) {
 	createDeployment(t, env.Clientset, ns, "up", "up", 0, pod{containers: [][2]string{{"app", reg.Host() + "/team/up:1"}}})
 	e := environment(svc("down", [3]string{"team/down", "2", ""}), svc("up", [3]string{"team/up", "2", ""}))
 	r := newReconciler(t, reconcile.WithPinDigests(true), reconcile.WithRegistryTimeout(5*time.Second))
-	p := mustPlan(t, r, reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target("a", ns)}})
+	p := mustPlan(t, r, reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target(t, "a", ns)}})
 	if len(p.Changes) != 1 || p.Changes[0].To != reg.Host()+"/team/up:2@"+d {
 		t.Errorf("changes %v; want only up pinned to %s", p.Changes, d)
 	}
