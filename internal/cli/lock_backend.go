@@ -90,7 +90,7 @@ func (f *backendFlags) register(cmd *cobra.Command) {
 }
 
 // noDynamoDB says how to get along without the seed's DynamoDB backend:
-// Stagehand keeps locks in Kubernetes objects (DESIGN §6).
+// Stagehand keeps locks in Kubernetes objects (locks.stagehand.io).
 const noDynamoDB = "DynamoDB lock storage is not supported: Stagehand keeps locks in Kubernetes; use --storage kubernetes, or --server URL of a reconciler"
 
 // open is how unlock, check, prune and list start: the command's

@@ -1,6 +1,6 @@
 // Package lock implements deploy locks: records that forbid deploying into a
 // path such as apps/staging/a/auth-app while test automation, an incident or
-// another deploy is in progress (seed 002, DESIGN §6).
+// another deploy is in progress.
 //
 // A lock is written at exactly one path; checking a path walks every prefix of
 // it, so a lock at apps/staging blocks apps/staging/a/auth-app. Locks expire and

@@ -1,6 +1,5 @@
 // Package manifest parses, validates and resolves the deployment manifests of
-// a Stagehand manifests repository (the services RFC, seed 000, with the
-// decisions of DESIGN §2).
+// a Stagehand manifests repository (the services RFC).
 //
 // Resolve reads <root>/environments/<env>/manifest.json and its includes from
 // any fs.FS (a directory, a git tree) and returns the environment's effective

@@ -31,6 +31,28 @@ var (
 	windowKeys = []string{"schedule", "duration"}
 )
 
+// Keys returns every key pipeline.yaml accepts as a path such as
+// "stages[].requires.soak", in file order: what docs/configuration.md must
+// describe. A new key list (a nested mapping) is added to nested as well.
+func Keys() []string {
+	nested := map[string][]string{"stages[]": stageKeys, "stages[].requires": reqKeys, "stages[].window": windowKeys}
+	var out []string
+	var walk func(prefix string, keys []string)
+	walk = func(prefix string, keys []string) {
+		for _, k := range keys {
+			path := join(prefix, k)
+			out = append(out, path)
+			if sub, ok := nested[path]; ok { // a mapping
+				walk(path, sub)
+			} else if sub, ok := nested[path+"[]"]; ok { // a list of mappings
+				walk(path+"[]", sub)
+			}
+		}
+	}
+	walk("", topKeys)
+	return out
+}
+
 func (p *parser) parse(data []byte) *Pipeline {
 	pl := &Pipeline{File: p.file}
 	var doc yaml.Node
