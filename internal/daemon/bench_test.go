@@ -71,6 +71,7 @@ func benchmarkLatency(b *testing.B, interval time.Duration, webhook bool) {
 // until the first (only) workload is seen patched through a watch. Making the
 // next pending plan (commit, push webhook, plan) is not timed.
 func BenchmarkApprovalClickToPatch(b *testing.B) {
+	env := cluster.Env(b)
 	h := newHarness(b, "prod")
 	r := h.start()
 	ctx := context.Background()
