@@ -355,6 +355,7 @@ func ptr[T any](v T) *T { return &v }
 // patched-on-delete ("patched, pods change when deleted"), not succeeded:
 // their pods still run the old image.
 func TestApplyOnDeleteIsNotDone(t *testing.T) {
+	env := cluster.Env(t)
 	ns := env.Namespace(t)
 	c := env.Clientset
 	ctx := context.Background()
@@ -368,7 +369,7 @@ func TestApplyOnDeleteIsNotDone(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := environment(svc("cache", [3]string{"cache", "2", ""}), svc("logs", [3]string{"logs", "2", ""}))
-	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target("a", ns)}}
+	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target(t, "a", ns)}}
 	r := newReconciler(t, reconcile.WithRolloutTimeout(60*time.Second))
 	plan := mustPlan(t, r, req)
 	var mu sync.Mutex
