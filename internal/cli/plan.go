@@ -16,7 +16,6 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
-	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -127,7 +126,7 @@ func (f *planFlags) manifests(ctx context.Context, cfg *config.Config) (fs.FS, s
 	if cfg.Source.URL == "" {
 		return nil, "", usagef("source.url is not configured; pass --dir CHECKOUT")
 	}
-	src, err := gitsource.New(cfg.Source)
+	src, err := wire.Source(cfg.Source)
 	if err != nil {
 		return nil, "", err
 	}

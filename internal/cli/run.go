@@ -11,7 +11,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	ghapp "github.com/stagehand-gitops/stagehand/internal/github"
-	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 )
 
 // runFlags are the flags of `reconciler run`.
@@ -76,7 +76,7 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	var gh *ghapp.Client
 	if cfg.GitHub.App != nil && !rf.once {
 		// A GitHub Enterprise Server behind the CA of source.caFile is trusted too.
-		tr, err := gitsource.HTTPTransport(cfg.Source)
+		tr, err := wire.HTTPTransport(cfg.Source)
 		if err != nil {
 			return err
 		}

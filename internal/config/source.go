@@ -1,15 +1,30 @@
 package config
 
 import (
+	"errors"
+	"fmt"
 	"net/url"
 	"path"
 	"regexp"
 	"strings"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
 var scpLikeURL = regexp.MustCompile(`^(?:[^@/]+@)?[^:/]+:.+$`)
+
+// Validate reports every problem of the source section alone (Config.Validate
+// checks it with the rest), each naming its key: for a source section built
+// in code rather than loaded.
+func (s Source) Validate() error {
+	var errs []error
+	s.validate(func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, a...)))
+	})
+	return errors.Join(errs...)
+}
 
 // validate checks the source section: URL form, branch name, root, exactly
 // poll timing (a schedule, when set, wins over interval), verification
@@ -36,7 +51,7 @@ func (s *Source) validate(bad func(field, format string, a ...any)) {
 			bad("source.url", "%q is neither a URL (https://, ssh://, file://) nor user@host:path", s.URL)
 		}
 	}
-	if !ValidBranch(s.Branch) {
+	if !gitsource.ValidBranch(s.Branch) {
 		bad("source.branch", "invalid branch name %q", s.Branch)
 	}
 	if r := path.Clean(s.Root); strings.HasPrefix(s.Root, "/") || r == ".." || strings.HasPrefix(r, "../") {
@@ -91,24 +106,4 @@ func (s *Source) validate(bad func(field, format string, a ...any)) {
 			bad("source.auth.githubApp.privateKeyFile", "required (the App's PEM private key, mounted from a Secret)")
 		}
 	}
-}
-
-// ValidBranch reports whether b is a branch name git accepts
-// (git check-ref-format's rules for refs/heads/<b>).
-func ValidBranch(b string) bool {
-	if b == "" || b == "@" || strings.HasPrefix(b, "-") || strings.HasSuffix(b, ".") || strings.HasSuffix(b, ".lock") ||
-		strings.Contains(b, "..") || strings.Contains(b, "@{") || strings.ContainsAny(b, " ~^:?*[\\\x7f") {
-		return false
-	}
-	for _, r := range b {
-		if r < 0x20 {
-			return false
-		}
-	}
-	for _, c := range strings.Split(b, "/") {
-		if c == "" || strings.HasPrefix(c, ".") {
-			return false
-		}
-	}
-	return true
 }

@@ -43,15 +43,3 @@ func TestSource(t *testing.T) {
 		})
 	}
 }
-
-func TestValidBranch(t *testing.T) {
-	for b, want := range map[string]bool{
-		"main": true, "release/1.2": true, "feature_x-y": true,
-		"": false, "a..b": false, "a b": false, "-x": false, "x.lock": false, "x/": false, "/x": false,
-		".hidden": false, "a/.b": false, "a@{1}": false, "a~1": false, "a^": false, "a:b": false, "a*": false, "a[": false, `a\b`: false, "@": false, "a.": false,
-	} {
-		if got := ValidBranch(b); got != want {
-			t.Errorf("ValidBranch(%q) = %v, want %v", b, got, want)
-		}
-	}
-}

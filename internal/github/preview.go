@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -38,7 +39,7 @@ func (p *BranchPreviewer) Preview(ctx context.Context, headRef, headSHA string) 
 	if cfg.Interval.Duration <= 0 {
 		cfg.Interval.Duration = time.Minute
 	}
-	src, err := gitsource.New(cfg, p.opts...)
+	src, err := wire.Source(cfg, wire.WithSourceOptions(p.opts...))
 	if err != nil {
 		return nil, fmt.Errorf("configuring source for branch %s: %w", headRef, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
@@ -88,7 +87,7 @@ func TestPushWakesSource(t *testing.T) {
 	url := git.Init(t, "manifests")
 	first := git.Commit(t, "manifests", "main", map[string]string{"a.json": "1"}, "first")
 
-	src, err := gitsource.New(config.Source{URL: url, Branch: "main", Interval: config.Duration{Duration: time.Hour}, CacheDir: t.TempDir()})
+	src, err := gitsource.New(url, "main", gitsource.WithInterval(time.Hour), gitsource.WithCacheDir(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}

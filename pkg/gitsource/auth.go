@@ -5,44 +5,41 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 	"sync"
 
-	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
-
-	"github.com/stagehand-gitops/stagehand/internal/config"
 )
 
 // DefaultTokenUser is the HTTPS user name sent with a token when
-// source.auth.username is empty; GitHub, and most servers that take a token
-// as password, accept it.
+// WithUsername is not set; GitHub (installation tokens included), and most
+// servers that take a token as password, accept it.
 const DefaultTokenUser = "x-access-token"
 
-// auth produces a fresh transport.AuthMethod for each use: token files are
-// re-read (rotated Secrets work) and GitHub App installation tokens are
-// refreshed by ghinstallation before they expire.
+// auth produces fresh credentials for each poll: the token source is asked
+// again (rotated files, refreshed short-lived tokens) and SSH keys and
+// known_hosts are re-read.
 type auth struct {
 	username   string
 	password   string // from the URL's user info, if any
-	tokenFile  string
+	token      TokenSource
 	sshKeyFile string
 	knownHosts string
-	app        *ghinstallation.Transport
 	redact     *redactor
 }
 
-func newAuth(cfg config.Source, u *parsedURL, o *options, r *redactor) (*auth, error) {
+// newAuth checks the credentials of o against the URL: at most one kind,
+// an SSH key for (and only for) an ssh URL, always with known_hosts.
+func newAuth(u *parsedURL, o *options, r *redactor) (*auth, error) {
 	a := &auth{
-		username:   cfg.Auth.Username,
-		tokenFile:  cfg.Auth.TokenFile,
-		sshKeyFile: cfg.Auth.SSHKeyFile,
-		knownHosts: cfg.Auth.KnownHostsFile,
+		username:   o.username,
+		token:      o.token,
+		sshKeyFile: o.sshKeyFile,
+		knownHosts: o.knownHosts,
 		redact:     r,
 	}
 	if u.password != "" {
@@ -52,38 +49,19 @@ func newAuth(cfg config.Source, u *parsedURL, o *options, r *redactor) (*auth, e
 			a.username = u.user
 		}
 	}
-	n := 0
-	for _, set := range []bool{a.tokenFile != "" || a.password != "", a.sshKeyFile != "", cfg.Auth.GitHubApp != nil} {
-		if set {
-			n++
-		}
-	}
-	if n > 1 {
-		return nil, errors.New("source.auth: use only one of tokenFile (or credentials in the URL), sshKeyFile and githubApp")
+	if a.token != nil && a.password != "" || (a.token != nil || a.password != "") && a.sshKeyFile != "" {
+		return nil, errors.New("credentials: use only one of a token source (or credentials in the URL) and an SSH key")
 	}
 	if a.sshKeyFile != "" {
 		if !u.ssh {
-			return nil, fmt.Errorf("source.auth.sshKeyFile: set, but source.url %s is not an ssh URL", u.redacted)
+			return nil, fmt.Errorf("SSH key: set, but %s is not an ssh URL", u.redacted)
 		}
 		if a.knownHosts == "" {
-			return nil, errors.New("source.auth.knownHostsFile: required with sshKeyFile (host keys are always checked)")
+			return nil, errors.New("known_hosts file: required with an SSH key (host keys are always checked)")
 		}
 	}
 	if u.ssh && a.sshKeyFile == "" {
-		return nil, fmt.Errorf("source.auth.sshKeyFile: required for ssh URL %s", u.redacted)
-	}
-	if app := cfg.Auth.GitHubApp; app != nil {
-		if app.AppID == 0 || app.InstallationID == 0 || app.PrivateKeyFile == "" {
-			return nil, errors.New("source.auth.githubApp: appID, installationID and privateKeyFile are required")
-		}
-		tr, err := ghinstallation.NewKeyFromFile(o.httpTransport(), app.AppID, app.InstallationID, app.PrivateKeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("source.auth.githubApp: loading private key %s: %w", app.PrivateKeyFile, err)
-		}
-		if o.githubAPIURL != "" {
-			tr.BaseURL = strings.TrimRight(o.githubAPIURL, "/")
-		}
-		a.app = tr
+		return nil, fmt.Errorf("SSH key: required for ssh URL %s", u.redacted)
 	}
 	return a, nil
 }
@@ -91,17 +69,10 @@ func newAuth(cfg config.Source, u *parsedURL, o *options, r *redactor) (*auth, e
 // method returns the credentials for one operation.
 func (a *auth) method(ctx context.Context, host string) (transport.AuthMethod, error) {
 	switch {
-	case a.app != nil:
-		tok, err := a.app.Token(ctx)
+	case a.token != nil:
+		tok, err := a.token(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("getting GitHub App installation token: %w", err)
-		}
-		a.redact.add(tok)
-		return &githttp.BasicAuth{Username: "x-access-token", Password: tok}, nil
-	case a.tokenFile != "":
-		tok, err := config.ReadSecret(a.tokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("source.auth.tokenFile: %w", err)
+			return nil, err
 		}
 		a.redact.add(tok)
 		user := a.username
@@ -118,11 +89,11 @@ func (a *auth) method(ctx context.Context, host string) (transport.AuthMethod, e
 		}
 		keys, err := gitssh.NewPublicKeysFromFile(user, a.sshKeyFile, "")
 		if err != nil {
-			return nil, fmt.Errorf("source.auth.sshKeyFile: loading %s: %w", a.sshKeyFile, err)
+			return nil, fmt.Errorf("loading SSH key %s: %w", a.sshKeyFile, err)
 		}
 		db, err := gitssh.NewKnownHostsDb(a.knownHosts)
 		if err != nil {
-			return nil, fmt.Errorf("source.auth.knownHostsFile: loading %s: %w", a.knownHosts, err)
+			return nil, fmt.Errorf("loading known_hosts %s: %w", a.knownHosts, err)
 		}
 		// Strict: an unknown host or a changed key fails; nothing is ever added.
 		keys.HostKeyCallback = db.HostKeyCallback()
@@ -146,12 +117,12 @@ var scpLike = regexp.MustCompile(`^(?:([^@/]+)@)?([^:/]+):(.*)$`)
 
 func parseURL(raw string) (*parsedURL, error) {
 	if raw == "" {
-		return nil, errors.New("source.url: required")
+		return nil, errors.New("url: required")
 	}
 	if !strings.Contains(raw, "://") {
 		m := scpLike.FindStringSubmatch(raw)
 		if m == nil {
-			return nil, fmt.Errorf("source.url: %q is neither a URL (https://, ssh://, file://) nor user@host:path", raw)
+			return nil, fmt.Errorf("url: %q is neither a URL (https://, ssh://, file://) nor user@host:path", raw)
 		}
 		return &parsedURL{clean: raw, redacted: raw, user: m[1], ssh: true, hostPort: net.JoinHostPort(m[2], "22")}, nil
 	}
@@ -161,7 +132,7 @@ func parseURL(raw string) (*parsedURL, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err // the URL itself may hold a password: leave it out
 		}
-		return nil, fmt.Errorf("source.url: invalid URL: %w", err)
+		return nil, fmt.Errorf("url: invalid URL: %w", err)
 	}
 	p := &parsedURL{}
 	switch u.Scheme {
@@ -169,7 +140,7 @@ func parseURL(raw string) (*parsedURL, error) {
 	case "ssh", "git+ssh", "ssh+git":
 		p.ssh = true
 	default:
-		return nil, fmt.Errorf("source.url: unsupported scheme %q; accepted: https, http, ssh, file", u.Scheme)
+		return nil, fmt.Errorf("url: unsupported scheme %q; accepted: https, http, ssh, file", u.Scheme)
 	}
 	if u.User != nil {
 		p.user = u.User.Username()
@@ -186,13 +157,6 @@ func parseURL(raw string) (*parsedURL, error) {
 	}
 	p.hostPort = net.JoinHostPort(u.Hostname(), port)
 	return p, nil
-}
-
-func (o *options) httpTransport() http.RoundTripper {
-	if o.transport != nil {
-		return o.transport
-	}
-	return http.DefaultTransport
 }
 
 // redactor replaces every secret it has seen, and the password part of any

@@ -18,7 +18,7 @@ func BenchmarkNoopPoll(b *testing.B) {
 	srv := gitserver.New(b)
 	url, _ := seed(b, srv)
 	b.Run("gitsource", func(b *testing.B) {
-		s := newSource(b, sourceConfig(url))
+		s := newSource(b, sourceSpec(url))
 		poll(b, s)
 		srv.ResetRequests()
 		b.ResetTimer()
@@ -83,7 +83,7 @@ func BenchmarkIncrementalFetch(b *testing.B) {
 	}
 
 	b.Run("gitsource", func(b *testing.B) {
-		s := newSource(b, sourceConfig(url))
+		s := newSource(b, sourceSpec(url))
 		poll(b, s)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {

@@ -14,21 +14,27 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
-func sourceConfig(url string) config.Source {
-	return config.Source{URL: url, Branch: "main", Root: ".", Interval: config.Duration{Duration: time.Minute}}
+// spec is what a test's Source is made of; a restarted Source is another
+// New of the same spec (same cache directory).
+type spec struct {
+	url, branch string
+	cacheDir    string // default: a new temporary directory
+	opts        []gitsource.Option
 }
 
-func newSource(t testing.TB, cfg config.Source, opts ...gitsource.Option) *gitsource.Source {
+func sourceSpec(url string) spec { return spec{url: url, branch: "main"} }
+
+func newSource(t testing.TB, sp spec, opts ...gitsource.Option) *gitsource.Source {
 	t.Helper()
-	if cfg.CacheDir == "" {
-		cfg.CacheDir = t.TempDir()
+	if sp.cacheDir == "" {
+		sp.cacheDir = t.TempDir()
 	}
-	s, err := gitsource.New(cfg, opts...)
+	all := append([]gitsource.Option{gitsource.WithCacheDir(sp.cacheDir)}, sp.opts...)
+	s, err := gitsource.New(sp.url, sp.branch, append(all, opts...)...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

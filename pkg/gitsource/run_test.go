@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
@@ -28,8 +27,8 @@ func TestBackoff(t *testing.T) {
 
 func TestNextDelay(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 3, 30, 0, time.UTC)
-	cron := sourceConfig("https://example.com/x.git")
-	cron.Schedule = "*/5 * * * *"
+	cron := sourceSpec("https://example.com/x.git")
+	cron.opts = append(cron.opts, gitsource.WithSchedule("*/5 * * * *"))
 	cronSrc := newSource(t, cron)
 	if got, want := gitsource.NextDelay(cronSrc, now, 0), 90*time.Second; got != want {
 		t.Errorf("cron delay = %s, want %s", got, want)
@@ -37,8 +36,8 @@ func TestNextDelay(t *testing.T) {
 	if got, want := gitsource.NextDelay(cronSrc, now, 2), 10*time.Second; got != want {
 		t.Errorf("delay after 2 failures = %s, want %s (backoff beats the schedule)", got, want)
 	}
-	interval := sourceConfig("https://example.com/x.git")
-	interval.Interval = config.Duration{Duration: time.Minute}
+	interval := sourceSpec("https://example.com/x.git")
+	interval.opts = append(interval.opts, gitsource.WithInterval(time.Minute))
 	src := newSource(t, interval, gitsource.WithJitter(0.5))
 	seen := map[bool]bool{}
 	for range 50 {
@@ -106,8 +105,8 @@ func (r *runner) revisions() []string {
 func TestRunTriggerBurstMakesOneFetch(t *testing.T) {
 	srv := gitserver.New(t)
 	url, first := seed(t, srv)
-	cfg := sourceConfig(url)
-	cfg.Interval = config.Duration{Duration: time.Hour}
+	cfg := sourceSpec(url)
+	cfg.opts = append(cfg.opts, gitsource.WithInterval(time.Hour))
 	const debounce = 200 * time.Millisecond
 	s := newSource(t, cfg, gitsource.WithDebounce(debounce))
 	r := run(t, s)
@@ -134,8 +133,8 @@ func TestRunTriggerBurstMakesOneFetch(t *testing.T) {
 func TestRunBacksOffWhileDownAndRecovers(t *testing.T) {
 	srv := gitserver.New(t)
 	url, first := seed(t, srv)
-	cfg := sourceConfig(url)
-	cfg.Interval = config.Duration{Duration: time.Hour}
+	cfg := sourceSpec(url)
+	cfg.opts = append(cfg.opts, gitsource.WithInterval(time.Hour))
 	s := newSource(t, cfg, gitsource.WithBackoff(20*time.Millisecond, 80*time.Millisecond), gitsource.WithDebounce(0))
 	r := run(t, s)
 	r.wait(t, first)
@@ -175,9 +174,9 @@ func TestRunBacksOffWhileDownAndRecovers(t *testing.T) {
 func TestRunAfterRestartDeliversCachedSnapshot(t *testing.T) {
 	srv := gitserver.New(t)
 	url, first := seed(t, srv)
-	cfg := sourceConfig(url)
-	cfg.CacheDir = t.TempDir()
-	cfg.Interval = config.Duration{Duration: time.Hour}
+	cfg := sourceSpec(url)
+	cfg.cacheDir = t.TempDir()
+	cfg.opts = append(cfg.opts, gitsource.WithInterval(time.Hour))
 	poll(t, newSource(t, cfg))
 
 	t.Run("remote unchanged", func(t *testing.T) {

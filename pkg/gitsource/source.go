@@ -15,8 +15,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/robfig/cron/v3"
-
-	"github.com/stagehand-gitops/stagehand/internal/config"
 )
 
 // ErrBranchNotFound is returned when the remote has no such branch.
@@ -56,8 +54,8 @@ type Source struct {
 	branch   string
 	interval time.Duration
 	schedule cron.Schedule
-	verify   *config.Verify
-	caFile   string
+	keyring  ReadFunc
+	caBundle ReadFunc
 	opts     options
 	auth     *auth
 	redact   *redactor
@@ -72,71 +70,57 @@ type Source struct {
 	loaded  bool // the cache's last-good ref was read
 }
 
-// New builds a Source from the source: section of the configuration. It does
-// no I/O beyond reading key files; the first Poll opens or creates the cache.
-func New(cfg config.Source, opts ...Option) (*Source, error) {
+// New builds a Source following branch of the repository at url (https,
+// http, ssh, user@host:path or file; user:password in an https URL is used
+// and redacted). It does no I/O beyond checking the CA bundle; the first Poll
+// opens or creates the cache.
+func New(url, branch string, opts ...Option) (*Source, error) {
 	o := defaultOptions()
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("configuring git source: %w", err)
 		}
 	}
-	u, err := parseURL(cfg.URL)
+	u, err := parseURL(url)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Branch == "" {
-		return nil, errors.New("source.branch: required")
+	if branch == "" {
+		return nil, errors.New("branch: required")
 	}
-	if !config.ValidBranch(cfg.Branch) {
-		return nil, fmt.Errorf("source.branch: invalid branch name %q", cfg.Branch)
+	if !ValidBranch(branch) {
+		return nil, fmt.Errorf("branch: invalid branch name %q", branch)
 	}
 	s := &Source{
 		url:      u,
-		branch:   cfg.Branch,
-		interval: cfg.Interval.Duration,
-		verify:   cfg.Verify,
+		branch:   branch,
+		interval: o.interval,
+		schedule: o.schedule,
+		keyring:  o.keyring,
+		caBundle: o.caBundle,
 		opts:     o,
 		redact:   &redactor{},
 		trigger:  make(chan struct{}, 1),
 	}
-	if cfg.Schedule != "" {
-		if s.schedule, err = cron.ParseStandard(cfg.Schedule); err != nil {
-			return nil, fmt.Errorf("source.schedule: invalid cron expression %q: %w", cfg.Schedule, err)
-		}
-	} else if s.interval <= 0 {
-		return nil, fmt.Errorf("source.interval: must be positive, got %s", s.interval)
-	}
-	if v := cfg.Verify; v != nil && (v.Mode != "head" || v.KeyringFile == "") {
-		return nil, fmt.Errorf("source.verify: want {mode: head, keyringFile: <file>}, got mode %q, keyringFile %q", v.Mode, v.KeyringFile)
-	}
-	if cfg.CAFile != "" {
+	if o.caBundle != nil {
 		if !strings.HasPrefix(u.clean, "https://") {
-			return nil, fmt.Errorf("source.caFile: set, but %s is not an https URL", u.redacted)
+			return nil, fmt.Errorf("CA bundle: set, but %s is not an https URL", u.redacted)
 		}
-		_, pool, err := readCAFile(cfg.CAFile)
-		if err != nil {
+		if _, err := s.readCABundle(); err != nil {
 			return nil, err
 		}
-		s.caFile = cfg.CAFile
-		if o.transport == nil {
-			o.transport = caTransport(pool)
-		}
 	}
-	if s.auth, err = newAuth(cfg, u, &o, s.redact); err != nil {
+	if s.auth, err = newAuth(u, &o, s.redact); err != nil {
 		return nil, err
 	}
 	dir := o.cacheDir
-	if dir == "" {
-		dir = cfg.CacheDir
-	}
 	if dir == "" {
 		if dir, err = defaultCacheDir(); err != nil {
 			return nil, err
 		}
 	}
-	s.cache = newCache(dir, u.clean, cfg.Branch)
-	s.status = Status{URL: u.redacted, Branch: cfg.Branch}
+	s.cache = newCache(dir, u.clean, branch)
+	s.status = Status{URL: u.redacted, Branch: branch}
 	return s, nil
 }
 

@@ -2,13 +2,8 @@ package gitsource_test
 
 import (
 	"context"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
-	"log"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +12,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
@@ -27,16 +21,17 @@ func TestPollHTTPAuth(t *testing.T) {
 	tests := []struct {
 		name    string
 		server  []gitserver.Option
-		auth    config.Auth
+		user    string // WithUsername
+		token   bool   // WithTokenSource giving the token
 		userURL string // user info to put in the URL
 		wantErr error
 	}{
 		{name: "anonymous"},
-		{name: "token, default user", server: []gitserver.Option{gitserver.WithBasicAuth("x-access-token", token)}, auth: config.Auth{TokenFile: "token"}},
-		{name: "token with username", server: []gitserver.Option{gitserver.WithBasicAuth("deploy", token)}, auth: config.Auth{Username: "deploy", TokenFile: "token"}},
+		{name: "token, default user", server: []gitserver.Option{gitserver.WithBasicAuth("x-access-token", token)}, token: true},
+		{name: "token with username", server: []gitserver.Option{gitserver.WithBasicAuth("deploy", token)}, user: "deploy", token: true},
 		{name: "credentials in URL", server: []gitserver.Option{gitserver.WithBasicAuth("deploy", token)}, userURL: "deploy:" + token},
 		{name: "no credentials", server: []gitserver.Option{gitserver.WithBasicAuth("deploy", token)}, wantErr: transport.ErrAuthenticationRequired},
-		{name: "wrong token", server: []gitserver.Option{gitserver.WithBasicAuth("deploy", "other-token-value")}, auth: config.Auth{Username: "deploy", TokenFile: "token"}, wantErr: transport.ErrAuthenticationRequired},
+		{name: "wrong token", server: []gitserver.Option{gitserver.WithBasicAuth("deploy", "other-token-value")}, user: "deploy", token: true, wantErr: transport.ErrAuthenticationRequired},
 		{name: "wrong password in URL", server: []gitserver.Option{gitserver.WithBasicAuth("deploy", "other-token-value")}, userURL: "deploy:" + token, wantErr: transport.ErrAuthenticationRequired},
 	}
 	for _, tt := range tests {
@@ -46,10 +41,12 @@ func TestPollHTTPAuth(t *testing.T) {
 			if tt.userURL != "" {
 				url = strings.Replace(url, "http://", "http://"+tt.userURL+"@", 1)
 			}
-			cfg := sourceConfig(url)
-			cfg.Auth = tt.auth
-			if cfg.Auth.TokenFile != "" {
-				cfg.Auth.TokenFile = writeFile(t, t.TempDir(), "token", token+"\n")
+			cfg := sourceSpec(url)
+			if tt.user != "" {
+				cfg.opts = append(cfg.opts, gitsource.WithUsername(tt.user))
+			}
+			if tt.token {
+				cfg.opts = append(cfg.opts, gitsource.WithTokenSource(func(context.Context) (string, error) { return token, nil }))
 			}
 			s := newSource(t, cfg)
 			snap, err := s.Poll(context.Background())
@@ -84,7 +81,7 @@ func TestPollHTTPAuth(t *testing.T) {
 func TestNoChangePollMakesOneLsRemoteAndNoFetch(t *testing.T) {
 	srv := gitserver.New(t)
 	url, first := seed(t, srv)
-	s := newSource(t, sourceConfig(url))
+	s := newSource(t, sourceSpec(url))
 	poll(t, s)
 
 	srv.ResetRequests()
@@ -113,8 +110,8 @@ func TestNoChangePollMakesOneLsRemoteAndNoFetch(t *testing.T) {
 func TestRestartKeepsCacheAndFetchesNothing(t *testing.T) {
 	srv := gitserver.New(t)
 	url, first := seed(t, srv)
-	cfg := sourceConfig(url)
-	cfg.CacheDir = t.TempDir()
+	cfg := sourceSpec(url)
+	cfg.cacheDir = t.TempDir()
 	poll(t, newSource(t, cfg))
 
 	srv.ResetRequests()
@@ -134,7 +131,7 @@ func TestRestartKeepsCacheAndFetchesNothing(t *testing.T) {
 func TestForcePush(t *testing.T) {
 	srv := gitserver.New(t)
 	url, first := seed(t, srv)
-	s := newSource(t, sourceConfig(url))
+	s := newSource(t, sourceSpec(url))
 	poll(t, s)
 	srv.Commit(t, "manifests", "main", map[string]string{"b.json": "b"}, "second")
 	poll(t, s)
@@ -160,7 +157,7 @@ func TestForcePush(t *testing.T) {
 func TestRemoteDownKeepsLastGoodAndRecovers(t *testing.T) {
 	srv := gitserver.New(t)
 	url, first := seed(t, srv)
-	s := newSource(t, sourceConfig(url))
+	s := newSource(t, sourceSpec(url))
 	poll(t, s)
 
 	srv.Commit(t, "manifests", "main", map[string]string{"b.json": "b"}, "second")
@@ -224,10 +221,10 @@ func TestCorruptCache(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := gitserver.New(t)
 			url, _ := seed(t, srv)
-			cfg := sourceConfig(url)
-			cfg.CacheDir = t.TempDir()
+			cfg := sourceSpec(url)
+			cfg.cacheDir = t.TempDir()
 			poll(t, newSource(t, cfg))
-			dirs, _ := filepath.Glob(filepath.Join(cfg.CacheDir, "*", "g*"))
+			dirs, _ := filepath.Glob(filepath.Join(cfg.cacheDir, "*", "g*"))
 			if len(dirs) != 1 {
 				t.Fatalf("cache dirs = %v, want one", dirs)
 			}
@@ -264,44 +261,48 @@ func TestCorruptCache(t *testing.T) {
 func TestBranchNotFound(t *testing.T) {
 	srv := gitserver.New(t)
 	url, _ := seed(t, srv)
-	cfg := sourceConfig(url)
-	cfg.Branch = "release"
+	cfg := sourceSpec(url)
+	cfg.branch = "release"
 	_, err := newSource(t, cfg).Poll(context.Background())
 	if !errors.Is(err, gitsource.ErrBranchNotFound) {
 		t.Fatalf("Poll error = %v, want ErrBranchNotFound", err)
 	}
 }
 
-func TestNewRejectsBadConfig(t *testing.T) {
+func TestNewRejectsBadOptions(t *testing.T) {
+	notPEM := writeFile(t, t.TempDir(), "token", "not a certificate\n")
+	token := gitsource.WithTokenSource(func(context.Context) (string, error) { return "t0ken", nil })
+	sshKey := []gitsource.Option{gitsource.WithSSHKeyFile("k"), gitsource.WithKnownHostsFile("h")}
 	tests := []struct {
-		name string
-		cfg  config.Source
-		want string
+		name        string
+		url, branch string
+		opts        []gitsource.Option
+		want        string
 	}{
-		{name: "no url", cfg: config.Source{Branch: "main"}, want: "source.url: required"},
-		{name: "bad scheme", cfg: config.Source{URL: "ftp://x/y", Branch: "main"}, want: `unsupported scheme "ftp"`},
-		{name: "ssh without key", cfg: config.Source{URL: "ssh://git@example.com/x.git", Branch: "main"}, want: "source.auth.sshKeyFile: required"},
-		{name: "ssh key without known_hosts", cfg: config.Source{URL: "ssh://git@example.com/x.git", Branch: "main", Auth: config.Auth{SSHKeyFile: "k"}}, want: "knownHostsFile: required"},
-		{name: "token and ssh", cfg: config.Source{URL: "ssh://git@example.com/x.git", Branch: "main", Auth: config.Auth{SSHKeyFile: "k", TokenFile: "t", KnownHostsFile: "h"}}, want: "use only one of"},
-		{name: "bad branch", cfg: config.Source{URL: "https://example.com/x.git", Branch: "a..b"}, want: "invalid branch name"},
-		{name: "bad verify", cfg: config.Source{URL: "https://example.com/x.git", Branch: "main", Verify: &config.Verify{Mode: "all"}}, want: "source.verify"},
-		{name: "bad schedule", cfg: config.Source{URL: "https://example.com/x.git", Branch: "main", Schedule: "every minute"}, want: "source.schedule"},
-		{name: "ca file missing", cfg: config.Source{URL: "https://example.com/x.git", Branch: "main", CAFile: "/nonexistent/ca.crt"}, want: "source.caFile: open /nonexistent/ca.crt: no such file"},
-		{name: "ca file without a certificate", cfg: config.Source{URL: "https://example.com/x.git", Branch: "main", CAFile: "token"}, want: "holds no PEM certificate"},
-		{name: "ca file for ssh", cfg: config.Source{URL: "ssh://git@example.com/x.git", Branch: "main", CAFile: "ca", Auth: config.Auth{SSHKeyFile: "k", KnownHostsFile: "h"}}, want: "source.caFile: set, but ssh://git@example.com/x.git is not an https URL"},
+		{name: "no url", branch: "main", want: "url: required"},
+		{name: "bad scheme", url: "ftp://x/y", branch: "main", want: `unsupported scheme "ftp"`},
+		{name: "ssh without key", url: "ssh://git@example.com/x.git", branch: "main", want: "SSH key: required for ssh URL ssh://git@example.com/x.git"},
+		{name: "ssh key without known_hosts", url: "ssh://git@example.com/x.git", branch: "main", opts: []gitsource.Option{gitsource.WithSSHKeyFile("k")}, want: "known_hosts file: required"},
+		{name: "ssh key for https", url: "https://example.com/x.git", branch: "main", opts: sshKey, want: "SSH key: set, but https://example.com/x.git is not an ssh URL"},
+		{name: "token and ssh", url: "ssh://git@example.com/x.git", branch: "main", opts: append([]gitsource.Option{token}, sshKey...), want: "use only one of"},
+		{name: "token and password in URL", url: "https://u:p4ssw0rd@example.com/x.git", branch: "main", opts: []gitsource.Option{token}, want: "use only one of"},
+		{name: "no branch", url: "https://example.com/x.git", want: "branch: required"},
+		{name: "bad branch", url: "https://example.com/x.git", branch: "a..b", want: "invalid branch name"},
+		{name: "bad schedule", url: "https://example.com/x.git", branch: "main", opts: []gitsource.Option{gitsource.WithSchedule("every minute")}, want: `schedule: invalid cron expression "every minute"`},
+		{name: "bad interval", url: "https://example.com/x.git", branch: "main", opts: []gitsource.Option{gitsource.WithInterval(0)}, want: "interval 0s: must be positive"},
+		{name: "nil token source", url: "https://example.com/x.git", branch: "main", opts: []gitsource.Option{gitsource.WithTokenSource(nil)}, want: "token source: nil"},
+		{name: "ca bundle missing", url: "https://example.com/x.git", branch: "main", opts: []gitsource.Option{gitsource.WithCABundle(gitsource.File("/nonexistent/ca.crt"))}, want: "open /nonexistent/ca.crt: no such file"},
+		{name: "ca bundle without a certificate", url: "https://example.com/x.git", branch: "main", opts: []gitsource.Option{gitsource.WithCABundle(gitsource.File(notPEM))}, want: "holds no PEM certificate"},
+		{name: "ca bundle for ssh", url: "ssh://git@example.com/x.git", branch: "main", opts: append([]gitsource.Option{gitsource.WithCABundle(gitsource.File(notPEM))}, sshKey...), want: "CA bundle: set, but ssh://git@example.com/x.git is not an https URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.cfg.Interval.Duration == 0 {
-				tt.cfg.Interval = sourceConfig("").Interval
-			}
-			tt.cfg.CacheDir = t.TempDir()
-			if tt.cfg.CAFile == "token" {
-				tt.cfg.CAFile = writeFile(t, t.TempDir(), "token", "not a certificate\n")
-			}
-			_, err := gitsource.New(tt.cfg)
+			_, err := gitsource.New(tt.url, tt.branch, append(tt.opts, gitsource.WithCacheDir(t.TempDir()))...)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("New error = %v, want it to contain %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "p4ssw0rd") {
+				t.Errorf("error leaks the URL's password: %v", err)
 			}
 		})
 	}
@@ -310,11 +311,11 @@ func TestNewRejectsBadConfig(t *testing.T) {
 func TestCompactionKeepsPreviousSnapshotsReadable(t *testing.T) {
 	srv := gitserver.New(t)
 	url, _ := seed(t, srv)
-	cfg := sourceConfig(url)
-	cfg.CacheDir = t.TempDir()
+	cfg := sourceSpec(url)
+	cfg.cacheDir = t.TempDir()
 	s := newSource(t, cfg, gitsource.WithMaxPacks(1))
 	gens := func() []string {
-		m, _ := filepath.Glob(filepath.Join(cfg.CacheDir, "*", "g*"))
+		m, _ := filepath.Glob(filepath.Join(cfg.cacheDir, "*", "g*"))
 		for i := range m {
 			m[i] = filepath.Base(m[i])
 		}
@@ -350,7 +351,7 @@ func TestCompactionKeepsPreviousSnapshotsReadable(t *testing.T) {
 func TestPollFileURL(t *testing.T) {
 	srv := gitserver.New(t)
 	_, want := seed(t, srv)
-	s := newSource(t, sourceConfig("file://"+srv.Path("manifests")))
+	s := newSource(t, sourceSpec("file://"+srv.Path("manifests")))
 	if snap := poll(t, s); snap.Revision != want {
 		t.Errorf("revision = %s, want %s", snap.Revision, want)
 	}
@@ -363,7 +364,7 @@ func TestPollFileURL(t *testing.T) {
 func TestAt(t *testing.T) {
 	srv := gitserver.New(t)
 	url, first := seed(t, srv)
-	s := newSource(t, sourceConfig(url))
+	s := newSource(t, sourceSpec(url))
 	poll(t, s)
 	second := srv.Commit(t, "manifests", "main", map[string]string{"environments/devel/manifest.json": "v2"}, "second")
 	poll(t, s)
@@ -387,9 +388,9 @@ func TestAt(t *testing.T) {
 }
 
 // TestPollHTTPSPrivateCA polls a git server whose certificate no system
-// trusts: refused without source.caFile, fetched with it, and the file is
+// trusts: refused without a CA bundle, fetched with it, and the bundle is
 // read on every poll (a rotated Secret takes effect; one that turns bad is
-// an error naming the file, while the last good snapshot stays).
+// an error, while the last good snapshot stays).
 func TestPollHTTPSPrivateCA(t *testing.T) {
 	srv := gitserver.New(t, gitserver.WithTLS())
 	url, want := seed(t, srv)
@@ -397,56 +398,23 @@ func TestPollHTTPSPrivateCA(t *testing.T) {
 		t.Fatalf("url %s, want https", url)
 	}
 
-	_, err := newSource(t, sourceConfig(url)).Poll(context.Background())
+	_, err := newSource(t, sourceSpec(url)).Poll(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("Poll without the CA: %v, want a certificate error", err)
 	}
 
-	cfg := sourceConfig(url)
-	cfg.CAFile = writeFile(t, t.TempDir(), "ca.crt", string(srv.CACert()))
-	s := newSource(t, cfg)
+	caFile := writeFile(t, t.TempDir(), "ca.crt", string(srv.CACert()))
+	s := newSource(t, sourceSpec(url), gitsource.WithCABundle(gitsource.File(caFile)))
 	if snap := poll(t, s); snap.Revision != want || readFile(t, snap.FS, "environments/devel/manifest.json") != `{"services":[]}` {
 		t.Fatalf("snapshot %s, want %s with the manifest", snap.Revision, want)
 	}
 
-	writeFile(t, filepath.Dir(cfg.CAFile), "ca.crt", "rotated into garbage\n")
+	writeFile(t, filepath.Dir(caFile), "ca.crt", "rotated into garbage\n")
 	srv.Commit(t, "manifests", "main", map[string]string{"environments/devel/manifest.json": `{"services":[{"name":"a"}]}`}, "next")
-	if _, err := s.Poll(context.Background()); err == nil || !strings.Contains(err.Error(), "source.caFile: "+cfg.CAFile+" holds no PEM certificate") {
-		t.Fatalf("Poll with a bad CA file: %v", err)
+	if _, err := s.Poll(context.Background()); err == nil || !strings.Contains(err.Error(), "CA bundle: holds no PEM certificate") {
+		t.Fatalf("Poll with a bad CA bundle: %v", err)
 	}
 	if snap, ok := s.Latest(); !ok || snap.Revision != want {
 		t.Errorf("last good snapshot %s (%v), want %s", snap.Revision, ok, want)
-	}
-}
-
-// TestHTTPTransportTrustsTheCAFile: the transport other HTTPS clients of the
-// same server get (the GitHub Enterprise API client of `reconciler run`)
-// trusts source.caFile beside the system roots.
-func TestHTTPTransportTrustsTheCAFile(t *testing.T) {
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	t.Cleanup(srv.Close)
-	get := func(rt http.RoundTripper) error {
-		resp, err := (&http.Client{Transport: rt}).Get(srv.URL)
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err
-	}
-	plain, err := gitsource.HTTPTransport(sourceConfig(srv.URL))
-	if err != nil || plain != http.DefaultTransport {
-		t.Fatalf("without caFile: %v, %v; want http.DefaultTransport", plain, err)
-	}
-	if err := get(plain); err == nil || !strings.Contains(err.Error(), "certificate") {
-		t.Fatalf("GET with the system roots: %v, want a certificate error", err)
-	}
-	cfg := sourceConfig(srv.URL)
-	cfg.CAFile = writeFile(t, t.TempDir(), "ca.crt", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
-	rt, err := gitsource.HTTPTransport(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := get(rt); err != nil {
-		t.Errorf("GET trusting caFile: %v", err)
 	}
 }

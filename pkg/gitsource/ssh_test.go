@@ -12,8 +12,8 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
-	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
 // sshKey returns a new ed25519 key as an OpenSSH private key file's bytes and its public key.
@@ -56,8 +56,9 @@ func TestPollSSH(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			cfg := sourceConfig(sshd.URL("manifests"))
-			cfg.Auth = config.Auth{SSHKeyFile: writeFile(t, dir, "id", string(tt.key)), KnownHostsFile: writeFile(t, dir, "known_hosts", tt.knownHosts)}
+			knownHosts := writeFile(t, dir, "known_hosts", tt.knownHosts)
+			cfg := sourceSpec(sshd.URL("manifests"))
+			cfg.opts = []gitsource.Option{gitsource.WithSSHKeyFile(writeFile(t, dir, "id", string(tt.key))), gitsource.WithKnownHostsFile(knownHosts)}
 			before := sshd.Sessions()
 			snap, err := newSource(t, cfg).Poll(context.Background())
 			if tt.wantErr != "" {
@@ -67,7 +68,7 @@ func TestPollSSH(t *testing.T) {
 				if got := sshd.Sessions() - before; got != 0 {
 					t.Errorf("%d git sessions ran for a refused connection", got)
 				}
-				if b, _ := os.ReadFile(cfg.Auth.KnownHostsFile); string(b) != tt.knownHosts {
+				if b, _ := os.ReadFile(knownHosts); string(b) != tt.knownHosts {
 					t.Errorf("known_hosts changed (trust on first use?):\n%s", b)
 				}
 				return

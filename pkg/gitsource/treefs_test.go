@@ -18,7 +18,7 @@ func treeSnapshot(t *testing.T, files map[string]string) gitsource.Snapshot {
 	srv := gitserver.New(t)
 	url := srv.Init(t, "manifests")
 	srv.Commit(t, "manifests", "main", files, "tree")
-	return poll(t, newSource(t, sourceConfig(url)))
+	return poll(t, newSource(t, sourceSpec(url)))
 }
 
 func TestTreeFSPassesFSTest(t *testing.T) {
@@ -109,7 +109,7 @@ func TestTreeFSHidesSubmodules(t *testing.T) {
 	url, _ := seed(t, srv)
 	srv.Git(t, "manifests", "commit refs/heads/main\ncommitter T <t@stagehand.invalid> 1700000000 +0000\ndata 9\nsubmodule\nfrom refs/heads/main^0\n"+
 		"M 160000 "+strings.Repeat("ab", 20)+" vendor/lib\nM 100644 inline vendor/README\ndata 2\nhi\n\n", "fast-import", "--quiet")
-	snap := poll(t, newSource(t, sourceConfig(url)))
+	snap := poll(t, newSource(t, sourceSpec(url)))
 	entries, err := fs.ReadDir(snap.FS, "vendor")
 	if err != nil {
 		t.Fatal(err)

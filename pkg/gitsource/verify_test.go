@@ -9,7 +9,6 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 
-	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
@@ -31,9 +30,9 @@ func TestVerifyHead(t *testing.T) {
 			srv := gitserver.New(t)
 			url, _ := seed(t, srv) // an unsigned base commit: only the head counts
 			good := pushCommit(t, url, map[string]string{"a.json": "good"}, trusted.entity)
-			cfg := sourceConfig(url)
-			cfg.CacheDir = t.TempDir()
-			cfg.Verify = &config.Verify{Mode: "head", KeyringFile: writeFile(t, t.TempDir(), "keyring.asc", trusted.keyring)}
+			cfg := sourceSpec(url)
+			cfg.cacheDir = t.TempDir()
+			cfg.opts = append(cfg.opts, gitsource.WithVerifyKeyring(gitsource.File(writeFile(t, t.TempDir(), "keyring.asc", trusted.keyring))))
 			s := newSource(t, cfg)
 			if snap := poll(t, s); snap.Revision != good {
 				t.Fatalf("first revision = %s, want %s", snap.Revision, good)
@@ -100,10 +99,10 @@ func TestVerifyKeyringFixAcceptsRefusedHead(t *testing.T) {
 	srv := gitserver.New(t)
 	url, _ := seed(t, srv)
 	head := pushCommit(t, url, map[string]string{"a.json": "by the newcomer"}, newcomer.entity)
-	cfg := sourceConfig(url)
-	cfg.CacheDir = t.TempDir()
+	cfg := sourceSpec(url)
+	cfg.cacheDir = t.TempDir()
 	keyring := writeFile(t, t.TempDir(), "keyring.asc", newSigner(t, "old-team").keyring)
-	cfg.Verify = &config.Verify{Mode: "head", KeyringFile: keyring}
+	cfg.opts = append(cfg.opts, gitsource.WithVerifyKeyring(gitsource.File(keyring)))
 	s := newSource(t, cfg)
 	if _, err := s.Poll(context.Background()); !errors.Is(err, gitsource.ErrUnverified) {
 		t.Fatalf("Poll error = %v, want ErrUnverified", err)
