@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/cli"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
@@ -284,7 +285,7 @@ func (x *demo) bumpDevel(ctx context.Context) error {
 }
 
 // pending waits for env's pending plan at revision.
-func (x *demo) pending(ctx context.Context, env, revision string) (*daemon.Pending, error) {
+func (x *demo) pending(ctx context.Context, env, revision string) (*approval.Pending, error) {
 	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
 	defer cancel()
 	for {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 )
 
@@ -125,17 +126,17 @@ func (f *decisionFlags) waitApplied(ctx context.Context, cmd *cobra.Command, tok
 		if code != http.StatusOK {
 			return fmt.Errorf("reading history: %d %s", code, apiMessage(body))
 		}
-		var h struct{ History []daemon.Entry }
+		var h struct{ History []approval.Entry }
 		if err := json.Unmarshal(body, &h); err != nil {
 			return fmt.Errorf("decoding history: %w", err)
 		}
 		for _, e := range h.History {
-			if e.PlanHash != f.planHash || e.Result == daemon.ResultRejected || e.Result == daemon.ResultInterrupted {
+			if e.PlanHash != f.planHash || e.Result == approval.ResultRejected || e.Result == approval.ResultInterrupted {
 				continue
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: revision %s %s in %s\n", f.env, e.Revision, e.Result,
 				e.Finished.Sub(e.Started).Round(time.Millisecond))
-			if e.Result != daemon.ResultSucceeded {
+			if e.Result != approval.ResultSucceeded {
 				fmt.Fprintln(cmd.ErrOrStderr(), "Error:", e.Message)
 				return exitCode(1, nil)
 			}

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
@@ -66,7 +67,7 @@ func approveWorld(t *testing.T) (server, tokenFile, ns string, d *daemon.Daemon)
 
 func TestApproveCommand(t *testing.T) {
 	server, tokenFile, ns, d := approveWorld(t)
-	var pending *daemon.Pending
+	var pending *approval.Pending
 	deadline := time.Now().Add(30 * time.Second)
 	for pending == nil {
 		v, err := d.Environment(context.Background(), "prod")
@@ -124,7 +125,7 @@ func TestApproveCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var h struct{ History []daemon.Entry }
+	var h struct{ History []approval.Entry }
 	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || len(h.History) != 1 || h.History[0].Approver != "dana" {
 		t.Errorf("history = %+v (%v), want one entry approved by dana", h.History, err)
 	}

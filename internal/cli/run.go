@@ -8,6 +8,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/logger"
 	"github.com/spf13/cobra"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	ghapp "github.com/stagehand-gitops/stagehand/internal/github"
@@ -84,7 +85,7 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 			return err
 		}
 		// Approve on GitHub (check run buttons) or over the API/CLI.
-		opts = append(opts, daemon.WithGate(daemon.Gates(daemon.API(), ghapp.NewGate(gh))))
+		opts = append(opts, daemon.WithGate(approval.Gates(approval.Manual(), ghapp.NewGate(gh))))
 	}
 	d, err := daemon.New(cfg, opts...)
 	if err != nil {
@@ -96,8 +97,11 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		}
 		preview := ghapp.NewBranchPreviewer(cfg.Source, cfg.EnvironmentNames(), d.Plan)
 		ghLog := log.WithName("github")
-		h := ghapp.NewHandler(gh, ghapp.FromDaemon(d), preview, cfg.Source.Branch,
+		h, err := ghapp.NewHandler(gh, d, preview, cfg.Source.Branch,
 			ghapp.OnDecisionError(func(err error) { ghLog.Error(err, "check-run decision") }))
+		if err != nil {
+			return err
+		}
 		h.Register(d.Webhook())
 		// Approvals clicked on GitHub finish after their webhook was answered.
 		defer h.Wait()

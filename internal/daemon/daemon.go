@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
@@ -311,22 +312,22 @@ func (d *Daemon) Once(ctx context.Context) error {
 // Approve approves env's pending plan if planHash is its hash: the worker
 // plans again and, when the hash still matches and the revision is still the
 // newest, applies it. It returns the approved plan once the worker has
-// checked it (the apply goes on in the background) or a *NotPendingError
+// checked it (the apply goes on in the background) or a *approval.NotPendingError
 // naming what is pending now.
-func (d *Daemon) Approve(ctx context.Context, env, planHash, approver string) (*Pending, error) {
+func (d *Daemon) Approve(ctx context.Context, env, planHash, approver string) (*approval.Pending, error) {
 	return d.decide(ctx, env, decision{approve: true, planHash: planHash, who: approver})
 }
 
 // Reject rejects env's pending plan if planHash is its hash; it is recorded
 // in the history and not applied. The next revision is planned as usual.
-func (d *Daemon) Reject(ctx context.Context, env, planHash, approver, reason string) (*Pending, error) {
+func (d *Daemon) Reject(ctx context.Context, env, planHash, approver, reason string) (*approval.Pending, error) {
 	return d.decide(ctx, env, decision{planHash: planHash, who: approver, reason: reason})
 }
 
-func (d *Daemon) decide(ctx context.Context, env string, dc decision) (*Pending, error) {
+func (d *Daemon) decide(ctx context.Context, env string, dc decision) (*approval.Pending, error) {
 	w, ok := d.workers[env]
 	if !ok {
-		return nil, fmt.Errorf("%w %q; configured: %v", ErrUnknownEnvironment, env, d.envNames)
+		return nil, fmt.Errorf("%w %q; configured: %v", approval.ErrUnknownEnvironment, env, d.envNames)
 	}
 	if !d.leading.Load() {
 		return d.handOver(ctx, env, dc)
@@ -353,8 +354,8 @@ func (d *Daemon) decide(ctx context.Context, env string, dc decision) (*Pending,
 
 // handOver records dc for the leader when it names the pending plan; the
 // leader's worker acts on it within a second (see worker.pickUp).
-func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*Pending, error) {
-	var pending *Pending
+func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*approval.Pending, error) {
+	var pending *approval.Pending
 	err := d.store.Update(ctx, env, func(st *EnvState) {
 		pending = st.Pending
 		if st.Pending != nil && st.Pending.PlanHash == dc.planHash {
@@ -365,7 +366,7 @@ func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*Pendin
 		return nil, err
 	}
 	if pending == nil || pending.PlanHash != dc.planHash {
-		return nil, &NotPendingError{Environment: env, PlanHash: dc.planHash, Pending: pending}
+		return nil, &approval.NotPendingError{Environment: env, PlanHash: dc.planHash, Pending: pending}
 	}
 	d.log.Info("decision handed to the leader", "environment", env, "planHash", dc.planHash, "approve", dc.approve, "by", dc.who)
 	return pending, nil
@@ -380,7 +381,7 @@ func (d *Daemon) resolve(s gitsource.Snapshot, env string) (*manifest.Environmen
 // changing or recording anything (for PR previews).
 func (d *Daemon) Plan(ctx context.Context, s gitsource.Snapshot, env string) (*reconcile.Plan, error) {
 	if _, ok := d.cfg.Environments[env]; !ok {
-		return nil, fmt.Errorf("%w %q; configured: %v", ErrUnknownEnvironment, env, d.envNames)
+		return nil, fmt.Errorf("%w %q; configured: %v", approval.ErrUnknownEnvironment, env, d.envNames)
 	}
 	envM, err := d.resolve(s, env)
 	if err != nil {
@@ -388,3 +389,5 @@ func (d *Daemon) Plan(ctx context.Context, s gitsource.Snapshot, env string) (*r
 	}
 	return d.rec.Plan(ctx, d.workers[env].request(s, envM))
 }
+
+var _ approval.Decider = (*Daemon)(nil)

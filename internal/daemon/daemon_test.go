@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
@@ -35,7 +36,7 @@ func TestSkipConfirmationDeploys(t *testing.T) {
 	if got := image(t, h.ns["prod"], "web"); got != imageRepo+"web:0.9.0" {
 		t.Errorf("prod runs %s without approval, want web:0.9.0", got)
 	}
-	var hist []Entry
+	var hist []approval.Entry
 	waitFor(t, 10*time.Second, "two history entries", func() bool { hist = r.history(t, "devel"); return len(hist) == 2 })
 	got := []string{hist[0].Revision + " " + hist[0].Result + " " + hist[0].Approver, hist[1].Result + " " + hist[1].Approver}
 	want := []string{rev + " succeeded skipConfirmation", "succeeded skipConfirmation"}
@@ -122,10 +123,10 @@ func TestApproveOverAPI(t *testing.T) {
 		t.Fatalf("approve = %d %s, want 202", code, b)
 	}
 	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.0.0")
-	var hist []Entry
+	var hist []approval.Entry
 	waitFor(t, 30*time.Second, "prod history", func() bool { hist = r.history(t, "prod"); return len(hist) == 1 })
 	e := hist[0]
-	if e.Result != ResultSucceeded || e.Approver != "alice" || e.PlanHash != p.PlanHash || e.Revision != rev ||
+	if e.Result != approval.ResultSucceeded || e.Approver != "alice" || e.PlanHash != p.PlanHash || e.Revision != rev ||
 		e.Finished.Before(e.Started) || len(e.Workloads) == 0 {
 		t.Errorf("history entry = %+v", e)
 	}
@@ -151,7 +152,7 @@ func TestRejectAndSupersede(t *testing.T) {
 		t.Fatalf("reject = %d %s", code, b)
 	}
 	hist := r.history(t, "prod")
-	if len(hist) != 1 || hist[0].Result != ResultRejected || hist[0].Approver != "bob" || hist[0].Message != "not today" {
+	if len(hist) != 1 || hist[0].Result != approval.ResultRejected || hist[0].Approver != "bob" || hist[0].Message != "not today" {
 		t.Errorf("history after reject = %+v", hist)
 	}
 	if v := r.environment(t, "prod"); v.Pending != nil {
@@ -215,14 +216,14 @@ func TestInterruptedApplyContinues(t *testing.T) {
 	}
 	// What a shutdown between "recorded in flight" and "recorded in history" leaves.
 	if err := NewStore(env.Clientset, h.stateNS).SetInFlight(context.Background(), "prod",
-		&InFlight{Revision: rev, PlanHash: p.PlanHash, Approver: "carol", Changes: plan.Changes, Started: time.Now()}); err != nil {
+		&approval.InFlight{Revision: rev, PlanHash: p.PlanHash, Approver: "carol", Changes: plan.Changes, Started: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	r2 := h.start()
 	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.0.0")
-	var hist []Entry
+	var hist []approval.Entry
 	waitFor(t, 20*time.Second, "prod history", func() bool { hist = r2.history(t, "prod"); return len(hist) == 1 })
-	if hist[0].Approver != "carol" || hist[0].Result != ResultSucceeded {
+	if hist[0].Approver != "carol" || hist[0].Result != approval.ResultSucceeded {
 		t.Errorf("continued apply recorded as %+v, want approver carol, succeeded", hist[0])
 	}
 	if v := r2.environment(t, "prod"); v.InFlight != nil || v.Pending != nil {
@@ -261,9 +262,9 @@ func TestTwoReplicas(t *testing.T) {
 		t.Fatalf("approve on the standby = %d %s, want 202", code, body)
 	}
 	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.0.0")
-	var hist []Entry
+	var hist []approval.Entry
 	waitFor(t, 20*time.Second, "prod history", func() bool { hist = standby.history(t, "prod"); return len(hist) == 1 })
-	if hist[0].Approver != "erin" || hist[0].Result != ResultSucceeded {
+	if hist[0].Approver != "erin" || hist[0].Result != approval.ResultSucceeded {
 		t.Errorf("prod history = %+v, want approved by erin, succeeded", hist[0])
 	}
 	if applied(standby) != 0 {
@@ -389,7 +390,7 @@ func TestShutdownDuringApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.History) != 1 || st.History[0].Result != ResultInterrupted || st.InFlight == nil {
+	if len(st.History) != 1 || st.History[0].Result != approval.ResultInterrupted || st.InFlight == nil {
 		t.Fatalf("after shutdown: history %+v, inFlight %+v; want one interrupted entry and the apply in flight", st.History, st.InFlight)
 	}
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -19,7 +20,7 @@ type decision struct {
 }
 
 type decisionReply struct {
-	pending *Pending
+	pending *approval.Pending
 	err     error
 }
 
@@ -42,7 +43,7 @@ func (w *worker) pickUp(ctx context.Context) {
 		return
 	}
 	w.d.log.Error(r.err, "decision handed over by another replica", "environment", w.env, "planHash", dec.PlanHash)
-	var np *NotPendingError
+	var np *approval.NotPendingError
 	if dec.Approve && !errors.As(r.err, &np) {
 		// The replica that took the approval has answered already: report on the gate (the check run).
 		w.approvalFailed(ctx, dec, r.err)
@@ -64,8 +65,8 @@ func (w *worker) approvalFailed(ctx context.Context, dec Handover, cause error) 
 		return
 	}
 	now := time.Now().UTC()
-	prop := Proposal{Environment: w.env, Revision: st.Pending.Revision, Plan: &plan}
-	out := Outcome{Result: ResultFailed, Approver: dec.Approver, Started: now, Finished: now,
+	prop := approval.Proposal{Environment: w.env, Revision: st.Pending.Revision, Plan: &plan}
+	out := approval.Outcome{Result: approval.ResultFailed, Approver: dec.Approver, Started: now, Finished: now,
 		Message: "approving failed, nothing was applied: " + cause.Error()}
 	w.completed(ctx, prop, out)
 	w.proposed = ""
@@ -78,14 +79,14 @@ func (w *worker) approvalFailed(ctx context.Context, dec Handover, cause error) 
 // replies and applies it. A changed plan is proposed afresh and the decision
 // refused.
 func (w *worker) decide(ctx context.Context, dc decision) {
-	reply := func(p *Pending, err error) { dc.reply <- decisionReply{pending: p, err: err} }
+	reply := func(p *approval.Pending, err error) { dc.reply <- decisionReply{pending: p, err: err} }
 	notPending := func() {
 		st, err := w.d.store.Load(ctx, w.env)
 		if err != nil {
 			reply(nil, err)
 			return
 		}
-		reply(nil, &NotPendingError{Environment: w.env, PlanHash: dc.planHash, Pending: st.Pending})
+		reply(nil, &approval.NotPendingError{Environment: w.env, PlanHash: dc.planHash, Pending: st.Pending})
 	}
 	st, err := w.d.store.Load(ctx, w.env)
 	if err != nil {
@@ -94,7 +95,7 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 	}
 	p := st.Pending
 	if p == nil || p.PlanHash != dc.planHash {
-		reply(nil, &NotPendingError{Environment: w.env, PlanHash: dc.planHash, Pending: p})
+		reply(nil, &approval.NotPendingError{Environment: w.env, PlanHash: dc.planHash, Pending: p})
 		return
 	}
 	// The revision must still be the newest: ask the remote now.
@@ -110,7 +111,7 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 	}
 	var plan reconcile.Plan
 	_ = json.Unmarshal(p.Plan, &plan)
-	prop := Proposal{Environment: w.env, Revision: p.Revision, RevisionTime: s.Time, Plan: &plan}
+	prop := approval.Proposal{Environment: w.env, Revision: p.Revision, RevisionTime: s.Time, Plan: &plan}
 	if !dc.approve {
 		out, err := w.recordRejection(ctx, prop, dc)
 		if err != nil {
@@ -147,10 +148,10 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 
 // recordRejection records the rejection of the pending plan prop in the
 // history and returns its outcome.
-func (w *worker) recordRejection(ctx context.Context, prop Proposal, dc decision) (Outcome, error) {
+func (w *worker) recordRejection(ctx context.Context, prop approval.Proposal, dc decision) (approval.Outcome, error) {
 	now := time.Now().UTC()
-	out := Outcome{Result: ResultRejected, Approver: dc.who, Message: dc.reason, Started: now, Finished: now}
-	e := Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: changesJSON(prop.Plan.Changes), Approver: dc.who,
+	out := approval.Outcome{Result: approval.ResultRejected, Approver: dc.who, Message: dc.reason, Started: now, Finished: now}
+	e := approval.Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: changesJSON(prop.Plan.Changes), Approver: dc.who,
 		Result: out.Result, Message: out.Message, Started: now, Finished: now}
 	if err := w.d.store.Record(ctx, w.env, e); err != nil {
 		return out, err

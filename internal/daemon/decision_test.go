@@ -8,6 +8,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
@@ -15,19 +16,19 @@ import (
 type recordingGate struct {
 	mu        sync.Mutex
 	proposed  int
-	completed []Outcome
+	completed []approval.Outcome
 }
 
-func (g *recordingGate) Propose(context.Context, Proposal) (Decision, error) {
+func (g *recordingGate) Propose(context.Context, approval.Proposal) (approval.Decision, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.proposed++
-	return Decision{}, nil
+	return approval.Decision{}, nil
 }
 
-func (g *recordingGate) Superseded(context.Context, Proposal, string) error { return nil }
+func (g *recordingGate) Superseded(context.Context, approval.Proposal, string) error { return nil }
 
-func (g *recordingGate) Completed(_ context.Context, _ Proposal, o Outcome) error {
+func (g *recordingGate) Completed(_ context.Context, _ approval.Proposal, o approval.Outcome) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.completed = append(g.completed, o)
@@ -66,7 +67,7 @@ func TestHandedOverApprovalThatFailsIsReported(t *testing.T) {
 	w := d.workers["prod"]
 	w.pickUp(ctx)
 
-	if len(gate.completed) != 1 || gate.completed[0].Result != ResultFailed || gate.completed[0].Approver != "maria" ||
+	if len(gate.completed) != 1 || gate.completed[0].Result != approval.ResultFailed || gate.completed[0].Approver != "maria" ||
 		gate.completed[0].Apply != nil || !strings.Contains(gate.completed[0].Message, "approving failed, nothing was applied") {
 		t.Errorf("gate heard %+v, want one failed outcome approved by maria with nothing applied", gate.completed)
 	}

@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
@@ -260,13 +261,13 @@ func (r *running) environment(t testing.TB, name string) EnvironmentView {
 	return v
 }
 
-func (r *running) history(t testing.TB, name string) []Entry {
+func (r *running) history(t testing.TB, name string) []approval.Entry {
 	t.Helper()
 	code, b := r.call(t, "GET", "/api/v1/environments/"+name+"/history", testToken, nil)
 	if code != http.StatusOK {
 		t.Fatalf("GET history %s: %d %s", name, code, b)
 	}
-	var out struct{ History []Entry }
+	var out struct{ History []approval.Entry }
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -274,9 +275,9 @@ func (r *running) history(t testing.TB, name string) []Entry {
 }
 
 // waitPending waits until name has a pending plan for revision and returns it.
-func (r *running) waitPending(t testing.TB, name, revision string) Pending {
+func (r *running) waitPending(t testing.TB, name, revision string) approval.Pending {
 	t.Helper()
-	var p *Pending
+	var p *approval.Pending
 	waitFor(t, 30*time.Second, "a pending plan in "+name+" for "+short(revision), func() bool {
 		p = r.environment(t, name).Pending
 		return p != nil && p.Revision == revision

@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -16,7 +17,7 @@ import (
 
 type options struct {
 	log           logr.Logger
-	gate          Gate
+	gate          approval.Gate
 	election      LeaderElection
 	identity      string
 	token         string
@@ -33,7 +34,7 @@ type options struct {
 func defaultOptions() options {
 	return options{
 		log:        logr.Discard(),
-		gate:       API(),
+		gate:       approval.Manual(),
 		election:   DefaultLeaderElection(),
 		applyGrace: 10 * time.Second,
 		repropose:  DefaultRepropose,
@@ -49,8 +50,8 @@ func WithLogger(l logr.Logger) Option {
 }
 
 // WithGate sets the gate of environments without skipConfirmation (default
-// API()). Use Gates(API(), github) to offer several ways to approve.
-func WithGate(g Gate) Option {
+// approval.Manual()). Use approval.Gates(approval.Manual(), github) to offer several ways to approve.
+func WithGate(g approval.Gate) Option {
 	return func(o *options) error {
 		if g == nil {
 			return errors.New("configuring daemon: nil gate")

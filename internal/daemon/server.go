@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 )
 
 // maxAPIBody caps request bodies of the approval endpoints.
@@ -127,7 +129,7 @@ func (d *Daemon) getHistory(w http.ResponseWriter, r *http.Request) {
 	}
 	h := v.History
 	if h == nil {
-		h = []Entry{}
+		h = []approval.Entry{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"environment": v.Name, "history": h})
 }
@@ -136,7 +138,7 @@ func (d *Daemon) environmentOr404(w http.ResponseWriter, r *http.Request) (*Envi
 	env := r.PathValue("env")
 	v, err := d.Environment(r.Context(), env)
 	switch {
-	case errors.Is(err, ErrUnknownEnvironment):
+	case errors.Is(err, approval.ErrUnknownEnvironment):
 		writeError(w, http.StatusNotFound, err.Error())
 		return nil, false
 	case err != nil:
@@ -183,7 +185,7 @@ func (d *Daemon) decisionHandler(approve bool) http.HandlerFunc {
 			who = "api"
 		}
 		var (
-			p   *Pending
+			p   *approval.Pending
 			err error
 		)
 		if approve {
@@ -191,9 +193,9 @@ func (d *Daemon) decisionHandler(approve bool) http.HandlerFunc {
 		} else {
 			p, err = d.Reject(r.Context(), env, req.PlanHash, who, req.Reason)
 		}
-		var np *NotPendingError
+		var np *approval.NotPendingError
 		switch {
-		case errors.Is(err, ErrUnknownEnvironment):
+		case errors.Is(err, approval.ErrUnknownEnvironment):
 			writeError(w, http.StatusNotFound, err.Error())
 		case errors.As(err, &np):
 			writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error(), "pending": np.Pending})

@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 )
 
 // Keys of the state ConfigMap's data.
@@ -36,25 +38,6 @@ const (
 	maxStateBytes = 768 << 10
 )
 
-// Pending is a plan waiting for approval.
-type Pending struct {
-	Revision   string          `json:"revision"`
-	PlanHash   string          `json:"planHash"`
-	Plan       json.RawMessage `json:"plan"`
-	ProposedAt time.Time       `json:"proposedAt"`
-}
-
-// InFlight is an approved plan whose apply has started and not yet been
-// recorded in the history. After a restart the worker continues it without
-// asking again, provided the re-planned changes are part of what was approved.
-type InFlight struct {
-	Revision string          `json:"revision"`
-	PlanHash string          `json:"planHash"`
-	Approver string          `json:"approver"`
-	Changes  json.RawMessage `json:"changes"`
-	Started  time.Time       `json:"started"`
-}
-
 // Handover is an approval or rejection taken by a replica that does not
 // lead; the leader picks it up from the Store and acts on it.
 type Handover struct {
@@ -65,38 +48,14 @@ type Handover struct {
 	At       time.Time `json:"at"`
 }
 
-// Result values of a history Entry.
-const (
-	ResultSucceeded   = "succeeded"
-	ResultFailed      = "failed"
-	ResultInterrupted = "interrupted"
-	ResultRejected    = "rejected"
-)
-
-// Entry is one applied (or rejected) plan in an environment's history.
-type Entry struct {
-	Revision string          `json:"revision"`
-	PlanHash string          `json:"planHash"`
-	Changes  json.RawMessage `json:"changes"`
-	Approver string          `json:"approver"`
-	// Result is one of succeeded, failed, interrupted or rejected.
-	Result string `json:"result"`
-	// Message says why a plan failed or was rejected.
-	Message string `json:"message,omitempty"`
-	// Workloads holds the per-workload results as pkg/reconcile reports them.
-	Workloads json.RawMessage `json:"workloads,omitempty"`
-	Started   time.Time       `json:"started"`
-	Finished  time.Time       `json:"finished"`
-}
-
 // EnvState is everything the Store keeps for one environment.
 type EnvState struct {
-	Pending  *Pending  `json:"pending"`
-	InFlight *InFlight `json:"inFlight"`
+	Pending  *approval.Pending  `json:"pending"`
+	InFlight *approval.InFlight `json:"inFlight"`
 	// Handover is a decision waiting for the leader.
 	Handover *Handover `json:"handover,omitempty"`
 	// History is newest first.
-	History []Entry `json:"history"`
+	History []approval.Entry `json:"history"`
 	// Status is the last observed state of the environment (revision,
 	// desired and live images, layout, last error) that every replica serves.
 	Status json.RawMessage `json:"status,omitempty"`
@@ -147,12 +106,12 @@ func (s *Store) Load(ctx context.Context, env string) (*EnvState, error) {
 }
 
 // SetPending records p as env's pending approval; nil clears it.
-func (s *Store) SetPending(ctx context.Context, env string, p *Pending) error {
+func (s *Store) SetPending(ctx context.Context, env string, p *approval.Pending) error {
 	return s.Update(ctx, env, func(st *EnvState) { st.Pending = p })
 }
 
 // SetInFlight records f as env's in-flight apply; nil clears it.
-func (s *Store) SetInFlight(ctx context.Context, env string, f *InFlight) error {
+func (s *Store) SetInFlight(ctx context.Context, env string, f *approval.InFlight) error {
 	return s.Update(ctx, env, func(st *EnvState) { st.InFlight = f })
 }
 
@@ -163,9 +122,9 @@ func (s *Store) SetStatus(ctx context.Context, env string, status json.RawMessag
 
 // Record adds e to the front of env's history and clears the in-flight apply
 // and the pending plan it settles (same plan hash) in one write.
-func (s *Store) Record(ctx context.Context, env string, e Entry) error {
+func (s *Store) Record(ctx context.Context, env string, e approval.Entry) error {
 	return s.Update(ctx, env, func(st *EnvState) {
-		st.History = append([]Entry{e}, st.History...)
+		st.History = append([]approval.Entry{e}, st.History...)
 		if len(st.History) > s.maxHistory {
 			st.History = st.History[:s.maxHistory]
 		}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 )
 
 func TestStoreRoundTrip(t *testing.T) {
@@ -27,19 +29,19 @@ func TestStoreRoundTrip(t *testing.T) {
 		t.Errorf("state of an unknown environment (-want +got):\n%s", diff)
 	}
 
-	p := &Pending{Revision: "abc", PlanHash: "h1", Plan: json.RawMessage(`{"planHash":"h1"}`), ProposedAt: now}
+	p := &approval.Pending{Revision: "abc", PlanHash: "h1", Plan: json.RawMessage(`{"planHash":"h1"}`), ProposedAt: now}
 	if err := s.SetPending(ctx, "prod", p); err != nil {
 		t.Fatal(err)
 	}
-	f := &InFlight{Revision: "abc", PlanHash: "h1", Approver: "alice", Changes: json.RawMessage(`[]`), Started: now}
+	f := &approval.InFlight{Revision: "abc", PlanHash: "h1", Approver: "alice", Changes: json.RawMessage(`[]`), Started: now}
 	if err := s.SetInFlight(ctx, "prod", f); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.SetStatus(ctx, "prod", json.RawMessage(`{"revision":"abc"}`)); err != nil {
 		t.Fatal(err)
 	}
-	e := Entry{Revision: "abc", PlanHash: "h1", Changes: json.RawMessage(`[]`), Approver: "alice",
-		Result: ResultSucceeded, Started: now, Finished: now.Add(time.Second)}
+	e := approval.Entry{Revision: "abc", PlanHash: "h1", Changes: json.RawMessage(`[]`), Approver: "alice",
+		Result: approval.ResultSucceeded, Started: now, Finished: now.Add(time.Second)}
 	if err := s.Record(ctx, "prod", e); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +50,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &EnvState{History: []Entry{e}, Status: json.RawMessage(`{"revision":"abc"}`)}
+	want := &EnvState{History: []approval.Entry{e}, Status: json.RawMessage(`{"revision":"abc"}`)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("state after Record (-want +got):\n%s", diff)
 	}
@@ -65,11 +67,11 @@ func TestStoreRecordKeepsOtherPending(t *testing.T) {
 	env := cluster.Env(t)
 	ctx := context.Background()
 	s := NewStore(env.Clientset, env.Namespace(t))
-	newer := &Pending{Revision: "def", PlanHash: "h2", Plan: json.RawMessage(`{}`)}
+	newer := &approval.Pending{Revision: "def", PlanHash: "h2", Plan: json.RawMessage(`{}`)}
 	if err := s.SetPending(ctx, "prod", newer); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Record(ctx, "prod", Entry{Revision: "abc", PlanHash: "h1", Result: ResultSucceeded}); err != nil {
+	if err := s.Record(ctx, "prod", approval.Entry{Revision: "abc", PlanHash: "h1", Result: approval.ResultSucceeded}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Load(ctx, "prod")
@@ -88,7 +90,7 @@ func TestStoreHistoryBounded(t *testing.T) {
 	s.maxHistory = 5
 	big := json.RawMessage(`"` + strings.Repeat("x", 200<<10) + `"`)
 	for i := range 8 {
-		e := Entry{Revision: fmt.Sprint(i), PlanHash: fmt.Sprint(i), Result: ResultSucceeded, Changes: big}
+		e := approval.Entry{Revision: fmt.Sprint(i), PlanHash: fmt.Sprint(i), Result: approval.ResultSucceeded, Changes: big}
 		if err := s.Record(ctx, "devel", e); err != nil {
 			t.Fatalf("record %d: %v", i, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
@@ -89,14 +90,14 @@ type EnvironmentView struct {
 	LockPath string       `json:"lockPath"`
 	Targets  []TargetView `json:"targets"`
 	Status
-	Pending    *Pending  `json:"pending"`
-	InFlight   *InFlight `json:"inFlight,omitempty"`
-	LastResult *Entry    `json:"lastResult"`
+	Pending    *approval.Pending  `json:"pending"`
+	InFlight   *approval.InFlight `json:"inFlight,omitempty"`
+	LastResult *approval.Entry    `json:"lastResult"`
 	// Locks are the unexpired locks at the lock path, beneath it (targets,
 	// services) and above it (a lock on a prefix blocks deploys too).
-	Locks      []lock.Lock `json:"locks"`
-	LocksError string      `json:"locksError,omitempty"`
-	History    []Entry     `json:"history,omitempty"`
+	Locks      []lock.Lock      `json:"locks"`
+	LocksError string           `json:"locksError,omitempty"`
+	History    []approval.Entry `json:"history,omitempty"`
 }
 
 // TargetView is a configured target.
@@ -111,7 +112,7 @@ type TargetView struct {
 func (d *Daemon) Environment(ctx context.Context, env string) (*EnvironmentView, error) {
 	ec, ok := d.cfg.Environments[env]
 	if !ok {
-		return nil, fmt.Errorf("%w %q; configured: %v", ErrUnknownEnvironment, env, d.envNames)
+		return nil, fmt.Errorf("%w %q; configured: %v", approval.ErrUnknownEnvironment, env, d.envNames)
 	}
 	st, err := d.store.Load(ctx, env)
 	if err != nil {

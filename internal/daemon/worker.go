@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -149,7 +150,7 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		w.d.metrics.setPending(w.env, false)
 		return nil
 	}
-	prop := Proposal{Environment: w.env, Revision: s.Revision, RevisionTime: s.Time, Plan: plan}
+	prop := approval.Proposal{Environment: w.env, Revision: s.Revision, RevisionTime: s.Time, Plan: plan}
 	if approver, resume, err := w.resumable(ctx, st.InFlight, prop); err != nil || resume {
 		if err != nil {
 			return err
@@ -159,7 +160,7 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 	}
 	gate := w.d.o.gate
 	if envM.SkipConfirmation {
-		gate = Auto()
+		gate = approval.Auto()
 	}
 	if p := st.Pending; p != nil && p.PlanHash == plan.PlanHash && p.Revision == s.Revision {
 		w.d.metrics.setPending(w.env, true)
@@ -180,7 +181,7 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		if err != nil {
 			return fmt.Errorf("encoding plan: %w", err)
 		}
-		p := &Pending{Revision: s.Revision, PlanHash: plan.PlanHash, Plan: raw, ProposedAt: time.Now().UTC()}
+		p := &approval.Pending{Revision: s.Revision, PlanHash: plan.PlanHash, Plan: raw, ProposedAt: time.Now().UTC()}
 		if err := w.d.store.SetPending(ctx, w.env, p); err != nil {
 			w.d.metrics.fail(w.env, "state")
 			return err
@@ -198,7 +199,7 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 // short by a shutdown) without asking again: same revision, and what is left
 // is part of what was approved; it returns f's approver. Otherwise it clears
 // the in-flight record.
-func (w *worker) resumable(ctx context.Context, f *InFlight, prop Proposal) (string, bool, error) {
+func (w *worker) resumable(ctx context.Context, f *approval.InFlight, prop approval.Proposal) (string, bool, error) {
 	if f == nil {
 		return "", false, nil
 	}
@@ -213,7 +214,7 @@ func (w *worker) resumable(ctx context.Context, f *InFlight, prop Proposal) (str
 // propose asks gate about prop and remembers a plan it accepted, so that a
 // plan whose Propose failed is proposed again at the next pass. A failure is
 // logged and counted and leaves the plan pending.
-func (w *worker) propose(ctx context.Context, gate Gate, prop Proposal) Decision {
+func (w *worker) propose(ctx context.Context, gate approval.Gate, prop approval.Proposal) approval.Decision {
 	dec, err := gate.Propose(ctx, prop)
 	if err != nil {
 		w.proposed = ""
@@ -226,10 +227,10 @@ func (w *worker) propose(ctx context.Context, gate Gate, prop Proposal) Decision
 	return dec
 }
 
-func proposalKey(p Proposal) string { return p.Revision + " " + p.Plan.PlanHash }
+func proposalKey(p approval.Proposal) string { return p.Revision + " " + p.Plan.PlanHash }
 
 // supersede withdraws pending (if any): by is the revision that replaces it.
-func (w *worker) supersede(ctx context.Context, pending *Pending, by string) {
+func (w *worker) supersede(ctx context.Context, pending *approval.Pending, by string) {
 	if pending == nil {
 		return
 	}
@@ -245,7 +246,7 @@ func (w *worker) supersede(ctx context.Context, pending *Pending, by string) {
 		return
 	}
 	w.d.metrics.setPending(w.env, false)
-	prop := Proposal{Environment: w.env, Revision: pending.Revision, Plan: &plan}
+	prop := approval.Proposal{Environment: w.env, Revision: pending.Revision, Plan: &plan}
 	if err := w.d.o.gate.Superseded(ctx, prop, by); err != nil {
 		w.d.metrics.fail(w.env, "gate")
 		w.d.log.Error(err, "reporting superseded plan", "environment", w.env, "planHash", pending.PlanHash)
@@ -257,10 +258,10 @@ func (w *worker) supersede(ctx context.Context, pending *Pending, by string) {
 // history after. A shutdown lets the patches in flight finish (up to the
 // apply grace) and records the apply as interrupted; the in-flight record
 // lets the next leader continue what is left without asking again.
-func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, prop Proposal, approver string) error {
+func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, prop approval.Proposal, approver string) error {
 	log := w.d.log.WithValues("environment", w.env, "revision", short(s.Revision), "planHash", prop.Plan.PlanHash)
 	started := time.Now().UTC()
-	if err := w.d.store.SetInFlight(ctx, w.env, &InFlight{Revision: s.Revision, PlanHash: prop.Plan.PlanHash,
+	if err := w.d.store.SetInFlight(ctx, w.env, &approval.InFlight{Revision: s.Revision, PlanHash: prop.Plan.PlanHash,
 		Approver: approver, Changes: changesJSON(prop.Plan.Changes), Started: started}); err != nil {
 		w.d.metrics.fail(w.env, "state")
 		return fmt.Errorf("recording apply before starting it: %w", err)
@@ -278,7 +279,7 @@ func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest
 		if err := w.d.store.SetInFlight(rctx, w.env, nil); err != nil {
 			return err
 		}
-		if out.Result == ResultInterrupted {
+		if out.Result == approval.ResultInterrupted {
 			return nil
 		}
 		st, err := w.d.store.Load(ctx, w.env)
@@ -295,10 +296,10 @@ func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest
 	w.completed(rctx, prop, out)
 	log.Info("applied", "result", out.Result, "changes", applied, "duration", out.Finished.Sub(started).String())
 	switch out.Result {
-	case ResultFailed:
+	case approval.ResultFailed:
 		w.d.metrics.fail(w.env, "apply")
 		return fmt.Errorf("applying revision %s: %s", short(s.Revision), out.Message)
-	case ResultSucceeded:
+	case approval.ResultSucceeded:
 		_, _, _ = w.plan(ctx, s) // refresh the status: desired is live now
 	}
 	return nil
@@ -318,15 +319,15 @@ func (w *worker) applyWithGrace(ctx context.Context, req reconcile.Request, plan
 }
 
 // outcome is how an apply that started at started ended.
-func outcome(approver string, res *reconcile.Result, err error, interrupted bool, started time.Time) Outcome {
-	out := Outcome{Approver: approver, Apply: res, Started: started, Finished: time.Now().UTC(), Result: ResultSucceeded}
+func outcome(approver string, res *reconcile.Result, err error, interrupted bool, started time.Time) approval.Outcome {
+	out := approval.Outcome{Approver: approver, Apply: res, Started: started, Finished: time.Now().UTC(), Result: approval.ResultSucceeded}
 	switch {
 	case interrupted:
-		out.Result, out.Message = ResultInterrupted, "shut down during the apply; the next leader plans again and applies what is left"
+		out.Result, out.Message = approval.ResultInterrupted, "shut down during the apply; the next leader plans again and applies what is left"
 	case err != nil:
-		out.Result, out.Message = ResultFailed, err.Error()
+		out.Result, out.Message = approval.ResultFailed, err.Error()
 	case res.Failed():
-		out.Result, out.Message = ResultFailed, failureSummary(res)
+		out.Result, out.Message = approval.ResultFailed, failureSummary(res)
 	}
 	return out
 }
@@ -334,8 +335,8 @@ func outcome(approver string, res *reconcile.Result, err error, interrupted bool
 // recordApply writes out into the history (clearing the in-flight record
 // unless the apply was interrupted: the next leader continues it) and the
 // metrics, and returns the number of changes applied.
-func (w *worker) recordApply(ctx context.Context, prop Proposal, out Outcome) int {
-	e := Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: changesJSON(prop.Plan.Changes), Approver: out.Approver,
+func (w *worker) recordApply(ctx context.Context, prop approval.Proposal, out approval.Outcome) int {
+	e := approval.Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: changesJSON(prop.Plan.Changes), Approver: out.Approver,
 		Result: out.Result, Message: out.Message, Started: out.Started, Finished: out.Finished}
 	applied := 0
 	if out.Apply != nil {
@@ -348,9 +349,9 @@ func (w *worker) recordApply(ctx context.Context, prop Proposal, out Outcome) in
 	}
 	w.d.metrics.addApplied(w.env, applied)
 	var err error
-	if out.Result == ResultInterrupted {
+	if out.Result == approval.ResultInterrupted {
 		err = w.d.store.Update(ctx, w.env, func(st *EnvState) {
-			st.History = append([]Entry{e}, st.History...)
+			st.History = append([]approval.Entry{e}, st.History...)
 			if st.Pending != nil && st.Pending.PlanHash == e.PlanHash {
 				st.Pending = nil
 			}
@@ -367,7 +368,7 @@ func (w *worker) recordApply(ctx context.Context, prop Proposal, out Outcome) in
 }
 
 // completed reports how prop ended to the gate; a failure is logged and counted.
-func (w *worker) completed(ctx context.Context, prop Proposal, out Outcome) {
+func (w *worker) completed(ctx context.Context, prop approval.Proposal, out approval.Outcome) {
 	if err := w.d.o.gate.Completed(ctx, prop, out); err != nil {
 		w.d.metrics.fail(w.env, "gate")
 		w.d.log.Error(err, "reporting the outcome to the gate", "environment", w.env, "planHash", prop.Plan.PlanHash, "result", out.Result)

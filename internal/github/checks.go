@@ -9,6 +9,7 @@ import (
 
 	gh "github.com/google/go-github/v60/github"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -27,23 +28,6 @@ const (
 	ConclusionNeutral        = "neutral"
 	ConclusionCancelled      = "cancelled"
 )
-
-const checkPrefix = "stagehand/"
-
-// CheckName is the approval check run of env: "stagehand/<env>".
-func CheckName(env string) string { return checkPrefix + env }
-
-// PreviewName is the PR preview check run of env: "stagehand/<env> preview".
-func PreviewName(env string) string { return checkPrefix + env + " preview" }
-
-// EnvOfCheck returns the environment of an approval check run name (not of a preview).
-func EnvOfCheck(name string) (string, bool) {
-	env, ok := strings.CutPrefix(name, checkPrefix)
-	if !ok || env == "" || strings.ContainsAny(env, " /") {
-		return "", false
-	}
-	return env, true
-}
 
 func approvalActions() []*gh.CheckRunAction {
 	return []*gh.CheckRunAction{
@@ -126,7 +110,7 @@ func awaiting(r *gh.CheckRun) bool {
 // delay (see WithLostClickAfter) holds a click that never reached the leader: the replica that took it
 // stopped first. That run gets its plan and buttons back, saying the approval was lost.
 func (c *Client) Propose(ctx context.Context, p *reconcile.Plan) (int64, error) {
-	name := CheckName(p.Environment)
+	name := approval.CheckName(p.Environment)
 	runs, err := c.runs(ctx, p.Revision, name)
 	if err != nil {
 		return 0, err
@@ -184,7 +168,7 @@ func (c *Client) awaitingOutput(p *reconcile.Plan, note string) Output {
 // planHash is "", and that one also when a click moved it to in progress), completing them as neutral: "superseded by <newer>" for a newer commit, "replaced: the
 // plan changed" when newer is revision itself, "nothing left to apply" when newer is "".
 func (c *Client) Supersede(ctx context.Context, env, revision, planHash, newer string) error {
-	runs, err := c.runs(ctx, revision, CheckName(env))
+	runs, err := c.runs(ctx, revision, approval.CheckName(env))
 	if err != nil {
 		return err
 	}
@@ -228,7 +212,7 @@ func (c *Client) Interrupted(ctx context.Context, p *reconcile.Plan, approver, w
 
 // run finds the check run of env on revision for planHash (newest first), or nil.
 func (c *Client) run(ctx context.Context, env, revision, planHash string) (*gh.CheckRun, error) {
-	runs, err := c.runs(ctx, revision, CheckName(env))
+	runs, err := c.runs(ctx, revision, approval.CheckName(env))
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +258,7 @@ func (c *Client) upsert(ctx context.Context, p *reconcile.Plan, status, conclusi
 		return c.update(ctx, r.GetID(), runUpdate{Status: status, Conclusion: conclusion, Output: output(out)})
 	}
 	opts := gh.CreateCheckRunOptions{
-		Name: CheckName(p.Environment), HeadSHA: p.Revision, ExternalID: gh.String(p.PlanHash), Output: output(out),
+		Name: approval.CheckName(p.Environment), HeadSHA: p.Revision, ExternalID: gh.String(p.PlanHash), Output: output(out),
 	}
 	if status != "" {
 		opts.Status = gh.String(status)
@@ -287,7 +271,7 @@ func (c *Client) upsert(ctx context.Context, p *reconcile.Plan, status, conclusi
 		opts.DetailsURL = gh.String(u)
 	}
 	if _, _, err := c.rest.Checks.CreateCheckRun(ctx, c.owner, c.repo, opts); err != nil {
-		return fmt.Errorf("creating check run %s on %s: %w", CheckName(p.Environment), short(p.Revision), err)
+		return fmt.Errorf("creating check run %s on %s: %w", approval.CheckName(p.Environment), short(p.Revision), err)
 	}
 	return nil
 }
@@ -345,7 +329,7 @@ func (c *Client) Stale(ctx context.Context, runID int64, why string) error {
 // that merging it would produce against the live cluster (or why there is none). Re-running for the same
 // commit updates the run in place.
 func (c *Client) Preview(ctx context.Context, env, headSHA string, p *reconcile.Plan, planErr error) error {
-	name := PreviewName(env)
+	name := approval.PreviewName(env)
 	var out Output
 	if planErr != nil {
 		out = Output{Title: "No plan: " + oneLine(planErr.Error()), Summary: "Planning this commit for **" + env + "** failed:\n\n```\n" + planErr.Error() + "\n```\n"}

@@ -26,71 +26,14 @@ type Client struct {
 	lostClickAfter time.Duration
 }
 
-type options struct {
-	transport      http.RoundTripper
-	token          string
-	retry          RetryPolicy
-	lostClickAfter time.Duration
-}
-
-// DefaultLostClickAfter is how long a check run may stay in progress after an
-// approval click, while its plan is still pending, before the click counts as
-// lost: well past the Handler's default decision timeout of 5 minutes.
-const DefaultLostClickAfter = 10 * time.Minute
-
-// WithLostClickAfter sets how long after a click a run still in progress
-// with its plan pending is given back its buttons (DefaultLostClickAfter).
-// It must exceed the Handler's decision timeout.
-func WithLostClickAfter(d time.Duration) Option {
-	return func(o *options) error {
-		if d <= 0 {
-			return fmt.Errorf("lost click after: must be positive, got %s", d)
-		}
-		o.lostClickAfter = d
-		return nil
-	}
-}
-
-// Option configures New.
-type Option func(*options) error
-
-// WithTransport sets the HTTP transport under authentication and retries (default http.DefaultTransport).
-func WithTransport(t http.RoundTripper) Option {
-	return func(o *options) error { o.transport = t; return nil }
-}
-
-// WithToken authenticates with a static token instead of the GitHub App (tests, personal setups).
-func WithToken(token string) Option {
-	return func(o *options) error {
-		if token == "" {
-			return errors.New("empty token")
-		}
-		o.token = token
-		return nil
-	}
-}
-
-// WithRetry replaces the retry policy (DefaultRetryPolicy otherwise).
-func WithRetry(p RetryPolicy) Option {
-	return func(o *options) error {
-		if p.MaxAttempts < 1 {
-			return fmt.Errorf("retry policy: MaxAttempts must be at least 1, got %d", p.MaxAttempts)
-		}
-		o.retry = p
-		return nil
-	}
-}
-
 // New builds a client from the github section of the configuration: github.apiURL (empty: api.github.com;
 // GitHub Enterprise and tests give theirs, with or without /api/v3), the App credentials in github.app (the
 // installation token is cached and refreshed by ghinstallation), github.owner/repo, the approvers rule and
 // github.detailsURL (the reconciler's public API URL, linked from check runs).
 func New(cfg config.GitHub, opts ...Option) (*Client, error) {
-	o := options{transport: http.DefaultTransport, retry: DefaultRetryPolicy(), lostClickAfter: DefaultLostClickAfter}
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, fmt.Errorf("configuring GitHub client: %w", err)
-		}
+	o, err := newOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("configuring GitHub client: %w", err)
 	}
 	if cfg.Owner == "" || cfg.Repo == "" {
 		return nil, errors.New("configuring GitHub client: github.owner and github.repo are required")
@@ -118,7 +61,6 @@ func New(cfg config.GitHub, opts ...Option) (*Client, error) {
 	}
 	rest := gh.NewClient(hc)
 	if cfg.APIURL != "" {
-		var err error
 		if rest, err = rest.WithEnterpriseURLs(cfg.APIURL, cfg.APIURL); err != nil {
 			return nil, fmt.Errorf("github.apiURL %q: %w", cfg.APIURL, err)
 		}

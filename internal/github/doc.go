@@ -7,9 +7,9 @@
 // Wiring (as `reconciler run` does it):
 //
 //	gh, _ := github.New(cfg.GitHub)
-//	d, _ := daemon.New(cfg, daemon.WithGate(daemon.Gates(daemon.API(), github.NewGate(gh))))
+//	d, _ := daemon.New(cfg, daemon.WithGate(approval.Gates(approval.Manual(), github.NewGate(gh))))
 //	preview := github.NewBranchPreviewer(cfg.Source, cfg.EnvironmentNames(), d.Plan)
-//	h := github.NewHandler(gh, github.FromDaemon(d), preview, cfg.Source.Branch, github.OnDecisionError(logIt))
+//	h, _ := github.NewHandler(gh, d, preview, cfg.Source.Branch, github.OnDecisionError(logIt))
 //	h.Register(d.Webhook())
 //	defer h.Wait() // clicks are answered at once and decided after; let the last ones finish
 //

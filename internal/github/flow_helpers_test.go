@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/github"
@@ -163,8 +164,11 @@ func (f *flow) startReplica(le daemon.LeaderElection) *replica {
 	}
 	// As `reconciler run` wires it: PR previews plan with the daemon's own planner.
 	preview := github.NewBranchPreviewer(f.cfg.Source, f.cfg.EnvironmentNames(), d.Plan, gitsource.WithCacheDir(f.t.TempDir()))
-	handler := github.NewHandler(client, github.FromDaemon(d), preview, "main",
+	handler, err := github.NewHandler(client, d, preview, "main",
 		github.OnDecisionError(func(err error) { f.t.Logf("decision after the webhook: %v", err) }))
+	if err != nil {
+		f.t.Fatal(err)
+	}
 	handler.Register(recv)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -264,7 +268,7 @@ func (f *flow) waitImage(tag string) {
 	f.t.Fatalf("image is %s, want tag %s", f.image(), tag)
 }
 
-func (f *flow) history() []daemon.Entry {
+func (f *flow) history() []approval.Entry {
 	f.t.Helper()
 	st, err := f.d.Store().Load(context.Background(), "prod")
 	if err != nil {

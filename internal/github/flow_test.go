@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stagehand-gitops/stagehand/internal/daemon"
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 )
@@ -67,7 +67,7 @@ func TestFlowApprove(t *testing.T) {
 	if got := f.gh.CountRequests("PATCH", "/repos/{owner}/{repo}/check-runs/{check_run_id}"); got != patches {
 		t.Errorf("replayed delivery updated the check run (%d → %d PATCHes)", patches, got)
 	}
-	if h := f.history(); len(h) != 1 || h[0].Approver != "maria" || h[0].Result != daemon.ResultSucceeded {
+	if h := f.history(); len(h) != 1 || h[0].Approver != "maria" || h[0].Result != approval.ResultSucceeded {
 		t.Errorf("history = %+v, want one success approved by maria", h)
 	}
 }
@@ -82,11 +82,29 @@ func TestFlowReject(t *testing.T) {
 	if !strings.Contains(run.Title, "Rejected by @acme") {
 		t.Errorf("title %q", run.Title)
 	}
-	if h := f.history(); len(h) != 1 || h[0].Result != daemon.ResultRejected {
+	if h := f.history(); len(h) != 1 || h[0].Result != approval.ResultRejected {
 		t.Errorf("history = %+v", h)
 	}
 	if f.image() != f.reg.Ref("team/api", "1.0.0") {
 		t.Errorf("rejected plan applied: %s", f.image())
+	}
+}
+
+// TestFlowRejectionWrittenOnce: a rejection click updates the check run twice, no more: in progress when
+// the click is taken, cancelled when the daemon's worker reports the rejection through the gate. (The
+// handler used to write the rejection a second time.)
+func TestFlowRejectionWrittenOnce(t *testing.T) {
+	f := newFlow(t)
+	sha := f.commit("1.0.1")
+	f.start()
+	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
+	const patch = "/repos/{owner}/{repo}/check-runs/{check_run_id}"
+	before := f.gh.CountRequests("PATCH", patch)
+	f.click(run.ID, "reject", "acme", secret)
+	f.waitRun(sha, "cancelled", concluded("cancelled"))
+	f.stop() // the daemon and the handler's decisions have finished
+	if got := f.gh.CountRequests("PATCH", patch) - before; got != 2 {
+		t.Errorf("%d check-run PATCHes for one rejection, want 2 (in progress, then cancelled once)", got)
 	}
 }
 

@@ -3,35 +3,34 @@ package github
 import (
 	"context"
 	"errors"
-	"fmt"
 
-	"github.com/stagehand-gitops/stagehand/internal/daemon"
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
-// Gate is the GitHub check-run approval gate of the daemon: it shows each proposed plan as check run
-// stagehand/<env> on its commit and keeps that run in step with the plan's fate. Approvals arrive through
-// the Handler (check_run webhooks), which calls the daemon's Approve and Reject. It keeps no state of its
-// own: the check runs on GitHub are found again by commit, name and planHash, so a restart loses nothing.
+// Gate is the GitHub check-run approval gate: it shows each proposed plan as check run stagehand/<env> on
+// its commit and keeps that run in step with the plan's fate. Approvals arrive through the Handler
+// (check_run webhooks), which calls an approval.Decider. It keeps no state of its own: the check runs on
+// GitHub are found again by commit, name and planHash, so a restart loses nothing.
 type Gate struct{ c *Client }
 
-var _ daemon.Gate = (*Gate)(nil)
+var _ approval.Gate = (*Gate)(nil)
 
 // NewGate returns the gate for client c.
 func NewGate(c *Client) *Gate { return &Gate{c: c} }
 
 // Propose creates (or, after a restart, finds) the check run awaiting approval and leaves the plan pending.
-func (g *Gate) Propose(ctx context.Context, p daemon.Proposal) (daemon.Decision, error) {
+func (g *Gate) Propose(ctx context.Context, p approval.Proposal) (approval.Decision, error) {
 	if _, err := g.c.Propose(ctx, p.Plan); err != nil {
-		return daemon.Decision{}, err
+		return approval.Decision{}, err
 	}
-	return daemon.Decision{}, nil
+	return approval.Decision{}, nil
 }
 
 // Superseded completes the withdrawn plan's run as neutral (superseded by a newer commit, replaced by a
 // changed plan, or nothing left to apply).
-func (g *Gate) Superseded(ctx context.Context, p daemon.Proposal, by string) error {
+func (g *Gate) Superseded(ctx context.Context, p approval.Proposal, by string) error {
 	hash := ""
 	if p.Plan != nil {
 		hash = p.Plan.PlanHash
@@ -39,18 +38,18 @@ func (g *Gate) Superseded(ctx context.Context, p daemon.Proposal, by string) err
 	return g.c.Supersede(ctx, p.Environment, p.Revision, hash, by)
 }
 
-// Completed reports the end of a plan on its run: cancelled when rejected (by a click or over the API),
-// success or failure with per-workload results after an apply — for skipConfirmation environments too, so
-// every deploy shows on its commit.
-func (g *Gate) Completed(ctx context.Context, p daemon.Proposal, o daemon.Outcome) error {
+// Completed reports the end of a plan on its run: cancelled when rejected (by a click or over the API; the
+// only place a rejection is written to the run), success or failure with per-workload results after an
+// apply — for skipConfirmation environments too, so every deploy shows on its commit.
+func (g *Gate) Completed(ctx context.Context, p approval.Proposal, o approval.Outcome) error {
 	approver := o.Approver
-	if approver == "skipConfirmation" {
+	if approver == approval.AutoApprover {
 		approver = ""
 	}
 	switch o.Result {
-	case daemon.ResultRejected:
+	case approval.ResultRejected:
 		return g.c.Rejected(ctx, p.Environment, p.Revision, p.Plan.PlanHash, o.Approver, o.Message)
-	case daemon.ResultInterrupted:
+	case approval.ResultInterrupted:
 		return g.c.Interrupted(ctx, p.Plan, approver, o.Message)
 	}
 	res := o.Apply
@@ -61,40 +60,10 @@ func (g *Gate) Completed(ctx context.Context, p daemon.Proposal, o daemon.Outcom
 		res.Plan = p.Plan
 	}
 	var applyErr error
-	if o.Result == daemon.ResultFailed && o.Message != "" && o.Apply == nil {
+	if o.Result == approval.ResultFailed && o.Message != "" && o.Apply == nil {
 		applyErr = errors.New(o.Message)
 	}
 	return g.c.Finished(ctx, res, approver, applyErr)
-}
-
-// DaemonDecisions is what FromDaemon needs of the daemon: *daemon.Daemon has it.
-type DaemonDecisions interface {
-	Approve(ctx context.Context, env, planHash, approver string) (*daemon.Pending, error)
-	Reject(ctx context.Context, env, planHash, approver, reason string) (*daemon.Pending, error)
-}
-
-// FromDaemon adapts the daemon's Approve and Reject to a Decider; a *daemon.NotPendingError matches
-// ErrNotPending.
-func FromDaemon(d DaemonDecisions) Decider { return daemonDecider{d} }
-
-type daemonDecider struct{ d DaemonDecisions }
-
-func (a daemonDecider) Approve(ctx context.Context, env, planHash, approver string) error {
-	_, err := a.d.Approve(ctx, env, planHash, approver)
-	return notPending(err)
-}
-
-func (a daemonDecider) Reject(ctx context.Context, env, planHash, approver, reason string) error {
-	_, err := a.d.Reject(ctx, env, planHash, approver, reason)
-	return notPending(err)
-}
-
-func notPending(err error) error {
-	var np *daemon.NotPendingError
-	if errors.As(err, &np) {
-		return fmt.Errorf("%w: %w", ErrNotPending, err)
-	}
-	return err
 }
 
 // Register adds the handler to a webhook receiver for check_run and pull_request events.

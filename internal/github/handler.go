@@ -11,20 +11,9 @@ import (
 
 	gh "github.com/google/go-github/v60/github"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
-
-// ErrNotPending is matched (errors.Is) by a Decider's error when the plan a button was clicked for is not
-// the environment's pending plan any more (its planHash changed, or a newer commit superseded it).
-var ErrNotPending = errors.New("plan is not pending")
-
-// Decider takes approval decisions for pending plans; the daemon implements it. Approve must re-plan and
-// apply only when planHash is still the pending plan of the newest commit; otherwise it returns an error
-// matching ErrNotPending.
-type Decider interface {
-	Approve(ctx context.Context, env, planHash, approver string) error
-	Reject(ctx context.Context, env, planHash, approver, reason string) error
-}
 
 // Previewer plans the environments of the manifests on branch headRef, at commit headSHA, against the live
 // clusters, for PR previews (BranchPreviewer). A plan error for one environment is reported in its preview.
@@ -43,43 +32,27 @@ type Preview struct {
 // pull_request on the webhook receiver (which verifies signatures, dedupes deliveries and caps bodies).
 type Handler struct {
 	client    *Client
-	decider   Decider
+	decider   approval.Decider
 	previewer Previewer
 	base      string // manifests branch: PRs into it get previews
-	o         handlerOptions
+	o         options
 
 	decisions sync.WaitGroup // decisions running after their webhook was answered
 }
 
-type handlerOptions struct {
-	onError         func(error)
-	decisionTimeout time.Duration
-}
-
-// HandlerOption configures NewHandler.
-type HandlerOption func(*handlerOptions)
-
-// OnDecisionError receives the errors of decisions taken after their webhook was answered (shown on the
-// check run too, unless updating the run failed, which is then part of the error); the binary logs them.
-// Default: dropped.
-func OnDecisionError(f func(error)) HandlerOption {
-	return func(o *handlerOptions) { o.onError = f }
-}
-
-// WithDecisionTimeout bounds one approval or rejection (default 5 minutes): asking the remote for the
-// newest commit and re-planning, not the apply, which goes on in the daemon.
-func WithDecisionTimeout(d time.Duration) HandlerOption {
-	return func(o *handlerOptions) { o.decisionTimeout = d }
-}
-
 // NewHandler returns a handler deciding through d. previewer may be nil (no PR previews); base is the
-// branch the reconciler follows.
-func NewHandler(c *Client, d Decider, previewer Previewer, base string, opts ...HandlerOption) *Handler {
-	o := handlerOptions{onError: func(error) {}, decisionTimeout: 5 * time.Minute}
-	for _, opt := range opts {
-		opt(&o)
+// branch the reconciler follows. Of the options, OnDecisionError and WithDecisionTimeout concern the
+// handler; the decision timeout must stay below the client's WithLostClickAfter.
+func NewHandler(c *Client, d approval.Decider, previewer Previewer, base string, opts ...Option) (*Handler, error) {
+	o, err := newOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("configuring GitHub webhook handler: %w", err)
 	}
-	return &Handler{client: c, decider: d, previewer: previewer, base: base, o: o}
+	if c.lostClickAfter <= o.decisionTimeout {
+		return nil, fmt.Errorf("configuring GitHub webhook handler: the decision timeout (%s) must be shorter than the client's lost-click delay (%s)",
+			o.decisionTimeout, c.lostClickAfter)
+	}
+	return &Handler{client: c, decider: d, previewer: previewer, base: base, o: o}, nil
 }
 
 // Wait waits for the decisions still running after their webhooks were answered (at shutdown, and in tests).
@@ -99,7 +72,7 @@ func (h *Handler) HandleCheckRun(ctx context.Context, payload []byte) error {
 		return nil
 	}
 	run := ev.GetCheckRun()
-	env, ok := EnvOfCheck(run.GetName())
+	env, ok := approval.EnvOfCheck(run.GetName())
 	if !ok {
 		return nil
 	}
@@ -150,12 +123,12 @@ func (h *Handler) decide(ctx context.Context, run *gh.CheckRun, env, action, log
 	hash := run.GetExternalID()
 	var err error
 	if action == ActionReject {
-		err = h.decider.Reject(ctx, env, hash, login, "rejected on GitHub")
+		_, err = h.decider.Reject(ctx, env, hash, login, "rejected on GitHub")
 	} else {
-		err = h.decider.Approve(ctx, env, hash, login)
+		_, err = h.decider.Approve(ctx, env, hash, login)
 	}
 	switch {
-	case errors.Is(err, ErrNotPending):
+	case errors.Is(err, approval.ErrNotPending):
 		return h.client.Stale(ctx, run.GetID(), err.Error())
 	case err != nil:
 		verb := map[string]string{ActionApprove: "Approving", ActionReject: "Rejecting"}[action]
@@ -163,10 +136,9 @@ func (h *Handler) decide(ctx context.Context, run *gh.CheckRun, env, action, log
 		uerr := h.client.update(ctx, run.GetID(), runUpdate{Conclusion: ConclusionActionRequired, Actions: approvalActions(),
 			Output: output(Output{Title: run.GetOutput().GetTitle(), Summary: cut(note+stripNote(run.GetOutput().GetSummary()), "")})})
 		return errors.Join(fmt.Errorf("%s %s plan %s: %w", strings.ToLower(verb), env, hash, err), uerr)
-	case action == ActionReject:
-		// The daemon reports the rejection through the gate too; this covers a decision handed to the leader.
-		return h.client.Rejected(ctx, env, run.GetHeadSHA(), hash, login, "")
 	}
+	// Done: the worker that carries the decision out (the leader's, after a hand-over) reports its outcome,
+	// a rejection included, through the Gate's Completed.
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/github"
 )
 
@@ -50,11 +51,12 @@ func TestApprovalClicks(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := newDecider()
-			d.set("prod", p.PlanHash)
+			d.gate = github.NewGate(f.client)
+			d.setPlan(p)
 			if tc.staleHash {
 				d.set("prod", "sha256:somethingelse")
 			}
-			h := github.NewHandler(f.client, d, nil, "main")
+			h := newHandler(t, f.client, d, nil)
 			delivery := f.srv.CheckRunActionDelivery(owner, repo, id, tc.action, tc.sender)
 			if err := h.HandleCheckRun(ctx, delivery.Body); err != nil {
 				t.Fatalf("HandleCheckRun: %v", err)
@@ -91,7 +93,7 @@ func TestUnauthorisedClickTwiceKeepsOneNote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := github.NewHandler(f.client, newDecider(), nil, "main")
+	h := newHandler(t, f.client, newDecider(), nil)
 	for _, who := range []string{"eve", "mallory"} {
 		if err := h.HandleCheckRun(ctx, f.srv.CheckRunActionDelivery(owner, repo, id, "approve", who).Body); err != nil {
 			t.Fatal(err)
@@ -110,7 +112,7 @@ func TestIgnoredDeliveries(t *testing.T) {
 	other := f.srv.AddCheckRun(owner, repo, githubtestRun("ci/build", sha))
 	preview := f.srv.AddCheckRun(owner, repo, githubtestRun("stagehand/prod preview", sha))
 	d := newDecider()
-	h := github.NewHandler(f.client, d, nil, "main")
+	h := newHandler(t, f.client, d, nil)
 	for _, id := range []int64{other, preview} {
 		if err := h.HandleCheckRun(ctx, f.srv.CheckRunActionDelivery(owner, repo, id, "approve", "acme").Body); err != nil {
 			t.Errorf("HandleCheckRun: %v", err)
@@ -155,7 +157,7 @@ func TestPullRequestPreview(t *testing.T) {
 	f := newFixture(t)
 	f.srv.Commit(owner, repo, "bump", map[string]string{"environments/prod/api.json": "{}"}, "bump api")
 	n := f.srv.OpenPullRequest(owner, repo, "bump", "main", "Bump api", "maria")
-	h := github.NewHandler(f.client, newDecider(), previewer{"devel": errors.New("environments/devel/manifest.json:3:5: unknown key")}, "main")
+	h := newHandler(t, f.client, newDecider(), previewer{"devel": errors.New("environments/devel/manifest.json:3:5: unknown key")})
 	for _, action := range []string{"opened", "synchronize", "closed"} {
 		if err := h.HandlePullRequest(ctx, f.srv.PullRequestDelivery(owner, repo, n, action, "maria").Body); err != nil {
 			t.Fatalf("%s: %v", action, err)
@@ -181,14 +183,14 @@ type slowDecider struct {
 	release chan error
 }
 
-func (d slowDecider) Approve(ctx context.Context, env, _, who string) error {
+func (d slowDecider) Approve(ctx context.Context, env, _, who string) (*approval.Pending, error) {
 	d.started <- "approve " + env + " " + who
-	return <-d.release
+	return nil, <-d.release
 }
 
-func (d slowDecider) Reject(ctx context.Context, env, _, who, _ string) error {
+func (d slowDecider) Reject(ctx context.Context, env, _, who, _ string) (*approval.Pending, error) {
 	d.started <- "reject " + env + " " + who
-	return <-d.release
+	return nil, <-d.release
 }
 
 // TestClickAnsweredBeforeTheDecision: the webhook is answered as soon as the sender's permission is checked
@@ -209,7 +211,7 @@ func TestClickAnsweredBeforeTheDecision(t *testing.T) {
 	patchRun(t, f.srv, id, map[string]any{"started_at": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)})
 	d := slowDecider{started: make(chan string, 1), release: make(chan error)}
 	var unshown []error
-	h := github.NewHandler(f.client, d, nil, "main", github.OnDecisionError(func(err error) { unshown = append(unshown, err) }))
+	h := newHandler(t, f.client, d, nil, github.OnDecisionError(func(err error) { unshown = append(unshown, err) }))
 	if err := h.HandleCheckRun(ctx, f.srv.CheckRunActionDelivery(owner, repo, id, "approve", "maria").Body); err != nil {
 		t.Fatalf("HandleCheckRun: %v", err)
 	}

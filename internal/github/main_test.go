@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
@@ -71,16 +72,21 @@ func plan(env, revision string, n int) *reconcile.Plan {
 	return p
 }
 
-// decider is a hand-written Decider: it records decisions and answers like the daemon would for one
-// pending plan per environment.
+// decider is a hand-written approval.Decider: it records decisions and answers like the daemon would for
+// one pending plan per environment; like the daemon, it reports a rejection through its gate (when set and
+// the plan was given with setPlan), the only place a rejection reaches the check run.
 type decider struct {
 	mu       sync.Mutex
 	pending  map[string]string // env → planHash
-	approved []string          // "env planHash approver"
+	plans    map[string]*reconcile.Plan
+	gate     approval.Gate
+	approved []string // "env planHash approver"
 	rejected []string
 }
 
-func newDecider() *decider { return &decider{pending: map[string]string{}} }
+func newDecider() *decider {
+	return &decider{pending: map[string]string{}, plans: map[string]*reconcile.Plan{}}
+}
 
 func (d *decider) set(env, hash string) {
 	d.mu.Lock()
@@ -88,33 +94,57 @@ func (d *decider) set(env, hash string) {
 	d.pending[env] = hash
 }
 
+// setPlan makes p pending in its environment.
+func (d *decider) setPlan(p *reconcile.Plan) {
+	d.set(p.Environment, p.PlanHash)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.plans[p.Environment] = p
+}
+
 func (d *decider) check(env, hash string) error {
 	if d.pending[env] != hash {
-		return fmt.Errorf("%w: %s has %q pending, not %q", github.ErrNotPending, env, d.pending[env], hash)
+		return fmt.Errorf("%w: %s has %q pending, not %q", approval.ErrNotPending, env, d.pending[env], hash)
 	}
 	return nil
 }
 
-func (d *decider) Approve(_ context.Context, env, hash, who string) error {
+func (d *decider) Approve(_ context.Context, env, hash, who string) (*approval.Pending, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.check(env, hash); err != nil {
-		return err
+		return nil, err
 	}
 	delete(d.pending, env)
 	d.approved = append(d.approved, env+" "+hash+" "+who)
-	return nil
+	return &approval.Pending{PlanHash: hash}, nil
 }
 
-func (d *decider) Reject(_ context.Context, env, hash, who, _ string) error {
+func (d *decider) Reject(ctx context.Context, env, hash, who, reason string) (*approval.Pending, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.check(env, hash); err != nil {
-		return err
+		return nil, err
 	}
 	delete(d.pending, env)
 	d.rejected = append(d.rejected, env+" "+hash+" "+who)
-	return nil
+	if p := d.plans[env]; d.gate != nil && p != nil && p.PlanHash == hash {
+		prop := approval.Proposal{Environment: env, Revision: p.Revision, Plan: p}
+		if err := d.gate.Completed(ctx, prop, approval.Outcome{Result: approval.ResultRejected, Approver: who, Message: reason}); err != nil {
+			return nil, err
+		}
+	}
+	return &approval.Pending{PlanHash: hash}, nil
+}
+
+// newHandler is github.NewHandler, failing the test on a configuration error.
+func newHandler(t *testing.T, c *github.Client, d approval.Decider, p github.Previewer, opts ...github.Option) *github.Handler {
+	t.Helper()
+	h, err := github.NewHandler(c, d, p, "main", opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 func githubtestRun(name, sha string) githubtest.CheckRun {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
@@ -53,7 +54,7 @@ func TestFlowClickOnAStandbyReplica(t *testing.T) {
 		t.Errorf("completed run %d (want %d), summary:\n%s", done.ID, fresh.ID, done.Summary)
 	}
 	f.d = leader.d
-	if h := f.history(); len(h) != 1 || h[0].Approver != "maria" || h[0].Result != daemon.ResultSucceeded {
+	if h := f.history(); len(h) != 1 || h[0].Approver != "maria" || h[0].Result != approval.ResultSucceeded {
 		t.Errorf("history = %+v, want one success approved by maria", h)
 	}
 }

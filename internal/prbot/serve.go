@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-github/v60/github"
 	"github.com/robfig/cron/v3"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
@@ -140,7 +141,7 @@ func (s *Server) handleCheckRun(_ context.Context, e webhook.Event) error {
 	}
 	run := ev.GetCheckRun()
 	s.mu.Lock()
-	if env, ok := strings.CutPrefix(run.GetName(), "stagehand/"); ok && !strings.Contains(env, " ") {
+	if env, ok := approval.EnvOfCheck(run.GetName()); ok {
 		s.from[env] = true
 	}
 	for _, pr := range run.PullRequests {

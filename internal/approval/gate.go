@@ -1,0 +1,125 @@
+package approval
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+// Proposal is one plan for one environment at one revision.
+type Proposal struct {
+	Environment string
+	Revision    string
+	// RevisionTime is the commit time of Revision.
+	RevisionTime time.Time
+	Plan         *reconcile.Plan
+}
+
+// Decision is a gate's answer to Propose.
+type Decision struct {
+	// Approved true makes the worker apply now; false leaves the plan pending
+	// until a Decider's Approve or Reject decides.
+	Approved bool
+	// Approver names who approved, for the history (AutoApprover).
+	Approver string
+}
+
+// Outcome is how a proposal ended.
+type Outcome struct {
+	// Result is ResultSucceeded, ResultFailed, ResultInterrupted or ResultRejected.
+	Result   string
+	Approver string
+	// Message says why it failed or was rejected.
+	Message string
+	// Apply is pkg/reconcile's result; nil when nothing was applied.
+	Apply    *reconcile.Result
+	Started  time.Time
+	Finished time.Time
+}
+
+// Gate is told about every plan that has changes and decides whether it may
+// be applied at once. Calls for one environment come from that environment's
+// worker, one at a time; calls for different environments may be concurrent.
+// Errors are logged and counted; they do not stop the worker (a Propose error
+// leaves the plan pending).
+type Gate interface {
+	// Propose publishes a plan that has changes. It must be idempotent: a
+	// plan still pending is proposed again after a failed Propose (at every
+	// pass) and once by each new process.
+	Propose(ctx context.Context, p Proposal) (Decision, error)
+	// Superseded withdraws a pending plan: by is the revision whose plan
+	// replaces it (it may equal p.Revision when the cluster changed), or ""
+	// when nothing is left to apply.
+	Superseded(ctx context.Context, p Proposal, by string) error
+	// Completed reports how an approved or rejected plan ended.
+	Completed(ctx context.Context, p Proposal, o Outcome) error
+}
+
+// AutoApprover is the approver Auto records.
+const AutoApprover = "skipConfirmation"
+
+// Auto returns the gate of skipConfirmation environments: it approves every
+// plan as AutoApprover.
+func Auto() Gate { return autoGate{} }
+
+type autoGate struct{}
+
+func (autoGate) Propose(context.Context, Proposal) (Decision, error) {
+	return Decision{Approved: true, Approver: AutoApprover}, nil
+}
+func (autoGate) Superseded(context.Context, Proposal, string) error { return nil }
+func (autoGate) Completed(context.Context, Proposal, Outcome) error { return nil }
+
+// Manual returns the gate that publishes nothing and leaves every plan
+// pending until a Decider decides (over the HTTP API and the CLI): the
+// pending plan is visible at /api/v1/environments.
+func Manual() Gate { return manualGate{} }
+
+type manualGate struct{}
+
+func (manualGate) Propose(context.Context, Proposal) (Decision, error) { return Decision{}, nil }
+func (manualGate) Superseded(context.Context, Proposal, string) error  { return nil }
+func (manualGate) Completed(context.Context, Proposal, Outcome) error  { return nil }
+
+// Gates combines gates: Propose asks each in order and approves when any
+// approves; every gate hears Superseded and Completed. Errors are joined.
+func Gates(gates ...Gate) Gate { return multiGate(gates) }
+
+type multiGate []Gate
+
+func (m multiGate) Propose(ctx context.Context, p Proposal) (Decision, error) {
+	var out Decision
+	var errs []error
+	for _, g := range m {
+		d, err := g.Propose(ctx, p)
+		errs = append(errs, err)
+		if d.Approved && !out.Approved {
+			out = d
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+func (m multiGate) Superseded(ctx context.Context, p Proposal, by string) error {
+	var errs []error
+	for _, g := range m {
+		errs = append(errs, g.Superseded(ctx, p, by))
+	}
+	return errors.Join(errs...)
+}
+
+func (m multiGate) Completed(ctx context.Context, p Proposal, o Outcome) error {
+	var errs []error
+	for _, g := range m {
+		errs = append(errs, g.Completed(ctx, p, o))
+	}
+	return errors.Join(errs...)
+}
+
+var (
+	_ Gate = autoGate{}
+	_ Gate = manualGate{}
+	_ Gate = multiGate{}
+)

@@ -1,0 +1,49 @@
+package approval
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Pending is a plan waiting for approval.
+type Pending struct {
+	Revision   string          `json:"revision"`
+	PlanHash   string          `json:"planHash"`
+	Plan       json.RawMessage `json:"plan"`
+	ProposedAt time.Time       `json:"proposedAt"`
+}
+
+// InFlight is an approved plan whose apply has started and not yet been
+// recorded in the history. After a restart the worker continues it without
+// asking again, provided the re-planned changes are part of what was approved.
+type InFlight struct {
+	Revision string          `json:"revision"`
+	PlanHash string          `json:"planHash"`
+	Approver string          `json:"approver"`
+	Changes  json.RawMessage `json:"changes"`
+	Started  time.Time       `json:"started"`
+}
+
+// Results of an Outcome and of a history Entry.
+const (
+	ResultSucceeded   = "succeeded"
+	ResultFailed      = "failed"
+	ResultInterrupted = "interrupted"
+	ResultRejected    = "rejected"
+)
+
+// Entry is one applied (or rejected) plan in an environment's history.
+type Entry struct {
+	Revision string          `json:"revision"`
+	PlanHash string          `json:"planHash"`
+	Changes  json.RawMessage `json:"changes"`
+	Approver string          `json:"approver"`
+	// Result is one of succeeded, failed, interrupted or rejected.
+	Result string `json:"result"`
+	// Message says why a plan failed or was rejected.
+	Message string `json:"message,omitempty"`
+	// Workloads holds the per-workload results as pkg/reconcile reports them.
+	Workloads json.RawMessage `json:"workloads,omitempty"`
+	Started   time.Time       `json:"started"`
+	Finished  time.Time       `json:"finished"`
+}

@@ -1,0 +1,116 @@
+package github
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Option configures New (the client) and NewHandler (the webhook handler): each option says which it
+// concerns; the other ignores it.
+type Option func(*options) error
+
+type options struct {
+	// Client.
+	transport      http.RoundTripper
+	token          string
+	retry          RetryPolicy
+	lostClickAfter time.Duration
+	// Handler.
+	onError         func(error)
+	decisionTimeout time.Duration
+}
+
+// DefaultLostClickAfter is how long a check run may stay in progress after an approval click, while its
+// plan is still pending, before the click counts as lost: well past DefaultDecisionTimeout.
+const DefaultLostClickAfter = 10 * time.Minute
+
+// DefaultDecisionTimeout bounds one approval or rejection taken after its webhook was answered.
+const DefaultDecisionTimeout = 5 * time.Minute
+
+// newOptions applies opts over the defaults. NewHandler checks the one combination that matters, its decision
+// timeout against its client's lost-click delay.
+func newOptions(opts []Option) (options, error) {
+	o := options{
+		transport: http.DefaultTransport, retry: DefaultRetryPolicy(), lostClickAfter: DefaultLostClickAfter,
+		onError: func(error) {}, decisionTimeout: DefaultDecisionTimeout,
+	}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+// WithTransport sets the HTTP transport under authentication and retries (client; default
+// http.DefaultTransport).
+func WithTransport(t http.RoundTripper) Option {
+	return func(o *options) error {
+		if t == nil {
+			return errors.New("nil transport")
+		}
+		o.transport = t
+		return nil
+	}
+}
+
+// WithToken authenticates with a static token instead of the GitHub App (client; tests, personal setups).
+func WithToken(token string) Option {
+	return func(o *options) error {
+		if token == "" {
+			return errors.New("empty token")
+		}
+		o.token = token
+		return nil
+	}
+}
+
+// WithRetry replaces the retry policy (client; DefaultRetryPolicy otherwise).
+func WithRetry(p RetryPolicy) Option {
+	return func(o *options) error {
+		if p.MaxAttempts < 1 {
+			return fmt.Errorf("retry policy: MaxAttempts must be at least 1, got %d", p.MaxAttempts)
+		}
+		o.retry = p
+		return nil
+	}
+}
+
+// WithLostClickAfter sets how long after a click a run still in progress with its plan pending is given
+// back its buttons (client; DefaultLostClickAfter). It must exceed the handler's decision timeout.
+func WithLostClickAfter(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("lost click after: must be positive, got %s", d)
+		}
+		o.lostClickAfter = d
+		return nil
+	}
+}
+
+// OnDecisionError receives the errors of decisions taken after their webhook was answered (handler; shown
+// on the check run too, unless updating the run failed, which is then part of the error); the binary logs
+// them. Default: dropped.
+func OnDecisionError(f func(error)) Option {
+	return func(o *options) error {
+		if f == nil {
+			return errors.New("nil decision error function")
+		}
+		o.onError = f
+		return nil
+	}
+}
+
+// WithDecisionTimeout bounds one approval or rejection (handler; default DefaultDecisionTimeout): asking
+// the remote for the newest commit and re-planning, not the apply, which goes on in the daemon.
+func WithDecisionTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("decision timeout: must be positive, got %s", d)
+		}
+		o.decisionTimeout = d
+		return nil
+	}
+}
