@@ -202,8 +202,8 @@ func (x *demo) startReconciler(ctx context.Context, kubeconfig string) (func(), 
 }
 
 // desired resolves env in the working clone: service → tag.
-func (x *demo) desired(env string) (map[string]string, error) {
-	e, err := manifest.Resolve(os.DirFS(x.repo.work), ".", env)
+func (x *demo) desired(ctx context.Context, env string) (map[string]string, error) {
+	e, err := manifest.Resolve(ctx, os.DirFS(x.repo.work), ".", env)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +243,7 @@ func matches(got, want map[string]string) bool {
 func (x *demo) develDeploys(ctx context.Context) error {
 	x.p.step("devel deploys by itself",
 		"environments/devel/manifest.json says skipConfirmation: true, so its plan is applied at once.")
-	want, err := x.desired("devel")
+	want, err := x.desired(ctx, "devel")
 	if err != nil {
 		return err
 	}
@@ -357,7 +357,7 @@ func (x *demo) approveProd(ctx context.Context) error {
 	if err != nil || cli.Code(err) != 0 {
 		return fmt.Errorf("reconciler approve: %v (exit %d)", err, cli.Code(err))
 	}
-	want, err := x.desired("prod")
+	want, err := x.desired(ctx, "prod")
 	if err != nil {
 		return err
 	}
@@ -390,7 +390,7 @@ func (x *demo) waitEnterOrApplied(ctx context.Context, hash string) (bool, error
 			continue
 		}
 		x.p.ok("approved by %s: %s", v.LastResult.Approver, v.LastResult.Result)
-		want, err := x.desired("prod")
+		want, err := x.desired(ctx, "prod")
 		if err != nil {
 			return true, err
 		}

@@ -75,7 +75,7 @@ func (f *planFlags) setup(cmd *cobra.Command) (*planSetup, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := manifest.Resolve(fsys, cfg.Source.Root, f.env, wire.ManifestOptions(cfg.Manifest)...)
+	e, err := manifest.Resolve(ctx, fsys, cfg.Source.Root, f.env, wire.ManifestOptions(cfg.Manifest)...)
 	if err != nil {
 		var list *manifest.ErrorList
 		if errors.As(err, &list) {

@@ -373,8 +373,8 @@ func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*approv
 }
 
 // resolve resolves env's manifest in s.
-func (d *Daemon) resolve(s gitsource.Snapshot, env string) (*manifest.Environment, error) {
-	return manifest.Resolve(s.FS, d.cfg.Source.Root, env, wire.ManifestOptions(d.cfg.Manifest)...)
+func (d *Daemon) resolve(ctx context.Context, s gitsource.Snapshot, env string) (*manifest.Environment, error) {
+	return manifest.Resolve(ctx, s.FS, d.cfg.Source.Root, env, wire.ManifestOptions(d.cfg.Manifest)...)
 }
 
 // Plan resolves and plans env at snapshot s against the live targets without
@@ -383,7 +383,7 @@ func (d *Daemon) Plan(ctx context.Context, s gitsource.Snapshot, env string) (*r
 	if _, ok := d.cfg.Environments[env]; !ok {
 		return nil, fmt.Errorf("%w %q; configured: %v", approval.ErrUnknownEnvironment, env, d.envNames)
 	}
-	envM, err := d.resolve(s, env)
+	envM, err := d.resolve(ctx, s, env)
 	if err != nil {
 		return nil, err
 	}

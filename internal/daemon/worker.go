@@ -117,7 +117,7 @@ func (w *worker) pass(ctx context.Context) error {
 
 // plan resolves and plans env at s and records the status.
 func (w *worker) plan(ctx context.Context, s gitsource.Snapshot) (*manifest.Environment, *reconcile.Plan, error) {
-	envM, err := w.d.resolve(s, w.env)
+	envM, err := w.d.resolve(ctx, s, w.env)
 	if err != nil {
 		w.d.metrics.fail(w.env, "resolve")
 		w.writeStatus(ctx, s, nil, nil, err)

@@ -122,7 +122,7 @@ func (b *Bot) evaluatePromotion(ctx context.Context, from, to string) (*promotio
 	if err != nil {
 		return nil, err
 	}
-	target, err := manifest.Resolve(head, b.root, to, manifest.AllowUnknownKeys())
+	target, err := manifest.Resolve(ctx, head, b.root, to, manifest.AllowUnknownKeys())
 	if err != nil {
 		return nil, fmt.Errorf("resolving %s at %s: %w", to, baseSHA, err)
 	}
@@ -254,7 +254,7 @@ func (b *Bot) closePromotion(ctx context.Context, pr *github.PullRequest, pair p
 // success was found and an older success no longer runs the versions it
 // would promote (so soak times count from their first success).
 func (b *Bot) history(ctx context.Context, baseSHA string, head *repoFS, pair promote.Pair, stage promote.Stage, target *manifest.Environment) ([]promote.Observation, error) {
-	src, err := manifest.Resolve(head, b.root, pair.From, manifest.AllowUnknownKeys())
+	src, err := manifest.Resolve(ctx, head, b.root, pair.From, manifest.AllowUnknownKeys())
 	if err != nil {
 		return nil, fmt.Errorf("resolving %s at %s: %w", pair.From, baseSHA, err)
 	}
@@ -280,7 +280,7 @@ func (b *Bot) history(ctx context.Context, baseSHA string, head *repoFS, pair pr
 			if err != nil {
 				return nil, err
 			}
-			older, err := manifest.Resolve(fsys, b.root, pair.From, manifest.AllowUnknownKeys())
+			older, err := manifest.Resolve(ctx, fsys, b.root, pair.From, manifest.AllowUnknownKeys())
 			if err != nil {
 				break // an invalid older state ends the evidence
 			}

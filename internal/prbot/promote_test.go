@@ -68,7 +68,7 @@ func (f *fixture) stage(t *testing.T, ref, env string) *manifest.Environment {
 	for p, c := range f.srv.Files(owner, repo, ref) {
 		fsys[p] = &fstest.MapFile{Data: []byte(c)}
 	}
-	e, err := manifest.Resolve(fsys, ".", env)
+	e, err := manifest.Resolve(t.Context(), fsys, ".", env)
 	if err != nil {
 		t.Fatalf("resolving %s at %s: %v", env, ref, err)
 	}

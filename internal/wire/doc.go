@@ -11,7 +11,7 @@
 //	locks, err := wire.LockService(clients, cfg)             // locks.storage in the state cluster
 //	rec, err := wire.Reconciler(cfg, wire.WithReconcileOptions(reconcile.WithLocks(c, c)))
 //	src, err := wire.Source(cfg.Source)                      // pkg/gitsource with source.* translated
-//	env, err := manifest.Resolve(fsys, root, name, wire.ManifestOptions(cfg.Manifest)...)
+//	env, err := manifest.Resolve(ctx, fsys, root, name, wire.ManifestOptions(cfg.Manifest)...)
 //
 // Every Kubernetes client speaks protobuf, has no client-side rate limit
 // (the reconciler bounds its requests in flight with workloads.concurrency

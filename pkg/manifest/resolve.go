@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -37,8 +38,9 @@ func Environments(fsys fs.FS, root string) ([]string, error) {
 // Resolve reads <root>/environments/<env>/manifest.json and its includes from
 // fsys and returns the environment's effective services. Problems in the files
 // are returned together as an *ErrorList; other errors (bad arguments or
-// options) are plain.
-func Resolve(fsys fs.FS, root, env string, opts ...Option) (*Environment, error) {
+// options, ctx ending) are plain. Resolve stops when ctx ends and returns an
+// error wrapping ctx.Err().
+func Resolve(ctx context.Context, fsys fs.FS, root, env string, opts ...Option) (*Environment, error) {
 	o, err := buildOptions(opts)
 	if err != nil {
 		return nil, fmt.Errorf("resolving environment %q: %w", env, err)
@@ -51,6 +53,7 @@ func Resolve(fsys fs.FS, root, env string, opts ...Option) (*Environment, error)
 		return nil, fmt.Errorf("resolving environment %q: invalid name: must be one directory name under environments/", env)
 	}
 	r := &resolver{
+		ctx:   ctx,
 		fsys:  fsys,
 		o:     o,
 		c:     collector{max: o.maxErrors},
@@ -62,6 +65,9 @@ func Resolve(fsys fs.FS, root, env string, opts ...Option) (*Environment, error)
 	_, r.links = fsys.(fs.ReadLinkFS)
 	name := path.Join(root, "environments", env, "manifest.json")
 	lay := r.visit(name, nil, include{}, 0)
+	if r.stopped != nil {
+		return nil, fmt.Errorf("resolving environment %q: stopped after reading %d files: %w", env, len(r.files), r.stopped)
+	}
 	if err := r.c.err(); err != nil {
 		return nil, err
 	}
@@ -78,17 +84,19 @@ type loaded struct {
 }
 
 type resolver struct {
-	fsys   fs.FS
-	o      options
-	c      collector
-	links  bool               // fsys can tell symbolic links
-	files  map[string]*loaded // by real path
-	real   map[string]string  // link-free paths of checked prefixes
-	stack  []string           // real paths of the current include chain
-	visits int
-	seq    []ref // every service entry in effective order, overrides included
-	marks  []mark
-	root   *file
+	ctx     context.Context
+	stopped error // ctx's error once it ended
+	fsys    fs.FS
+	o       options
+	c       collector
+	links   bool               // fsys can tell symbolic links
+	files   map[string]*loaded // by real path
+	real    map[string]string  // link-free paths of checked prefixes
+	stack   []string           // real paths of the current include chain
+	visits  int
+	seq     []ref // every service entry in effective order, overrides included
+	marks   []mark
+	root    *file
 }
 
 // ref is an entry in the effective sequence.
@@ -120,6 +128,13 @@ func (r *resolver) siteErr(from *file, inc include, msg string) {
 func (r *resolver) visit(name string, from *file, inc include, depth int) *Layout {
 	if from == nil {
 		inc.path = name
+	}
+	if r.stopped != nil {
+		return nil
+	}
+	if err := r.ctx.Err(); err != nil {
+		r.stopped = err
+		return nil
 	}
 	if depth > r.o.maxDepth {
 		r.siteErr(from, inc, fmt.Sprintf("include %q nests deeper than the limit of %d levels", inc.path, r.o.maxDepth))
