@@ -34,6 +34,7 @@ func TestPrbotConfig(t *testing.T) {
 		MergeMethod                                       string
 		Secrets                                           []string
 		Token                                             bool
+		AllowUnknownKeys                                  bool // from config.manifest, as the reconciler reads
 	}
 	tests := []struct {
 		name   string
@@ -56,7 +57,8 @@ func TestPrbotConfig(t *testing.T) {
 			name: "token, shared webhook secret, no lock API",
 			values: func(t *testing.T) []string {
 				return []string{valuesFile(t, map[string]any{
-					"config":  map[string]any{"github": map[string]any{"owner": "acme", "repo": "manifests"}},
+					"config": map[string]any{"github": map[string]any{"owner": "acme", "repo": "manifests"},
+						"manifest": map[string]any{"allowUnknownKeys": true}},
 					"secrets": map[string]any{"webhook": map[string]any{"secretName": "hook"}},
 					"prbot": map[string]any{"enabled": true, "secrets": map[string]any{
 						"githubToken": map[string]any{"secretName": "bot-token"},
@@ -66,7 +68,7 @@ func TestPrbotConfig(t *testing.T) {
 			want: fields{Owner: "acme", Repo: "manifests", TokenFile: "/etc/stagehand/secrets/prbot-github-token/token",
 				WebhookSecretFile: "/etc/stagehand/secrets/prbot-webhook/secret",
 				Base:              "main", Root: ".", Listen: ":8080", WebhookPath: "/prbot/webhook", MergeMethod: "merge",
-				Secrets: []string{"bot-token", "hook"}},
+				Secrets: []string{"bot-token", "hook"}, AllowUnknownKeys: true},
 		},
 	}
 	for _, tc := range tests {
@@ -84,7 +86,7 @@ func TestPrbotConfig(t *testing.T) {
 			got := fields{Owner: c.GitHub.Owner, Repo: c.GitHub.Repo, APIURL: c.GitHub.APIURL, TokenFile: c.GitHub.TokenFile,
 				WebhookSecretFile: c.GitHub.WebhookSecretFile, App: c.GitHub.App, Base: c.Base, Root: c.Root,
 				Listen: c.Listen, WebhookPath: c.WebhookPath, Locks: c.Locks, MergeMethod: c.Merge.Method,
-				Secrets: projected(spec), Token: token || !found}
+				Secrets: projected(spec), Token: token || !found, AllowUnknownKeys: c.Manifest.AllowUnknownKeys}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("prbot (-want +got):\n%s", diff)
 			}
@@ -109,7 +111,7 @@ func TestPrbotConfig(t *testing.T) {
 var prbotChartOwned = []string{
 	"base", "github.apiURL", "github.app.appID", "github.app.installationID", "github.app.privateKeyFile",
 	"github.owner", "github.repo", "github.tokenFile", "github.webhookSecretFile", "listen",
-	"locks.server", "locks.tokenFile", "root",
+	"locks.server", "locks.tokenFile", "manifest.allowUnknownKeys", "root",
 }
 
 // TestSchemaCoversPrbotConfig: like TestSchemaCoversConfig, for prbot.yaml.

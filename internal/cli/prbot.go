@@ -2,22 +2,18 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
-	"os/signal"
 	"strings"
 	"time"
 
-	"github.com/fluxcd/pkg/runtime/logger"
 	"github.com/spf13/cobra"
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	ghclient "github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
-	"github.com/stagehand-gitops/stagehand/internal/webhook"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
@@ -61,6 +57,9 @@ type botFlags struct {
 	lockServer     string
 	lockTokenFile  string
 	output         string
+	// allowUnknownKeys is reconciler.yaml's manifest.allowUnknownKeys
+	// (prbot serve: the same key in its config).
+	allowUnknownKeys bool
 }
 
 func (f *botFlags) register(cmd *cobra.Command) {
@@ -78,6 +77,7 @@ func (f *botFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.lockServer, "lock-server", "", "URL of the reconciler's API for lock checks (default $STAGEHAND_SERVER; none: no lock checks)")
 	fl.StringVar(&f.lockTokenFile, "lock-token-file", "", "file holding the reconciler API token (default: $STAGEHAND_TOKEN)")
 	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+	fl.BoolVar(&f.allowUnknownKeys, "allow-unknown-keys", false, "accept keys in manifest files that Stagehand does not know (as manifest.allowUnknownKeys: true in reconciler.yaml); default: they are errors")
 }
 
 func splitRepo(s string) (string, string, error) {
@@ -139,7 +139,8 @@ func (f *botFlags) bot(d prbotDeps, extra ...prbot.Option) (*prbot.Bot, error) {
 	if web == "" {
 		web = webRoot(apiURL)
 	}
-	bopts := []prbot.Option{prbot.WithBase(f.base), prbot.WithRoot(f.root), prbot.WithWebURL(web), prbot.WithClock(d.now)}
+	bopts := []prbot.Option{prbot.WithBase(f.base), prbot.WithRoot(f.root), prbot.WithWebURL(web), prbot.WithClock(d.now),
+		prbot.WithManifestOptions(wire.ManifestOptions(config.Manifest{AllowUnknownKeys: f.allowUnknownKeys})...)}
 	if f.upstreamOwner != "" {
 		bopts = append(bopts, prbot.WithUpstreamOwner(f.upstreamOwner))
 	}
@@ -359,142 +360,4 @@ prints the pull request it would open.`,
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "compute and print, write nothing")
 	cmd.Flags().StringArrayVar(&checks, "require-check", nil, "check run or status that must have succeeded before an auto-merge (repeatable)")
 	return cmd
-}
-
-func newPrbotServeCommand() *cobra.Command {
-	var (
-		path string
-		logs logger.Options
-	)
-	cmd := &cobra.Command{
-		Use:   "serve --config FILE",
-		Short: "Evaluate promotions on webhooks, promotion windows and soak ends",
-		Long: `Runs the promotion bot: verifies GitHub webhooks (push to the base branch, completed check runs such
-as stagehand/<env>, commit statuses on promotion branches) and evaluates the promotions of pipeline.yaml
-as they become possible, plus at each promotion window's cron firing, when a soak ends and every resync
-interval. Point the repository's webhook (content type application/json, events push, check_run and
-status) at http://<listen><webhookPath>.
-
-The config file is strict YAML (unknown keys are errors); secrets come from files:
-
-  github:
-    apiURL: ""                  # GitHub Enterprise: https://ghe.example.com/api/v3 (empty: api.github.com)
-    owner: acme                 # the manifests repository (required)
-    repo: manifests
-    app: {appID: 1, installationID: 2, privateKeyFile: /secrets/app/private-key.pem}
-    tokenFile: ""               # instead of app: a file holding a token
-    webhookSecretFile: /secrets/webhook/secret   # required
-  base: main                    # base branch
-  root: .                       # directory holding environments/ and pipeline.yaml
-  listen: ":8080"               # serves POST <webhookPath> and GET /healthz
-  webhookPath: /webhook/github
-  upstreamOwner: ""             # owner of upstream repositories for compare links (default github.owner)
-  webURL: ""                    # web root for compare links (default: derived from apiURL)
-  locks: {server: https://stagehand.example.com, tokenFile: /secrets/api/token}   # optional
-  merge: {method: merge, requiredChecks: []}   # merge|squash|rebase; checks an auto-merge waits for
-  historyDepth: 50              # commits looked back through for the earlier stage's success
-  resync: 10m                   # re-evaluate everything this often (0s: events only)`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if path == "" {
-				return usagef("--config is required")
-			}
-			c, err := prbot.LoadConfig(path)
-			if err != nil {
-				return err
-			}
-			return runServe(cmd.Context(), c, logger.NewLogger(logs), prbotDepsFrom(cmd.Context()))
-		},
-	}
-	cmd.Flags().StringVar(&path, "config", "", "prbot serve configuration file (required)")
-	logs.BindFlags(cmd.Flags())
-	return cmd
-}
-
-// serveLogger is what prbot serve logs through (fluxcd's runtime logger in the binary).
-type serveLogger interface {
-	Info(string, ...any)
-	Error(error, string, ...any)
-}
-
-// runServe evaluates promotions and serves webhooks until ctx ends or
-// an interrupt arrives, then shuts the HTTP server down.
-func runServe(ctx context.Context, c *prbot.Config, log serveLogger, d prbotDeps) error {
-	srv, handler, err := newServe(c, log, d)
-	if err != nil {
-		return err
-	}
-	hs := &http.Server{Addr: c.Listen, Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
-	defer stop()
-	errc := make(chan error, 2)
-	go func() { errc <- srv.Run(ctx) }()
-	go func() {
-		if err := hs.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
-			errc <- fmt.Errorf("serving %s: %w", c.Listen, err)
-			return
-		}
-		errc <- nil
-	}()
-	log.Info("prbot serving", "listen", c.Listen, "webhook", c.WebhookPath, "repo", c.GitHub.Owner+"/"+c.GitHub.Repo, "base", c.Base)
-	var first error
-	select {
-	case <-ctx.Done():
-	case first = <-errc:
-	}
-	stop()
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = hs.Shutdown(shutdown)
-	if first == nil {
-		first = <-errc
-	}
-	return first
-}
-
-// newServe builds prbot serve from its configuration: the bot, the
-// promotion server logging each evaluation, and the HTTP handler with the
-// verified webhook receiver and /healthz.
-func newServe(c *prbot.Config, log serveLogger, d prbotDeps) (*prbot.Server, http.Handler, error) {
-	f := botFlags{repo: c.GitHub.Owner + "/" + c.GitHub.Repo, githubURL: c.GitHub.APIURL, webURL: c.WebURL, tokenFile: c.GitHub.TokenFile,
-		base: c.Base, root: c.Root, upstreamOwner: c.UpstreamOwner, output: "text"}
-	if a := c.GitHub.App; a != nil {
-		f.appID, f.installationID, f.privateKeyFile = a.AppID, a.InstallationID, a.PrivateKeyFile
-	}
-	if c.Locks != nil {
-		f.lockServer, f.lockTokenFile = c.Locks.Server, c.Locks.TokenFile
-	}
-	if f.githubURL == "" {
-		f.githubURL = "https://api.github.com" // the config, not the environment, decides
-	}
-	b, err := f.bot(d, prbot.WithMergeMethod(c.Merge.Method), prbot.WithRequiredChecks(c.Merge.RequiredChecks...), prbot.WithHistoryDepth(c.HistoryDepth))
-	if err != nil {
-		return nil, nil, err
-	}
-	secret, err := readSecret(c.GitHub.WebhookSecretFile, "github.webhookSecretFile")
-	if err != nil {
-		return nil, nil, err
-	}
-	srv, err := prbot.NewServer(b, prbot.WithResync(c.Resync.Duration), prbot.WithResultHandler(func(r *prbot.PromoteResult, err error) {
-		if err != nil {
-			log.Error(err, "evaluating a promotion failed")
-			return
-		}
-		log.Info("promotion evaluated", "from", r.From, "to", r.To, "action", r.Action, "pr", r.PR, "merged", r.Merged, "reason", r.Reason)
-	}))
-	if err != nil {
-		return nil, nil, err
-	}
-	rcv, err := webhook.New(secret, webhook.WithErrorHandler(func(e webhook.Event, err error) {
-		log.Error(err, "handling a webhook failed", "event", e.Type, "delivery", e.Delivery)
-	}))
-	if err != nil {
-		return nil, nil, err
-	}
-	srv.Register(rcv)
-	mux := http.NewServeMux()
-	mux.Handle("POST "+c.WebhookPath, rcv)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	return srv, mux, nil
 }

@@ -317,3 +317,42 @@ func TestPrbotBumpSurvivesTransientGitHubErrors(t *testing.T) {
 		t.Errorf("pull requests = %+v, want exactly one", prs)
 	}
 }
+
+// TestPrbotUnknownManifestKeys: prbot reads manifest files as strictly as
+// the reconciler by default (an unknown key fails the bump, naming file and
+// key); --allow-unknown-keys, and manifest.allowUnknownKeys in the serve
+// configuration, are reconciler.yaml's manifest.allowUnknownKeys.
+func TestPrbotUnknownManifestKeys(t *testing.T) {
+	srv, environ := prbotRepo(t)
+	const file = "environments/devel/checkout-api.json"
+	srv.Commit("acme", "manifests", "main", map[string]string{
+		file: "{\n  \"services\": [\n    {\"name\": \"checkout-api\", \"ownerTeam\": \"payments\", \"containers\": [{\"dockerTag\": \"1.5.0\"}]}\n  ]\n}\n",
+	}, "an unknown key")
+	bump := []string{"bump", "--repo", "acme/manifests", "--env", "devel", "--service", "checkout-api", "--tag", "1.6.0"}
+	_, errOut, code := runPrbot(t, environ, bump...)
+	if code != 1 || !strings.Contains(errOut, file) || !strings.Contains(errOut, `"ownerTeam"`) {
+		t.Errorf("strict bump: exit %d, stderr %q; want 1 naming %s and \"ownerTeam\"", code, errOut, file)
+	}
+	if prs := srv.PullRequests("acme", "manifests"); len(prs) != 0 {
+		t.Errorf("pull requests after the refused bump: %+v", prs)
+	}
+	if _, errOut, code := runPrbot(t, environ, append(bump, "--allow-unknown-keys")...); code != 0 {
+		t.Errorf("bump --allow-unknown-keys: exit %d, stderr %q", code, errOut)
+	}
+
+	for _, tt := range []struct {
+		yaml string
+		want bool
+	}{
+		{yaml: "", want: false},
+		{yaml: "manifest: {allowUnknownKeys: true}\n", want: true},
+	} {
+		c, err := prbot.ParseConfig([]byte("github: {owner: acme, repo: manifests, tokenFile: /t, webhookSecretFile: /s}\n" + tt.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := serveFlags(c).allowUnknownKeys; got != tt.want {
+			t.Errorf("serve config %q: allowUnknownKeys = %v, want %v", tt.yaml, got, tt.want)
+		}
+	}
+}

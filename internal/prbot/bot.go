@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-github/v60/github"
 
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
 
@@ -34,6 +35,7 @@ type Bot struct {
 	depth        int
 	mergeMethod  string
 	requireCheck []string
+	manifestOpts []manifest.Option
 	blobs        *blobCache
 }
 
@@ -47,6 +49,7 @@ type options struct {
 	depth         int
 	mergeMethod   string
 	requireCheck  []string
+	manifestOpts  []manifest.Option
 }
 
 // Option configures a Bot.
@@ -125,6 +128,14 @@ func WithRequiredChecks(names ...string) Option {
 	return func(o *options) error { o.requireCheck = append(o.requireCheck, names...); return nil }
 }
 
+// WithManifestOptions sets how the bot reads and edits manifest files (default
+// none: strict, an unknown key is an error naming the file and the key, as
+// for the reconciler). internal/wire.ManifestOptions turns a manifest:
+// configuration section into these.
+func WithManifestOptions(opts ...manifest.Option) Option {
+	return func(o *options) error { o.manifestOpts = append(o.manifestOpts, opts...); return nil }
+}
+
 // New returns a bot for owner/repo that talks to GitHub through gh.
 func New(gh *github.Client, owner, repo string, opts ...Option) (*Bot, error) {
 	o := options{base: "main", root: ".", now: time.Now, poll: 10 * time.Second, depth: 50, mergeMethod: "merge"}
@@ -147,7 +158,7 @@ func New(gh *github.Client, owner, repo string, opts ...Option) (*Bot, error) {
 	return &Bot{
 		gh: gh, owner: owner, repo: repo, base: o.base, root: strings.Trim(o.root, "/"), locks: o.locks,
 		links: promote.Links{WebURL: o.webURL, Owner: o.upstreamOwner}, now: o.now, poll: o.poll, depth: o.depth,
-		mergeMethod: o.mergeMethod, requireCheck: o.requireCheck, blobs: &blobCache{m: map[string][]byte{}},
+		mergeMethod: o.mergeMethod, requireCheck: o.requireCheck, manifestOpts: o.manifestOpts, blobs: &blobCache{m: map[string][]byte{}},
 	}, nil
 }
 

@@ -135,7 +135,7 @@ func (b *Bot) writeBump(ctx context.Context, file, branch string, req BumpReques
 		if data == nil {
 			return "", "", fmt.Errorf("bumping %s: the file does not exist on %s; create it (and include it from environments/%s/manifest.json) first", file, b.base, req.Env)
 		}
-		out, reason, err := applyBump(file, data, req)
+		out, reason, err := applyBump(file, data, req, b.manifestOpts...)
 		if err != nil || out == nil {
 			return "", reason, err
 		}
@@ -250,7 +250,7 @@ func (b *Bot) keepMergeable(ctx context.Context, branch, file, baseSHA, mergeBas
 		if before.m[k] == c {
 			continue
 		}
-		out, _, err := applyBump(file, data, BumpRequest{Service: k.service, Container: k.container, Tag: c.DockerTag, Digest: c.DockerDigest})
+		out, _, err := applyBump(file, data, BumpRequest{Service: k.service, Container: k.container, Tag: c.DockerTag, Digest: c.DockerDigest}, b.manifestOpts...)
 		if err != nil {
 			return fmt.Errorf("re-applying %s on %s: %w", k.label(), b.base, err)
 		}
@@ -268,9 +268,10 @@ func (b *Bot) keepMergeable(ctx context.Context, branch, file, baseSHA, mergeBas
 	return err
 }
 
-// applyBump edits data; nil output means nothing to write, with the reason.
-func applyBump(file string, data []byte, req BumpRequest) ([]byte, string, error) {
-	ed, err := manifest.Edit(file, data, manifest.AllowUnknownKeys())
+// applyBump edits data (parsed with opts); nil output means nothing to
+// write, with the reason.
+func applyBump(file string, data []byte, req BumpRequest, opts ...manifest.Option) ([]byte, string, error) {
+	ed, err := manifest.Edit(file, data, opts...)
 	if err != nil {
 		return nil, "", fmt.Errorf("bumping %s: %w", file, err)
 	}

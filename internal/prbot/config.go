@@ -36,6 +36,8 @@ import (
 //	  requiredChecks: []                  # check runs / statuses that must have succeeded before an auto-merge
 //	historyDepth: 50                      # commits looked back through for the earlier stage's success
 //	resync: 10m                           # re-evaluate everything this often (0s: only on events)
+//	manifest:
+//	  allowUnknownKeys: false             # as in reconciler.yaml: unknown keys in manifest files are errors
 type Config struct {
 	GitHub        GitHubConfig     `json:"github"`
 	Base          string           `json:"base"`
@@ -48,6 +50,10 @@ type Config struct {
 	Merge         MergeConfig      `json:"merge"`
 	HistoryDepth  int              `json:"historyDepth"`
 	Resync        *config.Duration `json:"resync,omitempty"`
+	// Manifest is reconciler.yaml's manifest: section, with the same keys
+	// and defaults: set it as the reconciler of the same repository has it,
+	// so the bot refuses what the reconciler would refuse.
+	Manifest config.Manifest `json:"manifest"`
 }
 
 // GitHubConfig says which repository the bot works on and how it authenticates.

@@ -122,7 +122,7 @@ func (b *Bot) evaluatePromotion(ctx context.Context, from, to string) (*promotio
 	if err != nil {
 		return nil, err
 	}
-	target, err := manifest.Resolve(ctx, head, b.root, to, manifest.AllowUnknownKeys())
+	target, err := manifest.Resolve(ctx, head, b.root, to, b.manifestOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("resolving %s at %s: %w", to, baseSHA, err)
 	}
@@ -135,7 +135,7 @@ func (b *Bot) evaluatePromotion(ctx context.Context, from, to string) (*promotio
 		return nil, err
 	}
 	d := promote.Evaluate(promote.Input{Pair: pair, Stage: *stage, History: history, Target: target, Locks: locks, Now: b.now()})
-	edits, err := promotionEdits(head, d.Changes)
+	edits, err := promotionEdits(head, d.Changes, b.manifestOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +254,7 @@ func (b *Bot) closePromotion(ctx context.Context, pr *github.PullRequest, pair p
 // success was found and an older success no longer runs the versions it
 // would promote (so soak times count from their first success).
 func (b *Bot) history(ctx context.Context, baseSHA string, head *repoFS, pair promote.Pair, stage promote.Stage, target *manifest.Environment) ([]promote.Observation, error) {
-	src, err := manifest.Resolve(ctx, head, b.root, pair.From, manifest.AllowUnknownKeys())
+	src, err := manifest.Resolve(ctx, head, b.root, pair.From, b.manifestOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("resolving %s at %s: %w", pair.From, baseSHA, err)
 	}
@@ -280,7 +280,7 @@ func (b *Bot) history(ctx context.Context, baseSHA string, head *repoFS, pair pr
 			if err != nil {
 				return nil, err
 			}
-			older, err := manifest.Resolve(ctx, fsys, b.root, pair.From, manifest.AllowUnknownKeys())
+			older, err := manifest.Resolve(ctx, fsys, b.root, pair.From, b.manifestOpts...)
 			if err != nil {
 				break // an invalid older state ends the evidence
 			}
@@ -339,8 +339,9 @@ func (b *Bot) latestCheck(ctx context.Context, sha, name string) (*promote.Check
 }
 
 // promotionEdits applies the changes to the later stage's files as they are
-// in fsys and returns the new contents of each file that changes.
-func promotionEdits(fsys fs.FS, changes []promote.Change) (map[string][]byte, error) {
+// in fsys (parsed with opts) and returns the new contents of each file that
+// changes.
+func promotionEdits(fsys fs.FS, changes []promote.Change, opts ...manifest.Option) (map[string][]byte, error) {
 	eds := map[string]*manifest.Editor{}
 	for _, c := range changes {
 		ed, ok := eds[c.File]
@@ -349,7 +350,7 @@ func promotionEdits(fsys fs.FS, changes []promote.Change) (map[string][]byte, er
 			if err != nil {
 				return nil, fmt.Errorf("reading %s: %w", c.File, err)
 			}
-			ed, err = manifest.Edit(c.File, data, manifest.AllowUnknownKeys())
+			ed, err = manifest.Edit(c.File, data, opts...)
 			if err != nil {
 				return nil, fmt.Errorf("editing %s: %w", c.File, err)
 			}

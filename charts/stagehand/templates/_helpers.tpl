@@ -287,6 +287,7 @@ Checks of combinations the schema cannot express; the reconciler would refuse th
 {{- $_ := set $c "base" (.Values.config.source.branch | default "main") -}}
 {{- $_ := set $c "root" (.Values.config.source.root | default ".") -}}
 {{- $_ := set $c "listen" ":8080" -}}
+{{- $_ := set $c "manifest" (dict "allowUnknownKeys" (dig "manifest" "allowUnknownKeys" false .Values.config)) -}}
 {{- if $s.apiToken.secretName -}}
 {{- $server := printf "http://%s.%s.svc:%v" (include "stagehand.fullname" .) .Release.Namespace .Values.service.port -}}
 {{- $_ := set $c "locks" (dict "server" $server "tokenFile" (printf "%s/api-token/token" $dir)) -}}
