@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 )
 
@@ -44,11 +46,10 @@ func (f *manifestFlags) check() error {
 	return nil
 }
 
+// options are the manifest options --allow-unknown-keys stands for: those of
+// reconciler.yaml's manifest.allowUnknownKeys.
 func (f *manifestFlags) options() []manifest.Option {
-	if f.allowUnknownKeys {
-		return []manifest.Option{manifest.AllowUnknownKeys()}
-	}
-	return nil
+	return wire.ManifestOptions(config.Manifest{AllowUnknownKeys: f.allowUnknownKeys})
 }
 
 // manifestDir checks the <dir> argument: a directory holding environments/.
