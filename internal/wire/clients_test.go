@@ -3,6 +3,7 @@ package wire_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -174,7 +175,7 @@ func TestTargetsErrorsNameTheKey(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := newClients(t).Targets(cfg, tt.env, nil)
-			if err == nil || !contains(err.Error(), tt.want) {
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error = %v, want it to contain %q", err, tt.want)
 			}
 		})
