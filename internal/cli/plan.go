@@ -99,7 +99,10 @@ func (f *planFlags) setup(cmd *cobra.Command) (*planSetup, error) {
 	if err != nil {
 		return nil, err
 	}
-	checker := lock.NewChecker(svc, nil)
+	checker, err := lock.NewChecker(svc, nil)
+	if err != nil {
+		return nil, err
+	}
 	rec, err := wire.Reconciler(cfg, wire.WithReconcileOptions(reconcile.WithLocks(checker, checker), reconcile.WithAuthor(author())))
 	if err != nil {
 		return nil, err

@@ -152,7 +152,7 @@ func (d *Daemon) buildLocks(clients *wire.Clients) (*lock.Checker, error) {
 	}
 	// Only the leader applies, under one fixed author: a new leader takes over
 	// the deploy lock a killed one left instead of waiting for it to expire.
-	return lock.NewChecker(svc, nil, lock.TakeOverOwnLocks(LockAuthor)), nil
+	return lock.NewChecker(svc, nil, lock.TakeOverOwnLocks(LockAuthor))
 }
 
 // buildWebhook makes the webhook receiver (given, or from

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -30,7 +31,7 @@ type Counts struct {
 }
 
 // Option configures a Server.
-type Option func(*options)
+type Option func(*options) error
 
 type options struct {
 	user, password string
@@ -42,18 +43,33 @@ type options struct {
 // WithTLS serves HTTPS with a certificate for 127.0.0.1 that no system
 // trusts; CACert returns it for clients to trust.
 func WithTLS() Option {
-	return func(o *options) { o.tls = true }
+	return func(o *options) error {
+		o.tls = true
+		return nil
+	}
 }
 
 // WithBasicAuth requires HTTP basic authentication with this user and password.
 func WithBasicAuth(user, password string) Option {
-	return func(o *options) { o.user, o.password = user, password }
+	return func(o *options) error {
+		if user == "" || password == "" {
+			return fmt.Errorf("WithBasicAuth(%q, password of %d bytes): want a user and a password", user, len(password))
+		}
+		o.user, o.password = user, password
+		return nil
+	}
 }
 
 // WithBearer requires an `Authorization: Bearer <token>` header. Combined with
 // WithBasicAuth, either credential is accepted.
 func WithBearer(token string) Option {
-	return func(o *options) { o.bearer = token }
+	return func(o *options) error {
+		if token == "" {
+			return errors.New("WithBearer: empty token")
+		}
+		o.bearer = token
+		return nil
+	}
 }
 
 // WithCredentialCheck accepts a request when check approves its basic-auth
@@ -61,7 +77,24 @@ func WithBearer(token string) Option {
 // that change, such as installation tokens minted by internal/githubtest.
 // Combined with the other options, any accepted credential lets a request in.
 func WithCredentialCheck(check func(user, secret string) bool) Option {
-	return func(o *options) { o.check = check }
+	return func(o *options) error {
+		if check == nil {
+			return errors.New("WithCredentialCheck: nil check")
+		}
+		o.check = check
+		return nil
+	}
+}
+
+// newOptions applies opts to the defaults (no TLS, no authentication).
+func newOptions(opts ...Option) (options, error) {
+	var o options
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return options{}, err
+		}
+	}
+	return o, nil
 }
 
 // Server is a git smart-HTTP server over loopback serving bare repositories
@@ -87,8 +120,8 @@ func New(t testing.TB, opts ...Option) *Server {
 		t.Fatalf("gitserver: git CLI not found: %v", err)
 	}
 	s := &Server{gitPath: gitPath}
-	for _, o := range opts {
-		o(&s.opts)
+	if s.opts, err = newOptions(opts...); err != nil {
+		t.Fatalf("gitserver: %v", err)
 	}
 	dir := t.TempDir()
 	s.root = filepath.Join(dir, "repos")

@@ -30,20 +30,37 @@ type Registry struct {
 type options struct{ user, password string }
 
 // Option configures New.
-type Option func(*options)
+type Option func(*options) error
 
 // WithBasicAuth makes the registry answer 401 with a Basic challenge to every
 // request without these credentials. Push and Digest send them.
 func WithBasicAuth(user, password string) Option {
-	return func(o *options) { o.user, o.password = user, password }
+	return func(o *options) error {
+		if user == "" || password == "" {
+			return fmt.Errorf("WithBasicAuth(%q, password of %d bytes): want a user and a password", user, len(password))
+		}
+		o.user, o.password = user, password
+		return nil
+	}
+}
+
+// newOptions applies opts to the defaults (no authentication).
+func newOptions(opts ...Option) (options, error) {
+	var o options
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return options{}, err
+		}
+	}
+	return o, nil
 }
 
 // New starts a registry on loopback and closes it at t.Cleanup.
 func New(t testing.TB, opts ...Option) *Registry {
 	t.Helper()
-	var o options
-	for _, opt := range opts {
-		opt(&o)
+	o, err := newOptions(opts...)
+	if err != nil {
+		t.Fatalf("registrytest: %v", err)
 	}
 	r := &Registry{auth: authn.Anonymous}
 	if o.user != "" {

@@ -55,31 +55,20 @@ func CheckReservedAuthor(author string) error {
 	return nil
 }
 
-// CheckerOption configures NewChecker.
-type CheckerOption func(*Checker)
-
-// TakeOverOwnLocks makes author's deploy locks the Checker's own: Blocking
-// and BlockingWithin ignore them, and Hold by author takes over one at
-// exactly its path (see Hold). Use it only where one holder of that name
-// runs at a time, such as the elected leader of the reconciler daemon with a
-// fixed author, so a leader killed mid-apply does not block the next one
-// until its lock expires; two CLI runs by one user must still exclude each
-// other.
-func TakeOverOwnLocks(author string) CheckerOption {
-	return func(c *Checker) { c.owner = author }
-}
-
 // NewChecker returns a Checker over svc writing times in messages in loc
-// (time.Local when nil).
-func NewChecker(svc *Service, loc *time.Location, opts ...CheckerOption) *Checker {
+// (time.Local when nil). It takes TakeOverOwnLocks.
+func NewChecker(svc *Service, loc *time.Location, opts ...Option) (*Checker, error) {
+	o, err := newOptions("NewChecker", opts, optTakeOver)
+	if err != nil {
+		return nil, fmt.Errorf("configuring lock checker: %w", err)
+	}
+	if svc == nil {
+		return nil, errors.New("configuring lock checker: a Service is required")
+	}
 	if loc == nil {
 		loc = time.Local
 	}
-	c := &Checker{svc: svc, loc: loc, holds: map[string]*holding{}}
-	for _, opt := range opts {
-		opt(c)
-	}
-	return c
+	return &Checker{svc: svc, loc: loc, owner: o.owner, holds: map[string]*holding{}}, nil
 }
 
 // Blocking returns a message for each lock, at path or any prefix of it, that

@@ -19,7 +19,7 @@ func TestCheckerBlocking(t *testing.T) {
 	if _, err := s.Lock(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	ch := NewChecker(s, time.UTC)
+	ch := newChecker(t, s, time.UTC)
 	got, err := ch.Blocking(ctx, "apps/production/a/auth-app", "deploy")
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func testCheckerHold(t *testing.T, newService func(*testing.T, *fakeClock) *Serv
 	ctx := context.Background()
 	c := newFakeClock()
 	s := newService(t, c)
-	ch := NewChecker(s, time.UTC)
+	ch := newChecker(t, s, time.UTC)
 	release, err := ch.Hold(ctx, "apps/staging/a", 30*time.Millisecond, "reconciler")
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func testCheckerHold(t *testing.T, newService func(*testing.T, *fakeClock) *Serv
 	if got, err := ch.Blocking(ctx, "apps/staging/a/chat-app", "deploy"); err != nil || len(got) != 0 {
 		t.Errorf("own lock blocks: %v, %v", got, err)
 	}
-	other := NewChecker(s, time.UTC)
+	other := newChecker(t, s, time.UTC)
 	if got, _ := other.Blocking(ctx, "apps/staging/a/chat-app", "deploy"); len(got) != 1 {
 		t.Errorf("another checker sees %v, want the deploy lock", got)
 	}
@@ -151,7 +151,7 @@ func testCheckerBlockingWithin(t *testing.T, newService func(*testing.T, *fakeCl
 	take("apps/staging/a/chat-app", Deploy, time.Hour)
 	take("apps/staging/b", Incident, time.Hour, Deploy)
 	take("apps/production", Incident, time.Hour)
-	ch := NewChecker(s, time.UTC)
+	ch := newChecker(t, s, time.UTC)
 	release, err := ch.Hold(ctx, "apps/staging/c", time.Hour, "reconciler")
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +221,7 @@ func testCheckerTakeOver(t *testing.T, newService func(*testing.T, *fakeClock) *
 	c := newFakeClock()
 	s := newService(t, c)
 	const author = "stagehand-reconciler"
-	dead := NewChecker(s, time.UTC, TakeOverOwnLocks(author))
+	dead := newChecker(t, s, time.UTC, TakeOverOwnLocks(author))
 	deadCtx, kill := context.WithCancel(ctx)
 	if _, err := dead.Hold(deadCtx, "apps/prod/a", time.Hour, author); err != nil {
 		t.Fatal(err)
@@ -233,14 +233,14 @@ func testCheckerTakeOver(t *testing.T, newService func(*testing.T, *fakeClock) *
 	}
 
 	var le *LockedError
-	if _, err := NewChecker(s, time.UTC).Hold(ctx, "apps/prod/a", time.Minute, author); !errors.As(err, &le) {
+	if _, err := newChecker(t, s, time.UTC).Hold(ctx, "apps/prod/a", time.Minute, author); !errors.As(err, &le) {
 		t.Errorf("Hold without TakeOverOwnLocks: error = %v, want *LockedError", err)
 	}
-	next := NewChecker(s, time.UTC, TakeOverOwnLocks(author))
+	next := newChecker(t, s, time.UTC, TakeOverOwnLocks(author))
 	if msgs, _ := next.Blocking(ctx, "apps/prod/a/web", "deploy"); len(msgs) != 0 {
 		t.Errorf("the dead holder's lock blocks the next one's plan: %v", msgs)
 	}
-	if msgs, _ := NewChecker(s, time.UTC).Blocking(ctx, "apps/prod/a/web", "deploy"); len(msgs) != 1 {
+	if msgs, _ := newChecker(t, s, time.UTC).Blocking(ctx, "apps/prod/a/web", "deploy"); len(msgs) != 1 {
 		t.Errorf("another Checker sees %v, want the deploy lock", msgs)
 	}
 	if _, err := next.Hold(ctx, "apps/prod/a", time.Minute, "someone-else"); !errors.As(err, &le) {
@@ -293,4 +293,13 @@ func testCheckerTakeOver(t *testing.T, newService func(*testing.T, *fakeClock) *
 			t.Errorf("Hold %s under %s lock of %s: error = %v, want *LockedError", path, l.Type, l.Author, err)
 		}
 	}
+}
+
+func newChecker(t *testing.T, s *Service, loc *time.Location, opts ...Option) *Checker {
+	t.Helper()
+	c, err := NewChecker(s, loc, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -20,33 +20,19 @@ type Client struct {
 	http  *http.Client
 }
 
-// ClientOption configures a Client.
-type ClientOption func(*Client) error
-
-// WithHTTPClient sets the HTTP client (default http.DefaultClient).
-func WithHTTPClient(c *http.Client) ClientOption {
-	return func(cl *Client) error {
-		if c == nil {
-			return errors.New("http client must not be nil")
-		}
-		cl.http = c
-		return nil
-	}
-}
-
 // NewClient returns a client of the server at baseURL (such as
-// https://stagehand.example.com), authenticating with token.
-func NewClient(baseURL, token string, opts ...ClientOption) (*Client, error) {
+// https://stagehand.example.com), authenticating with token. It takes
+// WithHTTPClient.
+func NewClient(baseURL, token string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(strings.TrimSuffix(baseURL, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("invalid server URL %q: want http(s)://host[:port]", baseURL)
 	}
-	c := &Client{base: u, token: token, http: http.DefaultClient}
-	for _, o := range opts {
-		if err := o(c); err != nil {
-			return nil, fmt.Errorf("configuring lock client: %w", err)
-		}
+	o, err := newOptions("NewClient", opts, optHTTPClient)
+	if err != nil {
+		return nil, fmt.Errorf("configuring lock client: %w", err)
 	}
+	c := &Client{base: u, token: token, http: o.http}
 	if token == "" {
 		return nil, errors.New("configuring lock client: a token is required")
 	}

@@ -15,32 +15,16 @@ type Service struct {
 	now     func() time.Time
 }
 
-// Option configures a Service.
-type Option func(*Service) error
-
-// WithClock sets the clock used for timestamps and expiry (default time.Now).
-func WithClock(now func() time.Time) Option {
-	return func(s *Service) error {
-		if now == nil {
-			return errors.New("clock must not be nil")
-		}
-		s.now = now
-		return nil
-	}
-}
-
-// New returns a Service storing locks in storage.
+// New returns a Service storing locks in storage. It takes WithClock.
 func New(storage Storage, opts ...Option) (*Service, error) {
-	s := &Service{storage: storage, now: time.Now}
-	for _, o := range opts {
-		if err := o(s); err != nil {
-			return nil, fmt.Errorf("configuring locks: %w", err)
-		}
+	o, err := newOptions("New", opts, optClock)
+	if err != nil {
+		return nil, fmt.Errorf("configuring locks: %w", err)
 	}
 	if storage == nil {
 		return nil, errors.New("configuring locks: storage is required")
 	}
-	return s, nil
+	return &Service{storage: storage, now: o.now}, nil
 }
 
 // Now returns the service clock's current time.

@@ -217,7 +217,10 @@ func BenchmarkApply500(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	checker := lock.NewChecker(svc, time.UTC)
+	checker, err := lock.NewChecker(svc, time.UTC)
+	if err != nil {
+		b.Fatal(err)
+	}
 	rLocked := newReconciler(b, reconcile.WithRolloutTimeout(0), reconcile.WithConcurrency(reconcile.DefaultConcurrency), reconcile.WithLocks(checker, checker))
 	reqLocked := req
 	reqLocked.LockPath = "apps/bench"

@@ -152,7 +152,10 @@ func TestLocksWithLockService(t *testing.T) {
 	if _, err := svcs.Lock(ctx, lock.Lock{Path: "apps/prod/t1/c3", Type: lock.Incident, Author: "oncall", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	checker := lock.NewChecker(svcs, time.UTC)
+	checker, err := lock.NewChecker(svcs, time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
 	e := environment(svc("a1", [3]string{"a1", "2", ""}), svc("c3", [3]string{"c3", "2", ""}))
 	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target(t, "t1", ns)}, LockPath: "apps/prod"}
 	var heldDuringApply []lock.Lock
@@ -299,7 +302,11 @@ func TestPlanLockRequestsKubernetes(t *testing.T) {
 	if _, err := svcs.Lock(ctx, lock.Lock{Path: "apps/prod/t1/s3", Type: lock.Incident, Author: "oncall", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	r := newReconciler(t, reconcile.WithLocks(lock.NewChecker(svcs, time.UTC), nil))
+	checker, err := lock.NewChecker(svcs, time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newReconciler(t, reconcile.WithLocks(checker, nil))
 
 	var services []manifest.Service
 	lockRequests := map[int]int{}
@@ -346,7 +353,10 @@ func TestLockTakenMidApplyWithLockService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checker := lock.NewChecker(svcs, time.UTC)
+	checker, err := lock.NewChecker(svcs, time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
 	e := environment(svc("a1", [3]string{"a1", "2", ""}), svc("b2", [3]string{"b2", "2", ""}))
 	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target(t, "t1", ns)}, LockPath: "apps/prod"}
 	r := newReconciler(t, reconcile.WithLocks(checker, checker), reconcile.WithConcurrency(1), reconcile.WithRolloutTimeout(0))

@@ -1,0 +1,93 @@
+package lock
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Option configures New (WithClock), NewClient (WithHTTPClient) or
+// NewChecker (TakeOverOwnLocks); each refuses the options of the others.
+type Option func(*options) error
+
+// options holds every constructor's settings; given names the options set,
+// so that a constructor can refuse one that is not its own.
+type options struct {
+	now   func() time.Time
+	http  *http.Client
+	owner string
+	given []string
+}
+
+const (
+	optClock      = "WithClock"
+	optHTTPClient = "WithHTTPClient"
+	optTakeOver   = "TakeOverOwnLocks"
+)
+
+// WithClock sets the Service's clock for timestamps and expiry (default
+// time.Now).
+func WithClock(now func() time.Time) Option {
+	return func(o *options) error {
+		if now == nil {
+			return errors.New("WithClock: clock must not be nil")
+		}
+		o.now = now
+		o.given = append(o.given, optClock)
+		return nil
+	}
+}
+
+// WithHTTPClient sets the Client's HTTP client (default
+// http.DefaultClient).
+func WithHTTPClient(c *http.Client) Option {
+	return func(o *options) error {
+		if c == nil {
+			return errors.New("WithHTTPClient: http client must not be nil")
+		}
+		o.http = c
+		o.given = append(o.given, optHTTPClient)
+		return nil
+	}
+}
+
+// TakeOverOwnLocks makes author's deploy locks the Checker's own: Blocking
+// and BlockingWithin ignore them, and Hold by author takes over one at
+// exactly its path (see Hold). Use it only where one holder of that name
+// runs at a time, such as the elected leader of the reconciler daemon with a
+// fixed author, so a leader killed mid-apply does not block the next one
+// until its lock expires; two CLI runs by one user must still exclude each
+// other.
+func TakeOverOwnLocks(author string) Option {
+	return func(o *options) error {
+		if strings.TrimSpace(author) == "" {
+			return errors.New("TakeOverOwnLocks: author must not be empty")
+		}
+		o.owner = author
+		o.given = append(o.given, optTakeOver)
+		return nil
+	}
+}
+
+// newOptions applies the defaults, then opts, then checks that ctor accepts
+// every option given.
+func newOptions(ctor string, opts []Option, accepted ...string) (options, error) {
+	o := options{now: time.Now, http: http.DefaultClient}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return options{}, err
+		}
+	}
+	for _, g := range o.given {
+		ok := false
+		for _, a := range accepted {
+			ok = ok || a == g
+		}
+		if !ok {
+			return options{}, fmt.Errorf("%s does not take %s; it takes %s", ctor, g, strings.Join(accepted, ", "))
+		}
+	}
+	return o, nil
+}
