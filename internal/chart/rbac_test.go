@@ -1,13 +1,14 @@
 package chart
 
 import (
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
+
 	"context"
 	"fmt"
 	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -279,7 +280,7 @@ func TestRBACRealRequests(t *testing.T) {
 	in := installFull(t)
 	ctx := t.Context()
 	for _, ns := range []string{in.devel, in.other} {
-		if _, err := env.Clientset.AppsV1().Deployments(ns).Create(ctx, deployment("web"), metav1.CreateOptions{}); err != nil {
+		if _, err := env.Clientset.AppsV1().Deployments(ns).Create(ctx, testenv.Deployment("web", "registry.example.com/web:1.0.0"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -340,7 +341,7 @@ func TestRBACRealRequests(t *testing.T) {
 			return cs.AppsV1().Deployments(in.devel).Delete(ctx, "web", metav1.DeleteOptions{})
 		}},
 		{name: "create a Deployment in a target", forbidden: true, do: func(ctx context.Context) error {
-			_, err := cs.AppsV1().Deployments(in.devel).Create(ctx, deployment("new"), metav1.CreateOptions{})
+			_, err := cs.AppsV1().Deployments(in.devel).Create(ctx, testenv.Deployment("new", "registry.example.com/new:1.0.0"), metav1.CreateOptions{})
 			return err
 		}},
 		{name: "patch a Deployment in another namespace", forbidden: true, do: func(ctx context.Context) error {
@@ -428,20 +429,4 @@ func lockRoundTrip(ctx context.Context, cfg *rest.Config, ns string) error {
 		return err
 	}
 	return r.Delete(ctx, "apps-devel-a", metav1.DeleteOptions{})
-}
-
-func deployment(name string) *appsv1.Deployment {
-	labels := map[string]string{"app.kubernetes.io/name": name}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: name, Image: "registry.example.com/" + name + ":1.0.0",
-				}}},
-			},
-		},
-	}
 }

@@ -3,9 +3,7 @@ package chart
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"io"
 	"net"
@@ -24,8 +22,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
 	"github.com/stagehand-gitops/stagehand/internal/registrytest"
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
 var (
@@ -85,8 +85,7 @@ func setup(t *testing.T) fixture {
 		"environments/devel/manifest.json": `{"skipConfirmation": true, "services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`,
 	}, "web 2.0.0 to devel")
 
-	web := deployment("web")
-	web.Spec.Template.Spec.Containers[0].Image = reg.Ref("team/web", "1.0.0")
+	web := testenv.Deployment("web", reg.Ref("team/web", "1.0.0"))
 	if _, err := env.Clientset.AppsV1().Deployments(f.devel).Create(ctx, web, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -208,9 +207,7 @@ func TestDaemonAsServiceAccount(t *testing.T) {
 	// and the lock API works with the ServiceAccount's rights.
 	base := "http://" + f.addr
 	hookBody := `{"zen": "chart test"}`
-	mac := hmac.New(sha256.New, []byte(f.webhookSecret))
-	mac.Write([]byte(hookBody))
-	signed := "sha256=" + hex.EncodeToString(mac.Sum(nil))
+	signed := githubtest.Sign(f.webhookSecret, []byte(hookBody))
 	checks := []struct {
 		name, method, path, token, body string
 		header                          map[string]string

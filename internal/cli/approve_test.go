@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
@@ -34,7 +31,7 @@ func approveWorld(t *testing.T) (server, tokenFile, ns string, d *daemon.Daemon)
 	url := git.Init(t, "manifests")
 	git.Commit(t, "manifests", "main", map[string]string{"environments/prod/manifest.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`}, "prod")
 	ns = env.Namespace(t)
-	createWeb(t, ns)
+	cluster.Env(t).CreateDeployment(t, ns, "web", "example.com/web:1.0.0")
 	f := false
 	cfg := &config.Config{
 		Source:       config.Source{URL: url, Branch: "main", Interval: config.Duration{Duration: time.Hour}},
@@ -107,7 +104,7 @@ func TestApproveCommand(t *testing.T) {
 			}
 		})
 	}
-	if img := deployedImage(t, ns); img != "example.com/web:1.0.0" {
+	if img := cluster.Env(t).Image(t, ns, "web"); img != "example.com/web:1.0.0" {
 		t.Fatalf("refused approvals changed the cluster: %s", img)
 	}
 
@@ -115,7 +112,7 @@ func TestApproveCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "approved by dana") || !strings.Contains(stdout, "succeeded") {
 		t.Fatalf("approve --wait: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
-	if img := deployedImage(t, ns); img != "example.com/web:2.0.0" {
+	if img := cluster.Env(t).Image(t, ns, "web"); img != "example.com/web:2.0.0" {
 		t.Errorf("after approve the deployment runs %s, want web:2.0.0", img)
 	}
 	req, _ := http.NewRequest("GET", server+"/api/v1/environments/prod/history", nil)
@@ -128,31 +125,5 @@ func TestApproveCommand(t *testing.T) {
 	var h struct{ History []approval.Entry }
 	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || len(h.History) != 1 || h.History[0].Approver != "dana" {
 		t.Errorf("history = %+v (%v), want one entry approved by dana", h.History, err)
-	}
-}
-
-func deployedImage(t *testing.T, ns string) string {
-	t.Helper()
-	env := cluster.Env(t)
-	d, err := env.Clientset.AppsV1().Deployments(ns).Get(context.Background(), "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d.Spec.Template.Spec.Containers[0].Image
-}
-
-// createWeb creates Deployment web running example.com/web:1.0.0 in ns.
-func createWeb(t *testing.T, ns string) {
-	t.Helper()
-	env := cluster.Env(t)
-	labels := map[string]string{"app.kubernetes.io/name": "web"}
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: labels},
-		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "example.com/web:1.0.0"}}}}},
-	}
-	if _, err := env.Clientset.AppsV1().Deployments(ns).Create(context.Background(), dep, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -30,7 +30,7 @@ func TestRunWithGitHubApp(t *testing.T) {
 	sha := git.Commit(t, "manifests", "main", files, "prod")
 	gh.MirrorCommit("acme", "manifests", "main", sha, files, "prod")
 	ns := env.Namespace(t)
-	createWeb(t, ns)
+	cluster.Env(t).CreateDeployment(t, ns, "web", "example.com/web:1.0.0")
 
 	dir := t.TempDir()
 	for name, content := range map[string][]byte{"app.pem": gh.AppPrivateKeyPEM(), "hook": []byte("hook-secret\n"), "token": []byte("t\n")} {
@@ -93,7 +93,7 @@ state: {namespace: %s, kubeconfig: %q}
 	if done2.Conclusion != "failure" || !strings.Contains(done2.Summary, "@maria") || !strings.Contains(done2.Summary, "Deployment/web") {
 		t.Errorf("completed run %s, summary:\n%s", done2.Conclusion, done2.Summary)
 	}
-	if img := deployedImage(t, ns); img != "example.com/web:2.0.0" {
+	if img := cluster.Env(t).Image(t, ns, "web"); img != "example.com/web:2.0.0" {
 		t.Errorf("deployed image %s, want example.com/web:2.0.0", img)
 	}
 	cancel()

@@ -27,7 +27,7 @@ func TestRunOnce(t *testing.T) {
 		"environments/prod/manifest.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`,
 	}, "prod")
 	ns := env.Namespace(t)
-	createWeb(t, ns)
+	cluster.Env(t).CreateDeployment(t, ns, "web", "example.com/web:1.0.0")
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "reconciler.yaml")
 	write := func(envs ...string) {
@@ -54,7 +54,7 @@ func TestRunOnce(t *testing.T) {
 	if st.Pending == nil || st.Pending.Revision != git.Head(t, "manifests", "main") {
 		t.Errorf("prod pending after run --once = %+v, want the head's plan", st.Pending)
 	}
-	if img := deployedImage(t, ns); img != "example.com/web:1.0.0" {
+	if img := cluster.Env(t).Image(t, ns, "web"); img != "example.com/web:1.0.0" {
 		t.Errorf("run --once applied prod without approval: %s", img)
 	}
 
@@ -80,7 +80,7 @@ func TestRunServes(t *testing.T) {
 		"environments/prod/manifest.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`,
 	}, "prod")
 	ns := env.Namespace(t)
-	createWeb(t, ns)
+	cluster.Env(t).CreateDeployment(t, ns, "web", "example.com/web:1.0.0")
 	dir := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-github/v60/github"
 
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
 const checkoutFile = "environments/devel/checkout-api.json"
@@ -232,7 +233,7 @@ func TestBumpAutoMergeWaitsForChecksAndLocks(t *testing.T) {
 	}()
 
 	// Locked: the bot says why on the pull request and does not merge.
-	waitFor(t, "the lock comment", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "the lock comment", func() bool {
 		for _, c := range f.srv.Comments(owner, repo, 1) {
 			if strings.Contains(c.Body, "apps/devel is locked") {
 				return true
@@ -243,7 +244,7 @@ func TestBumpAutoMergeWaitsForChecksAndLocks(t *testing.T) {
 	f.unlock(t, "apps/devel")
 	// Unlocked but the required check has not reported: still waiting.
 	polls := f.sent.count("GET", "/check-runs$")
-	waitFor(t, "more polls", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "more polls", func() bool {
 		return f.sent.count("GET", "/check-runs$") >= polls+3
 	})
 	if prs := f.srv.PullRequests(owner, repo); prs[0].Merged {
@@ -252,7 +253,7 @@ func TestBumpAutoMergeWaitsForChecksAndLocks(t *testing.T) {
 	head := f.srv.PullRequests(owner, repo)[0].HeadSHA
 	f.srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: "ci/test", HeadSHA: head, Status: "in_progress"})
 	polls = f.sent.count("GET", "/check-runs$")
-	waitFor(t, "more polls", func() bool {
+	testenv.WaitFor(t, 20*time.Second, "more polls", func() bool {
 		return f.sent.count("GET", "/check-runs$") >= polls+3
 	})
 	if prs := f.srv.PullRequests(owner, repo); prs[0].Merged {

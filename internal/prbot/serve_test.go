@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
@@ -124,7 +125,7 @@ func TestServeEvaluatesOnWebhooks(t *testing.T) {
 	s := serve(t, b)
 
 	// At start: evaluated once, nothing healthy yet.
-	waitFor(t, "the first evaluation", func() bool { r, _ := s.last(); return r != nil })
+	testenv.WaitFor(t, 20*time.Second, "the first evaluation", func() bool { r, _ := s.last(); return r != nil })
 	if r, _ := s.last(); r.Action != ActionNone {
 		t.Fatalf("first evaluation = %+v, want nothing to do", r)
 	}
@@ -137,13 +138,13 @@ func TestServeEvaluatesOnWebhooks(t *testing.T) {
 	}
 	// stagehand/devel completed: the promotion becomes possible and is opened.
 	send(t, s.url, secret, checkRunCompleted(t, "stagehand/devel", head, "success", "d2"))
-	waitFor(t, "the promotion pull request", func() bool { return len(f.openPulls()) == 1 })
+	testenv.WaitFor(t, 20*time.Second, "the promotion pull request", func() bool { return len(f.openPulls()) == 1 })
 
 	// A push to main with a new healthy devel version updates it in place.
 	sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
 	healthyAt(f, "devel", sha, 30*time.Minute)
 	send(t, s.url, secret, f.srv.PushDelivery(owner, repo, "main", head, sha, "someone"))
-	waitFor(t, "the update", func() bool { r, _ := s.last(); return r.Action == ActionUpdated })
+	testenv.WaitFor(t, 20*time.Second, "the update", func() bool { r, _ := s.last(); return r.Action == ActionUpdated })
 	if c := f.file(t, "stagehand/promote-devel-staging", "environments/staging/manifest.json"); !strings.Contains(c, `"0.2.0"`) {
 		t.Errorf("staging manifest on the branch:\n%s", c)
 	}
@@ -169,7 +170,7 @@ func TestServeReevaluatesWhenSoakEnds(t *testing.T) {
 	f.srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: promote.CheckName("devel"), HeadSHA: f.srv.Branch(owner, repo, "main"),
 		Status: "completed", Conclusion: "success", CompletedAt: time.Now()})
 	s := serve(t, b)
-	waitFor(t, "the soak to end and the promotion to open", func() bool { r, _ := s.last(); return r != nil && r.Action == ActionOpened })
+	testenv.WaitFor(t, 20*time.Second, "the soak to end and the promotion to open", func() bool { r, _ := s.last(); return r != nil && r.Action == ActionOpened })
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.results) < 2 || len(s.results[0].Decision.Held) != 3 {
@@ -203,7 +204,7 @@ func TestServeAutoMergesWhenThePullRequestsChecksPass(t *testing.T) {
 	f := newFixture(t, spread("stages:\n  - name: devel\n  - name: staging\n    promoteFrom: devel\n    autoMerge: true\n    requires: {healthy: false}\n"))
 	b := f.bot(t, WithClock(func() time.Time { return now }), WithRequiredChecks("ci/test"))
 	s := serve(t, b)
-	waitFor(t, "the promotion pull request", func() bool { r, _ := s.last(); return r != nil && r.Action == ActionOpened })
+	testenv.WaitFor(t, 20*time.Second, "the promotion pull request", func() bool { r, _ := s.last(); return r != nil && r.Action == ActionOpened })
 	if r, _ := s.last(); r.Merged || r.Reason != "waiting for checks: ci/test (not reported yet)" {
 		t.Fatalf("result = %+v, want opened and waiting for ci/test", r)
 	}
@@ -221,7 +222,7 @@ func TestServeAutoMergesWhenThePullRequestsChecksPass(t *testing.T) {
 	}}
 	d.Body, _ = json.Marshal(m)
 	send(t, s.url, secret, d)
-	waitFor(t, "the merge", func() bool { r, _ := s.last(); return r.Merged })
+	testenv.WaitFor(t, 20*time.Second, "the merge", func() bool { r, _ := s.last(); return r.Merged })
 	if prs := f.srv.PullRequests(owner, repo); !prs[0].Merged {
 		t.Errorf("pull request = %+v, want merged", prs[0])
 	}
@@ -234,7 +235,7 @@ func TestServeAutoMergesWhenACommitStatusSucceeds(t *testing.T) {
 	f := newFixture(t, spread("stages:\n  - name: devel\n  - name: staging\n    promoteFrom: devel\n    autoMerge: true\n    requires: {healthy: false}\n"))
 	b := f.bot(t, WithClock(func() time.Time { return now }), WithRequiredChecks("ci/jenkins"))
 	s := serve(t, b)
-	waitFor(t, "the promotion pull request", func() bool { r, _ := s.last(); return r != nil && r.Action == ActionOpened })
+	testenv.WaitFor(t, 20*time.Second, "the promotion pull request", func() bool { r, _ := s.last(); return r != nil && r.Action == ActionOpened })
 	pr := f.openPulls()[0]
 	f.srv.SetStatus(owner, repo, pr.HeadSHA, "ci/jenkins", "success")
 
@@ -255,5 +256,5 @@ func TestServeAutoMergesWhenACommitStatusSucceeds(t *testing.T) {
 		t.Fatal(err)
 	}
 	send(t, s.url, secret, githubtest.Delivery{Event: "status", ID: "st-1", Body: body})
-	waitFor(t, "the merge", func() bool { r, _ := s.last(); return r.Merged })
+	testenv.WaitFor(t, 20*time.Second, "the merge", func() bool { r, _ := s.last(); return r.Merged })
 }

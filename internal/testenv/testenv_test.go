@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -27,18 +25,8 @@ func TestDeploymentRollsOut(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	replicas := int32(2)
-	labels := map[string]string{"app.kubernetes.io/name": "web"}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example.com/web:1.0.0"}}},
-			},
-		},
-	}
+	d := testenv.Deployment("web", "registry.example.com/web:1.0.0")
+	d.Spec.Replicas = &replicas
 	deps := env.Clientset.AppsV1().Deployments(ns)
 	if _, err := deps.Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -3,9 +3,6 @@ package webhook_test
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -19,16 +16,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 )
 
 const secret = "webhook-secret-for-tests"
-
-func sign(key string, body []byte) string {
-	m := hmac.New(sha256.New, []byte(key))
-	m.Write(body)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
-}
 
 // payload loads a testdata payload and applies edits (top-level key → value,
 // "repository.<key>" for repository fields).
@@ -77,7 +69,7 @@ func send(t *testing.T, url string, d delivery) (int, string) {
 	req.Header.Set("X-GitHub-Delivery", d.id)
 	switch d.signature {
 	case "":
-		req.Header.Set("X-Hub-Signature-256", sign(secret, d.body))
+		req.Header.Set("X-Hub-Signature-256", githubtest.Sign(secret, d.body))
 	case "-":
 	default:
 		req.Header.Set("X-Hub-Signature-256", d.signature)
@@ -148,8 +140,8 @@ func TestReceiver(t *testing.T) {
 	}{
 		{name: "valid", d: delivery{event: "push", id: "1", body: body}, wantCode: 200, wantSeen: []string{"push/1"}},
 		{name: "missing signature", d: delivery{event: "push", id: "1", body: body, signature: "-"}, wantCode: 401},
-		{name: "signed with another secret", d: delivery{event: "push", id: "1", body: body, signature: sign("other", body)}, wantCode: 401},
-		{name: "body changed after signing", d: delivery{event: "push", id: "1", body: append(bytes.Clone(body), ' '), signature: sign(secret, body)}, wantCode: 401},
+		{name: "signed with another secret", d: delivery{event: "push", id: "1", body: body, signature: githubtest.Sign("other", body)}, wantCode: 401},
+		{name: "body changed after signing", d: delivery{event: "push", id: "1", body: append(bytes.Clone(body), ' '), signature: githubtest.Sign(secret, body)}, wantCode: 401},
 		{name: "sha1 scheme", d: delivery{event: "push", id: "1", body: body, signature: "sha1=" + strings.Repeat("0", 40)}, wantCode: 401},
 		{name: "not hex", d: delivery{event: "push", id: "1", body: body, signature: "sha256=zz"}, wantCode: 401},
 		{name: "GET", d: delivery{event: "push", id: "1", body: nil, method: http.MethodGet}, wantCode: 405},
@@ -191,7 +183,7 @@ func TestReceiverFormContentType(t *testing.T) {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("X-GitHub-Event", "push")
 	req.Header.Set("X-GitHub-Delivery", "form")
-	req.Header.Set("X-Hub-Signature-256", sign(secret, body))
+	req.Header.Set("X-Hub-Signature-256", githubtest.Sign(secret, body))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +252,7 @@ func TestReceiverBodyCap(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, url, pr)
 	req.Header.Set("X-GitHub-Event", "push")
 	req.Header.Set("X-GitHub-Delivery", "chunked")
-	req.Header.Set("X-Hub-Signature-256", sign(secret, big))
+	req.Header.Set("X-Hub-Signature-256", githubtest.Sign(secret, big))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
