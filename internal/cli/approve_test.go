@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
