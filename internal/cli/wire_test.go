@@ -70,7 +70,7 @@ contexts: [{name: proxy, context: {cluster: proxy, user: anonymous}}]
 		"environments/prod/manifest.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`,
 	}, "prod")
 	ns := env.Namespace(t)
-	createWeb(t, ns)
+	cluster.Env(t).CreateDeployment(t, ns, "web", "example.com/web:1.0.0")
 	cfgPath := filepath.Join(dir, "reconciler.yaml")
 	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(`source: {url: %q, branch: main, cacheDir: %q}
 environments:
