@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -25,6 +27,8 @@ type Registry struct {
 	auth     authn.Authenticator // what Push and Digest send
 	requests atomic.Int64
 	manifest atomic.Int64
+	mu       sync.Mutex
+	times    []time.Time // when each request arrived
 }
 
 type options struct{ user, password string }
@@ -69,6 +73,9 @@ func New(t testing.TB, opts ...Option) *Registry {
 	h := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.requests.Add(1)
+		r.mu.Lock()
+		r.times = append(r.times, time.Now())
+		r.mu.Unlock()
 		if strings.Contains(req.URL.Path, "/manifests/") {
 			r.manifest.Add(1)
 		}
@@ -130,3 +137,11 @@ func (r *Registry) Requests() int64 { return r.requests.Load() }
 // ManifestRequests returns how many of those were for manifests (HEAD or GET),
 // the requests a digest resolution makes.
 func (r *Registry) ManifestRequests() int64 { return r.manifest.Load() }
+
+// RequestTimes returns when each request the registry served arrived, in
+// order, to check a client's rate limit.
+func (r *Registry) RequestTimes() []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Time(nil), r.times...)
+}

@@ -20,6 +20,11 @@ const (
 	DefaultPollInterval        = time.Second
 	DefaultAuthor              = "stagehand"
 	DefaultRegistryTimeout     = 30 * time.Second
+	// DefaultRegistryRateLimit is how many requests a second one registry
+	// host gets at most (as Kargo and Argo CD Image Updater default to).
+	DefaultRegistryRateLimit = 20
+	// DefaultDigestCacheTTL is how long a resolved digest is reused.
+	DefaultDigestCacheTTL = 5 * time.Minute
 	// RevisionAnnotation records on each patched workload the git revision it was deployed from.
 	RevisionAnnotation = "stagehand.io/revision"
 	// FieldManager is the field manager of every patch.
@@ -85,6 +90,39 @@ func WithInsecureRegistries(hosts ...string) Option {
 // the docker config).
 func WithKeychain(k authn.Keychain) Option {
 	return func(o *options) error { o.registry.keychain = k; return nil }
+}
+
+// WithWorkloadKeychains resolves each workload's images with the keychain
+// k returns for its pull context (see ClusterKeychains), instead of the one
+// keychain of WithKeychain.
+func WithWorkloadKeychains(k Keychains) Option {
+	return func(o *options) error { o.registry.keychains = k; return nil }
+}
+
+// WithRegistryRateLimit bounds the requests sent to each registry host to
+// perSecond (default 20), token exchanges included; 0 means no limit.
+func WithRegistryRateLimit(perSecond float64) Option {
+	return func(o *options) error {
+		if perSecond < 0 {
+			return fmt.Errorf("setting registry rate limit: %v requests a second is negative", perSecond)
+		}
+		o.registry.rateLimit = perSecond
+		return nil
+	}
+}
+
+// WithDigestCacheTTL reuses a tag's resolved digest for d (default 5m),
+// per repository:tag and credentials; 0 turns the cache off. A tag moved in
+// the registry is seen once its entry expires; a dockerDigest that
+// disagrees with a cached digest is always checked with the registry.
+func WithDigestCacheTTL(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("setting digest cache TTL: %s is negative", d)
+		}
+		o.registry.cacheTTL = d
+		return nil
+	}
 }
 
 // WithRegistryTransport sets the HTTP transport for registry requests.
@@ -167,11 +205,14 @@ func New(opts ...Option) (*Reconciler, error) {
 			insecure:    map[string]bool{},
 			concurrency: DefaultRegistryConcurrency,
 			timeout:     DefaultRegistryTimeout,
+			rateLimit:   DefaultRegistryRateLimit,
+			cacheTTL:    DefaultDigestCacheTTL,
 		},
 	}
 	if err := o.apply(opts); err != nil {
 		return nil, err
 	}
+	o.registry.state = newRegistryState(o.registry.rateLimit, o.registry.cacheTTL)
 	return &Reconciler{o: o}, nil
 }
 
@@ -207,6 +248,9 @@ func (r *Reconciler) with(opts []Option) (*Reconciler, error) {
 	o := r.o
 	if err := o.apply(opts); err != nil {
 		return nil, err
+	}
+	if st := o.registry.state; st.rateLimit != o.registry.rateLimit || st.ttl != o.registry.cacheTTL {
+		o.registry.state = newRegistryState(o.registry.rateLimit, o.registry.cacheTTL)
 	}
 	return &Reconciler{o: o}, nil
 }

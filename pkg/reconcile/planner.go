@@ -262,29 +262,51 @@ func (r *Reconciler) bind(s manifest.Service, t Target, ws []*workload, problem 
 }
 
 // resolveBindings asks the registry about each distinct repository:tag that
-// verification or pinning needs.
+// verification or pinning needs, once per pull context when credentials are
+// per workload (keychain.go). A cached digest that disagrees with a
+// dockerDigest to verify is asked again, so a tag moved within the cache's
+// TTL is never reported as a mismatch.
 func (r *Reconciler) resolveBindings(ctx context.Context, bs []binding) map[imageKey]resolution {
 	seen := map[imageKey]bool{}
 	var keys []imageKey
+	kcs := &keychainSet{static: r.o.registry.keychain, keychains: r.o.registry.keychains, pulls: map[pullKey]PullContext{}, built: map[pullKey]*builtKeychain{}}
 	for _, b := range bs {
 		if (b.want.DockerDigest != "" && r.o.verifyDigests) || (b.want.DockerDigest == "" && r.o.pinDigests) {
-			k := imageKey{Repository: b.running.Repository, Tag: b.want.DockerTag}
+			k := r.imageKeyOf(b)
 			if !seen[k] {
 				seen[k] = true
 				keys = append(keys, k)
+				_, kcs.pulls[k.pull] = r.pullOf(b.target, b.w)
 			}
 		}
 	}
 	if len(keys) == 0 {
 		return nil
 	}
-	return r.o.registry.resolveAll(ctx, keys)
+	res := r.o.registry.resolveAll(ctx, keys, kcs, false)
+	var again []imageKey
+	for _, b := range bs {
+		k := r.imageKeyOf(b)
+		if got, ok := res[k]; ok && got.Cached && b.want.DockerDigest != "" && got.Digest != b.want.DockerDigest && !slices.Contains(again, k) {
+			again = append(again, k)
+		}
+	}
+	if len(again) > 0 {
+		maps.Copy(res, r.o.registry.resolveAll(ctx, again, kcs, true))
+	}
+	return res
+}
+
+// imageKeyOf is what b's wanted image is resolved as.
+func (r *Reconciler) imageKeyOf(b binding) imageKey {
+	pk, _ := r.pullOf(b.target, b.w)
+	return imageKey{Repository: b.running.Repository, Tag: b.want.DockerTag, pull: pk}
 }
 
 // desired returns the image b should run, or a problem message.
 func (r *Reconciler) desired(b binding, res map[imageKey]resolution) (string, string) {
 	want := imageRef{Repository: b.running.Repository, Tag: b.want.DockerTag, Digest: b.want.DockerDigest}
-	k := imageKey{Repository: want.Repository, Tag: want.Tag}
+	k := r.imageKeyOf(b)
 	switch {
 	case want.Digest != "" && r.o.verifyDigests:
 		got := res[k]

@@ -17,8 +17,12 @@ import (
 // ErrTagNotFound is returned (wrapped) when the registry does not serve a tag.
 var ErrTagNotFound = errors.New("tag not found")
 
-// imageKey is one repository:tag to resolve.
-type imageKey struct{ Repository, Tag string }
+// imageKey is one repository:tag to resolve with one pull context's
+// credentials.
+type imageKey struct {
+	Repository, Tag string
+	pull            pullKey
+}
 
 func (k imageKey) String() string { return k.Repository + ":" + k.Tag }
 
@@ -26,19 +30,25 @@ func (k imageKey) String() string { return k.Repository + ":" + k.Tag }
 type resolution struct {
 	Digest string
 	Err    error
+	Cached bool // Digest came from the digest cache
 }
 
 // registry resolves tags to digests through go-containerregistry.
 type registry struct {
-	keychain    authn.Keychain
+	keychain    authn.Keychain // every workload's, unless keychains is set
+	keychains   Keychains      // per workload
 	insecure    map[string]bool
 	transport   http.RoundTripper
 	concurrency int
 	timeout     time.Duration // per image
+	rateLimit   float64       // requests a second per registry host; 0: none
+	cacheTTL    time.Duration // 0: no digest cache
+	state       *registryState
 }
 
-// resolveAll resolves every key once, at most r.concurrency at a time.
-func (r *registry) resolveAll(ctx context.Context, keys []imageKey) map[imageKey]resolution {
+// resolveAll resolves every key once, at most r.concurrency at a time;
+// fresh skips the digest cache.
+func (r *registry) resolveAll(ctx context.Context, keys []imageKey, kcs *keychainSet, fresh bool) map[imageKey]resolution {
 	out := make(map[imageKey]resolution, len(keys))
 	var mu sync.Mutex
 	sem := make(chan struct{}, max(1, r.concurrency))
@@ -48,9 +58,9 @@ func (r *registry) resolveAll(ctx context.Context, keys []imageKey) map[imageKey
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			d, err := r.resolve(ctx, k)
+			res := r.resolve(ctx, k, kcs, fresh)
 			mu.Lock()
-			out[k] = resolution{Digest: d, Err: err}
+			out[k] = res
 			mu.Unlock()
 		}()
 	}
@@ -58,43 +68,71 @@ func (r *registry) resolveAll(ctx context.Context, keys []imageKey) map[imageKey
 	return out
 }
 
-// resolve returns the digest the registry serves for k.
-func (r *registry) resolve(ctx context.Context, k imageKey) (string, error) {
+// resolve returns the digest the registry serves for k, from the cache
+// unless fresh.
+func (r *registry) resolve(ctx context.Context, k imageKey, kcs *keychainSet, fresh bool) resolution {
 	if r.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.timeout)
 		defer cancel()
 	}
+	fail := func(err error) resolution { return resolution{Err: err} }
 	ref, err := name.NewTag(k.String())
 	if err != nil {
-		return "", fmt.Errorf("parsing image %q: %w", k, err)
+		return fail(fmt.Errorf("parsing image %q: %w", k, err))
 	}
 	if r.insecure[ref.RegistryStr()] {
 		if ref, err = name.NewTag(k.String(), name.Insecure); err != nil {
-			return "", fmt.Errorf("parsing image %q: %w", k, err)
+			return fail(fmt.Errorf("parsing image %q: %w", k, err))
 		}
 	}
-	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(r.keychain)}
-	if r.transport != nil {
-		opts = append(opts, remote.WithTransport(r.transport))
+	kc, err := kcs.get(ctx, k.pull)
+	if err != nil {
+		return fail(fmt.Errorf("resolving %s: %w", k, err))
 	}
+	auth, err := authn.Resolve(ctx, kc, ref.Context())
+	if err != nil {
+		return fail(fmt.Errorf("resolving %s: finding credentials for registry %s: %w", k, ref.RegistryStr(), err))
+	}
+	id, who, err := credentialsOf(ctx, auth)
+	if err != nil {
+		return fail(fmt.Errorf("resolving %s: %w", k, err))
+	}
+	ck := cacheKey{image: ref.String(), credentials: id}
+	if !fresh {
+		if d, ok := r.state.cached(ck); ok {
+			return resolution{Digest: d, Cached: true}
+		}
+	}
+	base := r.transport
+	if base == nil {
+		base = remote.DefaultTransport
+	}
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuth(auth), remote.WithTransport(limited{base: base, state: r.state})}
 	desc, err := remote.Head(ref, opts...)
 	if err != nil && !notFound(err) {
 		// Some registries refuse HEAD or omit Docker-Content-Digest; GET
 		// always answers, and its error has a body that says why.
 		d, gerr := remote.Get(ref, opts...)
 		if gerr == nil {
-			return d.Digest.String(), nil
+			r.state.remember(ck, d.Digest.String())
+			return resolution{Digest: d.Digest.String()}
 		}
 		err = gerr
 	}
 	if err != nil {
 		if notFound(err) {
-			return "", fmt.Errorf("resolving %s: %w", k, ErrTagNotFound)
+			return fail(fmt.Errorf("resolving %s: %w", k, ErrTagNotFound))
 		}
-		return "", fmt.Errorf("resolving %s: %w", k, err)
+		var te *transport.Error
+		if errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden) {
+			return fail(fmt.Errorf("resolving %s: registry %s answered %d %s to a request made %s: %w",
+				k, ref.RegistryStr(), te.StatusCode, http.StatusText(te.StatusCode), who, err))
+		}
+		return fail(fmt.Errorf("resolving %s: %w", k, err))
 	}
-	return desc.Digest.String(), nil
+	r.state.remember(ck, desc.Digest.String())
+	return resolution{Digest: desc.Digest.String()}
 }
 
 func notFound(err error) bool {

@@ -75,8 +75,8 @@ func TestPlanRegistryCredentials(t *testing.T) {
 		name, auths, want string
 	}{
 		{"credentials for the registry", `"` + reg.Host() + `": {"auth": "` + base64.StdEncoding.EncodeToString([]byte("ci:s3cret")) + `"}`, reg.Host() + "/team/app:2@" + d},
-		{"wrong password", `"` + reg.Host() + `": {"auth": "` + base64.StdEncoding.EncodeToString([]byte("ci:nope")) + `"}`, "cannot verify dockerDigest " + d + " of " + reg.Host() + "/team/app:2: resolving " + reg.Host() + "/team/app:2: GET "},
-		{"no credentials", "", "cannot verify dockerDigest " + d + " of " + reg.Host() + "/team/app:2: resolving " + reg.Host() + "/team/app:2: GET "},
+		{"wrong password", `"` + reg.Host() + `": {"auth": "` + base64.StdEncoding.EncodeToString([]byte("ci:nope")) + `"}`, "cannot verify dockerDigest " + d + " of " + reg.Host() + "/team/app:2: resolving " + reg.Host() + "/team/app:2: registry " + reg.Host() + " answered 401 Unauthorized to a request made as user \"ci\": GET "},
+		{"no credentials", "", "cannot verify dockerDigest " + d + " of " + reg.Host() + "/team/app:2: resolving " + reg.Host() + "/team/app:2: registry " + reg.Host() + " answered 401 Unauthorized to a request made anonymously: GET "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,134 @@
+package reconcile
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"golang.org/x/time/rate"
+)
+
+// registryState is what every Plan and Apply of one Reconciler shares:
+// a rate limiter per registry host and the digest cache.
+type registryState struct {
+	rateLimit float64
+	ttl       time.Duration
+	now       func() time.Time
+
+	mu       sync.Mutex
+	limiters map[string]*rate.Limiter
+	digests  map[cacheKey]cachedDigest
+}
+
+// cacheKey is a repository:tag as seen with one set of credentials, so a
+// workload whose credentials do not reach a private repository never reads
+// a digest another workload's credentials resolved.
+type cacheKey struct{ image, credentials string }
+
+type cachedDigest struct {
+	digest  string
+	expires time.Time
+}
+
+func newRegistryState(rateLimit float64, ttl time.Duration) *registryState {
+	return &registryState{
+		rateLimit: rateLimit, ttl: ttl, now: time.Now,
+		limiters: map[string]*rate.Limiter{}, digests: map[cacheKey]cachedDigest{},
+	}
+}
+
+// cached returns the digest cached for k, if it has not expired.
+func (s *registryState) cached(k cacheKey) (string, bool) {
+	if s.ttl <= 0 {
+		return "", false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.digests[k]
+	if !ok {
+		return "", false
+	}
+	if !s.now().Before(c.expires) {
+		delete(s.digests, k)
+		return "", false
+	}
+	return c.digest, true
+}
+
+// remember caches digest for k for the TTL, and drops expired entries so
+// the cache holds only what was resolved within one TTL.
+func (s *registryState) remember(k cacheKey, digest string) {
+	if s.ttl <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for old, c := range s.digests {
+		if !now.Before(c.expires) {
+			delete(s.digests, old)
+		}
+	}
+	s.digests[k] = cachedDigest{digest: digest, expires: now.Add(s.ttl)}
+}
+
+// limiter returns the token bucket of a registry host: rateLimit requests
+// a second, bursts of as many.
+func (s *registryState) limiter(host string) *rate.Limiter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.limiters[host]
+	if !ok {
+		l = rate.NewLimiter(rate.Limit(s.rateLimit), max(1, int(s.rateLimit)))
+		s.limiters[host] = l
+	}
+	return l
+}
+
+// limited is an http.RoundTripper that waits for the request host's token
+// before each request (token exchanges included), so no registry sees more
+// than the rate limit from this process however many images a plan holds.
+type limited struct {
+	base  http.RoundTripper
+	state *registryState
+}
+
+func (l limited) RoundTrip(req *http.Request) (*http.Response, error) {
+	if l.state.rateLimit > 0 {
+		if err := l.state.limiter(req.URL.Host).Wait(req.Context()); err != nil {
+			return nil, fmt.Errorf("waiting for the rate limit of registry %s: %w", req.URL.Host, err)
+		}
+	}
+	return l.base.RoundTrip(req)
+}
+
+// credentialsOf returns an identity of what auth sends (a hash, never the
+// secret itself) and a description for error messages.
+func credentialsOf(ctx context.Context, auth authn.Authenticator) (id, who string, err error) {
+	if auth == authn.Anonymous {
+		return "anonymous", "anonymously", nil
+	}
+	cfg, err := authn.Authorization(ctx, auth)
+	if err != nil {
+		return "", "", fmt.Errorf("reading credentials: %w", err)
+	}
+	if *cfg == (authn.AuthConfig{}) {
+		return "anonymous", "anonymously", nil
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return "", "", fmt.Errorf("hashing credentials: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	who = "with a token"
+	if cfg.Username != "" {
+		who = fmt.Sprintf("as user %q", cfg.Username)
+	}
+	return hex.EncodeToString(sum[:]), who, nil
+}

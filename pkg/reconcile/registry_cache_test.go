@@ -1,0 +1,143 @@
+package reconcile_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/stagehand-gitops/stagehand/internal/registrytest"
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+// clock is a settable time for the digest cache.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// TestDigestCache counts the registry's manifest requests: a second plan
+// within the TTL asks nothing; a tag moved in the registry is pinned to its
+// new digest once the TTL has passed, and a dockerDigest that disagrees with
+// the cache is checked with the registry at once; other credentials do not
+// share the cached answer.
+func TestDigestCache(t *testing.T) {
+	noDockerConfig(t)
+	reg := registrytest.New(t, registrytest.WithBasicAuth("puller", "s3cret"))
+	host := reg.Host()
+	first := reg.Push(t, "team/app", "2")
+	ns := env.Namespace(t)
+	pullSecret(t, ns, "regcred", host, "puller", "s3cret")
+	pullSecret(t, ns, "othercred", host, "puller", "s3cret")
+	serviceAccount(t, ns, "default-sa", "regcred")
+	createDeployment(t, env.Clientset, ns, "app", "app", 0, pod{containers: [][2]string{{"app", host + "/team/app:1"}}}, func(d *appsv1.Deployment) {
+		d.Spec.Template.Spec.ServiceAccountName = "default-sa"
+	})
+	clk := &clock{now: time.Unix(1_700_000_000, 0)}
+	r := newReconciler(t, reconcile.WithPinDigests(true), reconcile.WithVerifyDigests(true),
+		reconcile.WithWorkloadKeychains(reconcile.ClusterKeychains()), reconcile.WithDigestCacheTTL(5*time.Minute))
+	reconcile.SetRegistryClock(r, clk.Now)
+	plan := func(digest string) (string, int64) {
+		t.Helper()
+		before := reg.ManifestRequests()
+		req := reconcile.Request{Environment: environment(svc("app", [3]string{"team/app", "2", digest})), Revision: "r", Targets: []reconcile.Target{target("a", ns)}}
+		return onlyOutcome(t, mustPlan(t, r, req)), reg.ManifestRequests() - before
+	}
+	pin := func(d string) string { return host + "/team/app:2@" + d }
+
+	var second string
+	steps := []struct {
+		name     string
+		do       func() string // changes the world; returns the manifest's dockerDigest ("": pin)
+		want     func() string
+		requests int64
+	}{
+		{"first plan asks the registry", func() string { return "" }, func() string { return pin(first) }, 1},
+		{"second plan within the TTL asks nothing", func() string { clk.Add(4 * time.Minute); return "" }, func() string { return pin(first) }, 0},
+		{"a moved tag is pinned from the cache until the TTL ends", func() string { second = reg.Push(t, "team/app", "2"); return "" }, func() string { return pin(first) }, 0},
+		{"a dockerDigest disagreeing with the cache is checked at once", func() string { return second }, func() string { return pin(second) }, 1},
+		{"after the TTL the new digest is pinned", func() string { clk.Add(6 * time.Minute); return "" }, func() string { return pin(second) }, 1},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			digest := st.do()
+			got, n := plan(digest)
+			if got != st.want() || n != st.requests {
+				t.Errorf("got %q after %d manifest requests, want %q after %d", got, n, st.want(), st.requests)
+			}
+		})
+	}
+
+	t.Run("other credentials do not share the entry", func(t *testing.T) {
+		other := newReconciler(t, reconcile.WithPinDigests(true), reconcile.WithDigestCacheTTL(time.Hour),
+			reconcile.WithWorkloadKeychains(reconcile.ClusterKeychains()))
+		reqNS := env.Namespace(t)
+		pullSecret(t, reqNS, "a", host, "puller", "s3cret")
+		pullSecret(t, reqNS, "b", host, "puller", "wrong")
+		withSecret := func(s string) func(*appsv1.Deployment) {
+			return func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: s}}
+			}
+		}
+		createDeployment(t, env.Clientset, reqNS, "good", "good", 0, pod{containers: [][2]string{{"app", host + "/team/app:1"}}}, withSecret("a"))
+		createDeployment(t, env.Clientset, reqNS, "bad", "bad", 0, pod{containers: [][2]string{{"app", host + "/team/app:1"}}}, withSecret("b"))
+		req := reconcile.Request{Environment: environment(svc("good", [3]string{"team/app", "2", ""})), Revision: "r", Targets: []reconcile.Target{target("a", reqNS)}}
+		if got := onlyOutcome(t, mustPlan(t, other, req)); got != pin(second) {
+			t.Fatalf("good: %q", got)
+		}
+		req.Environment = environment(svc("bad", [3]string{"team/app", "2", ""}))
+		if got := onlyOutcome(t, mustPlan(t, other, req)); got == pin(second) {
+			t.Errorf("bad credentials got the digest cached for good ones: %q", got)
+		}
+	})
+}
+
+// TestRegistryRateLimit resolves 30 distinct images at 20 requests a second
+// (bursts of 20) with 16 resolutions in flight: at the registry, no span of
+// time holds more requests than the token bucket allows.
+func TestRegistryRateLimit(t *testing.T) {
+	noDockerConfig(t)
+	reg := registrytest.New(t)
+	host := reg.Host()
+	ns := env.Namespace(t)
+	var services []manifest.Service
+	for i := range 30 {
+		name := fmt.Sprintf("s%02d", i)
+		reg.Push(t, "team/"+name, "2")
+		createDeployment(t, env.Clientset, ns, name, name, 0, pod{containers: [][2]string{{"app", host + "/team/" + name + ":1"}}})
+		services = append(services, svc(name, [3]string{"team/" + name, "2", ""}))
+	}
+	const perSecond, burst = 20.0, 20
+	r := newReconciler(t, reconcile.WithPinDigests(true), reconcile.WithRegistryRateLimit(perSecond), reconcile.WithConcurrency(16))
+	before := len(reg.RequestTimes())
+	p := mustPlan(t, r, reconcile.Request{Environment: environment(services...), Revision: "r", Targets: []reconcile.Target{target("a", ns)}})
+	if len(p.Changes) != 30 || len(p.Problems) != 0 {
+		t.Fatalf("%d changes, problems %v; want 30 changes", len(p.Changes), p.Problems)
+	}
+	times := reg.RequestTimes()[before:]
+	if len(times) < 30 {
+		t.Fatalf("registry saw %d requests, want at least 30", len(times))
+	}
+	// Requests i..j (inclusive) need j-i+1 tokens: at most burst plus what
+	// the bucket refills between them (one more for clock granularity).
+	for i := range times {
+		for j := i; j < len(times); j++ {
+			allowed := float64(burst) + perSecond*times[j].Sub(times[i]).Seconds() + 1
+			if n := float64(j - i + 1); n > allowed {
+				t.Fatalf("requests %d..%d: %v within %s, more than the %v the limit allows", i, j, n, times[j].Sub(times[i]), allowed)
+			}
+		}
+	}
+	t.Logf("%d requests over %s", len(times), times[len(times)-1].Sub(times[0]))
+}
