@@ -34,6 +34,7 @@ func (c *clock) Add(d time.Duration) {
 // share the cached answer.
 func TestDigestCache(t *testing.T) {
 	noDockerConfig(t)
+	env := cluster.Env(t)
 	reg := registrytest.New(t, registrytest.WithBasicAuth("puller", "s3cret"))
 	host := reg.Host()
 	first := reg.Push(t, "team/app", "2")
@@ -51,7 +52,7 @@ func TestDigestCache(t *testing.T) {
 	plan := func(digest string) (string, int64) {
 		t.Helper()
 		before := reg.ManifestRequests()
-		req := reconcile.Request{Environment: environment(svc("app", [3]string{"team/app", "2", digest})), Revision: "r", Targets: []reconcile.Target{target("a", ns)}}
+		req := reconcile.Request{Environment: environment(svc("app", [3]string{"team/app", "2", digest})), Revision: "r", Targets: []reconcile.Target{target(t, "a", ns)}}
 		return onlyOutcome(t, mustPlan(t, r, req)), reg.ManifestRequests() - before
 	}
 	pin := func(d string) string { return host + "/team/app:2@" + d }
@@ -92,7 +93,7 @@ func TestDigestCache(t *testing.T) {
 		}
 		createDeployment(t, env.Clientset, reqNS, "good", "good", 0, pod{containers: [][2]string{{"app", host + "/team/app:1"}}}, withSecret("a"))
 		createDeployment(t, env.Clientset, reqNS, "bad", "bad", 0, pod{containers: [][2]string{{"app", host + "/team/app:1"}}}, withSecret("b"))
-		req := reconcile.Request{Environment: environment(svc("good", [3]string{"team/app", "2", ""})), Revision: "r", Targets: []reconcile.Target{target("a", reqNS)}}
+		req := reconcile.Request{Environment: environment(svc("good", [3]string{"team/app", "2", ""})), Revision: "r", Targets: []reconcile.Target{target(t, "a", reqNS)}}
 		if got := onlyOutcome(t, mustPlan(t, other, req)); got != pin(second) {
 			t.Fatalf("good: %q", got)
 		}
@@ -108,6 +109,7 @@ func TestDigestCache(t *testing.T) {
 // time holds more requests than the token bucket allows.
 func TestRegistryRateLimit(t *testing.T) {
 	noDockerConfig(t)
+	env := cluster.Env(t)
 	reg := registrytest.New(t)
 	host := reg.Host()
 	ns := env.Namespace(t)
@@ -121,7 +123,7 @@ func TestRegistryRateLimit(t *testing.T) {
 	const perSecond, burst = 20.0, 20
 	r := newReconciler(t, reconcile.WithPinDigests(true), reconcile.WithRegistryRateLimit(perSecond), reconcile.WithConcurrency(16))
 	before := len(reg.RequestTimes())
-	p := mustPlan(t, r, reconcile.Request{Environment: environment(services...), Revision: "r", Targets: []reconcile.Target{target("a", ns)}})
+	p := mustPlan(t, r, reconcile.Request{Environment: environment(services...), Revision: "r", Targets: []reconcile.Target{target(t, "a", ns)}})
 	if len(p.Changes) != 30 || len(p.Problems) != 0 {
 		t.Fatalf("%d changes, problems %v; want 30 changes", len(p.Changes), p.Problems)
 	}

@@ -30,7 +30,7 @@ func pullSecret(t *testing.T, ns, name, host, user, password string) {
 		Type:       corev1.SecretTypeDockerConfigJson,
 		Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(cfg)},
 	}
-	if _, err := env.Clientset.CoreV1().Secrets(ns).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
+	if _, err := cluster.Env(t).Clientset.CoreV1().Secrets(ns).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating secret %s: %v", name, err)
 	}
 }
@@ -41,7 +41,7 @@ func serviceAccount(t *testing.T, ns, name string, pullSecrets ...string) {
 	for _, s := range pullSecrets {
 		sa.ImagePullSecrets = append(sa.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
 	}
-	if _, err := env.Clientset.CoreV1().ServiceAccounts(ns).Create(context.Background(), sa, metav1.CreateOptions{}); err != nil {
+	if _, err := cluster.Env(t).Clientset.CoreV1().ServiceAccounts(ns).Create(context.Background(), sa, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating serviceaccount %s: %v", name, err)
 	}
 }
@@ -62,6 +62,7 @@ func noDockerConfig(t *testing.T) {
 // imagePullSecrets count too.
 func TestDeployPrivateRegistryPinnedByDigest(t *testing.T) {
 	noDockerConfig(t)
+	env := cluster.Env(t)
 	reg := registrytest.New(t, registrytest.WithBasicAuth("puller", "s3cret"))
 	host := reg.Host()
 	d := reg.Push(t, "team/api", "2")
@@ -88,7 +89,7 @@ func TestDeployPrivateRegistryPinnedByDigest(t *testing.T) {
 		svc("worker", [3]string{"team/api", "2", d}),
 		svc("cron", [3]string{"team/api", "2", ""}),
 	)
-	req := reconcile.Request{Environment: e, Revision: "r1", Targets: []reconcile.Target{target("a", ns)}}
+	req := reconcile.Request{Environment: e, Revision: "r1", Targets: []reconcile.Target{target(t, "a", ns)}}
 	r := newReconciler(t, reconcile.WithPinDigests(true), reconcile.WithVerifyDigests(true),
 		reconcile.WithWorkloadKeychains(reconcile.ClusterKeychains()), reconcile.WithRolloutTimeout(0))
 	plan := mustPlan(t, r, req)
@@ -127,12 +128,13 @@ func TestDeployPrivateRegistryPinnedByDigest(t *testing.T) {
 // ServiceAccount reports that, per workload, instead of guessing.
 func TestClusterKeychainsForbidden(t *testing.T) {
 	noDockerConfig(t)
+	env := cluster.Env(t)
 	reg := registrytest.New(t, registrytest.WithBasicAuth("puller", "s3cret"))
 	reg.Push(t, "team/api", "2")
 	ns := env.Namespace(t)
 	createDeployment(t, env.Clientset, ns, "api", "api", 0, pod{containers: [][2]string{{"api", reg.Host() + "/team/api:1"}}})
 	tg := reconcile.Target{Name: "a", Namespace: ns, Client: impersonate(t, "system:serviceaccount:"+ns+":nobody")}
-	req := reconcile.Request{Environment: environment(svc("api", [3]string{"team/api", "2", ""})), Revision: "r", Targets: []reconcile.Target{target("a", ns)}}
+	req := reconcile.Request{Environment: environment(svc("api", [3]string{"team/api", "2", ""})), Revision: "r", Targets: []reconcile.Target{target(t, "a", ns)}}
 	r := newReconciler(t, reconcile.WithPinDigests(true), reconcile.WithWorkloadKeychains(func(ctx context.Context, pc reconcile.PullContext) (authn.Keychain, error) {
 		pc.Client = tg.Client // reads through a client without rights on ServiceAccounts
 		return reconcile.ClusterKeychains()(ctx, pc)
@@ -148,7 +150,7 @@ func TestClusterKeychainsForbidden(t *testing.T) {
 // has no rights unless a test grants them.
 func impersonate(t *testing.T, user string) kubernetes.Interface {
 	t.Helper()
-	rc := rest.CopyConfig(env.Config)
+	rc := rest.CopyConfig(cluster.Env(t).Config)
 	rc.Impersonate = rest.ImpersonationConfig{UserName: user}
 	c, err := kubernetes.NewForConfig(rc)
 	if err != nil {
