@@ -84,6 +84,19 @@ type Registry struct {
 	VerifyDigests *bool    `json:"verifyDigests,omitempty"`
 	PinDigests    *bool    `json:"pinDigests,omitempty"`
 	Insecure      []string `json:"insecure"`
+	// WorkloadCredentials resolves a workload's images with the
+	// imagePullSecrets of its pod spec and ServiceAccount, read from its
+	// target cluster (default true).
+	WorkloadCredentials *bool `json:"workloadCredentials,omitempty"`
+	// DockerConfigFile is a docker config.json (a mounted
+	// kubernetes.io/dockerconfigjson Secret) tried after them.
+	DockerConfigFile string `json:"dockerConfigFile"`
+	// RateLimit is the most requests a second sent to one registry host
+	// (default 20; 0: no limit).
+	RateLimit *float64 `json:"rateLimit,omitempty"`
+	// DigestCacheTTL is how long a resolved digest is reused (default 5m;
+	// 0s: not at all).
+	DigestCacheTTL *Duration `json:"digestCacheTTL,omitempty"`
 }
 
 // Workloads configures how services map to workloads.
@@ -201,6 +214,16 @@ func (c *Config) Default() {
 	if c.Registry.PinDigests == nil {
 		c.Registry.PinDigests = &t
 	}
+	if c.Registry.WorkloadCredentials == nil {
+		c.Registry.WorkloadCredentials = &t
+	}
+	if c.Registry.RateLimit == nil {
+		rl := float64(20)
+		c.Registry.RateLimit = &rl
+	}
+	if c.Registry.DigestCacheTTL == nil {
+		c.Registry.DigestCacheTTL = &Duration{5 * time.Minute}
+	}
 	if c.Workloads.SelectorLabel == "" {
 		c.Workloads.SelectorLabel = "app.kubernetes.io/name"
 	}
@@ -282,6 +305,7 @@ func (c *Config) Validate() error {
 		bad("workloads.selectorLabel", "invalid label key %q: %s", c.Workloads.SelectorLabel, strings.Join(msgs, "; "))
 	}
 	c.validateServer(bad)
+	c.Registry.validate(bad)
 	return errors.Join(errs...)
 }
 
@@ -317,6 +341,7 @@ func (c *Config) resolvePaths(dir string) {
 	}
 	abs(&c.GitHub.WebhookSecretFile)
 	abs(&c.Server.APITokenFile)
+	abs(&c.Registry.DockerConfigFile)
 	abs(&c.State.Kubeconfig)
 	for n, e := range c.Environments {
 		for i := range e.Targets {

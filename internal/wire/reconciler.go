@@ -25,6 +25,11 @@ func Reconciler(cfg *config.Config, opts ...Option) (*reconcile.Reconciler, erro
 	if n := cfg.Workloads.Concurrency; n > 0 {
 		ropts = append(ropts, reconcile.WithConcurrency(n))
 	}
+	regOpts, err := registryOptions(cfg.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("configuring reconciler: %w", err)
+	}
+	ropts = append(ropts, regOpts...)
 	r, err := reconcile.New(append(ropts, o.reconcileOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("configuring reconciler: %w", err)
