@@ -61,6 +61,7 @@ func TestConfig(t *testing.T) {
 		StateNamespace                        string
 		Insecure                              []string
 		MinPermission                         string
+		DockerConfigFile                      string
 	}
 	tests := []struct {
 		name   string
@@ -88,7 +89,8 @@ func TestConfig(t *testing.T) {
 				WebhookSecretFile: "/etc/stagehand/secrets/webhook/secret",
 				APITokenFile:      "/etc/stagehand/secrets/api-token/token",
 				Listen:            ":8080", LocksStorage: "kubernetes", LocksNamespace: "rel", StateNamespace: "rel",
-				Insecure: []string{"registry.internal:5000"}, MinPermission: "write"},
+				Insecure: []string{"registry.internal:5000"}, MinPermission: "write",
+				DockerConfigFile: "/etc/stagehand/secrets/registry/config.json"},
 		},
 		{
 			name: "SSH key for git, GitHub App for check runs only",
@@ -151,7 +153,7 @@ func TestConfig(t *testing.T) {
 				WebhookSecretFile: c.GitHub.WebhookSecretFile, APITokenFile: c.Server.APITokenFile,
 				Listen: c.Server.Listen, LocksStorage: c.Locks.Storage, LocksNamespace: c.Locks.Namespace,
 				StateNamespace: c.State.Namespace, Insecure: c.Registry.Insecure,
-				MinPermission: c.GitHub.Approvers.MinPermission}
+				MinPermission: c.GitHub.Approvers.MinPermission, DockerConfigFile: c.Registry.DockerConfigFile}
 			for _, e := range c.Environments {
 				got.Targets += len(e.Targets)
 			}
@@ -166,7 +168,7 @@ func TestConfig(t *testing.T) {
 			if !mounted["/etc/stagehand/reconciler.yaml"] {
 				t.Errorf("reconciler.yaml is not mounted at /etc/stagehand/reconciler.yaml; mounted: %v", mounted)
 			}
-			for _, f := range []string{got.CAFile, got.TokenFile, got.SSHKeyFile, got.KnownHosts, got.WebhookSecretFile, got.APITokenFile} {
+			for _, f := range []string{got.CAFile, got.TokenFile, got.SSHKeyFile, got.KnownHosts, got.WebhookSecretFile, got.APITokenFile, got.DockerConfigFile} {
 				if f != "" && !mounted[f] {
 					t.Errorf("config names %s, which no volume provides; mounted: %v", f, mounted)
 				}
@@ -217,6 +219,9 @@ func TestRejectedValues(t *testing.T) {
 		{name: "prbot without GitHub credentials", values: map[string]any{"prbot": map[string]any{"enabled": true}},
 			want: "prbot's GitHub credentials"},
 		{name: "prbot config key", values: map[string]any{"prbot": map[string]any{"config": map[string]any{"listen": ":9"}}}, want: "listen"},
+		{name: "chart-owned registry key", values: map[string]any{"config": map[string]any{"registry": map[string]any{"dockerConfigFile": "/x"}}}, want: "dockerConfigFile"},
+		{name: "negative registry rate limit", values: map[string]any{"config": map[string]any{"registry": map[string]any{"rateLimit": -1}}}, want: "rateLimit"},
+		{name: "bad digest cache TTL", values: map[string]any{"config": map[string]any{"registry": map[string]any{"digestCacheTTL": "a while"}}}, want: "digestCacheTTL"},
 		{name: "bad image digest", values: map[string]any{"image": map[string]any{"digest": "sha256:abc"}}, want: "digest"},
 	}
 	for _, tc := range tests {

@@ -109,9 +109,13 @@ func TestRBACAllowsWhatTheReconcilerNeeds(t *testing.T) {
 				access{in.rel, "patch", r.group, r.resource, ""})
 		}
 		allow = append(allow, access{ns, "create", "", "events", ""}, access{ns, "patch", "", "events", ""},
-			access{ns, "create", "events.k8s.io", "events", ""})
+			access{ns, "create", "events.k8s.io", "events", ""},
+			// The workloads' pull credentials (registry.workloadCredentials), by name only.
+			access{ns, "get", "", "serviceaccounts", "default"}, access{ns, "get", "", "secrets", "regcred"})
 		deny = append(deny,
-			access{ns, "get", "", "secrets", ""}, access{ns, "list", "", "secrets", ""},
+			access{ns, "list", "", "secrets", ""}, access{ns, "watch", "", "secrets", ""},
+			access{ns, "list", "", "serviceaccounts", ""}, access{ns, "create", "", "serviceaccounts/token", "default"},
+			access{ns, "update", "", "secrets", "regcred"}, access{ns, "create", "", "secrets", ""},
 			access{ns, "get", "", "configmaps", ""}, access{ns, "create", "coordination.k8s.io", "leases", ""},
 			access{ns, "create", "stagehand.io", "locks", ""}, access{ns, "list", "", "pods", ""},
 			access{ns, "create", "", "pods", ""}, access{ns, "create", "", "pods/exec", ""},
@@ -190,6 +194,7 @@ func TestRBACExactRules(t *testing.T) {
 		"apps/statefulsets:get", "apps/statefulsets:list", "apps/statefulsets:patch", "apps/statefulsets:watch",
 		"batch/cronjobs:get", "batch/cronjobs:list", "batch/cronjobs:patch", "batch/cronjobs:watch",
 		"core/events:create", "core/events:patch", "events.k8s.io/events:create", "events.k8s.io/events:patch",
+		"core/secrets:get", "core/serviceaccounts:get",
 	}
 	own := []string{
 		"coordination.k8s.io/leases/stagehand-reconciler:get", "coordination.k8s.io/leases/stagehand-reconciler:patch",
@@ -289,6 +294,18 @@ func TestRBACRealRequests(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	for _, ns := range []string{in.devel, in.other} {
+		if _, err := env.Clientset.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "regcred"}, Type: corev1.SecretTypeDockerConfigJson,
+			StringData: map[string]string{corev1.DockerConfigJsonKey: `{"auths":{}}`},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "puller"}, ImagePullSecrets: []corev1.LocalObjectReference{{Name: "regcred"}}}
+		if _, err := env.Clientset.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cfg := saConfig(t, in.rel, "sh-stagehand")
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	patch := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"registry.example.com/web:2.0.0"}]}}}}`)
@@ -360,6 +377,17 @@ func TestRBACRealRequests(t *testing.T) {
 			_, err := cs.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
 			return err
 		}},
+		{name: "read a workload's pull Secret and ServiceAccount in a target", do: func(ctx context.Context) error {
+			if _, err := cs.CoreV1().ServiceAccounts(in.devel).Get(ctx, "puller", metav1.GetOptions{}); err != nil {
+				return err
+			}
+			_, err := cs.CoreV1().Secrets(in.devel).Get(ctx, "regcred", metav1.GetOptions{})
+			return err
+		}},
+		{name: "read a Secret in another namespace", forbidden: true, do: func(ctx context.Context) error {
+			_, err := cs.CoreV1().Secrets(in.other).Get(ctx, "regcred", metav1.GetOptions{})
+			return err
+		}},
 		{name: "list Secrets in a target", forbidden: true, do: func(ctx context.Context) error {
 			_, err := cs.CoreV1().Secrets(in.devel).List(ctx, metav1.ListOptions{})
 			return err
@@ -387,13 +415,15 @@ func TestRBACRealRequests(t *testing.T) {
 }
 
 // TestRBACClusterWide: with rbac.clusterWide the workload rights hold in any
-// namespace, and still only get/list/watch/patch.
+// namespace, and still only get/list/watch/patch (and get of pull
+// credentials, never a list of Secrets).
 func TestRBACClusterWide(t *testing.T) {
 	in := installFull(t, valuesFile(t, map[string]any{"rbac": map[string]any{"clusterWide": true}}))
 	sa := "sh-stagehand"
 	for _, a := range []access{
 		{in.other, "patch", "apps", "deployments", ""}, {"", "list", "apps", "deployments", ""},
 		{in.other, "watch", "batch", "cronjobs", ""}, {in.other, "create", "", "events", ""},
+		{in.other, "get", "", "secrets", "regcred"}, {in.other, "get", "", "serviceaccounts", "default"},
 	} {
 		if !allowed(t, in.rel, sa, a) {
 			t.Errorf("reconciler may not %s; with clusterWide it needs to", a)
@@ -401,12 +431,40 @@ func TestRBACClusterWide(t *testing.T) {
 	}
 	for _, a := range []access{
 		{in.other, "delete", "apps", "deployments", ""}, {in.other, "create", "apps", "deployments", ""},
-		{"", "list", "", "secrets", ""}, {in.other, "get", "", "secrets", ""},
+		{"", "list", "", "secrets", ""}, {in.other, "list", "", "secrets", ""}, {in.other, "watch", "", "secrets", ""},
 		{in.other, "create", "stagehand.io", "locks", ""}, {in.other, "create", "coordination.k8s.io", "leases", ""},
 	} {
 		if allowed(t, in.rel, sa, a) {
 			t.Errorf("reconciler may %s; it must not", a)
 		}
+	}
+}
+
+// TestRBACWithoutWorkloadCredentials: config.registry.workloadCredentials
+// false takes the rights on Secrets and ServiceAccounts away again, in the
+// targets and cluster-wide.
+func TestRBACWithoutWorkloadCredentials(t *testing.T) {
+	off := map[string]any{"config": map[string]any{"registry": map[string]any{"workloadCredentials": false}}}
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+	}{
+		{"per namespace", off},
+		{"cluster-wide", map[string]any{"config": off["config"], "rbac": map[string]any{"clusterWide": true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := installFull(t, valuesFile(t, tc.values))
+			for _, ns := range []string{in.devel, in.prod, in.other} {
+				for _, a := range []access{{ns, "get", "", "secrets", "regcred"}, {ns, "get", "", "serviceaccounts", "default"}} {
+					if allowed(t, in.rel, "sh-stagehand", a) {
+						t.Errorf("reconciler may %s with workloadCredentials false", a)
+					}
+				}
+			}
+			if !allowed(t, in.rel, "sh-stagehand", access{in.devel, "patch", "apps", "deployments", ""}) {
+				t.Errorf("reconciler lost its workload rights")
+			}
+		})
 	}
 }
 

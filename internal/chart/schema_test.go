@@ -19,7 +19,7 @@ import (
 var chartOwned = []string{
 	"github.app.appID", "github.app.installationID", "github.app.privateKeyFile", "github.webhookSecretFile",
 	"locks.namespace",
-	"server.apiTokenFile", "server.listen",
+	"server.apiTokenFile", "server.listen", "registry.dockerConfigFile",
 	"source.auth.githubApp.appID", "source.auth.githubApp.installationID", "source.auth.githubApp.privateKeyFile",
 	"source.auth.knownHostsFile", "source.auth.sshKeyFile", "source.auth.tokenFile",
 	"source.caFile", "source.cacheDir", "source.verify.keyringFile", "source.verify.mode",

@@ -123,6 +123,11 @@ adds under config pass through unchanged, so the reconciler's strict parser reje
 {{- $_ := set $server "apiTokenFile" (printf "%s/api-token/token" $dir) -}}
 {{- end -}}
 {{- $_ := set $c "server" $server -}}
+{{- if $s.registry.secretName -}}
+{{- $reg := default dict $c.registry -}}
+{{- $_ := set $reg "dockerConfigFile" (printf "%s/registry/config.json" $dir) -}}
+{{- $_ := set $c "registry" $reg -}}
+{{- end -}}
 {{- $locks := default dict $c.locks -}}
 {{- $_ := set $locks "namespace" .Release.Namespace -}}
 {{- $_ := set $c "locks" $locks -}}
@@ -216,13 +221,27 @@ The projected volume that puts reconciler.yaml (or prbot.yaml) and every referen
             - key: {{ $s.gpgKeyring.key }}
               path: secrets/gpg-keyring/keyring
       {{- end }}
+      {{- if $s.registry.secretName }}
+      - secret:
+          name: {{ $s.registry.secretName }}
+          items:
+            - key: {{ $s.registry.key }}
+              path: secrets/registry/config.json
+      {{- end }}
 {{- end -}}
 
 {{/*
 What the reconciler does to workloads: read and patch the four kinds (never create or delete them),
-and record an Event per patched workload.
+and record an Event per patched workload. With config.registry.workloadCredentials (the default) it
+also reads, one by name at a time, the ServiceAccounts and image pull Secrets its workloads pull with,
+to resolve their images' digests with the same credentials; never a list or watch of Secrets.
 */}}
 {{- define "stagehand.workloadRules" -}}
+{{- if ne (toString (default dict .Values.config.registry).workloadCredentials) "false" }}
+- apiGroups: [""]
+  resources: ["serviceaccounts", "secrets"]
+  verbs: ["get"]
+{{- end }}
 - apiGroups: ["apps"]
   resources: ["deployments", "statefulsets", "daemonsets"]
   verbs: ["get", "list", "watch", "patch"]
