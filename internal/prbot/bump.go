@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -277,7 +278,7 @@ func applyBump(file string, data []byte, req BumpRequest, opts ...manifest.Optio
 	}
 	cur, err := ed.Container(req.Service, req.Container)
 	switch {
-	case errors.Is(err, manifest.ErrNotFound) && !contains(ed.Services(), req.Service):
+	case errors.Is(err, manifest.ErrNotFound) && !slices.Contains(ed.Services(), req.Service):
 		err = ed.AddService(manifest.Service{Name: req.Service, Containers: []manifest.Container{{DockerName: dockerNameOrEmpty(req), DockerTag: req.Tag, DockerDigest: req.Digest}}})
 	case errors.Is(err, manifest.ErrNotFound):
 		err = ed.AddContainer(req.Service, manifest.Container{DockerName: dockerNameOrEmpty(req), DockerTag: req.Tag, DockerDigest: req.Digest})
@@ -301,15 +302,6 @@ func dockerNameOrEmpty(req BumpRequest) string {
 		return ""
 	}
 	return req.Container
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

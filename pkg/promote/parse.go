@@ -2,6 +2,7 @@ package promote
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -208,7 +209,7 @@ func (p *parser) mapping(n *yaml.Node, at string, known []string) map[string]fie
 		k, v := n.Content[i], n.Content[i+1]
 		name := k.Value
 		kat := join(at, name)
-		if !contains(known, name) {
+		if !slices.Contains(known, name) {
 			msg := fmt.Sprintf("unknown key %q", name)
 			if s := manifest.Suggest(name, known); s != "" {
 				msg += fmt.Sprintf("; did you mean %s?", s)
@@ -302,15 +303,6 @@ func join(at, key string) string {
 		return key
 	}
 	return at + "." + key
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func indexOf(stages []Stage, name string) int {
