@@ -192,7 +192,8 @@ func BenchmarkPlan2000(b *testing.B) {
 // the whole call, Events included, is reported too, against raw patches each
 // followed by its Event; and so is the deploy with deploy locks on, wired as
 // the daemon wires them (Kubernetes lock storage on the same API server:
-// checked at plan time, held on the target, re-checked before each patch).
+// checked at plan time, held on the target, re-checked before each patch
+// from a watch of the Lock objects).
 // The machine is shared, so each round runs the variants back to back and
 // the metrics compare sums over the same rounds.
 func BenchmarkApply500(b *testing.B) {
@@ -213,7 +214,16 @@ func BenchmarkApply500(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	svc, err := lock.New(ks)
+	// The re-checks before each patch read a watch of the Lock objects.
+	watched := ks.Watched()
+	wctx, stopWatch := context.WithCancel(context.Background())
+	watchStopped := make(chan error, 1)
+	go func() { watchStopped <- watched.Run(wctx) }()
+	defer func() { stopWatch(); <-watchStopped }()
+	for !watched.Synced() {
+		time.Sleep(time.Millisecond)
+	}
+	svc, err := lock.New(watched)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -47,7 +47,8 @@
 // re-checks the service's locks right before each patch (a lock taken
 // mid-apply stops the patches not yet sent; with a LockLister the re-checks
 // of one target share one query begun after they asked, read from the lock
-// store's cache when it is a CachedLockLister), sends one strategic merge patch
+// store's cache when it is a CachedLockLister: with pkg/lock's Watched
+// storage, a watch of the Lock objects, so the re-checks cost no request), sends one strategic merge patch
 // per workload naming only the changed containers plus the
 // stagehand.io/revision annotation (field manager "stagehand", bounded
 // concurrency), and waits for every rollout, polling one List per kind per

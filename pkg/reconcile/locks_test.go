@@ -389,3 +389,78 @@ func TestLockTakenMidApplyWithLockService(t *testing.T) {
 		t.Errorf("b2 image = %s, want untouched", c[0])
 	}
 }
+
+// TestLockTakenMidApplyWithWatchedLocks: with the re-checks read from a
+// watch of the Lock objects (lock.Watched), a lock taken mid-apply by
+// another writer stops every later patch once the watch has delivered it:
+// within the watch's latency, before the next patch.
+func TestLockTakenMidApplyWithWatchedLocks(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := env.Namespace(t)
+	names := []string{"a1", "b2", "c3"}
+	for _, name := range names {
+		createDeployment(t, env.Clientset, ns, name, name, 0, pod{containers: [][2]string{{"app", "reg.example.com/" + name + ":1"}}})
+	}
+	ks, err := lock.NewKubernetesForConfig(env.Config, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watched := ks.Watched()
+	stopped := make(chan error, 1)
+	go func() { stopped <- watched.Run(ctx) }()
+	defer func() { cancel(); <-stopped }()
+	for deadline := time.Now().Add(10 * time.Second); !watched.Synced(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the lock watch never caught up")
+		}
+	}
+	svcs, err := lock.New(watched)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := lock.New(ks) // another writer: the CLI, the REST API, kubectl
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker := lock.NewChecker(svcs, time.UTC)
+	e := environment(svc("a1", [3]string{"a1", "2", ""}), svc("b2", [3]string{"b2", "2", ""}), svc("c3", [3]string{"c3", "2", ""}))
+	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target("t1", ns)}, LockPath: "apps/prod"}
+	r := newReconciler(t, reconcile.WithLocks(checker, checker), reconcile.WithConcurrency(1), reconcile.WithRolloutTimeout(0))
+	plan := mustPlan(t, r, req)
+	var latency time.Duration
+	res, err := r.Apply(ctx, req, plan.PlanHash, reconcile.WithProgress(func(p reconcile.Progress) {
+		if p.Name != "a1" || p.Phase != reconcile.PhasePatched {
+			return
+		}
+		// An incident on all of apps/prod (beneath, the apply's own deploy
+		// lock on the target refuses other locks).
+		if _, err := other.Lock(ctx, lock.Lock{Path: "apps/prod", Type: lock.Incident, Author: "oncall", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+			t.Errorf("locking apps/prod: %v", err)
+		}
+		start := time.Now()
+		for deadline := start.Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if ls, err := watched.ListCached(ctx, "apps"); err == nil && len(ls) == 2 { // the apply's own lock and the incident
+				latency = time.Since(start)
+				return
+			}
+		}
+		t.Error("the watch never delivered the lock")
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the lock reached the watch %s after it was written", latency)
+	got := map[string]string{}
+	for _, w := range res.Workloads {
+		got[w.Name] = string(w.Outcome)
+	}
+	if diff := cmp.Diff(map[string]string{"a1": "patched", "b2": "blocked", "c3": "blocked"}, got); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	for _, name := range names[1:] {
+		if _, c := deploymentImages(t, ns, name); c[0] != "reg.example.com/"+name+":1" {
+			t.Errorf("%s image = %s, want untouched", name, c[0])
+		}
+	}
+}
