@@ -91,7 +91,7 @@ func TestWatchStopsWithItsContext(t *testing.T) {
 // TestWatchFailsFast: when the objects cannot be listed (nothing listens
 // at the address), Run returns the error instead of retrying forever.
 func TestWatchFailsFast(t *testing.T) {
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(cluster.Env(t).Config)
 	cfg.Host = "https://127.0.0.1:1"
 	k, err := NewKubernetesForConfig(cfg, "default")
 	if err != nil {

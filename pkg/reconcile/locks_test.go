@@ -397,6 +397,7 @@ func TestLockTakenMidApplyWithLockService(t *testing.T) {
 func TestLockTakenMidApplyWithWatchedLocks(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	env := cluster.Env(t)
 	ns := env.Namespace(t)
 	names := []string{"a1", "b2", "c3"}
 	for _, name := range names {
@@ -423,9 +424,12 @@ func TestLockTakenMidApplyWithWatchedLocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checker := lock.NewChecker(svcs, time.UTC)
+	checker, err := lock.NewChecker(svcs, time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
 	e := environment(svc("a1", [3]string{"a1", "2", ""}), svc("b2", [3]string{"b2", "2", ""}), svc("c3", [3]string{"c3", "2", ""}))
-	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target("t1", ns)}, LockPath: "apps/prod"}
+	req := reconcile.Request{Environment: e, Revision: "r", Targets: []reconcile.Target{target(t, "t1", ns)}, LockPath: "apps/prod"}
 	r := newReconciler(t, reconcile.WithLocks(checker, checker), reconcile.WithConcurrency(1), reconcile.WithRolloutTimeout(0))
 	plan := mustPlan(t, r, req)
 	var latency time.Duration
