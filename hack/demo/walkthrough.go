@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/cli"
 	"github.com/stagehand-gitops/stagehand/internal/config"
@@ -172,8 +173,13 @@ func (x *demo) startReconciler(ctx context.Context, kubeconfig string) (func(), 
 	}
 	log := crzap.New(crzap.WriteTo(logFile), crzap.JSONEncoder())
 	klog.SetLogger(log.WithName("client-go"))
-	d, err := daemon.New(cfg, daemon.WithLogger(log.WithName("reconciler")), daemon.WithListener(ln),
-		daemon.WithIdentity("demo"))
+	d, err := daemon.New(cfg, daemon.WithLogger(log.WithName("reconciler")), daemon.WithIdentity("demo"))
+	if err != nil {
+		ln.Close()
+		logFile.Close()
+		return nil, err
+	}
+	srv, err := api.New(d, api.WithTokenFile(cfg.Server.APITokenFile), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(d.Webhook()))
 	if err != nil {
 		ln.Close()
 		logFile.Close()
@@ -182,7 +188,7 @@ func (x *demo) startReconciler(ctx context.Context, kubeconfig string) (func(), 
 	x.d = d
 	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan error, 1)
-	go func() { done <- d.Run(dctx) }()
+	go func() { done <- srv.ServeWhile(dctx, ln, d.Run) }()
 	x.p.ok("API on %s", x.server)
 	x.p.say("config   %s", x.files.config)
 	x.p.say("logs     %s", x.logPath)

@@ -16,8 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
-	"github.com/stagehand-gitops/stagehand/internal/daemon"
 )
 
 // decisionFlags are the flags approve and reject share.
@@ -96,7 +96,7 @@ func (f *decisionFlags) run(cmd *cobra.Command, approve bool) error {
 	}
 	path := "/api/v1/environments/" + url.PathEscape(f.env) + "/" + verb
 	code, body, err := f.call(ctx, http.MethodPost, path, token,
-		daemon.DecisionRequest{PlanHash: f.planHash, Approver: who, Reason: f.reason})
+		api.DecisionRequest{PlanHash: f.planHash, Approver: who, Reason: f.reason})
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (f *decisionFlags) run(cmd *cobra.Command, approve bool) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "Error: %s refused (%d): %s\n", verb, code, apiMessage(body))
 		return exitCode(1, nil)
 	}
-	var resp daemon.DecisionResponse
+	var resp api.DecisionResponse
 	if err := json.Unmarshal(body, &resp); err != nil {
 		return fmt.Errorf("decoding the server's answer: %w", err)
 	}

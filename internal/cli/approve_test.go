@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
@@ -44,15 +45,19 @@ func approveWorld(t *testing.T) (server, tokenFile, ns string, d *daemon.Daemon)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err = daemon.New(cfg, daemon.WithRESTConfig(env.Config), daemon.WithAPIToken(approveToken), daemon.WithListener(ln),
+	d, err = daemon.New(cfg, daemon.WithRESTConfig(env.Config),
 		daemon.WithLeaderElection(daemon.LeaderElection{}), daemon.WithReconcileOptions(reconcile.WithRolloutTimeout(0)),
 		daemon.WithSourceOptions(gitsource.WithCacheDir(t.TempDir())))
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv, err := api.New(d, api.WithToken(approveToken))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = d.Run(ctx) }()
+	go func() { defer close(done); _ = srv.ServeWhile(ctx, ln, d.Run) }()
 	t.Cleanup(func() { cancel(); <-done })
 	tokenFile = filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(approveToken+"\n"), 0o600); err != nil {

@@ -2,12 +2,14 @@ package cli
 
 import (
 	"fmt"
+	"net"
 	"os"
 
 	fluxle "github.com/fluxcd/pkg/runtime/leaderelection"
 	"github.com/fluxcd/pkg/runtime/logger"
 	"github.com/spf13/cobra"
 
+	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
@@ -114,5 +116,14 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		fmt.Fprintln(cmd.OutOrStdout(), "all environments reconciled")
 		return nil
 	}
-	return d.Run(cmd.Context())
+	srv, err := api.New(d, api.WithTokenFile(cfg.Server.APITokenFile), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(d.Webhook()))
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s (server.listen): %w", cfg.Server.Listen, err)
+	}
+	log.WithName("reconciler").Info("serving HTTP API", "address", ln.Addr().String())
+	return srv.ServeWhile(cmd.Context(), ln, d.Run)
 }

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 )
 
@@ -102,7 +103,7 @@ func BenchmarkApprovalClickToPatch(b *testing.B) {
 		b.StartTimer()
 		start := time.Now()
 		if code, body := r.call(b, "POST", "/api/v1/environments/prod/approve", testToken,
-			DecisionRequest{PlanHash: p.PlanHash, Approver: "bench"}); code != http.StatusAccepted {
+			api.DecisionRequest{PlanHash: p.PlanHash, Approver: "bench"}); code != http.StatusAccepted {
 			b.Fatalf("iteration %d: approve = %d %s", i, code, body)
 		}
 		patched := false

@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -44,10 +42,8 @@ type Daemon struct {
 	source   *gitsource.Source
 	rec      *reconcile.Reconciler
 	targets  map[string][]reconcile.Target
-	locks    *lock.Handler
 	lockSvc  *lock.Service
 	webhook  *webhook.Receiver
-	token    string
 	envNames []string
 	workers  map[string]*worker
 
@@ -58,8 +54,7 @@ type Daemon struct {
 	latest *gitsource.Snapshot
 }
 
-// New builds a Daemon from the configuration. It reads the secret files
-// (server.apiTokenFile), builds the Kubernetes clients of the state namespace
+// New builds a Daemon from the configuration: the Kubernetes clients of the state namespace
 // and of every target, the git source, the reconciler and the lock service;
 // it starts nothing.
 func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
@@ -76,15 +71,6 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 		b := make([]byte, 4)
 		_, _ = rand.Read(b)
 		d.o.identity = host + "-" + hex.EncodeToString(b)
-	}
-
-	d.token = o.token
-	if d.token == "" && cfg.Server.APITokenFile != "" {
-		t, err := config.ReadSecret(cfg.Server.APITokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("server.apiTokenFile: %w", err)
-		}
-		d.token = t
 	}
 
 	var wopts []wire.Option
@@ -137,19 +123,13 @@ func (d *Daemon) buildTargets(clients *wire.Clients) error {
 	return nil
 }
 
-// buildLocks makes the lock service, its REST handler (when the API has a
-// token) and the reconciler's checker.
+// buildLocks makes the lock service and the reconciler's checker.
 func (d *Daemon) buildLocks(clients *wire.Clients) (*lock.Checker, error) {
 	svc, err := wire.LockService(clients, d.cfg)
 	if err != nil {
 		return nil, err
 	}
 	d.lockSvc = svc
-	if d.token != "" {
-		if d.locks, err = lock.NewHandler(svc, d.token); err != nil {
-			return nil, err
-		}
-	}
 	// Only the leader applies, under one fixed author: a new leader takes over
 	// the deploy lock a killed one left instead of waiting for it to expire.
 	return lock.NewChecker(svc, nil, lock.TakeOverOwnLocks(LockAuthor))
@@ -195,52 +175,42 @@ func (d *Daemon) Source() *gitsource.Source { return d.source }
 // Leading reports whether this replica currently leads.
 func (d *Daemon) Leading() bool { return d.leading.Load() }
 
-// Run serves the HTTP API on server.listen (or the listener given with
-// WithListener) and, while this replica leads, polls the source and runs the
-// environments' workers. It returns when ctx ends, after the workers have
-// finished what was in flight and recorded it.
+// LockService returns the lock service the reconciler checks (internal/api
+// serves its REST API).
+func (d *Daemon) LockService() *lock.Service { return d.lockSvc }
+
+// EnvironmentNames lists the configured environments in order.
+func (d *Daemon) EnvironmentNames() []string { return d.envNames }
+
+// Ready reports whether this replica can serve: Run has started and the
+// state store answers; leading says whether it leads.
+func (d *Daemon) Ready(ctx context.Context) (leading bool, err error) {
+	if !d.ready.Load() {
+		return false, errors.New("state not loaded yet")
+	}
+	if _, err := d.store.client.CoreV1().ConfigMaps(d.store.namespace).List(ctx, listOne); err != nil {
+		return false, err
+	}
+	return d.leading.Load(), nil
+}
+
+// Run takes part in leader election and, while this replica leads, polls
+// the source and runs the environments' workers. It returns when ctx ends,
+// after the workers have finished what was in flight and recorded it.
+// (internal/api serves the HTTP API beside it.)
 func (d *Daemon) Run(ctx context.Context) error {
-	ln := d.o.listener
-	if ln == nil {
-		var err error
-		if ln, err = net.Listen("tcp", d.cfg.Server.Listen); err != nil {
-			return fmt.Errorf("listening on %s (server.listen): %w", d.cfg.Server.Listen, err)
-		}
-	}
-	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	d.log.Info("serving HTTP API", "address", ln.Addr().String(), "identity", d.o.identity)
+	d.log.Info("starting", "identity", d.o.identity)
 	d.ready.Store(true)
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	leadErr := make(chan error, 1)
-	go func() {
-		leadErr <- lead(ctx, d.store.client, d.store.namespace, d.o.identity, d.o.election,
-			func(leading bool) {
-				d.leading.Store(leading)
-				d.metrics.setLeader(leading)
-				if leading {
-					d.log.Info("leading: fetching and applying", "identity", d.o.identity)
-				} else {
-					d.log.Info("not leading any more", "identity", d.o.identity)
-				}
-			}, d.leadingLoop)
-	}()
-
-	var err error
-	select {
-	case err = <-serveErr:
-		err = fmt.Errorf("serving HTTP: %w", err)
-		cancel()
-	case <-ctx.Done():
-	}
-	lerr := <-leadErr
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(shutdown)
-	return errors.Join(err, lerr)
+	return lead(ctx, d.store.client, d.store.namespace, d.o.identity, d.o.election,
+		func(leading bool) {
+			d.leading.Store(leading)
+			d.metrics.setLeader(leading)
+			if leading {
+				d.log.Info("leading: fetching and applying", "identity", d.o.identity)
+			} else {
+				d.log.Info("not leading any more", "identity", d.o.identity)
+			}
+		}, d.leadingLoop)
 }
 
 // leadingLoop is the leader's work: the source's poll loop hands every new

@@ -15,7 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
@@ -46,17 +48,17 @@ func TestSkipConfirmationDeploys(t *testing.T) {
 	v := r.environment(t, "devel")
 	waitFor(t, 10*time.Second, "devel in sync", func() bool {
 		v = r.environment(t, "devel")
-		return v.Revision == rev && len(v.Services) == 1 && v.Services[0].Targets[0].State == StateInSync
+		return v.Revision == rev && len(v.Services) == 1 && v.Services[0].Targets[0].State == status.StateInSync
 	})
 	if v.LastResult == nil || v.LastResult.Revision != rev || v.Pending != nil {
 		t.Errorf("devel view: lastResult %+v pending %+v", v.LastResult, v.Pending)
 	}
-	wantImages := []ImageStatus{{DockerName: "web", Desired: "web:1.1.0", Live: "web:1.1.0"}}
+	wantImages := []status.Image{{DockerName: "web", Desired: "web:1.1.0", Live: "web:1.1.0"}}
 	if diff := cmp.Diff(wantImages, v.Services[0].Targets[0].Images); diff != "" {
 		t.Errorf("devel in sync: images (-want +got):\n%s", diff)
 	}
 	prod := r.environment(t, "prod")
-	wantImages = []ImageStatus{{DockerName: "web", Workload: "Deployment/web", Desired: imageRepo + "web:1.0.0", Live: imageRepo + "web:0.9.0"}}
+	wantImages = []status.Image{{DockerName: "web", Workload: "Deployment/web", Desired: imageRepo + "web:1.0.0", Live: imageRepo + "web:0.9.0"}}
 	if diff := cmp.Diff(wantImages, prod.Services[0].Targets[0].Images); diff != "" {
 		t.Errorf("prod pending: images (-want +got):\n%s", diff)
 	}
@@ -95,7 +97,7 @@ func TestApproveOverAPI(t *testing.T) {
 		t.Fatalf("pending plan %s (%v), want one change to web:1.0.0", p.Plan, err)
 	}
 
-	body := DecisionRequest{PlanHash: p.PlanHash, Approver: "alice"}
+	body := api.DecisionRequest{PlanHash: p.PlanHash, Approver: "alice"}
 	for _, tc := range []struct {
 		name, token string
 		want        int
@@ -107,7 +109,7 @@ func TestApproveOverAPI(t *testing.T) {
 			t.Errorf("%s: list = %d, want %d", tc.name, code, tc.want)
 		}
 	}
-	code, b := r.call(t, "POST", "/api/v1/environments/prod/approve", testToken, DecisionRequest{PlanHash: "sha256:stale"})
+	code, b := r.call(t, "POST", "/api/v1/environments/prod/approve", testToken, api.DecisionRequest{PlanHash: "sha256:stale"})
 	if code != http.StatusConflict || !strings.Contains(string(b), p.PlanHash) || !strings.Contains(string(b), rev) {
 		t.Errorf("stale approve = %d %s, want 409 naming pending plan %s for %s", code, b, p.PlanHash, rev)
 	}
@@ -147,7 +149,7 @@ func TestRejectAndSupersede(t *testing.T) {
 	r := h.start()
 	p1 := r.waitPending(t, "prod", h.git.Head(t, "manifests", "main"))
 	code, b := r.call(t, "POST", "/api/v1/environments/prod/reject", testToken,
-		DecisionRequest{PlanHash: p1.PlanHash, Approver: "bob", Reason: "not today"})
+		api.DecisionRequest{PlanHash: p1.PlanHash, Approver: "bob", Reason: "not today"})
 	if code != http.StatusOK {
 		t.Fatalf("reject = %d %s", code, b)
 	}
@@ -165,7 +167,7 @@ func TestRejectAndSupersede(t *testing.T) {
 	rev3 := h.commit("prod", false, map[string]string{"web": "1.2.0"})
 	r.push(t, h, "d3")
 	p3 := r.waitPending(t, "prod", rev3)
-	code, b = r.call(t, "POST", "/api/v1/environments/prod/approve", testToken, DecisionRequest{PlanHash: p2.PlanHash})
+	code, b = r.call(t, "POST", "/api/v1/environments/prod/approve", testToken, api.DecisionRequest{PlanHash: p2.PlanHash})
 	if code != http.StatusConflict || !strings.Contains(string(b), p3.PlanHash) {
 		t.Errorf("approving a superseded plan = %d %s, want 409 naming %s", code, b, p3.PlanHash)
 	}
@@ -193,7 +195,7 @@ func TestRestartKeepsState(t *testing.T) {
 	if hist := r2.history(t, "devel"); len(hist) != 1 || hist[0].Revision != rev {
 		t.Errorf("devel history after restart = %+v", hist)
 	}
-	code, b := r2.call(t, "POST", "/api/v1/environments/prod/approve", testToken, DecisionRequest{PlanHash: p.PlanHash})
+	code, b := r2.call(t, "POST", "/api/v1/environments/prod/approve", testToken, api.DecisionRequest{PlanHash: p.PlanHash})
 	if code != http.StatusAccepted {
 		t.Fatalf("approve after restart = %d %s", code, b)
 	}
@@ -257,7 +259,7 @@ func TestTwoReplicas(t *testing.T) {
 	// An approval sent to the standby is handed to the leader, which applies it.
 	p := standby.waitPending(t, "prod", h.git.Head(t, "manifests", "main"))
 	code, body := standby.call(t, "POST", "/api/v1/environments/prod/approve", testToken,
-		DecisionRequest{PlanHash: p.PlanHash, Approver: "erin"})
+		api.DecisionRequest{PlanHash: p.PlanHash, Approver: "erin"})
 	if code != http.StatusAccepted {
 		t.Fatalf("approve on the standby = %d %s, want 202", code, body)
 	}
@@ -276,7 +278,7 @@ func TestTwoReplicas(t *testing.T) {
 	rev := h.commit("prod", false, map[string]string{"web": "1.1.0"})
 	standby.push(t, h, "after-failover")
 	p = standby.waitPending(t, "prod", rev)
-	code, body = standby.call(t, "POST", "/api/v1/environments/prod/approve", testToken, DecisionRequest{PlanHash: p.PlanHash})
+	code, body = standby.call(t, "POST", "/api/v1/environments/prod/approve", testToken, api.DecisionRequest{PlanHash: p.PlanHash})
 	if code != http.StatusAccepted {
 		t.Fatalf("approve on the new leader = %d %s", code, body)
 	}
@@ -292,7 +294,7 @@ func TestBrokenEnvironment(t *testing.T) {
 	}, "break staging")
 	r := h.start()
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
-	var v EnvironmentView
+	var v status.Environment
 	waitFor(t, 10*time.Second, "staging error", func() bool { v = r.environment(t, "staging"); return v.Error != "" })
 	if !strings.Contains(v.Error, "environments/staging/manifest.json") || !strings.Contains(v.Error, "dockerTag") {
 		t.Errorf("staging error %q, want file and the suggested key", v.Error)
@@ -332,7 +334,7 @@ func TestHTTPEndpoints(t *testing.T) {
 		}
 	}
 	code, b = r.call(t, "GET", "/api/v1/environments", testToken, nil)
-	var list struct{ Environments []EnvironmentView }
+	var list struct{ Environments []status.Environment }
 	if err := json.Unmarshal(b, &list); code != http.StatusOK || err != nil {
 		t.Fatalf("GET /api/v1/environments = %d %v %s", code, err, b)
 	}
@@ -425,7 +427,7 @@ func TestLockBlocksAndShows(t *testing.T) {
 	}
 	rev := h.commit("prod", false, map[string]string{"web": "1.1.0"})
 	r.push(t, h, "locked")
-	var v EnvironmentView
+	var v status.Environment
 	// The only change is blocked: the pending plan is withdrawn, nothing replaces it.
 	waitFor(t, 30*time.Second, "prod planned at the new revision, nothing pending", func() bool {
 		v = r.environment(t, "prod")
@@ -434,7 +436,7 @@ func TestLockBlocksAndShows(t *testing.T) {
 	if len(v.Locks) != 1 || v.Locks[0].Path != "apps/prod/a/web" {
 		t.Errorf("locks = %+v, want the lock at apps/prod/a/web", v.Locks)
 	}
-	if len(v.Services) != 1 || v.Services[0].Targets[0].State != StateBlocked || len(v.Services[0].Targets[0].Locks) == 0 {
+	if len(v.Services) != 1 || v.Services[0].Targets[0].State != status.StateBlocked || len(v.Services[0].Targets[0].Locks) == 0 {
 		t.Errorf("services = %+v, want web blocked with the lock's message", v.Services)
 	}
 	if got := image(t, h.ns["prod"], "web"); got != imageRepo+"web:0.9.0" {
@@ -477,7 +479,7 @@ func TestDeadLeadersDeployLockIsTakenOver(t *testing.T) {
 	})
 	waitFor(t, 30*time.Second, "qa's change blocked by alice's lock", func() bool {
 		v := r.environment(t, "qa")
-		return len(v.Services) == 1 && v.Services[0].Targets[0].State == StateBlocked
+		return len(v.Services) == 1 && v.Services[0].Targets[0].State == status.StateBlocked
 	})
 	if got := image(t, h.ns["qa"], "web"); got != imageRepo+"web:0.9.0" {
 		t.Errorf("qa runs %s under alice's deploy lock", got)

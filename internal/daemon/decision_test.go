@@ -44,7 +44,7 @@ func TestHandedOverApprovalThatFailsIsReported(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, "prod")
 	gate := &recordingGate{}
-	d, err := New(h.cfg, WithRESTConfig(env.Config), WithAPIToken(testToken), WithGate(gate),
+	d, err := New(h.cfg, WithRESTConfig(env.Config), WithGate(gate),
 		WithSourceOptions(gitsource.WithCacheDir(t.TempDir())))
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,7 @@
 // Store (ConfigMaps) that survives restarts. The Daemon is the
 // approval.Decider of every approval path: Approve and Reject work on any
 // replica (a replica that does not lead hands the decision to the leader
-// through the Store). It also serves the HTTP API (health, metrics,
-// environments, approvals, locks, webhooks) and takes part in leader election
-// so that only one replica fetches and applies.
+// through the Store). It is the api.Backend that internal/api serves over
+// HTTP (environments, approvals, locks, readiness), and takes part in leader
+// election so that only one replica fetches and applies.
 package daemon

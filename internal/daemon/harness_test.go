@@ -22,9 +22,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
+	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
@@ -190,7 +192,7 @@ func (h *harness) start(opts ...Option) *running {
 		h.t.Fatal(err)
 	}
 	base := []Option{
-		WithRESTConfig(env.Config), WithAPIToken(testToken), WithListener(ln), WithWebhook(recv),
+		WithRESTConfig(env.Config), WithWebhook(recv),
 		WithLeaderElection(fastLeaderElection()),
 		WithSourceOptions(gitsource.WithCacheDir(h.t.TempDir()), gitsource.WithJitter(0)),
 	}
@@ -198,12 +200,17 @@ func (h *harness) start(opts ...Option) *running {
 	if err != nil {
 		h.t.Fatalf("New: %v", err)
 	}
+	// As `reconciler run` composes them: the API beside the daemon.
+	srv, err := api.New(d, api.WithToken(testToken), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(recv))
+	if err != nil {
+		h.t.Fatalf("api.New: %v", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	r := &running{d: d, url: "http://" + ln.Addr().String()}
 	go func() {
 		defer close(done)
-		if err := d.Run(ctx); err != nil {
+		if err := srv.ServeWhile(ctx, ln, d.Run); err != nil {
 			r.err.Store(err)
 		}
 	}()
@@ -248,13 +255,13 @@ func (r *running) call(t testing.TB, method, path, token string, body any) (int,
 }
 
 // environment reads one environment through the API.
-func (r *running) environment(t testing.TB, name string) EnvironmentView {
+func (r *running) environment(t testing.TB, name string) status.Environment {
 	t.Helper()
 	code, b := r.call(t, "GET", "/api/v1/environments/"+name, testToken, nil)
 	if code != http.StatusOK {
 		t.Fatalf("GET environment %s: %d %s", name, code, b)
 	}
-	var v EnvironmentView
+	var v status.Environment
 	if err := json.Unmarshal(b, &v); err != nil {
 		t.Fatalf("decoding environment %s: %v\n%s", name, err, b)
 	}

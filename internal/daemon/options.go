@@ -3,7 +3,6 @@ package daemon
 import (
 	"errors"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -20,9 +19,7 @@ type options struct {
 	gate          approval.Gate
 	election      LeaderElection
 	identity      string
-	token         string
 	restConfig    *rest.Config
-	listener      net.Listener
 	webhook       *webhook.Receiver
 	reconcileOpts []reconcile.Option
 	sourceOpts    []gitsource.Option
@@ -79,25 +76,16 @@ func WithIdentity(id string) Option {
 	return func(o *options) error { o.identity = id; return nil }
 }
 
-// WithAPIToken sets the API bearer token instead of reading server.apiTokenFile.
-func WithAPIToken(token string) Option {
-	return func(o *options) error { o.token = token; return nil }
-}
-
 // WithRESTConfig makes every Kubernetes client (state, locks, all targets)
 // use cfg instead of the kubeconfig files of the configuration.
 func WithRESTConfig(cfg *rest.Config) Option {
 	return func(o *options) error { o.restConfig = rest.CopyConfig(cfg); return nil }
 }
 
-// WithListener serves the HTTP API on ln instead of listening on server.listen.
-func WithListener(ln net.Listener) Option {
-	return func(o *options) error { o.listener = ln; return nil }
-}
-
-// WithWebhook mounts r at /webhook/github instead of a receiver built from
-// github.webhookSecretFile. Either way the daemon registers a "push" handler
-// on it that wakes the git source; register others (check_run) before Run.
+// WithWebhook uses r as the webhook receiver (internal/api mounts it at
+// /webhook/github) instead of one built from github.webhookSecretFile. Either
+// way the daemon registers a "push" handler on it that wakes the git source;
+// register others (check_run) before Run.
 func WithWebhook(r *webhook.Receiver) Option {
 	return func(o *options) error { o.webhook = r; return nil }
 }

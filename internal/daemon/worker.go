@@ -427,3 +427,10 @@ func joinMax(ss []string, n int) string {
 	}
 	return out
 }
+
+func short(rev string) string {
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return rev
+}

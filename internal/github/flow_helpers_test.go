@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
@@ -156,7 +157,6 @@ func (f *flow) startReplica(le daemon.LeaderElection) *replica {
 		daemon.WithWebhook(recv),
 		daemon.WithRESTConfig(env.Config),
 		daemon.WithLeaderElection(le),
-		daemon.WithListener(ln),
 		daemon.WithReconcileOptions(reconcile.WithRolloutTimeout(0)), // no scheduler here: patched is the end
 	)...)
 	if err != nil {
@@ -170,9 +170,13 @@ func (f *flow) startReplica(le daemon.LeaderElection) *replica {
 		f.t.Fatal(err)
 	}
 	handler.Register(recv)
+	srv, err := api.New(d, api.WithWebhook(recv))
+	if err != nil {
+		f.t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
+	go func() { done <- srv.ServeWhile(ctx, ln, d.Run) }()
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {

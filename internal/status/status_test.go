@@ -1,4 +1,4 @@
-package daemon
+package status
 
 import (
 	"testing"
@@ -29,16 +29,16 @@ func TestStatusImages(t *testing.T) {
 		Problems: []reconcile.Problem{{Service: "jobs", Target: "a", Message: "no workload"}},
 	}
 	targets := []config.Target{{Name: "a", Namespace: "ns-a"}, {Name: "b", Namespace: "ns-b"}}
-	st := buildStatus(gitsource.Snapshot{Revision: "abc"}, envM, plan, targets, nil)
+	st := Observe(gitsource.Snapshot{Revision: "abc"}, envM, plan, targets, nil)
 
-	got := map[string][]ImageStatus{}
+	got := map[string][]Image{}
 	for _, sv := range st.Services {
 		for _, ts := range sv.Targets {
 			got[sv.Name+"@"+ts.Target+" "+ts.State] = ts.Images
 		}
 	}
-	sidecar := ImageStatus{DockerName: "web-sidecar", Desired: "web-sidecar:2.0.0", Live: "web-sidecar:2.0.0"}
-	want := map[string][]ImageStatus{
+	sidecar := Image{DockerName: "web-sidecar", Desired: "web-sidecar:2.0.0", Live: "web-sidecar:2.0.0"}
+	want := map[string][]Image{
 		"web@a out-of-sync": {{DockerName: "web", Workload: "Deployment/web", Desired: reg + "web:1.1.0", Live: reg + "web:1.0.0"}, sidecar},
 		"web@b blocked":     {{DockerName: "web", Workload: "StatefulSet/web", Desired: reg + "web:1.1.0", Live: reg + "web:0.9.0"}, sidecar},
 		"api@a in-sync":     {{DockerName: "api", Desired: "api:3.0.0@" + digest, Live: "api:3.0.0@" + digest}},

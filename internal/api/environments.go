@@ -1,0 +1,140 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/status"
+)
+
+// maxBody caps request bodies of the approval endpoints.
+const maxBody = 64 << 10
+
+func (s *Server) listEnvironments(w http.ResponseWriter, r *http.Request) {
+	names := s.b.EnvironmentNames()
+	out := make([]status.Environment, 0, len(names))
+	for _, env := range names {
+		v, err := s.b.Environment(r.Context(), env)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		v.Layout = nil
+		v.History = nil
+		out = append(out, *v)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"environments": out})
+}
+
+func (s *Server) getEnvironment(w http.ResponseWriter, r *http.Request) {
+	v, ok := s.environmentOr404(w, r)
+	if !ok {
+		return
+	}
+	v.Layout = nil
+	v.History = nil
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) getLayout(w http.ResponseWriter, r *http.Request) {
+	v, ok := s.environmentOr404(w, r)
+	if !ok {
+		return
+	}
+	if v.Layout == nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no layout for environment %q yet: it has not been resolved", v.Name))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"environment": v.Name, "revision": v.Revision, "layout": v.Layout})
+}
+
+func (s *Server) getHistory(w http.ResponseWriter, r *http.Request) {
+	v, ok := s.environmentOr404(w, r)
+	if !ok {
+		return
+	}
+	h := v.History
+	if h == nil {
+		h = []approval.Entry{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"environment": v.Name, "history": h})
+}
+
+func (s *Server) environmentOr404(w http.ResponseWriter, r *http.Request) (*status.Environment, bool) {
+	v, err := s.b.Environment(r.Context(), r.PathValue("env"))
+	switch {
+	case errors.Is(err, approval.ErrUnknownEnvironment):
+		writeError(w, http.StatusNotFound, err.Error())
+		return nil, false
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return nil, false
+	}
+	return v, true
+}
+
+// DecisionRequest is the body of POST .../approve and .../reject.
+type DecisionRequest struct {
+	PlanHash string `json:"planHash"`
+	// Approver names who decided; "api" when empty.
+	Approver string `json:"approver,omitempty"`
+	// Reason is an optional note for a rejection.
+	Reason string `json:"reason,omitempty"`
+}
+
+// DecisionResponse is the answer to an accepted approval or rejection.
+type DecisionResponse struct {
+	Environment string `json:"environment"`
+	Revision    string `json:"revision"`
+	PlanHash    string `json:"planHash"`
+	Status      string `json:"status"` // "approved" (apply queued) or "rejected"
+	Message     string `json:"message"`
+}
+
+func (s *Server) decisionHandler(approve bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		env := r.PathValue("env")
+		var req DecisionRequest
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			writeError(w, http.StatusBadRequest, "decoding request body: "+err.Error()+`; want {"planHash": "..."}`)
+			return
+		}
+		if req.PlanHash == "" {
+			writeError(w, http.StatusBadRequest, `planHash is required; want {"planHash": "..."}`)
+			return
+		}
+		who := req.Approver
+		if who == "" {
+			who = "api"
+		}
+		var (
+			p   *approval.Pending
+			err error
+		)
+		if approve {
+			p, err = s.b.Approve(r.Context(), env, req.PlanHash, who)
+		} else {
+			p, err = s.b.Reject(r.Context(), env, req.PlanHash, who, req.Reason)
+		}
+		var np *approval.NotPendingError
+		switch {
+		case errors.Is(err, approval.ErrUnknownEnvironment):
+			writeError(w, http.StatusNotFound, err.Error())
+		case errors.As(err, &np):
+			writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error(), "pending": np.Pending})
+		case err != nil:
+			writeError(w, http.StatusInternalServerError, err.Error())
+		case approve:
+			writeJSON(w, http.StatusAccepted, DecisionResponse{Environment: env, Revision: p.Revision, PlanHash: p.PlanHash,
+				Status: "approved", Message: fmt.Sprintf("approved by %s; applying revision %s to %s", who, short(p.Revision), env)})
+		default:
+			writeJSON(w, http.StatusOK, DecisionResponse{Environment: env, Revision: p.Revision, PlanHash: p.PlanHash,
+				Status: "rejected", Message: fmt.Sprintf("rejected by %s; revision %s will not be applied to %s", who, short(p.Revision), env)})
+		}
+	}
+}
