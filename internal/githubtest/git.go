@@ -4,7 +4,7 @@ import (
 	"encoding/base64"
 	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -257,11 +257,7 @@ func (s *Server) getContents(c *call) response {
 	if len(entries) == 0 {
 		return errorf(http.StatusNotFound, "Not Found")
 	}
-	names := make([]string, 0, len(entries))
-	for n := range entries {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(entries))
 	out := make([]any, 0, len(names))
 	for _, n := range names {
 		out = append(out, entries[n])

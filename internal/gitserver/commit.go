@@ -3,10 +3,11 @@ package gitserver
 import (
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -127,11 +128,7 @@ func (s *Server) commit(t testing.TB, repo, branch string, files map[string]stri
 		s.run(t, dir, env, "", "read-tree", "--empty")
 	}
 
-	paths := make([]string, 0, len(files))
-	for p := range files {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
+	paths := slices.Sorted(maps.Keys(files))
 	contents := make([]string, 0, len(paths))
 	for _, p := range paths {
 		if c := files[p]; c != Deleted {
