@@ -22,6 +22,12 @@
 //     outside the stage's directory (shared includes) are never edited.
 //     Nothing is ever removed by a promotion.
 //
+// pipeline.yaml also says who may bump what without a stored secret (the
+// keyless bump API of prbot serve): owners maps files to the upstream
+// repositories allowed to bump them (default: the repository named like the
+// file), and a stage with acceptsBumps: true takes bumps from the CI runs its
+// bumpClaims allow.
+//
 // The package does no I/O of its own besides reading from an fs.FS: callers
 // (internal/prbot) fetch check runs and lock state and hand them in.
 package promote

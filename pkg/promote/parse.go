@@ -26,8 +26,8 @@ func (p *parser) errorf(n *yaml.Node, at, format string, a ...any) {
 }
 
 var (
-	topKeys    = []string{"stages"}
-	stageKeys  = []string{"name", "promoteFrom", "autoMerge", "lockPath", "requires", "window"}
+	topKeys    = []string{"stages", "owners"}
+	stageKeys  = []string{"name", "promoteFrom", "autoMerge", "lockPath", "requires", "window", "acceptsBumps", "bumpClaims"}
 	reqKeys    = []string{"healthy", "soak"}
 	windowKeys = []string{"schedule", "duration"}
 )
@@ -107,6 +107,9 @@ func (p *parser) parse(data []byte) *Pipeline {
 		}
 		pl.Stages = append(pl.Stages, s.Stage)
 	}
+	if f, ok := fields["owners"]; ok {
+		pl.Owners = p.owners(f.value, "owners")
+	}
 	return pl
 }
 
@@ -159,6 +162,15 @@ func (p *parser) stage(n *yaml.Node, at string) *parsedStage {
 	}
 	if f, ok := fields["window"]; ok {
 		s.Window = p.window(f.value, at+".window")
+	}
+	if f, ok := fields["acceptsBumps"]; ok {
+		s.AcceptsBumps = p.boolean(f.value, at+".acceptsBumps")
+	}
+	if f, ok := fields["bumpClaims"]; ok {
+		s.BumpClaims = p.bumpClaims(f.value, at+".bumpClaims")
+		if !s.AcceptsBumps {
+			p.errorf(f.value, at+".bumpClaims", "bumpClaims restrict bumps, but the stage has no acceptsBumps: true")
+		}
 	}
 	return s
 }

@@ -30,10 +30,51 @@ const FileName = "pipeline.yaml"
 //	    window:                     # optional: promote only while a window is open
 //	      schedule: "CRON_TZ=Europe/London 0 9 * * 1-5"
 //	      duration: 8h              # open for this long after each firing of schedule
+//	owners:                         # optional: which upstream repositories may bump which file (keyless bumps)
+//	  checkout-api.json: [acme/checkout-api]
+//	  shared.json:
+//	    repositories: [acme/a, acme/b]
+//	    allowNewServices: true      # the repositories may add services the file does not define yet
+//
+// A stage that upstream CI may bump through prbot serve's keyless bump API
+// says so, optionally restricting the CI runs allowed to:
+//
+//   - name: devel
+//     acceptsBumps: true
+//     bumpClaims:
+//     ref: [refs/heads/main]                  # the git ref the run built (exact)
+//     workflowRef: [acme/checkout-api/.github/workflows/release.yml@]   # prefixes of the workflow (GitLab: CI config) ref
+//     event: [push]                           # the event that started the run
 type Pipeline struct {
 	// File is the repo-relative path the pipeline came from (for messages).
 	File   string
 	Stages []Stage
+	// Owners maps a manifest file's base name to the upstream repositories
+	// allowed to bump it; a file not listed is owned by the repository of
+	// its name (manifest.Owner).
+	Owners map[string]FileOwners
+}
+
+// FileOwners are the repositories that may bump one file.
+type FileOwners struct {
+	// Repositories are full repository paths: OWNER/NAME on GitHub,
+	// group[/subgroup]/project on GitLab.
+	Repositories []string
+	// AllowNewServices lets them add services and containers the file does
+	// not define yet; otherwise only existing ones can be bumped.
+	AllowNewServices bool
+}
+
+// BumpClaims restrict which CI runs may bump a stage. An empty list allows
+// any value; several values in one list are alternatives.
+type BumpClaims struct {
+	// Ref lists the git refs allowed (refs/heads/main, refs/tags/v1.2.3).
+	Ref []string
+	// WorkflowRef lists prefixes of the workflow reference (GitHub
+	// workflow_ref, GitLab ci_config_ref_uri).
+	WorkflowRef []string
+	// Event lists the events allowed (GitHub event_name, GitLab pipeline_source).
+	Event []string
 }
 
 // Stage is one step of the pipeline.
@@ -46,6 +87,10 @@ type Stage struct {
 	LockPath    string
 	Requires    Requires
 	Window      *Window
+	// AcceptsBumps lets upstream CI bump this stage's files through the
+	// keyless bump API; BumpClaims restricts which runs may.
+	AcceptsBumps bool
+	BumpClaims   BumpClaims
 	// Line is where the stage starts in the file.
 	Line int
 }
@@ -144,6 +189,14 @@ func (p *Pipeline) Pair(from, to string) (Pair, error) {
 		return Pair{}, fmt.Errorf("promoting %s → %s: stage %q promotes from %q in %s: %w", from, to, to, s.PromoteFrom, p.File, ErrNoPair)
 	}
 	return Pair{From: from, To: to}, nil
+}
+
+// OwnersOf returns the repositories allowed to bump file (a base name such as
+// "checkout-api.json") and whether pipeline.yaml lists the file; when it
+// does not, the ownership convention applies (manifest.Owner).
+func (p *Pipeline) OwnersOf(file string) (FileOwners, bool) {
+	o, ok := p.Owners[file]
+	return o, ok
 }
 
 // ErrNoStage and ErrNoPair report a stage or promotion the pipeline does not define.

@@ -267,3 +267,102 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestParseBumps(t *testing.T) {
+	in := `stages:
+  - name: devel
+    acceptsBumps: true
+    bumpClaims:
+      ref: refs/heads/main
+      workflowRef: [acme/checkout-api/.github/workflows/release.yml@, "gitlab.com/acme/"]
+      event: [push, workflow_dispatch]
+  - name: staging
+    promoteFrom: devel
+owners:
+  checkout-api.json: [acme/checkout-api, acme/checkout-worker]
+  shared.json:
+    repositories: [platform/tools/builder]
+    allowNewServices: true
+`
+	got, err := Parse("pipeline.yaml", []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Pipeline{File: "pipeline.yaml", Stages: []Stage{
+		{Name: "devel", Requires: Requires{Healthy: true}, AcceptsBumps: true, Line: 2, BumpClaims: BumpClaims{
+			Ref:         []string{"refs/heads/main"},
+			WorkflowRef: []string{"acme/checkout-api/.github/workflows/release.yml@", "gitlab.com/acme/"},
+			Event:       []string{"push", "workflow_dispatch"},
+		}},
+		{Name: "staging", PromoteFrom: "devel", Requires: Requires{Healthy: true}, Line: 8},
+	}, Owners: map[string]FileOwners{
+		"checkout-api.json": {Repositories: []string{"acme/checkout-api", "acme/checkout-worker"}},
+		"shared.json":       {Repositories: []string{"platform/tools/builder"}, AllowNewServices: true},
+	}}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(Window{})); diff != "" {
+		t.Errorf("Parse (-want +got):\n%s", diff)
+	}
+	if o, ok := got.OwnersOf("shared.json"); !ok || !o.AllowNewServices {
+		t.Errorf("OwnersOf(shared.json) = %+v, %v; want listed, allowNewServices", o, ok)
+	}
+	if _, ok := got.OwnersOf("payments.json"); ok {
+		t.Error("OwnersOf(payments.json) is listed; want the convention to apply")
+	}
+}
+
+func TestParseBumpErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []string
+	}{{
+		name: "claims without acceptsBumps, bad values",
+		in: `stages:
+  - name: devel
+    acceptsBumps: "yes"
+    bumpClaims: {ref: [refs/heads/main, 3], events: push}
+owners:
+  checkout-api: [acme/checkout-api]
+  a.json: acme
+  b.json: []
+  c.json: {allowNewServices: maybe}
+  d.json: [acme/d]
+  d.json: [acme/e]
+`,
+		want: []string{
+			`p.yaml:3:19: stages[0].acceptsBumps: want true or false, got string "yes"`,
+			`p.yaml:4:45: stages[0].bumpClaims.events: unknown key "events"; did you mean event?`,
+			`p.yaml:4:41: stages[0].bumpClaims.ref: want a string, got number 3`,
+			`p.yaml:4:17: stages[0].bumpClaims: bumpClaims restrict bumps, but the stage has no acceptsBumps: true`,
+			`p.yaml:6:3: owners.checkout-api: "checkout-api": want a file base name ending in .json, e.g. checkout-api.json`,
+			`p.yaml:7:11: owners.a.json: want a list of repositories or a mapping with repositories, got string "acme"`,
+			`p.yaml:8:11: owners.b.json: want at least one repository`,
+			`p.yaml:9:11: owners.c.json: missing key repositories`,
+			`p.yaml:9:30: owners.c.json.allowNewServices: want true or false, got string "maybe"`,
+			`p.yaml:11:3: owners.d.json: duplicate file "d.json"`,
+		},
+	}, {
+		name: "repository paths",
+		in:   "stages:\n  - name: devel\nowners:\n  x.json: [checkout-api, acme/ok, \"acme/bad name\"]\n",
+		want: []string{
+			`p.yaml:4:12: owners.x.json: "checkout-api": want a repository path such as acme/checkout-api (GitLab: group/subgroup/project)`,
+			`p.yaml:4:35: owners.x.json: "acme/bad name": want a repository path such as acme/checkout-api (GitLab: group/subgroup/project)`,
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("p.yaml", []byte(tt.in))
+			var list ErrorList
+			if !errors.As(err, &list) {
+				t.Fatalf("Parse error = %v, want an ErrorList", err)
+			}
+			var got []string
+			for _, e := range list {
+				got = append(got, e.Error())
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
