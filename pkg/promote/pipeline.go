@@ -39,12 +39,13 @@ const FileName = "pipeline.yaml"
 // A stage that upstream CI may bump through prbot serve's keyless bump API
 // says so, optionally restricting the CI runs allowed to:
 //
-//   - name: devel
-//     acceptsBumps: true
-//     bumpClaims:
-//     ref: [refs/heads/main]                  # the git ref the run built (exact)
-//     workflowRef: [acme/checkout-api/.github/workflows/release.yml@]   # prefixes of the workflow (GitLab: CI config) ref
-//     event: [push]                           # the event that started the run
+//	stages:
+//	  - name: devel
+//	    acceptsBumps: true
+//	    bumpClaims:
+//	      ref: [refs/heads/main]                  # the git ref the run built (exact)
+//	      workflowRef: [acme/checkout-api/.github/workflows/release.yml@]   # prefixes of the workflow (GitLab: CI config) ref
+//	      event: [push]                           # the event that started the run
 type Pipeline struct {
 	// File is the repo-relative path the pipeline came from (for messages).
 	File   string
