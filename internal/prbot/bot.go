@@ -50,9 +50,20 @@ type options struct {
 	mergeMethod   string
 	requireCheck  []string
 	manifestOpts  []manifest.Option
+
+	// Server
+	resync   time.Duration
+	onResult func(*PromoteResult, error)
+
+	// BumpAPI
+	issuers      []Issuer
+	issuerClient *http.Client
+	keyRefresh   time.Duration
+	onBump       func(BumpLog)
 }
 
-// Option configures a Bot.
+// Option configures a Bot, a Server or a BumpAPI; each reads the options
+// meant for it and ignores the others.
 type Option func(*options) error
 
 // WithBase sets the base branch of the manifests repository (default "main").

@@ -3,6 +3,7 @@ package prbot
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -38,6 +39,14 @@ import (
 //	resync: 10m                           # re-evaluate everything this often (0s: only on events)
 //	manifest:
 //	  allowUnknownKeys: false             # as in reconciler.yaml: unknown keys in manifest files are errors
+//	oidc:                                 # optional: the keyless bump API, POST /api/v1/bumps
+//	  issuers:                            # CI systems whose ID tokens are trusted
+//	    - url: https://token.actions.githubusercontent.com
+//	      audience: stagehand             # the aud the CI job asks for
+//	      claims: github                  # github or gitlab: which claims name the repository, ref, workflow, event
+//	      namespaces: [acme]              # owners/groups whose repositories are trusted (github default: upstreamOwner)
+//	    - {url: https://gitlab.com, audience: stagehand, claims: gitlab, namespaces: [acme-group]}
+//	  keyRefresh: 30s                     # least time between two key set fetches triggered by an unknown key
 type Config struct {
 	GitHub        GitHubConfig     `json:"github"`
 	Base          string           `json:"base"`
@@ -54,6 +63,13 @@ type Config struct {
 	// and defaults: set it as the reconciler of the same repository has it,
 	// so the bot refuses what the reconciler would refuse.
 	Manifest config.Manifest `json:"manifest"`
+	OIDC     *OIDCConfig     `json:"oidc,omitempty"`
+}
+
+// OIDCConfig turns on the keyless bump API.
+type OIDCConfig struct {
+	Issuers    []Issuer         `json:"issuers"`
+	KeyRefresh *config.Duration `json:"keyRefresh,omitempty"`
 }
 
 // GitHubConfig says which repository the bot works on and how it authenticates.
@@ -128,6 +144,46 @@ func (c *Config) defaults() {
 	if c.Resync == nil {
 		c.Resync = &config.Duration{Duration: 10 * time.Minute}
 	}
+	if c.OIDC != nil && c.OIDC.KeyRefresh == nil {
+		c.OIDC.KeyRefresh = &config.Duration{Duration: minRefresh}
+	}
+}
+
+func (o *OIDCConfig) validate(bad func(string, ...any)) {
+	if len(o.Issuers) == 0 {
+		bad("oidc.issuers: want at least one issuer (or leave oidc out to turn the bump API off)")
+	}
+	seen := map[string]bool{}
+	for i, is := range o.Issuers {
+		at := fmt.Sprintf("oidc.issuers[%d]", i)
+		if u, err := url.Parse(is.URL); err != nil || u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			bad("%s.url %q: want an https:// issuer URL, exactly as the tokens' iss claim", at, is.URL)
+		}
+		if seen[is.URL] {
+			bad("%s.url %q: issuer listed twice", at, is.URL)
+		}
+		seen[is.URL] = true
+		if is.Audience == "" {
+			bad("%s.audience: required (the aud the CI job requests, e.g. stagehand)", at)
+		}
+		switch is.Claims {
+		case ClaimsGitHub:
+		case ClaimsGitLab:
+			if len(is.Namespaces) == 0 {
+				bad("%s.namespaces: required for gitlab issuers (the groups whose projects may bump)", at)
+			}
+		default:
+			bad("%s.claims %q: want github or gitlab", at, is.Claims)
+		}
+		for j, ns := range is.Namespaces {
+			if ns == "" || strings.HasPrefix(ns, "/") || strings.HasSuffix(ns, "/") {
+				bad("%s.namespaces[%d] %q: want an owner or group path such as acme or acme/platform", at, j, ns)
+			}
+		}
+	}
+	if o.KeyRefresh.Duration < 0 {
+		bad("oidc.keyRefresh %s: must not be negative", o.KeyRefresh.Duration)
+	}
 }
 
 // validate reports every problem of a defaulted configuration together.
@@ -165,6 +221,9 @@ func (c *Config) validate() error {
 	}
 	if c.Locks != nil && (c.Locks.Server == "" || c.Locks.TokenFile == "") {
 		bad("locks needs server and tokenFile")
+	}
+	if c.OIDC != nil {
+		c.OIDC.validate(bad)
 	}
 	if len(errs) > 0 {
 		return errors.New("invalid prbot config: " + strings.Join(errs, "; "))

@@ -47,40 +47,37 @@ type Server struct {
 	windows string // the windows the cron was built for
 }
 
-// ServerOption configures a Server.
-type ServerOption func(*Server) error
-
-// WithResync sets how often every promotion is re-evaluated regardless of
-// events (default 10m; 0 turns it off).
-func WithResync(d time.Duration) ServerOption {
-	return func(s *Server) error {
+// WithResync sets how often a Server re-evaluates every promotion
+// regardless of events (default 10m; 0 turns it off).
+func WithResync(d time.Duration) Option {
+	return func(o *options) error {
 		if d < 0 {
 			return fmt.Errorf("setting resync: %s is negative", d)
 		}
-		s.resync = d
+		o.resync = d
 		return nil
 	}
 }
 
-// WithResultHandler is called after every evaluation with its result or
-// error (for the binary to log; the package itself never logs).
-func WithResultHandler(f func(*PromoteResult, error)) ServerOption {
-	return func(s *Server) error { s.onResult = f; return nil }
+// WithResultHandler is called after every evaluation of a Server with its
+// result or error (for the binary to log; the package itself never logs).
+func WithResultHandler(f func(*PromoteResult, error)) Option {
+	return func(o *options) error { o.onResult = f; return nil }
 }
 
 // NewServer returns a server that evaluates the bot's repository.
-func NewServer(bot *Bot, opts ...ServerOption) (*Server, error) {
-	s := &Server{bot: bot, resync: 10 * time.Minute, onResult: func(*PromoteResult, error) {},
-		from: map[string]bool{}, pairs: map[promote.Pair]bool{}, timers: map[promote.Pair]*time.Timer{}, wake: make(chan struct{}, 1)}
-	for _, o := range opts {
-		if err := o(s); err != nil {
+func NewServer(bot *Bot, opts ...Option) (*Server, error) {
+	o := options{resync: 10 * time.Minute, onResult: func(*PromoteResult, error) {}}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("creating prbot server: %w", err)
 		}
 	}
 	if bot == nil {
 		return nil, fmt.Errorf("creating prbot server: no bot")
 	}
-	return s, nil
+	return &Server{bot: bot, resync: o.resync, onResult: o.onResult,
+		from: map[string]bool{}, pairs: map[promote.Pair]bool{}, timers: map[promote.Pair]*time.Timer{}, wake: make(chan struct{}, 1)}, nil
 }
 
 // Register adds the server's push, check_run and status handlers to a webhook receiver.

@@ -1,0 +1,401 @@
+package prbot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+	"github.com/stagehand-gitops/stagehand/pkg/promote"
+)
+
+// BumpsPath is the route of the keyless bump API.
+const BumpsPath = "/api/v1/bumps"
+
+// maxBumpBody caps a bump request body.
+const maxBumpBody = 64 << 10
+
+// Merge waits of the bump API: an auto-merge waits DefaultBumpMergeWait
+// unless the request asks for less, or more up to MaxBumpMergeWait (the
+// request holds its connection meanwhile).
+const (
+	DefaultBumpMergeWait = 10 * time.Minute
+	MaxBumpMergeWait     = 15 * time.Minute
+)
+
+// BumpBody is the JSON body of POST /api/v1/bumps.
+type BumpBody struct {
+	Environment string `json:"environment"`
+	Service     string `json:"service"`
+	// Container is the dockerName ("" means the service name).
+	Container string `json:"container,omitempty"`
+	Tag       string `json:"tag"`
+	Digest    string `json:"digest,omitempty"`
+	// File is the owned file's base name; "" picks the one file the
+	// caller's repository owns.
+	File      string `json:"file,omitempty"`
+	AutoMerge bool   `json:"autoMerge,omitempty"`
+	// MergeTimeout is how long an auto-merge waits (a Go duration, e.g. "5m").
+	MergeTimeout string `json:"mergeTimeout,omitempty"`
+}
+
+// BumpError is the JSON body of every refused or failed bump request.
+type BumpError struct {
+	// Error says what was wrong, for people.
+	Error string `json:"error"`
+	// Reason is a stable word for programs: Unauthorized, Replayed,
+	// IssuerUnavailable, BadRequest, NotOwner, UntrustedRepository,
+	// EnvironmentRefused, ClaimRefused, UnknownService, NoFile,
+	// NotMerged, Locked, Conflict, Failed.
+	Reason string `json:"reason"`
+	// Result is the bump's result when the pull request was opened but an
+	// auto-merge did not happen.
+	Result *BumpResult `json:"result,omitempty"`
+}
+
+// BumpLog is one request of the bump API, for the binary to log: who
+// asked (nil Caller when the token did not verify), what, and the answer.
+type BumpLog struct {
+	Caller *Caller
+	Body   *BumpBody
+	Status int
+	Reason string
+	Err    error
+	Result *BumpResult
+}
+
+// WithIssuer trusts a CI OIDC issuer for the bump API (repeatable).
+func WithIssuer(is Issuer) Option {
+	return func(o *options) error {
+		switch {
+		case !strings.HasPrefix(is.URL, "https://"):
+			return fmt.Errorf("trusting issuer %q: want an https:// URL", is.URL)
+		case is.Audience == "":
+			return fmt.Errorf("trusting issuer %s: no audience", is.URL)
+		case is.Claims != ClaimsGitHub && is.Claims != ClaimsGitLab:
+			return fmt.Errorf("trusting issuer %s: claims %q: want github or gitlab", is.URL, is.Claims)
+		case is.Claims == ClaimsGitLab && len(is.Namespaces) == 0:
+			return fmt.Errorf("trusting issuer %s: gitlab issuers need namespaces (the groups whose projects are trusted)", is.URL)
+		}
+		o.issuers = append(o.issuers, is)
+		return nil
+	}
+}
+
+// WithIssuerClient sets the HTTP client that fetches issuers' discovery
+// documents and key sets (default: one with a 10s timeout).
+func WithIssuerClient(c *http.Client) Option {
+	return func(o *options) error { o.issuerClient = c; return nil }
+}
+
+// WithKeyRefresh sets the least time between two fetches of an issuer's
+// key set, which a token signed by an unknown key triggers (default 30s).
+func WithKeyRefresh(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("setting key refresh: %s is negative", d)
+		}
+		o.keyRefresh = d
+		return nil
+	}
+}
+
+// WithBumpLog is called once per bump API request (the package never logs).
+func WithBumpLog(f func(BumpLog)) Option {
+	return func(o *options) error { o.onBump = f; return nil }
+}
+
+// BumpAPI serves POST /api/v1/bumps: upstream CI proves who it is with its
+// OIDC ID token and may bump only the file its repository owns, in a stage
+// that accepts bumps, from a run the stage's bumpClaims allow. The bot then
+// bumps with its own credentials, exactly as Bot.Bump.
+type BumpAPI struct {
+	bot    *Bot
+	ver    *verifier
+	onBump func(BumpLog)
+	ns     map[string][]string // issuer URL → trusted namespaces
+}
+
+// NewBumpAPI returns the bump API of bot; it needs at least one WithIssuer.
+func NewBumpAPI(bot *Bot, opts ...Option) (*BumpAPI, error) {
+	o := options{now: time.Now, keyRefresh: minRefresh, issuerClient: &http.Client{Timeout: 10 * time.Second}, onBump: func(BumpLog) {}}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, fmt.Errorf("creating bump API: %w", err)
+		}
+	}
+	if bot == nil {
+		return nil, errors.New("creating bump API: no bot")
+	}
+	if len(o.issuers) == 0 {
+		return nil, errors.New("creating bump API: no trusted issuer")
+	}
+	ns := map[string][]string{}
+	for _, is := range o.issuers {
+		if _, dup := ns[is.URL]; dup {
+			return nil, fmt.Errorf("creating bump API: issuer %s trusted twice", is.URL)
+		}
+		ns[is.URL] = is.Namespaces
+		if len(is.Namespaces) == 0 {
+			ns[is.URL] = []string{bot.links.Owner}
+		}
+	}
+	return &BumpAPI{bot: bot, ver: newVerifier(o.issuers, o.issuerClient, o.keyRefresh, bot.now), onBump: o.onBump, ns: ns}, nil
+}
+
+// refusal is an answer other than 200.
+type refusal struct {
+	status int
+	reason string
+	err    error
+	result *BumpResult
+}
+
+func (r *refusal) Error() string { return r.err.Error() }
+
+func refuse(status int, reason string, format string, a ...any) *refusal {
+	return &refusal{status: status, reason: reason, err: fmt.Errorf(format, a...)}
+}
+
+// ServeHTTP implements http.Handler.
+func (a *BumpAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	lg := BumpLog{}
+	res, err := a.serve(w, r, &lg)
+	lg.Result = res
+	if err != nil {
+		var rf *refusal
+		if !errors.As(err, &rf) {
+			rf = &refusal{status: http.StatusBadGateway, reason: "Failed", err: err}
+		}
+		lg.Status, lg.Reason, lg.Err = rf.status, rf.reason, rf.err
+		writeJSON(w, rf.status, BumpError{Error: rf.err.Error(), Reason: rf.reason, Result: rf.result})
+	} else {
+		lg.Status = http.StatusOK
+		writeJSON(w, http.StatusOK, res)
+	}
+	a.onBump(lg)
+}
+
+func (a *BumpAPI) serve(w http.ResponseWriter, r *http.Request, lg *BumpLog) (*BumpResult, error) {
+	if r.Method != http.MethodPost {
+		return nil, refuse(http.StatusMethodNotAllowed, "BadRequest", "%s %s: only POST", r.Method, r.URL.Path)
+	}
+	raw, ok := bearer(r)
+	if !ok {
+		return nil, refuse(http.StatusUnauthorized, "Unauthorized", "%w: send the CI's OIDC ID token as Authorization: Bearer <token>", ErrNoToken)
+	}
+	caller, err := a.ver.verify(r.Context(), raw)
+	lg.Caller = caller
+	if err != nil {
+		return nil, verifyRefusal(err)
+	}
+	body, err := decodeBump(w, r)
+	lg.Body = body
+	if err != nil {
+		return nil, err
+	}
+	req, err := a.authorize(r.Context(), caller, body)
+	if err != nil {
+		return nil, err
+	}
+	if req.AutoMerge {
+		// The auto-merge holds this request: let its response wait as long.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(req.MergeTimeout + time.Minute))
+	}
+	res, err := a.bot.Bump(r.Context(), req)
+	switch {
+	case errors.Is(err, errConflict):
+		return nil, &refusal{status: http.StatusConflict, reason: "Conflict", err: err}
+	case err != nil:
+		return nil, err
+	case req.AutoMerge && !res.Merged && res.PR != 0:
+		rf := &refusal{status: http.StatusConflict, reason: "NotMerged", err: fmt.Errorf("not merged: %s", res.Reason), result: res}
+		if strings.Contains(res.Reason, "locked: ") {
+			rf.status, rf.reason = http.StatusLocked, "Locked"
+		}
+		return res, rf
+	}
+	return res, nil
+}
+
+// verifyRefusal maps a verification error to its answer.
+func verifyRefusal(err error) *refusal {
+	switch {
+	case errors.Is(err, ErrIssuerUnavailable), errors.Is(err, ErrBusy):
+		return &refusal{status: http.StatusServiceUnavailable, reason: "IssuerUnavailable", err: err}
+	case errors.Is(err, ErrReplayed):
+		return &refusal{status: http.StatusUnauthorized, reason: "Replayed", err: fmt.Errorf("%w: every request needs a fresh ID token", err)}
+	}
+	return &refusal{status: http.StatusUnauthorized, reason: "Unauthorized", err: err}
+}
+
+func bearer(r *http.Request) (string, bool) {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	tok = strings.TrimSpace(tok)
+	return tok, ok && strings.EqualFold(scheme, "Bearer") && tok != ""
+}
+
+// decodeBump reads the body strictly: one JSON object of known keys, at
+// most maxBumpBody bytes.
+func decodeBump(w http.ResponseWriter, r *http.Request) (*BumpBody, error) {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBumpBody))
+	dec.DisallowUnknownFields()
+	var b BumpBody
+	if err := dec.Decode(&b); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, refuse(http.StatusRequestEntityTooLarge, "BadRequest", "request body larger than %d bytes", maxBumpBody)
+		}
+		return nil, refuse(http.StatusBadRequest, "BadRequest", "decoding the request body: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return &b, refuse(http.StatusBadRequest, "BadRequest", "decoding the request body: want one JSON object")
+	}
+	return &b, nil
+}
+
+// authorize turns a verified caller's body into the bump it may do, or
+// says why not.
+func (a *BumpAPI) authorize(ctx context.Context, c *Caller, body *BumpBody) (BumpRequest, error) {
+	req := BumpRequest{Env: body.Environment, File: body.File, Service: body.Service, Container: body.Container, Tag: body.Tag, Digest: body.Digest, AutoMerge: body.AutoMerge, MergeTimeout: DefaultBumpMergeWait}
+	if body.MergeTimeout != "" {
+		d, err := time.ParseDuration(body.MergeTimeout)
+		if err != nil || d <= 0 || d > MaxBumpMergeWait {
+			return req, refuse(http.StatusBadRequest, "BadRequest", "mergeTimeout %q: want a positive duration up to %s", body.MergeTimeout, MaxBumpMergeWait)
+		}
+		req.MergeTimeout = d
+	}
+	if req.File == "" {
+		req.File = "placeholder.json" // validated below, once the owned file is known
+	}
+	if err := req.validate(); err != nil {
+		return req, refuse(http.StatusBadRequest, "BadRequest", "%v", err)
+	}
+	req.File = body.File
+	if !underNamespace(c.Repository, a.ns[c.Issuer]) {
+		return req, refuse(http.StatusForbidden, "UntrustedRepository", "repository %s is not under a namespace trusted from %s (%s)", c.Repository, c.Issuer, strings.Join(a.ns[c.Issuer], ", "))
+	}
+	pl, err := a.bot.pipeline(ctx, a.bot.base)
+	if err != nil {
+		return req, fmt.Errorf("reading the pipeline: %w", err)
+	}
+	if pl == nil {
+		return req, refuse(http.StatusForbidden, "EnvironmentRefused", "no %s on %s: no environment accepts bumps", promote.FileName, a.bot.base)
+	}
+	st, ok := pl.Stage(req.Env)
+	if !ok || !st.AcceptsBumps {
+		return req, refuse(http.StatusForbidden, "EnvironmentRefused", "environment %q accepts no bumps: %s has no stage %q with acceptsBumps: true", req.Env, pl.File, req.Env)
+	}
+	if err := claimsAllowed(c, st); err != nil {
+		return req, refuse(http.StatusForbidden, "ClaimRefused", "environment %q: %v", req.Env, err)
+	}
+	owned, allowNew := ownedFiles(pl, c.Repository)
+	switch {
+	case req.File == "" && len(owned) == 1:
+		req.File = owned[0]
+	case req.File == "" && len(owned) == 0:
+		return req, refuse(http.StatusForbidden, "NotOwner", "repository %s owns no file: %s's owners give its name's file to other repositories", c.Repository, pl.File)
+	case req.File == "":
+		return req, refuse(http.StatusBadRequest, "BadRequest", "repository %s owns %s: name one in file", c.Repository, strings.Join(owned, ", "))
+	case !slices.Contains(owned, req.File):
+		return req, refuse(http.StatusForbidden, "NotOwner", "repository %s may bump only %s, not %s", c.Repository, orNothing(owned), req.File)
+	}
+	return req, a.defined(ctx, req, allowNew[req.File])
+}
+
+// defined checks that the file exists on the base branch and, unless the
+// owners mapping allows adding, already defines the service and container.
+func (a *BumpAPI) defined(ctx context.Context, req BumpRequest, allowNew bool) error {
+	file := a.bot.path(path.Join("environments", req.Env, req.File))
+	data, _, err := a.bot.file(ctx, file, a.bot.base)
+	if err != nil {
+		return err
+	}
+	if data == nil {
+		return refuse(http.StatusNotFound, "NoFile", "%s does not exist on %s; create it (and include it from environments/%s/manifest.json) first", file, a.bot.base, req.Env)
+	}
+	if allowNew {
+		return nil
+	}
+	ed, err := manifest.Edit(file, data, manifest.AllowUnknownKeys())
+	if err != nil {
+		return refuse(http.StatusConflict, "Conflict", "%s on %s does not parse: %v", file, a.bot.base, err)
+	}
+	if _, err := ed.Container(req.Service, req.Container); errors.Is(err, manifest.ErrNotFound) {
+		return refuse(http.StatusForbidden, "UnknownService", "%s defines no %s; a bump may only change a service and container the file already has (owners.%s.allowNewServices lets it add)", file, containerLabel(req), req.File)
+	} else if err != nil {
+		return refuse(http.StatusConflict, "Conflict", "reading %s in %s: %v", containerLabel(req), file, err)
+	}
+	return nil
+}
+
+// ownedFiles lists the files repo may bump: those pipeline.yaml's owners
+// give it, and the file named after it unless owners gives that file to
+// other repositories. allowNew says which of them may get new services.
+func ownedFiles(pl *promote.Pipeline, repo string) (owned []string, allowNew map[string]bool) {
+	allowNew = map[string]bool{}
+	for file, o := range pl.Owners {
+		if slices.ContainsFunc(o.Repositories, func(r string) bool { return strings.EqualFold(r, repo) }) {
+			owned = append(owned, file)
+			allowNew[file] = o.AllowNewServices
+		}
+	}
+	conv := manifest.Owner(repo) + ".json"
+	if _, listed := pl.OwnersOf(conv); !listed {
+		owned = append(owned, conv)
+	}
+	slices.Sort(owned)
+	return owned, allowNew
+}
+
+// underNamespace reports whether repo (a/b or a/b/c) lies under one of the namespaces.
+func underNamespace(repo string, namespaces []string) bool {
+	for _, ns := range namespaces {
+		if ns != "" && len(repo) > len(ns) && strings.EqualFold(repo[:len(ns)], ns) && repo[len(ns)] == '/' {
+			return true
+		}
+	}
+	return false
+}
+
+// pullRequestEvents start runs for code that is not (yet) on a branch of
+// the repository: refused unless a stage's bumpClaims.event names them.
+var pullRequestEvents = []string{"pull_request", "pull_request_target", "merge_request_event", "external_pull_request_event"}
+
+// claimsAllowed applies the stage's bumpClaims to the caller.
+func claimsAllowed(c *Caller, st *promote.Stage) error {
+	rules := st.BumpClaims
+	if len(rules.Ref) > 0 && !slices.Contains(rules.Ref, c.Ref) {
+		return fmt.Errorf("ref %q is not allowed; bumpClaims.ref allows %s", c.Ref, strings.Join(rules.Ref, ", "))
+	}
+	if len(rules.WorkflowRef) > 0 && !slices.ContainsFunc(rules.WorkflowRef, func(p string) bool { return strings.HasPrefix(c.WorkflowRef, p) }) {
+		return fmt.Errorf("workflow %q is not allowed; bumpClaims.workflowRef allows prefixes %s", c.WorkflowRef, strings.Join(rules.WorkflowRef, ", "))
+	}
+	switch {
+	case len(rules.Event) > 0 && !slices.Contains(rules.Event, c.Event):
+		return fmt.Errorf("event %q is not allowed; bumpClaims.event allows %s", c.Event, strings.Join(rules.Event, ", "))
+	case len(rules.Event) == 0 && slices.Contains(pullRequestEvents, c.Event):
+		return fmt.Errorf("a %s run builds code that is not on a branch yet; it may not bump (name the event in bumpClaims.event to allow it)", c.Event)
+	}
+	return nil
+}
+
+func orNothing(files []string) string {
+	if len(files) == 0 {
+		return "nothing"
+	}
+	return strings.Join(files, ", ")
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,436 @@
+package prbot
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	jose "github.com/go-jose/go-jose/v4"
+)
+
+// Issuer is a CI system whose OIDC ID tokens the bump API accepts.
+type Issuer struct {
+	// URL is the issuer (the token's iss claim), e.g.
+	// https://token.actions.githubusercontent.com or https://gitlab.com.
+	URL string `json:"url"`
+	// Audience is the aud the tokens must carry (the CI job asks for it).
+	Audience string `json:"audience"`
+	// Claims names the claim set the issuer sends: github or gitlab.
+	Claims string `json:"claims"`
+	// Namespaces are the owners (GitHub) or groups (GitLab) whose
+	// repositories are trusted from this issuer; a repository elsewhere is
+	// refused. Default for github: the upstream owner of the bot.
+	Namespaces []string `json:"namespaces,omitempty"`
+}
+
+// Claim sets of the supported CI systems.
+const (
+	ClaimsGitHub = "github"
+	ClaimsGitLab = "gitlab"
+)
+
+// Caller is who a verified token says sent a request.
+type Caller struct {
+	Issuer string `json:"issuer"`
+	// Repository is the repository the CI run belongs to: OWNER/NAME
+	// (GitHub repository) or group/project (GitLab project_path).
+	Repository string `json:"repository"`
+	// Ref is the git ref the run built (refs/heads/main).
+	Ref string `json:"ref"`
+	// WorkflowRef is GitHub's workflow_ref or GitLab's ci_config_ref_uri.
+	WorkflowRef string `json:"workflowRef"`
+	// Event started the run: GitHub event_name, GitLab pipeline_source.
+	Event   string `json:"event"`
+	Actor   string `json:"actor"`
+	Run     string `json:"run"`
+	Subject string `json:"subject"`
+	// TokenID is the token's jti; Expiry its exp.
+	TokenID string    `json:"-"`
+	Expiry  time.Time `json:"-"`
+}
+
+// Errors of token verification; every one is answered 401, except
+// ErrIssuerUnavailable (503).
+var (
+	ErrNoToken           = errors.New("no bearer token")
+	ErrMalformedToken    = errors.New("malformed token")
+	ErrUnknownIssuer     = errors.New("issuer not trusted")
+	ErrUnknownKey        = errors.New("signed by a key the issuer does not publish")
+	ErrBadSignature      = errors.New("signature does not verify")
+	ErrWrongAudience     = errors.New("wrong audience")
+	ErrExpired           = errors.New("token expired")
+	ErrNoTokenID         = errors.New("token has no jti")
+	ErrReplayed          = errors.New("token already used")
+	ErrMissingClaim      = errors.New("token lacks a claim")
+	ErrIssuerUnavailable = errors.New("issuer unavailable")
+	// ErrBusy is answered 503: too many unexpired tokens are remembered.
+	ErrBusy = errors.New("too many tokens in use; try again later")
+)
+
+// minRefresh is the default least time between two fetches of an issuer's
+// discovery document or key set: a token naming an unknown key triggers a
+// refetch at most this often, so forged key ids cannot make the bot hammer
+// the issuer.
+const minRefresh = 30 * time.Second
+
+// maxKeySet caps a discovery document or key set response.
+const maxKeySet = 1 << 20
+
+// verifier checks CI ID tokens against the trusted issuers.
+type verifier struct {
+	issuers map[string]*trustedIssuer
+	replay  *replayCache
+	now     func() time.Time
+}
+
+type trustedIssuer struct {
+	Issuer
+	client  *http.Client
+	now     func() time.Time
+	refresh time.Duration
+
+	mu      sync.Mutex
+	v       *oidc.IDTokenVerifier
+	tried   time.Time // last discovery attempt
+	lastErr error
+}
+
+func newVerifier(issuers []Issuer, client *http.Client, refresh time.Duration, now func() time.Time) *verifier {
+	v := &verifier{issuers: map[string]*trustedIssuer{}, replay: newReplayCache(now), now: now}
+	for _, is := range issuers {
+		v.issuers[is.URL] = &trustedIssuer{Issuer: is, client: client, now: now, refresh: refresh}
+	}
+	return v
+}
+
+// verify checks the token's signature, issuer, audience and expiry, reads
+// the caller's identity from its claims and remembers its jti so the same
+// token is refused the next time.
+func (v *verifier) verify(ctx context.Context, raw string) (*Caller, error) {
+	iss, err := unverifiedIssuer(raw)
+	if err != nil {
+		return nil, err
+	}
+	is, ok := v.issuers[iss]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownIssuer, iss)
+	}
+	idv, err := is.verifier(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var keyErr error
+	tok, err := idv.Verify(context.WithValue(ctx, keyErrKey{}, &keyErr), raw)
+	var expired *oidc.TokenExpiredError
+	switch {
+	case err == nil:
+	case keyErr != nil:
+		return nil, keyErr
+	case errors.As(err, &expired):
+		return nil, fmt.Errorf("%w at %s", ErrExpired, expired.Expiry.UTC().Format(time.RFC3339))
+	default:
+		return nil, fmt.Errorf("%w: %v", ErrMalformedToken, err)
+	}
+	if !slices.Contains(tok.Audience, is.Audience) {
+		return nil, fmt.Errorf("%w: %q, want %q", ErrWrongAudience, tok.Audience, is.Audience)
+	}
+	c, err := is.caller(tok)
+	if err != nil {
+		return nil, err
+	}
+	if c.TokenID == "" {
+		return c, ErrNoTokenID
+	}
+	if err := v.replay.use(c.Issuer+" "+c.TokenID, c.Expiry); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// unverifiedIssuer reads iss from the token's payload to pick the issuer
+// whose keys then verify it.
+func unverifiedIssuer(raw string) (string, error) {
+	parts := strings.Split(raw, ".")
+	if len(parts) != 3 {
+		return "", fmt.Errorf("%w: want a JWT of three dot-separated parts", ErrMalformedToken)
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return "", fmt.Errorf("%w: payload is not base64url", ErrMalformedToken)
+	}
+	var c struct {
+		Iss string `json:"iss"`
+	}
+	if err := json.Unmarshal(payload, &c); err != nil || c.Iss == "" {
+		return "", fmt.Errorf("%w: payload has no iss", ErrMalformedToken)
+	}
+	return c.Iss, nil
+}
+
+// verifier discovers the issuer once (retrying at most every refresh after
+// a failure) and returns its token verifier.
+func (is *trustedIssuer) verifier(ctx context.Context) (*oidc.IDTokenVerifier, error) {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	if is.v != nil {
+		return is.v, nil
+	}
+	if !is.tried.IsZero() && is.now().Sub(is.tried) < is.refresh {
+		return nil, is.lastErr
+	}
+	is.tried = is.now()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	p, err := oidc.NewProvider(oidc.ClientContext(ctx, is.client), is.URL)
+	if err != nil {
+		is.lastErr = fmt.Errorf("%w: discovering %s: %v", ErrIssuerUnavailable, is.URL, err)
+		return nil, is.lastErr
+	}
+	var doc struct {
+		JWKSURL string   `json:"jwks_uri"`
+		Algs    []string `json:"id_token_signing_alg_values_supported"`
+	}
+	if err := p.Claims(&doc); err != nil || doc.JWKSURL == "" {
+		is.lastErr = fmt.Errorf("%w: discovery document of %s has no jwks_uri", ErrIssuerUnavailable, is.URL)
+		return nil, is.lastErr
+	}
+	ks := &keySet{url: doc.JWKSURL, client: is.client, now: is.now, refresh: is.refresh}
+	is.v = oidc.NewVerifier(is.URL, ks, &oidc.Config{SkipClientIDCheck: true, SupportedSigningAlgs: doc.Algs, Now: is.now})
+	return is.v, nil
+}
+
+// caller reads the identity claims of the issuer's claim set.
+func (is *trustedIssuer) caller(tok *oidc.IDToken) (*Caller, error) {
+	var cl struct {
+		JTI string `json:"jti"`
+		// GitHub Actions
+		Repository  string `json:"repository"`
+		Ref         string `json:"ref"`
+		WorkflowRef string `json:"workflow_ref"`
+		EventName   string `json:"event_name"`
+		Actor       string `json:"actor"`
+		RunID       string `json:"run_id"`
+		// GitLab CI
+		ProjectPath    string `json:"project_path"`
+		RefPath        string `json:"ref_path"`
+		RefType        string `json:"ref_type"`
+		CIConfigRefURI string `json:"ci_config_ref_uri"`
+		PipelineSource string `json:"pipeline_source"`
+		UserLogin      string `json:"user_login"`
+		JobID          string `json:"job_id"`
+	}
+	if err := tok.Claims(&cl); err != nil {
+		return nil, fmt.Errorf("%w: reading claims: %v", ErrMalformedToken, err)
+	}
+	c := &Caller{Issuer: tok.Issuer, Subject: tok.Subject, TokenID: cl.JTI, Expiry: tok.Expiry}
+	switch is.Claims {
+	case ClaimsGitLab:
+		c.Repository, c.Ref, c.WorkflowRef, c.Event, c.Actor, c.Run = cl.ProjectPath, cl.RefPath, cl.CIConfigRefURI, cl.PipelineSource, cl.UserLogin, cl.JobID
+		if c.Ref == "" && cl.Ref != "" {
+			// Older GitLab: ref is the bare branch or tag name.
+			switch cl.RefType {
+			case "tag":
+				c.Ref = "refs/tags/" + cl.Ref
+			default:
+				c.Ref = "refs/heads/" + cl.Ref
+			}
+		}
+		if c.Repository == "" {
+			return c, fmt.Errorf("%w: project_path", ErrMissingClaim)
+		}
+	default:
+		c.Repository, c.Ref, c.WorkflowRef, c.Event, c.Actor, c.Run = cl.Repository, cl.Ref, cl.WorkflowRef, cl.EventName, cl.Actor, cl.RunID
+		if c.Repository == "" {
+			return c, fmt.Errorf("%w: repository", ErrMissingClaim)
+		}
+	}
+	return c, nil
+}
+
+type keyErrKey struct{}
+
+// keySet is an issuer's JWKS, cached. A token whose kid is not in the
+// cache refetches the set (key rotation), at most once every refresh.
+type keySet struct {
+	url     string
+	client  *http.Client
+	now     func() time.Time
+	refresh time.Duration
+
+	mu   sync.RWMutex
+	keys []jose.JSONWebKey
+
+	fetchMu sync.Mutex
+	fetched time.Time // last fetch attempt
+	gen     int       // successful fetches
+}
+
+var _ oidc.KeySet = (*keySet)(nil)
+
+var signingAlgs = []jose.SignatureAlgorithm{jose.RS256, jose.RS384, jose.RS512, jose.ES256, jose.ES384, jose.ES512, jose.PS256, jose.PS384, jose.PS512, jose.EdDSA}
+
+// VerifySignature implements oidc.KeySet. Its error is also stored where
+// the context's keyErrKey points (go-oidc flattens it into a string).
+func (k *keySet) VerifySignature(ctx context.Context, raw string) ([]byte, error) {
+	payload, err := k.verifySignature(ctx, raw)
+	if err != nil {
+		if p, ok := ctx.Value(keyErrKey{}).(*error); ok {
+			*p = err
+		}
+	}
+	return payload, err
+}
+
+func (k *keySet) verifySignature(ctx context.Context, raw string) ([]byte, error) {
+	jws, err := jose.ParseSigned(raw, signingAlgs)
+	if err != nil || len(jws.Signatures) != 1 {
+		return nil, fmt.Errorf("%w: not a JWS with one signature", ErrMalformedToken)
+	}
+	kid := jws.Signatures[0].Header.KeyID
+	k.mu.RLock()
+	keys, gen := k.keys, k.gen
+	k.mu.RUnlock()
+	if payload, found, err := verifyWith(jws, keys, kid); found {
+		return payload, err
+	}
+	keys, err = k.refetch(ctx, gen)
+	if err != nil {
+		return nil, err
+	}
+	if payload, found, err := verifyWith(jws, keys, kid); found {
+		return payload, err
+	}
+	return nil, fmt.Errorf("%w: kid %q at %s", ErrUnknownKey, kid, k.url)
+}
+
+// verifyWith verifies jws with the key named kid (every key when the token
+// names none); found reports whether such a key was there to try.
+func verifyWith(jws *jose.JSONWebSignature, keys []jose.JSONWebKey, kid string) (payload []byte, found bool, err error) {
+	for i := range keys {
+		if kid != "" && keys[i].KeyID != kid {
+			continue
+		}
+		found = true
+		if p, err := jws.Verify(&keys[i]); err == nil {
+			return p, true, nil
+		}
+	}
+	if found {
+		return nil, true, fmt.Errorf("%w with key %q", ErrBadSignature, kid)
+	}
+	return nil, false, nil
+}
+
+// refetch reads the key set again unless another request did since
+// generation gen was read, or the last fetch is more recent than refresh.
+func (k *keySet) refetch(ctx context.Context, gen int) ([]jose.JSONWebKey, error) {
+	k.fetchMu.Lock()
+	defer k.fetchMu.Unlock()
+	k.mu.RLock()
+	keys, cur := k.keys, k.gen
+	k.mu.RUnlock()
+	if cur != gen {
+		return keys, nil // fetched meanwhile
+	}
+	if !k.fetched.IsZero() && k.now().Sub(k.fetched) < k.refresh {
+		return keys, nil // rate-limited: the cache is all there is
+	}
+	k.fetched = k.now()
+	fetched, err := k.fetch(ctx)
+	if err != nil {
+		if len(keys) > 0 {
+			return keys, nil // keep the known keys; the unknown one stays unknown
+		}
+		return nil, err
+	}
+	k.mu.Lock()
+	k.keys, k.gen = fetched, k.gen+1
+	k.mu.Unlock()
+	return fetched, nil
+}
+
+func (k *keySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, k.url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: key set URL %q: %v", ErrIssuerUnavailable, k.url, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := k.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: fetching keys: %v", ErrIssuerUnavailable, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxKeySet))
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading keys from %s: %v", ErrIssuerUnavailable, k.url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%w: fetching keys from %s: %s", ErrIssuerUnavailable, k.url, resp.Status)
+	}
+	var set struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
+	if err := json.Unmarshal(body, &set); err != nil {
+		return nil, fmt.Errorf("%w: decoding keys from %s: %v", ErrIssuerUnavailable, k.url, err)
+	}
+	keys := make([]jose.JSONWebKey, 0, len(set.Keys))
+	for _, raw := range set.Keys {
+		var key jose.JSONWebKey
+		if err := json.Unmarshal(raw, &key); err != nil || !key.Valid() || !key.IsPublic() {
+			continue // a key type or use we cannot verify with
+		}
+		keys = append(keys, key)
+	}
+	return keys, nil
+}
+
+// maxReplay bounds the remembered token ids (tokens live minutes; this is
+// far more bumps than any pipeline sends within a token's lifetime).
+const maxReplay = 100000
+
+// replayCache remembers the ids of used tokens until they expire. It lives
+// in the process: prbot serve runs as one replica (the chart keeps it at 1).
+type replayCache struct {
+	now    func() time.Time
+	mu     sync.Mutex
+	seen   map[string]time.Time
+	pruned time.Time
+}
+
+func newReplayCache(now func() time.Time) *replayCache {
+	return &replayCache{now: now, seen: map[string]time.Time{}}
+}
+
+// use records id until exp; it fails if id was recorded before.
+func (r *replayCache) use(id string, exp time.Time) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	if until, ok := r.seen[id]; ok && now.Before(until) {
+		return ErrReplayed
+	}
+	if len(r.seen) >= maxReplay || now.Sub(r.pruned) > time.Minute {
+		for k, until := range r.seen {
+			if !now.Before(until) {
+				delete(r.seen, k)
+			}
+		}
+		r.pruned = now
+	}
+	if len(r.seen) >= maxReplay {
+		return ErrBusy
+	}
+	r.seen[id] = exp
+	return nil
+}
