@@ -237,23 +237,23 @@ func trusting(issuers ...*testIssuer) *http.Client {
 	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 }
 
-// clock is a settable time for tests of caches.
+// clock is the real time plus an offset tests move forward.
 type clock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu  sync.Mutex
+	off time.Duration
 }
 
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return time.Now().Add(c.off) }
 func (c *clock) add(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+	c.off += d
 }
 
 func TestVerify(t *testing.T) {
 	is := newTestIssuer(t)
 	gl := newTestIssuer(t)
-	clk := &clock{t: time.Now()}
+	clk := &clock{}
 	v := newVerifier([]Issuer{
 		{URL: is.URL(), Audience: "stagehand", Claims: ClaimsGitHub},
 		{URL: gl.URL(), Audience: "stagehand", Claims: ClaimsGitLab, Namespaces: []string{"acme-group"}},
