@@ -218,3 +218,48 @@ func TestPrbotAsDeployed(t *testing.T) {
 	}
 	p.stop(t)
 }
+
+// TestPrbotBumpAPI: with prbot.config.oidc the rendered prbot.yaml turns the
+// keyless bump API on and the Ingress routes /api/v1/bumps to prbot (not to
+// the reconciler's /api/v1); without it neither happens.
+func TestPrbotBumpAPI(t *testing.T) {
+	bumpsBackend := func(objs []*unstructured.Unstructured) string {
+		ing := find(t, objs, "Ingress", "rel", "sh-stagehand")
+		rules, _, _ := unstructured.NestedSlice(ing.Object, "spec", "rules")
+		for _, r := range rules {
+			paths, _, _ := unstructured.NestedSlice(r.(map[string]any), "http", "paths")
+			for _, p := range paths {
+				if p.(map[string]any)["path"] == prbot.BumpsPath {
+					name, _, _ := unstructured.NestedString(p.(map[string]any), "backend", "service", "name")
+					return name
+				}
+			}
+		}
+		return ""
+	}
+	prbotYAML := func(objs []*unstructured.Unstructured) *prbot.Config {
+		raw, _, _ := unstructured.NestedString(find(t, objs, "ConfigMap", "rel", "sh-stagehand-prbot").Object, "data", "prbot.yaml")
+		c, err := prbot.ParseConfig([]byte(raw))
+		if err != nil {
+			t.Fatalf("prbot.ParseConfig(rendered prbot.yaml): %v\n%s", err, raw)
+		}
+		return c
+	}
+
+	objs := render(t, "rel", fullValues(t))
+	if c := prbotYAML(objs); c.OIDC != nil {
+		t.Errorf("prbot.yaml without prbot.config.oidc has oidc %+v", c.OIDC)
+	}
+	if b := bumpsBackend(objs); b != "" {
+		t.Errorf("without oidc the Ingress routes %s to %s", prbot.BumpsPath, b)
+	}
+
+	issuer := map[string]any{"url": "https://token.actions.githubusercontent.com", "audience": "stagehand", "claims": "github"}
+	objs = render(t, "rel", fullValues(t), valuesFile(t, map[string]any{"prbot": map[string]any{"config": map[string]any{"oidc": map[string]any{"issuers": []any{issuer}}}}}))
+	if c := prbotYAML(objs); c.OIDC == nil || len(c.OIDC.Issuers) != 1 || c.OIDC.Issuers[0].URL != "https://token.actions.githubusercontent.com" {
+		t.Errorf("prbot.yaml oidc = %+v, want the issuer", c.OIDC)
+	}
+	if b := bumpsBackend(objs); b != "sh-stagehand-prbot" {
+		t.Errorf("the Ingress routes %s to %q, want prbot's Service", prbot.BumpsPath, b)
+	}
+}

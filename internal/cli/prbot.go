@@ -217,13 +217,14 @@ func ownedFile(d prbotDeps) string {
 func newPrbotBumpCommand() *cobra.Command {
 	var (
 		f            botFlags
+		via          viaFlags
 		req          prbot.BumpRequest
 		checks       []string
 		mergeMethod  string
 		pollInterval time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "bump --repo OWNER/NAME --env ENV --service S --tag T [--digest D] [--container C] [--file F.json]",
+		Use:   "bump (--repo OWNER/NAME | --via URL) --env ENV --service S --tag T [--digest D] [--container C] [--file F.json]",
 		Short: "Open or update the pull request that deploys a new image into an environment",
 		Long: `Edits environments/<env>/<file> of the manifests repository on branch stagehand/bump-<env>-<file>
 and opens one pull request per environment and file, updated in place by later bumps. The file defaults to
@@ -232,13 +233,23 @@ values' lines change. Re-running the same bump changes nothing; a bump older (by
 branch already has is ignored. With --auto-merge the pull request is merged once its checks are green and
 no lock blocks the environment's lockPath (pipeline.yaml).
 
-Prints the pull request URL (-o json: the whole result). Exit 1 on errors, or when --auto-merge could not
-merge (failed checks, timeout); 2 on usage errors.`,
+With --via URL the bump is sent to prbot serve's keyless bump API instead (POST URL/api/v1/bumps), authenticated
+by the CI job's own OIDC ID token: on GitHub Actions it is requested with $ACTIONS_ID_TOKEN_REQUEST_URL and
+$ACTIONS_ID_TOKEN_REQUEST_TOKEN for --audience (the job needs permissions: id-token: write); on GitLab CI it is
+read from the variable --token-env names (default STAGEHAND_ID_TOKEN, defined with id_tokens). No credential is
+stored in the upstream repository; prbot serve decides which file the repository may bump and bumps it with its
+own. --repo and the GitHub, lock and merge flags do not apply.
+
+Prints the pull request URL (-o json: the whole result). Exit 1 on errors (a refused --via bump included), or
+when --auto-merge could not merge (failed checks, timeout, a lock); 2 on usage errors.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			d := prbotDepsFrom(cmd.Context())
 			if req.Env == "" || req.Service == "" || req.Tag == "" {
 				return usagef("--env, --service and --tag are required")
+			}
+			if via.url != "" {
+				return via.bump(cmd, d, req, f.output)
 			}
 			if req.File == "" {
 				req.File = ownedFile(d)
@@ -261,28 +272,7 @@ merge (failed checks, timeout); 2 on usage errors.`,
 			if err != nil {
 				return err
 			}
-			if f.output == "json" {
-				if err := writeJSON(cmd.OutOrStdout(), res); err != nil {
-					return err
-				}
-			} else {
-				if res.URL != "" {
-					fmt.Fprintln(cmd.OutOrStdout(), res.URL)
-				}
-				if res.Reason != "" {
-					fmt.Fprintln(cmd.ErrOrStderr(), res.Reason)
-				}
-				if res.Merged {
-					fmt.Fprintf(cmd.ErrOrStderr(), "merged #%d\n", res.PR)
-				}
-			}
-			if req.AutoMerge && !res.Merged && res.PR != 0 {
-				if f.output == "json" {
-					fmt.Fprintf(cmd.ErrOrStderr(), "not merged: %s\n", res.Reason)
-				}
-				return exitCode(1, nil)
-			}
-			return nil
+			return printBump(cmd, f.output, req.AutoMerge, res)
 		},
 	}
 	f.register(cmd)
@@ -298,7 +288,35 @@ merge (failed checks, timeout); 2 on usage errors.`,
 	fl.DurationVar(&pollInterval, "poll-interval", 10*time.Second, "how often --auto-merge re-reads checks and locks")
 	fl.StringArrayVar(&checks, "require-check", nil, "check run or status that must have succeeded before merging (repeatable)")
 	fl.StringVar(&mergeMethod, "merge-method", "merge", "merge, squash or rebase")
+	via.register(cmd)
 	return cmd
+}
+
+// printBump writes a bump's result as prbot bump does: the pull request
+// URL (-o json: the whole result), exiting 1 when an auto-merge did not merge.
+func printBump(cmd *cobra.Command, output string, autoMerge bool, res *prbot.BumpResult) error {
+	if output == "json" {
+		if err := writeJSON(cmd.OutOrStdout(), res); err != nil {
+			return err
+		}
+	} else {
+		if res.URL != "" {
+			fmt.Fprintln(cmd.OutOrStdout(), res.URL)
+		}
+		if res.Reason != "" {
+			fmt.Fprintln(cmd.ErrOrStderr(), res.Reason)
+		}
+		if res.Merged {
+			fmt.Fprintf(cmd.ErrOrStderr(), "merged #%d\n", res.PR)
+		}
+	}
+	if autoMerge && !res.Merged && res.PR != 0 {
+		if output == "json" {
+			fmt.Fprintf(cmd.ErrOrStderr(), "not merged: %s\n", res.Reason)
+		}
+		return exitCode(1, nil)
+	}
+	return nil
 }
 
 func newPrbotPromoteCommand() *cobra.Command {

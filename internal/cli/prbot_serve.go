@@ -49,7 +49,16 @@ The config file is strict YAML (unknown keys are errors); secrets come from file
   merge: {method: merge, requiredChecks: []}   # merge|squash|rebase; checks an auto-merge waits for
   historyDepth: 50              # commits looked back through for the earlier stage's success
   resync: 10m                   # re-evaluate everything this often (0s: events only)
-  manifest: {allowUnknownKeys: false}   # as in reconciler.yaml: unknown keys in manifest files are errors`,
+  manifest: {allowUnknownKeys: false}   # as in reconciler.yaml: unknown keys in manifest files are errors
+  oidc:                         # optional: keyless bumps from CI, POST /api/v1/bumps (README)
+    issuers:
+      - {url: https://token.actions.githubusercontent.com, audience: stagehand, claims: github, namespaces: [acme]}
+      - {url: https://gitlab.com, audience: stagehand, claims: gitlab, namespaces: [acme-group]}
+    keyRefresh: 30s             # least time between key set refetches caused by unknown keys
+    caFile: ""                  # PEM bundle trusted for the issuers' TLS besides the system roots
+
+With oidc set, upstream CI posts bumps with its OIDC ID token (prbot bump --via) and may bump only the file
+its repository owns, in stages of pipeline.yaml with acceptsBumps: true.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if path == "" {
@@ -97,7 +106,10 @@ func runServe(ctx context.Context, c *prbot.Config, log serveLogger, d prbotDeps
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Addr: c.Listen, Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// Short timeouts for everyone; the bump API extends its own request's
+	// deadlines while a bump (and an auto-merge) runs.
+	hs := &http.Server{Addr: c.Listen, Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
@@ -128,7 +140,7 @@ func runServe(ctx context.Context, c *prbot.Config, log serveLogger, d prbotDeps
 
 // newServe builds prbot serve from its configuration: the bot, the
 // promotion server logging each evaluation, and the HTTP handler with the
-// verified webhook receiver and /healthz.
+// verified webhook receiver, the keyless bump API (with oidc) and /healthz.
 func newServe(c *prbot.Config, log serveLogger, d prbotDeps) (*prbot.Server, http.Handler, error) {
 	f := serveFlags(c)
 	b, err := f.bot(d, prbot.WithMergeMethod(c.Merge.Method), prbot.WithRequiredChecks(c.Merge.RequiredChecks...), prbot.WithHistoryDepth(c.HistoryDepth))
@@ -158,6 +170,13 @@ func newServe(c *prbot.Config, log serveLogger, d prbotDeps) (*prbot.Server, htt
 	srv.Register(rcv)
 	mux := http.NewServeMux()
 	mux.Handle("POST "+c.WebhookPath, rcv)
+	if c.OIDC != nil {
+		api, err := newBumpAPI(c, b, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		mux.Handle("POST "+prbot.BumpsPath, api)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	return srv, mux, nil
 }

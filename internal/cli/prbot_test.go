@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+	"github.com/stagehand-gitops/stagehand/internal/oidctest"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
@@ -353,6 +354,181 @@ func TestPrbotUnknownManifestKeys(t *testing.T) {
 		}
 		if got := serveFlags(c).allowUnknownKeys; got != tt.want {
 			t.Errorf("serve config %q: allowUnknownKeys = %v, want %v", tt.yaml, got, tt.want)
+		}
+	}
+}
+
+func TestPrbotBumpVia(t *testing.T) {
+	srv := githubtest.New(t)
+	srv.CreateRepo("acme", "manifests", "main")
+	srv.Commit("acme", "manifests", "main", map[string]string{
+		"pipeline.yaml":                        "stages:\n  - name: devel\n    acceptsBumps: true\n    bumpClaims: {ref: refs/heads/main}\n  - name: staging\n    promoteFrom: devel\n",
+		"environments/devel/manifest.json":     `{"includes": ["checkout-api.json", "payments-api.json"]}` + "\n",
+		"environments/devel/checkout-api.json": "{\n  \"services\": [\n    {\"name\": \"checkout-api\", \"containers\": [{\"dockerTag\": \"1.5.0\"}]}\n  ]\n}\n",
+		"environments/devel/payments-api.json": "{\n  \"services\": [\n    {\"name\": \"payments-api\", \"containers\": [{\"dockerTag\": \"2.0.0\"}]}\n  ]\n}\n",
+		"environments/staging/manifest.json":   "{\"services\": []}\n",
+	}, "seed")
+	iss := oidctest.New(t)
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cfg := write("prbot.yaml", fmt.Sprintf(`github:
+  apiURL: %s
+  owner: acme
+  repo: manifests
+  tokenFile: %s
+  webhookSecretFile: %s
+listen: %q
+resync: 0s
+oidc:
+  issuers:
+    - {url: %s, audience: stagehand, claims: github}
+  caFile: %s
+`, srv.URL(), write("token", srv.Token()), write("secret", "s3cret\n"), addr, iss.URL(), write("ca.pem", string(iss.CertPEM()))))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		var out, errOut bytes.Buffer
+		root := NewPrbot(&out, &errOut)
+		root.SetArgs([]string{"serve", "--config", cfg, "--log-encoding", "console"})
+		done <- Code(root.ExecuteContext(withPrbotDeps(ctx, prbotDeps{lookup: func(string) (string, bool) { return "", false }, now: time.Now})))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("serve did not stop")
+		}
+	})
+	waitUntil(t, func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == http.StatusOK
+	})
+
+	// GitHub Actions' ID token request service, as the runner exposes it.
+	var requests []string
+	actions := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests = append(requests, r.URL.Query().Get("api-version")+" "+r.URL.Query().Get("audience"))
+		if r.Header.Get("Authorization") != "bearer request-token" {
+			http.Error(w, "bad request token", http.StatusUnauthorized)
+			return
+		}
+		tok := iss.Sign(t, nil, iss.GitHubClaims("acme/checkout-api", r.URL.Query().Get("audience"), time.Now()))
+		fmt.Fprintf(w, `{"count": 1, "value": %q}`, tok)
+	}))
+	t.Cleanup(actions.Close)
+	environ := map[string]string{
+		"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "acme/checkout-api",
+		"ACTIONS_ID_TOKEN_REQUEST_URL":   actions.URL + "/_apis/distributedtask/hubs/build/plans/p/jobs/j/idtoken?api-version=2.0",
+		"ACTIONS_ID_TOKEN_REQUEST_TOKEN": "request-token",
+	}
+	via := "http://" + addr
+
+	out, errOut, code := runPrbot(t, environ, "bump", "--via", via, "--env", "devel", "--service", "checkout-api", "--tag", "1.6.0", "-o", "json")
+	if code != 0 {
+		t.Fatalf("bump --via: exit %d: %s", code, errOut)
+	}
+	var res prbot.BumpResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("output is not a bump result: %v\n%s", err, out)
+	}
+	if res.PR != 1 || res.File != "environments/devel/checkout-api.json" {
+		t.Errorf("result = %+v", res)
+	}
+	if got, _ := srv.File("acme", "manifests", res.Branch, res.File); !strings.Contains(got, `"dockerTag": "1.6.0"`) {
+		t.Errorf("file on the branch:\n%s", got)
+	}
+	if len(requests) != 1 || requests[0] != "2.0 stagehand" {
+		t.Errorf("ID token requests = %q, want one for audience stagehand", requests)
+	}
+
+	// Another repository's file: refused, exit 1, the reason on stderr.
+	_, errOut, code = runPrbot(t, environ, "bump", "--via", via, "--env", "devel", "--file", "payments-api.json", "--service", "payments-api", "--tag", "9.9.9")
+	if code != 1 || !strings.Contains(errOut, "403 NotOwner") || !strings.Contains(errOut, "may bump only checkout-api.json, not payments-api.json") {
+		t.Errorf("bump of another repository's file: exit %d, stderr %q", code, errOut)
+	}
+	if srv.Branch("acme", "manifests", "stagehand/bump-devel-payments-api") != "" {
+		t.Error("a refused bump created its branch")
+	}
+
+	// GitLab CI: the token is a job variable named by --token-env.
+	gitlab := map[string]string{"CI_PROJECT_NAME": "checkout-api", "STAGEHAND_ID_TOKEN": iss.Sign(t, nil, iss.GitHubClaims("acme/checkout-api", "stagehand", time.Now()))}
+	out, errOut, code = runPrbot(t, gitlab, "bump", "--via", via, "--token-env", "STAGEHAND_ID_TOKEN", "--env", "devel", "--service", "checkout-api", "--tag", "1.7.0")
+	if code != 0 || !strings.HasSuffix(strings.TrimSpace(out), "/pull/1") {
+		t.Errorf("bump --via --token-env: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+
+	for _, tt := range []struct {
+		name    string
+		environ map[string]string
+		args    []string
+		want    string
+	}{
+		{"credentials flags", environ, []string{"--via", via, "--repo", "acme/manifests"}, "--repo does not apply with --via"},
+		{"plain http to another host", environ, []string{"--via", "http://prbot.example.com"}, "want https (http only to localhost)"},
+		{"no token anywhere", map[string]string{}, []string{"--via", via}, "no CI ID token"},
+		{"no id-token permission", map[string]string{"GITHUB_ACTIONS": "true"}, []string{"--via", via}, "permissions: id-token: write"},
+		{"an empty token variable", map[string]string{}, []string{"--via", via, "--token-env", "MY_TOKEN"}, "$MY_TOKEN is empty"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"bump", "--env", "devel", "--service", "checkout-api", "--tag", "1.8.0"}, tt.args...)
+			_, errOut, code := runPrbot(t, tt.environ, args...)
+			if code != 2 || !strings.Contains(errOut, tt.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, errOut, tt.want)
+			}
+		})
+	}
+}
+
+// recordLog is a serveLogger that keeps its lines.
+type recordLog struct{ lines []string }
+
+func (r *recordLog) Info(msg string, kv ...any) {
+	r.lines = append(r.lines, fmt.Sprint(append([]any{"INFO ", msg}, kv...)...))
+}
+func (r *recordLog) Error(err error, msg string, kv ...any) {
+	r.lines = append(r.lines, fmt.Sprint(append([]any{"ERROR ", msg, " ", err}, kv...)...))
+}
+
+func TestLogBumpNamesTheCaller(t *testing.T) {
+	var log recordLog
+	caller := &prbot.Caller{Issuer: "https://token.actions.githubusercontent.com", Repository: "acme/checkout-api", Ref: "refs/heads/main", Event: "push", Actor: "octocat", Run: "42", TokenID: "jti-secret"}
+	body := &prbot.BumpBody{Environment: "devel", File: "payments-api.json", Service: "payments-api", Tag: "9.9.9"}
+	logBump(&log, prbot.BumpLog{Caller: caller, Body: body, Status: 403, Reason: "NotOwner", Err: fmt.Errorf("repository acme/checkout-api may bump only checkout-api.json")})
+	logBump(&log, prbot.BumpLog{Status: 401, Reason: "Unauthorized", Err: prbot.ErrExpired})
+	logBump(&log, prbot.BumpLog{Caller: caller, Body: body, Status: 502, Reason: "Failed", Err: fmt.Errorf("github down")})
+	logBump(&log, prbot.BumpLog{Caller: caller, Body: body, Status: 200, Result: &prbot.BumpResult{PR: 3, Changed: true}})
+	if len(log.lines) != 4 {
+		t.Fatalf("lines = %q", log.lines)
+	}
+	for i, want := range [][]string{
+		{"INFO bump refused", "acme/checkout-api", "octocat", "refs/heads/main", "NotOwner", "payments-api.json"},
+		{"INFO bump refused", "Unauthorized", "token expired"},
+		{"ERROR bump failed", "github down", "acme/checkout-api"},
+		{"INFO bump accepted", "acme/checkout-api", "pr3"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(strings.ReplaceAll(log.lines[i], " ", ""), strings.ReplaceAll(w, " ", "")) {
+				t.Errorf("line %d %q lacks %q", i, log.lines[i], w)
+			}
+		}
+		if strings.Contains(log.lines[i], "jti-secret") {
+			t.Errorf("line %d logs the token id: %q", i, log.lines[i])
 		}
 	}
 }

@@ -205,10 +205,16 @@ func (a *BumpAPI) serve(w http.ResponseWriter, r *http.Request, lg *BumpLog) (*B
 	if err != nil {
 		return nil, err
 	}
+	// The server's timeouts are short; a bump (and an auto-merge's wait)
+	// may hold this request longer. A read deadline left in place would
+	// cancel the request's context once it passes.
+	hold := 2 * time.Minute
 	if req.AutoMerge {
-		// The auto-merge holds this request: let its response wait as long.
-		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(req.MergeTimeout + time.Minute))
+		hold += req.MergeTimeout
 	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(hold))
+	_ = rc.SetWriteDeadline(time.Now().Add(hold))
 	res, err := a.bot.Bump(r.Context(), req)
 	switch {
 	case errors.Is(err, errConflict):
@@ -324,7 +330,7 @@ func (a *BumpAPI) defined(ctx context.Context, req BumpRequest, allowNew bool) e
 	if allowNew {
 		return nil
 	}
-	ed, err := manifest.Edit(file, data, manifest.AllowUnknownKeys())
+	ed, err := manifest.Edit(file, data, a.bot.manifestOpts...)
 	if err != nil {
 		return refuse(http.StatusConflict, "Conflict", "%s on %s does not parse: %v", file, a.bot.base, err)
 	}

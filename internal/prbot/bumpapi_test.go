@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/stagehand-gitops/stagehand/internal/oidctest"
 )
 
 const bumpPipeline = `stages:
@@ -57,7 +59,7 @@ func bumpFiles() map[string]string {
 // GitHub-like and a GitLab-like issuer on loopback TLS.
 type bumpEnv struct {
 	f      *fixture
-	gh, gl *testIssuer
+	gh, gl *oidctest.Issuer
 	clk    *clock
 	url    string
 	mu     sync.Mutex
@@ -66,12 +68,12 @@ type bumpEnv struct {
 
 func newBumpEnv(t *testing.T) *bumpEnv {
 	t.Helper()
-	e := &bumpEnv{f: newFixture(t, bumpFiles()), gh: newTestIssuer(t), gl: newTestIssuer(t), clk: &clock{}}
+	e := &bumpEnv{f: newFixture(t, bumpFiles()), gh: oidctest.New(t), gl: oidctest.New(t), clk: &clock{}}
 	b := e.f.bot(t, WithClock(e.clk.now))
 	api, err := NewBumpAPI(b,
 		WithIssuer(Issuer{URL: e.gh.URL(), Audience: "stagehand", Claims: ClaimsGitHub}),
 		WithIssuer(Issuer{URL: e.gl.URL(), Audience: "stagehand", Claims: ClaimsGitLab, Namespaces: []string{"acme-group"}}),
-		WithIssuerClient(trusting(e.gh, e.gl)),
+		WithIssuerClient(oidctest.Client(e.gh, e.gl)),
 		WithBumpLog(func(l BumpLog) { e.mu.Lock(); defer e.mu.Unlock(); e.logs = append(e.logs, l) }))
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +128,7 @@ func (e *bumpEnv) lastLog() BumpLog {
 }
 
 func (e *bumpEnv) github(repo string) map[string]any {
-	return e.gh.githubClaims(repo, "stagehand", e.clk.now())
+	return e.gh.GitHubClaims(repo, "stagehand", e.clk.now())
 }
 
 func decodeResult(t *testing.T, data []byte) *BumpResult {
@@ -141,7 +143,7 @@ func decodeResult(t *testing.T, data []byte) *BumpResult {
 func TestBumpAPIBumpsTheCallersOwnFile(t *testing.T) {
 	e := newBumpEnv(t)
 	body := BumpBody{Environment: "devel", Service: "checkout-api", Container: "checkout-worker", Tag: "1.6.0", Digest: "sha256:" + strings.Repeat("ab", 32)}
-	token := e.gh.sign(t, nil, e.github("acme/checkout-api"))
+	token := e.gh.Sign(t, nil, e.github("acme/checkout-api"))
 	code, out := e.post(t, token, body)
 	if code != http.StatusOK {
 		t.Fatalf("answered %d: %s", code, out)
@@ -172,9 +174,9 @@ func TestBumpAPIBumpsTheCallersOwnFile(t *testing.T) {
 	}
 
 	// The issuer rotates its key: the API, never restarted, takes the new key.
-	k := e.gh.rotate(t, false)
+	k := e.gh.Rotate(t, false)
 	e.clk.add(31 * time.Second)
-	code, out = e.post(t, e.gh.sign(t, k, e.github("acme/checkout-api")), BumpBody{Environment: "devel", Service: "checkout-api", Tag: "1.7.0"})
+	code, out = e.post(t, e.gh.Sign(t, k, e.github("acme/checkout-api")), BumpBody{Environment: "devel", Service: "checkout-api", Tag: "1.7.0"})
 	if code != http.StatusOK {
 		t.Fatalf("token signed by the rotated key answered %d: %s", code, out)
 	}
@@ -184,13 +186,13 @@ func TestBumpAPIBumpsTheCallersOwnFile(t *testing.T) {
 
 	// GitLab: a project of a trusted group names one of its two files and
 	// adds a service there, as owners allows.
-	gl := e.gl.gitlabClaims("acme-group/payments-api", "stagehand", e.clk.now())
-	code, out = e.post(t, e.gl.sign(t, nil, gl), BumpBody{Environment: "devel", Service: "payments-export", Tag: "0.9.0"})
+	gl := e.gl.GitLabClaims("acme-group/payments-api", "stagehand", e.clk.now())
+	code, out = e.post(t, e.gl.Sign(t, nil, gl), BumpBody{Environment: "devel", Service: "payments-export", Tag: "0.9.0"})
 	if code != http.StatusBadRequest || !strings.Contains(string(out), "owns payments-api.json, shared-jobs.json: name one in file") {
 		t.Errorf("bump without file of a repository owning two answered %d: %s", code, out)
 	}
-	gl = e.gl.gitlabClaims("acme-group/payments-api", "stagehand", e.clk.now())
-	code, out = e.post(t, e.gl.sign(t, nil, gl), BumpBody{Environment: "devel", File: "shared-jobs.json", Service: "payments-export", Tag: "0.9.0"})
+	gl = e.gl.GitLabClaims("acme-group/payments-api", "stagehand", e.clk.now())
+	code, out = e.post(t, e.gl.Sign(t, nil, gl), BumpBody{Environment: "devel", File: "shared-jobs.json", Service: "payments-export", Tag: "0.9.0"})
 	if code != http.StatusOK {
 		t.Fatalf("GitLab bump answered %d: %s", code, out)
 	}
@@ -204,8 +206,8 @@ func TestBumpAPIBumpsTheCallersOwnFile(t *testing.T) {
 
 func TestBumpAPIRefusals(t *testing.T) {
 	e := newBumpEnv(t)
-	stranger := newTestIssuer(t)
-	unpublished := newKey(t, "never-published")
+	stranger := oidctest.New(t)
+	unpublished := oidctest.NewKey(t, "never-published")
 	good := BumpBody{Environment: "devel", Service: "checkout-api", Tag: "1.6.0"}
 	with := func(c map[string]any, kv ...any) map[string]any {
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -223,51 +225,51 @@ func TestBumpAPIRefusals(t *testing.T) {
 	}{
 		{"no token", func() string { return "" }, good, 401, "Unauthorized", "no bearer token"},
 		{"another audience", func() string {
-			return e.gh.sign(t, nil, e.gh.githubClaims("acme/checkout-api", "sts.amazonaws.com", e.clk.now()))
+			return e.gh.Sign(t, nil, e.gh.GitHubClaims("acme/checkout-api", "sts.amazonaws.com", e.clk.now()))
 		}, good, 401, "Unauthorized", "wrong audience"},
 		{"expired", func() string {
-			return e.gh.sign(t, nil, e.gh.githubClaims("acme/checkout-api", "stagehand", e.clk.now().Add(-6*time.Minute)))
+			return e.gh.Sign(t, nil, e.gh.GitHubClaims("acme/checkout-api", "stagehand", e.clk.now().Add(-6*time.Minute)))
 		}, good, 401, "Unauthorized", "token expired"},
-		{"unknown key", func() string { return e.gh.sign(t, unpublished, e.github("acme/checkout-api")) }, good, 401, "Unauthorized", "signed by a key the issuer does not publish"},
+		{"unknown key", func() string { return e.gh.Sign(t, unpublished, e.github("acme/checkout-api")) }, good, 401, "Unauthorized", "signed by a key the issuer does not publish"},
 		{"unknown issuer", func() string {
-			return stranger.sign(t, nil, stranger.githubClaims("acme/checkout-api", "stagehand", e.clk.now()))
+			return stranger.Sign(t, nil, stranger.GitHubClaims("acme/checkout-api", "stagehand", e.clk.now()))
 		}, good, 401, "Unauthorized", "issuer not trusted"},
-		{"another repository's file", func() string { return e.gh.sign(t, nil, e.github("acme/checkout-api")) },
+		{"another repository's file", func() string { return e.gh.Sign(t, nil, e.github("acme/checkout-api")) },
 			BumpBody{Environment: "devel", File: "payments-api.json", Service: "payments-api", Tag: "9.9.9"}, 403, "NotOwner", "repository acme/checkout-api may bump only checkout-api.json, not payments-api.json"},
-		{"a file owners gives to others", func() string { return e.gh.sign(t, nil, e.github("acme/checkout-api")) },
+		{"a file owners gives to others", func() string { return e.gh.Sign(t, nil, e.github("acme/checkout-api")) },
 			BumpBody{Environment: "devel", File: "shared-jobs.json", Service: "nightly-report", Tag: "9.9.9"}, 403, "NotOwner", "not shared-jobs.json"},
-		{"a repository of another owner with the same name", func() string { return e.gh.sign(t, nil, e.github("evil/checkout-api")) }, good, 403, "UntrustedRepository", "repository evil/checkout-api is not under a namespace trusted"},
+		{"a repository of another owner with the same name", func() string { return e.gh.Sign(t, nil, e.github("evil/checkout-api")) }, good, 403, "UntrustedRepository", "repository evil/checkout-api is not under a namespace trusted"},
 		{"a GitLab project outside the trusted groups", func() string {
-			return e.gl.sign(t, nil, e.gl.gitlabClaims("someone/checkout-api", "stagehand", e.clk.now()))
+			return e.gl.Sign(t, nil, e.gl.GitLabClaims("someone/checkout-api", "stagehand", e.clk.now()))
 		}, good, 403, "UntrustedRepository", "someone/checkout-api"},
-		{"an environment that accepts no bumps", func() string { return e.gh.sign(t, nil, e.github("acme/checkout-api")) },
+		{"an environment that accepts no bumps", func() string { return e.gh.Sign(t, nil, e.github("acme/checkout-api")) },
 			BumpBody{Environment: "staging", Service: "checkout-api", Tag: "1.6.0"}, 403, "EnvironmentRefused", `environment "staging" accepts no bumps`},
-		{"an environment the pipeline lacks", func() string { return e.gh.sign(t, nil, e.github("acme/checkout-api")) },
+		{"an environment the pipeline lacks", func() string { return e.gh.Sign(t, nil, e.github("acme/checkout-api")) },
 			BumpBody{Environment: "prod", Service: "checkout-api", Tag: "1.6.0"}, 403, "EnvironmentRefused", `environment "prod" accepts no bumps`},
 		{"a fork's pull request (pull_request_target runs with the base ref)", func() string {
-			return e.gh.sign(t, nil, e.gh.forkPullRequestClaims("acme/checkout-api", "stagehand", e.clk.now()))
+			return e.gh.Sign(t, nil, e.gh.ForkPullRequestClaims("acme/checkout-api", "stagehand", e.clk.now()))
 		}, good, 403, "ClaimRefused", "a pull_request_target run builds code that is not on a branch yet"},
 		{"a pull_request run", func() string {
-			return e.gh.sign(t, nil, with(e.github("acme/checkout-api"), "event_name", "pull_request", "ref", "refs/pull/7/merge", "head_ref", "feature"))
+			return e.gh.Sign(t, nil, with(e.github("acme/checkout-api"), "event_name", "pull_request", "ref", "refs/pull/7/merge", "head_ref", "feature"))
 		}, good, 403, "ClaimRefused", `ref "refs/pull/7/merge" is not allowed; bumpClaims.ref allows refs/heads/main`},
 		{"a ref not allowed", func() string {
-			return e.gh.sign(t, nil, with(e.github("acme/checkout-api"), "ref", "refs/heads/experiment"))
+			return e.gh.Sign(t, nil, with(e.github("acme/checkout-api"), "ref", "refs/heads/experiment"))
 		}, good, 403, "ClaimRefused", `ref "refs/heads/experiment" is not allowed`},
-		{"a service the file does not define", func() string { return e.gh.sign(t, nil, e.github("acme/checkout-api")) },
+		{"a service the file does not define", func() string { return e.gh.Sign(t, nil, e.github("acme/checkout-api")) },
 			BumpBody{Environment: "devel", Service: "checkout-admin", Tag: "1.0.0"}, 403, "UnknownService", "environments/devel/checkout-api.json defines no checkout-admin"},
-		{"a container the service does not have", func() string { return e.gh.sign(t, nil, e.github("acme/checkout-api")) },
+		{"a container the service does not have", func() string { return e.gh.Sign(t, nil, e.github("acme/checkout-api")) },
 			BumpBody{Environment: "devel", Service: "checkout-api", Container: "sidecar", Tag: "1.0.0"}, 403, "UnknownService", "defines no checkout-api/sidecar"},
-		{"an unknown body key", func() string { return e.gh.sign(t, nil, e.github("acme/checkout-api")) },
+		{"an unknown body key", func() string { return e.gh.Sign(t, nil, e.github("acme/checkout-api")) },
 			`{"environment": "devel", "service": "checkout-api", "tag": "1.6.0", "repository": "acme/payments-api"}`, 400, "BadRequest", `unknown field "repository"`},
-		{"no tag", func() string { return e.gh.sign(t, nil, e.github("acme/checkout-api")) },
+		{"no tag", func() string { return e.gh.Sign(t, nil, e.github("acme/checkout-api")) },
 			BumpBody{Environment: "devel", Service: "checkout-api"}, 400, "BadRequest", "no tag"},
-		{"two JSON values", func() string { return e.gh.sign(t, nil, e.github("acme/checkout-api")) },
+		{"two JSON values", func() string { return e.gh.Sign(t, nil, e.github("acme/checkout-api")) },
 			`{"environment": "devel", "service": "checkout-api", "tag": "1"} {}`, 400, "BadRequest", "want one JSON object"},
-		{"a path in the environment", func() string { return e.gh.sign(t, nil, e.github("acme/checkout-api")) },
+		{"a path in the environment", func() string { return e.gh.Sign(t, nil, e.github("acme/checkout-api")) },
 			BumpBody{Environment: "../prod", Service: "checkout-api", Tag: "1"}, 400, "BadRequest", `environment "../prod"`},
-		{"a body over 64 KiB", func() string { return e.gh.sign(t, nil, e.github("acme/checkout-api")) },
+		{"a body over 64 KiB", func() string { return e.gh.Sign(t, nil, e.github("acme/checkout-api")) },
 			`{"environment": "devel", "service": "` + strings.Repeat("x", 70<<10) + `", "tag": "1"}`, 413, "BadRequest", "larger than 65536 bytes"},
-		{"a merge wait too long", func() string { return e.gh.sign(t, nil, e.github("acme/checkout-api")) },
+		{"a merge wait too long", func() string { return e.gh.Sign(t, nil, e.github("acme/checkout-api")) },
 			BumpBody{Environment: "devel", Service: "checkout-api", Tag: "1.6.0", AutoMerge: true, MergeTimeout: "2h"}, 400, "BadRequest", `mergeTimeout "2h"`},
 	}
 	for _, tt := range tests {
@@ -308,7 +310,7 @@ func TestBumpAPIRefusals(t *testing.T) {
 func TestBumpAPIAutoMergeWaitsForLocks(t *testing.T) {
 	e := newBumpEnv(t)
 	e.f.lock(t, "apps/devel")
-	token := e.gh.sign(t, nil, e.github("acme/checkout-api"))
+	token := e.gh.Sign(t, nil, e.github("acme/checkout-api"))
 	code, out := e.post(t, token, BumpBody{Environment: "devel", Service: "checkout-api", Tag: "1.6.0", AutoMerge: true, MergeTimeout: "300ms"})
 	var got BumpError
 	if err := json.Unmarshal(out, &got); err != nil {
@@ -323,7 +325,7 @@ func TestBumpAPIAutoMergeWaitsForLocks(t *testing.T) {
 
 	// Unlocked, with green checks: merged within the request.
 	e.f.unlock(t, "apps/devel")
-	code, out = e.post(t, e.gh.sign(t, nil, e.github("acme/checkout-api")), BumpBody{Environment: "devel", Service: "checkout-api", Tag: "1.6.0", AutoMerge: true, MergeTimeout: "5s"})
+	code, out = e.post(t, e.gh.Sign(t, nil, e.github("acme/checkout-api")), BumpBody{Environment: "devel", Service: "checkout-api", Tag: "1.6.0", AutoMerge: true, MergeTimeout: "5s"})
 	if code != http.StatusOK || !decodeResult(t, out).Merged {
 		t.Fatalf("bump after unlock answered %d: %s", code, out)
 	}

@@ -47,6 +47,7 @@ import (
 //	      namespaces: [acme]              # owners/groups whose repositories are trusted (github default: upstreamOwner)
 //	    - {url: https://gitlab.com, audience: stagehand, claims: gitlab, namespaces: [acme-group]}
 //	  keyRefresh: 30s                     # least time between two key set fetches triggered by an unknown key
+//	  caFile: ""                          # PEM bundle trusted for the issuers' TLS besides the system roots
 type Config struct {
 	GitHub        GitHubConfig     `json:"github"`
 	Base          string           `json:"base"`
@@ -70,6 +71,10 @@ type Config struct {
 type OIDCConfig struct {
 	Issuers    []Issuer         `json:"issuers"`
 	KeyRefresh *config.Duration `json:"keyRefresh,omitempty"`
+	// CAFile is a PEM bundle of certificate authorities trusted for the
+	// issuers' TLS, beside the system roots (GitHub Enterprise Server or a
+	// self-managed GitLab behind a private CA).
+	CAFile string `json:"caFile,omitempty"`
 }
 
 // GitHubConfig says which repository the bot works on and how it authenticates.

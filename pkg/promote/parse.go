@@ -34,9 +34,11 @@ var (
 
 // Keys returns every key pipeline.yaml accepts as a path such as
 // "stages[].requires.soak", in file order: what docs/configuration.md must
-// describe. A new key list (a nested mapping) is added to nested as well.
+// describe. A new key list (a nested mapping) is added to nested as well;
+// a mapping of names (owners) has the placeholder <file> for its keys.
 func Keys() []string {
-	nested := map[string][]string{"stages[]": stageKeys, "stages[].requires": reqKeys, "stages[].window": windowKeys}
+	nested := map[string][]string{"stages[]": stageKeys, "stages[].requires": reqKeys, "stages[].window": windowKeys,
+		"stages[].bumpClaims": bumpClaimsKeys, "owners": {"<file>"}, "owners.<file>": ownersKeys}
 	var out []string
 	var walk func(prefix string, keys []string)
 	walk = func(prefix string, keys []string) {

@@ -290,6 +290,7 @@ Checks of combinations the schema cannot express; the reconciler would refuse th
 {{/* prbot.yaml: .Values.prbot.config plus the fields the chart owns. */}}
 {{- define "stagehand.prbotConfig" -}}
 {{- $c := deepCopy .Values.prbot.config -}}
+{{- if not $c.oidc -}}{{- $_ := unset $c "oidc" -}}{{- end -}}
 {{- $dir := include "stagehand.secretsDir" . -}}
 {{- $s := .Values.secrets -}}
 {{- $gh := dict "apiURL" (.Values.config.github.apiURL | default "") "owner" (.Values.config.github.owner | default "") "repo" (.Values.config.github.repo | default "") -}}

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/prbot"
+)
+
+// newBumpAPI builds the keyless bump API of prbot serve's oidc section,
+// logging every request with the caller's identity (never the token).
+func newBumpAPI(c *prbot.Config, b *prbot.Bot, log serveLogger) (*prbot.BumpAPI, error) {
+	client, err := issuerClient(c.OIDC.CAFile)
+	if err != nil {
+		return nil, err
+	}
+	opts := []prbot.Option{prbot.WithIssuerClient(client), prbot.WithKeyRefresh(c.OIDC.KeyRefresh.Duration), prbot.WithBumpLog(func(l prbot.BumpLog) { logBump(log, l) })}
+	for _, is := range c.OIDC.Issuers {
+		opts = append(opts, prbot.WithIssuer(is))
+	}
+	return prbot.NewBumpAPI(b, opts...)
+}
+
+// issuerClient fetches discovery documents and key sets, trusting caFile
+// beside the system roots.
+func issuerClient(caFile string) (*http.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if caFile != "" {
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading oidc.caFile: %w", err)
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("reading oidc.caFile: %s holds no PEM certificate", caFile)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}, nil
+}
+
+func logBump(log serveLogger, l prbot.BumpLog) {
+	kv := []any{"status", l.Status}
+	if c := l.Caller; c != nil {
+		kv = append(kv, "issuer", c.Issuer, "repository", c.Repository, "ref", c.Ref, "event", c.Event, "workflow", c.WorkflowRef, "actor", c.Actor, "run", c.Run)
+	}
+	if b := l.Body; b != nil {
+		kv = append(kv, "environment", b.Environment, "file", b.File, "service", b.Service, "container", b.Container, "tag", b.Tag)
+	}
+	if r := l.Result; r != nil {
+		kv = append(kv, "pr", r.PR, "changed", r.Changed, "merged", r.Merged)
+	}
+	switch {
+	case l.Err == nil:
+		log.Info("bump accepted", kv...)
+	case l.Status >= 500:
+		log.Error(l.Err, "bump failed", append(kv, "reason", l.Reason)...)
+	default:
+		log.Info("bump refused", append(kv, "reason", l.Reason, "error", l.Err.Error())...)
+	}
+}
