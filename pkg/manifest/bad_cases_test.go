@@ -240,7 +240,7 @@ func badCases() []badCase {
 			{File: "environments/e/manifest.json", Line: 1, Column: 15, Pointer: "/services/0", Message: "service has no \"name\"; every service needs one"},
 		}, files: root(`{"services": [{"Name": "api", "containers": [{"dockerTag": "1.0.0"}]}]}`), opts: []Option{AllowUnknownKeys()}},
 		{name: "too many files", want: []Error{
-			{File: "environments/e/manifest.json", Line: 1, Column: 27, Pointer: "/includes/1", Message: "include \"./b.json\" goes over the limit of 2 files per environment"},
+			{File: "environments/e/manifest.json", Line: 1, Column: 27, Pointer: "/includes/1", Message: "include \"./b.json\" goes over the limit of 2 distinct files per environment; include chain: environments/e/manifest.json → environments/e/b.json"},
 		}, files: map[string]string{
 			"e/manifest.json": `{"includes": ["./a.json", "./b.json"]}`,
 			"e/a.json":        `{}`,

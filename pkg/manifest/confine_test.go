@@ -35,14 +35,14 @@ func TestLimits(t *testing.T) {
 	if msg := l.Errors[0].Message; !strings.Contains(msg, "over the limit of 4194304 bytes") {
 		t.Errorf("got %q", msg)
 	}
-	// Exponential diamonds are bounded by the file limit.
+	// Exponential diamonds are bounded by the include limit.
 	files = map[string]string{"e/manifest.json": `{"includes": ["./d0.json", "./d0.json"]}`}
 	for i := range 30 {
 		files[fmt.Sprintf("e/d%d.json", i)] = fmt.Sprintf(`{"includes": ["./d%d.json", "./d%d.json"]}`, i+1, i+1)
 	}
 	files["e/d30.json"] = `{}`
 	l = errorList(t, func() error { _, err := Resolve(t.Context(), repo(files), ".", "e"); return err }())
-	if len(l.Errors) != 1 || !strings.Contains(l.Errors[0].Message, "limit of 10000 files") {
+	if len(l.Errors) != 1 || !strings.Contains(l.Errors[0].Message, "over the limit of 100000 includes per environment") {
 		t.Errorf("got %v", l)
 	}
 }

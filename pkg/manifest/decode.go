@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 )
@@ -15,27 +16,51 @@ var (
 // pass, checking syntax, types and the value grammars as it goes.
 type decoder struct {
 	scanner
-	f       *file
-	c       *collector
-	allow   bool     // unknown keys are warnings
-	ctrOffs []ctrOff // where the current service's containers start
+	ctx         context.Context
+	f           *file
+	c           *collector
+	allow       bool     // unknown keys are warnings
+	maxServices int      // service entries one file may define
+	ctrOffs     []ctrOff // where the current service's containers start
 }
+
+// ctxCheckEvery is how many service entries are decoded between two looks
+// at the context.
+const ctxCheckEvery = 1024
+
+// limitError aborts the parse of one file that crossed a limit; it is
+// reported as is, without "syntax error".
+type limitError struct {
+	off int
+	msg string
+}
+
+// ctxError aborts the parse when the context ended.
+type ctxError struct{ err error }
 
 // ctrOff locates a parsed container for duplicate reports.
 type ctrOff struct{ off, idx int }
 
 // parse decodes f.data into f, reporting every problem to c. A syntax error
-// stops the file; type and value errors do not.
-func parse(f *file, c *collector, allowUnknown bool) {
-	d := &decoder{scanner: scanner{data: f.data, stack: make([]seg, 0, 8)}, f: f, c: c, allow: allowUnknown}
+// stops the file; type and value errors do not. It returns ctx's error when
+// ctx ended during the parse (f is then broken).
+func parse(ctx context.Context, f *file, c *collector, o options) (err error) {
+	d := &decoder{scanner: scanner{data: f.data, stack: make([]seg, 0, 8)}, ctx: ctx, f: f, c: c,
+		allow: o.allowUnknownKeys, maxServices: o.maxServices}
 	defer func() {
-		if r := recover(); r != nil {
-			se, ok := r.(syntaxError)
-			if !ok {
-				panic(r)
-			}
-			d.errAt(se.off, d.pointer(), "syntax error: "+se.msg)
+		switch r := recover().(type) {
+		case nil:
+		case syntaxError:
+			d.errAt(r.off, d.pointer(), "syntax error: "+r.msg)
 			f.broken = true
+		case limitError:
+			d.errAt(r.off, d.pointer(), r.msg)
+			f.broken = true
+		case ctxError:
+			f.broken = true
+			err = r.err
+		default:
+			panic(r)
 		}
 	}()
 	if len(d.data) >= 3 && string(d.data[:3]) == "\ufeff" {
@@ -55,6 +80,7 @@ func parse(f *file, c *collector, allowUnknown bool) {
 	if !d.eof() {
 		d.fail(d.i, "found %s after the end of the manifest object; a manifest holds one JSON object", d.describeHere())
 	}
+	return nil
 }
 
 func (d *decoder) errAt(off int, ptr, msg string) {
@@ -202,6 +228,14 @@ func (d *decoder) services() {
 		if d.f.services == nil {
 			d.f.services = make([]entry, 0, 32)
 		}
+		if n%ctxCheckEvery == ctxCheckEvery-1 {
+			if err := d.ctx.Err(); err != nil {
+				panic(ctxError{err})
+			}
+		}
+		if len(d.f.services) >= d.maxServices {
+			panic(limitError{off: d.i, msg: fmt.Sprintf("this file defines more than %d service entries, the limit per environment", d.maxServices)})
+		}
 		d.service(n)
 	})
 }
@@ -254,19 +288,20 @@ func (d *decoder) service(n int) {
 }
 
 // dupContainers reports two containers of one service with the same
-// (defaulted) dockerName.
+// (defaulted) dockerName, in time linear in the number of containers.
 func (d *decoder) dupContainers(e *entry) {
 	cs := e.svc.Containers
-	for i := 1; i < len(cs); i++ {
-		for j := 0; j < i; j++ {
-			if cs[i].DockerName == cs[j].DockerName {
-				at := d.ctrOffs[i]
-				d.errAt(at.off, d.pointer()+"/containers/"+strconv.Itoa(at.idx),
-					fmt.Sprintf("service %q has two containers with dockerName %q (containers %d and %d); each container needs its own dockerName",
-						e.svc.Name, cs[i].DockerName, d.ctrOffs[j].idx, at.idx))
-				break
-			}
+	first := make(map[string]int, len(cs))
+	for i := range cs {
+		j, dup := first[cs[i].DockerName]
+		if !dup {
+			first[cs[i].DockerName] = i
+			continue
 		}
+		at := d.ctrOffs[i]
+		d.errAt(at.off, d.pointer()+"/containers/"+strconv.Itoa(at.idx),
+			fmt.Sprintf("service %q has two containers with dockerName %q (containers %d and %d); each container needs its own dockerName",
+				e.svc.Name, cs[i].DockerName, d.ctrOffs[j].idx, at.idx))
 	}
 }
 

@@ -18,9 +18,21 @@
 // symbolic links pointing outside are refused (links are detected through
 // fs.ReadLinkFS, which os.DirFS implements).
 //
+// Resolution is bounded by work, not by luck: it reads at most
+// DefaultMaxFiles distinct files and DefaultMaxBytes bytes, visits at most
+// DefaultMaxIncludes include sites and DefaultMaxServices service entries
+// (a file included from n places counts n times, though it is read and
+// decoded once), nests at most DefaultMaxDepth includes deep, and stops at
+// the first limit crossed with an error naming the include and the include
+// chain (options raise or lower each limit). Resolve also stops when its
+// context ends. Only regular files are read: a FIFO, device or socket is
+// refused from its mode before it is opened.
+//
 // The decoder is a single pass over the bytes that builds the typed structs
 // directly and keeps byte offsets, converting them to line:column only where
-// needed; see BenchmarkResolve against BenchmarkUnmarshal.
+// needed (from marks every 256 bytes, so the cost does not depend on the
+// layout: see BenchmarkDecodeOneLine against BenchmarkUnmarshalOneLine, and
+// BenchmarkResolve against BenchmarkUnmarshal).
 //
 // Edit opens one file for format-preserving changes (prbot's bumps and
 // promotions): it splices only the bytes of the values that change and learns

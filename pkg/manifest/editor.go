@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 )
@@ -32,9 +33,14 @@ func Edit(name string, data []byte, opts ...Option) (*Editor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("editing %s: %w", name, err)
 	}
+	if int64(len(data)) > o.maxFileSize {
+		return nil, fmt.Errorf("editing %s: file is %d bytes, over the limit of %d bytes", name, len(data), o.maxFileSize)
+	}
 	f := &file{name: name, data: data}
 	c := collector{max: o.maxErrors}
-	parse(f, &c, o.allowUnknownKeys)
+	if err := parse(context.Background(), f, &c, o); err != nil {
+		return nil, fmt.Errorf("editing %s: %w", name, err)
+	}
 	f.checkDuplicates(&c)
 	if err := c.err(); err != nil {
 		return nil, err

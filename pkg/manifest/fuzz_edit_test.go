@@ -11,7 +11,10 @@ func parsed(t *testing.T, data []byte) []Service {
 	t.Helper()
 	f := &file{name: "m.json", data: data}
 	c := collector{max: DefaultMaxErrors}
-	parse(f, &c, false)
+	o, _ := buildOptions(nil)
+	if err := parse(t.Context(), f, &c, o); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.err(); err != nil {
 		t.Fatalf("invalid: %v\n%s", err, data)
 	}

@@ -93,8 +93,9 @@ type resolver struct {
 	files   map[string]*loaded // by real path
 	real    map[string]string  // link-free paths of checked prefixes
 	stack   []string           // real paths of the current include chain
-	visits  int
-	seq     []ref // every service entry in effective order, overrides included
+	spent   budget             // work done so far, against o's limits
+	over    bool               // a budget was crossed: nothing more is read
+	seq     []ref              // every service entry in effective order, overrides included
 	marks   []mark
 	root    *file
 }
@@ -129,22 +130,15 @@ func (r *resolver) visit(name string, from *file, inc include, depth int) *Layou
 	if from == nil {
 		inc.path = name
 	}
-	if r.stopped != nil {
-		return nil
-	}
-	if err := r.ctx.Err(); err != nil {
-		r.stopped = err
+	if r.halted() {
 		return nil
 	}
 	if depth > r.o.maxDepth {
 		r.siteErr(from, inc, fmt.Sprintf("include %q nests deeper than the limit of %d levels", inc.path, r.o.maxDepth))
 		return nil
 	}
-	r.visits++
-	if r.visits > r.o.maxFiles {
-		if r.visits == r.o.maxFiles+1 {
-			r.siteErr(from, inc, fmt.Sprintf("include %q goes over the limit of %d files per environment", inc.path, r.o.maxFiles))
-		}
+	if r.spent.includes++; r.spent.includes > r.o.maxIncludes {
+		r.overBudget(from, inc, name, fmt.Sprintf("goes over the limit of %d includes per environment (a file counts once per place that includes it)", r.o.maxIncludes))
 		return nil
 	}
 	real, err := r.realPath(name)
@@ -163,7 +157,10 @@ func (r *resolver) visit(name string, from *file, inc include, depth int) *Layou
 			return nil
 		}
 	}
-	ld := r.load(real)
+	ld := r.load(real, from, inc)
+	if r.halted() {
+		return nil
+	}
 	if ld.err != "" {
 		if from == nil {
 			r.c.add(Error{File: real, Message: "reading the environment's manifest: " + ld.err})
@@ -183,6 +180,10 @@ func (r *resolver) visit(name string, from *file, inc include, depth int) *Layou
 		line, col := f.pos(f.skipOff)
 		r.c.warn(Error{File: f.name, Line: line, Column: col, Pointer: "/skipConfirmation",
 			Message: "skipConfirmation is ignored in an included file; only the environment's manifest.json decides"})
+	}
+	if r.spent.services += len(f.services); r.spent.services > r.o.maxServices {
+		r.overBudget(from, inc, real, fmt.Sprintf("brings the environment to %d service entries, over the limit of %d (a file's services count once per place that includes it)", r.spent.services, r.o.maxServices))
+		return nil
 	}
 	lay := &Layout{File: f.name, Owner: Owner(f.name), Services: make([]LayoutService, 0, len(f.services)), Includes: make([]*Layout, 0, len(f.includes))}
 	r.stack = append(r.stack, real)
@@ -289,8 +290,10 @@ func (r *resolver) realPath(name string) (string, error) {
 	return done, nil
 }
 
-// load reads and parses the file at the link-free path name once.
-func (r *resolver) load(name string) *loaded {
+// load reads and parses the file at the link-free path name once, checking
+// the file and byte budgets before reading it. Only regular files are read:
+// a FIFO, device or socket is refused from its mode, before any open.
+func (r *resolver) load(name string, from *file, inc include) *loaded {
 	if ld, ok := r.files[name]; ok {
 		return ld
 	}
@@ -304,10 +307,20 @@ func (r *resolver) load(name string) *loaded {
 		ld.err = err.Error()
 	case fi.IsDir():
 		ld.err = "is a directory, not a manifest file"
+	case !fi.Mode().IsRegular():
+		ld.err = "is " + fileKind(fi.Mode()) + ", not a regular file; only regular files may be included"
 	case fi.Size() > r.o.maxFileSize:
 		ld.err = fmt.Sprintf("file is %d bytes, over the limit of %d bytes", fi.Size(), r.o.maxFileSize)
 	}
 	if ld.err != "" {
+		return ld
+	}
+	if len(r.files) > r.o.maxFiles {
+		r.overBudget(from, inc, name, fmt.Sprintf("goes over the limit of %d distinct files per environment", r.o.maxFiles))
+		return ld
+	}
+	if r.spent.bytes+fi.Size() > r.o.maxBytes {
+		r.overBudget(from, inc, name, fmt.Sprintf("brings the environment to %d bytes read, over the limit of %d bytes", r.spent.bytes+fi.Size(), r.o.maxBytes))
 		return ld
 	}
 	data, err := fs.ReadFile(r.fsys, name)
@@ -319,8 +332,15 @@ func (r *resolver) load(name string) *loaded {
 		ld.err = fmt.Sprintf("file is %d bytes, over the limit of %d bytes", len(data), r.o.maxFileSize)
 		return ld
 	}
+	if r.spent.bytes += int64(len(data)); r.spent.bytes > r.o.maxBytes {
+		r.overBudget(from, inc, name, fmt.Sprintf("brings the environment to %d bytes read, over the limit of %d bytes", r.spent.bytes, r.o.maxBytes))
+		return ld
+	}
 	ld.f = &file{name: name, data: data}
-	parse(ld.f, &r.c, r.o.allowUnknownKeys)
+	if err := parse(r.ctx, ld.f, &r.c, r.o); err != nil {
+		r.stopped = err
+		return ld
+	}
 	ld.f.checkDuplicates(&r.c)
 	return ld
 }

@@ -1,9 +1,7 @@
 package manifest
 
 import (
-	"bytes"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -25,7 +23,7 @@ type syntaxError struct {
 type file struct {
 	name     string // repo-relative path
 	data     []byte
-	lines    []int // offsets of line starts, built on first use
+	marks    []posMark // line and column every posStride bytes, built on first use
 	includes []include
 	services []entry
 	hasSkip  bool
@@ -50,31 +48,6 @@ type entry struct {
 	idx     int // index in the file's services list
 	line    int // position of off, computed on first use
 	col     int
-}
-
-// pos converts a byte offset into a 1-based line and character column.
-func (f *file) pos(off int) (line, col int) {
-	if f.lines == nil {
-		f.lines = make([]int, 1, bytes.Count(f.data, []byte{'\n'})+1)
-		for i, c := range f.data {
-			if c == '\n' {
-				f.lines = append(f.lines, i+1)
-			}
-		}
-	}
-	if off > len(f.data) {
-		off = len(f.data)
-	}
-	n := sort.Search(len(f.lines), func(i int) bool { return f.lines[i] > off }) - 1
-	start := f.lines[n]
-	return n + 1, utf8.RuneCount(f.data[start:off]) + 1
-}
-
-func (f *file) entryPos(e *entry) (line, col int) {
-	if e.line == 0 {
-		e.line, e.col = f.pos(e.off)
-	}
-	return e.line, e.col
 }
 
 // seg is one step of a JSON pointer.
