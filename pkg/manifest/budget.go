@@ -37,7 +37,7 @@ func (r *resolver) overBudget(from *file, inc include, name, msg string) {
 		r.c.add(Error{File: name, Message: "the environment's manifest " + msg})
 		return
 	}
-	r.siteErr(from, inc, fmt.Sprintf("include %q %s; include chain: %s", inc.path, msg, chain))
+	r.siteErr(from, inc, fmt.Sprintf("include %s %s; include chain: %s", quote(inc.path), msg, chain))
 }
 
 // fileKind names a non-regular file mode for errors.

@@ -115,7 +115,7 @@ func (d *decoder) dupKey(seen *uint8, bit uint8, k string, off int) {
 func (d *decoder) unknown(off int, k []byte, known []string) (suggested string) {
 	key := string(k)
 	d.push(key)
-	msg := fmt.Sprintf("unknown key %q", key)
+	msg := "unknown key " + quote(key)
 	s := Suggest(key, known)
 	if s != "" {
 		msg += fmt.Sprintf("; did you mean %q?", s)

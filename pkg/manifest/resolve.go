@@ -134,7 +134,7 @@ func (r *resolver) visit(name string, from *file, inc include, depth int) *Layou
 		return nil
 	}
 	if depth > r.o.maxDepth {
-		r.siteErr(from, inc, fmt.Sprintf("include %q nests deeper than the limit of %d levels", inc.path, r.o.maxDepth))
+		r.siteErr(from, inc, fmt.Sprintf("include %s nests deeper than the limit of %d levels", quote(inc.path), r.o.maxDepth))
 		return nil
 	}
 	if r.spent.includes++; r.spent.includes > r.o.maxIncludes {
@@ -146,7 +146,7 @@ func (r *resolver) visit(name string, from *file, inc include, depth int) *Layou
 		if from == nil {
 			r.c.add(Error{File: name, Message: err.Error()})
 		} else {
-			r.siteErr(from, inc, fmt.Sprintf("include %q: %v", inc.path, err))
+			r.siteErr(from, inc, fmt.Sprintf("include %s: %v", quote(inc.path), err))
 		}
 		return nil
 	}
@@ -165,7 +165,7 @@ func (r *resolver) visit(name string, from *file, inc include, depth int) *Layou
 		if from == nil {
 			r.c.add(Error{File: real, Message: "reading the environment's manifest: " + ld.err})
 		} else {
-			r.siteErr(from, inc, fmt.Sprintf("include %q: %s: %s", inc.path, real, ld.err))
+			r.siteErr(from, inc, fmt.Sprintf("include %s: %s: %s", quote(inc.path), clip(real), ld.err))
 		}
 		return nil
 	}
@@ -215,13 +215,13 @@ func includeTarget(dir, p string) (string, string) {
 	case p == "":
 		return "", "empty include path; expected a path relative to this file such as \"./other.json\""
 	case strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) || (len(p) > 1 && p[1] == ':'):
-		return "", fmt.Sprintf("include %q is an absolute path; includes must be relative to the including file", p)
+		return "", fmt.Sprintf("include %s is an absolute path; includes must be relative to the including file", quote(p))
 	case strings.Contains(p, `\`):
-		return "", fmt.Sprintf("include %q contains a backslash; use '/' to separate directories", p)
+		return "", fmt.Sprintf("include %s contains a backslash; use '/' to separate directories", quote(p))
 	}
 	t := path.Join(dir, p)
 	if t == ".." || strings.HasPrefix(t, "../") {
-		return "", fmt.Sprintf("include %q leaves the repository (resolves to %q); includes must stay inside it", p, t)
+		return "", fmt.Sprintf("include %s leaves the repository (resolves to %s); includes must stay inside it", quote(p), quote(t))
 	}
 	return t, ""
 }

@@ -87,9 +87,22 @@ func pointerOf(stack []seg) string {
 			b.WriteString(strconv.Itoa(sg.idx))
 			continue
 		}
-		b.WriteString(escapePointer(sg.key))
+		b.WriteString(clipKey(escapePointer(sg.key)))
 	}
 	return b.String()
+}
+
+// clipKey shortens a pointer segment over 64 bytes (an absurd key) so that
+// errors stay small; such a pointer is for reading, not for following.
+func clipKey(k string) string {
+	if len(k) <= 64 {
+		return k
+	}
+	cut := 60
+	for cut > 0 && !utf8.RuneStart(k[cut]) {
+		cut--
+	}
+	return k[:cut] + "…"
 }
 
 func escapePointer(k string) string {
@@ -448,7 +461,10 @@ func describe(data []byte, off int) string {
 	case c == '\'':
 		return "'\\'' (JSON strings take double quotes)"
 	default:
-		r, _ := utf8.DecodeRune(data[off:])
+		r, n := utf8.DecodeRune(data[off:])
+		if r == utf8.RuneError && n <= 1 {
+			return fmt.Sprintf("byte 0x%02x, which is not UTF-8", c)
+		}
 		return strconv.QuoteRune(r)
 	}
 }
