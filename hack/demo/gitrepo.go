@@ -132,7 +132,7 @@ func (r *gitRepo) edit(file, old, new string) error {
 // notifyPush sends what GitHub would send after a push: a push webhook signed
 // with the shared secret.
 func notifyPush(ctx context.Context, server, secret, repoURL, delivery string) error {
-	body := fmt.Sprintf(`{"ref":"refs/heads/main","repository":{"clone_url":%q,"full_name":"acme/manifests"}}`, repoURL)
+	body := fmt.Sprintf(`{"ref":"refs/heads/main","after":"0000000000000000000000000000000000000001","repository":{"clone_url":%q,"full_name":"acme/manifests"}}`, repoURL)
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write([]byte(body))
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, server+"/webhook/github", strings.NewReader(body))

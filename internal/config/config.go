@@ -113,8 +113,11 @@ type GitHub struct {
 	Repo              string     `json:"repo"`
 	App               *GitHubApp `json:"app,omitempty"`
 	WebhookSecretFile string     `json:"webhookSecretFile"`
-	Approvers         Approvers  `json:"approvers"`
-	DetailsURL        string     `json:"detailsURL"`
+	// WebhookMaxBodyBytes caps a webhook delivery's body; 0 keeps the
+	// receiver's default (5 MiB).
+	WebhookMaxBodyBytes int64     `json:"webhookMaxBodyBytes,omitempty"`
+	Approvers           Approvers `json:"approvers"`
+	DetailsURL          string    `json:"detailsURL"`
 }
 
 // Approvers says who may approve a plan through GitHub.

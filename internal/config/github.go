@@ -37,6 +37,9 @@ func (g *GitHub) validate(bad func(field, format string, a ...any)) {
 			bad(field, "%q is not an absolute http(s) URL", v)
 		}
 	}
+	if n := g.WebhookMaxBodyBytes; n != 0 && (n < 1<<10 || n > 25<<20) {
+		bad("github.webhookMaxBodyBytes", "must be between 1024 and 26214400 bytes (GitHub's own cap, 25 MiB), got %d", n)
+	}
 	for i, t := range g.Approvers.Teams {
 		org, slug, ok := strings.Cut(t, "/")
 		if !ok || org == "" || slug == "" || strings.Contains(slug, "/") {

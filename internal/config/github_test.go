@@ -24,6 +24,12 @@ func TestGitHub(t *testing.T) {
 		{name: "relative api url", yaml: "github: {owner: acme, repo: m, apiURL: ghe.acme.com}", err: `github.apiURL: "ghe.acme.com" is not an absolute http(s) URL`},
 		{name: "bad team", yaml: "github: {owner: acme, repo: m, approvers: {teams: [sre]}}", err: `github.approvers.teams: entry 0 "sre": want org/team-slug`},
 		{name: "bad permission", yaml: "github: {approvers: {minPermission: owner}}", err: `github.approvers.minPermission: unknown permission "owner"`},
+		{name: "webhook body cap", yaml: "github: {owner: acme, repo: m, webhookMaxBodyBytes: 1048576}",
+			want: GitHub{Owner: "acme", Repo: "m", WebhookMaxBodyBytes: 1 << 20, Approvers: Approvers{MinPermission: "maintain"}}},
+		{name: "webhook body cap too small", yaml: "github: {owner: acme, repo: m, webhookMaxBodyBytes: 100}",
+			err: "github.webhookMaxBodyBytes: must be between 1024 and 26214400 bytes (GitHub's own cap, 25 MiB), got 100"},
+		{name: "webhook body cap over GitHub's", yaml: "github: {owner: acme, repo: m, webhookMaxBodyBytes: 26214401}",
+			err: "github.webhookMaxBodyBytes: must be between 1024 and 26214400 bytes (GitHub's own cap, 25 MiB), got 26214401"},
 		{name: "unknown key", yaml: "github: {token: x}", err: `unknown field "token"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

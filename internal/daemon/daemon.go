@@ -144,7 +144,11 @@ func (d *Daemon) buildWebhook() error {
 		if err != nil {
 			return fmt.Errorf("github.webhookSecretFile: %w", err)
 		}
-		if d.webhook, err = webhook.New(secret); err != nil {
+		var opts []webhook.Option
+		if n := d.cfg.GitHub.WebhookMaxBodyBytes; n != 0 {
+			opts = append(opts, webhook.WithMaxBodyBytes(n))
+		}
+		if d.webhook, err = webhook.New(secret, opts...); err != nil {
 			return err
 		}
 	}

@@ -295,7 +295,7 @@ func (r *running) waitPending(t testing.TB, name, revision string) approval.Pend
 // push sends a signed GitHub push webhook for h's repository.
 func (r *running) push(t testing.TB, h *harness, delivery string) {
 	t.Helper()
-	body := fmt.Sprintf(`{"ref":"refs/heads/main","repository":{"clone_url":%q,"full_name":"acme/manifests"}}`, h.url)
+	body := fmt.Sprintf(`{"ref":"refs/heads/main","after":"0000000000000000000000000000000000000001","repository":{"clone_url":%q,"full_name":"acme/manifests"}}`, h.url)
 	mac := hmac.New(sha256.New, []byte(testSecret))
 	mac.Write([]byte(body))
 	req, _ := http.NewRequest("POST", r.url+"/webhook/github", strings.NewReader(body))

@@ -11,13 +11,28 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
+	"time"
 )
 
-// DefaultMaxBodyBytes is GitHub's own cap on webhook payloads (25 MiB).
-const DefaultMaxBodyBytes = 25 << 20
+// DefaultMaxBodyBytes caps a webhook body (5 MiB): GitHub's payloads for the
+// events Stagehand handles are a few KB to a few hundred KB, and the cap is
+// what an unauthenticated caller can make a replica buffer per request.
+const DefaultMaxBodyBytes = 5 << 20
+
+// DefaultMaxConcurrent is how many deliveries are read and handled at once;
+// with DefaultMaxBodyBytes it bounds the memory unauthenticated callers can
+// hold to 40 MiB.
+const DefaultMaxConcurrent = 8
+
+// DefaultQueueWait is how long a delivery waits for a free slot before it
+// is refused with 503 and Retry-After.
+const DefaultQueueWait = 2 * time.Second
+
+// DefaultReadTimeout bounds the reading of one body (GitHub itself gives up
+// on a delivery after 10 seconds), so that a slow sender cannot hold a slot.
+const DefaultReadTimeout = 10 * time.Second
 
 // DefaultDedupeSize is how many delivery IDs are remembered by default.
 const DefaultDedupeSize = 10000
@@ -26,7 +41,7 @@ const DefaultDedupeSize = 10000
 type Event struct {
 	Type     string // X-GitHub-Event, e.g. "push", "check_run", "pull_request"
 	Delivery string // X-GitHub-Delivery
-	Payload  []byte // the JSON payload, signature verified (the raw body, or a form body's payload field)
+	Payload  []byte // the raw JSON body, signature verified and of the shape Type requires
 }
 
 // Handler processes one event. It runs while GitHub waits for the response
@@ -38,19 +53,61 @@ type Handler func(ctx context.Context, e Event) error
 type Option func(*options) error
 
 type options struct {
-	maxBody    int64
-	dedupeSize int
-	onError    func(Event, error)
+	maxBody       int64
+	maxConcurrent int
+	queueWait     time.Duration
+	readTimeout   time.Duration
+	dedupeSize    int
+	onError       func(Event, error)
 }
 
 // WithMaxBodyBytes caps the request body (default DefaultMaxBodyBytes);
-// larger bodies get 413 and are not processed.
+// larger bodies get 413 and are not processed: a Content-Length over the
+// cap is refused before anything is read, and no more than the cap is ever
+// read.
 func WithMaxBodyBytes(n int64) Option {
 	return func(o *options) error {
 		if n <= 0 {
 			return fmt.Errorf("max body bytes %d: must be positive", n)
 		}
 		o.maxBody = n
+		return nil
+	}
+}
+
+// WithMaxConcurrent sets how many deliveries are read and handled at once
+// (default DefaultMaxConcurrent); one that waits longer than the queue wait
+// for a slot gets 503 with Retry-After.
+func WithMaxConcurrent(n int) Option {
+	return func(o *options) error {
+		if n <= 0 {
+			return fmt.Errorf("max concurrent deliveries %d: must be positive", n)
+		}
+		o.maxConcurrent = n
+		return nil
+	}
+}
+
+// WithQueueWait sets how long a delivery may wait for a free slot (default
+// DefaultQueueWait; 0 refuses at once when all slots are busy).
+func WithQueueWait(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("queue wait %v: must not be negative", d)
+		}
+		o.queueWait = d
+		return nil
+	}
+}
+
+// WithReadTimeout bounds the reading of one body (default
+// DefaultReadTimeout), where the server allows setting a read deadline.
+func WithReadTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("read timeout %v: must be positive", d)
+		}
+		o.readTimeout = d
 		return nil
 	}
 }
@@ -77,6 +134,7 @@ func WithErrorHandler(f func(Event, error)) Option {
 type Receiver struct {
 	secret []byte
 	opts   options
+	slots  chan struct{} // one token per delivery being read or handled
 
 	mu       sync.Mutex
 	handlers map[string][]Handler
@@ -89,7 +147,8 @@ func New(secret string, opts ...Option) (*Receiver, error) {
 	if strings.TrimSpace(secret) == "" {
 		return nil, errors.New("webhook secret is required (github.webhookSecretFile)")
 	}
-	o := options{maxBody: DefaultMaxBodyBytes, dedupeSize: DefaultDedupeSize}
+	o := options{maxBody: DefaultMaxBodyBytes, maxConcurrent: DefaultMaxConcurrent, queueWait: DefaultQueueWait,
+		readTimeout: DefaultReadTimeout, dedupeSize: DefaultDedupeSize}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("configuring webhook receiver: %w", err)
@@ -98,6 +157,7 @@ func New(secret string, opts ...Option) (*Receiver, error) {
 	return &Receiver{
 		secret:   []byte(secret),
 		opts:     o,
+		slots:    make(chan struct{}, o.maxConcurrent),
 		handlers: map[string][]Handler{},
 		seen:     newLRU(o.dedupeSize),
 	}, nil
@@ -112,49 +172,55 @@ func (r *Receiver) Handle(eventType string, h Handler) {
 	r.handlers[eventType] = append(r.handlers[eventType], h)
 }
 
-// ServeHTTP verifies, deduplicates and dispatches one delivery.
+// ServeHTTP checks, verifies, deduplicates and dispatches one delivery. What
+// can be judged from the headers is judged before the body is read, and at
+// most the cap is read before the signature is checked:
 //
-//	405 not a POST · 413 body over the cap · 401 missing or wrong signature ·
-//	400 no X-GitHub-Event or X-GitHub-Delivery · 200 processed, ignored
-//	(no handler) or a duplicate · 500 a handler failed
+//	405 not a POST · 415 not application/json (form-encoded hooks included) ·
+//	400 no X-GitHub-Event or X-GitHub-Delivery · 413 body over the cap ·
+//	503 (Retry-After) all slots busy · 401 missing or wrong signature ·
+//	400 a payload that is not the shape its event requires ·
+//	200 processed, ignored (no handler) or a duplicate · 500 a handler failed
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	if req.ContentLength > r.opts.maxBody {
-		http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
+	if ct, _, err := mime.ParseMediaType(req.Header.Get("Content-Type")); err != nil || ct != "application/json" {
+		http.Error(w, "Content-Type must be application/json (set the hook's content type to application/json)", http.StatusUnsupportedMediaType)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, r.opts.maxBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
-			return
-		}
-		http.Error(w, "reading body failed", http.StatusBadRequest)
-		return
-	}
-	if !r.validSignature(req.Header.Get("X-Hub-Signature-256"), body) {
-		http.Error(w, "missing or invalid X-Hub-Signature-256", http.StatusUnauthorized)
-		return
-	}
-	e := Event{Type: req.Header.Get("X-GitHub-Event"), Delivery: req.Header.Get("X-GitHub-Delivery"), Payload: body}
+	e := Event{Type: req.Header.Get("X-GitHub-Event"), Delivery: req.Header.Get("X-GitHub-Delivery")}
 	if e.Type == "" || e.Delivery == "" {
 		http.Error(w, "X-GitHub-Event and X-GitHub-Delivery are required", http.StatusBadRequest)
 		return
 	}
-	if ct, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type")); ct == "application/x-www-form-urlencoded" {
-		// A hook configured with content type "form" sends payload=<json>; the signature covers the form.
-		form, err := url.ParseQuery(string(body))
-		if err != nil || form.Get("payload") == "" {
-			http.Error(w, "form body without a payload field", http.StatusBadRequest)
-			return
-		}
-		e.Payload = []byte(form.Get("payload"))
+	if req.ContentLength > r.opts.maxBody {
+		http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
+		return
 	}
+	if !r.acquire(req.Context()) {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "too many webhook deliveries at once; retry later", http.StatusServiceUnavailable)
+		return
+	}
+	defer func() { <-r.slots }()
+	body, code := r.read(w, req)
+	switch code {
+	case 0:
+	case http.StatusUnauthorized:
+		http.Error(w, "missing or invalid X-Hub-Signature-256", code)
+		return
+	default:
+		http.Error(w, http.StatusText(code), code)
+		return
+	}
+	if err := checkShape(e.Type, body); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	e.Payload = body
 	if !r.seen.add(e.Delivery) {
 		reply(w, http.StatusOK, "duplicate delivery; ignored")
 		return
@@ -179,14 +245,91 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	reply(w, http.StatusOK, "ok")
 }
 
+// acquire takes a slot, waiting at most the queue wait.
+func (r *Receiver) acquire(ctx context.Context) bool {
+	select {
+	case r.slots <- struct{}{}:
+		return true
+	default:
+	}
+	if r.opts.queueWait == 0 {
+		return false
+	}
+	t := time.NewTimer(r.opts.queueWait)
+	defer t.Stop()
+	select {
+	case r.slots <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// readChunk is the size of the pieces a body of unknown length is read in:
+// reading pieces rather than growing one buffer keeps the memory of a body
+// at its size (no doubling and copying), and a body whose signature fails is
+// never joined.
+const readChunk = 64 << 10
+
+// read reads the body, never more than the cap, within the read timeout,
+// and checks its signature. It returns the verified body or the status to
+// answer with.
+func (r *Receiver) read(w http.ResponseWriter, req *http.Request) ([]byte, int) {
+	// Not every ResponseWriter supports deadlines (httptest's recorder does not); the server's own timeouts still hold.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(r.opts.readTimeout))
+	src := http.MaxBytesReader(w, req.Body, r.opts.maxBody)
+	var chunks [][]byte
+	var total int
+	var err error
+	if n := req.ContentLength; n >= 0 {
+		// The length is known and within the cap: one buffer of that size (the server stops the body there).
+		body := make([]byte, n)
+		_, err = io.ReadFull(src, body)
+		chunks, total = [][]byte{body}, int(n)
+	} else {
+		for err == nil {
+			c := make([]byte, readChunk)
+			var m int
+			m, err = io.ReadFull(src, c)
+			if m > 0 {
+				chunks, total = append(chunks, c[:m]), total+m
+			}
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			err = nil
+		}
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return nil, http.StatusRequestEntityTooLarge
+	case err != nil:
+		return nil, http.StatusBadRequest
+	}
+	if !r.validSignature(req.Header.Get("X-Hub-Signature-256"), chunks) {
+		return nil, http.StatusUnauthorized
+	}
+	if len(chunks) == 1 {
+		return chunks[0], 0
+	}
+	body := make([]byte, 0, total)
+	for _, c := range chunks {
+		body = append(body, c...)
+	}
+	return body, 0
+}
+
 func reply(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(code)
 	fmt.Fprintln(w, msg)
 }
 
-// validSignature checks "sha256=<hex HMAC-SHA256 of body>" in constant time.
-func (r *Receiver) validSignature(header string, body []byte) bool {
+// validSignature checks "sha256=<hex HMAC-SHA256 of the body>" in constant
+// time; the body comes in pieces.
+func (r *Receiver) validSignature(header string, body [][]byte) bool {
 	hexSig, ok := strings.CutPrefix(header, "sha256=")
 	if !ok {
 		return false
@@ -196,7 +339,9 @@ func (r *Receiver) validSignature(header string, body []byte) bool {
 		return false
 	}
 	m := hmac.New(sha256.New, r.secret)
-	m.Write(body)
+	for _, c := range body {
+		m.Write(c)
+	}
 	return hmac.Equal(got, m.Sum(nil))
 }
 

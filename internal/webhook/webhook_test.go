@@ -147,7 +147,8 @@ func TestReceiver(t *testing.T) {
 		{name: "GET", d: delivery{event: "push", id: "1", body: nil, method: http.MethodGet}, wantCode: 405},
 		{name: "no event header", d: delivery{event: "", id: "1", body: body}, wantCode: 400},
 		{name: "no delivery header", d: delivery{event: "push", id: "", body: body}, wantCode: 400},
-		{name: "event without handler", d: delivery{event: "status", id: "1", body: body}, wantCode: 200},
+		{name: "event without handler", d: delivery{event: "deployment", id: "1", body: body}, wantCode: 200},
+		{name: "event whose shape the payload lacks", d: delivery{event: "status", id: "1", body: body}, wantCode: 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -165,7 +166,9 @@ func TestReceiver(t *testing.T) {
 
 func TestReceiverPassesRawPayload(t *testing.T) {
 	rec, url := recordedServer(t, "check_run")
-	body := []byte(`{"action": "requested_action",  "odd spacing": true}`)
+	body := []byte(`{"action": "requested_action",  "odd spacing": true,
+		"check_run": {"id": 1, "name": "stagehand/prod", "head_sha": "6113728f27ae82c7b1a177c8d03f9e96e0adf246", "status": "completed"},
+		"repository": {"full_name": "acme/manifests"}}`)
 	if code, _ := send(t, url, delivery{event: "check_run", id: "x", body: body}); code != 200 {
 		t.Fatalf("status = %d", code)
 	}
@@ -175,6 +178,9 @@ func TestReceiverPassesRawPayload(t *testing.T) {
 	}
 }
 
+// TestReceiverFormContentType: a hook configured with content type "form"
+// is refused with 415 even when its signature is valid; only JSON bodies are
+// decoded.
 func TestReceiverFormContentType(t *testing.T) {
 	rec, srvURL := recordedServer(t, "push")
 	js := `{"ref":"refs/heads/main"}`
@@ -189,12 +195,11 @@ func TestReceiverFormContentType(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("status = %d", resp.StatusCode)
+	if resp.StatusCode != http.StatusUnsupportedMediaType {
+		t.Fatalf("status = %d, want 415", resp.StatusCode)
 	}
-	want := []webhook.Event{{Type: "push", Delivery: "form", Payload: []byte(js)}}
-	if diff := cmp.Diff(want, rec.events); diff != "" {
-		t.Errorf("events (-want +got):\n%s", diff)
+	if got := rec.deliveries(); len(got) != 0 {
+		t.Errorf("handled %v, want nothing", got)
 	}
 }
 
@@ -251,6 +256,7 @@ func TestReceiverBodyCap(t *testing.T) {
 	}()
 	req, _ := http.NewRequest(http.MethodPost, url, pr)
 	req.Header.Set("X-GitHub-Event", "push")
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-GitHub-Delivery", "chunked")
 	req.Header.Set("X-Hub-Signature-256", githubtest.Sign(secret, big))
 	resp, err := http.DefaultClient.Do(req)
