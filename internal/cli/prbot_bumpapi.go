@@ -50,6 +50,8 @@ func logBump(log serveLogger, l prbot.BumpLog) {
 	kv := []any{"status", l.Status}
 	if c := l.Caller; c != nil {
 		kv = append(kv, "issuer", c.Issuer, "repository", c.Repository, "ref", c.Ref, "event", c.Event, "workflow", c.WorkflowRef, "actor", c.Actor, "run", c.Run)
+	} else if c := l.Claimed; c != nil {
+		kv = append(kv, "unverifiedIssuer", c.Issuer, "unverifiedRepository", c.Repository, "unverifiedSubject", c.Subject)
 	}
 	if b := l.Body; b != nil {
 		kv = append(kv, "environment", b.Environment, "file", b.File, "service", b.Service, "container", b.Container, "tag", b.Tag)

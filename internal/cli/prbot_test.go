@@ -510,7 +510,7 @@ func TestLogBumpNamesTheCaller(t *testing.T) {
 	caller := &prbot.Caller{Issuer: "https://token.actions.githubusercontent.com", Repository: "acme/checkout-api", Ref: "refs/heads/main", Event: "push", Actor: "octocat", Run: "42", TokenID: "jti-secret"}
 	body := &prbot.BumpBody{Environment: "devel", File: "payments-api.json", Service: "payments-api", Tag: "9.9.9"}
 	logBump(&log, prbot.BumpLog{Caller: caller, Body: body, Status: 403, Reason: "NotOwner", Err: fmt.Errorf("repository acme/checkout-api may bump only checkout-api.json")})
-	logBump(&log, prbot.BumpLog{Status: 401, Reason: "Unauthorized", Err: prbot.ErrExpired})
+	logBump(&log, prbot.BumpLog{Claimed: &prbot.Caller{Issuer: "https://gitlab.com", Repository: "evil/x"}, Status: 401, Reason: "Unauthorized", Err: prbot.ErrExpired})
 	logBump(&log, prbot.BumpLog{Caller: caller, Body: body, Status: 502, Reason: "Failed", Err: fmt.Errorf("github down")})
 	logBump(&log, prbot.BumpLog{Caller: caller, Body: body, Status: 200, Result: &prbot.BumpResult{PR: 3, Changed: true}})
 	if len(log.lines) != 4 {
@@ -518,7 +518,7 @@ func TestLogBumpNamesTheCaller(t *testing.T) {
 	}
 	for i, want := range [][]string{
 		{"INFO bump refused", "acme/checkout-api", "octocat", "refs/heads/main", "NotOwner", "payments-api.json"},
-		{"INFO bump refused", "Unauthorized", "token expired"},
+		{"INFO bump refused", "Unauthorized", "token expired", "unverifiedRepository evil/x"},
 		{"ERROR bump failed", "github down", "acme/checkout-api"},
 		{"INFO bump accepted", "acme/checkout-api", "pr3"},
 	} {

@@ -156,11 +156,14 @@ func (b *Bot) writeBump(ctx context.Context, file, branch string, req BumpReques
 	}
 }
 
-func (r BumpRequest) validate() error {
+func (r BumpRequest) validate() error { return r.validateFields(true) }
+
+// validateFields checks the request; withFile checks File too.
+func (r BumpRequest) validateFields(withFile bool) error {
 	switch {
 	case r.Env == "" || strings.ContainsAny(r.Env, "/\\") || r.Env == "." || r.Env == "..":
 		return fmt.Errorf("bumping: environment %q: want a directory name under environments/", r.Env)
-	case !fileNameRE.MatchString(r.File):
+	case withFile && !fileNameRE.MatchString(r.File):
 		return fmt.Errorf("bumping: file %q: want a base name ending in .json, e.g. checkout-api.json", r.File)
 	case r.Service == "":
 		return errors.New("bumping: no service")

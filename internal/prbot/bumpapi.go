@@ -64,6 +64,9 @@ type BumpError struct {
 // asked (nil Caller when the token did not verify), what, and the answer.
 type BumpLog struct {
 	Caller *Caller
+	// Claimed is what a token that did not verify says about its sender,
+	// for the log of a 401 only: never trust it.
+	Claimed *Caller
 	Body   *BumpBody
 	Status int
 	Reason string
@@ -194,6 +197,9 @@ func (a *BumpAPI) serve(w http.ResponseWriter, r *http.Request, lg *BumpLog) (*B
 	caller, err := a.ver.verify(r.Context(), raw)
 	lg.Caller = caller
 	if err != nil {
+		if caller == nil {
+			lg.Claimed = claimedCaller(raw)
+		}
 		return nil, verifyRefusal(err)
 	}
 	body, err := decodeBump(w, r)
@@ -278,13 +284,9 @@ func (a *BumpAPI) authorize(ctx context.Context, c *Caller, body *BumpBody) (Bum
 		}
 		req.MergeTimeout = d
 	}
-	if req.File == "" {
-		req.File = "placeholder.json" // validated below, once the owned file is known
-	}
-	if err := req.validate(); err != nil {
+	if err := req.validateFields(req.File != ""); err != nil {
 		return req, refuse(http.StatusBadRequest, "BadRequest", "%v", err)
 	}
-	req.File = body.File
 	if !underNamespace(c.Repository, a.ns[c.Issuer]) {
 		return req, refuse(http.StatusForbidden, "UntrustedRepository", "repository %s is not under a namespace trusted from %s (%s)", c.Repository, c.Issuer, strings.Join(a.ns[c.Issuer], ", "))
 	}

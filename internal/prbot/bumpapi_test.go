@@ -289,6 +289,9 @@ func TestBumpAPIRefusals(t *testing.T) {
 			if tt.wantStatus == 403 && (lg.Caller == nil || lg.Caller.Repository == "") {
 				t.Errorf("a refusal after verification logs no caller identity: %+v", lg)
 			}
+			if tt.wantStatus == 401 && tt.name != "no token" && (lg.Caller != nil || lg.Claimed == nil || lg.Claimed.Repository != "acme/checkout-api") {
+				t.Errorf("a refused token logs caller %+v, claimed %+v; want no verified caller and the claimed repository", lg.Caller, lg.Claimed)
+			}
 		})
 	}
 	// Nothing was written: no branch, no file, no pull request.

@@ -156,24 +156,55 @@ func (v *verifier) verify(ctx context.Context, raw string) (*Caller, error) {
 	return c, nil
 }
 
-// unverifiedIssuer reads iss from the token's payload to pick the issuer
-// whose keys then verify it.
-func unverifiedIssuer(raw string) (string, error) {
+// unverifiedClaims are what a token says before its signature is checked.
+type unverifiedClaims struct {
+	Iss         string `json:"iss"`
+	Sub         string `json:"sub"`
+	Repository  string `json:"repository"`
+	ProjectPath string `json:"project_path"`
+}
+
+func readUnverified(raw string) (*unverifiedClaims, error) {
 	parts := strings.Split(raw, ".")
 	if len(parts) != 3 {
-		return "", fmt.Errorf("%w: want a JWT of three dot-separated parts", ErrMalformedToken)
+		return nil, fmt.Errorf("%w: want a JWT of three dot-separated parts", ErrMalformedToken)
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
 	if err != nil {
-		return "", fmt.Errorf("%w: payload is not base64url", ErrMalformedToken)
+		return nil, fmt.Errorf("%w: payload is not base64url", ErrMalformedToken)
 	}
-	var c struct {
-		Iss string `json:"iss"`
+	var c unverifiedClaims
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return nil, fmt.Errorf("%w: payload is not a JSON object", ErrMalformedToken)
 	}
-	if err := json.Unmarshal(payload, &c); err != nil || c.Iss == "" {
+	return &c, nil
+}
+
+// unverifiedIssuer reads iss from the token's payload to pick the issuer
+// whose keys then verify it.
+func unverifiedIssuer(raw string) (string, error) {
+	c, err := readUnverified(raw)
+	if err != nil {
+		return "", err
+	}
+	if c.Iss == "" {
 		return "", fmt.Errorf("%w: payload has no iss", ErrMalformedToken)
 	}
 	return c.Iss, nil
+}
+
+// claimedCaller is who an unverified token claims to be (nil when it says
+// nothing readable), for logging refusals.
+func claimedCaller(raw string) *Caller {
+	c, err := readUnverified(raw)
+	if err != nil {
+		return nil
+	}
+	repo := c.Repository
+	if repo == "" {
+		repo = c.ProjectPath
+	}
+	return &Caller{Issuer: c.Iss, Subject: c.Sub, Repository: repo}
 }
 
 // verifier discovers the issuer once (retrying at most every refresh after
