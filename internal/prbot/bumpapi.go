@@ -67,11 +67,11 @@ type BumpLog struct {
 	// Claimed is what a token that did not verify says about its sender,
 	// for the log of a 401 only: never trust it.
 	Claimed *Caller
-	Body   *BumpBody
-	Status int
-	Reason string
-	Err    error
-	Result *BumpResult
+	Body    *BumpBody
+	Status  int
+	Reason  string
+	Err     error
+	Result  *BumpResult
 }
 
 // WithIssuer trusts a CI OIDC issuer for the bump API (repeatable).
