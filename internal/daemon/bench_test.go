@@ -13,6 +13,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
 // BenchmarkWebhookToPatch measures a commit pushed to the git server, the push
@@ -35,7 +36,7 @@ func benchmarkLatency(b *testing.B, interval time.Duration, webhook bool) {
 	r := h.start()
 	waitImage(b, h.ns["devel"], "web", imageRepo+"web:1.0.0")
 	applied := 1
-	waitFor(b, 30*time.Second, "first apply recorded", func() bool { return len(r.history(b, "devel")) == applied })
+	testenv.WaitFor(b, 30*time.Second, "first apply recorded", func() bool { return len(r.history(b, "devel")) == applied })
 	var lat []time.Duration
 	b.ResetTimer()
 	for i := range b.N {
@@ -46,7 +47,7 @@ func benchmarkLatency(b *testing.B, interval time.Duration, webhook bool) {
 			r.push(b, h, fmt.Sprintf("bench-%d", i))
 		}
 		deadline := start.Add(30 * time.Second)
-		for image(b, h.ns["devel"], "web") != want {
+		for cluster.Env(b).Image(b, h.ns["devel"], "web") != want {
 			if time.Now().After(deadline) {
 				b.Fatalf("iteration %d: %s not patched within 30s", i, want)
 			}
@@ -56,7 +57,7 @@ func benchmarkLatency(b *testing.B, interval time.Duration, webhook bool) {
 		// Let the apply finish (rollout, history) before the next commit.
 		b.StopTimer()
 		applied++
-		waitFor(b, 30*time.Second, "apply recorded", func() bool { return len(r.history(b, "devel")) >= applied })
+		testenv.WaitFor(b, 30*time.Second, "apply recorded", func() bool { return len(r.history(b, "devel")) >= applied })
 		b.StartTimer()
 	}
 	b.StopTimer()
@@ -121,7 +122,7 @@ func BenchmarkApprovalClickToPatch(b *testing.B) {
 			b.Fatalf("iteration %d: %s not patched within 30s", i, want)
 		}
 		// Let the apply finish (rollout, history) before the next plan.
-		waitFor(b, 30*time.Second, "apply recorded", func() bool { return len(r.history(b, "prod")) >= i+1 })
+		testenv.WaitFor(b, 30*time.Second, "apply recorded", func() bool { return len(r.history(b, "prod")) >= i+1 })
 		b.StartTimer()
 	}
 	b.StopTimer()

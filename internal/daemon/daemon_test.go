@@ -18,6 +18,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
@@ -35,18 +36,18 @@ func TestSkipConfirmationDeploys(t *testing.T) {
 	r.push(t, h, "delivery-1")
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.1.0")
 
-	if got := image(t, h.ns["prod"], "web"); got != imageRepo+"web:0.9.0" {
+	if got := cluster.Env(t).Image(t, h.ns["prod"], "web"); got != imageRepo+"web:0.9.0" {
 		t.Errorf("prod runs %s without approval, want web:0.9.0", got)
 	}
 	var hist []approval.Entry
-	waitFor(t, 10*time.Second, "two history entries", func() bool { hist = r.history(t, "devel"); return len(hist) == 2 })
+	testenv.WaitFor(t, 10*time.Second, "two history entries", func() bool { hist = r.history(t, "devel"); return len(hist) == 2 })
 	got := []string{hist[0].Revision + " " + hist[0].Result + " " + hist[0].Approver, hist[1].Result + " " + hist[1].Approver}
 	want := []string{rev + " succeeded skipConfirmation", "succeeded skipConfirmation"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("devel history (-want +got):\n%s", diff)
 	}
 	v := r.environment(t, "devel")
-	waitFor(t, 10*time.Second, "devel in sync", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "devel in sync", func() bool {
 		v = r.environment(t, "devel")
 		return v.Revision == rev && len(v.Services) == 1 && v.Services[0].Targets[0].State == status.StateInSync
 	})
@@ -87,7 +88,7 @@ func TestApproveOverAPI(t *testing.T) {
 	r := h.start()
 	rev := h.git.Head(t, "manifests", "main")
 	p := r.waitPending(t, "prod", rev)
-	if got := image(t, h.ns["prod"], "web"); got != imageRepo+"web:0.9.0" {
+	if got := cluster.Env(t).Image(t, h.ns["prod"], "web"); got != imageRepo+"web:0.9.0" {
 		t.Fatalf("prod runs %s before approval", got)
 	}
 	var plan struct {
@@ -116,7 +117,7 @@ func TestApproveOverAPI(t *testing.T) {
 	if code, b := r.call(t, "POST", "/api/v1/environments/nope/approve", testToken, body); code != http.StatusNotFound {
 		t.Errorf("unknown environment = %d %s, want 404", code, b)
 	}
-	if got := image(t, h.ns["prod"], "web"); got != imageRepo+"web:0.9.0" {
+	if got := cluster.Env(t).Image(t, h.ns["prod"], "web"); got != imageRepo+"web:0.9.0" {
 		t.Fatalf("prod runs %s after refused approvals", got)
 	}
 
@@ -126,7 +127,7 @@ func TestApproveOverAPI(t *testing.T) {
 	}
 	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.0.0")
 	var hist []approval.Entry
-	waitFor(t, 30*time.Second, "prod history", func() bool { hist = r.history(t, "prod"); return len(hist) == 1 })
+	testenv.WaitFor(t, 30*time.Second, "prod history", func() bool { hist = r.history(t, "prod"); return len(hist) == 1 })
 	e := hist[0]
 	if e.Result != approval.ResultSucceeded || e.Approver != "alice" || e.PlanHash != p.PlanHash || e.Revision != rev ||
 		e.Finished.Before(e.Started) || len(e.Workloads) == 0 {
@@ -171,7 +172,7 @@ func TestRejectAndSupersede(t *testing.T) {
 	if code != http.StatusConflict || !strings.Contains(string(b), p3.PlanHash) {
 		t.Errorf("approving a superseded plan = %d %s, want 409 naming %s", code, b, p3.PlanHash)
 	}
-	if got := image(t, h.ns["prod"], "web"); got != imageRepo+"web:0.9.0" {
+	if got := cluster.Env(t).Image(t, h.ns["prod"], "web"); got != imageRepo+"web:0.9.0" {
 		t.Errorf("prod runs %s, want 0.9.0 (nothing approved)", got)
 	}
 }
@@ -184,11 +185,11 @@ func TestRestartKeepsState(t *testing.T) {
 	rev := h.git.Head(t, "manifests", "main")
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
 	p := r1.waitPending(t, "prod", rev)
-	waitFor(t, 10*time.Second, "devel history", func() bool { return len(r1.history(t, "devel")) == 1 })
+	testenv.WaitFor(t, 10*time.Second, "devel history", func() bool { return len(r1.history(t, "devel")) == 1 })
 	r1.stop()
 
 	r2 := h.start()
-	waitFor(t, 20*time.Second, "the restarted daemon to lead", r2.d.Leading)
+	testenv.WaitFor(t, 20*time.Second, "the restarted daemon to lead", r2.d.Leading)
 	if got := r2.environment(t, "prod").Pending; got == nil || got.PlanHash != p.PlanHash {
 		t.Fatalf("pending after restart = %+v, want plan %s", got, p.PlanHash)
 	}
@@ -224,7 +225,7 @@ func TestInterruptedApplyContinues(t *testing.T) {
 	r2 := h.start()
 	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.0.0")
 	var hist []approval.Entry
-	waitFor(t, 20*time.Second, "prod history", func() bool { hist = r2.history(t, "prod"); return len(hist) == 1 })
+	testenv.WaitFor(t, 20*time.Second, "prod history", func() bool { hist = r2.history(t, "prod"); return len(hist) == 1 })
 	if hist[0].Approver != "carol" || hist[0].Result != approval.ResultSucceeded {
 		t.Errorf("continued apply recorded as %+v, want approver carol, succeeded", hist[0])
 	}
@@ -241,7 +242,7 @@ func TestTwoReplicas(t *testing.T) {
 	a := h.start(WithIdentity("replica-a"))
 	b := h.start(WithIdentity("replica-b"))
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
-	waitFor(t, 10*time.Second, "devel history", func() bool { return len(a.history(t, "devel")) == 1 })
+	testenv.WaitFor(t, 10*time.Second, "devel history", func() bool { return len(a.history(t, "devel")) == 1 })
 	if a.d.Leading() == b.d.Leading() {
 		t.Fatalf("leading: a=%v b=%v, want exactly one", a.d.Leading(), b.d.Leading())
 	}
@@ -265,7 +266,7 @@ func TestTwoReplicas(t *testing.T) {
 	}
 	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.0.0")
 	var hist []approval.Entry
-	waitFor(t, 20*time.Second, "prod history", func() bool { hist = standby.history(t, "prod"); return len(hist) == 1 })
+	testenv.WaitFor(t, 20*time.Second, "prod history", func() bool { hist = standby.history(t, "prod"); return len(hist) == 1 })
 	if hist[0].Approver != "erin" || hist[0].Result != approval.ResultSucceeded {
 		t.Errorf("prod history = %+v, want approved by erin, succeeded", hist[0])
 	}
@@ -274,7 +275,7 @@ func TestTwoReplicas(t *testing.T) {
 	}
 	// The leader goes away: the standby takes over.
 	leader.stop()
-	waitFor(t, 20*time.Second, "the standby to lead", standby.d.Leading)
+	testenv.WaitFor(t, 20*time.Second, "the standby to lead", standby.d.Leading)
 	rev := h.commit("prod", false, map[string]string{"web": "1.1.0"})
 	standby.push(t, h, "after-failover")
 	p = standby.waitPending(t, "prod", rev)
@@ -295,11 +296,11 @@ func TestBrokenEnvironment(t *testing.T) {
 	r := h.start()
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
 	var v status.Environment
-	waitFor(t, 10*time.Second, "staging error", func() bool { v = r.environment(t, "staging"); return v.Error != "" })
+	testenv.WaitFor(t, 10*time.Second, "staging error", func() bool { v = r.environment(t, "staging"); return v.Error != "" })
 	if !strings.Contains(v.Error, "environments/staging/manifest.json") || !strings.Contains(v.Error, "dockerTag") {
 		t.Errorf("staging error %q, want file and the suggested key", v.Error)
 	}
-	if got := image(t, h.ns["staging"], "web"); got != imageRepo+"web:0.9.0" {
+	if got := cluster.Env(t).Image(t, h.ns["staging"], "web"); got != imageRepo+"web:0.9.0" {
 		t.Errorf("broken staging was applied: %s", got)
 	}
 	if n := counterValue(r.d.metrics.failures.WithLabelValues("staging", "resolve")); n < 1 {
@@ -309,7 +310,7 @@ func TestBrokenEnvironment(t *testing.T) {
 	rev := h.commit("staging", true, map[string]string{"web": "1.0.1"})
 	r.push(t, h, "fix")
 	waitImage(t, h.ns["staging"], "web", imageRepo+"web:1.0.1")
-	waitFor(t, 10*time.Second, "staging error cleared", func() bool {
+	testenv.WaitFor(t, 10*time.Second, "staging error cleared", func() bool {
 		v = r.environment(t, "staging")
 		return v.Error == "" && v.Revision == rev
 	})
@@ -320,7 +321,7 @@ func TestHTTPEndpoints(t *testing.T) {
 	h := newHarness(t)
 	r := h.start()
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
-	waitFor(t, 30*time.Second, "devel apply recorded", func() bool { return len(r.history(t, "devel")) == 1 })
+	testenv.WaitFor(t, 30*time.Second, "devel apply recorded", func() bool { return len(r.history(t, "devel")) == 1 })
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if code, b := r.call(t, "GET", path, "", nil); code != http.StatusOK {
 			t.Errorf("GET %s = %d %s", path, code, b)
@@ -397,7 +398,7 @@ func TestShutdownDuringApply(t *testing.T) {
 	}
 
 	r2 := h.start()
-	waitFor(t, 30*time.Second, "the in-flight record to be settled", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the in-flight record to be settled", func() bool {
 		v := r2.environment(t, "devel")
 		return v.InFlight == nil && v.Revision != ""
 	})
@@ -429,7 +430,7 @@ func TestLockBlocksAndShows(t *testing.T) {
 	r.push(t, h, "locked")
 	var v status.Environment
 	// The only change is blocked: the pending plan is withdrawn, nothing replaces it.
-	waitFor(t, 30*time.Second, "prod planned at the new revision, nothing pending", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "prod planned at the new revision, nothing pending", func() bool {
 		v = r.environment(t, "prod")
 		return v.Revision == rev && v.Pending == nil
 	})
@@ -439,7 +440,7 @@ func TestLockBlocksAndShows(t *testing.T) {
 	if len(v.Services) != 1 || v.Services[0].Targets[0].State != status.StateBlocked || len(v.Services[0].Targets[0].Locks) == 0 {
 		t.Errorf("services = %+v, want web blocked with the lock's message", v.Services)
 	}
-	if got := image(t, h.ns["prod"], "web"); got != imageRepo+"web:0.9.0" {
+	if got := cluster.Env(t).Image(t, h.ns["prod"], "web"); got != imageRepo+"web:0.9.0" {
 		t.Errorf("prod runs %s under a lock", got)
 	}
 }
@@ -473,15 +474,15 @@ func TestDeadLeadersDeployLockIsTakenOver(t *testing.T) {
 	}
 	r := h.start()
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
-	waitFor(t, 30*time.Second, "the taken-over deploy lock released after the apply", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the taken-over deploy lock released after the apply", func() bool {
 		_, err := svc.Get(context.Background(), "apps/devel/a")
 		return errors.Is(err, lock.ErrNotFound)
 	})
-	waitFor(t, 30*time.Second, "qa's change blocked by alice's lock", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "qa's change blocked by alice's lock", func() bool {
 		v := r.environment(t, "qa")
 		return len(v.Services) == 1 && v.Services[0].Targets[0].State == status.StateBlocked
 	})
-	if got := image(t, h.ns["qa"], "web"); got != imageRepo+"web:0.9.0" {
+	if got := cluster.Env(t).Image(t, h.ns["qa"], "web"); got != imageRepo+"web:0.9.0" {
 		t.Errorf("qa runs %s under alice's deploy lock", got)
 	}
 }

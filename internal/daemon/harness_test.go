@@ -3,9 +3,6 @@ package daemon
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,20 +10,17 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
 	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
@@ -85,7 +79,7 @@ func newHarness(t testing.TB, envs ...string) *harness {
 	cfgEnvs := map[string]config.Environment{}
 	for _, e := range envs {
 		h.ns[e] = env.Namespace(t)
-		createDeployment(t, h.ns[e], "web", imageRepo+"web:0.9.0")
+		cluster.Env(t).CreateDeployment(t, h.ns[e], "web", imageRepo+"web:0.9.0")
 		cfgEnvs[e] = config.Environment{LockPath: "apps/" + e,
 			Targets: []config.Target{{Name: "a", Namespace: h.ns[e]}}}
 	}
@@ -118,52 +112,9 @@ func (h *harness) commit(envName string, skip bool, services map[string]string) 
 		map[string]string{"environments/" + envName + "/manifest.json": manifestJSON(skip, services)}, "bump "+envName)
 }
 
-func createDeployment(t testing.TB, ns, name, image string) {
-	t.Helper()
-	env := cluster.Env(t)
-	labels := map[string]string{"app.kubernetes.io/name": name}
-	one := int32(1)
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &one,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: image}}},
-			},
-		},
-	}
-	if _, err := env.Clientset.AppsV1().Deployments(ns).Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating deployment %s/%s: %v", ns, name, err)
-	}
-}
-
-func image(t testing.TB, ns, name string) string {
-	t.Helper()
-	env := cluster.Env(t)
-	d, err := env.Clientset.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("reading deployment %s/%s: %v", ns, name, err)
-	}
-	return d.Spec.Template.Spec.Containers[0].Image
-}
-
-// waitFor polls cond until it holds or timeout passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func waitImage(t testing.TB, ns, name, want string) {
 	t.Helper()
-	waitFor(t, 30*time.Second, fmt.Sprintf("%s/%s to run %s", ns, name, want), func() bool { return image(t, ns, name) == want })
+	testenv.WaitFor(t, 30*time.Second, fmt.Sprintf("%s/%s to run %s", ns, name, want), func() bool { return cluster.Env(t).Image(t, ns, name) == want })
 }
 
 // running is a started daemon.
@@ -285,7 +236,7 @@ func (r *running) history(t testing.TB, name string) []approval.Entry {
 func (r *running) waitPending(t testing.TB, name, revision string) approval.Pending {
 	t.Helper()
 	var p *approval.Pending
-	waitFor(t, 30*time.Second, "a pending plan in "+name+" for "+short(revision), func() bool {
+	testenv.WaitFor(t, 30*time.Second, "a pending plan in "+name+" for "+short(revision), func() bool {
 		p = r.environment(t, name).Pending
 		return p != nil && p.Revision == revision
 	})
@@ -296,19 +247,12 @@ func (r *running) waitPending(t testing.TB, name, revision string) approval.Pend
 func (r *running) push(t testing.TB, h *harness, delivery string) {
 	t.Helper()
 	body := fmt.Sprintf(`{"ref":"refs/heads/main","after":"0000000000000000000000000000000000000001","repository":{"clone_url":%q,"full_name":"acme/manifests"}}`, h.url)
-	mac := hmac.New(sha256.New, []byte(testSecret))
-	mac.Write([]byte(body))
-	req, _ := http.NewRequest("POST", r.url+"/webhook/github", strings.NewReader(body))
-	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
-	req.Header.Set("X-GitHub-Event", "push")
-	req.Header.Set("X-GitHub-Delivery", delivery)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	d := githubtest.Delivery{Event: "push", ID: delivery, Body: []byte(body)}
+	code, msg, err := githubtest.Send(context.Background(), r.url+"/webhook/github", testSecret, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("webhook: %s", resp.Status)
+	if code != http.StatusOK {
+		t.Fatalf("webhook: %d %s", code, msg)
 	}
 }

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
@@ -64,19 +62,7 @@ func newFlow(t *testing.T) *flow {
 	for _, tag := range []string{"1.0.0", "1.0.1", "1.0.2"} {
 		f.reg.Push(t, "team/api", tag)
 	}
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "api", Labels: map[string]string{"app.kubernetes.io/name": "api"}},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "api"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "api", Image: f.reg.Ref("team/api", "1.0.0")}}},
-			},
-		},
-	}
-	if _, err := env.Clientset.AppsV1().Deployments(f.ns).Create(context.Background(), dep, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	env.CreateDeployment(t, f.ns, "api", f.reg.Ref("team/api", "1.0.0"))
 	dir := t.TempDir()
 	key, hook := filepath.Join(dir, "app.pem"), filepath.Join(dir, "hook")
 	if err := os.WriteFile(key, f.gh.AppPrivateKeyPEM(), 0o600); err != nil {
@@ -252,12 +238,7 @@ func (f *flow) send(d githubtest.Delivery, withSecret string) int {
 
 func (f *flow) image() string {
 	f.t.Helper()
-	env := cluster.Env(f.t)
-	d, err := env.Clientset.AppsV1().Deployments(f.ns).Get(context.Background(), "api", metav1.GetOptions{})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return d.Spec.Template.Spec.Containers[0].Image
+	return cluster.Env(f.t).Image(f.t, f.ns, "api")
 }
 
 func (f *flow) waitImage(tag string) {
