@@ -41,7 +41,7 @@ func (r *Reconciler) Apply(ctx context.Context, req Request, planHash string, op
 	}
 	rep := &reporter{fn: r.o.progress}
 
-	plan, err := r.Plan(ctx, req)
+	plan, err := r.plan(ctx, req, true) // what is patched is checked against the API server, not a cache
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
-// counter counts API requests by verb and resource, and keeps the body of
+// counter counts API requests by verb (WATCH for a watch) and resource, and keeps the body of
 // the last PATCH of svc-0000 (to check the raw ceiling sends the same patch).
 type counter struct {
 	mu    sync.Mutex
@@ -38,9 +38,13 @@ func (c *counter) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		// /api(s)/…/namespaces/<ns>/<resource>[/<name>]: count by resource.
 		parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-		key := r.Method + " " + parts[len(parts)-1]
+		verb := r.Method
+		if w := r.URL.Query().Get("watch"); w == "true" || w == "1" {
+			verb = "WATCH"
+		}
+		key := verb + " " + parts[len(parts)-1]
 		if i := slices.Index(parts, "namespaces"); i >= 0 && i+2 < len(parts) {
-			key = r.Method + " " + parts[i+2]
+			key = verb + " " + parts[i+2]
 		}
 		var body []byte
 		if r.Method == http.MethodPatch && strings.HasSuffix(r.URL.Path, "/svc-0000") && r.GetBody != nil {

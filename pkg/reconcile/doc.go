@@ -22,7 +22,13 @@
 // the manifest holds, and one registry request per distinct repository:tag
 // that verification (a dockerDigest must be what the registry serves for the
 // tag) or pinning (a tag without digest is deployed as repo:tag@digest) needs.
-// Its JSON is the `reconciler plan -o json` contract:
+// While Reconciler.Watch runs (the daemon) it costs no List at all: each
+// target's four kinds are watched, restricted to the selector label and
+// stripped of every field Stagehand does not read, and a plan reads those
+// watches (plus one Get per kind for a service mapped by name to an
+// unlabelled workload). Each target is read within the target timeout; one
+// that does not answer is a problem for each service ("target … unreachable
+// since …") and the other targets are planned and applied. Its JSON is the `reconciler plan -o json` contract:
 //
 //	{"environment", "revision", "skipConfirmation", "planHash",
 //	 "changes":   [{"service","target","namespace","kind","name","container","from","to"}],
@@ -41,7 +47,8 @@
 //
 // # Apply
 //
-// Reconciler.Apply plans again and refuses (*StalePlanError, errors.Is
+// Reconciler.Apply plans again, always from fresh Lists (what it patches is
+// checked against the API server, never a watch a moment behind), and refuses (*StalePlanError, errors.Is
 // ErrStalePlan) when the fresh planHash differs from the approved one. It then
 // holds a deploy lock on <lockPath>/<target> for every target it changes,
 // re-checks the service's locks right before each patch (a lock taken
@@ -51,8 +58,8 @@
 // storage, a watch of the Lock objects, so the re-checks cost no request), sends one strategic merge patch
 // per workload naming only the changed containers plus the
 // stagehand.io/revision annotation (field manager "stagehand", bounded
-// concurrency), and waits for every rollout, polling one List per kind per
-// target. A rollout is judged by kstatus (sigs.k8s.io/cli-utils, as Flux
+// concurrency), and waits for every rollout, woken by the watch's events
+// while Watch runs, else polling one List per kind per target. A rollout is judged by kstatus (sigs.k8s.io/cli-utils, as Flux
 // judges it) after Stagehand's stricter checks: the controller must have
 // observed the patch's generation, a paused Deployment fails, and a
 // StatefulSet or DaemonSet with updateStrategy OnDelete whose pods do not all

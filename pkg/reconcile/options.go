@@ -20,6 +20,7 @@ const (
 	DefaultPollInterval        = time.Second
 	DefaultAuthor              = "stagehand"
 	DefaultRegistryTimeout     = 30 * time.Second
+	DefaultTargetTimeout       = 15 * time.Second
 	// DefaultRegistryRateLimit is how many requests a second one registry
 	// host gets at most (as Kargo and Argo CD Image Updater default to).
 	DefaultRegistryRateLimit = 20
@@ -46,6 +47,7 @@ type options struct {
 	pollInterval   time.Duration
 	author         string
 	progress       func(Progress)
+	targetTimeout  time.Duration
 }
 
 // Option configures New, or one Apply (over what New was given).
@@ -178,6 +180,20 @@ func WithPollInterval(d time.Duration) Option {
 	return func(o *options) error { o.pollInterval = d; return nil }
 }
 
+// WithTargetTimeout bounds how long Plan waits for one target's workloads
+// (default 15s): its Lists, or its watches' first fill. A target that does
+// not answer in time is unreachable: a problem for each of its services,
+// while the other targets are planned.
+func WithTargetTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("setting target timeout: %s is not positive", d)
+		}
+		o.targetTimeout = d
+		return nil
+	}
+}
+
 // WithProgress calls fn for each workload step of an Apply; calls may come
 // from several goroutines, one at a time.
 func WithProgress(fn func(Progress)) Option {
@@ -190,7 +206,10 @@ func WithAuthor(a string) Option {
 }
 
 // Reconciler plans and applies environments.
-type Reconciler struct{ o options }
+type Reconciler struct {
+	o     options
+	cache *watchCache // shared by the Reconcilers of one New
+}
 
 // New returns a Reconciler.
 func New(opts ...Option) (*Reconciler, error) {
@@ -198,6 +217,7 @@ func New(opts ...Option) (*Reconciler, error) {
 		selectorLabel:  DefaultSelectorLabel,
 		concurrency:    DefaultConcurrency,
 		rolloutTimeout: DefaultRolloutTimeout,
+		targetTimeout:  DefaultTargetTimeout,
 		pollInterval:   DefaultPollInterval,
 		author:         DefaultAuthor,
 		registry: registry{
@@ -213,7 +233,7 @@ func New(opts ...Option) (*Reconciler, error) {
 		return nil, err
 	}
 	o.registry.state = newRegistryState(o.registry.rateLimit, o.registry.cacheTTL)
-	return &Reconciler{o: o}, nil
+	return &Reconciler{o: o, cache: &watchCache{}}, nil
 }
 
 // apply applies opts to o, then checks the combination.
@@ -252,5 +272,5 @@ func (r *Reconciler) with(opts []Option) (*Reconciler, error) {
 	if st := o.registry.state; st.rateLimit != o.registry.rateLimit || st.ttl != o.registry.cacheTTL {
 		o.registry.state = newRegistryState(o.registry.rateLimit, o.registry.cacheTTL)
 	}
-	return &Reconciler{o: o}, nil
+	return &Reconciler{o: o, cache: r.cache}, nil
 }

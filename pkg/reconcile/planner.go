@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
@@ -58,42 +61,114 @@ func (req Request) validate() error {
 	return nil
 }
 
-// inventory is what one List per kind found in a target.
+// inventory is what one List per kind, or the target's watches, found in a
+// target.
 type inventory struct {
 	target    Target
 	workloads []*workload
 	byLabel   map[string][]*workload
 	byName    map[string][]*workload
+	label     string
+	err       error // the target could not be read: every service has this problem
 }
 
-func (r *Reconciler) inventory(ctx context.Context, t Target) (*inventory, error) {
-	inv := &inventory{target: t, byLabel: map[string][]*workload{}, byName: map[string][]*workload{}}
+func (inv *inventory) add(w *workload) {
+	inv.workloads = append(inv.workloads, w)
+	if v, ok := w.Labels[inv.label]; ok {
+		inv.byLabel[v] = append(inv.byLabel[v], w)
+	}
+	inv.byName[w.Name] = append(inv.byName[w.Name], w)
+}
+
+// inventory reads t's workloads: from its watches while Watch runs (unless
+// live), else with one List per kind. Either way it waits at most the
+// target timeout.
+func (r *Reconciler) inventory(ctx context.Context, t Target, services []manifest.Service, live bool) *inventory {
+	inv := &inventory{target: t, label: r.o.selectorLabel, byLabel: map[string][]*workload{}, byName: map[string][]*workload{}}
+	if !live {
+		if tw := r.watchOf(t); tw != nil {
+			if inv.err = tw.inventory(ctx, inv, r.o.targetTimeout); inv.err == nil {
+				inv.err = r.getUnlabelled(ctx, inv, services)
+			}
+			return inv
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.o.targetTimeout)
+	defer cancel()
+	start := time.Now()
 	for _, kind := range kinds {
 		ws, err := listWorkloads(ctx, t.Client, t.Namespace, kind)
 		if err != nil {
-			return nil, fmt.Errorf("target %s: %w", t.Name, err)
+			inv.err = unreachable(t.Name, start, err)
+			return inv
 		}
 		for _, w := range ws {
-			inv.workloads = append(inv.workloads, w)
-			if v, ok := w.Labels[r.o.selectorLabel]; ok {
-				inv.byLabel[v] = append(inv.byLabel[v], w)
-			}
-			inv.byName[w.Name] = append(inv.byName[w.Name], w)
+			inv.add(w)
 		}
 	}
-	return inv, nil
+	return inv
 }
 
-// inventories lists every target concurrently.
-func (r *Reconciler) inventories(ctx context.Context, targets []Target) ([]*inventory, error) {
+// unreachable is err as an *UnreachableError when it says the target did
+// not answer (a timeout, a refused connection), else err naming the target.
+func unreachable(target string, since time.Time, err error) error {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err) && !apierrors.IsServiceUnavailable(err) {
+		return fmt.Errorf("target %s: %w", target, err)
+	}
+	return &UnreachableError{Target: target, Since: since, Err: err}
+}
+
+// getUnlabelled reads, for each service without a labelled workload in the
+// watched inv, the workloads named like it (the watches hold only labelled
+// ones): one Get per kind.
+func (r *Reconciler) getUnlabelled(ctx context.Context, inv *inventory, services []manifest.Service) error {
+	var names []string
+	for _, s := range services {
+		if len(s.Containers) > 0 && len(inv.byLabel[s.Name]) == 0 {
+			names = append(names, s.Name)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.o.targetTimeout)
+	defer cancel()
+	start := time.Now()
+	found := make([][]*workload, len(names))
+	err := forEach(len(names), r.o.concurrency, func(i int) error {
+		for _, kind := range kinds {
+			w, err := getWorkload(ctx, inv.target.Client, inv.target.Namespace, kind, names[i])
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return unreachable(inv.target.Name, start, err)
+			}
+			if _, labelled := w.Labels[r.o.selectorLabel]; !labelled {
+				found[i] = append(found[i], w)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, ws := range found {
+		for _, w := range ws {
+			inv.add(w)
+		}
+	}
+	return nil
+}
+
+// inventories reads every target concurrently; a target that cannot be
+// read has its inventory's err set, and does not hold up the others.
+func (r *Reconciler) inventories(ctx context.Context, targets []Target, services []manifest.Service, live bool) []*inventory {
 	out := make([]*inventory, len(targets))
-	errs := make([]error, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {
-		wg.Go(func() { out[i], errs[i] = r.inventory(ctx, t) })
+		wg.Go(func() { out[i] = r.inventory(ctx, t, services, live) })
 	}
 	wg.Wait()
-	return out, errors.Join(errs...)
+	return out
 }
 
 // workloadsOf returns the workloads of service in inv: those labelled with
@@ -121,14 +196,22 @@ type binding struct {
 	want    manifest.Container
 }
 
-// Plan computes what applying req would change. It lists each workload kind
-// once per target and resolves each distinct image once.
+// Plan computes what applying req would change. It reads each target's
+// watches (while Watch runs) or lists each workload kind once per target,
+// and resolves each distinct image once. A target that cannot be read within
+// the target timeout gives each service a problem there (ErrUnreachable's
+// message: "target … unreachable since …"); the other targets are planned.
 func (r *Reconciler) Plan(ctx context.Context, req Request) (*Plan, error) {
+	return r.plan(ctx, req, false)
+}
+
+// plan is Plan; live reads the targets with Lists even while Watch runs.
+func (r *Reconciler) plan(ctx context.Context, req Request, live bool) (*Plan, error) {
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
-	invs, err := r.inventories(ctx, req.Targets)
-	if err != nil {
+	invs := r.inventories(ctx, req.Targets, req.Environment.Services, live)
+	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("planning %s: %w", req.Environment.Name, err)
 	}
 	p := &Plan{
@@ -143,7 +226,19 @@ func (r *Reconciler) Plan(ctx context.Context, req Request) (*Plan, error) {
 		broken[svcTarget{service, target}] = true
 	}
 
-	bindings := r.mapServices(p, invs, req.Environment.Services, problem)
+	reachable := invs[:0:0]
+	for _, inv := range invs {
+		if inv.err == nil {
+			reachable = append(reachable, inv)
+			continue
+		}
+		for _, s := range req.Environment.Services {
+			if len(s.Containers) > 0 {
+				problem(s.Name, inv.target.Name, "%v", inv.err)
+			}
+		}
+	}
+	bindings := r.mapServices(p, reachable, req.Environment.Services, problem)
 	res := r.resolveBindings(ctx, bindings)
 	for _, b := range bindings {
 		if broken[svcTarget{b.service, b.target.Name}] {

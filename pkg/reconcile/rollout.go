@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// waitRollouts polls until every job's rollout finished or failed, or the
+// waitRollouts waits until every job's rollout finished or failed, or the
 // rollout timeout passes, calling status with each new status message of a
-// rollout still going and done once per job. Each poll lists each kind once
-// per target that still has a job of that kind waiting, so the cost does not
-// grow with the number of workloads.
+// rollout still going and done once per job. A job whose target is watched
+// (Watch) is read from the watch, woken by its events; the others are polled
+// with one List per kind per target that still has a job of that kind
+// waiting, so the cost does not grow with the number of workloads.
 func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(j *job, msg string), done func(j *job, st rollout)) {
 	pending := map[WorkloadKey]*job{}
 	last := map[WorkloadKey]string{}
@@ -22,9 +25,22 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(
 		pending[j.key] = j
 		last[j.key] = "waiting for the controller"
 	}
+	judge := func(k WorkloadKey, j *job, obj runtime.Object) {
+		st := rolloutStatus(obj, j.gen)
+		changed := st.msg != last[k]
+		last[k] = st.msg
+		switch {
+		case st.done || st.failed || st.onDelete:
+			delete(pending, k)
+			done(j, st)
+		case changed:
+			status(j, st.msg)
+		}
+	}
 	deadline := time.Now().Add(r.o.rolloutTimeout)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	var events <-chan struct{}
 	for len(pending) > 0 {
 		select {
 		case <-ctx.Done():
@@ -33,10 +49,18 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(
 			}
 			return
 		case <-timer.C:
+		case <-events:
 		}
+		events = r.cache.events() // before reading: an event from now on wakes the next round
 		type tk struct{ target, namespace, kind string }
 		lists := map[tk]Target{}
-		for _, j := range pending {
+		for k, j := range pending {
+			if tw := r.watching(j.target); tw != nil {
+				if obj, ok := tw.get(k.Kind, k.Namespace, k.Name); ok {
+					judge(k, j, obj)
+					continue
+				}
+			}
 			lists[tk{j.key.Target, j.key.Namespace, j.key.Kind}] = j.target
 		}
 		for l, t := range lists {
@@ -51,19 +75,8 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(
 			}
 			for _, w := range ws {
 				k := WorkloadKey{Target: l.target, Namespace: w.Namespace, Kind: w.Kind, Name: w.Name}
-				j, ok := pending[k]
-				if !ok {
-					continue
-				}
-				st := rolloutStatus(w.obj, j.gen)
-				changed := st.msg != last[k]
-				last[k] = st.msg
-				switch {
-				case st.done || st.failed || st.onDelete:
-					delete(pending, k)
-					done(j, st)
-				case changed:
-					status(j, st.msg)
+				if j, ok := pending[k]; ok {
+					judge(k, j, w.obj)
 				}
 			}
 		}

@@ -108,3 +108,35 @@ func fromDaemonSet(d *appsv1.DaemonSet) *workload {
 func fromCronJob(c *batchv1.CronJob) *workload {
 	return fromMeta(KindCronJob, "batch/v1", &c.ObjectMeta, &c.Spec.JobTemplate.Spec.Template.Spec, c)
 }
+
+// getWorkload reads one workload of kind by name: one API call.
+func getWorkload(ctx context.Context, c kubernetes.Interface, namespace, kind, name string) (*workload, error) {
+	opts := metav1.GetOptions{}
+	switch kind {
+	case KindDeployment:
+		o, err := c.AppsV1().Deployments(namespace).Get(ctx, name, opts)
+		if err != nil {
+			return nil, err
+		}
+		return fromDeployment(o), nil
+	case KindStatefulSet:
+		o, err := c.AppsV1().StatefulSets(namespace).Get(ctx, name, opts)
+		if err != nil {
+			return nil, err
+		}
+		return fromStatefulSet(o), nil
+	case KindDaemonSet:
+		o, err := c.AppsV1().DaemonSets(namespace).Get(ctx, name, opts)
+		if err != nil {
+			return nil, err
+		}
+		return fromDaemonSet(o), nil
+	case KindCronJob:
+		o, err := c.BatchV1().CronJobs(namespace).Get(ctx, name, opts)
+		if err != nil {
+			return nil, err
+		}
+		return fromCronJob(o), nil
+	}
+	return nil, fmt.Errorf("getting workload: unknown kind %q", kind)
+}

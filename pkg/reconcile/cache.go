@@ -1,0 +1,285 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// ErrUnreachable is matched (errors.Is) by an *UnreachableError.
+var ErrUnreachable = errors.New("target unreachable")
+
+// UnreachableError says a target's API server has not answered since Since.
+type UnreachableError struct {
+	Target string
+	Since  time.Time
+	Err    error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("target %s unreachable since %s: %v", e.Target, e.Since.UTC().Format(time.RFC3339), e.Err)
+}
+
+// Is makes errors.Is(err, ErrUnreachable) true.
+func (e *UnreachableError) Is(target error) bool { return target == ErrUnreachable }
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// watchCache keeps, while Reconciler.Watch runs, one watch per workload kind
+// of each target Plan has asked about, restricted to the selector label.
+type watchCache struct {
+	mu sync.Mutex
+	// ctx is the lifetime of Reconciler.Watch, which every watch shares; it
+	// is no request's context. nil while Watch does not run.
+	ctx     context.Context
+	targets map[targetKey]*targetWatch
+	wg      sync.WaitGroup
+	changed chan struct{} // closed and replaced on every event of any watch
+}
+
+type targetKey struct {
+	name, namespace string
+	client          kubernetes.Interface
+}
+
+// targetWatch is the watches of one target.
+type targetWatch struct {
+	name      string
+	informers [len(kinds)]cache.SharedIndexInformer
+	health    health
+}
+
+// health remembers since when a target's list and watch calls fail.
+type health struct {
+	mu      sync.Mutex
+	since   time.Time // zero while they succeed
+	lastErr error
+}
+
+func (h *health) observe(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err == nil {
+		h.since, h.lastErr = time.Time{}, nil
+		return
+	}
+	if h.since.IsZero() {
+		h.since = time.Now()
+	}
+	h.lastErr = err
+}
+
+func (h *health) failing() (time.Time, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.since, h.lastErr
+}
+
+// Watch keeps, until ctx ends, a watch of the Deployments, StatefulSets,
+// DaemonSets and CronJobs labelled with the selector label in each target
+// that Plan is asked about (started by the first Plan for the target), and
+// returns once every watch has stopped. While Watch runs, Plan reads those
+// watches instead of listing (a steady-state pass sends no request to the
+// targets; unlabelled workloads named like a service that has no labelled
+// workload are read with one Get per kind), and rollout waits wake on watch
+// events instead of polling. Apply still plans again from fresh Lists: what
+// it patches is checked against the API server, not the cache. Without
+// Watch (the one-shot CLI, which should not wait for a watch to fill) every
+// Plan lists.
+func (r *Reconciler) Watch(ctx context.Context) error {
+	c := r.cache
+	c.mu.Lock()
+	if c.ctx != nil {
+		c.mu.Unlock()
+		return errors.New("watching targets: already watching")
+	}
+	c.ctx, c.targets, c.changed = ctx, map[targetKey]*targetWatch{}, make(chan struct{})
+	c.mu.Unlock()
+	<-ctx.Done()
+	c.mu.Lock()
+	c.ctx, c.targets = nil, nil
+	c.mu.Unlock()
+	c.wg.Wait()
+	return nil
+}
+
+// watchOf returns t's watches, starting them on first use, or nil when
+// Watch does not run.
+func (r *Reconciler) watchOf(t Target) *targetWatch {
+	c := r.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctx == nil || c.ctx.Err() != nil {
+		return nil
+	}
+	k := targetKey{t.Name, t.Namespace, t.Client}
+	if tw := c.targets[k]; tw != nil {
+		return tw
+	}
+	tw := &targetWatch{name: t.Name}
+	label := r.o.selectorLabel
+	for i, kind := range kinds {
+		inf := newInformer(t.Client, t.Namespace, kind, label, &tw.health)
+		_ = inf.SetTransform(strip(label)) // cannot fail before Run
+		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { c.notify() },
+			UpdateFunc: func(any, any) { c.notify() },
+			DeleteFunc: func(any) { c.notify() },
+		})
+		tw.informers[i] = inf
+		c.wg.Go(func() { inf.RunWithContext(c.ctx) })
+	}
+	c.targets[k] = tw
+	return tw
+}
+
+// watching returns t's watches if they run, without starting them.
+func (r *Reconciler) watching(t Target) *targetWatch {
+	c := r.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctx == nil || c.ctx.Err() != nil {
+		return nil
+	}
+	return c.targets[targetKey{t.Name, t.Namespace, t.Client}]
+}
+
+// notify wakes every rollout wait.
+func (c *watchCache) notify() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.changed != nil {
+		close(c.changed)
+		c.changed = make(chan struct{})
+	}
+}
+
+// events returns a channel closed on the next watch event (nil, never
+// closed, while Watch does not run).
+func (c *watchCache) events() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctx == nil {
+		return nil
+	}
+	return c.changed
+}
+
+func newInformer(c kubernetes.Interface, ns, kind, label string, h *health) cache.SharedIndexInformer {
+	var list func(context.Context, metav1.ListOptions) (runtime.Object, error)
+	var watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)
+	var example runtime.Object
+	switch kind {
+	case KindDeployment:
+		api := c.AppsV1().Deployments(ns)
+		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return api.List(ctx, o) }
+		watchFn, example = api.Watch, &appsv1.Deployment{}
+	case KindStatefulSet:
+		api := c.AppsV1().StatefulSets(ns)
+		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return api.List(ctx, o) }
+		watchFn, example = api.Watch, &appsv1.StatefulSet{}
+	case KindDaemonSet:
+		api := c.AppsV1().DaemonSets(ns)
+		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return api.List(ctx, o) }
+		watchFn, example = api.Watch, &appsv1.DaemonSet{}
+	default:
+		api := c.BatchV1().CronJobs(ns)
+		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return api.List(ctx, o) }
+		watchFn, example = api.Watch, &batchv1.CronJob{}
+	}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = label
+			obj, err := list(ctx, o)
+			h.observe(err)
+			return obj, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = label
+			w, err := watchFn(ctx, o)
+			h.observe(err)
+			return w, err
+		},
+	}
+	return cache.NewSharedIndexInformerWithOptions(lw, example, cache.SharedIndexInformerOptions{ObjectDescription: strings.ToLower(kind) + "s"})
+}
+
+// inventory reads t's workloads from the watches, waiting at most timeout
+// for them to fill. A target whose watches cannot fill, or whose API server
+// stopped answering them, is unreachable.
+func (tw *targetWatch) inventory(ctx context.Context, inv *inventory, timeout time.Duration) error {
+	synced := func() bool {
+		for _, inf := range tw.informers {
+			if !inf.HasSynced() {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(timeout)
+	for !synced() {
+		if since, err := tw.health.failing(); !since.IsZero() {
+			return &UnreachableError{Target: tw.name, Since: since, Err: err}
+		}
+		if time.Now().After(deadline) {
+			return &UnreachableError{Target: tw.name, Since: deadline.Add(-timeout), Err: fmt.Errorf("watches not filled within %s", timeout)}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if since, err := tw.health.failing(); !since.IsZero() {
+		return &UnreachableError{Target: tw.name, Since: since, Err: err}
+	}
+	for i := range kinds {
+		for _, o := range tw.informers[i].GetStore().List() {
+			if w := fromObject(o); w != nil {
+				inv.add(w)
+			}
+		}
+	}
+	return nil
+}
+
+// get reads the object of the informer of kind at namespace/name.
+func (tw *targetWatch) get(kind, namespace, name string) (runtime.Object, bool) {
+	for i, k := range kinds {
+		if k != kind {
+			continue
+		}
+		o, ok, err := tw.informers[i].GetStore().GetByKey(namespace + "/" + name)
+		if err != nil || !ok {
+			return nil, false
+		}
+		obj, ok := o.(runtime.Object)
+		return obj, ok
+	}
+	return nil, false
+}
+
+func fromObject(o any) *workload {
+	switch o := o.(type) {
+	case *appsv1.Deployment:
+		return fromDeployment(o)
+	case *appsv1.StatefulSet:
+		return fromStatefulSet(o)
+	case *appsv1.DaemonSet:
+		return fromDaemonSet(o)
+	case *batchv1.CronJob:
+		return fromCronJob(o)
+	}
+	return nil
+}
