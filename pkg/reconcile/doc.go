@@ -48,25 +48,26 @@
 // # Apply
 //
 // Reconciler.Apply plans again, always from fresh Lists (what it patches is
-// checked against the API server, never a watch a moment behind), and refuses (*StalePlanError, errors.Is
-// ErrStalePlan) when the fresh planHash differs from the approved one. It then
-// holds a deploy lock on <lockPath>/<target> for every target it changes,
-// re-checks the service's locks right before each patch (a lock taken
-// mid-apply stops the patches not yet sent; with a LockLister the re-checks
-// of one target share one query begun after they asked, read from the lock
-// store's cache when it is a CachedLockLister: with pkg/lock's Watched
-// storage, a watch of the Lock objects, so the re-checks cost no request), sends one strategic merge patch
-// per workload naming only the changed containers plus the
-// stagehand.io/revision annotation (field manager "stagehand", bounded
-// concurrency), and waits for every rollout, woken by the watch's events
-// while Watch runs, else polling one List per kind per target. A rollout is judged by kstatus (sigs.k8s.io/cli-utils, as Flux
+// checked against the API server, never a watch a moment behind), and refuses
+// (*StalePlanError, errors.Is ErrStalePlan) when the fresh planHash differs
+// from the approved one. It then holds a deploy lock on <lockPath>/<target>
+// for every target it changes, re-checks the service's locks right before each
+// patch (a lock taken mid-apply stops the patches not yet sent; with a
+// LockLister the re-checks of one target share one query begun after they
+// asked, read from the lock store's cache when it is a CachedLockLister: with
+// pkg/lock's Watched storage, a watch of the Lock objects, so the re-checks
+// cost no request), sends one strategic merge patch per workload naming only
+// the changed containers plus the stagehand.io/revision annotation (field
+// manager "stagehand", bounded concurrency), and waits for every rollout,
+// woken by the watch's events while Watch runs, else polling one List per kind
+// per target. A rollout is judged by kstatus (sigs.k8s.io/cli-utils, as Flux
 // judges it) after Stagehand's stricter checks: the controller must have
 // observed the patch's generation, a paused Deployment fails, and a
 // StatefulSet or DaemonSet with updateStrategy OnDelete whose pods do not all
 // run the new revision ends as OutcomeOnDelete ("patched, pods change when
-// deleted"), neither done nor waited for. Once the last patch is answered
-// it records a Deploying Event on each patched workload, while the rollouts
-// run; Apply returns only after every Event is written.
-// Each workload's outcome is reported in the Result and, as it happens,
-// through WithProgress, an Option of New or of one Apply.
+// deleted"), neither done nor waited for. Once the last patch is answered it
+// records a Deploying Event on each patched workload, while the rollouts run;
+// Apply returns only after every Event is written. Each workload's outcome is
+// reported in the Result and, as it happens, through WithProgress, an Option
+// of New or of one Apply.
 package reconcile
