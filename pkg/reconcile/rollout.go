@@ -8,6 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
+// eventGap is the least time between two reads of the watched rollouts.
+const eventGap = 20 * time.Millisecond
+
 // waitRollouts waits until every job's rollout finished or failed, or the
 // rollout timeout passes, calling status with each new status message of a
 // rollout still going and done once per job. A job whose target is watched
@@ -41,6 +44,7 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	var events <-chan struct{}
+	var round time.Time
 	for len(pending) > 0 {
 		select {
 		case <-ctx.Done():
@@ -50,7 +54,11 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(
 			return
 		case <-timer.C:
 		case <-events:
+			// Many rollouts send many events: one round reads them all, at
+			// most one round per eventGap.
+			time.Sleep(time.Until(round.Add(eventGap)))
 		}
+		round = time.Now()
 		events = r.cache.events() // before reading: an event from now on wakes the next round
 		type tk struct{ target, namespace, kind string }
 		lists := map[tk]Target{}
