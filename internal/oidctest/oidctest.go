@@ -60,7 +60,7 @@ func New(t testing.TB) *Issuer {
 		defer is.mu.Unlock()
 		set := jose.JSONWebKeySet{}
 		for _, k := range is.published {
-			set.Keys = append(set.Keys, jose.JSONWebKey{Key: &k.priv.PublicKey, KeyID: k.KID, Algorithm: "RS256", Use: "sig"})
+			set.Keys = append(set.Keys, k.Public())
 		}
 		writeJSON(w, set)
 	})
@@ -116,6 +116,11 @@ func (is *Issuer) Rotate(t testing.TB, keepOld bool) *Key {
 	}
 	is.published = append(is.published, k)
 	return k
+}
+
+// Public is the key's public half, as its JWKS entry.
+func (k *Key) Public() jose.JSONWebKey {
+	return jose.JSONWebKey{Key: &k.priv.PublicKey, KeyID: k.KID, Algorithm: "RS256", Use: "sig"}
 }
 
 // Current is the key the issuer signs with.

@@ -252,6 +252,9 @@ func TestBumpAPIRefusals(t *testing.T) {
 		{"a pull_request run", func() string {
 			return e.gh.Sign(t, nil, with(e.github("acme/checkout-api"), "event_name", "pull_request", "ref", "refs/pull/7/merge", "head_ref", "feature"))
 		}, good, 403, "ClaimRefused", `ref "refs/pull/7/merge" is not allowed; bumpClaims.ref allows refs/heads/main`},
+		{"a GitLab merge request pipeline", func() string {
+			return e.gl.Sign(t, nil, with(e.gl.GitLabClaims("acme-group/checkout-api", "stagehand", e.clk.now()), "pipeline_source", "merge_request_event"))
+		}, good, 403, "ClaimRefused", "a merge_request_event run builds code that is not on a branch yet"},
 		{"a ref not allowed", func() string {
 			return e.gh.Sign(t, nil, with(e.github("acme/checkout-api"), "ref", "refs/heads/experiment"))
 		}, good, 403, "ClaimRefused", `ref "refs/heads/experiment" is not allowed`},
