@@ -376,3 +376,15 @@ func (s *Server) exec(dir string, env []string, stdin string, args ...string) (s
 	}
 	return strings.TrimSpace(stdout.String()), nil
 }
+
+// WriteFile writes content to dir/name with mode 0600 and returns the path:
+// the token, CA bundle or key file a client of the server reads, as a
+// mounted Secret would hold it.
+func WriteFile(t testing.TB, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatalf("gitserver: writing %s: %v", p, err)
+	}
+	return p
+}

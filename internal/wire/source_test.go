@@ -39,15 +39,6 @@ func newSource(t testing.TB, src config.Source, opts ...wire.Option) *gitsource.
 	return s
 }
 
-func writeFile(t testing.TB, dir, name, content string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // seed creates repo "manifests" with one commit and returns its clone URL and SHA.
 func seed(t testing.TB, srv *gitserver.Server) (string, string) {
 	t.Helper()
@@ -58,7 +49,7 @@ func seed(t testing.TB, srv *gitserver.Server) (string, string) {
 // TestSourceRejectsBadConfig: what reconciler.yaml can get wrong in source:
 // is refused before anything runs, naming the key.
 func TestSourceRejectsBadConfig(t *testing.T) {
-	notPEM := writeFile(t, t.TempDir(), "token", "not a certificate\n")
+	notPEM := gitserver.WriteFile(t, t.TempDir(), "token", "not a certificate\n")
 	tests := []struct {
 		name string
 		cfg  config.Source
@@ -101,7 +92,7 @@ func TestSourceTokenFile(t *testing.T) {
 	srv := gitserver.New(t, gitserver.WithCredentialCheck(func(user, secret string) bool { return user == "deploy" && secret == valid }))
 	url, rev := seed(t, srv)
 	cfg := sourceConfig(t, url)
-	cfg.Auth = config.Auth{Username: "deploy", TokenFile: writeFile(t, t.TempDir(), "token", first+"\n")}
+	cfg.Auth = config.Auth{Username: "deploy", TokenFile: gitserver.WriteFile(t, t.TempDir(), "token", first+"\n")}
 	s := newSource(t, cfg)
 	if snap, err := s.Poll(context.Background()); err != nil || snap.Revision != rev {
 		t.Fatalf("Poll = %s, %v; want %s", snap.Revision, err, rev)
@@ -111,7 +102,7 @@ func TestSourceTokenFile(t *testing.T) {
 	if !errors.Is(err, transport.ErrAuthenticationRequired) || strings.Contains(err.Error(), first) {
 		t.Fatalf("Poll with a revoked token: %v, want ErrAuthenticationRequired without the token", err)
 	}
-	writeFile(t, filepath.Dir(cfg.Auth.TokenFile), "token", second+"\n")
+	gitserver.WriteFile(t, filepath.Dir(cfg.Auth.TokenFile), "token", second+"\n")
 	if _, err := s.Poll(context.Background()); err != nil {
 		t.Fatalf("Poll after the token file was rotated: %v", err)
 	}
@@ -131,12 +122,12 @@ func TestSourcePrivateCA(t *testing.T) {
 	srv := gitserver.New(t, gitserver.WithTLS())
 	url, want := seed(t, srv)
 	cfg := sourceConfig(t, url)
-	cfg.CAFile = writeFile(t, t.TempDir(), "ca.crt", string(srv.CACert()))
+	cfg.CAFile = gitserver.WriteFile(t, t.TempDir(), "ca.crt", string(srv.CACert()))
 	s := newSource(t, cfg)
 	if snap, err := s.Poll(context.Background()); err != nil || snap.Revision != want {
 		t.Fatalf("Poll = %s, %v; want %s", snap.Revision, err, want)
 	}
-	writeFile(t, filepath.Dir(cfg.CAFile), "ca.crt", "rotated into garbage\n")
+	gitserver.WriteFile(t, filepath.Dir(cfg.CAFile), "ca.crt", "rotated into garbage\n")
 	srv.Commit(t, "manifests", "main", map[string]string{"environments/devel/manifest.json": `{"services":[{"name":"a"}]}`}, "next")
 	if _, err := s.Poll(context.Background()); err == nil || !strings.Contains(err.Error(), "source.caFile: "+cfg.CAFile+" holds no PEM certificate") {
 		t.Fatalf("Poll with a bad CA file: %v", err)
@@ -176,7 +167,7 @@ func pushSigned(t *testing.T, url string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, dir, "signed.json", "{}")
+	gitserver.WriteFile(t, dir, "signed.json", "{}")
 	if _, err := wt.Add("signed.json"); err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +204,7 @@ func TestHTTPTransportTrustsTheCAFile(t *testing.T) {
 		t.Fatalf("GET with the system roots: %v, want a certificate error", err)
 	}
 	cfg := sourceConfig(t, srv.URL)
-	cfg.CAFile = writeFile(t, t.TempDir(), "ca.crt", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
+	cfg.CAFile = gitserver.WriteFile(t, t.TempDir(), "ca.crt", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
 	rt, err := wire.HTTPTransport(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -249,7 +240,7 @@ func TestSourceGitHubAppToken(t *testing.T) {
 			cfg.Auth.Username = "ignored-for-apps"
 			cfg.Auth.GitHubApp = &config.GitHubApp{
 				AppID: gh.AppID(), InstallationID: gh.InstallationID(),
-				PrivateKeyFile: writeFile(t, t.TempDir(), "app.pem", string(gh.AppPrivateKeyPEM())),
+				PrivateKeyFile: gitserver.WriteFile(t, t.TempDir(), "app.pem", string(gh.AppPrivateKeyPEM())),
 			}
 			s := newSource(t, cfg, wire.WithGitHubAPIURL(gh.URL()), wire.WithHTTPTransport(gh.Client().Transport))
 			if snap, err := s.Poll(context.Background()); err != nil || snap.Revision != first {
@@ -274,7 +265,7 @@ func TestSourceGitHubAppWrongInstallation(t *testing.T) {
 	cfg := sourceConfig(t, url)
 	cfg.Auth.GitHubApp = &config.GitHubApp{
 		AppID: gh.AppID(), InstallationID: gh.InstallationID() + 1,
-		PrivateKeyFile: writeFile(t, t.TempDir(), "app.pem", string(gh.AppPrivateKeyPEM())),
+		PrivateKeyFile: gitserver.WriteFile(t, t.TempDir(), "app.pem", string(gh.AppPrivateKeyPEM())),
 	}
 	s := newSource(t, cfg, wire.WithGitHubAPIURL(gh.URL()))
 	_, err := s.Poll(context.Background())

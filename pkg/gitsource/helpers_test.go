@@ -59,15 +59,6 @@ func readFile(t testing.TB, fsys fs.FS, name string) string {
 	return string(b)
 }
 
-func writeFile(t testing.TB, dir, name, content string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // signer is an OpenPGP identity generated for a test.
 type signer struct {
 	entity  *openpgp.Entity

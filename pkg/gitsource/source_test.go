@@ -207,14 +207,14 @@ func TestCorruptCache(t *testing.T) {
 			}
 		}},
 		{name: "config garbage", corrupt: func(t *testing.T, dir string) {
-			writeFile(t, dir, "config", "[[[not a git config")
+			gitserver.WriteFile(t, dir, "config", "[[[not a git config")
 		}},
 		{name: "another repository's cache", corrupt: func(t *testing.T, dir string) {
 			b, err := os.ReadFile(filepath.Join(dir, "config"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			writeFile(t, dir, "config", strings.Replace(string(b), "/manifests.git", "/other.git", 1))
+			gitserver.WriteFile(t, dir, "config", strings.Replace(string(b), "/manifests.git", "/other.git", 1))
 		}},
 	}
 	for _, tt := range tests {
@@ -270,7 +270,7 @@ func TestBranchNotFound(t *testing.T) {
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {
-	notPEM := writeFile(t, t.TempDir(), "token", "not a certificate\n")
+	notPEM := gitserver.WriteFile(t, t.TempDir(), "token", "not a certificate\n")
 	token := gitsource.WithTokenSource(func(context.Context) (string, error) { return "t0ken", nil })
 	sshKey := []gitsource.Option{gitsource.WithSSHKeyFile("k"), gitsource.WithKnownHostsFile("h")}
 	tests := []struct {
@@ -403,13 +403,13 @@ func TestPollHTTPSPrivateCA(t *testing.T) {
 		t.Fatalf("Poll without the CA: %v, want a certificate error", err)
 	}
 
-	caFile := writeFile(t, t.TempDir(), "ca.crt", string(srv.CACert()))
+	caFile := gitserver.WriteFile(t, t.TempDir(), "ca.crt", string(srv.CACert()))
 	s := newSource(t, sourceSpec(url), gitsource.WithCABundle(gitsource.File(caFile)))
 	if snap := poll(t, s); snap.Revision != want || readFile(t, snap.FS, "environments/devel/manifest.json") != `{"services":[]}` {
 		t.Fatalf("snapshot %s, want %s with the manifest", snap.Revision, want)
 	}
 
-	writeFile(t, filepath.Dir(caFile), "ca.crt", "rotated into garbage\n")
+	gitserver.WriteFile(t, filepath.Dir(caFile), "ca.crt", "rotated into garbage\n")
 	srv.Commit(t, "manifests", "main", map[string]string{"environments/devel/manifest.json": `{"services":[{"name":"a"}]}`}, "next")
 	if _, err := s.Poll(context.Background()); err == nil || !strings.Contains(err.Error(), "CA bundle: holds no PEM certificate") {
 		t.Fatalf("Poll with a bad CA bundle: %v", err)

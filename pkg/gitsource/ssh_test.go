@@ -56,9 +56,9 @@ func TestPollSSH(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			knownHosts := writeFile(t, dir, "known_hosts", tt.knownHosts)
+			knownHosts := gitserver.WriteFile(t, dir, "known_hosts", tt.knownHosts)
 			cfg := sourceSpec(sshd.URL("manifests"))
-			cfg.opts = []gitsource.Option{gitsource.WithSSHKeyFile(writeFile(t, dir, "id", string(tt.key))), gitsource.WithKnownHostsFile(knownHosts)}
+			cfg.opts = []gitsource.Option{gitsource.WithSSHKeyFile(gitserver.WriteFile(t, dir, "id", string(tt.key))), gitsource.WithKnownHostsFile(knownHosts)}
 			before := sshd.Sessions()
 			snap, err := newSource(t, cfg).Poll(context.Background())
 			if tt.wantErr != "" {

@@ -32,7 +32,7 @@ func TestVerifyHead(t *testing.T) {
 			good := pushCommit(t, url, map[string]string{"a.json": "good"}, trusted.entity)
 			cfg := sourceSpec(url)
 			cfg.cacheDir = t.TempDir()
-			cfg.opts = append(cfg.opts, gitsource.WithVerifyKeyring(gitsource.File(writeFile(t, t.TempDir(), "keyring.asc", trusted.keyring))))
+			cfg.opts = append(cfg.opts, gitsource.WithVerifyKeyring(gitsource.File(gitserver.WriteFile(t, t.TempDir(), "keyring.asc", trusted.keyring))))
 			s := newSource(t, cfg)
 			if snap := poll(t, s); snap.Revision != good {
 				t.Fatalf("first revision = %s, want %s", snap.Revision, good)
@@ -101,14 +101,14 @@ func TestVerifyKeyringFixAcceptsRefusedHead(t *testing.T) {
 	head := pushCommit(t, url, map[string]string{"a.json": "by the newcomer"}, newcomer.entity)
 	cfg := sourceSpec(url)
 	cfg.cacheDir = t.TempDir()
-	keyring := writeFile(t, t.TempDir(), "keyring.asc", newSigner(t, "old-team").keyring)
+	keyring := gitserver.WriteFile(t, t.TempDir(), "keyring.asc", newSigner(t, "old-team").keyring)
 	cfg.opts = append(cfg.opts, gitsource.WithVerifyKeyring(gitsource.File(keyring)))
 	s := newSource(t, cfg)
 	if _, err := s.Poll(context.Background()); !errors.Is(err, gitsource.ErrUnverified) {
 		t.Fatalf("Poll error = %v, want ErrUnverified", err)
 	}
 
-	writeFile(t, filepath.Dir(keyring), filepath.Base(keyring), newcomer.keyring)
+	gitserver.WriteFile(t, filepath.Dir(keyring), filepath.Base(keyring), newcomer.keyring)
 	srv.ResetRequests()
 	snap, err := s.Poll(context.Background())
 	if err != nil {
