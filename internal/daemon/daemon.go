@@ -104,7 +104,7 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 		return nil, err
 	}
 	for _, name := range d.envNames {
-		d.workers[name] = newWorker(d, name)
+		d.workers[name] = newWorker(d.workerDeps(name))
 	}
 	return d, nil
 }
@@ -231,6 +231,43 @@ func (d *Daemon) leadingLoop(ctx context.Context) {
 		d.log.Error(err, "git source stopped")
 	}
 	wg.Wait()
+}
+
+// workerDeps gives env's worker what it uses of the daemon.
+func (d *Daemon) workerDeps(env string) workerDeps {
+	ec := d.cfg.Environments[env]
+	resync := d.o.resync
+	switch {
+	case resync != 0:
+	case d.cfg.Source.Interval.Duration > 0:
+		resync = d.cfg.Source.Interval.Duration
+	default:
+		resync = time.Minute
+	}
+	return workerDeps{
+		env: env, store: d.store, gate: d.o.gate, rec: d.rec, targets: d.targets[env], lockPath: ec.LockPath,
+		statusTargets: ec.Targets,
+		resolve: func(ctx context.Context, s gitsource.Snapshot) (*manifest.Environment, error) {
+			return d.resolve(ctx, s, env)
+		},
+		snapshot: d.snapshot,
+		poll:     d.pollNow,
+		metrics:  d.metrics, log: d.log, now: time.Now,
+		resync: resync, repropose: d.o.repropose, applyGrace: d.o.applyGrace,
+	}
+}
+
+// pollNow asks the remote for the newest revision and, when it is new,
+// hands it to every worker.
+func (d *Daemon) pollNow(ctx context.Context) (gitsource.Snapshot, error) {
+	s, err := d.source.Poll(ctx)
+	if err != nil {
+		return s, err
+	}
+	if cur, ok := d.snapshot(); !ok || cur.Revision != s.Revision {
+		d.offer(s)
+	}
+	return s, nil
 }
 
 // offer makes s the newest snapshot and wakes every worker.

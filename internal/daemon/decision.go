@@ -2,9 +2,9 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"time"
+	"fmt"
+	"sync"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -26,13 +26,19 @@ type decisionReply struct {
 
 // pickUp acts on a decision another replica handed over through the Store.
 func (w *worker) pickUp(ctx context.Context) {
-	st, err := w.d.store.Load(ctx, w.env)
-	if err != nil || st.Handover == nil {
+	st, err := w.store.Load(ctx, w.env)
+	if err != nil {
+		w.metrics.fail(w.env, "state")
+		w.log.Error(err, "reading the state for decisions handed over", "environment", w.env)
+		return
+	}
+	if st.Handover == nil {
 		return
 	}
 	dec := *st.Handover
-	if err := w.d.store.Update(ctx, w.env, func(st *EnvState) { st.Handover = nil }); err != nil {
-		w.d.metrics.fail(w.env, "state")
+	if err := w.store.Update(ctx, w.env, func(st *EnvState) { st.Handover = nil }); err != nil {
+		w.metrics.fail(w.env, "state")
+		w.log.Error(err, "taking a decision handed over", "environment", w.env, "planHash", dec.PlanHash)
 		return
 	}
 	dc := decision{approve: dec.Approve, planHash: dec.PlanHash, who: dec.Approver, reason: dec.Reason,
@@ -42,9 +48,8 @@ func (w *worker) pickUp(ctx context.Context) {
 	if r.err == nil {
 		return
 	}
-	w.d.log.Error(r.err, "decision handed over by another replica", "environment", w.env, "planHash", dec.PlanHash)
-	var np *approval.NotPendingError
-	if dec.Approve && !errors.As(r.err, &np) {
+	w.log.Error(r.err, "decision handed over by another replica", "environment", w.env, "planHash", dec.PlanHash)
+	if dec.Approve && !errors.Is(r.err, approval.ErrNotPending) {
 		// The replica that took the approval has answered already: report on the gate (the check run).
 		w.approvalFailed(ctx, dec, r.err)
 	}
@@ -52,20 +57,26 @@ func (w *worker) pickUp(ctx context.Context) {
 
 // approvalFailed reports, as a failed outcome with nothing applied, an
 // approval handed over by another replica that this leader could not carry
-// out (re-planning failed, the state could not be read). The plan stays
-// pending and is proposed again at the next pass, so it can be approved again.
-// (A plan that is no longer pending is reported by Superseded instead.)
+// out (resolving or planning failed, the state could not be read). The plan
+// stays pending and is proposed again at the next pass, so it can be approved
+// again. (A plan that is no longer pending is reported by Superseded instead.)
 func (w *worker) approvalFailed(ctx context.Context, dec Handover, cause error) {
-	st, err := w.d.store.Load(ctx, w.env)
-	if err != nil || st.Pending == nil || st.Pending.PlanHash != dec.PlanHash {
+	st, err := w.store.Load(ctx, w.env)
+	if err != nil {
+		w.metrics.fail(w.env, "state")
+		w.log.Error(err, "reading the state to report a failed approval", "environment", w.env, "planHash", dec.PlanHash)
 		return
 	}
-	var plan reconcile.Plan
-	if err := json.Unmarshal(st.Pending.Plan, &plan); err != nil {
+	if st.Pending == nil || st.Pending.PlanHash != dec.PlanHash {
 		return
 	}
-	now := time.Now().UTC()
-	prop := approval.Proposal{Environment: w.env, Revision: st.Pending.Revision, Plan: &plan}
+	plan, err := w.decodePlan(st.Pending)
+	if err != nil { // reported all the same, on the plan's revision and hash
+		w.metrics.fail(w.env, "state")
+		w.log.Error(err, "reporting a failed approval", "environment", w.env)
+	}
+	now := w.now().UTC()
+	prop := approval.Proposal{Environment: w.env, Revision: st.Pending.Revision, Plan: plan}
 	out := approval.Outcome{Result: approval.ResultFailed, Approver: dec.Approver, Started: now, Finished: now,
 		Message: "approving failed, nothing was applied: " + cause.Error()}
 	w.completed(ctx, prop, out)
@@ -75,20 +86,25 @@ func (w *worker) approvalFailed(ctx context.Context, dec Handover, cause error) 
 
 // decide handles an approval or rejection of the pending plan: it checks
 // that the plan is pending and its revision still the newest (asking the
-// remote), then rejects it, or re-plans and, when the hash is unchanged,
-// replies and applies it. A changed plan is proposed afresh and the decision
-// refused.
+// remote), then rejects it, or applies it. An approval plans once: inside
+// pkg/reconcile's Apply, which refuses when the plan changed since it was
+// proposed (the cluster or the locks changed); the new plan is then proposed
+// afresh and the decision refused. The approval is answered as soon as the
+// apply is under way (see apply), so the caller learns whether it was taken.
 func (w *worker) decide(ctx context.Context, dc decision) {
-	reply := func(p *approval.Pending, err error) { dc.reply <- decisionReply{pending: p, err: err} }
+	var once sync.Once
+	reply := func(p *approval.Pending, err error) {
+		once.Do(func() { dc.reply <- decisionReply{pending: p, err: err} })
+	}
 	notPending := func() {
-		st, err := w.d.store.Load(ctx, w.env)
+		st, err := w.store.Load(ctx, w.env)
 		if err != nil {
 			reply(nil, err)
 			return
 		}
 		reply(nil, &approval.NotPendingError{Environment: w.env, PlanHash: dc.planHash, Pending: st.Pending})
 	}
-	st, err := w.d.store.Load(ctx, w.env)
+	st, err := w.store.Load(ctx, w.env)
 	if err != nil {
 		reply(nil, err)
 		return
@@ -99,19 +115,27 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 		return
 	}
 	// The revision must still be the newest: ask the remote now.
-	s, ok := w.d.snapshot()
-	if fresh, err := w.d.source.Poll(ctx); err == nil && (!ok || fresh.Revision != s.Revision) {
-		w.d.offer(fresh)
+	s, ok := w.snapshot()
+	fresh, err := w.poll(ctx)
+	switch {
+	case err != nil: // decide on the newest revision seen; the poll loop retries
+		w.metrics.fail(w.env, "fetch")
+		w.log.Error(err, "asking the remote for the newest revision before deciding", "environment", w.env)
+	case !ok || fresh.Revision != s.Revision:
 		s, ok = fresh, true
 	}
 	if !ok || s.Revision != p.Revision {
-		_ = w.pass(ctx) // supersedes the pending plan and proposes the newest
+		w.passAndLog(ctx) // supersedes the pending plan and proposes the newest
 		notPending()
 		return
 	}
-	var plan reconcile.Plan
-	_ = json.Unmarshal(p.Plan, &plan)
-	prop := approval.Proposal{Environment: w.env, Revision: p.Revision, RevisionTime: s.Time, Plan: &plan}
+	plan, err := w.decodePlan(p)
+	if err != nil {
+		w.metrics.fail(w.env, "state")
+		reply(nil, err)
+		return
+	}
+	prop := approval.Proposal{Environment: w.env, Revision: p.Revision, RevisionTime: s.Time, Plan: plan}
 	if !dc.approve {
 		out, err := w.recordRejection(ctx, prop, dc)
 		if err != nil {
@@ -120,42 +144,56 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 		}
 		reply(p, nil)
 		w.completed(ctx, prop, out)
-		w.d.log.Info("plan rejected", "environment", w.env, "planHash", p.PlanHash, "by", dc.who)
+		w.log.Info("plan rejected", "environment", w.env, "planHash", p.PlanHash, "by", dc.who)
 		return
 	}
-	envM, fresh, err := w.plan(ctx, s)
+	envM, err := w.resolve(ctx, s)
 	if err != nil {
-		reply(nil, err)
+		w.metrics.fail(w.env, "resolve")
+		w.writeStatus(ctx, s, nil, nil, err)
+		reply(nil, fmt.Errorf("resolving manifest at %s: %w", short(s.Revision), err))
 		return
 	}
-	if fresh.PlanHash != p.PlanHash {
-		// The cluster or the locks changed since the plan was proposed.
-		st, _ := w.d.store.Load(ctx, w.env)
-		if st == nil {
-			st = &EnvState{Pending: p}
+	_, err = w.apply(ctx, s, envM, prop, dc.who, func() {
+		reply(p, nil)
+		w.log.Info("plan approved", "environment", w.env, "planHash", p.PlanHash, "by", dc.who)
+	})
+	var stale *reconcile.StalePlanError
+	switch {
+	case errors.As(err, &stale):
+		// The cluster or the locks changed since the plan was proposed:
+		// propose the plan Apply made instead, and refuse.
+		w.writeStatus(ctx, s, envM, stale.Plan, nil)
+		st, lerr := w.store.Load(ctx, w.env)
+		if lerr != nil {
+			w.metrics.fail(w.env, "state")
+			reply(nil, lerr)
+			return
 		}
-		_ = w.act(ctx, s, envM, fresh, st)
+		if err := w.act(ctx, s, envM, stale.Plan, st); err != nil && ctx.Err() == nil {
+			w.log.Error(err, "proposing the changed plan", "environment", w.env)
+		}
 		notPending()
-		return
-	}
-	reply(p, nil)
-	w.d.log.Info("plan approved", "environment", w.env, "planHash", p.PlanHash, "by", dc.who)
-	prop.Plan = fresh
-	if err := w.apply(ctx, s, envM, prop, dc.who); err != nil && ctx.Err() == nil {
-		w.d.log.Error(err, "applying approved plan", "environment", w.env)
+	case err != nil:
+		reply(nil, err) // before the apply began; after, the reply is sent and the error recorded
+		if ctx.Err() == nil {
+			w.log.Error(err, "applying approved plan", "environment", w.env)
+		}
+	default:
+		reply(p, nil)
 	}
 }
 
 // recordRejection records the rejection of the pending plan prop in the
 // history and returns its outcome.
 func (w *worker) recordRejection(ctx context.Context, prop approval.Proposal, dc decision) (approval.Outcome, error) {
-	now := time.Now().UTC()
+	now := w.now().UTC()
 	out := approval.Outcome{Result: approval.ResultRejected, Approver: dc.who, Message: dc.reason, Started: now, Finished: now}
 	e := approval.Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: changesJSON(prop.Plan.Changes), Approver: dc.who,
 		Result: out.Result, Message: out.Message, Started: now, Finished: now}
-	if err := w.d.store.Record(ctx, w.env, e); err != nil {
+	if err := w.store.Record(ctx, w.env, e); err != nil {
 		return out, err
 	}
-	w.d.metrics.setPending(w.env, false)
+	w.metrics.setPending(w.env, false)
 	return out, nil
 }

@@ -2,13 +2,19 @@ package daemon
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
 
+	"k8s.io/client-go/rest"
+
+	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
@@ -77,5 +83,41 @@ func TestHandedOverApprovalThatFailsIsReported(t *testing.T) {
 	}
 	if w.proposed != "" {
 		t.Errorf("the failed plan is remembered as proposed (%q): it would not be proposed again", w.proposed)
+	}
+}
+
+// roundTripFunc is an http.RoundTripper.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestApprovalPlansOnce: approving a pending plan plans once, inside pkg/reconcile's Apply (which still
+// checks the planHash), not also before it and again for the status after it. Only planning lists the
+// StatefulSets of a target, so those LISTs count the plans.
+func TestApprovalPlansOnce(t *testing.T) {
+	h := newHarness(t, "prod")
+	var plans atomic.Int64
+	rc := rest.CopyConfig(cluster.Env(t).Config)
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodGet && r.URL.Path == "/apis/apps/v1/namespaces/"+h.ns["prod"]+"/statefulsets" {
+				plans.Add(1)
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	r := h.start(WithRESTConfig(rc))
+	p := r.waitPending(t, "prod", h.git.Head(t, "manifests", "main"))
+	before := plans.Load()
+	if code, b := r.call(t, "POST", "/api/v1/environments/prod/approve", testToken, api.DecisionRequest{PlanHash: p.PlanHash}); code != http.StatusAccepted {
+		t.Fatalf("approve = %d %s", code, b)
+	}
+	// The status follows the apply, after its history entry.
+	waitFor(t, 30*time.Second, "prod in sync after the apply", func() bool {
+		v := r.environment(t, "prod")
+		return len(r.history(t, "prod")) == 1 && len(v.Services) == 1 && v.Services[0].Targets[0].State == status.StateInSync && v.PlanHash == ""
+	})
+	if got := plans.Load() - before; got != 1 {
+		t.Errorf("an approval planned %d times, want once", got)
 	}
 }

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/status"
@@ -77,22 +77,21 @@ func (d *Daemon) envLocks(ctx context.Context, path string) ([]lock.Lock, error)
 
 // writeStatus records what a pass observed, when it differs from the last write.
 func (w *worker) writeStatus(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, plan *reconcile.Plan, perr error) {
-	st := status.Observe(s, envM, plan, w.d.cfg.Environments[w.env].Targets, perr)
+	st := status.Observe(s, envM, plan, w.statusTargets, perr)
 	cmp, err := json.Marshal(st)
-	if err != nil {
+	if err == nil && bytes.Equal(cmp, w.lastStatus) {
 		return
 	}
-	if bytes.Equal(cmp, w.lastStatus) {
+	st.ObservedAt = w.now().UTC()
+	raw, rerr := json.Marshal(st)
+	if err = errors.Join(err, rerr); err != nil {
+		w.metrics.fail(w.env, "state")
+		w.log.Error(err, "encoding status", "environment", w.env)
 		return
 	}
-	st.ObservedAt = time.Now().UTC()
-	raw, err := json.Marshal(st)
-	if err != nil {
-		return
-	}
-	if err := w.d.store.SetStatus(ctx, w.env, raw); err != nil {
-		w.d.metrics.fail(w.env, "state")
-		w.d.log.Error(err, "recording status", "environment", w.env)
+	if err := w.store.SetStatus(ctx, w.env, raw); err != nil {
+		w.metrics.fail(w.env, "state")
+		w.log.Error(err, "recording status", "environment", w.env)
 		return
 	}
 	w.lastStatus = cmp

@@ -3,20 +3,51 @@ package daemon
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
+// workerDeps is everything a worker uses, given explicitly by the Daemon
+// (see newWorkerDeps); a worker has no way back to the Daemon.
+type workerDeps struct {
+	env string
+	// store keeps the pending plan, the apply in flight, the history and the status.
+	store *Store
+	// gate is told about every plan (Auto replaces it to decide for
+	// skipConfirmation environments, but it still hears Superseded and Completed).
+	gate approval.Gate
+	// rec plans and applies; targets and lockPath are the environment's.
+	rec      *reconcile.Reconciler
+	targets  []reconcile.Target
+	lockPath string
+	// statusTargets are the configured targets the status lists.
+	statusTargets []config.Target
+	// resolve resolves the environment's manifest in a snapshot.
+	resolve func(context.Context, gitsource.Snapshot) (*manifest.Environment, error)
+	// snapshot is the newest snapshot the leader has seen; poll asks the
+	// remote for the newest now (and hands a new one to every worker).
+	snapshot func() (gitsource.Snapshot, bool)
+	poll     func(context.Context) (gitsource.Snapshot, error)
+	metrics  *Metrics
+	log      logr.Logger
+	now      func() time.Time
+	// resync is how often to plan without a new revision (0: never);
+	// repropose how often a plan still pending is proposed again; applyGrace
+	// how long an apply may go on after shutdown begins.
+	resync, repropose, applyGrace time.Duration
+}
+
 // worker handles one environment: revisions in order, one step at a time.
 type worker struct {
-	d         *Daemon
-	env       string
+	workerDeps
 	wake      chan struct{}
 	decisions chan decision
 	// lastStatus is the last status written, without its observation time.
@@ -30,8 +61,8 @@ type worker struct {
 	proposedAt time.Time
 }
 
-func newWorker(d *Daemon, env string) *worker {
-	return &worker{d: d, env: env, wake: make(chan struct{}, 1), decisions: make(chan decision)}
+func newWorker(deps workerDeps) *worker {
+	return &worker{workerDeps: deps, wake: make(chan struct{}, 1), decisions: make(chan decision)}
 }
 
 // wakeUp asks the worker to plan the newest snapshot; wake-ups coalesce.
@@ -42,26 +73,15 @@ func (w *worker) wakeUp() {
 	}
 }
 
-func (w *worker) resync() time.Duration {
-	switch {
-	case w.d.o.resync != 0:
-		return w.d.o.resync
-	case w.d.cfg.Source.Interval.Duration > 0:
-		return w.d.cfg.Source.Interval.Duration
-	default:
-		return time.Minute
-	}
-}
-
 // run handles wake-ups, resyncs and decisions until ctx ends.
 func (w *worker) run(ctx context.Context) {
 	var tick <-chan time.Time
-	if d := w.resync(); d > 0 {
-		t := time.NewTicker(d)
+	if w.resync > 0 {
+		t := time.NewTicker(w.resync)
 		defer t.Stop()
 		tick = t.C
 	}
-	if _, ok := w.d.snapshot(); ok {
+	if _, ok := w.snapshot(); ok {
 		w.wakeUp() // leading again: the state may hold a pending plan or an interrupted apply
 	}
 	handed := time.NewTicker(time.Second)
@@ -79,26 +99,32 @@ func (w *worker) run(ctx context.Context) {
 		case <-w.wake:
 		case <-tick:
 		}
-		if err := w.pass(ctx); err != nil && ctx.Err() == nil {
-			w.d.log.Error(err, "reconciling environment", "environment", w.env)
-		}
+		w.passAndLog(ctx)
+	}
+}
+
+// passAndLog runs a pass and logs its error (already counted by the step
+// that failed).
+func (w *worker) passAndLog(ctx context.Context) {
+	if err := w.pass(ctx); err != nil && ctx.Err() == nil {
+		w.log.Error(err, "reconciling environment", "environment", w.env)
 	}
 }
 
 // pass plans the newest snapshot and acts on the plan: apply (skipConfirmation,
 // or an interrupted approved apply), propose, or nothing.
 func (w *worker) pass(ctx context.Context) error {
-	s, ok := w.d.snapshot()
+	s, ok := w.snapshot()
 	if !ok {
 		return nil
 	}
-	start := time.Now()
+	start := w.now()
 	result := "ok"
-	defer func() { w.d.metrics.observePass(w.env, result, time.Since(start)) }()
-	st, err := w.d.store.Load(ctx, w.env)
+	defer func() { w.metrics.observePass(w.env, result, w.now().Sub(start)) }()
+	st, err := w.store.Load(ctx, w.env)
 	if err != nil {
 		result = "error"
-		w.d.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, "state")
 		return err
 	}
 	envM, plan, err := w.plan(ctx, s)
@@ -117,15 +143,15 @@ func (w *worker) pass(ctx context.Context) error {
 
 // plan resolves and plans env at s and records the status.
 func (w *worker) plan(ctx context.Context, s gitsource.Snapshot) (*manifest.Environment, *reconcile.Plan, error) {
-	envM, err := w.d.resolve(ctx, s, w.env)
+	envM, err := w.resolve(ctx, s)
 	if err != nil {
-		w.d.metrics.fail(w.env, "resolve")
+		w.metrics.fail(w.env, "resolve")
 		w.writeStatus(ctx, s, nil, nil, err)
 		return nil, nil, fmt.Errorf("resolving manifest at %s: %w", short(s.Revision), err)
 	}
-	plan, err := w.d.rec.Plan(ctx, w.request(s, envM))
+	plan, err := w.rec.Plan(ctx, w.request(s, envM))
 	if err != nil {
-		w.d.metrics.fail(w.env, "plan")
+		w.metrics.fail(w.env, "plan")
 		w.writeStatus(ctx, s, envM, nil, err)
 		return nil, nil, fmt.Errorf("planning revision %s: %w", short(s.Revision), err)
 	}
@@ -134,20 +160,20 @@ func (w *worker) plan(ctx context.Context, s gitsource.Snapshot) (*manifest.Envi
 }
 
 func (w *worker) request(s gitsource.Snapshot, envM *manifest.Environment) reconcile.Request {
-	return reconcile.Request{Environment: envM, Revision: s.Revision, Targets: w.d.targets[w.env],
-		LockPath: w.d.cfg.Environments[w.env].LockPath}
+	return reconcile.Request{Environment: envM, Revision: s.Revision, Targets: w.targets,
+		LockPath: w.lockPath}
 }
 
 func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, plan *reconcile.Plan, st *EnvState) error {
-	log := w.d.log.WithValues("environment", w.env, "revision", short(s.Revision))
+	log := w.log.WithValues("environment", w.env, "revision", short(s.Revision))
 	if plan.Empty() {
 		w.supersede(ctx, st.Pending, "")
 		if st.InFlight != nil {
-			if err := w.d.store.SetInFlight(ctx, w.env, nil); err != nil {
+			if err := w.store.SetInFlight(ctx, w.env, nil); err != nil {
 				return err
 			}
 		}
-		w.d.metrics.setPending(w.env, false)
+		w.metrics.setPending(w.env, false)
 		return nil
 	}
 	prop := approval.Proposal{Environment: w.env, Revision: s.Revision, RevisionTime: s.Time, Plan: plan}
@@ -156,22 +182,22 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 			return err
 		}
 		log.Info("continuing an interrupted apply", "approver", approver, "changes", len(plan.Changes))
-		return w.apply(ctx, s, envM, prop, approver)
+		return w.applyOrReplan(ctx, s, envM, prop, approver)
 	}
-	gate := w.d.o.gate
+	gate := w.gate
 	if envM.SkipConfirmation {
-		gate = approval.Auto()
+		gate = autoGate
 	}
 	if p := st.Pending; p != nil && p.PlanHash == plan.PlanHash && p.Revision == s.Revision {
-		w.d.metrics.setPending(w.env, true)
-		if w.proposed == proposalKey(prop) && time.Since(w.proposedAt) < w.d.o.repropose {
+		w.metrics.setPending(w.env, true)
+		if w.proposed == proposalKey(prop) && w.now().Sub(w.proposedAt) < w.repropose {
 			return nil // proposed already; waiting for a decision
 		}
 		// Stored but not (yet) accepted by the gate: GitHub was down when it
 		// was proposed, or this process is new; or it was proposed a
 		// repropose period ago. Gates' Propose is idempotent.
 		if dec := w.propose(ctx, gate, prop); dec.Approved {
-			return w.apply(ctx, s, envM, prop, dec.Approver)
+			return w.applyOrReplan(ctx, s, envM, prop, dec.Approver)
 		}
 		return nil
 	}
@@ -181,16 +207,16 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		if err != nil {
 			return fmt.Errorf("encoding plan: %w", err)
 		}
-		p := &approval.Pending{Revision: s.Revision, PlanHash: plan.PlanHash, Plan: raw, ProposedAt: time.Now().UTC()}
-		if err := w.d.store.SetPending(ctx, w.env, p); err != nil {
-			w.d.metrics.fail(w.env, "state")
+		p := &approval.Pending{Revision: s.Revision, PlanHash: plan.PlanHash, Plan: raw, ProposedAt: w.now().UTC()}
+		if err := w.store.SetPending(ctx, w.env, p); err != nil {
+			w.metrics.fail(w.env, "state")
 			return err
 		}
 	}
 	if dec := w.propose(ctx, gate, prop); dec.Approved {
-		return w.apply(ctx, s, envM, prop, dec.Approver)
+		return w.applyOrReplan(ctx, s, envM, prop, dec.Approver)
 	}
-	w.d.metrics.setPending(w.env, true)
+	w.metrics.setPending(w.env, true)
 	log.Info("plan waiting for approval", "planHash", plan.PlanHash, "changes", len(plan.Changes))
 	return nil
 }
@@ -204,11 +230,14 @@ func (w *worker) resumable(ctx context.Context, f *approval.InFlight, prop appro
 		return "", false, nil
 	}
 	var approved []reconcile.Change
-	_ = json.Unmarshal(f.Changes, &approved)
-	if f.Revision == prop.Revision && subset(prop.Plan.Changes, approved) {
+	if err := json.Unmarshal(f.Changes, &approved); err != nil {
+		// Unreadable: nothing can be continued without asking again.
+		w.metrics.fail(w.env, "state")
+		w.log.Error(err, "decoding the changes of the interrupted apply; planning afresh", "environment", w.env, "planHash", f.PlanHash)
+	} else if f.Revision == prop.Revision && subset(prop.Plan.Changes, approved) {
 		return f.Approver, true, nil
 	}
-	return "", false, w.d.store.SetInFlight(ctx, w.env, nil)
+	return "", false, w.store.SetInFlight(ctx, w.env, nil)
 }
 
 // propose asks gate about prop and remembers a plan it accepted, so that a
@@ -218,12 +247,12 @@ func (w *worker) propose(ctx context.Context, gate approval.Gate, prop approval.
 	dec, err := gate.Propose(ctx, prop)
 	if err != nil {
 		w.proposed = ""
-		w.d.metrics.fail(w.env, "gate")
-		w.d.log.Error(err, "proposing plan; proposing it again at the next pass", "environment", w.env,
+		w.metrics.fail(w.env, "gate")
+		w.log.Error(err, "proposing plan; proposing it again at the next pass", "environment", w.env,
 			"revision", short(prop.Revision), "planHash", prop.Plan.PlanHash)
 		return dec
 	}
-	w.proposed, w.proposedAt = proposalKey(prop), time.Now()
+	w.proposed, w.proposedAt = proposalKey(prop), w.now()
 	return dec
 }
 
@@ -234,173 +263,52 @@ func (w *worker) supersede(ctx context.Context, pending *approval.Pending, by st
 	if pending == nil {
 		return
 	}
-	var plan reconcile.Plan
-	_ = json.Unmarshal(pending.Plan, &plan)
-	if err := w.d.store.Update(ctx, w.env, func(st *EnvState) {
+	plan, perr := w.decodePlan(pending)
+	if perr != nil {
+		// The gate still hears of it, by revision alone.
+		w.metrics.fail(w.env, "state")
+		w.log.Error(perr, "decoding the superseded plan", "environment", w.env, "planHash", pending.PlanHash)
+	}
+	if err := w.store.Update(ctx, w.env, func(st *EnvState) {
 		if st.Pending != nil && st.Pending.PlanHash == pending.PlanHash {
 			st.Pending = nil
 		}
 	}); err != nil {
-		w.d.metrics.fail(w.env, "state")
-		w.d.log.Error(err, "clearing superseded plan", "environment", w.env)
+		w.metrics.fail(w.env, "state")
+		w.log.Error(err, "clearing superseded plan", "environment", w.env)
 		return
 	}
-	w.d.metrics.setPending(w.env, false)
-	prop := approval.Proposal{Environment: w.env, Revision: pending.Revision, Plan: &plan}
-	if err := w.d.o.gate.Superseded(ctx, prop, by); err != nil {
-		w.d.metrics.fail(w.env, "gate")
-		w.d.log.Error(err, "reporting superseded plan", "environment", w.env, "planHash", pending.PlanHash)
+	w.metrics.setPending(w.env, false)
+	prop := approval.Proposal{Environment: w.env, Revision: pending.Revision, Plan: plan}
+	if err := w.gate.Superseded(ctx, prop, by); err != nil {
+		w.metrics.fail(w.env, "gate")
+		w.log.Error(err, "reporting superseded plan", "environment", w.env, "planHash", pending.PlanHash)
 	}
-	w.d.log.Info("pending plan superseded", "environment", w.env, "planHash", pending.PlanHash, "by", by)
+	w.log.Info("pending plan superseded", "environment", w.env, "planHash", pending.PlanHash, "by", by)
 }
 
-// apply applies prop's plan, recording it as in flight first and in the
-// history after. A shutdown lets the patches in flight finish (up to the
-// apply grace) and records the apply as interrupted; the in-flight record
-// lets the next leader continue what is left without asking again.
-func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, prop approval.Proposal, approver string) error {
-	log := w.d.log.WithValues("environment", w.env, "revision", short(s.Revision), "planHash", prop.Plan.PlanHash)
-	started := time.Now().UTC()
-	if err := w.d.store.SetInFlight(ctx, w.env, &approval.InFlight{Revision: s.Revision, PlanHash: prop.Plan.PlanHash,
-		Approver: approver, Changes: changesJSON(prop.Plan.Changes), Started: started}); err != nil {
-		w.d.metrics.fail(w.env, "state")
-		return fmt.Errorf("recording apply before starting it: %w", err)
-	}
-	log.Info("applying", "approver", approver, "changes", len(prop.Plan.Changes))
-	res, err := w.applyWithGrace(ctx, w.request(s, envM), prop.Plan.PlanHash)
-	out := outcome(approver, res, err, ctx.Err() != nil, started)
-	// Record and report even when ctx has ended (a shutdown).
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer rcancel()
+// autoGate decides for skipConfirmation environments.
+var autoGate = approval.Auto()
 
-	var stale *reconcile.StalePlanError
-	if errors.As(err, &stale) {
-		log.Info("plan changed before it could be applied; planning again", "now", stale.Got)
-		if err := w.d.store.SetInFlight(rctx, w.env, nil); err != nil {
-			return err
-		}
-		if out.Result == approval.ResultInterrupted {
-			return nil
-		}
-		st, err := w.d.store.Load(ctx, w.env)
-		if err != nil {
-			return err
-		}
-		if st.Pending != nil && st.Pending.PlanHash == prop.Plan.PlanHash {
-			st.Pending = nil // approved and now stale: propose the new plan
-		}
-		return w.act(ctx, s, envM, stale.Plan, st)
+// decodePlan reads the plan of p; when it cannot, it says why and returns
+// a plan that has only p's environment, revision and planHash.
+func (w *worker) decodePlan(p *approval.Pending) (*reconcile.Plan, error) {
+	var plan reconcile.Plan
+	if err := json.Unmarshal(p.Plan, &plan); err != nil {
+		return &reconcile.Plan{Environment: w.env, Revision: p.Revision, PlanHash: p.PlanHash},
+			fmt.Errorf("decoding the pending plan %s of environment %s: %w", p.PlanHash, w.env, err)
 	}
-
-	applied := w.recordApply(rctx, prop, out)
-	w.completed(rctx, prop, out)
-	log.Info("applied", "result", out.Result, "changes", applied, "duration", out.Finished.Sub(started).String())
-	switch out.Result {
-	case approval.ResultFailed:
-		w.d.metrics.fail(w.env, "apply")
-		return fmt.Errorf("applying revision %s: %s", short(s.Revision), out.Message)
-	case approval.ResultSucceeded:
-		_, _, _ = w.plan(ctx, s) // refresh the status: desired is live now
-	}
-	return nil
-}
-
-// applyWithGrace applies planHash; when ctx ends, the patches in flight get
-// the apply grace to finish before the apply is cancelled.
-func (w *worker) applyWithGrace(ctx context.Context, req reconcile.Request, planHash string) (*reconcile.Result, error) {
-	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	stop := context.AfterFunc(ctx, func() {
-		t := time.AfterFunc(w.d.o.applyGrace, cancel)
-		context.AfterFunc(actx, func() { t.Stop() })
-	})
-	defer stop()
-	return w.d.rec.Apply(actx, req, planHash)
-}
-
-// outcome is how an apply that started at started ended.
-func outcome(approver string, res *reconcile.Result, err error, interrupted bool, started time.Time) approval.Outcome {
-	out := approval.Outcome{Approver: approver, Apply: res, Started: started, Finished: time.Now().UTC(), Result: approval.ResultSucceeded}
-	switch {
-	case interrupted:
-		out.Result, out.Message = approval.ResultInterrupted, "shut down during the apply; the next leader plans again and applies what is left"
-	case err != nil:
-		out.Result, out.Message = approval.ResultFailed, err.Error()
-	case res.Failed():
-		out.Result, out.Message = approval.ResultFailed, failureSummary(res)
-	}
-	return out
-}
-
-// recordApply writes out into the history (clearing the in-flight record
-// unless the apply was interrupted: the next leader continues it) and the
-// metrics, and returns the number of changes applied.
-func (w *worker) recordApply(ctx context.Context, prop approval.Proposal, out approval.Outcome) int {
-	e := approval.Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: changesJSON(prop.Plan.Changes), Approver: out.Approver,
-		Result: out.Result, Message: out.Message, Started: out.Started, Finished: out.Finished}
-	applied := 0
-	if out.Apply != nil {
-		e.Workloads, _ = json.Marshal(out.Apply.Workloads)
-		for _, wr := range out.Apply.Workloads {
-			if wr.Outcome.Applied() {
-				applied += len(wr.Changes)
-			}
-		}
-	}
-	w.d.metrics.addApplied(w.env, applied)
-	var err error
-	if out.Result == approval.ResultInterrupted {
-		err = w.d.store.Update(ctx, w.env, func(st *EnvState) {
-			st.History = append([]approval.Entry{e}, st.History...)
-			if st.Pending != nil && st.Pending.PlanHash == e.PlanHash {
-				st.Pending = nil
-			}
-		})
-	} else {
-		err = w.d.store.Record(ctx, w.env, e)
-	}
-	if err != nil {
-		w.d.metrics.fail(w.env, "state")
-		w.d.log.Error(err, "recording apply result", "environment", w.env, "planHash", e.PlanHash)
-	}
-	w.d.metrics.setPending(w.env, false)
-	return applied
-}
-
-// completed reports how prop ended to the gate; a failure is logged and counted.
-func (w *worker) completed(ctx context.Context, prop approval.Proposal, out approval.Outcome) {
-	if err := w.d.o.gate.Completed(ctx, prop, out); err != nil {
-		w.d.metrics.fail(w.env, "gate")
-		w.d.log.Error(err, "reporting the outcome to the gate", "environment", w.env, "planHash", prop.Plan.PlanHash, "result", out.Result)
-	}
-}
-
-// subset reports whether every change in part was approved in whole: same
-// workload, container and target image (the running image, From, may differ
-// when an apply was cut short).
-func subset(part, whole []reconcile.Change) bool {
-	type key struct {
-		w         reconcile.WorkloadKey
-		container string
-		to        string
-	}
-	in := make(map[key]bool, len(whole))
-	for _, c := range whole {
-		in[key{c.Key(), c.Container, c.To}] = true
-	}
-	for _, c := range part {
-		if !in[key{c.Key(), c.Container, c.To}] {
-			return false
-		}
-	}
-	return true
+	return &plan, nil
 }
 
 func changesJSON(cs []reconcile.Change) json.RawMessage {
 	if cs == nil {
 		cs = []reconcile.Change{}
 	}
-	b, _ := json.Marshal(cs)
+	b, err := json.Marshal(cs)
+	if err != nil { // plain strings: cannot happen
+		panic(fmt.Sprintf("encoding changes: %v", err))
+	}
 	return b
 }
 

@@ -1,0 +1,198 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+// applyOrReplan applies prop (approved by approver). When the cluster or
+// the locks changed since prop was planned, pkg/reconcile refuses it; the
+// worker then plans again at once, in a new pass, rather than acting on the
+// plan made inside the refused Apply.
+func (w *worker) applyOrReplan(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, prop approval.Proposal, approver string) error {
+	_, err := w.apply(ctx, s, envM, prop, approver, nil)
+	var stale *reconcile.StalePlanError
+	if errors.As(err, &stale) {
+		if ctx.Err() == nil {
+			w.wakeUp()
+		}
+		return nil
+	}
+	return err
+}
+
+// apply applies prop's plan, recording it as in flight first and in the
+// history after, and returns the result. A shutdown lets the patches in
+// flight finish (up to the apply grace) and records the apply as
+// interrupted; the in-flight record lets the next leader continue what is
+// left without asking again. started (if not nil) is called once the apply
+// is under way: pkg/reconcile planned again, found the same planHash and
+// patched a first workload (or finished).
+//
+// Apply's own plan is the only one an apply makes. When it differs from
+// prop's (the cluster or the locks changed), apply returns its
+// *reconcile.StalePlanError, which holds the new plan, and records nothing;
+// when it fails before starting, with started given (a decision: the
+// caller answers with the error), it records nothing either.
+func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, prop approval.Proposal, approver string, started func()) (*reconcile.Result, error) {
+	log := w.log.WithValues("environment", w.env, "revision", short(s.Revision), "planHash", prop.Plan.PlanHash)
+	begun := w.now().UTC()
+	if err := w.store.SetInFlight(ctx, w.env, &approval.InFlight{Revision: s.Revision, PlanHash: prop.Plan.PlanHash,
+		Approver: approver, Changes: changesJSON(prop.Plan.Changes), Started: begun}); err != nil {
+		w.metrics.fail(w.env, "state")
+		return nil, fmt.Errorf("recording apply before starting it: %w", err)
+	}
+	log.Info("applying", "approver", approver, "changes", len(prop.Plan.Changes))
+	var under sync.Once
+	underWay := func() {
+		if started != nil {
+			under.Do(started)
+		}
+	}
+	res, err := w.applyWithGrace(ctx, w.request(s, envM), prop.Plan.PlanHash, func(reconcile.Progress) { underWay() })
+	// Record and report even when ctx has ended (a shutdown).
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer rcancel()
+
+	var stale *reconcile.StalePlanError
+	if errors.As(err, &stale) || (err != nil && res == nil && started != nil) {
+		if errors.As(err, &stale) {
+			log.Info("plan changed before it could be applied", "now", stale.Got)
+		} else {
+			w.metrics.fail(w.env, "plan")
+		}
+		if cerr := w.store.SetInFlight(rctx, w.env, nil); cerr != nil {
+			w.metrics.fail(w.env, "state")
+			return res, errors.Join(err, fmt.Errorf("clearing the apply that did not start: %w", cerr))
+		}
+		return res, err
+	}
+	underWay()
+	out := outcome(approver, res, err, ctx.Err() != nil, begun, w.now().UTC())
+	applied := w.recordApply(rctx, prop, out)
+	w.completed(rctx, prop, out)
+	log.Info("applied", "result", out.Result, "changes", applied, "duration", out.Finished.Sub(begun).String())
+	switch out.Result {
+	case approval.ResultFailed:
+		w.metrics.fail(w.env, "apply")
+		return res, fmt.Errorf("applying revision %s: %s", short(s.Revision), out.Message)
+	case approval.ResultSucceeded:
+		// Desired is live now: the status follows from the plan without
+		// planning again.
+		w.writeStatus(rctx, s, envM, appliedPlan(res), nil)
+	}
+	return res, nil
+}
+
+// appliedPlan is res's plan once res succeeded: its changes are live.
+func appliedPlan(res *reconcile.Result) *reconcile.Plan {
+	p := *res.Plan
+	p.Unchanged += len(p.Changes)
+	p.Changes = nil
+	p.PlanHash = reconcile.Hash(nil)
+	return &p
+}
+
+// applyWithGrace applies planHash, reporting progress; when ctx ends, the
+// patches in flight get the apply grace to finish before the apply is
+// cancelled.
+func (w *worker) applyWithGrace(ctx context.Context, req reconcile.Request, planHash string, progress func(reconcile.Progress)) (*reconcile.Result, error) {
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(w.applyGrace, cancel)
+		context.AfterFunc(actx, func() { t.Stop() })
+	})
+	defer stop()
+	return w.rec.Apply(actx, req, planHash, reconcile.WithProgress(progress))
+}
+
+// outcome is how an apply that started at started ended at finished.
+func outcome(approver string, res *reconcile.Result, err error, interrupted bool, started, finished time.Time) approval.Outcome {
+	out := approval.Outcome{Approver: approver, Apply: res, Started: started, Finished: finished, Result: approval.ResultSucceeded}
+	switch {
+	case interrupted:
+		out.Result, out.Message = approval.ResultInterrupted, "shut down during the apply; the next leader plans again and applies what is left"
+	case err != nil:
+		out.Result, out.Message = approval.ResultFailed, err.Error()
+	case res.Failed():
+		out.Result, out.Message = approval.ResultFailed, failureSummary(res)
+	}
+	return out
+}
+
+// recordApply writes out into the history (clearing the in-flight record
+// unless the apply was interrupted: the next leader continues it) and the
+// metrics, and returns the number of changes applied.
+func (w *worker) recordApply(ctx context.Context, prop approval.Proposal, out approval.Outcome) int {
+	e := approval.Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: changesJSON(prop.Plan.Changes), Approver: out.Approver,
+		Result: out.Result, Message: out.Message, Started: out.Started, Finished: out.Finished}
+	applied := 0
+	if out.Apply != nil {
+		var err error
+		if e.Workloads, err = json.Marshal(out.Apply.Workloads); err != nil {
+			w.log.Error(err, "encoding the workload results for the history", "environment", w.env)
+		}
+		for _, wr := range out.Apply.Workloads {
+			if wr.Outcome.Applied() {
+				applied += len(wr.Changes)
+			}
+		}
+	}
+	w.metrics.addApplied(w.env, applied)
+	var err error
+	if out.Result == approval.ResultInterrupted {
+		err = w.store.Update(ctx, w.env, func(st *EnvState) {
+			st.History = append([]approval.Entry{e}, st.History...)
+			if st.Pending != nil && st.Pending.PlanHash == e.PlanHash {
+				st.Pending = nil
+			}
+		})
+	} else {
+		err = w.store.Record(ctx, w.env, e)
+	}
+	if err != nil {
+		w.metrics.fail(w.env, "state")
+		w.log.Error(err, "recording apply result", "environment", w.env, "planHash", e.PlanHash)
+	}
+	w.metrics.setPending(w.env, false)
+	return applied
+}
+
+// completed reports how prop ended to the gate; a failure is logged and counted.
+func (w *worker) completed(ctx context.Context, prop approval.Proposal, out approval.Outcome) {
+	if err := w.gate.Completed(ctx, prop, out); err != nil {
+		w.metrics.fail(w.env, "gate")
+		w.log.Error(err, "reporting the outcome to the gate", "environment", w.env, "planHash", prop.Plan.PlanHash, "result", out.Result)
+	}
+}
+
+// subset reports whether every change in part was approved in whole: same
+// workload, container and target image (the running image, From, may differ
+// when an apply was cut short).
+func subset(part, whole []reconcile.Change) bool {
+	type key struct {
+		w         reconcile.WorkloadKey
+		container string
+		to        string
+	}
+	in := make(map[key]bool, len(whole))
+	for _, c := range whole {
+		in[key{c.Key(), c.Container, c.To}] = true
+	}
+	for _, c := range part {
+		if !in[key{c.Key(), c.Container, c.To}] {
+			return false
+		}
+	}
+	return true
+}
