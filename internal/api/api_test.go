@@ -167,8 +167,9 @@ func TestLocksAndWebhookMounted(t *testing.T) {
 	if code, _ := call(t, srv, "GET", "/api/v1/check/apps/prod?type=deploy", "", ""); code != 401 {
 		t.Errorf("GET /api/v1/check without token = %d, want 401", code)
 	}
-	if code, body := call(t, srv, "POST", "/webhook/github", "", "{}"); code != 401 || !strings.Contains(body, "X-Hub-Signature-256") {
-		t.Errorf("unsigned delivery = %d %s, want 401 from the receiver", code, body)
+	// The receiver answers (and refuses: nothing signs this), not the mux's 404.
+	if code, body := call(t, srv, "POST", "/webhook/github", "", "{}"); code == http.StatusNotFound || code < 400 {
+		t.Errorf("unsigned delivery = %d %s, want the receiver's refusal", code, body)
 	}
 }
 
