@@ -15,6 +15,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
@@ -113,7 +114,7 @@ func TestApprovalPlansOnce(t *testing.T) {
 		t.Fatalf("approve = %d %s", code, b)
 	}
 	// The status follows the apply, after its history entry.
-	waitFor(t, 30*time.Second, "prod in sync after the apply", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "prod in sync after the apply", func() bool {
 		v := r.environment(t, "prod")
 		return len(r.history(t, "prod")) == 1 && len(v.Services) == 1 && v.Services[0].Targets[0].State == status.StateInSync && v.PlanHash == ""
 	})
