@@ -219,7 +219,7 @@ func (is *trustedIssuer) verifier(ctx context.Context) (*oidc.IDTokenVerifier, e
 		return nil, is.lastErr
 	}
 	is.tried = is.now()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	p, err := oidc.NewProvider(oidc.ClientContext(ctx, is.client), is.URL)
 	if err != nil {
@@ -390,7 +390,9 @@ func (k *keySet) refetch(ctx context.Context, gen int) ([]jose.JSONWebKey, error
 }
 
 func (k *keySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	// Not cut short by the request that asked: a client hanging up must not
+	// leave the cache stale until the next refresh is allowed.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, k.url, nil)
 	if err != nil {

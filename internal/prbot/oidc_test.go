@@ -114,6 +114,23 @@ func TestVerify(t *testing.T) {
 		}
 	})
 
+	t.Run("issuer down after the first token: its cached keys still verify", func(t *testing.T) {
+		flaky := oidctest.New(t)
+		v := newVerifier([]Issuer{{URL: flaky.URL(), Audience: "stagehand", Claims: ClaimsGitHub}}, oidctest.Client(flaky), 30*time.Second, clk.now)
+		if _, err := v.verify(ctx, flaky.Sign(t, nil, flaky.GitHubClaims("acme/checkout-api", "stagehand", clk.now()))); err != nil {
+			t.Fatal(err)
+		}
+		tok := flaky.Sign(t, nil, flaky.GitHubClaims("acme/checkout-api", "stagehand", clk.now()))
+		unknown := flaky.Sign(t, oidctest.NewKey(t, "rotated-while-down"), flaky.GitHubClaims("acme/checkout-api", "stagehand", clk.now()))
+		flaky.Close()
+		if _, err := v.verify(ctx, tok); err != nil {
+			t.Errorf("token of a cached key with the issuer down: %v", err)
+		}
+		if _, err := v.verify(ctx, unknown); !errors.Is(err, ErrUnknownKey) {
+			t.Errorf("token of an unknown key with the issuer down = %v, want ErrUnknownKey", err)
+		}
+	})
+
 	t.Run("issuer unreachable at the first token: unavailable, not unauthorized", func(t *testing.T) {
 		down := oidctest.New(t)
 		tok := down.Sign(t, nil, down.GitHubClaims("acme/checkout-api", "stagehand", clk.now()))
