@@ -9,6 +9,12 @@ export KUBEBUILDER_ASSETS := $(TESTBIN)
 
 GO_TEST_FLAGS ?= -timeout 25m
 BENCH ?= .
+FUZZTIME ?= 1m
+FUZZ_SHORT_TIME ?= 3s
+# Every fuzz target, as package:Target. Their seed corpora (f.Add and
+# testdata/fuzz/<Target>) also run as plain tests in `go test`.
+FUZZ_TARGETS := ./pkg/manifest:FuzzResolve ./pkg/manifest:FuzzEdit ./pkg/manifest:FuzzPosition \
+	./pkg/promote:FuzzParse ./internal/webhook:FuzzShape ./internal/webhook:FuzzReceiver
 IMAGE ?=
 PLATFORMS ?= linux/$(shell go env GOARCH)
 IMAGE_FLAGS ?=
@@ -38,8 +44,19 @@ image: ## Build the image without Docker and push it: make image IMAGE=registry/
 	go run ./hack/image --ref "$(IMAGE)" --platform "$(PLATFORMS)" --revision "$$(git rev-parse HEAD 2>/dev/null)" $(IMAGE_FLAGS)
 
 .PHONY: test
-test: testbin helm ## Run every test against the real test control plane.
+test: testbin helm fuzz-short ## Run every test against the real test control plane, and each fuzz target briefly.
 	PATH="$(BIN):$$PATH" go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: fuzz-short
+fuzz-short: ## Run each fuzz target for FUZZ_SHORT_TIME (3s); part of make test.
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZ_SHORT_TIME)
+
+.PHONY: fuzz
+fuzz: ## Run each fuzz target for FUZZTIME (default 1m): make fuzz FUZZTIME=10m.
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} ($${t%%:*}) for $(FUZZTIME)"; \
+		go test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) $${t%%:*}; \
+	done
 
 .PHONY: bench
 bench: testbin ## Run the benchmarks (BENCH=regexp to choose).
