@@ -83,7 +83,7 @@ func TestConfig(t *testing.T) {
 				CAFile:       "/etc/stagehand/secrets/git-ca/ca.crt",
 				TokenFile:    "/etc/stagehand/secrets/git-token/token",
 				Verify:       &config.Verify{Mode: "head", KeyringFile: "/etc/stagehand/secrets/gpg-keyring/keyring"},
-				Environments: []string{"devel", "prod"}, Targets: 3,
+				Environments: []string{"devel", "prod"}, Targets: 5,
 				GitHubApp: &config.GitHubApp{AppID: 123456, InstallationID: 98765432,
 					PrivateKeyFile: "/etc/stagehand/secrets/github-app/private-key.pem"},
 				WebhookSecretFile: "/etc/stagehand/secrets/webhook/secret",

@@ -114,8 +114,9 @@ func summary(objs []*unstructured.Unstructured) []string {
 }
 
 // scopedValues overlays the full values with target namespaces that exist in
-// the test cluster: devel/a in devel, prod/a in prod (prod/b stays in another
-// cluster), and extra as the additional namespace.
+// the test cluster: devel/a in devel, prod/a in prod (prod/b, c and d stay in
+// other clusters, reached through a kubeconfig file, an Argo CD cluster
+// Secret and a kubeconfig Secret), and extra as the additional namespace.
 func scopedValues(t *testing.T, devel, prod, extra string) string {
 	t.Helper()
 	return valuesFile(t, map[string]any{
@@ -126,6 +127,8 @@ func scopedValues(t *testing.T, devel, prod, extra string) string {
 			"prod": map[string]any{"lockPath": "apps/production", "targets": []any{
 				map[string]any{"name": "a", "namespace": prod},
 				map[string]any{"name": "b", "namespace": "apps-prod", "kubeconfig": "/var/run/stagehand/kubeconfigs/prod-b", "context": "prod-b"},
+				map[string]any{"name": "c", "namespace": "apps-prod", "clusterSecret": "cluster-prod-c", "timeout": "10s"},
+				map[string]any{"name": "d", "namespace": "apps-prod", "kubeconfigSecret": map[string]any{"name": "kubeconfig-prod-d", "key": "value"}},
 			}},
 		}},
 		"rbac": map[string]any{"extraNamespaces": []any{extra}},

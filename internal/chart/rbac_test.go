@@ -138,6 +138,9 @@ func TestRBACAllowsWhatTheReconcilerNeeds(t *testing.T) {
 		access{in.rel, "update", "stagehand.io", "locks", ""},
 		access{in.rel, "delete", "stagehand.io", "locks", ""},
 		access{in.rel, "create", "", "events", ""},
+		// The Secrets describing target clusters, by name, watched for rotation.
+		access{in.rel, "get", "", "secrets", "cluster-prod-c"}, access{in.rel, "watch", "", "secrets", "cluster-prod-c"},
+		access{in.rel, "list", "", "secrets", "kubeconfig-prod-d"}, access{in.rel, "watch", "", "secrets", "kubeconfig-prod-d"},
 	)
 	deny = append(deny,
 		access{in.rel, "get", "", "secrets", ""}, access{in.rel, "list", "", "secrets", ""},
@@ -204,6 +207,8 @@ func TestRBACExactRules(t *testing.T) {
 		"core/events:create", "core/events:patch", "events.k8s.io/events:create", "events.k8s.io/events:patch",
 		"stagehand.io/locks:create", "stagehand.io/locks:delete", "stagehand.io/locks:get", "stagehand.io/locks:list",
 		"stagehand.io/locks:patch", "stagehand.io/locks:update", "stagehand.io/locks:watch",
+		"core/secrets/cluster-prod-c:get", "core/secrets/cluster-prod-c:list", "core/secrets/cluster-prod-c:watch",
+		"core/secrets/kubeconfig-prod-d:get", "core/secrets/kubeconfig-prod-d:list", "core/secrets/kubeconfig-prod-d:watch",
 	}
 	tests := []struct {
 		name, ns string
@@ -382,6 +387,21 @@ func TestRBACRealRequests(t *testing.T) {
 				return err
 			}
 			_, err := cs.CoreV1().Secrets(in.devel).Get(ctx, "regcred", metav1.GetOptions{})
+			return err
+		}},
+		{name: "list and watch a target's cluster Secret by name, as the reconciler's watch does", do: func(ctx context.Context) error {
+			opts := metav1.ListOptions{FieldSelector: "metadata.name=cluster-prod-c"}
+			if _, err := cs.CoreV1().Secrets(in.rel).List(ctx, opts); err != nil {
+				return err
+			}
+			w, err := cs.CoreV1().Secrets(in.rel).Watch(ctx, opts)
+			if err == nil {
+				w.Stop()
+			}
+			return err
+		}},
+		{name: "list Secrets of its namespace without naming one", forbidden: true, do: func(ctx context.Context) error {
+			_, err := cs.CoreV1().Secrets(in.rel).List(ctx, metav1.ListOptions{})
 			return err
 		}},
 		{name: "read a Secret in another namespace", forbidden: true, do: func(ctx context.Context) error {

@@ -77,6 +77,21 @@ type Target struct {
 	Kubeconfig string `json:"kubeconfig"`
 	Context    string `json:"context"`
 	Namespace  string `json:"namespace"`
+	// KubeconfigSecret names a Secret in state.namespace of the state
+	// cluster holding a kubeconfig; ClusterSecret one in Argo CD's cluster
+	// Secret format. Either is watched: a rotated Secret is used by the next
+	// request, without a restart.
+	KubeconfigSecret *SecretKey `json:"kubeconfigSecret,omitempty"`
+	ClusterSecret    string     `json:"clusterSecret"`
+	// Timeout bounds each request to the target's API server (watches
+	// excepted); default 30s.
+	Timeout Duration `json:"timeout"`
+}
+
+// SecretKey is one key of a Secret.
+type SecretKey struct {
+	Name string `json:"name"`
+	Key  string `json:"key"`
 }
 
 // Registry configures digest verification and pinning.
@@ -239,6 +254,12 @@ func (c *Config) Default() {
 	if c.GitHub.Approvers.MinPermission == "" {
 		c.GitHub.Approvers.MinPermission = "maintain"
 	}
+	for n, e := range c.Environments {
+		for i := range e.Targets {
+			e.Targets[i].defaultCluster()
+		}
+		c.Environments[n] = e
+	}
 	if c.Server.Listen == "" {
 		c.Server.Listen = ":8080"
 	}
@@ -285,6 +306,7 @@ func (c *Config) Validate() error {
 			if t.Namespace == "" {
 				bad(f+".namespace", "required")
 			}
+			t.validateCluster(f, bad)
 		}
 	}
 	switch c.Locks.Storage {

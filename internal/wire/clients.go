@@ -18,6 +18,11 @@ type Clients struct {
 	mu      sync.Mutex
 	configs map[[2]string]*rest.Config
 	clients map[[2]string]kubernetes.Interface
+	// Target clients (targetclient.go) and the Secret watches behind them.
+	targets   map[targetKey]kubernetes.Interface
+	watches   map[[2]string]*secretWatch
+	stop      chan struct{}
+	closeOnce sync.Once
 }
 
 // NewClients returns an empty client cache. It reads WithRESTConfig,
@@ -27,7 +32,8 @@ func NewClients(opts ...Option) (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configuring Kubernetes clients: %w", err)
 	}
-	return &Clients{o: o, configs: map[[2]string]*rest.Config{}, clients: map[[2]string]kubernetes.Interface{}}, nil
+	return &Clients{o: o, configs: map[[2]string]*rest.Config{}, clients: map[[2]string]kubernetes.Interface{},
+		targets: map[targetKey]kubernetes.Interface{}, watches: map[[2]string]*secretWatch{}, stop: make(chan struct{})}, nil
 }
 
 // RESTConfig returns the client configuration for a kubeconfig path and

@@ -19,6 +19,14 @@
 // itself with the user agent "stagehand". Errors name the configuration key
 // they come from (source.caFile, environments.<env>.targets[i], locks).
 //
+// A target may name, instead of a kubeconfig file, a Secret in
+// state.namespace holding a kubeconfig (kubeconfigSecret) or an Argo CD
+// cluster Secret (clusterSecret). Its client follows the Secret through a
+// watch: every request goes to the server, with the credentials, of the
+// Secret's current version, so a rotated token needs no restart. Every
+// request to a target but a watch is bounded by the target's timeout.
+// Clients.Close stops the watches.
+//
 // The packages under pkg/ know nothing of the configuration; wire is what
 // translates it into their options.
 package wire

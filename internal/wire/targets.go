@@ -28,7 +28,7 @@ func (c *Clients) Targets(cfg *config.Config, env string, recorders Recorders) (
 	}
 	out := make([]reconcile.Target, 0, len(e.Targets))
 	for i, t := range e.Targets {
-		cs, err := c.Client(t.Kubeconfig, t.Context)
+		cs, err := c.targetClient(cfg, t, fmt.Sprintf("environments.%s.targets[%d]", env, i))
 		if err != nil {
 			return nil, fmt.Errorf("environments.%s.targets[%d]: %w", env, i, err)
 		}

@@ -143,7 +143,7 @@ rbac.extraNamespaces; sorted, without duplicates, as a JSON list.
 {{- $ns := list -}}
 {{- range $env, $e := .Values.config.environments -}}
 {{- range $t := $e.targets -}}
-{{- if and $t.namespace (not $t.kubeconfig) -}}
+{{- if and $t.namespace (not (or $t.kubeconfig $t.kubeconfigSecret $t.clusterSecret)) -}}
 {{- $ns = append $ns $t.namespace -}}
 {{- end -}}
 {{- end -}}
@@ -152,6 +152,21 @@ rbac.extraNamespaces; sorted, without duplicates, as a JSON list.
 {{- $ns = append $ns . -}}
 {{- end -}}
 {{- $ns | uniq | sortAlpha | toJson -}}
+{{- end -}}
+
+{{/*
+The Secrets in the release namespace that describe target clusters (kubeconfigSecret, clusterSecret),
+sorted, without duplicates, as a JSON list.
+*/}}
+{{- define "stagehand.clusterSecrets" -}}
+{{- $names := list -}}
+{{- range $env, $e := .Values.config.environments -}}
+{{- range $t := $e.targets -}}
+{{- if $t.kubeconfigSecret -}}{{- $names = append $names $t.kubeconfigSecret.name -}}{{- end -}}
+{{- if $t.clusterSecret -}}{{- $names = append $names $t.clusterSecret -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $names | uniq | sortAlpha | toJson -}}
 {{- end -}}
 
 {{/*
