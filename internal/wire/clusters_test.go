@@ -235,12 +235,16 @@ func TestTargetsOnTwoClusters(t *testing.T) {
 		}
 	}
 	rotate(tokenNobody)
-	eventually("the pass is not refused as the new ServiceAccount", func(_ *reconcile.Plan, err error) bool {
-		return err != nil && strings.Contains(err.Error(), `"system:serviceaccount:`+nsB+`:nobody" cannot list`)
+	eventually("the pass is not refused as the new ServiceAccount", func(p *reconcile.Plan, err error) bool {
+		refused := `"system:serviceaccount:` + nsB + `:nobody" cannot list`
+		if err != nil {
+			return strings.Contains(err.Error(), refused)
+		}
+		return len(p.Problems) == 1 && p.Problems[0].Target == "two-argo" && strings.Contains(p.Problems[0].Message, refused)
 	})
 	rotate(tokenB)
 	eventually("the pass does not work with the new token", func(p *reconcile.Plan, err error) bool {
-		return err == nil && len(p.Changes) == 1 && p.Changes[0].From == "registry.example.com/web:2"
+		return err == nil && len(p.Problems) == 0 && len(p.Changes) == 1 && p.Changes[0].From == "registry.example.com/web:2"
 	})
 }
 
