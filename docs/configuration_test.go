@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
 
@@ -29,6 +30,7 @@ func TestConfigurationDocumented(t *testing.T) {
 	}{
 		{"reconciler.yaml", jsonKeys("", reflect.TypeFor[config.Config]())},
 		{"pipeline.yaml", promote.Keys()},
+		{"prbot.yaml", jsonKeys("", reflect.TypeFor[prbot.Config]())},
 	} {
 		t.Run(tc.section, func(t *testing.T) {
 			rows := documented(string(b), tc.section)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-github/v60/github"
 
 	"github.com/stagehand-gitops/stagehand/internal/oidctest"
 )
@@ -337,5 +338,68 @@ func TestBumpAPIAutoMergeWaitsForLocks(t *testing.T) {
 	}
 	if got := e.f.file(t, "main", checkoutFile); !strings.Contains(got, `{ "dockerTag": "1.6.0" }`) {
 		t.Errorf("main after the merge:\n%s", got)
+	}
+}
+
+func TestParseConfigOIDC(t *testing.T) {
+	const head = "github: {owner: acme, repo: manifests, tokenFile: /t, webhookSecretFile: /s}\n"
+	c, err := ParseConfig([]byte(head + "oidc:\n  issuers:\n    - {url: https://token.actions.githubusercontent.com, audience: stagehand, claims: github}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &OIDCConfig{Issuers: []Issuer{{URL: "https://token.actions.githubusercontent.com", Audience: "stagehand", Claims: "github"}}, KeyRefresh: c.OIDC.KeyRefresh}
+	if diff := cmp.Diff(want, c.OIDC); diff != "" || c.OIDC.KeyRefresh.Duration != 30*time.Second {
+		t.Errorf("oidc (-want +got):\n%s\nkeyRefresh %v, want 30s", diff, c.OIDC.KeyRefresh)
+	}
+	if c, err := ParseConfig([]byte(head)); err != nil || c.OIDC != nil {
+		t.Errorf("no oidc: %+v, %v; want the bump API off", c, err)
+	}
+	for _, tt := range []struct{ in, want string }{
+		{"oidc: {issuers: []}\n", "oidc.issuers: want at least one issuer"},
+		{"oidc:\n  issuers:\n    - {url: http://gitlab.example.com, audience: stagehand, claims: gitlab, namespaces: [acme]}\n", `oidc.issuers[0].url "http://gitlab.example.com": want an https:// issuer URL`},
+		{"oidc:\n  issuers:\n    - {url: https://gitlab.com, claims: gitlab}\n", "oidc.issuers[0].audience: required (the aud the CI job requests, e.g. stagehand); oidc.issuers[0].namespaces: required for gitlab issuers"},
+		{"oidc:\n  issuers:\n    - {url: https://x.example.com, audience: a, claims: jenkins}\n", `oidc.issuers[0].claims "jenkins": want github or gitlab`},
+		{"oidc:\n  issuers:\n    - {url: https://x.example.com, audience: a, claims: github, namespaces: [acme/]}\n    - {url: https://x.example.com, audience: b, claims: github}\n",
+			`oidc.issuers[0].namespaces[0] "acme/": want an owner or group path such as acme or acme/platform; oidc.issuers[1].url "https://x.example.com": issuer listed twice`},
+		{"oidc:\n  issuers:\n    - {url: https://x.example.com, audience: a, claims: github}\n  keyRefresh: -1s\n", "oidc.keyRefresh -1s: must not be negative"},
+		{"oidc:\n  issuers:\n    - {url: https://x.example.com, audience: a, claim: github}\n", `unknown field "claim"`},
+	} {
+		if _, err := ParseConfig([]byte(head + tt.in)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("ParseConfig(%q) = %v\nwant an error containing %q", tt.in, err, tt.want)
+		}
+	}
+}
+
+func TestNewBumpAPIOptions(t *testing.T) {
+	b, err := New(github.NewClient(nil), owner, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gh := Issuer{URL: "https://token.actions.githubusercontent.com", Audience: "stagehand", Claims: ClaimsGitHub}
+	for _, tt := range []struct {
+		name string
+		opts []Option
+		want string
+	}{
+		{"no issuer", nil, "no trusted issuer"},
+		{"http issuer", []Option{WithIssuer(Issuer{URL: "http://127.0.0.1:1", Audience: "a", Claims: ClaimsGitHub})}, "want an https:// URL"},
+		{"no audience", []Option{WithIssuer(Issuer{URL: gh.URL, Claims: ClaimsGitHub})}, "no audience"},
+		{"unknown claims", []Option{WithIssuer(Issuer{URL: gh.URL, Audience: "a", Claims: "circleci"})}, `claims "circleci"`},
+		{"gitlab without namespaces", []Option{WithIssuer(Issuer{URL: "https://gitlab.com", Audience: "a", Claims: ClaimsGitLab})}, "gitlab issuers need namespaces"},
+		{"twice", []Option{WithIssuer(gh), WithIssuer(gh)}, "trusted twice"},
+		{"negative refresh", []Option{WithIssuer(gh), WithKeyRefresh(-time.Second)}, "is negative"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := NewBumpAPI(b, tt.opts...); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("NewBumpAPI = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+	api, err := NewBumpAPI(b, WithIssuer(gh))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string][]string{gh.URL: {owner}}, api.ns); diff != "" {
+		t.Errorf("trusted namespaces (-want +got):\n%s", diff)
 	}
 }
