@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -58,6 +59,11 @@ type targetWatch struct {
 	name      string
 	informers [len(kinds)]cache.SharedIndexInformer
 	health    health
+	version   atomic.Uint64 // bumped by every event
+
+	mu      sync.Mutex
+	built   *inventory // the inventory at builtAt
+	builtAt uint64
 }
 
 // health remembers since when a target's list and watch calls fail.
@@ -133,9 +139,9 @@ func (r *Reconciler) watchOf(t Target) *targetWatch {
 		inf := newInformer(t.Client, t.Namespace, kind, label, &tw.health)
 		_ = inf.SetTransform(strip(label)) // cannot fail before Run
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { c.notify() },
-			UpdateFunc: func(any, any) { c.notify() },
-			DeleteFunc: func(any) { c.notify() },
+			AddFunc:    func(any) { tw.version.Add(1); c.notify() },
+			UpdateFunc: func(any, any) { tw.version.Add(1); c.notify() },
+			DeleteFunc: func(any) { tw.version.Add(1); c.notify() },
 		})
 		tw.informers[i] = inf
 		c.wg.Go(func() { inf.RunWithContext(c.ctx) })
@@ -215,10 +221,11 @@ func newInformer(c kubernetes.Interface, ns, kind, label string, h *health) cach
 	return cache.NewSharedIndexInformerWithOptions(lw, example, cache.SharedIndexInformerOptions{ObjectDescription: strings.ToLower(kind) + "s"})
 }
 
-// inventory reads t's workloads from the watches, waiting at most timeout
-// for them to fill. A target whose watches cannot fill, or whose API server
-// stopped answering them, is unreachable.
-func (tw *targetWatch) inventory(ctx context.Context, inv *inventory, timeout time.Duration) error {
+// inventory returns t's workloads from the watches, waiting at most
+// timeout for them to fill. A target whose watches cannot fill, or whose API
+// server stopped answering them, is unreachable. The inventory is built
+// again only after an event: callers share it and must not change it.
+func (tw *targetWatch) inventory(ctx context.Context, t Target, label string, timeout time.Duration) (*inventory, error) {
 	synced := func() bool {
 		for _, inf := range tw.informers {
 			if !inf.HasSynced() {
@@ -230,28 +237,37 @@ func (tw *targetWatch) inventory(ctx context.Context, inv *inventory, timeout ti
 	deadline := time.Now().Add(timeout)
 	for !synced() {
 		if since, err := tw.health.failing(); !since.IsZero() {
-			return &UnreachableError{Target: tw.name, Since: since, Err: err}
+			return nil, &UnreachableError{Target: tw.name, Since: since, Err: err}
 		}
 		if time.Now().After(deadline) {
-			return &UnreachableError{Target: tw.name, Since: deadline.Add(-timeout), Err: fmt.Errorf("watches not filled within %s", timeout)}
+			return nil, &UnreachableError{Target: tw.name, Since: deadline.Add(-timeout), Err: fmt.Errorf("watches not filled within %s", timeout)}
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
 	if since, err := tw.health.failing(); !since.IsZero() {
-		return &UnreachableError{Target: tw.name, Since: since, Err: err}
+		return nil, &UnreachableError{Target: tw.name, Since: since, Err: err}
 	}
-	for i := range kinds {
-		for _, o := range tw.informers[i].GetStore().List() {
-			if w := fromObject(o); w != nil {
-				inv.add(w)
+	version := tw.version.Load() // before reading: an event from now on builds it again
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	if tw.built == nil || tw.builtAt != version {
+		inv := newInventory(t, label)
+		for i := range kinds {
+			for _, o := range tw.informers[i].GetStore().List() {
+				if w := fromObject(o); w != nil {
+					inv.add(w)
+				}
 			}
 		}
+		tw.built, tw.builtAt = inv, version
 	}
-	return nil
+	inv := *tw.built
+	inv.target = t // the caller's, with its Recorder
+	return &inv, nil
 }
 
 // get reads the object of the informer of kind at namespace/name.

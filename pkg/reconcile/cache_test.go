@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -213,4 +215,53 @@ func informerGoroutines() int {
 		}
 	}
 	return n
+}
+
+// TestPlanTargetGoesDown: an environment spans two API servers; once the
+// second stops, the watched plan reports its target unreachable within the
+// target timeout and still plans the first, and Apply applies the first.
+func TestPlanTargetGoesDown(t *testing.T) {
+	env := cluster.Env(t)
+	second, err := testenv.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Stop()
+	var targets []reconcile.Target
+	for i, e := range []*testenv.Env{env, second} {
+		ns := e.Namespace(t)
+		createDeployment(t, e.Clientset, ns, "api", "api", 0, pod{containers: [][2]string{{"app", "reg.example.com/api:1"}}})
+		targets = append(targets, reconcile.Target{Name: fmt.Sprintf("t%d", i), Namespace: ns, Client: e.Clientset})
+	}
+	req := reconcile.Request{Environment: environment(svc("api", [3]string{"api", "2", ""})), Revision: "r", Targets: targets}
+	r := newReconciler(t, reconcile.WithTargetTimeout(3*time.Second), reconcile.WithRolloutTimeout(0))
+	watch(t, r)
+	if p := mustPlan(t, r, req); len(p.Changes) != 2 {
+		t.Fatalf("plan with both servers up: %+v", p)
+	}
+	second.Stop()
+	var p *reconcile.Plan
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		start := time.Now()
+		p = mustPlan(t, r, req)
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("plan took %s with a target down, want it bounded by the target timeout", took)
+		}
+		if len(p.Problems) > 0 {
+			break
+		}
+	}
+	if len(p.Problems) != 1 || !strings.Contains(p.Problems[0].Message, "target t1 unreachable since ") {
+		t.Fatalf("problems %+v, want target t1 unreachable since …", p.Problems)
+	}
+	if len(p.Changes) != 1 || p.Changes[0].Target != "t0" {
+		t.Fatalf("changes %+v, want api in t0", p.Changes)
+	}
+	res, err := r.Apply(context.Background(), req, p.PlanHash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Workloads) != 1 || res.Workloads[0].Target != "t0" || res.Workloads[0].Outcome != reconcile.OutcomePatched {
+		t.Errorf("workloads %+v, want api patched in t0 only", res.Workloads)
+	}
 }

@@ -72,6 +72,10 @@ type inventory struct {
 	err       error // the target could not be read: every service has this problem
 }
 
+func newInventory(t Target, label string) *inventory {
+	return &inventory{target: t, label: label, byLabel: map[string][]*workload{}, byName: map[string][]*workload{}}
+}
+
 func (inv *inventory) add(w *workload) {
 	inv.workloads = append(inv.workloads, w)
 	if v, ok := w.Labels[inv.label]; ok {
@@ -84,15 +88,20 @@ func (inv *inventory) add(w *workload) {
 // live), else with one List per kind. Either way it waits at most the
 // target timeout.
 func (r *Reconciler) inventory(ctx context.Context, t Target, services []manifest.Service, live bool) *inventory {
-	inv := &inventory{target: t, label: r.o.selectorLabel, byLabel: map[string][]*workload{}, byName: map[string][]*workload{}}
 	if !live {
 		if tw := r.watchOf(t); tw != nil {
-			if inv.err = tw.inventory(ctx, inv, r.o.targetTimeout); inv.err == nil {
-				inv.err = r.getUnlabelled(ctx, inv, services)
+			inv, err := tw.inventory(ctx, t, r.o.selectorLabel, r.o.targetTimeout)
+			if err == nil {
+				inv, err = r.getUnlabelled(ctx, inv, services)
+			}
+			if err != nil {
+				inv = newInventory(t, r.o.selectorLabel)
+				inv.err = err
 			}
 			return inv
 		}
 	}
+	inv := newInventory(t, r.o.selectorLabel)
 	ctx, cancel := context.WithTimeout(ctx, r.o.targetTimeout)
 	defer cancel()
 	start := time.Now()
@@ -121,8 +130,9 @@ func unreachable(target string, since time.Time, err error) error {
 
 // getUnlabelled reads, for each service without a labelled workload in the
 // watched inv, the workloads named like it (the watches hold only labelled
-// ones): one Get per kind.
-func (r *Reconciler) getUnlabelled(ctx context.Context, inv *inventory, services []manifest.Service) error {
+// ones): one Get per kind. It returns inv, or a copy with what it found: inv
+// is shared with other plans.
+func (r *Reconciler) getUnlabelled(ctx context.Context, inv *inventory, services []manifest.Service) (*inventory, error) {
 	var names []string
 	for _, s := range services {
 		if len(s.Containers) > 0 && len(inv.byLabel[s.Name]) == 0 {
@@ -149,14 +159,22 @@ func (r *Reconciler) getUnlabelled(ctx context.Context, inv *inventory, services
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var more []*workload
 	for _, ws := range found {
-		for _, w := range ws {
-			inv.add(w)
-		}
+		more = append(more, ws...)
 	}
-	return nil
+	if len(more) == 0 {
+		return inv, nil
+	}
+	own := *inv
+	own.workloads = append(slices.Clip(inv.workloads), more...)
+	own.byName = maps.Clone(inv.byName)
+	for _, w := range more { // unlabelled: never in byLabel
+		own.byName[w.Name] = append(slices.Clip(own.byName[w.Name]), w)
+	}
+	return &own, nil
 }
 
 // inventories reads every target concurrently; a target that cannot be
