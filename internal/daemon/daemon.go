@@ -204,6 +204,12 @@ func (d *Daemon) Ready(ctx context.Context) (leading bool, err error) {
 // (internal/api serves the HTTP API beside it.)
 func (d *Daemon) Run(ctx context.Context) error {
 	d.log.Info("starting", "identity", d.o.identity)
+	// The targets' workloads are watched for the daemon's lifetime: plans
+	// read the watches instead of listing (reconcile.Reconciler.Watch).
+	ctx, stop := context.WithCancel(ctx)
+	watched := make(chan error, 1)
+	go func() { watched <- d.rec.Watch(ctx) }()
+	defer func() { stop(); <-watched }()
 	d.ready.Store(true)
 	return lead(ctx, d.store.client, d.store.namespace, d.o.identity, d.o.election,
 		func(leading bool) {
