@@ -173,6 +173,24 @@ func TestLocksAndWebhookMounted(t *testing.T) {
 	}
 }
 
+func TestNewRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []Option
+		want string
+	}{
+		{"token of two lines", []Option{WithToken("abc\ndef")}, "white space"},
+		{"nil metrics", []Option{WithMetrics(nil)}, "nil metrics registry"},
+		{"missing token file", []Option{WithTokenFile("/nonexistent/token")}, "server.apiTokenFile"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := New(&backend{}, tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
 // heading is a documented endpoint in docs/api.md: "### METHOD /path".
 var heading = regexp.MustCompile("(?m)^### ([A-Z]+) (/\\S*)$")
 

@@ -3,6 +3,8 @@ package api
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -17,6 +19,15 @@ type options struct {
 	token   string
 	metrics *prometheus.Registry
 	webhook *webhook.Receiver
+}
+
+// check judges the options together, once every Option has been applied.
+func (o *options) check() error {
+	if strings.ContainsFunc(o.token, unicode.IsSpace) {
+		// A client sends one word; a token file of several lines or words would never match.
+		return errors.New("the API token contains white space: want one line without spaces (server.apiTokenFile)")
+	}
+	return nil
 }
 
 // WithToken sets the bearer token every /api/ request must carry (the

@@ -67,6 +67,9 @@ func New(b Backend, opts ...Option) (*Server, error) {
 			return nil, fmt.Errorf("configuring API: %w", err)
 		}
 	}
+	if err := o.check(); err != nil {
+		return nil, fmt.Errorf("configuring API: %w", err)
+	}
 	s := &Server{b: b, o: o}
 	if svc := b.LockService(); svc != nil && o.token != "" {
 		h, err := lock.NewHandler(svc, o.token)

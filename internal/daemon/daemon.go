@@ -61,8 +61,11 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	o := defaultOptions()
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("configuring daemon: %w", err)
 		}
+	}
+	if err := o.check(); err != nil {
+		return nil, fmt.Errorf("configuring daemon: %w", err)
 	}
 	d := &Daemon{cfg: cfg, o: o, log: o.log, metrics: NewMetrics(), targets: map[string][]reconcile.Target{},
 		workers: map[string]*worker{}, envNames: cfg.EnvironmentNames()}

@@ -38,6 +38,19 @@ func defaultOptions() options {
 	}
 }
 
+// check judges the options together, once every Option has been applied
+// over the defaults.
+func (o *options) check() error {
+	var errs []error
+	if o.applyGrace < 0 {
+		errs = append(errs, fmt.Errorf("apply grace: must not be negative, got %s", o.applyGrace))
+	}
+	if o.election.Enable && (o.election.LeaseDuration <= o.election.RenewDeadline || o.election.RetryPeriod <= 0) {
+		errs = append(errs, errors.New("leader election: want leaseDuration > renewDeadline > retryPeriod > 0"))
+	}
+	return errors.Join(errs...)
+}
+
 // Option configures New.
 type Option func(*options) error
 
@@ -61,13 +74,7 @@ func WithGate(g approval.Gate) Option {
 // WithLeaderElection sets the leader election options (default
 // DefaultLeaderElection(); Enable false leads unconditionally).
 func WithLeaderElection(le LeaderElection) Option {
-	return func(o *options) error {
-		if le.Enable && (le.LeaseDuration <= le.RenewDeadline || le.RetryPeriod <= 0) {
-			return errors.New("configuring leader election: want leaseDuration > renewDeadline > retryPeriod > 0")
-		}
-		o.election = le
-		return nil
-	}
+	return func(o *options) error { o.election = le; return nil }
 }
 
 // WithIdentity names this replica in the Lease and in logs (default: host

@@ -237,3 +237,15 @@ func TestClickAnsweredBeforeTheDecision(t *testing.T) {
 		t.Errorf("errors reported to the binary: %v", unshown)
 	}
 }
+
+// TestNewHandlerChecksTimeouts: a decision may not outlast the delay after which its click counts as lost.
+func TestNewHandlerChecksTimeouts(t *testing.T) {
+	f := newFixture(t)
+	if _, err := github.NewHandler(f.client, newDecider(), nil, "main", github.WithDecisionTimeout(time.Hour)); err == nil ||
+		!strings.Contains(err.Error(), "must be shorter than the client's lost-click delay") {
+		t.Errorf("NewHandler with a 1h decision timeout = %v, want refused (lost click after %s)", err, github.DefaultLostClickAfter)
+	}
+	if _, err := github.NewHandler(f.client, newDecider(), nil, "main", github.WithDecisionTimeout(0)); err == nil {
+		t.Error("NewHandler accepted a zero decision timeout")
+	}
+}
