@@ -23,13 +23,15 @@ type options struct {
 	knownHosts string
 	caBundle   ReadFunc
 	keyring    ReadFunc
-	cacheDir   string
-	jitter     float64
-	backoffMin time.Duration
-	backoffMax time.Duration
-	debounce   time.Duration
-	timeout    time.Duration
-	maxPacks   int
+	// allowedSigners is an OpenSSH allowed-signers file for SSH-signed commits.
+	allowedSigners ReadFunc
+	cacheDir       string
+	jitter         float64
+	backoffMin     time.Duration
+	backoffMax     time.Duration
+	debounce       time.Duration
+	timeout        time.Duration
+	maxPacks       int
 }
 
 func defaultOptions() options {
@@ -221,6 +223,20 @@ func WithVerifyKeyring(read ReadFunc) Option {
 			return errors.New("verification keyring: nil")
 		}
 		o.keyring = read
+		return nil
+	}
+}
+
+// WithAllowedSigners accepts, beside (or instead of) an OpenPGP keyring, head
+// commits signed with SSH keys (git's gpg.format=ssh) listed in the OpenSSH
+// allowed-signers file read returns (called on every check); other heads are
+// refused with ErrUnverified.
+func WithAllowedSigners(read ReadFunc) Option {
+	return func(o *options) error {
+		if read == nil {
+			return errors.New("allowed signers: nil")
+		}
+		o.allowedSigners = read
 		return nil
 	}
 }

@@ -3,23 +3,42 @@ package gitsource
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
-// ErrUnverified is returned (wrapped) when WithVerifyKeyring is set and the head
-// commit does not carry a valid OpenPGP signature from the keyring. The
+// ErrUnverified is returned (wrapped) when WithVerifyKeyring or
+// WithAllowedSigners is set and the head commit does not carry a valid
+// OpenPGP signature from the keyring or SSH signature from an allowed signer. The
 // revision is refused; the last good snapshot stays current.
 var ErrUnverified = errors.New("commit signature not verified")
 
-// verifyCommit checks the commit's OpenPGP signature against the keyring
-// (read on every use, so a rotated keyring takes effect at once).
+// verifyCommit checks the commit's signature: an SSH signature (git's
+// gpg.format=ssh) against the allowed signers, an OpenPGP one against the
+// keyring; both are read on every use, so a rotation takes effect at once.
 func (s *Source) verifyCommit(c *object.Commit) error {
-	if s.keyring == nil {
+	if s.keyring == nil && s.opts.allowedSigners == nil {
 		return nil
 	}
 	if c.PGPSignature == "" {
 		return fmt.Errorf("refusing revision %s of %s: %w: the commit is not signed", c.Hash, s.branch, ErrUnverified)
+	}
+	if strings.HasPrefix(strings.TrimSpace(c.PGPSignature), sshSignaturePrefix) {
+		if s.opts.allowedSigners == nil {
+			return fmt.Errorf("refusing revision %s of %s: %w: SSH signature, but %v", c.Hash, s.branch, ErrUnverified, errNoSSHSigners)
+		}
+		allowed, err := s.opts.allowedSigners()
+		if err != nil {
+			return fmt.Errorf("reading allowed signers: %w", err)
+		}
+		if err := verifySSH(c, allowed); err != nil {
+			return fmt.Errorf("refusing revision %s of %s: %w: %v", c.Hash, s.branch, ErrUnverified, err)
+		}
+		return nil
+	}
+	if s.keyring == nil {
+		return fmt.Errorf("refusing revision %s of %s: %w: OpenPGP signature, but no verification keyring configured", c.Hash, s.branch, ErrUnverified)
 	}
 	keyring, err := s.keyring()
 	if err != nil {
