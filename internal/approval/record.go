@@ -44,6 +44,9 @@ type Entry struct {
 	Message string `json:"message,omitempty"`
 	// Workloads holds the per-workload results as pkg/reconcile reports them.
 	Workloads json.RawMessage `json:"workloads,omitempty"`
-	Started   time.Time       `json:"started"`
-	Finished  time.Time       `json:"finished"`
+	// HistoryRewritten is the last applied revision that Revision did not
+	// descend from, when the plan was flagged "history rewritten".
+	HistoryRewritten string    `json:"historyRewritten,omitempty"`
+	Started          time.Time `json:"started"`
+	Finished         time.Time `json:"finished"`
 }

@@ -41,6 +41,9 @@ type Source struct {
 	CAFile string  `json:"caFile"`
 	Auth   Auth    `json:"auth"`
 	Verify *Verify `json:"verify,omitempty"`
+	// AllowRewrite lets a revision that does not descend from the last
+	// applied one be applied without approval where skipConfirmation is set.
+	AllowRewrite bool `json:"allowRewrite,omitempty"`
 }
 
 // Auth holds references to credential files for the git source.
@@ -59,10 +62,12 @@ type GitHubApp struct {
 	PrivateKeyFile string `json:"privateKeyFile"`
 }
 
-// Verify asks for OpenPGP verification of commits.
+// Verify asks for verification of commit signatures: OpenPGP against a
+// keyring, SSH (git's gpg.format=ssh) against an allowed-signers file.
 type Verify struct {
-	Mode        string `json:"mode"` // "head"
-	KeyringFile string `json:"keyringFile"`
+	Mode               string `json:"mode"` // "head"
+	KeyringFile        string `json:"keyringFile"`
+	AllowedSignersFile string `json:"allowedSignersFile"`
 }
 
 // Environment is one environment's deployment targets and lock path.
@@ -360,6 +365,7 @@ func (c *Config) resolvePaths(dir string) {
 	}
 	if c.Source.Verify != nil {
 		abs(&c.Source.Verify.KeyringFile)
+		abs(&c.Source.Verify.AllowedSignersFile)
 	}
 	if c.GitHub.App != nil {
 		abs(&c.GitHub.App.PrivateKeyFile)

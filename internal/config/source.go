@@ -69,8 +69,8 @@ func (s *Source) validate(bad func(field, format string, a ...any)) {
 		if v.Mode != "head" {
 			bad("source.verify.mode", "unknown mode %q; accepted: head", v.Mode)
 		}
-		if v.KeyringFile == "" {
-			bad("source.verify.keyringFile", "required when source.verify is set")
+		if v.KeyringFile == "" && v.AllowedSignersFile == "" {
+			bad("source.verify.keyringFile", "keyringFile or allowedSignersFile required when source.verify is set")
 		}
 	}
 	if s.CAFile != "" && s.URL != "" && !https {

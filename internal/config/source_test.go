@@ -30,7 +30,7 @@ func TestSource(t *testing.T) {
 		{name: "schedule wins over interval", yaml: `source: {interval: 1m, schedule: "@hourly"}`, want: Source{Branch: "main", Root: ".", Interval: Duration{time.Minute}, Schedule: "@hourly"}},
 		{name: "bad cron", yaml: `source: {schedule: "every minute"}`, err: `source.schedule: invalid cron expression "every minute"`},
 		{name: "bad verify mode", yaml: `source: {verify: {mode: all, keyringFile: k}}`, err: `source.verify.mode: unknown mode "all"`},
-		{name: "verify without keyring", yaml: `source: {verify: {mode: head}}`, err: "source.verify.keyringFile: required"},
+		{name: "verify without keyring", yaml: `source: {verify: {mode: head}}`, err: "source.verify.keyringFile: keyringFile or allowedSignersFile required"},
 		{name: "two credentials", yaml: `source: {url: "https://h/x", auth: {tokenFile: t, githubApp: {appID: 1, installationID: 2, privateKeyFile: k}}}`, err: "source.auth: tokenFile, sshKeyFile and githubApp are mutually exclusive"},
 		{name: "ssh key without known_hosts", yaml: `source: {url: "ssh://git@h/x.git", auth: {sshKeyFile: k}}`, err: "source.auth.knownHostsFile: required with sshKeyFile"},
 		{name: "ssh url without key", yaml: `source: {url: "ssh://git@h/x.git"}`, err: "source.auth.sshKeyFile: required for an ssh source.url"},

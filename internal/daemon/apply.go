@@ -135,7 +135,7 @@ func outcome(approver string, res *reconcile.Result, err error, interrupted bool
 // metrics, and returns the number of changes applied.
 func (w *worker) recordApply(ctx context.Context, prop approval.Proposal, out approval.Outcome) int {
 	e := approval.Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: changesJSON(prop.Plan.Changes), Approver: out.Approver,
-		Result: out.Result, Message: out.Message, Started: out.Started, Finished: out.Finished}
+		Result: out.Result, Message: out.Message, HistoryRewritten: prop.Plan.HistoryRewritten, Started: out.Started, Finished: out.Finished}
 	applied := 0
 	if out.Apply != nil {
 		var err error

@@ -261,7 +261,8 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		},
 		snapshot: d.snapshot,
 		poll:     d.pollNow,
-		metrics:  d.metrics, log: d.log, now: time.Now,
+		descends: d.source.Descends, allowRewrite: d.cfg.Source.AllowRewrite,
+		metrics: d.metrics, log: d.log, now: time.Now,
 		resync: resync, repropose: d.o.repropose, applyGrace: d.o.applyGrace,
 	}
 }

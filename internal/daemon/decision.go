@@ -190,7 +190,7 @@ func (w *worker) recordRejection(ctx context.Context, prop approval.Proposal, dc
 	now := w.now().UTC()
 	out := approval.Outcome{Result: approval.ResultRejected, Approver: dc.who, Message: dc.reason, Started: now, Finished: now}
 	e := approval.Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: changesJSON(prop.Plan.Changes), Approver: dc.who,
-		Result: out.Result, Message: out.Message, Started: now, Finished: now}
+		Result: out.Result, Message: out.Message, HistoryRewritten: prop.Plan.HistoryRewritten, Started: now, Finished: now}
 	if err := w.store.Record(ctx, w.env, e); err != nil {
 		return out, err
 	}

@@ -36,9 +36,14 @@ type workerDeps struct {
 	// remote for the newest now (and hands a new one to every worker).
 	snapshot func() (gitsource.Snapshot, bool)
 	poll     func(context.Context) (gitsource.Snapshot, error)
-	metrics  *Metrics
-	log      logr.Logger
-	now      func() time.Time
+	// descends reports whether rev descends from ancestor in the source;
+	// unless allowRewrite, a plan whose revision does not descend from the
+	// last applied one needs an approval even in a skipConfirmation environment.
+	descends     func(ctx context.Context, rev, ancestor string) (bool, error)
+	allowRewrite bool
+	metrics      *Metrics
+	log          logr.Logger
+	now          func() time.Time
 	// resync is how often to plan without a new revision (0: never);
 	// repropose how often a plan still pending is proposed again; applyGrace
 	// how long an apply may go on after shutdown begins.
@@ -155,6 +160,7 @@ func (w *worker) plan(ctx context.Context, s gitsource.Snapshot) (*manifest.Envi
 		w.writeStatus(ctx, s, envM, nil, err)
 		return nil, nil, fmt.Errorf("planning revision %s: %w", short(s.Revision), err)
 	}
+	plan.HistoryRewritten = w.rewritten(ctx, s.Revision)
 	w.writeStatus(ctx, s, envM, plan, nil)
 	return envM, plan, nil
 }
@@ -184,8 +190,10 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		log.Info("continuing an interrupted apply", "approver", approver, "changes", len(plan.Changes))
 		return w.applyOrReplan(ctx, s, envM, prop, approver)
 	}
+	// A rewritten history needs a person even where skipConfirmation is set.
+	auto := envM.SkipConfirmation && (plan.HistoryRewritten == "" || w.allowRewrite)
 	gate := w.gate
-	if envM.SkipConfirmation {
+	if auto {
 		gate = autoGate
 	}
 	if p := st.Pending; p != nil && p.PlanHash == plan.PlanHash && p.Revision == s.Revision {
@@ -202,7 +210,7 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		return nil
 	}
 	w.supersede(ctx, st.Pending, s.Revision)
-	if !envM.SkipConfirmation {
+	if !auto {
 		raw, err := json.Marshal(plan)
 		if err != nil {
 			return fmt.Errorf("encoding plan: %w", err)

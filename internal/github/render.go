@@ -27,6 +27,10 @@ func RenderPlan(p *reconcile.Plan, note, detailsURL string) Output {
 		fmt.Fprintf(&b, "%s\n\n", note)
 	}
 	fmt.Fprintf(&b, "**%s** at `%s` · planHash `%s`\n\n", p.Environment, short(p.Revision), p.PlanHash)
+	if p.HistoryRewritten != "" {
+		fmt.Fprintf(&b, "> [!WARNING]\n> **History rewritten**: `%s` does not descend from `%s`, the last revision applied.\n\n",
+			short(p.Revision), short(p.HistoryRewritten))
+	}
 	if len(p.Changes) == 0 {
 		b.WriteString("No changes: every workload already runs the desired images.\n")
 	}
@@ -87,6 +91,10 @@ func RenderResult(res *reconcile.Result, approver string, applyErr error, detail
 	}
 	if p != nil {
 		fmt.Fprintf(&b, "**%s** at `%s` · planHash `%s`\n\n", p.Environment, short(p.Revision), p.PlanHash)
+		if p.HistoryRewritten != "" {
+			fmt.Fprintf(&b, "> [!WARNING]\n> **History rewritten**: `%s` does not descend from `%s`, the last revision applied.\n\n",
+				short(p.Revision), short(p.HistoryRewritten))
+		}
 	}
 	if applyErr != nil {
 		fmt.Fprintf(&b, "**Apply failed:** %s\n\n", oneLine(applyErr.Error()))

@@ -2,6 +2,7 @@ package status
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -126,6 +127,9 @@ func Observe(s gitsource.Snapshot, envM *manifest.Environment, plan *reconcile.P
 	}
 	if plan != nil && !plan.Empty() {
 		st.PlanHash = plan.PlanHash
+	}
+	if plan != nil && plan.HistoryRewritten != "" {
+		st.Warnings = append(st.Warnings, fmt.Sprintf("history rewritten: %s does not descend from %s, the last revision applied", s.Revision, plan.HistoryRewritten))
 	}
 	for _, svc := range envM.Services {
 		sv := Service{Name: svc.Name, Version: svc.Version, Source: svc.Source, Desired: svc.Containers}

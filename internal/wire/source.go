@@ -46,7 +46,17 @@ func Source(src config.Source, opts ...Option) (*gitsource.Source, error) {
 			return pem, err
 		}))
 	}
-	if v := src.Verify; v != nil {
+	if v := src.Verify; v != nil && v.AllowedSignersFile != "" {
+		file := v.AllowedSignersFile
+		gopts = append(gopts, gitsource.WithAllowedSigners(func() ([]byte, error) {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				return nil, fmt.Errorf("source.verify.allowedSignersFile: %w", err)
+			}
+			return b, nil
+		}))
+	}
+	if v := src.Verify; v != nil && v.KeyringFile != "" {
 		file := v.KeyringFile
 		gopts = append(gopts, gitsource.WithVerifyKeyring(func() ([]byte, error) {
 			b, err := os.ReadFile(file)

@@ -35,6 +35,10 @@ type Plan struct {
 	Unmanaged        []Unmanaged `json:"unmanaged"`
 	// Unchanged counts the mapped containers already running the desired image.
 	Unchanged int `json:"unchanged"`
+	// HistoryRewritten, set by the caller that knows what was applied, is
+	// the last applied revision that Revision does not descend from (a
+	// force-push, history rewound); empty when history moved forward.
+	HistoryRewritten string `json:"historyRewritten,omitempty"`
 }
 
 // Change is one container image to change in one workload.

@@ -1,0 +1,46 @@
+package daemon
+
+import (
+	"context"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+)
+
+// rewritten returns the last revision applied to the environment when rev
+// does not descend from it (a force-push, history rewound), "" when history
+// moved forward or nothing was applied yet. When the answer cannot be had
+// (the state or the remote unreachable), rev is treated as rewritten: a
+// person decides rather than the gate waving it through.
+func (w *worker) rewritten(ctx context.Context, rev string) string {
+	st, err := w.store.Load(ctx, w.env)
+	if err != nil {
+		w.log.Error(err, "reading the last applied revision; treating the history as rewritten", "environment", w.env)
+		return "unknown"
+	}
+	last := lastApplied(st.History)
+	if last == "" || last == rev {
+		return ""
+	}
+	ok, err := w.descends(ctx, rev, last)
+	if err != nil {
+		w.log.Error(err, "checking that the revision descends from the last applied one; treating the history as rewritten",
+			"environment", w.env, "revision", short(rev), "lastApplied", short(last))
+		return last
+	}
+	if ok {
+		return ""
+	}
+	return last
+}
+
+// lastApplied is the revision of the newest history entry that applied
+// something (succeeded, or interrupted part way), "" when none did.
+func lastApplied(history []approval.Entry) string {
+	for _, e := range history {
+		switch e.Result {
+		case approval.ResultSucceeded, approval.ResultInterrupted:
+			return e.Revision
+		}
+	}
+	return ""
+}
