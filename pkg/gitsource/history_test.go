@@ -105,7 +105,7 @@ func TestVerifySSHSignature(t *testing.T) {
 			if tt.opts != nil {
 				cfg.opts = append(cfg.opts, tt.opts(allowed)...)
 			} else {
-				cfg.opts = append(cfg.opts, gitsource.WithAllowedSigners(gitsource.File(writeFile(t, t.TempDir(), "allowed_signers", allowed))))
+				cfg.opts = append(cfg.opts, gitsource.WithAllowedSigners(gitsource.File(gitserver.WriteFile(t, t.TempDir(), "allowed_signers", allowed))))
 			}
 			head := gitPush(t, url, map[string]string{"a.json": "new"}, tt.key, "")
 			s := newSource(t, cfg)
