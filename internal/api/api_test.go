@@ -106,7 +106,7 @@ func TestRequests(t *testing.T) {
 	}{
 		{name: "healthz", method: "GET", path: "/healthz", wantCode: 200, wantBody: "ok\n"},
 		{name: "ready leader", method: "GET", path: "/readyz", wantCode: 200, wantBody: "ok (leader)"},
-		{name: "not ready", method: "GET", path: "/readyz", ready: errors.New("state not loaded yet"), wantCode: 503, wantBody: "not ready: state not loaded yet"},
+		{name: "not ready", method: "GET", path: "/readyz", ready: errors.New("state not loaded yet"), wantCode: 503, wantBody: `"error": "not ready"`},
 		{name: "no token configured", method: "GET", path: "/api/v1/environments", token: token, noToken: true, wantCode: 503, wantBody: "server.apiTokenFile"},
 		{name: "no token sent", method: "GET", path: "/api/v1/environments", wantCode: 401, wantBody: "missing or wrong bearer token"},
 		{name: "wrong token", method: "GET", path: "/api/v1/environments", token: "nope", wantCode: 401},

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
@@ -16,9 +17,45 @@ import (
 type Option func(*options) error
 
 type options struct {
-	token   string
-	metrics *prometheus.Registry
-	webhook *webhook.Receiver
+	token         string
+	metrics       *prometheus.Registry
+	webhook       *webhook.Receiver
+	log           logr.Logger
+	timeouts      Timeouts
+	ratePerSecond float64
+	rateBurst     int
+}
+
+// WithLog receives what the API keeps from its callers: why /readyz
+// answered 503. Without it, nothing is logged.
+func WithLog(l logr.Logger) Option {
+	return func(o *options) error { o.log = l; return nil }
+}
+
+// WithTimeouts sets the HTTP server's timeouts (default DefaultTimeouts);
+// each must be positive.
+func WithTimeouts(t Timeouts) Option {
+	return func(o *options) error {
+		if t.ReadHeader <= 0 || t.Read <= 0 || t.Write <= 0 || t.Idle <= 0 {
+			return fmt.Errorf("server timeouts %+v: each must be positive", t)
+		}
+		o.timeouts = t
+		return nil
+	}
+}
+
+// WithRateLimit sets how many /api/ requests a second one bearer token may
+// make, in bursts of up to burst (default DefaultRatePerSecond and
+// DefaultRateBurst); a request over it gets 429 with Retry-After. A rate of
+// 0 turns the limit off.
+func WithRateLimit(perSecond float64, burst int) Option {
+	return func(o *options) error {
+		if perSecond < 0 || (perSecond > 0 && burst < 1) {
+			return fmt.Errorf("rate limit %v/s with burst %d: want a non-negative rate and a burst of at least 1", perSecond, burst)
+		}
+		o.ratePerSecond, o.rateBurst = perSecond, burst
+		return nil
+	}
 }
 
 // check judges the options together, once every Option has been applied.

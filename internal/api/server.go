@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -44,6 +45,7 @@ type Server struct {
 	b     Backend
 	o     options
 	locks *lock.Handler
+	limit *limiter // per bearer token; nil when unlimited
 	// routes is every route the server serves; Handler mounts them.
 	routes []route
 }
@@ -61,7 +63,8 @@ func New(b Backend, opts ...Option) (*Server, error) {
 	if b == nil {
 		return nil, errors.New("configuring API: nil backend")
 	}
-	o := options{metrics: prometheus.NewRegistry()}
+	o := options{metrics: prometheus.NewRegistry(), log: logr.Discard(), timeouts: DefaultTimeouts,
+		ratePerSecond: DefaultRatePerSecond, rateBurst: DefaultRateBurst}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("configuring API: %w", err)
@@ -70,7 +73,7 @@ func New(b Backend, opts ...Option) (*Server, error) {
 	if err := o.check(); err != nil {
 		return nil, fmt.Errorf("configuring API: %w", err)
 	}
-	s := &Server{b: b, o: o}
+	s := &Server{b: b, o: o, limit: newLimiter(o.ratePerSecond, o.rateBurst)}
 	if svc := b.LockService(); svc != nil && o.token != "" {
 		h, err := lock.NewHandler(svc, o.token)
 		if err != nil {
@@ -126,7 +129,7 @@ func (s *Server) Handler() http.Handler {
 // Serve serves the API on ln until ctx ends, then shuts down (letting
 // requests in progress finish for up to five seconds).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := s.httpServer()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	select {
@@ -158,7 +161,8 @@ func (s *Server) ServeWhile(ctx context.Context, ln net.Listener, run func(conte
 }
 
 // authenticate admits requests carrying the configured bearer token
-// (compared in constant time) and answers 401 to everything else.
+// (compared in constant time) and answers 401 to everything else; a token
+// over its rate limit gets 429 with Retry-After.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.o.token == "" {
@@ -171,6 +175,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 			return
 		}
+		if ok, wait := s.limit.allow(s.o.token); !ok {
+			tooMany(w, wait)
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 }
@@ -178,7 +186,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	leading, err := s.b.Ready(r.Context())
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, "not ready: "+err.Error())
+		// The cause (Kubernetes' error text, names of namespaces) is for the operator's log, not for whoever probes.
+		s.o.log.Error(err, "not ready")
+		writeError(w, http.StatusServiceUnavailable, "not ready")
 		return
 	}
 	role := "standby"

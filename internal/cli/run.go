@@ -116,7 +116,8 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		fmt.Fprintln(cmd.OutOrStdout(), "all environments reconciled")
 		return nil
 	}
-	srv, err := api.New(d, api.WithTokenFile(cfg.Server.APITokenFile), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(d.Webhook()))
+	srv, err := api.New(d, api.WithTokenFile(cfg.Server.APITokenFile), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(d.Webhook()),
+		api.WithLog(log.WithName("api")))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,86 @@
+package api
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Timeouts are the HTTP server's limits on one connection: how long a
+// client may take to send its headers and its whole request, how long a
+// response may take, and how long an idle keep-alive connection is kept.
+type Timeouts struct {
+	ReadHeader, Read, Write, Idle time.Duration
+}
+
+// DefaultTimeouts leave room for the largest webhook body (5 MiB) on a slow
+// link and for the slowest API answer, while a client that trickles its
+// headers or body holds a connection for seconds, not forever.
+var DefaultTimeouts = Timeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Second, Write: time.Minute, Idle: 2 * time.Minute}
+
+// Default per-token rate limit of /api/: a steady 20 requests a second, in
+// bursts of up to 100 (CI jobs checking locks in parallel share one token).
+const (
+	DefaultRatePerSecond = 20
+	DefaultRateBurst     = 100
+)
+
+// maxHeaderBytes bounds a request's headers (Go's default is 1 MiB).
+const maxHeaderBytes = 64 << 10
+
+// httpServer is the server Serve runs, with every timeout set.
+func (s *Server) httpServer() *http.Server {
+	t := s.o.timeouts
+	return &http.Server{Handler: s.Handler(), ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read,
+		WriteTimeout: t.Write, IdleTimeout: t.Idle, MaxHeaderBytes: maxHeaderBytes}
+}
+
+// limiter is a token bucket per bearer token. Only authenticated requests
+// are counted, so there is one bucket per configured token, however many
+// wrong tokens are tried.
+type limiter struct {
+	perSecond rate.Limit
+	burst     int
+
+	mu      sync.Mutex
+	buckets map[string]*rate.Limiter
+}
+
+func newLimiter(perSecond float64, burst int) *limiter {
+	if perSecond <= 0 {
+		return nil
+	}
+	return &limiter{perSecond: rate.Limit(perSecond), burst: burst, buckets: map[string]*rate.Limiter{}}
+}
+
+// allow takes one request from token's bucket, or returns how long until
+// the next one would be allowed.
+func (l *limiter) allow(token string) (bool, time.Duration) {
+	if l == nil {
+		return true, 0
+	}
+	l.mu.Lock()
+	b, ok := l.buckets[token]
+	if !ok {
+		b = rate.NewLimiter(l.perSecond, l.burst)
+		l.buckets[token] = b
+	}
+	l.mu.Unlock()
+	r := b.Reserve()
+	d := r.Delay()
+	if d == 0 {
+		return true, 0
+	}
+	r.Cancel()
+	return false, d
+}
+
+// tooMany answers 429 with Retry-After in whole seconds (at least 1).
+func tooMany(w http.ResponseWriter, wait time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Max(1, math.Ceil(wait.Seconds())))))
+	writeError(w, http.StatusTooManyRequests, "too many requests for this token; retry after the Retry-After seconds")
+}
