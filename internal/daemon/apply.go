@@ -113,7 +113,7 @@ func (w *worker) applyWithGrace(ctx context.Context, req reconcile.Request, plan
 		context.AfterFunc(actx, func() { t.Stop() })
 	})
 	defer stop()
-	return w.rec.Apply(actx, req, planHash, reconcile.WithProgress(progress))
+	return w.reconcileApply(actx, req, planHash, reconcile.WithProgress(progress))
 }
 
 // outcome is how an apply that started at started ended at finished.

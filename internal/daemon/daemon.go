@@ -254,7 +254,7 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		resync = time.Minute
 	}
 	return workerDeps{
-		env: env, store: d.store, gate: d.o.gate, rec: d.rec, targets: d.targets[env], lockPath: ec.LockPath,
+		env: env, store: d.store, gate: d.o.gate, reconcilePlan: d.rec.Plan, reconcileApply: d.rec.Apply, targets: d.targets[env], lockPath: ec.LockPath,
 		statusTargets: ec.Targets,
 		resolve: func(ctx context.Context, s gitsource.Snapshot) (*manifest.Environment, error) {
 			return d.resolve(ctx, s, env)

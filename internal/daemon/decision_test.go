@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,13 +9,10 @@ import (
 	"testing/fstest"
 	"time"
 
-	"k8s.io/client-go/rest"
-
-	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/status"
-	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
 // recordingGate leaves plans pending and records what it hears.
@@ -87,38 +83,53 @@ func TestHandedOverApprovalThatFailsIsReported(t *testing.T) {
 	}
 }
 
-// roundTripFunc is an http.RoundTripper.
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// TestApprovalPlansOnce: approving a pending plan plans once, inside pkg/reconcile's Apply (which still
-// checks the planHash), not also before it and again for the status after it. Only planning lists the
-// StatefulSets of a target, so those LISTs count the plans.
+// TestApprovalPlansOnce: approving a pending plan plans once, inside the reconciler's Apply (which still
+// refuses a changed planHash), not also before it in decide and again for the status after it (the
+// worker used to plan three times per click). The worker's Plan and Apply are wrapped to count them.
 func TestApprovalPlansOnce(t *testing.T) {
+	ctx := context.Background()
 	h := newHarness(t, "prod")
-	var plans atomic.Int64
-	rc := rest.CopyConfig(cluster.Env(t).Config)
-	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			if r.Method == http.MethodGet && r.URL.Path == "/apis/apps/v1/namespaces/"+h.ns["prod"]+"/statefulsets" {
-				plans.Add(1)
-			}
-			return rt.RoundTrip(r)
-		})
-	})
-	r := h.start(WithRESTConfig(rc))
-	p := r.waitPending(t, "prod", h.git.Head(t, "manifests", "main"))
-	before := plans.Load()
-	if code, b := r.call(t, "POST", "/api/v1/environments/prod/approve", testToken, api.DecisionRequest{PlanHash: p.PlanHash}); code != http.StatusAccepted {
-		t.Fatalf("approve = %d %s", code, b)
+	d, err := New(h.cfg, WithRESTConfig(cluster.Env(t).Config), WithSourceOptions(gitsource.WithCacheDir(t.TempDir())),
+		WithReconcileOptions(reconcile.WithRolloutTimeout(0)))
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The status follows the apply, after its history entry.
-	testenv.WaitFor(t, 30*time.Second, "prod in sync after the apply", func() bool {
-		v := r.environment(t, "prod")
-		return len(r.history(t, "prod")) == 1 && len(v.Services) == 1 && v.Services[0].Targets[0].State == status.StateInSync && v.PlanHash == ""
-	})
-	if got := plans.Load() - before; got != 1 {
-		t.Errorf("an approval planned %d times, want once", got)
+	w := d.workers["prod"]
+	var plans, applies atomic.Int64
+	plan, apply := w.reconcilePlan, w.reconcileApply
+	w.reconcilePlan = func(ctx context.Context, req reconcile.Request) (*reconcile.Plan, error) {
+		plans.Add(1)
+		return plan(ctx, req)
+	}
+	w.reconcileApply = func(ctx context.Context, req reconcile.Request, hash string, opts ...reconcile.Option) (*reconcile.Result, error) {
+		applies.Add(1)
+		return apply(ctx, req, hash, opts...)
+	}
+	if err := d.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := d.store.Load(ctx, "prod")
+	if err != nil || st.Pending == nil {
+		t.Fatalf("prod pending after one pass: %+v, %v", st, err)
+	}
+	plans.Store(0)
+	// Not leading (Once does not lead): the approval goes through the Store, as from another replica.
+	if _, err := d.Approve(ctx, "prod", st.Pending.PlanHash, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	w.pickUp(ctx)
+	if got := cluster.Env(t).Image(t, h.ns["prod"], "web"); got != imageRepo+"web:1.0.0" {
+		t.Fatalf("prod runs %s after the approval, want web:1.0.0", got)
+	}
+	if p, a := plans.Load(), applies.Load(); p != 0 || a != 1 {
+		t.Errorf("the approval planned %d times besides %d Apply (which plans once), want 0 and 1", p, a)
+	}
+	v, err := d.Environment(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.History) != 1 || v.History[0].Result != approval.ResultSucceeded || len(v.Services) != 1 ||
+		v.Services[0].Targets[0].State != status.StateInSync || v.PlanHash != "" {
+		t.Errorf("after the apply: history %+v, status %+v; want one success and web in sync with no plan left", v.History, v.Observation)
 	}
 }

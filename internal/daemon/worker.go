@@ -24,10 +24,12 @@ type workerDeps struct {
 	// gate is told about every plan (Auto replaces it to decide for
 	// skipConfirmation environments, but it still hears Superseded and Completed).
 	gate approval.Gate
-	// rec plans and applies; targets and lockPath are the environment's.
-	rec      *reconcile.Reconciler
-	targets  []reconcile.Target
-	lockPath string
+	// reconcilePlan and reconcileApply are the reconciler's Plan and Apply (Apply plans again
+	// and refuses a changed plan); targets and lockPath are the environment's.
+	reconcilePlan  func(context.Context, reconcile.Request) (*reconcile.Plan, error)
+	reconcileApply func(context.Context, reconcile.Request, string, ...reconcile.Option) (*reconcile.Result, error)
+	targets        []reconcile.Target
+	lockPath       string
 	// statusTargets are the configured targets the status lists.
 	statusTargets []config.Target
 	// resolve resolves the environment's manifest in a snapshot.
@@ -154,7 +156,7 @@ func (w *worker) plan(ctx context.Context, s gitsource.Snapshot) (*manifest.Envi
 		w.writeStatus(ctx, s, nil, nil, err)
 		return nil, nil, fmt.Errorf("resolving manifest at %s: %w", short(s.Revision), err)
 	}
-	plan, err := w.rec.Plan(ctx, w.request(s, envM))
+	plan, err := w.reconcilePlan(ctx, w.request(s, envM))
 	if err != nil {
 		w.metrics.fail(w.env, "plan")
 		w.writeStatus(ctx, s, envM, nil, err)
