@@ -280,14 +280,19 @@ func (tw *targetWatch) get(kind, namespace, name string) (runtime.Object, bool) 
 		if err != nil || !ok {
 			return nil, false
 		}
-		obj, ok := o.(runtime.Object)
-		return obj, ok
+		c, ok := o.(*cached)
+		if !ok {
+			return nil, false
+		}
+		return c.object(), true
 	}
 	return nil, false
 }
 
 func fromObject(o any) *workload {
 	switch o := o.(type) {
+	case *cached:
+		return o.w
 	case *appsv1.Deployment:
 		return fromDeployment(o)
 	case *appsv1.StatefulSet:

@@ -58,8 +58,8 @@ func (r *Reconciler) pullOf(t Target, w *workload) (pullKey, PullContext) {
 	if r.o.registry.keychains == nil {
 		return pullKey{}, PullContext{}
 	}
-	pc := PullContext{Target: t.Name, Client: t.Client, Namespace: w.Namespace, ServiceAccount: w.Pod.ServiceAccountName}
-	for _, s := range w.Pod.ImagePullSecrets {
+	pc := PullContext{Target: t.Name, Client: t.Client, Namespace: w.Namespace, ServiceAccount: w.ServiceAccount}
+	for _, s := range w.PullSecrets {
 		if s.Name != "" && !slices.Contains(pc.ImagePullSecrets, s.Name) {
 			pc.ImagePullSecrets = append(pc.ImagePullSecrets, s.Name)
 		}

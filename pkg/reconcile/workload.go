@@ -16,14 +16,16 @@ import (
 var kinds = [...]string{KindDeployment, KindStatefulSet, KindDaemonSet, KindCronJob}
 
 // workload is the part of a Deployment, StatefulSet, DaemonSet or CronJob the
-// planner and the rollout check need.
+// planner and the registry keychain need.
 type workload struct {
 	Kind, Namespace, Name string
 	APIVersion            string
 	UID                   string
 	Labels                map[string]string
-	Pod                   *corev1.PodSpec
-	obj                   runtime.Object // the typed object, for rollout status
+	Containers            []podContainer // init containers first
+	ServiceAccount        string         // the pod template's
+	PullSecrets           []corev1.LocalObjectReference
+	obj                   runtime.Object // the typed object, for rollout status (nil from a watch)
 }
 
 // podContainer is one container or init container of a pod template.
@@ -32,16 +34,7 @@ type podContainer struct {
 	Image string
 }
 
-func (w *workload) containers() []podContainer {
-	out := make([]podContainer, 0, len(w.Pod.InitContainers)+len(w.Pod.Containers))
-	for _, c := range w.Pod.InitContainers {
-		out = append(out, podContainer{Name: InitPrefix + c.Name, Image: c.Image})
-	}
-	for _, c := range w.Pod.Containers {
-		out = append(out, podContainer{Name: c.Name, Image: c.Image})
-	}
-	return out
-}
+func (w *workload) containers() []podContainer { return w.Containers }
 
 // listWorkloads lists every workload of kind in namespace: one API call.
 func listWorkloads(ctx context.Context, c kubernetes.Interface, namespace, kind string) ([]*workload, error) {
@@ -87,9 +80,16 @@ func listWorkloads(ctx context.Context, c kubernetes.Interface, namespace, kind 
 }
 
 func fromMeta(kind, apiVersion string, m *metav1.ObjectMeta, pod *corev1.PodSpec, obj runtime.Object) *workload {
+	cs := make([]podContainer, 0, len(pod.InitContainers)+len(pod.Containers))
+	for _, c := range pod.InitContainers {
+		cs = append(cs, podContainer{Name: InitPrefix + c.Name, Image: c.Image})
+	}
+	for _, c := range pod.Containers {
+		cs = append(cs, podContainer{Name: c.Name, Image: c.Image})
+	}
 	return &workload{
 		Kind: kind, APIVersion: apiVersion, Namespace: m.Namespace, Name: m.Name, UID: string(m.UID),
-		Labels: m.Labels, Pod: pod, obj: obj,
+		Labels: m.Labels, Containers: cs, ServiceAccount: pod.ServiceAccountName, PullSecrets: pod.ImagePullSecrets, obj: obj,
 	}
 }
 
