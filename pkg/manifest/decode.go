@@ -19,9 +19,10 @@ type decoder struct {
 	ctx         context.Context
 	f           *file
 	c           *collector
-	allow       bool     // unknown keys are warnings
-	maxServices int      // service entries one file may define
-	ctrOffs     []ctrOff // where the current service's containers start
+	allow       bool          // unknown keys are warnings
+	maxServices int           // service entries one file may define
+	chain       func() string // the include chain that led to the file, for limit errors; nil outside Resolve
+	ctrOffs     []ctrOff      // where the current service's containers start
 }
 
 // ctxCheckEvery is how many service entries are decoded between two looks
@@ -44,9 +45,9 @@ type ctrOff struct{ off, idx int }
 // parse decodes f.data into f, reporting every problem to c. A syntax error
 // stops the file; type and value errors do not. It returns ctx's error when
 // ctx ended during the parse (f is then broken).
-func parse(ctx context.Context, f *file, c *collector, o options) (err error) {
+func parse(ctx context.Context, f *file, c *collector, o options, chain func() string) (err error) {
 	d := &decoder{scanner: scanner{data: f.data, stack: make([]seg, 0, 8)}, ctx: ctx, f: f, c: c,
-		allow: o.allowUnknownKeys, maxServices: o.maxServices}
+		allow: o.allowUnknownKeys, maxServices: o.maxServices, chain: chain}
 	defer func() {
 		switch r := recover().(type) {
 		case nil:
@@ -234,7 +235,11 @@ func (d *decoder) services() {
 			}
 		}
 		if len(d.f.services) >= d.maxServices {
-			panic(limitError{off: d.i, msg: fmt.Sprintf("this file defines more than %d service entries, the limit per environment", d.maxServices)})
+			msg := fmt.Sprintf("this file defines more than %d service entries, the limit per environment", d.maxServices)
+			if d.chain != nil {
+				msg += "; include chain: " + d.chain()
+			}
+			panic(limitError{off: d.i, msg: msg})
 		}
 		d.service(n)
 	})

@@ -38,7 +38,7 @@ func Edit(name string, data []byte, opts ...Option) (*Editor, error) {
 	}
 	f := &file{name: name, data: data}
 	c := collector{max: o.maxErrors}
-	if err := parse(context.Background(), f, &c, o); err != nil {
+	if err := parse(context.Background(), f, &c, o, nil); err != nil {
 		return nil, fmt.Errorf("editing %s: %w", name, err)
 	}
 	f.checkDuplicates(&c)

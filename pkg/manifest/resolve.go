@@ -337,7 +337,8 @@ func (r *resolver) load(name string, from *file, inc include) *loaded {
 		return ld
 	}
 	ld.f = &file{name: name, data: data}
-	if err := parse(r.ctx, ld.f, &r.c, r.o); err != nil {
+	chain := func() string { return strings.Join(append(append([]string{}, r.stack...), name), " → ") }
+	if err := parse(r.ctx, ld.f, &r.c, r.o, chain); err != nil {
 		r.stopped = err
 		return ld
 	}

@@ -367,6 +367,9 @@ func TestResolveArguments(t *testing.T) {
 		{".", "e", []Option{MaxFiles(0)}},
 		{".", "e", []Option{MaxFileSize(0)}},
 		{".", "e", []Option{MaxErrors(0)}},
+		{".", "e", []Option{MaxIncludes(0)}},
+		{".", "e", []Option{MaxServices(0)}},
+		{".", "e", []Option{MaxBytes(0)}},
 	} {
 		_, err := Resolve(t.Context(), fsys, tc.root, tc.env, tc.opts...)
 		var l *ErrorList
