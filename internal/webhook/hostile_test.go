@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 )
@@ -286,4 +288,41 @@ func post(t *testing.T, url, delivery string, body []byte) (int, string, string)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b), resp.Header.Get("Retry-After")
+}
+
+// TestSlowSenderCut: a sender that announces a body and trickles it is cut
+// off at the read timeout, freeing its slot, instead of holding it for as
+// long as it likes.
+func TestSlowSenderCut(t *testing.T) {
+	rec, url := recordedServer(t, "push", webhook.WithReadTimeout(200*time.Millisecond), webhook.WithMaxConcurrent(1))
+	body, err := os.ReadFile("testdata/push.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, pr)
+	req.ContentLength = int64(len(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", "push")
+	req.Header.Set("X-GitHub-Delivery", "slow")
+	req.Header.Set("X-Hub-Signature-256", githubtest.Sign(secret, body))
+	go func() { _, _ = pw.Write(body[:10]) }() // and nothing more
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("slow sender got %d, want 400", resp.StatusCode)
+		}
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the slow sender held its slot for %v", took)
+	}
+	if code, msg, _ := post(t, url, "next", body); code != 200 {
+		t.Errorf("the next delivery got %d %q, want 200", code, msg)
+	}
+	if diff := cmp.Diff([]string{"push/next"}, rec.deliveries()); diff != "" {
+		t.Errorf("handled deliveries (-want +got):\n%s", diff)
+	}
 }
