@@ -213,6 +213,18 @@ func (d *Daemon) Run(ctx context.Context) error {
 	watched := make(chan error, 1)
 	go func() { watched <- d.rec.Watch(ctx) }()
 	defer func() { stop(); <-watched }()
+	// So are the Lock objects, for the re-checks before each patch; if they
+	// cannot be watched, those read the API server (lock.Watched).
+	if lw, ok := d.lockSvc.Watched(); ok {
+		locksWatched := make(chan struct{})
+		go func() {
+			defer close(locksWatched)
+			if err := lw.Run(ctx); err != nil {
+				d.log.Error(err, "not watching locks: the re-checks before each patch read the API server")
+			}
+		}()
+		defer func() { stop(); <-locksWatched }()
+	}
 	d.ready.Store(true)
 	return lead(ctx, d.store.client, d.store.namespace, d.o.identity, d.o.election,
 		func(leading bool) {

@@ -29,9 +29,14 @@ func LockService(c *Clients, cfg *config.Config, opts ...Option) (*lock.Service,
 		if ns == "" {
 			ns = "stagehand"
 		}
-		if st, err = lock.NewKubernetesForConfig(rc, ns); err != nil {
+		k, err := lock.NewKubernetesForConfig(rc, ns)
+		if err != nil {
 			return nil, fmt.Errorf("locks: %w", err)
 		}
+		// Reads like plain Kubernetes storage until a long-running process
+		// (the daemon) runs its watch: then the re-checks before each patch
+		// read the watch (lock.Watched).
+		st = k.Watched()
 	default:
 		return nil, fmt.Errorf("locks.storage: unknown storage %q; accepted: kubernetes, memory", cfg.Locks.Storage)
 	}

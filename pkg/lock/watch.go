@@ -124,3 +124,10 @@ func (w *Watched) ListCached(ctx context.Context, prefix string) ([]Lock, error)
 	sortLocks(out)
 	return out, nil
 }
+
+// Watched returns the service's storage when it is a *Watched, for the
+// process that runs its watch.
+func (s *Service) Watched() (*Watched, bool) {
+	w, ok := s.storage.(*Watched)
+	return w, ok
+}

@@ -140,3 +140,27 @@ func runWatched(t *testing.T, ctx context.Context, k *Kubernetes) *Watched {
 	}
 	return w
 }
+
+// TestServiceWatched: a Service hands out its storage for running the watch
+// only when it is a *Watched.
+func TestServiceWatched(t *testing.T) {
+	mem, err := New(NewMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := mem.Watched(); ok {
+		t.Error("memory storage reported as Watched")
+	}
+	w := newKubeStorage(t).Watched()
+	svc, err := New(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := svc.Watched(); !ok || got != w {
+		t.Errorf("Watched() = %v, %v; want the storage", got, ok)
+	}
+	// Before Run, cached reads go to the API server.
+	if ls, err := w.ListCached(context.Background(), ""); err != nil || len(ls) != 0 {
+		t.Errorf("ListCached before Run = %v, %v", ls, err)
+	}
+}
