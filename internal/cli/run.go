@@ -7,6 +7,7 @@ import (
 
 	fluxle "github.com/fluxcd/pkg/runtime/leaderelection"
 	"github.com/fluxcd/pkg/runtime/logger"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
@@ -105,6 +106,10 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 			return err
 		}
 		h.Register(d.Webhook())
+		// stagehand_github_requests_total{code} and the rate-limit gauges, beside the daemon's metrics.
+		if err := registerAll(d.Metrics().Registry, gh.Collectors()); err != nil {
+			return fmt.Errorf("registering GitHub metrics: %w", err)
+		}
 		// Approvals clicked on GitHub finish after their webhook was answered.
 		defer h.Wait()
 	}
@@ -127,4 +132,14 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	}
 	log.WithName("reconciler").Info("serving HTTP API", "address", ln.Addr().String())
 	return srv.ServeWhile(cmd.Context(), ln, d.Run)
+}
+
+// registerAll registers every collector in reg.
+func registerAll(reg prometheus.Registerer, cs []prometheus.Collector) error {
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -24,6 +24,7 @@ type Client struct {
 	appID      int64 // 0 when authenticated with a token
 
 	lostClickAfter time.Duration
+	budget         *budget
 }
 
 // New builds a client from the github section of the configuration: github.apiURL (empty: api.github.com;
@@ -38,7 +39,9 @@ func New(cfg config.GitHub, opts ...Option) (*Client, error) {
 	if cfg.Owner == "" || cfg.Repo == "" {
 		return nil, errors.New("configuring GitHub client: github.owner and github.repo are required")
 	}
-	base := &retryTransport{base: o.transport, policy: o.retry}
+	b := newBudget()
+	// Under authentication: conditional GETs (budget.go), then retries, then the metering of every answer.
+	base := &conditional{base: &retryTransport{base: metered{base: o.transport, budget: b}, policy: o.retry}, budget: b}
 	var hc *http.Client
 	switch {
 	case o.token != "":
@@ -66,7 +69,7 @@ func New(cfg config.GitHub, opts ...Option) (*Client, error) {
 		}
 	}
 	c := &Client{rest: rest, owner: cfg.Owner, repo: cfg.Repo, approvers: cfg.Approvers, detailsURL: cfg.DetailsURL,
-		lostClickAfter: o.lostClickAfter}
+		lostClickAfter: o.lostClickAfter, budget: b}
 	if cfg.App != nil && o.token == "" {
 		c.appID = cfg.App.AppID
 	}

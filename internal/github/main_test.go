@@ -34,7 +34,7 @@ func newFixture(t *testing.T, mutate ...func(*config.GitHub)) *fixture {
 	return newFixtureWith(t, nil, mutate...)
 }
 
-func newFixtureWith(t *testing.T, opts []githubtest.Option, mutate ...func(*config.GitHub)) *fixture {
+func newFixtureWith(t testing.TB, opts []githubtest.Option, mutate ...func(*config.GitHub)) *fixture {
 	t.Helper()
 	srv := githubtest.New(t, opts...)
 	srv.CreateRepo(owner, repo, "main")

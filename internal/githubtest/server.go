@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/x509"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -70,6 +72,9 @@ type Server struct {
 	requests   []Request
 	violations []string
 	nextID     int64
+	rateLimit  int       // the budget reported in X-RateLimit-Limit (ratelimit.go)
+	rateUsed   int       // requests counted against it in the window
+	rateReset  time.Time // end of the window
 }
 
 // Request is one request the server received, for assertions on what a client did.
@@ -156,7 +161,7 @@ func New(tb testing.TB, opts ...Option) *Server {
 	}
 	s := &Server{
 		tb: tb, router: router, appID: o.appID, instID: o.instID, appKey: key, tokenTTL: o.tokenTTL,
-		static: "ghp_static_" + randomHex(16), latency: o.latency,
+		static: "ghp_static_" + randomHex(16), latency: o.latency, rateLimit: DefaultRateLimit,
 		repos: map[string]*repo{}, teams: map[string]map[string]string{}, tokens: map[string]time.Time{},
 		nextID: 1000,
 	}
@@ -364,6 +369,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, rec.Status, nil, map[string]any{"message": "githubtest response invalid: " + err.Error()})
 		return
 	}
+	if r.Method == http.MethodGet && res.status == http.StatusOK {
+		// GitHub answers a GET with an ETag, and a matching If-None-Match with 304 and no body.
+		sum := sha256.Sum256(out)
+		etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+		hdr.Set("ETag", etag)
+		if inm := r.Header.Get("If-None-Match"); inm == etag || inm == "W/"+etag {
+			res.status, out, rec.Status = http.StatusNotModified, nil, http.StatusNotModified
+			hdr.Del("Content-Type")
+		}
+	}
+	s.rateLimitHeaders(hdr, route.Path, res.status)
 	for k, v := range hdr {
 		w.Header()[k] = v
 	}
