@@ -136,8 +136,8 @@ func TestPlanAndApplyCommands(t *testing.T) {
 	if diff := cmp.Diff(wantChanges, plan.Changes); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
 	}
-	if plan.Environment != "prod" || plan.Revision != "local" || plan.PlanHash != reconcile.Hash(wantChanges) {
-		t.Errorf("environment %q revision %q planHash %q; want prod, local (not a git checkout), %s", plan.Environment, plan.Revision, plan.PlanHash, reconcile.Hash(wantChanges))
+	if plan.Environment != "prod" || plan.Revision != "local" || plan.PlanHash != reconcile.Hash("prod", "local", wantChanges) {
+		t.Errorf("environment %q revision %q planHash %q; want prod, local (not a git checkout), %s", plan.Environment, plan.Revision, plan.PlanHash, reconcile.Hash("prod", "local", wantChanges))
 	}
 
 	stdout, _, code = w.run(t, "plan")

@@ -98,7 +98,7 @@ func appliedPlan(res *reconcile.Result) *reconcile.Plan {
 	p := *res.Plan
 	p.Unchanged += len(p.Changes)
 	p.Changes = nil
-	p.PlanHash = reconcile.Hash(nil)
+	p.PlanHash = reconcile.Hash(p.Environment, p.Revision, nil)
 	return &p
 }
 

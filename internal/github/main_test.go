@@ -68,7 +68,7 @@ func plan(env, revision string, n int) *reconcile.Plan {
 			To:   "registry.example.com/team/" + svc + ":1.0.1@sha256:" + strings.Repeat(fmt.Sprintf("%x", i%16), 64),
 		})
 	}
-	p.PlanHash = reconcile.Hash(p.Changes)
+	p.PlanHash = reconcile.Hash(p.Environment, p.Revision, p.Changes)
 	return p
 }
 

@@ -117,10 +117,13 @@ func compareChanges(a, b Change) int {
 	)
 }
 
-// Hash returns the sha256 (hex, "sha256:" prefixed) of the canonical JSON of
-// changes: sorted by target, namespace, kind, name and container, encoded
-// with the Change field order and no white space.
-func Hash(changes []Change) string {
+// Hash returns the sha256 (hex, "sha256:" prefixed) of environment, revision
+// and the canonical JSON of changes (sorted by target, namespace, kind, name
+// and container, encoded with the Change field order and no white space),
+// each followed by a newline. Binding the environment and the revision means
+// an approval of one plan can never approve an identical plan that comes back
+// later at another revision or in another environment.
+func Hash(environment, revision string, changes []Change) string {
 	sorted := slices.Clone(changes)
 	if sorted == nil {
 		sorted = []Change{}
@@ -130,8 +133,11 @@ func Hash(changes []Change) string {
 	if err != nil { // a slice of structs of strings always encodes
 		panic(fmt.Sprintf("encoding changes: %v", err))
 	}
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	h := sha256.New()
+	h.Write([]byte(environment + "\n" + revision + "\n"))
+	h.Write(b)
+	h.Write([]byte("\n"))
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // finish sorts every list, makes nil lists empty (so JSON shows []) and sets
@@ -158,7 +164,7 @@ func (p *Plan) finish() {
 	slices.SortFunc(p.Unmanaged, func(a, b Unmanaged) int {
 		return cmp.Or(cmp.Compare(a.Target, b.Target), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
 	})
-	p.PlanHash = Hash(p.Changes)
+	p.PlanHash = Hash(p.Environment, p.Revision, p.Changes)
 }
 
 // Empty reports whether the plan changes nothing.

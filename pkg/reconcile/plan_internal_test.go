@@ -10,16 +10,34 @@ import (
 func TestHashIsCanonical(t *testing.T) {
 	a := Change{Service: "a", Target: "t", Namespace: "n", Kind: KindDeployment, Name: "a", Container: "app", From: "x:1", To: "x:2"}
 	b := Change{Service: "b", Target: "t", Namespace: "n", Kind: KindCronJob, Name: "b", Container: "init:m", From: "y:1", To: "y:2"}
-	if Hash([]Change{a, b}) != Hash([]Change{b, a}) {
+	const rev = "0123456789012345678901234567890123456789"
+	if Hash("prod", rev, []Change{a, b}) != Hash("prod", rev, []Change{b, a}) {
 		t.Errorf("hash depends on order")
 	}
 	c := a
 	c.To = "x:3"
-	if Hash([]Change{a, b}) == Hash([]Change{c, b}) {
+	if Hash("prod", rev, []Change{a, b}) == Hash("prod", rev, []Change{c, b}) {
 		t.Errorf("hash ignores the target image")
 	}
-	if Hash(nil) != Hash([]Change{}) {
+	if Hash("prod", rev, nil) != Hash("prod", rev, []Change{}) {
 		t.Errorf("nil and empty changes hash differently")
+	}
+}
+
+// TestHashBindsEnvironmentAndRevision: the same changes at another revision
+// or in another environment are another plan, so an old approval of one
+// cannot approve the other.
+func TestHashBindsEnvironmentAndRevision(t *testing.T) {
+	cs := []Change{{Service: "a", Target: "t", Namespace: "n", Kind: KindDeployment, Name: "a", Container: "app", From: "x:1", To: "x:2"}}
+	base := Hash("prod", "1111111111111111111111111111111111111111", cs)
+	for name, other := range map[string]string{
+		"another revision":                   Hash("prod", "2222222222222222222222222222222222222222", cs),
+		"another environment":                Hash("staging", "1111111111111111111111111111111111111111", cs),
+		"a field moved across the separator": Hash("prod\n1111111111111111111111111111111111111111", "", cs),
+	} {
+		if other == base {
+			t.Errorf("%s: same hash %s", name, base)
+		}
 	}
 }
 

@@ -75,8 +75,8 @@ func TestPlanMapsEveryKind(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(reconcile.Plan{}, "PlanHash")); diff != "" {
 		t.Errorf("plan (-want +got):\n%s", diff)
 	}
-	if got.PlanHash != reconcile.Hash(want.Changes) {
-		t.Errorf("PlanHash = %s, want the hash of the changes %s", got.PlanHash, reconcile.Hash(want.Changes))
+	if got.PlanHash != reconcile.Hash(want.Environment, want.Revision, want.Changes) {
+		t.Errorf("PlanHash = %s, want the hash of environment, revision and changes %s", got.PlanHash, reconcile.Hash(want.Environment, want.Revision, want.Changes))
 	}
 }
 
