@@ -211,6 +211,13 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		}
 		return nil
 	}
+	if rejected(st.History, s.Revision, plan.PlanHash) {
+		// Rejected once: never proposed again. A new revision or a plan that
+		// differs (the cluster drifted) has another hash and is proposed.
+		w.supersede(ctx, st.Pending, s.Revision)
+		w.metrics.setPending(w.env, false)
+		return nil
+	}
 	w.supersede(ctx, st.Pending, s.Revision)
 	if !auto {
 		raw, err := json.Marshal(plan)
@@ -351,4 +358,15 @@ func short(rev string) string {
 		return rev[:12]
 	}
 	return rev
+}
+
+// rejected reports whether the plan planHash at revision was rejected: its
+// rejection is in history.
+func rejected(history []approval.Entry, revision, planHash string) bool {
+	for _, e := range history {
+		if e.Result == approval.ResultRejected && e.Revision == revision && e.PlanHash == planHash {
+			return true
+		}
+	}
+	return false
 }
