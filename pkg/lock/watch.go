@@ -131,3 +131,11 @@ func (s *Service) Watched() (*Watched, bool) {
 	w, ok := s.storage.(*Watched)
 	return w, ok
 }
+
+// ReadsLocally reports whether BlockingWithinCached is answered, right now,
+// from a watch in this process (pkg/reconcile then re-checks each patch with
+// its own read instead of sharing queries).
+func (c *Checker) ReadsLocally() bool {
+	w, ok := c.svc.Watched()
+	return ok && w.fresh()
+}

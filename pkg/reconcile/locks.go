@@ -90,6 +90,7 @@ type recheck struct {
 	ctx    context.Context
 	prefix string // <lockPath>/<target>
 	query  func(ctx context.Context, prefix, lockType string) (map[string][]string, error)
+	local  func() bool // the query reads a copy in this process: no need to share it
 
 	mu      sync.Mutex
 	running bool       // a query is in flight
@@ -107,13 +108,30 @@ func newRecheck(ctx context.Context, l LockLister, prefix string) *recheck {
 	rc := &recheck{ctx: ctx, prefix: prefix, query: l.BlockingWithin}
 	if c, ok := l.(CachedLockLister); ok {
 		rc.query = c.BlockingWithinCached
+		if lr, ok := l.(localReader); ok {
+			rc.local = lr.ReadsLocally
+		}
 	}
 	return rc
 }
 
+// localReader is an optional extension of a CachedLockLister (pkg/lock's
+// Checker over Watched storage) that says when its cached answers are read
+// from a copy in this process: each re-check then reads it itself, with no
+// hand-off to a shared query, which on a busy machine costs more than the
+// read.
+type localReader interface{ ReadsLocally() bool }
+
 // blocking returns the messages of the locks at path or any prefix of it, as
 // LockChecker.Blocking does, from a query that started after the call.
 func (rc *recheck) blocking(ctx context.Context, path string) ([]string, error) {
+	if rc.local != nil && rc.local() {
+		res, err := rc.query(ctx, rc.prefix, LockTypeDeploy)
+		if err != nil {
+			return nil, fmt.Errorf("checking locks within %s: %w", rc.prefix, err)
+		}
+		return covering(res, path), nil
+	}
 	rc.mu.Lock()
 	if rc.next == nil {
 		rc.next = &lockQuery{done: make(chan struct{})}

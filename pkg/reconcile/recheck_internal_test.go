@@ -86,3 +86,48 @@ func TestRecheckCoalescesFreshQueries(t *testing.T) {
 		t.Errorf("%d queries, want 2: b2 and c3 share the one begun after they asked", g.calls)
 	}
 }
+
+// localLister reads its locks in process while local is true.
+type localLister struct {
+	mu    sync.Mutex
+	locks map[string][]string
+	local bool
+	calls int
+}
+
+func (l *localLister) BlockingWithin(context.Context, string, string) (map[string][]string, error) {
+	panic("the re-checks read the cache")
+}
+
+func (l *localLister) BlockingWithinCached(context.Context, string, string) (map[string][]string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls++
+	return l.locks, nil
+}
+
+func (l *localLister) ReadsLocally() bool { return l.local }
+
+// TestRecheckReadsLocalCacheDirectly: while the lister reads a copy in
+// process, each re-check reads it itself, seeing a lock the moment the copy
+// has it.
+func TestRecheckReadsLocalCacheDirectly(t *testing.T) {
+	ctx := context.Background()
+	l := &localLister{locks: map[string][]string{}, local: true}
+	rc := newRecheck(ctx, l, "apps/t")
+	for range 3 {
+		if got, err := rc.blocking(ctx, "apps/t/web"); err != nil || len(got) != 0 {
+			t.Fatalf("blocking = %v, %v", got, err)
+		}
+	}
+	l.mu.Lock()
+	l.locks = map[string][]string{"apps/t/web": {"incident"}}
+	l.mu.Unlock()
+	got, err := rc.blocking(ctx, "apps/t/web")
+	if diff := cmp.Diff([]string{"incident"}, got); diff != "" || err != nil {
+		t.Errorf("blocking after the lock (-want +got), err %v:\n%s", err, diff)
+	}
+	if l.calls != 4 {
+		t.Errorf("%d reads for 4 re-checks, want one each", l.calls)
+	}
+}
