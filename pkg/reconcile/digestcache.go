@@ -21,9 +21,53 @@ type registryState struct {
 	ttl       time.Duration
 	now       func() time.Time
 
-	mu       sync.Mutex
-	limiters map[string]*rate.Limiter
-	digests  map[cacheKey]cachedDigest
+	mu        sync.Mutex
+	limiters  map[string]*rate.Limiter
+	digests   map[cacheKey]cachedDigest
+	keychains map[keychainKey]cachedKeychain
+}
+
+// keychainKey is a pull context in one cluster (two environments may
+// share target names, never clients).
+type keychainKey struct {
+	client any // the target's kubernetes.Interface
+	pull   pullKey
+}
+
+type cachedKeychain struct {
+	kc      authn.Keychain
+	expires time.Time
+}
+
+// keychain returns the keychain built for k within the TTL, so a pass
+// whose digests are cached reads no ServiceAccount or Secret either.
+func (s *registryState) keychain(k keychainKey) (authn.Keychain, bool) {
+	if s.ttl <= 0 {
+		return nil, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.keychains[k]
+	if !ok || !s.now().Before(c.expires) {
+		delete(s.keychains, k)
+		return nil, false
+	}
+	return c.kc, true
+}
+
+func (s *registryState) rememberKeychain(k keychainKey, kc authn.Keychain) {
+	if s.ttl <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keychains[k] = cachedKeychain{kc: kc, expires: s.now().Add(s.ttl)}
+}
+
+func (s *registryState) forgetKeychain(k keychainKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.keychains, k)
 }
 
 // cacheKey is a repository:tag as seen with one set of credentials, so a
@@ -39,7 +83,7 @@ type cachedDigest struct {
 func newRegistryState(rateLimit float64, ttl time.Duration) *registryState {
 	return &registryState{
 		rateLimit: rateLimit, ttl: ttl, now: time.Now,
-		limiters: map[string]*rate.Limiter{}, digests: map[cacheKey]cachedDigest{},
+		limiters: map[string]*rate.Limiter{}, digests: map[cacheKey]cachedDigest{}, keychains: map[keychainKey]cachedKeychain{},
 	}
 }
 

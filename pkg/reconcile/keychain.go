@@ -67,10 +67,12 @@ func (r *Reconciler) pullOf(t Target, w *workload) (pullKey, PullContext) {
 	return pullKey{t.Name, pc.Namespace, pc.ServiceAccount, strings.Join(pc.ImagePullSecrets, ",")}, pc
 }
 
-// keychainSet builds each pull context's keychain once per plan.
+// keychainSet builds each pull context's keychain once per plan, or takes
+// it from the registry state's cache (see registryState.keychain).
 type keychainSet struct {
 	static    authn.Keychain
 	keychains Keychains
+	state     *registryState
 	pulls     map[pullKey]PullContext
 	mu        sync.Mutex
 	built     map[pullKey]*builtKeychain
@@ -93,6 +95,24 @@ func (s *keychainSet) get(ctx context.Context, k pullKey) (authn.Keychain, error
 		s.built[k] = b
 	}
 	s.mu.Unlock()
-	b.once.Do(func() { b.kc, b.err = s.keychains(ctx, s.pulls[k]) })
+	b.once.Do(func() {
+		pc := s.pulls[k]
+		ck := keychainKey{client: pc.Client, pull: k}
+		if kc, ok := s.state.keychain(ck); ok {
+			b.kc = kc
+			return
+		}
+		if b.kc, b.err = s.keychains(ctx, pc); b.err == nil {
+			s.state.rememberKeychain(ck, b.kc)
+		}
+	})
 	return b.kc, b.err
+}
+
+// forget drops k's cached keychain, after a registry refused what it sent:
+// the next plan reads the pull secrets again.
+func (s *keychainSet) forget(k pullKey) {
+	if s.keychains != nil {
+		s.state.forgetKeychain(keychainKey{client: s.pulls[k].Client, pull: k})
+	}
 }

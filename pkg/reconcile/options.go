@@ -116,7 +116,10 @@ func WithRegistryRateLimit(perSecond float64) Option {
 // WithDigestCacheTTL reuses a tag's resolved digest for d (default 5m),
 // per repository:tag and credentials; 0 turns the cache off. A tag moved in
 // the registry is seen once its entry expires; a dockerDigest that
-// disagrees with a cached digest is always checked with the registry.
+// disagrees with a cached digest is always checked with the registry. The
+// pull credentials read for a workload (WithWorkloadKeychains) are reused
+// as long, unless a registry refuses them (401, 403): then the next plan
+// reads them again.
 func WithDigestCacheTTL(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 0 {

@@ -382,7 +382,8 @@ func (r *Reconciler) bind(s manifest.Service, t Target, ws []*workload, problem 
 func (r *Reconciler) resolveBindings(ctx context.Context, bs []binding) map[imageKey]resolution {
 	seen := map[imageKey]bool{}
 	var keys []imageKey
-	kcs := &keychainSet{static: r.o.registry.keychain, keychains: r.o.registry.keychains, pulls: map[pullKey]PullContext{}, built: map[pullKey]*builtKeychain{}}
+	kcs := &keychainSet{static: r.o.registry.keychain, keychains: r.o.registry.keychains, state: r.o.registry.state,
+		pulls: map[pullKey]PullContext{}, built: map[pullKey]*builtKeychain{}}
 	for _, b := range bs {
 		if (b.want.DockerDigest != "" && r.o.verifyDigests) || (b.want.DockerDigest == "" && r.o.pinDigests) {
 			k := r.imageKeyOf(b)

@@ -126,6 +126,7 @@ func (r *registry) resolve(ctx context.Context, k imageKey, kcs *keychainSet, fr
 		}
 		var te *transport.Error
 		if errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden) {
+			kcs.forget(k.pull)
 			return fail(fmt.Errorf("resolving %s: registry %s answered %d %s to a request made %s: %w",
 				k, ref.RegistryStr(), te.StatusCode, http.StatusText(te.StatusCode), who, err))
 		}

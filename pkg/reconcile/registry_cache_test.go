@@ -2,12 +2,18 @@ package reconcile_test
 
 import (
 	"fmt"
+	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/stagehand-gitops/stagehand/internal/registrytest"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
@@ -49,10 +55,12 @@ func TestDigestCache(t *testing.T) {
 	r := newReconciler(t, reconcile.WithPinDigests(true), reconcile.WithVerifyDigests(true),
 		reconcile.WithWorkloadKeychains(reconcile.ClusterKeychains()), reconcile.WithDigestCacheTTL(5*time.Minute))
 	reconcile.SetRegistryClock(r, clk.Now)
+	reads, client := pathCountingClient(t, "/serviceaccounts/", "/secrets/")
+	tg := reconcile.Target{Name: "a", Namespace: ns, Client: client}
 	plan := func(digest string) (string, int64) {
 		t.Helper()
 		before := reg.ManifestRequests()
-		req := reconcile.Request{Environment: environment(svc("app", [3]string{"team/app", "2", digest})), Revision: "r", Targets: []reconcile.Target{target(t, "a", ns)}}
+		req := reconcile.Request{Environment: environment(svc("app", [3]string{"team/app", "2", digest})), Revision: "r", Targets: []reconcile.Target{tg}}
 		return onlyOutcome(t, mustPlan(t, r, req)), reg.ManifestRequests() - before
 	}
 	pin := func(d string) string { return host + "/team/app:2@" + d }
@@ -62,20 +70,23 @@ func TestDigestCache(t *testing.T) {
 		name     string
 		do       func() string // changes the world; returns the manifest's dockerDigest ("": pin)
 		want     func() string
-		requests int64
+		requests int64 // to the registry's manifests
+		reads    int64 // of the ServiceAccount and its pull Secret
 	}{
-		{"first plan asks the registry", func() string { return "" }, func() string { return pin(first) }, 1},
-		{"second plan within the TTL asks nothing", func() string { clk.Add(4 * time.Minute); return "" }, func() string { return pin(first) }, 0},
-		{"a moved tag is pinned from the cache until the TTL ends", func() string { second = reg.Push(t, "team/app", "2"); return "" }, func() string { return pin(first) }, 0},
-		{"a dockerDigest disagreeing with the cache is checked at once", func() string { return second }, func() string { return pin(second) }, 1},
-		{"after the TTL the new digest is pinned", func() string { clk.Add(6 * time.Minute); return "" }, func() string { return pin(second) }, 1},
+		{"first plan asks the registry", func() string { return "" }, func() string { return pin(first) }, 1, 2},
+		{"second plan within the TTL asks nothing", func() string { clk.Add(4 * time.Minute); return "" }, func() string { return pin(first) }, 0, 0},
+		{"a moved tag is pinned from the cache until the TTL ends", func() string { second = reg.Push(t, "team/app", "2"); return "" }, func() string { return pin(first) }, 0, 0},
+		{"a dockerDigest disagreeing with the cache is checked at once", func() string { return second }, func() string { return pin(second) }, 1, 0},
+		{"after the TTL the new digest is pinned", func() string { clk.Add(6 * time.Minute); return "" }, func() string { return pin(second) }, 1, 2},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
 			digest := st.do()
+			before := reads.Load()
 			got, n := plan(digest)
-			if got != st.want() || n != st.requests {
-				t.Errorf("got %q after %d manifest requests, want %q after %d", got, n, st.want(), st.requests)
+			if read := reads.Load() - before; got != st.want() || n != st.requests || read != st.reads {
+				t.Errorf("got %q after %d manifest requests and %d reads of pull credentials, want %q after %d and %d",
+					got, n, read, st.want(), st.requests, st.reads)
 			}
 		})
 	}
@@ -142,4 +153,63 @@ func TestRegistryRateLimit(t *testing.T) {
 		}
 	}
 	t.Logf("%d requests over %s", len(times), times[len(times)-1].Sub(times[0]))
+}
+
+// pathCountingClient is a client of the package's API server that counts the
+// requests whose path contains any of parts.
+func pathCountingClient(t *testing.T, parts ...string) (*atomic.Int64, kubernetes.Interface) {
+	t.Helper()
+	var n atomic.Int64
+	rc := rest.CopyConfig(cluster.Env(t).Config)
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			for _, p := range parts {
+				if strings.Contains(req.URL.Path, p) {
+					n.Add(1)
+					break
+				}
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	c, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &n, c
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestPullSecretsReadAgainAfterRefusal: the pull secrets read for a workload
+// are reused within the TTL, but a registry's 401 drops them, so a corrected
+// Secret is used by the very next plan.
+func TestPullSecretsReadAgainAfterRefusal(t *testing.T) {
+	noDockerConfig(t)
+	env := cluster.Env(t)
+	reg := registrytest.New(t, registrytest.WithBasicAuth("puller", "s3cret"))
+	d := reg.Push(t, "team/app", "2")
+	ns := env.Namespace(t)
+	pullSecret(t, ns, "regcred", reg.Host(), "puller", "wrong")
+	serviceAccount(t, ns, "default", "regcred")
+	createDeployment(t, env.Clientset, ns, "app", "app", 0, pod{containers: [][2]string{{"app", reg.Host() + "/team/app:1"}}})
+	r := newReconciler(t, reconcile.WithPinDigests(true), reconcile.WithWorkloadKeychains(reconcile.ClusterKeychains()), reconcile.WithDigestCacheTTL(time.Hour))
+	req := reconcile.Request{Environment: environment(svc("app", [3]string{"team/app", "2", ""})), Revision: "r", Targets: []reconcile.Target{target(t, "a", ns)}}
+	if got := onlyOutcome(t, mustPlan(t, r, req)); !strings.Contains(got, "answered 401 Unauthorized to a request made as user \"puller\"") {
+		t.Fatalf("with the wrong password: %q", got)
+	}
+	s, err := env.Clientset.CoreV1().Secrets(ns).Get(t.Context(), "regcred", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Data = nil
+	s.StringData = map[string]string{corev1.DockerConfigJsonKey: `{"auths":{"` + reg.Host() + `":{"username":"puller","password":"s3cret"}}}`}
+	if _, err := env.Clientset.CoreV1().Secrets(ns).Update(t.Context(), s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := onlyOutcome(t, mustPlan(t, r, req)), reg.Host()+"/team/app:2@"+d; got != want {
+		t.Errorf("after fixing the Secret: %q, want %q", got, want)
+	}
 }
