@@ -1,11 +1,10 @@
 package webhook
 
 import (
+	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -51,9 +50,7 @@ func FuzzReceiver(f *testing.F) {
 		req.Header.Set("X-GitHub-Event", event)
 		req.Header.Set("X-GitHub-Delivery", "fuzz-"+strconv.Itoa(n))
 		if signed {
-			m := hmac.New(sha256.New, []byte(secret))
-			m.Write(body)
-			req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(m.Sum(nil)))
+			req.Header.Set("X-Hub-Signature-256", githubtest.Sign(secret, body))
 		}
 		w := httptest.NewRecorder()
 		r.ServeHTTP(w, req)

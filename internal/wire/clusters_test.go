@@ -95,23 +95,10 @@ func kubeconfigSecret(t *testing.T, name, server string, ca []byte, token string
 }
 
 func webDeployment(ns string) *appsv1.Deployment {
-	labels := map[string]string{"app.kubernetes.io/name": "web"}
-	zero := int32(0)
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, Labels: labels},
-		Spec: appsv1.DeploymentSpec{Replicas: &zero, Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example.com/web:1"}}}}},
-	}
-}
-
-func image(t *testing.T, c kubernetes.Interface, ns string) string {
-	t.Helper()
-	d, err := c.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d.Spec.Template.Spec.Containers[0].Image
+	d := testenv.Deployment("web", "registry.example.com/web:1")
+	d.Namespace = ns
+	d.Spec.Replicas = new(int32) // zero: only the pod template is planned and patched
+	return d
 }
 
 // TestTargetsOnTwoClusters: one environment spans two API servers, the
@@ -199,7 +186,7 @@ func TestTargetsOnTwoClusters(t *testing.T) {
 	if _, err := r.Apply(ctx, req("2", "two-argo"), mustPlanHash(t, r, req("2", "two-argo"))); err != nil {
 		t.Fatalf("Apply through the Argo CD cluster Secret: %v", err)
 	}
-	if a, b := image(t, one.Clientset, nsA), image(t, two.Clientset, nsB); a != "registry.example.com/web:2" || b != "registry.example.com/web:2" {
+	if a, b := one.Image(t, nsA, "web"), two.Image(t, nsB, "web"); a != "registry.example.com/web:2" || b != "registry.example.com/web:2" {
 		t.Fatalf("images after apply: %s on one, %s on two; want web:2 on both", a, b)
 	}
 
