@@ -27,13 +27,17 @@ func TestExampleConfigLoads(t *testing.T) {
 		"prod":     len(cfg.Environments["prod"].Targets),
 		"lockPath": cfg.Environments["prod"].LockPath,
 	}
+	if ts := cfg.Environments["prod"].Targets; len(ts) == 3 {
+		got["clusterSecret"] = ts[2].ClusterSecret
+	}
 	want := map[string]any{
-		"interval": time.Minute,
-		"listen":   ":8080",
-		"token":    "/var/run/secrets/stagehand/api-token",
-		"state":    "stagehand",
-		"prod":     2,
-		"lockPath": "apps/production",
+		"interval":      time.Minute,
+		"listen":        ":8080",
+		"token":         "/var/run/secrets/stagehand/api-token",
+		"state":         "stagehand",
+		"prod":          3,
+		"lockPath":      "apps/production",
+		"clusterSecret": "cluster-prod-ap",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("example config (-want +got):\n%s", diff)
