@@ -159,7 +159,7 @@ func TestDeployment(t *testing.T) {
 				Liveness: "/healthz", Readiness: "/readyz", RequestsCPU: "100m", RequestsMemory: "256Mi",
 				PrometheusScrape: "true", PrometheusPort: "8080", ServiceAccount: "sh-stagehand", ContainerPort: 8080,
 				ConfigMountedAt:  "/etc/stagehand",
-				ProjectedSecrets: []string{"stagehand-api", "stagehand-git", "stagehand-git-ca", "stagehand-github-app", "stagehand-gpg", "stagehand-registry", "stagehand-webhook"},
+				ProjectedSecrets: []string{"stagehand-api", "stagehand-git", "stagehand-git-ca", "stagehand-github-app", "stagehand-gpg", "stagehand-registry", "stagehand-ssh-signers", "stagehand-webhook"},
 			},
 		},
 	}

@@ -22,7 +22,7 @@ var chartOwned = []string{
 	"server.apiTokenFile", "server.listen", "registry.dockerConfigFile",
 	"source.auth.githubApp.appID", "source.auth.githubApp.installationID", "source.auth.githubApp.privateKeyFile",
 	"source.auth.knownHostsFile", "source.auth.sshKeyFile", "source.auth.tokenFile",
-	"source.caFile", "source.cacheDir", "source.verify.keyringFile", "source.verify.mode",
+	"source.caFile", "source.cacheDir", "source.verify.allowedSignersFile", "source.verify.keyringFile", "source.verify.mode",
 	"state.context", "state.kubeconfig", "state.namespace",
 }
 

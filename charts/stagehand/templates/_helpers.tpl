@@ -106,8 +106,16 @@ adds under config pass through unchanged, so the reconciler's strict parser reje
 {{- if $s.gitCA.secretName -}}
 {{- $_ := set $src "caFile" (printf "%s/git-ca/ca.crt" $dir) -}}
 {{- end -}}
+{{- $verify := dict -}}
 {{- if $s.gpgKeyring.secretName -}}
-{{- $_ := set $src "verify" (dict "mode" "head" "keyringFile" (printf "%s/gpg-keyring/keyring" $dir)) -}}
+{{- $_ := set $verify "keyringFile" (printf "%s/gpg-keyring/keyring" $dir) -}}
+{{- end -}}
+{{- if $s.sshAllowedSigners.secretName -}}
+{{- $_ := set $verify "allowedSignersFile" (printf "%s/ssh-allowed-signers/allowed_signers" $dir) -}}
+{{- end -}}
+{{- if $verify -}}
+{{- $_ := set $verify "mode" "head" -}}
+{{- $_ := set $src "verify" $verify -}}
 {{- end -}}
 {{- $_ := set $src "cacheDir" (include "stagehand.cacheDir" .) -}}
 {{- $_ := set $c "source" $src -}}
@@ -235,6 +243,13 @@ The projected volume that puts reconciler.yaml (or prbot.yaml) and every referen
           items:
             - key: {{ $s.gpgKeyring.key }}
               path: secrets/gpg-keyring/keyring
+      {{- end }}
+      {{- if $s.sshAllowedSigners.secretName }}
+      - secret:
+          name: {{ $s.sshAllowedSigners.secretName }}
+          items:
+            - key: {{ $s.sshAllowedSigners.key }}
+              path: secrets/ssh-allowed-signers/allowed_signers
       {{- end }}
       {{- if $s.registry.secretName }}
       - secret:
