@@ -1,0 +1,136 @@
+package docs_test
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/stagehand-gitops/stagehand/"
+
+// layering is ARCHITECTURE.md's import graph as rules: a package matching
+// from may not import a package matching any of its forbidden prefixes.
+// Prefixes end in "/" for a tree, or name one package exactly.
+var layering = []struct {
+	from      string
+	forbidden []string
+	why       string
+}{
+	{"pkg/", []string{"internal/", "cmd/", "hack/"}, "pkg/ takes only its own types, so it is usable outside this module"},
+	{"internal/approval", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire"}, "the approval contract sits below every approval path"},
+	{"internal/status", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot"}, "status is what the daemon writes and the API serves"},
+	{"internal/wire", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/approval"}, "the builder sits below the components it builds for"},
+	{"internal/config", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire"}, "configuration is read by everyone and reads no component"},
+	{"internal/daemon", []string{"internal/api", "internal/github", "internal/cli", "internal/prbot"}, "the daemon meets the API and GitHub only through approval.Decider, approval.Gate and api.Backend"},
+	{"internal/api", []string{"internal/daemon", "internal/github", "internal/cli", "internal/prbot"}, "the API serves any api.Backend"},
+	{"internal/github", []string{"internal/daemon", "internal/api", "internal/cli", "internal/prbot"}, "GitHub decides through approval.Decider"},
+	{"internal/prbot", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli"}, "prbot is its own binary's component"},
+	{"internal/webhook", []string{"internal/"}, "the receiver knows no component"},
+	{"internal/testenv", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "pkg/"}, "test servers stand under everything"},
+}
+
+// TestImportLayering keeps the import graph that ARCHITECTURE.md draws: it
+// reads the imports of every non-test Go file and fails on an import that
+// crosses a layer the wrong way.
+func TestImportLayering(t *testing.T) {
+	imports := moduleImports(t, "..")
+	if len(imports) < 10 {
+		t.Fatalf("found only %d packages under the repository root; is the test run from docs/?", len(imports))
+	}
+	var bad []string
+	for pkg, deps := range imports {
+		for _, rule := range layering {
+			if !matches(pkg, rule.from) {
+				continue
+			}
+			for _, dep := range deps {
+				for _, f := range rule.forbidden {
+					if matches(dep, f) && dep != pkg {
+						bad = append(bad, pkg+" imports "+dep+": "+rule.why)
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(bad)
+	if len(bad) > 0 {
+		t.Errorf("imports against ARCHITECTURE.md's layering:\n%s", strings.Join(bad, "\n"))
+	}
+}
+
+// TestImportLayeringCatches makes sure the rules bite: a pkg/ package that
+// imported internal/config would be reported.
+func TestImportLayeringCatches(t *testing.T) {
+	dir := t.TempDir()
+	src := "package x\n\nimport _ \"" + module + "internal/config\"\n"
+	if err := os.MkdirAll(filepath.Join(dir, "pkg", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pkg", "x", "x.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := moduleImports(t, dir)
+	if deps := got["pkg/x"]; len(deps) != 1 || deps[0] != "internal/config" || !matches("pkg/x", "pkg/") || !matches(deps[0], "internal/") {
+		t.Fatalf("moduleImports = %v, want pkg/x importing internal/config", got)
+	}
+}
+
+// matches reports whether pkg is the package prefix names, or lies under it
+// when prefix ends in "/".
+func matches(pkg, prefix string) bool {
+	if strings.HasSuffix(prefix, "/") {
+		return strings.HasPrefix(pkg, prefix)
+	}
+	return pkg == prefix || strings.HasPrefix(pkg, prefix+"/")
+}
+
+// moduleImports maps each package directory under root (module-relative,
+// e.g. "internal/api") to the module packages its non-test files import.
+func moduleImports(t *testing.T, root string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "bin") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		pkg := filepath.ToSlash(rel)
+		for _, imp := range f.Imports {
+			p, err := strconv.Unquote(imp.Path.Value)
+			if err != nil {
+				return err
+			}
+			if dep, ok := strings.CutPrefix(p, module); ok {
+				out[pkg] = append(out[pkg], dep)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
