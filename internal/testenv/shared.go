@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -32,7 +33,15 @@ type Shared struct {
 	once sync.Once
 	env  *Env
 	err  error
+	skip string // why the package's cluster tests are skipped, if they are
 }
+
+// BuildEnv is the environment variable that lets a plain `go test` build the
+// control-plane binaries when they are missing. Without it (and outside CI),
+// a test that needs a cluster is skipped, saying why and how to run it, so
+// that `go test` of a package's pure tests on a fresh clone builds nothing.
+// `make test` builds the binaries first; with CI set they are always built.
+const BuildEnv = "STAGEHAND_TESTENV_BUILD"
 
 // Main records the options of the package's control plane, runs the tests and
 // stops the control plane if a test started it. Use it from TestMain:
@@ -58,12 +67,20 @@ func (s *Shared) Env(tb testing.TB) *Env {
 	}
 	s.once.Do(func() {
 		name, _, _ := strings.Cut(tb.Name(), "/")
+		if _, ok := installed(); !ok && os.Getenv(BuildEnv) == "" && os.Getenv("CI") == "" {
+			s.skip = fmt.Sprintf("testenv: %s and the package's other cluster tests need a kube-apiserver, and the test control plane is not built: run `make testbin` (or `make test`), or set %s=1 to build it now", name, BuildEnv)
+			fmt.Fprintln(os.Stderr, s.skip)
+			return
+		}
 		reason := withReason(name + " needs a kube-apiserver")
 		s.env, s.err = Start(context.Background(), append(opts, reason)...)
 		if s.err != nil {
 			s.err = fmt.Errorf("starting the test control plane for %s: %w", name, s.err)
 		}
 	})
+	if s.skip != "" {
+		tb.Skip(s.skip)
+	}
 	if s.err != nil {
 		tb.Fatal(s.err)
 	}

@@ -276,6 +276,26 @@ func (e *Env) binary(name string) string { return filepath.Join(e.binDir, name) 
 // <repo>/bin/k8s, building them with hack/testbin/build.sh when missing. A
 // build takes minutes, so it is announced on stderr with the reason.
 func binaries(ctx context.Context, reason string) (string, error) {
+	if dir, ok := installed(); ok {
+		return dir, nil
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, "bin", "k8s")
+	fmt.Fprintf(os.Stderr, "testenv: building the test control plane into %s because %s (KUBEBUILDER_ASSETS does not hold it; `make testbin` builds it ahead)\n", dir, reason)
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack", "testbin", "build.sh"), dir)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building test binaries with hack/testbin/build.sh: %w", err)
+	}
+	return dir, nil
+}
+
+// installed finds the control-plane binaries without building them:
+// $KUBEBUILDER_ASSETS, else <repo>/bin/k8s.
+func installed() (string, bool) {
 	need := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
 	have := func(dir string) bool {
 		for _, n := range need {
@@ -286,23 +306,14 @@ func binaries(ctx context.Context, reason string) (string, error) {
 		return true
 	}
 	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" && have(d) {
-		return d, nil
+		return d, true
 	}
 	root, err := RepoRoot()
 	if err != nil {
-		return "", err
+		return "", false
 	}
 	dir := filepath.Join(root, "bin", "k8s")
-	if have(dir) {
-		return dir, nil
-	}
-	fmt.Fprintf(os.Stderr, "testenv: building the test control plane into %s because %s (KUBEBUILDER_ASSETS does not hold it; `make testbin` builds it ahead)\n", dir, reason)
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack", "testbin", "build.sh"), dir)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("building test binaries with hack/testbin/build.sh: %w", err)
-	}
-	return dir, nil
+	return dir, have(dir)
 }
 
 // RepoRoot walks up from the working directory to the directory holding the
