@@ -96,6 +96,15 @@ func (c *Client) runs(ctx context.Context, sha, name string) ([]*gh.CheckRun, er
 	}
 }
 
+// checkRun reads check run id as GitHub holds it now.
+func (c *Client) checkRun(ctx context.Context, id int64) (*gh.CheckRun, error) {
+	r, _, err := c.rest.Checks.GetCheckRun(ctx, c.owner, c.repo, id)
+	if err != nil {
+		return nil, fmt.Errorf("getting check run %d: %w", id, err)
+	}
+	return r, nil
+}
+
 func awaiting(r *gh.CheckRun) bool {
 	return r.GetStatus() == "completed" && r.GetConclusion() == ConclusionActionRequired
 }

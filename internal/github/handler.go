@@ -79,10 +79,27 @@ func (h *Handler) HandleCheckRun(ctx context.Context, payload []byte) error {
 	if id := run.GetApp().GetID(); h.client.appID != 0 && id != 0 && id != h.client.appID {
 		return nil // a run of the same name made by another app is not ours to decide
 	}
-	action := ev.GetRequestedAction().Identifier
+	ra := ev.GetRequestedAction()
+	if ra == nil {
+		return fmt.Errorf("check_run requested_action delivery for run %d: %w", run.GetID(), ErrNoRequestedAction)
+	}
+	action := ra.Identifier
 	if (action != ActionApprove && action != ActionReject) || !awaiting(run) {
 		return nil // not our button, or a click from a stale page on a run already decided or withdrawn
 	}
+	// The payload is only what the sender says: the run as GitHub holds it now decides. It must be
+	// our App's, our check, on the same commit and still offering the buttons; its external_id (not the
+	// payload's) is the planHash decided, which binds environment and revision, so the Decider accepts it
+	// only for the plan pending now at that revision. A click replayed after a restart (the delivery
+	// dedupe forgotten) finds the run completed and changes nothing.
+	live, err := h.client.checkRun(ctx, run.GetID())
+	if err != nil {
+		return fmt.Errorf("reading check run %d before deciding: %w", run.GetID(), err)
+	}
+	if why := mismatch(live, run, env, h.client.appID); why != "" {
+		return nil // stale or forged: nothing to decide
+	}
+	run = live
 	login := ev.GetSender().GetLogin()
 	d, err := h.client.MayApprove(ctx, login)
 	if err != nil {
@@ -178,4 +195,28 @@ func (h *Handler) HandlePullRequest(ctx context.Context, payload []byte) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ErrNoRequestedAction is returned for a requested_action delivery without
+// its requested_action (the webhook receiver refuses it with 400 first).
+var ErrNoRequestedAction = errors.New("requested_action is missing")
+
+// mismatch says why live, the check run as GitHub holds it, may not be
+// decided on for the clicked run from a delivery; "" when it may: made by
+// our App (appID, when known), named for env, on the delivery's commit, and
+// still awaiting a decision.
+func mismatch(live, clicked *gh.CheckRun, env string, appID int64) string {
+	switch {
+	case appID != 0 && live.GetApp().GetID() != appID:
+		return "made by another App"
+	case live.GetName() != approval.CheckName(env):
+		return "not the check " + approval.CheckName(env)
+	case live.GetHeadSHA() != clicked.GetHeadSHA():
+		return "on another commit"
+	case live.GetExternalID() == "":
+		return "no planHash"
+	case !awaiting(live):
+		return "no longer awaiting a decision"
+	}
+	return ""
 }

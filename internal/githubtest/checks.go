@@ -25,6 +25,9 @@ type CheckRun struct {
 	CompletedAt time.Time
 	// Updates counts the PATCH requests applied to the run.
 	Updates int
+	// AppID is the GitHub App that made the run: the server's own App for
+	// runs created through the API; 0 (app: null) unless set for AddCheckRun.
+	AppID int64
 }
 
 // Action is a check run's requested-action button.
@@ -161,7 +164,7 @@ func (s *Server) checkRunJSON(r *repo, cr *CheckRun) map[string]any {
 			"annotations_url": s.apiURL("/repos/%s/check-runs/%d/annotations", full, cr.ID),
 		},
 		"check_suite":   map[string]any{"id": cr.ID},
-		"app":           nil,
+		"app":           s.appJSON(cr.AppID),
 		"pull_requests": []any{},
 	}
 }
@@ -178,7 +181,7 @@ func (s *Server) createCheckRun(c *call) response {
 	if r.commits[*in.HeadSHA] == nil {
 		return errorf(http.StatusUnprocessableEntity, "No commit found for SHA: %s", *in.HeadSHA)
 	}
-	cr := &CheckRun{ID: s.id(), HeadSHA: *in.HeadSHA, Status: "queued", StartedAt: time.Now().UTC()}
+	cr := &CheckRun{ID: s.id(), HeadSHA: *in.HeadSHA, Status: "queued", StartedAt: time.Now().UTC(), AppID: s.appID}
 	if res := in.apply(cr); res != nil {
 		return *res
 	}
@@ -293,4 +296,21 @@ func orEmpty(a []any) []any {
 		return []any{}
 	}
 	return a
+}
+
+// appJSON is the GitHub App with id as check runs show it; nil for 0.
+func (s *Server) appJSON(id int64) any {
+	if id == 0 {
+		return nil
+	}
+	slug := "stagehand"
+	if id != s.appID {
+		slug = "app-" + strconv.FormatInt(id, 10)
+	}
+	return map[string]any{
+		"id": id, "slug": slug, "node_id": "A_" + slug, "owner": s.user("acme"), "name": slug, "description": nil,
+		"external_url": s.htmlURL("/apps/%s", slug), "html_url": s.htmlURL("/apps/%s", slug),
+		"created_at": ts(time.Unix(0, 0)), "updated_at": ts(time.Unix(0, 0)),
+		"permissions": map[string]any{"checks": "write", "metadata": "read"}, "events": []any{"check_run"},
+	}
 }

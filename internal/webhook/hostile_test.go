@@ -96,6 +96,8 @@ func hostileDeliveries() []hostileDelivery {
 			wantBody: `X-GitHub-Event "check_run": the payload lacks check_run.head_sha` + shapeHint},
 		{name: "check_run id as a string", event: "check_run", file: "hostile/check_run-id-as-string.json", wantCode: 400,
 			wantBody: `X-GitHub-Event "check_run": the payload's check_run.id is a JSON string, which is the wrong type` + "\n"},
+		{name: "a click without requested_action", event: "check_run", file: "hostile/check_run-requested_action-without-requested_action.json", wantCode: 400,
+			wantBody: `X-GitHub-Event "check_run": the payload lacks requested_action.identifier` + shapeHint},
 		{name: "check_run null", event: "check_run", file: "hostile/check_run-null.json", wantCode: 400,
 			wantBody: `X-GitHub-Event "check_run": the payload lacks check_run` + shapeHint},
 		{name: "pull_request without pull_request", event: "pull_request", file: "hostile/pull_request-without-pull_request.json", wantCode: 400,

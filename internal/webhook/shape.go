@@ -32,7 +32,10 @@ type checkRunShape struct {
 		HeadSHA *string `json:"head_sha"`
 		Status  *string `json:"status"`
 	} `json:"check_run"`
-	Repository *repositoryShape `json:"repository"`
+	Repository      *repositoryShape `json:"repository"`
+	RequestedAction *struct {
+		Identifier *string `json:"identifier"`
+	} `json:"requested_action"`
 }
 
 type checkSuiteShape struct {
@@ -105,6 +108,9 @@ func checkShape(event string, payload []byte) error {
 				need("check_run.status", c.Status != nil && *c.Status != "")
 			}
 			need("repository.full_name", p.Repository != nil && p.Repository.FullName != nil)
+			if p.Action != nil && *p.Action == "requested_action" {
+				need("requested_action.identifier", p.RequestedAction != nil && p.RequestedAction.Identifier != nil && *p.RequestedAction.Identifier != "")
+			}
 		}
 	case "check_suite":
 		var p checkSuiteShape

@@ -168,7 +168,7 @@ func TestReceiverPassesRawPayload(t *testing.T) {
 	rec, url := recordedServer(t, "check_run")
 	body := []byte(`{"action": "requested_action",  "odd spacing": true,
 		"check_run": {"id": 1, "name": "stagehand/prod", "head_sha": "6113728f27ae82c7b1a177c8d03f9e96e0adf246", "status": "completed"},
-		"repository": {"full_name": "acme/manifests"}}`)
+		"requested_action": {"identifier": "approve"}, "repository": {"full_name": "acme/manifests"}}`)
 	if code, _ := send(t, url, delivery{event: "check_run", id: "x", body: body}); code != 200 {
 		t.Fatalf("status = %d", code)
 	}
