@@ -22,7 +22,6 @@ type job struct {
 	service string
 	changes []Change
 	target  Target
-	own     map[string]bool // messages of the apply lock this run holds
 	recheck *recheck        // the target's coalesced lock re-checks (nil: Blocking per patch)
 	res     *WorkloadResult
 	start   time.Time
@@ -244,21 +243,20 @@ func (r *Reconciler) holdTargets(ctx context.Context, req Request, jobs []*job, 
 			continue
 		}
 		releases = append(releases, rel)
-		// What blocks the target now, right after locking it, is our own lock:
-		// the re-check before each patch ignores exactly these messages.
-		own := map[string]bool{}
+		// The checker never reports the lock just held (it knows it by its
+		// stored identity, the object's UID): whatever blocks the target now
+		// is someone else's lock, taken in the instant after the check above,
+		// and stops the target's patches.
 		if r.o.locks != nil {
 			msgs, err := r.o.locks.Blocking(ctx, path, LockTypeDeploy)
 			if err != nil {
 				fail(OutcomeFailed, PhaseFailed, fmt.Sprintf("checking locks at %s: %v", path, err))
 				continue
 			}
-			for _, m := range msgs {
-				own[m] = true
+			if len(msgs) > 0 {
+				fail(OutcomeBlocked, PhaseBlocked, strings.Join(msgs, "; "))
+				continue
 			}
-		}
-		for _, j := range byTarget[name] {
-			j.own = own
 		}
 	}
 	return release
@@ -280,14 +278,8 @@ func (r *Reconciler) patchOne(ctx context.Context, req Request, j *job) error {
 		if err != nil {
 			return fmt.Errorf("checking locks at %s: %w", path, err)
 		}
-		var foreign []string
-		for _, m := range msgs {
-			if !j.own[m] {
-				foreign = append(foreign, m)
-			}
-		}
-		if len(foreign) > 0 {
-			finish(j, OutcomeBlocked, strings.Join(foreign, "; "))
+		if len(msgs) > 0 {
+			finish(j, OutcomeBlocked, strings.Join(msgs, "; "))
 			return nil
 		}
 	}

@@ -9,7 +9,10 @@ import (
 	"time"
 )
 
-// LockChecker reports deploy locks. A nil LockChecker means no locks.
+// LockChecker reports deploy locks. A nil LockChecker means no locks. When
+// it is also the LockHolder (WithLocks), it never reports the locks held
+// through Hold, identified by their stored identity (not by author or
+// message), so any lock it reports during an apply is someone else's.
 type LockChecker interface {
 	// Blocking returns the locks that forbid an action of type lockType
 	// ("deploy") at path, checking every prefix.

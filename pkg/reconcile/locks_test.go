@@ -44,13 +44,17 @@ func (m *memLocks) Blocking(_ context.Context, path, lockType string) ([]string,
 	slices.Sort(paths) // shortest prefix first, as pkg/lock reports them
 	var out []string
 	for _, p := range paths {
-		out = append(out, m.locks[p])
+		if !slices.Contains(m.held, p) || m.locks[p] != heldMessage(p) {
+			out = append(out, m.locks[p]) // what Hold took is not reported, as pkg/lock's Checker does
+		}
 	}
 	return out, nil
 }
 
+func heldMessage(path string) string { return "Locked " + path + " for a deploy" }
+
 func (m *memLocks) Hold(_ context.Context, path string, ttl time.Duration, author string) (func(context.Context) error, error) {
-	m.lock(path, "Locked "+path+" for a deploy by "+author)
+	m.lock(path, heldMessage(path))
 	m.mu.Lock()
 	m.held = append(m.held, path)
 	m.mu.Unlock()
@@ -466,5 +470,52 @@ func TestLockTakenMidApplyWithWatchedLocks(t *testing.T) {
 		if _, c := deploymentImages(t, ns, name); c[0] != "reg.example.com/"+name+":1" {
 			t.Errorf("%s image = %s, want untouched", name, c[0])
 		}
+	}
+}
+
+// foreignAfterHold holds through pkg/lock's Checker and, in the instant after
+// each Hold, lets someone else lock the environment.
+type foreignAfterHold struct {
+	*lock.Checker
+	svc *lock.Service
+}
+
+func (f foreignAfterHold) Hold(ctx context.Context, path string, ttl time.Duration, author string) (func(context.Context) error, error) {
+	rel, err := f.Checker.Hold(ctx, path, ttl, author)
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.svc.Lock(ctx, lock.Lock{Path: "apps/prod", Type: lock.Incident, Author: "oncall", ExpiresAt: time.Now().Add(time.Hour)})
+	return rel, err
+}
+
+// TestForeignLockRightAfterHold: a lock someone takes right after the apply
+// took its own deploy lock stops the apply; it is not mistaken for the
+// apply's own lock.
+func TestForeignLockRightAfterHold(t *testing.T) {
+	env := cluster.Env(t)
+	ns := env.Namespace(t)
+	createDeployment(t, env.Clientset, ns, "a1", "a1", 0, pod{containers: [][2]string{{"app", "reg.example.com/a1:1"}}})
+	svcs, err := lock.New(lock.NewMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker, err := lock.NewChecker(svcs, time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := reconcile.Request{Environment: environment(svc("a1", [3]string{"a1", "2", ""})), Revision: "r",
+		Targets: []reconcile.Target{target(t, "t1", ns)}, LockPath: "apps/prod"}
+	r := newReconciler(t, reconcile.WithLocks(checker, foreignAfterHold{checker, svcs}), reconcile.WithRolloutTimeout(0))
+	plan := mustPlan(t, r, req)
+	res, err := r.Apply(context.Background(), req, plan.PlanHash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Workloads) != 1 || res.Workloads[0].Outcome != reconcile.OutcomeBlocked || !strings.Contains(res.Workloads[0].Message, "apps/prod is locked") {
+		t.Errorf("a1: %s %q; want blocked by the incident lock on apps/prod", res.Workloads[0].Outcome, res.Workloads[0].Message)
+	}
+	if _, c := deploymentImages(t, ns, "a1"); c[0] != "reg.example.com/a1:1" {
+		t.Errorf("a1 image = %s, want untouched", c[0])
 	}
 }
