@@ -342,6 +342,11 @@ func (k *Kubernetes) Create(ctx context.Context, l Lock) (Lock, error) {
 	}
 	u, err := k.res().Create(ctx, toObject(l), metav1.CreateOptions{})
 	if err != nil {
+		var se apierrors.APIStatus
+		if apierrors.IsNotFound(err) && errors.As(err, &se) && se.Status().Details != nil && se.Status().Details.Kind == "namespaces" {
+			return Lock{}, fmt.Errorf("creating lock %s: namespace %q does not exist: create it, or keep locks in another (the reconciler's locks.namespace, the CLI's --namespace)",
+				l.Path, k.namespace)
+		}
 		return Lock{}, wrap("creating", l.Path, err)
 	}
 	return fromObject(u)

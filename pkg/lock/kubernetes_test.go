@@ -295,3 +295,21 @@ func TestHandMadeLockObject(t *testing.T) {
 		t.Errorf("Check after Unlock = %+v, %v; want free", got, err)
 	}
 }
+
+// TestLockInMissingNamespace: the error names the namespace that does not
+// exist, not "no lock".
+func TestLockInMissingNamespace(t *testing.T) {
+	env := cluster.Env(t)
+	k, err := NewKubernetesForConfig(env.Config, "no-such-namespace-for-locks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := New(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.Lock(context.Background(), Lock{Path: "apps/prod", Type: Incident, Author: "oncall", ExpiresAt: time.Now().Add(time.Hour)})
+	if err == nil || !strings.Contains(err.Error(), `namespace "no-such-namespace-for-locks" does not exist`) {
+		t.Errorf("Lock = %v, want an error naming the missing namespace", err)
+	}
+}
