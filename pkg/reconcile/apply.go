@@ -22,7 +22,7 @@ type job struct {
 	service string
 	changes []Change
 	target  Target
-	recheck *recheck        // the target's coalesced lock re-checks (nil: Blocking per patch)
+	recheck *recheck // the target's coalesced lock re-checks (nil: Blocking per patch)
 	res     *WorkloadResult
 	start   time.Time
 	obj     runtime.Object // the patched object
