@@ -88,7 +88,12 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 			return err
 		}
 		// Approve on GitHub (check run buttons) or over the API/CLI.
-		opts = append(opts, daemon.WithGate(approval.Gates(approval.Manual(), ghapp.NewGate(gh))))
+		gates := []approval.Gate{approval.Manual(), ghapp.NewGate(gh)}
+		if cfg.GitHub.Deployments.Enabled {
+			// Every apply, skipConfirmation included, as a deployment in GitHub's Environments view.
+			gates = append(gates, ghapp.NewDeployments(gh, cfg.GitHub.Deployments))
+		}
+		opts = append(opts, daemon.WithGate(approval.Gates(gates...)))
 	}
 	d, err := daemon.New(cfg, opts...)
 	if err != nil {

@@ -138,6 +138,17 @@ type GitHub struct {
 	WebhookMaxBodyBytes int64     `json:"webhookMaxBodyBytes,omitempty"`
 	Approvers           Approvers `json:"approvers"`
 	DetailsURL          string    `json:"detailsURL"`
+	// Deployments shows every apply as a GitHub deployment.
+	Deployments GitHubDeployments `json:"deployments"`
+}
+
+// GitHubDeployments configures the GitHub deployment recorded for every apply (it needs the App's
+// Deployments read & write permission, so it is off unless enabled). The URLs are templates in which
+// {env} and {revision} are replaced by the environment's name and the applied commit.
+type GitHubDeployments struct {
+	Enabled        bool   `json:"enabled"`
+	EnvironmentURL string `json:"environmentURL"`
+	LogURL         string `json:"logURL"`
 }
 
 // Approvers says who may approve a plan through GitHub.

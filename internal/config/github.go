@@ -1,6 +1,8 @@
 package config
 
 import (
+	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 )
@@ -37,6 +39,18 @@ func (g *GitHub) validate(bad func(field, format string, a ...any)) {
 			bad(field, "%q is not an absolute http(s) URL", v)
 		}
 	}
+	for field, v := range map[string]string{"github.deployments.environmentURL": g.Deployments.EnvironmentURL,
+		"github.deployments.logURL": g.Deployments.LogURL} {
+		if v == "" {
+			continue
+		}
+		if err := checkURLTemplate(v); err != nil {
+			bad(field, "%q: %v", v, err)
+		}
+	}
+	if g.Deployments.Enabled && g.Owner == "" {
+		bad("github.deployments.enabled", "needs github.owner and github.repo (the repository the deployments are recorded in)")
+	}
 	if n := g.WebhookMaxBodyBytes; n != 0 && (n < 1<<10 || n > 25<<20) {
 		bad("github.webhookMaxBodyBytes", "must be between 1024 and 26214400 bytes (GitHub's own cap, 25 MiB), got %d", n)
 	}
@@ -46,4 +60,29 @@ func (g *GitHub) validate(bad func(field, format string, a ...any)) {
 			bad("github.approvers.teams", "entry %d %q: want org/team-slug, e.g. acme/sre", i, t)
 		}
 	}
+}
+
+// URLTemplatePlaceholders are what a github.deployments URL template may contain.
+var URLTemplatePlaceholders = []string{"{env}", "{revision}"}
+
+// ExpandURLTemplate replaces {env} and {revision} in tmpl, escaping the values for a URL path.
+func ExpandURLTemplate(tmpl, env, revision string) string {
+	return strings.NewReplacer("{env}", url.PathEscape(env), "{revision}", url.PathEscape(revision)).Replace(tmpl)
+}
+
+// checkURLTemplate accepts a template whose expansion is an absolute http(s) URL and whose only braces
+// are the placeholders {env} and {revision}.
+func checkURLTemplate(tmpl string) error {
+	rest := tmpl
+	for _, p := range URLTemplatePlaceholders {
+		rest = strings.ReplaceAll(rest, p, "")
+	}
+	if strings.ContainsAny(rest, "{}") {
+		return fmt.Errorf("unknown placeholder; accepted: %s", strings.Join(URLTemplatePlaceholders, ", "))
+	}
+	u, err := url.Parse(ExpandURLTemplate(tmpl, "prod", "0123456789abcdef0123456789abcdef01234567"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("not an absolute http(s) URL")
+	}
+	return nil
 }

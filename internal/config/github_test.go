@@ -4,6 +4,13 @@ import (
 	"testing"
 )
 
+func TestExpandURLTemplate(t *testing.T) {
+	got := ExpandURLTemplate("https://{env}.acme.com/log/{revision}", "prod eu", "abc")
+	if want := "https://prod%20eu.acme.com/log/abc"; got != want {
+		t.Errorf("ExpandURLTemplate = %q, want %q", got, want)
+	}
+}
+
 func TestGitHub(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml string
@@ -30,6 +37,15 @@ func TestGitHub(t *testing.T) {
 			err: "github.webhookMaxBodyBytes: must be between 1024 and 26214400 bytes (GitHub's own cap, 25 MiB), got 100"},
 		{name: "webhook body cap over GitHub's", yaml: "github: {owner: acme, repo: m, webhookMaxBodyBytes: 26214401}",
 			err: "github.webhookMaxBodyBytes: must be between 1024 and 26214400 bytes (GitHub's own cap, 25 MiB), got 26214401"},
+		{name: "deployments", yaml: `github: {owner: acme, repo: m, deployments: {enabled: true,
+  environmentURL: "https://{env}.acme.com", logURL: "https://stagehand.acme.com/api/v1/environments/{env}?revision={revision}"}}`,
+			want: GitHub{Owner: "acme", Repo: "m", Approvers: Approvers{MinPermission: "maintain"}, Deployments: GitHubDeployments{Enabled: true,
+				EnvironmentURL: "https://{env}.acme.com", LogURL: "https://stagehand.acme.com/api/v1/environments/{env}?revision={revision}"}}},
+		{name: "deployments without a repository", yaml: "github: {deployments: {enabled: true}}", err: "github.deployments.enabled: needs github.owner"},
+		{name: "deployments unknown placeholder", yaml: `github: {owner: acme, repo: m, deployments: {logURL: "https://x.acme.com/{environment}"}}`,
+			err: `github.deployments.logURL: "https://x.acme.com/{environment}": unknown placeholder; accepted: {env}, {revision}`},
+		{name: "deployments relative url", yaml: `github: {owner: acme, repo: m, deployments: {environmentURL: "{env}.acme.com"}}`,
+			err: `github.deployments.environmentURL: "{env}.acme.com": not an absolute http(s) URL`},
 		{name: "unknown key", yaml: "github: {token: x}", err: `unknown field "token"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,7 +17,8 @@
 // when this replica does not lead.
 //
 // The GitHub App needs these repository permissions: Checks read & write (check runs), Contents read (clone,
-// and listing check runs by commit), Pull requests read (previews), Metadata read; and the organization
+// and listing check runs by commit), Pull requests read (previews), Metadata read, Deployments read & write
+// when github.deployments.enabled is set (a GitHub deployment per apply, see Deployments); and the organization
 // permission Members read when github.approvers.teams is used. Subscribe it to the check_run,
 // pull_request and push events, with the webhook secret in github.webhookSecretFile.
 //

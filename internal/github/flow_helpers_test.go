@@ -139,7 +139,7 @@ func (f *flow) startReplica(le daemon.LeaderElection) *replica {
 		opts = append(opts, daemon.WithRepropose(f.repropose))
 	}
 	d, err := daemon.New(f.cfg, append(opts,
-		daemon.WithGate(github.NewGate(client)),
+		daemon.WithGate(f.gate(client)),
 		daemon.WithWebhook(recv),
 		daemon.WithRESTConfig(env.Config),
 		daemon.WithLeaderElection(le),
@@ -180,6 +180,15 @@ func (f *flow) startReplica(le daemon.LeaderElection) *replica {
 	}
 	f.t.Cleanup(stop)
 	return &replica{d: d, hookURL: "http://" + ln.Addr().String() + "/webhook/github", stop: stop}
+}
+
+// gate is the daemon's gate as `reconciler run` composes it: the check-run gate, and the deployments gate
+// when github.deployments.enabled is set.
+func (f *flow) gate(client *github.Client) approval.Gate {
+	if !f.cfg.GitHub.Deployments.Enabled {
+		return github.NewGate(client)
+	}
+	return approval.Gates(github.NewGate(client), github.NewDeployments(client, f.cfg.GitHub.Deployments))
 }
 
 func (f *flow) restart() {

@@ -22,7 +22,8 @@ type repo struct {
 	statuses      map[string][]*Status // commit sha → statuses, oldest first
 	comments      []*Comment
 	labels        map[int][]string
-	seq           int // commit counter, makes shas unique
+	deployments   []*Deployment // oldest first (deployments.go)
+	seq           int           // commit counter, makes shas unique
 }
 
 type commit struct {

@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -166,6 +167,7 @@ func New(tb testing.TB, opts ...Option) *Server {
 		nextID: 1000,
 	}
 	s.handlers = s.routes()
+	maps.Copy(s.handlers, s.deploymentRoutes())
 	s.http = httptest.NewServer(s)
 	tb.Cleanup(func() {
 		s.http.Close()
@@ -336,8 +338,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		res = h(c)
 		s.mu.Unlock()
 	} else {
-		// In GitHub's description but not emulated here (the git data and
-		// deployments APIs, say): the test that calls it fails, so new client
+		// In GitHub's description but not emulated here (parts of the git
+		// data API, say): the test that calls it fails, so new client
 		// code cannot silently rely on an endpoint nobody checked.
 		s.violation("%s %s: githubtest does not emulate %s %s; add a handler for it", r.Method, r.URL.Path, route.Method, route.Path)
 		res = errorf(http.StatusNotImplemented, "githubtest: endpoint not emulated")

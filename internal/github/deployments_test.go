@@ -1,0 +1,274 @@
+package github_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+var deploymentsConfig = config.GitHubDeployments{Enabled: true, EnvironmentURL: "https://{env}.acme.example",
+	LogURL: "https://stagehand.example.com/api/v1/environments/{env}?revision={revision}"}
+
+// deployPayload is the payload as the deployments gate writes it.
+type deployPayload struct {
+	PlanHash string             `json:"planHash"`
+	Approver string             `json:"approver"`
+	Changes  []reconcile.Change `json:"changes"`
+	Omitted  int                `json:"omitted"`
+	Note     string             `json:"note"`
+}
+
+func states(d githubtest.Deployment) []string {
+	var out []string
+	for _, s := range d.Statuses {
+		out = append(out, s.State)
+	}
+	return out
+}
+
+// waitDeployments waits until the repository has n deployments, the newest ending in state.
+func (f *flow) waitDeployments(n int, state string) []githubtest.Deployment {
+	f.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var ds []githubtest.Deployment
+	for time.Now().Before(deadline) {
+		ds = f.gh.Deployments(owner, repo)
+		if len(ds) == n && ds[n-1].State() == state {
+			return ds
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.t.Fatalf("want %d deployments, the newest %s; have %+v", n, state, ds)
+	return nil
+}
+
+// TestFlowDeployments: an approved apply in a manual environment is one GitHub deployment of the applied
+// commit to the environment, carrying the plan, with statuses queued, in_progress, success; the next apply
+// makes it inactive.
+func TestFlowDeployments(t *testing.T) {
+	f := newFlow(t)
+	f.cfg.GitHub.Deployments = deploymentsConfig
+	sha := f.commit("1.0.1")
+	f.start()
+	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
+	if code, _ := f.click(run.ID, "approve", "maria", secret); code != http.StatusOK {
+		t.Fatalf("approve: %d", code)
+	}
+	f.waitImage("1.0.1")
+	ds := f.waitDeployments(1, "success")
+	d := ds[0]
+	if d.SHA != sha || d.Ref != sha || d.Environment != "prod" || d.Task != "deploy" || d.Production || d.Transient {
+		t.Errorf("deployment = %+v; want ref and sha %s, environment prod, task deploy", d, sha)
+	}
+	if diff := cmp.Diff([]string{"queued", "in_progress", "success"}, states(d)); diff != "" {
+		t.Errorf("statuses (-want +got):\n%s", diff)
+	}
+	for _, s := range d.Statuses {
+		if s.EnvironmentURL != "https://prod.acme.example" || s.LogURL != "https://stagehand.example.com/api/v1/environments/prod?revision="+sha {
+			t.Errorf("status %s: environment_url %q log_url %q", s.State, s.EnvironmentURL, s.LogURL)
+		}
+	}
+	if !strings.Contains(d.Statuses[0].Description, "@maria") {
+		t.Errorf("queued description %q does not name the approver", d.Statuses[0].Description)
+	}
+	var pl deployPayload
+	if err := json.Unmarshal(d.Payload, &pl); err != nil {
+		t.Fatalf("payload %s: %v", d.Payload, err)
+	}
+	h := f.history()
+	if len(h) != 1 || pl.PlanHash != h[0].PlanHash || pl.Approver != "maria" || len(pl.Changes) != 1 ||
+		!strings.Contains(pl.Changes[0].To, ":1.0.1@sha256:") || pl.Omitted != 0 {
+		t.Errorf("payload = %+v; history %+v", pl, h)
+	}
+
+	newer := f.commit("1.0.2")
+	f.trigger()
+	run = f.waitRun(newer, "awaiting approval", awaitingApproval)
+	f.click(run.ID, "approve", "maria", secret)
+	ds = f.waitDeployments(2, "success")
+	if ds[1].SHA != newer {
+		t.Errorf("second deployment on %s, want %s", ds[1].SHA, newer)
+	}
+	if diff := cmp.Diff([]string{"queued", "in_progress", "success", "inactive"}, states(ds[0])); diff != "" {
+		t.Errorf("first deployment after the second apply (-want +got):\n%s", diff)
+	}
+}
+
+// TestFlowDeploymentsSkipConfirmation: an environment that applies without approval shows its deploys too.
+func TestFlowDeploymentsSkipConfirmation(t *testing.T) {
+	f := newFlow(t)
+	f.cfg.GitHub.Deployments = deploymentsConfig
+	files := map[string]string{"environments/prod/manifest.json": `{"skipConfirmation": true, "services": [{"name": "api", "containers": [{"dockerTag": "1.0.1"}]}]}`}
+	sha := f.git.Commit(t, "manifests", "main", files, "api 1.0.1, no approval")
+	f.gh.MirrorCommit(owner, repo, "main", sha, files, "api 1.0.1, no approval")
+	f.start()
+	f.waitImage("1.0.1")
+	d := f.waitDeployments(1, "success")[0]
+	if d.SHA != sha || d.Environment != "prod" {
+		t.Errorf("deployment = %+v", d)
+	}
+	if diff := cmp.Diff([]string{"queued", "in_progress", "success"}, states(d)); diff != "" {
+		t.Errorf("statuses (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(d.Statuses[0].Description, "skipConfirmation") {
+		t.Errorf("queued description %q", d.Statuses[0].Description)
+	}
+}
+
+// TestFlowDeploymentsGitHubDown: GitHub failing the deployment does not fail the apply, and the next apply
+// is recorded again.
+func TestFlowDeploymentsGitHubDown(t *testing.T) {
+	f := newFlow(t)
+	f.cfg.GitHub.Deployments = deploymentsConfig
+	sha := f.commit("1.0.1")
+	f.gh.Inject(githubtest.Fault{Method: "POST", Route: "/repos/{owner}/{repo}/deployments", Status: http.StatusInternalServerError, Times: 1})
+	f.start()
+	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
+	f.click(run.ID, "approve", "maria", secret)
+	f.waitImage("1.0.1")
+	f.waitRun(sha, "success", concluded("success"))
+	deadline := time.Now().Add(10 * time.Second)
+	for f.gh.FaultsLeft() != 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := f.gh.FaultsLeft(); n != 0 {
+		t.Fatalf("the deployment was never attempted (%d faults left)", n)
+	}
+	for f.gateFailures() == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := f.gateFailures(); n != 1 {
+		t.Errorf("stagehand_failures_total{stage=gate} = %v, want 1", n)
+	}
+	if h := f.history(); len(h) != 1 || h[0].Result != approval.ResultSucceeded {
+		t.Errorf("history = %+v, want one success despite GitHub's 500", h)
+	}
+	if ds := f.gh.Deployments(owner, repo); len(ds) != 0 {
+		t.Errorf("deployments = %+v, want none", ds)
+	}
+	newer := f.commit("1.0.2")
+	f.trigger()
+	run = f.waitRun(newer, "awaiting approval", awaitingApproval)
+	f.click(run.ID, "approve", "maria", secret)
+	if d := f.waitDeployments(1, "success")[0]; d.SHA != newer {
+		t.Errorf("deployment on %s, want %s", d.SHA, newer)
+	}
+}
+
+// TestDeploymentsOutcomes: each way an apply ends, as the worker reports it through Completed.
+func TestDeploymentsOutcomes(t *testing.T) {
+	long := strings.Repeat("rollout of Deployment/api timed out; ", 10)
+	for _, tc := range []struct {
+		name    string
+		outcome approval.Outcome
+		states  []string
+		last    string // the final status's description
+	}{
+		{"succeeded", approval.Outcome{Result: approval.ResultSucceeded, Approver: "maria"},
+			[]string{"queued", "in_progress", "success"}, "Applied and rolled out"},
+		{"failed", approval.Outcome{Result: approval.ResultFailed, Approver: "maria", Message: "Deployment/api: rollout failed"},
+			[]string{"queued", "in_progress", "failure"}, "Deployment/api: rollout failed"},
+		{"failed at length", approval.Outcome{Result: approval.ResultFailed, Approver: "maria", Message: long},
+			[]string{"queued", "in_progress", "failure"}, string([]rune(long)[:139]) + "…"},
+		{"interrupted", approval.Outcome{Result: approval.ResultInterrupted, Approver: approval.AutoApprover, Message: "shut down during the apply"},
+			[]string{"queued", "in_progress", "error"}, "shut down during the apply"},
+		{"rejected", approval.Outcome{Result: approval.ResultRejected, Approver: "maria"}, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newFixture(t)
+			sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/prod/manifest.json": "{}"}, "bump")
+			g := github.NewDeployments(f.client, config.GitHubDeployments{Enabled: true})
+			p := plan("prod", sha, 2)
+			prop := approval.Proposal{Environment: "prod", Revision: sha, Plan: p}
+			if dec, err := g.Propose(ctx, prop); err != nil || dec.Approved {
+				t.Fatalf("Propose = %+v, %v; want no decision", dec, err)
+			}
+			if err := g.Completed(ctx, prop, tc.outcome); err != nil {
+				t.Fatalf("Completed: %v", err)
+			}
+			ds := f.srv.Deployments(owner, repo)
+			if tc.states == nil {
+				if len(ds) != 0 {
+					t.Errorf("deployments for a rejected plan: %+v", ds)
+				}
+				return
+			}
+			if len(ds) != 1 {
+				t.Fatalf("%d deployments, want 1", len(ds))
+			}
+			if diff := cmp.Diff(tc.states, states(ds[0])); diff != "" {
+				t.Errorf("statuses (-want +got):\n%s", diff)
+			}
+			if got := ds[0].Statuses[2].Description; got != tc.last {
+				t.Errorf("final description %q, want %q", got, tc.last)
+			}
+			if ds[0].Statuses[2].LogURL != "" || ds[0].Statuses[2].EnvironmentURL != "" {
+				t.Errorf("URLs set without templates: %+v", ds[0].Statuses[2])
+			}
+		})
+	}
+}
+
+// TestDeploymentsPayloadTrimmed: a plan too large for a deployment payload is cut, with a note saying so.
+func TestDeploymentsPayloadTrimmed(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/prod/manifest.json": "{}"}, "bump")
+	p := plan("prod", sha, 1000)
+	g := github.NewDeployments(f.client, config.GitHubDeployments{Enabled: true})
+	if err := g.Completed(ctx, approval.Proposal{Environment: "prod", Revision: sha, Plan: p},
+		approval.Outcome{Result: approval.ResultSucceeded, Approver: "maria"}); err != nil {
+		t.Fatal(err)
+	}
+	ds := f.srv.Deployments(owner, repo)
+	if len(ds) != 1 {
+		t.Fatalf("%d deployments", len(ds))
+	}
+	if len(ds[0].Payload) > github.MaxPayloadBytes {
+		t.Errorf("payload is %d bytes, over %d", len(ds[0].Payload), github.MaxPayloadBytes)
+	}
+	var pl deployPayload
+	if err := json.Unmarshal(ds[0].Payload, &pl); err != nil {
+		t.Fatal(err)
+	}
+	if len(pl.Changes) == 0 || len(pl.Changes)+pl.Omitted != 1000 || !strings.Contains(pl.Note, "of 1000 changes omitted") ||
+		pl.PlanHash != p.PlanHash || pl.Changes[0] != p.Changes[0] {
+		t.Errorf("payload: %d changes, %d omitted, note %q, planHash %s", len(pl.Changes), pl.Omitted, pl.Note, pl.PlanHash)
+	}
+}
+
+// gateFailures is stagehand_failures_total{environment="prod",stage="gate"}.
+func (f *flow) gateFailures() float64 {
+	f.t.Helper()
+	mfs, err := f.d.Metrics().Registry.Gather()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "stagehand_failures_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["environment"] == "prod" && labels["stage"] == "gate" {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
