@@ -128,10 +128,7 @@ func (f *lockDataFlags) request(path string, d lockDeps) (lock.LockRequest, erro
 		if err != nil {
 			return lock.LockRequest{}, usagef("--until: %v", err)
 		}
-		if !u.After(d.now()) {
-			return lock.LockRequest{}, usagef("--until %s is not in the future", f.until)
-		}
-		req.ExpiresAt = u
+		req.ExpiresAt = u // checked against the store's clock, not this host's
 	case f.duration != "":
 		if _, err := lock.ParseDuration(f.duration); err != nil {
 			return lock.LockRequest{}, usagef("--duration: %v", err)
@@ -174,7 +171,7 @@ are printed (exit 1). With several paths, all are locked or none.`,
 					return err
 				}
 			}
-			b, err := bf.backend(d)
+			b, err := bf.backend(cmd.Context(), d)
 			if err != nil {
 				return err
 			}

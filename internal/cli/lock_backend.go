@@ -102,7 +102,7 @@ func (f *backendFlags) open(cmd *cobra.Command, args, flagPaths []string, allowN
 	if err != nil {
 		return d, nil, nil, err
 	}
-	b, err := f.backend(d)
+	b, err := f.backend(cmd.Context(), d)
 	if err != nil {
 		return d, nil, nil, err
 	}
@@ -110,7 +110,7 @@ func (f *backendFlags) open(cmd *cobra.Command, args, flagPaths []string, allowN
 }
 
 // backend connects to the store the flags (or $STAGEHAND_SERVER) name.
-func (f *backendFlags) backend(d lockDeps) (lockBackend, error) {
+func (f *backendFlags) backend(ctx context.Context, d lockDeps) (lockBackend, error) {
 	server := f.server
 	if server == "" && f.storage == "" {
 		server, _ = d.lookup("STAGEHAND_SERVER")
@@ -133,7 +133,7 @@ func (f *backendFlags) backend(d lockDeps) (lockBackend, error) {
 		}
 		return c, nil
 	case f.storage == "kubernetes":
-		svc, err := f.service(d)
+		svc, err := f.service(ctx, d)
 		if err != nil {
 			return nil, err
 		}
@@ -166,8 +166,10 @@ func apiToken(lookup func(string) (string, bool), file, flag, user string) (stri
 
 // service is the lock service over the Kubernetes objects in --namespace
 // of the cluster of --kubeconfig (else $KUBECONFIG, else in-cluster or
-// ~/.kube/config), built the way the reconciler builds its own.
-func (f *backendFlags) service(d lockDeps) (*lock.Service, error) {
+// ~/.kube/config), built the way the reconciler builds its own, on the API
+// server's clock: created, updated and expiry times (a --duration, and the
+// check of an --until) never depend on this host's clock.
+func (f *backendFlags) service(ctx context.Context, d lockDeps) (*lock.Service, error) {
 	path := f.kubeconfig
 	if path == "" {
 		path, _ = d.lookup("KUBECONFIG")
@@ -177,7 +179,17 @@ func (f *backendFlags) service(d lockDeps) (*lock.Service, error) {
 		return nil, err
 	}
 	cfg := &config.Config{Locks: config.Locks{Storage: "kubernetes", Namespace: f.namespace}, State: config.State{Kubeconfig: path}}
-	return wire.LockService(clients, cfg, wire.WithClock(d.now))
+	rc, err := clients.RESTConfig(path, "")
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	clock, err := lock.ServerClock(ctx, rc, d.now)
+	if err != nil {
+		return nil, err
+	}
+	return wire.LockService(clients, cfg, wire.WithClock(clock))
 }
 
 // lockFailure turns a refusal from the store into the seed's messages on

@@ -230,16 +230,18 @@ func TestLockKubernetesStorage(t *testing.T) {
 	env := cluster.Env(t)
 	w := newLockWorld(t)
 	kube := []string{"--storage", "kubernetes", "--kubeconfig", env.Kubeconfig, "--namespace", w.namespace}
+	// Direct storage keeps the API server's time (TestLockClockOff), not the test's clock.
+	w.now = time.Now().UTC()
 	out, errOut, code := w.exec(append([]string{"lock", "apps/staging", "--type", "freeze", "--duration", "2d"}, kube...)...)
-	if code != 0 || out != "Locked apps/staging for a release freeze until Mon 2 Jan, 10:30\n" {
+	if code != 0 || !strings.HasPrefix(out, "Locked apps/staging for a release freeze until ") {
 		t.Fatalf("lock: exit %d, %q, %q", code, out, errOut)
 	}
-	w.script([]step{{args: []string{"check", "apps/staging/a/x"}, stderr: "Error: apps/staging is locked until Mon 2 Jan, 10:30 by a release freeze in apps/staging.\n", code: 1}})
+	until := strings.TrimSuffix(strings.TrimPrefix(out, "Locked apps/staging for a release freeze until "), "\n")
+	w.script([]step{{args: []string{"check", "apps/staging/a/x"}, stderr: "Error: apps/staging is locked until " + until + " by a release freeze in apps/staging.\n", code: 1}})
 	w.setEnv("KUBECONFIG", env.Kubeconfig)
 	out, errOut, code = w.exec("list", "--storage", "kubernetes", "--namespace", w.namespace)
-	want := "PATH          TYPE    AUTHOR  EXPIRES           STATUS\napps/staging  freeze  tester  Mon 2 Jan, 10:30  active\n"
-	if code != 0 || out != want {
-		t.Errorf("list: exit %d, stderr %q, stdout:\n%s\nwant:\n%s", code, errOut, out, want)
+	if code != 0 || !strings.Contains(out, "apps/staging  freeze  tester  "+until+"  active\n") {
+		t.Errorf("list: exit %d, stderr %q, stdout:\n%s\nwant apps/staging until %s, active", code, errOut, out, until)
 	}
 	w.env["USER"] = "tester"
 	out, _, code = w.exec("unlock", "apps/staging", "--type", "freeze", "--storage", "kubernetes", "--namespace", w.namespace)
@@ -277,7 +279,7 @@ func TestLockUsageErrors(t *testing.T) {
 		{"zero duration", []string{"lock", "apps/a", "--duration", "0h"}, "must be longer than zero"},
 		{"both expiries", []string{"lock", "apps/a", "--duration", "5m", "--until", "2023-01-01T00:00"}, "--duration and --until are mutually exclusive"},
 		{"bad until", []string{"lock", "apps/a", "--until", "next week"}, `--until: invalid time "next week"`},
-		{"past until", []string{"lock", "apps/a", "--until", "2022-12-31T10:00Z"}, "--until 2022-12-31T10:00Z is not in the future"},
+		{"past until by the server's clock", []string{"lock", "apps/a", "--until", "2022-12-31T10:00Z", "--server", w.srv.URL, "--token-file", w.tokenFile}, "expiry 2022-12-31T10:00:00Z is not in the future"},
 		{"bad type", []string{"lock", "apps/a", "--type", "outage"}, `--type: invalid lock type "outage": want one of automation, deploy, incident, freeze`},
 		{"bad allow", []string{"lock", "apps/a", "--allow", "hotfix"}, `--allow: invalid lock type "hotfix"`},
 		{"bad link", []string{"lock", "apps/a", "--link", "nolink"}, `invalid --link "nolink": want name=url`},
@@ -339,5 +341,41 @@ func TestWriteLockTable(t *testing.T) {
 		"apps/staging/a/chat-app  deploy    ci      Sat 31 Dec, 10:29  expired\n"
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("table (-want +got):\n%s", diff)
+	}
+}
+
+// TestLockClockOff: a CLI whose clock is two hours slow, or two hours fast,
+// writes a lock straight to Kubernetes whose created and expiry times are the
+// API server's: a one-hour incident lock expires an hour from now for the
+// reconciler, and cannot be created already expired.
+func TestLockClockOff(t *testing.T) {
+	env := cluster.Env(t)
+	for _, off := range []time.Duration{-2 * time.Hour, 2 * time.Hour} {
+		t.Run(off.String(), func(t *testing.T) {
+			w := newLockWorld(t)
+			w.now = time.Now().Add(off)
+			kube := []string{"--storage", "kubernetes", "--kubeconfig", env.Kubeconfig, "--namespace", w.namespace}
+			before := time.Now()
+			if out, errOut, code := w.exec(append([]string{"lock", "apps/prod", "--type", "incident", "--duration", "1h"}, kube...)...); code != 0 {
+				t.Fatalf("lock: exit %d, %q, %q", code, out, errOut)
+			}
+			after := time.Now()
+			st, err := lock.NewKubernetesForConfig(env.Config, w.namespace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := st.Get(context.Background(), "apps/prod")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Whole seconds, and the server's Date header is to the second.
+			slack := 2 * time.Second
+			if l.CreatedAt.Before(before.Add(-slack)) || l.CreatedAt.After(after.Add(slack)) {
+				t.Errorf("created at %s, want the server's now (between %s and %s)", l.CreatedAt, before, after)
+			}
+			if l.ExpiresAt.Before(before.Add(time.Hour-slack)) || l.ExpiresAt.After(after.Add(time.Hour+slack)) {
+				t.Errorf("expires at %s, want an hour after the server's now (%s)", l.ExpiresAt, before.Add(time.Hour))
+			}
+		})
 	}
 }
