@@ -105,18 +105,24 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		}
 		preview := ghapp.NewBranchPreviewer(cfg.Source, cfg.EnvironmentNames(), d.Plan)
 		ghLog := log.WithName("github")
+		// PR previews are computed by a worker after their webhook was answered, never on the apply path.
 		h, err := ghapp.NewHandler(gh, d, preview, cfg.Source.Branch,
-			ghapp.OnDecisionError(func(err error) { ghLog.Error(err, "check-run decision") }))
+			ghapp.OnDecisionError(func(err error) { ghLog.Error(err, "check-run decision") }),
+			ghapp.OnPreviewError(func(err error) { ghLog.Error(err, "PR preview") }))
 		if err != nil {
 			return err
 		}
 		h.Register(d.Webhook())
 		// stagehand_github_requests_total{code} and the rate-limit gauges, beside the daemon's metrics.
-		if err := registerAll(d.Metrics().Registry, gh.Collectors()); err != nil {
+		if err := registerAll(d.Metrics().Registry, append(gh.Collectors(), h.Collectors()...)); err != nil {
 			return fmt.Errorf("registering GitHub metrics: %w", err)
 		}
-		// Approvals clicked on GitHub finish after their webhook was answered.
-		defer h.Wait()
+		// Approvals clicked on GitHub finish after their webhook was answered; previews still running are
+		// cancelled.
+		defer func() {
+			h.StopPreviews()
+			h.Wait()
+		}()
 	}
 	if rf.once {
 		if err := d.Once(cmd.Context()); err != nil {

@@ -11,7 +11,7 @@
 //	preview := github.NewBranchPreviewer(cfg.Source, cfg.EnvironmentNames(), d.Plan)
 //	h, _ := github.NewHandler(gh, d, preview, cfg.Source.Branch, github.OnDecisionError(logIt))
 //	h.Register(d.Webhook())
-//	defer h.Wait() // clicks are answered at once and decided after; let the last ones finish
+//	defer func() { h.StopPreviews(); h.Wait() }() // clicks are decided after their answer; let the last ones finish
 //
 // A click may reach any replica: the daemon's Approve hands it to the leader through the state ConfigMap
 // when this replica does not lead.
@@ -21,6 +21,17 @@
 // when github.deployments.enabled is set (a GitHub deployment per apply, see Deployments); and the organization
 // permission Members read when github.approvers.teams is used. Subscribe it to the check_run,
 // pull_request and push events, with the webhook secret in github.webhookSecretFile.
+//
+// PR previews leave the request path: a pull_request delivery only queues the preview of the PR's head and
+// is answered at once. A worker pool (WithPreviewWorkers, default 1) computes previews outside the request
+// and outside the daemon's apply path, each within WithPreviewTimeout (default 2 minutes) and the manifest
+// resolution budgets. The newest head per pull request wins: a waiting preview is replaced by a newer
+// head's, and a running one for an older head is cancelled and its result discarded. At most
+// WithPreviewQueueSize (default 100) pull requests wait; beyond that the oldest waiting one is dropped
+// (OnPreviewError, stagehand_github_previews_dropped_total). Each branch has its own cache directory
+// (source.cacheDir/previews/), used by one preview at a time; it is removed when the pull request closes,
+// and caches untouched for WithPreviewCacheAge (default 24 hours) are swept when the workers go idle. At
+// shutdown, StopPreviews cancels them before Wait.
 //
 // Who may approve: the sender's role on the repository (role_name: read < triage < write < maintain <
 // admin) must reach github.approvers.minPermission, or the sender must be an active member of one of

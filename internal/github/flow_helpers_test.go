@@ -23,7 +23,6 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/registrytest"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
-	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -50,6 +49,8 @@ type flow struct {
 	stop      func()
 	resync    time.Duration // daemon.WithResync when set
 	repropose time.Duration // daemon.WithRepropose when set
+	// wrapPreview, when set, wraps the daemon's previewer (to hold previews back).
+	wrapPreview func(github.Previewer) github.Previewer
 }
 
 func newFlow(t *testing.T) *flow {
@@ -149,7 +150,10 @@ func (f *flow) startReplica(le daemon.LeaderElection) *replica {
 		f.t.Fatal(err)
 	}
 	// As `reconciler run` wires it: PR previews plan with the daemon's own planner.
-	preview := github.NewBranchPreviewer(f.cfg.Source, f.cfg.EnvironmentNames(), d.Plan, gitsource.WithCacheDir(f.t.TempDir()))
+	var preview github.Previewer = github.NewBranchPreviewer(f.cfg.Source, f.cfg.EnvironmentNames(), d.Plan)
+	if f.wrapPreview != nil {
+		preview = f.wrapPreview(preview)
+	}
 	handler, err := github.NewHandler(client, d, preview, "main",
 		github.OnDecisionError(func(err error) { f.t.Logf("decision after the webhook: %v", err) }))
 	if err != nil {
@@ -175,6 +179,7 @@ func (f *flow) startReplica(le daemon.LeaderElection) *replica {
 			case <-time.After(30 * time.Second):
 				f.t.Errorf("daemon did not stop within 30s of its context ending")
 			}
+			handler.StopPreviews()
 			handler.Wait()
 		})
 	}
@@ -197,6 +202,22 @@ func (f *flow) restart() {
 }
 
 func (f *flow) trigger() { f.d.Source().Trigger() }
+
+// waitPreview waits until the check run stagehand/prod preview on sha is completed.
+func (f *flow) waitPreview(sha string) githubtest.CheckRun {
+	f.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, r := range f.gh.CheckRuns(owner, repo) {
+			if r.HeadSHA == sha && r.Name == "stagehand/prod preview" && r.Status == "completed" {
+				return r
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.t.Fatalf("no completed preview on %s", sha[:7])
+	return githubtest.CheckRun{}
+}
 
 // waitRun waits until the newest check run stagehand/prod on sha satisfies ok.
 func (f *flow) waitRun(sha, what string, ok func(githubtest.CheckRun) bool) githubtest.CheckRun {

@@ -176,12 +176,7 @@ func TestFlowPullRequestPreview(t *testing.T) {
 	if code := f.send(f.gh.PullRequestDelivery(owner, repo, n, "opened", "maria"), secret); code != http.StatusOK {
 		t.Fatalf("pull_request delivery: %d", code)
 	}
-	var preview githubtest.CheckRun
-	for _, r := range f.gh.CheckRuns(owner, repo) {
-		if r.Name == "stagehand/prod preview" && r.HeadSHA == head {
-			preview = r
-		}
-	}
+	preview := f.waitPreview(head)
 	if preview.Conclusion != "neutral" || !strings.Contains(preview.Summary, "`1.0.0` → `1.0.2`") || !strings.Contains(preview.Summary, "Merging this pull request") {
 		t.Errorf("preview run: %s/%s %q\n%s", preview.Status, preview.Conclusion, preview.Title, preview.Summary)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	gh "github.com/google/go-github/v60/github"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -38,6 +39,7 @@ type Handler struct {
 	o         options
 
 	decisions sync.WaitGroup // decisions running after their webhook was answered
+	previews  *previewQueue  // nil without a previewer
 }
 
 // NewHandler returns a handler deciding through d. previewer may be nil (no PR previews); base is the
@@ -52,11 +54,40 @@ func NewHandler(c *Client, d approval.Decider, previewer Previewer, base string,
 		return nil, fmt.Errorf("configuring GitHub webhook handler: the decision timeout (%s) must be shorter than the client's lost-click delay (%s)",
 			o.decisionTimeout, c.lostClickAfter)
 	}
-	return &Handler{client: c, decider: d, previewer: previewer, base: base, o: o}, nil
+	h := &Handler{client: c, decider: d, previewer: previewer, base: base, o: o}
+	if previewer != nil {
+		h.previews = newPreviewQueue(previewer, func(ctx context.Context, sha string, p Preview) error {
+			return c.Preview(ctx, p.Environment, sha, p.Plan, p.Err)
+		}, o.preview)
+	}
+	return h, nil
 }
 
-// Wait waits for the decisions still running after their webhooks were answered (at shutdown, and in tests).
-func (h *Handler) Wait() { h.decisions.Wait() }
+// Wait waits for the decisions and the PR previews still running after their webhooks were answered (at
+// shutdown, after StopPreviews, and in tests).
+func (h *Handler) Wait() {
+	h.decisions.Wait()
+	if h.previews != nil {
+		h.previews.wait()
+	}
+}
+
+// StopPreviews drops the PR previews waiting and cancels the running ones (at shutdown); later
+// pull_request deliveries are ignored.
+func (h *Handler) StopPreviews() {
+	if h.previews != nil {
+		h.previews.shutdown()
+	}
+}
+
+// Collectors returns the preview queue's metrics to register: stagehand_github_preview_queue_depth and
+// stagehand_github_previews_dropped_total (none without a previewer).
+func (h *Handler) Collectors() []prometheus.Collector {
+	if h.previews == nil {
+		return nil
+	}
+	return []prometheus.Collector{h.previews.depth, h.previews.dropped}
+}
 
 // HandleCheckRun handles a check_run delivery. Only requested_action on a stagehand/<env> run of the
 // configured repository matters. The sender's permission is checked at once: an unauthorised click leaves
@@ -160,18 +191,21 @@ func (h *Handler) decide(ctx context.Context, run *gh.CheckRun, env, action, log
 }
 
 // HandlePullRequest handles a pull_request delivery: when a PR into the followed branch of the configured
-// repository is opened, synchronized or reopened, each environment's plan for its head is shown as a
-// neutral preview check run on the head commit.
+// repository is opened, synchronized or reopened, the preview of its head is queued (see previewQueue):
+// each environment's plan for the head is shown as a neutral preview check run on the head commit, after
+// the webhook was answered. When it closes, its queued or running preview goes and its branch's cache is
+// removed.
 func (h *Handler) HandlePullRequest(ctx context.Context, payload []byte) error {
-	if h.previewer == nil {
+	if h.previews == nil {
 		return nil
 	}
 	var ev gh.PullRequestEvent
 	if err := json.Unmarshal(payload, &ev); err != nil {
 		return fmt.Errorf("decoding pull_request event: %w", err)
 	}
-	switch ev.GetAction() {
-	case "opened", "synchronize", "reopened":
+	action := ev.GetAction()
+	switch action {
+	case "opened", "synchronize", "reopened", "closed":
 	default:
 		return nil
 	}
@@ -183,18 +217,12 @@ func (h *Handler) HandlePullRequest(ctx context.Context, payload []byte) error {
 	if !strings.EqualFold(pr.GetHead().GetRepo().GetFullName(), h.client.Repo()) {
 		return nil
 	}
-	head := pr.GetHead().GetSHA()
-	previews, err := h.previewer.Preview(ctx, pr.GetHead().GetRef(), head)
-	if err != nil {
-		return fmt.Errorf("planning PR #%d head %s: %w", pr.GetNumber(), short(head), err)
+	if action == "closed" {
+		h.previews.closed(pr.GetNumber(), pr.GetHead().GetRef())
+		return nil
 	}
-	var errs []error
-	for _, p := range previews {
-		if err := h.client.Preview(ctx, p.Environment, head, p.Plan, p.Err); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	h.previews.enqueue(previewJob{pr: pr.GetNumber(), ref: pr.GetHead().GetRef(), sha: pr.GetHead().GetSHA()})
+	return nil
 }
 
 // ErrNoRequestedAction is returned for a requested_action delivery without

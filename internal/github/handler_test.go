@@ -162,6 +162,7 @@ func TestPullRequestPreview(t *testing.T) {
 		if err := h.HandlePullRequest(ctx, f.srv.PullRequestDelivery(owner, repo, n, action, "maria").Body); err != nil {
 			t.Fatalf("%s: %v", action, err)
 		}
+		h.Wait() // the preview is computed after the webhook was answered
 	}
 	head := f.srv.Branch(owner, repo, "bump")
 	want := []run{

@@ -20,6 +20,7 @@ type options struct {
 	// Handler.
 	onError         func(error)
 	decisionTimeout time.Duration
+	preview         previewOptions
 }
 
 // DefaultLostClickAfter is how long a check run may stay in progress after an approval click, while its
@@ -35,6 +36,7 @@ func newOptions(opts []Option) (options, error) {
 	o := options{
 		transport: http.DefaultTransport, retry: DefaultRetryPolicy(), lostClickAfter: DefaultLostClickAfter,
 		onError: func(error) {}, decisionTimeout: DefaultDecisionTimeout,
+		preview: defaultPreviewOptions(),
 	}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
