@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,16 +16,30 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
 // decisionFlags are the flags approve and reject share.
 type decisionFlags struct {
 	server, env, planHash, tokenFile, approver, reason string
-	wait                                               bool
+	wait, yes                                          bool
 	timeout                                            time.Duration
+}
+
+// terminalKey overrides, in tests, whether the command's input is a terminal.
+type terminalKey struct{}
+
+// isTerminal reports whether in is a terminal a person can answer on.
+func isTerminal(ctx context.Context, in io.Reader) bool {
+	if v, ok := ctx.Value(terminalKey{}).(bool); ok {
+		return v
+	}
+	f, ok := in.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func newApproveCommand() *cobra.Command { return newDecisionCommand(true) }
@@ -38,12 +53,15 @@ func newDecisionCommand(approve bool) *cobra.Command {
 		verb, short = "approve", "Approve the plan pending in an environment, which deploys it"
 	}
 	cmd := &cobra.Command{
-		Use:   verb + " --server URL --env ENV --plan-hash H",
+		Use:   verb + " --server URL --env ENV [--plan-hash H | --yes]",
 		Short: short,
 		Long: short + `.
 The plan hash binds the decision to exactly the changes you reviewed: if the
 pending plan is another one now (a newer commit, a changed cluster), the
-reconciler refuses and says what is pending instead. The token comes from
+reconciler refuses and says what is pending instead. Without --plan-hash the
+pending plan is fetched and printed with its hash, and you are asked to
+confirm on the terminal; scripts pass --plan-hash (or --yes: whatever is
+pending now), and without a terminal one of them is required. The token comes from
 --token-file or $STAGEHAND_TOKEN; the server from --server or $STAGEHAND_SERVER.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, approve) },
@@ -51,7 +69,8 @@ reconciler refuses and says what is pending instead. The token comes from
 	fl := cmd.Flags()
 	fl.StringVar(&f.server, "server", "", "URL of the reconciler's API (default $STAGEHAND_SERVER)")
 	fl.StringVar(&f.env, "env", "", "environment (required)")
-	fl.StringVar(&f.planHash, "plan-hash", "", "planHash of the pending plan (required; see GET /api/v1/environments/ENV)")
+	fl.StringVar(&f.planHash, "plan-hash", "", "planHash of the plan you reviewed (default: show the pending plan and ask)")
+	fl.BoolVar(&f.yes, "yes", false, "decide on the plan pending now without asking (for scripts; --plan-hash is safer)")
 	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the API bearer token (default: $STAGEHAND_TOKEN)")
 	fl.StringVar(&f.approver, "as", "", "who decides, for the history (default: the local user name)")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long to wait for the server (and, with --wait, for the apply)")
@@ -72,8 +91,8 @@ func (f *decisionFlags) run(cmd *cobra.Command, approve bool) error {
 		return usagef("--server is required (or set $STAGEHAND_SERVER)")
 	case f.env == "":
 		return usagef("--env is required")
-	case f.planHash == "":
-		return usagef("--plan-hash is required")
+	case f.planHash != "" && f.yes:
+		return usagef("--plan-hash and --yes are mutually exclusive")
 	}
 	if u, err := url.Parse(f.server); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return usagef("--server %q: want an http(s) URL such as http://localhost:8080", f.server)
@@ -93,6 +112,11 @@ func (f *decisionFlags) run(cmd *cobra.Command, approve bool) error {
 	verb := "reject"
 	if approve {
 		verb = "approve"
+	}
+	if f.planHash == "" {
+		if err := f.confirm(ctx, cmd, token, verb); err != nil {
+			return err
+		}
 	}
 	path := "/api/v1/environments/" + url.PathEscape(f.env) + "/" + verb
 	code, body, err := f.call(ctx, http.MethodPost, path, token,
@@ -204,4 +228,47 @@ func apiMessage(b []byte) string {
 		return e.Error
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// confirm fetches the plan pending in the environment, prints it with its
+// hash and, unless --yes, asks on the terminal; it sets f.planHash to the
+// plan shown, so the decision is refused if another plan is pending by then.
+func (f *decisionFlags) confirm(ctx context.Context, cmd *cobra.Command, token, verb string) error {
+	if !f.yes && !isTerminal(ctx, cmd.InOrStdin()) {
+		return usagef("no terminal to confirm on: pass --plan-hash with the hash of the plan you reviewed, or --yes")
+	}
+	code, body, err := f.call(ctx, http.MethodGet, "/api/v1/environments/"+url.PathEscape(f.env), token, nil)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Error: reading %s refused (%d): %s\n", f.env, code, apiMessage(body))
+		return exitCode(1, nil)
+	}
+	var v struct{ Pending *approval.Pending }
+	if err := json.Unmarshal(body, &v); err != nil {
+		return fmt.Errorf("decoding environment %s: %w", f.env, err)
+	}
+	if v.Pending == nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Error: nothing is pending in %s\n", f.env)
+		return exitCode(1, nil)
+	}
+	var plan reconcile.Plan
+	if err := json.Unmarshal(v.Pending.Plan, &plan); err != nil {
+		return fmt.Errorf("decoding the pending plan of %s: %w", f.env, err)
+	}
+	out := cmd.OutOrStdout()
+	printPlan(out, &plan)
+	f.planHash = v.Pending.PlanHash
+	if f.yes {
+		return nil
+	}
+	fmt.Fprintf(out, "\n%s plan %s for %s at %s? [y/N] ", strings.ToUpper(verb[:1])+verb[1:], f.planHash, f.env, v.Pending.Revision)
+	answer, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "y", "yes":
+		return nil
+	}
+	fmt.Fprintln(cmd.ErrOrStderr(), "Not "+map[string]string{"approve": "approved", "reject": "rejected"}[verb]+": nothing was changed.")
+	return exitCode(1, nil)
 }

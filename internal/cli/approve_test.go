@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -94,7 +95,8 @@ func TestApproveCommand(t *testing.T) {
 	}{
 		{"no server", []string{"approve", "--env", "prod", "--plan-hash", "h"}, 2, "--server is required"},
 		{"bad server", []string{"approve", "--server", "localhost:1", "--env", "prod", "--plan-hash", "h", "--token-file", tokenFile}, 2, "want an http(s) URL"},
-		{"no hash", append([]string{"approve"}, base...), 2, "--plan-hash is required"},
+		{"no hash and no terminal", append([]string{"approve"}, base...), 2, "no terminal to confirm on: pass --plan-hash"},
+		{"both hash and yes", append([]string{"approve", "--plan-hash", "h", "--yes"}, base...), 2, "--plan-hash and --yes are mutually exclusive"},
 		{"empty token file", []string{"approve", "--server", server, "--env", "prod", "--plan-hash", pending.PlanHash, "--token-file", os.DevNull}, 2, "is empty"},
 		{"wrong token", []string{"approve", "--server", server, "--env", "prod", "--plan-hash", pending.PlanHash, "--token-file", wrongToken}, 1, "refused (401)"},
 		{"stale hash", append([]string{"approve", "--plan-hash", "sha256:old"}, base...), 1, "pending now is plan " + pending.PlanHash},
@@ -102,7 +104,7 @@ func TestApproveCommand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, stderr, code := runReconciler(t, tt.args...)
+			_, stderr, code := runDecision(t, false, "", tt.args...)
 			if code != tt.code || !strings.Contains(stderr, tt.inStderr) {
 				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr, tt.code, tt.inStderr)
 			}
@@ -112,7 +114,17 @@ func TestApproveCommand(t *testing.T) {
 		t.Fatalf("refused approvals changed the cluster: %s", img)
 	}
 
-	stdout, stderr, code := runReconciler(t, append([]string{"approve", "--plan-hash", pending.PlanHash, "--as", "dana", "--wait"}, base...)...)
+	// On a terminal: the pending plan and its hash are shown, and only "y" approves.
+	stdout, stderr, code := runDecision(t, true, "n\n", append([]string{"approve"}, base...)...)
+	if code != 1 || !strings.Contains(stdout, "planHash "+pending.PlanHash) || !strings.Contains(stdout, "example.com/web:2.0.0") ||
+		!strings.Contains(stdout, "Approve plan "+pending.PlanHash+" for prod") || !strings.Contains(stderr, "Not approved") {
+		t.Fatalf("approve answered n: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	if img := cluster.Env(t).Image(t, ns, "web"); img != "example.com/web:1.0.0" {
+		t.Fatalf("a declined approval changed the cluster: %s", img)
+	}
+
+	stdout, stderr, code = runDecision(t, true, "y\n", append([]string{"approve", "--as", "dana", "--wait"}, base...)...)
 	if code != 0 || !strings.Contains(stdout, "approved by dana") || !strings.Contains(stdout, "succeeded") {
 		t.Fatalf("approve --wait: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
@@ -130,4 +142,18 @@ func TestApproveCommand(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || len(h.History) != 1 || h.History[0].Approver != "dana" {
 		t.Errorf("history = %+v (%v), want one entry approved by dana", h.History, err)
 	}
+}
+
+// runDecision runs reconciler args with stdin as input, on a terminal or not.
+func runDecision(t *testing.T, terminal bool, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := NewReconciler(&out, &errOut)
+	cmd.SetArgs(args)
+	cmd.SetIn(strings.NewReader(stdin))
+	err := cmd.ExecuteContext(context.WithValue(context.Background(), terminalKey{}, terminal))
+	if err != nil && err.Error() != "" {
+		errOut.WriteString("Error: " + err.Error() + "\n")
+	}
+	return out.String(), errOut.String(), Code(err)
 }
