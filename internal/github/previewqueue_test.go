@@ -381,3 +381,37 @@ func TestFlowSlowPreviewDoesNotDelayAnApply(t *testing.T) {
 		t.Errorf("preview after the apply: %s %q\n%s", p.Conclusion, p.Title, p.Summary)
 	}
 }
+
+func TestBranchPreviewerOnePreviewPerBranchCache(t *testing.T) {
+	f := newFixture(t)
+	r := newPreviewRepo(t)
+	head := r.push(t, f, "bump")
+	var mu sync.Mutex
+	inside, most := 0, 0
+	planFn := func(_ context.Context, s gitsource.Snapshot, env string) (*reconcile.Plan, error) {
+		mu.Lock()
+		inside++
+		most = max(most, inside)
+		mu.Unlock()
+		time.Sleep(50 * time.Millisecond)
+		mu.Lock()
+		inside--
+		mu.Unlock()
+		return plan(env, s.Revision, 1), nil
+	}
+	src := config.Source{URL: r.git.RepoURL("manifests"), Branch: "main", CacheDir: r.cache}
+	bp := github.NewBranchPreviewer(src, []string{"prod"}, planFn)
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			got, err := bp.Preview(context.Background(), "bump", head)
+			if err != nil || len(got) != 1 || got[0].Plan == nil {
+				t.Errorf("Preview: %v, %+v", err, got)
+			}
+		})
+	}
+	wg.Wait()
+	if most != 1 {
+		t.Errorf("%d previews of one branch used its cache at once, want 1", most)
+	}
+}
