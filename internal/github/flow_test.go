@@ -255,3 +255,31 @@ func TestFlowApprovedOverTheAPIShowsOnTheCheck(t *testing.T) {
 		t.Errorf("run %d (proposed %d):\n%s", done.ID, run.ID, done.Summary)
 	}
 }
+
+// TestFlowRejectionSticks: after a rejection on GitHub, five resyncs and a
+// restart plan the same revision again and again, and the check run stays
+// cancelled: no new run, no new buttons, nothing applied.
+func TestFlowRejectionSticks(t *testing.T) {
+	f := newFlow(t)
+	f.resync = 200 * time.Millisecond
+	sha := f.commit("1.0.1")
+	f.start()
+	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
+	f.click(run.ID, "reject", "acme", secret)
+	f.waitRun(sha, "cancelled", concluded("cancelled"))
+	const create = "/repos/{owner}/{repo}/check-runs"
+	before := f.gh.CountRequests("POST", create)
+	time.Sleep(6 * f.resync)
+	f.stop()
+	f.start()
+	time.Sleep(6 * f.resync)
+	if got := f.gh.CountRequests("POST", create) - before; got != 0 {
+		t.Errorf("%d check runs created after the rejection, want 0", got)
+	}
+	if r, _ := f.gh.CheckRun(owner, repo, run.ID); r.Status != "completed" || r.Conclusion != "cancelled" {
+		t.Errorf("the rejected run is %s/%s, want completed/cancelled", r.Status, r.Conclusion)
+	}
+	if f.image() != f.reg.Ref("team/api", "1.0.0") {
+		t.Errorf("rejected plan applied: %s", f.image())
+	}
+}
