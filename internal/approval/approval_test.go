@@ -62,6 +62,33 @@ func TestGates(t *testing.T) {
 	}
 }
 
+// starter is a recorder that also hears Started.
+type starter struct{ recorder }
+
+func (s starter) Started(_ context.Context, _ Proposal, approver string) error {
+	*s.heard = append(*s.heard, s.name+" started by "+approver)
+	return s.err
+}
+
+func TestGatesStarted(t *testing.T) {
+	var heard []string
+	down := errors.New("github down")
+	g := Gates(Manual(), starter{recorder{name: "deployments", err: down, heard: &heard}}, recorder{name: "checks", heard: &heard},
+		starter{recorder{name: "chat", heard: &heard}})
+	s, ok := g.(Starter)
+	if !ok {
+		t.Fatal("Gates does not implement Starter")
+	}
+	p := Proposal{Environment: "prod", Revision: "abc", Plan: &reconcile.Plan{PlanHash: "sha256:p"}}
+	if err := s.Started(context.Background(), p, "maria"); !errors.Is(err, down) {
+		t.Errorf("Started error = %v, want the failing gate's", err)
+	}
+	want := []string{"deployments started by maria", "chat started by maria"}
+	if diff := cmp.Diff(want, heard); diff != "" {
+		t.Errorf("only Starters hear Started, each of them (-want +got):\n%s", diff)
+	}
+}
+
 func TestNotPendingError(t *testing.T) {
 	err := fmt.Errorf("approving: %w", &NotPendingError{Environment: "prod", PlanHash: "sha256:old",
 		Pending: &Pending{Revision: "abc", PlanHash: "sha256:new"}})

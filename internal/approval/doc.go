@@ -15,6 +15,7 @@
 //	  │
 //	  │ Superseded(ctx, old, newRevision) ──▶ a newer revision (or a changed plan)
 //	  │                                       replaced the pending one
+//	  │ Started(ctx, proposal, approver) ───▶ (a Starter only) the apply is under way
 //	  │ Completed(ctx, proposal, outcome) ──▶ applied (succeeded, failed,
 //	  │                                       interrupted) or rejected
 //

@@ -57,6 +57,15 @@ type Gate interface {
 	Completed(ctx context.Context, p Proposal, o Outcome) error
 }
 
+// Starter is what a Gate may also implement to hear that an approved plan's apply is under way (its first
+// workload patched, or the apply over), before Completed reports how it ended: a GitHub deployment shows
+// "in progress" for the length of a rollout, say. The worker calls Started without holding up the apply and
+// waits for it before calling Completed; errors are logged and counted like Completed's. A process that
+// continues an interrupted apply calls Started again, so it must be idempotent.
+type Starter interface {
+	Started(ctx context.Context, p Proposal, approver string) error
+}
+
 // AutoApprover is the approver Auto records.
 const AutoApprover = "skipConfirmation"
 
@@ -118,8 +127,20 @@ func (m multiGate) Completed(ctx context.Context, p Proposal, o Outcome) error {
 	return errors.Join(errs...)
 }
 
+// Started tells every gate that implements Starter.
+func (m multiGate) Started(ctx context.Context, p Proposal, approver string) error {
+	var errs []error
+	for _, g := range m {
+		if s, ok := g.(Starter); ok {
+			errs = append(errs, s.Started(ctx, p, approver))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 var (
-	_ Gate = autoGate{}
-	_ Gate = manualGate{}
-	_ Gate = multiGate{}
+	_ Gate    = autoGate{}
+	_ Gate    = manualGate{}
+	_ Gate    = multiGate{}
+	_ Starter = multiGate{}
 )

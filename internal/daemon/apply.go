@@ -53,10 +53,18 @@ func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest
 	}
 	log.Info("applying", "approver", approver, "changes", len(prop.Plan.Changes))
 	var under sync.Once
+	startedReported := make(chan struct{})
 	underWay := func() {
-		if started != nil {
-			under.Do(started)
-		}
+		under.Do(func() {
+			if started != nil {
+				started()
+			}
+			// The gate hears of it beside the apply, and before its outcome.
+			go func() {
+				defer close(startedReported)
+				w.startedGate(context.WithoutCancel(ctx), prop, approver)
+			}()
+		})
 	}
 	res, err := w.applyWithGrace(ctx, w.request(s, envM), prop.Plan.PlanHash, func(reconcile.Progress) { underWay() })
 	// Record and report even when ctx has ended (a shutdown).
@@ -79,6 +87,7 @@ func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest
 	underWay()
 	out := outcome(approver, res, err, ctx.Err() != nil, begun, w.now().UTC())
 	applied := w.recordApply(rctx, prop, out)
+	<-startedReported
 	w.completed(rctx, prop, out)
 	log.Info("applied", "result", out.Result, "changes", applied, "duration", out.Finished.Sub(begun).String())
 	switch out.Result {
@@ -166,6 +175,21 @@ func (w *worker) recordApply(ctx context.Context, prop approval.Proposal, out ap
 	}
 	w.metrics.setPending(w.env, false)
 	return applied
+}
+
+// startedGate tells the gate, when it is an approval.Starter, that prop's apply is under way; a failure is
+// logged and counted.
+func (w *worker) startedGate(ctx context.Context, prop approval.Proposal, approver string) {
+	s, ok := w.gate.(approval.Starter)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := s.Started(ctx, prop, approver); err != nil {
+		w.metrics.fail(w.env, "gate")
+		w.log.Error(err, "reporting the start of the apply to the gate", "environment", w.env, "planHash", prop.Plan.PlanHash)
+	}
 }
 
 // completed reports how prop ended to the gate; a failure is logged and counted.

@@ -17,18 +17,23 @@ import (
 // the applied commit to the environment of the same name, so the repository's Environments view and the
 // commit page show what runs where. Add it beside the check-run gate with approval.Gates.
 //
-// The gate hears of an apply only once it has ended (Completed; skipConfirmation environments included), so
-// the deployment and its statuses are written then, in order: the deployment (payload: the plan's changes),
-// queued, in_progress, and success, failure or error (interrupted) with auto_inactive, which makes the
-// environment's earlier successful deployments inactive. Rejected plans and plans superseded while pending
-// were never deployed and leave nothing. A failure to reach GitHub is returned (the worker logs and counts
-// it) after the apply has been recorded: it never fails or undoes an apply.
+// When the apply is under way (approval.Starter's Started; skipConfirmation environments included) it
+// creates the deployment (payload: the plan's changes) with statuses queued and in_progress; when it ends
+// (Completed) it adds success, failure or error (interrupted) with auto_inactive, which makes the
+// environment's earlier successful deployments inactive. It keeps no state: Completed finds the deployment
+// Started made on GitHub (same commit, environment and planHash, still queued or in progress), so a restart
+// loses nothing, and creates the whole sequence when Started could not. Rejected plans and plans superseded
+// while pending were never deployed and leave nothing. Errors talking to GitHub are returned (the worker
+// logs and counts them); they never fail or undo an apply.
 type Deployments struct {
 	c   *Client
 	cfg config.GitHubDeployments
 }
 
-var _ approval.Gate = (*Deployments)(nil)
+var (
+	_ approval.Gate    = (*Deployments)(nil)
+	_ approval.Starter = (*Deployments)(nil)
+)
 
 // NewDeployments returns the deployments gate for client c, with the URL templates of cfg.
 func NewDeployments(c *Client, cfg config.GitHubDeployments) *Deployments {
@@ -43,32 +48,52 @@ func (d *Deployments) Propose(context.Context, approval.Proposal) (approval.Deci
 // Superseded does nothing: a withdrawn plan was never deployed.
 func (d *Deployments) Superseded(context.Context, approval.Proposal, string) error { return nil }
 
-// Completed records an applied plan (succeeded, failed or interrupted) as a deployment with its statuses.
+// Started creates the deployment of an apply under way, queued then in progress; when one is open for
+// the same plan already (a process continuing an apply another began), it is left as it is.
+func (d *Deployments) Started(ctx context.Context, p approval.Proposal, approver string) error {
+	plan := planOf(p)
+	open, err := d.findOpen(ctx, p.Environment, p.Revision, plan.PlanHash)
+	if err != nil || open != 0 {
+		return err
+	}
+	_, err = d.start(ctx, p.Environment, p.Revision, plan, approver)
+	return err
+}
+
+// Completed reports the end of an applied plan (succeeded, failed or interrupted) on its deployment.
 func (d *Deployments) Completed(ctx context.Context, p approval.Proposal, o approval.Outcome) error {
-	var final string
-	switch o.Result {
-	case approval.ResultSucceeded:
-		final = "success"
-	case approval.ResultFailed:
-		final = "failure"
-	case approval.ResultInterrupted:
-		final = "error"
-	default: // rejected: nothing was deployed
+	final := map[string]string{approval.ResultSucceeded: "success", approval.ResultFailed: "failure",
+		approval.ResultInterrupted: "error"}[o.Result]
+	if final == "" { // rejected: nothing was deployed
 		return nil
 	}
-	plan := p.Plan
-	if plan == nil {
-		plan = &reconcile.Plan{Environment: p.Environment, Revision: p.Revision}
+	plan := planOf(p)
+	id, err := d.findOpen(ctx, p.Environment, p.Revision, plan.PlanHash)
+	if err != nil {
+		return err
 	}
-	approver := o.Approver
+	if id == 0 { // Started failed: the whole sequence now
+		if id, err = d.start(ctx, p.Environment, p.Revision, plan, o.Approver); err != nil {
+			return err
+		}
+	}
+	message := o.Message
+	if message == "" {
+		message = map[string]string{"success": "Applied and rolled out", "failure": "Failed", "error": "Interrupted"}[final]
+	}
+	return d.status(ctx, id, p.Environment, p.Revision, final, message)
+}
+
+// start creates the deployment of plan with its queued and in_progress statuses, and returns its id.
+func (d *Deployments) start(ctx context.Context, env, revision string, plan *reconcile.Plan, approver string) (int64, error) {
 	who := "approved by @" + approver
 	if approver == approval.AutoApprover || approver == "" {
 		who = "skipConfirmation"
 	}
 	req := &gh.DeploymentRequest{
-		Ref:              gh.String(p.Revision),
-		Task:             gh.String("deploy"),
-		Environment:      gh.String(p.Environment),
+		Ref:              gh.String(revision),
+		Task:             gh.String(deployTask),
+		Environment:      gh.String(env),
 		AutoMerge:        gh.Bool(false),
 		RequiredContexts: &[]string{},
 		Payload:          deploymentPayload(plan, approver),
@@ -76,35 +101,66 @@ func (d *Deployments) Completed(ctx context.Context, p approval.Proposal, o appr
 	}
 	dep, _, err := d.c.rest.Repositories.CreateDeployment(ctx, d.c.owner, d.c.repo, req)
 	if err != nil {
-		return fmt.Errorf("creating the GitHub deployment of %s to %s: %w", short(p.Revision), p.Environment, err)
+		return 0, fmt.Errorf("creating the GitHub deployment of %s to %s: %w", short(revision), env, err)
 	}
-	message := o.Message
-	if message == "" {
-		message = map[string]string{"success": "Applied and rolled out", "failure": "Failed", "error": "Interrupted"}[final]
+	if err := d.status(ctx, dep.GetID(), env, revision, "queued", "Approved: "+who); err != nil {
+		return 0, err
 	}
-	steps := []struct{ state, description string }{
-		{"queued", "Approved: " + who},
-		{"in_progress", fmt.Sprintf("Applying %d change(s)", len(plan.Changes))},
-		{final, message},
+	return dep.GetID(), d.status(ctx, dep.GetID(), env, revision, "in_progress", fmt.Sprintf("Applying %d change(s)", len(plan.Changes)))
+}
+
+// status adds a status to deployment id, with the configured URLs.
+func (d *Deployments) status(ctx context.Context, id int64, env, revision, state, description string) error {
+	sr := &gh.DeploymentStatusRequest{
+		State:        gh.String(state),
+		Description:  gh.String(clip(description)),
+		Environment:  gh.String(env),
+		AutoInactive: gh.Bool(true),
 	}
-	for _, s := range steps {
-		sr := &gh.DeploymentStatusRequest{
-			State:        gh.String(s.state),
-			Description:  gh.String(clip(s.description)),
-			Environment:  gh.String(p.Environment),
-			AutoInactive: gh.Bool(true),
-		}
-		if u := d.cfg.EnvironmentURL; u != "" {
-			sr.EnvironmentURL = gh.String(config.ExpandURLTemplate(u, p.Environment, p.Revision))
-		}
-		if u := d.cfg.LogURL; u != "" {
-			sr.LogURL = gh.String(config.ExpandURLTemplate(u, p.Environment, p.Revision))
-		}
-		if _, _, err := d.c.rest.Repositories.CreateDeploymentStatus(ctx, d.c.owner, d.c.repo, dep.GetID(), sr); err != nil {
-			return fmt.Errorf("setting GitHub deployment %d of %s to %s %s: %w", dep.GetID(), short(p.Revision), p.Environment, s.state, err)
-		}
+	if u := d.cfg.EnvironmentURL; u != "" {
+		sr.EnvironmentURL = gh.String(config.ExpandURLTemplate(u, env, revision))
+	}
+	if u := d.cfg.LogURL; u != "" {
+		sr.LogURL = gh.String(config.ExpandURLTemplate(u, env, revision))
+	}
+	if _, _, err := d.c.rest.Repositories.CreateDeploymentStatus(ctx, d.c.owner, d.c.repo, id, sr); err != nil {
+		return fmt.Errorf("setting GitHub deployment %d of %s to %s %s: %w", id, short(revision), env, state, err)
 	}
 	return nil
+}
+
+// findOpen returns the newest deployment of revision to env for planHash whose latest status is queued or
+// in_progress, or 0.
+func (d *Deployments) findOpen(ctx context.Context, env, revision, planHash string) (int64, error) {
+	deps, _, err := d.c.rest.Repositories.ListDeployments(ctx, d.c.owner, d.c.repo, &gh.DeploymentsListOptions{
+		SHA: revision, Environment: env, Task: deployTask, ListOptions: gh.ListOptions{PerPage: 100}})
+	if err != nil {
+		return 0, fmt.Errorf("listing the GitHub deployments of %s to %s: %w", short(revision), env, err)
+	}
+	for _, dep := range deps { // newest first
+		var pl payload
+		if json.Unmarshal(dep.Payload, &pl) != nil || pl.PlanHash != planHash {
+			continue
+		}
+		sts, _, err := d.c.rest.Repositories.ListDeploymentStatuses(ctx, d.c.owner, d.c.repo, dep.GetID(), &gh.ListOptions{PerPage: 1})
+		if err != nil {
+			return 0, fmt.Errorf("reading the statuses of GitHub deployment %d: %w", dep.GetID(), err)
+		}
+		if len(sts) > 0 && (sts[0].GetState() == "queued" || sts[0].GetState() == "in_progress") {
+			return dep.GetID(), nil
+		}
+	}
+	return 0, nil
+}
+
+// deployTask is the task of Stagehand's deployments.
+const deployTask = "deploy"
+
+func planOf(p approval.Proposal) *reconcile.Plan {
+	if p.Plan == nil {
+		return &reconcile.Plan{Environment: p.Environment, Revision: p.Revision}
+	}
+	return p.Plan
 }
 
 // MaxPayloadBytes bounds the JSON payload of a deployment: the plan's changes are cut to fit, with a note.

@@ -126,43 +126,52 @@ func TestFlowDeploymentsSkipConfirmation(t *testing.T) {
 	}
 }
 
-// TestFlowDeploymentsGitHubDown: GitHub failing the deployment does not fail the apply, and the next apply
-// is recorded again.
+// TestFlowDeploymentsGitHubDown: GitHub failing the deployment does not fail the apply; when only the
+// start could not be recorded, the end records the whole sequence.
 func TestFlowDeploymentsGitHubDown(t *testing.T) {
 	f := newFlow(t)
 	f.cfg.GitHub.Deployments = deploymentsConfig
 	sha := f.commit("1.0.1")
-	f.gh.Inject(githubtest.Fault{Method: "POST", Route: "/repos/{owner}/{repo}/deployments", Status: http.StatusInternalServerError, Times: 1})
+	const route = "/repos/{owner}/{repo}/deployments"
+	// Down for both the start and the end of the apply.
+	f.gh.Inject(githubtest.Fault{Method: "POST", Route: route, Status: http.StatusInternalServerError, Times: 2})
 	f.start()
 	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
 	f.click(run.ID, "approve", "maria", secret)
 	f.waitImage("1.0.1")
 	f.waitRun(sha, "success", concluded("success"))
 	deadline := time.Now().Add(10 * time.Second)
-	for f.gh.FaultsLeft() != 0 && time.Now().Before(deadline) {
+	for f.gateFailures() < 2 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
+	}
+	if n := f.gateFailures(); n != 2 {
+		t.Errorf("stagehand_failures_total{stage=gate} = %v, want 2 (start and end)", n)
 	}
 	if n := f.gh.FaultsLeft(); n != 0 {
-		t.Fatalf("the deployment was never attempted (%d faults left)", n)
-	}
-	for f.gateFailures() == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if n := f.gateFailures(); n != 1 {
-		t.Errorf("stagehand_failures_total{stage=gate} = %v, want 1", n)
+		t.Errorf("%d faults never reached", n)
 	}
 	if h := f.history(); len(h) != 1 || h[0].Result != approval.ResultSucceeded {
-		t.Errorf("history = %+v, want one success despite GitHub's 500", h)
+		t.Errorf("history = %+v, want one success despite GitHub's 500s", h)
 	}
 	if ds := f.gh.Deployments(owner, repo); len(ds) != 0 {
 		t.Errorf("deployments = %+v, want none", ds)
 	}
+
+	// Down only when the apply starts: the end creates the deployment with all its statuses.
+	f.gh.Inject(githubtest.Fault{Method: "POST", Route: route, Status: http.StatusInternalServerError, Times: 1})
 	newer := f.commit("1.0.2")
 	f.trigger()
 	run = f.waitRun(newer, "awaiting approval", awaitingApproval)
 	f.click(run.ID, "approve", "maria", secret)
-	if d := f.waitDeployments(1, "success")[0]; d.SHA != newer {
+	d := f.waitDeployments(1, "success")[0]
+	if d.SHA != newer {
 		t.Errorf("deployment on %s, want %s", d.SHA, newer)
+	}
+	if diff := cmp.Diff([]string{"queued", "in_progress", "success"}, states(d)); diff != "" {
+		t.Errorf("statuses (-want +got):\n%s", diff)
+	}
+	if n := f.gateFailures(); n != 3 {
+		t.Errorf("stagehand_failures_total{stage=gate} = %v, want 3", n)
 	}
 }
 
@@ -271,4 +280,46 @@ func (f *flow) gateFailures() float64 {
 		}
 	}
 	return 0
+}
+
+// TestDeploymentsStarted: the deployment shows in progress while the apply runs; Completed finishes that
+// one (found on GitHub, so a restarted process finds it too), and a second Started for the same plan (a
+// process continuing the apply) does not open another.
+func TestDeploymentsStarted(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/prod/manifest.json": "{}"}, "bump")
+	p := plan("prod", sha, 2)
+	prop := approval.Proposal{Environment: "prod", Revision: sha, Plan: p}
+	// An older plan of the same commit, finished: not the one to complete.
+	g := github.NewDeployments(f.client, deploymentsConfig)
+	older := plan("prod", sha, 1)
+	if err := g.Completed(ctx, approval.Proposal{Environment: "prod", Revision: sha, Plan: older},
+		approval.Outcome{Result: approval.ResultFailed, Approver: "maria", Message: "rollout failed"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Started(ctx, prop, "maria"); err != nil {
+		t.Fatalf("Started: %v", err)
+	}
+	ds := f.srv.Deployments(owner, repo)
+	if len(ds) != 2 || ds[1].State() != "in_progress" {
+		t.Fatalf("after Started: %+v, want a second deployment in progress", ds)
+	}
+	again := github.NewDeployments(f.client, deploymentsConfig) // another process
+	if err := again.Started(ctx, prop, "maria"); err != nil {
+		t.Fatalf("Started again: %v", err)
+	}
+	if err := again.Completed(ctx, prop, approval.Outcome{Result: approval.ResultSucceeded, Approver: "maria"}); err != nil {
+		t.Fatalf("Completed: %v", err)
+	}
+	ds = f.srv.Deployments(owner, repo)
+	if len(ds) != 2 {
+		t.Fatalf("%d deployments, want 2", len(ds))
+	}
+	if diff := cmp.Diff([]string{"queued", "in_progress", "failure"}, states(ds[0])); diff != "" {
+		t.Errorf("older plan's deployment (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"queued", "in_progress", "success"}, states(ds[1])); diff != "" {
+		t.Errorf("deployment (-want +got):\n%s", diff)
+	}
 }
