@@ -105,6 +105,31 @@ func TestFlowDeployments(t *testing.T) {
 	}
 }
 
+// TestFlowDeploymentsFailedRollout: the deployment is in progress while the rollout is awaited, and ends
+// in failure when the rollout fails (here: it never finishes within the rollout timeout).
+func TestFlowDeploymentsFailedRollout(t *testing.T) {
+	f := newFlow(t)
+	f.cfg.GitHub.Deployments = deploymentsConfig
+	f.rolloutTimeout = 2 * time.Second
+	sha := f.commit("1.0.1")
+	f.start()
+	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
+	f.click(run.ID, "approve", "maria", secret)
+	f.waitImage("1.0.1") // patched; the rollout is awaited now
+	f.waitDeployments(1, "in_progress")
+	d := f.waitDeployments(1, "failure")[0]
+	if diff := cmp.Diff([]string{"queued", "in_progress", "failure"}, states(d)); diff != "" {
+		t.Errorf("statuses (-want +got):\n%s", diff)
+	}
+	h := f.history()
+	if len(h) != 1 || h[0].Result != approval.ResultFailed {
+		t.Fatalf("history = %+v, want one failure", h)
+	}
+	if last := d.Statuses[2].Description; last == "" || !strings.HasPrefix(h[0].Message, strings.TrimSuffix(last, "…")) {
+		t.Errorf("failure description %q, want the start of the history's message %q", last, h[0].Message)
+	}
+}
+
 // TestFlowDeploymentsSkipConfirmation: an environment that applies without approval shows its deploys too.
 func TestFlowDeploymentsSkipConfirmation(t *testing.T) {
 	f := newFlow(t)

@@ -51,6 +51,9 @@ type flow struct {
 	repropose time.Duration // daemon.WithRepropose when set
 	// wrapPreview, when set, wraps the daemon's previewer (to hold previews back).
 	wrapPreview func(github.Previewer) github.Previewer
+	// rolloutTimeout bounds the rollout wait; zero (the default) ends an apply once patched. No controller
+	// manager runs here, so a rollout with a timeout never finishes: it fails when the timeout passes.
+	rolloutTimeout time.Duration
 }
 
 func newFlow(t *testing.T) *flow {
@@ -144,7 +147,7 @@ func (f *flow) startReplica(le daemon.LeaderElection) *replica {
 		daemon.WithWebhook(recv),
 		daemon.WithRESTConfig(env.Config),
 		daemon.WithLeaderElection(le),
-		daemon.WithReconcileOptions(reconcile.WithRolloutTimeout(0)), // no scheduler here: patched is the end
+		daemon.WithReconcileOptions(reconcile.WithRolloutTimeout(f.rolloutTimeout)), // no scheduler here: patched is the end
 	)...)
 	if err != nil {
 		f.t.Fatal(err)
