@@ -34,7 +34,7 @@ const (
 	annoEnvironment  = "stagehand.io/environment"
 
 	// maxStateBytes keeps a state ConfigMap well under the API server's
-	// 1 MiB object limit; the oldest history entries are dropped first.
+	// 1 MiB limit (see statesize.go for what happens beyond).
 	maxStateBytes = 768 << 10
 )
 
@@ -59,6 +59,9 @@ type EnvState struct {
 	// Status is the last observed state of the environment (revision,
 	// desired and live images, layout, last error) that every replica serves.
 	Status json.RawMessage `json:"status,omitempty"`
+	// HistoryDropped counts the history entries dropped so that the state
+	// fits its ConfigMap (see statesize.go).
+	HistoryDropped int `json:"historyDropped,omitempty"`
 }
 
 // Store keeps each environment's pending approval, in-flight apply, history
@@ -68,11 +71,12 @@ type Store struct {
 	client     kubernetes.Interface
 	namespace  string
 	maxHistory int
+	maxBytes   int // of a ConfigMap's data and binaryData
 }
 
 // NewStore returns a Store writing ConfigMaps into namespace.
 func NewStore(client kubernetes.Interface, namespace string) *Store {
-	return &Store{client: client, namespace: namespace, maxHistory: 100}
+	return &Store{client: client, namespace: namespace, maxHistory: 100, maxBytes: maxStateBytes}
 }
 
 // Namespace is where the Store keeps its ConfigMaps.
@@ -95,14 +99,20 @@ func ConfigMapName(env string) string {
 
 // Load returns env's state; an environment never written has an empty state.
 func (s *Store) Load(ctx context.Context, env string) (*EnvState, error) {
-	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, ConfigMapName(env), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return &EnvState{}, nil
+	for attempt := 1; ; attempt++ {
+		cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, ConfigMapName(env), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return &EnvState{}, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading state of environment %q: %w", env, err)
+		}
+		st, err := decodeState(ctx, cm, s.getPart)
+		if errors.Is(err, errPartGone) && attempt < readAttempts {
+			continue // a writer moved the index on: read it again
+		}
+		return st, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("reading state of environment %q: %w", env, err)
-	}
-	return decodeState(cm)
 }
 
 // SetPending records p as env's pending approval; nil clears it.
@@ -160,23 +170,45 @@ func (s *Store) Update(ctx context.Context, env string, mutate func(*EnvState)) 
 				Annotations: map[string]string{annoEnvironment: env},
 			}}
 		}
-		st, err := decodeState(cm)
+		st, err := decodeState(ctx, cm, s.getPart)
+		if errors.Is(err, errPartGone) {
+			return apierrors.NewConflict(corev1.Resource("configmaps"), name, err)
+		}
 		if err != nil {
 			return err
 		}
 		mutate(st)
-		if err := encodeState(cm, st); err != nil {
+		e, err := encodeState(name, st, s.maxBytes)
+		if err != nil {
 			return err
+		}
+		// Parts first, the index last: a reader never sees an index
+		// naming parts not yet written.
+		oldParts := partNames(cm)
+		if err := s.writeParts(ctx, e, oldParts); err != nil {
+			return err
+		}
+		cm.Data, cm.BinaryData = e.data, e.binary
+		if len(cm.BinaryData) == 0 {
+			cm.BinaryData = nil
 		}
 		if create {
 			_, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: "stagehand"})
 			if apierrors.IsAlreadyExists(err) {
 				return apierrors.NewConflict(corev1.Resource("configmaps"), name, err)
 			}
+		} else {
+			_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "stagehand"})
+		}
+		if err != nil {
 			return err
 		}
-		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "stagehand"})
-		return err
+		if newParts := partNames(cm); len(oldParts) > 0 || len(newParts) > 0 {
+			// Written: parts left behind by a failed cleanup are deleted
+			// by a later write (they are orphans then), so it is not an error.
+			_ = s.dropParts(ctx, name, oldParts, newParts)
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("writing state of environment %q to configmap %s/%s: %w", env, s.namespace, name, err)
@@ -190,75 +222,4 @@ func labelValue(env string) string {
 		v = v[:63]
 	}
 	return v
-}
-
-func decodeState(cm *corev1.ConfigMap) (*EnvState, error) {
-	st := &EnvState{}
-	field := func(key string, v any) error {
-		raw, ok := cm.Data[key]
-		if !ok || raw == "" {
-			return nil
-		}
-		if err := json.Unmarshal([]byte(raw), v); err != nil {
-			return fmt.Errorf("decoding %s of configmap %s/%s: %w", key, cm.Namespace, cm.Name, err)
-		}
-		return nil
-	}
-	var status json.RawMessage
-	err := errors.Join(
-		field(keyPending, &st.Pending),
-		field(keyInFlight, &st.InFlight),
-		field(keyHandover, &st.Handover),
-		field(keyHistory, &st.History),
-		field(keyStatus, &status),
-	)
-	if len(status) > 0 {
-		st.Status = status
-	}
-	return st, err
-}
-
-func encodeState(cm *corev1.ConfigMap, st *EnvState) error {
-	data := map[string]string{}
-	put := func(key string, v any, present bool) error {
-		if !present {
-			return nil
-		}
-		b, err := json.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("encoding %s: %w", key, err)
-		}
-		data[key] = string(b)
-		return nil
-	}
-	if err := errors.Join(
-		put(keyPending, st.Pending, st.Pending != nil),
-		put(keyInFlight, st.InFlight, st.InFlight != nil),
-		put(keyHandover, st.Handover, st.Handover != nil),
-		put(keyStatus, st.Status, len(st.Status) > 0),
-	); err != nil {
-		return err
-	}
-	size := 0
-	for _, v := range data {
-		size += len(v)
-	}
-	// Drop the oldest history entries until everything fits.
-	hist := st.History
-	for {
-		b, err := json.Marshal(hist)
-		if err != nil {
-			return fmt.Errorf("encoding %s: %w", keyHistory, err)
-		}
-		if size+len(b) <= maxStateBytes || len(hist) == 0 {
-			if len(hist) > 0 {
-				data[keyHistory] = string(b)
-			}
-			break
-		}
-		hist = hist[:len(hist)-1]
-	}
-	st.History = hist
-	cm.Data = data
-	return nil
 }

@@ -2,8 +2,10 @@ package daemon
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -88,7 +90,12 @@ func TestStoreHistoryBounded(t *testing.T) {
 	ctx := context.Background()
 	s := NewStore(env.Clientset, env.Namespace(t))
 	s.maxHistory = 5
-	big := json.RawMessage(`"` + strings.Repeat("x", 200<<10) + `"`)
+	// Random bytes: compressed, each entry still takes about 230 KiB.
+	noise := make([]byte, 225<<10)
+	for i := range noise {
+		noise[i] = byte(rand.Uint32())
+	}
+	big := json.RawMessage(`"` + base64.StdEncoding.EncodeToString(noise) + `"`)
 	for i := range 8 {
 		e := approval.Entry{Revision: fmt.Sprint(i), PlanHash: fmt.Sprint(i), Result: approval.ResultSucceeded, Changes: big}
 		if err := s.Record(ctx, "devel", e); err != nil {
@@ -103,7 +110,7 @@ func TestStoreHistoryBounded(t *testing.T) {
 	for _, e := range got.History {
 		revs = append(revs, e.Revision)
 	}
-	// 200 KiB each: only three fit under maxStateBytes; newest first.
+	// Only three fit under maxStateBytes; newest first.
 	if diff := cmp.Diff([]string{"7", "6", "5"}, revs); diff != "" {
 		t.Errorf("history revisions (-want +got):\n%s", diff)
 	}

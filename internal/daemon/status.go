@@ -41,6 +41,12 @@ func (d *Daemon) Environment(ctx context.Context, env string) (*status.Environme
 	if v.Services == nil {
 		v.Services = []status.Service{}
 	}
+	if st.HistoryDropped > 0 {
+		if v.Truncated == nil {
+			v.Truncated = &status.Truncation{}
+		}
+		v.Truncated.HistoryDropped = st.HistoryDropped
+	}
 	v.Locks = []lock.Lock{}
 	if ec.LockPath != "" {
 		if v.Locks, err = d.envLocks(ctx, ec.LockPath); err != nil {

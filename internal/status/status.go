@@ -42,6 +42,24 @@ type Observation struct {
 	Layout *manifest.Layout `json:"layout,omitempty"`
 	// LayoutOmitted is true when the layout was too large to keep.
 	LayoutOmitted bool `json:"layoutOmitted,omitempty"`
+	// Truncated says what was left out so that the state fits its
+	// ConfigMap (nil when nothing was).
+	Truncated *Truncation `json:"truncated,omitempty"`
+}
+
+// Truncation is what was left out of an environment's state so that it fits
+// the ConfigMap that keeps it: the oldest history entries, then the layout,
+// then the per-service detail (desired containers, images and changes per
+// target, unmanaged workloads). The pending plan and the in-flight apply are
+// never left out.
+type Truncation struct {
+	// HistoryDropped counts the history entries dropped, oldest first.
+	HistoryDropped int `json:"historyDropped,omitempty"`
+	// LayoutOmitted is true when the layout was left out.
+	LayoutOmitted bool `json:"layoutOmitted,omitempty"`
+	// ServiceDetailOmitted is true when the per-service detail was left out;
+	// each target's state, locks and problems are kept.
+	ServiceDetailOmitted bool `json:"serviceDetailOmitted,omitempty"`
 }
 
 // Service is one service: what the manifest wants and, per target, how
