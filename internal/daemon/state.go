@@ -152,7 +152,7 @@ func (s *Store) Record(ctx context.Context, env string, e approval.Entry) error 
 func (s *Store) Update(ctx context.Context, env string, mutate func(*EnvState)) error {
 	name := ConfigMapName(env)
 	cms := s.client.CoreV1().ConfigMaps(s.namespace)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(writeBackoff, func() error {
 		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
 		create := apierrors.IsNotFound(err)
 		if err != nil && !create {

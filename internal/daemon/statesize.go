@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/status"
@@ -53,6 +54,11 @@ const (
 	// under it (a writer moved the index and deleted the old parts).
 	readAttempts = 5
 )
+
+// writeBackoff spaces the retries of a state write that lost a race: a
+// large state takes a while to encode, so writers back off further and
+// out of step (jitter) rather than colliding again.
+var writeBackoff = wait.Backoff{Steps: 10, Duration: 10 * time.Millisecond, Factor: 2, Jitter: 1, Cap: 2 * time.Second}
 
 // errPartGone is a part of an index that could not be read as indexed: the
 // index moved on under the reader, which reads again.
