@@ -25,6 +25,8 @@ type Config struct {
 	Locks        Locks                  `json:"locks"`
 	Manifest     Manifest               `json:"manifest"`
 	State        State                  `json:"state"`
+	// Notifications are where plans and deploys are announced.
+	Notifications []Notification `json:"notifications,omitempty"`
 }
 
 // Source says where the manifests repository is and how to reach it.
@@ -347,6 +349,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateServer(bad)
 	c.Registry.validate(bad)
+	c.validateNotifications(bad)
 	return errors.Join(errs...)
 }
 
@@ -385,6 +388,10 @@ func (c *Config) resolvePaths(dir string) {
 	abs(&c.Server.APITokenFile)
 	abs(&c.Registry.DockerConfigFile)
 	abs(&c.State.Kubeconfig)
+	for i := range c.Notifications {
+		abs(&c.Notifications[i].URLFile)
+		abs(&c.Notifications[i].SecretFile)
+	}
 	for n, e := range c.Environments {
 		for i := range e.Targets {
 			abs(&e.Targets[i].Kubeconfig)
