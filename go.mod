@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/ProtonMail/go-crypto v1.1.6
 	github.com/bradleyfalzon/ghinstallation/v2 v2.19.0
+	github.com/cloudevents/sdk-go/v2 v2.16.2
 	github.com/coreos/go-oidc/v3 v3.21.0
 	github.com/fluxcd/pkg/runtime v0.110.3
 	github.com/getkin/kin-openapi v0.152.0

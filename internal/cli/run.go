@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
+	"time"
 
 	fluxle "github.com/fluxcd/pkg/runtime/leaderelection"
 	"github.com/fluxcd/pkg/runtime/logger"
@@ -15,6 +17,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	ghapp "github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/notify"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 )
 
@@ -78,6 +81,7 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		opts = append(opts, daemon.WithIdentity(rf.identity))
 	}
 	var gh *ghapp.Client
+	gates := []approval.Gate{approval.Manual()}
 	if cfg.GitHub.App != nil && !rf.once {
 		// A GitHub Enterprise Server behind the CA of source.caFile is trusted too.
 		tr, err := wire.HTTPTransport(cfg.Source)
@@ -88,16 +92,42 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 			return err
 		}
 		// Approve on GitHub (check run buttons) or over the API/CLI.
-		gates := []approval.Gate{approval.Manual(), ghapp.NewGate(gh)}
+		gates = append(gates, ghapp.NewGate(gh))
 		if cfg.GitHub.Deployments.Enabled {
 			// Every apply, skipConfirmation included, as a deployment in GitHub's Environments view.
 			gates = append(gates, ghapp.NewDeployments(gh, cfg.GitHub.Deployments))
 		}
-		opts = append(opts, daemon.WithGate(approval.Gates(gates...)))
 	}
+	// The notification sinks hear every plan and outcome, those of
+	// skipConfirmation environments too (the worker reports them to this gate).
+	ntLog := log.WithName("notify")
+	nt, err := notify.FromConfig(cfg.Notifications, notify.OnError(func(sink string, err error) {
+		ntLog.Error(err, "notification not delivered", "sink", sink)
+	}))
+	if err != nil {
+		return err
+	}
+	if nt != nil {
+		gates = append(gates, nt)
+		defer func() {
+			// Give what is queued a moment to go out; a shutdown never waits longer.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), notifyGrace)
+			defer cancel()
+			if err := nt.Close(ctx); err != nil {
+				ntLog.Error(err, "stopping notifications")
+			}
+		}()
+	}
+	opts = append(opts, daemon.WithGate(approval.Gates(gates...)))
 	d, err := daemon.New(cfg, opts...)
 	if err != nil {
 		return err
+	}
+	if nt != nil {
+		// stagehand_notifications_total{sink,result}, beside the daemon's metrics.
+		if err := registerAll(d.Metrics().Registry, nt.Collectors()); err != nil {
+			return fmt.Errorf("registering notification metrics: %w", err)
+		}
 	}
 	if gh != nil {
 		if d.Webhook() == nil {
@@ -144,6 +174,10 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	log.WithName("reconciler").Info("serving HTTP API", "address", ln.Addr().String())
 	return srv.ServeWhile(cmd.Context(), ln, d.Run)
 }
+
+// notifyGrace is how long an exiting reconciler waits for queued
+// notifications to be sent.
+const notifyGrace = 15 * time.Second
 
 // registerAll registers every collector in reg.
 func registerAll(reg prometheus.Registerer, cs []prometheus.Collector) error {

@@ -1,0 +1,166 @@
+package notify
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+// The events, as named in reconciler.yaml's notifications[].events; the
+// CloudEvents type is TypePrefix + the name.
+const (
+	PlanPending       = "plan.pending"
+	PlanApproved      = "plan.approved"
+	PlanRejected      = "plan.rejected"
+	PlanSuperseded    = "plan.superseded"
+	DeploySucceeded   = "deploy.succeeded"
+	DeployFailed      = "deploy.failed"
+	DeployInterrupted = "deploy.interrupted"
+)
+
+// TypePrefix starts every CloudEvents type Stagehand sends.
+const TypePrefix = "sh.stagehand."
+
+// Events lists every event name.
+func Events() []string {
+	return []string{PlanPending, PlanApproved, PlanRejected, PlanSuperseded, DeploySucceeded, DeployFailed, DeployInterrupted}
+}
+
+// Data is the data of every event (application/json).
+type Data struct {
+	Environment string   `json:"environment"`
+	Revision    string   `json:"revision"`
+	PlanHash    string   `json:"planHash"`
+	Changes     []Change `json:"changes"`
+	Approver    string   `json:"approver,omitempty"`
+	// Result is succeeded, failed, interrupted or rejected once decided.
+	Result  string `json:"result,omitempty"`
+	Message string `json:"message,omitempty"`
+	// SupersededBy is the revision whose plan replaced a superseded one
+	// ("" when nothing is left to apply).
+	SupersededBy string `json:"supersededBy,omitempty"`
+}
+
+// Change is one image change of a plan.
+type Change struct {
+	Service string `json:"service"`
+	Target  string `json:"target"`
+	// Workload is namespace/Kind/name.
+	Workload  string `json:"workload"`
+	Container string `json:"container"`
+	From      string `json:"from"`
+	To        string `json:"to"`
+}
+
+// message is one event on its way to the sinks.
+type message struct {
+	name  string // PlanPending, ...
+	event event.Event
+	data  Data
+}
+
+// newMessage builds the CloudEvent name about p at t.
+func newMessage(name string, p approval.Proposal, d Data, t time.Time) (message, error) {
+	d.Environment, d.Revision = p.Environment, p.Revision
+	if p.Plan != nil {
+		d.PlanHash = p.Plan.PlanHash
+		d.Changes = changes(p.Plan.Changes)
+	}
+	if d.Changes == nil {
+		d.Changes = []Change{}
+	}
+	id := make([]byte, 16)
+	if _, err := rand.Read(id); err != nil {
+		return message{}, fmt.Errorf("making an event id: %w", err)
+	}
+	e := event.New()
+	e.SetID(hex.EncodeToString(id))
+	e.SetType(TypePrefix + name)
+	e.SetSource("stagehand/" + p.Environment)
+	e.SetSubject(p.Environment)
+	e.SetTime(t.UTC())
+	if err := e.SetData(event.ApplicationJSON, d); err != nil {
+		return message{}, fmt.Errorf("encoding event data: %w", err)
+	}
+	if err := e.Validate(); err != nil {
+		return message{}, fmt.Errorf("building event %s: %w", name, err)
+	}
+	return message{name: name, event: e, data: d}, nil
+}
+
+func changes(cs []reconcile.Change) []Change {
+	out := make([]Change, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, Change{Service: c.Service, Target: c.Target, Workload: c.Namespace + "/" + c.Kind + "/" + c.Name,
+			Container: c.Container, From: c.From, To: c.To})
+	}
+	return out
+}
+
+// title is the one-line headline of m.
+func (m message) title() string {
+	env := m.data.Environment
+	switch m.name {
+	case PlanPending:
+		return "Plan waiting for approval in " + env
+	case PlanApproved:
+		return "Plan approved in " + env
+	case PlanRejected:
+		return "Plan rejected in " + env
+	case PlanSuperseded:
+		return "Plan superseded in " + env
+	case DeploySucceeded:
+		return "Deployed to " + env
+	case DeployFailed:
+		return "Deploy failed in " + env
+	case DeployInterrupted:
+		return "Deploy interrupted in " + env
+	}
+	return m.name + " in " + env
+}
+
+// summary says in a sentence or two what happened.
+func (m message) summary() string {
+	d := m.data
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d change(s) at revision %s", m.title(), len(d.Changes), short(d.Revision))
+	if d.Approver != "" {
+		fmt.Fprintf(&b, ", approved by %s", d.Approver)
+	}
+	if m.name == PlanSuperseded {
+		if d.SupersededBy != "" {
+			fmt.Fprintf(&b, ", replaced by revision %s", short(d.SupersededBy))
+		} else {
+			b.WriteString(", nothing is left to apply")
+		}
+	}
+	b.WriteString(".")
+	if d.Message != "" {
+		b.WriteString(" " + d.Message)
+	}
+	return b.String()
+}
+
+// short is a revision's first 12 characters.
+func short(rev string) string {
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return rev
+}
+
+// truncate cuts s to at most n runes, ending in "…" when cut.
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
