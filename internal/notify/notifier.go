@@ -48,12 +48,18 @@ type Notifier struct {
 	// pending is, per environment, the plan (revision and planHash)
 	// announced as pending: a plan proposed again is not announced twice.
 	pending map[string]string
+	// started is, per environment, the plan whose approval was announced
+	// when its apply started (Started).
+	started map[string]string
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 }
 
-var _ approval.Gate = (*Notifier)(nil)
+var (
+	_ approval.Gate    = (*Notifier)(nil)
+	_ approval.Starter = (*Notifier)(nil)
+)
 
 // FromConfig makes the notifier of reconciler.yaml's notifications:,
 // reading each sink's urlFile and secretFile. It returns nil and no error
@@ -87,7 +93,7 @@ func New(sinks []Sink, opts ...Option) (*Notifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Notifier{o: o, pending: map[string]string{},
+	n := &Notifier{o: o, pending: map[string]string{}, started: map[string]string{},
 		total: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "stagehand_notifications_total",
 			Help: "Notifications by sink and result: sent, failed (after every retry) or dropped (the sink's queue was full)."},
 			[]string{"sink", "result"})}
@@ -165,16 +171,21 @@ func (n *Notifier) idle() bool {
 	return true
 }
 
+// key names p's plan.
+func key(p approval.Proposal) string {
+	if p.Plan == nil {
+		return p.Revision
+	}
+	return p.Revision + " " + p.Plan.PlanHash
+}
+
 // Propose announces a plan waiting for approval, once per plan; it decides
 // nothing.
 func (n *Notifier) Propose(_ context.Context, p approval.Proposal) (approval.Decision, error) {
-	key := p.Revision
-	if p.Plan != nil {
-		key += " " + p.Plan.PlanHash
-	}
+	k := key(p)
 	n.mu.Lock()
-	seen := n.pending[p.Environment] == key
-	n.pending[p.Environment] = key
+	seen := n.pending[p.Environment] == k
+	n.pending[p.Environment] = k
 	n.mu.Unlock()
 	if seen {
 		return approval.Decision{}, nil
@@ -188,10 +199,31 @@ func (n *Notifier) Superseded(_ context.Context, p approval.Proposal, by string)
 	return n.publish(PlanSuperseded, p, Data{SupersededBy: by}, n.o.now())
 }
 
-// Completed announces a rejection, or an approval (at the apply's start)
-// and how the deploy ended. It returns at once: sending is asynchronous.
+// Started announces that a plan was approved, once its apply is under way
+// (once per plan: a process that continues an interrupted apply calls it
+// again).
+func (n *Notifier) Started(_ context.Context, p approval.Proposal, approver string) error {
+	k := key(p)
+	n.mu.Lock()
+	seen := n.started[p.Environment] == k
+	n.started[p.Environment] = k
+	delete(n.pending, p.Environment)
+	n.mu.Unlock()
+	if seen {
+		return nil
+	}
+	return n.publish(PlanApproved, p, Data{Approver: approver}, n.o.now())
+}
+
+// Completed announces a rejection, or how the deploy ended (and, when
+// Started did not announce it, the approval, at the apply's start). It
+// returns at once: sending is asynchronous.
 func (n *Notifier) Completed(_ context.Context, p approval.Proposal, o approval.Outcome) error {
-	n.forget(p.Environment)
+	n.mu.Lock()
+	announced := n.started[p.Environment] == key(p)
+	delete(n.started, p.Environment)
+	delete(n.pending, p.Environment)
+	n.mu.Unlock()
 	d := Data{Approver: o.Approver, Result: o.Result, Message: o.Message}
 	at := func(t time.Time) time.Time {
 		if t.IsZero() {
@@ -212,7 +244,11 @@ func (n *Notifier) Completed(_ context.Context, p approval.Proposal, o approval.
 	default:
 		deploy = DeployFailed
 	}
-	return errors.Join(n.publish(PlanApproved, p, approved, at(o.Started)), n.publish(deploy, p, d, at(o.Finished)))
+	var err error
+	if !announced {
+		err = n.publish(PlanApproved, p, approved, at(o.Started))
+	}
+	return errors.Join(err, n.publish(deploy, p, d, at(o.Finished)))
 }
 
 func (n *Notifier) forget(env string) {

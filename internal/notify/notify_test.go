@@ -328,6 +328,14 @@ func TestEveryKindEveryEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range []string{approval.ResultRejected, approval.ResultSucceeded, approval.ResultFailed, approval.ResultInterrupted} {
+		if r == approval.ResultSucceeded {
+			// The apply is under way: approved now, once, and not again at Completed.
+			for range 2 {
+				if err := n.Started(ctx, p, "alice"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 		if err := n.Completed(ctx, p, approval.Outcome{Result: r, Approver: "alice", Message: "why", Started: now, Finished: now}); err != nil {
 			t.Fatal(err)
 		}
