@@ -48,8 +48,8 @@ func (g *GitHub) validate(bad func(field, format string, a ...any)) {
 			bad(field, "%q: %v", v, err)
 		}
 	}
-	if g.Deployments.Enabled && g.Owner == "" {
-		bad("github.deployments.enabled", "needs github.owner and github.repo (the repository the deployments are recorded in)")
+	if g.Deployments.Enabled && g.App == nil {
+		bad("github.deployments.enabled", "needs github.app (deployments are written as the GitHub App, with its Deployments permission)")
 	}
 	if n := g.WebhookMaxBodyBytes; n != 0 && (n < 1<<10 || n > 25<<20) {
 		bad("github.webhookMaxBodyBytes", "must be between 1024 and 26214400 bytes (GitHub's own cap, 25 MiB), got %d", n)
