@@ -136,9 +136,17 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		preview := ghapp.NewBranchPreviewer(cfg.Source, cfg.EnvironmentNames(), d.Plan)
 		ghLog := log.WithName("github")
 		// PR previews are computed by a worker after their webhook was answered, never on the apply path.
-		h, err := ghapp.NewHandler(gh, d, preview, cfg.Source.Branch,
+		hopts := []ghapp.Option{
 			ghapp.OnDecisionError(func(err error) { ghLog.Error(err, "check-run decision") }),
-			ghapp.OnPreviewError(func(err error) { ghLog.Error(err, "PR preview") }))
+			ghapp.OnPreviewError(func(err error) { ghLog.Error(err, "PR preview") }),
+		}
+		if n := cfg.GitHub.Previews.Workers; n > 0 {
+			hopts = append(hopts, ghapp.WithPreviewWorkers(n))
+		}
+		if t := cfg.GitHub.Previews.Timeout.Duration; t > 0 {
+			hopts = append(hopts, ghapp.WithPreviewTimeout(t))
+		}
+		h, err := ghapp.NewHandler(gh, d, preview, cfg.Source.Branch, hopts...)
 		if err != nil {
 			return err
 		}

@@ -142,6 +142,15 @@ type GitHub struct {
 	DetailsURL          string    `json:"detailsURL"`
 	// Deployments shows every apply as a GitHub deployment.
 	Deployments GitHubDeployments `json:"deployments"`
+	// Previews tunes the PR previews computed after their webhook was answered.
+	Previews GitHubPreviews `json:"previews"`
+}
+
+// GitHubPreviews tunes PR previews: how many are computed at once and how long one may take (0 keeps the
+// defaults, 1 worker and 2 minutes).
+type GitHubPreviews struct {
+	Workers int      `json:"workers"`
+	Timeout Duration `json:"timeout"`
 }
 
 // GitHubDeployments configures the GitHub deployment recorded for every apply (it needs the App's

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // validate checks the github section: the App credentials are complete, URLs are absolute http(s)
@@ -53,6 +54,12 @@ func (g *GitHub) validate(bad func(field, format string, a ...any)) {
 	}
 	if n := g.WebhookMaxBodyBytes; n != 0 && (n < 1<<10 || n > 25<<20) {
 		bad("github.webhookMaxBodyBytes", "must be between 1024 and 26214400 bytes (GitHub's own cap, 25 MiB), got %d", n)
+	}
+	if n := g.Previews.Workers; n < 0 || n > 16 {
+		bad("github.previews.workers", "must be between 1 and 16 (0 keeps the default, 1), got %d", n)
+	}
+	if d := g.Previews.Timeout.Duration; d < 0 || d > time.Hour {
+		bad("github.previews.timeout", "must be positive and at most 1h (0 keeps the default, 2m), got %s", d)
 	}
 	for i, t := range g.Approvers.Teams {
 		org, slug, ok := strings.Cut(t, "/")

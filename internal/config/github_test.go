@@ -2,6 +2,7 @@ package config
 
 import (
 	"testing"
+	"time"
 )
 
 func TestExpandURLTemplate(t *testing.T) {
@@ -47,6 +48,12 @@ func TestGitHub(t *testing.T) {
 			err: `github.deployments.logURL: "https://x.acme.com/{environment}": unknown placeholder; accepted: {env}, {revision}`},
 		{name: "deployments relative url", yaml: `github: {owner: acme, repo: m, deployments: {environmentURL: "{env}.acme.com"}}`,
 			err: `github.deployments.environmentURL: "{env}.acme.com": not an absolute http(s) URL`},
+		{name: "previews", yaml: "github: {owner: acme, repo: m, previews: {workers: 2, timeout: 5m}}",
+			want: GitHub{Owner: "acme", Repo: "m", Approvers: Approvers{MinPermission: "maintain"}, Previews: GitHubPreviews{Workers: 2, Timeout: Duration{Duration: 5 * time.Minute}}}},
+		{name: "previews workers", yaml: "github: {owner: acme, repo: m, previews: {workers: 100}}",
+			err: "github.previews.workers: must be between 1 and 16 (0 keeps the default, 1), got 100"},
+		{name: "previews timeout", yaml: "github: {owner: acme, repo: m, previews: {timeout: -1s}}",
+			err: "github.previews.timeout: must be positive and at most 1h (0 keeps the default, 2m), got -1s"},
 		{name: "unknown key", yaml: "github: {token: x}", err: `unknown field "token"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -415,3 +415,29 @@ func TestBranchPreviewerOnePreviewPerBranchCache(t *testing.T) {
 		t.Errorf("%d previews of one branch used its cache at once, want 1", most)
 	}
 }
+
+func TestPreviewWorkers(t *testing.T) {
+	f := newFixture(t)
+	gate := newGate(previewer{})
+	h := newHandler(t, f.client, newDecider(), gate, github.WithPreviewWorkers(2))
+	prs := openPRs(f, 3)
+	for _, pr := range prs {
+		deliver(t, f, h, pr, "opened")
+	}
+	// Two previews run at once, both held back; the third waits for a worker.
+	<-gate.started
+	<-gate.started
+	if depth := metric(t, h, "stagehand_github_preview_queue_depth"); depth != 1 {
+		t.Errorf("queue depth %v with 2 workers busy and 3 PRs, want 1", depth)
+	}
+	close(gate.release)
+	h.Wait()
+	if got := len(previewRuns(f)); got != 3 {
+		t.Errorf("%d heads previewed, want 3", got)
+	}
+	for _, opt := range []github.Option{github.WithPreviewWorkers(0), github.WithPreviewTimeout(0), github.WithPreviewQueueSize(0), github.WithPreviewCacheAge(-time.Second)} {
+		if _, err := github.NewHandler(f.client, newDecider(), previewer{}, "main", opt); err == nil {
+			t.Error("a bad preview option was accepted")
+		}
+	}
+}
