@@ -72,11 +72,14 @@ type Store struct {
 	namespace  string
 	maxHistory int
 	maxBytes   int // of a ConfigMap's data and binaryData
+	parts      *partSource
 }
 
 // NewStore returns a Store writing ConfigMaps into namespace.
 func NewStore(client kubernetes.Interface, namespace string) *Store {
-	return &Store{client: client, namespace: namespace, maxHistory: 100, maxBytes: maxStateBytes}
+	s := &Store{client: client, namespace: namespace, maxHistory: 100, maxBytes: maxStateBytes}
+	s.parts = &partSource{get: s.getPart}
+	return s
 }
 
 // Namespace is where the Store keeps its ConfigMaps.
@@ -107,7 +110,7 @@ func (s *Store) Load(ctx context.Context, env string) (*EnvState, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading state of environment %q: %w", env, err)
 		}
-		st, err := decodeState(ctx, cm, s.getPart)
+		st, err := decodeState(ctx, cm, s.parts)
 		if errors.Is(err, errPartGone) && attempt < readAttempts {
 			continue // a writer moved the index on: read it again
 		}
@@ -170,7 +173,7 @@ func (s *Store) Update(ctx context.Context, env string, mutate func(*EnvState)) 
 				Annotations: map[string]string{annoEnvironment: env},
 			}}
 		}
-		st, err := decodeState(ctx, cm, s.getPart)
+		st, err := decodeState(ctx, cm, s.parts)
 		if errors.Is(err, errPartGone) {
 			return apierrors.NewConflict(corev1.Resource("configmaps"), name, err)
 		}

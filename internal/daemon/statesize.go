@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -429,10 +430,43 @@ func gunzipBytes(z []byte) ([]byte, error) {
 	return b, nil
 }
 
-// decodeState reads cm in any of the formats above, fetching parts with get
+// partSource reads the parts of split values. Parts are named after their
+// content and checked against the index's hash, so a value once assembled
+// is kept (the worker reads the state every second; a large plan need not be
+// fetched and inflated each time).
+type partSource struct {
+	get func(ctx context.Context, name string) (*corev1.ConfigMap, error)
+
+	mu       sync.Mutex
+	inflated map[string][]byte // by the index's hash
+	size     int
+}
+
+// maxCachedBytes bounds what a partSource keeps; beyond, it starts afresh.
+const maxCachedBytes = 64 << 20
+
+func (p *partSource) cached(sum string) ([]byte, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b, ok := p.inflated[sum]
+	return b, ok
+}
+
+func (p *partSource) remember(sum string, b []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.inflated == nil || p.size+len(b) > maxCachedBytes {
+		p.inflated, p.size = map[string][]byte{}, 0
+	}
+	if _, ok := p.inflated[sum]; !ok {
+		p.inflated[sum], p.size = b, p.size+len(b)
+	}
+}
+
+// decodeState reads cm in any of the formats above, fetching parts from src
 // (nil when cm has no part indexes). A part missing or not matching its
 // index's hash is errPartGone.
-func decodeState(ctx context.Context, cm *corev1.ConfigMap, get func(ctx context.Context, name string) (*corev1.ConfigMap, error)) (*EnvState, error) {
+func decodeState(ctx context.Context, cm *corev1.ConfigMap, src *partSource) (*EnvState, error) {
 	st := &EnvState{}
 	where := func(key string) string { return fmt.Sprintf("%s of configmap %s/%s", key, cm.Namespace, cm.Name) }
 	value := func(key string) ([]byte, error) {
@@ -454,12 +488,21 @@ func decodeState(ctx context.Context, cm *corev1.ConfigMap, get func(ctx context
 		if err := json.Unmarshal([]byte(ix), &idx); err != nil {
 			return nil, fmt.Errorf("decoding %s: %w", where(key+suffixParts), err)
 		}
-		if get == nil {
+		if src == nil {
 			return nil, fmt.Errorf("reading %s: parts cannot be read here", where(key+suffixParts))
+		}
+		if b, ok := src.cached(idx.SHA256); ok {
+			return b, nil
+		}
+		if idx.Size < 0 || idx.Size > maxInflatedBytes {
+			return nil, fmt.Errorf("reading %s: size %d is not between 0 and %d", where(key+suffixParts), idx.Size, maxInflatedBytes)
 		}
 		z := make([]byte, 0, idx.Size)
 		for _, pn := range idx.Parts {
-			p, err := get(ctx, pn)
+			if len(z) > idx.Size {
+				break // the hash check below refuses it
+			}
+			p, err := src.get(ctx, pn)
 			if apierrors.IsNotFound(err) {
 				return nil, fmt.Errorf("reading part %s of %s: %w", pn, where(key), errPartGone)
 			}
@@ -475,6 +518,7 @@ func decodeState(ctx context.Context, cm *corev1.ConfigMap, get func(ctx context
 		if err != nil {
 			return nil, fmt.Errorf("inflating %s: %w", where(key), err)
 		}
+		src.remember(idx.SHA256, b)
 		return b, nil
 	}
 	field := func(key string, v any) error {

@@ -186,12 +186,12 @@ func TestEncodeStateTrimOrder(t *testing.T) {
 				parts[p.Name] = p
 			}
 			cm := &corev1.ConfigMap{Data: e.data, BinaryData: e.binary}
-			got, err := decodeState(context.Background(), cm, func(_ context.Context, name string) (*corev1.ConfigMap, error) {
+			got, err := decodeState(context.Background(), cm, &partSource{get: func(_ context.Context, name string) (*corev1.ConfigMap, error) {
 				if p, ok := parts[name]; ok {
 					return p, nil
 				}
 				return nil, apierrors.NewNotFound(corev1.Resource("configmaps"), name)
-			})
+			}})
 			if err != nil {
 				t.Fatalf("budget %d: decoding: %v", budget, err)
 			}
@@ -225,14 +225,14 @@ func TestDecodeStatePartsMismatch(t *testing.T) {
 	if len(e.parts) < 2 {
 		t.Fatalf("%d parts, want several", len(e.parts))
 	}
-	get := func(_ context.Context, name string) (*corev1.ConfigMap, error) {
+	get := &partSource{get: func(_ context.Context, name string) (*corev1.ConfigMap, error) {
 		for _, p := range e.parts {
 			if p.Name == name {
 				return p, nil
 			}
 		}
 		return nil, apierrors.NewNotFound(corev1.Resource("configmaps"), name)
-	}
+	}}
 	e.parts[1] = e.parts[0].DeepCopy() // another version's bytes under the same name
 	e.parts[1].Name = e.parts[0].Name[:len(e.parts[0].Name)-1] + "1"
 	_, err = decodeState(context.Background(), &corev1.ConfigMap{Data: e.data}, get)
@@ -243,6 +243,13 @@ func TestDecodeStatePartsMismatch(t *testing.T) {
 	_, err = decodeState(context.Background(), &corev1.ConfigMap{Data: e.data}, get)
 	if !errors.Is(err, errPartGone) {
 		t.Errorf("decoding with a part missing: %v, want errPartGone", err)
+	}
+	// An index claiming an absurd size is refused before anything is allocated.
+	for _, size := range []string{"-1", "1099511627776"} {
+		bad := &corev1.ConfigMap{Data: map[string]string{keyPending + suffixParts: `{"sha256":"00","size":` + size + `,"parts":["x"]}`}}
+		if _, err := decodeState(context.Background(), bad, get); err == nil || errors.Is(err, errPartGone) {
+			t.Errorf("decoding an index of size %s: %v, want an error naming the size", size, err)
+		}
 	}
 }
 
@@ -488,6 +495,47 @@ func BenchmarkEncodeState5000x3(b *testing.B) {
 	for b.Loop() {
 		if _, err := encodeState("stagehand-state-prod", &EnvState{Pending: pending, Status: st}, maxStateBytes); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestDecodeStatePartsCached: a split value assembled once is not fetched
+// again (the worker reads the state every second), but a new index is.
+func TestDecodeStatePartsCached(t *testing.T) {
+	p1, _ := bigState(t, "prod", 200, 3)
+	p2, _ := bigState(t, "prod", 201, 3)
+	byName := map[string]*corev1.ConfigMap{}
+	var cms []*corev1.ConfigMap
+	for _, p := range []*approval.Pending{p1, p2} {
+		e, err := encodeState("s", &EnvState{Pending: p}, 8<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, part := range e.parts {
+			byName[part.Name] = part
+		}
+		cms = append(cms, &corev1.ConfigMap{Data: e.data})
+	}
+	gets := 0
+	src := &partSource{get: func(_ context.Context, name string) (*corev1.ConfigMap, error) {
+		gets++
+		return byName[name], nil
+	}}
+	for i, tc := range []struct {
+		cm      *corev1.ConfigMap
+		want    *approval.Pending
+		fetches bool
+	}{{cms[0], p1, true}, {cms[0], p1, false}, {cms[1], p2, true}, {cms[0], p1, false}} {
+		before := gets
+		got, err := decodeState(context.Background(), tc.cm, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tc.want, got.Pending, rawEqual); diff != "" {
+			t.Errorf("read %d (-want +got):\n%s", i, diff)
+		}
+		if fetched := gets > before; fetched != tc.fetches {
+			t.Errorf("read %d fetched parts: %v, want %v", i, fetched, tc.fetches)
 		}
 	}
 }
