@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+
+	ecr "github.com/awslabs/amazon-ecr-credential-helper/ecr-login"
+	acr "github.com/chrismellard/docker-credential-acr-env/pkg/credhelper"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	k8sauthn "github.com/google/go-containerregistry/pkg/authn/kubernetes"
@@ -20,14 +24,7 @@ import (
 // imagePullSecrets and its ServiceAccount's in the target cluster (with
 // registry.workloadCredentials), registry.dockerConfigFile, the process's
 // own docker config ($DOCKER_CONFIG, for plan and apply from a laptop), and
-// Google's (Artifact Registry and GCR through workload identity or
-// application default credentials).
-//
-// ECR and ACR helpers are not built in: go-containerregistry's k8schain,
-// which carries them, last changed in 2023 and brings some thirty modules
-// (AWS SDK v2 of 2023, the retired Azure go-autorest). For those registries,
-// keep a short-lived token in a pull secret or in dockerConfigFile (both are
-// read afresh on every pass).
+// the cloud helpers (cloudKeychains).
 func registryOptions(r config.Registry) ([]reconcile.Option, error) {
 	fallback := []authn.Keychain{}
 	if r.DockerConfigFile != "" {
@@ -37,7 +34,8 @@ func registryOptions(r config.Registry) ([]reconcile.Option, error) {
 		}
 		fallback = append(fallback, kc)
 	}
-	fallback = append(fallback, authn.DefaultKeychain, google.Keychain)
+	fallback = append(fallback, authn.DefaultKeychain)
+	fallback = append(fallback, cloudKeychains()...)
 	var opts []reconcile.Option
 	if r.WorkloadCredentials == nil || *r.WorkloadCredentials {
 		opts = append(opts, reconcile.WithWorkloadKeychains(reconcile.ClusterKeychains(fallback...)))
@@ -51,6 +49,23 @@ func registryOptions(r config.Registry) ([]reconcile.Option, error) {
 		opts = append(opts, reconcile.WithDigestCacheTTL(r.DigestCacheTTL.Duration))
 	}
 	return opts, nil
+}
+
+// cloudKeychains are the credential helpers of the three clouds' registries,
+// the ones go-containerregistry's k8schain carries, each consulted only for
+// its own registry hosts and answering anonymously when it has no
+// credentials: Google's (Artifact Registry and GCR, through workload identity
+// or application default credentials), Amazon ECR's (the AWS SDK's default
+// credential chain: IRSA, EKS Pod Identity, instance roles, AWS_* variables)
+// and Azure ACR's (a service principal or managed identity from the AZURE_*
+// variables, exchanged for a registry refresh token). The ECR helper logs
+// nothing and cannot panic (ecrClients).
+func cloudKeychains() []authn.Keychain {
+	return []authn.Keychain{
+		google.Keychain,
+		authn.NewKeychainFromHelper(ecr.NewECRHelper(ecr.WithLogger(io.Discard), ecr.WithClientFactory(ecrClients{}))),
+		authn.NewKeychainFromHelper(acr.NewACRCredentialsHelper()),
+	}
 }
 
 // dockerConfigFile is a keychain over a docker config.json, read on every
