@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,6 +92,14 @@ func TestRunServes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("run-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A notification sink: its counter is served on /metrics beside the daemon's.
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	defer hook.Close()
+	for name, v := range map[string]string{"hook-url": hook.URL, "hook-key": "k"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cfg := fmt.Sprintf(`source: {url: %q, branch: main, cacheDir: %q}
 environments:
   prod: {lockPath: apps/prod, targets: [{name: a, kubeconfig: %q, namespace: %s}]}
@@ -98,6 +107,7 @@ registry: {verifyDigests: false, pinDigests: false}
 server: {listen: %q, apiTokenFile: token}
 locks: {namespace: %s}
 state: {namespace: %s, kubeconfig: %q}
+notifications: [{name: hook, type: webhook, urlFile: hook-url, secretFile: hook-key}]
 `, url, filepath.Join(dir, "cache"), env.Kubeconfig, ns, addr, ns, ns, env.Kubeconfig)
 	cfgPath := filepath.Join(dir, "reconciler.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
@@ -135,6 +145,15 @@ state: {namespace: %s, kubeconfig: %q}
 	}
 	if code, body := get("/readyz"); code != http.StatusOK || !strings.Contains(body, "leader") {
 		t.Errorf("/readyz = %d %s", code, body)
+	}
+	for sent := `stagehand_notifications_total{result="sent",sink="hook"} 1`; ; time.Sleep(100 * time.Millisecond) {
+		code, body := get("/metrics")
+		if code == http.StatusOK && strings.Contains(body, sent) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics never showed %s: %d %s", sent, code, body)
+		}
 	}
 	cancel()
 	select {
