@@ -74,6 +74,7 @@ app.kubernetes.io/component: prbot
 {{/* Where credentials are mounted. */}}
 {{- define "stagehand.secretsDir" -}}/etc/stagehand/secrets{{- end -}}
 {{- define "stagehand.kubeconfigsDir" -}}/var/run/stagehand/kubeconfigs{{- end -}}
+{{- define "stagehand.notificationsDir" -}}/var/run/stagehand/notifications{{- end -}}
 {{- define "stagehand.cacheDir" -}}/var/cache/stagehand{{- end -}}
 
 {{/*
