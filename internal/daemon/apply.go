@@ -135,8 +135,34 @@ func outcome(approver string, res *reconcile.Result, err error, interrupted bool
 		out.Result, out.Message = approval.ResultFailed, err.Error()
 	case res.Failed():
 		out.Result, out.Message = approval.ResultFailed, failureSummary(res)
+	case res.Plan != nil && len(res.Plan.UnreachableTargets()) > 0:
+		// What the services need in a target that did not answer is
+		// unknown: the environment is not deployed, however well the
+		// other targets went.
+		out.Result, out.Message = approval.ResultFailed, unreachableSummary(res)
 	}
 	return out
+}
+
+// unreachableSummary says which targets an otherwise successful apply could
+// not reach, and why.
+func unreachableSummary(res *reconcile.Result) string {
+	applied := 0
+	for _, wr := range res.Workloads {
+		if wr.Outcome != reconcile.OutcomeFailed && wr.Outcome != reconcile.OutcomeBlocked {
+			applied++
+		}
+	}
+	var why []string
+	for _, t := range res.Plan.UnreachableTargets() {
+		for _, pr := range res.Plan.Problems {
+			if pr.Unreachable && pr.Target == t {
+				why = append(why, pr.Message)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d workload(s) deployed, but its services were not planned in %d target(s): %s", applied, len(why), joinMax(why, 5))
 }
 
 // recordApply writes out into the history (clearing the in-flight record

@@ -251,8 +251,11 @@ func TestPlanTargetGoesDown(t *testing.T) {
 			break
 		}
 	}
-	if len(p.Problems) != 1 || !strings.Contains(p.Problems[0].Message, "target t1 unreachable since ") {
-		t.Fatalf("problems %+v, want target t1 unreachable since …", p.Problems)
+	if len(p.Problems) != 1 || !strings.Contains(p.Problems[0].Message, "target t1 unreachable since ") || !p.Problems[0].Unreachable {
+		t.Fatalf("problems %+v, want target t1 unreachable since …, marked unreachable", p.Problems)
+	}
+	if diff := cmp.Diff([]string{"t1"}, p.UnreachableTargets()); diff != "" {
+		t.Errorf("UnreachableTargets (-want +got):\n%s", diff)
 	}
 	if len(p.Changes) != 1 || p.Changes[0].Target != "t0" {
 		t.Fatalf("changes %+v, want api in t0", p.Changes)
@@ -263,5 +266,8 @@ func TestPlanTargetGoesDown(t *testing.T) {
 	}
 	if len(res.Workloads) != 1 || res.Workloads[0].Target != "t0" || res.Workloads[0].Outcome != reconcile.OutcomePatched {
 		t.Errorf("workloads %+v, want api patched in t0 only", res.Workloads)
+	}
+	if diff := cmp.Diff([]string{"t1"}, res.Plan.UnreachableTargets()); diff != "" {
+		t.Errorf("the applied plan's UnreachableTargets (-want +got):\n%s", diff)
 	}
 }

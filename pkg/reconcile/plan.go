@@ -62,12 +62,29 @@ type Blocked struct {
 }
 
 // Problem is why a service is not (fully) applied in a target: no workload,
-// an ambiguous or missing container, a registry error or a digest mismatch.
-// The service's changes in that target are left out of the plan.
+// an ambiguous or missing container, a registry error or a digest mismatch,
+// or a target that does not answer. The service's changes in that target are
+// left out of the plan.
 type Problem struct {
 	Service string `json:"service"`
 	Target  string `json:"target"`
 	Message string `json:"message"`
+	// Unreachable is true when the target's API server did not answer
+	// (ErrUnreachable): what the service needs there is unknown.
+	Unreachable bool `json:"unreachable,omitempty"`
+}
+
+// UnreachableTargets lists, sorted, the targets the plan could not read;
+// their services' changes are not in the plan.
+func (p *Plan) UnreachableTargets() []string {
+	var out []string
+	for _, pr := range p.Problems {
+		if pr.Unreachable && !slices.Contains(out, pr.Target) {
+			out = append(out, pr.Target)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Unmanaged is a workload labelled with the selector label whose value names

@@ -253,6 +253,7 @@ func (r *Reconciler) plan(ctx context.Context, req Request, live bool) (*Plan, e
 		for _, s := range req.Environment.Services {
 			if len(s.Containers) > 0 {
 				problem(s.Name, inv.target.Name, "%v", inv.err)
+				p.Problems[len(p.Problems)-1].Unreachable = errors.Is(inv.err, ErrUnreachable)
 			}
 		}
 	}
