@@ -94,6 +94,27 @@ type DecisionResponse struct {
 	Message     string `json:"message"`
 }
 
+// Longest accepted fields of a DecisionRequest: a plan hash is
+// "sha256:" and 64 hex digits; a reason is shown on check runs and history.
+const (
+	maxPlanHash = 128
+	maxApprover = 256
+	maxReason   = 4096
+)
+
+// check returns why req's fields are out of bounds, or "".
+func (req DecisionRequest) check() string {
+	for _, f := range []struct {
+		name, value string
+		max         int
+	}{{"planHash", req.PlanHash, maxPlanHash}, {"approver", req.Approver, maxApprover}, {"reason", req.Reason, maxReason}} {
+		if len(f.value) > f.max {
+			return fmt.Sprintf("%s is %d bytes long; at most %d are accepted", f.name, len(f.value), f.max)
+		}
+	}
+	return ""
+}
+
 func (s *Server) decisionHandler(approve bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		env := r.PathValue("env")
@@ -101,11 +122,23 @@ func (s *Server) decisionHandler(approve bool) http.HandlerFunc {
 		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {
+			if tooBig := new(http.MaxBytesError); errors.As(err, &tooBig) {
+				writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("decoding request body: larger than %d bytes; want {\"planHash\": \"...\"}", maxBody))
+				return
+			}
 			writeError(w, http.StatusBadRequest, "decoding request body: "+err.Error()+`; want {"planHash": "..."}`)
+			return
+		}
+		if dec.More() {
+			writeError(w, http.StatusBadRequest, `decoding request body: data after the JSON object; want {"planHash": "..."}`)
 			return
 		}
 		if req.PlanHash == "" {
 			writeError(w, http.StatusBadRequest, `planHash is required; want {"planHash": "..."}`)
+			return
+		}
+		if msg := req.check(); msg != "" {
+			writeError(w, http.StatusBadRequest, msg)
 			return
 		}
 		who := req.Approver

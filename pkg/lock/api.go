@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -207,8 +206,12 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) lock(w http.ResponseWriter, r *http.Request) {
 	var req LockRequest
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	if err := dec.Decode(&req); err != nil {
+		if tooBig := new(http.MaxBytesError); errors.As(err, &tooBig) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, errorResponse{fmt.Sprintf("decoding lock request: the body is larger than %d bytes", maxBody)})
+			return
+		}
 		h.fail(w, invalid(fmt.Errorf("decoding lock request: %w", err)))
 		return
 	}

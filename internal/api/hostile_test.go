@@ -1,0 +1,132 @@
+package api
+
+import (
+	"runtime/metrics"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
+)
+
+// hostileRequest is one request of the API half of the hostile corpus (the
+// manifest half is in pkg/manifest, the webhook half in internal/webhook):
+// what a caller with a token, or without one, can send to the HTTP API, and
+// the answer it must get, within a time and memory budget.
+type hostileRequest struct {
+	name, method, path string
+	token              string // "" sends the valid token; "-" sends none
+	body               string
+	wantCode           int
+	wantBody           string // a part of the response body that must be there
+}
+
+func hostileRequests() []hostileRequest {
+	const approve, reject, locks = "/api/v1/environments/prod/approve", "/api/v1/environments/prod/reject", "/api/v1/locks"
+	big := strings.Repeat("a", 70<<10)
+	deep := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
+	return []hostileRequest{
+		// Decisions: bodies.
+		{name: "approve without a token", method: "POST", path: approve, token: "-", body: `{"planHash":"sha256:p"}`, wantCode: 401, wantBody: "bearer token"},
+		{name: "approve with a wrong token", method: "POST", path: approve, token: "api-test-tokeN", body: `{"planHash":"sha256:p"}`, wantCode: 401, wantBody: "bearer token"},
+		{name: "approve with a token prefix", method: "POST", path: approve, token: token[:len(token)-1], body: `{"planHash":"sha256:p"}`, wantCode: 401, wantBody: "bearer token"},
+		{name: "empty body", method: "POST", path: approve, wantCode: 400, wantBody: "decoding request body: EOF"},
+		{name: "not JSON", method: "POST", path: approve, body: "planHash=sha256:p", wantCode: 400, wantBody: "decoding request body: invalid character"},
+		{name: "form-encoded payload", method: "POST", path: approve, body: `payload={"planHash":"sha256:p"}`, wantCode: 400, wantBody: "decoding request body: invalid character"},
+		{name: "array", method: "POST", path: approve, body: `[{"planHash":"sha256:p"}]`, wantCode: 400, wantBody: "cannot unmarshal array"},
+		{name: "planHash a number", method: "POST", path: approve, body: `{"planHash":1e400}`, wantCode: 400, wantBody: "cannot unmarshal number"},
+		{name: "planHash null", method: "POST", path: approve, body: `{"planHash":null}`, wantCode: 400, wantBody: "planHash is required"},
+		{name: "unknown field", method: "POST", path: approve, body: `{"planHash":"sha256:p","approve":true}`, wantCode: 400, wantBody: `unknown field \"approve\"`},
+		{name: "duplicate planHash keys", method: "POST", path: approve, body: `{"planHash":"sha256:other","planHash":"sha256:x"}`, wantCode: 409, wantBody: "sha256:x"},
+		{name: "two objects", method: "POST", path: approve, body: `{"planHash":"sha256:x"}{"planHash":"sha256:p"}`, wantCode: 400, wantBody: "data after the JSON object"},
+		{name: "deep nesting", method: "POST", path: approve, body: `{"planHash":` + deep[:60000] + `}`, wantCode: 400, wantBody: "decoding request body"},
+		{name: "body over the cap", method: "POST", path: approve, body: `{"planHash":"` + big + `"}`, wantCode: 413, wantBody: "larger than 65536 bytes"},
+		{name: "planHash too long", method: "POST", path: approve, body: `{"planHash":"sha256:` + big[:1000] + `"}`, wantCode: 400, wantBody: "planHash is 1007 bytes long; at most 128"},
+		{name: "approver too long", method: "POST", path: approve, body: `{"planHash":"sha256:p","approver":"` + big[:300] + `"}`, wantCode: 400, wantBody: "approver is 300 bytes long"},
+		{name: "reason too long", method: "POST", path: reject, body: `{"planHash":"sha256:p","reason":"` + big[:5000] + `"}`, wantCode: 400, wantBody: "reason is 5000 bytes long"},
+		{name: "NUL in planHash", method: "POST", path: approve, body: `{"planHash":"sha256:p\u0000"}`, wantCode: 409, wantBody: "pending"},
+		{name: "invalid UTF-8", method: "POST", path: approve, body: "{\"planHash\":\"\xff\xfe\"}", wantCode: 409, wantBody: "pending"},
+		{name: "stale hash", method: "POST", path: approve, body: `{"planHash":"sha256:old"}`, wantCode: 409, wantBody: `"planHash": "sha256:p"`},
+		{name: "unknown environment", method: "POST", path: "/api/v1/environments/prod2/approve", body: `{"planHash":"sha256:p"}`, wantCode: 404, wantBody: "unknown environment"},
+		{name: "environment path traversal", method: "POST", path: "/api/v1/environments/..%2Fprod/approve", body: `{"planHash":"sha256:p"}`, wantCode: 404, wantBody: "unknown environment"},
+		{name: "GET on approve", method: "GET", path: approve, wantCode: 405},
+		// Locks: paths and bodies.
+		{name: "lock without a token", method: "POST", path: locks, token: "-", body: `{"path":"apps/prod","type":"deploy","author":"a"}`, wantCode: 401, wantBody: "bearer token"},
+		{name: "lock body over the cap", method: "POST", path: locks, body: `{"path":"apps/prod","type":"deploy","author":"a","message":"` + big + `"}`, wantCode: 413, wantBody: "larger than 65536 bytes"},
+		{name: "lock body not JSON", method: "POST", path: locks, body: "path=apps/prod", wantCode: 400, wantBody: "decoding lock request"},
+		{name: "lock path upper case is folded", method: "POST", path: locks, body: `{"path":"Apps/Prod","type":"deploy","author":"a"}`, wantCode: 400, wantBody: "lock apps/prod: expiry is required"},
+		{name: "lock path with dot-dot", method: "POST", path: locks, body: `{"path":"apps/../prod","type":"deploy","author":"a"}`, wantCode: 400, wantBody: "apps/../prod"},
+		{name: "lock path with NUL", method: "POST", path: locks, body: `{"path":"apps/prod\u0000","type":"deploy","author":"a"}`, wantCode: 400, wantBody: "path"},
+		{name: "lock path of unicode", method: "POST", path: locks, body: `{"path":"apps/prоd","type":"deploy","author":"a"}`, wantCode: 400, wantBody: "path"},
+		{name: "lock path empty", method: "POST", path: locks, body: `{"path":"","type":"deploy","author":"a"}`, wantCode: 400, wantBody: "path"},
+		{name: "lock path very long", method: "POST", path: locks, body: `{"path":"` + strings.Repeat("a/", 20000) + `a","type":"deploy","author":"a"}`, wantCode: 400, wantBody: "path"},
+		{name: "lock of an unknown type", method: "POST", path: locks, body: `{"path":"apps/prod","type":"nuke","author":"a"}`, wantCode: 400, wantBody: "nuke"},
+		{name: "lock duration negative", method: "POST", path: locks, body: `{"path":"apps/prod","type":"deploy","author":"a","duration":"-5m"}`, wantCode: 400, wantBody: "-5m"},
+		{name: "lock duration absurd", method: "POST", path: locks, body: `{"path":"apps/prod","type":"deploy","author":"a","duration":"9999999999h"}`, wantCode: 400, wantBody: "9999999999h"},
+		{name: "lock as the reconciler", method: "POST", path: locks, body: `{"path":"apps/prod","type":"deploy","author":"` + lock.ReservedAuthor + `"}`, wantCode: 400, wantBody: lock.ReservedAuthor},
+		{name: "get lock path traversal", method: "GET", path: "/api/v1/locks/apps/%2E%2E/prod", wantCode: 400, wantBody: "path"},
+		{name: "check path encoded slash", method: "GET", path: "/api/v1/check/apps%2Fprod%00", wantCode: 400, wantBody: "path"},
+		{name: "unlock of nothing", method: "DELETE", path: "/api/v1/locks/apps/prod?type=deploy", wantCode: 404, wantBody: "no lock"},
+		{name: "unlock with an unknown type", method: "DELETE", path: "/api/v1/locks/apps/prod?type=nuke", wantCode: 400, wantBody: "nuke"},
+	}
+}
+
+// TestHostileRequests sends every request of the API corpus and checks the
+// status, a part of the body, and the time and memory the server spent.
+func TestHostileRequests(t *testing.T) {
+	svc, err := lock.New(lock.NewMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &backend{pending: &approval.Pending{Revision: "abcdef0123456789", PlanHash: "sha256:p"}, locks: svc}
+	srv := newServer(t, b, WithToken(token))
+	for _, tc := range hostileRequests() {
+		t.Run(tc.name, func(t *testing.T) {
+			tok := tc.token
+			switch tok {
+			case "":
+				tok = token
+			case "-":
+				tok = ""
+			}
+			before := allocated()
+			start := time.Now()
+			code, body := call(t, srv, tc.method, tc.path, tok, tc.body)
+			took, alloc := time.Since(start), allocated()-before
+			if code != tc.wantCode || !strings.Contains(body, tc.wantBody) {
+				t.Errorf("%s %s: %d %q, want %d with %q", tc.method, tc.path, code, clip(body), tc.wantCode, tc.wantBody)
+			}
+			if took > 2*time.Second {
+				t.Errorf("took %s, want under 2s", took)
+			}
+			// The bodies are at most 70 KiB; a request may cost a few MiB
+			// with the test client, never more.
+			if alloc > 8<<20 {
+				t.Errorf("allocated %d bytes, want under 8 MiB", alloc)
+			}
+		})
+	}
+	if len(b.decided) != 0 {
+		t.Errorf("decisions taken by hostile requests: %v", b.decided)
+	}
+	if ls, err := svc.List(t.Context(), ""); err != nil || len(ls) != 0 {
+		t.Errorf("locks left by hostile requests: %v, %v", ls, err)
+	}
+	if n := len(hostileRequests()); n < 40 {
+		t.Errorf("the API corpus has %d cases, want at least 40", n)
+	}
+}
+
+func allocated() int64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64())
+}
+
+func clip(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "…"
+	}
+	return s
+}
