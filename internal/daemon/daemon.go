@@ -139,7 +139,9 @@ func (d *Daemon) buildLocks(clients *wire.Clients) (*lock.Checker, error) {
 }
 
 // buildWebhook makes the webhook receiver (given, or from
-// github.webhookSecretFile) and lets push events trigger the source.
+// github.webhookSecretFile) and lets push events trigger the source: on the
+// leader directly, on any other replica through a wake-up the leader
+// watches (wake.go).
 func (d *Daemon) buildWebhook() error {
 	d.webhook = d.o.webhook
 	if d.webhook == nil && d.cfg.GitHub.WebhookSecretFile != "" {
@@ -158,7 +160,7 @@ func (d *Daemon) buildWebhook() error {
 	if d.webhook == nil {
 		return nil
 	}
-	push, err := webhook.OnPush(d.cfg.Source.URL, d.cfg.Source.Branch, d.source.Trigger)
+	push, err := webhook.OnPush(d.cfg.Source.URL, d.cfg.Source.Branch, d.pushed)
 	if err != nil {
 		return fmt.Errorf("configuring push webhook: %w", err)
 	}
@@ -247,6 +249,8 @@ func (d *Daemon) leadingLoop(ctx context.Context) {
 		wg.Add(1)
 		go func() { defer wg.Done(); w.run(ctx) }()
 	}
+	wg.Add(1)
+	go func() { defer wg.Done(); d.watchWake(ctx) }()
 	err := d.source.Run(ctx, func(_ context.Context, s gitsource.Snapshot) { d.offer(s) })
 	if err != nil && !errors.Is(err, context.Canceled) {
 		d.log.Error(err, "git source stopped")

@@ -5,7 +5,10 @@
 // Store (ConfigMaps) that survives restarts. The Daemon is the
 // approval.Decider of every approval path: Approve and Reject work on any
 // replica (a replica that does not lead hands the decision to the leader
-// through the Store). It is the api.Backend that internal/api serves over
-// HTTP (environments, approvals, locks, readiness), and takes part in leader
-// election so that only one replica fetches and applies.
+// through the Store), and so do push webhooks (a replica that does not lead
+// annotates the ConfigMap WakeConfigMapName, which the leader watches and
+// polls the source on at once; see wake.go). It is the api.Backend that
+// internal/api serves over HTTP (environments, approvals, locks, readiness),
+// and takes part in leader election so that only one replica fetches and
+// applies.
 package daemon
