@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+	"github.com/stagehand-gitops/stagehand/internal/gitserver"
 	"github.com/stagehand-gitops/stagehand/internal/oidctest"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
@@ -236,19 +237,8 @@ func TestPrbotGitHubAppAuth(t *testing.T) {
 func TestPrbotServe(t *testing.T) {
 	srv, environ := prbotRepo(t)
 	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	write := func(name, content string) string { return gitserver.WriteFile(t, dir, name, content) }
+	addr := freeAddr(t)
 	cfg := write("prbot.yaml", fmt.Sprintf(`github:
   apiURL: %s
   owner: acme
@@ -370,19 +360,8 @@ func TestPrbotBumpVia(t *testing.T) {
 	}, "seed")
 	iss := oidctest.New(t)
 	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	write := func(name, content string) string { return gitserver.WriteFile(t, dir, name, content) }
+	addr := freeAddr(t)
 	cfg := write("prbot.yaml", fmt.Sprintf(`github:
   apiURL: %s
   owner: acme
@@ -531,4 +510,16 @@ func TestLogBumpNamesTheCaller(t *testing.T) {
 			t.Errorf("line %d logs the token id: %q", i, log.lines[i])
 		}
 	}
+}
+
+// freeAddr returns a loopback address no one listens on, for a server the
+// test starts through its configuration.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

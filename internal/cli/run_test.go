@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -83,12 +82,7 @@ func TestRunServes(t *testing.T) {
 	ns := env.Namespace(t)
 	cluster.Env(t).CreateDeployment(t, ns, "web", "example.com/web:1.0.0")
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("run-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
