@@ -231,8 +231,7 @@ func (spaces) Read(p []byte) (int, error) {
 
 // TestConcurrencyBound: with every slot held by a delivery still being
 // handled, another delivery waits for the queue wait and then gets 503 with
-// Retry-After, without its body being read; once a slot frees, deliveries
-// are served again.
+// Retry-After; once a slot frees, deliveries are served again.
 func TestConcurrencyBound(t *testing.T) {
 	recv, err := webhook.New(secret, webhook.WithMaxConcurrent(2), webhook.WithQueueWait(50*time.Millisecond))
 	if err != nil {
@@ -290,6 +289,50 @@ func post(t *testing.T, url, delivery string, body []byte) (int, string, string)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b), resp.Header.Get("Retry-After")
+}
+
+// TestTricklersHoldNoSlot: senders that announce bodies and trickle them
+// hold only the bytes they sent, not the handling slots: with more
+// tricklers than slots, a real delivery is still handled at once.
+func TestTricklersHoldNoSlot(t *testing.T) {
+	rec, url := recordedServer(t, "push", webhook.WithReadTimeout(3*time.Second), webhook.WithMaxConcurrent(2),
+		webhook.WithQueueWait(50*time.Millisecond))
+	body, err := os.ReadFile("testdata/push.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writers []*io.PipeWriter
+	done := make(chan struct{}, 4)
+	for i := range 4 {
+		pr, pw := io.Pipe()
+		writers = append(writers, pw)
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, pr)
+		req.ContentLength = 5 << 20
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-GitHub-Event", "push")
+		req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("trickle-%d", i))
+		req.Header.Set("X-Hub-Signature-256", githubtest.Sign(secret, body))
+		go func() {
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+			done <- struct{}{}
+		}()
+		go func() { _, _ = pw.Write(body[:10]) }()
+	}
+	time.Sleep(200 * time.Millisecond) // the tricklers are connected and reading
+	if code, msg, _ := post(t, url, "real", body); code != 200 {
+		t.Errorf("a real delivery among %d tricklers got %d %q, want 200", len(writers), code, msg)
+	}
+	for _, pw := range writers {
+		pw.CloseWithError(io.ErrUnexpectedEOF)
+	}
+	for range writers {
+		<-done
+	}
+	if diff := cmp.Diff([]string{"push/real"}, rec.deliveries()); diff != "" {
+		t.Errorf("handled deliveries (-want +got):\n%s", diff)
+	}
 }
 
 // TestSlowSenderCut: a sender that announces a body and trickles it is cut

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"golang.org/x/sync/semaphore"
 	"io"
 	"mime"
 	"net/http"
@@ -75,9 +76,10 @@ func WithMaxBodyBytes(n int64) Option {
 	}
 }
 
-// WithMaxConcurrent sets how many deliveries are read and handled at once
-// (default DefaultMaxConcurrent); one that waits longer than the queue wait
-// for a slot gets 503 with Retry-After.
+// WithMaxConcurrent sets how many deliveries are handled at once, and how
+// many bodies at the cap may be read at once (default DefaultMaxConcurrent);
+// one that waits longer than the queue wait for a slot, or for its body's
+// memory, gets 503 with Retry-After.
 func WithMaxConcurrent(n int) Option {
 	return func(o *options) error {
 		if n <= 0 {
@@ -134,7 +136,13 @@ func WithErrorHandler(f func(Event, error)) Option {
 type Receiver struct {
 	secret []byte
 	opts   options
-	slots  chan struct{} // one token per delivery being read or handled
+	slots  chan struct{} // one token per delivery being handled
+	// mem bounds the bytes of bodies being read or held: maxConcurrent
+	// bodies at the cap, and one more for joining a body's pieces. A body
+	// takes its share chunk by chunk as the bytes arrive, so a sender that
+	// trickles holds only what it sent, and never a slot that a real
+	// delivery needs.
+	mem *semaphore.Weighted
 
 	mu       sync.Mutex
 	handlers map[string][]Handler
@@ -158,6 +166,7 @@ func New(secret string, opts ...Option) (*Receiver, error) {
 		secret:   []byte(secret),
 		opts:     o,
 		slots:    make(chan struct{}, o.maxConcurrent),
+		mem:      semaphore.NewWeighted(int64(o.maxConcurrent+1) * o.maxBody),
 		handlers: map[string][]Handler{},
 		seen:     newLRU(o.dedupeSize),
 	}, nil
@@ -200,22 +209,27 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
 		return
 	}
+	body, held, code := r.read(w, req)
+	defer r.mem.Release(held)
+	switch code {
+	case 0:
+	case http.StatusUnauthorized:
+		http.Error(w, "missing or invalid X-Hub-Signature-256", code)
+		return
+	case http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "too many webhook deliveries at once; retry later", code)
+		return
+	default:
+		http.Error(w, http.StatusText(code), code)
+		return
+	}
 	if !r.acquire(req.Context()) {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "too many webhook deliveries at once; retry later", http.StatusServiceUnavailable)
 		return
 	}
 	defer func() { <-r.slots }()
-	body, code := r.read(w, req)
-	switch code {
-	case 0:
-	case http.StatusUnauthorized:
-		http.Error(w, "missing or invalid X-Hub-Signature-256", code)
-		return
-	default:
-		http.Error(w, http.StatusText(code), code)
-		return
-	}
 	if err := checkShape(e.Type, body); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -274,51 +288,81 @@ func (r *Receiver) acquire(ctx context.Context) bool {
 const readChunk = 64 << 10
 
 // read reads the body, never more than the cap, within the read timeout,
-// and checks its signature. It returns the verified body or the status to
-// answer with.
-func (r *Receiver) read(w http.ResponseWriter, req *http.Request) ([]byte, int) {
+// and checks its signature. It returns the verified body, the bytes of the
+// memory budget it holds (the caller releases them), or the status to
+// answer with. Each chunk takes its bytes from the budget before it is
+// allocated, waiting at most the queue wait.
+func (r *Receiver) read(w http.ResponseWriter, req *http.Request) ([]byte, int64, int) {
 	// Not every ResponseWriter supports deadlines (httptest's recorder does not); the server's own timeouts still hold.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(r.opts.readTimeout))
 	src := http.MaxBytesReader(w, req.Body, r.opts.maxBody)
 	var chunks [][]byte
 	var total int
+	var held int64
 	var err error
-	if n := req.ContentLength; n >= 0 {
-		// The length is known and within the cap: one buffer of that size (the server stops the body there).
-		body := make([]byte, n)
-		_, err = io.ReadFull(src, body)
-		chunks, total = [][]byte{body}, int(n)
-	} else {
-		for err == nil {
-			c := make([]byte, readChunk)
-			var m int
-			m, err = io.ReadFull(src, c)
-			if m > 0 {
-				chunks, total = append(chunks, c[:m]), total+m
-			}
+	for err == nil {
+		// Never ask for more than is left of the body: its known length
+		// (within the cap; the server stops the body there), or the cap
+		// and one byte to find a body that goes past it.
+		left := r.opts.maxBody - int64(total) + 1
+		if n := req.ContentLength; n >= 0 {
+			left = n - int64(total)
 		}
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			err = nil
+		size := min(int64(readChunk), left)
+		if size == 0 {
+			break
 		}
+		if !r.take(req.Context(), size) {
+			return nil, held, http.StatusServiceUnavailable
+		}
+		held += size
+		c := make([]byte, size)
+		var m int
+		m, err = io.ReadFull(src, c)
+		if m > 0 {
+			chunks, total = append(chunks, c[:m]), total+m
+		}
+	}
+	if req.ContentLength < 0 && (err == io.EOF || err == io.ErrUnexpectedEOF) {
+		err = nil
 	}
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		return nil, http.StatusRequestEntityTooLarge
+		return nil, held, http.StatusRequestEntityTooLarge
 	case err != nil:
-		return nil, http.StatusBadRequest
+		return nil, held, http.StatusBadRequest
 	}
 	if !r.validSignature(req.Header.Get("X-Hub-Signature-256"), chunks) {
-		return nil, http.StatusUnauthorized
+		return nil, held, http.StatusUnauthorized
 	}
 	if len(chunks) == 1 {
-		return chunks[0], 0
+		return chunks[0], held, 0
+	}
+	// The joined copy takes its own share while the pieces still exist; the
+	// pieces' share is given back once they are garbage.
+	if !r.take(req.Context(), int64(total)) {
+		return nil, held, http.StatusServiceUnavailable
 	}
 	body := make([]byte, 0, total)
 	for _, c := range chunks {
 		body = append(body, c...)
 	}
-	return body, 0
+	r.mem.Release(held)
+	return body, int64(total), 0
+}
+
+// take takes n bytes of the memory budget, waiting at most the queue wait.
+func (r *Receiver) take(ctx context.Context, n int64) bool {
+	if r.mem.TryAcquire(n) {
+		return true
+	}
+	if r.opts.queueWait == 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.opts.queueWait)
+	defer cancel()
+	return r.mem.Acquire(ctx, n) == nil
 }
 
 func reply(w http.ResponseWriter, code int, msg string) {
