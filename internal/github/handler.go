@@ -128,7 +128,10 @@ func (h *Handler) HandleCheckRun(ctx context.Context, payload []byte) error {
 		return fmt.Errorf("reading check run %d before deciding: %w", run.GetID(), err)
 	}
 	if why := mismatch(live, run, env, h.client.appID); why != "" {
-		return nil // stale or forged: nothing to decide
+		// Stale or forged: nothing to decide, but said, so that whoever
+		// clicked, or watches the logs, can learn why nothing happened.
+		h.o.onError(fmt.Errorf("ignoring a click on check run %d by %s: %s", run.GetID(), ev.GetSender().GetLogin(), why))
+		return nil
 	}
 	run = live
 	login := ev.GetSender().GetLogin()

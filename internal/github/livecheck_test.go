@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stagehand-gitops/stagehand/internal/github"
@@ -21,16 +23,17 @@ func TestClickIsCheckedAgainstTheLiveRun(t *testing.T) {
 		edit    func(ev map[string]any) // changes the delivery's payload
 		decided bool                    // completes the run before the click arrives
 		wantErr error
-		want    int // approvals
+		want    int  // approvals
+		ignored bool // the click is reported as ignored, with why
 	}{
 		{name: "a genuine click", want: 1},
-		{name: "a click replayed after the run was decided", decided: true},
+		{name: "a click replayed after the run was decided", decided: true, ignored: true},
 		{name: "the payload names another commit", edit: func(ev map[string]any) {
 			ev["check_run"].(map[string]any)["head_sha"] = "0123456789012345678901234567890123456789"
-		}},
+		}, ignored: true},
 		{name: "the payload names another environment's check", edit: func(ev map[string]any) {
 			ev["check_run"].(map[string]any)["name"] = "stagehand/staging"
-		}},
+		}, ignored: true},
 		{name: "no requested_action", edit: func(ev map[string]any) { delete(ev, "requested_action") }, wantErr: github.ErrNoRequestedAction},
 	}
 	for _, tc := range tests {
@@ -48,7 +51,8 @@ func TestClickIsCheckedAgainstTheLiveRun(t *testing.T) {
 			d.gate = github.NewGate(f.client)
 			d.setPlan(p)
 			d.set("staging", p.PlanHash)
-			h := newHandler(t, f.client, d, nil)
+			var reported []string
+			h := newHandler(t, f.client, d, nil, github.OnDecisionError(func(err error) { reported = append(reported, err.Error()) }))
 			var ev map[string]any
 			if err := json.Unmarshal(f.srv.CheckRunActionDelivery(owner, repo, id, "approve", "maria").Body, &ev); err != nil {
 				t.Fatal(err)
@@ -69,6 +73,10 @@ func TestClickIsCheckedAgainstTheLiveRun(t *testing.T) {
 			}
 			if len(d.approved) != tc.want || len(d.rejected) != 0 {
 				t.Errorf("approved %v, rejected %v; want %d approvals", d.approved, d.rejected, tc.want)
+			}
+			ignored := len(reported) == 1 && strings.Contains(reported[0], fmt.Sprintf("ignoring a click on check run %d by maria: ", id))
+			if ignored != tc.ignored {
+				t.Errorf("reported %q; want the click reported as ignored: %v", reported, tc.ignored)
 			}
 		})
 	}

@@ -144,7 +144,8 @@ func (r *Reconciler) watchOf(t Target) *targetWatch {
 			DeleteFunc: func(any) { tw.version.Add(1); c.notify() },
 		})
 		tw.informers[i] = inf
-		c.wg.Go(func() { inf.RunWithContext(c.ctx) })
+		ctx := c.ctx // read under c.mu: Watch clears it when it ends
+		c.wg.Go(func() { inf.RunWithContext(ctx) })
 	}
 	c.targets[k] = tw
 	return tw
