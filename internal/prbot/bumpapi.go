@@ -123,7 +123,6 @@ type BumpAPI struct {
 	bot    *Bot
 	ver    *verifier
 	onBump func(BumpLog)
-	ns     map[string][]string // issuer URL → trusted namespaces
 }
 
 // NewBumpAPI returns the bump API of bot; it needs at least one WithIssuer.
@@ -140,17 +139,19 @@ func NewBumpAPI(bot *Bot, opts ...Option) (*BumpAPI, error) {
 	if len(o.issuers) == 0 {
 		return nil, errors.New("creating bump API: no trusted issuer")
 	}
-	ns := map[string][]string{}
-	for _, is := range o.issuers {
-		if _, dup := ns[is.URL]; dup {
+	seen := map[string]bool{}
+	issuers := make([]Issuer, len(o.issuers))
+	for i, is := range o.issuers {
+		if seen[is.URL] {
 			return nil, fmt.Errorf("creating bump API: issuer %s trusted twice", is.URL)
 		}
-		ns[is.URL] = is.Namespaces
+		seen[is.URL] = true
 		if len(is.Namespaces) == 0 {
-			ns[is.URL] = []string{bot.links.Owner}
+			is.Namespaces = []string{bot.links.Owner}
 		}
+		issuers[i] = is
 	}
-	return &BumpAPI{bot: bot, ver: newVerifier(o.issuers, o.issuerClient, o.keyRefresh, bot.now), onBump: o.onBump, ns: ns}, nil
+	return &BumpAPI{bot: bot, ver: newVerifier(issuers, o.issuerClient, o.keyRefresh, bot.now), onBump: o.onBump}, nil
 }
 
 // refusal is an answer other than 200.
@@ -242,6 +243,8 @@ func verifyRefusal(err error) *refusal {
 	switch {
 	case errors.Is(err, ErrIssuerUnavailable), errors.Is(err, ErrBusy):
 		return &refusal{status: http.StatusServiceUnavailable, reason: "IssuerUnavailable", err: err}
+	case errors.Is(err, ErrUntrustedRepository):
+		return &refusal{status: http.StatusForbidden, reason: "UntrustedRepository", err: err}
 	case errors.Is(err, ErrReplayed):
 		return &refusal{status: http.StatusUnauthorized, reason: "Replayed", err: fmt.Errorf("%w: every request needs a fresh ID token", err)}
 	}
@@ -286,9 +289,6 @@ func (a *BumpAPI) authorize(ctx context.Context, c *Caller, body *BumpBody) (Bum
 	}
 	if err := req.validateFields(req.File != ""); err != nil {
 		return req, refuse(http.StatusBadRequest, "BadRequest", "%v", err)
-	}
-	if !underNamespace(c.Repository, a.ns[c.Issuer]) {
-		return req, refuse(http.StatusForbidden, "UntrustedRepository", "repository %s is not under a namespace trusted from %s (%s)", c.Repository, c.Issuer, strings.Join(a.ns[c.Issuer], ", "))
 	}
 	pl, err := a.bot.pipeline(ctx, a.bot.base)
 	if err != nil {

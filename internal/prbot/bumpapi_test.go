@@ -399,7 +399,7 @@ func TestNewBumpAPIOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(map[string][]string{gh.URL: {owner}}, api.ns); diff != "" {
+	if diff := cmp.Diff([]string{owner}, api.ver.issuers[gh.URL].Namespaces); diff != "" {
 		t.Errorf("trusted namespaces (-want +got):\n%s", diff)
 	}
 }

@@ -72,6 +72,9 @@ var (
 	ErrReplayed          = errors.New("token already used")
 	ErrMissingClaim      = errors.New("token lacks a claim")
 	ErrIssuerUnavailable = errors.New("issuer unavailable")
+	// ErrUntrustedRepository: the token is genuine, but its repository is
+	// under none of the issuer's trusted namespaces.
+	ErrUntrustedRepository = errors.New("repository not under a trusted namespace")
 	// ErrBusy is answered 503: too many unexpired tokens are remembered.
 	ErrBusy = errors.New("too many tokens in use; try again later")
 )
@@ -146,6 +149,12 @@ func (v *verifier) verify(ctx context.Context, raw string) (*Caller, error) {
 	c, err := is.caller(tok)
 	if err != nil {
 		return nil, err
+	}
+	// Before the replay memory: a token of any repository that the issuer
+	// serves (every repository on github.com) is genuine, and must not take
+	// a place there, or an untrusted repository could fill it.
+	if !underNamespace(c.Repository, is.Namespaces) {
+		return c, fmt.Errorf("%w: repository %s is not under a namespace trusted from %s (%s)", ErrUntrustedRepository, c.Repository, c.Issuer, strings.Join(is.Namespaces, ", "))
 	}
 	if c.TokenID == "" {
 		return c, ErrNoTokenID

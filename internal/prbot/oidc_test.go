@@ -30,7 +30,7 @@ func TestVerify(t *testing.T) {
 	gl := oidctest.New(t)
 	clk := &clock{}
 	v := newVerifier([]Issuer{
-		{URL: is.URL(), Audience: "stagehand", Claims: ClaimsGitHub},
+		{URL: is.URL(), Audience: "stagehand", Claims: ClaimsGitHub, Namespaces: []string{"acme"}},
 		{URL: gl.URL(), Audience: "stagehand", Claims: ClaimsGitLab, Namespaces: []string{"acme-group"}},
 	}, oidctest.Client(is, gl), 30*time.Second, clk.now)
 	ctx := context.Background()
@@ -91,6 +91,19 @@ func TestVerify(t *testing.T) {
 		}
 	})
 
+	t.Run("a genuine token of an untrusted repository takes no place in the replay memory", func(t *testing.T) {
+		before := len(v.replay.seen)
+		for range 3 {
+			tok := is.Sign(t, nil, is.GitHubClaims("evil/checkout-api", "stagehand", clk.now()))
+			if _, err := v.verify(ctx, tok); !errors.Is(err, ErrUntrustedRepository) {
+				t.Fatalf("verify = %v, want ErrUntrustedRepository", err)
+			}
+		}
+		if got := len(v.replay.seen); got != before {
+			t.Errorf("replay memory grew from %d to %d entries", before, got)
+		}
+	})
+
 	t.Run("unknown keys refetch the key set at most once per refresh; rotation is picked up", func(t *testing.T) {
 		clk.add(time.Minute) // past the refetch the unknown key above caused
 		hits := int32(is.KeySetFetches())
@@ -116,7 +129,7 @@ func TestVerify(t *testing.T) {
 
 	t.Run("issuer down after the first token: its cached keys still verify", func(t *testing.T) {
 		flaky := oidctest.New(t)
-		v := newVerifier([]Issuer{{URL: flaky.URL(), Audience: "stagehand", Claims: ClaimsGitHub}}, oidctest.Client(flaky), 30*time.Second, clk.now)
+		v := newVerifier([]Issuer{{URL: flaky.URL(), Audience: "stagehand", Claims: ClaimsGitHub, Namespaces: []string{"acme"}}}, oidctest.Client(flaky), 30*time.Second, clk.now)
 		if _, err := v.verify(ctx, flaky.Sign(t, nil, flaky.GitHubClaims("acme/checkout-api", "stagehand", clk.now()))); err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +149,7 @@ func TestVerify(t *testing.T) {
 		tok := down.Sign(t, nil, down.GitHubClaims("acme/checkout-api", "stagehand", clk.now()))
 		url := down.URL()
 		down.Close()
-		v := newVerifier([]Issuer{{URL: url, Audience: "stagehand", Claims: ClaimsGitHub}}, oidctest.Client(down), 30*time.Second, clk.now)
+		v := newVerifier([]Issuer{{URL: url, Audience: "stagehand", Claims: ClaimsGitHub, Namespaces: []string{"acme"}}}, oidctest.Client(down), 30*time.Second, clk.now)
 		if _, err := v.verify(ctx, tok); !errors.Is(err, ErrIssuerUnavailable) {
 			t.Errorf("verify = %v, want ErrIssuerUnavailable", err)
 		}
@@ -148,7 +161,7 @@ func TestVerify(t *testing.T) {
 // ("full"), against the bare signature check it cannot avoid ("signature").
 func BenchmarkVerify(b *testing.B) {
 	is := oidctest.New(b)
-	v := newVerifier([]Issuer{{URL: is.URL(), Audience: "stagehand", Claims: ClaimsGitHub}}, oidctest.Client(is), 30*time.Second, time.Now)
+	v := newVerifier([]Issuer{{URL: is.URL(), Audience: "stagehand", Claims: ClaimsGitHub, Namespaces: []string{"acme"}}}, oidctest.Client(is), 30*time.Second, time.Now)
 	ctx := context.Background()
 	// Signing is slow: sign a pool of distinct tokens and forget the used
 	// ids each round (a real request carries a fresh token).
