@@ -26,6 +26,14 @@ type decisionReply struct {
 
 // pickUp acts on a decision another replica handed over through the Store.
 func (w *worker) pickUp(ctx context.Context) {
+	// Checked every second: decode the state only when a handover is there.
+	if has, err := w.store.HasHandover(ctx, w.env); err != nil || !has {
+		if err != nil {
+			w.metrics.fail(w.env, "state")
+			w.log.Error(err, "reading the state for decisions handed over", "environment", w.env)
+		}
+		return
+	}
 	st, err := w.store.Load(ctx, w.env)
 	if err != nil {
 		w.metrics.fail(w.env, "state")
@@ -36,7 +44,7 @@ func (w *worker) pickUp(ctx context.Context) {
 		return
 	}
 	dec := *st.Handover
-	if err := w.store.Update(ctx, w.env, func(st *EnvState) { st.Handover = nil }); err != nil {
+	if err := w.store.Update(ctx, w.env, takeHandover(dec)); err != nil {
 		w.metrics.fail(w.env, "state")
 		w.log.Error(err, "taking a decision handed over", "environment", w.env, "planHash", dec.PlanHash)
 		return
@@ -52,6 +60,18 @@ func (w *worker) pickUp(ctx context.Context) {
 	if dec.Approve && !errors.Is(r.err, approval.ErrNotPending) {
 		// The replica that took the approval has answered already: report on the gate (the check run).
 		w.approvalFailed(ctx, dec, r.err)
+	}
+}
+
+// takeHandover clears the handover dec from the state, and only dec: a
+// decision another replica handed over since dec was read stays for the
+// next pick-up, so one that was answered "accepted" is never wiped.
+func takeHandover(dec Handover) func(*EnvState) {
+	return func(st *EnvState) {
+		if h := st.Handover; h != nil && h.Approve == dec.Approve && h.PlanHash == dec.PlanHash &&
+			h.Approver == dec.Approver && h.Reason == dec.Reason && h.At.Equal(dec.At) {
+			st.Handover = nil
+		}
 	}
 }
 

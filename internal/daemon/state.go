@@ -118,6 +118,23 @@ func (s *Store) Load(ctx context.Context, env string) (*EnvState, error) {
 	}
 }
 
+// HasHandover reports whether a decision handed over by another replica
+// waits in env's state: one read of the ConfigMap, without decoding (or
+// inflating, or assembling) anything, for the leader's per-second look.
+func (s *Store) HasHandover(ctx context.Context, env string) (bool, error) {
+	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, ConfigMapName(env), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading state of environment %q: %w", env, err)
+	}
+	_, plain := cm.Data[keyHandover]
+	_, zipped := cm.BinaryData[keyHandover+suffixGzip]
+	_, split := cm.Data[keyHandover+suffixParts]
+	return plain || zipped || split, nil
+}
+
 // SetPending records p as env's pending approval; nil clears it.
 func (s *Store) SetPending(ctx context.Context, env string, p *approval.Pending) error {
 	return s.Update(ctx, env, func(st *EnvState) { st.Pending = p })

@@ -137,3 +137,37 @@ func TestConfigMapName(t *testing.T) {
 		t.Errorf("distinct environments share a ConfigMap")
 	}
 }
+
+// TestStoreHasHandover: the leader's cheap per-second look finds a handover
+// (with a short or a long reason), and finds none in a state without one or
+// in no state at all.
+func TestStoreHasHandover(t *testing.T) {
+	env := cluster.Env(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	s := NewStore(env.Clientset, ns)
+	has := func(want bool) {
+		t.Helper()
+		got, err := s.HasHandover(ctx, "prod")
+		if err != nil || got != want {
+			t.Fatalf("HasHandover = %v, %v; want %v", got, err, want)
+		}
+	}
+	has(false)
+	if err := s.SetPending(ctx, "prod", &approval.Pending{Revision: "r", PlanHash: "sha256:p"}); err != nil {
+		t.Fatal(err)
+	}
+	has(false)
+	for _, reason := range []string{"short", strings.Repeat("a long reason, ", 2000)} {
+		if err := s.Update(ctx, "prod", func(st *EnvState) {
+			st.Handover = &Handover{PlanHash: "sha256:p", Approver: "bob", Reason: reason, At: time.Now()}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		has(true)
+		if err := s.Update(ctx, "prod", func(st *EnvState) { st.Handover = nil }); err != nil {
+			t.Fatal(err)
+		}
+		has(false)
+	}
+}
