@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httputil"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,8 +21,13 @@ import (
 // approver must not approve) still go out.
 const LowBudget = 0.10
 
-// maxCached bounds the responses kept for conditional requests.
-const maxCached = 512
+// The responses kept for conditional requests: at most maxCached of them and
+// maxCachedBytes in all; an answer larger than maxCachedBody is not kept.
+const (
+	maxCached      = 512
+	maxCachedBytes = 16 << 20
+	maxCachedBody  = 1 << 20
+)
 
 // budget is what the client knows of its rate limit, from the X-RateLimit-* headers of the last answer,
 // and its metrics.
@@ -105,18 +109,24 @@ type conditional struct {
 	mu    sync.Mutex
 	cache map[string]cachedResponse
 	order []string // oldest first, for eviction
+	bytes int      // of the raw responses kept
 }
 
 type cachedResponse struct {
 	etag string
 	raw  []byte // the whole 200 response, as httputil.DumpResponse wrote it
+	poll bool   // an answer to a poll (isPoll)
+	// fresh is false once this client wrote something after the answer came:
+	// the copy may then be behind, and a low budget does not answer from it
+	// (its ETag still saves the counted 200 when nothing changed).
+	fresh bool
 }
 
 func (c *conditional) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodGet || req.Header.Get("Range") != "" {
 		resp, err := c.base.RoundTrip(req)
 		if err == nil && req.Method != http.MethodHead {
-			c.forgetPolls() // a write may change what a poll lists: never answer one from an older copy
+			c.stalePolls() // a write may change what a poll lists: never answer one from an older copy
 		}
 		return resp, err
 	}
@@ -124,7 +134,7 @@ func (c *conditional) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.mu.Lock()
 	cached, ok := c.cache[key]
 	c.mu.Unlock()
-	if ok && c.budget.low() && isPoll(req.URL.Path) {
+	if ok && cached.fresh && c.budget.low() && isPoll(req.URL.Path) {
 		return cached.response(req)
 	}
 	if ok {
@@ -140,6 +150,7 @@ func (c *conditional) RoundTrip(req *http.Request) (*http.Response, error) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
 		out, err := cached.response(req)
+		c.refresh(key, cached)
 		if err == nil {
 			for _, h := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Used", "X-RateLimit-Reset"} {
 				out.Header.Set(h, resp.Header.Get(h))
@@ -151,46 +162,54 @@ func (c *conditional) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading GitHub's answer to %s: %w", req.URL.Path, err)
 		}
-		c.store(key, cachedResponse{etag: resp.Header.Get("ETag"), raw: raw})
+		c.store(key, cachedResponse{etag: resp.Header.Get("ETag"), raw: raw, poll: isPoll(req.URL.Path), fresh: true})
 	}
 	return resp, nil
 }
 
-// forgetPolls drops the copies a low budget may answer polls from; their ETags go too, which costs one
-// counted listing per commit after each write.
-func (c *conditional) forgetPolls() {
+// stalePolls marks the copies a low budget may answer polls from as no
+// longer fresh; their ETags stay, so that the next poll is still a free 304
+// when the write changed nothing it lists.
+func (c *conditional) stalePolls() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	kept := c.order[:0]
-	for _, k := range c.order {
-		if u, _, _ := strings.Cut(k, " "); isPoll(pathOf(u)) {
-			delete(c.cache, k)
-			continue
+	for k, r := range c.cache {
+		if r.poll && r.fresh {
+			r.fresh = false
+			c.cache[k] = r
 		}
-		kept = append(kept, k)
 	}
-	c.order = kept
 }
 
-func pathOf(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return ""
+// refresh marks the copy under key fresh again: GitHub has just said it is
+// current (a 304).
+func (c *conditional) refresh(key string, r cachedResponse) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur, ok := c.cache[key]; ok && cur.etag == r.etag {
+		cur.fresh = true
+		c.cache[key] = cur
 	}
-	return u.Path
 }
 
 func (c *conditional) store(key string, r cachedResponse) {
+	if len(r.raw) > maxCachedBody {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cache == nil {
 		c.cache = map[string]cachedResponse{}
 	}
-	if _, ok := c.cache[key]; !ok {
+	if old, ok := c.cache[key]; ok {
+		c.bytes -= len(old.raw)
+	} else {
 		c.order = append(c.order, key)
 	}
 	c.cache[key] = r
-	for len(c.order) > maxCached {
+	c.bytes += len(r.raw)
+	for len(c.order) > maxCached || c.bytes > maxCachedBytes {
+		c.bytes -= len(c.cache[c.order[0]].raw)
 		delete(c.cache, c.order[0])
 		c.order = c.order[1:]
 	}

@@ -202,3 +202,32 @@ func BenchmarkGitHubRequests(b *testing.B) {
 }
 
 var idlePlan *reconcile.Plan
+
+// TestWriteKeepsETags: a write elsewhere (a check run on another commit, as a
+// PR preview makes) leaves the ETags of the polls, so the next poll of an
+// unchanged commit is still a free 304; only answering from the copy without
+// asking stops until GitHub confirms it again.
+func TestWriteKeepsETags(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
+	other := f.srv.Commit(owner, repo, "main", map[string]string{"environments/prod/api.json": `{"a":1}`}, "another")
+	p := plan("prod", sha, 2)
+	id, err := f.client.Propose(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.client.Propose(ctx, p); err != nil { // the listing with the new run: kept with its ETag
+		t.Fatal(err)
+	}
+	if _, err := f.client.Propose(ctx, plan("staging", other, 1)); err != nil { // a write on another commit
+		t.Fatal(err)
+	}
+	used, _ := counted(f)
+	if again, err := f.client.Propose(ctx, p); err != nil || again != id {
+		t.Fatalf("Propose again = %d, %v; want run %d", again, err, id)
+	}
+	if after, _ := counted(f); after != used {
+		t.Errorf("the poll after an unrelated write counted %d requests against the limit, want 0 (a 304)", after-used)
+	}
+}
