@@ -25,6 +25,7 @@ type registryState struct {
 	limiters  map[string]*rate.Limiter
 	digests   map[cacheKey]cachedDigest
 	keychains map[keychainKey]cachedKeychain
+	swept     time.Time // when expired entries were last dropped
 }
 
 // keychainKey is a pull context in one cluster (two environments may
@@ -105,8 +106,11 @@ func (s *registryState) cached(k cacheKey) (string, bool) {
 	return c.digest, true
 }
 
-// remember caches digest for k for the TTL, and drops expired entries so
-// the cache holds only what was resolved within one TTL.
+// remember caches digest for k for the TTL. Once a TTL it drops the expired
+// digests and keychains (pull contexts that went away keep no credentials),
+// so the cache holds at most what was resolved within two TTLs, and a pass
+// of n images costs n, not n² (the sweep is under the lock every registry
+// request's limiter takes).
 func (s *registryState) remember(k cacheKey, digest string) {
 	if s.ttl <= 0 {
 		return
@@ -114,10 +118,18 @@ func (s *registryState) remember(k cacheKey, digest string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	for old, c := range s.digests {
-		if !now.Before(c.expires) {
-			delete(s.digests, old)
+	if now.Sub(s.swept) >= s.ttl {
+		for old, c := range s.digests {
+			if !now.Before(c.expires) {
+				delete(s.digests, old)
+			}
 		}
+		for old, c := range s.keychains {
+			if !now.Before(c.expires) {
+				delete(s.keychains, old)
+			}
+		}
+		s.swept = now
 	}
 	s.digests[k] = cachedDigest{digest: digest, expires: now.Add(s.ttl)}
 }
