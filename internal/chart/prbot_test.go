@@ -20,6 +20,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
 // TestPrbotConfig loads the rendered prbot.yaml with prbot's own strict
@@ -166,7 +167,7 @@ func TestPrbotAsDeployed(t *testing.T) {
 	d := find(t, objs, "Deployment", rel, "sh-stagehand-prbot")
 	dir := t.TempDir()
 	materialize(t, objs, d, rel, dir)
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	cfgPath := filepath.Join(dir, "prbot.yaml")
 	raw, err := os.ReadFile(cfgPath)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -133,7 +132,7 @@ func setup(t *testing.T) fixture {
 	d := find(t, objs, "Deployment", f.rel, "sh-stagehand")
 	materialize(t, objs, d, f.rel, dir)
 	cfgPath := filepath.Join(dir, "reconciler.yaml")
-	f.addr = freeAddr(t)
+	f.addr = testenv.FreeAddr(t)
 	rendered, err := os.ReadFile(cfgPath)
 	if err != nil {
 		t.Fatal(err)
@@ -364,17 +363,6 @@ func localConfig(t *testing.T, rendered []byte, cache, listen string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// freeAddr returns a loopback address with a port free right now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // status returns the HTTP status of GET http://addr/path, 0 when unreachable.

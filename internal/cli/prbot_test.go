@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
 	"github.com/stagehand-gitops/stagehand/internal/oidctest"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
@@ -238,7 +238,7 @@ func TestPrbotServe(t *testing.T) {
 	srv, environ := prbotRepo(t)
 	dir := t.TempDir()
 	write := func(name, content string) string { return gitserver.WriteFile(t, dir, name, content) }
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	cfg := write("prbot.yaml", fmt.Sprintf(`github:
   apiURL: %s
   owner: acme
@@ -361,7 +361,7 @@ func TestPrbotBumpVia(t *testing.T) {
 	iss := oidctest.New(t)
 	dir := t.TempDir()
 	write := func(name, content string) string { return gitserver.WriteFile(t, dir, name, content) }
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	cfg := write("prbot.yaml", fmt.Sprintf(`github:
   apiURL: %s
   owner: acme
@@ -510,16 +510,4 @@ func TestLogBumpNamesTheCaller(t *testing.T) {
 			t.Errorf("line %d logs the token id: %q", i, log.lines[i])
 		}
 	}
-}
-
-// freeAddr returns a loopback address no one listens on, for a server the
-// test starts through its configuration.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
 // TestRunWithGitHubApp: `reconciler run` with github.app wires the check-run gate and the webhook handler:
@@ -37,7 +38,7 @@ func TestRunWithGitHubApp(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	config := func(webhookSecret string) string {
 		cfg := fmt.Sprintf(`source: {url: %q, branch: main, cacheDir: %q}
 environments:

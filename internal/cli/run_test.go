@@ -15,6 +15,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
 // TestRunOnce: `reconciler run --once` proposes prod's plan (exit 0), and
@@ -82,7 +83,7 @@ func TestRunServes(t *testing.T) {
 	ns := env.Namespace(t)
 	cluster.Env(t).CreateDeployment(t, ns, "web", "example.com/web:1.0.0")
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("run-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -33,3 +33,24 @@ func TestSharedSkipsWithoutBinaries(t *testing.T) {
 		t.Errorf("env %v, err %v: want nothing started", s.env, s.err)
 	}
 }
+
+// TestFreePortsBelowEphemeralRange: ports handed to etcd and kube-apiserver
+// must not be ones the kernel can give another process as a source port
+// before ours binds them (the race that failed CI with "address already in
+// use").
+func TestFreePortsBelowEphemeralRange(t *testing.T) {
+	ports, err := freePorts(50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, p := range ports {
+		if p < 20000 || p >= 32768 {
+			t.Errorf("port %d is outside 20000-32767", p)
+		}
+		if seen[p] {
+			t.Errorf("port %d handed out twice", p)
+		}
+		seen[p] = true
+	}
+}

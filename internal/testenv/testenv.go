@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mathrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -112,7 +114,27 @@ func makeOptions(opts ...Option) (options, error) {
 
 // Start runs etcd and kube-apiserver (and more, with WithRollouts) and returns
 // once the API server is ready. The caller must call Stop.
-func Start(ctx context.Context, opts ...Option) (_ *Env, err error) {
+//
+// A port is free when it is picked and taken only when a process binds it, so
+// another process can take it in between; a start that lost a port that way
+// is tried again from scratch, up to startAttempts times.
+func Start(ctx context.Context, opts ...Option) (*Env, error) {
+	var err error
+	for range startAttempts {
+		var e *Env
+		if e, err = start(ctx, opts...); err == nil {
+			return e, nil
+		}
+		if !strings.Contains(err.Error(), "address already in use") {
+			return nil, err
+		}
+	}
+	return nil, err
+}
+
+const startAttempts = 3
+
+func start(ctx context.Context, opts ...Option) (_ *Env, err error) {
 	e := &Env{}
 	if e.opts, err = makeOptions(opts...); err != nil {
 		return nil, err
@@ -337,7 +359,24 @@ func RepoRoot() (string, error) {
 	}
 }
 
+// FreeAddr returns a loopback address nothing listens on just now, for a
+// server a test starts itself. Like the control plane's own ports it comes
+// from below the ephemeral range, so no outgoing connection takes it first.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ports, err := freePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "127.0.0.1:" + strconv.Itoa(ports[0])
+}
+
+// freePorts returns n ports that could be bound just now. They come from
+// below Linux's default ephemeral range (32768-60999): a port the kernel hands
+// out for ":0" or as an outgoing connection's source port is one any other
+// test process may be given in the moment before our process binds it.
 func freePorts(n int) ([]int, error) {
+	const lo, hi = 20000, 32768
 	ports := make([]int, 0, n)
 	var ls []net.Listener
 	defer func() {
@@ -345,13 +384,17 @@ func freePorts(n int) ([]int, error) {
 			l.Close()
 		}
 	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 1000 {
+			return nil, fmt.Errorf("finding a free port in %d-%d: none of 1000 tried was free", lo, hi-1)
+		}
+		port := lo + mathrand.IntN(hi-lo)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
+			continue
 		}
 		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, port)
 	}
 	return ports, nil
 }
