@@ -89,7 +89,10 @@ type Decision struct {
 //     stagehand/<from> check succeeded (without it, those of the head);
 //   - soak: a service is promoted once its versions have run healthy for
 //     at least requires.soak, counted from the earliest success in the
-//     unbroken run of successful checks with the same versions.
+//     unbroken run of successful checks with the same versions;
+//   - re-check: a service is held when a commit newer than the success,
+//     whose earlier stage still runs its versions, completed its check
+//     with failure (its sequence failed).
 func Evaluate(in Input) Decision {
 	d := Decision{Pair: in.Pair}
 	if len(in.History) == 0 || in.Target == nil {
@@ -115,6 +118,11 @@ func Evaluate(in Input) Decision {
 		d.Source = obs.Commit
 		for _, c := range Diff(obs.Stage, in.Target) {
 			if in.Stage.Requires.Healthy {
+				if failed, ok := failedSince(in.History[:source], c.Entry); ok {
+					d.Held = append(d.Held, Held{Service: c.Service, Reason: fmt.Sprintf("not healthy any more: the %s sequence of %s, running these versions, finished with %s at %s",
+						in.Pair.From, short(failed.Commit), SequenceResult(failed.Check.Conclusion), failed.Check.CompletedAt.UTC().Format(time.RFC3339))})
+					continue
+				}
 				ev := evidence(in.History[source:], c.Entry)
 				c.Health = &ev
 				if soak := in.Stage.Requires.Soak; soak > 0 {
@@ -147,6 +155,39 @@ func Evaluate(in Input) Decision {
 	}
 	d.Blocked = strings.Join(blocked, "; ")
 	return d
+}
+
+// SequenceResult is the result of the sequence a completed stagehand/<env>
+// check run reports by its conclusion: success pass, neutral warning,
+// failure fail.
+func SequenceResult(conclusion string) string {
+	switch conclusion {
+	case "success":
+		return ResultPass
+	case "neutral":
+		return ResultWarning
+	case "failure":
+		return ResultFail
+	}
+	return conclusion
+}
+
+// failedSince returns the newest observation in newer (the commits newer
+// than the success, newest first) whose completed check ended
+// with failure while its earlier stage ran entry's versions.
+func failedSince(newer []Observation, entry manifest.Service) (Observation, bool) {
+	for _, o := range newer {
+		if o.Check == nil || o.Check.Conclusion == "success" || o.Stage == nil {
+			continue
+		}
+		if o.Check.Conclusion != "failure" {
+			continue // neutral is also a superseded plan's: nothing ran
+		}
+		if s, ok := o.Stage.Service(entry.Name); ok && SameVersions(entry, s) {
+			return o, true
+		}
+	}
+	return Observation{}, false
 }
 
 // evidence walks the successful checks from history[0] (a success) back while

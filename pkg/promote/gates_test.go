@@ -79,6 +79,23 @@ func TestEvaluate(t *testing.T) {
 		},
 		want: result{Source: "c4", Tags: []string{"checkout-api 1.1.0"}},
 	}, {
+		name:    "soak over, but a newer sequence with the same versions failed: held",
+		stage:   soak,
+		history: []Observation{obs("c4", "1.1.0", failed), obs("c3", "1.1.0", ok(2*time.Hour))},
+		want: result{Source: "c3", Held: []Held{{Service: "checkout-api",
+			Reason: "not healthy any more: the devel sequence of c4, running these versions, finished with fail at 2026-11-23T11:59:00Z"}}},
+	}, {
+		name:    "a newer neutral check (a superseded plan, or a warning) does not hold",
+		stage:   healthy,
+		history: []Observation{obs("c4", "1.1.0", &Check{Conclusion: "neutral", CompletedAt: now}), obs("c3", "1.1.0", ok(2*time.Hour))},
+		want:    result{Source: "c3", Tags: []string{"checkout-api 1.1.0"}},
+	}, {
+		name:    "a newer failure of other versions does not hold what passed",
+		stage:   soak,
+		history: []Observation{obs("c4", "1.2.0", failed), obs("c3", "1.1.0", ok(2*time.Hour))},
+		want: result{Source: "c3", Tags: []string{"checkout-api 1.1.0"},
+			Held: []Held{{Service: "checkout-api", Reason: "newer versions at c4 are not healthy yet (no successful stagehand/devel check run there)"}}},
+	}, {
 		name:    "window closed",
 		stage:   windowed,
 		history: []Observation{obs("c3", "1.1.0", ok(time.Minute))},

@@ -27,7 +27,7 @@ func (p *parser) errorf(n *yaml.Node, at, format string, a ...any) {
 
 var (
 	topKeys    = []string{"stages", "owners"}
-	stageKeys  = []string{"name", "promoteFrom", "autoMerge", "lockPath", "requires", "window", "acceptsBumps", "bumpClaims"}
+	stageKeys  = []string{"name", "promoteFrom", "triggeredOn", "sequence", "autoMerge", "lockPath", "requires", "window", "acceptsBumps", "bumpClaims"}
 	reqKeys    = []string{"healthy", "soak"}
 	windowKeys = []string{"schedule", "duration"}
 )
@@ -38,7 +38,9 @@ var (
 // a mapping of names (owners) has the placeholder <file> for its keys.
 func Keys() []string {
 	nested := map[string][]string{"stages[]": stageKeys, "stages[].requires": reqKeys, "stages[].window": windowKeys,
-		"stages[].bumpClaims": bumpClaimsKeys, "owners": {"<file>"}, "owners.<file>": ownersKeys}
+		"stages[].bumpClaims": bumpClaimsKeys,
+		"stages[].sequence[]": taskKeys, "stages[].triggeredOn": triggerKeys, "stages[].triggeredOn.selector": selectKeys,
+		"stages[].triggeredOn.selector.match": matchKeys, "owners": {"<file>"}, "owners.<file>": ownersKeys}
 	var out []string
 	var walk func(prefix string, keys []string)
 	walk = func(prefix string, keys []string) {
@@ -98,6 +100,9 @@ func (p *parser) parse(data []byte) *Pipeline {
 				seen[s.Name] = i
 			}
 		}
+		if t := s.TriggeredOn; t != nil {
+			p.checkTrigger(n, at, s, seen)
+		}
 		if s.PromoteFrom != "" {
 			if s.PromoteFrom == s.Name {
 				p.errorf(n, at+".promoteFrom", "stage %q cannot promote from itself", s.Name)
@@ -117,7 +122,34 @@ func (p *parser) parse(data []byte) *Pipeline {
 
 type parsedStage struct {
 	Stage
-	set map[string]bool
+	set         map[string]bool
+	triggerNode *yaml.Node
+}
+
+// checkTrigger checks s's triggeredOn against its promoteFrom and
+// requires.healthy, and makes the trigger's stage its promoteFrom when
+// promoteFrom is left out.
+func (p *parser) checkTrigger(n *yaml.Node, at string, s *parsedStage, seen map[string]int) {
+	t := s.TriggeredOn
+	tat := at + ".triggeredOn"
+	switch {
+	case s.PromoteFrom == "":
+		s.PromoteFrom = t.Stage
+	case s.PromoteFrom != t.Stage:
+		p.errorf(s.triggerNode, tat, "%q is triggered by stage %q, but promoteFrom is %q; they must name the same stage", t.Event(), t.Stage, s.PromoteFrom)
+		return
+	}
+	if t.Stage == s.Name {
+		return // reported as promoteFrom itself
+	}
+	if _, ok := seen[t.Stage]; !ok {
+		p.errorf(s.triggerNode, tat, "%q: %q is not an earlier stage", t.Event(), t.Stage)
+		s.PromoteFrom = "" // reported once
+		return
+	}
+	if !s.Requires.Healthy {
+		p.errorf(s.triggerNode, tat, "%q waits for stage %q's sequence to pass; it cannot go with requires.healthy: false", t.Event(), t.Stage)
+	}
 }
 
 func (p *parser) stage(n *yaml.Node, at string) *parsedStage {
@@ -139,6 +171,13 @@ func (p *parser) stage(n *yaml.Node, at string) *parsedStage {
 	}
 	if f, ok := fields["promoteFrom"]; ok {
 		s.PromoteFrom = p.str(f.value, at+".promoteFrom")
+	}
+	if f, ok := fields["triggeredOn"]; ok {
+		s.TriggeredOn = p.trigger(f.value, at+".triggeredOn")
+		s.triggerNode = f.value
+	}
+	if f, ok := fields["sequence"]; ok {
+		s.Sequence = p.sequence(f.value, at+".sequence")
 	}
 	if f, ok := fields["autoMerge"]; ok {
 		s.AutoMerge = p.boolean(f.value, at+".autoMerge")

@@ -27,6 +27,8 @@ const FileName = "pipeline.yaml"
 //	    requires:
 //	      healthy: true             # default true: stagehand/devel succeeded on a commit with these versions
 //	      soak: 30m                 # minimum time since that success
+//	    sequence: [approval, deployment, {name: test, properties: {...}}, release]   # optional
+//	    triggeredOn: devel.delivery.finished   # optional: the same as promoteFrom: devel, requires.healthy: true
 //	    window:                     # optional: promote only while a window is open
 //	      schedule: "CRON_TZ=Europe/London 0 9 * * 1-5"
 //	      duration: 8h              # open for this long after each firing of schedule
@@ -92,16 +94,25 @@ type Stage struct {
 	// keyless bump API; BumpClaims restricts which runs may.
 	AcceptsBumps bool
 	BumpClaims   BumpClaims
+	// Sequence is the stage's delivery sequence as declared (nil: the
+	// default, see SequenceTasks).
+	Sequence []Task
+	// TriggeredOn is the earlier stage's finished sequence that lets
+	// versions move into this one (nil when not declared; PromoteFrom is
+	// then the trigger's stage).
+	TriggeredOn *Trigger
 	// Line is where the stage starts in the file.
 	Line int
 }
 
 // Requires are the gates a promotion into a stage must pass.
 type Requires struct {
-	// Healthy requires the earlier stage's stagehand/<from> check run to have
-	// succeeded on a commit whose earlier stage runs the promoted versions.
+	// Healthy requires the earlier stage's sequence to have finished with
+	// pass (its stagehand/<from> check run succeeded: the daemon completes
+	// it once the whole sequence has run) on a commit whose earlier stage
+	// runs the promoted versions.
 	Healthy bool
-	// Soak is the minimum time since that success.
+	// Soak is the minimum time since that pass.
 	Soak time.Duration
 }
 
