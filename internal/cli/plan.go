@@ -129,7 +129,7 @@ func (f *planFlags) manifests(ctx context.Context, cfg *config.Config) (fs.FS, s
 	if cfg.Source.URL == "" {
 		return nil, "", usagef("source.url is not configured; pass --dir CHECKOUT")
 	}
-	src, err := wire.Source(cfg.Source)
+	src, err := wire.Source(cfg.Source, wire.WithGitHubAPIURL(cfg.GitHub.APIURL))
 	if err != nil {
 		return nil, "", err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -220,6 +222,51 @@ func TestPlanFromGitSource(t *testing.T) {
 	}
 	if plan.Revision != sha || len(plan.Changes) != 2 {
 		t.Errorf("plan from git: revision %s with %d changes; want %s with 2", plan.Revision, len(plan.Changes), sha)
+	}
+}
+
+// TestPlanFromGitSourceWithGitHubAppOnEnterprise: with source.auth.githubApp,
+// the installation token is minted at github.apiURL (GitHub Enterprise, here
+// the test server), not at api.github.com; the git server accepts nothing else.
+func TestPlanFromGitSourceWithGitHubAppOnEnterprise(t *testing.T) {
+	w := newPlanWorld(t)
+	gh := githubtest.New(t)
+	gh.CreateRepo("acme", "manifests", "main")
+	srv := gitserver.New(t, gitserver.WithCredentialCheck(func(user, secret string) bool {
+		return user == "x-access-token" && gh.ValidToken(secret)
+	}))
+	url := srv.Init(t, "manifests")
+	manifestJSON, err := os.ReadFile(filepath.Join(w.dir, "environments", "prod", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha := srv.Commit(t, "manifests", "main", map[string]string{"environments/prod/manifest.json": string(manifestJSON)}, "deploy report 2")
+	cfg, err := os.ReadFile(w.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pem := gitserver.WriteFile(t, t.TempDir(), "app.pem", string(gh.AppPrivateKeyPEM()))
+	cfg = append(fmt.Appendf(nil, `source:
+  url: %s
+  branch: main
+  cacheDir: %s
+  auth: {githubApp: {appID: %d, installationID: %d, privateKeyFile: %s}}
+github: {apiURL: %q, owner: acme, repo: manifests}
+`, url, t.TempDir(), gh.AppID(), gh.InstallationID(), pem, gh.URL()), cfg...)
+	if err := os.WriteFile(w.config, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.dir = ""
+	stdout, stderr, code := w.run(t, "plan", "-o", "json")
+	var plan reconcile.Plan
+	if err := json.Unmarshal([]byte(stdout), &plan); err != nil || code != 0 {
+		t.Fatalf("plan: exit %d, %v\nstderr:\n%s", code, err, stderr)
+	}
+	if plan.Revision != sha {
+		t.Errorf("plan revision %s, want %s", plan.Revision, sha)
+	}
+	if gh.TokensIssued() == 0 {
+		t.Error("no installation token was minted at github.apiURL")
 	}
 }
 

@@ -133,7 +133,7 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		if d.Webhook() == nil {
 			return fmt.Errorf("github.app is set but github.webhookSecretFile is not: check-run approvals arrive as webhooks")
 		}
-		preview := ghapp.NewBranchPreviewer(cfg.Source, cfg.EnvironmentNames(), d.Plan)
+		preview := ghapp.NewBranchPreviewer(cfg.Source, cfg.EnvironmentNames(), d.Plan, wire.WithGitHubAPIURL(cfg.GitHub.APIURL))
 		ghLog := log.WithName("github")
 		// PR previews are computed by a worker after their webhook was answered, never on the apply path.
 		hopts := []ghapp.Option{

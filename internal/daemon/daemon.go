@@ -100,7 +100,7 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	if d.rec, err = wire.Reconciler(cfg, wire.WithReconcileOptions(recOpts...)); err != nil {
 		return nil, err
 	}
-	if d.source, err = wire.Source(cfg.Source, wire.WithSourceOptions(o.sourceOpts...)); err != nil {
+	if d.source, err = wire.Source(cfg.Source, wire.WithGitHubAPIURL(cfg.GitHub.APIURL), wire.WithSourceOptions(o.sourceOpts...)); err != nil {
 		return nil, fmt.Errorf("configuring git source: %w", err)
 	}
 	if err := d.buildWebhook(); err != nil {

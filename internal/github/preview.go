@@ -30,7 +30,7 @@ type BranchPreviewer struct {
 	src  config.Source
 	envs []string
 	plan PlanFunc
-	opts []gitsource.Option
+	opts []wire.Option
 
 	mu    sync.Mutex
 	locks map[string]*branchLock // by cache directory name
@@ -46,7 +46,7 @@ var _ Previewer = (*BranchPreviewer)(nil)
 
 // NewBranchPreviewer previews envs of branches of the repository src names, planning with plan. opts are
 // added to the source's; the cache directory is always the branch's own.
-func NewBranchPreviewer(src config.Source, envs []string, plan PlanFunc, opts ...gitsource.Option) *BranchPreviewer {
+func NewBranchPreviewer(src config.Source, envs []string, plan PlanFunc, opts ...wire.Option) *BranchPreviewer {
 	return &BranchPreviewer{src: src, envs: envs, plan: plan, opts: opts, locks: map[string]*branchLock{}}
 }
 
@@ -66,7 +66,7 @@ func (p *BranchPreviewer) Preview(ctx context.Context, headRef, headSHA string) 
 	if cfg.Interval.Duration <= 0 {
 		cfg.Interval.Duration = time.Minute
 	}
-	src, err := wire.Source(cfg, wire.WithSourceOptions(append(p.opts[:len(p.opts):len(p.opts)], gitsource.WithCacheDir(dir))...))
+	src, err := wire.Source(cfg, append(p.opts[:len(p.opts):len(p.opts)], wire.WithSourceOptions(gitsource.WithCacheDir(dir)))...)
 	if err != nil {
 		return nil, fmt.Errorf("configuring source for branch %s: %w", headRef, err)
 	}
