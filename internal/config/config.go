@@ -76,6 +76,8 @@ type Verify struct {
 type Environment struct {
 	LockPath string   `json:"lockPath"`
 	Targets  []Target `json:"targets"`
+	// Approvals is who, and how many, must approve the environment's plans.
+	Approvals Approvals `json:"approvals,omitempty"`
 }
 
 // Target is one cluster and namespace an environment deploys to.
@@ -335,6 +337,7 @@ func (c *Config) Validate() error {
 			}
 			t.validateCluster(f, bad)
 		}
+		e.Approvals.validate("environments."+n+".approvals", bad)
 	}
 	switch c.Locks.Storage {
 	case "kubernetes", "memory":

@@ -77,7 +77,7 @@ func TestLowBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, before := counted(f)
-	if _, err := f.client.MayApprove(ctx, "maria"); err != nil {
+	if _, err := f.client.MayApprove(ctx, "prod", "maria"); err != nil {
 		t.Fatal(err)
 	}
 	_, after := counted(f)
@@ -97,7 +97,7 @@ func TestLowBudget(t *testing.T) {
 		}
 	}
 	_, sent := counted(f)
-	if d, err := f.client.MayApprove(ctx, "maria"); err != nil || !d.Allowed {
+	if d, err := f.client.MayApprove(ctx, "prod", "maria"); err != nil || !d.Allowed {
 		t.Fatalf("MayApprove = %+v, %v", d, err)
 	}
 	if _, after := counted(f); after-sent != checks {

@@ -20,6 +20,7 @@ type Client struct {
 	owner      string
 	repo       string
 	approvers  config.Approvers
+	policies   map[string]config.Approvals // per environment, see WithApprovals
 	detailsURL string
 	appID      int64 // 0 when authenticated with a token
 
@@ -69,7 +70,7 @@ func New(cfg config.GitHub, opts ...Option) (*Client, error) {
 		}
 	}
 	c := &Client{rest: rest, owner: cfg.Owner, repo: cfg.Repo, approvers: cfg.Approvers, detailsURL: cfg.DetailsURL,
-		lostClickAfter: o.lostClickAfter, budget: b}
+		lostClickAfter: o.lostClickAfter, budget: b, policies: o.policies}
 	if cfg.App != nil && o.token == "" {
 		c.appID = cfg.App.AppID
 	}

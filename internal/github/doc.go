@@ -35,6 +35,7 @@
 //
 // Who may approve: the sender's role on the repository (role_name: read < triage < write < maintain <
 // admin) must reach github.approvers.minPermission, or the sender must be an active member of one of
-// github.approvers.teams ("org/slug"). An unauthorised click leaves the plan pending and says so on the
-// check run.
+// github.approvers.teams ("org/slug"); an environment's own approvals.teams/minPermission replace that
+// rule for it (WithApprovals, MayApprove(ctx, env, login)). An unauthorised click leaves the plan pending
+// and says so on the check run.
 package github

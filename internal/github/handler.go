@@ -135,7 +135,7 @@ func (h *Handler) HandleCheckRun(ctx context.Context, payload []byte) error {
 	}
 	run = live
 	login := ev.GetSender().GetLogin()
-	d, err := h.client.MayApprove(ctx, login)
+	d, err := h.client.MayApprove(ctx, env, login)
 	if err != nil {
 		return fmt.Errorf("checking whether %s may approve %s: %w", login, env, err)
 	}

@@ -31,7 +31,7 @@ func TestApprovalClicks(t *testing.T) {
 		{name: "admin rejects", sender: "acme", action: "reject",
 			wantRun: run{Status: "completed", Conclusion: "cancelled"}, wantDecide: []string{"rejected prod HASH acme"}, wantInSum: "Rejected by @acme"},
 		{name: "writer may not approve", sender: "wendy", action: "approve",
-			wantRun: run{Status: "completed", Conclusion: "action_required", Actions: []string{"approve", "reject"}}, wantInSum: "@wendy may not approve or reject this plan: @wendy has write on acme/manifests; approving needs maintain"},
+			wantRun: run{Status: "completed", Conclusion: "action_required", Actions: []string{"approve", "reject"}}, wantInSum: "@wendy may not approve or reject this plan: @wendy has write on acme/manifests; approving prod needs maintain"},
 		{name: "stranger may not reject", sender: "eve", action: "reject",
 			wantRun: run{Status: "completed", Conclusion: "action_required", Actions: []string{"approve", "reject"}}, wantInSum: "@eve has no access"},
 		{name: "stale hash", sender: "maria", action: "approve", staleHash: true,

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/config"
 )
 
 // Option configures New (the client) and NewHandler (the webhook handler): each option says which it
@@ -17,6 +19,7 @@ type options struct {
 	token          string
 	retry          RetryPolicy
 	lostClickAfter time.Duration
+	policies       map[string]config.Approvals
 	// Handler.
 	onError         func(error)
 	decisionTimeout time.Duration
@@ -65,6 +68,24 @@ func WithToken(token string) Option {
 			return errors.New("empty token")
 		}
 		o.token = token
+		return nil
+	}
+}
+
+// WithApprovals gives each environment's effective approval policy (config.Config.ApprovalPolicy): its
+// approvers rule replaces github.approvers for that environment, and check runs state its required
+// approvals and four-eyes rule (client; environments not given follow github.approvers, one approval).
+func WithApprovals(policies map[string]config.Approvals) Option {
+	return func(o *options) error {
+		for env, p := range policies {
+			if p.MinPermission == "" && len(p.Teams) == 0 {
+				return fmt.Errorf("approval policy of %s: no one may approve (neither minPermission nor teams)", env)
+			}
+			if p.MinPermission != "" && permissionRank(p.MinPermission) == 0 {
+				return fmt.Errorf("approval policy of %s: unknown minPermission %q", env, p.MinPermission)
+			}
+		}
+		o.policies = policies
 		return nil
 	}
 }

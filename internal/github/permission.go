@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	gh "github.com/google/go-github/v60/github"
+
+	"github.com/stagehand-gitops/stagehand/internal/config"
 )
 
 // permissionRank orders repository roles: read < triage < write < maintain < admin; 0 is none/unknown.
@@ -34,20 +36,21 @@ type Decision struct {
 	Why string
 }
 
-// MayApprove checks login against the approvers rule: at least github.approvers.minPermission on the
-// repository, or active membership in one of github.approvers.teams ("org/slug").
-func (c *Client) MayApprove(ctx context.Context, login string) (Decision, error) {
+// MayApprove checks login against env's approvers rule (see rule): at least its minPermission on the
+// repository, or active membership in one of its teams ("org/slug").
+func (c *Client) MayApprove(ctx context.Context, env, login string) (Decision, error) {
+	rule := c.rule(env)
 	role, err := c.role(ctx, login)
 	if err != nil {
 		return Decision{}, err
 	}
-	if permissionRank(role) >= permissionRank(c.approvers.MinPermission) && permissionRank(role) > 0 {
+	if rule.MinPermission != "" && permissionRank(role) >= permissionRank(rule.MinPermission) && permissionRank(role) > 0 {
 		return Decision{Allowed: true, Why: fmt.Sprintf("%s on %s", role, c.Repo())}, nil
 	}
-	for _, team := range c.approvers.Teams {
+	for _, team := range rule.Teams {
 		org, slug, ok := strings.Cut(team, "/")
 		if !ok {
-			return Decision{}, fmt.Errorf("github.approvers.teams: %q is not org/slug", team)
+			return Decision{}, fmt.Errorf("approvers of %s: team %q is not org/slug", env, team)
 		}
 		m, resp, err := c.rest.Teams.GetTeamMembershipBySlug(ctx, org, slug, login)
 		if resp != nil && resp.StatusCode == http.StatusNotFound {
@@ -63,16 +66,28 @@ func (c *Client) MayApprove(ctx context.Context, login string) (Decision, error)
 	if role == "" {
 		role = "no access"
 	}
-	return Decision{Why: fmt.Sprintf("%s has %s on %s; %s", mention(login), role, c.Repo(), c.ApproverRule())}, nil
+	return Decision{Why: fmt.Sprintf("%s has %s on %s; %s", mention(login), role, c.Repo(), c.ApproverRule(env))}, nil
 }
 
-// ApproverRule says in words who may approve.
-func (c *Client) ApproverRule() string {
-	s := fmt.Sprintf("approving needs %s permission or higher on %s", c.approvers.MinPermission, c.Repo())
-	if len(c.approvers.Teams) > 0 {
-		s += ", or membership of " + strings.Join(c.approvers.Teams, ", ")
+// ApproverRule says in words who may approve env's plans.
+func (c *Client) ApproverRule(env string) string {
+	rule := c.rule(env)
+	need := "approving " + env + " needs "
+	switch {
+	case rule.MinPermission != "" && len(rule.Teams) > 0:
+		return fmt.Sprintf("%s%s permission or higher on %s, or membership of %s", need, rule.MinPermission, c.Repo(), strings.Join(rule.Teams, ", "))
+	case rule.MinPermission != "":
+		return fmt.Sprintf("%s%s permission or higher on %s", need, rule.MinPermission, c.Repo())
 	}
-	return s
+	return need + "membership of " + strings.Join(rule.Teams, ", ")
+}
+
+// rule is env's approvers rule: the environment's own (WithApprovals) or github.approvers.
+func (c *Client) rule(env string) config.Approvers {
+	if p, ok := c.policies[env]; ok {
+		return config.Approvers{MinPermission: p.MinPermission, Teams: p.Teams}
+	}
+	return c.approvers
 }
 
 // role returns login's role on the repository (role_name: read, triage, write, maintain, admin or a custom
