@@ -88,7 +88,11 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		if err != nil {
 			return err
 		}
-		if gh, err = ghapp.New(cfg.GitHub, ghapp.WithTransport(tr)); err != nil {
+		policies := map[string]config.Approvals{}
+		for _, env := range cfg.EnvironmentNames() {
+			policies[env] = cfg.ApprovalPolicy(env)
+		}
+		if gh, err = ghapp.New(cfg.GitHub, ghapp.WithTransport(tr), ghapp.WithApprovals(policies)); err != nil {
 			return err
 		}
 		// Approve on GitHub (check run buttons) or over the API/CLI.
