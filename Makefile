@@ -44,8 +44,16 @@ image: ## Build the image without Docker and push it: make image IMAGE=registry/
 	go run ./hack/image --ref "$(IMAGE)" --platform "$(PLATFORMS)" --revision "$$(git rev-parse HEAD 2>/dev/null)" $(IMAGE_FLAGS)
 
 .PHONY: test
-test: testbin helm fuzz-short ## Run every test against the real test control plane, and each fuzz target briefly.
+test: testbin helm prometheus fuzz-short ## Run every test against the real test control plane, and each fuzz target briefly.
 	PATH="$(BIN):$$PATH" go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: prometheus
+prometheus: ## Install Debian's prometheus package when prometheus is not on PATH (the verification tests run a real one).
+	@command -v prometheus >/dev/null 2>&1 || { \
+		echo "prometheus not found: installing Debian's prometheus package"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus; }
+	@prometheus --version 2>&1 | head -1
 
 .PHONY: fuzz-short
 fuzz-short: ## Run each fuzz target for FUZZ_SHORT_TIME (3s); part of make test.

@@ -34,7 +34,7 @@ const FakeNodeName = "kwok-node-0"
 func (e *Env) startRollouts(ctx context.Context) error {
 	kcm, err := e.run("kube-controller-manager",
 		"--kubeconfig="+e.Kubeconfig,
-		"--controllers=deployment,replicaset,statefulset,daemonset,namespace",
+		"--controllers=deployment,replicaset,statefulset,daemonset,job,namespace",
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--concurrent-deployment-syncs=10",

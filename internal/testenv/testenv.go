@@ -57,7 +57,7 @@ type options struct {
 // Option configures Start.
 type Option func(*options) error
 
-// WithRollouts also starts kube-controller-manager (deployment, replicaset,
+// WithRollouts also starts kube-controller-manager (deployment, replicaset, job,
 // statefulset, daemonset and namespace controllers), kube-scheduler and kwok
 // with one fake, Ready node, so that workloads really roll out.
 func WithRollouts() Option {
