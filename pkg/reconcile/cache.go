@@ -58,8 +58,10 @@ type targetKey struct {
 type targetWatch struct {
 	name      string
 	informers [len(kinds)]cache.SharedIndexInformer
-	health    health
-	version   atomic.Uint64 // bumped by every event
+	// health is per kind: one kind's watch answering must not hide
+	// another's failing.
+	health  [len(kinds)]health
+	version atomic.Uint64 // bumped by every event
 
 	mu      sync.Mutex
 	built   *inventory // the inventory at builtAt
@@ -90,6 +92,19 @@ func (h *health) failing() (time.Time, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.since, h.lastErr
+}
+
+// failing returns since when the longest-failing kind's watch fails, and its
+// last error; zero while every kind's succeeds.
+func (tw *targetWatch) failing() (time.Time, error) {
+	var since time.Time
+	var err error
+	for i := range tw.health {
+		if s, e := tw.health[i].failing(); !s.IsZero() && (since.IsZero() || s.Before(since)) {
+			since, err = s, e
+		}
+	}
+	return since, err
 }
 
 // Watch keeps, until ctx ends, a watch of the Deployments, StatefulSets,
@@ -136,7 +151,7 @@ func (r *Reconciler) watchOf(t Target) *targetWatch {
 	tw := &targetWatch{name: t.Name}
 	label := r.o.selectorLabel
 	for i, kind := range kinds {
-		inf := newInformer(t.Client, t.Namespace, kind, label, &tw.health)
+		inf := newInformer(t.Client, t.Namespace, kind, label, &tw.health[i])
 		_ = inf.SetTransform(strip(label)) // cannot fail before Run
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { tw.version.Add(1); c.notify() },
@@ -237,8 +252,8 @@ func (tw *targetWatch) inventory(ctx context.Context, t Target, label string, ti
 	}
 	deadline := time.Now().Add(timeout)
 	for !synced() {
-		if since, err := tw.health.failing(); !since.IsZero() {
-			return nil, &UnreachableError{Target: tw.name, Since: since, Err: err}
+		if since, err := tw.failing(); !since.IsZero() {
+			return nil, unreachable(tw.name, since, err)
 		}
 		if time.Now().After(deadline) {
 			return nil, &UnreachableError{Target: tw.name, Since: deadline.Add(-timeout), Err: fmt.Errorf("watches not filled within %s", timeout)}
@@ -249,8 +264,8 @@ func (tw *targetWatch) inventory(ctx context.Context, t Target, label string, ti
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	if since, err := tw.health.failing(); !since.IsZero() {
-		return nil, &UnreachableError{Target: tw.name, Since: since, Err: err}
+	if since, err := tw.failing(); !since.IsZero() {
+		return nil, unreachable(tw.name, since, err)
 	}
 	version := tw.version.Load() // before reading: an event from now on builds it again
 	tw.mu.Lock()

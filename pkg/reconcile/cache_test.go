@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -269,5 +272,54 @@ func TestPlanTargetGoesDown(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"t1"}, res.Plan.UnreachableTargets()); diff != "" {
 		t.Errorf("the applied plan's UnreachableTargets (-want +got):\n%s", diff)
+	}
+}
+
+// TestPlanForbiddenKindIsNotUnreachable: a target whose credentials may read
+// Deployments but not CronJobs answers every request, so a plan from the
+// watches names the refusal instead of calling the target unreachable, and
+// the Deployments' watch succeeding does not hide the CronJobs' failing.
+func TestPlanForbiddenKindIsNotUnreachable(t *testing.T) {
+	env := cluster.Env(t)
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	createDeployment(t, env.Clientset, ns, "api", "api", 0, pod{containers: [][2]string{{"app", "reg.example.com/api:1"}}})
+	const sa = "apps-only"
+	if _, err := env.Clientset.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Clientset.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: sa}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "daemonsets"}, Verbs: []string{"get", "list", "watch", "patch"}},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Clientset.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: sa},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := env.Clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.AnonymousClientConfig(env.Config)
+	cfg.BearerToken = tr.Status.Token
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := reconcile.Request{Environment: environment(svc("api", [3]string{"api", "2", ""})), Revision: "r",
+		Targets: []reconcile.Target{{Name: "t0", Namespace: ns, Client: c}}}
+	r := newReconciler(t, reconcile.WithTargetTimeout(5*time.Second), reconcile.WithRolloutTimeout(0))
+	watch(t, r)
+	for range 3 { // every pass, not only the first: the answers of the other kinds must not clear it
+		p := mustPlan(t, r, req)
+		if len(p.Problems) != 1 || p.Problems[0].Unreachable || !strings.Contains(p.Problems[0].Message, "forbidden") ||
+			!strings.Contains(p.Problems[0].Message, "cronjobs") {
+			t.Fatalf("problems %+v, want one naming the forbidden cronjobs, not marked unreachable", p.Problems)
+		}
+		if len(p.UnreachableTargets()) != 0 || len(p.Changes) != 0 {
+			t.Fatalf("unreachable %v, changes %+v; want none", p.UnreachableTargets(), p.Changes)
+		}
 	}
 }
