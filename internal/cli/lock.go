@@ -63,7 +63,7 @@ type lockDataFlags struct {
 
 func (f *lockDataFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.typ, "type", "deploy", "type of lock: automation, deploy, incident or freeze")
+	fl.StringVar(&f.typ, "type", "deploy", "type of lock: automation, deploy, incident, freeze or hold (a rollback hold: stops the bots, lets deploys pass)")
 	fl.StringVar(&f.author, "author", "", "who takes the lock (default $GITLAB_USER_EMAIL in GitLab CI, $GITHUB_ACTOR in GitHub Actions, else $USER)")
 	fl.StringVar(&f.duration, "duration", "", "lifetime of the lock, such as 90m, 6h or 2d (default 1h; excludes --until)")
 	fl.StringVar(&f.until, "until", "", "expiry of the lock, such as 2022-12-31T12:00 (local time unless it ends in Z; excludes --duration)")

@@ -280,7 +280,7 @@ func TestLockUsageErrors(t *testing.T) {
 		{"both expiries", []string{"lock", "apps/a", "--duration", "5m", "--until", "2023-01-01T00:00"}, "--duration and --until are mutually exclusive"},
 		{"bad until", []string{"lock", "apps/a", "--until", "next week"}, `--until: invalid time "next week"`},
 		{"past until by the server's clock", []string{"lock", "apps/a", "--until", "2022-12-31T10:00Z", "--server", w.srv.URL, "--token-file", w.tokenFile}, "expiry 2022-12-31T10:00:00Z is not in the future"},
-		{"bad type", []string{"lock", "apps/a", "--type", "outage"}, `--type: invalid lock type "outage": want one of automation, deploy, incident, freeze`},
+		{"bad type", []string{"lock", "apps/a", "--type", "outage"}, `--type: invalid lock type "outage": want one of automation, deploy, incident, freeze, hold`},
 		{"bad allow", []string{"lock", "apps/a", "--allow", "hotfix"}, `--allow: invalid lock type "hotfix"`},
 		{"bad link", []string{"lock", "apps/a", "--link", "nolink"}, `invalid --link "nolink": want name=url`},
 		{"bad env target", []string{"lock", "apps/a", "--env-target", "ab"}, `invalid --env-target "ab": want one lowercase letter`},

@@ -11,16 +11,18 @@ import (
 // Type is the kind of a lock, and the kind of an action checked against locks.
 type Type string
 
-// The lock types of the seed, plus a release freeze.
+// The lock types of the seed, plus a release freeze and a rollback hold
+// (see NewHold: a hold lets deploys pass and stops automation).
 const (
 	Automation Type = "automation"
 	Deploy     Type = "deploy"
 	Incident   Type = "incident"
 	Freeze     Type = "freeze"
+	Hold       Type = "hold"
 )
 
 // Types lists every valid lock type.
-var Types = []Type{Automation, Deploy, Incident, Freeze}
+var Types = []Type{Automation, Deploy, Incident, Freeze, Hold}
 
 // ParseType returns the Type named by s (case-insensitive).
 func ParseType(s string) (Type, error) {
@@ -38,7 +40,7 @@ func (t Type) Validate() error {
 			return nil
 		}
 	}
-	return fmt.Errorf("invalid lock type %q: want one of automation, deploy, incident, freeze", string(t))
+	return fmt.Errorf("invalid lock type %q: want one of automation, deploy, incident, freeze, hold", string(t))
 }
 
 // Friendly returns the type as used in a sentence: "an automation run",
@@ -53,6 +55,8 @@ func (t Type) Friendly() string {
 		return "an incident"
 	case Freeze:
 		return "a release freeze"
+	case Hold:
+		return "a rollback hold"
 	}
 	return string(t)
 }
@@ -252,6 +256,9 @@ func (l Lock) LockedMessage(loc *time.Location) string {
 // loc: "apps/acceptance is locked until Sat 31 Dec, 12:00 by an automation run
 // in testing/staging." (the CLI prefixes "Error: ").
 func (l Lock) BlockingMessage(loc *time.Location) string {
+	if l.Type == Hold {
+		return l.holdMessage(loc)
+	}
 	where := ""
 	switch {
 	case l.Env.Cluster != "" && l.Env.Account != "":

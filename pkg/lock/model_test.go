@@ -65,7 +65,7 @@ func TestParseType(t *testing.T) {
 			t.Errorf("ParseType(%q) = %q (%q), %v; want %q (%q)", tc.in, got, got.Friendly(), err, tc.want, tc.friendly)
 		}
 	}
-	if _, err := ParseType("outage"); err == nil || !strings.Contains(err.Error(), `invalid lock type "outage": want one of automation, deploy, incident, freeze`) {
+	if _, err := ParseType("outage"); err == nil || !strings.Contains(err.Error(), `invalid lock type "outage": want one of automation, deploy, incident, freeze, hold`) {
 		t.Errorf("ParseType(outage) error = %v", err)
 	}
 }
