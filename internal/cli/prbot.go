@@ -293,7 +293,8 @@ when --auto-merge could not merge (failed checks, timeout, a lock); 2 on usage e
 }
 
 // printBump writes a bump's result as prbot bump does: the pull request
-// URL (-o json: the whole result), exiting 1 when an auto-merge did not merge.
+// URL (-o json: the whole result), exiting 1 when a lock or hold blocked it
+// or an auto-merge did not merge.
 func printBump(cmd *cobra.Command, output string, autoMerge bool, res *prbot.BumpResult) error {
 	if output == "json" {
 		if err := writeJSON(cmd.OutOrStdout(), res); err != nil {
@@ -310,7 +311,7 @@ func printBump(cmd *cobra.Command, output string, autoMerge bool, res *prbot.Bum
 			fmt.Fprintf(cmd.ErrOrStderr(), "merged #%d\n", res.PR)
 		}
 	}
-	if autoMerge && !res.Merged && res.PR != 0 {
+	if res.Blocked || (autoMerge && !res.Merged && res.PR != 0) {
 		if output == "json" {
 			fmt.Fprintf(cmd.ErrOrStderr(), "not merged: %s\n", res.Reason)
 		}

@@ -29,21 +29,20 @@ func blockedCheckName(pair promote.Pair) string { return pair.Branch() }
 // neutral check run blockedCheckName(pair) on sha.
 func (b *Bot) reportBlocked(ctx context.Context, sha string, pair promote.Pair, reason string) error {
 	summary := fmt.Sprintf("Not opening a promotion from %s to %s: %s.", pair.From, pair.To, reason)
-	return b.writeBlockedCheck(ctx, sha, pair, blockedCheckTitle, summary, true)
+	return b.writeBlockedCheck(ctx, sha, blockedCheckName(pair), blockedCheckTitle, summary, true)
 }
 
 // clearBlocked rewrites the check run of an earlier block on sha, if there
 // is one, to say that nothing blocks the promotion any more.
 func (b *Bot) clearBlocked(ctx context.Context, sha string, pair promote.Pair) error {
 	summary := fmt.Sprintf("No lock or window blocks the promotion from %s to %s any more.", pair.From, pair.To)
-	return b.writeBlockedCheck(ctx, sha, pair, clearedCheckTitle, summary, false)
+	return b.writeBlockedCheck(ctx, sha, blockedCheckName(pair), clearedCheckTitle, summary, false)
 }
 
-// writeBlockedCheck makes the newest check run blockedCheckName(pair) on sha
-// read title and summary, editing it if it exists and creating it only when
+// writeBlockedCheck makes the newest check run called name on sha read
+// title and summary, editing it if it exists and creating it only when
 // create is set; unchanged text is left alone.
-func (b *Bot) writeBlockedCheck(ctx context.Context, sha string, pair promote.Pair, title, summary string, create bool) error {
-	name := blockedCheckName(pair)
+func (b *Bot) writeBlockedCheck(ctx context.Context, sha, name, title, summary string, create bool) error {
 	runs, _, err := b.gh.Checks.ListCheckRunsForRef(ctx, b.owner, b.repo, sha, &github.ListCheckRunsOptions{
 		CheckName: github.String(name), Filter: github.String("latest"),
 	})
@@ -78,3 +77,10 @@ func (b *Bot) writeBlockedCheck(ctx context.Context, sha string, pair promote.Pa
 	}
 	return nil
 }
+
+// A blocked bump with no pull request open says why the same way, in the
+// neutral check run named like its branch: stagehand/bump-<env>-<file>.
+const (
+	blockedBumpTitle = "Bump blocked"
+	clearedBumpTitle = "Bump no longer blocked"
+)

@@ -336,18 +336,6 @@ func (b *Bot) comment(ctx context.Context, number int, kind, text string, create
 	return nil
 }
 
-// blocking asks the lock checker about a stage's lock path.
-func (b *Bot) blocking(ctx context.Context, lockPath string) ([]string, error) {
-	if b.locks == nil || lockPath == "" {
-		return nil, nil
-	}
-	msgs, err := b.locks.Blocking(ctx, lockPath, "deploy")
-	if err != nil {
-		return nil, fmt.Errorf("checking locks on %s: %w", lockPath, err)
-	}
-	return msgs, nil
-}
-
 func isStatus(err error, code int) bool {
 	var e *github.ErrorResponse
 	return errors.As(err, &e) && e.Response != nil && e.Response.StatusCode == code

@@ -45,7 +45,11 @@ type BumpResult struct {
 	Changed bool   `json:"changed"`
 	Created bool   `json:"created"`
 	Merged  bool   `json:"merged"`
-	// Reason says why nothing changed or why the pull request was not merged.
+	// Blocked is set when a lock or a rollback hold on the environment, its
+	// targets or the service stopped the bump: nothing was written.
+	Blocked bool `json:"blocked,omitempty"`
+	// Reason says why nothing changed, why the bump was blocked or why the
+	// pull request was not merged.
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -83,6 +87,20 @@ func (b *Bot) Bump(ctx context.Context, req BumpRequest) (*BumpResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A lock or hold on the stage, a target or the service: nothing is
+	// opened, updated or merged, and the bot says why.
+	lockPath, err := b.stageLockPath(ctx, req.Env)
+	if err != nil {
+		return nil, err
+	}
+	scope := lockScope{lockPath: lockPath, services: []string{req.Service}}
+	locks, err := b.scopeLocks(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	if len(locks) > 0 {
+		return b.blockedBump(ctx, res, pr, baseSHA, req, locks)
+	}
 	if err := b.prepareBranch(ctx, branch, baseSHA, file, pr != nil); err != nil {
 		return nil, err
 	}
@@ -108,19 +126,45 @@ func (b *Bot) Bump(ctx context.Context, req BumpRequest) (*BumpResult, error) {
 		return nil, err
 	}
 	res.PR, res.URL, res.Created = pr.GetNumber(), pr.GetHTMLURL(), created
+	if err := b.clearBlockedBump(ctx, pr.GetNumber(), baseSHA, branch, created); err != nil {
+		return res, err
+	}
 	if !req.AutoMerge {
 		return res, nil
 	}
-	lockPath, err := b.stageLockPath(ctx, req.Env)
-	if err != nil {
-		return res, err
-	}
-	merged, reason, err := b.mergeWhenReady(ctx, pr.GetNumber(), lockPath, req.MergeTimeout)
+	merged, reason, err := b.mergeWhenReady(ctx, pr.GetNumber(), scope, req.MergeTimeout)
 	res.Merged, res.Reason = merged, reason
 	if merged {
 		b.deleteBranch(ctx, branch)
 	}
 	return res, err
+}
+
+// blockedBump reports a bump that locks stop: on the open pull request as a
+// comment, else as a neutral check run named like the branch on the base
+// branch's head.
+func (b *Bot) blockedBump(ctx context.Context, res *BumpResult, pr *github.PullRequest, baseSHA string, req BumpRequest, locks []string) (*BumpResult, error) {
+	res.Blocked = true
+	res.Reason = "blocked: " + strings.Join(locks, "; ")
+	if pr != nil {
+		res.PR, res.URL = pr.GetNumber(), pr.GetHTMLURL()
+		return res, b.upsertComment(ctx, pr.GetNumber(), "blocked", fmt.Sprintf("Not updating or merging this bump of %s to %s: %s", containerLabel(req), req.Tag, res.Reason))
+	}
+	summary := fmt.Sprintf("Not opening a bump of %s to %s in %s: %s", containerLabel(req), req.Tag, req.Env, res.Reason)
+	return res, b.writeBlockedCheck(ctx, baseSHA, res.Branch, blockedBumpTitle, summary, true)
+}
+
+// clearBlockedBump rewrites an earlier note of a blocked bump, on the pull
+// request or the base branch's head, once the bump went through. A pull
+// request just created has no comments yet.
+func (b *Bot) clearBlockedBump(ctx context.Context, number int, baseSHA, branch string, created bool) error {
+	const text = "No lock or hold blocks this bump any more."
+	if !created {
+		if err := b.editComment(ctx, number, "blocked", text); err != nil {
+			return err
+		}
+	}
+	return b.writeBlockedCheck(ctx, baseSHA, branch, clearedBumpTitle, text, false)
 }
 
 // writeBump applies req to file on branch and commits it, re-reading and

@@ -220,7 +220,6 @@ func TestRacingBumpsEndInOnePullRequestWithTheNewestTag(t *testing.T) {
 func TestBumpAutoMergeWaitsForChecksAndLocks(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, devel())
-	f.lock(t, "apps/devel")
 	b := f.bot(t, WithRequiredChecks("ci/test"))
 	type outcome struct {
 		res *BumpResult
@@ -232,7 +231,9 @@ func TestBumpAutoMergeWaitsForChecksAndLocks(t *testing.T) {
 		done <- outcome{res, err}
 	}()
 
-	// Locked: the bot says why on the pull request and does not merge.
+	// Locked after the pull request was opened: the bot says why on it and does not merge.
+	testenv.WaitFor(t, 20*time.Second, "the bump pull request", func() bool { return len(f.srv.PullRequests(owner, repo)) == 1 })
+	f.lock(t, "apps/devel")
 	testenv.WaitFor(t, 20*time.Second, "the lock comment", func() bool {
 		for _, c := range f.srv.Comments(owner, repo, 1) {
 			if strings.Contains(c.Body, "apps/devel is locked") {

@@ -228,6 +228,8 @@ func (a *BumpAPI) serve(w http.ResponseWriter, r *http.Request, lg *BumpLog) (*B
 		return nil, &refusal{status: http.StatusConflict, reason: "Conflict", err: err}
 	case err != nil:
 		return nil, err
+	case res.Blocked:
+		return res, &refusal{status: http.StatusLocked, reason: "Locked", err: errors.New(res.Reason), result: res}
 	case req.AutoMerge && !res.Merged && res.PR != 0:
 		rf := &refusal{status: http.StatusConflict, reason: "NotMerged", err: fmt.Errorf("not merged: %s", res.Reason), result: res}
 		if strings.Contains(res.Reason, "locked: ") {

@@ -314,7 +314,7 @@ func TestBumpAPIRefusals(t *testing.T) {
 	}
 }
 
-func TestBumpAPIAutoMergeWaitsForLocks(t *testing.T) {
+func TestBumpAPIRefusesLockedEnvironment(t *testing.T) {
 	e := newBumpEnv(t)
 	e.f.lock(t, "apps/devel")
 	token := e.gh.Sign(t, nil, e.github("acme/checkout-api"))
@@ -323,11 +323,12 @@ func TestBumpAPIAutoMergeWaitsForLocks(t *testing.T) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatal(err)
 	}
-	if code != http.StatusLocked || got.Reason != "Locked" || got.Result == nil || got.Result.PR != 1 || got.Result.Merged {
+	if code != http.StatusLocked || got.Reason != "Locked" || got.Result == nil || !got.Result.Blocked || got.Result.PR != 0 ||
+		!strings.Contains(got.Result.Reason, "blocked: apps/devel is locked until") {
 		t.Fatalf("bump into a locked environment answered %d: %s", code, out)
 	}
-	if prs := e.f.openPulls(); len(prs) != 1 {
-		t.Errorf("open pull requests = %+v, want the bump's, unmerged", prs)
+	if prs := e.f.srv.PullRequests(owner, repo); len(prs) != 0 {
+		t.Errorf("pull requests = %+v, want none opened into a locked environment", prs)
 	}
 
 	// Unlocked, with green checks: merged within the request.

@@ -41,15 +41,15 @@ func (b *Bot) stageLockPath(ctx context.Context, env string) (string, error) {
 	return "", nil
 }
 
-// readiness says whether a pull request may be merged now and, if not, why.
-func (b *Bot) readiness(ctx context.Context, pr *github.PullRequest, lockPath string) (ready bool, reason string, err error) {
+// readiness says whether a pull request moving scope may be merged now and, if not, why.
+func (b *Bot) readiness(ctx context.Context, pr *github.PullRequest, scope lockScope) (ready bool, reason string, err error) {
 	if pr.GetState() != "open" {
 		return false, fmt.Sprintf("pull request #%d is %s", pr.GetNumber(), pr.GetState()), nil
 	}
 	if pr.GetDraft() {
 		return false, fmt.Sprintf("pull request #%d is a draft", pr.GetNumber()), nil
 	}
-	locks, err := b.blocking(ctx, lockPath)
+	locks, err := b.scopeLocks(ctx, scope)
 	if err != nil {
 		return false, "", err
 	}
@@ -150,9 +150,9 @@ func (b *Bot) mergeNow(ctx context.Context, pr *github.PullRequest) (bool, strin
 }
 
 // mergeWhenReady polls the pull request until its checks are green and no
-// lock blocks lockPath, then merges it; after timeout it gives up and says why.
-// While a lock blocks, the pull request carries one comment saying so.
-func (b *Bot) mergeWhenReady(ctx context.Context, number int, lockPath string, timeout time.Duration) (bool, string, error) {
+// lock or hold blocks scope, then merges it; after timeout it gives up and
+// says why. While a lock blocks, the pull request carries one comment saying so.
+func (b *Bot) mergeWhenReady(ctx context.Context, number int, scope lockScope, timeout time.Duration) (bool, string, error) {
 	deadline := b.now().Add(timeout)
 	lockNoted := ""
 	for {
@@ -160,7 +160,7 @@ func (b *Bot) mergeWhenReady(ctx context.Context, number int, lockPath string, t
 		if err != nil {
 			return false, "", fmt.Errorf("reading pull request #%d: %w", number, err)
 		}
-		ready, reason, err := b.readiness(ctx, pr, lockPath)
+		ready, reason, err := b.readiness(ctx, pr, scope)
 		if err != nil {
 			return false, "", err
 		}
@@ -175,7 +175,7 @@ func (b *Bot) mergeWhenReady(ctx context.Context, number int, lockPath string, t
 			return false, reason, nil
 		}
 		if strings.HasPrefix(reason, "locked: ") && reason != lockNoted {
-			if err := b.upsertComment(ctx, number, "lock", fmt.Sprintf("Not merging yet: environment lock path `%s` is locked. %s\n\nStagehand merges once no lock blocks and the checks are green.", lockPath, strings.TrimPrefix(reason, "locked: "))); err != nil {
+			if err := b.upsertComment(ctx, number, "lock", fmt.Sprintf("Not merging yet: environment lock path `%s` is locked or held. %s\n\nStagehand merges once no lock or hold blocks and the checks are green.", scope.lockPath, strings.TrimPrefix(reason, "locked: "))); err != nil {
 				return false, "", err
 			}
 			lockNoted = reason

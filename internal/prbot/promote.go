@@ -93,6 +93,7 @@ type promotion struct {
 	decision promote.Decision
 	edits    map[string][]byte   // new contents of the later stage's files, by path
 	pr       *github.PullRequest // the open promotion pull request, nil if none
+	scope    lockScope           // the later stage and the services it moves
 }
 
 // evaluatePromotion reads pipeline.yaml and both stages at the base
@@ -130,11 +131,26 @@ func (b *Bot) evaluatePromotion(ctx context.Context, from, to string) (*promotio
 	if err != nil {
 		return nil, err
 	}
-	locks, err := b.blocking(ctx, stage.LockPath)
+	// Locks and holds on the later stage and its targets block any promotion;
+	// a service's own lock only a promotion that moves that service.
+	scope := lockScope{lockPath: stage.LockPath}
+	locks, err := b.scopeLocks(ctx, scope)
 	if err != nil {
 		return nil, err
 	}
-	d := promote.Evaluate(promote.Input{Pair: pair, Stage: *stage, History: history, Target: target, Locks: locks, Now: b.now()})
+	in := promote.Input{Pair: pair, Stage: *stage, History: history, Target: target, Locks: locks, Now: b.now()}
+	d := promote.Evaluate(in)
+	if d.Blocked == "" && len(d.Changes) > 0 {
+		for _, c := range d.Changes {
+			scope.services = append(scope.services, c.Service)
+		}
+		if in.Locks, err = b.scopeLocks(ctx, scope); err != nil {
+			return nil, err
+		}
+		if len(in.Locks) > 0 {
+			d = promote.Evaluate(in)
+		}
+	}
 	edits, err := promotionEdits(head, d.Changes, b.manifestOpts...)
 	if err != nil {
 		return nil, err
@@ -143,7 +159,7 @@ func (b *Bot) evaluatePromotion(ctx context.Context, from, to string) (*promotio
 	if err != nil {
 		return nil, err
 	}
-	return &promotion{pair: pair, stage: *stage, baseSHA: baseSHA, decision: d, edits: edits, pr: pr}, nil
+	return &promotion{pair: pair, stage: *stage, baseSHA: baseSHA, decision: d, edits: edits, pr: pr, scope: scope}, nil
 }
 
 // result is the PromoteResult of p before any action: the decision, the
@@ -198,7 +214,7 @@ func (b *Bot) proposePromotion(ctx context.Context, p *promotion, res *PromoteRe
 	if err != nil {
 		return fmt.Errorf("reading pull request #%d: %w", res.PR, err)
 	}
-	ready, reason, err := b.readiness(ctx, pr, p.stage.LockPath)
+	ready, reason, err := b.readiness(ctx, pr, p.scope)
 	if err != nil {
 		return err
 	}

@@ -268,3 +268,19 @@ func (l Lock) BlockingMessage(loc *time.Location) string {
 	}
 	return fmt.Sprintf("%s is locked until %s by %s%s.", l.Path, l.ExpiresAt.In(loc).Format(TimeLayout), l.Type.Friendly(), where)
 }
+
+// Segment turns a target or service name into a lock path segment as the
+// reconciler checks it ("<lockPath>/<target>/<service>"): lowercase, with
+// every character outside a-z, 0-9 and "-" replaced by "-".
+func Segment(name string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + ('a' - 'A')
+		default:
+			return '-'
+		}
+	}, name)
+}

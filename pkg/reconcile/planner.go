@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 )
 
@@ -554,15 +555,4 @@ func forEach(n, limit int, fn func(i int) error) error {
 
 // lockSegment makes a target or service name a valid lock path segment
 // (lowercase letters, digits and dashes).
-func lockSegment(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
-			return r
-		case r >= 'A' && r <= 'Z':
-			return r + ('a' - 'A')
-		default:
-			return '-'
-		}
-	}, s)
-}
+func lockSegment(s string) string { return lock.Segment(s) }
