@@ -29,9 +29,13 @@ type Registry struct {
 	manifest atomic.Int64
 	mu       sync.Mutex
 	times    []time.Time // when each request arrived
+	minted   map[string]bool
 }
 
-type options struct{ user, password string }
+type options struct {
+	user, password string
+	minted         bool // password: any token Mint returned
+}
 
 // Option configures New.
 type Option func(*options) error
@@ -44,6 +48,19 @@ func WithBasicAuth(user, password string) Option {
 			return fmt.Errorf("WithBasicAuth(%q, password of %d bytes): want a user and a password", user, len(password))
 		}
 		o.user, o.password = user, password
+		return nil
+	}
+}
+
+// WithMintedTokens makes the registry answer 401 to every request without
+// user and a token Mint returned, as a cloud registry accepts every token its
+// credential helper mints (ECR, ACR, Artifact Registry), each one different.
+func WithMintedTokens(user string) Option {
+	return func(o *options) error {
+		if user == "" {
+			return fmt.Errorf("WithMintedTokens: want a user")
+		}
+		o.user, o.minted = user, true
 		return nil
 	}
 }
@@ -66,9 +83,20 @@ func New(t testing.TB, opts ...Option) *Registry {
 	if err != nil {
 		t.Fatalf("registrytest: %v", err)
 	}
-	r := &Registry{auth: authn.Anonymous}
+	r := &Registry{auth: authn.Anonymous, minted: map[string]bool{}}
 	if o.user != "" {
 		r.auth = &authn.Basic{Username: o.user, Password: o.password}
+	}
+	if o.minted {
+		r.auth = &authn.Basic{Username: o.user, Password: r.Mint()}
+	}
+	valid := func(u, p string) bool {
+		if o.minted {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return u == o.user && r.minted[p]
+		}
+		return u == o.user && p == o.password
 	}
 	h := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -79,7 +107,7 @@ func New(t testing.TB, opts ...Option) *Registry {
 		if strings.Contains(req.URL.Path, "/manifests/") {
 			r.manifest.Add(1)
 		}
-		if u, p, ok := req.BasicAuth(); o.user != "" && (!ok || u != o.user || p != o.password) {
+		if u, p, ok := req.BasicAuth(); o.user != "" && (!ok || !valid(u, p)) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="registrytest"`)
 			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
 			return
@@ -129,6 +157,23 @@ func (r *Registry) Digest(ctx context.Context, repo, tag string) (string, error)
 		return "", fmt.Errorf("reading digest of %s: %w", ref, err)
 	}
 	return d.Digest.String(), nil
+}
+
+// Mint returns a new token the registry accepts (WithMintedTokens), as a
+// credential helper's call does.
+func (r *Registry) Mint() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tok := fmt.Sprintf("minted-%d", len(r.minted)+1)
+	r.minted[tok] = true
+	return tok
+}
+
+// Minted returns how many tokens Mint has returned.
+func (r *Registry) Minted() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.minted)
 }
 
 // Requests returns how many HTTP requests the registry has served.

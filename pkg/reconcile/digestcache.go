@@ -25,7 +25,25 @@ type registryState struct {
 	limiters  map[string]*rate.Limiter
 	digests   map[cacheKey]cachedDigest
 	keychains map[keychainKey]cachedKeychain
+	auths     map[authKey]cachedAuth
 	swept     time.Time // when expired entries were last dropped
+}
+
+// authKey is a repository as reached with one pull context's keychain (the
+// zero keychainKey for the static keychain).
+type authKey struct {
+	keychain   keychainKey
+	repository string
+}
+
+// cachedAuth is what a keychain answered for a repository: credentials
+// minted by a helper (ECR, ACR, Google) differ on every call, so without it
+// every image of every pass would run the helper again, and the digest
+// cache, keyed by the credentials' hash, would never be hit.
+type cachedAuth struct {
+	cfg     authn.AuthConfig
+	id, who string
+	expires time.Time
 }
 
 // keychainKey is a pull context in one cluster (two environments may
@@ -69,6 +87,50 @@ func (s *registryState) forgetKeychain(k keychainKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.keychains, k)
+	for ak := range s.auths {
+		if ak.keychain == k {
+			delete(s.auths, ak)
+		}
+	}
+}
+
+// credentials returns what kc sends to repo, with an identity of it (a
+// hash, for the digest cache's key) and a description for errors, reusing
+// kc's answer for k within the TTL.
+func (s *registryState) credentials(ctx context.Context, k authKey, kc authn.Keychain, repo authn.Resource) (authn.Authenticator, string, string, error) {
+	if s.ttl > 0 {
+		s.mu.Lock()
+		c, ok := s.auths[k]
+		if ok && !s.now().Before(c.expires) {
+			delete(s.auths, k)
+			ok = false
+		}
+		s.mu.Unlock()
+		if ok {
+			return authn.FromConfig(c.cfg), c.id, c.who, nil
+		}
+	}
+	auth, err := authn.Resolve(ctx, kc, repo)
+	if err != nil {
+		return nil, "", "", fmt.Errorf("finding credentials for registry %s: %w", repo.RegistryStr(), err)
+	}
+	if auth == authn.Anonymous {
+		return auth, "anonymous", "anonymously", nil
+	}
+	cfg, err := authn.Authorization(ctx, auth)
+	if err != nil {
+		return nil, "", "", fmt.Errorf("reading credentials: %w", err)
+	}
+	id, who, err := credentialsOf(*cfg)
+	if err != nil {
+		return nil, "", "", err
+	}
+	if s.ttl > 0 {
+		s.mu.Lock()
+		s.auths[k] = cachedAuth{cfg: *cfg, id: id, who: who, expires: s.now().Add(s.ttl)}
+		s.mu.Unlock()
+	}
+	return authn.FromConfig(*cfg), id, who, nil
 }
 
 // cacheKey is a repository:tag as seen with one set of credentials, so a
@@ -85,6 +147,7 @@ func newRegistryState(rateLimit float64, ttl time.Duration) *registryState {
 	return &registryState{
 		rateLimit: rateLimit, ttl: ttl, now: time.Now,
 		limiters: map[string]*rate.Limiter{}, digests: map[cacheKey]cachedDigest{}, keychains: map[keychainKey]cachedKeychain{},
+		auths: map[authKey]cachedAuth{},
 	}
 }
 
@@ -129,6 +192,11 @@ func (s *registryState) remember(k cacheKey, digest string) {
 				delete(s.keychains, old)
 			}
 		}
+		for old, c := range s.auths {
+			if !now.Before(c.expires) {
+				delete(s.auths, old)
+			}
+		}
 		s.swept = now
 	}
 	s.digests[k] = cachedDigest{digest: digest, expires: now.Add(s.ttl)}
@@ -164,17 +232,10 @@ func (l limited) RoundTrip(req *http.Request) (*http.Response, error) {
 	return l.base.RoundTrip(req)
 }
 
-// credentialsOf returns an identity of what auth sends (a hash, never the
-// secret itself) and a description for error messages.
-func credentialsOf(ctx context.Context, auth authn.Authenticator) (id, who string, err error) {
-	if auth == authn.Anonymous {
-		return "anonymous", "anonymously", nil
-	}
-	cfg, err := authn.Authorization(ctx, auth)
-	if err != nil {
-		return "", "", fmt.Errorf("reading credentials: %w", err)
-	}
-	if *cfg == (authn.AuthConfig{}) {
+// credentialsOf returns an identity of cfg (a hash, never the secret
+// itself) and a description for error messages.
+func credentialsOf(cfg authn.AuthConfig) (id, who string, err error) {
+	if cfg == (authn.AuthConfig{}) {
 		return "anonymous", "anonymously", nil
 	}
 	b, err := json.Marshal(cfg)

@@ -109,10 +109,17 @@ func (s *keychainSet) get(ctx context.Context, k pullKey) (authn.Keychain, error
 	return b.kc, b.err
 }
 
+// key is the registry state's key of k's keychain: the zero key for the
+// static keychain every pull context shares.
+func (s *keychainSet) key(k pullKey) keychainKey {
+	if s.keychains == nil {
+		return keychainKey{}
+	}
+	return keychainKey{client: s.pulls[k].Client, pull: k}
+}
+
 // forget drops k's cached keychain, after a registry refused what it sent:
 // the next plan reads the pull secrets again.
 func (s *keychainSet) forget(k pullKey) {
-	if s.keychains != nil {
-		s.state.forgetKeychain(keychainKey{client: s.pulls[k].Client, pull: k})
-	}
+	s.state.forgetKeychain(s.key(k))
 }

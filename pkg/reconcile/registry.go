@@ -90,11 +90,7 @@ func (r *registry) resolve(ctx context.Context, k imageKey, kcs *keychainSet, fr
 	if err != nil {
 		return fail(fmt.Errorf("resolving %s: %w", k, err))
 	}
-	auth, err := authn.Resolve(ctx, kc, ref.Context())
-	if err != nil {
-		return fail(fmt.Errorf("resolving %s: finding credentials for registry %s: %w", k, ref.RegistryStr(), err))
-	}
-	id, who, err := credentialsOf(ctx, auth)
+	auth, id, who, err := r.state.credentials(ctx, authKey{keychain: kcs.key(k.pull), repository: ref.Context().String()}, kc, ref.Context())
 	if err != nil {
 		return fail(fmt.Errorf("resolving %s: %w", k, err))
 	}

@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+
 	"github.com/stagehand-gitops/stagehand/internal/registrytest"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -211,5 +213,69 @@ func TestPullSecretsReadAgainAfterRefusal(t *testing.T) {
 	}
 	if got, want := onlyOutcome(t, mustPlan(t, r, req)), reg.Host()+"/team/app:2@"+d; got != want {
 		t.Errorf("after fixing the Secret: %q, want %q", got, want)
+	}
+}
+
+// helperKeychain is a credential helper (ECR's, ACR's, Google's): every
+// call mints a new token for the registry.
+type helperKeychain struct {
+	reg   *registrytest.Registry
+	calls atomic.Int64
+}
+
+func (k *helperKeychain) Resolve(authn.Resource) (authn.Authenticator, error) {
+	return mintingAuth{k}, nil
+}
+
+type mintingAuth struct{ k *helperKeychain }
+
+func (a mintingAuth) Authorization() (*authn.AuthConfig, error) {
+	a.k.calls.Add(1)
+	return &authn.AuthConfig{Username: "AWS", Password: a.k.reg.Mint()}, nil
+}
+
+// TestDigestCacheWithMintedTokens: with a credential helper that mints a
+// new token on every call, a second plan within the TTL still asks the
+// registry nothing and runs the helper no more; after the TTL both happen
+// once again.
+func TestDigestCacheWithMintedTokens(t *testing.T) {
+	env := cluster.Env(t)
+	reg := registrytest.New(t, registrytest.WithMintedTokens("AWS"))
+	host := reg.Host()
+	reg.Push(t, "team/app", "2")
+	reg.Push(t, "team/web", "2")
+	ns := env.Namespace(t)
+	createDeployment(t, env.Clientset, ns, "app", "app", 0, pod{containers: [][2]string{{"app", host + "/team/app:1"}}})
+	createDeployment(t, env.Clientset, ns, "web", "web", 0, pod{containers: [][2]string{{"web", host + "/team/web:1"}}})
+	kc := &helperKeychain{reg: reg}
+	clk := &clock{now: time.Unix(1_700_000_000, 0)}
+	r := newReconciler(t, reconcile.WithPinDigests(true), reconcile.WithVerifyDigests(true),
+		reconcile.WithKeychain(kc), reconcile.WithDigestCacheTTL(5*time.Minute))
+	reconcile.SetRegistryClock(r, clk.Now)
+	req := reconcile.Request{Environment: environment(svc("app", [3]string{"team/app", "2", ""}), svc("web", [3]string{"team/web", "2", ""})),
+		Revision: "r", Targets: []reconcile.Target{{Name: "a", Namespace: ns, Client: env.Clientset}}}
+	steps := []struct {
+		name        string
+		advance     time.Duration
+		requests    int64 // to the registry's manifests
+		helperCalls int64
+	}{
+		{"first plan runs the helper once per repository and asks the registry", 0, 2, 2},
+		{"second plan within the TTL asks nothing", 4 * time.Minute, 0, 0},
+		{"after the TTL both again", 2 * time.Minute, 2, 2},
+	}
+	for _, st := range steps {
+		clk.Add(st.advance)
+		before, calls := reg.ManifestRequests(), kc.calls.Load()
+		p := mustPlan(t, r, req)
+		if len(p.Problems) != 0 || len(p.Changes) != 2 {
+			t.Fatalf("%s: problems %+v, %d changes", st.name, p.Problems, len(p.Changes))
+		}
+		if got := reg.ManifestRequests() - before; got != st.requests {
+			t.Errorf("%s: %d manifest requests, want %d", st.name, got, st.requests)
+		}
+		if got := kc.calls.Load() - calls; got != st.helperCalls {
+			t.Errorf("%s: helper ran %d times, want %d", st.name, got, st.helperCalls)
+		}
 	}
 }
