@@ -20,6 +20,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 )
 
 const token = "api-test-token"
@@ -40,6 +41,27 @@ func (b *backend) Environment(_ context.Context, env string) (*status.Environmen
 	}
 	return &status.Environment{Name: env, Pending: b.pending, Observation: status.Observation{Revision: "abc"},
 		History: []approval.Entry{{Revision: "abc", Result: approval.ResultRejected}}}, nil
+}
+
+// history is prod's: entry 2 rejected, entry 1 succeeded, each with its manifest.
+func (b *backend) History(_ context.Context, env string) ([]approval.Entry, error) {
+	if env != "prod" {
+		return nil, fmt.Errorf("%w %q; configured: [prod]", approval.ErrUnknownEnvironment, env)
+	}
+	m := func(tag string) *approval.Manifest {
+		return &approval.Manifest{Root: "environments/prod/manifest.json", Services: []manifest.Service{{Name: "api",
+			Source: "environments/prod/manifest.json", Containers: []manifest.Container{{DockerName: "api", DockerTag: tag}}}}}
+	}
+	return []approval.Entry{{ID: 2, Revision: "abc", Result: approval.ResultRejected, Manifest: m("1.1")},
+		{ID: 1, Revision: "abb", Result: approval.ResultSucceeded, Manifest: m("1.0")}}, nil
+}
+
+func (b *backend) HistoryEntry(ctx context.Context, env string, id int64) (*approval.Entry, error) {
+	h, err := b.History(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	return approval.FindEntry(h, env, id)
 }
 
 func (b *backend) decide(env, hash, what string) (*approval.Pending, error) {
@@ -116,6 +138,16 @@ func TestRequests(t *testing.T) {
 		{name: "get unknown", method: "GET", path: "/api/v1/environments/qa", token: token, wantCode: 404, wantBody: "unknown environment"},
 		{name: "layout not resolved", method: "GET", path: "/api/v1/environments/prod/layout", token: token, wantCode: 404, wantBody: "not been resolved"},
 		{name: "history", method: "GET", path: "/api/v1/environments/prod/history", token: token, wantCode: 200, wantBody: `"result": "rejected"`},
+		{name: "history entry", method: "GET", path: "/api/v1/environments/prod/history/1", token: token, wantCode: 200,
+			wantBody: `"dockerTag": "1.0"`},
+		{name: "history entry unknown", method: "GET", path: "/api/v1/environments/prod/history/3", token: token, wantCode: 404,
+			wantBody: "unknown history entry 3 in environment prod: it holds entries 1 to 2"},
+		{name: "history entry bad id", method: "GET", path: "/api/v1/environments/prod/history/x1", token: token, wantCode: 400,
+			wantBody: `history entry id \"x1\": want a positive integer`},
+		{name: "history entry zero", method: "GET", path: "/api/v1/environments/prod/history/0", token: token, wantCode: 400},
+		{name: "history entry unknown environment", method: "GET", path: "/api/v1/environments/qa/history/1", token: token, wantCode: 404,
+			wantBody: "unknown environment"},
+		{name: "history unknown environment", method: "GET", path: "/api/v1/environments/qa/history", token: token, wantCode: 404},
 		{name: "approve", method: "POST", path: "/api/v1/environments/prod/approve", token: token, body: `{"planHash":"sha256:p","approver":"alice"}`,
 			wantCode: 202, wantBody: "approved by alice; applying revision abcdef012345 to prod", wantDecided: []string{"approve alice"}},
 		{name: "approve as api", method: "POST", path: "/api/v1/environments/prod/approve", token: token, body: `{"planHash":"sha256:p"}`,
@@ -271,5 +303,18 @@ func TestServeWhile(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("ServeWhile = %v", err)
+	}
+}
+
+// TestHistoryListLeavesOutManifests: the list is summaries; one entry has its manifest.
+func TestHistoryListLeavesOutManifests(t *testing.T) {
+	srv := newServer(t, &backend{}, WithToken(token))
+	code, body := call(t, srv, "GET", "/api/v1/environments/prod/history", token, "")
+	if code != 200 || strings.Contains(body, `"manifest"`) || !strings.Contains(body, `"id": 2`) {
+		t.Errorf("history list = %d %s; want ids and no manifests", code, body)
+	}
+	code, body = call(t, srv, "GET", "/api/v1/environments/prod/history/2", token, "")
+	if code != 200 || !strings.Contains(body, `"manifest": {`) || !strings.Contains(body, `"id": 2`) {
+		t.Errorf("history entry = %d %s; want entry 2 with its manifest", code, body)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/status"
@@ -52,15 +53,51 @@ func (s *Server) getLayout(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getHistory(w http.ResponseWriter, r *http.Request) {
-	v, ok := s.environmentOr404(w, r)
-	if !ok {
+	env := r.PathValue("env")
+	h, err := s.b.History(r.Context(), env)
+	if !s.historyError(w, err) {
 		return
 	}
-	h := v.History
-	if h == nil {
-		h = []approval.Entry{}
+	out := make([]approval.Entry, 0, len(h))
+	for _, e := range h {
+		out = append(out, e.Summary())
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"environment": v.Name, "history": h})
+	writeJSON(w, http.StatusOK, map[string]any{"environment": env, "history": out})
+}
+
+func (s *Server) getHistoryEntry(w http.ResponseWriter, r *http.Request) {
+	env, raw := r.PathValue("env"), r.PathValue("id")
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id < 1 {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("history entry id %q: want a positive integer, as the history list shows", truncate(raw, 64)))
+		return
+	}
+	e, err := s.b.HistoryEntry(r.Context(), env, id)
+	if !s.historyError(w, err) {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"environment": env, "entry": e})
+}
+
+// historyError answers err (404 for an unknown environment or entry, 500
+// otherwise) and reports whether there was none.
+func (s *Server) historyError(w http.ResponseWriter, err error) bool {
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, approval.ErrUnknownEnvironment), errors.Is(err, approval.ErrUnknownEntry):
+		writeError(w, http.StatusNotFound, err.Error())
+	default:
+		writeError(w, http.StatusInternalServerError, err.Error())
+	}
+	return false
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
 }
 
 func (s *Server) environmentOr404(w http.ResponseWriter, r *http.Request) (*status.Environment, bool) {

@@ -32,6 +32,14 @@ type Backend interface {
 	// history; an error wrapping approval.ErrUnknownEnvironment for an
 	// environment not in the configuration.
 	Environment(ctx context.Context, env string) (*status.Environment, error)
+	// History returns env's history, newest first, with the resolved
+	// manifests; an error wrapping approval.ErrUnknownEnvironment for an
+	// environment not in the configuration.
+	History(ctx context.Context, env string) ([]approval.Entry, error)
+	// HistoryEntry returns env's history entry numbered id, with its
+	// resolved manifest; an error wrapping approval.ErrUnknownEnvironment or
+	// approval.ErrUnknownEntry.
+	HistoryEntry(ctx context.Context, env string, id int64) (*approval.Entry, error)
 	// Ready reports whether this replica can serve (its state store answers)
 	// and whether it leads.
 	Ready(ctx context.Context) (leading bool, err error)
@@ -100,6 +108,7 @@ func (s *Server) table() []route {
 		route{"GET /api/v1/environments/{env}", true, http.HandlerFunc(s.getEnvironment)},
 		route{"GET /api/v1/environments/{env}/layout", true, http.HandlerFunc(s.getLayout)},
 		route{"GET /api/v1/environments/{env}/history", true, http.HandlerFunc(s.getHistory)},
+		route{"GET /api/v1/environments/{env}/history/{id}", true, http.HandlerFunc(s.getHistoryEntry)},
 		route{"POST /api/v1/environments/{env}/approve", true, s.decisionHandler(true)},
 		route{"POST /api/v1/environments/{env}/reject", true, s.decisionHandler(false)},
 	)

@@ -30,15 +30,23 @@ const (
 	ResultFailed      = "failed"
 	ResultInterrupted = "interrupted"
 	ResultRejected    = "rejected"
+	// ResultRolledBack is a failed rollout whose workloads were put back
+	// on the images they ran before (environments.<env>.onFailedRollout:
+	// rollback); Message says why it failed and how the rollback went.
+	ResultRolledBack = "rolled-back"
 )
 
 // Entry is one applied (or rejected) plan in an environment's history.
 type Entry struct {
+	// ID numbers the entries of one environment 1, 2, 3, ... in the order
+	// they were recorded; it is never reused (0: recorded before entries
+	// were numbered).
+	ID       int64           `json:"id,omitempty"`
 	Revision string          `json:"revision"`
 	PlanHash string          `json:"planHash"`
 	Changes  json.RawMessage `json:"changes"`
 	Approver string          `json:"approver"`
-	// Result is one of succeeded, failed, interrupted or rejected.
+	// Result is one of succeeded, failed, interrupted, rejected or rolled-back.
 	Result string `json:"result"`
 	// Message says why a plan failed or was rejected.
 	Message string `json:"message,omitempty"`
@@ -49,4 +57,8 @@ type Entry struct {
 	HistoryRewritten string    `json:"historyRewritten,omitempty"`
 	Started          time.Time `json:"started"`
 	Finished         time.Time `json:"finished"`
+	// Manifest is the environment's resolved manifest at Revision: what
+	// the entry asked to run (nil for entries recorded before it was kept,
+	// or when the revision could not be resolved again).
+	Manifest *Manifest `json:"manifest,omitempty"`
 }

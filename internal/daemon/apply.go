@@ -86,7 +86,7 @@ func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest
 	}
 	underWay()
 	out := outcome(approver, res, err, ctx.Err() != nil, begun, w.now().UTC())
-	applied := w.recordApply(rctx, prop, out)
+	applied := w.recordApply(rctx, prop, out, resolvedManifest(s, envM))
 	<-startedReported
 	w.completed(rctx, prop, out)
 	log.Info("applied", "result", out.Result, "changes", applied, "duration", out.Finished.Sub(begun).String())
@@ -167,10 +167,12 @@ func unreachableSummary(res *reconcile.Result) string {
 
 // recordApply writes out into the history (clearing the in-flight record
 // unless the apply was interrupted: the next leader continues it) and the
-// metrics, and returns the number of changes applied.
-func (w *worker) recordApply(ctx context.Context, prop approval.Proposal, out approval.Outcome) int {
+// metrics, and returns the number of changes applied. m is the resolved
+// manifest the entry keeps.
+func (w *worker) recordApply(ctx context.Context, prop approval.Proposal, out approval.Outcome, m *approval.Manifest) int {
 	e := approval.Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: changesJSON(prop.Plan.Changes), Approver: out.Approver,
-		Result: out.Result, Message: out.Message, HistoryRewritten: prop.Plan.HistoryRewritten, Started: out.Started, Finished: out.Finished}
+		Result: out.Result, Message: out.Message, HistoryRewritten: prop.Plan.HistoryRewritten, Started: out.Started, Finished: out.Finished,
+		Manifest: m}
 	applied := 0
 	if out.Apply != nil {
 		var err error
@@ -187,13 +189,13 @@ func (w *worker) recordApply(ctx context.Context, prop approval.Proposal, out ap
 	var err error
 	if out.Result == approval.ResultInterrupted {
 		err = w.store.Update(ctx, w.env, func(st *EnvState) {
-			st.History = append([]approval.Entry{e}, st.History...)
+			st.record(e, w.store.maxHistory)
 			if st.Pending != nil && st.Pending.PlanHash == e.PlanHash {
 				st.Pending = nil
 			}
 		})
 	} else {
-		err = w.store.Record(ctx, w.env, e)
+		_, err = w.store.Record(ctx, w.env, e)
 	}
 	if err != nil {
 		w.metrics.fail(w.env, "state")

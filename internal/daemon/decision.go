@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -157,7 +158,7 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 	}
 	prop := approval.Proposal{Environment: w.env, Revision: p.Revision, RevisionTime: s.Time, Plan: plan}
 	if !dc.approve {
-		out, err := w.recordRejection(ctx, prop, dc)
+		out, err := w.recordRejection(ctx, s, prop, dc)
 		if err != nil {
 			reply(nil, err)
 			return
@@ -205,13 +206,20 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 }
 
 // recordRejection records the rejection of the pending plan prop in the
-// history and returns its outcome.
-func (w *worker) recordRejection(ctx context.Context, prop approval.Proposal, dc decision) (approval.Outcome, error) {
+// history, with the manifest of s it would have deployed (resolved again;
+// kept without one when that fails), and returns its outcome.
+func (w *worker) recordRejection(ctx context.Context, s gitsource.Snapshot, prop approval.Proposal, dc decision) (approval.Outcome, error) {
 	now := w.now().UTC()
 	out := approval.Outcome{Result: approval.ResultRejected, Approver: dc.who, Message: dc.reason, Started: now, Finished: now}
 	e := approval.Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: changesJSON(prop.Plan.Changes), Approver: dc.who,
 		Result: out.Result, Message: out.Message, HistoryRewritten: prop.Plan.HistoryRewritten, Started: now, Finished: now}
-	if err := w.store.Record(ctx, w.env, e); err != nil {
+	if envM, err := w.resolve(ctx, s); err != nil {
+		w.metrics.fail(w.env, "resolve")
+		w.log.Error(err, "resolving the rejected revision for the history; recording it without its manifest", "environment", w.env, "revision", short(s.Revision))
+	} else {
+		e.Manifest = resolvedManifest(s, envM)
+	}
+	if _, err := w.store.Record(ctx, w.env, e); err != nil {
 		return out, err
 	}
 	w.metrics.setPending(w.env, false)

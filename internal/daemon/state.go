@@ -27,6 +27,7 @@ const (
 	keyHistory  = "history.json"
 	keyStatus   = "status.json"
 	keyHandover = "handover.json"
+	keyLastID   = "lastid.json"
 
 	labelManagedBy   = "app.kubernetes.io/managed-by"
 	labelComponent   = "app.kubernetes.io/component"
@@ -62,6 +63,24 @@ type EnvState struct {
 	// HistoryDropped counts the history entries dropped so that the state
 	// fits its ConfigMap (see statesize.go).
 	HistoryDropped int `json:"historyDropped,omitempty"`
+	// LastID is the ID of the newest history entry ever recorded: IDs go on
+	// from it even when the history was trimmed.
+	LastID int64 `json:"lastId,omitempty"`
+}
+
+// record adds e to the front of the history, numbered after the last entry
+// ever recorded, keeping at most limit entries; it returns e's ID.
+func (st *EnvState) record(e approval.Entry, limit int) int64 {
+	if len(st.History) > 0 && st.History[0].ID > st.LastID {
+		st.LastID = st.History[0].ID
+	}
+	st.LastID++
+	e.ID = st.LastID
+	st.History = append([]approval.Entry{e}, st.History...)
+	if len(st.History) > limit {
+		st.History = st.History[:limit]
+	}
+	return e.ID
 }
 
 // Store keeps each environment's pending approval, in-flight apply, history
@@ -75,9 +94,12 @@ type Store struct {
 	parts      *partSource
 }
 
+// DefaultHistoryLimit is how many history entries each environment keeps.
+const DefaultHistoryLimit = 100
+
 // NewStore returns a Store writing ConfigMaps into namespace.
 func NewStore(client kubernetes.Interface, namespace string) *Store {
-	s := &Store{client: client, namespace: namespace, maxHistory: 100, maxBytes: maxStateBytes}
+	s := &Store{client: client, namespace: namespace, maxHistory: DefaultHistoryLimit, maxBytes: maxStateBytes}
 	s.parts = &partSource{get: s.getPart}
 	return s
 }
@@ -150,14 +172,13 @@ func (s *Store) SetStatus(ctx context.Context, env string, status json.RawMessag
 	return s.Update(ctx, env, func(st *EnvState) { st.Status = status })
 }
 
-// Record adds e to the front of env's history and clears the in-flight apply
-// and the pending plan it settles (same plan hash) in one write.
-func (s *Store) Record(ctx context.Context, env string, e approval.Entry) error {
-	return s.Update(ctx, env, func(st *EnvState) {
-		st.History = append([]approval.Entry{e}, st.History...)
-		if len(st.History) > s.maxHistory {
-			st.History = st.History[:s.maxHistory]
-		}
+// Record adds e to the front of env's history, numbered (its ID) after the
+// last entry recorded, and clears the in-flight apply and the pending plan it
+// settles (same plan hash) in one write. It returns e's ID.
+func (s *Store) Record(ctx context.Context, env string, e approval.Entry) (int64, error) {
+	var id int64
+	err := s.Update(ctx, env, func(st *EnvState) {
+		id = st.record(e, s.maxHistory)
 		if st.InFlight != nil && st.InFlight.PlanHash == e.PlanHash {
 			st.InFlight = nil
 		}
@@ -165,6 +186,16 @@ func (s *Store) Record(ctx context.Context, env string, e approval.Entry) error 
 			st.Pending = nil
 		}
 	})
+	return id, err
+}
+
+// History returns env's history, newest first.
+func (s *Store) History(ctx context.Context, env string) ([]approval.Entry, error) {
+	st, err := s.Load(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	return st.History, nil
 }
 
 // Update reads env's state, lets mutate change it and writes it back,

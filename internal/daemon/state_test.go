@@ -44,15 +44,16 @@ func TestStoreRoundTrip(t *testing.T) {
 	}
 	e := approval.Entry{Revision: "abc", PlanHash: "h1", Changes: json.RawMessage(`[]`), Approver: "alice",
 		Result: approval.ResultSucceeded, Started: now, Finished: now.Add(time.Second)}
-	if err := s.Record(ctx, "prod", e); err != nil {
-		t.Fatal(err)
+	if id, err := s.Record(ctx, "prod", e); err != nil || id != 1 {
+		t.Fatalf("Record = %d, %v; want the first ID, 1", id, err)
 	}
+	e.ID = 1
 	// A second store (another replica, or after a restart) sees the same.
 	got, err := NewStore(env.Clientset, ns).Load(ctx, "prod")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &EnvState{History: []approval.Entry{e}, Status: json.RawMessage(`{"revision":"abc"}`)}
+	want := &EnvState{History: []approval.Entry{e}, Status: json.RawMessage(`{"revision":"abc"}`), LastID: 1}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("state after Record (-want +got):\n%s", diff)
 	}
@@ -73,7 +74,7 @@ func TestStoreRecordKeepsOtherPending(t *testing.T) {
 	if err := s.SetPending(ctx, "prod", newer); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Record(ctx, "prod", approval.Entry{Revision: "abc", PlanHash: "h1", Result: approval.ResultSucceeded}); err != nil {
+	if _, err := s.Record(ctx, "prod", approval.Entry{Revision: "abc", PlanHash: "h1", Result: approval.ResultSucceeded}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Load(ctx, "prod")
@@ -98,7 +99,7 @@ func TestStoreHistoryBounded(t *testing.T) {
 	big := json.RawMessage(`"` + base64.StdEncoding.EncodeToString(noise) + `"`)
 	for i := range 8 {
 		e := approval.Entry{Revision: fmt.Sprint(i), PlanHash: fmt.Sprint(i), Result: approval.ResultSucceeded, Changes: big}
-		if err := s.Record(ctx, "devel", e); err != nil {
+		if _, err := s.Record(ctx, "devel", e); err != nil {
 			t.Fatalf("record %d: %v", i, err)
 		}
 	}

@@ -128,6 +128,7 @@ func encodeState(name string, st *EnvState, budget int) (*encoded, error) {
 		put(keyInFlight, st.InFlight, st.InFlight != nil),
 		put(keyHandover, st.Handover, st.Handover != nil),
 		put(keyStatus, st.Status, len(st.Status) > 0),
+		put(keyLastID, st.LastID, st.LastID > 0),
 	); err != nil {
 		return nil, err
 	}
@@ -540,6 +541,7 @@ func decodeState(ctx context.Context, cm *corev1.ConfigMap, src *partSource) (*E
 		field(keyHistory, &st.History),
 		field(keyStatus, &status),
 		field(keyTrimmed, &tr),
+		field(keyLastID, &st.LastID),
 	)
 	if len(status) > 0 {
 		st.Status = status

@@ -26,12 +26,16 @@ func (d *Daemon) Environment(ctx context.Context, env string) (*status.Environme
 	if err != nil {
 		return nil, err
 	}
-	v := &status.Environment{Name: env, LockPath: ec.LockPath, Pending: st.Pending, InFlight: st.InFlight, History: st.History}
+	v := &status.Environment{Name: env, LockPath: ec.LockPath, Pending: st.Pending, InFlight: st.InFlight}
 	for _, t := range ec.Targets {
 		v.Targets = append(v.Targets, status.Target{Name: t.Name, Namespace: t.Namespace, Context: t.Context})
 	}
-	if len(st.History) > 0 {
-		v.LastResult = &st.History[0]
+	// The resolved manifests are served one entry at a time (HistoryEntry).
+	for _, e := range st.History {
+		v.History = append(v.History, e.Summary())
+	}
+	if len(v.History) > 0 {
+		v.LastResult = &v.History[0]
 	}
 	if len(st.Status) > 0 {
 		if err := json.Unmarshal(st.Status, &v.Observation); err != nil {

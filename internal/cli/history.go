@@ -1,0 +1,216 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+// historyFlags are the flags of `reconciler history`.
+type historyFlags struct {
+	server, env, tokenFile, output string
+	id                             int64
+	timeout                        time.Duration
+}
+
+// newHistoryCommand is `reconciler history --server URL --env ENV [--id N] [-o json]`.
+func newHistoryCommand() *cobra.Command {
+	var f historyFlags
+	cmd := &cobra.Command{
+		Use:   "history --server URL --env ENV [--id N] [-o text|json]",
+		Short: "Show what was applied, rejected or rolled back in an environment",
+		Long: `Show an environment's history, newest first: one line per applied, failed,
+rejected or rolled-back plan (id, when, revision, result, approver, changes).
+With --id, one entry in full: its changes and the manifest as resolved at its
+revision (services, containers with tag and digest, the files read with their
+git blob hashes): the versions that ran, or were to run, at that point. The
+token comes from --token-file or $STAGEHAND_TOKEN; the server from --server or
+$STAGEHAND_SERVER.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.server, "server", "", "URL of the reconciler's API (default $STAGEHAND_SERVER)")
+	fl.StringVar(&f.env, "env", "", "environment (required)")
+	fl.Int64Var(&f.id, "id", 0, "show this history entry in full, with its resolved manifest")
+	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the API bearer token (default: $STAGEHAND_TOKEN)")
+	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long to wait for the server")
+	return cmd
+}
+
+func (f *historyFlags) run(cmd *cobra.Command) error {
+	if f.server == "" {
+		f.server = os.Getenv("STAGEHAND_SERVER")
+	}
+	switch {
+	case f.server == "":
+		return usagef("--server is required (or set $STAGEHAND_SERVER)")
+	case f.env == "":
+		return usagef("--env is required")
+	case f.output != "text" && f.output != "json":
+		return usagef("--output %q: want text or json", f.output)
+	case cmd.Flags().Changed("id") && f.id < 1:
+		return usagef("--id %d: want a positive history entry id, as the history list shows", f.id)
+	}
+	if u, err := url.Parse(f.server); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usagef("--server %q: want an http(s) URL such as http://localhost:8080", f.server)
+	}
+	client := decisionFlags{server: f.server, tokenFile: f.tokenFile}
+	token, err := client.token()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	defer cancel()
+	path := "/api/v1/environments/" + url.PathEscape(f.env) + "/history"
+	if f.id > 0 {
+		path += "/" + strconv.FormatInt(f.id, 10)
+	}
+	code, body, err := client.call(ctx, http.MethodGet, path, token, nil)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Error: reading the history of %s refused (%d): %s\n", f.env, code, apiMessage(body))
+		return exitCode(1, nil)
+	}
+	out := cmd.OutOrStdout()
+	if f.id > 0 {
+		var v struct{ Entry approval.Entry }
+		if err := json.Unmarshal(body, &v); err != nil {
+			return fmt.Errorf("decoding history entry %d of %s: %w", f.id, f.env, err)
+		}
+		if f.output == "json" {
+			return writeIndented(out, v.Entry)
+		}
+		return printEntry(out, v.Entry)
+	}
+	var v struct{ History []approval.Entry }
+	if err := json.Unmarshal(body, &v); err != nil {
+		return fmt.Errorf("decoding the history of %s: %w", f.env, err)
+	}
+	if f.output == "json" {
+		if v.History == nil {
+			v.History = []approval.Entry{}
+		}
+		return writeIndented(out, v.History)
+	}
+	if len(v.History) == 0 {
+		fmt.Fprintf(out, "%s: no history yet\n", f.env)
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tWHEN\tREVISION\tRESULT\tAPPROVER\tCHANGES")
+	for _, e := range v.History {
+		id := "-"
+		if e.ID > 0 {
+			id = strconv.FormatInt(e.ID, 10)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", id, e.Finished.UTC().Format(time.DateTime), shortRev(e.Revision),
+			e.Result, e.Approver, changesSummary(e.Changes))
+	}
+	return tw.Flush()
+}
+
+func writeIndented(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// changesSummary says how many images an entry changed, and in which services.
+func changesSummary(raw json.RawMessage) string {
+	var cs []reconcile.Change
+	if len(raw) == 0 || json.Unmarshal(raw, &cs) != nil {
+		return "?"
+	}
+	if len(cs) == 0 {
+		return "none"
+	}
+	seen := map[string]bool{}
+	var svcs []string
+	for _, c := range cs {
+		if !seen[c.Service] {
+			seen[c.Service] = true
+			svcs = append(svcs, c.Service)
+		}
+	}
+	sort.Strings(svcs)
+	if len(svcs) > 4 {
+		svcs = append(svcs[:4], fmt.Sprintf("+%d more", len(svcs)-4))
+	}
+	return fmt.Sprintf("%d image(s): %s", len(cs), strings.Join(svcs, ", "))
+}
+
+// printEntry shows one entry in full: what happened, what changed, and the
+// manifest as resolved at its revision.
+func printEntry(w io.Writer, e approval.Entry) error {
+	fmt.Fprintf(w, "Entry:     %d\nRevision:  %s\nResult:    %s\nApprover:  %s\nStarted:   %s\nFinished:  %s\n",
+		e.ID, e.Revision, e.Result, e.Approver, e.Started.UTC().Format(time.RFC3339), e.Finished.UTC().Format(time.RFC3339))
+	if e.Message != "" {
+		fmt.Fprintf(w, "Message:   %s\n", e.Message)
+	}
+	var cs []reconcile.Change
+	if json.Unmarshal(e.Changes, &cs) == nil && len(cs) > 0 {
+		fmt.Fprintln(w, "\nChanges:")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  SERVICE\tTARGET\tWORKLOAD\tCONTAINER\tFROM\tTO")
+		for _, c := range cs {
+			fmt.Fprintf(tw, "  %s\t%s\t%s/%s\t%s\t%s\t%s\n", c.Service, c.Target, c.Kind, c.Name, c.Container, c.From, c.To)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	m := e.Manifest
+	if m == nil {
+		fmt.Fprintln(w, "\nManifest:  not kept for this entry")
+		return nil
+	}
+	fmt.Fprintf(w, "\nManifest:  %s\n", m.Root)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SERVICE\tVERSION\tIMAGE\tTAG\tDIGEST\tFILE")
+	for _, s := range m.Services {
+		for _, c := range s.Containers {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", s.Name, dash(s.Version), c.DockerName, c.DockerTag, dash(c.DockerDigest), s.Source)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nFiles:")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, f := range m.Files {
+		fmt.Fprintf(tw, "  %s\t%s\n", f.Path, dash(f.Blob))
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func shortRev(rev string) string {
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return rev
+}
