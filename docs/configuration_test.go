@@ -14,6 +14,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
+	"github.com/stagehand-gitops/stagehand/pkg/verify"
 )
 
 // TestConfigurationDocumented checks docs/configuration.md against the code
@@ -31,6 +32,7 @@ func TestConfigurationDocumented(t *testing.T) {
 		{"reconciler.yaml", jsonKeys("", reflect.TypeFor[config.Config]())},
 		{"pipeline.yaml", promote.Keys()},
 		{"prbot.yaml", jsonKeys("", reflect.TypeFor[prbot.Config]())},
+		{"verification tasks", verify.Keys()},
 	} {
 		t.Run(tc.section, func(t *testing.T) {
 			rows := documented(string(b), tc.section)

@@ -20,7 +20,8 @@ const (
 	KindPrometheus = "prometheus"
 )
 
-// DefaultTimeout bounds a task that sets no timeout.
+// DefaultTimeout bounds a task that sets no timeout (an http or prometheus
+// check gets at least its duration and a minute).
 const DefaultTimeout = 5 * time.Minute
 
 // Task is one verification task: a name (the sequence task's), a kind and
@@ -151,7 +152,7 @@ func Kinds(properties json.RawMessage) bool {
 // ParseTask reads the task name from its properties (a JSON object):
 //
 //	kind: http              # job | http | prometheus; optional when exactly one of the three keys is set
-//	timeout: 2m             # the most the task may take (default 5m)
+//	timeout: 2m             # the most the task may take (default 5m, and at least a check's duration + 1m)
 //	http: {url: https://shop.example.com/healthz, expectStatus: 200, bodyRegexp: ok, interval: 5s, duration: 1m, failureRatio: 0.1}
 //
 // Unknown keys are refused; an error names the key (as a dotted path) and
@@ -200,8 +201,15 @@ func ParseTask(name string, props json.RawMessage) (Task, error) {
 	}
 	t.Kind = set[0]
 	t.Timeout = DefaultTimeout
-	if p.Timeout != "" {
+	explicit := p.Timeout != ""
+	if explicit {
 		t.Timeout = duration(p.Timeout, "timeout", bad)
+	}
+	// A check's default timeout leaves it a minute beyond its duration.
+	atLeast := func(d time.Duration) {
+		if !explicit && d+time.Minute > t.Timeout {
+			t.Timeout = d + time.Minute
+		}
 	}
 	switch t.Kind {
 	case KindJob:
@@ -219,11 +227,13 @@ func ParseTask(name string, props json.RawMessage) (Task, error) {
 		}
 	case KindHTTP:
 		t.HTTP = parseHTTP(p.HTTP, bad)
+		atLeast(t.HTTP.Duration)
 		if t.HTTP.Duration >= t.Timeout {
 			bad("http.duration", "%s must be shorter than the timeout %s", t.HTTP.Duration, t.Timeout)
 		}
 	case KindPrometheus:
 		t.Prometheus = parsePrometheus(p.Prometheus, bad)
+		atLeast(t.Prometheus.Duration)
 		if t.Prometheus.Duration >= t.Timeout {
 			bad("prometheus.duration", "%s must be shorter than the timeout %s", t.Prometheus.Duration, t.Timeout)
 		}

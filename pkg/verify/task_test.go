@@ -22,6 +22,9 @@ func TestParseTask(t *testing.T) {
 		{"http ratios", `{"http": {"url": "http://web/", "method": "HEAD", "expectStatus": 204, "bodyRegexp": "ok", "interval": "1s", "duration": "20s", "failureRatio": 0.2}}`,
 			Task{Name: "http ratios", Kind: KindHTTP, Timeout: DefaultTimeout, HTTP: &HTTP{URL: "http://web/", Method: "HEAD", ExpectStatus: 204, BodyRegexp: "ok",
 				Interval: time.Second, Duration: 20 * time.Second, FailureRatio: 0.2}}},
+		{"long check", `{"http": {"url": "http://web/", "duration": "10m"}}`,
+			Task{Name: "long check", Kind: KindHTTP, Timeout: 11 * time.Minute, HTTP: &HTTP{URL: "http://web/", Method: "GET", ExpectStatus: 200,
+				Interval: 10 * time.Second, Duration: 10 * time.Minute}}},
 		{"prometheus", `{"prometheus": {"address": "http://prometheus:9090", "query": "sum(rate(errors[1m]))", "op": "<", "threshold": 0.05, "warningRatio": 0.1, "failureRatio": 0.3}}`,
 			Task{Name: "prometheus", Kind: KindPrometheus, Timeout: DefaultTimeout, Prometheus: &Prometheus{Address: "http://prometheus:9090", Query: "sum(rate(errors[1m]))",
 				Op: "<", Threshold: 0.05, Interval: 30 * time.Second, Duration: 2 * time.Minute, WarningRatio: 0.1, FailureRatio: 0.3}}},
@@ -109,6 +112,16 @@ func TestJudge(t *testing.T) {
 	} {
 		if got := judge(tc.failed, tc.total, tc.warning, tc.fail, "requests"); got.result != tc.want {
 			t.Errorf("judge(%d/%d, warn %v, fail %v) = %v, want %s", tc.failed, tc.total, tc.warning, tc.fail, got, tc.want)
+		}
+	}
+}
+
+func TestKeys(t *testing.T) {
+	got := strings.Join(Keys(), " ")
+	for _, k := range []string{"kind", "timeout", "job.image", "job.env.<name>", "job.annotations.<name>", "http.headers.<name>",
+		"http.failureRatio", "prometheus.threshold", "prometheus.op"} {
+		if !strings.Contains(" "+got+" ", " "+k+" ") {
+			t.Errorf("Keys() = %s: no %s", got, k)
 		}
 	}
 }
