@@ -224,7 +224,7 @@ func (h *Handler) HandlePullRequest(ctx context.Context, payload []byte) error {
 		h.previews.closed(pr.GetNumber(), pr.GetHead().GetRef())
 		return nil
 	}
-	h.previews.enqueue(previewJob{pr: pr.GetNumber(), ref: pr.GetHead().GetRef(), sha: pr.GetHead().GetSHA()})
+	h.previews.enqueue(previewJob{pr: pr.GetNumber(), ref: pr.GetHead().GetRef(), sha: pr.GetHead().GetSHA(), updated: pr.GetUpdatedAt().Time})
 	return nil
 }
 

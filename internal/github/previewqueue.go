@@ -105,11 +105,19 @@ type cacheKeeper interface {
 
 var _ cacheKeeper = (*BranchPreviewer)(nil)
 
-// previewJob is the preview of one pull request's head.
+// previewJob is the preview of one pull request's head. updated is the
+// pull request's updated_at in the delivery: GitHub may deliver (or a person
+// redeliver) an older event after a newer one, and a delivery older than the
+// head already queued or running must not replace it.
 type previewJob struct {
 	pr       int
 	ref, sha string
+	updated  time.Time
 }
+
+// older says whether j comes from a delivery older than k's (same second:
+// not older; the newer SHA is then taken to be j's, as before).
+func (j previewJob) older(k previewJob) bool { return j.updated.Before(k.updated) }
 
 // runningPreview is a job a worker is computing; cancel ends it when a newer head or the close of its
 // pull request makes it moot, and dropped then says its result must not be published.
@@ -154,11 +162,18 @@ func newPreviewQueue(p Previewer, publish func(context.Context, string, Preview)
 }
 
 // enqueue queues the preview of job's head, replacing a waiting one of the same pull request and
-// cancelling a running one for an older head. It never blocks on a preview.
+// cancelling a running one for an older head; a delivery older than the waiting or running one is
+// ignored. It never blocks on a preview.
 func (q *previewQueue) enqueue(job previewJob) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.stopped {
+		return
+	}
+	if r := q.running[job.pr]; r != nil && !r.dropped && r.job.sha != job.sha && job.older(r.job) {
+		return // a late delivery of an older head
+	}
+	if w, waiting := q.pending[job.pr]; waiting && w.sha != job.sha && job.older(w) {
 		return
 	}
 	if r := q.running[job.pr]; r != nil && !r.dropped {

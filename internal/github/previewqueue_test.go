@@ -2,6 +2,7 @@ package github_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -439,5 +440,45 @@ func TestPreviewWorkers(t *testing.T) {
 		if _, err := github.NewHandler(f.client, newDecider(), previewer{}, "main", opt); err == nil {
 			t.Error("a bad preview option was accepted")
 		}
+	}
+}
+
+// TestPreviewQueueIgnoresALateOlderDelivery: GitHub delivered (or someone
+// redelivered) the event of a PR's first head after the one of its second
+// head; the second head's preview is neither cancelled nor replaced.
+func TestPreviewQueueIgnoresALateOlderDelivery(t *testing.T) {
+	f := newFixture(t)
+	gate := newGate(previewer{})
+	h := newHandler(t, f.client, newDecider(), gate)
+	pr := openPRs(f, 1)[0]
+	first := f.srv.PullRequestDelivery(owner, repo, pr, "opened", "maria").Body
+	if err := h.HandlePullRequest(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	<-gate.started
+	second := f.srv.Commit(owner, repo, "pr-00", map[string]string{"environments/prod/api.json": `{"v": 2}`}, "second")
+	var ev map[string]any
+	next := f.srv.PullRequestDelivery(owner, repo, pr, "synchronize", "maria").Body
+	if err := json.Unmarshal(next, &ev); err != nil {
+		t.Fatal(err)
+	}
+	// The newer delivery says the PR was updated a minute after the first.
+	ev["pull_request"].(map[string]any)["updated_at"] = time.Now().Add(time.Minute).UTC().Format(time.RFC3339)
+	if next, _ = json.Marshal(ev); next == nil {
+		t.Fatal("re-encoding the delivery")
+	}
+	if err := h.HandlePullRequest(context.Background(), next); err != nil {
+		t.Fatal(err)
+	}
+	if sha := <-gate.started; sha != second {
+		t.Fatalf("preview started for %s, want the second head %s", sha, second)
+	}
+	if err := h.HandlePullRequest(context.Background(), first); err != nil { // the late one
+		t.Fatal(err)
+	}
+	close(gate.release)
+	h.Wait()
+	if diff := cmp.Diff(map[string]int{second: 2}, previewRuns(f)); diff != "" {
+		t.Errorf("preview runs by head (-want +got):\n%s", diff)
 	}
 }
