@@ -31,6 +31,7 @@ var layering = []struct {
 	{"internal/api", []string{"internal/daemon", "internal/github", "internal/cli", "internal/prbot"}, "the API serves any api.Backend"},
 	{"internal/github", []string{"internal/daemon", "internal/api", "internal/cli", "internal/prbot"}, "GitHub decides through approval.Decider"},
 	{"internal/prbot", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli"}, "prbot is its own binary's component"},
+	{"internal/ui", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire"}, "the web page reads through ui.Backend and decides through approval.Decider, as the API does"},
 	{"internal/notify", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire"}, "a notification sink is a gate: it hears the daemon through approval.Gate"},
 	{"internal/webhook", []string{"internal/"}, "the receiver knows no component"},
 	{"internal/testenv", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "pkg/"}, "test servers stand under everything"},

@@ -50,13 +50,17 @@ func TestConfigurationDocumented(t *testing.T) {
 
 var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
 
+// keyed is a mapping that also accepts a scalar shorthand (server.ui: false):
+// its keys are documented one by one all the same.
+var keyed = reflect.TypeFor[interface{ DocumentedKeys() }]()
+
 // jsonKeys lists the keys of t's JSON form under prefix: a map's keys are
 // written <name>, a list's elements [].
 func jsonKeys(prefix string, t reflect.Type) []string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if reflect.PointerTo(t).Implements(unmarshaler) { // a scalar in YAML, such as config.Duration
+	if reflect.PointerTo(t).Implements(unmarshaler) && !t.Implements(keyed) { // a scalar in YAML, such as config.Duration
 		return nil
 	}
 	switch t.Kind() {

@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"unicode"
 
@@ -24,6 +25,8 @@ type options struct {
 	timeouts      Timeouts
 	ratePerSecond float64
 	rateBurst     int
+	ui            http.Handler
+	uiPatterns    []string
 }
 
 // WithLog receives what the API keeps from its callers: why /readyz
@@ -106,4 +109,19 @@ func WithMetrics(reg *prometheus.Registry) Option {
 // at POST /webhook/github; without it (or with nil) the route does not exist.
 func WithWebhook(r *webhook.Receiver) Option {
 	return func(o *options) error { o.webhook = r; return nil }
+}
+
+// WithUI serves the web page h (internal/ui) on its patterns (ui.Patterns),
+// on the server's own mux: the page signs people in itself, it takes no
+// bearer token. Without it (or with nil) those paths answer 404.
+func WithUI(h http.Handler, patterns ...string) Option {
+	return func(o *options) error {
+		for _, p := range patterns {
+			if strings.HasPrefix(strings.TrimLeft(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZ "), "/api/") {
+				return fmt.Errorf("web page route %q: /api/ belongs to the API", p)
+			}
+		}
+		o.ui, o.uiPatterns = h, patterns
+		return nil
+	}
 }

@@ -117,6 +117,12 @@ func (s *Server) table() []route {
 			rs = append(rs, route{p, true, s.locks})
 		}
 	}
+	if s.o.ui != nil {
+		// The web page's routes (docs/api.md, "The web page"): it signs people in itself.
+		for _, p := range s.o.uiPatterns {
+			rs = append(rs, route{p, false, s.o.ui})
+		}
+	}
 	return rs
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	ghapp "github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/notify"
+	"github.com/stagehand-gitops/stagehand/internal/ui"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 )
 
@@ -174,8 +175,16 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		fmt.Fprintln(cmd.OutOrStdout(), "all environments reconciled")
 		return nil
 	}
-	srv, err := api.New(d, api.WithTokenFile(cfg.Server.APITokenFile), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(d.Webhook()),
-		api.WithLog(log.WithName("api")))
+	page, err := webPage(cfg, d, gh)
+	if err != nil {
+		return err
+	}
+	apiOpts := []api.Option{api.WithTokenFile(cfg.Server.APITokenFile), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(d.Webhook()),
+		api.WithLog(log.WithName("api"))}
+	if page != nil {
+		apiOpts = append(apiOpts, api.WithUI(page, ui.Patterns()...))
+	}
+	srv, err := api.New(d, apiOpts...)
 	if err != nil {
 		return err
 	}

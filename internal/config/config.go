@@ -174,6 +174,8 @@ type Approvers struct {
 type Server struct {
 	Listen       string `json:"listen"`
 	APITokenFile string `json:"apiTokenFile"`
+	// UI is the web page served at / (see ui.go).
+	UI UI `json:"ui"`
 }
 
 // Locks configures deploy-lock storage.
@@ -398,6 +400,9 @@ func (c *Config) resolvePaths(dir string) {
 	}
 	abs(&c.GitHub.WebhookSecretFile)
 	abs(&c.Server.APITokenFile)
+	abs(&c.Server.UI.SessionKeyFile)
+	abs(&c.Server.UI.OAuth.ClientIDFile)
+	abs(&c.Server.UI.OAuth.ClientSecretFile)
 	abs(&c.Registry.DockerConfigFile)
 	abs(&c.State.Kubeconfig)
 	for i := range c.Notifications {

@@ -15,6 +15,11 @@ func (c *Config) validateServer(bad func(field, format string, a ...any)) {
 	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 || strings.ContainsAny(host, "/ ") {
 		bad("server.listen", "%q: want a port from 0 to 65535", c.Server.Listen)
 	}
+	c.Server.UI.validate(c.Server.Listen, bad)
+	if c.Server.UI.OAuth.ClientIDFile != "" && c.GitHub.App == nil {
+		// Without the App nothing could say who may read or approve: every GitHub user could.
+		bad("server.ui.oauth", "needs github.app, whose approvers rule (github.approvers) decides who may approve on the page")
+	}
 	if msgs := validation.IsDNS1123Label(c.State.Namespace); len(msgs) > 0 {
 		bad("state.namespace", "invalid namespace %q: %s", c.State.Namespace, strings.Join(msgs, "; "))
 	}

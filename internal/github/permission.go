@@ -117,3 +117,16 @@ func (c *Client) role(ctx context.Context, login string) (string, error) {
 	}
 	return "", nil
 }
+
+// MayRead reports whether login may see the reconciler's environments (the
+// web page): any role on the repository, read or higher.
+func (c *Client) MayRead(ctx context.Context, login string) (Decision, error) {
+	role, err := c.role(ctx, login)
+	if err != nil {
+		return Decision{}, err
+	}
+	if permissionRank(role) > 0 {
+		return Decision{Allowed: true, Why: fmt.Sprintf("%s on %s", role, c.Repo())}, nil
+	}
+	return Decision{Why: fmt.Sprintf("%s has no access to %s", mention(login), c.Repo())}, nil
+}

@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/daemon"
+	ghapp "github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/ui"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
+)
+
+// webPage builds the web page of server.ui over the daemon, or nil when it
+// is off. With the GitHub App (gh), who may read and approve is decided as
+// for check-run clicks: github.approvers.
+func webPage(cfg *config.Config, d *daemon.Daemon, gh *ghapp.Client) (*ui.Server, error) {
+	u := cfg.Server.UI
+	if !u.On() {
+		return nil, nil
+	}
+	var opts []ui.Option
+	if u.DemoLogin != "" {
+		opts = append(opts, ui.WithDemoLogin(u.DemoLogin))
+	}
+	if u.SessionKeyFile != "" {
+		key, err := config.ReadSecret(u.SessionKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("server.ui.sessionKeyFile: %w", err)
+		}
+		opts = append(opts, ui.WithSessionKey([]byte(key)))
+	}
+	if u.OAuth.ClientIDFile != "" {
+		id, err := config.ReadSecret(u.OAuth.ClientIDFile)
+		if err != nil {
+			return nil, fmt.Errorf("server.ui.oauth.clientIDFile: %w", err)
+		}
+		secret, err := config.ReadSecret(u.OAuth.ClientSecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("server.ui.oauth.clientSecretFile: %w", err)
+		}
+		tr, err := wire.HTTPTransport(cfg.Source) // a GitHub Enterprise Server behind source.caFile's CA
+		if err != nil {
+			return nil, err
+		}
+		webURL, apiURL := u.OAuth.WebURL, cfg.GitHub.APIURL
+		if webURL == "" {
+			webURL = "https://github.com"
+		}
+		if apiURL == "" {
+			apiURL = "https://api.github.com/"
+		}
+		opts = append(opts, ui.WithOAuth(ui.OAuth{ClientID: id, ClientSecret: secret, WebURL: webURL, APIURL: apiURL,
+			Client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}))
+	}
+	if gh != nil {
+		opts = append(opts, ui.WithPolicy(func(ctx context.Context, login string) (ui.Access, error) {
+			ap, err := gh.MayApprove(ctx, login)
+			if err != nil {
+				return ui.Access{}, err
+			}
+			if ap.Allowed {
+				return ui.Access{Read: true, Approve: true, Why: ap.Why}, nil
+			}
+			rd, err := gh.MayRead(ctx, login)
+			if err != nil {
+				return ui.Access{}, err
+			}
+			why := ap.Why
+			if !rd.Allowed {
+				why = rd.Why
+			}
+			return ui.Access{Read: rd.Allowed, Why: why}, nil
+		}))
+	}
+	if cfg.GitHub.Owner != "" && cfg.GitHub.Repo != "" {
+		web := u.OAuth.WebURL
+		if web == "" {
+			web = "https://github.com"
+		}
+		opts = append(opts, ui.WithCommitURL(strings.TrimSuffix(web, "/")+"/"+cfg.GitHub.Owner+"/"+cfg.GitHub.Repo+"/commit/{revision}"))
+	}
+	return ui.New(d, opts...)
+}

@@ -1,0 +1,96 @@
+package ui
+
+import (
+	"fmt"
+	"html/template"
+	"strings"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/status"
+)
+
+// cellStates are the states in the legend, in its order.
+var cellStates = []string{status.CellInSync, status.CellPending, status.CellRolling, status.CellOutOfSync,
+	status.CellBlocked, status.CellProblem, status.CellFailed, status.CellUnknown}
+
+// stateIcons pairs each state with a symbol, so colour is never the only signal.
+var stateIcons = map[string]string{
+	status.CellInSync: "✓", status.CellPending: "⏳", status.CellRolling: "↻", status.CellOutOfSync: "≠",
+	status.CellBlocked: "🔒", status.CellProblem: "⚠", status.CellFailed: "✗", status.CellUnknown: "?",
+}
+
+// cellOf names a service state (status.State*) as the matrix does.
+func cellOf(state string) string {
+	switch state {
+	case status.StateInSync:
+		return status.CellInSync
+	case status.StateOutOfSync:
+		return status.CellOutOfSync
+	case status.StateBlocked:
+		return status.CellBlocked
+	case status.StateProblem:
+		return status.CellProblem
+	}
+	return status.CellUnknown
+}
+
+// revLink is a revision and its commit URL, for the "rev" template.
+type revLink struct{ Rev, URL string }
+
+func (s *Server) funcs() template.FuncMap {
+	return template.FuncMap{
+		"states":     func() []string { return cellStates },
+		"stateIcon":  func(st string) string { return stateIcons[st] },
+		"stateClass": func(st string) string { return strings.ReplaceAll(st, " ", "-") },
+		"cellOf":     cellOf,
+		"resultIcon": func(r string) string {
+			switch r {
+			case approval.ResultSucceeded:
+				return "✓"
+			case approval.ResultRejected:
+				return "⊘"
+			}
+			return "✗"
+		},
+		"resultClass": func(r string) string {
+			switch r {
+			case approval.ResultSucceeded:
+				return "in-sync"
+			case approval.ResultRejected:
+				return "blocked"
+			}
+			return "failed"
+		},
+		"join":     strings.Join,
+		"shortRev": short,
+		"shortDigest": func(d string) string {
+			if len(d) > len("sha256:")+12 {
+				return d[:len("sha256:")+12] + "…"
+			}
+			return d
+		},
+		"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"when":  func(t time.Time) string { return t.In(s.o.loc).Format("Mon 2 Jan 2006, 15:04 MST") },
+		"until": func(t time.Time) string { return t.In(s.o.loc).Format("Mon 2 Jan, 15:04") },
+		"ago":   func(t time.Time) string { return ago(s.o.now().Sub(t)) },
+		"revArgs": func(d environmentView, rev string) revLink {
+			return revLink{Rev: rev, URL: d.Commit(rev)}
+		},
+	}
+}
+
+// ago writes a duration in the past as people say it.
+func ago(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "just now"
+	case d < time.Minute:
+		return fmt.Sprintf("%d s ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%d days ago", int(d.Hours()/24))
+}

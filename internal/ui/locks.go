@@ -1,0 +1,179 @@
+package ui
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
+)
+
+// locksView is the locks page.
+type locksView struct {
+	Locks     []lockRow
+	Types     []lock.Type
+	Paths     []string // the environments' lock paths, offered in the form
+	Path      string   // preselected path
+	Available bool
+}
+
+type lockRow struct {
+	lock.Lock
+	Expired bool
+	Until   string
+}
+
+func (s *Server) locks(w http.ResponseWriter, r *http.Request) {
+	v := s.who(w, r)
+	if v == nil {
+		return
+	}
+	lv := locksView{Types: lock.Types, Path: r.URL.Query().Get("path")}
+	svc := s.b.LockService()
+	if svc != nil {
+		lv.Available = true
+		ls, err := svc.List(r.Context(), "")
+		if err != nil {
+			s.fail(w, r, http.StatusInternalServerError, "Listing locks failed: "+err.Error())
+			return
+		}
+		now := svc.Now()
+		for _, l := range ls {
+			lv.Locks = append(lv.Locks, lockRow{Lock: l, Expired: l.Expired(now), Until: l.ExpiresAt.In(s.o.loc).Format(lock.TimeLayout)})
+		}
+		for _, name := range s.order(r.Context()) {
+			if e, err := s.b.Environment(r.Context(), name); err == nil && e.LockPath != "" {
+				lv.Paths = append(lv.Paths, e.LockPath)
+			}
+		}
+	}
+	s.render(w, r, http.StatusOK, "locks", page{Title: "Locks", Nav: "locks", Viewer: v, Data: lv})
+}
+
+// lockForm is the service and the form's path and type, or an answer sent.
+func (s *Server) lockForm(w http.ResponseWriter, r *http.Request) (*viewer, *lock.Service, string, lock.Type, bool) {
+	v := s.mayDecide(w, r)
+	if v == nil {
+		return nil, nil, "", "", false
+	}
+	svc := s.b.LockService()
+	if svc == nil {
+		s.fail(w, r, http.StatusNotFound, "This reconciler has no lock service.")
+		return nil, nil, "", "", false
+	}
+	path, err := lock.NormalizePath(strings.TrimSpace(r.PostFormValue("path")))
+	if err == nil {
+		var t lock.Type
+		if t, err = lock.ParseType(r.PostFormValue("type")); err == nil {
+			return v, svc, path, t, true
+		}
+	}
+	s.flashNext(w, r, "Nothing was changed: "+err.Error(), true)
+	http.Redirect(w, r, "/locks", http.StatusSeeOther)
+	return nil, nil, "", "", false
+}
+
+// expiry reads the form's duration ("2h", "90m", "1d") or until ("Sat 31
+// Dec, 12:00", "2026-12-31 12:00"), exactly one of them.
+func (s *Server) expiry(r *http.Request, from time.Time) (time.Time, error) {
+	d, until := strings.TrimSpace(r.PostFormValue("duration")), strings.TrimSpace(r.PostFormValue("until"))
+	switch {
+	case d != "" && until != "":
+		return time.Time{}, errors.New("give a duration or an until time, not both")
+	case d != "":
+		dur, err := lock.ParseDuration(d)
+		if err != nil {
+			return time.Time{}, err
+		}
+		return from.Add(dur), nil
+	case until != "":
+		return lock.ParseUntil(until, s.o.loc)
+	}
+	return time.Time{}, errors.New("give a duration (such as 2h) or an until time (such as 2026-12-31 12:00)")
+}
+
+func (s *Server) lockCreate(w http.ResponseWriter, r *http.Request) {
+	v, svc, path, t, ok := s.lockForm(w, r)
+	if !ok {
+		return
+	}
+	l := lock.Lock{Path: path, Type: t, Author: v.Login, Links: map[string]string{}}
+	var err error
+	if l.ExpiresAt, err = s.expiry(r, svc.Now()); err == nil {
+		if reason := strings.TrimSpace(r.PostFormValue("reason")); reason != "" {
+			l.Links["reason"] = reason
+		}
+		if link := strings.TrimSpace(r.PostFormValue("link")); link != "" {
+			if u, perr := url.Parse(link); perr != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				err = fmt.Errorf("link %q is not an http(s) URL", link)
+			} else {
+				l.Links["link"] = link
+			}
+		}
+	}
+	if err == nil && len(l.Links["reason"]) > 1024 {
+		err = errors.New("the reason is longer than 1024 characters")
+	}
+	if err == nil {
+		err = lock.CheckReservedAuthor(l.Author)
+	}
+	if err == nil {
+		l.Default(nil)
+		l.Author = v.Login
+		if l, err = svc.Lock(r.Context(), l); err == nil {
+			s.flashNext(w, r, l.LockedMessage(s.o.loc)+".", false)
+		}
+	}
+	if err != nil {
+		s.flashNext(w, r, "Not locked: "+err.Error(), true)
+	}
+	http.Redirect(w, r, "/locks", http.StatusSeeOther)
+}
+
+func (s *Server) lockExtend(w http.ResponseWriter, r *http.Request) {
+	_, svc, path, t, ok := s.lockForm(w, r)
+	if !ok {
+		return
+	}
+	held, err := svc.Get(r.Context(), path)
+	if err == nil && held.Type != t {
+		err = fmt.Errorf("%s is locked for %s, not for %s", path, held.Type.Friendly(), t.Friendly())
+	}
+	if err == nil {
+		from := svc.Now()
+		if held.ExpiresAt.After(from) {
+			from = held.ExpiresAt
+		}
+		var until time.Time
+		if until, err = s.expiry(r, from); err == nil {
+			if held, err = svc.Refresh(r.Context(), held, until); err == nil {
+				s.flashNext(w, r, fmt.Sprintf("Extended the lock on %s (%s) until %s.", held.Path, held.Type.Friendly(),
+					held.ExpiresAt.In(s.o.loc).Format(lock.TimeLayout)), false)
+			}
+		}
+	}
+	if err != nil {
+		s.flashNext(w, r, "Not extended: "+err.Error(), true)
+	}
+	http.Redirect(w, r, "/locks", http.StatusSeeOther)
+}
+
+func (s *Server) lockUnlock(w http.ResponseWriter, r *http.Request) {
+	_, svc, path, t, ok := s.lockForm(w, r)
+	if !ok {
+		return
+	}
+	ls, err := svc.Unlock(r.Context(), path, t, false)
+	switch {
+	case err != nil:
+		s.flashNext(w, r, "Not unlocked: "+err.Error(), true)
+	case len(ls) == 0:
+		s.flashNext(w, r, fmt.Sprintf("%s is not locked for %s.", path, t.Friendly()), false)
+	default:
+		s.flashNext(w, r, fmt.Sprintf("Unlocked %s (%s).", ls[0].Path, ls[0].Type.Friendly()), false)
+	}
+	http.Redirect(w, r, "/locks", http.StatusSeeOther)
+}

@@ -1,0 +1,188 @@
+package ui
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
+	v := s.who(w, r)
+	if v == nil {
+		return
+	}
+	envs, err := s.environments(r.Context())
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err.Error())
+		return
+	}
+	s.render(w, r, http.StatusOK, "overview", page{Title: "Environments", Nav: "overview", Viewer: v, Data: status.NewMatrix(envs, s.o.loc)})
+}
+
+// environmentView is the environment page.
+type environmentView struct {
+	Env       *status.Environment
+	Plan      *reconcile.Plan // the pending plan, decoded
+	Rows      []planRow
+	Blocked   []reconcile.Blocked
+	InFlight  []planRow
+	History   []historyView
+	Layout    *manifest.Layout
+	Commit    func(string) string
+	LockTypes []lock.Type
+}
+
+// planRow is one change of a plan as the table shows it.
+type planRow struct {
+	reconcile.Change
+	FromTag, ToTag, Digest string
+}
+
+func rows(cs []reconcile.Change) []planRow {
+	out := make([]planRow, 0, len(cs))
+	for _, c := range cs {
+		_, digest, _ := strings.Cut(c.To, "@")
+		out = append(out, planRow{Change: c, FromTag: status.Tag(c.From), ToTag: status.Tag(c.To), Digest: digest})
+	}
+	return out
+}
+
+// historyView is one history entry with its changes decoded.
+type historyView struct {
+	approval.Entry
+	Rows     []planRow
+	Duration time.Duration
+}
+
+func (s *Server) environment(w http.ResponseWriter, r *http.Request) {
+	v := s.who(w, r)
+	if v == nil {
+		return
+	}
+	e, err := s.b.Environment(r.Context(), r.PathValue("env"))
+	if errors.Is(err, approval.ErrUnknownEnvironment) {
+		s.fail(w, r, http.StatusNotFound, err.Error())
+		return
+	}
+	if err != nil {
+		s.fail(w, r, http.StatusInternalServerError, err.Error())
+		return
+	}
+	ev := environmentView{Env: e, Layout: e.Layout, Commit: s.commitURL, LockTypes: lock.Types}
+	if e.Pending != nil {
+		var p reconcile.Plan
+		if err := json.Unmarshal(e.Pending.Plan, &p); err == nil {
+			ev.Plan, ev.Rows, ev.Blocked = &p, rows(p.Changes), p.Blocked
+		}
+	}
+	if e.InFlight != nil {
+		var cs []reconcile.Change
+		_ = json.Unmarshal(e.InFlight.Changes, &cs)
+		ev.InFlight = rows(cs)
+	}
+	for _, h := range e.History {
+		var cs []reconcile.Change
+		_ = json.Unmarshal(h.Changes, &cs)
+		hv := historyView{Entry: h, Rows: rows(cs)}
+		if !h.Started.IsZero() && h.Finished.After(h.Started) {
+			hv.Duration = h.Finished.Sub(h.Started).Round(time.Second)
+		}
+		ev.History = append(ev.History, hv)
+	}
+	s.render(w, r, http.StatusOK, "environment", page{Title: e.Name, Nav: "env:" + e.Name, Viewer: v, Data: ev})
+}
+
+// decide approves or rejects the plan the form names, through the same
+// Decider as the API and the check run, as the signed-in login.
+func (s *Server) decide(approve bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v := s.mayDecide(w, r)
+		if v == nil {
+			return
+		}
+		env, hash := r.PathValue("env"), r.PostFormValue("planHash")
+		back := "/environments/" + env
+		if hash == "" {
+			s.fail(w, r, http.StatusBadRequest, "The form names no plan (planHash); reload the page.")
+			return
+		}
+		var (
+			p   *approval.Pending
+			err error
+			msg string
+		)
+		if approve {
+			p, err = s.b.Approve(r.Context(), env, hash, v.Login)
+			if err == nil {
+				msg = fmt.Sprintf("Approved by %s: applying revision %s to %s.", v.Login, short(p.Revision), env)
+			}
+		} else {
+			reason := strings.TrimSpace(r.PostFormValue("reason"))
+			if len(reason) > 4096 {
+				s.fail(w, r, http.StatusBadRequest, fmt.Sprintf("The reason is %d bytes long; at most 4096 are accepted.", len(reason)))
+				return
+			}
+			p, err = s.b.Reject(r.Context(), env, hash, v.Login, reason)
+			if err == nil {
+				msg = fmt.Sprintf("Rejected by %s: revision %s will not be applied to %s.", v.Login, short(p.Revision), env)
+			}
+		}
+		var np *approval.NotPendingError
+		switch {
+		case errors.Is(err, approval.ErrUnknownEnvironment):
+			s.fail(w, r, http.StatusNotFound, err.Error())
+			return
+		case errors.As(err, &np):
+			s.flashNext(w, r, "Nothing was decided: the plan you saw is no longer the one pending ("+err.Error()+"). Review the plan shown now.", true)
+		case err != nil:
+			s.flashNext(w, r, "Nothing was decided: "+err.Error(), true)
+		default:
+			s.flashNext(w, r, msg, false)
+		}
+		http.Redirect(w, r, back, http.StatusSeeOther)
+	}
+}
+
+// searchView is the answer to "where is it running?".
+type searchView struct {
+	Query   string
+	Results []status.Placement
+}
+
+func (s *Server) search(w http.ResponseWriter, r *http.Request) {
+	v := s.who(w, r)
+	if v == nil {
+		return
+	}
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	if len(q) > 256 {
+		s.fail(w, r, http.StatusBadRequest, "The search is longer than 256 characters.")
+		return
+	}
+	sv := searchView{Query: q}
+	if q != "" {
+		envs, err := s.environments(r.Context())
+		if err != nil {
+			s.fail(w, r, http.StatusInternalServerError, err.Error())
+			return
+		}
+		sv.Results = status.Where(envs, q)
+	}
+	s.render(w, r, http.StatusOK, "search", page{Title: "Where is it running?", Nav: "search", Viewer: v, Data: sv})
+}
+
+func short(rev string) string {
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return rev
+}

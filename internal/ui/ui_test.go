@@ -1,0 +1,298 @@
+package ui
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/stagehand-gitops/stagehand/internal/status"
+)
+
+// TestSignedOut: nobody signed in sees the sign-in page and nothing of the
+// environments, on every page that shows them, and cannot decide.
+func TestSignedOut(t *testing.T) {
+	b := newBackend(t)
+	base := serve(t, b, WithDemoLogin("demo"))
+	br := newBrowser(t, base)
+	for _, p := range []string{"/", "/environments/prod", "/search?q=checkout-api", "/locks", "/events"} {
+		code, body := br.get(p)
+		if code != http.StatusUnauthorized || strings.Contains(body, "checkout-api") || !strings.Contains(body, "Sign in as demo") {
+			t.Errorf("GET %s signed out = %d, want 401 with the sign-in page and no service names:\n%s", p, code, body)
+		}
+	}
+	if code, _, _ := br.post("/environments/prod/approve", url.Values{"planHash": {"sha256:plan1"}, "csrf": {"x"}}); code != http.StatusForbidden {
+		t.Errorf("approve signed out = %d, want 403", code)
+	}
+	if got := b.decisions(); len(got) != 0 {
+		t.Errorf("decided while signed out: %v", got)
+	}
+}
+
+// TestOverview: the matrix has a column per environment and a cell per
+// service, with state in words and symbols, pending approval in the head.
+func TestOverview(t *testing.T) {
+	base := serve(t, newBackend(t), WithDemoLogin("demo"))
+	br := signedIn(t, base)
+	code, body := br.get("/")
+	if code != http.StatusOK {
+		t.Fatalf("GET / = %d %s", code, body)
+	}
+	for _, want := range []string{
+		`<th scope="col" data-env="prod">`, `<th scope="col" data-env="staging">`,
+		`data-env="prod" data-state="pending"`, `⏳</span> pending`, `eu: 1.4.1 → 1.4.2`,
+		`data-env="staging" data-state="in sync"`, `approval pending`, `demo`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("overview lacks %q:\n%s", want, body)
+		}
+	}
+}
+
+// TestEnvironmentPage: plan table, history, layout tree, and Approve
+// which records the signed-in login; a stale plan hash is refused.
+func TestEnvironmentPage(t *testing.T) {
+	b := newBackend(t)
+	base := serve(t, b, WithDemoLogin("demo"), WithCommitURL("https://github.example/acme/manifests/commit/{revision}"))
+	br := signedIn(t, base)
+	code, body := br.get("/environments/prod")
+	if code != http.StatusOK {
+		t.Fatalf("GET /environments/prod = %d %s", code, body)
+	}
+	for _, want := range []string{"1.4.1</span> → <span", "1.4.2</span>", "sha256:abababababab…", "Deployment/checkout-api",
+		`id="approve"`, "environments/prod/checkout-api.json", "line 3", "by carol", "took 1m30s",
+		`href="https://github.example/acme/manifests/commit/abc123"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("environment page lacks %q", want)
+		}
+	}
+	csrf := br.csrf("/environments/prod")
+	for _, tc := range []struct {
+		name  string
+		form  url.Values
+		code  int
+		flash string
+	}{
+		{"no CSRF token", url.Values{"planHash": {"sha256:plan1"}}, http.StatusForbidden, "CSRF"},
+		{"wrong CSRF token", url.Values{"planHash": {"sha256:plan1"}, "csrf": {"forged"}}, http.StatusForbidden, "CSRF"},
+		{"stale plan", url.Values{"planHash": {"sha256:other"}, "csrf": {csrf}}, http.StatusSeeOther, "no longer the one pending"},
+		{"approve", url.Values{"planHash": {"sha256:plan1"}, "csrf": {csrf}}, http.StatusSeeOther, "Approved by demo: applying revision c0ffee000000 to prod."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, body := br.post("/environments/prod/approve", tc.form)
+			if code != tc.code {
+				t.Fatalf("POST approve = %d, want %d: %s", code, tc.code, body)
+			}
+			if code == http.StatusSeeOther {
+				_, body = br.get("/environments/prod")
+			}
+			if !strings.Contains(body, tc.flash) {
+				t.Errorf("after POST approve the page lacks %q:\n%s", tc.flash, body)
+			}
+		})
+	}
+	if diff := cmp.Diff([]string{"approve prod by demo"}, b.decisions()); diff != "" {
+		t.Errorf("decisions (-want +got):\n%s", diff)
+	}
+}
+
+// TestReadOnly: a login the policy lets read sees no buttons, and a forged
+// post with its own CSRF token is refused.
+func TestReadOnly(t *testing.T) {
+	b := newBackend(t)
+	base := serve(t, b, WithDemoLogin("demo"), WithPolicy(func(_ context.Context, login string) (Access, error) {
+		return Access{Read: true, Why: login + " has read on acme/manifests"}, nil
+	}))
+	br := signedIn(t, base)
+	_, body := br.get("/environments/prod")
+	if strings.Contains(body, `id="approve"`) || !strings.Contains(body, "has read on acme/manifests") {
+		t.Errorf("read-only page shows Approve or lacks the reason:\n%s", body)
+	}
+	csrf := br.csrf("/environments/prod")
+	if code, _, _ := br.post("/environments/prod/approve", url.Values{"planHash": {"sha256:plan1"}, "csrf": {csrf}}); code != http.StatusForbidden {
+		t.Errorf("read-only approve = %d, want 403", code)
+	}
+	if code, _, _ := br.post("/locks", url.Values{"path": {"apps/prod"}, "type": {"deploy"}, "duration": {"1h"}, "csrf": {csrf}}); code != http.StatusForbidden {
+		t.Errorf("read-only lock = %d, want 403", code)
+	}
+	if got := b.decisions(); len(got) != 0 {
+		t.Errorf("read-only decided %v", got)
+	}
+}
+
+// TestDemoLoginOnlyOnLoopback: the demo sign-in is refused to a client that
+// is not on this machine, or that a proxy forwards.
+func TestDemoLoginOnlyOnLoopback(t *testing.T) {
+	s, err := New(newBackend(t), WithDemoLogin("demo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, remote, forwarded string
+		want                    int
+	}{
+		{"loopback", "127.0.0.1:5555", "", http.StatusSeeOther},
+		{"loopback v6", "[::1]:5555", "", http.StatusSeeOther},
+		{"remote", "203.0.113.9:5555", "", http.StatusForbidden},
+		{"forwarded by a local proxy", "127.0.0.1:5555", "203.0.113.9", http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := newRequest(http.MethodPost, "/signin/demo")
+			req.RemoteAddr = tc.remote
+			if tc.forwarded != "" {
+				req.Header.Set("X-Forwarded-For", tc.forwarded)
+			}
+			rec := record(s, req)
+			if rec.Code != tc.want {
+				t.Errorf("POST /signin/demo from %s = %d, want %d", tc.remote, rec.Code, tc.want)
+			}
+			if c := rec.Header().Get("Set-Cookie"); tc.want == http.StatusSeeOther &&
+				(!strings.Contains(c, "HttpOnly") || !strings.Contains(c, "SameSite=Lax") || strings.Contains(c, "Secure")) {
+				t.Errorf("session cookie %q: want HttpOnly, SameSite=Lax, not Secure over plain HTTP", c)
+			}
+		})
+	}
+}
+
+// TestCookies: a cookie is Secure behind TLS, and a tampered or foreign
+// cookie signs nobody in.
+func TestCookies(t *testing.T) {
+	s, err := New(newBackend(t), WithDemoLogin("demo"), WithSessionKey([]byte(strings.Repeat("k", 32))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := newRequest(http.MethodPost, "/signin/demo")
+	req.Header.Set("X-Forwarded-Proto", "https")
+	req.Header.Del("X-Forwarded-For")
+	rec := record(s, req)
+	cookie := rec.Result().Cookies()
+	if len(cookie) != 1 || !cookie[0].Secure || !cookie[0].HttpOnly || cookie[0].SameSite != http.SameSiteLaxMode {
+		t.Fatalf("cookies behind TLS: %+v", cookie)
+	}
+	other, err := New(newBackend(t), WithSessionKey([]byte(strings.Repeat("o", 32))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := cookie[0].Value
+	tampered := v[:len(v)-2] + "AA"
+	for _, tc := range []struct {
+		name  string
+		s     *Server
+		value string
+		want  int
+	}{
+		{"own key", s, v, http.StatusOK},
+		{"tampered", s, tampered, http.StatusUnauthorized},
+		{"another key", other, v, http.StatusUnauthorized},
+		{"garbage", s, "%%%", http.StatusUnauthorized},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := newRequest(http.MethodGet, "/")
+			req.AddCookie(&http.Cookie{Name: sessionCookie, Value: tc.value})
+			if got := record(tc.s, req).Code; got != tc.want {
+				t.Errorf("GET / with the cookie = %d, want %d", got, tc.want)
+			}
+		})
+	}
+	if _, err := New(newBackend(t), WithSessionKey([]byte("short"))); err == nil || !strings.Contains(err.Error(), "at least 32") {
+		t.Errorf("New with a short key = %v", err)
+	}
+}
+
+// TestSearch finds a service by name, by version and by digest prefix.
+func TestSearch(t *testing.T) {
+	base := serve(t, newBackend(t), WithDemoLogin("demo"))
+	br := signedIn(t, base)
+	for _, tc := range []struct{ q, want string }{
+		{"checkout-api", "2 places"},
+		{"1.4.1", "1 place for"},
+		{"abababab", "1 place for"},
+		{"nothing-here", "Nothing matches"},
+	} {
+		t.Run(tc.q, func(t *testing.T) {
+			code, body := br.get("/search?q=" + url.QueryEscape(tc.q))
+			if code != http.StatusOK || !strings.Contains(body, tc.want) {
+				t.Errorf("search %q = %d, want %q in:\n%s", tc.q, code, tc.want, body)
+			}
+		})
+	}
+}
+
+// TestLocks takes, extends and removes a lock with the seed's messages,
+// as the signed-in login.
+func TestLocks(t *testing.T) {
+	b := newBackend(t)
+	base := serve(t, b, WithDemoLogin("demo"))
+	br := signedIn(t, base)
+	csrf := br.csrf("/locks")
+	step := func(path string, form url.Values, want string) {
+		t.Helper()
+		form.Set("csrf", csrf)
+		if code, _, body := br.post(path, form); code != http.StatusSeeOther {
+			t.Fatalf("POST %s = %d %s", path, code, body)
+		}
+		if _, body := br.get("/locks"); !strings.Contains(body, want) {
+			t.Errorf("after POST %s %v the page lacks %q:\n%s", path, form, want, body)
+		}
+	}
+	step("/locks", url.Values{"path": {"apps/prod"}, "type": {"deploy"}, "duration": {"2h"}, "reason": {"Black Friday"}},
+		"Locked apps/prod for a deploy until Tue 24 Nov, 11:00.")
+	l, err := b.locks.Get(context.Background(), "apps/prod")
+	if err != nil || l.Author != "demo" || l.Links["reason"] != "Black Friday" {
+		t.Errorf("stored lock %+v, %v: want author demo and the reason", l, err)
+	}
+	step("/locks", url.Values{"path": {"apps/prod/eu"}, "type": {"deploy"}, "duration": {"1h"}}, "Not locked: apps/prod is locked until")
+	step("/locks", url.Values{"path": {"Apps/Prod!"}, "type": {"deploy"}, "duration": {"1h"}}, "Nothing was changed: invalid lock path")
+	step("/locks", url.Values{"path": {"apps/qa"}, "type": {"deploy"}, "duration": {"1h"}, "until": {"2026-12-31 12:00"}}, "not both")
+	step("/locks/extend", url.Values{"path": {"apps/prod"}, "type": {"deploy"}, "duration": {"1h"}}, "Extended the lock on apps/prod (a deploy) until Tue 24 Nov, 12:00.")
+	step("/locks/unlock", url.Values{"path": {"apps/prod"}, "type": {"incident"}}, "Not unlocked:")
+	step("/locks/unlock", url.Values{"path": {"apps/prod"}, "type": {"deploy"}}, "Unlocked apps/prod (a deploy).")
+	if _, body := br.get("/locks"); !strings.Contains(body, "Nothing is locked.") {
+		t.Errorf("after unlock:\n%s", body)
+	}
+}
+
+// TestEvents: a change of an environment's state reaches an open event
+// stream; the time the leader last looked alone does not.
+func TestEvents(t *testing.T) {
+	b := newBackend(t)
+	base := serve(t, b, WithDemoLogin("demo"), WithPollInterval(20*time.Millisecond))
+	br := signedIn(t, base)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/events", nil)
+	resp, err := br.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		t.Fatalf("GET /events = %d %s", resp.StatusCode, ct)
+	}
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	time.Sleep(100 * time.Millisecond) // let the reader take its first fingerprints
+	b.set("staging", func(e *status.Environment) { e.ObservedAt = t0.Add(time.Minute) })
+	time.Sleep(100 * time.Millisecond)
+	b.set("prod", func(e *status.Environment) { e.Pending = nil })
+	for line := range lines {
+		if strings.HasPrefix(line, "data: ") {
+			if line != `data: {"environment":"prod"}` {
+				t.Errorf("first event %q, want prod's", line)
+			}
+			return
+		}
+	}
+	t.Fatal("the stream ended without an event")
+}
