@@ -16,7 +16,7 @@ import (
 
 // webPage builds the web page of server.ui over the daemon, or nil when it
 // is off. With the GitHub App (gh), who may read and approve is decided as
-// for check-run clicks: github.approvers.
+// for check-run clicks: github.approvers and the environment's policy.
 func webPage(cfg *config.Config, d *daemon.Daemon, gh *ghapp.Client) (*ui.Server, error) {
 	u := cfg.Server.UI
 	if !u.On() {
@@ -57,8 +57,8 @@ func webPage(cfg *config.Config, d *daemon.Daemon, gh *ghapp.Client) (*ui.Server
 			Client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}))
 	}
 	if gh != nil {
-		opts = append(opts, ui.WithPolicy(func(ctx context.Context, login string) (ui.Access, error) {
-			ap, err := gh.MayApprove(ctx, login)
+		opts = append(opts, ui.WithPolicy(func(ctx context.Context, login, env string) (ui.Access, error) {
+			ap, err := gh.MayApprove(ctx, env, login)
 			if err != nil {
 				return ui.Access{}, err
 			}

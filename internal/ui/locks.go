@@ -55,7 +55,7 @@ func (s *Server) locks(w http.ResponseWriter, r *http.Request) {
 
 // lockForm is the service and the form's path and type, or an answer sent.
 func (s *Server) lockForm(w http.ResponseWriter, r *http.Request) (*viewer, *lock.Service, string, lock.Type, bool) {
-	v := s.mayDecide(w, r)
+	v := s.mayPost(w, r)
 	if v == nil {
 		return nil, nil, "", "", false
 	}
@@ -68,6 +68,11 @@ func (s *Server) lockForm(w http.ResponseWriter, r *http.Request) (*viewer, *loc
 	if err == nil {
 		var t lock.Type
 		if t, err = lock.ParseType(r.PostFormValue("type")); err == nil {
+			for _, env := range s.envsOfPath(r, path) {
+				if !s.approves(w, r, v, env) {
+					return nil, nil, "", "", false
+				}
+			}
 			return v, svc, path, t, true
 		}
 	}
@@ -176,4 +181,23 @@ func (s *Server) lockUnlock(w http.ResponseWriter, r *http.Request) {
 		s.flashNext(w, r, fmt.Sprintf("Unlocked %s (%s).", ls[0].Path, ls[0].Type.Friendly()), false)
 	}
 	http.Redirect(w, r, "/locks", http.StatusSeeOther)
+}
+
+// envsOfPath are the environments a lock at path concerns: those whose lock
+// path is at, above or beneath it; [""] when none is.
+func (s *Server) envsOfPath(r *http.Request, path string) []string {
+	var out []string
+	for _, name := range s.b.EnvironmentNames() {
+		e, err := s.b.Environment(r.Context(), name)
+		if err != nil || e.LockPath == "" {
+			continue
+		}
+		if e.LockPath == path || strings.HasPrefix(path, e.LockPath+"/") || strings.HasPrefix(e.LockPath, path+"/") {
+			out = append(out, name)
+		}
+	}
+	if len(out) == 0 {
+		return []string{""}
+	}
+	return out
 }

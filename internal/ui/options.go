@@ -18,9 +18,11 @@ type Access struct {
 	Why string
 }
 
-// Policy decides a login's Access (for instance from the login's
-// permission on the manifests repository).
-type Policy func(ctx context.Context, login string) (Access, error)
+// Policy decides a login's Access in env (for instance from the login's
+// permission on the manifests repository and env's approvers rule); env
+// "" asks about reading the page, and about locks on paths outside every
+// environment's lock path.
+type Policy func(ctx context.Context, login, env string) (Access, error)
 
 // OAuth is GitHub's OAuth web flow: the App's client, where GitHub's web
 // pages are (authorize and access_token) and where its API is (GET /user).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,6 +78,9 @@ func (s *Server) environment(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusInternalServerError, err.Error())
 		return
 	}
+	if v = s.in(w, r, v, e.Name); v == nil {
+		return
+	}
 	ev := environmentView{Env: e, Layout: e.Layout, Commit: s.commitURL, LockTypes: lock.Types}
 	if e.Pending != nil {
 		var p reconcile.Plan
@@ -105,11 +109,18 @@ func (s *Server) environment(w http.ResponseWriter, r *http.Request) {
 // Decider as the API and the check run, as the signed-in login.
 func (s *Server) decide(approve bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		v := s.mayDecide(w, r)
+		v := s.mayPost(w, r)
 		if v == nil {
 			return
 		}
 		env, hash := r.PathValue("env"), r.PostFormValue("planHash")
+		if !slices.Contains(s.b.EnvironmentNames(), env) {
+			s.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no environment %q.", env))
+			return
+		}
+		if !s.approves(w, r, v, env) {
+			return
+		}
 		back := "/environments/" + env
 		if hash == "" {
 			s.fail(w, r, http.StatusBadRequest, "The form names no plan (planHash); reload the page.")

@@ -52,7 +52,7 @@ func New(b Backend, opts ...Option) (*Server, error) {
 		return nil, errors.New("configuring web page: nil backend")
 	}
 	o := options{poll: time.Second, now: time.Now, loc: time.Local,
-		policy: func(context.Context, string) (Access, error) {
+		policy: func(context.Context, string, string) (Access, error) {
 			return Access{Read: true, Approve: true, Why: "no approver policy is configured"}, nil
 		}}
 	for _, opt := range opts {
@@ -178,7 +178,7 @@ func (s *Server) who(w http.ResponseWriter, r *http.Request) *viewer {
 		s.render(w, r, http.StatusUnauthorized, "signin", page{Title: "Sign in"})
 		return nil
 	}
-	acc, err := s.o.policy(r.Context(), se.Login)
+	acc, err := s.o.policy(r.Context(), se.Login, "")
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, fmt.Sprintf("Checking what %s may do failed: %v", se.Login, err))
 		return nil
@@ -192,9 +192,9 @@ func (s *Server) who(w http.ResponseWriter, r *http.Request) *viewer {
 	return v
 }
 
-// mayDecide checks a form post: a viewer with approval rights and the
-// session's CSRF token. It answers and returns nil otherwise.
-func (s *Server) mayDecide(w http.ResponseWriter, r *http.Request) *viewer {
+// mayPost checks a form post: a signed-in reader and the session's CSRF
+// token. It answers and returns nil otherwise.
+func (s *Server) mayPost(w http.ResponseWriter, r *http.Request) *viewer {
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 	if err := r.ParseForm(); err != nil {
 		s.fail(w, r, http.StatusBadRequest, "Reading the form failed: "+err.Error())
@@ -204,15 +204,40 @@ func (s *Server) mayDecide(w http.ResponseWriter, r *http.Request) *viewer {
 		s.fail(w, r, http.StatusForbidden, "This form has expired or did not come from this page (CSRF token missing or wrong). Reload the page and try again.")
 		return nil
 	}
-	v := s.who(w, r)
-	if v == nil {
+	return s.who(w, r)
+}
+
+// in returns v with its Access in env, or answers and returns nil when the
+// policy cannot say.
+func (s *Server) in(w http.ResponseWriter, r *http.Request, v *viewer, env string) *viewer {
+	if env == "" {
+		return v
+	}
+	acc, err := s.o.policy(r.Context(), v.Login, env)
+	if err != nil {
+		s.fail(w, r, http.StatusBadGateway, fmt.Sprintf("Checking what %s may do in %s failed: %v", v.Login, env, err))
 		return nil
+	}
+	c := *v
+	c.Access = acc
+	return &c
+}
+
+// approves checks that v may approve and lock in env; it answers 403 and
+// returns false otherwise.
+func (s *Server) approves(w http.ResponseWriter, r *http.Request, v *viewer, env string) bool {
+	if v = s.in(w, r, v, env); v == nil {
+		return false
 	}
 	if !v.Access.Approve {
-		s.fail(w, r, http.StatusForbidden, fmt.Sprintf("%s may read but not approve or lock: %s", v.Login, v.Access.Why))
-		return nil
+		where := ""
+		if env != "" {
+			where = " in " + env
+		}
+		s.fail(w, r, http.StatusForbidden, fmt.Sprintf("%s may read but not approve or lock%s: %s", v.Login, where, v.Access.Why))
+		return false
 	}
-	return v
+	return true
 }
 
 // maxForm caps the body of a form post.

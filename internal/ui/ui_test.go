@@ -105,7 +105,7 @@ func TestEnvironmentPage(t *testing.T) {
 // post with its own CSRF token is refused.
 func TestReadOnly(t *testing.T) {
 	b := newBackend(t)
-	base := serve(t, b, WithDemoLogin("demo"), WithPolicy(func(_ context.Context, login string) (Access, error) {
+	base := serve(t, b, WithDemoLogin("demo"), WithPolicy(func(_ context.Context, login, _ string) (Access, error) {
 		return Access{Read: true, Why: login + " has read on acme/manifests"}, nil
 	}))
 	br := signedIn(t, base)
@@ -295,4 +295,33 @@ func TestEvents(t *testing.T) {
 		}
 	}
 	t.Fatal("the stream ended without an event")
+}
+
+// TestPolicyPerEnvironment: approving in one environment does not let one
+// approve, or lock, in another.
+func TestPolicyPerEnvironment(t *testing.T) {
+	b := newBackend(t)
+	base := serve(t, b, WithDemoLogin("demo"), WithPolicy(func(_ context.Context, _, env string) (Access, error) {
+		if env == "prod" {
+			return Access{Read: true, Why: "prod needs maintain on acme/manifests"}, nil
+		}
+		return Access{Read: true, Approve: true, Why: "write on acme/manifests"}, nil
+	}))
+	br := signedIn(t, base)
+	if _, body := br.get("/environments/prod"); strings.Contains(body, `id="approve"`) || !strings.Contains(body, "prod needs maintain") {
+		t.Errorf("prod page offers Approve to a non-approver of prod")
+	}
+	csrf := br.csrf("/locks")
+	if code, _, body := br.post("/environments/prod/approve", url.Values{"planHash": {"sha256:plan1"}, "csrf": {csrf}}); code != http.StatusForbidden || !strings.Contains(body, "may read but not approve or lock in prod") {
+		t.Errorf("approve in prod = %d %s", code, body)
+	}
+	if code, _, _ := br.post("/locks", url.Values{"path": {"apps/prod/eu"}, "type": {"deploy"}, "duration": {"1h"}, "csrf": {csrf}}); code != http.StatusForbidden {
+		t.Errorf("lock beneath prod's lock path = %d, want 403", code)
+	}
+	if code, _, _ := br.post("/locks", url.Values{"path": {"apps/staging"}, "type": {"deploy"}, "duration": {"1h"}, "csrf": {csrf}}); code != http.StatusSeeOther {
+		t.Errorf("lock staging = %d, want 303", code)
+	}
+	if got := b.decisions(); len(got) != 0 {
+		t.Errorf("decided %v", got)
+	}
 }
