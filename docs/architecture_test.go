@@ -33,6 +33,7 @@ var layering = []struct {
 	{"internal/prbot", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli"}, "prbot is its own binary's component"},
 	{"internal/ui", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire"}, "the web page reads through ui.Backend and decides through approval.Decider, as the API does"},
 	{"internal/notify", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire"}, "a notification sink is a gate: it hears the daemon through approval.Gate"},
+	{"internal/sequence", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/notify", "internal/approval"}, "the sequence contract sits below the daemon that runs it, the tasks and the listeners"},
 	{"internal/webhook", []string{"internal/"}, "the receiver knows no component"},
 	{"internal/testenv", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "pkg/"}, "test servers stand under everything"},
 }

@@ -34,7 +34,11 @@ type Outcome struct {
 	// Message says why it failed or was rejected.
 	Message string
 	// Apply is pkg/reconcile's result; nil when nothing was applied.
-	Apply    *reconcile.Result
+	Apply *reconcile.Result
+	// Sequence is the result of the environment's delivery sequence (pass,
+	// warning or fail) once it ran to its end; "" when it did not (a
+	// rejection, an interruption). A warning leaves Result succeeded.
+	Sequence string
 	Started  time.Time
 	Finished time.Time
 }

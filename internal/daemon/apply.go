@@ -52,6 +52,7 @@ func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest
 		return nil, fmt.Errorf("recording apply before starting it: %w", err)
 	}
 	log.Info("applying", "approver", approver, "changes", len(prop.Plan.Changes))
+	w.approved(ctx, envM, prop, approver)
 	var under sync.Once
 	startedReported := make(chan struct{})
 	underWay := func() {
@@ -86,6 +87,7 @@ func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest
 	}
 	underWay()
 	out := outcome(approver, res, err, ctx.Err() != nil, begun, w.now().UTC())
+	out = w.deployed(ctx, prop, res, out)
 	applied := w.recordApply(rctx, prop, out, resolvedManifest(s, envM))
 	<-startedReported
 	w.completed(rctx, prop, out)

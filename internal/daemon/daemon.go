@@ -21,6 +21,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+	"github.com/stagehand-gitops/stagehand/pkg/promote"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -280,6 +281,8 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		descends: d.source.Descends, allowRewrite: d.cfg.Source.AllowRewrite,
 		metrics: d.metrics, log: d.log, now: time.Now,
 		resync: resync, repropose: d.o.repropose, applyGrace: d.o.applyGrace,
+		pipeline: func(s gitsource.Snapshot) (*promote.Pipeline, error) { return promote.Load(s.FS, d.cfg.Source.Root) },
+		tasks:    d.o.tasks, listener: d.o.listener,
 	}
 }
 

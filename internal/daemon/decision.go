@@ -164,6 +164,7 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 			return
 		}
 		reply(p, nil)
+		w.rejectedRun(ctx, prop, dc.who, dc.reason)
 		w.completed(ctx, prop, out)
 		w.log.Info("plan rejected", "environment", w.env, "planHash", p.PlanHash, "by", dc.who)
 		return

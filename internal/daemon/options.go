@@ -9,8 +9,10 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
+	"github.com/stagehand-gitops/stagehand/pkg/promote"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -26,6 +28,8 @@ type options struct {
 	applyGrace    time.Duration
 	resync        time.Duration
 	repropose     time.Duration
+	tasks         map[string]sequence.Runner
+	listener      sequence.Listener
 }
 
 func defaultOptions() options {
@@ -139,4 +143,36 @@ func WithRepropose(d time.Duration) Option {
 // or one minute with a cron schedule; negative disables).
 func WithResync(d time.Duration) Option {
 	return func(o *options) error { o.resync = d; return nil }
+}
+
+// WithTask makes run the implementation of the sequence task called name
+// (promote.TaskTest or promote.TaskEvaluation): a sequence in pipeline.yaml
+// that holds a task kind no WithTask implements is refused when its
+// environment is planned.
+func WithTask(name string, run sequence.Runner) Option {
+	return func(o *options) error {
+		if name != promote.TaskTest && name != promote.TaskEvaluation {
+			return fmt.Errorf("configuring daemon: task %q: only %q and %q are implemented outside the daemon", name, promote.TaskTest, promote.TaskEvaluation)
+		}
+		if run == nil {
+			return fmt.Errorf("configuring daemon: task %q: nil runner", name)
+		}
+		if o.tasks == nil {
+			o.tasks = map[string]sequence.Runner{}
+		}
+		o.tasks[name] = run
+		return nil
+	}
+}
+
+// WithSequenceListener makes l hear every step of every environment's
+// sequence (internal/notify's Notifier sends them as CloudEvents).
+func WithSequenceListener(l sequence.Listener) Option {
+	return func(o *options) error {
+		if l == nil {
+			return errors.New("configuring daemon: nil sequence listener")
+		}
+		o.listener = l
+		return nil
+	}
 }

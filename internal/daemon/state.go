@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/sequence"
 )
 
 // Keys of the state ConfigMap's data.
@@ -28,6 +29,7 @@ const (
 	keyStatus   = "status.json"
 	keyHandover = "handover.json"
 	keyLastID   = "lastid.json"
+	keySequence = "sequence.json"
 
 	labelManagedBy   = "app.kubernetes.io/managed-by"
 	labelComponent   = "app.kubernetes.io/component"
@@ -55,6 +57,8 @@ type EnvState struct {
 	InFlight *approval.InFlight `json:"inFlight"`
 	// Handover is a decision waiting for the leader.
 	Handover *Handover `json:"handover,omitempty"`
+	// Sequence is the environment's newest run of its delivery sequence.
+	Sequence *sequence.State `json:"sequence,omitempty"`
 	// History is newest first.
 	History []approval.Entry `json:"history"`
 	// Status is the last observed state of the environment (revision,

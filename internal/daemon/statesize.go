@@ -127,6 +127,7 @@ func encodeState(name string, st *EnvState, budget int) (*encoded, error) {
 		put(keyPending, st.Pending, st.Pending != nil),
 		put(keyInFlight, st.InFlight, st.InFlight != nil),
 		put(keyHandover, st.Handover, st.Handover != nil),
+		put(keySequence, st.Sequence, st.Sequence != nil),
 		put(keyStatus, st.Status, len(st.Status) > 0),
 		put(keyLastID, st.LastID, st.LastID > 0),
 	); err != nil {
@@ -538,6 +539,7 @@ func decodeState(ctx context.Context, cm *corev1.ConfigMap, src *partSource) (*E
 		field(keyPending, &st.Pending),
 		field(keyInFlight, &st.InFlight),
 		field(keyHandover, &st.Handover),
+		field(keySequence, &st.Sequence),
 		field(keyHistory, &st.History),
 		field(keyStatus, &status),
 		field(keyTrimmed, &tr),

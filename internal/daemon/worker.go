@@ -10,8 +10,10 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+	"github.com/stagehand-gitops/stagehand/pkg/promote"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -46,6 +48,12 @@ type workerDeps struct {
 	metrics      *Metrics
 	log          logr.Logger
 	now          func() time.Time
+	// pipeline reads pipeline.yaml in a snapshot (nil: every environment
+	// runs the default sequence); tasks are the Runners of the task kinds
+	// implemented (test, evaluation); listener hears every step (may be nil).
+	pipeline func(gitsource.Snapshot) (*promote.Pipeline, error)
+	tasks    map[string]sequence.Runner
+	listener sequence.Listener
 	// resync is how often to plan without a new revision (0: never);
 	// repropose how often a plan still pending is proposed again; applyGrace
 	// how long an apply may go on after shutdown begins.
@@ -66,6 +74,10 @@ type worker struct {
 	// repair what it shows (a check run whose click was lost with its replica).
 	proposed   string
 	proposedAt time.Time
+	// seq is the sequence run of the newest plan (also kept in the state),
+	// versions its revision's service versions for its events.
+	seq      *sequence.State
+	versions map[string]string
 }
 
 func newWorker(deps workerDeps) *worker {
@@ -175,6 +187,9 @@ func (w *worker) request(s gitsource.Snapshot, envM *manifest.Environment) recon
 func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, plan *reconcile.Plan, st *EnvState) error {
 	log := w.log.WithValues("environment", w.env, "revision", short(s.Revision))
 	if plan.Empty() {
+		if w.resumeRun(ctx, s, envM, st) {
+			return nil
+		}
 		w.supersede(ctx, st.Pending, "")
 		if st.InFlight != nil {
 			if err := w.store.SetInFlight(ctx, w.env, nil); err != nil {
@@ -192,8 +207,16 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		log.Info("continuing an interrupted apply", "approver", approver, "changes", len(plan.Changes))
 		return w.applyOrReplan(ctx, s, envM, prop, approver)
 	}
-	// A rewritten history needs a person even where skipConfirmation is set.
-	auto := envM.SkipConfirmation && (plan.HistoryRewritten == "" || w.allowRewrite)
+	tasks, err := w.sequenceTasks(s)
+	if err != nil {
+		w.metrics.fail(w.env, "resolve")
+		w.writeStatus(ctx, s, envM, plan, err)
+		return fmt.Errorf("reading the sequence at %s: %w", short(s.Revision), err)
+	}
+	// A rewritten history needs a person even where skipConfirmation is
+	// set, and so does a sequence with an approval task.
+	auto := envM.SkipConfirmation && (plan.HistoryRewritten == "" || w.allowRewrite) && !hasTask(tasks, promote.TaskApproval)
+	tasks = withApproval(tasks, !auto)
 	gate := w.gate
 	if auto {
 		gate = autoGate
@@ -206,6 +229,7 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		// Stored but not (yet) accepted by the gate: GitHub was down when it
 		// was proposed, or this process is new; or it was proposed a
 		// repropose period ago. Gates' Propose is idempotent.
+		w.beginRun(ctx, envM, prop, tasks)
 		if dec := w.propose(ctx, gate, prop); dec.Approved {
 			return w.applyOrReplan(ctx, s, envM, prop, dec.Approver)
 		}
@@ -230,6 +254,7 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 			return err
 		}
 	}
+	w.beginRun(ctx, envM, prop, tasks)
 	if dec := w.propose(ctx, gate, prop); dec.Approved {
 		return w.applyOrReplan(ctx, s, envM, prop, dec.Approver)
 	}
@@ -296,6 +321,9 @@ func (w *worker) supersede(ctx context.Context, pending *approval.Pending, by st
 		return
 	}
 	w.metrics.setPending(w.env, false)
+	if by != pending.Revision {
+		w.abortRun(ctx, supersededWhy(by))
+	}
 	prop := approval.Proposal{Environment: w.env, Revision: pending.Revision, Plan: plan}
 	if err := w.gate.Superseded(ctx, prop, by); err != nil {
 		w.metrics.fail(w.env, "gate")

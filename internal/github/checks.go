@@ -248,11 +248,16 @@ func (c *Client) Applying(ctx context.Context, p *reconcile.Plan, approver strin
 
 // Finished completes the check run of res.Plan as success or failure with per-workload results.
 func (c *Client) Finished(ctx context.Context, res *reconcile.Result, approver string, applyErr error) error {
-	p := res.Plan
 	conclusion := ConclusionSuccess
 	if applyErr != nil || res.Failed() {
 		conclusion = ConclusionFailure
 	}
+	return c.finish(ctx, res, approver, applyErr, conclusion)
+}
+
+// finish completes the check run of res.Plan with conclusion.
+func (c *Client) finish(ctx context.Context, res *reconcile.Result, approver string, applyErr error, conclusion string) error {
+	p := res.Plan
 	return c.upsert(ctx, p, "", conclusion, RenderResult(res, approver, applyErr, c.DetailsURL(p.Environment)))
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
+	"github.com/stagehand-gitops/stagehand/pkg/promote"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -60,8 +61,14 @@ func (g *Gate) Completed(ctx context.Context, p approval.Proposal, o approval.Ou
 		res.Plan = p.Plan
 	}
 	var applyErr error
-	if o.Result == approval.ResultFailed && o.Message != "" && o.Apply == nil {
+	if o.Result == approval.ResultFailed && o.Message != "" && (o.Apply == nil || !o.Apply.Failed()) {
+		// Nothing was applied, or what was applied is fine but a task of
+		// the sequence after it failed.
 		applyErr = errors.New(o.Message)
+	}
+	if o.Result == approval.ResultSucceeded && o.Sequence == promote.ResultWarning {
+		// Deployed, but a task warned: neither a pass nor a failure.
+		return g.c.finish(ctx, res, approver, nil, ConclusionNeutral)
 	}
 	return g.c.Finished(ctx, res, approver, applyErr)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
@@ -109,6 +110,9 @@ type Environment struct {
 	Pending    *approval.Pending  `json:"pending"`
 	InFlight   *approval.InFlight `json:"inFlight,omitempty"`
 	LastResult *approval.Entry    `json:"lastResult"`
+	// Sequence is the newest run of the environment's delivery sequence:
+	// which task is running or finished, with which result.
+	Sequence *sequence.State `json:"sequence,omitempty"`
 	// Locks are the unexpired locks at the lock path, beneath it (targets,
 	// services) and above it (a lock on a prefix blocks deploys too).
 	Locks      []lock.Lock      `json:"locks"`

@@ -1,0 +1,407 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/sequence"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+	"github.com/stagehand-gitops/stagehand/pkg/promote"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+// The daemon runs each environment's delivery sequence (pipeline.yaml's
+// stages[].sequence) for every plan it deploys: approval → deployment
+// (apply and rollout) → test/evaluation (the Runners given with WithTasks)
+// → release. The run is kept in the state (EnvState.Sequence) at every
+// step, so that a new leader continues it, and every step is announced to
+// the Listener. The gate hears Completed once the whole sequence has run:
+// the stagehand/<env> check run is the sequence's result, which is what
+// prbot's requires.healthy reads.
+
+// sequenceTasks returns the tasks of env's stage in pipeline.yaml at s (the
+// default sequence when there is no pipeline.yaml or it has no such stage).
+// A task kind this reconciler has no Runner for is an error naming the file,
+// line, key and task.
+func (w *worker) sequenceTasks(s gitsource.Snapshot) ([]promote.Task, error) {
+	if w.pipeline == nil {
+		return (&promote.Stage{}).SequenceTasks(), nil
+	}
+	pl, err := w.pipeline(s)
+	if errors.Is(err, fs.ErrNotExist) {
+		return (&promote.Stage{}).SequenceTasks(), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i := range pl.Stages {
+		st := &pl.Stages[i]
+		if st.Name != w.env {
+			continue
+		}
+		tasks := st.SequenceTasks()
+		for _, t := range tasks {
+			if t.Name != promote.TaskTest && t.Name != promote.TaskEvaluation {
+				continue
+			}
+			if _, ok := w.tasks[t.Name]; !ok {
+				return nil, fmt.Errorf("%s:%d:%d: stages[%d].sequence[%d]: task %q is not implemented by this reconciler (implemented: %s)",
+					pl.File, t.Line, t.Column, i, t.Index, t.Name, implemented(w.tasks))
+			}
+		}
+		return tasks, nil
+	}
+	return (&promote.Stage{}).SequenceTasks(), nil
+}
+
+func implemented(tasks map[string]sequence.Runner) string {
+	names := []string{promote.TaskApproval, promote.TaskDeployment, promote.TaskRelease}
+	for n := range tasks {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+// withApproval puts an approval task first when a person must approve and
+// the sequence does not say where.
+func withApproval(tasks []promote.Task, person bool) []promote.Task {
+	if !person || hasTask(tasks, promote.TaskApproval) {
+		return tasks
+	}
+	return append([]promote.Task{{Name: promote.TaskApproval, Index: -1}}, tasks...)
+}
+
+func hasTask(tasks []promote.Task, name string) bool {
+	return slices.ContainsFunc(tasks, func(t promote.Task) bool { return t.Name == name })
+}
+
+// versions maps each service of envM to its version, or its first
+// container's tag.
+func versions(envM *manifest.Environment) map[string]string {
+	out := map[string]string{}
+	if envM == nil {
+		return out
+	}
+	for _, s := range envM.Services {
+		switch {
+		case s.Version != "":
+			out[s.Name] = s.Version
+		case len(s.Containers) > 0:
+			out[s.Name] = s.Containers[0].DockerTag
+		}
+	}
+	return out
+}
+
+// loadRun returns the run kept in the state for revision, if it is not over.
+func (w *worker) loadRun(ctx context.Context, revision string) *sequence.State {
+	if w.seq != nil && w.seq.Revision == revision && !w.seq.Done() {
+		return w.seq
+	}
+	st, err := w.store.Load(ctx, w.env)
+	if err != nil {
+		w.metrics.fail(w.env, "state")
+		w.log.Error(err, "reading the sequence state", "environment", w.env)
+		return nil
+	}
+	if r := st.Sequence; r != nil && r.Revision == revision && !r.Done() {
+		w.seq = r
+		return r
+	}
+	return nil
+}
+
+// beginRun starts the run of prop (or continues the one kept for its
+// revision), announcing its start and, when a person approves, the
+// approval task waiting.
+func (w *worker) beginRun(ctx context.Context, envM *manifest.Environment, prop approval.Proposal, tasks []promote.Task) {
+	w.versions = versions(envM)
+	if r := w.loadRun(ctx, prop.Revision); r != nil {
+		if r.PlanHash != prop.Plan.PlanHash {
+			r.PlanHash = prop.Plan.PlanHash
+			w.saveRun(ctx)
+		}
+		return
+	}
+	w.abortRun(ctx, "replaced by revision "+short(prop.Revision))
+	w.seq = sequence.New(w.env, prop.Revision, prop.Plan.PlanHash, tasks, w.now().UTC())
+	w.saveRun(ctx)
+	w.emit(ctx, -1, sequence.KindStarted, "", "", "")
+	if i := w.seq.Index(promote.TaskApproval); i == 0 {
+		w.step(ctx, i, sequence.StatusTriggered, "", "", nil)
+		w.step(ctx, i, sequence.StatusStarted, "", "", nil)
+	}
+}
+
+// abortRun ends a run that is not over without running the rest: its plan
+// was superseded, or nothing is left to apply.
+func (w *worker) abortRun(ctx context.Context, why string) {
+	st, err := w.store.Load(ctx, w.env)
+	if err != nil {
+		w.metrics.fail(w.env, "state")
+		w.log.Error(err, "reading the sequence state", "environment", w.env)
+		return
+	}
+	r := st.Sequence
+	if r == nil || r.Done() || (st.InFlight != nil && st.InFlight.Revision == r.Revision) {
+		return
+	}
+	w.seq = r
+	w.finishRun(ctx, sequence.StatusAborted, promote.ResultFail, "aborted: "+why)
+}
+
+// approved finishes the approval task (when the run has one) and starts
+// the deployment.
+func (w *worker) approved(ctx context.Context, envM *manifest.Environment, prop approval.Proposal, approver string) {
+	r := w.loadRun(ctx, prop.Revision)
+	if r == nil {
+		// Proposed before this reconciler ran sequences, or its state was lost.
+		tasks := []promote.Task{{Name: promote.TaskDeployment}}
+		if approver != approval.AutoApprover {
+			tasks = withApproval(tasks, true)
+		}
+		w.beginRun(ctx, envM, prop, tasks)
+		r = w.seq
+	}
+	w.versions = versions(envM)
+	r.Approver = approver
+	if i := r.Index(promote.TaskApproval); i >= 0 && r.Tasks[i].Status != sequence.StatusFinished {
+		w.step(ctx, i, sequence.StatusFinished, promote.ResultPass, "approved by "+approver, nil)
+	}
+	if i := r.Index(promote.TaskDeployment); i >= 0 {
+		w.step(ctx, i, sequence.StatusTriggered, "", "", nil)
+		w.step(ctx, i, sequence.StatusStarted, "", "", nil)
+	}
+}
+
+// rejectedRun finishes the approval task and the run with fail.
+func (w *worker) rejectedRun(ctx context.Context, prop approval.Proposal, who, reason string) {
+	r := w.loadRun(ctx, prop.Revision)
+	if r == nil {
+		return
+	}
+	r.Approver = who
+	msg := "rejected by " + who
+	if reason != "" {
+		msg += ": " + reason
+	}
+	if i := r.Index(promote.TaskApproval); i >= 0 {
+		w.step(ctx, i, sequence.StatusFinished, promote.ResultFail, msg, nil)
+	}
+	w.finishRun(ctx, sequence.StatusFinished, promote.ResultFail, msg)
+}
+
+// deployed finishes the deployment task with out's result and, when it
+// passed, runs the tasks after it. It returns the outcome to record and
+// report: failed when a task failed, interrupted when ctx ended during one
+// (the next leader runs it again), and the sequence's result in Sequence.
+func (w *worker) deployed(ctx context.Context, prop approval.Proposal, res *reconcile.Result, out approval.Outcome) approval.Outcome {
+	r := w.loadRun(ctx, prop.Revision)
+	if r == nil || out.Result == approval.ResultInterrupted {
+		return out
+	}
+	if i := r.Index(promote.TaskDeployment); i >= 0 && r.Tasks[i].Status != sequence.StatusFinished {
+		result := promote.ResultPass
+		if out.Result != approval.ResultSucceeded {
+			result = promote.ResultFail
+		}
+		w.step(ctx, i, sequence.StatusFinished, result, out.Message, nil)
+	}
+	if out.Result != approval.ResultSucceeded {
+		w.finishRun(ctx, sequence.EventErrored, promote.ResultFail, out.Message)
+		out.Sequence = promote.ResultFail
+		return out
+	}
+	return w.runRest(ctx, prop, res, out)
+}
+
+// runRest runs the tasks of the run after the deployment, in order.
+func (w *worker) runRest(ctx context.Context, prop approval.Proposal, res *reconcile.Result, out approval.Outcome) approval.Outcome {
+	r := w.seq
+	for i := r.Next(); i < len(r.Tasks); i = r.Next() {
+		t := r.Tasks[i]
+		if r.Outcome() == promote.ResultFail {
+			break // a failed task ends the sequence
+		}
+		w.step(ctx, i, sequence.StatusTriggered, "", "", nil)
+		w.step(ctx, i, sequence.StatusStarted, "", "", nil)
+		if t.Name == promote.TaskRelease {
+			w.step(ctx, i, sequence.StatusFinished, promote.ResultPass, "released", nil)
+			continue
+		}
+		result, err := w.runTask(ctx, prop, res, i)
+		if err != nil {
+			out.Result = approval.ResultInterrupted
+			out.Message = fmt.Sprintf("shut down during the %s task; the next leader runs it again", t.Name)
+			return out
+		}
+		w.step(ctx, i, sequence.StatusFinished, result.Result, result.Message, result.Outputs)
+	}
+	result := r.Outcome()
+	msg := ""
+	if result != promote.ResultPass {
+		for _, t := range r.Tasks {
+			if t.Result == result {
+				msg = fmt.Sprintf("task %s finished with %s: %s", t.Name, t.Result, t.Message)
+				break
+			}
+		}
+	}
+	w.finishRun(ctx, sequence.StatusFinished, result, msg)
+	out.Sequence = result
+	if result == promote.ResultFail {
+		out.Result, out.Message = approval.ResultFailed, msg
+	} else if msg != "" && out.Message == "" {
+		out.Message = msg
+	}
+	out.Finished = w.now().UTC()
+	return out
+}
+
+// runTask runs the task at i with its Runner. An error is a shutdown.
+func (w *worker) runTask(ctx context.Context, prop approval.Proposal, res *reconcile.Result, i int) (sequence.Result, error) {
+	r := w.seq
+	t := r.Tasks[i]
+	run, ok := w.tasks[t.Name]
+	if !ok { // checked when the run began; the reconciler changed since
+		return sequence.Result{Result: promote.ResultFail, Message: fmt.Sprintf("task %q is not implemented by this reconciler", t.Name)}, nil
+	}
+	req := sequence.Request{Environment: w.env, Stage: r.Stage, Revision: prop.Revision, Versions: w.versions, Applied: res,
+		Task: promote.Task{Name: t.Name, Properties: t.Properties, Index: i}, Data: r.Spaces(i - 1)}
+	got, err := run(ctx, req)
+	if ctx.Err() != nil {
+		return got, ctx.Err()
+	}
+	if err != nil {
+		return sequence.Result{Result: promote.ResultFail, Message: err.Error()}, nil
+	}
+	switch got.Result {
+	case promote.ResultPass, promote.ResultWarning, promote.ResultFail:
+	default:
+		return sequence.Result{Result: promote.ResultFail, Message: fmt.Sprintf("task %s returned result %q; want pass, warning or fail", t.Name, got.Result)}, nil
+	}
+	if len(got.Outputs) > 0 && !json.Valid(got.Outputs) {
+		got.Outputs = nil
+	}
+	return got, nil
+}
+
+// resumeRun continues, on an environment in sync, the tasks after the
+// deployment of a run the previous leader left in flight, and records and
+// reports it as apply did not. It reports whether there was one.
+func (w *worker) resumeRun(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, st *EnvState) bool {
+	f, r := st.InFlight, st.Sequence
+	if f == nil || r == nil || r.Done() || f.Revision != r.Revision || r.Revision != s.Revision {
+		return false
+	}
+	i := r.Index(promote.TaskDeployment)
+	if i < 0 || r.Tasks[i].Status != sequence.StatusFinished || r.Tasks[i].Result != promote.ResultPass {
+		return false
+	}
+	var changes []reconcile.Change
+	if err := json.Unmarshal(f.Changes, &changes); err != nil {
+		w.log.Error(err, "decoding the changes of the apply in flight", "environment", w.env)
+	}
+	w.seq, w.versions = r, versions(envM)
+	plan := &reconcile.Plan{Environment: w.env, Revision: f.Revision, PlanHash: f.PlanHash, Changes: changes}
+	prop := approval.Proposal{Environment: w.env, Revision: f.Revision, RevisionTime: s.Time, Plan: plan}
+	w.log.Info("continuing the sequence after the deployment", "environment", w.env, "revision", short(f.Revision), "task", r.Tasks[r.Next()%len(r.Tasks)].Name)
+	out := w.runRest(ctx, prop, nil, approval.Outcome{Result: approval.ResultSucceeded, Approver: f.Approver, Started: f.Started})
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if out.Result == approval.ResultInterrupted {
+		return true // left in flight for the next leader
+	}
+	w.recordApply(rctx, prop, out, resolvedManifest(s, envM))
+	w.completed(rctx, prop, out)
+	return true
+}
+
+// step moves the run's task i to status (with result, message and outputs
+// once finished), keeps it and announces it.
+func (w *worker) step(ctx context.Context, i int, status, result, msg string, outputs json.RawMessage) {
+	t := &w.seq.Tasks[i]
+	now := w.now().UTC()
+	t.Status = status
+	switch status {
+	case sequence.StatusTriggered, sequence.StatusStarted: // (again, when a new leader continues)
+		t.Finished, t.Result, t.Message, t.Outputs = time.Time{}, "", "", nil
+		if status == sequence.StatusStarted {
+			t.Started = now
+		}
+	case sequence.StatusFinished:
+		t.Finished, t.Result, t.Message, t.Outputs = now, result, msg, outputs
+	}
+	w.saveRun(ctx)
+	e := sequence.EventSucceeded
+	if result == promote.ResultFail && t.Name == promote.TaskDeployment {
+		e = sequence.EventErrored
+	}
+	if status != sequence.StatusFinished {
+		e = ""
+	}
+	w.emit(ctx, i, status, result, e, msg)
+}
+
+// finishRun ends the run with status (finished or aborted) and result.
+func (w *worker) finishRun(ctx context.Context, status, result, msg string) {
+	r := w.seq
+	eventStatus := sequence.EventSucceeded
+	switch status {
+	case sequence.StatusAborted:
+		eventStatus = sequence.EventAborted
+	case sequence.EventErrored:
+		eventStatus, status = sequence.EventErrored, sequence.StatusFinished
+	}
+	r.Status, r.Result, r.Message, r.Finished = status, result, msg, w.now().UTC()
+	w.saveRun(ctx)
+	w.emit(ctx, -1, sequence.KindFinished, result, eventStatus, msg)
+}
+
+// saveRun keeps the run in the state; a failure is logged and counted.
+func (w *worker) saveRun(ctx context.Context) {
+	r := *w.seq
+	r.Tasks = slices.Clone(w.seq.Tasks)
+	if err := w.store.Update(ctx, w.env, func(st *EnvState) { st.Sequence = &r }); err != nil {
+		w.metrics.fail(w.env, "state")
+		w.log.Error(err, "recording the sequence state", "environment", w.env, "revision", short(r.Revision))
+	}
+}
+
+// emit announces a step of the run: the run itself (task -1) or task i.
+func (w *worker) emit(ctx context.Context, i int, kind, result, status, msg string) {
+	if w.listener == nil {
+		return
+	}
+	r := w.seq
+	last := i
+	if i < 0 {
+		last = len(r.Tasks) - 1
+	}
+	e := sequence.Event{Environment: w.env, Kind: kind, Time: w.now().UTC(), Data: sequence.Data{
+		Stage: r.Stage, Sequence: r.Sequence, Environment: w.env, Revision: r.Revision, PlanHash: r.PlanHash,
+		Result: result, Status: status, Message: msg, Approver: r.Approver, Versions: w.versions, Tasks: r.Spaces(last)}}
+	if i < 0 {
+		e.Name = r.Stage + "." + r.Sequence + "." + kind
+	} else {
+		e.Task = r.Tasks[i].Name
+		e.Name = e.Task + "." + kind
+	}
+	w.listener.SequenceEvent(ctx, e)
+}
+
+func supersededWhy(by string) string {
+	if by == "" {
+		return "nothing is left to apply"
+	}
+	return "superseded by revision " + short(by)
+}
