@@ -1,0 +1,283 @@
+package prbot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+	"github.com/stagehand-gitops/stagehand/pkg/promote"
+)
+
+// RollbackRequest asks for the rollback pull request of one environment.
+type RollbackRequest struct {
+	// Env is the environment directory under environments/.
+	Env string
+	// Revision is the commit of the manifests repository whose versions the
+	// environment goes back to (7 to 40 hex digits); "" means the previous
+	// state: the newest ancestor of the base branch's head at which the
+	// environment resolved to other versions than at the head.
+	Revision string
+	// Reason is why, for the title and the body. Required.
+	Reason string
+	// RequestedBy names who asked, for the body.
+	RequestedBy string
+	// Ran says when the versions at Revision last ran and who approved them
+	// then, from the reconciler's history; nil: the newest completed
+	// stagehand/<env> check run on Revision says when, and who is unknown.
+	Ran *Ran
+}
+
+// Ran is one past apply of an environment, from the reconciler's history.
+type Ran struct {
+	When     time.Time
+	Approver string
+	// HistoryID is the history entry's id ("" when not known).
+	HistoryID string
+}
+
+// RollbackResult is what a rollback did.
+type RollbackResult struct {
+	Env string `json:"environment"`
+	// Revision is the full commit rolled back to.
+	Revision string `json:"revision"`
+	Branch   string `json:"branch"`
+	// Action is opened, updated, unchanged or none (nothing differs).
+	Action string `json:"action"`
+	PR     int    `json:"pr,omitempty"`
+	URL    string `json:"url,omitempty"`
+	Title  string `json:"title,omitempty"`
+	Body   string `json:"-"`
+	// Changes are the services that go back, each in the file that defines
+	// it today.
+	Changes []promote.Change `json:"changes"`
+	// Skipped says what is not rolled back and why (a service removed since).
+	Skipped []string `json:"skipped,omitempty"`
+	// Files are the files the pull request edits.
+	Files  []string `json:"files,omitempty"`
+	Reason string   `json:"reason,omitempty"`
+}
+
+// RollbackBranch is the head branch of an environment's rollback pull
+// request: one per environment, updated in place by the next rollback.
+func RollbackBranch(env string) string { return "stagehand/rollback-" + env }
+
+// RollbackEnv returns the environment whose rollback pull request comes
+// from branch ("", false for any other branch).
+func RollbackEnv(branch string) (string, bool) {
+	env, ok := strings.CutPrefix(branch, "stagehand/rollback-")
+	return env, ok && env != ""
+}
+
+// ErrUnknownRevision is wrapped by the error for a revision the manifests
+// repository does not have.
+var ErrUnknownRevision = errors.New("unknown revision")
+
+var revisionRE = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
+
+// Rollback opens (or updates in place) the rollback pull request of
+// req.Env on RollbackBranch: it resolves the environment at the base
+// branch's head and at the revision, and edits only the services whose
+// versions differ, each in the file that defines it today (a service whose
+// entry lives in an include shared with other environments gets an
+// overriding entry in the environment's root manifest instead, as a
+// promotion does); everything else in those files stays byte for byte.
+// Services added since the revision are left as they are; services removed
+// since are not brought back (Skipped says so). When nothing differs, no
+// pull request is opened (Action none).
+func (b *Bot) Rollback(ctx context.Context, req RollbackRequest) (*RollbackResult, error) {
+	if err := req.validate(); err != nil {
+		return nil, err
+	}
+	baseSHA, err := b.headRef(ctx, b.base)
+	if err != nil {
+		return nil, err
+	}
+	if baseSHA == "" {
+		return nil, fmt.Errorf("rolling back %s: base branch %s does not exist", req.Env, b.base)
+	}
+	head, err := b.snapshot(ctx, baseSHA)
+	if err != nil {
+		return nil, err
+	}
+	now, err := manifest.Resolve(ctx, head, b.root, req.Env, b.manifestOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("rolling back %s: resolving it at %s: %w", req.Env, baseSHA, err)
+	}
+	rev, then, err := b.rollbackTarget(ctx, req, baseSHA, head, now)
+	if err != nil {
+		return nil, err
+	}
+	res := &RollbackResult{Env: req.Env, Revision: rev, Branch: RollbackBranch(req.Env), Changes: []promote.Change{}}
+	for _, c := range promote.Diff(then, now) {
+		if c.New {
+			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: removed from %s since %s; not brought back", c.Service, req.Env, shortSHA(rev)))
+			continue
+		}
+		kept := c.Containers[:0:0]
+		for _, ct := range c.Containers {
+			if ct.New {
+				res.Skipped = append(res.Skipped, fmt.Sprintf("%s/%s: container removed since %s; not brought back", c.Service, ct.DockerName, shortSHA(rev)))
+				continue
+			}
+			kept = append(kept, ct)
+		}
+		c.Containers = kept
+		if len(c.Containers) == 0 && c.ToVersion == "" {
+			continue
+		}
+		if c.Override {
+			// Overriding a shared entry: the new entry is the old one as a whole.
+			c.Entry = overrideEntry(c, now)
+		}
+		res.Changes = append(res.Changes, c)
+	}
+	if len(res.Changes) == 0 {
+		res.Action = ActionNone
+		res.Reason = fmt.Sprintf("%s at %s runs the versions of %s", req.Env, shortSHA(baseSHA), shortSHA(rev))
+		return res, nil
+	}
+	ran := req.Ran
+	if ran == nil {
+		if ran, err = b.ranFromCheck(ctx, rev, req.Env); err != nil {
+			return nil, err
+		}
+	}
+	edits, err := promotionEdits(head, res.Changes, b.manifestOpts...)
+	if err != nil {
+		return nil, err
+	}
+	res.Files = sortedKeys(edits)
+	res.Title = truncateTitle(fmt.Sprintf("Rollback %s to %s: %s", req.Env, shortSHA(rev), oneLine(req.Reason)))
+	res.Body = rollbackBody(req, rev, res, ran, b.links)
+	changed, err := b.writeBranch(ctx, res.Branch, baseSHA, edits, res.Title)
+	if err != nil {
+		return nil, err
+	}
+	pr, created, err := b.ensurePull(ctx, res.Branch, res.Title, res.Body)
+	if err != nil {
+		return nil, err
+	}
+	res.PR, res.URL = pr.GetNumber(), pr.GetHTMLURL()
+	switch {
+	case created:
+		res.Action = ActionOpened
+	case changed:
+		res.Action = ActionUpdated
+	default:
+		res.Action = ActionUnchanged
+	}
+	return res, nil
+}
+
+func (r RollbackRequest) validate() error {
+	switch {
+	case r.Env == "" || strings.ContainsAny(r.Env, "/\\") || r.Env == "." || r.Env == "..":
+		return fmt.Errorf("rolling back: environment %q: want a directory name under environments/", r.Env)
+	case r.Revision != "" && !revisionRE.MatchString(r.Revision):
+		return fmt.Errorf("rolling back %s: revision %q: want a commit SHA of 7 to 40 lowercase hex digits: %w", r.Env, r.Revision, ErrUnknownRevision)
+	case strings.TrimSpace(r.Reason) == "":
+		return fmt.Errorf("rolling back %s: a reason is required", r.Env)
+	}
+	return nil
+}
+
+// rollbackTarget returns the full revision to go back to and the
+// environment resolved there: req.Revision, or the previous state.
+func (b *Bot) rollbackTarget(ctx context.Context, req RollbackRequest, baseSHA string, head *repoFS, now *manifest.Environment) (string, *manifest.Environment, error) {
+	if req.Revision != "" {
+		c, _, err := b.gh.Repositories.GetCommit(ctx, b.owner, b.repo, req.Revision, nil)
+		if isStatus(err, http.StatusNotFound) || isStatus(err, http.StatusUnprocessableEntity) {
+			return "", nil, fmt.Errorf("rolling back %s: revision %s is not in %s/%s: %w", req.Env, req.Revision, b.owner, b.repo, ErrUnknownRevision)
+		}
+		if err != nil {
+			return "", nil, fmt.Errorf("rolling back %s: reading revision %s: %w", req.Env, req.Revision, err)
+		}
+		rev := c.GetSHA()
+		fsys, err := b.snapshot(ctx, rev)
+		if err != nil {
+			return "", nil, err
+		}
+		then, err := manifest.Resolve(ctx, fsys, b.root, req.Env, b.manifestOpts...)
+		if err != nil {
+			return "", nil, fmt.Errorf("rolling back %s: resolving it at %s: %w", req.Env, rev, err)
+		}
+		return rev, then, nil
+	}
+	// The previous state: walk back from the head through the commits that
+	// touch the environment's files until it resolves to other versions.
+	sha, read := baseSHA, head.read()
+	for range b.depth {
+		touched, parent, err := b.touches(ctx, sha, read)
+		if err != nil {
+			return "", nil, err
+		}
+		if parent == "" {
+			break
+		}
+		sha = parent
+		if !touched {
+			continue
+		}
+		fsys, err := b.snapshot(ctx, sha)
+		if err != nil {
+			return "", nil, err
+		}
+		then, err := manifest.Resolve(ctx, fsys, b.root, req.Env, b.manifestOpts...)
+		if err != nil {
+			continue // did not resolve there: no state to go back to
+		}
+		if len(promote.Diff(then, now)) > 0 {
+			return sha, then, nil
+		}
+		read = fsys.read()
+	}
+	return "", nil, fmt.Errorf("rolling back %s: no earlier state in the last %d commits of %s: %w", req.Env, b.depth, b.base, ErrUnknownRevision)
+}
+
+// overrideEntry is the entry added to the root manifest to roll back a
+// service defined in a shared include: today's entry with the containers
+// and version of the change.
+func overrideEntry(c promote.Change, now *manifest.Environment) manifest.Service {
+	cur, _ := now.Service(c.Service)
+	e := manifest.Service{Name: cur.Name, Version: cur.Version}
+	if c.ToVersion != "" {
+		e.Version = c.ToVersion
+	}
+	for _, ct := range cur.Containers {
+		name := ct.DockerName
+		if name == "" {
+			name = cur.Name
+		}
+		for _, ch := range c.Containers {
+			if ch.DockerName == name {
+				ct.DockerTag, ct.DockerDigest = ch.ToTag, ch.ToDigest
+			}
+		}
+		e.Containers = append(e.Containers, ct)
+	}
+	return e
+}
+
+// ranFromCheck says when the environment last ran rev by the newest
+// completed stagehand/<env> check run on it (nil when there is none).
+func (b *Bot) ranFromCheck(ctx context.Context, rev, env string) (*Ran, error) {
+	check, err := b.latestCheck(ctx, rev, promote.CheckName(env))
+	if err != nil || check == nil {
+		return nil, err
+	}
+	return &Ran{When: check.CompletedAt}, nil
+}
+
+func shortSHA(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
