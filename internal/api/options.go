@@ -27,6 +27,7 @@ type options struct {
 	rateBurst     int
 	ui            http.Handler
 	uiPatterns    []string
+	rollback      Rollbacker
 }
 
 // WithLog receives what the API keeps from its callers: why /readyz

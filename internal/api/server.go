@@ -111,6 +111,8 @@ func (s *Server) table() []route {
 		route{"GET /api/v1/environments/{env}/history/{id}", true, http.HandlerFunc(s.getHistoryEntry)},
 		route{"POST /api/v1/environments/{env}/approve", true, s.decisionHandler(true)},
 		route{"POST /api/v1/environments/{env}/reject", true, s.decisionHandler(false)},
+		route{"POST /api/v1/environments/{env}/rollback", true, http.HandlerFunc(s.rollback)},
+		route{"POST /api/v1/environments/{env}/release", true, http.HandlerFunc(s.release)},
 	)
 	if s.locks != nil {
 		for _, p := range s.locks.Routes() {

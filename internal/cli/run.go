@@ -134,9 +134,14 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 			return fmt.Errorf("registering notification metrics: %w", err)
 		}
 	}
+	var rb *rollbacker
 	if gh != nil {
 		if d.Webhook() == nil {
 			return fmt.Errorf("github.app is set but github.webhookSecretFile is not: check-run approvals arrive as webhooks")
+		}
+		// Rollback pull requests through the App, holds in the lock service.
+		if rb, err = newRollbacker(cfg, gh, d); err != nil {
+			return err
 		}
 		preview := ghapp.NewBranchPreviewer(cfg.Source, cfg.EnvironmentNames(), d.Plan, wire.WithGitHubAPIURL(cfg.GitHub.APIURL))
 		ghLog := log.WithName("github")
@@ -150,6 +155,10 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		}
 		if t := cfg.GitHub.Previews.Timeout.Duration; t > 0 {
 			hopts = append(hopts, ghapp.WithPreviewTimeout(t))
+		}
+		if rb != nil {
+			// Merging a rollback pull request ends its hold.
+			hopts = append(hopts, ghapp.OnMerged(rb.merged))
 		}
 		h, err := ghapp.NewHandler(gh, d, preview, cfg.Source.Branch, hopts...)
 		if err != nil {
@@ -183,6 +192,9 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		api.WithLog(log.WithName("api"))}
 	if page != nil {
 		apiOpts = append(apiOpts, api.WithUI(page, ui.Patterns()...))
+	}
+	if rb != nil {
+		apiOpts = append(apiOpts, api.WithRollback(rb))
 	}
 	srv, err := api.New(d, apiOpts...)
 	if err != nil {

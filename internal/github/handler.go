@@ -197,9 +197,9 @@ func (h *Handler) decide(ctx context.Context, run *gh.CheckRun, env, action, log
 // repository is opened, synchronized or reopened, the preview of its head is queued (see previewQueue):
 // each environment's plan for the head is shown as a neutral preview check run on the head commit, after
 // the webhook was answered. When it closes, its queued or running preview goes and its branch's cache is
-// removed.
+// removed. When it was merged, OnMerged hears of it first.
 func (h *Handler) HandlePullRequest(ctx context.Context, payload []byte) error {
-	if h.previews == nil {
+	if h.previews == nil && h.o.onMerged == nil {
 		return nil
 	}
 	var ev gh.PullRequestEvent
@@ -218,6 +218,14 @@ func (h *Handler) HandlePullRequest(ctx context.Context, payload []byte) error {
 	}
 	// Pull requests from forks are not previewed: their branches are not in the manifests repository.
 	if !strings.EqualFold(pr.GetHead().GetRepo().GetFullName(), h.client.Repo()) {
+		return nil
+	}
+	if action == "closed" && pr.GetMerged() && h.o.onMerged != nil {
+		if err := h.o.onMerged(ctx, pr.GetNumber(), pr.GetHead().GetRef()); err != nil {
+			return fmt.Errorf("pull request #%d merged: %w", pr.GetNumber(), err)
+		}
+	}
+	if h.previews == nil {
 		return nil
 	}
 	if action == "closed" {

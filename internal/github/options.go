@@ -1,6 +1,7 @@
 package github
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -24,6 +25,7 @@ type options struct {
 	onError         func(error)
 	decisionTimeout time.Duration
 	preview         previewOptions
+	onMerged        func(ctx context.Context, number int, headRef string) error
 }
 
 // DefaultLostClickAfter is how long a check run may stay in progress after an approval click, while its
@@ -122,6 +124,21 @@ func OnDecisionError(f func(error)) Option {
 			return errors.New("nil decision error function")
 		}
 		o.onError = f
+		return nil
+	}
+}
+
+// OnMerged is called (handler) for each pull request of the manifests
+// repository, from one of its own branches, merged into the followed
+// branch, with its number and head branch: internal/cli ends the hold of a
+// merged rollback pull request there. An error fails the delivery, which
+// GitHub may redeliver.
+func OnMerged(f func(ctx context.Context, number int, headRef string) error) Option {
+	return func(o *options) error {
+		if f == nil {
+			return errors.New("nil merged pull request function")
+		}
+		o.onMerged = f
 		return nil
 	}
 }

@@ -281,3 +281,14 @@ func shortSHA(sha string) string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// NoteRollback writes text as the bot's one "hold" comment on the open
+// rollback pull request of env (nothing when none is open), such as who
+// released its hold and why.
+func (b *Bot) NoteRollback(ctx context.Context, env, text string) error {
+	pr, err := b.openPull(ctx, RollbackBranch(env))
+	if err != nil || pr == nil {
+		return err
+	}
+	return b.upsertComment(ctx, pr.GetNumber(), "hold", text)
+}

@@ -1,0 +1,187 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
+)
+
+// Rollbacker opens an environment's rollback pull request and places its
+// hold, and ends a hold (POST .../rollback and .../release). internal/cli
+// joins prbot (the pull request, through the GitHub App) and the lock
+// service (the hold) into one.
+type Rollbacker interface {
+	// Rollback returns an error wrapping approval.ErrUnknownEnvironment for
+	// an environment not in the configuration, ErrUnknownRollbackTarget for
+	// a history id or revision that does not exist.
+	Rollback(ctx context.Context, env string, req RollbackRequest) (*RollbackResponse, error)
+	// Release returns an error wrapping lock.ErrNotFound when the
+	// environment has no hold.
+	Release(ctx context.Context, env string, req ReleaseRequest) (*ReleaseResponse, error)
+}
+
+// ErrUnknownRollbackTarget is wrapped by a Rollbacker's error for a
+// history id or revision that does not exist (404).
+var ErrUnknownRollbackTarget = errors.New("unknown rollback target")
+
+// WithRollback serves POST /api/v1/environments/{env}/rollback and
+// .../release through r; without it both answer 501.
+func WithRollback(r Rollbacker) Option {
+	return func(o *options) error { o.rollback = r; return nil }
+}
+
+// RollbackRequest is the body of POST .../rollback.
+type RollbackRequest struct {
+	// To is a history entry id, a revision (7 to 40 hex digits) or
+	// "previous". Required.
+	To string `json:"to"`
+	// Reason is why; it titles the pull request. Required.
+	Reason string `json:"reason"`
+	// RequestedBy names who asks, for the pull request and the hold; "api"
+	// when empty.
+	RequestedBy string `json:"requestedBy,omitempty"`
+}
+
+// RollbackResponse is the answer to a rollback.
+type RollbackResponse struct {
+	Environment string `json:"environment"`
+	// Revision is the commit whose versions the environment goes back to.
+	Revision string `json:"revision"`
+	// Action is opened, updated, unchanged or none (nothing differs: no
+	// pull request, no hold).
+	Action string `json:"action"`
+	PR     int    `json:"pr,omitempty"`
+	URL    string `json:"url,omitempty"`
+	Title  string `json:"title,omitempty"`
+	// Services lists what goes back: "service container now → then".
+	Services []string `json:"services"`
+	Skipped  []string `json:"skipped,omitempty"`
+	// Hold is the hold placed on the environment (nil with action none).
+	Hold    *lock.Lock `json:"hold,omitempty"`
+	Message string     `json:"message"`
+}
+
+// ReleaseRequest is the body of POST .../release.
+type ReleaseRequest struct {
+	Reason      string `json:"reason,omitempty"`
+	RequestedBy string `json:"requestedBy,omitempty"`
+}
+
+// ReleaseResponse is the answer to a release.
+type ReleaseResponse struct {
+	Environment string    `json:"environment"`
+	Released    lock.Lock `json:"released"`
+	Message     string    `json:"message"`
+}
+
+// Longest accepted fields of a RollbackRequest.
+const maxRollbackTo = 64
+
+// decodeStrict decodes one JSON object of at most maxBody bytes into v,
+// refusing unknown fields and trailing data; it answers the error itself.
+func decodeStrict(w http.ResponseWriter, r *http.Request, v any, want string) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if tooBig := new(http.MaxBytesError); errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("decoding request body: larger than %d bytes; want %s", maxBody, want))
+			return false
+		}
+		writeError(w, http.StatusBadRequest, "decoding request body: "+err.Error()+"; want "+want)
+		return false
+	}
+	if dec.More() {
+		writeError(w, http.StatusBadRequest, "decoding request body: data after the JSON object; want "+want)
+		return false
+	}
+	return true
+}
+
+// tooLong returns why one of the fields is longer than allowed, or "".
+func tooLong(fields ...field) string {
+	for _, f := range fields {
+		if len(f.value) > f.max {
+			return fmt.Sprintf("%s is %d bytes long; at most %d are accepted", f.name, len(f.value), f.max)
+		}
+	}
+	return ""
+}
+
+// field is one request field and its longest accepted length.
+type field struct {
+	name, value string
+	max         int
+}
+
+func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
+	const want = `{"to": "previous | <history id> | <revision>", "reason": "..."}`
+	if s.o.rollback == nil {
+		writeError(w, http.StatusNotImplemented, "rollback needs github.app in reconciler.yaml: the rollback pull request is opened through the GitHub App")
+		return
+	}
+	var req RollbackRequest
+	if !decodeStrict(w, r, &req, want) {
+		return
+	}
+	if msg := tooLong(field{"to", req.To, maxRollbackTo}, field{"reason", req.Reason, maxReason}, field{"requestedBy", req.RequestedBy, maxApprover}); msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
+	switch {
+	case strings.TrimSpace(req.To) == "":
+		writeError(w, http.StatusBadRequest, "to is required; want "+want)
+		return
+	case strings.TrimSpace(req.Reason) == "":
+		writeError(w, http.StatusBadRequest, "reason is required: it titles the rollback pull request; want "+want)
+		return
+	}
+	if req.RequestedBy == "" {
+		req.RequestedBy = "api"
+	}
+	res, err := s.o.rollback.Rollback(r.Context(), r.PathValue("env"), req)
+	var le *lock.LockedError
+	switch {
+	case errors.Is(err, approval.ErrUnknownEnvironment), errors.Is(err, ErrUnknownRollbackTarget):
+		writeError(w, http.StatusNotFound, err.Error())
+	case errors.As(err, &le):
+		writeError(w, http.StatusConflict, err.Error())
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err.Error())
+	default:
+		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+func (s *Server) release(w http.ResponseWriter, r *http.Request) {
+	const want = `{"reason": "...", "requestedBy": "..."}`
+	if s.o.rollback == nil {
+		writeError(w, http.StatusNotImplemented, "release needs github.app in reconciler.yaml (holds are placed by rollbacks); `reconciler unlock <lockPath>/hold --type hold` removes one")
+		return
+	}
+	var req ReleaseRequest
+	if !decodeStrict(w, r, &req, want) {
+		return
+	}
+	if msg := tooLong(field{"reason", req.Reason, maxReason}, field{"requestedBy", req.RequestedBy, maxApprover}); msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
+	if req.RequestedBy == "" {
+		req.RequestedBy = "api"
+	}
+	res, err := s.o.rollback.Release(r.Context(), r.PathValue("env"), req)
+	switch {
+	case errors.Is(err, approval.ErrUnknownEnvironment), errors.Is(err, lock.ErrNotFound):
+		writeError(w, http.StatusNotFound, err.Error())
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err.Error())
+	default:
+		writeJSON(w, http.StatusOK, res)
+	}
+}

@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stagehand-gitops/stagehand/internal/api"
+)
+
+// rollbackFlags are the flags of `reconciler rollback` and `reconciler release`.
+type rollbackFlags struct {
+	server, env, to, reason, tokenFile, as, output string
+	timeout                                        time.Duration
+}
+
+func (f *rollbackFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.server, "server", "", "URL of the reconciler's API (default $STAGEHAND_SERVER)")
+	fl.StringVar(&f.env, "env", "", "environment (required)")
+	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the API bearer token (default: $STAGEHAND_TOKEN)")
+	fl.StringVar(&f.as, "as", "", "who asks, for the pull request and the hold (default: the local user name)")
+	fl.DurationVar(&f.timeout, "timeout", 2*time.Minute, "how long to wait for the server")
+}
+
+// newRollbackCommand is `reconciler rollback --env ENV --to previous|ID|REVISION --reason TEXT`.
+func newRollbackCommand() *cobra.Command {
+	var f rollbackFlags
+	cmd := &cobra.Command{
+		Use:   "rollback --server URL --env ENV --to previous|ID|REVISION --reason TEXT",
+		Short: "Open the pull request that puts an environment back on earlier versions, and hold the bots off it",
+		Long: `Open (or update: one per environment) the rollback pull request of an environment in the
+manifests repository, through the reconciler's GitHub App. It edits only the services whose
+versions differ from the point rolled back to, in the files that define them today, and is titled
+"Rollback ENV to <sha>: REASON". --to is "previous" (what ran before the newest successful apply),
+a history entry id ("reconciler history" lists them) or a revision of the manifests repository.
+
+It also places a hold on the environment: while it exists, "prbot bump" and "prbot promote"
+neither open nor merge anything that moves the environment (they say why), and the reconciler
+keeps applying what is merged. Merging the pull request ends the hold; so does
+"reconciler release --env ENV". The change reaches the cluster once the pull request is merged
+(and approved, as any plan of the environment).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return f.rollback(cmd) },
+	}
+	f.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&f.to, "to", "", "previous, a history entry id or a revision of the manifests repository (required)")
+	fl.StringVar(&f.reason, "reason", "", "why; it titles the pull request (required)")
+	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+// newReleaseCommand is `reconciler release --env ENV [--reason TEXT]`.
+func newReleaseCommand() *cobra.Command {
+	var f rollbackFlags
+	cmd := &cobra.Command{
+		Use:   "release --server URL --env ENV [--reason TEXT]",
+		Short: "End the hold a rollback placed on an environment",
+		Long: `End the hold a rollback placed on an environment without merging its pull request:
+"prbot bump" and "prbot promote" may move the environment again. The rollback pull request, if
+open, gets a comment saying who released the hold and why.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return f.release(cmd) },
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&f.reason, "reason", "", "why, for the rollback pull request")
+	return cmd
+}
+
+// client checks the common flags and returns the API client and token.
+func (f *rollbackFlags) client() (decisionFlags, string, error) {
+	if f.server == "" {
+		f.server = os.Getenv("STAGEHAND_SERVER")
+	}
+	switch {
+	case f.server == "":
+		return decisionFlags{}, "", usagef("--server is required (or set $STAGEHAND_SERVER)")
+	case f.env == "":
+		return decisionFlags{}, "", usagef("--env is required")
+	}
+	if u, err := url.Parse(f.server); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return decisionFlags{}, "", usagef("--server %q: want an http(s) URL such as http://localhost:8080", f.server)
+	}
+	c := decisionFlags{server: f.server, tokenFile: f.tokenFile}
+	token, err := c.token()
+	if f.as == "" {
+		if u, err := user.Current(); err == nil {
+			f.as = u.Username
+		}
+	}
+	return c, token, err
+}
+
+func (f *rollbackFlags) rollback(cmd *cobra.Command) error {
+	switch {
+	case strings.TrimSpace(f.to) == "":
+		return usagef("--to is required: previous, a history entry id or a revision")
+	case strings.TrimSpace(f.reason) == "":
+		return usagef("--reason is required: it titles the rollback pull request")
+	case f.output != "text" && f.output != "json":
+		return usagef("--output %q: want text or json", f.output)
+	}
+	c, token, err := f.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	defer cancel()
+	code, body, err := c.call(ctx, http.MethodPost, "/api/v1/environments/"+url.PathEscape(f.env)+"/rollback", token,
+		api.RollbackRequest{To: f.to, Reason: f.reason, RequestedBy: f.as})
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Error: rollback refused (%d): %s\n", code, apiMessage(body))
+		return exitCode(1, nil)
+	}
+	var res api.RollbackResponse
+	if err := json.Unmarshal(body, &res); err != nil {
+		return fmt.Errorf("decoding the server's answer: %w", err)
+	}
+	out := cmd.OutOrStdout()
+	if f.output == "json" {
+		return writeIndented(out, res)
+	}
+	fmt.Fprintln(out, res.Message)
+	for _, s := range res.Services {
+		fmt.Fprintln(out, "  "+s)
+	}
+	for _, s := range res.Skipped {
+		fmt.Fprintln(out, "  not rolled back: "+s)
+	}
+	return nil
+}
+
+func (f *rollbackFlags) release(cmd *cobra.Command) error {
+	c, token, err := f.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	defer cancel()
+	code, body, err := c.call(ctx, http.MethodPost, "/api/v1/environments/"+url.PathEscape(f.env)+"/release", token,
+		api.ReleaseRequest{Reason: f.reason, RequestedBy: f.as})
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Error: release refused (%d): %s\n", code, apiMessage(body))
+		return exitCode(1, nil)
+	}
+	var res api.ReleaseResponse
+	if err := json.Unmarshal(body, &res); err != nil {
+		return fmt.Errorf("decoding the server's answer: %w", err)
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), res.Message)
+	return nil
+}

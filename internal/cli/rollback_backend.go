@@ -1,0 +1,217 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/api"
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/daemon"
+	ghapp "github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/prbot"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
+)
+
+// defaultHoldFor is how long a rollback's hold lasts unless its pull
+// request merges or it is released first; rolling back again renews it.
+const defaultHoldFor = 7 * 24 * time.Hour
+
+// rollbacker is the API's api.Rollbacker in `reconciler run`: prbot opens
+// the rollback pull request through the GitHub App, the lock service keeps
+// the hold, and the daemon's history says what ran when.
+type rollbacker struct {
+	bot     *prbot.Bot
+	locks   *lock.Service
+	envs    map[string]config.Environment
+	history func(ctx context.Context, env string) ([]approval.Entry, error)
+	holdFor time.Duration
+}
+
+var _ api.Rollbacker = (*rollbacker)(nil)
+
+// A rollback's --to: a history id is a number of up to six digits
+// (optionally "#12"); a revision 7 to 40 hex digits.
+var (
+	historyIDRE   = regexp.MustCompile(`^#?[0-9]{1,6}$`)
+	hexRevisionRE = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
+)
+
+func (r *rollbacker) lockPath(env string) (string, error) {
+	ec, ok := r.envs[env]
+	if !ok {
+		return "", fmt.Errorf("%w %q", approval.ErrUnknownEnvironment, env)
+	}
+	if ec.LockPath == "" {
+		return "", fmt.Errorf("environment %s has no lockPath in reconciler.yaml: a rollback's hold is kept at <lockPath>/hold", env)
+	}
+	return ec.LockPath, nil
+}
+
+// Rollback opens or updates env's rollback pull request and places (or
+// renews) its hold, linked to the pull request.
+func (r *rollbacker) Rollback(ctx context.Context, env string, req api.RollbackRequest) (*api.RollbackResponse, error) {
+	lockPath, err := r.lockPath(env)
+	if err != nil {
+		return nil, err
+	}
+	preq := prbot.RollbackRequest{Env: env, Reason: req.Reason, RequestedBy: req.RequestedBy}
+	if err := r.target(ctx, env, strings.TrimSpace(req.To), &preq); err != nil {
+		return nil, err
+	}
+	res, err := r.bot.Rollback(ctx, preq)
+	if errors.Is(err, prbot.ErrUnknownRevision) {
+		return nil, fmt.Errorf("%w: %w", api.ErrUnknownRollbackTarget, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := &api.RollbackResponse{Environment: env, Revision: res.Revision, Action: res.Action, PR: res.PR, URL: res.URL, Title: res.Title,
+		Services: []string{}, Skipped: res.Skipped}
+	for _, c := range res.Changes {
+		for _, ct := range c.Containers {
+			out.Services = append(out.Services, fmt.Sprintf("%s %s %s → %s", c.Service, ct.DockerName, ct.FromTag, ct.ToTag))
+		}
+		if len(c.Containers) == 0 {
+			out.Services = append(out.Services, fmt.Sprintf("%s version %s → %s", c.Service, c.FromVersion, c.ToVersion))
+		}
+	}
+	if res.Action == prbot.ActionNone {
+		out.Message = "nothing to roll back: " + res.Reason
+		return out, nil
+	}
+	hold, err := r.locks.PlaceHold(ctx, lock.NewHold(lockPath, req.RequestedBy, r.locks.Now().Add(r.holdFor),
+		map[string]string{lock.HoldLinkPullRequest: res.URL}))
+	if err != nil {
+		return nil, fmt.Errorf("rollback pull request %s is %s, but placing the hold on %s failed: %w", res.URL, res.Action, env, err)
+	}
+	out.Hold = &hold
+	out.Message = fmt.Sprintf("rollback of %s to %s %s: %s; %s held until %s (merging the pull request or `reconciler release --env %s` ends it)",
+		env, shortSHA(res.Revision), res.Action, res.URL, env, hold.ExpiresAt.UTC().Format(time.RFC3339), env)
+	return out, nil
+}
+
+// target fills in req's revision and what the history says of it: to is
+// "previous", a history entry id (`reconciler history`) or a revision.
+func (r *rollbacker) target(ctx context.Context, env, to string, req *prbot.RollbackRequest) error {
+	entries, err := r.history(ctx, env)
+	if err != nil {
+		return fmt.Errorf("reading the history of %s: %w", env, err)
+	}
+	ran := func(e approval.Entry) *prbot.Ran {
+		r := &prbot.Ran{When: e.Finished, Approver: e.Approver}
+		if e.ID > 0 {
+			r.HistoryID = strconv.FormatInt(e.ID, 10)
+		}
+		return r
+	}
+	switch {
+	case to == "previous":
+		// What ran before the newest apply (approval.Previous); without
+		// such an entry, the state before the environment's files last
+		// changed in git.
+		if e, ok := approval.Previous(entries); ok {
+			req.Revision, req.Ran = e.Revision, ran(*e)
+		}
+		return nil
+	case historyIDRE.MatchString(to):
+		id, err := strconv.ParseInt(strings.TrimPrefix(to, "#"), 10, 64)
+		if err != nil {
+			return fmt.Errorf("%w: history id %q: %w", api.ErrUnknownRollbackTarget, to, err)
+		}
+		e, err := approval.FindEntry(entries, env, id)
+		if err != nil {
+			return fmt.Errorf("%w: %w", api.ErrUnknownRollbackTarget, err)
+		}
+		req.Revision, req.Ran = e.Revision, ran(*e)
+		return nil
+	case hexRevisionRE.MatchString(to):
+		req.Revision = to
+		for _, e := range entries {
+			if e.Result == approval.ResultSucceeded && strings.HasPrefix(e.Revision, to) {
+				req.Ran = ran(e)
+				break
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: %q: want previous, a history id or a revision of 7 to 40 lowercase hex digits", api.ErrUnknownRollbackTarget, to)
+}
+
+// Release ends env's hold and says so on its rollback pull request.
+func (r *rollbacker) Release(ctx context.Context, env string, req api.ReleaseRequest) (*api.ReleaseResponse, error) {
+	lockPath, err := r.lockPath(env)
+	if err != nil {
+		return nil, err
+	}
+	released, err := r.locks.ReleaseHold(ctx, lockPath)
+	if err != nil {
+		return nil, fmt.Errorf("%s has no hold to release: %w", env, err)
+	}
+	note := fmt.Sprintf("The hold on %s was released by %s", env, req.RequestedBy)
+	if req.Reason != "" {
+		note += ": " + req.Reason
+	}
+	note += ". `prbot bump` and `prbot promote` may move it again."
+	msg := fmt.Sprintf("released the hold on %s (%s)", env, released.Path)
+	if err := r.bot.NoteRollback(ctx, env, note); err != nil {
+		msg += "; noting it on the rollback pull request failed: " + err.Error()
+	}
+	return &api.ReleaseResponse{Environment: env, Released: released, Message: msg}, nil
+}
+
+// merged ends the hold of the environment whose rollback pull request was
+// merged (the GitHub handler's OnMerged): git now says what the hold kept.
+// A hold linked to another pull request is left alone.
+func (r *rollbacker) merged(ctx context.Context, number int, headRef string) error {
+	env, ok := prbot.RollbackEnv(headRef)
+	if !ok {
+		return nil
+	}
+	lockPath, err := r.lockPath(env)
+	if err != nil {
+		return nil // not an environment of this reconciler
+	}
+	h, err := r.locks.Get(ctx, lock.HoldPath(lockPath))
+	if errors.Is(err, lock.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if h.Type != lock.Hold || !strings.HasSuffix(h.Links[lock.HoldLinkPullRequest], fmt.Sprintf("/pull/%d", number)) {
+		return nil
+	}
+	if _, err := r.locks.ReleaseHold(ctx, lockPath); err != nil && !errors.Is(err, lock.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+func shortSHA(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}
+
+// newRollbacker builds the rollbacker of `reconciler run` over the
+// manifests repository of github.owner/repo; nil without a lock service.
+func newRollbacker(cfg *config.Config, gh *ghapp.Client, d *daemon.Daemon) (*rollbacker, error) {
+	svc := d.LockService()
+	if svc == nil {
+		return nil, nil
+	}
+	bot, err := prbot.New(gh.REST(), cfg.GitHub.Owner, cfg.GitHub.Repo, prbot.WithBase(cfg.Source.Branch), prbot.WithRoot(cfg.Source.Root),
+		prbot.WithWebURL(webRoot(cfg.GitHub.APIURL)), prbot.WithManifestOptions(wire.ManifestOptions(cfg.Manifest)...))
+	if err != nil {
+		return nil, fmt.Errorf("configuring rollbacks: %w", err)
+	}
+	return &rollbacker{bot: bot, locks: svc, envs: cfg.Environments, holdFor: defaultHoldFor, history: d.History}, nil
+}
