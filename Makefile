@@ -44,7 +44,7 @@ image: ## Build the image without Docker and push it: make image IMAGE=registry/
 	go run ./hack/image --ref "$(IMAGE)" --platform "$(PLATFORMS)" --revision "$$(git rev-parse HEAD 2>/dev/null)" $(IMAGE_FLAGS)
 
 .PHONY: test
-test: testbin helm prometheus fuzz-short ## Run every test against the real test control plane, and each fuzz target briefly.
+test: testbin helm prometheus chromium fuzz-short ## Run every test against the real test control plane, and each fuzz target briefly.
 	PATH="$(BIN):$$PATH" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: prometheus
@@ -54,6 +54,14 @@ prometheus: ## Install Debian's prometheus package when prometheus is not on PAT
 		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus; }
 	@prometheus --version 2>&1 | head -1
+
+.PHONY: chromium
+chromium: ## Install Debian's chromium package when no Chromium is found (the web page's tests drive a real one).
+	@if [ -n "$$STAGEHAND_CHROMIUM" ] || [ -x /usr/bin/chromium ] || command -v chromium >/dev/null 2>&1; then :; else \
+		echo "chromium not found: installing Debian's chromium package"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium; fi
+	@$${STAGEHAND_CHROMIUM:-$$(command -v chromium || echo /usr/bin/chromium)} --version 2>/dev/null | head -1
 
 .PHONY: fuzz-short
 fuzz-short: ## Run each fuzz target for FUZZ_SHORT_TIME (3s); part of make test.

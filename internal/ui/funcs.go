@@ -16,8 +16,8 @@ var cellStates = []string{status.CellInSync, status.CellPending, status.CellRoll
 
 // stateIcons pairs each state with a symbol, so colour is never the only signal.
 var stateIcons = map[string]string{
-	status.CellInSync: "✓", status.CellPending: "⏳", status.CellRolling: "↻", status.CellOutOfSync: "≠",
-	status.CellBlocked: "🔒", status.CellProblem: "⚠", status.CellFailed: "✗", status.CellUnknown: "?",
+	status.CellInSync: "✓", status.CellPending: "◔", status.CellRolling: "↻", status.CellOutOfSync: "≠",
+	status.CellBlocked: "⊘", status.CellProblem: "⚠", status.CellFailed: "✗", status.CellUnknown: "?",
 }
 
 // cellOf names a service state (status.State*) as the matrix does.
@@ -49,7 +49,7 @@ func (s *Server) funcs() template.FuncMap {
 			case approval.ResultSucceeded:
 				return "✓"
 			case approval.ResultRejected:
-				return "⊘"
+				return "⊖"
 			}
 			return "✗"
 		},

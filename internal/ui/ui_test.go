@@ -45,7 +45,7 @@ func TestOverview(t *testing.T) {
 	}
 	for _, want := range []string{
 		`<th scope="col" data-env="prod">`, `<th scope="col" data-env="staging">`,
-		`data-env="prod" data-state="pending"`, `⏳</span> pending`, `eu: 1.4.1 → 1.4.2`,
+		`data-env="prod" data-state="pending"`, `◔</span> pending`, `eu: 1.4.1 → 1.4.2`,
 		`data-env="staging" data-state="in sync"`, `approval pending`, `demo`,
 	} {
 		if !strings.Contains(body, want) {
