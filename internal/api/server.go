@@ -48,6 +48,13 @@ type Backend interface {
 	LockService() *lock.Service
 }
 
+// holder is a Backend whose replicas split the environments
+// (leaderElection.perEnvironment): Held lists those this replica holds, nil
+// when one leader works them all. /readyz names them.
+type holder interface {
+	Held() []string
+}
+
 // Server is the HTTP API over a Backend.
 type Server struct {
 	b     Backend
@@ -211,6 +218,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	role := "standby"
 	if leading {
 		role = "leader"
+	}
+	if h, ok := s.b.(holder); ok {
+		if envs := h.Held(); envs != nil {
+			role = "holds " + strings.Join(envs, ", ")
+		}
 	}
 	_, _ = fmt.Fprintf(w, "ok (%s)\n", role)
 }

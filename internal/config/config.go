@@ -25,6 +25,8 @@ type Config struct {
 	Locks        Locks                  `json:"locks"`
 	Manifest     Manifest               `json:"manifest"`
 	State        State                  `json:"state"`
+	// LeaderElection says how the replicas share the work.
+	LeaderElection LeaderElection `json:"leaderElection"`
 	// Notifications are where plans and deploys are announced.
 	Notifications []Notification `json:"notifications,omitempty"`
 }
@@ -194,6 +196,13 @@ type State struct {
 	Namespace  string `json:"namespace"`
 	Kubeconfig string `json:"kubeconfig"`
 	Context    string `json:"context"`
+}
+
+// LeaderElection says how replicas share the environments.
+type LeaderElection struct {
+	// PerEnvironment gives each environment its own Lease, so that the
+	// replicas split the environments instead of one leader working them all.
+	PerEnvironment bool `json:"perEnvironment"`
 }
 
 // Duration is a time.Duration written as "90s", "5m" or "1h" in YAML.

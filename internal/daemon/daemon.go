@@ -47,6 +47,9 @@ type Daemon struct {
 	webhook  *webhook.Receiver
 	envNames []string
 	workers  map[string]*worker
+	// shard holds the environments' Leases with
+	// leaderElection.perEnvironment; nil with one leader.
+	shard *shard
 
 	leading atomic.Bool
 	ready   atomic.Bool
@@ -109,6 +112,15 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	}
 	for _, name := range d.envNames {
 		d.workers[name] = newWorker(d.workerDeps(name))
+	}
+	if cfg.LeaderElection.PerEnvironment && d.o.election.Enable {
+		d.shard = newShard(shardDeps{
+			leases: stateClient.CoordinationV1().Leases(cfg.State.Namespace), store: d.store,
+			identity: d.o.identity, election: d.o.election, envs: d.envNames, metrics: d.metrics,
+			start: d.workEnvironment,
+			logf:  func(msg string, kv ...any) { d.log.Info(msg, append(kv, "identity", d.o.identity)...) },
+			logE:  func(err error, msg string, kv ...any) { d.log.Error(err, msg, append(kv, "identity", d.o.identity)...) },
+		})
 	}
 	return d, nil
 }
@@ -182,8 +194,31 @@ func (d *Daemon) Store() *Store { return d.store }
 // Source returns the daemon's git source (Trigger it to poll now).
 func (d *Daemon) Source() *gitsource.Source { return d.source }
 
-// Leading reports whether this replica currently leads.
-func (d *Daemon) Leading() bool { return d.leading.Load() }
+// Leading reports whether this replica currently leads (with
+// leaderElection.perEnvironment: holds at least one environment).
+func (d *Daemon) Leading() bool {
+	if d.shard != nil {
+		return len(d.shard.Held()) > 0
+	}
+	return d.leading.Load()
+}
+
+// Held lists the environments this replica holds with
+// leaderElection.perEnvironment, in order; nil with one leader.
+func (d *Daemon) Held() []string {
+	if d.shard == nil {
+		return nil
+	}
+	return d.shard.Held()
+}
+
+// leads reports whether this replica works env now.
+func (d *Daemon) leads(env string) bool {
+	if d.shard != nil {
+		return d.shard.holds(env)
+	}
+	return d.leading.Load()
+}
 
 // LockService returns the lock service the reconciler checks (internal/api
 // serves its REST API).
@@ -201,7 +236,7 @@ func (d *Daemon) Ready(ctx context.Context) (leading bool, err error) {
 	if _, err := d.store.client.CoreV1().ConfigMaps(d.store.namespace).List(ctx, listOne); err != nil {
 		return false, err
 	}
-	return d.leading.Load(), nil
+	return d.Leading(), nil
 }
 
 // Run takes part in leader election and, while this replica leads, polls
@@ -229,6 +264,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		defer func() { stop(); <-locksWatched }()
 	}
 	d.ready.Store(true)
+	if d.shard != nil {
+		d.runSharded(ctx)
+		return nil
+	}
 	return lead(ctx, d.store.client, d.store.namespace, d.o.identity, d.o.election,
 		func(leading bool) {
 			d.leading.Store(leading)
@@ -257,6 +296,31 @@ func (d *Daemon) leadingLoop(ctx context.Context) {
 		d.log.Error(err, "git source stopped")
 	}
 	wg.Wait()
+}
+
+// runSharded is Run with leaderElection.perEnvironment: every replica polls
+// the source and watches for wake-ups; the shard loop holds environments and
+// runs their workers.
+func (d *Daemon) runSharded(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); d.shard.run(ctx) }()
+	go func() { defer wg.Done(); d.watchWake(ctx) }()
+	err := d.source.Run(ctx, func(_ context.Context, s gitsource.Snapshot) { d.offer(s) })
+	if err != nil && !errors.Is(err, context.Canceled) {
+		d.log.Error(err, "git source stopped")
+	}
+	wg.Wait()
+}
+
+// workEnvironment runs env's worker until ctx ends, writing its state under
+// token's term (lost is called when a write is refused).
+func (d *Daemon) workEnvironment(ctx context.Context, env, token string, lost func()) {
+	w := d.workers[env]
+	w.store = d.store.Fenced(token, lost)
+	// A new term: propose again what is pending, write the status afresh.
+	w.proposed, w.lastStatus = "", nil
+	w.run(ctx)
 }
 
 // workerDeps gives env's worker what it uses of the daemon.
@@ -369,7 +433,7 @@ func (d *Daemon) decide(ctx context.Context, env string, dc decision) (*approval
 	if !ok {
 		return nil, fmt.Errorf("%w %q; configured: %v", approval.ErrUnknownEnvironment, env, d.envNames)
 	}
-	if !d.leading.Load() {
+	if !d.leads(env) {
 		return d.handOver(ctx, env, dc)
 	}
 	dc.reply = make(chan decisionReply, 1)

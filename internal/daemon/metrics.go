@@ -18,6 +18,8 @@ type Metrics struct {
 	changesApplied    *prometheus.CounterVec
 	failures          *prometheus.CounterVec
 	leader            prometheus.Gauge
+	envHeld           *prometheus.GaugeVec
+	leaderChanges     *prometheus.CounterVec
 
 	mu        sync.Mutex
 	revisions map[string]time.Time // environment → commit time of the revision last reconciled
@@ -50,13 +52,21 @@ func NewMetrics() *Metrics {
 			Name: "stagehand_leader",
 			Help: "1 while this replica is the leader that fetches and applies.",
 		}),
+		envHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stagehand_environment_held",
+			Help: "1 while this replica holds the environment's Lease (leaderElection.perEnvironment).",
+		}, []string{"environment"}),
+		leaderChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stagehand_leadership_changes_total",
+			Help: "Times this replica began (change=acquired) or stopped (change=lost) leading; environment is empty for the one leader Lease, else the environment whose Lease it is.",
+		}, []string{"environment", "change"}),
 		revisions: map[string]time.Time{},
 		now:       time.Now,
 	}
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.reconcileDuration, m.pending, m.changesApplied, m.failures, m.leader,
+		m.reconcileDuration, m.pending, m.changesApplied, m.failures, m.leader, m.envHeld, m.leaderChanges,
 		revisionAge{m},
 	)
 	return m
@@ -113,4 +123,22 @@ func (m *Metrics) setLeader(leading bool) {
 	} else {
 		m.leader.Set(0)
 	}
+	m.leaderChanges.WithLabelValues("", change(leading)).Inc()
+}
+
+// leadership records that this replica began or stopped holding env.
+func (m *Metrics) leadership(env string, held bool) {
+	v := 0.0
+	if held {
+		v = 1
+	}
+	m.envHeld.WithLabelValues(env).Set(v)
+	m.leaderChanges.WithLabelValues(env, change(held)).Inc()
+}
+
+func change(leading bool) string {
+	if leading {
+		return "acquired"
+	}
+	return "lost"
 }

@@ -96,6 +96,11 @@ type Store struct {
 	maxHistory int
 	maxBytes   int // of a ConfigMap's data and binaryData
 	parts      *partSource
+	// fence, when set, is the term every write is made under (fence.go).
+	fence *fence
+	// orphanAge is how old, by the API server's clock, a part no index
+	// names must be before a write deletes it.
+	orphanAge time.Duration
 }
 
 // DefaultHistoryLimit is how many history entries each environment keeps.
@@ -103,7 +108,7 @@ const DefaultHistoryLimit = 100
 
 // NewStore returns a Store writing ConfigMaps into namespace.
 func NewStore(client kubernetes.Interface, namespace string) *Store {
-	s := &Store{client: client, namespace: namespace, maxHistory: DefaultHistoryLimit, maxBytes: maxStateBytes}
+	s := &Store{client: client, namespace: namespace, maxHistory: DefaultHistoryLimit, maxBytes: maxStateBytes, orphanAge: orphanPartAge}
 	s.parts = &partSource{get: s.getPart}
 	return s
 }
@@ -207,23 +212,17 @@ func (s *Store) History(ctx context.Context, env string) ([]approval.Entry, erro
 func (s *Store) Update(ctx context.Context, env string, mutate func(*EnvState)) error {
 	name := ConfigMapName(env)
 	cms := s.client.CoreV1().ConfigMaps(s.namespace)
-	err := retry.RetryOnConflict(writeBackoff, func() error {
+	err := retryOnConflict(func() error {
 		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
 		create := apierrors.IsNotFound(err)
 		if err != nil && !create {
 			return err
 		}
 		if create {
-			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-				Name:      name,
-				Namespace: s.namespace,
-				Labels: map[string]string{
-					labelManagedBy:   "stagehand",
-					labelComponent:   "state",
-					labelEnvironment: labelValue(env),
-				},
-				Annotations: map[string]string{annoEnvironment: env},
-			}}
+			cm = newStateConfigMap(name, s.namespace, env)
+		}
+		if err := s.checkFence(cm, create); err != nil {
+			return err
 		}
 		st, err := decodeState(ctx, cm, s.parts)
 		if errors.Is(err, errPartGone) {
@@ -247,13 +246,14 @@ func (s *Store) Update(ctx context.Context, env string, mutate func(*EnvState)) 
 		if len(cm.BinaryData) == 0 {
 			cm.BinaryData = nil
 		}
+		var written *corev1.ConfigMap
 		if create {
-			_, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: "stagehand"})
+			written, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: "stagehand"})
 			if apierrors.IsAlreadyExists(err) {
 				return apierrors.NewConflict(corev1.Resource("configmaps"), name, err)
 			}
 		} else {
-			_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "stagehand"})
+			written, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "stagehand"})
 		}
 		if err != nil {
 			return err
@@ -261,7 +261,7 @@ func (s *Store) Update(ctx context.Context, env string, mutate func(*EnvState)) 
 		if newParts := partNames(cm); len(oldParts) > 0 || len(newParts) > 0 {
 			// Written: parts left behind by a failed cleanup are deleted
 			// by a later write (they are orphans then), so it is not an error.
-			_ = s.dropParts(ctx, name, oldParts, newParts)
+			_ = s.dropParts(ctx, name, oldParts, newParts, serverTime(written))
 		}
 		return nil
 	})
@@ -269,6 +269,37 @@ func (s *Store) Update(ctx context.Context, env string, mutate func(*EnvState)) 
 		return fmt.Errorf("writing state of environment %q to configmap %s/%s: %w", env, s.namespace, name, err)
 	}
 	return nil
+}
+
+// newStateConfigMap is env's state ConfigMap before anything is written in it.
+func newStateConfigMap(name, namespace, env string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name:      name,
+		Namespace: namespace,
+		Labels: map[string]string{
+			labelManagedBy:   "stagehand",
+			labelComponent:   "state",
+			labelEnvironment: labelValue(env),
+		},
+		Annotations: map[string]string{annoEnvironment: env},
+	}}
+}
+
+// retryOnConflict runs write until it succeeds, fails other than by a
+// conflict, or writeBackoff runs out. Unlike client-go's RetryOnConflict,
+// whose wait treats any context error as "interrupted" and then returns the
+// last conflict (nil when there was none), a write that failed because its
+// context ended is an error here, never a success.
+func retryOnConflict(write func() error) error {
+	var last error
+	err := retry.RetryOnConflict(writeBackoff, func() error {
+		last = write()
+		return last
+	})
+	if err == nil {
+		err = last
+	}
+	return err
 }
 
 func labelValue(env string) string {

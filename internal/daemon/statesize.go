@@ -586,8 +586,12 @@ func (s *Store) writeParts(ctx context.Context, e *encoded, old map[string]bool)
 
 // dropParts deletes, after the index of name moved, the parts it no longer
 // names: those old named, and any other no index has named for a while
-// (left by a writer whose index update lost a race).
-func (s *Store) dropParts(ctx context.Context, name string, old, now map[string]bool) error {
+// (left by a writer whose index update lost a race). A while is judged by
+// the API server's clock alone: serverNow is when the server wrote the index
+// (serverTime), compared with the parts' creationTimestamp, so a replica
+// whose clock runs ahead never deletes a part another writer is about to
+// index. A zero serverNow (unknown) deletes no orphan.
+func (s *Store) dropParts(ctx context.Context, name string, old, now map[string]bool, serverNow time.Time) error {
 	cms := s.client.CoreV1().ConfigMaps(s.namespace)
 	list, err := cms.List(ctx, metav1.ListOptions{LabelSelector: labelStateOf + "=" + name})
 	if err != nil {
@@ -595,7 +599,8 @@ func (s *Store) dropParts(ctx context.Context, name string, old, now map[string]
 	}
 	var errs []error
 	for _, p := range list.Items {
-		if now[p.Name] || (!old[p.Name] && time.Since(p.CreationTimestamp.Time) < orphanPartAge) {
+		orphanAged := !serverNow.IsZero() && serverNow.Sub(p.CreationTimestamp.Time) >= s.orphanAge
+		if now[p.Name] || (!old[p.Name] && !orphanAged) {
 			continue
 		}
 		if err := cms.Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -603,6 +608,22 @@ func (s *Store) dropParts(ctx context.Context, name string, old, now map[string]
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// serverTime is when the API server last wrote cm's fields for the
+// "stagehand" field manager (its managedFields entry, stamped with the
+// server's clock); zero when cm has no such entry.
+func serverTime(cm *corev1.ConfigMap) time.Time {
+	var t time.Time
+	if cm == nil {
+		return t
+	}
+	for _, mf := range cm.ManagedFields {
+		if mf.Manager == "stagehand" && mf.Time != nil && mf.Time.After(t) {
+			t = mf.Time.Time
+		}
+	}
+	return t
 }
 
 // getPart reads a part ConfigMap.

@@ -37,6 +37,11 @@ func (d *Daemon) Environment(ctx context.Context, env string) (*status.Environme
 	if len(v.History) > 0 {
 		v.LastResult = &v.History[0]
 	}
+	if d.shard != nil {
+		if v.Holder, err = holderOf(ctx, d.shard.leases, env); err != nil {
+			return nil, err
+		}
+	}
 	if len(st.Status) > 0 {
 		if err := json.Unmarshal(st.Status, &v.Observation); err != nil {
 			return nil, fmt.Errorf("decoding status of environment %q: %w", env, err)

@@ -30,9 +30,14 @@ const (
 )
 
 // pushed is the push webhook's trigger: the leader polls now; any other
-// replica wakes the leader.
+// replica wakes the leader. With leaderElection.perEnvironment the replica
+// polls and wakes all others (each holds some environments).
 func (d *Daemon) pushed() {
-	if d.leading.Load() {
+	if d.shard != nil {
+		// Every replica polls, and each works only what it holds: poll
+		// here, and wake the holders of the others.
+		d.source.Trigger()
+	} else if d.leading.Load() {
 		d.source.Trigger()
 		return
 	}

@@ -106,6 +106,9 @@ type Environment struct {
 	Name     string   `json:"name"`
 	LockPath string   `json:"lockPath"`
 	Targets  []Target `json:"targets"`
+	// Holder is the replica holding the environment's Lease with
+	// leaderElection.perEnvironment ("" when nobody does, or with one leader).
+	Holder string `json:"holder,omitempty"`
 	Observation
 	Pending    *approval.Pending  `json:"pending"`
 	InFlight   *approval.InFlight `json:"inFlight,omitempty"`

@@ -1,0 +1,150 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+)
+
+// TestStoreFence: a replica writing under an old term is refused once a
+// later term claimed the state, told so once (lost), and what the new
+// holder wrote stays; an old term cannot claim the state back; a write that
+// takes no term (a decision handed over by any replica) is not fenced.
+func TestStoreFence(t *testing.T) {
+	env := cluster.Env(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	base := NewStore(env.Clientset, ns)
+	lostA := 0
+	a := base.Fenced(fenceToken(1, "a"), func() { lostA++ })
+	b := base.Fenced(fenceToken(2, "b"), nil)
+
+	if _, err := a.Claim(ctx, "prod", fenceToken(1, "a")); err != nil {
+		t.Fatalf("a claims: %v", err)
+	}
+	if err := a.SetPending(ctx, "prod", &approval.Pending{Revision: "r1", PlanHash: "from-a"}); err != nil {
+		t.Fatalf("a writes in its term: %v", err)
+	}
+	prev, err := b.Claim(ctx, "prod", fenceToken(2, "b"))
+	if err != nil || prev != 1 {
+		t.Fatalf("b claims: previous term %d, %v; want 1, nil", prev, err)
+	}
+	if err := b.SetPending(ctx, "prod", &approval.Pending{Revision: "r2", PlanHash: "from-b"}); err != nil {
+		t.Fatalf("b writes in its term: %v", err)
+	}
+	for i := range 2 {
+		err := a.SetPending(ctx, "prod", &approval.Pending{Revision: "r3", PlanHash: "from-a-late"})
+		if !errors.Is(err, ErrFenced) {
+			t.Fatalf("a writes after b claimed (%d): %v, want ErrFenced", i, err)
+		}
+	}
+	if lostA != 1 {
+		t.Errorf("a was told %d times it lost the state, want once", lostA)
+	}
+	if _, err := a.Claim(ctx, "prod", fenceToken(1, "a")); !errors.Is(err, ErrFenced) {
+		t.Errorf("a claims back in its old term: %v, want ErrFenced", err)
+	}
+	// A decision handed over by a replica that holds nothing is no term's write.
+	if err := base.Update(ctx, "prod", func(st *EnvState) { st.Handover = &Handover{Approve: true, PlanHash: "from-b"} }); err != nil {
+		t.Fatalf("handover write: %v", err)
+	}
+	st, err := base.Load(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &EnvState{Pending: &approval.Pending{Revision: "r2", PlanHash: "from-b", Plan: json.RawMessage("null")}, Handover: &Handover{Approve: true, PlanHash: "from-b"}}
+	if diff := cmp.Diff(want, st, rawEqual); diff != "" {
+		t.Errorf("state (-want +got):\n%s", diff)
+	}
+	cm, err := env.Clientset.CoreV1().ConfigMaps(ns).Get(ctx, ConfigMapName("prod"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cm.Annotations[annoFence]; got != fenceToken(2, "b") {
+		t.Errorf("%s = %q, want b's term", annoFence, got)
+	}
+}
+
+// TestOrphanPartsAgeByServerClock: a part no index names is deleted only
+// once it is orphanAge old by the API server's clock (the time the server
+// stamped on the index write), never by the replica's: a replica whose clock
+// runs two hours ahead keeps a part created a second ago.
+func TestOrphanPartsAgeByServerClock(t *testing.T) {
+	env := cluster.Env(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	s := NewStore(env.Clientset, ns)
+	name := ConfigMapName("prod")
+	cms := env.Clientset.CoreV1().ConfigMaps(ns)
+	orphan, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-pending-orphan-0",
+		Labels: map[string]string{labelManagedBy: "stagehand", labelComponent: componentPart, labelStateOf: name}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := orphan.CreationTimestamp.Time
+	exists := func() bool {
+		_, err := cms.Get(ctx, orphan.Name, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	skewed := time.Now().Add(2 * time.Hour) // what a fast replica's clock says
+	for _, tc := range []struct {
+		name      string
+		serverNow time.Time
+		kept      bool
+	}{
+		{"server time unknown", time.Time{}, true},
+		{"a second old by the server, two hours by a fast replica", created.Add(time.Second), true},
+		{"orphanAge old by the server", created.Add(s.orphanAge), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if skewed.Sub(created) < s.orphanAge {
+				t.Fatal("the skew must exceed orphanAge for this case to mean anything")
+			}
+			if err := s.dropParts(ctx, name, nil, nil, tc.serverNow); err != nil {
+				t.Fatal(err)
+			}
+			if got := exists(); got != tc.kept {
+				t.Errorf("part kept: %v, want %v", got, tc.kept)
+			}
+		})
+	}
+
+	// Through a write: the index write's own server time is the clock.
+	orphan, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-pending-orphan-1",
+		Labels: map[string]string{labelManagedBy: "stagehand", labelComponent: componentPart, labelStateOf: name}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.maxBytes = 8 << 10 // split the plan: the write looks for orphans
+	s.orphanAge = 2 * time.Second
+	p, _ := bigState(t, "prod", 200, 3)
+	if err := s.SetPending(ctx, "prod", p); err != nil {
+		t.Fatal(err)
+	}
+	if !exists() {
+		t.Fatal("a fresh orphan was deleted by the write right after it was created")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; exists(); i++ {
+		if time.Now().After(deadline) {
+			t.Fatal("the orphan was not deleted by writes after orphanAge")
+		}
+		time.Sleep(500 * time.Millisecond)
+		p.PlanHash = p.PlanHash[:8] + string(rune('a'+i%26)) // a change, so the server stamps the write
+		if err := s.SetPending(ctx, "prod", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

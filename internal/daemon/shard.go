@@ -1,0 +1,535 @@
+package daemon
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+)
+
+// With leaderElection.perEnvironment each environment has its own Lease
+// (EnvLeaseName) and each replica announces itself with a member Lease
+// (memberLeaseName). One loop per replica (shard.run), every retry period:
+// renews its member Lease and the environment Leases it holds, lists all of
+// them, counts the live replicas, and acquires environments that are free
+// or whose holder stopped renewing, up to its fair share
+// ceil(environments / live replicas); above that share it gives one back
+// (after its worker has finished what was in flight). A Lease is judged
+// expired by this replica's own observation, as client-go's leader election
+// does: its resourceVersion has not changed for its lease duration, on this
+// replica's monotonic clock, so clocks that disagree do not matter.
+const (
+	envLeasePrefix    = "stagehand-env-"
+	memberLeasePrefix = "stagehand-member-"
+	componentEnvLease = "env-lease"
+	componentMember   = "member"
+	annoLeaseEnv      = "stagehand.io/environment"
+)
+
+// EnvLeaseName returns the name of env's Lease with leaderElection.perEnvironment.
+func EnvLeaseName(env string) string {
+	clean := strings.Trim(invalidNameChars.ReplaceAllString(strings.ToLower(env), "-"), "-")
+	if clean == env && len(env) <= 40 {
+		return envLeasePrefix + env
+	}
+	sum := sha256.Sum256([]byte(env))
+	if len(clean) > 30 {
+		clean = clean[:30]
+	}
+	return envLeasePrefix + clean + "-" + hex.EncodeToString(sum[:4])
+}
+
+func memberLeaseName(identity string) string {
+	sum := sha256.Sum256([]byte(identity))
+	return memberLeasePrefix + hex.EncodeToString(sum[:8])
+}
+
+// shardDeps is what the shard loop uses of the daemon.
+type shardDeps struct {
+	leases   coordclient.LeaseInterface
+	store    *Store
+	identity string
+	election LeaderElection
+	envs     []string
+	metrics  *Metrics
+	// start runs env's worker under token's term until its context ends;
+	// lost is called when a state write is refused (another term claimed
+	// it). It returns when the worker has stopped.
+	start func(ctx context.Context, env, token string, lost func())
+	logf  func(msg string, kv ...any)
+	logE  func(err error, msg string, kv ...any)
+}
+
+// shard holds environment Leases for one replica.
+type shard struct {
+	shardDeps
+	// seen is, by Lease name, the resourceVersion last seen and when it was
+	// first seen (this replica's monotonic clock).
+	seen    map[string]observed
+	members int
+
+	mu   sync.Mutex
+	held map[string]*holding // by environment
+	// stopping are workers of environments no longer held that have not
+	// finished yet; the environment is not taken again before.
+	stopping map[string]chan struct{}
+}
+
+type observed struct {
+	rv string
+	at time.Time
+}
+
+// holding is an environment this replica holds.
+type holding struct {
+	lease   *coordinationv1.Lease
+	token   string
+	renewed time.Time
+	cancel  context.CancelFunc
+	done    chan struct{}
+	// giving is set when the environment is being given back: its worker
+	// was told to stop; the Lease is released once it has.
+	giving bool
+}
+
+func newShard(deps shardDeps) *shard {
+	return &shard{shardDeps: deps, seen: map[string]observed{}, held: map[string]*holding{},
+		stopping: map[string]chan struct{}{}}
+}
+
+// Held lists the environments this replica holds, in order.
+func (s *shard) Held() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for env, h := range s.held {
+		if !h.giving {
+			out = append(out, env)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (s *shard) holds(env string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.held[env]
+	return ok && !h.giving
+}
+
+// run holds environments until ctx ends; then it stops every worker, waits
+// for them, and releases its Leases (with ReleaseOnCancel).
+func (s *shard) run(ctx context.Context) {
+	t := time.NewTicker(s.election.RetryPeriod)
+	defer t.Stop()
+	for first := true; ; first = false {
+		s.tick(ctx, first)
+		select {
+		case <-ctx.Done():
+			s.shutdown()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// tick is one round: renew, look, give back or acquire.
+func (s *shard) tick(ctx context.Context, first bool) {
+	if err := s.renewMember(ctx); err != nil {
+		s.logE(err, "renewing this replica's member lease")
+	}
+	list, err := s.leases.List(ctx, metav1.ListOptions{LabelSelector: labelManagedBy + "=stagehand," +
+		labelComponent + " in (" + componentEnvLease + "," + componentMember + ")"})
+	if err != nil {
+		if ctx.Err() == nil {
+			s.logE(err, "listing leases")
+		}
+		s.expireUnrenewed(time.Now())
+		return
+	}
+	// What the list says is as of now: a request that hung before it
+	// must not make it look older than it is.
+	now := time.Now()
+	byName := map[string]*coordinationv1.Lease{}
+	next := map[string]observed{}
+	members := 1
+	for i := range list.Items {
+		l := &list.Items[i]
+		byName[l.Name] = l
+		o, ok := s.seen[l.Name]
+		if !ok || o.rv != l.ResourceVersion {
+			o = observed{rv: l.ResourceVersion, at: now}
+		}
+		next[l.Name] = o
+		if l.Labels[labelComponent] == componentMember && l.Name != memberLeaseName(s.identity) && s.live(l, o, now) {
+			members++
+		}
+	}
+	s.seen, s.members = next, members
+	s.renewHeld(ctx, byName, now)
+	s.finishGiving(ctx)
+	share := (len(s.envs) + members - 1) / members
+	if s.count() > share {
+		s.giveBack(share)
+		return
+	}
+	if first {
+		return // look once at who is there before taking anything
+	}
+	s.acquire(ctx, byName, share, now)
+}
+
+// live reports whether l, last changed as o says, is held by a replica
+// that still renews it.
+func (s *shard) live(l *coordinationv1.Lease, o observed, now time.Time) bool {
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+		return false
+	}
+	d := s.election.LeaseDuration
+	if l.Spec.LeaseDurationSeconds != nil {
+		d = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	}
+	return now.Sub(o.at) < d
+}
+
+func (s *shard) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, h := range s.held {
+		if !h.giving {
+			n++
+		}
+	}
+	return n
+}
+
+// renewMember keeps this replica's member Lease current.
+func (s *shard) renewMember(ctx context.Context) error {
+	name := memberLeaseName(s.identity)
+	now := metav1.NowMicro()
+	l, err := s.leases.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = s.leases.Create(ctx, s.newLease(name, componentMember, "", 0), metav1.CreateOptions{FieldManager: "stagehand"})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	l.Spec.HolderIdentity, l.Spec.RenewTime = &s.identity, &now
+	l.Spec.LeaseDurationSeconds = s.durationSeconds()
+	_, err = s.leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: "stagehand"})
+	return err
+}
+
+func (s *shard) durationSeconds() *int32 {
+	d := int32(max(1, s.election.LeaseDuration.Round(time.Second)/time.Second))
+	return &d
+}
+
+// newLease is a Lease held by this replica from now, in term transitions.
+func (s *shard) newLease(name, component, env string, transitions int32) *coordinationv1.Lease {
+	now := metav1.NowMicro()
+	id := s.identity
+	l := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{labelManagedBy: "stagehand", labelComponent: component}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &id, LeaseDurationSeconds: s.durationSeconds(),
+			AcquireTime: &now, RenewTime: &now, LeaseTransitions: &transitions},
+	}
+	if env != "" {
+		l.Annotations = map[string]string{annoLeaseEnv: env}
+	}
+	return l
+}
+
+// renewHeld renews the environment Leases held; one that another replica
+// took, or that could not be renewed within the renew deadline, is dropped.
+func (s *shard) renewHeld(ctx context.Context, byName map[string]*coordinationv1.Lease, now time.Time) {
+	for _, env := range s.heldEnvs() {
+		h := s.holding(env)
+		l := byName[EnvLeaseName(env)]
+		if l == nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != s.identity ||
+			l.Spec.LeaseTransitions == nil || fenceToken(*l.Spec.LeaseTransitions, s.identity) != h.token {
+			s.drop(env, "", "another replica holds its lease")
+			continue
+		}
+		rt := metav1.NowMicro()
+		l = l.DeepCopy()
+		l.Spec.RenewTime = &rt
+		updated, err := s.leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: "stagehand"})
+		if err != nil {
+			if ctx.Err() == nil {
+				s.logE(err, "renewing environment lease", "environment", env)
+			}
+			if time.Since(h.renewed) > s.election.RenewDeadline {
+				s.drop(env, "", "its lease could not be renewed within the renew deadline")
+			}
+			continue
+		}
+		at := time.Now()
+		s.mu.Lock()
+		h.lease, h.renewed = updated, at
+		s.mu.Unlock()
+		s.seen[updated.Name] = observed{rv: updated.ResourceVersion, at: at}
+	}
+}
+
+// expireUnrenewed drops what has not been renewed within the renew
+// deadline (the API server cannot be reached).
+func (s *shard) expireUnrenewed(now time.Time) {
+	for _, env := range s.heldEnvs() {
+		if now.Sub(s.holding(env).renewed) > s.election.RenewDeadline {
+			s.drop(env, "", "its lease could not be renewed within the renew deadline")
+		}
+	}
+}
+
+func (s *shard) heldEnvs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for env := range s.held {
+		out = append(out, env)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (s *shard) holding(env string) *holding {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held[env]
+}
+
+// drop stops working env at once, without releasing its Lease (it is not,
+// or may not be, this replica's any more); with a token, only if env is
+// held in that term.
+func (s *shard) drop(env, token, why string) {
+	s.mu.Lock()
+	h, ok := s.held[env]
+	if ok && token != "" && h.token != token {
+		ok = false
+	}
+	if ok {
+		delete(s.held, env)
+		s.stopping[env] = h.done
+	}
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	h.cancel()
+	s.metrics.leadership(env, false)
+	s.logf("not holding environment any more", "environment", env, "why", why, "term", h.token)
+}
+
+// giveBack starts giving back the last environment held beyond share.
+func (s *shard) giveBack(share int) {
+	held := s.Held()
+	if len(held) <= share {
+		return
+	}
+	env := held[len(held)-1]
+	s.mu.Lock()
+	h := s.held[env]
+	h.giving = true
+	s.mu.Unlock()
+	h.cancel()
+	s.logf("giving an environment back: more than this replica's share", "environment", env, "share", share, "replicas", s.members)
+}
+
+// finishGiving releases the Leases of environments given back whose worker
+// has stopped.
+func (s *shard) finishGiving(ctx context.Context) {
+	for _, env := range s.heldEnvs() {
+		h := s.holding(env)
+		if !h.giving {
+			continue
+		}
+		select {
+		case <-h.done:
+		default:
+			continue
+		}
+		s.mu.Lock()
+		delete(s.held, env)
+		s.mu.Unlock()
+		s.metrics.leadership(env, false)
+		if err := s.release(ctx, h.lease); err != nil {
+			s.logE(err, "releasing environment lease", "environment", env)
+		}
+		s.logf("environment given back", "environment", env, "term", h.token)
+	}
+}
+
+// release gives l up: no holder (the next replica takes it at once).
+func (s *shard) release(ctx context.Context, l *coordinationv1.Lease) error {
+	if l == nil {
+		return nil
+	}
+	l = l.DeepCopy()
+	l.Spec.HolderIdentity, l.Spec.AcquireTime, l.Spec.RenewTime = nil, nil, nil
+	_, err := s.leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: "stagehand"})
+	return err
+}
+
+// acquire takes free environments up to share, starting at a place that
+// depends on the identity so that replicas starting together try different
+// environments first.
+func (s *shard) acquire(ctx context.Context, byName map[string]*coordinationv1.Lease, share int, now time.Time) {
+	sum := sha256.Sum256([]byte(s.identity))
+	off := int(sum[0]) % max(1, len(s.envs))
+	for i := range s.envs {
+		if s.count() >= share {
+			return
+		}
+		env := s.envs[(off+i)%len(s.envs)]
+		if s.busy(env) {
+			continue
+		}
+		name := EnvLeaseName(env)
+		l := byName[name]
+		if l != nil && s.live(l, s.seen[name], now) && *l.Spec.HolderIdentity != s.identity {
+			continue
+		}
+		got, err := s.take(ctx, env, l)
+		if err != nil {
+			if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) && ctx.Err() == nil {
+				s.logE(err, "acquiring environment lease", "environment", env)
+			}
+			continue
+		}
+		s.begin(ctx, env, got)
+	}
+}
+
+// busy reports whether env is held, or its previous worker still stopping.
+func (s *shard) busy(env string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.held[env]; ok {
+		return true
+	}
+	if done, ok := s.stopping[env]; ok {
+		select {
+		case <-done:
+			delete(s.stopping, env)
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// take acquires env's Lease l (nil: create it) in a new term. A Lease that
+// is created starts after the last term that claimed the state, so terms
+// only grow even when a Lease was deleted.
+func (s *shard) take(ctx context.Context, env string, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	if l == nil {
+		last, err := s.store.fencedTerm(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		return s.leases.Create(ctx, s.newLease(EnvLeaseName(env), componentEnvLease, env, int32(last+1)), metav1.CreateOptions{FieldManager: "stagehand"})
+	}
+	n := s.newLease(l.Name, componentEnvLease, env, 0)
+	l = l.DeepCopy()
+	var term int32
+	if l.Spec.LeaseTransitions != nil {
+		term = *l.Spec.LeaseTransitions + 1
+	}
+	l.Spec = n.Spec
+	l.Spec.LeaseTransitions = &term
+	return s.leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: "stagehand"})
+}
+
+// begin claims env's state for the term of Lease l and starts its worker.
+func (s *shard) begin(ctx context.Context, env string, l *coordinationv1.Lease) {
+	now := time.Now()
+	token := fenceToken(*l.Spec.LeaseTransitions, s.identity)
+	if _, err := s.store.Claim(ctx, env, token); err != nil {
+		s.logE(err, "claiming environment state; giving the lease back", "environment", env)
+		if !errors.Is(err, ErrFenced) {
+			if rerr := s.release(ctx, l); rerr != nil {
+				s.logE(rerr, "releasing environment lease", "environment", env)
+			}
+		}
+		return
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	h := &holding{lease: l, token: token, renewed: now, cancel: cancel, done: make(chan struct{})}
+	s.mu.Lock()
+	s.held[env] = h
+	s.mu.Unlock()
+	s.seen[l.Name] = observed{rv: l.ResourceVersion, at: now}
+	s.metrics.leadership(env, true)
+	s.logf("holding environment", "environment", env, "term", token)
+	// At once, even while the loop waits on the API server.
+	lost := func() { s.drop(env, token, "its state was claimed by another holder") }
+	go func() {
+		defer close(h.done)
+		s.start(wctx, env, token, lost)
+	}()
+}
+
+// shutdown stops every worker, waits for them and, with ReleaseOnCancel,
+// releases the environment Leases and this replica's member Lease.
+func (s *shard) shutdown() {
+	s.mu.Lock()
+	held := s.held
+	s.held = map[string]*holding{}
+	var waits []chan struct{}
+	for _, h := range held {
+		h.cancel()
+		waits = append(waits, h.done)
+	}
+	for _, done := range s.stopping {
+		waits = append(waits, done)
+	}
+	s.mu.Unlock()
+	for _, done := range waits {
+		<-done
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for env, h := range held {
+		s.metrics.leadership(env, false)
+		if !s.election.ReleaseOnCancel {
+			continue
+		}
+		if err := s.release(ctx, h.lease); err != nil {
+			s.logE(err, "releasing environment lease on shutdown", "environment", env)
+		}
+	}
+	if s.election.ReleaseOnCancel {
+		if err := s.leases.Delete(ctx, memberLeaseName(s.identity), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			s.logE(err, "removing this replica's member lease")
+		}
+	}
+}
+
+// holderOf returns who holds env's Lease ("" when nobody does).
+func holderOf(ctx context.Context, leases coordclient.LeaseInterface, env string) (string, error) {
+	l, err := leases.Get(ctx, EnvLeaseName(env), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading lease of environment %q: %w", env, err)
+	}
+	if l.Spec.HolderIdentity == nil {
+		return "", nil
+	}
+	return *l.Spec.HolderIdentity, nil
+}
