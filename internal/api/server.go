@@ -116,6 +116,8 @@ func (s *Server) table() []route {
 		route{"GET /api/v1/environments/{env}/layout", true, http.HandlerFunc(s.getLayout)},
 		route{"GET /api/v1/environments/{env}/history", true, http.HandlerFunc(s.getHistory)},
 		route{"GET /api/v1/environments/{env}/history/{id}", true, http.HandlerFunc(s.getHistoryEntry)},
+		route{"GET /api/v1/services/{name}", true, http.HandlerFunc(s.getService)},
+		route{"GET /api/v1/matrix", true, http.HandlerFunc(s.getMatrix)},
 		route{"POST /api/v1/environments/{env}/approve", true, s.decisionHandler(true)},
 		route{"POST /api/v1/environments/{env}/reject", true, s.decisionHandler(false)},
 		route{"POST /api/v1/environments/{env}/rollback", true, http.HandlerFunc(s.rollback)},

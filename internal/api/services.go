@@ -1,0 +1,60 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/status"
+)
+
+// ServiceResponse is the answer to GET /api/v1/services/{name}: every
+// environment and target the service is in, what runs there and since when.
+type ServiceResponse struct {
+	Service    string             `json:"service"`
+	Placements []status.Placement `json:"placements"`
+}
+
+func (s *Server) getService(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if len(name) > 253 {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("service name is %d bytes long; at most 253 are accepted", len(name)))
+		return
+	}
+	envs := make([]*status.Environment, 0)
+	for _, env := range s.b.EnvironmentNames() {
+		v, err := s.b.Environment(r.Context(), env)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		envs = append(envs, v)
+	}
+	out := ServiceResponse{Service: name, Placements: []status.Placement{}}
+	for _, p := range status.Where(envs, name) {
+		if p.Service == name {
+			out.Placements = append(out.Placements, p)
+		}
+	}
+	if len(out.Placements) == 0 {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no service %q in any environment (%v)", name, s.b.EnvironmentNames()))
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// MatrixResponse is the answer to GET /api/v1/matrix.
+type MatrixResponse = status.Matrix
+
+func (s *Server) getMatrix(w http.ResponseWriter, r *http.Request) {
+	var envs []*status.Environment
+	for _, env := range s.b.EnvironmentNames() {
+		v, err := s.b.Environment(r.Context(), env)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		envs = append(envs, v)
+	}
+	writeJSON(w, http.StatusOK, status.NewMatrix(envs, time.UTC))
+}

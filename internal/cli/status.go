@@ -1,0 +1,234 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stagehand-gitops/stagehand/internal/status"
+)
+
+// statusFlags are the flags of `reconciler status`.
+type statusFlags struct {
+	server, tokenFile, output string
+	envs, services            []string
+	timeout                   time.Duration
+}
+
+// stateSymbols pair each state with the web page's symbol, so the terminal
+// reads the same without colour.
+var stateSymbols = map[string]string{
+	status.CellInSync: "✓", status.CellPending: "◔", status.CellRolling: "↻", status.CellOutOfSync: "≠",
+	status.CellBlocked: "⊘", status.CellProblem: "⚠", status.CellFailed: "✗", status.CellUnknown: "?",
+}
+
+// newStatusCommand is `reconciler status [--env E] [--service S] [-o text|wide|json]`.
+func newStatusCommand() *cobra.Command {
+	var f statusFlags
+	cmd := &cobra.Command{
+		Use:   "status --server URL [--env E]... [--service S]... [-o text|wide|json]",
+		Short: "Show every service in every environment: version and state (the web page's overview)",
+		Long: `Show the matrix of services × environments that the web page shows: per
+cell the version and state (✓ in sync, ◔ pending approval, ↻ rolling out,
+≠ out of sync, ⊘ blocked by a lock, ⚠ problem, ✗ failed, ? unknown), then each
+environment's pending plan, apply in flight, locks and resolve error.
+-o wide prints one line per service and target with the live and desired
+images and what blocks them; -o json the matrix as GET /api/v1/matrix answers.
+--env and --service (repeatable) narrow it down. The token comes from
+--token-file or $STAGEHAND_TOKEN; the server from --server or $STAGEHAND_SERVER.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.server, "server", "", "URL of the reconciler's API (default $STAGEHAND_SERVER)")
+	fl.StringSliceVar(&f.envs, "env", nil, "only these environments (repeatable)")
+	fl.StringSliceVar(&f.services, "service", nil, "only these services (repeatable)")
+	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the API bearer token (default: $STAGEHAND_TOKEN)")
+	fl.StringVarP(&f.output, "output", "o", "text", "output format: text, wide or json")
+	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long to wait for the server")
+	return cmd
+}
+
+func (f *statusFlags) run(cmd *cobra.Command) error {
+	if f.server == "" {
+		f.server = os.Getenv("STAGEHAND_SERVER")
+	}
+	switch {
+	case f.server == "":
+		return usagef("--server is required (or set $STAGEHAND_SERVER)")
+	case f.output != "text" && f.output != "wide" && f.output != "json":
+		return usagef("--output %q: want text, wide or json", f.output)
+	}
+	if u, err := url.Parse(f.server); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usagef("--server %q: want an http(s) URL such as http://localhost:8080", f.server)
+	}
+	client := decisionFlags{server: f.server, tokenFile: f.tokenFile}
+	token, err := client.token()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	defer cancel()
+	code, body, err := client.call(ctx, http.MethodGet, "/api/v1/matrix", token, nil)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Error: reading the environments refused (%d): %s\n", code, apiMessage(body))
+		return exitCode(1, nil)
+	}
+	var m status.Matrix
+	if err := json.Unmarshal(body, &m); err != nil {
+		return fmt.Errorf("decoding the matrix: %w", err)
+	}
+	if m, err = f.narrow(m); err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	switch f.output {
+	case "json":
+		return writeIndented(out, m)
+	case "wide":
+		return printWide(out, m)
+	}
+	return printMatrix(out, m)
+}
+
+// narrow keeps the environments and services asked for, and fails naming
+// those that do not exist.
+func (f *statusFlags) narrow(m status.Matrix) (status.Matrix, error) {
+	var names, services []string
+	for _, e := range m.Environments {
+		names = append(names, e.Name)
+	}
+	for _, r := range m.Services {
+		services = append(services, r.Service)
+	}
+	for _, e := range f.envs {
+		if !slices.Contains(names, e) {
+			return m, usagef("--env %q: no such environment; configured: %s", e, strings.Join(names, ", "))
+		}
+	}
+	for _, s := range f.services {
+		if !slices.Contains(services, s) {
+			return m, usagef("--service %q: in no environment; services: %s", s, strings.Join(services, ", "))
+		}
+	}
+	keep := make([]bool, len(m.Environments))
+	out := status.Matrix{Services: []status.MatrixRow{}}
+	for i, e := range m.Environments {
+		if keep[i] = len(f.envs) == 0 || slices.Contains(f.envs, e.Name); keep[i] {
+			out.Environments = append(out.Environments, e)
+		}
+	}
+	for _, r := range m.Services {
+		if len(f.services) > 0 && !slices.Contains(f.services, r.Service) {
+			continue
+		}
+		row := status.MatrixRow{Service: r.Service}
+		present := false
+		for i, c := range r.Cells {
+			if keep[i] {
+				row.Cells = append(row.Cells, c)
+				present = present || c != nil
+			}
+		}
+		if present {
+			out.Services = append(out.Services, row)
+		}
+	}
+	return out, nil
+}
+
+// cellText is a cell in a few words: "✓ 2.0.0", "◔ pending 1.0.0 → 2.0.0".
+func cellText(c *status.MatrixCell) string {
+	if c == nil {
+		return "-"
+	}
+	live, desired := c.Version, c.Version
+	if len(c.Targets) > 0 {
+		live, desired = c.Targets[0].Live, c.Targets[0].Desired
+	}
+	s := stateSymbols[c.State] + " "
+	if c.State != status.CellInSync {
+		s += c.State + " "
+	}
+	if live != desired && live != "" {
+		return s + live + " → " + desired
+	}
+	return s + desired
+}
+
+func printMatrix(w io.Writer, m status.Matrix) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+	head := []string{"SERVICE"}
+	for _, e := range m.Environments {
+		head = append(head, strings.ToUpper(e.Name))
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, r := range m.Services {
+		line := []string{r.Service}
+		for _, c := range r.Cells {
+			line = append(line, cellText(c))
+		}
+		fmt.Fprintln(tw, strings.Join(line, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, e := range m.Environments {
+		var notes []string
+		if e.Error != "" {
+			notes = append(notes, "⚠ cannot resolve: "+e.Error)
+		}
+		if e.Pending != "" {
+			notes = append(notes, fmt.Sprintf("◔ approval pending: revision %s, plan %s", shortRev(e.PendingRevision), e.Pending))
+		}
+		if e.Rolling != "" {
+			notes = append(notes, "↻ rolling out plan "+e.Rolling)
+		}
+		for _, l := range e.Locks {
+			notes = append(notes, "⊘ locked: "+l)
+		}
+		if e.Unmanaged > 0 {
+			notes = append(notes, fmt.Sprintf("%d unmanaged workloads", e.Unmanaged))
+		}
+		for _, n := range notes {
+			if _, err := fmt.Fprintf(w, "%s: %s\n", e.Name, n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func printWide(w io.Writer, m status.Matrix) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVICE\tENVIRONMENT\tTARGET\tSTATE\tLIVE\tDESIRED\tNOTES")
+	for _, r := range m.Services {
+		for i, c := range r.Cells {
+			if c == nil {
+				continue
+			}
+			for _, t := range c.Targets {
+				state := stateSymbols[t.State] + " " + t.State
+				if t.Drift {
+					state += " (drift)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Service, m.Environments[i].Name, t.Target, state,
+					dash(t.Live), dash(t.Desired), dash(strings.Join(t.Notes, "; ")))
+			}
+		}
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/status"
+)
+
+// TestStatusCommand prints prod's matrix from the real daemon: web pending
+// 1.0.0 → 2.0.0, in text, wide and JSON, and refuses names that do not exist.
+func TestStatusCommand(t *testing.T) {
+	server, tokenFile, _, _ := approveWorld(t)
+	base := []string{"status", "--server", server, "--token-file", tokenFile}
+	var out string
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out, "pending"); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("status never showed the pending plan:\n%s", out)
+		}
+		var code int
+		if out, _, code = runDecision(t, false, "", base...); code != 0 {
+			t.Fatalf("status: exit %d", code)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "SERVICE PROD" ||
+		strings.Join(strings.Fields(lines[1]), " ") != "web ◔ pending 1.0.0 → 2.0.0" || !strings.HasPrefix(lines[2], "prod: ◔ approval pending: revision ") {
+		t.Errorf("status:\n%s", out)
+	}
+	out, _, code := runDecision(t, false, "", append(base, "-o", "wide", "--service", "web", "--env", "prod")...)
+	if wide := strings.Split(strings.TrimSpace(out), "\n"); code != 0 || len(wide) != 2 ||
+		strings.Join(strings.Fields(wide[1]), " ") != "web prod a ◔ pending 1.0.0 2.0.0 -" {
+		t.Errorf("status -o wide: exit %d\n%s", code, out)
+	}
+	out, _, code = runDecision(t, false, "", append(base, "-o", "json")...)
+	var m status.Matrix
+	if err := json.Unmarshal([]byte(out), &m); code != 0 || err != nil || len(m.Services) != 1 || m.Services[0].Cells[0].State != status.CellPending {
+		t.Errorf("status -o json: exit %d, %v\n%s", code, err, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--env", "qa"}, `--env "qa": no such environment; configured: prod`},
+		{[]string{"--service", "db"}, `--service "db": in no environment; services: web`},
+		{[]string{"-o", "yaml"}, `--output "yaml": want text, wide or json`},
+	} {
+		if _, stderr, code := runDecision(t, false, "", append(base, tc.args...)...); code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("status %v: exit %d, %s; want exit 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
