@@ -80,7 +80,22 @@ type Environment struct {
 	Targets  []Target `json:"targets"`
 	// Approvals is who, and how many, must approve the environment's plans.
 	Approvals Approvals `json:"approvals,omitempty"`
+	// OnFailedRollout is what an apply whose rollout failed leaves behind:
+	// OnFailedRolloutStay (the default, "") or OnFailedRolloutRollback.
+	OnFailedRollout string `json:"onFailedRollout,omitempty"`
 }
+
+// Values of environments.<env>.onFailedRollout.
+const (
+	// OnFailedRolloutStay leaves the workloads of a failed rollout as they are.
+	OnFailedRolloutStay = "stay"
+	// OnFailedRolloutRollback puts them back on the images they ran before
+	// and does not apply that revision again.
+	OnFailedRolloutRollback = "rollback"
+)
+
+// RollsBack reports whether a failed rollout of the environment is rolled back.
+func (e Environment) RollsBack() bool { return e.OnFailedRollout == OnFailedRolloutRollback }
 
 // Target is one cluster and namespace an environment deploys to.
 type Target struct {
@@ -349,6 +364,11 @@ func (c *Config) Validate() error {
 			t.validateCluster(f, bad)
 		}
 		e.Approvals.validate("environments."+n+".approvals", bad)
+		switch e.OnFailedRollout {
+		case "", OnFailedRolloutStay, OnFailedRolloutRollback:
+		default:
+			bad("environments."+n+".onFailedRollout", "unknown value %q; accepted: stay, rollback", e.OnFailedRollout)
+		}
 	}
 	switch c.Locks.Storage {
 	case "kubernetes", "memory":

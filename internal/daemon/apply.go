@@ -88,6 +88,15 @@ func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest
 	underWay()
 	out := outcome(approver, res, err, ctx.Err() != nil, begun, w.now().UTC())
 	out = w.deployed(ctx, prop, res, out)
+	if cause, ok := w.rollbackCause(out, res); ok {
+		<-startedReported
+		w.metrics.fail(w.env, "apply")
+		log.Info("apply failed; rolling it back", "message", out.Message)
+		if rerr := w.rollBack(ctx, entryOf(prop, out, resolvedManifest(s, envM)), cause); rerr != nil {
+			return res, fmt.Errorf("applying revision %s: %s; %w", short(s.Revision), out.Message, rerr)
+		}
+		return res, fmt.Errorf("applying revision %s: %s; rolled back", short(s.Revision), out.Message)
+	}
 	applied := w.recordApply(rctx, prop, out, resolvedManifest(s, envM))
 	<-startedReported
 	w.completed(rctx, prop, out)

@@ -343,6 +343,7 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		snapshot: d.snapshot,
 		poll:     d.pollNow,
 		descends: d.source.Descends, allowRewrite: d.cfg.Source.AllowRewrite,
+		rollback: ec.RollsBack(), restore: d.rec.Restore, rollbackHook: d.o.rollbackHook,
 		metrics: d.metrics, log: d.log, now: time.Now,
 		resync: resync, repropose: d.o.repropose, applyGrace: d.o.applyGrace,
 		pipeline: func(s gitsource.Snapshot) (*promote.Pipeline, error) { return promote.Load(s.FS, d.cfg.Source.Root) },

@@ -46,7 +46,7 @@ func NewMetrics() *Metrics {
 		}, []string{"environment"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stagehand_failures_total",
-			Help: "Failed reconcile steps by environment and stage (fetch, resolve, plan, apply, state).",
+			Help: "Failed reconcile steps by environment and stage (fetch, resolve, plan, apply, state, gate, rollback).",
 		}, []string{"environment", "stage"}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "stagehand_leader",

@@ -30,6 +30,7 @@ type options struct {
 	repropose     time.Duration
 	tasks         map[string]sequence.Runner
 	listener      sequence.Listener
+	rollbackHook  RollbackHook
 }
 
 func defaultOptions() options {
@@ -175,4 +176,12 @@ func WithSequenceListener(l sequence.Listener) Option {
 		o.listener = l
 		return nil
 	}
+}
+
+// WithRollbackHook calls h once each automatic rollback of a failed rollout
+// (environments.<env>.onFailedRollout: rollback) is recorded, with the
+// environment, the history entry's ID and the cause: the rollback command
+// opens the pull request that brings git in line with the cluster, and a hold.
+func WithRollbackHook(h RollbackHook) Option {
+	return func(o *options) error { o.rollbackHook = h; return nil }
 }

@@ -30,6 +30,8 @@ const (
 	keyHandover = "handover.json"
 	keyLastID   = "lastid.json"
 	keySequence = "sequence.json"
+	keyRollback = "rollback.json"
+	keyFailed   = "failed.json"
 
 	labelManagedBy   = "app.kubernetes.io/managed-by"
 	labelComponent   = "app.kubernetes.io/component"
@@ -70,6 +72,10 @@ type EnvState struct {
 	// LastID is the ID of the newest history entry ever recorded: IDs go on
 	// from it even when the history was trimmed.
 	LastID int64 `json:"lastId,omitempty"`
+	// Rollback is an apply being rolled back (see Rollback).
+	Rollback *Rollback `json:"rollback,omitempty"`
+	// Failed is the last revision rolled back: not applied again.
+	Failed *FailedRevision `json:"failed,omitempty"`
 }
 
 // record adds e to the front of the history, numbered after the last entry

@@ -130,6 +130,8 @@ func encodeState(name string, st *EnvState, budget int) (*encoded, error) {
 		put(keySequence, st.Sequence, st.Sequence != nil),
 		put(keyStatus, st.Status, len(st.Status) > 0),
 		put(keyLastID, st.LastID, st.LastID > 0),
+		put(keyRollback, st.Rollback, st.Rollback != nil),
+		put(keyFailed, st.Failed, st.Failed != nil),
 	); err != nil {
 		return nil, err
 	}
@@ -165,7 +167,7 @@ func (l *stateLayout) fit() (*encoded, error) {
 		return e, err
 	}
 	// Compress (nothing lost).
-	for _, key := range []string{keyPending, keyInFlight, keyStatus} {
+	for _, key := range []string{keyPending, keyInFlight, keyStatus, keyRollback} {
 		if err := l.zip(key); err != nil {
 			return nil, err
 		}
@@ -544,6 +546,8 @@ func decodeState(ctx context.Context, cm *corev1.ConfigMap, src *partSource) (*E
 		field(keyStatus, &status),
 		field(keyTrimmed, &tr),
 		field(keyLastID, &st.LastID),
+		field(keyRollback, &st.Rollback),
+		field(keyFailed, &st.Failed),
 	)
 	if len(status) > 0 {
 		st.Status = status

@@ -45,6 +45,12 @@ type workerDeps struct {
 	// last applied one needs an approval even in a skipConfirmation environment.
 	descends     func(ctx context.Context, rev, ancestor string) (bool, error)
 	allowRewrite bool
+	// rollback (environments.<env>.onFailedRollout: rollback) makes an
+	// apply whose workloads failed undo itself through restore (pkg/reconcile's
+	// Restore); rollbackHook, when set, hears of each rollback recorded.
+	rollback     bool
+	restore      func(ctx context.Context, req reconcile.Request, changes []reconcile.Change, reason string, opts ...reconcile.Option) (*reconcile.Result, error)
+	rollbackHook RollbackHook
 	metrics      *Metrics
 	log          logr.Logger
 	now          func() time.Time
@@ -146,6 +152,20 @@ func (w *worker) pass(ctx context.Context) error {
 		w.metrics.fail(w.env, "state")
 		return err
 	}
+	if rb := st.Rollback; rb != nil {
+		// A rollback cut short (a restart, the other replica): finish it
+		// before planning anything.
+		w.log.Info("continuing an interrupted rollback", "environment", w.env, "revision", short(rb.Entry.Revision))
+		if err := w.continueRollback(ctx, *rb); err != nil {
+			result = "error"
+			return err
+		}
+		if st, err = w.store.Load(ctx, w.env); err != nil {
+			result = "error"
+			w.metrics.fail(w.env, "state")
+			return err
+		}
+	}
 	envM, plan, err := w.plan(ctx, s)
 	if err != nil {
 		result = "error"
@@ -197,6 +217,10 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 			}
 		}
 		w.metrics.setPending(w.env, false)
+		return nil
+	}
+	if w.skipFailed(ctx, st, s.Revision) {
+		// Rolled back once: not applied again until a new revision.
 		return nil
 	}
 	prop := approval.Proposal{Environment: w.env, Revision: s.Revision, RevisionTime: s.Time, Plan: plan}

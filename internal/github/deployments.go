@@ -63,7 +63,7 @@ func (d *Deployments) Started(ctx context.Context, p approval.Proposal, approver
 // Completed reports the end of an applied plan (succeeded, failed or interrupted) on its deployment.
 func (d *Deployments) Completed(ctx context.Context, p approval.Proposal, o approval.Outcome) error {
 	final := map[string]string{approval.ResultSucceeded: "success", approval.ResultFailed: "failure",
-		approval.ResultInterrupted: "error"}[o.Result]
+		approval.ResultInterrupted: "error", approval.ResultRolledBack: "failure"}[o.Result]
 	if final == "" { // rejected: nothing was deployed
 		return nil
 	}

@@ -70,6 +70,10 @@ func (g *Gate) Completed(ctx context.Context, p approval.Proposal, o approval.Ou
 		// Deployed, but a task warned: neither a pass nor a failure.
 		return g.c.finish(ctx, res, approver, nil, ConclusionNeutral)
 	}
+	if o.Result == approval.ResultRolledBack {
+		// Failed, and put back: the message says why and how the rollback went.
+		applyErr = errors.New(o.Message)
+	}
 	return g.c.Finished(ctx, res, approver, applyErr)
 }
 

@@ -1,0 +1,108 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Restore puts the workloads of an apply back on the images they ran before
+// it: each of changes (an applied plan's, From the image before, To the one
+// the apply set) whose container still runs To is patched back to From, under
+// the same deploy locks as Apply, and its rollout is waited for like Apply's
+// (WithRolloutTimeout). A container that runs anything else now (its patch
+// never went through, it was restored already, someone changed it since) is
+// left alone, so Restore can be called again after an interruption and
+// patches nothing twice. Each restored workload gets a RolledBack Warning
+// Event saying why (reason). req's Revision is what the restored workloads
+// are annotated with (the revision they ran before); its Environment is not
+// needed. The Result's Plan lists the changes Restore made (From the failed
+// image, To the one restored); workload failures are reported in it, not as
+// an error.
+func (r *Reconciler) Restore(ctx context.Context, req Request, changes []Change, reason string, opts ...Option) (*Result, error) {
+	r, err := r.with(opts)
+	if err != nil {
+		return nil, err
+	}
+	rep := &reporter{fn: r.o.progress}
+	targets := r.withRecorders(req.Targets)
+	byName := map[string]Target{}
+	for _, t := range targets {
+		byName[t.Name] = t
+	}
+	env := ""
+	if req.Environment != nil {
+		env = req.Environment.Name
+	}
+	res := &Result{Plan: &Plan{Environment: env, Revision: req.Revision, Changes: []Change{}}}
+	var jobs []*job
+	for _, j := range groupJobs(&Plan{Changes: reversed(changes)}, targets) {
+		t, ok := byName[j.key.Target]
+		if !ok {
+			return nil, fmt.Errorf("restoring %s: target %q is not configured", j.key, j.key.Target)
+		}
+		w, err := getWorkload(ctx, t.Client, j.key.Namespace, j.key.Kind, j.key.Name)
+		if err != nil {
+			res.Workloads = append(res.Workloads, WorkloadResult{WorkloadKey: j.key, Service: j.service, Changes: j.changes,
+				Outcome: OutcomeFailed, Message: fmt.Sprintf("reading %s %s/%s: %v", j.key.Kind, j.key.Namespace, j.key.Name, err)})
+			continue
+		}
+		j.changes = stillFailed(w, j.changes)
+		if len(j.changes) == 0 {
+			continue // nothing of the apply runs there (any more)
+		}
+		res.Plan.Changes = append(res.Plan.Changes, j.changes...)
+		jobs = append(jobs, j)
+	}
+	first := len(res.Workloads)
+	for _, j := range jobs {
+		res.Workloads = append(res.Workloads, WorkloadResult{WorkloadKey: j.key, Service: j.service, Changes: j.changes})
+	}
+	for i, j := range jobs {
+		j.res = &res.Workloads[first+i]
+	}
+	res.Plan.PlanHash = Hash(env, req.Revision, res.Plan.Changes)
+	if len(jobs) == 0 {
+		return res, nil
+	}
+	release := r.holdTargets(ctx, req, jobs, rep.report)
+	defer release()
+	patched, deployingWritten := r.patchAll(ctx, req, jobs, rep.report)
+	defer deployingWritten()
+	for _, j := range patched {
+		r.event(ctx, req, j, corev1.EventTypeWarning, "RolledBack", truncate(fmt.Sprintf("Rolled back: %s (%s)", describe(j.changes), reason), 1024))
+	}
+	r.finishRollouts(ctx, req, patched, deployingWritten, rep.report)
+	return res, nil
+}
+
+// reversed is changes undone: From and To swapped, changes without a From
+// (nothing known to go back to) left out.
+func reversed(changes []Change) []Change {
+	out := make([]Change, 0, len(changes))
+	for _, c := range changes {
+		if c.From == "" || c.From == c.To {
+			continue
+		}
+		c.From, c.To = c.To, c.From
+		out = append(out, c)
+	}
+	return out
+}
+
+// stillFailed keeps the changes whose container in w runs their From (the
+// image the apply set) now.
+func stillFailed(w *workload, changes []Change) []Change {
+	running := map[string]string{}
+	for _, c := range w.containers() {
+		running[c.Name] = c.Image
+	}
+	var out []Change
+	for _, c := range changes {
+		if img, ok := running[c.Container]; ok && img == c.From {
+			out = append(out, c)
+		}
+	}
+	return out
+}
