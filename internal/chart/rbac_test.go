@@ -489,6 +489,26 @@ func TestRBACWithoutWorkloadCredentials(t *testing.T) {
 	}
 }
 
+// TestRBACVerificationJobs: rbac.verificationJobs adds what a job
+// verification task needs (create, get and delete Jobs, list their pods) in
+// the targets, and nowhere else; without it TestRBACExactRules shows none.
+func TestRBACVerificationJobs(t *testing.T) {
+	in := installFull(t, valuesFile(t, map[string]any{"rbac": map[string]any{"verificationJobs": true}}))
+	for _, ns := range []string{in.devel, in.prod} {
+		for _, a := range []access{{ns, "create", "batch", "jobs", ""}, {ns, "get", "batch", "jobs", "stagehand-verify-x"},
+			{ns, "delete", "batch", "jobs", "stagehand-verify-x"}, {ns, "list", "", "pods", ""}} {
+			if !allowed(t, in.rel, "sh-stagehand", a) {
+				t.Errorf("reconciler may not %s with rbac.verificationJobs", a)
+			}
+		}
+	}
+	for _, a := range []access{{in.other, "create", "batch", "jobs", ""}, {in.devel, "update", "batch", "jobs", "x"}, {in.devel, "create", "", "pods", ""}} {
+		if allowed(t, in.rel, "sh-stagehand", a) {
+			t.Errorf("reconciler may %s", a)
+		}
+	}
+}
+
 func lockRoundTrip(ctx context.Context, cfg *rest.Config, ns string) error {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {

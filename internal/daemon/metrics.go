@@ -20,6 +20,8 @@ type Metrics struct {
 	leader            prometheus.Gauge
 	envHeld           *prometheus.GaugeVec
 	leaderChanges     *prometheus.CounterVec
+	verifications     *prometheus.CounterVec
+	verifyDuration    *prometheus.HistogramVec
 
 	mu        sync.Mutex
 	revisions map[string]time.Time // environment → commit time of the revision last reconciled
@@ -60,6 +62,15 @@ func NewMetrics() *Metrics {
 			Name: "stagehand_leadership_changes_total",
 			Help: "Times this replica began (change=acquired) or stopped (change=lost) leading; environment is empty for the one leader Lease, else the environment whose Lease it is.",
 		}, []string{"environment", "change"}),
+		verifications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stagehand_verifications_total",
+			Help: "Verification tasks run after a rollout, by environment, task (test or evaluation), kind (job, http, prometheus) and result (pass, warning, fail).",
+		}, []string{"environment", "task", "kind", "result"}),
+		verifyDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "stagehand_verification_duration_seconds",
+			Help:    "Time a verification task took, by environment and kind.",
+			Buckets: []float64{0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1200},
+		}, []string{"environment", "kind"}),
 		revisions: map[string]time.Time{},
 		now:       time.Now,
 	}
@@ -67,6 +78,7 @@ func NewMetrics() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.reconcileDuration, m.pending, m.changesApplied, m.failures, m.leader, m.envHeld, m.leaderChanges,
+		m.verifications, m.verifyDuration,
 		revisionAge{m},
 	)
 	return m
@@ -141,4 +153,10 @@ func change(leading bool) string {
 		return "acquired"
 	}
 	return "lost"
+}
+
+// observeVerification counts a verification task's result and its duration.
+func (m *Metrics) observeVerification(env, task, kind, result string, d time.Duration) {
+	m.verifications.WithLabelValues(env, task, kind, result).Inc()
+	m.verifyDuration.WithLabelValues(env, kind).Observe(d.Seconds())
 }

@@ -285,6 +285,14 @@ to resolve their images' digests with the same credentials; never a list or watc
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]
+{{- if .Values.rbac.verificationJobs }}
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["create", "get", "delete"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
+{{- end }}
 {{- end -}}
 
 {{/*
