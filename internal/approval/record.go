@@ -3,6 +3,8 @@ package approval
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/stagehand-gitops/stagehand/pkg/verify"
 )
 
 // Pending is a plan waiting for approval.
@@ -61,4 +63,8 @@ type Entry struct {
 	// the entry asked to run (nil for entries recorded before it was kept,
 	// or when the revision could not be resolved again).
 	Manifest *Manifest `json:"manifest,omitempty"`
+	// Verification holds the results of the verification tasks (pipeline.yaml
+	// test and evaluation tasks run by pkg/verify) run after the deployment,
+	// in order; a failed one ends the list.
+	Verification []verify.TaskResult `json:"verification,omitempty"`
 }

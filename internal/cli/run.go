@@ -20,6 +20,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/notify"
 	"github.com/stagehand-gitops/stagehand/internal/ui"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
+	"github.com/stagehand-gitops/stagehand/pkg/verify"
 )
 
 // runFlags are the flags of `reconciler run`.
@@ -123,7 +124,13 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 			}
 		}()
 	}
-	opts = append(opts, daemon.WithGate(approval.Gates(gates...)))
+	// The test and evaluation tasks of pipeline.yaml's sequences: Jobs,
+	// http checks and PromQL evaluations after each rollout.
+	vf, err := verify.New()
+	if err != nil {
+		return err
+	}
+	opts = append(opts, daemon.WithGate(approval.Gates(gates...)), daemon.WithVerifier(vf))
 	d, err := daemon.New(cfg, opts...)
 	if err != nil {
 		return err

@@ -183,7 +183,7 @@ func unreachableSummary(res *reconcile.Result) string {
 func (w *worker) recordApply(ctx context.Context, prop approval.Proposal, out approval.Outcome, m *approval.Manifest) int {
 	e := approval.Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: changesJSON(prop.Plan.Changes), Approver: out.Approver,
 		Result: out.Result, Message: out.Message, HistoryRewritten: prop.Plan.HistoryRewritten, Started: out.Started, Finished: out.Finished,
-		Manifest: m}
+		Manifest: m, Verification: w.verifications(prop.Revision)}
 	applied := 0
 	if out.Apply != nil {
 		var err error

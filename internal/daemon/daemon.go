@@ -347,7 +347,7 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		metrics: d.metrics, log: d.log, now: time.Now,
 		resync: resync, repropose: d.o.repropose, applyGrace: d.o.applyGrace,
 		pipeline: func(s gitsource.Snapshot) (*promote.Pipeline, error) { return promote.Load(s.FS, d.cfg.Source.Root) },
-		tasks:    d.o.tasks, listener: d.o.listener,
+		tasks:    d.envTasks(env), checkTask: d.checkTask, listener: d.o.listener,
 	}
 }
 

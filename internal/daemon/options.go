@@ -14,6 +14,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+	"github.com/stagehand-gitops/stagehand/pkg/verify"
 )
 
 type options struct {
@@ -29,6 +30,7 @@ type options struct {
 	resync        time.Duration
 	repropose     time.Duration
 	tasks         map[string]sequence.Runner
+	verifier      *verify.Verifier
 	listener      sequence.Listener
 	rollbackHook  RollbackHook
 }

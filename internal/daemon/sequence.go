@@ -56,6 +56,11 @@ func (w *worker) sequenceTasks(s gitsource.Snapshot) ([]promote.Task, error) {
 				return nil, fmt.Errorf("%s:%d:%d: stages[%d].sequence[%d]: task %q is not implemented by this reconciler (implemented: %s)",
 					pl.File, t.Line, t.Column, i, t.Index, t.Name, implemented(w.tasks))
 			}
+			if w.checkTask != nil {
+				if err := w.checkTask(t); err != nil {
+					return nil, fmt.Errorf("%s:%d:%d: stages[%d].sequence[%d].properties: %w", pl.File, t.Line, t.Column, i, t.Index, err)
+				}
+			}
 		}
 		return tasks, nil
 	}

@@ -59,7 +59,10 @@ type workerDeps struct {
 	// implemented (test, evaluation); listener hears every step (may be nil).
 	pipeline func(gitsource.Snapshot) (*promote.Pipeline, error)
 	tasks    map[string]sequence.Runner
-	listener sequence.Listener
+	// checkTask (may be nil) checks a test or evaluation task's properties
+	// when the environment is planned, before anything is applied.
+	checkTask func(promote.Task) error
+	listener  sequence.Listener
 	// resync is how often to plan without a new revision (0: never);
 	// repropose how often a plan still pending is proposed again; applyGrace
 	// how long an apply may go on after shutdown begins.
