@@ -35,6 +35,9 @@ func cellOf(state string) string {
 	return status.CellUnknown
 }
 
+// stateClass is a state as a CSS class suffix: "rolling out" → "rolling-out".
+func stateClass(st string) string { return strings.ReplaceAll(st, " ", "-") }
+
 // revLink is a revision and its commit URL, for the "rev" template.
 type revLink struct{ Rev, URL string }
 
@@ -42,7 +45,7 @@ func (s *Server) funcs() template.FuncMap {
 	return template.FuncMap{
 		"states":     func() []string { return cellStates },
 		"stateIcon":  func(st string) string { return stateIcons[st] },
-		"stateClass": func(st string) string { return strings.ReplaceAll(st, " ", "-") },
+		"stateClass": stateClass,
 		"cellOf":     cellOf,
 		"resultIcon": func(r string) string {
 			switch r {

@@ -26,7 +26,60 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusInternalServerError, err.Error())
 		return
 	}
-	s.render(w, r, http.StatusOK, "overview", page{Title: "Environments", Nav: "overview", Viewer: v, Data: status.NewMatrix(envs, s.o.loc)})
+	s.render(w, r, http.StatusOK, "overview", page{Title: "Environments", Nav: "overview", Viewer: v, Data: newOverview(status.NewMatrix(envs, s.o.loc))})
+}
+
+// overviewView is the matrix with each cell's words, symbol and class
+// worked out here, so the template has little left to do per cell (it is
+// the page's hot loop: 2000 cells for 500 services × 4 environments).
+type overviewView struct {
+	Environments []status.MatrixEnvironment
+	Rows         []overviewRow
+}
+
+type overviewRow struct {
+	Service string
+	Cells   []overviewCell
+}
+
+type overviewCell struct {
+	Env, State, Class, Icon, Version string
+	Absent                           bool
+	Targets                          []overviewTarget
+}
+
+type overviewTarget struct{ Target, State, Text, Title string }
+
+func newOverview(m status.Matrix) overviewView {
+	v := overviewView{Environments: m.Environments, Rows: make([]overviewRow, 0, len(m.Services))}
+	for _, r := range m.Services {
+		row := overviewRow{Service: r.Service, Cells: make([]overviewCell, len(r.Cells))}
+		for i, c := range r.Cells {
+			env := m.Environments[i].Name
+			if c == nil {
+				row.Cells[i] = overviewCell{Env: env, State: "absent", Absent: true}
+				continue
+			}
+			cell := overviewCell{Env: env, State: c.State, Class: stateClass(c.State), Icon: stateIcons[c.State], Version: c.Version,
+				Targets: make([]overviewTarget, 0, len(c.Targets))}
+			for _, t := range c.Targets {
+				text := t.Target + ": " + t.Live
+				if t.Desired != t.Live {
+					text += " → " + t.Desired
+				}
+				if t.Drift {
+					text += " (drift)"
+				}
+				if t.State != c.State {
+					text += " · " + t.State
+				}
+				cell.Targets = append(cell.Targets, overviewTarget{Target: t.Target, State: t.State, Text: text, Title: strings.Join(t.Notes, "; ")})
+			}
+			row.Cells[i] = cell
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	return v
 }
 
 // environmentView is the environment page.
