@@ -92,7 +92,9 @@ func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest
 		<-startedReported
 		w.metrics.fail(w.env, "apply")
 		log.Info("apply failed; rolling it back", "message", out.Message)
-		if rerr := w.rollBack(ctx, entryOf(prop, out, resolvedManifest(s, envM)), cause); rerr != nil {
+		e := entryOf(prop, out, resolvedManifest(s, envM))
+		e.Verification = w.verifications(prop.Revision)
+		if rerr := w.rollBack(ctx, e, cause); rerr != nil {
 			return res, fmt.Errorf("applying revision %s: %s; %w", short(s.Revision), out.Message, rerr)
 		}
 		return res, fmt.Errorf("applying revision %s: %s; rolled back", short(s.Revision), out.Message)

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/promtest"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
@@ -209,5 +210,61 @@ func TestVerificationPropertiesCheckedBeforeApply(t *testing.T) {
 	}
 	if got := cluster.Env(t).Image(t, h.ns["devel"], "web"); got != imageRepo+"web:0.9.0" {
 		t.Errorf("devel runs %s; want web:0.9.0, nothing applied", got)
+	}
+}
+
+// TestFailedVerificationRollsBack: with onFailedRollout: rollback, a deploy
+// whose rollout succeeded but whose http check fails is rolled back: the
+// workload runs its previous image again, the history entry says
+// rolled-back with the verification's cause and results, and the gate hears
+// the failure.
+func TestFailedVerificationRollsBack(t *testing.T) {
+	w := newVerifyWorld(t)
+	h := newHarness(t, "devel")
+	ec := h.cfg.Environments["devel"]
+	ec.OnFailedRollout = config.OnFailedRolloutRollback
+	h.cfg.Environments["devel"] = ec
+	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": `stages:
+  - name: devel
+    sequence:
+      - deployment
+      - name: test
+        properties:
+          http: {url: "` + w.shop + `/healthz", interval: 50ms, duration: 200ms}
+`}, "verify devel")
+	v, err := verify.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := &recordingGate{}
+	r := h.start(WithVerifier(v), WithGate(gate))
+	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
+	var hist []approval.Entry
+	history := func() []approval.Entry {
+		st, err := r.d.store.Load(context.Background(), "devel")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.History
+	}
+	testenv.WaitFor(t, 30*time.Second, "the first deploy recorded", func() bool { hist = history(); return len(hist) == 1 })
+
+	w.healthy.Store(false)
+	rev := h.commit("devel", true, map[string]string{"web": "1.1.0"})
+	r.push(t, h, "delivery-1")
+	testenv.WaitFor(t, 60*time.Second, "the failed deploy recorded", func() bool { hist = history(); return len(hist) == 2 })
+	e := hist[0]
+	if e.Revision != rev || e.Result != approval.ResultRolledBack || !strings.Contains(e.Message, "verification failed") ||
+		!strings.Contains(e.Message, "status 503, want 200") {
+		t.Errorf("history: %s %s: %s; want rolled-back for the failed verification", short(e.Revision), e.Result, e.Message)
+	}
+	checkVerifications(t, "rolled back", e, "http fail")
+	if got := cluster.Env(t).Image(t, h.ns["devel"], "web"); got != imageRepo+"web:1.0.0" {
+		t.Errorf("devel runs %s after the rollback, want web:1.0.0 again", got)
+	}
+	gate.mu.Lock()
+	defer gate.mu.Unlock()
+	if n := len(gate.completed); n != 2 || gate.completed[1].Result == approval.ResultSucceeded {
+		t.Errorf("the gate heard %+v; want the second deploy not succeeded", gate.completed)
 	}
 }
