@@ -46,6 +46,11 @@ type RollbackRequest struct {
 	// RequestedBy names who asks, for the pull request and the hold; "api"
 	// when empty.
 	RequestedBy string `json:"requestedBy,omitempty"`
+	// Now is incident mode: the rolled-back versions are also pinned in the
+	// reconciler, planned at once and approved as RequestedBy (left pending
+	// for an approver when that is refused), and kept until the pull
+	// request merges.
+	Now bool `json:"now,omitempty"`
 }
 
 // RollbackResponse is the answer to a rollback.
@@ -63,8 +68,14 @@ type RollbackResponse struct {
 	Services []string `json:"services"`
 	Skipped  []string `json:"skipped,omitempty"`
 	// Hold is the hold placed on the environment (nil with action none).
-	Hold    *lock.Lock `json:"hold,omitempty"`
-	Message string     `json:"message"`
+	Hold *lock.Lock `json:"hold,omitempty"`
+	// Pin is what an incident rollback (now) pinned; PlanHash and Approval
+	// say what became of its plan: "approved" (applying), "pending" (waiting
+	// for an approver: Message says why) or "applied" (skipConfirmation).
+	Pin      *approval.Pin `json:"pin,omitempty"`
+	PlanHash string        `json:"planHash,omitempty"`
+	Approval string        `json:"approval,omitempty"`
+	Message  string        `json:"message"`
 }
 
 // ReleaseRequest is the body of POST .../release.

@@ -19,6 +19,7 @@ import (
 // rollbackFlags are the flags of `reconciler rollback` and `reconciler release`.
 type rollbackFlags struct {
 	server, env, to, reason, tokenFile, as, output string
+	now                                            bool
 	timeout                                        time.Duration
 }
 
@@ -35,7 +36,7 @@ func (f *rollbackFlags) register(cmd *cobra.Command) {
 func newRollbackCommand() *cobra.Command {
 	var f rollbackFlags
 	cmd := &cobra.Command{
-		Use:   "rollback --server URL --env ENV --to previous|ID|REVISION --reason TEXT",
+		Use:   "rollback --server URL --env ENV --to previous|ID|REVISION --reason TEXT [--now]",
 		Short: "Open the pull request that puts an environment back on earlier versions, and hold the bots off it",
 		Long: `Open (or update: one per environment) the rollback pull request of an environment in the
 manifests repository, through the reconciler's GitHub App. It edits only the services whose
@@ -47,7 +48,12 @@ It also places a hold on the environment: while it exists, "prbot bump" and "prb
 neither open nor merge anything that moves the environment (they say why), and the reconciler
 keeps applying what is merged. Merging the pull request ends the hold; so does
 "reconciler release --env ENV". The change reaches the cluster once the pull request is merged
-(and approved, as any plan of the environment).`,
+(and approved, as any plan of the environment).
+
+With --now (incident mode) the reconciler also pins the rolled-back versions at once: it plans
+them, approves the plan as --as (left pending for an approver when that is refused), applies
+it, and keeps those versions, whatever git says of these services, until the pull request
+merges or the hold is released; the status says "pinned by rollback #N".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.rollback(cmd) },
 	}
@@ -56,6 +62,7 @@ keeps applying what is merged. Merging the pull request ends the hold; so does
 	fl.StringVar(&f.to, "to", "", "previous, a history entry id or a revision of the manifests repository (required)")
 	fl.StringVar(&f.reason, "reason", "", "why; it titles the pull request (required)")
 	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+	fl.BoolVar(&f.now, "now", false, "incident mode: also pin, approve and apply the rolled-back versions now, until the pull request merges")
 	return cmd
 }
 
@@ -116,7 +123,7 @@ func (f *rollbackFlags) rollback(cmd *cobra.Command) error {
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
 	code, body, err := c.call(ctx, http.MethodPost, "/api/v1/environments/"+url.PathEscape(f.env)+"/rollback", token,
-		api.RollbackRequest{To: f.to, Reason: f.reason, RequestedBy: f.as})
+		api.RollbackRequest{To: f.to, Reason: f.reason, RequestedBy: f.as, Now: f.now})
 	if err != nil {
 		return err
 	}

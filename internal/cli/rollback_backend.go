@@ -15,8 +15,10 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	ghapp "github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
+	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 )
 
 // defaultHoldFor is how long a rollback's hold lasts unless its pull
@@ -32,6 +34,12 @@ type rollbacker struct {
 	envs    map[string]config.Environment
 	history func(ctx context.Context, env string) ([]approval.Entry, error)
 	holdFor time.Duration
+	// Incident mode (--now): the daemon's pin, status and approval.
+	pin         func(ctx context.Context, env string, p *approval.Pin) error
+	environment func(ctx context.Context, env string) (*status.Environment, error)
+	approve     func(ctx context.Context, env, planHash, who string) (*approval.Pending, error)
+	// planWait bounds how long --now waits for the pinned plan.
+	planWait time.Duration
 }
 
 var _ api.Rollbacker = (*rollbacker)(nil)
@@ -94,7 +102,61 @@ func (r *rollbacker) Rollback(ctx context.Context, env string, req api.RollbackR
 	out.Hold = &hold
 	out.Message = fmt.Sprintf("rollback of %s to %s %s: %s; %s held until %s (merging the pull request or `reconciler release --env %s` ends it)",
 		env, shortSHA(res.Revision), res.Action, res.URL, env, hold.ExpiresAt.UTC().Format(time.RFC3339), env)
+	if req.Now {
+		if err := r.incident(ctx, env, req, res, hold, out); err != nil {
+			return nil, fmt.Errorf("rollback pull request %s is %s and %s is held, but pinning the rollback failed: %w", res.URL, res.Action, env, err)
+		}
+	}
 	return out, nil
+}
+
+// incident pins the rolled-back versions in the reconciler for as long as
+// the hold lasts, waits for the plan the pin makes, and approves it as the
+// caller; a refused approval leaves it pending for an approver.
+func (r *rollbacker) incident(ctx context.Context, env string, req api.RollbackRequest, res *prbot.RollbackResult, hold lock.Lock, out *api.RollbackResponse) error {
+	p := &approval.Pin{PR: res.PR, URL: res.URL, Revision: res.Revision, By: req.RequestedBy, At: time.Now().UTC().Truncate(time.Second), ExpiresAt: hold.ExpiresAt}
+	for _, c := range res.Changes {
+		s := manifest.Service{Name: c.Service, Version: c.ToVersion}
+		for _, ct := range c.Containers {
+			s.Containers = append(s.Containers, manifest.Container{DockerName: ct.DockerName, DockerTag: ct.ToTag, DockerDigest: ct.ToDigest})
+		}
+		p.Services = append(p.Services, s)
+	}
+	if err := r.pin(ctx, env, p); err != nil {
+		return err
+	}
+	out.Pin = p
+	out.Message += "; " + p.Message()
+	wait, cancel := context.WithTimeout(ctx, r.planWait)
+	defer cancel()
+	for {
+		v, err := r.environment(wait, env)
+		if err == nil {
+			switch {
+			case v.Pending != nil && !v.Pending.ProposedAt.Before(p.At):
+				out.PlanHash = v.Pending.PlanHash
+				if _, err := r.approve(ctx, env, v.Pending.PlanHash, req.RequestedBy); err != nil {
+					out.Approval = "pending"
+					out.Message += fmt.Sprintf("; its plan %s waits for an approver (approving it as %s was refused: %v)", v.Pending.PlanHash, req.RequestedBy, err)
+					return nil
+				}
+				out.Approval = "approved"
+				out.Message += fmt.Sprintf("; its plan %s was approved by %s and is being applied", v.Pending.PlanHash, req.RequestedBy)
+				return nil
+			case v.LastResult != nil && !v.LastResult.Started.Before(p.At):
+				out.PlanHash, out.Approval = v.LastResult.PlanHash, "applied"
+				out.Message += fmt.Sprintf("; its plan %s was applied (%s)", v.LastResult.PlanHash, v.LastResult.Result)
+				return nil
+			}
+		}
+		select {
+		case <-wait.Done():
+			out.Approval = "pending"
+			out.Message += fmt.Sprintf("; its plan was not proposed within %s: the reconciler plans it at its next pass, approve it then", r.planWait)
+			return nil
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // target fills in req's revision and what the history says of it: to is
@@ -154,6 +216,10 @@ func (r *rollbacker) Release(ctx context.Context, env string, req api.ReleaseReq
 	if err != nil {
 		return nil, fmt.Errorf("%s has no hold to release: %w", env, err)
 	}
+	// Without its hold, an incident rollback's pin goes too: git decides again.
+	if err := r.pin(ctx, env, nil); err != nil {
+		return nil, fmt.Errorf("released the hold on %s, but removing its pin failed: %w", env, err)
+	}
 	note := fmt.Sprintf("The hold on %s was released by %s", env, req.RequestedBy)
 	if req.Reason != "" {
 		note += ": " + req.Reason
@@ -188,6 +254,9 @@ func (r *rollbacker) merged(ctx context.Context, number int, headRef string) err
 	if h.Type != lock.Hold || !strings.HasSuffix(h.Links[lock.HoldLinkPullRequest], fmt.Sprintf("/pull/%d", number)) {
 		return nil
 	}
+	if err := r.pin(ctx, env, nil); err != nil {
+		return err
+	}
 	if _, err := r.locks.ReleaseHold(ctx, lockPath); err != nil && !errors.Is(err, lock.ErrNotFound) {
 		return err
 	}
@@ -213,5 +282,6 @@ func newRollbacker(cfg *config.Config, gh *ghapp.Client, d *daemon.Daemon) (*rol
 	if err != nil {
 		return nil, fmt.Errorf("configuring rollbacks: %w", err)
 	}
-	return &rollbacker{bot: bot, locks: svc, envs: cfg.Environments, holdFor: defaultHoldFor, history: d.History}, nil
+	return &rollbacker{bot: bot, locks: svc, envs: cfg.Environments, holdFor: defaultHoldFor, history: d.History,
+		pin: d.Pin, environment: d.Environment, approve: d.Approve, planWait: 30 * time.Second}, nil
 }

@@ -338,7 +338,11 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		env: env, store: d.store, gate: d.o.gate, reconcilePlan: d.rec.Plan, reconcileApply: d.rec.Apply, targets: d.targets[env], lockPath: ec.LockPath,
 		statusTargets: ec.Targets,
 		resolve: func(ctx context.Context, s gitsource.Snapshot) (*manifest.Environment, error) {
-			return d.resolve(ctx, s, env)
+			envM, err := d.resolve(ctx, s, env)
+			if err != nil {
+				return nil, err
+			}
+			return d.pinned(ctx, env, envM)
 		},
 		snapshot: d.snapshot,
 		poll:     d.pollNow,

@@ -32,6 +32,7 @@ const (
 	keySequence = "sequence.json"
 	keyRollback = "rollback.json"
 	keyFailed   = "failed.json"
+	keyPin      = "pin.json"
 
 	labelManagedBy   = "app.kubernetes.io/managed-by"
 	labelComponent   = "app.kubernetes.io/component"
@@ -61,6 +62,9 @@ type EnvState struct {
 	Handover *Handover `json:"handover,omitempty"`
 	// Sequence is the environment's newest run of its delivery sequence.
 	Sequence *sequence.State `json:"sequence,omitempty"`
+	// Pin is an incident rollback's versions, kept until git says them
+	// (see pin.go).
+	Pin *approval.Pin `json:"pin,omitempty"`
 	// History is newest first.
 	History []approval.Entry `json:"history"`
 	// Status is the last observed state of the environment (revision,

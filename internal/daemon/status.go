@@ -26,7 +26,10 @@ func (d *Daemon) Environment(ctx context.Context, env string) (*status.Environme
 	if err != nil {
 		return nil, err
 	}
-	v := &status.Environment{Name: env, LockPath: ec.LockPath, Pending: st.Pending, InFlight: st.InFlight, Sequence: st.Sequence}
+	v := &status.Environment{Name: env, LockPath: ec.LockPath, Pending: st.Pending, InFlight: st.InFlight, Sequence: st.Sequence, Pin: st.Pin}
+	if st.Pin != nil {
+		v.PinnedBy = st.Pin.Message()
+	}
 	for _, t := range ec.Targets {
 		v.Targets = append(v.Targets, status.Target{Name: t.Name, Namespace: t.Namespace, Context: t.Context})
 	}

@@ -116,6 +116,11 @@ type Environment struct {
 	// Sequence is the newest run of the environment's delivery sequence:
 	// which task is running or finished, with which result.
 	Sequence *sequence.State `json:"sequence,omitempty"`
+	// Pin is the incident rollback whose versions the reconciler keeps
+	// until its pull request merges, and PinnedBy says so: "pinned by
+	// rollback #7" (both empty without one).
+	Pin      *approval.Pin `json:"pin,omitempty"`
+	PinnedBy string        `json:"pinnedBy,omitempty"`
 	// Locks are the unexpired locks at the lock path, beneath it (targets,
 	// services) and above it (a lock on a prefix blocks deploys too).
 	Locks      []lock.Lock      `json:"locks"`

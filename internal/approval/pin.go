@@ -1,0 +1,90 @@
+package approval
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+)
+
+// Pin is what an incident rollback (`reconciler rollback --now`) keeps in an
+// environment's state: the versions of the services it rolled back. While it
+// holds, the reconciler deploys those versions whatever git says of these
+// services, so the cluster does not flip back to the newer ones before the
+// rollback pull request merges. It goes when git says what it says (the
+// pull request merged), when the pull request merges or the hold is
+// released, or at ExpiresAt.
+type Pin struct {
+	// PR and URL are the rollback pull request.
+	PR  int    `json:"pr"`
+	URL string `json:"url"`
+	// Revision is the commit rolled back to.
+	Revision string `json:"revision"`
+	// Services are the pinned entries: name, version and the containers
+	// with the tag and digest to keep (containers not listed follow git).
+	Services []manifest.Service `json:"services"`
+	By       string             `json:"by"`
+	At       time.Time          `json:"at"`
+	// ExpiresAt is the end of the rollback's hold.
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// Message is how the status says it: "pinned by rollback #7".
+func (p Pin) Message() string { return fmt.Sprintf("pinned by rollback #%d", p.PR) }
+
+// Apply returns env with the pinned services' versions and containers in
+// place of git's (env itself is not changed), and whether git already says
+// what the pin says for every pinned service (then the pin has done its
+// work). A pinned service git does not have any more is left out.
+func (p Pin) Apply(env *manifest.Environment) (*manifest.Environment, bool) {
+	out := *env
+	out.Services = make([]manifest.Service, len(env.Services))
+	caughtUp := true
+	for i, s := range env.Services {
+		out.Services[i] = s
+		pin, ok := p.service(s.Name)
+		if !ok {
+			continue
+		}
+		s.Containers = append([]manifest.Container(nil), s.Containers...)
+		if pin.Version != "" && pin.Version != s.Version {
+			s.Version, caughtUp = pin.Version, false
+		}
+		for j, c := range s.Containers {
+			pc, ok := pinnedContainer(pin, dockerName(s.Name, c))
+			if !ok {
+				continue
+			}
+			if c.DockerTag != pc.DockerTag || c.DockerDigest != pc.DockerDigest {
+				s.Containers[j].DockerTag, s.Containers[j].DockerDigest, caughtUp = pc.DockerTag, pc.DockerDigest, false
+			}
+		}
+		out.Services[i] = s
+	}
+	return &out, caughtUp
+}
+
+func (p Pin) service(name string) (manifest.Service, bool) {
+	for _, s := range p.Services {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return manifest.Service{}, false
+}
+
+func pinnedContainer(s manifest.Service, name string) (manifest.Container, bool) {
+	for _, c := range s.Containers {
+		if dockerName(s.Name, c) == name {
+			return c, true
+		}
+	}
+	return manifest.Container{}, false
+}
+
+func dockerName(service string, c manifest.Container) string {
+	if c.DockerName == "" {
+		return service
+	}
+	return c.DockerName
+}

@@ -1,0 +1,47 @@
+package approval
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+)
+
+func TestPinApply(t *testing.T) {
+	pin := Pin{PR: 7, Services: []manifest.Service{
+		{Name: "web", Version: "1.0.0", Containers: []manifest.Container{{DockerName: "web", DockerTag: "1.0.0"}, {DockerName: "worker", DockerTag: "1.0.0", DockerDigest: "sha256:aa"}}},
+		{Name: "gone", Containers: []manifest.Container{{DockerTag: "9"}}},
+	}}
+	env := func(webVersion, webTag, workerTag, workerDigest string) *manifest.Environment {
+		return &manifest.Environment{Name: "prod", Services: []manifest.Service{
+			{Name: "web", Version: webVersion, Source: "web.json", Containers: []manifest.Container{{DockerTag: webTag}, {DockerName: "worker", DockerTag: workerTag, DockerDigest: workerDigest}, {DockerName: "sidecar", DockerTag: "5"}}},
+			{Name: "api", Source: "api.json", Containers: []manifest.Container{{DockerTag: "3"}}},
+		}}
+	}
+	tests := []struct {
+		name     string
+		git      [4]string
+		want     *manifest.Environment
+		caughtUp bool
+	}{
+		{"git newer: pinned versions win, the rest follows git", [4]string{"2.0.0", "2.0.0", "2.0.0", ""}, env("1.0.0", "1.0.0", "1.0.0", "sha256:aa"), false},
+		{"git says the pin: caught up", [4]string{"1.0.0", "1.0.0", "1.0.0", "sha256:aa"}, env("1.0.0", "1.0.0", "1.0.0", "sha256:aa"), true},
+		{"one container still differs", [4]string{"1.0.0", "1.0.0", "1.0.0", ""}, env("1.0.0", "1.0.0", "1.0.0", "sha256:aa"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			git := env(tt.git[0], tt.git[1], tt.git[2], tt.git[3])
+			got, caughtUp := pin.Apply(git)
+			if diff := cmp.Diff(tt.want, got); diff != "" || caughtUp != tt.caughtUp {
+				t.Errorf("Apply (-want +got):\n%s\ncaughtUp %v, want %v", diff, caughtUp, tt.caughtUp)
+			}
+			if diff := cmp.Diff(env(tt.git[0], tt.git[1], tt.git[2], tt.git[3]), git); diff != "" {
+				t.Errorf("Apply changed its input (-before +after):\n%s", diff)
+			}
+		})
+	}
+	if got := pin.Message(); got != "pinned by rollback #7" {
+		t.Errorf("Message() = %q", got)
+	}
+}

@@ -1,0 +1,65 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+)
+
+// An incident rollback (`reconciler rollback --now`) pins the versions it
+// rolled back to in the environment's state (EnvState.Pin). Every resolve of
+// the environment then puts the pinned versions in place of git's, so the
+// plan, the apply, the status and the history all see the pinned versions,
+// and a resync never goes back to the newer ones while the rollback pull
+// request is open. The pin goes by itself once git says what it says (the
+// pull request merged), and when it expires; Pin(ctx, env, nil) removes it
+// (the pull request's merge webhook, or a released hold).
+
+// Pin stores p as env's pin (nil removes it) and, on the leader, wakes the
+// environment's worker to plan with it at once; other replicas' leader
+// plans with it at its next resync. The error wraps
+// approval.ErrUnknownEnvironment for an environment not in the configuration.
+func (d *Daemon) Pin(ctx context.Context, env string, p *approval.Pin) error {
+	w, ok := d.workers[env]
+	if !ok {
+		return fmt.Errorf("%w %q; configured: %v", approval.ErrUnknownEnvironment, env, d.envNames)
+	}
+	if err := d.store.Update(ctx, env, func(st *EnvState) { st.Pin = p }); err != nil {
+		return fmt.Errorf("storing the pin of %s: %w", env, err)
+	}
+	if d.leading.Load() {
+		w.wakeUp()
+	}
+	return nil
+}
+
+// pinned returns envM with env's pin applied, removing a pin that expired
+// or that git has caught up with.
+func (d *Daemon) pinned(ctx context.Context, env string, envM *manifest.Environment) (*manifest.Environment, error) {
+	st, err := d.store.Load(ctx, env)
+	if err != nil {
+		return nil, fmt.Errorf("reading the pin of %s: %w", env, err)
+	}
+	p := st.Pin
+	if p == nil {
+		return envM, nil
+	}
+	out, caughtUp := p.Apply(envM)
+	if !caughtUp && time.Now().Before(p.ExpiresAt) {
+		return out, nil
+	}
+	// Done (git says it) or expired: git decides again.
+	err = d.store.Update(ctx, env, func(st *EnvState) {
+		if st.Pin != nil && st.Pin.PR == p.PR && st.Pin.At.Equal(p.At) {
+			st.Pin = nil
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("removing the pin of %s: %w", env, err)
+	}
+	d.log.Info("pin removed", "environment", env, "rollback", p.PR, "caughtUp", caughtUp)
+	return envM, nil
+}
