@@ -53,7 +53,7 @@ func TestRollbackRoutes(t *testing.T) {
 	}{
 		{"no to", "POST", path, `{"reason": "x"}`, 400, "to is required"},
 		{"no reason", "POST", path, `{"to": "previous"}`, 400, "reason is required"},
-		{"unknown field", "POST", path, `{"to": "previous", "reason": "x", "now": true}`, 400, `unknown field \"now\"`},
+		{"unknown field", "POST", path, `{"to": "previous", "reason": "x", "force": true}`, 400, `unknown field \"force\"`},
 		{"two objects", "POST", path, `{"to": "previous", "reason": "x"}{}`, 400, "data after the JSON object"},
 		{"to too long", "POST", path, `{"to": "` + strings.Repeat("a", 65) + `", "reason": "x"}`, 400, "to is 65 bytes long; at most 64"},
 		{"unknown environment", "POST", "/api/v1/environments/qa/rollback", `{"to": "previous", "reason": "x"}`, 404, "unknown environment"},

@@ -148,6 +148,8 @@ state: {namespace: %s, kubeconfig: %q}
 // prodStatus reads GET /api/v1/environments/prod (false while the API does not answer).
 func prodStatus(t *testing.T, server, tokenFile string) (*status.Environment, bool) {
 	t.Helper()
+	// Polled in loops: stay well under the API's per-token rate limit (20/s).
+	time.Sleep(100 * time.Millisecond)
 	c := decisionFlags{server: server, tokenFile: tokenFile}
 	token, err := c.token()
 	if err != nil {

@@ -183,6 +183,8 @@ state: {namespace: %s, kubeconfig: %q}
 // holdOf returns prod's hold as GET /api/v1/environments/prod lists it (nil: none).
 func holdOf(t *testing.T, server, tokenFile string) *lock.Lock {
 	t.Helper()
+	// Polled in loops: stay well under the API's per-token rate limit (20/s).
+	time.Sleep(100 * time.Millisecond)
 	c := decisionFlags{server: server, tokenFile: tokenFile}
 	token, err := c.token()
 	if err != nil {
