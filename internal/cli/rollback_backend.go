@@ -206,6 +206,23 @@ func (r *rollbacker) target(ctx context.Context, env, to string, req *prbot.Roll
 	return fmt.Errorf("%w: %q: want previous, a history id or a revision of 7 to 40 lowercase hex digits", api.ErrUnknownRollbackTarget, to)
 }
 
+// automaticRequester is who an automatic rollback's pull request and hold
+// are by.
+const automaticRequester = "stagehand"
+
+// automatic is the daemon's RollbackHook: after a failed rollout of env was
+// rolled back (history entry id), it opens the rollback pull request to what
+// ran before, so that git says what the cluster runs again, and holds the
+// bots off the environment until it merges.
+func (r *rollbacker) automatic(ctx context.Context, env string, id int64, cause string) error {
+	_, err := r.Rollback(ctx, env, api.RollbackRequest{To: "previous", RequestedBy: automaticRequester,
+		Reason: fmt.Sprintf("automatic rollback of a failed rollout (history entry %d): %s", id, cause)})
+	if err != nil {
+		return fmt.Errorf("opening the rollback pull request of %s after history entry %d: %w", env, id, err)
+	}
+	return nil // with action none git already says what runs: nothing opened or held
+}
+
 // Release ends env's hold and says so on its rollback pull request.
 func (r *rollbacker) Release(ctx context.Context, env string, req api.ReleaseRequest) (*api.ReleaseResponse, error) {
 	lockPath, err := r.lockPath(env)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -131,6 +132,17 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	opts = append(opts, daemon.WithGate(approval.Gates(gates...)), daemon.WithVerifier(vf))
+	// An automatic rollback of a failed rollout opens the rollback pull request and places the hold (with
+	// github.app); rb is built below, before the daemon runs.
+	var rb *rollbacker
+	if gh != nil {
+		opts = append(opts, daemon.WithRollbackHook(func(ctx context.Context, env string, id int64, cause string) error {
+			if rb == nil {
+				return errors.New("no rollback pull request: the lock service is off (locks)")
+			}
+			return rb.automatic(ctx, env, id, cause)
+		}))
+	}
 	d, err := daemon.New(cfg, opts...)
 	if err != nil {
 		return err
@@ -141,7 +153,6 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 			return fmt.Errorf("registering notification metrics: %w", err)
 		}
 	}
-	var rb *rollbacker
 	if gh != nil {
 		if d.Webhook() == nil {
 			return fmt.Errorf("github.app is set but github.webhookSecretFile is not: check-run approvals arrive as webhooks")

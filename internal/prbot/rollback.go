@@ -154,10 +154,16 @@ func (b *Bot) Rollback(ctx context.Context, req RollbackRequest) (*RollbackResul
 	res.Files = sortedKeys(edits)
 	res.Title = truncateTitle(fmt.Sprintf("Rollback %s to %s: %s", req.Env, shortSHA(rev), oneLine(req.Reason)))
 	res.Body = rollbackBody(req, rev, res, ran, b.links)
+	prev, err := b.openPull(ctx, res.Branch)
+	if err != nil {
+		return nil, err
+	}
 	changed, err := b.writeBranch(ctx, res.Branch, baseSHA, edits, res.Title)
 	if err != nil {
 		return nil, err
 	}
+	// A new reason or history entry retitles the pull request: updated too.
+	changed = changed || (prev != nil && (prev.GetTitle() != res.Title || prev.GetBody() != res.Body))
 	pr, created, err := b.ensurePull(ctx, res.Branch, res.Title, res.Body)
 	if err != nil {
 		return nil, err

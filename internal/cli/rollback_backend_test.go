@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-github/v60/github"
+
+	"github.com/stagehand-gitops/stagehand/internal/api"
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+	"github.com/stagehand-gitops/stagehand/internal/prbot"
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
+)
+
+// TestAutomaticRollbackHook: the daemon's RollbackHook, after a failed
+// rollout of c2 was rolled back, opens the rollback pull request back to what
+// ran before (c1, by the history) and places the hold; rolling back by
+// history id names the entry; an unknown id is refused naming it.
+func TestAutomaticRollbackHook(t *testing.T) {
+	ctx := context.Background()
+	gh := githubtest.New(t)
+	gh.CreateRepo("acme", "manifests", "main")
+	web := func(tag string) string {
+		return `{"services": [{"name": "web", "containers": [{"dockerTag": "` + tag + `"}]}]}` + "\n"
+	}
+	c1 := gh.Commit("acme", "manifests", "main", map[string]string{
+		"environments/prod/manifest.json": `{"includes": ["./web.json"]}` + "\n", "environments/prod/web.json": web("1.0.0")}, "prod")
+	c2 := gh.Commit("acme", "manifests", "main", map[string]string{"environments/prod/web.json": web("2.0.0")}, "web 2")
+	rest, err := github.NewClient(gh.Client()).WithAuthToken(gh.Token()).WithEnterpriseURLs(gh.URL(), gh.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bot, err := prbot.New(rest, "acme", "manifests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := lock.New(lock.NewMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC)
+	history := []approval.Entry{
+		{ID: 2, Revision: c2, Result: approval.ResultRolledBack, Approver: "bob", Started: ran.Add(time.Hour), Finished: ran.Add(time.Hour)},
+		{ID: 1, Revision: c1, Result: approval.ResultSucceeded, Approver: "maria", Started: ran, Finished: ran},
+	}
+	rb := &rollbacker{bot: bot, locks: svc, envs: map[string]config.Environment{"prod": {LockPath: "apps/prod"}}, holdFor: time.Hour,
+		history: func(context.Context, string) ([]approval.Entry, error) { return history, nil },
+		pin:     func(context.Context, string, *approval.Pin) error { return errors.New("not in incident mode") }}
+
+	if err := rb.automatic(ctx, "prod", 2, "pods of Deployment/web not ready within 5m"); err != nil {
+		t.Fatal(err)
+	}
+	prs := gh.PullRequests("acme", "manifests")
+	if len(prs) != 1 || !strings.HasPrefix(prs[0].Title, "Rollback prod to "+c1[:7]+": automatic rollback of a failed rollout (history entry 2): pods of Deployment/web") {
+		t.Fatalf("pull requests = %+v", prs)
+	}
+	for _, want := range []string{"(history entry 1)", "| web | web | `2.0.0` | `1.0.0` | 2026-11-20T08:00:00Z | maria |"} {
+		if !strings.Contains(prs[0].Body, want) {
+			t.Errorf("body lacks %q:\n%s", want, prs[0].Body)
+		}
+	}
+	if got, _ := gh.File("acme", "manifests", prs[0].Head, "environments/prod/web.json"); got != web("1.0.0") {
+		t.Errorf("web.json on the rollback branch:\n%s", got)
+	}
+	h, err := svc.Get(ctx, "apps/prod/hold")
+	if err != nil || h.Type != lock.Hold || h.Author != "stagehand" || !strings.HasSuffix(h.Links[lock.HoldLinkPullRequest], "/pull/1") {
+		t.Errorf("hold = %+v, %v; want stagehand's, linked to pull request 1", h, err)
+	}
+
+	// By history id: the same pull request, now naming entry 1.
+	res, err := rb.Rollback(ctx, "prod", api.RollbackRequest{To: "#1", Reason: "by id", RequestedBy: "alice"})
+	if err != nil || res.Action != prbot.ActionUpdated || res.Revision != c1 || res.PR != 1 {
+		t.Fatalf("rollback to #1 = %+v, %v", res, err)
+	}
+	if _, err := rb.Rollback(ctx, "prod", api.RollbackRequest{To: "7", Reason: "x", RequestedBy: "alice"}); !errors.Is(err, api.ErrUnknownRollbackTarget) ||
+		!strings.Contains(err.Error(), "unknown history entry 7 in environment prod: it holds entries 1 to 2") {
+		t.Errorf("rollback to 7: %v, want an unknown target naming it", err)
+	}
+	if _, err := rb.Rollback(ctx, "qa", api.RollbackRequest{To: "previous", Reason: "x"}); !errors.Is(err, approval.ErrUnknownEnvironment) {
+		t.Errorf("rollback of qa: %v, want an unknown environment", err)
+	}
+}
