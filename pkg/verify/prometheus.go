@@ -32,7 +32,8 @@ func (v *Verifier) prometheus(ctx context.Context, p *Prometheus) verdict {
 			return
 		}
 		lastValue = formatValues(vals)
-		for series, val := range vals {
+		for _, series := range sortedSeries(vals) {
+			val := vals[series]
 			switch {
 			case math.IsNaN(val):
 				failed++
@@ -154,15 +155,27 @@ func labels(m map[string]string) string {
 	return "{" + strings.Join(parts, ",") + "}"
 }
 
-func formatValues(vals map[string]float64) string {
+// maxSeries is how many series a message quotes.
+const maxSeries = 3
+
+func sortedSeries(vals map[string]float64) []string {
 	keys := make([]string, 0, len(vals))
 	for k := range vals {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	parts := make([]string, len(keys))
+	return keys
+}
+
+func formatValues(vals map[string]float64) string {
+	keys := sortedSeries(vals)
+	var parts []string
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %v", k, vals[k])
+		if i == maxSeries {
+			parts = append(parts, fmt.Sprintf("and %d more series", len(keys)-maxSeries))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %v", k, vals[k]))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -53,6 +53,8 @@ func TestPrometheus(t *testing.T) {
 		{"breach", check(`shop_error_ratio{service=\"cart\"}`, "<", "0.05"), verify.Fail,
 			[]string{"failed (100%), above the failure ratio 0%", `service="cart"} = 0.2, want < 0.05`}},
 		{"every series", check(`shop_error_ratio`, "<=", "0.1"), verify.Fail, []string{`service="cart"} = 0.2, want <= 0.1`}},
+		{"many series", check(`label_replace(shop_error_ratio, \"copy\", \"$1\", \"service\", \"(.*)\") or shop_error_ratio * 2`, "<", "1"), verify.Pass,
+			[]string{"and 1 more series"}},
 		{"aggregate", check(`max(shop_error_ratio)`, ">=", "0.2"), verify.Pass, []string{"last value {} 0.2"}},
 		{"no result", check(`shop_error_ratio{service=\"search\"}`, "<", "0.05"), verify.Fail,
 			[]string{`query "shop_error_ratio{service=\"search\"}" returned no result`}},

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -123,5 +124,16 @@ func TestKeys(t *testing.T) {
 		if !strings.Contains(" "+got+" ", " "+k+" ") {
 			t.Errorf("Keys() = %s: no %s", got, k)
 		}
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	long := strings.Repeat("é", 600) // 1200 bytes
+	got := truncate(long, maxMessage)
+	if len(got) > maxMessage+len("…") || !strings.HasSuffix(got, "…") || !utf8.ValidString(got) {
+		t.Errorf("truncate: %d bytes, valid %v", len(got), utf8.ValidString(got))
+	}
+	if truncate("short", maxMessage) != "short" {
+		t.Error("a short message changed")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/client-go/kubernetes"
 )
@@ -180,7 +181,7 @@ func (v *Verifier) task(ctx context.Context, run Run, t Task) TaskResult {
 	if tctx.Err() != nil && ctx.Err() == nil {
 		res = verdict{Fail, fmt.Sprintf("timed out after %s: %s", timeout, res.message)}
 	}
-	tr.Result, tr.Message = res.result, res.message
+	tr.Result, tr.Message = res.result, truncate(res.message, maxMessage)
 	tr.Finished = v.now().UTC()
 	return tr
 }
@@ -225,4 +226,19 @@ func every(ctx context.Context, interval, duration time.Duration, f func(context
 		case <-t.C:
 		}
 	}
+}
+
+// maxMessage bounds a task's message (it is kept in the history of every
+// revision).
+const maxMessage = 1024
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
