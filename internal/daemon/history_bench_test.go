@@ -40,12 +40,12 @@ func benchManifest(n int) *approval.Manifest {
 
 // benchHistory is limit entries as an apply records them: one service bumped
 // per entry, with its change and workload result, and (withManifest) the
-// resolved manifest of a 40-service environment.
-func benchHistory(limit int, withManifest bool) []approval.Entry {
+// resolved manifest of an environment of that many services.
+func benchHistory(limit, services int, withManifest bool) []approval.Entry {
 	start := time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
 	var h []approval.Entry
 	for i := limit; i >= 1; i-- {
-		svc := fmt.Sprintf("service-%02d", i%40)
+		svc := fmt.Sprintf("service-%02d", i%services)
 		ch := reconcile.Change{Service: svc, Target: "eu", Namespace: "prod", Kind: "Deployment", Name: svc, Container: svc,
 			From: fmt.Sprintf("registry.example.com/acme/%s:1.%d.0", svc, i-1), To: fmt.Sprintf("registry.example.com/acme/%s:1.%d.0@sha256:%s", svc, i, hexOf("to", i))}
 		changes, _ := json.Marshal([]reconcile.Change{ch})
@@ -55,9 +55,9 @@ func benchHistory(limit int, withManifest bool) []approval.Entry {
 			Changes: changes, Workloads: wl, Approver: "skipConfirmation", Result: approval.ResultSucceeded,
 			Started: start.Add(time.Duration(i) * time.Hour), Finished: start.Add(time.Duration(i)*time.Hour + 12*time.Second)}
 		if withManifest {
-			m := benchManifest(40)
+			m := benchManifest(services)
 			for j := range m.Services {
-				if j <= i%40 {
+				if j <= i%services {
 					m.Services[j].Containers[0].DockerTag = fmt.Sprintf("1.%d.0", i)
 				}
 			}
@@ -73,20 +73,30 @@ func benchHistory(limit int, withManifest bool) []approval.Entry {
 // and the entries that fit: without the resolved manifests (before) and with
 // them (after).
 func BenchmarkHistoryStateSize(b *testing.B) {
-	for _, withManifest := range []bool{false, true} {
-		b.Run(fmt.Sprintf("manifest=%v", withManifest), func(b *testing.B) {
-			hist := benchHistory(DefaultHistoryLimit, withManifest)
-			var size, kept int
-			for b.Loop() {
-				st := &EnvState{History: hist, LastID: DefaultHistoryLimit}
-				e, err := encodeState("stagehand-state-prod", st, maxStateBytes)
+	for _, services := range []int{40, 200} {
+		for _, withManifest := range []bool{false, true} {
+			b.Run(fmt.Sprintf("services=%d/manifest=%v", services, withManifest), func(b *testing.B) {
+				// As the Store holds it: read back from the state.
+				raw, err := packHistory(benchHistory(DefaultHistoryLimit, services, withManifest))
 				if err != nil {
 					b.Fatal(err)
 				}
-				size, kept = e.size(), len(st.History)
-			}
-			b.ReportMetric(float64(size)/float64(kept), "bytes/entry")
-			b.ReportMetric(float64(kept), "entries")
-		})
+				hist, err := unpackHistory(raw)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var size, kept int
+				for b.Loop() {
+					st := &EnvState{History: hist, LastID: DefaultHistoryLimit}
+					e, err := encodeState("stagehand-state-prod", st, maxStateBytes)
+					if err != nil {
+						b.Fatal(err)
+					}
+					size, kept = e.size(), len(st.History)
+				}
+				b.ReportMetric(float64(size)/float64(kept), "bytes/entry")
+				b.ReportMetric(float64(kept), "entries")
+			})
+		}
 	}
 }

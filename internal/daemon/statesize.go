@@ -47,6 +47,7 @@ const (
 	labelStateOf     = "stagehand.io/state-of"
 	componentPart    = "state-part"
 	compressAbove    = 1 << 10  // smaller values stay plain
+	zipHistoryAbove  = 64 << 10 // a larger history is compressed even when it fits plain
 	maxInflatedBytes = 64 << 20 // refuse to inflate a value beyond this
 	// orphanPartAge is how old a part no index names must be before it is
 	// deleted (a concurrent writer may be about to index it).
@@ -158,11 +159,23 @@ type stateLayout struct {
 	history []approval.Entry
 	zipHist bool
 	dropped int
+	// packed is history.json of the first packedN entries of history (a
+	// layout is tried several times; only trimming changes the history).
+	packed  []byte
+	packedN int
 	status  json.RawMessage // as kept
 }
 
 func (l *stateLayout) fit() (*encoded, error) {
 	l.status = l.raw[keyStatus]
+	// A history holding resolved manifests is large and compresses well
+	// (tenfold): it is compressed even when it would fit plain, so that
+	// every write of the state stays small.
+	if h, err := l.packedHistory(); err != nil {
+		return nil, fmt.Errorf("encoding %s: %w", keyHistory, err)
+	} else if len(h) > zipHistoryAbove {
+		l.zipHist = true
+	}
 	try := l.try
 	if e, ok, err := try(); err != nil || ok {
 		return e, err
@@ -258,6 +271,19 @@ func (l *stateLayout) keepHistory(full []approval.Entry, before int) (*encoded, 
 	return l.try()
 }
 
+// packedHistory is history.json of l.history, packed once per length.
+func (l *stateLayout) packedHistory() ([]byte, error) {
+	if l.packed != nil && l.packedN == len(l.history) {
+		return l.packed, nil
+	}
+	b, err := packHistory(l.history)
+	if err != nil {
+		return nil, err
+	}
+	l.packed, l.packedN = b, len(l.history)
+	return b, nil
+}
+
 func (l *stateLayout) zip(key string) error {
 	if len(l.raw[key]) < compressAbove {
 		return nil
@@ -292,7 +318,7 @@ func (l *stateLayout) encode() (*encoded, error) {
 		e.data[k+suffixParts] = v
 	}
 	if len(l.history) > 0 {
-		b, err := json.Marshal(l.history)
+		b, err := l.packedHistory()
 		if err != nil {
 			return nil, fmt.Errorf("encoding %s: %w", keyHistory, err)
 		}
@@ -536,6 +562,16 @@ func decodeState(ctx context.Context, cm *corev1.ConfigMap, src *partSource) (*E
 		}
 		return nil
 	}
+	history := func(h *[]approval.Entry) error {
+		b, err := value(keyHistory)
+		if err != nil || b == nil {
+			return err
+		}
+		if *h, err = unpackHistory(b); err != nil {
+			return fmt.Errorf("decoding %s: %w", where(keyHistory), err)
+		}
+		return nil
+	}
 	var status json.RawMessage
 	var tr trimmed
 	err := errors.Join(
@@ -544,7 +580,7 @@ func decodeState(ctx context.Context, cm *corev1.ConfigMap, src *partSource) (*E
 		field(keyHandover, &st.Handover),
 		field(keySequence, &st.Sequence),
 		field(keyPin, &st.Pin),
-		field(keyHistory, &st.History),
+		history(&st.History),
 		field(keyStatus, &status),
 		field(keyTrimmed, &tr),
 		field(keyLastID, &st.LastID),
