@@ -8,15 +8,46 @@ import (
 
 // Decider takes decisions for the plan pending in an environment; the daemon
 // implements it, and every approval path calls it. Approve accepts only the
-// planHash of the plan pending now, for the newest revision, and the plan is
-// applied only if the cluster has not changed since (pkg/reconcile's Apply
-// refuses a stale plan); Reject records the rejection in the history. Both
+// planHash of the plan pending now, for the newest revision, and counts the
+// approver once: the plan is applied once it has the environment's required
+// number of distinct approvers (Pending.Complete), and only if the cluster has
+// not changed since (pkg/reconcile's Apply refuses a stale plan); until then it
+// returns the plan with the approvals so far. An approver the policy keeps
+// from approving (four-eyes) gets a *RefusedError (errors.Is ErrRefused).
+// Reject records the rejection in the history. Both
 // return the plan decided, or a *NotPendingError (errors.Is ErrNotPending)
 // naming what is pending now, or an error wrapping ErrUnknownEnvironment.
 // The outcome is reported through the Gate's Completed, not by the caller.
 type Decider interface {
 	Approve(ctx context.Context, env, planHash, approver string) (*Pending, error)
 	Reject(ctx context.Context, env, planHash, approver, reason string) (*Pending, error)
+}
+
+// ErrRefused is matched (errors.Is) by a *RefusedError.
+var ErrRefused = errors.New("approval refused")
+
+// RefusedError refuses an approval by someone the environment's policy keeps from approving this plan
+// (four-eyes: an author of what it deploys). Nothing is recorded; the plan stays pending.
+type RefusedError struct {
+	Environment string
+	Approver    string
+	// Reason says why, for the person refused: "alice wrote 3f2a9c1d (alice@acme.com), ...".
+	Reason string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("%s may not approve this plan of environment %s: %s", e.Approver, e.Environment, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrRefused) hold.
+func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
+
+// Authors names who wrote a range of commits, for four-eyes: the authors and committers of the commits
+// after base up to and including head (of head alone when base is ""), as GitHub logins or e-mail
+// addresses, whichever the implementation knows. An implementation that cannot tell returns an error: the
+// approval is then refused, never waved through.
+type Authors interface {
+	Authors(ctx context.Context, base, head string) ([]string, error)
 }
 
 // ErrUnknownEnvironment is returned for an environment not in the configuration.

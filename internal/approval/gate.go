@@ -70,6 +70,14 @@ type Starter interface {
 	Started(ctx context.Context, p Proposal, approver string) error
 }
 
+// Tallier is what a Gate may also implement to show the approvals of a plan that needs more than one: the
+// worker calls Tally after each approval that leaves p pending (approvers so far, of required), so that
+// the gate can show "1 of 2 approvals: alice" and keep asking. Errors are logged and counted like
+// Propose's.
+type Tallier interface {
+	Tally(ctx context.Context, p Proposal, approvers []string, required int) error
+}
+
 // AutoApprover is the approver Auto records.
 const AutoApprover = "skipConfirmation"
 
@@ -131,6 +139,17 @@ func (m multiGate) Completed(ctx context.Context, p Proposal, o Outcome) error {
 	return errors.Join(errs...)
 }
 
+// Tally tells every gate that implements Tallier.
+func (m multiGate) Tally(ctx context.Context, p Proposal, approvers []string, required int) error {
+	var errs []error
+	for _, g := range m {
+		if t, ok := g.(Tallier); ok {
+			errs = append(errs, t.Tally(ctx, p, approvers, required))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Started tells every gate that implements Starter.
 func (m multiGate) Started(ctx context.Context, p Proposal, approver string) error {
 	var errs []error
@@ -147,4 +166,5 @@ var (
 	_ Gate    = manualGate{}
 	_ Gate    = multiGate{}
 	_ Starter = multiGate{}
+	_ Tallier = multiGate{}
 )

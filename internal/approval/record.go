@@ -2,6 +2,8 @@ package approval
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/pkg/verify"
@@ -13,17 +15,74 @@ type Pending struct {
 	PlanHash   string          `json:"planHash"`
 	Plan       json.RawMessage `json:"plan"`
 	ProposedAt time.Time       `json:"proposedAt"`
+	// Required is how many distinct approvers the plan needs (the environment's approvals.required; 0
+	// reads as 1).
+	Required int `json:"required,omitempty"`
+	// Approvals are the approvals counted so far, oldest first, one per approver. They belong to this
+	// planHash: a new plan starts from none.
+	Approvals []Approval `json:"approvals,omitempty"`
 }
+
+// Approval is one approver's approval of a pending plan.
+type Approval struct {
+	Approver string    `json:"approver"`
+	At       time.Time `json:"at"`
+}
+
+// Needed is how many approvals p needs in all (at least 1).
+func (p *Pending) Needed() int { return max(p.Required, 1) }
+
+// Complete reports whether p has all the approvals it needs.
+func (p *Pending) Complete() bool { return len(p.Approvals) >= p.Needed() }
+
+// Approvers lists who approved p so far, oldest first.
+func (p *Pending) Approvers() []string {
+	out := make([]string, len(p.Approvals))
+	for i, a := range p.Approvals {
+		out[i] = a.Approver
+	}
+	return out
+}
+
+// ApprovedBy reports whether who approved p already (names compare without case, as GitHub logins do).
+func (p *Pending) ApprovedBy(who string) bool {
+	for _, a := range p.Approvals {
+		if strings.EqualFold(a.Approver, who) {
+			return true
+		}
+	}
+	return false
+}
+
+// Tally says how far p's approval is: "1 of 2 approvals: alice".
+func (p *Pending) Tally() string {
+	return Tally(p.Approvers(), p.Needed())
+}
+
+// Tally says how many of required approvals approvers are: "1 of 2 approvals: alice", "0 of 2 approvals".
+func Tally(approvers []string, required int) string {
+	s := fmt.Sprintf("%d of %d approvals", len(approvers), required)
+	if len(approvers) > 0 {
+		s += ": " + strings.Join(approvers, ", ")
+	}
+	return s
+}
+
+// JoinApprovers is how several approvers are written where one name is expected (the approver field of
+// InFlight, Entry and Outcome, kept for compatibility): "alice, bob".
+func JoinApprovers(approvers []string) string { return strings.Join(approvers, ", ") }
 
 // InFlight is an approved plan whose apply has started and not yet been
 // recorded in the history. After a restart the worker continues it without
 // asking again, provided the re-planned changes are part of what was approved.
 type InFlight struct {
-	Revision string          `json:"revision"`
-	PlanHash string          `json:"planHash"`
-	Approver string          `json:"approver"`
-	Changes  json.RawMessage `json:"changes"`
-	Started  time.Time       `json:"started"`
+	Revision string `json:"revision"`
+	PlanHash string `json:"planHash"`
+	Approver string `json:"approver"`
+	// Approvers are all who approved, when the plan needed more than one (Approver joins them).
+	Approvers []string        `json:"approvers,omitempty"`
+	Changes   json.RawMessage `json:"changes"`
+	Started   time.Time       `json:"started"`
 }
 
 // Results of an Outcome and of a history Entry.
@@ -47,7 +106,10 @@ type Entry struct {
 	Revision string          `json:"revision"`
 	PlanHash string          `json:"planHash"`
 	Changes  json.RawMessage `json:"changes"`
-	Approver string          `json:"approver"`
+	// Approver is who approved (or rejected), several joined by ", " (JoinApprovers).
+	Approver string `json:"approver"`
+	// Approvers lists every approver of an applied plan, in the order they approved.
+	Approvers []string `json:"approvers,omitempty"`
 	// Result is one of succeeded, failed, interrupted, rejected or rolled-back.
 	Result string `json:"result"`
 	// Message says why a plan failed or was rejected.

@@ -25,14 +25,22 @@ func Symlink(target string) string { return symlinkPrefix + target }
 // commit, as a push would. It returns the commit's SHA.
 func (s *Server) Commit(t testing.TB, repo, branch string, files map[string]string, msg string) string {
 	t.Helper()
-	return s.commit(t, repo, branch, files, msg, true)
+	return s.commit(t, repo, branch, files, msg, true, nil)
+}
+
+// CommitAs is Commit with the given author and committer (name and e-mail address) instead of the
+// server's "Stagehand Test <test@stagehand.invalid>".
+func (s *Server) CommitAs(t testing.TB, repo, branch, name, email string, files map[string]string, msg string) string {
+	t.Helper()
+	return s.commit(t, repo, branch, files, msg, true, []string{"GIT_AUTHOR_NAME=" + name, "GIT_AUTHOR_EMAIL=" + email,
+		"GIT_COMMITTER_NAME=" + name, "GIT_COMMITTER_EMAIL=" + email})
 }
 
 // ForcePush replaces branch with a new root commit whose tree is exactly files
 // (rewritten history: the old head is no longer an ancestor) and returns its SHA.
 func (s *Server) ForcePush(t testing.TB, repo, branch string, files map[string]string, msg string) string {
 	t.Helper()
-	return s.commit(t, repo, branch, files, msg, false)
+	return s.commit(t, repo, branch, files, msg, false, nil)
 }
 
 // CommitDir copies the directory tree at dir into the repository under prefix
@@ -81,7 +89,7 @@ func (s *Server) CommitDir(t testing.TB, repo, branch, dir, prefix, msg string) 
 	if err != nil {
 		t.Fatalf("gitserver: copying %s: %v", dir, err)
 	}
-	return s.commit(t, repo, branch, files, msg, true)
+	return s.commit(t, repo, branch, files, msg, true, nil)
 }
 
 // Reset forces branch to point at sha (any commit in the repository), as a
@@ -105,7 +113,7 @@ func (s *Server) head(repo, branch string) string {
 	return out
 }
 
-func (s *Server) commit(t testing.TB, repo, branch string, files map[string]string, msg string, onTop bool) string {
+func (s *Server) commit(t testing.TB, repo, branch string, files map[string]string, msg string, onTop bool, who []string) string {
 	t.Helper()
 	dir := s.Path(repo)
 	idx, err := os.CreateTemp("", "gitserver-index-*")
@@ -159,7 +167,7 @@ func (s *Server) commit(t testing.TB, repo, branch string, files map[string]stri
 	if parent != "" {
 		args = append(args, "-p", parent)
 	}
-	sha := s.run(t, dir, nil, "", args...)
+	sha := s.run(t, dir, who, "", args...)
 	if onTop && old != "" {
 		s.run(t, dir, nil, "", "update-ref", "refs/heads/"+branch, sha, old)
 	} else {
