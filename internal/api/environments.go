@@ -127,8 +127,11 @@ type DecisionResponse struct {
 	Environment string `json:"environment"`
 	Revision    string `json:"revision"`
 	PlanHash    string `json:"planHash"`
-	Status      string `json:"status"` // "approved" (apply queued) or "rejected"
+	Status      string `json:"status"` // "approved" (apply queued), "pending" (more approvals needed) or "rejected"
 	Message     string `json:"message"`
+	// Approvers and Required are the plan's approvals so far and how many it needs (approvals.required).
+	Approvers []string `json:"approvers,omitempty"`
+	Required  int      `json:"required,omitempty"`
 }
 
 // Longest accepted fields of a DecisionRequest: a plan hash is
@@ -197,8 +200,14 @@ func (s *Server) decisionHandler(approve bool) http.HandlerFunc {
 			writeError(w, http.StatusNotFound, err.Error())
 		case errors.As(err, &np):
 			writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error(), "pending": np.Pending})
+		case errors.Is(err, approval.ErrRefused):
+			writeError(w, http.StatusForbidden, err.Error())
 		case err != nil:
 			writeError(w, http.StatusInternalServerError, err.Error())
+		case approve && p.Needed() > 1 && !p.Complete():
+			writeJSON(w, http.StatusAccepted, DecisionResponse{Environment: env, Revision: p.Revision, PlanHash: p.PlanHash,
+				Status: "pending", Approvers: p.Approvers(), Required: p.Needed(),
+				Message: fmt.Sprintf("%s; revision %s waits for more approvals in %s", p.Tally(), short(p.Revision), env)})
 		case approve:
 			writeJSON(w, http.StatusAccepted, DecisionResponse{Environment: env, Revision: p.Revision, PlanHash: p.PlanHash,
 				Status: "approved", Message: fmt.Sprintf("approved by %s; applying revision %s to %s", who, short(p.Revision), env)})

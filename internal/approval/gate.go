@@ -29,8 +29,11 @@ type Decision struct {
 // Outcome is how a proposal ended.
 type Outcome struct {
 	// Result is ResultSucceeded, ResultFailed, ResultInterrupted or ResultRejected.
-	Result   string
+	Result string
+	// Approver is who approved or rejected; several approvers joined by ", " (see Approvers).
 	Approver string
+	// Approvers lists the approvers of a plan that needed more than one, in the order they approved.
+	Approvers []string
 	// Message says why it failed or was rejected.
 	Message string
 	// Apply is pkg/reconcile's result; nil when nothing was applied.

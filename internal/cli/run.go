@@ -100,6 +100,8 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		}
 		// Approve on GitHub (check run buttons) or over the API/CLI.
 		gates = append(gates, ghapp.NewGate(gh))
+		// Four-eyes (approvals.forbidAuthors) knows commit authors by their GitHub logins.
+		opts = append(opts, daemon.WithAuthors(gh))
 		if cfg.GitHub.Deployments.Enabled {
 			// Every apply, skipConfirmation included, as a deployment in GitHub's Environments view.
 			gates = append(gates, ghapp.NewDeployments(gh, cfg.GitHub.Deployments))

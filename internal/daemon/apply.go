@@ -18,8 +18,8 @@ import (
 // the locks changed since prop was planned, pkg/reconcile refuses it; the
 // worker then plans again at once, in a new pass, rather than acting on the
 // plan made inside the refused Apply.
-func (w *worker) applyOrReplan(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, prop approval.Proposal, approver string) error {
-	_, err := w.apply(ctx, s, envM, prop, approver, nil)
+func (w *worker) applyOrReplan(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, prop approval.Proposal, approvers []string) error {
+	_, err := w.apply(ctx, s, envM, prop, approvers, nil)
 	var stale *reconcile.StalePlanError
 	if errors.As(err, &stale) {
 		if ctx.Err() == nil {
@@ -43,11 +43,15 @@ func (w *worker) applyOrReplan(ctx context.Context, s gitsource.Snapshot, envM *
 // *reconcile.StalePlanError, which holds the new plan, and records nothing;
 // when it fails before starting, with started given (a decision: the
 // caller answers with the error), it records nothing either.
-func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, prop approval.Proposal, approver string, started func()) (*reconcile.Result, error) {
+func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, prop approval.Proposal, approvers []string, started func()) (*reconcile.Result, error) {
 	log := w.log.WithValues("environment", w.env, "revision", short(s.Revision), "planHash", prop.Plan.PlanHash)
 	begun := w.now().UTC()
-	if err := w.store.SetInFlight(ctx, w.env, &approval.InFlight{Revision: s.Revision, PlanHash: prop.Plan.PlanHash,
-		Approver: approver, Changes: changesJSON(prop.Plan.Changes), Started: begun}); err != nil {
+	approver := approval.JoinApprovers(approvers)
+	f := &approval.InFlight{Revision: s.Revision, PlanHash: prop.Plan.PlanHash, Approver: approver, Changes: changesJSON(prop.Plan.Changes), Started: begun}
+	if len(approvers) > 1 {
+		f.Approvers = approvers
+	}
+	if err := w.store.SetInFlight(ctx, w.env, f); err != nil {
 		w.metrics.fail(w.env, "state")
 		return nil, fmt.Errorf("recording apply before starting it: %w", err)
 	}
@@ -87,6 +91,9 @@ func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest
 	}
 	underWay()
 	out := outcome(approver, res, err, ctx.Err() != nil, begun, w.now().UTC())
+	if len(approvers) > 1 {
+		out.Approvers = approvers
+	}
 	out = w.deployed(ctx, prop, res, out)
 	if cause, ok := w.rollbackCause(out, res); ok {
 		<-startedReported
@@ -184,7 +191,7 @@ func unreachableSummary(res *reconcile.Result) string {
 // manifest the entry keeps.
 func (w *worker) recordApply(ctx context.Context, prop approval.Proposal, out approval.Outcome, m *approval.Manifest) int {
 	e := approval.Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: changesJSON(prop.Plan.Changes), Approver: out.Approver,
-		Result: out.Result, Message: out.Message, HistoryRewritten: prop.Plan.HistoryRewritten, Started: out.Started, Finished: out.Finished,
+		Approvers: out.Approvers, Result: out.Result, Message: out.Message, HistoryRewritten: prop.Plan.HistoryRewritten, Started: out.Started, Finished: out.Finished,
 		Manifest: m, Verification: w.verifications(prop.Revision)}
 	applied := 0
 	if out.Apply != nil {

@@ -348,11 +348,21 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		poll:     d.pollNow,
 		descends: d.source.Descends, allowRewrite: d.cfg.Source.AllowRewrite,
 		rollback: ec.RollsBack(), restore: d.rec.Restore, rollbackHook: d.o.rollbackHook,
-		metrics: d.metrics, log: d.log, now: time.Now,
+		approvals: &counter{env: env, store: d.store, policy: d.cfg.ApprovalPolicy(env), authors: d.authors(), now: time.Now},
+		metrics:   d.metrics, log: d.log, now: time.Now,
 		resync: resync, repropose: d.o.repropose, applyGrace: d.o.applyGrace,
 		pipeline: func(s gitsource.Snapshot) (*promote.Pipeline, error) { return promote.Load(s.FS, d.cfg.Source.Root) },
 		tasks:    d.envTasks(env), checkTask: d.checkTask, listener: d.o.listener,
 	}
+}
+
+// authors lists commit authors for four-eyes: WithAuthors' (GitHub logins), else the git source's e-mail
+// addresses.
+func (d *Daemon) authors() approval.Authors {
+	if d.o.authors != nil {
+		return d.o.authors
+	}
+	return d.source
 }
 
 // pollNow asks the remote for the newest revision and, when it is new,
@@ -463,7 +473,26 @@ func (d *Daemon) decide(ctx context.Context, env string, dc decision) (*approval
 
 // handOver records dc for the leader when it names the pending plan; the
 // leader's worker acts on it within a second (see worker.pickUp).
+//
+// An approval is counted here first, into the pending record every replica shares (see counter): one that
+// leaves the plan short of its required approvers is answered with the tally, and the leader hears only of
+// an approval that completes it.
 func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*approval.Pending, error) {
+	if dc.approve {
+		w := d.workers[env]
+		p, err := w.approvals.count(ctx, dc.planHash, dc.who)
+		if err != nil {
+			return nil, err
+		}
+		if !p.Complete() {
+			plan, perr := w.decodePlan(p)
+			if perr != nil {
+				d.log.Error(perr, "showing the approvals so far", "environment", env)
+			}
+			w.tally(ctx, approval.Proposal{Environment: env, Revision: p.Revision, Plan: plan}, p)
+			return p, nil
+		}
+	}
 	var pending *approval.Pending
 	err := d.store.Update(ctx, env, func(st *EnvState) {
 		pending = st.Pending

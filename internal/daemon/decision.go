@@ -58,7 +58,7 @@ func (w *worker) pickUp(ctx context.Context) {
 		return
 	}
 	w.log.Error(r.err, "decision handed over by another replica", "environment", w.env, "planHash", dec.PlanHash)
-	if dec.Approve && !errors.Is(r.err, approval.ErrNotPending) {
+	if dec.Approve && !errors.Is(r.err, approval.ErrNotPending) && !errors.Is(r.err, approval.ErrRefused) {
 		// The replica that took the approval has answered already: report on the gate (the check run).
 		w.approvalFailed(ctx, dec, r.err)
 	}
@@ -169,6 +169,18 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 		w.log.Info("plan rejected", "environment", w.env, "planHash", p.PlanHash, "by", dc.who)
 		return
 	}
+	// Counted first: a plan that needs more approvers stays pending, showing how many it has.
+	p, err = w.approvals.count(ctx, dc.planHash, dc.who)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	if !p.Complete() {
+		reply(p, nil)
+		w.tally(ctx, prop, p)
+		w.log.Info("approval counted", "environment", w.env, "planHash", p.PlanHash, "by", dc.who, "approvals", p.Tally())
+		return
+	}
 	envM, err := w.resolve(ctx, s)
 	if err != nil {
 		w.metrics.fail(w.env, "resolve")
@@ -176,9 +188,9 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 		reply(nil, fmt.Errorf("resolving manifest at %s: %w", short(s.Revision), err))
 		return
 	}
-	_, err = w.apply(ctx, s, envM, prop, dc.who, func() {
+	_, err = w.apply(ctx, s, envM, prop, p.Approvers(), func() {
 		reply(p, nil)
-		w.log.Info("plan approved", "environment", w.env, "planHash", p.PlanHash, "by", dc.who)
+		w.log.Info("plan approved", "environment", w.env, "planHash", p.PlanHash, "by", approval.JoinApprovers(p.Approvers()))
 	})
 	var stale *reconcile.StalePlanError
 	switch {
@@ -203,6 +215,19 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 		}
 	default:
 		reply(p, nil)
+	}
+}
+
+// tally shows the gate the approvals of p so far, when it is an approval.Tallier; a failure is logged and
+// counted.
+func (w *worker) tally(ctx context.Context, prop approval.Proposal, p *approval.Pending) {
+	t, ok := w.gate.(approval.Tallier)
+	if !ok {
+		return
+	}
+	if err := t.Tally(ctx, prop, p.Approvers(), p.Needed()); err != nil {
+		w.metrics.fail(w.env, "gate")
+		w.log.Error(err, "showing the approvals so far on the gate", "environment", w.env, "planHash", p.PlanHash)
 	}
 }
 

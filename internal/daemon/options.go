@@ -33,6 +33,7 @@ type options struct {
 	verifier      *verify.Verifier
 	listener      sequence.Listener
 	rollbackHook  RollbackHook
+	authors       approval.Authors
 }
 
 func defaultOptions() options {
@@ -74,6 +75,19 @@ func WithGate(g approval.Gate) Option {
 			return errors.New("configuring daemon: nil gate")
 		}
 		o.gate = g
+		return nil
+	}
+}
+
+// WithAuthors sets how the authors of the commits to deploy are listed for approvals.forbidAuthors
+// (four-eyes): the GitHub client's commit logins when GitHub is configured. The default is the git
+// source's author and committer e-mail addresses.
+func WithAuthors(a approval.Authors) Option {
+	return func(o *options) error {
+		if a == nil {
+			return errors.New("configuring daemon: nil authors")
+		}
+		o.authors = a
 		return nil
 	}
 }

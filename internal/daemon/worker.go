@@ -51,9 +51,11 @@ type workerDeps struct {
 	rollback     bool
 	restore      func(ctx context.Context, req reconcile.Request, changes []reconcile.Change, reason string, opts ...reconcile.Option) (*reconcile.Result, error)
 	rollbackHook RollbackHook
-	metrics      *Metrics
-	log          logr.Logger
-	now          func() time.Time
+	// approvals counts approvals under the environment's policy (see counter).
+	approvals *counter
+	metrics   *Metrics
+	log       logr.Logger
+	now       func() time.Time
 	// pipeline reads pipeline.yaml in a snapshot (nil: every environment
 	// runs the default sequence); tasks are the Runners of the task kinds
 	// implemented (test, evaluation); listener hears every step (may be nil).
@@ -227,12 +229,12 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		return nil
 	}
 	prop := approval.Proposal{Environment: w.env, Revision: s.Revision, RevisionTime: s.Time, Plan: plan}
-	if approver, resume, err := w.resumable(ctx, st.InFlight, prop); err != nil || resume {
+	if approvers, resume, err := w.resumable(ctx, st.InFlight, prop); err != nil || resume {
 		if err != nil {
 			return err
 		}
-		log.Info("continuing an interrupted apply", "approver", approver, "changes", len(plan.Changes))
-		return w.applyOrReplan(ctx, s, envM, prop, approver)
+		log.Info("continuing an interrupted apply", "approvers", approvers, "changes", len(plan.Changes))
+		return w.applyOrReplan(ctx, s, envM, prop, approvers)
 	}
 	tasks, err := w.sequenceTasks(s)
 	if err != nil {
@@ -258,7 +260,7 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		// repropose period ago. Gates' Propose is idempotent.
 		w.beginRun(ctx, envM, prop, tasks)
 		if dec := w.propose(ctx, gate, prop); dec.Approved {
-			return w.applyOrReplan(ctx, s, envM, prop, dec.Approver)
+			return w.applyOrReplan(ctx, s, envM, prop, []string{dec.Approver})
 		}
 		return nil
 	}
@@ -275,7 +277,8 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		if err != nil {
 			return fmt.Errorf("encoding plan: %w", err)
 		}
-		p := &approval.Pending{Revision: s.Revision, PlanHash: plan.PlanHash, Plan: raw, ProposedAt: w.now().UTC()}
+		p := &approval.Pending{Revision: s.Revision, PlanHash: plan.PlanHash, Plan: raw, ProposedAt: w.now().UTC(),
+			Required: w.approvals.policy.Required}
 		if err := w.store.SetPending(ctx, w.env, p); err != nil {
 			w.metrics.fail(w.env, "state")
 			return err
@@ -283,7 +286,7 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 	}
 	w.beginRun(ctx, envM, prop, tasks)
 	if dec := w.propose(ctx, gate, prop); dec.Approved {
-		return w.applyOrReplan(ctx, s, envM, prop, dec.Approver)
+		return w.applyOrReplan(ctx, s, envM, prop, []string{dec.Approver})
 	}
 	w.metrics.setPending(w.env, true)
 	log.Info("plan waiting for approval", "planHash", plan.PlanHash, "changes", len(plan.Changes))
@@ -292,11 +295,11 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 
 // resumable reports whether prop continues the interrupted apply f (cut
 // short by a shutdown) without asking again: same revision, and what is left
-// is part of what was approved; it returns f's approver. Otherwise it clears
+// is part of what was approved; it returns f's approvers. Otherwise it clears
 // the in-flight record.
-func (w *worker) resumable(ctx context.Context, f *approval.InFlight, prop approval.Proposal) (string, bool, error) {
+func (w *worker) resumable(ctx context.Context, f *approval.InFlight, prop approval.Proposal) ([]string, bool, error) {
 	if f == nil {
-		return "", false, nil
+		return nil, false, nil
 	}
 	var approved []reconcile.Change
 	if err := json.Unmarshal(f.Changes, &approved); err != nil {
@@ -304,9 +307,12 @@ func (w *worker) resumable(ctx context.Context, f *approval.InFlight, prop appro
 		w.metrics.fail(w.env, "state")
 		w.log.Error(err, "decoding the changes of the interrupted apply; planning afresh", "environment", w.env, "planHash", f.PlanHash)
 	} else if f.Revision == prop.Revision && subset(prop.Plan.Changes, approved) {
-		return f.Approver, true, nil
+		if len(f.Approvers) == 0 { // written before approvals were counted
+			return []string{f.Approver}, true, nil
+		}
+		return f.Approvers, true, nil
 	}
-	return "", false, w.store.SetInFlight(ctx, w.env, nil)
+	return nil, false, w.store.SetInFlight(ctx, w.env, nil)
 }
 
 // propose asks gate about prop and remembers a plan it accepted, so that a

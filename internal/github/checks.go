@@ -166,7 +166,7 @@ func (c *Client) Propose(ctx context.Context, p *reconcile.Plan) (int64, error) 
 
 // awaitingOutput renders plan p awaiting approval, after note (if any).
 func (c *Client) awaitingOutput(p *reconcile.Plan, note string) Output {
-	intro := "**Awaiting approval.** *Approve* deploys exactly this plan; " + c.ApproverRule(p.Environment) + "."
+	intro := "**Awaiting approval.** *Approve* deploys exactly this plan; " + c.policyRule(p.Environment) + "."
 	if note != "" {
 		intro = note + "\n\n" + intro
 	}

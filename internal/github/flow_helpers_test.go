@@ -123,7 +123,12 @@ type replica struct {
 func (f *flow) startReplica(le daemon.LeaderElection) *replica {
 	f.t.Helper()
 	env := cluster.Env(f.t)
-	client, err := github.New(f.cfg.GitHub, github.WithRetry(github.RetryPolicy{MaxAttempts: 5, BaseDelay: 20 * time.Millisecond, MaxWait: 5 * time.Second}))
+	policies := map[string]config.Approvals{}
+	for _, env := range f.cfg.EnvironmentNames() {
+		policies[env] = f.cfg.ApprovalPolicy(env)
+	}
+	client, err := github.New(f.cfg.GitHub, github.WithRetry(github.RetryPolicy{MaxAttempts: 5, BaseDelay: 20 * time.Millisecond, MaxWait: 5 * time.Second}),
+		github.WithApprovals(policies))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -144,6 +149,7 @@ func (f *flow) startReplica(le daemon.LeaderElection) *replica {
 	}
 	d, err := daemon.New(f.cfg, append(opts,
 		daemon.WithGate(f.gate(client)),
+		daemon.WithAuthors(client), // as `reconciler run` wires it: four-eyes by GitHub login
 		daemon.WithWebhook(recv),
 		daemon.WithRESTConfig(env.Config),
 		daemon.WithLeaderElection(le),

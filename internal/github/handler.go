@@ -144,6 +144,10 @@ func (h *Handler) HandleCheckRun(ctx context.Context, payload []byte) error {
 	}
 	title, summary := "Approved by "+mention(login)+", applying",
 		fmt.Sprintf("Approved by %s (%s). Re-planning and applying planHash `%s`; results follow here.", mention(login), d.Why, run.GetExternalID())
+	if n := h.client.policies[env].Required; n > 1 {
+		title, summary = "Approval by "+mention(login)+", counting",
+			fmt.Sprintf("Approved by %s (%s). Counting it toward the %d approvals planHash `%s` needs.", mention(login), d.Why, n, run.GetExternalID())
+	}
 	if action == ActionReject {
 		title, summary = "Rejected by "+mention(login)+", withdrawing", fmt.Sprintf("Rejected by %s (%s); withdrawing the plan.", mention(login), d.Why)
 	}
@@ -178,9 +182,16 @@ func (h *Handler) decide(ctx context.Context, run *gh.CheckRun, env, action, log
 	} else {
 		_, err = h.decider.Approve(ctx, env, hash, login)
 	}
+	var refused *approval.RefusedError
 	switch {
 	case errors.Is(err, approval.ErrNotPending):
 		return h.client.Stale(ctx, run.GetID(), err.Error())
+	case errors.As(err, &refused):
+		// The policy keeps this person from approving this plan (four-eyes): said on the run, which keeps
+		// its buttons for someone else; nothing was counted.
+		note := fmt.Sprintf("%s%s may not approve this plan: %s.\n\n", deniedMarker, mention(login), oneLine(refused.Reason))
+		return h.client.update(ctx, run.GetID(), runUpdate{Conclusion: ConclusionActionRequired, Actions: approvalActions(),
+			Output: output(Output{Title: run.GetOutput().GetTitle(), Summary: cut(note+stripNote(run.GetOutput().GetSummary()), "")})})
 	case err != nil:
 		verb := map[string]string{ActionApprove: "Approving", ActionReject: "Rejecting"}[action]
 		note := fmt.Sprintf("%s%s failed, nothing was applied: %s. Try again.\n\n", deniedMarker, verb, oneLine(err.Error()))

@@ -213,8 +213,15 @@ func plural(n int, one, many string) string {
 }
 
 // mention writes a GitHub login as @login. Approvers named through the reconciler's API are not GitHub
-// logins: "api" (its default) reads as the API, and names with spaces or colons stay as they are.
+// logins: "api" (its default) reads as the API, and names with spaces or colons stay as they are. Several
+// approvers joined by ", " are mentioned each.
 func mention(login string) string {
+	if names := strings.Split(login, ", "); len(names) > 1 { // several approvers, approval.JoinApprovers
+		for i, n := range names {
+			names[i] = mention(n)
+		}
+		return strings.Join(names, ", ")
+	}
 	switch {
 	case login == "api":
 		return "the reconciler API"

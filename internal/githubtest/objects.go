@@ -96,6 +96,11 @@ func (s *Server) commitJSON(r *repo, c *commit) map[string]any {
 		parents = append(parents, map[string]any{"sha": p, "url": s.apiURL("/repos/%s/commits/%s", full, p), "html_url": s.htmlURL("/%s/commit/%s", full, p)})
 	}
 	person := map[string]any{"name": "Stagehand Test", "email": "test@github.invalid", "date": ts(c.time)}
+	var user any
+	if c.author != "" {
+		person = map[string]any{"name": c.author, "email": c.author + "@users.noreply.github.com", "date": ts(c.time)}
+		user = s.user(c.author)
+	}
 	return map[string]any{
 		"sha": c.sha, "node_id": "C_" + c.sha, "url": s.apiURL("/repos/%s/commits/%s", full, c.sha),
 		"html_url": s.htmlURL("/%s/commit/%s", full, c.sha), "comments_url": s.apiURL("/repos/%s/commits/%s/comments", full, c.sha),
@@ -103,7 +108,7 @@ func (s *Server) commitJSON(r *repo, c *commit) map[string]any {
 			"url": s.apiURL("/repos/%s/git/commits/%s", full, c.sha), "message": c.message, "author": person, "committer": person,
 			"tree": map[string]any{"sha": c.sha, "url": s.apiURL("/repos/%s/git/trees/%s", full, c.sha)}, "comment_count": 0,
 		},
-		"author": nil, "committer": nil, "parents": parents,
+		"author": user, "committer": user, "parents": parents,
 	}
 }
 

@@ -32,6 +32,8 @@ type commit struct {
 	files   map[string]string
 	message string
 	time    time.Time
+	// author is the GitHub login of the commit's author and committer (SetCommitAuthor); "" for none.
+	author string
 }
 
 // CreateRepo creates owner/name with one empty initial commit on defaultBranch (GitHub's "Initialize this
@@ -85,6 +87,18 @@ func (s *Server) MirrorCommit(owner, name, branch, sha string, files map[string]
 	maps.Copy(tree, files)
 	r.commits[sha] = &commit{sha: sha, parents: []string{head}, files: tree, message: message, time: time.Now().UTC()}
 	r.branches[branch] = sha
+}
+
+// SetCommitAuthor makes login (a GitHub user, e-mail <login>@users.noreply.github.com) the author and
+// committer of commit sha, as the commits API and the compare API show them.
+func (s *Server) SetCommitAuthor(owner, name, sha, login string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.mustRepo(owner, name).commits[sha]
+	if c == nil {
+		panic(fmt.Sprintf("githubtest: no commit %s in %s/%s", sha, owner, name))
+	}
+	c.author = login
 }
 
 // Branch returns the commit sha branch points at, or "" when it does not exist.

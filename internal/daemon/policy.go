@@ -1,0 +1,106 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/config"
+)
+
+// counter counts the approvals of one environment's pending plans under its policy (approvals.required
+// distinct approvers, approvals.forbidAuthors). Approvals are kept in the pending record of the Store, so
+// every replica counts into the same record and a restart forgets none; a new planHash starts from none.
+type counter struct {
+	env     string
+	store   *Store
+	policy  config.Approvals
+	authors approval.Authors
+	now     func() time.Time
+}
+
+// count checks that who may approve the pending plan planHash (four-eyes) and adds who to its approvals
+// (once: the same person approving again changes nothing). It returns the pending plan with its approvals
+// and required count: Complete when it may be applied. A plan no longer pending gives a
+// *approval.NotPendingError, an author under forbidAuthors an *approval.RefusedError, and authors that
+// cannot be listed an error: nothing is counted then.
+func (c *counter) count(ctx context.Context, planHash, who string) (*approval.Pending, error) {
+	st, err := c.store.Load(ctx, c.env)
+	if err != nil {
+		return nil, err
+	}
+	p := st.Pending
+	if p == nil || p.PlanHash != planHash {
+		return nil, &approval.NotPendingError{Environment: c.env, PlanHash: planHash, Pending: p}
+	}
+	if c.policy.ForbidAuthors {
+		if err := c.fourEyes(ctx, lastApplied(st.History), p.Revision, who); err != nil {
+			return nil, err
+		}
+	}
+	var out *approval.Pending
+	err = c.store.Update(ctx, c.env, func(st *EnvState) {
+		out = nil
+		p := st.Pending
+		if p == nil || p.PlanHash != planHash {
+			return
+		}
+		p.Required = c.policy.Required // the policy of now: a restart with another approvals.required counts by it
+		if !p.ApprovedBy(who) {
+			p.Approvals = append(p.Approvals, approval.Approval{Approver: who, At: c.now().UTC()})
+		}
+		cp := *p
+		cp.Approvals = append([]approval.Approval(nil), p.Approvals...)
+		out = &cp
+	})
+	if err != nil {
+		return nil, fmt.Errorf("counting the approval of %s: %w", who, err)
+	}
+	if out == nil {
+		st, err := c.store.Load(ctx, c.env)
+		if err != nil {
+			return nil, err
+		}
+		return nil, &approval.NotPendingError{Environment: c.env, PlanHash: planHash, Pending: st.Pending}
+	}
+	return out, nil
+}
+
+// fourEyes refuses who when they wrote or committed any commit after base up to head (head alone when
+// base is "").
+func (c *counter) fourEyes(ctx context.Context, base, head, who string) error {
+	if c.authors == nil {
+		return fmt.Errorf("checking the authors of %s for environment %s: no way to list commit authors", short(head), c.env)
+	}
+	authors, err := c.authors.Authors(ctx, base, head)
+	if err != nil {
+		return fmt.Errorf("listing the authors of the commits to deploy (four-eyes) in environment %s: %w", c.env, err)
+	}
+	if a, ok := authorMatch(who, authors); ok {
+		span := "commit " + short(head)
+		if base != "" {
+			span = fmt.Sprintf("the commits after %s up to %s", short(base), short(head))
+		}
+		why := fmt.Sprintf("four-eyes: %s wrote or committed %s (as %s); another approver must approve", who, span, a)
+		return &approval.RefusedError{Environment: c.env, Approver: who, Reason: why}
+	}
+	return nil
+}
+
+// authorMatch reports the author naming who: the same GitHub login or e-mail address, or an e-mail address
+// whose local part is who (alice for alice@acme.com), compared without case.
+func authorMatch(who string, authors []string) (string, bool) {
+	who = strings.TrimPrefix(strings.TrimSpace(who), "@")
+	if who == "" {
+		return "", false
+	}
+	for _, a := range authors {
+		local, _, isEmail := strings.Cut(a, "@")
+		if strings.EqualFold(a, who) || (isEmail && strings.EqualFold(local, who)) {
+			return a, true
+		}
+	}
+	return "", false
+}

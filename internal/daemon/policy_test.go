@@ -1,0 +1,105 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
+)
+
+// TestTwoOfTwoWithFourEyes: prod needs two distinct approvers, neither an author of what it deploys. Without
+// GitHub, authors are the commits' e-mail addresses. The author is refused and nothing is counted; the
+// same person approving twice counts once; the approvals survive a restart; a new plan starts from none;
+// the second distinct approver applies, and the history names both.
+func TestTwoOfTwoWithFourEyes(t *testing.T) {
+	h := newHarness(t, "prod")
+	e := h.cfg.Environments["prod"]
+	e.Approvals = config.Approvals{Required: 2, ForbidAuthors: true}
+	h.cfg.Environments["prod"] = e
+	ctx := context.Background()
+	r := h.start()
+	first := h.git.Head(t, "manifests", "main")
+	p := r.waitPending(t, "prod", first)
+	if p.Required != 2 || len(p.Approvals) != 0 {
+		t.Fatalf("pending: required %d, approvals %v; want 2 and none", p.Required, p.Approvals)
+	}
+	// Nothing applied yet: the authors are the pending commit's (test@stagehand.invalid, by gitserver).
+	_, err := r.d.Approve(ctx, "prod", p.PlanHash, "test")
+	var refused *approval.RefusedError
+	if !errors.As(err, &refused) || !strings.Contains(refused.Reason, "four-eyes: test wrote or committed commit "+short(first)) {
+		t.Fatalf("Approve by the author = %v, want a four-eyes refusal naming the commit", err)
+	}
+	bob, err := r.d.Approve(ctx, "prod", p.PlanHash, "bob")
+	if err != nil || bob.Complete() || bob.Tally() != "1 of 2 approvals: bob" {
+		t.Fatalf("Approve by bob = %+v, %v; want pending, 1 of 2 approvals: bob", bob, err)
+	}
+	// A new revision is a new plan: the approvals start again from none.
+	second := h.git.CommitAs(t, "manifests", "main", "Alice", "alice@acme.example",
+		map[string]string{"environments/prod/manifest.json": manifestJSON(false, map[string]string{"web": "1.1.0"})}, "web 1.1.0")
+	r.d.Source().Trigger()
+	p = r.waitPending(t, "prod", second)
+	if len(p.Approvals) != 0 {
+		t.Fatalf("approvals of the new plan = %v, want none", p.Approvals)
+	}
+	for range 2 { // the same person twice counts once
+		if got, err := r.d.Approve(ctx, "prod", p.PlanHash, "bob"); err != nil || got.Tally() != "1 of 2 approvals: bob" {
+			t.Fatalf("Approve by bob = %+v, %v; want 1 of 2 approvals: bob", got, err)
+		}
+	}
+	if _, err := r.d.Approve(ctx, "prod", p.PlanHash, "ALICE"); !errors.Is(err, approval.ErrRefused) {
+		t.Fatalf("Approve by alice (alice@acme.example wrote %s) = %v, want refused", short(second), err)
+	}
+	r.stop()
+
+	r = h.start()
+	p = r.waitPending(t, "prod", second)
+	if diff := cmp.Diff([]string{"bob"}, p.Approvers()); diff != "" {
+		t.Fatalf("approvals after a restart (-want +got):\n%s", diff)
+	}
+	if cluster.Env(t).Image(t, h.ns["prod"], "web") != imageRepo+"web:0.9.0" {
+		t.Fatal("applied with one approval of two")
+	}
+	done, err := r.d.Approve(ctx, "prod", p.PlanHash, "carol")
+	if err != nil || !done.Complete() {
+		t.Fatalf("Approve by carol = %+v, %v; want complete", done, err)
+	}
+	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.1.0")
+	var hist []approval.Entry
+	testenv.WaitFor(t, 30*time.Second, "the apply in the history", func() bool {
+		hist = r.history(t, "prod")
+		return len(hist) > 0
+	})
+	if e := hist[0]; e.Result != approval.ResultSucceeded || e.Approver != "bob, carol" || !cmp.Equal(e.Approvers, []string{"bob", "carol"}) {
+		t.Errorf("history entry: result %s, approver %q, approvers %v; want succeeded by bob, carol", e.Result, e.Approver, e.Approvers)
+	}
+}
+
+func TestAuthorMatch(t *testing.T) {
+	authors := []string{"alice@acme.example", "bob", "carol@users.noreply.github.com"}
+	for _, tc := range []struct {
+		who, want string
+	}{
+		{"alice", "alice@acme.example"},
+		{"Alice@ACME.example", "alice@acme.example"},
+		{"@bob", "bob"},
+		{"BOB", "bob"},
+		{"carol", "carol@users.noreply.github.com"},
+		{"dave", ""},
+		{"acme.example", ""},
+		{"", ""},
+	} {
+		t.Run(tc.who, func(t *testing.T) {
+			got, ok := authorMatch(tc.who, authors)
+			if got != tc.want || ok != (tc.want != "") {
+				t.Errorf("authorMatch(%q) = %q, %v; want %q", tc.who, got, ok, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,113 @@
+package github
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	gh "github.com/google/go-github/v60/github"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+// policyRule says env's whole approval rule in words, for the check run: who may approve, how many must,
+// and whether authors are kept out. "approving prod needs membership of acme/sre; 2 distinct approvers;
+// the authors of the commits deployed may not approve".
+func (c *Client) policyRule(env string) string {
+	s := c.ApproverRule(env)
+	p := c.policies[env]
+	if p.Required > 1 {
+		s += fmt.Sprintf("; %d distinct approvers must approve this same plan", p.Required)
+	}
+	if p.ForbidAuthors {
+		s += "; the authors of the commits deployed may not approve (four-eyes)"
+	}
+	return s
+}
+
+// Tally shows on plan p's check run how many of the required approvals it has: "1 of 2 approvals:
+// @alice", with the Approve and Reject buttons still offered (the run is completed as action_required
+// again if a click had moved it to in progress). A plan without a run awaiting or in progress (already
+// applied, withdrawn) is left alone.
+func (c *Client) Tally(ctx context.Context, p *reconcile.Plan, approvers []string, required int) error {
+	r, err := c.run(ctx, p.Environment, p.Revision, p.PlanHash)
+	if err != nil || r == nil {
+		return err
+	}
+	if !awaiting(r) && r.GetStatus() != "in_progress" {
+		return nil
+	}
+	names := make([]string, len(approvers))
+	for i, a := range approvers {
+		names[i] = mention(a)
+	}
+	tally := approval.Tally(names, required)
+	note := fmt.Sprintf("%s**%s.** %d more must approve this plan.", deniedMarker, tally, max(required-len(approvers), 0))
+	out := c.awaitingOutput(p, note)
+	out.Title = "Awaiting approval: " + tally
+	return c.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionActionRequired, Actions: approvalActions(), Output: output(out)})
+}
+
+// Tally shows the approvals of a plan that needs more than one on its check run (see Client.Tally).
+func (g *Gate) Tally(ctx context.Context, p approval.Proposal, approvers []string, required int) error {
+	if p.Plan == nil {
+		return nil
+	}
+	return g.c.Tally(ctx, p.Plan, approvers, required)
+}
+
+var _ approval.Tallier = (*Gate)(nil)
+
+// Authors lists the GitHub logins, and the commit e-mail addresses, of the authors and committers of the
+// commits after base up to and including head (GitHub's compare API, base...head: the commits of head
+// since its merge base with base), or of head alone when base is "". A commit whose author has no GitHub
+// account is named by its e-mail address. It is approval.Authors for four-eyes.
+func (c *Client) Authors(ctx context.Context, base, head string) ([]string, error) {
+	seen := map[string]bool{}
+	add := func(cm *gh.RepositoryCommit) {
+		for _, u := range []*gh.User{cm.GetAuthor(), cm.GetCommitter()} {
+			if l := u.GetLogin(); l != "" {
+				seen[strings.ToLower(l)] = true
+			}
+		}
+		for _, a := range []*gh.CommitAuthor{cm.GetCommit().GetAuthor(), cm.GetCommit().GetCommitter()} {
+			if e := a.GetEmail(); e != "" {
+				seen[strings.ToLower(e)] = true
+			}
+		}
+	}
+	if base == "" {
+		cm, _, err := c.rest.Repositories.GetCommit(ctx, c.owner, c.repo, head, nil)
+		if err != nil {
+			return nil, fmt.Errorf("reading commit %s of %s: %w", short(head), c.Repo(), err)
+		}
+		add(cm)
+	} else {
+		opts := &gh.ListOptions{PerPage: 100}
+		for got := 0; ; {
+			cmp, resp, err := c.rest.Repositories.CompareCommits(ctx, c.owner, c.repo, base, head, opts)
+			if err != nil {
+				return nil, fmt.Errorf("comparing %s...%s on %s: %w", short(base), short(head), c.Repo(), err)
+			}
+			for _, cm := range cmp.Commits {
+				add(cm)
+			}
+			got += len(cmp.Commits)
+			if got >= cmp.GetTotalCommits() || len(cmp.Commits) == 0 || resp.NextPage == 0 {
+				if got < cmp.GetTotalCommits() {
+					return nil, fmt.Errorf("comparing %s...%s on %s: GitHub listed %d of %d commits", short(base), short(head), c.Repo(), got, cmp.GetTotalCommits())
+				}
+				break
+			}
+			opts.Page = resp.NextPage
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for a := range seen {
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+var _ approval.Authors = (*Client)(nil)

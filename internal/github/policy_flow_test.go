@@ -1,0 +1,135 @@
+package github_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+)
+
+// setPolicy gives prod the approval policy a.
+func (f *flow) setPolicy(a config.Approvals) {
+	f.t.Helper()
+	e := f.cfg.Environments["prod"]
+	e.Approvals = a
+	f.cfg.Environments["prod"] = e
+	if err := f.cfg.Validate(); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *flow) pending() *approval.Pending {
+	f.t.Helper()
+	st, err := f.d.Store().Load(context.Background(), "prod")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return st.Pending
+}
+
+// TestFlowTwoOfTwo: prod needs two distinct approvers. The first click counts and the run shows "1 of 2
+// approvals: @maria" with its buttons; the same person clicking again changes nothing; the approvals
+// survive a restart; a changed plan starts from none; the second approver applies, and the history and the
+// run name both.
+func TestFlowTwoOfTwo(t *testing.T) {
+	f := newFlow(t)
+	f.gh.SetPermission(owner, repo, "mark", "admin")
+	f.setPolicy(config.Approvals{Required: 2})
+	sha := f.commit("1.0.1")
+	f.start()
+	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
+	if !strings.Contains(run.Summary, "2 distinct approvers must approve this same plan") {
+		t.Errorf("the proposed run does not state the rule:\n%s", run.Summary)
+	}
+	tallied := func(r githubtest.CheckRun) bool {
+		return awaitingApproval(r) && len(r.Actions) == 2 && strings.Contains(r.Title, "1 of 2 approvals: @maria")
+	}
+	if code, _ := f.click(run.ID, "approve", "maria", secret); code != http.StatusOK {
+		t.Fatalf("approve: %d", code)
+	}
+	run = f.waitRun(sha, "1 of 2 approvals: @maria", tallied)
+	if !strings.Contains(run.Summary, "1 of 2 approvals: @maria") {
+		t.Errorf("tallied run summary:\n%s", run.Summary)
+	}
+	// The same person again: still one approval, still asking.
+	if code, _ := f.click(run.ID, "approve", "maria", secret); code != http.StatusOK {
+		t.Fatalf("approve again: %d", code)
+	}
+	f.waitRun(sha, "in progress, then tallied again", tallied)
+	if p := f.pending(); p == nil || !cmp.Equal(p.Approvers(), []string{"maria"}) {
+		t.Fatalf("pending after maria twice: %+v, want approvals [maria]", p)
+	}
+	if f.image() != f.reg.Ref("team/api", "1.0.0") {
+		t.Fatalf("applied with one approval of two: %s", f.image())
+	}
+
+	f.restart()
+	run = f.waitRun(sha, "still tallied after the restart", tallied)
+	if code, _ := f.click(run.ID, "approve", "mark", secret); code != http.StatusOK {
+		t.Fatalf("approve by mark: %d", code)
+	}
+	f.waitImage("1.0.1")
+	run = f.waitRun(sha, "success", concluded("success"))
+	if !strings.Contains(run.Summary, "@maria, @mark") {
+		t.Errorf("result summary does not name both approvers:\n%s", run.Summary)
+	}
+	if h := f.history(); len(h) != 1 || h[0].Approver != "maria, mark" || !cmp.Equal(h[0].Approvers, []string{"maria", "mark"}) {
+		t.Errorf("history = %+v, want one apply approved by maria and mark", h)
+	}
+
+	// A new plan starts from none.
+	sha2 := f.commit("1.0.2")
+	f.trigger()
+	run = f.waitRun(sha2, "awaiting approval", awaitingApproval)
+	if code, _ := f.click(run.ID, "approve", "mark", secret); code != http.StatusOK {
+		t.Fatalf("approve: %d", code)
+	}
+	f.waitRun(sha2, "1 of 2 approvals: @mark", func(r githubtest.CheckRun) bool {
+		return awaitingApproval(r) && strings.Contains(r.Title, "1 of 2 approvals: @mark")
+	})
+}
+
+// TestFlowFourEyes: under forbidAuthors, the author of the commit (nothing applied before: the pending
+// commit alone) clicking Approve is refused, the run says why and keeps its buttons, nothing is counted;
+// someone else's approval applies.
+func TestFlowFourEyes(t *testing.T) {
+	f := newFlow(t)
+	f.gh.SetPermission(owner, repo, "mark", "admin")
+	f.setPolicy(config.Approvals{ForbidAuthors: true})
+	sha := f.commit("1.0.1")
+	f.gh.SetCommitAuthor(owner, repo, sha, "maria")
+	f.start()
+	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
+	if !strings.Contains(run.Summary, "the authors of the commits deployed may not approve (four-eyes)") {
+		t.Errorf("the proposed run does not state the rule:\n%s", run.Summary)
+	}
+	if code, _ := f.click(run.ID, "approve", "maria", secret); code != http.StatusOK {
+		t.Fatalf("approve: %d", code)
+	}
+	run = f.waitRun(sha, "the refusal noted", func(r githubtest.CheckRun) bool {
+		return awaitingApproval(r) && strings.Contains(r.Summary, "@maria may not approve this plan: four-eyes: maria wrote or committed commit "+sha[:12])
+	})
+	if len(run.Actions) != 2 {
+		t.Errorf("refused run lost its buttons: %+v", run.Actions)
+	}
+	if p := f.pending(); p == nil || len(p.Approvals) != 0 {
+		t.Fatalf("pending after the author's click: %+v, want no approvals", p)
+	}
+	if f.image() != f.reg.Ref("team/api", "1.0.0") {
+		t.Fatalf("applied on the author's approval: %s", f.image())
+	}
+	if code, _ := f.click(run.ID, "approve", "mark", secret); code != http.StatusOK {
+		t.Fatalf("approve by mark: %d", code)
+	}
+	f.waitImage("1.0.1")
+	f.waitRun(sha, "success", concluded("success"))
+	if h := f.history(); len(h) != 1 || h[0].Approver != "mark" {
+		t.Errorf("history = %+v, want one apply approved by mark", h)
+	}
+}
