@@ -348,7 +348,7 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		poll:     d.pollNow,
 		descends: d.source.Descends, allowRewrite: d.cfg.Source.AllowRewrite,
 		rollback: ec.RollsBack(), restore: d.rec.Restore, rollbackHook: d.o.rollbackHook,
-		approvals: &counter{env: env, store: d.store, policy: d.cfg.ApprovalPolicy(env), authors: d.authors(), now: time.Now},
+		approvals: &counter{env: env, policy: d.cfg.ApprovalPolicy(env), authors: d.authors(), now: time.Now},
 		metrics:   d.metrics, log: d.log, now: time.Now,
 		resync: resync, repropose: d.o.repropose, applyGrace: d.o.applyGrace,
 		pipeline: func(s gitsource.Snapshot) (*promote.Pipeline, error) { return promote.Load(s.FS, d.cfg.Source.Root) },
@@ -480,7 +480,7 @@ func (d *Daemon) decide(ctx context.Context, env string, dc decision) (*approval
 func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*approval.Pending, error) {
 	if dc.approve {
 		w := d.workers[env]
-		p, err := w.approvals.count(ctx, dc.planHash, dc.who)
+		p, err := w.approvals.count(ctx, d.store, dc.planHash, dc.who)
 		if err != nil {
 			return nil, err
 		}

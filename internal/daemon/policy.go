@@ -15,7 +15,6 @@ import (
 // every replica counts into the same record and a restart forgets none; a new planHash starts from none.
 type counter struct {
 	env     string
-	store   *Store
 	policy  config.Approvals
 	authors approval.Authors
 	now     func() time.Time
@@ -25,9 +24,10 @@ type counter struct {
 // (once: the same person approving again changes nothing). It returns the pending plan with its approvals
 // and required count: Complete when it may be applied. A plan no longer pending gives a
 // *approval.NotPendingError, an author under forbidAuthors an *approval.RefusedError, and authors that
-// cannot be listed an error: nothing is counted then.
-func (c *counter) count(ctx context.Context, planHash, who string) (*approval.Pending, error) {
-	st, err := c.store.Load(ctx, c.env)
+// cannot be listed an error: nothing is counted then. store is the holder's (fenced) Store on the
+// replica that leads the environment, the plain one on another.
+func (c *counter) count(ctx context.Context, store *Store, planHash, who string) (*approval.Pending, error) {
+	st, err := store.Load(ctx, c.env)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func (c *counter) count(ctx context.Context, planHash, who string) (*approval.Pe
 		}
 	}
 	var out *approval.Pending
-	err = c.store.Update(ctx, c.env, func(st *EnvState) {
+	err = store.Update(ctx, c.env, func(st *EnvState) {
 		out = nil
 		p := st.Pending
 		if p == nil || p.PlanHash != planHash {
@@ -59,7 +59,7 @@ func (c *counter) count(ctx context.Context, planHash, who string) (*approval.Pe
 		return nil, fmt.Errorf("counting the approval of %s: %w", who, err)
 	}
 	if out == nil {
-		st, err := c.store.Load(ctx, c.env)
+		st, err := store.Load(ctx, c.env)
 		if err != nil {
 			return nil, err
 		}
