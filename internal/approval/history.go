@@ -3,6 +3,7 @@ package approval
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 )
@@ -27,6 +28,19 @@ type File struct {
 	Path string `json:"path"`
 	// Blob is the git blob hash (40 hex digits) of the file's content.
 	Blob string `json:"blob"`
+}
+
+// RolledBack is the last revision of an environment whose apply was rolled
+// back automatically (environments.<env>.onFailedRollout: rollback): no plan
+// of it is applied, or proposed, again; a new revision is planned as usual.
+type RolledBack struct {
+	Revision string `json:"revision"`
+	PlanHash string `json:"planHash"`
+	// Cause says why: the rollout, or the verification, that failed.
+	Cause string `json:"cause"`
+	// EntryID is the rolled-back history entry.
+	EntryID int64     `json:"entryId"`
+	At      time.Time `json:"at"`
 }
 
 // ErrUnknownEntry is returned (wrapped) for a history entry id that an

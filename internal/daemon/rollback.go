@@ -38,16 +38,6 @@ type Rollback struct {
 	At     time.Time `json:"at"`
 }
 
-// FailedRevision is a revision whose apply was rolled back: no plan of it
-// is applied (or proposed) again; a new revision is planned as usual.
-type FailedRevision struct {
-	Revision string    `json:"revision"`
-	PlanHash string    `json:"planHash"`
-	Cause    string    `json:"cause"`
-	EntryID  int64     `json:"entryId"`
-	At       time.Time `json:"at"`
-}
-
 // rollbackCause says whether the apply that ended as out (res) is rolled
 // back, and why: the environment says so and a workload failed (a rollout
 // past its deadline or not ready in time, or a patch; a blocked workload
@@ -158,7 +148,7 @@ func (w *worker) continueRollback(ctx context.Context, rb Rollback) error {
 		}
 		id = st.record(e, w.store.maxHistory)
 		st.Rollback = nil
-		st.Failed = &FailedRevision{Revision: e.Revision, PlanHash: e.PlanHash, Cause: rb.Cause, EntryID: id, At: now}
+		st.Failed = &approval.RolledBack{Revision: e.Revision, PlanHash: e.PlanHash, Cause: rb.Cause, EntryID: id, At: now}
 		if st.Pending != nil && st.Pending.Revision == e.Revision {
 			st.Pending = nil
 		}

@@ -226,6 +226,10 @@ func TestRollbackOfAFailedRollout(t *testing.T) {
 	if err != nil || len(events.Items) != 1 || !strings.Contains(events.Items[0].Message, "web:2.0.0 → "+imageRepo+"web:1.0.0") {
 		t.Errorf("RolledBack events = %+v, %v; want one from 2.0.0 to 1.0.0", events, err)
 	}
+	if v := w.r.environment(t, "devel"); v.RolledBack == nil || v.RolledBack.Revision != rev || v.RolledBack.EntryID != 2 ||
+		!strings.HasPrefix(v.RolledBack.Cause, "rollout failed: ") {
+		t.Errorf("the environment's rolledBack = %+v; want revision %s, entry 2 and the cause", v.RolledBack, short(rev))
+	}
 	st, err := w.r.d.Store().Load(ctx, "devel")
 	if err != nil || st.Failed == nil || st.Failed.Revision != rev || st.Failed.EntryID != 2 || st.Rollback != nil || st.InFlight != nil {
 		t.Fatalf("state after the rollback: failed %+v, rollback %+v, in flight %+v, %v", st.Failed, st.Rollback, st.InFlight, err)

@@ -79,7 +79,7 @@ type EnvState struct {
 	// Rollback is an apply being rolled back (see Rollback).
 	Rollback *Rollback `json:"rollback,omitempty"`
 	// Failed is the last revision rolled back: not applied again.
-	Failed *FailedRevision `json:"failed,omitempty"`
+	Failed *approval.RolledBack `json:"failed,omitempty"`
 }
 
 // record adds e to the front of the history, numbered after the last entry

@@ -121,6 +121,9 @@ type Environment struct {
 	// rollback #7" (both empty without one).
 	Pin      *approval.Pin `json:"pin,omitempty"`
 	PinnedBy string        `json:"pinnedBy,omitempty"`
+	// RolledBack is the last revision whose apply was rolled back
+	// automatically: it is not applied again until a new revision arrives.
+	RolledBack *approval.RolledBack `json:"rolledBack,omitempty"`
 	// Locks are the unexpired locks at the lock path, beneath it (targets,
 	// services) and above it (a lock on a prefix blocks deploys too).
 	Locks      []lock.Lock      `json:"locks"`
