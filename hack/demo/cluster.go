@@ -153,6 +153,8 @@ github:
 server:
   listen: %s
   apiTokenFile: api-token
+  ui:
+    demoLogin: demo        # the dashboard signs in a browser on this machine as "demo"; loopback only
 locks:
   storage: kubernetes
   namespace: %s

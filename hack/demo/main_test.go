@@ -22,7 +22,12 @@ func TestDemoAuto(t *testing.T) {
 	if err != nil {
 		t.Fatalf("demo failed: %v\n%s", err, text)
 	}
+	if !strings.HasPrefix(text, "Dashboard: http://127.0.0.1:") {
+		t.Errorf("the output does not start with the dashboard's URL:\n%s", text)
+	}
 	for _, want := range []string{
+		"Dashboard on http://",
+		"See it on the page: http://",
 		"devel deployed and rolled out",
 		"checkout-api   1.4.0 → 1.5.0",
 		"live: patched",

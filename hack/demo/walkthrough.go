@@ -25,6 +25,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
+	"github.com/stagehand-gitops/stagehand/internal/ui"
 	"github.com/stagehand-gitops/stagehand/pkg/lock/crd"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -79,6 +80,21 @@ func run(ctx context.Context, o options) (err error) {
 	if _, err := os.Stat(filepath.Join(root, "bin", "reconciler")); err == nil {
 		x.reconBin = "bin/reconciler"
 	}
+	// The page's address comes first: open it now and watch the demo happen on it.
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return err
+		}
+	}
+	x.server = "http://" + ln.Addr().String()
+	served := false // once the reconciler serves on ln, it closes it
+	defer func() {
+		if !served {
+			ln.Close()
+		}
+	}()
+	fmt.Fprintf(o.out, "Dashboard: %s/  (open it in a browser; sign in as \"demo\", no GitHub needed; it answers from step 4)\n\n", x.server)
 	fmt.Fprintln(o.out, "Stagehand demo: deploy what the manifests repository says, and nothing else.")
 	fmt.Fprintln(o.out, "Everything runs on this machine and is torn down when the demo ends (Ctrl-C).")
 
@@ -118,7 +134,8 @@ func run(ctx context.Context, o options) (err error) {
 	x.p.say("Clone it, edit, push: the reconciler picks it up (git clone %s)", x.repo.URL)
 
 	// 4. Reconciler.
-	stopDaemon, err := x.startReconciler(ctx, kenv.Kubeconfig)
+	served = true
+	stopDaemon, err := x.startReconciler(ctx, ln, kenv.Kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -145,15 +162,10 @@ func run(ctx context.Context, o options) (err error) {
 	return nil
 }
 
-// startReconciler writes the configuration and runs the daemon in this process.
-func (x *demo) startReconciler(ctx context.Context, kubeconfig string) (func(), error) {
-	ln, err := net.Listen("tcp", x.o.listen)
-	if err != nil {
-		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			return nil, err
-		}
-	}
-	x.server = "http://" + ln.Addr().String()
+// startReconciler writes the configuration and runs the daemon in this
+// process, serving the API and the page on ln.
+func (x *demo) startReconciler(ctx context.Context, ln net.Listener, kubeconfig string) (func(), error) {
+	var err error
 	if x.files, err = writeConfig(x.dir, x.repo.URL, kubeconfig, ln.Addr().String()); err != nil {
 		ln.Close()
 		return nil, err
@@ -179,7 +191,14 @@ func (x *demo) startReconciler(ctx context.Context, kubeconfig string) (func(), 
 		logFile.Close()
 		return nil, err
 	}
-	srv, err := api.New(d, api.WithTokenFile(cfg.Server.APITokenFile), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(d.Webhook()))
+	page, err := ui.New(d, ui.WithDemoLogin(cfg.Server.UI.DemoLogin))
+	if err != nil {
+		ln.Close()
+		logFile.Close()
+		return nil, err
+	}
+	srv, err := api.New(d, api.WithTokenFile(cfg.Server.APITokenFile), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(d.Webhook()),
+		api.WithUI(page, ui.Patterns()...))
 	if err != nil {
 		ln.Close()
 		logFile.Close()
@@ -190,6 +209,7 @@ func (x *demo) startReconciler(ctx context.Context, kubeconfig string) (func(), 
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeWhile(dctx, ln, d.Run) }()
 	x.p.ok("API on %s", x.server)
+	x.p.ok("Dashboard on %s/ (sign in as demo)", x.server)
 	x.p.say("config   %s", x.files.config)
 	x.p.say("logs     %s", x.logPath)
 	return func() {
@@ -326,7 +346,8 @@ func (x *demo) prodPending(ctx context.Context) error {
 		x.p.say("  %-14s %s → %s", c.Service, tagOf(c.From), tagOf(c.To))
 	}
 	x.p.ok("pending plan %s for revision %s", p.PlanHash, p.Revision[:12])
-	x.p.say("See it: curl -H \"Authorization: Bearer $(cat %s)\" %s/api/v1/environments/prod", x.files.tokenFile, x.server)
+	x.p.say("See it on the page: %s/environments/prod (the plan table, and Approve)", x.server)
+	x.p.say("or: curl -H \"Authorization: Bearer $(cat %s)\" %s/api/v1/environments/prod", x.files.tokenFile, x.server)
 	if got, err := images(ctx, x.client, "apps-prod"); err == nil && !matches(got, running) {
 		return fmt.Errorf("prod changed before approval: %v", got)
 	}
@@ -348,7 +369,8 @@ func (x *demo) approveProd(ctx context.Context) error {
 	args := []string{"approve", "--server", x.server, "--token-file", x.files.tokenFile, "--env", "prod",
 		"--plan-hash", hash, "--as", "demo", "--wait"}
 	if !x.o.auto {
-		x.p.say("Run it in another terminal (from %s), or press Enter and the demo runs it for you.", x.root)
+		x.p.say("Run it in another terminal (from %s), click Approve on %s/environments/prod,", x.root, x.server)
+		x.p.say("or press Enter and the demo runs it for you.")
 		if ran, err := x.waitEnterOrApplied(ctx, hash); err != nil || ran {
 			return err
 		}
@@ -407,6 +429,9 @@ func (x *demo) waitEnterOrApplied(ctx context.Context, hash string) (bool, error
 func (x *demo) whereToLook(kubeconfig string) {
 	auth := fmt.Sprintf(`-H "Authorization: Bearer $(cat %s)"`, x.files.tokenFile)
 	x.p.step("Where to look",
+		x.server+"/                                                  the dashboard: every service in every environment",
+		x.server+"/environments/prod                                 prod's plan, history, layout; "+x.server+"/locks",
+		x.reconBin+" status --server "+x.server+" --token-file "+x.files.tokenFile+"   the same matrix in the terminal",
 		"curl "+auth+" "+x.server+"/api/v1/environments              desired vs live, pending plans",
 		"curl "+auth+" "+x.server+"/api/v1/environments/prod/history applied plans: who, what, when",
 		"curl "+auth+" "+x.server+"/api/v1/environments/devel/layout which file says what",

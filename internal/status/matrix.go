@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -144,16 +145,19 @@ func NewMatrix(envs []*Environment, loc *time.Location) Matrix {
 
 func head(e *Environment, loc *time.Location) MatrixEnvironment {
 	h := MatrixEnvironment{Name: e.Name, Revision: e.Revision, Unmanaged: len(e.Unmanaged), Error: e.Error}
-	if e.Pending != nil {
-		h.Pending, h.PendingRevision = e.Pending.PlanHash, e.Pending.Revision
-	}
 	if e.InFlight != nil {
 		h.Rolling = e.InFlight.PlanHash
+	}
+	if e.Pending != nil && e.Pending.PlanHash != h.Rolling {
+		h.Pending, h.PendingRevision = e.Pending.PlanHash, e.Pending.Revision
 	}
 	if e.LastResult != nil {
 		h.LastResult = e.LastResult.Result
 	}
 	for _, l := range e.Locks {
+		if l.Author == lock.ReservedAuthor {
+			continue // the reconciler's own lock while it applies: shown as rolling out
+		}
 		h.Locks = append(h.Locks, l.Path+": "+string(l.Type)+" by "+l.Author+" until "+l.ExpiresAt.In(loc).Format("Mon 2 Jan, 15:04"))
 	}
 	return h

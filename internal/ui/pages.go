@@ -84,7 +84,10 @@ func newOverview(m status.Matrix) overviewView {
 
 // environmentView is the environment page.
 type environmentView struct {
-	Env       *status.Environment
+	Env *status.Environment
+	// Pending is the plan waiting for approval; nil when none is, or when
+	// it is the one being applied.
+	Pending   *approval.Pending
 	Plan      *reconcile.Plan // the pending plan, decoded
 	Rows      []planRow
 	Blocked   []reconcile.Blocked
@@ -135,7 +138,8 @@ func (s *Server) environment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev := environmentView{Env: e, Layout: e.Layout, Commit: s.commitURL, LockTypes: lock.Types}
-	if e.Pending != nil {
+	if e.Pending != nil && (e.InFlight == nil || e.InFlight.PlanHash != e.Pending.PlanHash) {
+		ev.Pending = e.Pending
 		var p reconcile.Plan
 		if err := json.Unmarshal(e.Pending.Plan, &p); err == nil {
 			ev.Plan, ev.Rows, ev.Blocked = &p, rows(p.Changes), p.Blocked
