@@ -133,7 +133,8 @@ func (f *decisionFlags) run(cmd *cobra.Command, approve bool) error {
 		return fmt.Errorf("decoding the server's answer: %w", err)
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), resp.Message)
-	if !approve || !f.wait {
+	// A plan that needs more approvers (approvals.required) is not applied yet: nothing to wait for here.
+	if !approve || !f.wait || resp.Status == "pending" {
 		return nil
 	}
 	return f.waitApplied(ctx, cmd, token)
