@@ -171,3 +171,21 @@ func TestPackHistory(t *testing.T) {
 		t.Errorf("an index out of its table: %v", err)
 	}
 }
+
+// TestRejectedEntryKeepsItsManifest: a rejected plan's entry has the manifest
+// it would have deployed.
+func TestRejectedEntryKeepsItsManifest(t *testing.T) {
+	h := newHarness(t, "prod")
+	r := h.start()
+	rev := h.git.Head(t, "manifests", "main")
+	p := r.waitPending(t, "prod", rev)
+	if code, b := r.call(t, "POST", "/api/v1/environments/prod/reject", testToken, map[string]string{"planHash": p.PlanHash}); code != http.StatusOK {
+		t.Fatalf("reject = %d %s", code, b)
+	}
+	e := r.entry(t, "prod", 1)
+	if e.Result != approval.ResultRejected || e.Manifest == nil || e.Manifest.Root != "environments/prod/manifest.json" ||
+		len(e.Manifest.Files) != 1 || e.Manifest.Files[0].Blob != gitBlob(manifestJSON(false, map[string]string{"web": "1.0.0"})) ||
+		e.Manifest.Services[0].Containers[0].DockerTag != "1.0.0" {
+		t.Errorf("rejected entry = %+v, manifest %+v", e, e.Manifest)
+	}
+}
