@@ -15,6 +15,9 @@ type Proposal struct {
 	// RevisionTime is the commit time of Revision.
 	RevisionTime time.Time
 	Plan         *reconcile.Plan
+	// Notes are shown with the plan where it awaits approval (the check
+	// run): a rollback's hold on the environment, an incident rollback's pin.
+	Notes []string
 }
 
 // Decision is a gate's answer to Propose.

@@ -52,7 +52,7 @@ func TestRollbackAndRelease(t *testing.T) {
 		}
 	}
 	addr := testenv.FreeAddr(t)
-	cfg := fmt.Sprintf(`source: {url: %q, branch: main, cacheDir: %q}
+	cfg := fmt.Sprintf(`source: {url: %q, branch: main, cacheDir: %q, interval: 1s}
 environments:
   prod: {lockPath: apps/prod, targets: [{name: a, kubeconfig: %q, namespace: %s}]}
 registry: {verifyDigests: false, pinDigests: false}
@@ -111,6 +111,23 @@ state: {namespace: %s, kubeconfig: %q}
 		t.Errorf("lock list: exit %d\n%s", code, stdout)
 	}
 
+	// A plan proposed while prod is held says so on its check run: api 3.1.0 is merged by hand meanwhile.
+	env.CreateDeployment(t, ns, "api", "example.com/api:3.0.0")
+	v3 := map[string]string{"environments/prod/api.json": strings.Replace(apiJSON, "3.0.0", "3.1.0", 1)}
+	c3 := git.Commit(t, "manifests", "main", v3, "api 3.1")
+	gh.MirrorCommit("acme", "manifests", "main", c3, v3, "api 3.1")
+	testenv.WaitFor(t, 30*time.Second, "the held plan's check run", func() bool {
+		for _, r := range gh.CheckRuns("acme", "manifests") {
+			if r.HeadSHA == c3 && r.Name == "stagehand/prod" {
+				if !strings.Contains(r.Summary, "**Held by a rollback:** apps/prod/hold is held by a rollback of alice") {
+					t.Fatalf("check run of %s does not show the hold:\n%s", c3, r.Summary)
+				}
+				return true
+			}
+		}
+		return false
+	})
+
 	// Unknown targets are refused, naming them; nothing else is opened.
 	for _, tt := range []struct{ to, want string }{
 		{"999", "unknown history entry 999 in environment prod"},
@@ -143,8 +160,8 @@ state: {namespace: %s, kubeconfig: %q}
 	if _, stderr, code := runReconciler(t, append([]string{"release"}, client...)...); code != 1 || !strings.Contains(stderr, "prod has no hold to release") {
 		t.Errorf("release without a hold: exit %d, %s", code, stderr)
 	}
-	// Main now runs c1's versions: nothing to roll back, no hold.
-	if stdout, stderr, code := runReconciler(t, append([]string{"rollback", "--to", c1, "--reason", "again"}, client...)...); code != 0 || !strings.Contains(stdout, "nothing to roll back") {
+	// Rolling back to what main says now: nothing to roll back, no hold.
+	if stdout, stderr, code := runReconciler(t, append([]string{"rollback", "--to", gh.Branch("acme", "manifests", "main"), "--reason", "again"}, client...)...); code != 0 || !strings.Contains(stdout, "nothing to roll back") {
 		t.Errorf("rollback to what runs: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	if h := holdOf(t, server, tokenFile); h != nil {

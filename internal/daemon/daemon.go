@@ -344,6 +344,7 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 			}
 			return d.pinned(ctx, env, envM)
 		},
+		notes:    func(ctx context.Context, st *EnvState) []string { return d.proposalNotes(ctx, ec.LockPath, st) },
 		snapshot: d.snapshot,
 		poll:     d.pollNow,
 		descends: d.source.Descends, allowRewrite: d.cfg.Source.AllowRewrite,

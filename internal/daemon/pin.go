@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 )
 
@@ -62,4 +63,23 @@ func (d *Daemon) pinned(ctx context.Context, env string, envM *manifest.Environm
 	}
 	d.log.Info("pin removed", "environment", env, "rollback", p.PR, "caughtUp", caughtUp)
 	return envM, nil
+}
+
+// proposalNotes says, beside a plan awaiting approval, that the environment
+// is held by a rollback (the bots hold off; merged changes still deploy) and
+// that an incident rollback pins versions. A hold that cannot be read is
+// left out: the plan is shown without the note.
+func (d *Daemon) proposalNotes(ctx context.Context, lockPath string, st *EnvState) []string {
+	var notes []string
+	if d.lockSvc != nil && lockPath != "" {
+		h, err := d.lockSvc.Get(ctx, lock.HoldPath(lockPath))
+		if err == nil && h.Type == lock.Hold && !h.Expired(d.lockSvc.Now()) {
+			notes = append(notes, "**Held by a rollback:** "+h.BlockingMessage(time.UTC)+" `prbot bump` and `prbot promote` hold off; what is merged still deploys.")
+		}
+	}
+	if st != nil && st.Pin != nil {
+		notes = append(notes, fmt.Sprintf("**Pinned by rollback #%d** (%s): its services keep the versions of `%s` until it merges.",
+			st.Pin.PR, st.Pin.URL, short(st.Pin.Revision)))
+	}
+	return notes
 }

@@ -36,6 +36,9 @@ type workerDeps struct {
 	statusTargets []config.Target
 	// resolve resolves the environment's manifest in a snapshot.
 	resolve func(context.Context, gitsource.Snapshot) (*manifest.Environment, error)
+	// notes says what a proposal shows beside its plan (a rollback's hold
+	// and pin, see pin.go); nil: nothing.
+	notes func(context.Context, *EnvState) []string
 	// snapshot is the newest snapshot the leader has seen; poll asks the
 	// remote for the newest now (and hands a new one to every worker).
 	snapshot func() (gitsource.Snapshot, bool)
@@ -229,6 +232,9 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		return nil
 	}
 	prop := approval.Proposal{Environment: w.env, Revision: s.Revision, RevisionTime: s.Time, Plan: plan}
+	if w.notes != nil {
+		prop.Notes = w.notes(ctx, st)
+	}
 	if approvers, resume, err := w.resumable(ctx, st.InFlight, prop); err != nil || resume {
 		if err != nil {
 			return err

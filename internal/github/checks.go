@@ -117,8 +117,9 @@ func awaiting(r *gh.CheckRun) bool {
 //
 // The daemon proposes only plans still pending, so a run of p in progress longer than the lost-click
 // delay (see WithLostClickAfter) holds a click that never reached the leader: the replica that took it
-// stopped first. That run gets its plan and buttons back, saying the approval was lost.
-func (c *Client) Propose(ctx context.Context, p *reconcile.Plan) (int64, error) {
+// stopped first. That run gets its plan and buttons back, saying the approval was lost. notes (a rollback's
+// hold or pin) are shown above the plan of a run it creates.
+func (c *Client) Propose(ctx context.Context, p *reconcile.Plan, notes ...string) (int64, error) {
 	name := approval.CheckName(p.Environment)
 	runs, err := c.runs(ctx, p.Revision, name)
 	if err != nil {
@@ -148,7 +149,7 @@ func (c *Client) Propose(ctx context.Context, p *reconcile.Plan) (int64, error) 
 			return 0, err
 		}
 	}
-	out := c.awaitingOutput(p, "")
+	out := c.awaitingOutput(p, strings.Join(notes, "\n\n"))
 	opts := gh.CreateCheckRunOptions{
 		Name: name, HeadSHA: p.Revision, ExternalID: gh.String(p.PlanHash),
 		Conclusion: gh.String(ConclusionActionRequired), CompletedAt: &gh.Timestamp{Time: time.Now().UTC().Truncate(time.Second)},
