@@ -5,11 +5,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 )
 
@@ -131,5 +133,68 @@ func TestFlowFourEyes(t *testing.T) {
 	f.waitRun(sha, "success", concluded("success"))
 	if h := f.history(); len(h) != 1 || h[0].Approver != "mark" {
 		t.Errorf("history = %+v, want one apply approved by mark", h)
+	}
+}
+
+// TestFlowTwoOfTwoAcrossReplicas: the first approval reaches the standby, which counts it into the shared
+// pending record and shows the tally; the second reaches the leader, which applies with both.
+func TestFlowTwoOfTwoAcrossReplicas(t *testing.T) {
+	f := newFlow(t)
+	f.gh.SetPermission(owner, repo, "mark", "admin")
+	f.setPolicy(config.Approvals{Required: 2})
+	sha := f.commit("1.0.1")
+	le := daemon.LeaderElection{Enable: true, ReleaseOnCancel: true,
+		LeaseDuration: 10 * time.Second, RenewDeadline: 7 * time.Second, RetryPeriod: 250 * time.Millisecond}
+	a := f.startReplica(le)
+	f.d = a.d
+	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
+	b := f.startReplica(le)
+	leader, standby := a, b
+	if !a.d.Leading() {
+		leader, standby = b, a
+	}
+	if standby.d.Leading() {
+		t.Fatal("both replicas lead")
+	}
+	f.hookURL = standby.hookURL
+	if code, _ := f.click(run.ID, "approve", "maria", secret); code != http.StatusOK {
+		t.Fatalf("click on the standby: %d", code)
+	}
+	f.waitRun(sha, "1 of 2 approvals: @maria", func(r githubtest.CheckRun) bool {
+		return awaitingApproval(r) && strings.Contains(r.Title, "1 of 2 approvals: @maria")
+	})
+	f.hookURL = leader.hookURL
+	if code, _ := f.click(run.ID, "approve", "mark", secret); code != http.StatusOK {
+		t.Fatalf("click on the leader: %d", code)
+	}
+	f.waitImage("1.0.1")
+	f.waitRun(sha, "success", concluded("success"))
+	f.d = leader.d
+	if h := f.history(); len(h) != 1 || !cmp.Equal(h[0].Approvers, []string{"maria", "mark"}) {
+		t.Errorf("history = %+v, want one apply approved by maria and mark", h)
+	}
+}
+
+// TestFlowEnvironmentTeams: prod's own approvers (a team) replace github.approvers: a maintainer who is not
+// in the team is refused, and the run says prod's rule; a team member without repository access approves.
+func TestFlowEnvironmentTeams(t *testing.T) {
+	f := newFlow(t)
+	f.gh.AddTeamMember("acme", "prod-approvers", "pat")
+	f.setPolicy(config.Approvals{Teams: []string{"acme/prod-approvers"}})
+	sha := f.commit("1.0.1")
+	f.start()
+	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
+	if code, _ := f.click(run.ID, "approve", "maria", secret); code != http.StatusOK {
+		t.Fatalf("click: %d", code)
+	}
+	f.waitRun(sha, "maria refused", func(r githubtest.CheckRun) bool {
+		return awaitingApproval(r) && strings.Contains(r.Summary, "@maria has maintain on acme/manifests; approving prod needs membership of acme/prod-approvers")
+	})
+	if code, _ := f.click(run.ID, "approve", "pat", secret); code != http.StatusOK {
+		t.Fatalf("click: %d", code)
+	}
+	f.waitImage("1.0.1")
+	if h := f.history(); len(h) != 1 || h[0].Approver != "pat" {
+		t.Errorf("history = %+v, want one apply approved by pat", h)
 	}
 }
