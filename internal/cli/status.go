@@ -192,7 +192,11 @@ func printMatrix(w io.Writer, m status.Matrix) error {
 			notes = append(notes, "⚠ cannot resolve: "+e.Error)
 		}
 		if e.Pending != "" {
-			notes = append(notes, fmt.Sprintf("◔ approval pending: revision %s, plan %s", shortRev(e.PendingRevision), e.Pending))
+			tally := ""
+			if e.Required > 1 {
+				tally = fmt.Sprintf(" (%d of %d approvals)", e.Approvals, e.Required)
+			}
+			notes = append(notes, fmt.Sprintf("◔ approval pending%s: revision %s, plan %s", tally, shortRev(e.PendingRevision), e.Pending))
 		}
 		if e.Rolling != "" {
 			notes = append(notes, "↻ rolling out plan "+e.Rolling)

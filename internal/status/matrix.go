@@ -39,6 +39,10 @@ type MatrixEnvironment struct {
 	// Pending is the planHash waiting for approval ("" when none).
 	Pending         string `json:"pending,omitempty"`
 	PendingRevision string `json:"pendingRevision,omitempty"`
+	// Approvals and Required say how far the pending plan's approval is
+	// ("1 of 2 approvals"); Required is 0 without a pending plan.
+	Approvals int `json:"approvals,omitempty"`
+	Required  int `json:"required,omitempty"`
 	// Rolling is the planHash being applied ("" when none).
 	Rolling    string   `json:"rolling,omitempty"`
 	LastResult string   `json:"lastResult,omitempty"`
@@ -150,6 +154,7 @@ func head(e *Environment, loc *time.Location) MatrixEnvironment {
 	}
 	if e.Pending != nil && e.Pending.PlanHash != h.Rolling {
 		h.Pending, h.PendingRevision = e.Pending.PlanHash, e.Pending.Revision
+		h.Approvals, h.Required = len(e.Pending.Approvals), e.Pending.Needed()
 	}
 	if e.LastResult != nil {
 		h.LastResult = e.LastResult.Result

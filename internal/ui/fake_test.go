@@ -97,8 +97,23 @@ func (b *backend) decide(env, hash, what string) (*approval.Pending, error) {
 	return e.Pending, nil
 }
 
+// Approve counts who's approval into the pending plan, as the daemon does
+// for N-of-M approvals, and refuses "author" (four-eyes).
 func (b *backend) Approve(_ context.Context, env, hash, who string) (*approval.Pending, error) {
-	return b.decide(env, hash, "approve "+env+" by "+who)
+	if who == "author" {
+		return nil, &approval.RefusedError{Environment: env, Approver: who, Reason: "author wrote c0ffee000000"}
+	}
+	p, err := b.decide(env, hash, "approve "+env+" by "+who)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !p.ApprovedBy(who) {
+		p.Approvals = append(p.Approvals, approval.Approval{Approver: who, At: t0})
+	}
+	c := *p
+	return &c, nil
 }
 
 func (b *backend) Reject(_ context.Context, env, hash, who, why string) (*approval.Pending, error) {

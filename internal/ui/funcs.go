@@ -66,6 +66,8 @@ func (s *Server) funcs() template.FuncMap {
 			return "failed"
 		},
 		"join":     strings.Join,
+		"add":      func(a, b int) int { return a + b },
+		"sub":      func(a, b int) int { return a - b },
 		"shortRev": short,
 		"shortDigest": func(d string) string {
 			if len(d) > len("sha256:")+12 {

@@ -190,7 +190,11 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 		)
 		if approve {
 			p, err = s.b.Approve(r.Context(), env, hash, v.Login)
-			if err == nil {
+			switch {
+			case err != nil:
+			case p.Needed() > 1 && !p.Complete():
+				msg = fmt.Sprintf("Approved by %s: %s; revision %s waits for more approvals in %s.", v.Login, p.Tally(), short(p.Revision), env)
+			default:
 				msg = fmt.Sprintf("Approved by %s: applying revision %s to %s.", v.Login, short(p.Revision), env)
 			}
 		} else {
@@ -209,6 +213,8 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 		case errors.Is(err, approval.ErrUnknownEnvironment):
 			s.fail(w, r, http.StatusNotFound, err.Error())
 			return
+		case errors.Is(err, approval.ErrRefused):
+			s.flashNext(w, r, "Not approved: "+err.Error(), true)
 		case errors.As(err, &np):
 			s.flashNext(w, r, "Nothing was decided: the plan you saw is no longer the one pending ("+err.Error()+"). Review the plan shown now.", true)
 		case err != nil:

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -324,4 +325,53 @@ func TestPolicyPerEnvironment(t *testing.T) {
 	if got := b.decisions(); len(got) != 0 {
 		t.Errorf("decided %v", got)
 	}
+}
+
+// TestTwoApprovals: with approvals.required 2 the page shows the tally, the
+// first approver sees their approval counted and no second button, and an
+// author of the change is refused with the policy's reason.
+func TestTwoApprovals(t *testing.T) {
+	b := newBackend(t)
+	b.set("prod", func(e *status.Environment) { e.Pending.Required = 2 })
+	for _, login := range []string{"demo", "author"} {
+		t.Run(login, func(t *testing.T) {
+			s, err := New(b, WithDemoLogin(login), WithClock(func() time.Time { return t0 }, time.UTC))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(s)
+			defer srv.Close()
+			br := signedIn(t, srv.URL)
+			_, body := br.get("/environments/prod")
+			if login == "demo" && (!strings.Contains(body, "0 of 2 approvals") || !strings.Contains(body, "Approve (1 of 2)")) {
+				t.Errorf("before approving: no tally or no 'Approve (1 of 2)':\n%s", body)
+			}
+			csrf := br.csrf("/environments/prod")
+			if code, _, _ := br.post("/environments/prod/approve", url.Values{"planHash": {"sha256:plan1"}, "csrf": {csrf}}); code != http.StatusSeeOther {
+				t.Fatalf("approve = %d", code)
+			}
+			_, body = br.get("/environments/prod")
+			want := []string{"Approved by demo: 1 of 2 approvals: demo; revision c0ffee000000 waits for more approvals in prod.",
+				"You approved this plan; it waits for 1 more."}
+			if login == "author" {
+				want = []string{"Not approved: author may not approve this plan of environment prod: author wrote c0ffee000000", "1 of 2 approvals: demo"}
+			}
+			for _, w := range want {
+				if !strings.Contains(body, w) {
+					t.Errorf("after approving as %s the page lacks %q", login, w)
+				}
+			}
+			if login == "demo" && strings.Contains(body, `id="approve"`) {
+				t.Error("the page offers demo a second approval")
+			}
+		})
+	}
+	if _, body := signedInOverview(t, b); !strings.Contains(body, "approval pending (1 of 2)") {
+		t.Errorf("overview lacks the tally:\n%s", body)
+	}
+}
+
+func signedInOverview(t *testing.T, b Backend) (int, string) {
+	t.Helper()
+	return signedIn(t, serve(t, b, WithDemoLogin("demo"))).get("/")
 }
