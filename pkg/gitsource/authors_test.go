@@ -49,6 +49,15 @@ func TestAuthors(t *testing.T) {
 			}
 		})
 	}
+	// A force-push back onto chain[10]: the commits of the new head since its merge base with the old one.
+	rewritten := gitPush(t, url, map[string]string{"r.json": "rewritten"}, "", chain[10])
+	if snap := poll(t, s); snap.Revision != rewritten {
+		t.Fatalf("poll after force-push = %s, want %s", snap.Revision, rewritten)
+	}
+	got, err := s.Authors(context.Background(), bob, rewritten)
+	if diff := cmp.Diff([]string{"tester@stagehand.invalid"}, got); err != nil || diff != "" {
+		t.Errorf("Authors(old head, rewritten head) = %v (-want +got):\n%s", err, diff)
+	}
 	if _, err := s.Authors(context.Background(), "main", bob); err == nil || !strings.Contains(err.Error(), `revision "main": want a full 40-digit commit SHA`) {
 		t.Errorf("Authors(main, ...) = %v, want the branch name refused", err)
 	}
