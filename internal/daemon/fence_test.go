@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,6 +146,36 @@ func TestOrphanPartsAgeByServerClock(t *testing.T) {
 		p.PlanHash = p.PlanHash[:8] + string(rune('a'+i%26)) // a change, so the server stamps the write
 		if err := s.SetPending(ctx, "prod", p); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+func TestEnvLeaseName(t *testing.T) {
+	long := "a-very-long-environment-name-that-goes-on-and-on-and-on"
+	for _, tc := range []struct{ env, want string }{
+		{"prod", "stagehand-env-prod"},
+		{"Prod_EU", "stagehand-env-prod-eu-"},
+		{long, "stagehand-env-a-very-long-environment-name-t-"},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			got := EnvLeaseName(tc.env)
+			if !strings.HasPrefix(got, tc.want) || len(got) > 63 || (tc.env != "prod" && len(got) != len(tc.want)+8) {
+				t.Errorf("EnvLeaseName(%q) = %q, want %q and a hash of 8 hex digits (at most 63 characters)", tc.env, got, tc.want)
+			}
+		})
+	}
+	if EnvLeaseName("Prod_EU") == EnvLeaseName("prod-eu") {
+		t.Error("distinct environments share a Lease")
+	}
+}
+
+func TestFenceTerm(t *testing.T) {
+	for _, tc := range []struct {
+		token string
+		want  int64
+	}{{fenceToken(7, "replica-a"), 7}, {"", -1}, {"x/replica-a", -1}, {"7", -1}, {"0/a/b", 0}} {
+		if got := fenceTerm(tc.token); got != tc.want {
+			t.Errorf("fenceTerm(%q) = %d, want %d", tc.token, got, tc.want)
 		}
 	}
 }

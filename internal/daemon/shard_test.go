@@ -288,3 +288,44 @@ func TestFencedStateWrites(t *testing.T) {
 		t.Errorf("devel history has %d entries, want 2", n)
 	}
 }
+
+// BenchmarkEnvironmentHandover measures, with leaderElection.perEnvironment
+// and two replicas over two environments, how long devel goes unheld when
+// its holder goes: killed (its Leases are left to expire; lease duration 3s,
+// retry period 200ms) and shut down (it releases them). Each iteration
+// starts a new replica in place of the one gone, untimed.
+func BenchmarkEnvironmentHandover(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		release bool
+	}{{"killed", false}, {"released", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			h := newHarness(b, "devel", "prod")
+			le := shardElection()
+			le.ReleaseOnCancel = c.release
+			rs := startShards(b, h, 2, WithLeaderElection(le))
+			var lat []time.Duration
+			for i := range b.N {
+				vi := holderOfEnv(rs, "devel")
+				start := time.Now()
+				rs[vi].stop()
+				rest := slices.Delete(slices.Clone(rs), vi, vi+1)
+				for deadline := start.Add(30 * time.Second); holderOfEnv(rest, "devel") < 0; time.Sleep(2 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						b.Fatalf("iteration %d: devel not taken over within 30s", i)
+					}
+				}
+				lat = append(lat, time.Since(start))
+				b.StopTimer()
+				rs = append(rest, h.start(WithIdentity(fmt.Sprintf("replica-%s-%d", c.name, i)), WithLeaderElection(le)))
+				waitHeld(b, rs, 2)
+				b.StartTimer()
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
+			b.ReportMetric(pct(0.5), "p50-ms")
+			b.ReportMetric(pct(0.95), "p95-ms")
+		})
+	}
+}
