@@ -35,6 +35,7 @@ type budget struct {
 	requests  *prometheus.CounterVec
 	remaining prometheus.Gauge
 	limit     prometheus.Gauge
+	retries   *prometheus.CounterVec
 	now       func() time.Time
 
 	mu          sync.Mutex
@@ -56,6 +57,10 @@ func newBudget() *budget {
 			Name: "stagehand_github_rate_limit",
 			Help: "Requests allowed per rate-limit window (X-RateLimit-Limit of the last answer).",
 		}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stagehand_github_retries_total",
+			Help: "Requests to the GitHub API sent again after a transient answer, by reason: rate_limited (429, or 403 with Retry-After or no requests left) or unavailable (502, 503, 504).",
+		}, []string{"reason"}),
 		now: time.Now,
 	}
 }
@@ -76,6 +81,9 @@ func (b *budget) observe(resp *http.Response) {
 	b.remaining.Set(float64(left))
 	b.limit.Set(float64(total))
 }
+
+// retried counts a retry of the client's retry transport.
+func (b *budget) retried(reason string) { b.retries.WithLabelValues(reason).Inc() }
 
 // low reports whether less than LowBudget of the limit is left in a window that has not reset yet.
 func (b *budget) low() bool {
@@ -227,7 +235,7 @@ func (r cachedResponse) response(req *http.Request) (*http.Response, error) {
 // Collectors returns the client's metrics, stagehand_github_requests_total{code} and the rate-limit
 // gauges, for the daemon's registry.
 func (c *Client) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{c.budget.requests, c.budget.remaining, c.budget.limit}
+	return []prometheus.Collector{c.budget.requests, c.budget.remaining, c.budget.limit, c.budget.retries}
 }
 
 // isPoll reports whether path is what the daemon polls: the check runs of a commit, listed again each

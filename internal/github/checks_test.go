@@ -2,6 +2,7 @@ package github_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	gh "github.com/google/go-github/v60/github"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/github"
@@ -181,6 +184,20 @@ func TestRetriesOnBadGatewayAndRateLimits(t *testing.T) {
 	if got := f.srv.CountRequests("POST", create); got != 4 {
 		t.Errorf("create requests = %d, want 4 (3 faults + 1)", got)
 	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(f.client.Collectors()...)
+	retries := func(rateLimited, unavailable int) {
+		t.Helper()
+		want := fmt.Sprintf(`# HELP stagehand_github_retries_total Requests to the GitHub API sent again after a transient answer, by reason: rate_limited (429, or 403 with Retry-After or no requests left) or unavailable (502, 503, 504).
+# TYPE stagehand_github_retries_total counter
+stagehand_github_retries_total{reason="rate_limited"} %d
+stagehand_github_retries_total{reason="unavailable"} %d
+`, rateLimited, unavailable)
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "stagehand_github_retries_total"); err != nil {
+			t.Error(err)
+		}
+	}
+	retries(2, 3) // 429 and 403; 502, 502 and 503
 
 	// Bounded: a fault that outlasts the attempts surfaces as an error.
 	f.srv.Inject(githubtest.Fault{Method: "PATCH", Route: update, Status: http.StatusBadGateway, Times: 10})
@@ -195,6 +212,7 @@ func TestRetriesOnBadGatewayAndRateLimits(t *testing.T) {
 	if left := f.srv.FaultsLeft(); left != 6 {
 		t.Errorf("faults left = %d, want 6 (4 attempts used)", left)
 	}
+	retries(2, 6) // and 3 retries of the 4 attempts
 }
 
 func TestInstallationTokenRefreshAndRootURL(t *testing.T) {

@@ -42,7 +42,7 @@ func New(cfg config.GitHub, opts ...Option) (*Client, error) {
 	}
 	b := newBudget()
 	// Under authentication: conditional GETs (budget.go), then retries, then the metering of every answer.
-	base := &conditional{base: &retryTransport{base: metered{base: o.transport, budget: b}, policy: o.retry}, budget: b}
+	base := &conditional{base: &retryTransport{base: metered{base: o.transport, budget: b}, policy: o.retry, retried: b.retried}, budget: b}
 	var hc *http.Client
 	switch {
 	case o.token != "":

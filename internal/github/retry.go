@@ -30,6 +30,8 @@ type retryTransport struct {
 	base   http.RoundTripper
 	policy RetryPolicy
 	now    func() time.Time
+	// retried, when set, is told of every retry and why (retryReason).
+	retried func(reason string)
 }
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -61,6 +63,9 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if !retry || attempt >= t.policy.MaxAttempts || wait > t.policy.MaxWait {
 			return resp, nil
 		}
+		if t.retried != nil {
+			t.retried(retryReason(resp))
+		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
 		timer := time.NewTimer(wait)
@@ -70,6 +75,16 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, req.Context().Err()
 		case <-timer.C:
 		}
+	}
+}
+
+// retryReason is why resp, retried, was: rate_limited or unavailable.
+func retryReason(resp *http.Response) string {
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests, http.StatusForbidden:
+		return "rate_limited"
+	default:
+		return "unavailable"
 	}
 }
 
