@@ -110,6 +110,7 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	if err := d.buildWebhook(); err != nil {
 		return nil, err
 	}
+	d.metrics.Registry.MustRegister(sourceHealth{d.source.Status})
 	for _, name := range d.envNames {
 		d.workers[name] = newWorker(d.workerDeps(name))
 	}
@@ -346,7 +347,7 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		},
 		notes:    func(ctx context.Context, st *EnvState) []string { return d.proposalNotes(ctx, ec.LockPath, st) },
 		snapshot: d.snapshot,
-		poll:     d.pollNow,
+		poll:     d.pollNow, sourceStatus: d.source.Status,
 		descends: d.source.Descends, allowRewrite: d.cfg.Source.AllowRewrite,
 		rollback: ec.RollsBack(), restore: d.rec.Restore, rollbackHook: d.o.rollbackHook,
 		approvals: &counter{env: env, policy: d.cfg.ApprovalPolicy(env), authors: d.authors(), now: time.Now},

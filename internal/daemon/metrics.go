@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
 // Metrics are the daemon's Prometheus metrics, registered on a private
@@ -159,4 +161,29 @@ func change(leading bool) string {
 func (m *Metrics) observeVerification(env, task, kind, result string, d time.Duration) {
 	m.verifications.WithLabelValues(env, task, kind, result).Inc()
 	m.verifyDuration.WithLabelValues(env, kind).Observe(d.Seconds())
+}
+
+var (
+	sourceErrorsDesc = prometheus.NewDesc("stagehand_source_errors_total",
+		"Polls of the git source that failed (a head refused by signature verification is not counted).", nil, nil)
+	sourceFailingDesc = prometheus.NewDesc("stagehand_source_failing_seconds",
+		"Seconds since the first of the git source's current run of failed polls; 0 while it answers.", nil, nil)
+)
+
+// sourceHealth reads the source's status at scrape time.
+type sourceHealth struct{ status func() gitsource.Status }
+
+func (h sourceHealth) Describe(ch chan<- *prometheus.Desc) {
+	ch <- sourceErrorsDesc
+	ch <- sourceFailingDesc
+}
+
+func (h sourceHealth) Collect(ch chan<- prometheus.Metric) {
+	st := h.status()
+	failing := 0.0
+	if !st.FailingSince.IsZero() {
+		failing = time.Since(st.FailingSince).Seconds()
+	}
+	ch <- prometheus.MustNewConstMetric(sourceErrorsDesc, prometheus.CounterValue, float64(st.Errors))
+	ch <- prometheus.MustNewConstMetric(sourceFailingDesc, prometheus.GaugeValue, failing)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/status"
@@ -97,6 +98,7 @@ func (d *Daemon) envLocks(ctx context.Context, path string) ([]lock.Lock, error)
 // writeStatus records what a pass observed, when it differs from the last write.
 func (w *worker) writeStatus(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, plan *reconcile.Plan, perr error) {
 	st := status.Observe(s, envM, plan, w.statusTargets, perr)
+	st.Waiting = w.waiting(plan)
 	cmp, err := json.Marshal(st)
 	if err == nil && bytes.Equal(cmp, w.lastStatus) {
 		return
@@ -114,4 +116,26 @@ func (w *worker) writeStatus(ctx context.Context, s gitsource.Snapshot, envM *ma
 		return
 	}
 	w.lastStatus = cmp
+}
+
+// waiting names the faults env is waiting out: the source failing (its
+// last good revision is what is planned), and targets plan could not reach.
+func (w *worker) waiting(plan *reconcile.Plan) []string {
+	var out []string
+	if w.sourceStatus != nil {
+		if src := w.sourceStatus(); src.Failures > 0 {
+			out = append(out, fmt.Sprintf("source unreachable since %s: %s", src.FailingSince.UTC().Format(time.RFC3339), src.LastError))
+		}
+	}
+	if plan != nil {
+		for _, t := range plan.UnreachableTargets() {
+			for _, pr := range plan.Problems {
+				if pr.Unreachable && pr.Target == t {
+					out = append(out, "API server of target "+t+" unreachable: "+pr.Message)
+					break
+				}
+			}
+		}
+	}
+	return out
 }

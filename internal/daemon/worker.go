@@ -43,6 +43,8 @@ type workerDeps struct {
 	// remote for the newest now (and hands a new one to every worker).
 	snapshot func() (gitsource.Snapshot, bool)
 	poll     func(context.Context) (gitsource.Snapshot, error)
+	// sourceStatus is the source's health, for the faults the status names.
+	sourceStatus func() gitsource.Status
 	// descends reports whether rev descends from ancestor in the source;
 	// unless allowRewrite, a plan whose revision does not descend from the
 	// last applied one needs an approval even in a skipConfirmation environment.

@@ -39,8 +39,12 @@ type Observation struct {
 	Unmanaged []reconcile.Unmanaged `json:"unmanaged,omitempty"`
 	Warnings  []string              `json:"warnings,omitempty"`
 	// Error is why the environment could not be resolved or planned at Revision.
-	Error  string           `json:"error,omitempty"`
-	Layout *manifest.Layout `json:"layout,omitempty"`
+	Error string `json:"error,omitempty"`
+	// Waiting names the faults the environment is waiting out, each with
+	// when it began: the git source unreachable, a target's API server
+	// unreachable. Empty when there are none.
+	Waiting []string         `json:"waiting,omitempty"`
+	Layout  *manifest.Layout `json:"layout,omitempty"`
 	// LayoutOmitted is true when the layout was too large to keep.
 	LayoutOmitted bool `json:"layoutOmitted,omitempty"`
 	// Truncated says what was left out so that the state fits its

@@ -42,6 +42,8 @@ type Status struct {
 	Refused      string    `json:"refused,omitempty"`     // head revision refused by verification, if any
 	LastError    string    `json:"lastError,omitempty"`   // last poll's error (redacted), empty after a success
 	Failures     int       `json:"failures"`              // consecutive failed polls
+	FailingSince time.Time `json:"failingSince,omitzero"` // when the first of them failed; zero after a success
+	Errors       int       `json:"errors"`                // failed polls since the Source was made (refusals excluded)
 	NextPoll     time.Time `json:"nextPoll,omitzero"`     // when Run polls next
 	Err          error     `json:"-"`                     // LastError as an error, for errors.Is
 }
@@ -341,11 +343,16 @@ func (s *Source) record(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err == nil {
-		s.status.LastError, s.status.Err, s.status.Failures = "", nil, 0
+		s.status.LastError, s.status.Err, s.status.Failures, s.status.FailingSince = "", nil, 0, time.Time{}
 		return
 	}
 	s.status.LastError, s.status.Err = err.Error(), err
 	if !errors.Is(err, ErrUnverified) {
-		s.status.Failures++ // a refused head is an answer, not a failure to back off from
+		// A refused head is an answer, not a failure to back off from.
+		if s.status.Failures == 0 {
+			s.status.FailingSince = time.Now()
+		}
+		s.status.Failures++
+		s.status.Errors++
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/google/go-cmp/cmp"
@@ -162,13 +163,21 @@ func TestRemoteDownKeepsLastGoodAndRecovers(t *testing.T) {
 
 	srv.Commit(t, "manifests", "main", map[string]string{"b.json": "b"}, "second")
 	srv.Stop(t)
+	down := time.Now()
+	var since time.Time
 	for i := 1; i <= 2; i++ {
 		if _, err := s.Poll(context.Background()); err == nil {
 			t.Fatal("Poll succeeded with the remote down")
 		}
 		st := s.Status()
-		if st.Revision != first || st.Failures != i || st.LastError == "" {
-			t.Errorf("status while down = %+v, want revision %s, %d failures and an error", st, first, i)
+		if st.Revision != first || st.Failures != i || st.Errors != i || st.LastError == "" {
+			t.Errorf("status while down = %+v, want revision %s, %d failures and errors and an error", st, first, i)
+		}
+		if i == 1 {
+			since = st.FailingSince
+		}
+		if st.FailingSince.Before(down) || !st.FailingSince.Equal(since) {
+			t.Errorf("failing since %v after %d failures, want the first failure's time (after %v)", st.FailingSince, i, down)
 		}
 	}
 	if snap, ok := s.Latest(); !ok || snap.Revision != first || readFile(t, snap.FS, "environments/devel/manifest.json") == "" {
@@ -180,8 +189,8 @@ func TestRemoteDownKeepsLastGoodAndRecovers(t *testing.T) {
 	if want := srv.Head(t, "manifests", "main"); snap.Revision != want {
 		t.Errorf("revision after recovery = %s, want %s", snap.Revision, want)
 	}
-	if st := s.Status(); st.Failures != 0 || st.LastError != "" {
-		t.Errorf("status after recovery = %+v", st)
+	if st := s.Status(); st.Failures != 0 || st.LastError != "" || !st.FailingSince.IsZero() || st.Errors != 2 {
+		t.Errorf("status after recovery = %+v, want no failures, failing since zero, 2 errors in all", st)
 	}
 }
 
