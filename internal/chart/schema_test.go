@@ -20,9 +20,9 @@ var chartOwned = []string{
 	"github.app.appID", "github.app.installationID", "github.app.privateKeyFile", "github.webhookSecretFile",
 	"locks.namespace",
 	"server.apiTokenFile", "server.listen", "registry.dockerConfigFile",
-	// The web page is served with its defaults: on, no demo login (the chart listens on :8080, not loopback).
-	"server.ui.enabled", "server.ui.demoLogin", "server.ui.sessionKeyFile",
-	"server.ui.oauth.clientIDFile", "server.ui.oauth.clientSecretFile", "server.ui.oauth.webURL",
+	// The web page's files come from secrets.uiOAuth and secrets.uiSession; no demo login (the chart listens on
+	// :8080, not loopback).
+	"server.ui.demoLogin", "server.ui.sessionKeyFile", "server.ui.oauth.clientIDFile", "server.ui.oauth.clientSecretFile",
 	"source.auth.githubApp.appID", "source.auth.githubApp.installationID", "source.auth.githubApp.privateKeyFile",
 	"source.auth.knownHostsFile", "source.auth.sshKeyFile", "source.auth.tokenFile",
 	"source.caFile", "source.cacheDir", "source.verify.allowedSignersFile", "source.verify.keyringFile", "source.verify.mode",

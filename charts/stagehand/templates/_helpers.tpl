@@ -131,6 +131,17 @@ adds under config pass through unchanged, so the reconciler's strict parser reje
 {{- if $s.apiToken.secretName -}}
 {{- $_ := set $server "apiTokenFile" (printf "%s/api-token/token" $dir) -}}
 {{- end -}}
+{{- $ui := deepCopy (default dict (default dict $c.server).ui) -}}
+{{- if $s.uiOAuth.secretName -}}
+{{- $oauth := default dict $ui.oauth -}}
+{{- $_ := set $oauth "clientIDFile" (printf "%s/ui-oauth/client-id" $dir) -}}
+{{- $_ := set $oauth "clientSecretFile" (printf "%s/ui-oauth/client-secret" $dir) -}}
+{{- $_ := set $ui "oauth" $oauth -}}
+{{- end -}}
+{{- if $s.uiSession.secretName -}}
+{{- $_ := set $ui "sessionKeyFile" (printf "%s/ui-session/key" $dir) -}}
+{{- end -}}
+{{- if $ui -}}{{- $_ := set $server "ui" $ui -}}{{- end -}}
 {{- $_ := set $c "server" $server -}}
 {{- if $s.registry.secretName -}}
 {{- $reg := default dict $c.registry -}}
@@ -237,6 +248,22 @@ The projected volume that puts reconciler.yaml (or prbot.yaml) and every referen
           items:
             - key: {{ $s.apiToken.key }}
               path: secrets/api-token/token
+      {{- end }}
+      {{- if $s.uiOAuth.secretName }}
+      - secret:
+          name: {{ $s.uiOAuth.secretName }}
+          items:
+            - key: {{ $s.uiOAuth.clientIDKey }}
+              path: secrets/ui-oauth/client-id
+            - key: {{ $s.uiOAuth.clientSecretKey }}
+              path: secrets/ui-oauth/client-secret
+      {{- end }}
+      {{- if $s.uiSession.secretName }}
+      - secret:
+          name: {{ $s.uiSession.secretName }}
+          items:
+            - key: {{ $s.uiSession.key }}
+              path: secrets/ui-session/key
       {{- end }}
       {{- if $s.gpgKeyring.secretName }}
       - secret:
