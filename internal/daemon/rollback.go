@@ -72,7 +72,7 @@ func entryOf(prop approval.Proposal, out approval.Outcome, m *approval.Manifest)
 // rollBack undoes the apply whose history entry would be e, for cause: it
 // records the rollback in the state (ending the apply's in-flight record in
 // the same write), restores the images the apply replaced, waits for that
-// rollout and records e as rolled back (see finishRollback). It is the one
+// rollout and records e as rolled back (see continueRollback). It is the one
 // path for every cause: a failed rollout, and a failed verification of an
 // apply that succeeded (e then is its entry, cause the verification's).
 func (w *worker) rollBack(ctx context.Context, e approval.Entry, cause string) error {
@@ -191,7 +191,7 @@ func rollbackSummary(cause string, res *reconcile.Result, err error) (int, strin
 	case err != nil:
 		return 0, fmt.Sprintf("%s; rolling back failed, the workloads may still run the new images: %v", cause, err)
 	case res == nil || len(res.Workloads) == 0:
-		return 0, fmt.Sprintf("%s; rolled back: no workload ran the new images any more", cause)
+		return 0, fmt.Sprintf("%s; rolled back: the workloads run the images from before the apply (nothing was left to patch)", cause)
 	}
 	restored := 0
 	var failed []string
