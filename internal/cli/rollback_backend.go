@@ -135,9 +135,17 @@ func (r *rollbacker) incident(ctx context.Context, env string, req api.RollbackR
 			switch {
 			case v.Pending != nil && !v.Pending.ProposedAt.Before(p.At):
 				out.PlanHash = v.Pending.PlanHash
-				if _, err := r.approve(ctx, env, v.Pending.PlanHash, req.RequestedBy); err != nil {
+				got, err := r.approve(ctx, env, v.Pending.PlanHash, req.RequestedBy)
+				if err != nil {
 					out.Approval = "pending"
 					out.Message += fmt.Sprintf("; its plan %s waits for an approver (approving it as %s was refused: %v)", v.Pending.PlanHash, req.RequestedBy, err)
+					return nil
+				}
+				if got != nil && !got.Complete() {
+					// The environment needs more approvers than the caller (approvals.required).
+					out.Approval = "pending"
+					out.Message += fmt.Sprintf("; its plan %s has %d of the %d approvals it needs (%s counted): it waits for more approvers",
+						v.Pending.PlanHash, len(got.Approvals), got.Needed(), req.RequestedBy)
 					return nil
 				}
 				out.Approval = "approved"

@@ -28,6 +28,13 @@ import (
 // is merged (git says the pinned version, and its webhook arrives) the pin
 // and the hold are gone and prod is in sync.
 func TestRollbackNow(t *testing.T) {
+	t.Run("approved by the caller", func(t *testing.T) { testRollbackNow(t, "", true) })
+	// prod needs two approvers: the caller's approval is counted, the plan waits for one more, and the
+	// pin stands meanwhile.
+	t.Run("needs another approver", func(t *testing.T) { testRollbackNow(t, ", approvals: {required: 2}", false) })
+}
+
+func testRollbackNow(t *testing.T, envExtra string, approved bool) {
 	env := cluster.Env(t)
 	gh := githubtest.New(t)
 	gh.CreateRepo("acme", "manifests", "main")
@@ -55,7 +62,7 @@ func TestRollbackNow(t *testing.T) {
 	addr := testenv.FreeAddr(t)
 	cfg := fmt.Sprintf(`source: {url: %q, branch: main, cacheDir: %q, interval: 1s}
 environments:
-  prod: {lockPath: apps/prod, targets: [{name: a, kubeconfig: %q, namespace: %s}]}
+  prod: {lockPath: apps/prod, targets: [{name: a, kubeconfig: %q, namespace: %s}]%s}
 registry: {verifyDigests: false, pinDigests: false}
 workloads: {rolloutTimeout: 1s}
 github:
@@ -67,7 +74,7 @@ github:
 server: {listen: %q, apiTokenFile: token}
 locks: {namespace: %s}
 state: {namespace: %s, kubeconfig: %q}
-`, url, filepath.Join(dir, "cache"), env.Kubeconfig, ns, gh.URL(), gh.AppID(), gh.InstallationID(), addr, ns, ns, env.Kubeconfig)
+`, url, filepath.Join(dir, "cache"), env.Kubeconfig, ns, envExtra, gh.URL(), gh.AppID(), gh.InstallationID(), addr, ns, ns, env.Kubeconfig)
 	config := filepath.Join(dir, "reconciler.yaml")
 	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -89,15 +96,31 @@ state: {namespace: %s, kubeconfig: %q}
 
 	stdout, stderr, code := runReconciler(t, "rollback", "--server", server, "--token-file", tokenFile, "--env", "prod", "--as", "alice",
 		"--to", c1, "--reason", "web 2.0.0 drops orders", "--now")
-	if code != 0 || !strings.Contains(stdout, "pinned by rollback #1") || !strings.Contains(stdout, "approved by alice") {
+	if code != 0 || !strings.Contains(stdout, "pinned by rollback #1") {
 		t.Fatalf("rollback --now: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !approved {
+		if !strings.Contains(stdout, "has 1 of the 2 approvals it needs (alice counted): it waits for more approvers") {
+			t.Fatalf("rollback --now needing two approvers:\n%s", stdout)
+		}
+		v, ok := prodStatus(t, server, tokenFile)
+		if !ok || v.Pending == nil || len(v.Pending.Approvals) != 1 || v.PinnedBy != "pinned by rollback #1" {
+			t.Fatalf("status: %+v, want the pinned plan pending with alice's approval", v)
+		}
+		// A second approver completes it.
+		if _, stderr, code := runReconciler(t, "approve", "--server", server, "--token-file", tokenFile, "--env", "prod", "--as", "bob",
+			"--plan-hash", v.Pending.PlanHash); code != 0 {
+			t.Fatalf("approve as bob: exit %d, %s", code, stderr)
+		}
+	} else if !strings.Contains(stdout, "approved by alice") {
+		t.Fatalf("rollback --now: %s", stdout)
 	}
 	testenv.WaitFor(t, 30*time.Second, "web back on 1.0.0", func() bool { return env.Image(t, ns, "web") == "example.com/web:1.0.0" })
 	// The apply is over once its result is in the history (this control plane runs no controllers, so its rollout
 	// times out: what matters is the image the pin keeps).
 	testenv.WaitFor(t, 30*time.Second, "the rollback's apply recorded", func() bool {
 		v, ok := prodStatus(t, server, tokenFile)
-		return ok && v.Pending == nil && v.InFlight == nil && v.LastResult != nil && v.LastResult.Approver == "alice"
+		return ok && v.Pending == nil && v.InFlight == nil && v.LastResult != nil && strings.Contains(v.LastResult.Approver, "alice")
 	})
 
 	// Resyncs (every second) while the pull request is open keep 1.0.0 and propose nothing.
