@@ -128,6 +128,10 @@ func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f
 func (w *rollbackWorld) blockNewPods(t *testing.T) {
 	t.Helper()
 	c := cluster.Env(t).Clientset
+	testenv.WaitFor(t, 30*time.Second, "web's pod ready, before new pods are refused", func() bool {
+		d, err := c.AppsV1().Deployments(w.ns).Get(context.Background(), "web", metav1.GetOptions{})
+		return err == nil && d.Status.ReadyReplicas == 1 && d.Status.UpdatedReplicas == 1 && d.Status.Replicas == 1
+	})
 	one := corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}
 	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "one-pod"}, Spec: corev1.ResourceQuotaSpec{Hard: one}}
 	q, err := c.CoreV1().ResourceQuotas(w.ns).Create(context.Background(), q, metav1.CreateOptions{})
@@ -148,9 +152,12 @@ func (w *rollbackWorld) allowNewPods(t *testing.T) {
 }
 
 // passes counts the passes over devel so far.
-func (w *rollbackWorld) passes(t *testing.T) uint64 {
+func (w *rollbackWorld) passes(t *testing.T) uint64 { return passesOf(t, w.r, "devel") }
+
+// passesOf counts the passes r made over env so far.
+func passesOf(t *testing.T, r *running, env string) uint64 {
 	t.Helper()
-	mfs, err := w.r.d.Metrics().Registry.Gather()
+	mfs, err := r.d.Metrics().Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +168,7 @@ func (w *rollbackWorld) passes(t *testing.T) uint64 {
 		}
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "environment" && l.GetValue() == "devel" {
+				if l.GetName() == "environment" && l.GetValue() == env {
 					n += m.GetHistogram().GetSampleCount()
 				}
 			}
@@ -333,5 +340,46 @@ func TestRollbackContinuesAfterARestart(t *testing.T) {
 	}
 	if calls := w.hook.get(); len(calls) != 1 {
 		t.Errorf("rollback hook calls = %q; want one", calls)
+	}
+}
+
+// TestRollbackOfAnApprovedPlan: in an environment that needs approval, an
+// approved apply whose rollout fails is rolled back, and its revision is not
+// proposed again over resyncs.
+func TestRollbackOfAnApprovedPlan(t *testing.T) {
+	h := newHarness(t, "prod")
+	ns := h.ns["prod"]
+	ec := h.cfg.Environments["prod"]
+	ec.OnFailedRollout = config.OnFailedRolloutRollback
+	h.cfg.Environments["prod"] = ec
+	h.cfg.Workloads.RolloutTimeout = config.Duration{Duration: 4 * time.Second}
+	gate := &countingGate{Gate: approval.Manual(), proposed: map[string]int{}}
+	r := h.start(WithGate(gate), WithResync(200*time.Millisecond), WithRepropose(time.Hour))
+	(&rollbackWorld{ns: ns}).blockNewPods(t)
+	rev := h.git.Head(t, "manifests", "main")
+	p := r.waitPending(t, "prod", rev)
+	if code, b := r.call(t, "POST", "/api/v1/environments/prod/approve", testToken, map[string]string{"planHash": p.PlanHash, "approver": "alice"}); code != http.StatusAccepted {
+		t.Fatalf("approve = %d %s", code, b)
+	}
+	var hist []approval.Entry
+	testenv.WaitFor(t, 60*time.Second, "the rolled-back entry", func() bool {
+		h, err := r.d.History(context.Background(), "prod")
+		hist = h
+		return err == nil && len(h) == 1
+	})
+	if hist[0].Result != approval.ResultRolledBack || hist[0].Approver != "alice" {
+		t.Errorf("entry = %s by %s: %s", hist[0].Result, hist[0].Approver, hist[0].Message)
+	}
+	if got := cluster.Env(t).Image(t, ns, "web"); got != imageRepo+"web:0.9.0" {
+		t.Errorf("web runs %s; want web:0.9.0 back", got)
+	}
+	proposed := gate.count(p.PlanHash)
+	from := passesOf(t, r, "prod")
+	testenv.WaitFor(t, 30*time.Second, "three more passes over prod", func() bool { return passesOf(t, r, "prod") >= from+3 })
+	if n := gate.count(p.PlanHash); n != proposed {
+		t.Errorf("the rolled-back plan was proposed %d more times", n-proposed)
+	}
+	if v := r.environment(t, "prod"); v.Pending != nil {
+		t.Errorf("pending after the rollback: %+v", v.Pending)
 	}
 }
