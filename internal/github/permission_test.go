@@ -62,3 +62,35 @@ func TestWithApprovalsRefusesAnEmptyRule(t *testing.T) {
 		t.Errorf("New = %v, want the empty rule of prod refused", err)
 	}
 }
+
+// TestAuthors: the logins and e-mail addresses of the commits after base up to head, from the compare API
+// (every request and answer checked against GitHub's OpenAPI description by githubtest), or of head alone
+// without a base.
+func TestAuthors(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	base := f.srv.Branch(owner, repo, "main")
+	a := f.srv.Commit(owner, repo, "main", map[string]string{"a.json": "{}"}, "by maria")
+	f.srv.SetCommitAuthor(owner, repo, a, "maria")
+	b := f.srv.Commit(owner, repo, "main", map[string]string{"b.json": "{}"}, "by Mark")
+	f.srv.SetCommitAuthor(owner, repo, b, "Mark")
+	c := f.srv.Commit(owner, repo, "main", map[string]string{"c.json": "{}"}, "by nobody on GitHub")
+	for _, tc := range []struct {
+		name, base, head string
+		want             []string
+	}{
+		{"range", base, c, []string{"maria", "maria@users.noreply.github.com", "mark", "mark@users.noreply.github.com", "test@github.invalid"}},
+		{"one commit", a, b, []string{"mark", "mark@users.noreply.github.com"}},
+		{"head alone", "", a, []string{"maria", "maria@users.noreply.github.com"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := f.client.Authors(ctx, tc.base, tc.head)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Authors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -3,6 +3,8 @@ package github
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	gh "github.com/google/go-github/v60/github"
@@ -62,7 +64,8 @@ var _ approval.Tallier = (*Gate)(nil)
 // Authors lists the GitHub logins, and the commit e-mail addresses, of the authors and committers of the
 // commits after base up to and including head (GitHub's compare API, base...head: the commits of head
 // since its merge base with base), or of head alone when base is "". A commit whose author has no GitHub
-// account is named by its e-mail address. It is approval.Authors for four-eyes.
+// account is named by its e-mail address. They are lower case, sorted, once each. It is approval.Authors
+// for four-eyes.
 func (c *Client) Authors(ctx context.Context, base, head string) ([]string, error) {
 	seen := map[string]bool{}
 	add := func(cm *gh.RepositoryCommit) {
@@ -103,11 +106,7 @@ func (c *Client) Authors(ctx context.Context, base, head string) ([]string, erro
 			opts.Page = resp.NextPage
 		}
 	}
-	out := make([]string, 0, len(seen))
-	for a := range seen {
-		out = append(out, a)
-	}
-	return out, nil
+	return slices.Sorted(maps.Keys(seen)), nil
 }
 
 var _ approval.Authors = (*Client)(nil)

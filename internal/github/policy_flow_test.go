@@ -134,6 +134,27 @@ func TestFlowFourEyes(t *testing.T) {
 	if h := f.history(); len(h) != 1 || h[0].Approver != "mark" {
 		t.Errorf("history = %+v, want one apply approved by mark", h)
 	}
+
+	// The next commits: the range after the applied one (by maria) up to the pending one. Mark wrote one of
+	// them and is refused; maria's commit is applied already, so she may approve.
+	sha2 := f.commit("1.0.0")
+	f.gh.SetCommitAuthor(owner, repo, sha2, "mark")
+	sha3 := f.commit("1.0.2")
+	f.trigger()
+	run = f.waitRun(sha3, "awaiting approval", awaitingApproval)
+	if code, _ := f.click(run.ID, "approve", "mark", secret); code != http.StatusOK {
+		t.Fatalf("approve by mark: %d", code)
+	}
+	f.waitRun(sha3, "mark refused", func(r githubtest.CheckRun) bool {
+		return awaitingApproval(r) && strings.Contains(r.Summary, "@mark may not approve this plan: four-eyes: mark wrote or committed the commits after "+sha[:12]+" up to "+sha3[:12])
+	})
+	if code, _ := f.click(run.ID, "approve", "maria", secret); code != http.StatusOK {
+		t.Fatalf("approve by maria: %d", code)
+	}
+	f.waitImage("1.0.2")
+	if h := f.history(); len(h) != 2 || h[0].Approver != "maria" {
+		t.Errorf("history = %+v, want the second apply approved by maria", h)
+	}
 }
 
 // TestFlowTwoOfTwoAcrossReplicas: the first approval reaches the standby, which counts it into the shared
