@@ -215,6 +215,7 @@ func TestFlowEnvironmentTeams(t *testing.T) {
 		t.Fatalf("click: %d", code)
 	}
 	f.waitImage("1.0.1")
+	f.waitRun(sha, "success", concluded("success")) // the history is written before the run completes
 	if h := f.history(); len(h) != 1 || h[0].Approver != "pat" {
 		t.Errorf("history = %+v, want one apply approved by pat", h)
 	}
