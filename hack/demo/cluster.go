@@ -152,7 +152,7 @@ github:
   webhookSecretFile: webhook-secret
 server:
   listen: %s
-  apiTokenFile: api-token
+  tokensFile: tokens.yaml  # named tokens; the demo's token is "demo"
   ui:
     demoLogin: demo        # the dashboard signs in a browser on this machine as "demo"; loopback only
 locks:
@@ -162,7 +162,9 @@ state:
   namespace: %s
   kubeconfig: %s
 `, repoURL, filepath.Join(dir, "cache"), envs.String(), listen, stateNamespace, stateNamespace, kubeconfig)
-	for path, content := range map[string]string{f.config: yaml, f.tokenFile: f.token + "\n", f.secretFile: f.secret + "\n"} {
+	tokens := fmt.Sprintf("- {name: demo, token: %s, scopes: [read, \"lock:admin\", \"approve:*\"]}\n", f.token)
+	for path, content := range map[string]string{f.config: yaml, f.tokenFile: f.token + "\n", f.secretFile: f.secret + "\n",
+		filepath.Join(dir, "tokens.yaml"): tokens} {
 		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 			return f, err
 		}

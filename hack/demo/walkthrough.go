@@ -21,6 +21,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/auth"
 	"github.com/stagehand-gitops/stagehand/internal/cli"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
@@ -197,7 +198,13 @@ func (x *demo) startReconciler(ctx context.Context, ln net.Listener, kubeconfig 
 		logFile.Close()
 		return nil, err
 	}
-	srv, err := api.New(d, api.WithTokenFile(cfg.Server.APITokenFile), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(d.Webhook()),
+	authn, err := auth.New(auth.WithTokensFile(cfg.Server.TokensFile))
+	if err != nil {
+		ln.Close()
+		logFile.Close()
+		return nil, err
+	}
+	srv, err := api.New(d, api.WithAuthenticator(authn), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(d.Webhook()),
 		api.WithUI(page, ui.Patterns()...))
 	if err != nil {
 		ln.Close()

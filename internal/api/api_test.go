@@ -24,7 +24,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 )
 
-const token = "api-test-token"
+const token = "api-test-token-0001"
 
 // backend is a hand-written Backend: one environment, prod, with one pending plan.
 type backend struct {
@@ -131,7 +131,7 @@ func TestRequests(t *testing.T) {
 		{name: "ready leader", method: "GET", path: "/readyz", wantCode: 200, wantBody: "ok (leader)"},
 		{name: "not ready", method: "GET", path: "/readyz", ready: errors.New("state not loaded yet"), wantCode: 503, wantBody: `"error": "not ready"`},
 		{name: "no token configured", method: "GET", path: "/api/v1/environments", token: token, noToken: true, wantCode: 503, wantBody: "server.apiTokenFile"},
-		{name: "no token sent", method: "GET", path: "/api/v1/environments", wantCode: 401, wantBody: "missing or wrong bearer token"},
+		{name: "no token sent", method: "GET", path: "/api/v1/environments", wantCode: 401, wantBody: "missing bearer token"},
 		{name: "wrong token", method: "GET", path: "/api/v1/environments", token: "nope", wantCode: 401},
 		{name: "unknown route", method: "GET", path: "/api/v1/nothing", token: token, wantCode: 404},
 		{name: "list", method: "GET", path: "/api/v1/environments", token: token, wantCode: 200, wantBody: `"name": "prod"`},
@@ -149,12 +149,10 @@ func TestRequests(t *testing.T) {
 		{name: "history entry unknown environment", method: "GET", path: "/api/v1/environments/qa/history/1", token: token, wantCode: 404,
 			wantBody: "unknown environment"},
 		{name: "history unknown environment", method: "GET", path: "/api/v1/environments/qa/history", token: token, wantCode: 404},
-		{name: "approve", method: "POST", path: "/api/v1/environments/prod/approve", token: token, body: `{"planHash":"sha256:p","approver":"alice"}`,
-			wantCode: 202, wantBody: "approved by alice; applying revision abcdef012345 to prod", wantDecided: []string{"approve alice"}},
-		{name: "approve as api", method: "POST", path: "/api/v1/environments/prod/approve", token: token, body: `{"planHash":"sha256:p"}`,
-			wantCode: 202, wantDecided: []string{"approve api"}},
-		{name: "reject", method: "POST", path: "/api/v1/environments/prod/reject", token: token, body: `{"planHash":"sha256:p","approver":"bob","reason":"no"}`,
-			wantCode: 200, wantBody: `"status": "rejected"`, wantDecided: []string{"reject bob no"}},
+		{name: "approve", method: "POST", path: "/api/v1/environments/prod/approve", token: token, body: `{"planHash":"sha256:p"}`,
+			wantCode: 202, wantBody: "approved by ops; applying revision abcdef012345 to prod", wantDecided: []string{"approve ops"}},
+		{name: "reject", method: "POST", path: "/api/v1/environments/prod/reject", token: token, body: `{"planHash":"sha256:p","reason":"no"}`,
+			wantCode: 200, wantBody: `"status": "rejected"`, wantDecided: []string{"reject ops no"}},
 		{name: "stale hash", method: "POST", path: "/api/v1/environments/prod/approve", token: token, body: `{"planHash":"sha256:old"}`,
 			wantCode: 409, wantBody: `"pending": {`},
 		{name: "unknown environment", method: "POST", path: "/api/v1/environments/qa/approve", token: token, body: `{"planHash":"sha256:p"}`, wantCode: 404},
@@ -168,7 +166,7 @@ func TestRequests(t *testing.T) {
 			b := &backend{pending: pending, ready: tc.ready}
 			var opts []Option
 			if !tc.noToken {
-				opts = append(opts, WithToken(token))
+				opts = append(opts, withOps(t))
 			}
 			srv := newServer(t, b, opts...)
 			code, body := call(t, srv, tc.method, tc.path, tc.token, tc.body)
@@ -193,7 +191,7 @@ func TestLocksAndWebhookMounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := newServer(t, &backend{locks: svc}, WithToken(token), WithWebhook(recv))
+	srv := newServer(t, &backend{locks: svc}, withOps(t), WithWebhook(recv))
 	if code, body := call(t, srv, "GET", "/api/v1/locks", token, ""); code != 200 || !strings.Contains(body, `"locks"`) {
 		t.Errorf("GET /api/v1/locks = %d %s", code, body)
 	}
@@ -212,9 +210,8 @@ func TestNewRefuses(t *testing.T) {
 		opts []Option
 		want string
 	}{
-		{"token of two lines", []Option{WithToken("abc\ndef")}, "white space"},
+		{"nil authenticator", []Option{WithAuthenticator(nil)}, "nil authenticator"},
 		{"nil metrics", []Option{WithMetrics(nil)}, "nil metrics registry"},
-		{"missing token file", []Option{WithTokenFile("/nonexistent/token")}, "server.apiTokenFile"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := New(&backend{}, tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -236,8 +233,16 @@ func TestRoutesDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	docs := map[string]bool{}
-	for _, m := range heading.FindAllStringSubmatch(string(b), -1) {
-		docs[m[1]+" "+m[2]] = false
+	sections := map[string]string{} // "METHOD /path" → the text beneath its heading
+	idx := heading.FindAllStringSubmatchIndex(string(b), -1)
+	for i, m := range idx {
+		key := string(b[m[2]:m[3]]) + " " + string(b[m[4]:m[5]])
+		docs[key] = false
+		end := len(b)
+		if i+1 < len(idx) {
+			end = idx[i+1][0]
+		}
+		sections[key] = string(b[m[1]:end])
 	}
 	svc, err := lock.New(lock.NewMemory())
 	if err != nil {
@@ -247,7 +252,7 @@ func TestRoutesDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(&backend{locks: svc}, WithToken(token), WithWebhook(recv), WithUI(http.NotFoundHandler(), ui.Patterns()...))
+	s, err := New(&backend{locks: svc}, withOps(t), WithWebhook(recv), WithUI(http.NotFoundHandler(), ui.Patterns()...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,6 +273,9 @@ func TestRoutesDocumented(t *testing.T) {
 		if !found {
 			t.Errorf("route %q is served but not documented in docs/api.md: add a \"### METHOD /path\" entry (auth, request, response, errors)", r.pattern)
 		}
+		if want := "Scope: `" + r.scope + "`"; found && r.scope != publicRoute && !strings.Contains(sections[r.pattern], want) {
+			t.Errorf("docs/api.md's entry of %q does not name the scope it needs: want %q", r.pattern, want)
+		}
 	}
 	for d, served := range docs {
 		if !served {
@@ -278,7 +286,7 @@ func TestRoutesDocumented(t *testing.T) {
 
 // TestServeWhile: the server answers while run runs and both end with ctx.
 func TestServeWhile(t *testing.T) {
-	s, err := New(&backend{}, WithToken(token))
+	s, err := New(&backend{}, withOps(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +318,7 @@ func TestServeWhile(t *testing.T) {
 
 // TestHistoryListLeavesOutManifests: the list is summaries; one entry has its manifest.
 func TestHistoryListLeavesOutManifests(t *testing.T) {
-	srv := newServer(t, &backend{}, WithToken(token))
+	srv := newServer(t, &backend{}, withOps(t))
 	code, body := call(t, srv, "GET", "/api/v1/environments/prod/history", token, "")
 	if code != 200 || strings.Contains(body, `"manifest"`) || !strings.Contains(body, `"id": 2`) {
 		t.Errorf("history list = %d %s; want ids and no manifests", code, body)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/auth"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 )
 
@@ -116,7 +117,9 @@ func (s *Server) environmentOr404(w http.ResponseWriter, r *http.Request) (*stat
 // DecisionRequest is the body of POST .../approve and .../reject.
 type DecisionRequest struct {
 	PlanHash string `json:"planHash"`
-	// Approver names who decided; "api" when empty.
+	// Approver, if set, must be the caller's verified name: who decided
+	// comes from the credentials (a token's name, a GitHub login, a
+	// Kubernetes user), never from the request.
 	Approver string `json:"approver,omitempty"`
 	// Reason is an optional note for a rejection.
 	Reason string `json:"reason,omitempty"`
@@ -181,9 +184,9 @@ func (s *Server) decisionHandler(approve bool) http.HandlerFunc {
 			writeError(w, http.StatusBadRequest, msg)
 			return
 		}
-		who := req.Approver
-		if who == "" {
-			who = "api"
+		who, ok := verifiedName(w, r, "approver", req.Approver)
+		if !ok {
+			return
 		}
 		var (
 			p   *approval.Pending
@@ -216,4 +219,16 @@ func (s *Server) decisionHandler(approve bool) http.HandlerFunc {
 				Status: "rejected", Message: fmt.Sprintf("rejected by %s; revision %s will not be applied to %s", who, short(p.Revision), env)})
 		}
 	}
+}
+
+// verifiedName returns the caller's verified name, which a request's field
+// (approver, requestedBy) may only repeat: a typed-in other name is
+// answered 400 and false.
+func verifiedName(w http.ResponseWriter, r *http.Request, field, typed string) (string, bool) {
+	caller, _ := auth.FromContext(r.Context())
+	if typed != "" && typed != caller.Name {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("%s comes from your credentials: you are %s; leave %s out", field, caller, field))
+		return "", false
+	}
+	return caller.Name, true
 }

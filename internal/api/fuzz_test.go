@@ -14,7 +14,7 @@ import (
 // FuzzDecisionBody posts arbitrary bodies to approve and reject: the answer
 // is one of the documented statuses, never a 500 or a panic, and a decision
 // is taken only for a body naming the pending plan's hash, by the approver
-// it names (or "api").
+// the token names (a typed-in approver other than that is refused).
 func FuzzDecisionBody(f *testing.F) {
 	f.Add([]byte(`{"planHash":"sha256:p","approver":"alice"}`), true)
 	f.Add([]byte(`{"planHash":"sha256:p","approver":"bob","reason":"no"}`), false)
@@ -23,7 +23,7 @@ func FuzzDecisionBody(f *testing.F) {
 	f.Add([]byte(`{"planHash":1}`), false)
 	f.Add([]byte(`{"planHash":"sha256:p"} trailing`), true)
 	f.Add([]byte(`[`+strings.Repeat("[", 100)), true)
-	s, err := New(&backend{}, WithToken(token), WithRateLimit(0, 0))
+	s, err := New(&backend{}, withOps(f), WithRateLimit(0, 0))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -44,11 +44,8 @@ func FuzzDecisionBody(f *testing.F) {
 			if err := json.NewDecoder(bytes.NewReader(body)).Decode(&sent); err != nil || sent.PlanHash != "sha256:p" || len(b.decided) != 1 {
 				t.Fatalf("%d for %q: decided %v", w.Code, body, b.decided)
 			}
-			who := sent.Approver
-			if who == "" {
-				who = "api"
-			}
-			if !strings.HasPrefix(b.decided[0], map[bool]string{true: "approve ", false: "reject "}[approve]+who) {
+			// Whatever the body says, the decision is the token's: ops.
+			if sent.Approver != "" && sent.Approver != opsName || !strings.HasPrefix(b.decided[0], map[bool]string{true: "approve ", false: "reject "}[approve]+opsName) {
 				t.Fatalf("decided %q for %q", b.decided[0], body)
 			}
 		case http.StatusBadRequest, http.StatusConflict, http.StatusRequestEntityTooLarge:

@@ -64,11 +64,13 @@ func hostileRequests() []hostileRequest {
 		{name: "lock of an unknown type", method: "POST", path: locks, body: `{"path":"apps/prod","type":"nuke","author":"a"}`, wantCode: 400, wantBody: "nuke"},
 		{name: "lock duration negative", method: "POST", path: locks, body: `{"path":"apps/prod","type":"deploy","author":"a","duration":"-5m"}`, wantCode: 400, wantBody: "-5m"},
 		{name: "lock duration absurd", method: "POST", path: locks, body: `{"path":"apps/prod","type":"deploy","author":"a","duration":"9999999999h"}`, wantCode: 400, wantBody: "9999999999h"},
-		{name: "lock as the reconciler", method: "POST", path: locks, body: `{"path":"apps/prod","type":"deploy","author":"` + lock.ReservedAuthor + `"}`, wantCode: 400, wantBody: lock.ReservedAuthor},
+		// The author is the verified caller; claiming to be the reconciler changes nothing.
+		{name: "lock as the reconciler", method: "POST", path: locks, body: `{"path":"apps/claimed","type":"deploy","author":"` + lock.ReservedAuthor + `","duration":"1h"}`, wantCode: 201, wantBody: `"author":"ops"`},
 		{name: "get lock path traversal", method: "GET", path: "/api/v1/locks/apps/%2E%2E/prod", wantCode: 400, wantBody: "path"},
 		{name: "check path encoded slash", method: "GET", path: "/api/v1/check/apps%2Fprod%00", wantCode: 400, wantBody: "path"},
 		{name: "unlock of nothing", method: "DELETE", path: "/api/v1/locks/apps/prod?type=deploy", wantCode: 404, wantBody: "no lock"},
 		{name: "unlock with an unknown type", method: "DELETE", path: "/api/v1/locks/apps/prod?type=nuke", wantCode: 400, wantBody: "nuke"},
+		{name: "unlock of the lock taken as the reconciler", method: "DELETE", path: "/api/v1/locks/apps/claimed?type=deploy", wantCode: 200, wantBody: `"author":"ops"`},
 	}
 }
 
@@ -80,7 +82,7 @@ func TestHostileRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := &backend{pending: &approval.Pending{Revision: "abcdef0123456789", PlanHash: "sha256:p"}, locks: svc}
-	srv := newServer(t, b, WithToken(token))
+	srv := newServer(t, b, withOps(t))
 	for _, tc := range hostileRequests() {
 		t.Run(tc.name, func(t *testing.T) {
 			tok := tc.token

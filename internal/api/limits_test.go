@@ -17,7 +17,7 @@ import (
 // with Retry-After until its bucket refills; unauthenticated requests are
 // not counted against it, and probes are never limited.
 func TestRateLimit(t *testing.T) {
-	srv := newServer(t, &backend{}, WithToken(token), WithRateLimit(1, 3))
+	srv := newServer(t, &backend{}, withOps(t), WithRateLimit(1, 3))
 	for i := range 3 {
 		if code, body := call(t, srv, "GET", "/api/v1/environments", token, ""); code != 200 {
 			t.Fatalf("request %d within the burst: %d %s", i, code, body)
@@ -50,7 +50,7 @@ func TestRateLimit(t *testing.T) {
 	if _, err := New(&backend{}, WithRateLimit(1, 0)); err == nil {
 		t.Error("a rate without a burst was accepted")
 	}
-	unlimited := newServer(t, &backend{}, WithToken(token), WithRateLimit(0, 0))
+	unlimited := newServer(t, &backend{}, withOps(t), WithRateLimit(0, 0))
 	for range 200 {
 		if code, _ := call(t, unlimited, "GET", "/api/v1/environments", token, ""); code != 200 {
 			t.Fatalf("without a limit: %d", code)
@@ -79,7 +79,7 @@ func TestReadyzKeepsTheCause(t *testing.T) {
 // announced after the read timeout; a normal request is still answered.
 func TestServerTimeouts(t *testing.T) {
 	short := Timeouts{ReadHeader: 200 * time.Millisecond, Read: 400 * time.Millisecond, Write: time.Second, Idle: time.Second}
-	s, err := New(&backend{}, WithToken(token), WithTimeouts(short))
+	s, err := New(&backend{}, withOps(t), WithTimeouts(short))
 	if err != nil {
 		t.Fatal(err)
 	}

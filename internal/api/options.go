@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"unicode"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/auth"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 )
 
@@ -18,7 +17,7 @@ import (
 type Option func(*options) error
 
 type options struct {
-	token         string
+	auth          *auth.Authenticator
 	metrics       *prometheus.Registry
 	webhook       *webhook.Receiver
 	log           logr.Logger
@@ -64,32 +63,25 @@ func WithRateLimit(perSecond float64, burst int) Option {
 
 // check judges the options together, once every Option has been applied.
 func (o *options) check() error {
-	if strings.ContainsFunc(o.token, unicode.IsSpace) {
-		// A client sends one word; a token file of several lines or words would never match.
-		return errors.New("the API token contains white space: want one line without spaces (server.apiTokenFile)")
+	if o.auth == nil {
+		a, err := auth.New() // verifies no one: /api/ answers 503
+		if err != nil {
+			return err
+		}
+		o.auth = a
 	}
 	return nil
 }
 
-// WithToken sets the bearer token every /api/ request must carry (the
-// content of server.apiTokenFile). Without one, /api/ answers 503: the API
-// is disabled.
-func WithToken(token string) Option {
-	return func(o *options) error { o.token = token; return nil }
-}
-
-// WithTokenFile reads the bearer token from path (server.apiTokenFile; ""
-// leaves the API disabled, see WithToken).
-func WithTokenFile(path string) Option {
+// WithAuthenticator verifies the bearer token of every /api/ request and
+// authorises each route's scope. Without one (or with one that verifies
+// nothing), /api/ answers 503: the API is disabled.
+func WithAuthenticator(a *auth.Authenticator) Option {
 	return func(o *options) error {
-		if path == "" {
-			return nil
+		if a == nil {
+			return errors.New("nil authenticator")
 		}
-		t, err := config.ReadSecret(path)
-		if err != nil {
-			return fmt.Errorf("server.apiTokenFile: %w", err)
-		}
-		o.token = t
+		o.auth = a
 		return nil
 	}
 }

@@ -43,8 +43,8 @@ type RollbackRequest struct {
 	To string `json:"to"`
 	// Reason is why; it titles the pull request. Required.
 	Reason string `json:"reason"`
-	// RequestedBy names who asks, for the pull request and the hold; "api"
-	// when empty.
+	// RequestedBy is who asks, for the pull request and the hold: the
+	// caller's verified name (sending another is refused).
 	RequestedBy string `json:"requestedBy,omitempty"`
 	// Now is incident mode: the rolled-back versions are also pinned in the
 	// reconciler, planned at once and approved as RequestedBy (left pending
@@ -152,9 +152,11 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "reason is required: it titles the rollback pull request; want "+want)
 		return
 	}
-	if req.RequestedBy == "" {
-		req.RequestedBy = "api"
+	who, ok := verifiedName(w, r, "requestedBy", req.RequestedBy)
+	if !ok {
+		return
 	}
+	req.RequestedBy = who
 	res, err := s.o.rollback.Rollback(r.Context(), r.PathValue("env"), req)
 	var le *lock.LockedError
 	switch {
@@ -183,9 +185,11 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, msg)
 		return
 	}
-	if req.RequestedBy == "" {
-		req.RequestedBy = "api"
+	who, ok := verifiedName(w, r, "requestedBy", req.RequestedBy)
+	if !ok {
+		return
 	}
+	req.RequestedBy = who
 	res, err := s.o.rollback.Release(r.Context(), r.PathValue("env"), req)
 	switch {
 	case errors.Is(err, approval.ErrUnknownEnvironment), errors.Is(err, lock.ErrNotFound):

@@ -44,7 +44,7 @@ func (r *rollbacks) Release(_ context.Context, env string, req ReleaseRequest) (
 
 func TestRollbackRoutes(t *testing.T) {
 	rb := &rollbacks{}
-	srv := newServer(t, &backend{}, WithToken(token), WithRollback(rb))
+	srv := newServer(t, &backend{}, withOps(t), WithRollback(rb))
 	const path = "/api/v1/environments/prod/rollback"
 	tests := []struct {
 		name, method, path, body string
@@ -62,22 +62,28 @@ func TestRollbackRoutes(t *testing.T) {
 		{"GET", "GET", path, "", 405, ""},
 		{"release without a hold", "POST", "/api/v1/environments/prod/release", `{}`, 404, "prod has no hold to release"},
 		{"rollback", "POST", path, `{"to": "previous", "reason": "broken"}`, 200, `"pr": 7`},
-		{"release", "POST", "/api/v1/environments/prod/release", `{"requestedBy": "bob"}`, 200, "released by bob"},
+		{"release as another", "POST", "/api/v1/environments/prod/release", `{"requestedBy": "bob"}`, 400, "requestedBy comes from your credentials: you are ops (token)"},
+		{"release by a reader", "POST", "/api/v1/environments/prod/release", `{}`, 403, "needs scope approve:prod"},
+		{"release", "POST", "/api/v1/environments/prod/release", `{"requestedBy": "ops"}`, 200, "released by ops"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, body := call(t, srv, tt.method, tt.path, token, tt.body)
+			tok := token
+			if strings.Contains(tt.name, "reader") {
+				tok = viewerToken
+			}
+			code, body := call(t, srv, tt.method, tt.path, tok, tt.body)
 			if code != tt.wantCode || !strings.Contains(body, tt.wantBody) {
 				t.Errorf("%s %s: %d %s; want %d containing %q", tt.method, tt.path, code, body, tt.wantCode, tt.wantBody)
 			}
 		})
 	}
-	// Only the valid request reached the Rollbacker, with the caller defaulted.
-	if diff := cmp.Diff([]RollbackRequest{{To: "previous", Reason: "broken", RequestedBy: "api"}}, rb.asked); diff != "" {
+	// Only the valid request reached the Rollbacker, by the verified caller.
+	if diff := cmp.Diff([]RollbackRequest{{To: "previous", Reason: "broken", RequestedBy: "ops"}}, rb.asked); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 	// Without a Rollbacker (no github.app) both routes say why.
-	plain := newServer(t, &backend{}, WithToken(token))
+	plain := newServer(t, &backend{}, withOps(t))
 	for _, p := range []string{path, "/api/v1/environments/prod/release"} {
 		if code, body := call(t, plain, "POST", p, token, `{}`); code != 501 || !strings.Contains(body, "github.app") {
 			t.Errorf("POST %s without rollbacks: %d %s", p, code, body)

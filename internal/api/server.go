@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/auth"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
@@ -65,13 +65,22 @@ type Server struct {
 	routes []route
 }
 
-// route is one row of the API: a ServeMux pattern, whether it needs the
-// bearer token, and its handler.
+// route is one row of the API: a ServeMux pattern, the scope it needs
+// ("" for none: no credentials at all; "approve:{env}" takes the
+// environment from the path), and its handler.
 type route struct {
 	pattern string
-	token   bool
+	scope   string
 	handler http.Handler
 }
+
+// Scopes of the route table (see internal/auth).
+const (
+	read        = auth.ScopeRead
+	lockScope   = auth.ScopeLock
+	approveEnv  = auth.ScopeApprove + "{env}"
+	publicRoute = ""
+)
 
 // New returns the API over b.
 func New(b Backend, opts ...Option) (*Server, error) {
@@ -89,8 +98,8 @@ func New(b Backend, opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("configuring API: %w", err)
 	}
 	s := &Server{b: b, o: o, limit: newLimiter(o.ratePerSecond, o.rateBurst)}
-	if svc := b.LockService(); svc != nil && o.token != "" {
-		h, err := lock.NewHandler(svc, o.token)
+	if svc := b.LockService(); svc != nil && o.auth.Enabled() {
+		h, err := lock.NewHandler(svc, "", lock.WithCaller(s.lockCaller))
 		if err != nil {
 			return nil, fmt.Errorf("configuring API: %w", err)
 		}
@@ -103,47 +112,51 @@ func New(b Backend, opts ...Option) (*Server, error) {
 // table lists the routes (see docs/api.md).
 func (s *Server) table() []route {
 	rs := []route{
-		{"GET /healthz", false, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })},
-		{"GET /readyz", false, http.HandlerFunc(s.readyz)},
-		{"GET /metrics", false, promhttp.HandlerFor(s.o.metrics, promhttp.HandlerOpts{Registry: s.o.metrics})},
+		{"GET /healthz", publicRoute, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })},
+		{"GET /readyz", publicRoute, http.HandlerFunc(s.readyz)},
+		{"GET /metrics", publicRoute, promhttp.HandlerFor(s.o.metrics, promhttp.HandlerOpts{Registry: s.o.metrics})},
 	}
 	if s.o.webhook != nil {
-		rs = append(rs, route{"POST /webhook/github", false, s.o.webhook})
+		rs = append(rs, route{"POST /webhook/github", publicRoute, s.o.webhook})
 	}
 	rs = append(rs,
-		route{"GET /api/v1/environments", true, http.HandlerFunc(s.listEnvironments)},
-		route{"GET /api/v1/environments/{env}", true, http.HandlerFunc(s.getEnvironment)},
-		route{"GET /api/v1/environments/{env}/layout", true, http.HandlerFunc(s.getLayout)},
-		route{"GET /api/v1/environments/{env}/history", true, http.HandlerFunc(s.getHistory)},
-		route{"GET /api/v1/environments/{env}/history/{id}", true, http.HandlerFunc(s.getHistoryEntry)},
-		route{"GET /api/v1/services/{name}", true, http.HandlerFunc(s.getService)},
-		route{"GET /api/v1/matrix", true, http.HandlerFunc(s.getMatrix)},
-		route{"POST /api/v1/environments/{env}/approve", true, s.decisionHandler(true)},
-		route{"POST /api/v1/environments/{env}/reject", true, s.decisionHandler(false)},
-		route{"POST /api/v1/environments/{env}/rollback", true, http.HandlerFunc(s.rollback)},
-		route{"POST /api/v1/environments/{env}/release", true, http.HandlerFunc(s.release)},
+		route{"GET /api/v1/environments", read, http.HandlerFunc(s.listEnvironments)},
+		route{"GET /api/v1/environments/{env}", read, http.HandlerFunc(s.getEnvironment)},
+		route{"GET /api/v1/environments/{env}/layout", read, http.HandlerFunc(s.getLayout)},
+		route{"GET /api/v1/environments/{env}/history", read, http.HandlerFunc(s.getHistory)},
+		route{"GET /api/v1/environments/{env}/history/{id}", read, http.HandlerFunc(s.getHistoryEntry)},
+		route{"GET /api/v1/services/{name}", read, http.HandlerFunc(s.getService)},
+		route{"GET /api/v1/matrix", read, http.HandlerFunc(s.getMatrix)},
+		route{"POST /api/v1/environments/{env}/approve", approveEnv, s.decisionHandler(true)},
+		route{"POST /api/v1/environments/{env}/reject", approveEnv, s.decisionHandler(false)},
+		route{"POST /api/v1/environments/{env}/rollback", approveEnv, http.HandlerFunc(s.rollback)},
+		route{"POST /api/v1/environments/{env}/release", approveEnv, http.HandlerFunc(s.release)},
 	)
 	if s.locks != nil {
 		for _, p := range s.locks.Routes() {
-			rs = append(rs, route{p, true, s.locks})
+			scope := lockScope
+			if strings.HasPrefix(p, "GET ") {
+				scope = read
+			}
+			rs = append(rs, route{p, scope, s.locks})
 		}
 	}
 	if s.o.ui != nil {
 		// The web page's routes (docs/api.md, "The web page"): it signs people in itself.
 		for _, p := range s.o.uiPatterns {
-			rs = append(rs, route{p, false, s.o.ui})
+			rs = append(rs, route{p, publicRoute, s.o.ui})
 		}
 	}
 	return rs
 }
 
-// Handler returns the API: the routes without a token on the server's mux,
-// those with one under /api/, behind the bearer token check.
+// Handler returns the API: the public routes on the server's mux, the
+// others under /api/, behind authentication and each route's scope.
 func (s *Server) Handler() http.Handler {
 	mux, api := http.NewServeMux(), http.NewServeMux()
 	for _, r := range s.routes {
-		if r.token {
-			api.Handle(r.pattern, r.handler)
+		if r.scope != publicRoute {
+			api.Handle(r.pattern, s.require(r.scope, r.handler))
 		} else {
 			mux.Handle(r.pattern, r.handler)
 		}
@@ -186,27 +199,67 @@ func (s *Server) ServeWhile(ctx context.Context, ln net.Listener, run func(conte
 	return errors.Join(<-serveErr, err)
 }
 
-// authenticate admits requests carrying the configured bearer token
-// (compared in constant time) and answers 401 to everything else; a token
-// over its rate limit gets 429 with Retry-After.
+// authenticate puts the verified principal of the bearer token in the
+// request's context and answers 401 (with the reason) to everything it
+// cannot verify; a principal over its rate limit gets 429 with Retry-After.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.o.token == "" {
-			writeError(w, http.StatusServiceUnavailable, "the API is disabled: no token configured (server.apiTokenFile)")
+		if !s.o.auth.Enabled() {
+			writeError(w, http.StatusServiceUnavailable, "the API is disabled: no credentials configured (server.tokensFile, server.apiTokenFile, github or server.kubernetesAuth)")
 			return
 		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.o.token)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="stagehand"`)
-			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+		p, err := s.o.auth.Authenticate(r.Context(), auth.BearerToken(r))
+		if err != nil {
+			var ae *auth.Error
+			if errors.As(err, &ae) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="stagehand"`)
+				writeError(w, ae.Status, ae.Message)
+				return
+			}
+			s.o.log.Error(err, "verifying credentials")
+			writeError(w, http.StatusServiceUnavailable, "verifying your credentials failed; try again later")
 			return
 		}
-		if ok, wait := s.limit.allow(s.o.token); !ok {
+		if ok, wait := s.limit.allow(string(p.Kind) + ":" + p.Name); !ok {
 			tooMany(w, wait)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(auth.NewContext(r.Context(), p)))
+	})
+}
+
+// require answers 403, naming the scope and why, unless the request's
+// principal has scope ("approve:{env}" is the environment of the path).
+func (s *Server) require(scope string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		want := strings.ReplaceAll(scope, "{env}", r.PathValue("env"))
+		p, _ := auth.FromContext(r.Context())
+		ok, why, err := s.o.auth.Authorize(r.Context(), p, want)
+		if err != nil {
+			s.o.log.Error(err, "authorizing", "principal", p.String(), "scope", want)
+			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("checking whether %s may %s failed; try again later", p.Name, want))
+			return
+		}
+		if !ok {
+			writeError(w, http.StatusForbidden, fmt.Sprintf("%s needs scope %s: %s", r.Method+" "+r.URL.Path, want, why))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// lockCaller is who takes or removes a lock: the verified principal, an
+// admin with lock:admin.
+func (s *Server) lockCaller(r *http.Request) (lock.Caller, error) {
+	p, ok := auth.FromContext(r.Context())
+	if !ok {
+		return lock.Caller{}, errors.New("no verified principal")
+	}
+	admin, _, err := s.o.auth.Authorize(r.Context(), p, auth.ScopeLockAdmin)
+	if err != nil {
+		return lock.Caller{}, err
+	}
+	return lock.Caller{Name: p.Name, Admin: admin}, nil
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {

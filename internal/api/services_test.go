@@ -34,7 +34,7 @@ func (b *servicesBackend) Environment(_ context.Context, env string) (*status.En
 }
 
 func TestGetService(t *testing.T) {
-	s, err := New(&servicesBackend{}, WithToken(token))
+	s, err := New(&servicesBackend{}, withOps(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/user"
 	"strings"
 	"time"
 
@@ -72,7 +71,7 @@ pending now), and without a terminal one of them is required. The token comes fr
 	fl.StringVar(&f.planHash, "plan-hash", "", "planHash of the plan you reviewed (default: show the pending plan and ask)")
 	fl.BoolVar(&f.yes, "yes", false, "decide on the plan pending now without asking (for scripts; --plan-hash is safer)")
 	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the API bearer token (default: $STAGEHAND_TOKEN)")
-	fl.StringVar(&f.approver, "as", "", "who decides, for the history (default: the local user name)")
+	fl.StringVar(&f.approver, "as", "", "assert who you are: the server refuses the decision unless your token is this principal (who decides always comes from the token)")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long to wait for the server (and, with --wait, for the apply)")
 	if approve {
 		fl.BoolVar(&f.wait, "wait", false, "wait until the apply has finished and print its result (exit 1 if it failed)")
@@ -101,12 +100,8 @@ func (f *decisionFlags) run(cmd *cobra.Command, approve bool) error {
 	if err != nil {
 		return err
 	}
+	// Who decides is who the token says; --as only asserts it (the server refuses another name).
 	who := f.approver
-	if who == "" {
-		if u, err := user.Current(); err == nil {
-			who = u.Username
-		}
-	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
 	verb := "reject"

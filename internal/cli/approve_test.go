@@ -14,6 +14,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/auth"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
@@ -21,7 +22,8 @@ import (
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
-const approveToken = "approve-test-token"
+// approveToken is dana's: the history records her name, whatever the CLI sends.
+const approveToken = "approve-test-token-dana"
 
 // approveWorld runs a real daemon (leader, no rollout wait) over a git server
 // whose prod manifest asks for web:2.0.0 while the cluster runs web:1.0.0.
@@ -52,7 +54,11 @@ func approveWorld(t *testing.T) (server, tokenFile, ns string, d *daemon.Daemon)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := api.New(d, api.WithToken(approveToken))
+	authn, err := auth.New(auth.WithTokens(auth.Token{Name: "dana", Token: approveToken, Scopes: []string{"read", "approve:*"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := api.New(d, api.WithAuthenticator(authn))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/user"
 	"strings"
 	"time"
 
@@ -28,7 +27,7 @@ func (f *rollbackFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.server, "server", "", "URL of the reconciler's API (default $STAGEHAND_SERVER)")
 	fl.StringVar(&f.env, "env", "", "environment (required)")
 	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the API bearer token (default: $STAGEHAND_TOKEN)")
-	fl.StringVar(&f.as, "as", "", "who asks, for the pull request and the hold (default: the local user name)")
+	fl.StringVar(&f.as, "as", "", "assert who you are: the server refuses unless your token is this principal (who asks always comes from the token)")
 	fl.DurationVar(&f.timeout, "timeout", 2*time.Minute, "how long to wait for the server")
 }
 
@@ -99,11 +98,6 @@ func (f *rollbackFlags) client() (decisionFlags, string, error) {
 	}
 	c := decisionFlags{server: f.server, tokenFile: f.tokenFile}
 	token, err := c.token()
-	if f.as == "" {
-		if u, err := user.Current(); err == nil {
-			f.as = u.Username
-		}
-	}
 	return c, token, err
 }
 

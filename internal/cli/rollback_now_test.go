@@ -54,7 +54,9 @@ func testRollbackNow(t *testing.T, envExtra string, approved bool) {
 	env.CreateDeployment(t, ns, "web", "example.com/web:2.0.0")
 
 	dir := t.TempDir()
-	for name, content := range map[string][]byte{"app.pem": gh.AppPrivateKeyPEM(), "hook": []byte("hook-secret\n"), "token": []byte("t\n")} {
+	// alice's named token: who rolls back (and approves the pinned plan) is who the token is.
+	for name, content := range map[string][]byte{"app.pem": gh.AppPrivateKeyPEM(), "hook": []byte("hook-secret\n"), "token": []byte("alice-token-000001\n"),
+		"tokens.yaml": []byte("- {name: alice, token: alice-token-000001, scopes: [read, \"approve:*\"]}\n")} {
 		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +73,7 @@ github:
   repo: manifests
   webhookSecretFile: hook
   app: {appID: %d, installationID: %d, privateKeyFile: app.pem}
-server: {listen: %q, apiTokenFile: token}
+server: {listen: %q, tokensFile: tokens.yaml}
 locks: {namespace: %s}
 state: {namespace: %s, kubeconfig: %q}
 `, url, filepath.Join(dir, "cache"), env.Kubeconfig, ns, envExtra, gh.URL(), gh.AppID(), gh.InstallationID(), addr, ns, ns, env.Kubeconfig)

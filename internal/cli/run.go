@@ -208,7 +208,11 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	apiOpts := []api.Option{api.WithTokenFile(cfg.Server.APITokenFile), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(d.Webhook()),
+	authn, err := authenticator(cfg, gh, log.WithName("auth"))
+	if err != nil {
+		return err
+	}
+	apiOpts := []api.Option{api.WithAuthenticator(authn), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(d.Webhook()),
 		api.WithLog(log.WithName("api"))}
 	if page != nil {
 		apiOpts = append(apiOpts, api.WithUI(page, ui.Patterns()...))

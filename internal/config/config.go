@@ -189,10 +189,16 @@ type Approvers struct {
 
 // Server configures the HTTP server.
 type Server struct {
-	Listen       string `json:"listen"`
+	Listen string `json:"listen"`
+	// APITokenFile is the deprecated single API token: read and lock only.
 	APITokenFile string `json:"apiTokenFile"`
 	// UI is the web page served at / (see ui.go).
 	UI UI `json:"ui"`
+	// TokensFile is a mounted Secret of named tokens with scopes (internal/auth).
+	TokensFile string `json:"tokensFile"`
+	// KubernetesAuth accepts Kubernetes bearer tokens (TokenReview and
+	// SubjectAccessReview on the state cluster).
+	KubernetesAuth bool `json:"kubernetesAuth"`
 }
 
 // Locks configures deploy-lock storage.
@@ -432,6 +438,7 @@ func (c *Config) resolvePaths(dir string) {
 	abs(&c.Server.UI.SessionKeyFile)
 	abs(&c.Server.UI.OAuth.ClientIDFile)
 	abs(&c.Server.UI.OAuth.ClientSecretFile)
+	abs(&c.Server.TokensFile)
 	abs(&c.Registry.DockerConfigFile)
 	abs(&c.State.Kubeconfig)
 	for i := range c.Notifications {

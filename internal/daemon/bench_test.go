@@ -103,8 +103,8 @@ func BenchmarkApprovalClickToPatch(b *testing.B) {
 		}
 		b.StartTimer()
 		start := time.Now()
-		if code, body := r.call(b, "POST", "/api/v1/environments/prod/approve", testToken,
-			api.DecisionRequest{PlanHash: p.PlanHash, Approver: "bench"}); code != http.StatusAccepted {
+		if code, body := r.call(b, "POST", "/api/v1/environments/prod/approve", tokenOf("bench"),
+			api.DecisionRequest{PlanHash: p.PlanHash}); code != http.StatusAccepted {
 			b.Fatalf("iteration %d: approve = %d %s", i, code, body)
 		}
 		patched := false

@@ -98,7 +98,7 @@ func TestApproveOverAPI(t *testing.T) {
 		t.Fatalf("pending plan %s (%v), want one change to web:1.0.0", p.Plan, err)
 	}
 
-	body := api.DecisionRequest{PlanHash: p.PlanHash, Approver: "alice"}
+	body := api.DecisionRequest{PlanHash: p.PlanHash}
 	for _, tc := range []struct {
 		name, token string
 		want        int
@@ -121,7 +121,7 @@ func TestApproveOverAPI(t *testing.T) {
 		t.Fatalf("prod runs %s after refused approvals", got)
 	}
 
-	code, b = r.call(t, "POST", "/api/v1/environments/prod/approve", testToken, body)
+	code, b = r.call(t, "POST", "/api/v1/environments/prod/approve", tokenOf("alice"), body)
 	if code != http.StatusAccepted {
 		t.Fatalf("approve = %d %s, want 202", code, b)
 	}
@@ -149,8 +149,8 @@ func TestRejectAndSupersede(t *testing.T) {
 	h := newHarness(t)
 	r := h.start()
 	p1 := r.waitPending(t, "prod", h.git.Head(t, "manifests", "main"))
-	code, b := r.call(t, "POST", "/api/v1/environments/prod/reject", testToken,
-		api.DecisionRequest{PlanHash: p1.PlanHash, Approver: "bob", Reason: "not today"})
+	code, b := r.call(t, "POST", "/api/v1/environments/prod/reject", tokenOf("bob"),
+		api.DecisionRequest{PlanHash: p1.PlanHash, Reason: "not today"})
 	if code != http.StatusOK {
 		t.Fatalf("reject = %d %s", code, b)
 	}
@@ -259,8 +259,8 @@ func TestTwoReplicas(t *testing.T) {
 	}
 	// An approval sent to the standby is handed to the leader, which applies it.
 	p := standby.waitPending(t, "prod", h.git.Head(t, "manifests", "main"))
-	code, body := standby.call(t, "POST", "/api/v1/environments/prod/approve", testToken,
-		api.DecisionRequest{PlanHash: p.PlanHash, Approver: "erin"})
+	code, body := standby.call(t, "POST", "/api/v1/environments/prod/approve", tokenOf("erin"),
+		api.DecisionRequest{PlanHash: p.PlanHash})
 	if code != http.StatusAccepted {
 		t.Fatalf("approve on the standby = %d %s, want 202", code, body)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/auth"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
@@ -26,10 +27,24 @@ import (
 )
 
 const (
-	testToken  = "test-api-token"
+	testToken  = "test-api-token-0001" // "ops": every scope
 	testSecret = "test-webhook-secret"
 	imageRepo  = "registry.example.com/acme/"
 )
+
+// people are the approvers of the tests, each with a named token (tokenOf).
+var people = []string{"alice", "bob", "carol", "erin", "bench"}
+
+// tokenOf is the API token of one of people: who approves is who the token is.
+func tokenOf(name string) string { return "person-token-" + name }
+
+func testTokens() []auth.Token {
+	ts := []auth.Token{{Name: "ops", Token: testToken, Scopes: []string{"read", "lock:admin", "approve:*"}}}
+	for _, p := range people {
+		ts = append(ts, auth.Token{Name: p, Token: tokenOf(p), Scopes: []string{"read", "lock", "approve:*"}})
+	}
+	return ts
+}
 
 // harness is one test's world: a git server with a manifests repository,
 // a state namespace and one target namespace per environment, each with a
@@ -152,7 +167,11 @@ func (h *harness) start(opts ...Option) *running {
 		h.t.Fatalf("New: %v", err)
 	}
 	// As `reconciler run` composes them: the API beside the daemon.
-	srv, err := api.New(d, api.WithToken(testToken), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(recv))
+	authn, err := auth.New(auth.WithTokens(testTokens()...))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	srv, err := api.New(d, api.WithAuthenticator(authn), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(recv))
 	if err != nil {
 		h.t.Fatalf("api.New: %v", err)
 	}

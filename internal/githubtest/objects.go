@@ -50,6 +50,7 @@ func (s *Server) routes() map[string]handler {
 		"DELETE /orgs/{org}/teams/{team_slug}/memberships/{username}":   s.deleteMembership,
 		"GET /repos/{owner}/{repo}/installation":                        s.getInstallation,
 		"GET /repos/{owner}/{repo}/compare/{basehead}":                  s.compare,
+		"GET /user": s.getAuthenticatedUser,
 	}
 }
 

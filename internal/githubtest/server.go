@@ -73,9 +73,11 @@ type Server struct {
 	requests   []Request
 	violations []string
 	nextID     int64
-	rateLimit  int       // the budget reported in X-RateLimit-Limit (ratelimit.go)
-	rateUsed   int       // requests counted against it in the window
-	rateReset  time.Time // end of the window
+	rateLimit  int               // the budget reported in X-RateLimit-Limit (ratelimit.go)
+	rateUsed   int               // requests counted against it in the window
+	rateReset  time.Time         // end of the window
+	userTokens map[string]string // user token → login (user.go)
+	device     deviceFlow        // the OAuth device flow (device.go)
 }
 
 // Request is one request the server received, for assertions on what a client did.
@@ -164,7 +166,7 @@ func New(tb testing.TB, opts ...Option) *Server {
 		tb: tb, router: router, appID: o.appID, instID: o.instID, appKey: key, tokenTTL: o.tokenTTL,
 		static: "ghp_static_" + randomHex(16), latency: o.latency, rateLimit: DefaultRateLimit,
 		repos: map[string]*repo{}, teams: map[string]map[string]string{}, tokens: map[string]time.Time{},
-		nextID: 1000,
+		nextID: 1000, userTokens: map[string]string{}, device: deviceFlow{codes: map[string]*deviceCode{}},
 	}
 	s.handlers = s.routes()
 	maps.Copy(s.handlers, s.deploymentRoutes())
@@ -292,6 +294,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	if strings.HasPrefix(r.URL.Path, "/login/") {
+		// github.com's OAuth endpoints (the device flow): not part of the REST description.
+		rec.Route = r.URL.Path
+		rec.Status = s.serveLogin(w, r, body)
+		return
+	}
 	p := strings.TrimPrefix(r.URL.Path, EnterprisePrefix)
 	rr := r.Clone(r.Context())
 	rr.URL = &url.URL{Path: routingPath(p), RawQuery: r.URL.RawQuery}
@@ -327,7 +335,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	c := &call{s: s, route: route, path: r.URL.Path, params: params, query: r.URL.Query(), body: body}
+	c := &call{s: s, route: route, path: r.URL.Path, params: params, query: r.URL.Query(), body: body,
+		token: bearer(r.Header.Get("Authorization"))}
 	var res response
 	if strings.HasPrefix(route.Path, "/app/") {
 		res = s.handleApp(c, r.Header.Get("Authorization"))
@@ -424,6 +433,7 @@ type call struct {
 	params map[string]string
 	query  url.Values
 	body   []byte
+	token  string // the request's bearer token
 }
 
 func (c *call) decode(v any) error { return json.Unmarshal(c.body, v) }
@@ -460,6 +470,9 @@ func (s *Server) authorized(h string) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, ok := s.userTokens[tok]; ok {
+		return true
+	}
 	exp, ok := s.tokens[tok]
 	return ok && time.Now().Before(exp)
 }

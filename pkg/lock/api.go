@@ -21,7 +21,8 @@ import (
 //	DELETE /api/v1/locks/{path...}?type=T       unlock (&recursive=true: every lock of type T beneath)
 //	GET    /api/v1/check/{path...}?type=T       200 free, 423 locked (&recursive=false: leaf only)
 //
-// Every request needs "Authorization: Bearer <token>". Errors are
+// Every request needs "Authorization: Bearer <token>" (or, with WithCaller,
+// whatever the server that mounts the handler verifies). Errors are
 // {"error": "..."}; locked responses are a CheckResponse.
 
 // LockRequest is the body of POST /api/v1/locks: a lock, with its expiry
@@ -89,22 +90,30 @@ const maxBody = 64 << 10
 
 // Handler serves the lock REST API.
 type Handler struct {
-	svc   *Service
-	token []byte
-	loc   *time.Location
-	mux   *http.ServeMux
+	svc    *Service
+	token  []byte
+	caller func(*http.Request) (Caller, error)
+	loc    *time.Location
+	mux    *http.ServeMux
 }
 
-// NewHandler returns the REST API over svc; every request must carry token as
-// a bearer token. Messages in responses use the server's local time.
-func NewHandler(svc *Service, token string) (*Handler, error) {
+// NewHandler returns the REST API over svc. Every request must carry token
+// as a bearer token, unless token is "" and WithCaller is given: then the
+// server mounting the handler authenticates, and the caller it verified is
+// the author of the locks taken and the only one (with Caller.Admin, anyone)
+// who may remove them. Messages in responses use the server's local time.
+func NewHandler(svc *Service, token string, opts ...Option) (*Handler, error) {
+	o, err := newOptions("NewHandler", opts, optCaller)
+	if err != nil {
+		return nil, fmt.Errorf("creating lock API: %w", err)
+	}
 	if svc == nil {
 		return nil, errors.New("creating lock API: service is required")
 	}
-	if token == "" {
-		return nil, errors.New("creating lock API: a bearer token is required")
+	if token == "" && o.caller == nil {
+		return nil, errors.New("creating lock API: a bearer token (or WithCaller) is required")
 	}
-	h := &Handler{svc: svc, token: []byte(token), loc: time.Local, mux: http.NewServeMux()}
+	h := &Handler{svc: svc, token: []byte(token), caller: o.caller, loc: time.Local, mux: http.NewServeMux()}
 	h.mux.HandleFunc("GET /api/v1/locks", h.list)
 	h.mux.HandleFunc("POST /api/v1/locks", h.lock)
 	h.mux.HandleFunc("DELETE /api/v1/locks", h.prune)
@@ -114,14 +123,20 @@ func NewHandler(svc *Service, token string) (*Handler, error) {
 	return h, nil
 }
 
-// Routes returns the patterns to mount the Handler at on a server's mux,
-// without stripping any prefix: for _, r := range h.Routes() { mux.Handle(r, h) }.
+// Routes returns the patterns ("METHOD /path") to mount the Handler at on a
+// server's mux, without stripping any prefix: for _, r := range h.Routes() { mux.Handle(r, h) }.
 func (h *Handler) Routes() []string {
-	return []string{"/api/v1/locks", "/api/v1/locks/", "/api/v1/check/"}
+	return []string{"GET /api/v1/locks", "POST /api/v1/locks", "DELETE /api/v1/locks",
+		"GET /api/v1/locks/{path...}", "DELETE /api/v1/locks/{path...}", "GET /api/v1/check/{path...}"}
 }
 
-// ServeHTTP authenticates the request and routes it.
+// ServeHTTP authenticates the request (unless the caller comes from
+// WithCaller and no token was given) and routes it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if len(h.token) == 0 {
+		h.mux.ServeHTTP(w, r)
+		return
+	}
 	auth := r.Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(auth, "Bearer ")
 	if !ok || subtle.ConstantTimeCompare([]byte(tok), h.token) != 1 {
@@ -143,8 +158,11 @@ func (h *Handler) fail(w http.ResponseWriter, err error) {
 		le *LockedError
 		te *TypeError
 		ie *InvalidError
+		fe *ForbiddenError
 	)
 	switch {
+	case errors.As(err, &fe):
+		writeJSON(w, http.StatusForbidden, errorResponse{err.Error()})
 	case errors.As(err, &le):
 		writeJSON(w, http.StatusLocked, h.checkResponse(le.Path, le.Type, le.Locks))
 	case errors.As(err, &te):
@@ -232,6 +250,15 @@ func (h *Handler) lock(w http.ResponseWriter, r *http.Request) {
 		l.Path = p
 		l.Default(nil) // env fields from the path when the client sent none
 	}
+	if h.caller != nil {
+		// The author is who the server verified, whatever the body says.
+		c, err := h.caller(r)
+		if err != nil {
+			h.fail(w, fmt.Errorf("identifying the caller: %w", err))
+			return
+		}
+		l.Author = c.Name
+	}
 	if err := CheckReservedAuthor(l.Author); err != nil {
 		h.fail(w, invalid(err))
 		return
@@ -293,7 +320,17 @@ func (h *Handler) unlock(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	ls, err := h.svc.Unlock(r.Context(), r.PathValue("path"), t, recursive)
+	var ls []Lock
+	if h.caller != nil {
+		c, cerr := h.caller(r)
+		if cerr != nil {
+			h.fail(w, fmt.Errorf("identifying the caller: %w", cerr))
+			return
+		}
+		ls, err = h.svc.UnlockBy(r.Context(), c, r.PathValue("path"), t, recursive)
+	} else {
+		ls, err = h.svc.Unlock(r.Context(), r.PathValue("path"), t, recursive)
+	}
 	if err != nil {
 		h.fail(w, err)
 		return

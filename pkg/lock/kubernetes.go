@@ -41,6 +41,7 @@ const (
 // resourceVersion as preconditions.
 type Kubernetes struct {
 	client    dynamic.NamespaceableResourceInterface
+	events    dynamic.NamespaceableResourceInterface
 	namespace string
 }
 
@@ -52,7 +53,7 @@ func NewKubernetes(client dynamic.Interface, namespace string) (*Kubernetes, err
 	if namespace == "" {
 		return nil, errors.New("creating kubernetes lock storage: namespace is required")
 	}
-	return &Kubernetes{client: client.Resource(Resource), namespace: namespace}, nil
+	return &Kubernetes{client: client.Resource(Resource), events: client.Resource(eventsResource), namespace: namespace}, nil
 }
 
 // NewKubernetesForConfig returns a storage talking to the API server of cfg.

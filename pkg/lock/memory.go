@@ -11,9 +11,10 @@ var _ Storage = (*Memory)(nil)
 
 // Memory is a Storage in process memory, for tests and single-process use.
 type Memory struct {
-	mu    sync.Mutex
-	locks map[string]Lock
-	next  int
+	mu      sync.Mutex
+	locks   map[string]Lock
+	next    int
+	unlocks []string // RecordUnlock's messages
 }
 
 // NewMemory returns an empty Memory storage.

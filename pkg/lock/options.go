@@ -15,17 +15,34 @@ type Option func(*options) error
 // options holds every constructor's settings; given names the options set,
 // so that a constructor can refuse one that is not its own.
 type options struct {
-	now   func() time.Time
-	http  *http.Client
-	owner string
-	given []string
+	now    func() time.Time
+	http   *http.Client
+	owner  string
+	caller func(*http.Request) (Caller, error)
+	given  []string
 }
 
 const (
 	optClock      = "WithClock"
 	optHTTPClient = "WithHTTPClient"
 	optTakeOver   = "TakeOverOwnLocks"
+	optCaller     = "WithCaller"
 )
+
+// WithCaller makes NewHandler take the caller of each request from who:
+// the server mounting the handler has verified it. The caller is the
+// author of the locks it takes (an author in the request body is
+// ignored), and removes only its own live locks unless Caller.Admin.
+func WithCaller(who func(*http.Request) (Caller, error)) Option {
+	return func(o *options) error {
+		if who == nil {
+			return errors.New("WithCaller: nil function")
+		}
+		o.caller = who
+		o.given = append(o.given, optCaller)
+		return nil
+	}
+}
 
 // WithClock sets the Service's clock for timestamps and expiry (default
 // time.Now).

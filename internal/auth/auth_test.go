@@ -1,0 +1,115 @@
+package auth
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestTokensFileRefused(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"not a list", "name: x", "decoding"},
+		{"unknown field", "- {name: a, token: aaaaaaaaaaaaaaaa, scopes: [read], scope: x}", `unknown field "scope"`},
+		{"no name", "- {token: aaaaaaaaaaaaaaaa, scopes: [read]}", "entry 0: name is required"},
+		{"name with space", "- {name: 'a b', token: aaaaaaaaaaaaaaaa, scopes: [read]}", `entry 0 (a b): name "a b"`},
+		{"twice", "- {name: a, token: aaaaaaaaaaaaaaaa, scopes: [read]}\n- {name: a, token: bbbbbbbbbbbbbbbb, scopes: [read]}", `entry 1 (a): name "a" is used twice`},
+		{"same token", "- {name: a, token: aaaaaaaaaaaaaaaa, scopes: [read]}\n- {name: b, token: aaaaaaaaaaaaaaaa, scopes: [read]}", "entry 1 (b): the same token as a"},
+		{"both", "- {name: a, token: aaaaaaaaaaaaaaaa, sha256: ab, scopes: [read]}", "want exactly one of token and sha256"},
+		{"neither", "- {name: a, scopes: [read]}", "want exactly one of token and sha256"},
+		{"short", "- {name: a, token: short, scopes: [read]}", "at least 16 characters"},
+		{"bad sha", "- {name: a, sha256: xyz, scopes: [read]}", "sha256: want 64 hex digits"},
+		{"no scopes", "- {name: a, token: aaaaaaaaaaaaaaaa}", "scopes: want at least one"},
+		{"bad scope", "- {name: a, token: aaaaaaaaaaaaaaaa, scopes: [read, aprove:prod]}", `scopes[1]: scope "aprove:prod": want read, lock, lock:admin, approve:<environment> or approve:*`},
+		{"reserved", "- {name: stagehand-reconciler, token: aaaaaaaaaaaaaaaa, scopes: [lock]}", `name "stagehand-reconciler" is reserved`},
+		{"legacy name", "- {name: api-token, token: aaaaaaaaaaaaaaaa, scopes: [lock]}", `name "api-token" is reserved`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "tokens.yaml")
+			if err := os.WriteFile(path, []byte(tc.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := New(WithTokensFile(path))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "server.tokensFile") {
+				t.Errorf("New = %v, want an error naming server.tokensFile and %q", err, tc.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "aaaaaaaaaaaaaaaa") {
+				t.Errorf("the error shows the token: %v", err)
+			}
+		})
+	}
+}
+
+// TestAuthorize: what the scopes of a named token grant, by name or by the
+// SHA-256 of the token.
+func TestAuthorize(t *testing.T) {
+	const sum = "4bc8ceb2a8d0e8c7f5fc8c7b64b4ec8f0d0b60e51f7d3dc3e6cd8bd9ac8e4a1f" // not any token's
+	a, err := New(WithTokens(
+		Token{Name: "ci", Token: "ci-token-0000000001", Scopes: []string{"lock", "approve:staging"}},
+		Token{Name: "oncall", Token: "oncall-token-000001", Scopes: []string{"lock:admin", "approve:*"}},
+		// printf %s hashed-token-00001 | sha256sum
+		Token{Name: "hashed", SHA256: "f21ac0bff34f9bf8706b85d7044cc1770156e12833a3ee637aa3c63d2b677001", Scopes: []string{"read"}},
+		Token{Name: "other", SHA256: sum, Scopes: []string{"read"}},
+	), WithLegacyToken("legacy-token-000001"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	got := map[string][]string{}
+	for _, tok := range []string{"ci-token-0000000001", "oncall-token-000001", "legacy-token-000001", "hashed-token-00001"} {
+		p, err := a.Authenticate(ctx, tok)
+		if err != nil {
+			t.Fatalf("Authenticate: %v", err)
+		}
+		for _, scope := range []string{"read", "lock", "lock:admin", "approve:staging", "approve:prod"} {
+			if ok, _, err := a.Authorize(ctx, p, scope); err != nil {
+				t.Fatal(err)
+			} else if ok {
+				got[p.Name] = append(got[p.Name], scope)
+			}
+		}
+	}
+	want := map[string][]string{
+		"ci":        {"read", "lock", "approve:staging"},
+		"oncall":    {"read", "lock", "lock:admin", "approve:staging", "approve:prod"},
+		"api-token": {"read", "lock"},
+		"hashed":    {"read"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("granted scopes (-want +got):\n%s", diff)
+	}
+	if _, err := a.Authenticate(ctx, "ci-token-000000000"); err == nil || !strings.Contains(err.Error(), "unknown bearer token") {
+		t.Errorf("a prefix of a token = %v, want unknown", err)
+	}
+}
+
+func TestGitHubTokenShapes(t *testing.T) {
+	for tok, want := range map[string]bool{
+		"ghp_abc": true, "gho_abc": true, "ghu_abc": true, "github_pat_abc": true,
+		"ghs_abc": false, "eyJhbGciOi.x.y": false, "plain-token": false,
+	} {
+		if got := looksGitHub(tok); got != want {
+			t.Errorf("looksGitHub(%q) = %v, want %v", tok, got, want)
+		}
+	}
+	if !looksJWT("eyJhbGciOi.eyJzdWIi.sig") || looksJWT("eyJ.only-one-dot") {
+		t.Error("looksJWT")
+	}
+}
+
+func TestGitHubCacheBounded(t *testing.T) {
+	now := time.Unix(1000, 0)
+	g := &gitHubUsers{now: func() time.Time { return now }, cache: map[[32]byte]cached{}}
+	for i := range maxCached + 10 {
+		var k [32]byte
+		k[0], k[1], k[2] = byte(i), byte(i>>8), byte(i>>16)
+		g.remember(k, cached{login: "x", expires: now.Add(time.Minute)}, now)
+	}
+	if n := len(g.cache); n > maxCached {
+		t.Errorf("cache holds %d entries, want at most %d", n, maxCached)
+	}
+}

@@ -1,0 +1,264 @@
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Error is a refusal: Status is 401 (who you are is not known) or 403 (you
+// may not), and Message says why in words a caller can act on.
+type Error struct {
+	Status  int
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func unauthenticated(msg string) error { return &Error{Status: http.StatusUnauthorized, Message: msg} }
+
+// Authenticator verifies bearer tokens and authorises scopes.
+type Authenticator struct {
+	o      options
+	file   *tokenFile // nil without a tokens file
+	static []namedToken
+	legacy [sha256.Size]byte // zero without a legacy token
+	gh     *gitHubUsers      // nil without GitHub
+	kube   *kubeReviewer     // nil unless enabled
+}
+
+// Option configures New.
+type Option func(*options) error
+
+type options struct {
+	tokensFile    string
+	tokens        []Token
+	legacy        string
+	legacyFile    string
+	githubURL     string
+	githubClient  *http.Client
+	policy        ApproverPolicy
+	kube          kubernetes.Interface
+	kubeNamespace string
+	reload        time.Duration
+	log           logr.Logger
+	now           func() time.Time
+}
+
+// WithTokensFile reads named tokens from path (server.tokensFile, a mounted
+// Secret): a YAML list of {name, token | sha256, scopes}. The file is
+// re-read when it changes, so rotating a token needs no restart.
+func WithTokensFile(path string) Option {
+	return func(o *options) error { o.tokensFile = path; return nil }
+}
+
+// WithTokens adds named tokens (fixed for the process' life).
+func WithTokens(ts ...Token) Option {
+	return func(o *options) error { o.tokens = append(o.tokens, ts...); return nil }
+}
+
+// WithLegacyToken accepts token as the deprecated single API token: a
+// principal named LegacyName with read and lock, who cannot approve.
+func WithLegacyToken(token string) Option {
+	return func(o *options) error { o.legacy = token; return nil }
+}
+
+// WithLegacyTokenFile reads the legacy token from path (server.apiTokenFile; "" for none).
+func WithLegacyTokenFile(path string) Option {
+	return func(o *options) error { o.legacyFile = path; return nil }
+}
+
+// WithGitHub accepts GitHub user tokens, learning their login with GET
+// /user on apiURL (github.apiURL) through client (nil: a client with a
+// ten-second timeout). Approving needs WithApproverPolicy too.
+func WithGitHub(apiURL string, client *http.Client) Option {
+	return func(o *options) error {
+		if apiURL == "" {
+			return errors.New("WithGitHub: the API URL is required (github.apiURL)")
+		}
+		o.githubURL, o.githubClient = apiURL, client
+		return nil
+	}
+}
+
+// WithApproverPolicy decides whether a GitHub login may approve in an environment.
+func WithApproverPolicy(p ApproverPolicy) Option {
+	return func(o *options) error { o.policy = p; return nil }
+}
+
+// WithKubernetes accepts Kubernetes bearer tokens, checked with TokenReview
+// on c's API server and authorised with SubjectAccessReviews in namespace
+// (server.kubernetesAuth; the state namespace).
+func WithKubernetes(c kubernetes.Interface, namespace string) Option {
+	return func(o *options) error {
+		if c == nil || namespace == "" {
+			return errors.New("WithKubernetes: want a client and a namespace")
+		}
+		o.kube, o.kubeNamespace = c, namespace
+		return nil
+	}
+}
+
+// WithReloadInterval sets how often the tokens file is looked at for
+// changes (default one second; 0 looks on every request).
+func WithReloadInterval(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return fmt.Errorf("WithReloadInterval(%s): want zero or more", d)
+		}
+		o.reload = d
+		return nil
+	}
+}
+
+// WithLog receives the deprecation warning of the legacy token and the
+// tokens file's re-read errors. Without it, nothing is logged.
+func WithLog(l logr.Logger) Option {
+	return func(o *options) error { o.log = l; return nil }
+}
+
+// WithClock sets the clock of the GET /user and TokenReview caches (default time.Now).
+func WithClock(now func() time.Time) Option {
+	return func(o *options) error {
+		if now == nil {
+			return errors.New("WithClock: nil clock")
+		}
+		o.now = now
+		return nil
+	}
+}
+
+// New returns an Authenticator. Without any source of principals, every
+// request is refused with 401; Enabled reports whether there is one.
+func New(opts ...Option) (*Authenticator, error) {
+	o := options{reload: time.Second, log: logr.Discard(), now: time.Now}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, fmt.Errorf("configuring authentication: %w", err)
+		}
+	}
+	a := &Authenticator{o: o}
+	if o.legacyFile != "" {
+		b, err := os.ReadFile(o.legacyFile)
+		if err != nil {
+			return nil, fmt.Errorf("configuring authentication: server.apiTokenFile: %w", err)
+		}
+		if o.legacy = strings.TrimSpace(string(b)); o.legacy == "" {
+			return nil, fmt.Errorf("configuring authentication: server.apiTokenFile %s is empty", o.legacyFile)
+		}
+	}
+	if o.legacy != "" {
+		if strings.ContainsFunc(o.legacy, unicode.IsSpace) {
+			return nil, errors.New("configuring authentication: the API token contains white space: want one line without spaces (server.apiTokenFile)")
+		}
+		a.legacy = sha256.Sum256([]byte(o.legacy))
+		o.log.Info("server.apiTokenFile is deprecated: its token may read and lock but no longer approve or reject; give each caller a named token in server.tokensFile")
+	}
+	static, err := compile(o.tokens)
+	if err != nil {
+		return nil, fmt.Errorf("configuring authentication: tokens: %w", err)
+	}
+	a.static = static
+	if o.tokensFile != "" {
+		a.file = &tokenFile{path: o.tokensFile, every: o.reload,
+			warn: func(err error) { o.log.Error(err, "tokens file not reloaded") }}
+		if err := a.file.load(); err != nil {
+			return nil, fmt.Errorf("configuring authentication: %w", err)
+		}
+	}
+	if o.githubURL != "" {
+		c := o.githubClient
+		if c == nil {
+			c = &http.Client{Timeout: 10 * time.Second}
+		}
+		a.gh = &gitHubUsers{apiURL: o.githubURL, client: c, now: o.now, cache: map[[sha256.Size]byte]cached{}}
+	}
+	if o.kube != nil {
+		a.kube = &kubeReviewer{client: o.kube, namespace: o.kubeNamespace, now: o.now, cache: map[[sha256.Size]byte]kubeCached{}}
+	}
+	return a, nil
+}
+
+// Enabled reports whether any principal can be verified at all.
+func (a *Authenticator) Enabled() bool {
+	return a.file != nil || len(a.static) > 0 || a.legacy != [sha256.Size]byte{} || a.gh != nil || a.kube != nil
+}
+
+// BearerToken returns the token of an "Authorization: Bearer ..." header, or "".
+func BearerToken(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) < 7 || !strings.EqualFold(h[:7], "bearer ") {
+		return ""
+	}
+	return strings.TrimSpace(h[7:])
+}
+
+// Authenticate returns who tok belongs to. A refusal is an *Error with
+// status 401; any other error is the failure of a service asked (GitHub,
+// the Kubernetes API server) and deserves a 503.
+func (a *Authenticator) Authenticate(ctx context.Context, tok string) (Principal, error) {
+	if tok == "" {
+		return Principal{}, unauthenticated("missing bearer token: send Authorization: Bearer <token>")
+	}
+	sum := sha256.Sum256([]byte(tok))
+	named := a.static
+	if a.file != nil {
+		named = append(a.file.current(), a.static...)
+	}
+	if t, ok := match(named, sum); ok {
+		return Principal{Name: t.name, Kind: KindToken, Scopes: t.scopes}, nil
+	}
+	if a.legacy != [sha256.Size]byte{} && subtle.ConstantTimeCompare(a.legacy[:], sum[:]) == 1 {
+		return Principal{Name: LegacyName, Kind: KindToken, Scopes: []string{ScopeRead, ScopeLock}, legacy: true}, nil
+	}
+	switch {
+	case looksGitHub(tok) && a.gh == nil:
+		return Principal{}, unauthenticated("GitHub user tokens are not accepted: this reconciler has no GitHub configured (github.owner and github.repo)")
+	case looksGitHub(tok):
+		login, err := a.gh.login(ctx, tok)
+		if err != nil {
+			return Principal{}, err
+		}
+		return Principal{Name: login, Kind: KindGitHub, Scopes: []string{ScopeRead, ScopeLock}}, nil
+	case looksJWT(tok) && a.kube != nil:
+		return a.kube.review(ctx, tok)
+	}
+	return Principal{}, unauthenticated("unknown bearer token")
+}
+
+// Authorize decides whether p may use scope. It answers whether, why (in
+// words for the caller when it is no), and an error only when a service
+// it asked failed.
+func (a *Authenticator) Authorize(ctx context.Context, p Principal, scope string) (bool, string, error) {
+	approve := strings.HasPrefix(scope, ScopeApprove)
+	switch {
+	case p.Kind == KindKubernetes && a.kube != nil && p.kube != nil:
+		return a.kube.authorize(ctx, p, scope)
+	case granted(p.Scopes, scope):
+		return true, "", nil
+	case p.legacy && approve:
+		return false, "the legacy server.apiTokenFile token can no longer approve or reject: use a named token with " +
+			scope + " from server.tokensFile, or your GitHub login", nil
+	case p.Kind == KindGitHub && approve:
+		if a.o.policy == nil {
+			return false, "approving with a GitHub login needs the GitHub approver policy, and this reconciler has none", nil
+		}
+		env := strings.TrimPrefix(scope, ScopeApprove)
+		ok, why, err := a.o.policy.MayApprove(ctx, env, p.Name)
+		if err != nil {
+			return false, "", fmt.Errorf("checking whether %s may approve in %s: %w", p.Name, env, err)
+		}
+		return ok, why, nil
+	}
+	return false, fmt.Sprintf("%s lacks scope %s", p, scope), nil
+}

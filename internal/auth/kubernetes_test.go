@@ -1,0 +1,107 @@
+package auth
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
+)
+
+// cluster is the API server of the Kubernetes token tests.
+var cluster testenv.Shared
+
+func TestMain(m *testing.M) { os.Exit(cluster.Main(m)) }
+
+// saToken creates ServiceAccount name in ns and returns a token of it (TokenRequest).
+func saToken(t *testing.T, c kubernetes.Interface, ns, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := c.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// TestKubernetesTokens: a ServiceAccount token is verified with TokenReview;
+// a Role granting approve on environments.stagehand.io/prod lets one
+// ServiceAccount approve prod (and nothing else), another gets no.
+func TestKubernetesTokens(t *testing.T) {
+	env := cluster.Env(t)
+	c, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	deployer, intern := saToken(t, c, ns, "deployer"), saToken(t, c, ns, "intern")
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "prod-approver"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{KubernetesGroup}, Resources: []string{"environments"}, ResourceNames: []string{"prod"}, Verbs: []string{"approve"}},
+		{APIGroups: []string{KubernetesGroup}, Resources: []string{"environments"}, Verbs: []string{"get"}},
+	}}
+	if _, err := c.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "prod-approver"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "prod-approver"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "deployer", Namespace: ns}}}
+	if _, err := c.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(WithKubernetes(c, ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type verdict struct {
+		Scope string
+		OK    bool
+	}
+	for _, tc := range []struct {
+		token, name string
+		want        []verdict
+		why         string
+	}{
+		{deployer, "system:serviceaccount:" + ns + ":deployer",
+			[]verdict{{"read", true}, {"approve:prod", true}, {"approve:staging", false}, {"lock:admin", false}}, ""},
+		{intern, "system:serviceaccount:" + ns + ":intern",
+			[]verdict{{"read", false}, {"approve:prod", false}, {"approve:staging", false}, {"lock:admin", false}},
+			"Kubernetes RBAC does not allow system:serviceaccount:" + ns + ":intern to approve environments.stagehand.io/prod (SubjectAccessReview)"},
+	} {
+		p, err := a.Authenticate(ctx, tc.token)
+		if err != nil {
+			t.Fatalf("Authenticate: %v", err)
+		}
+		if p.Name != tc.name || p.Kind != KindKubernetes {
+			t.Errorf("principal %v, want %s (kubernetes)", p, tc.name)
+		}
+		for _, v := range tc.want {
+			// RBAC takes a moment to see a new binding: wait for the verdict, never longer than the deadline.
+			ok, why, err := a.Authorize(ctx, p, v.Scope)
+			for deadline := 50; err == nil && ok != v.OK && deadline > 0; deadline-- {
+				time.Sleep(100 * time.Millisecond)
+				ok, why, err = a.Authorize(ctx, p, v.Scope)
+			}
+			if err != nil || ok != v.OK {
+				t.Errorf("%s %s = %v %q %v, want %v", p.Name, v.Scope, ok, why, err, v.OK)
+			}
+			if !ok && v.Scope == "approve:prod" && why != tc.why {
+				t.Errorf("why = %q, want %q", why, tc.why)
+			}
+		}
+	}
+	if _, err := a.Authenticate(ctx, deployer[:len(deployer)-4]+"AAAA"); err == nil || !strings.Contains(err.Error(), "TokenReview") {
+		t.Errorf("a forged token = %v, want a TokenReview refusal", err)
+	}
+}

@@ -1,0 +1,85 @@
+package auth
+
+import (
+	"context"
+	"strings"
+)
+
+// Kind says where a Principal's identity was verified.
+type Kind string
+
+// The kinds of principal.
+const (
+	// KindToken is a named token from server.tokensFile (or the legacy
+	// server.apiTokenFile, named LegacyName).
+	KindToken Kind = "token"
+	// KindGitHub is a GitHub user token; the name is the login.
+	KindGitHub Kind = "github"
+	// KindKubernetes is a Kubernetes bearer token; the name is the user
+	// TokenReview returned (system:serviceaccount:ns:name for a ServiceAccount).
+	KindKubernetes Kind = "kubernetes"
+)
+
+// The scopes a route may need. ScopeApprove is a prefix: approve:<env>
+// (see ApproveScope), and approve:* grants every environment.
+const (
+	ScopeRead      = "read"
+	ScopeLock      = "lock"
+	ScopeLockAdmin = "lock:admin"
+	ScopeApprove   = "approve:"
+)
+
+// ApproveScope is the scope that approving or rejecting in env needs.
+func ApproveScope(env string) string { return ScopeApprove + env }
+
+// Principal is a verified caller.
+type Principal struct {
+	// Name is what history and locks record: a token's name, a GitHub
+	// login, or a Kubernetes user name.
+	Name string
+	Kind Kind
+	// Scopes are the scopes granted outright. A GitHub principal's
+	// approvals and every scope of a Kubernetes principal are decided per
+	// request by Authorize instead.
+	Scopes []string
+
+	legacy bool      // the server.apiTokenFile token
+	kube   *kubeUser // set for KindKubernetes
+}
+
+// Legacy reports whether p is the deprecated server.apiTokenFile token.
+func (p Principal) Legacy() bool { return p.legacy }
+
+// String names p with its kind, e.g. "alice (github)".
+func (p Principal) String() string { return p.Name + " (" + string(p.Kind) + ")" }
+
+// granted reports whether the static scopes grant scope: every scope grants
+// read, lock:admin grants lock, approve:* grants every approve:<env>.
+func granted(scopes []string, scope string) bool {
+	for _, s := range scopes {
+		switch {
+		case s == scope:
+			return true
+		case scope == ScopeRead:
+			return true // any scope at all lets its holder read
+		case scope == ScopeLock && s == ScopeLockAdmin:
+			return true
+		case s == ScopeApprove+"*" && strings.HasPrefix(scope, ScopeApprove):
+			return true
+		}
+	}
+	return false
+}
+
+type principalKey struct{}
+
+// NewContext returns ctx carrying p.
+func NewContext(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// FromContext returns the Principal in ctx, if any.
+func FromContext(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}

@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/stagehand-gitops/stagehand/internal/auth"
+	"github.com/stagehand-gitops/stagehand/internal/config"
+	ghapp "github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
+)
+
+// authenticator verifies the callers of the API as the server: keys say:
+// named tokens, the legacy token, GitHub user tokens when the GitHub client
+// gh is configured, Kubernetes tokens when server.kubernetesAuth is true.
+func authenticator(cfg *config.Config, gh *ghapp.Client, log logr.Logger) (*auth.Authenticator, error) {
+	opts := []auth.Option{auth.WithLog(log), auth.WithLegacyTokenFile(cfg.Server.APITokenFile)}
+	if cfg.Server.TokensFile != "" {
+		opts = append(opts, auth.WithTokensFile(cfg.Server.TokensFile))
+	}
+	if gh != nil {
+		tr, err := wire.HTTPTransport(cfg.Source)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, auth.WithGitHub(gitHubAPIBase(cfg.GitHub.APIURL), &http.Client{Transport: tr, Timeout: 10 * time.Second}),
+			auth.WithApproverPolicy(approverPolicy{gh}))
+	}
+	if cfg.Server.KubernetesAuth {
+		clients, err := wire.NewClients()
+		if err != nil {
+			return nil, err
+		}
+		c, err := clients.Client(cfg.State.Kubeconfig, cfg.State.Context)
+		if err != nil {
+			return nil, fmt.Errorf("server.kubernetesAuth: %w", err)
+		}
+		opts = append(opts, auth.WithKubernetes(c, cfg.State.Namespace))
+	}
+	return auth.New(opts...)
+}
+
+// gitHubAPIBase is the REST base URL for github.apiURL, as the GitHub client
+// uses it: https://api.github.com by default, /api/v3 on an Enterprise Server.
+func gitHubAPIBase(apiURL string) string {
+	u := strings.TrimRight(apiURL, "/")
+	switch {
+	case u == "":
+		return "https://api.github.com"
+	case strings.HasSuffix(u, "/api/v3") || strings.Contains(u, "://api."):
+		return u
+	}
+	return u + "/api/v3"
+}
+
+// approverPolicy is the GitHub client's approver rule, as internal/auth asks it.
+type approverPolicy struct{ gh *ghapp.Client }
+
+func (p approverPolicy) MayApprove(ctx context.Context, env, login string) (bool, string, error) {
+	d, err := p.gh.MayApprove(ctx, env, login)
+	if err != nil {
+		return false, "", err
+	}
+	return d.Allowed, d.Why, nil
+}
