@@ -55,6 +55,9 @@ func TestTemplateObjects(t *testing.T) {
 			name:   "full values",
 			values: func(t *testing.T) []string { return []string{fullValues(t)} },
 			want: []string{
+				// rbac.kubernetesAuth: TokenReview and SubjectAccessReview.
+				"ClusterRole /rel-sh-stagehand-auth",
+				"ClusterRoleBinding /rel-sh-stagehand-auth",
 				"ConfigMap rel/sh-stagehand",
 				"ConfigMap rel/sh-stagehand-prbot",
 				"CustomResourceDefinition /locks.stagehand.io",
@@ -159,7 +162,7 @@ func TestDeployment(t *testing.T) {
 				Liveness: "/healthz", Readiness: "/readyz", RequestsCPU: "100m", RequestsMemory: "256Mi",
 				PrometheusScrape: "true", PrometheusPort: "8080", ServiceAccount: "sh-stagehand", ContainerPort: 8080,
 				ConfigMountedAt:  "/etc/stagehand",
-				ProjectedSecrets: []string{"stagehand-api", "stagehand-git", "stagehand-git-ca", "stagehand-github-app", "stagehand-gpg", "stagehand-registry", "stagehand-ssh-signers", "stagehand-webhook"},
+				ProjectedSecrets: []string{"stagehand-api", "stagehand-git", "stagehand-git-ca", "stagehand-github-app", "stagehand-gpg", "stagehand-registry", "stagehand-ssh-signers", "stagehand-tokens", "stagehand-webhook"},
 			},
 		},
 	}

@@ -64,6 +64,8 @@ type fixture struct {
 	addr       string
 	// apiToken and webhookSecret are in the Secrets the chart mounts.
 	apiToken, webhookSecret string
+	// ciToken is a named token of secrets.tokens (read and lock).
+	ciToken string
 	args                    []string
 	env                     []string
 }
@@ -89,10 +91,11 @@ func setup(t *testing.T) fixture {
 		t.Fatal(err)
 	}
 
-	f.apiToken, f.webhookSecret = randomHex(t), randomHex(t)
+	f.apiToken, f.webhookSecret, f.ciToken = randomHex(t), randomHex(t), randomHex(t)
 	for name, data := range map[string]map[string]string{
 		"stagehand-api":     {"token": f.apiToken},
 		"stagehand-webhook": {"secret": f.webhookSecret},
+		"stagehand-tokens":  {"tokens.yaml": "- {name: chart-ci, token: " + f.ciToken + ", scopes: [read, lock]}\n"},
 	} {
 		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: data}
 		if _, err := env.Clientset.CoreV1().Secrets(f.rel).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
@@ -110,6 +113,7 @@ func setup(t *testing.T) fixture {
 		},
 		"secrets": map[string]any{
 			"apiToken": map[string]any{"secretName": "stagehand-api"},
+			"tokens":   map[string]any{"secretName": "stagehand-tokens"},
 			"webhook":  map[string]any{"secretName": "stagehand-webhook"},
 		},
 	})
@@ -217,6 +221,9 @@ func TestDaemonAsServiceAccount(t *testing.T) {
 		{name: "take a lock", method: "POST", path: "/api/v1/locks", token: f.apiToken,
 			body: `{"path": "apps/devel/b", "type": "incident", "author": "chart-test", "duration": "1h"}`, want: http.StatusCreated},
 		{name: "the lock blocks", method: "GET", path: "/api/v1/check/apps/devel/b/web?type=deploy", token: f.apiToken, want: http.StatusLocked},
+		{name: "a named token of the mounted tokens file", method: "GET", path: "/api/v1/environments", token: f.ciToken, want: http.StatusOK},
+		{name: "the lock is not the named token's to remove", method: "DELETE", path: "/api/v1/locks/apps/devel/b?type=incident", token: f.ciToken, want: http.StatusForbidden},
+		{name: "nor may it approve", method: "POST", path: "/api/v1/environments/devel/approve", token: f.ciToken, body: `{"planHash": "sha256:x"}`, want: http.StatusForbidden},
 		{name: "list locks", method: "GET", path: "/api/v1/locks", token: f.apiToken, want: http.StatusOK},
 		{name: "unlock", method: "DELETE", path: "/api/v1/locks/apps/devel/b?type=incident", token: f.apiToken, want: http.StatusOK},
 		{name: "free again", method: "GET", path: "/api/v1/check/apps/devel/b/web?type=deploy", token: f.apiToken, want: http.StatusOK},

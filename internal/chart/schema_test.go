@@ -23,6 +23,8 @@ var chartOwned = []string{
 	// The web page's files come from secrets.uiOAuth and secrets.uiSession; no demo login (the chart listens on
 	// :8080, not loopback).
 	"server.ui.demoLogin", "server.ui.sessionKeyFile", "server.ui.oauth.clientIDFile", "server.ui.oauth.clientSecretFile",
+	// secrets.tokens and rbac.kubernetesAuth set these (the latter with the RBAC it needs).
+	"server.tokensFile", "server.kubernetesAuth",
 	"source.auth.githubApp.appID", "source.auth.githubApp.installationID", "source.auth.githubApp.privateKeyFile",
 	"source.auth.knownHostsFile", "source.auth.sshKeyFile", "source.auth.tokenFile",
 	"source.caFile", "source.cacheDir", "source.verify.allowedSignersFile", "source.verify.keyringFile", "source.verify.mode",

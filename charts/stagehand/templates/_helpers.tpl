@@ -142,6 +142,12 @@ adds under config pass through unchanged, so the reconciler's strict parser reje
 {{- $_ := set $ui "sessionKeyFile" (printf "%s/ui-session/key" $dir) -}}
 {{- end -}}
 {{- if $ui -}}{{- $_ := set $server "ui" $ui -}}{{- end -}}
+{{- if $s.tokens.secretName -}}
+{{- $_ := set $server "tokensFile" (printf "%s/tokens/tokens.yaml" $dir) -}}
+{{- end -}}
+{{- if .Values.rbac.kubernetesAuth -}}
+{{- $_ := set $server "kubernetesAuth" true -}}
+{{- end -}}
 {{- $_ := set $c "server" $server -}}
 {{- if $s.registry.secretName -}}
 {{- $reg := default dict $c.registry -}}
@@ -264,6 +270,13 @@ The projected volume that puts reconciler.yaml (or prbot.yaml) and every referen
           items:
             - key: {{ $s.uiSession.key }}
               path: secrets/ui-session/key
+      {{- end }}
+      {{- if $s.tokens.secretName }}
+      - secret:
+          name: {{ $s.tokens.secretName }}
+          items:
+            - key: {{ $s.tokens.key }}
+              path: secrets/tokens/tokens.yaml
       {{- end }}
       {{- if $s.gpgKeyring.secretName }}
       - secret:
