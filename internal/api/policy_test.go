@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/auth"
 )
 
 // countingBackend answers approvals as a Decider with an approval policy does: refused for the author,
@@ -36,7 +37,13 @@ func (b *countingBackend) Approve(_ context.Context, env, hash, who string) (*ap
 // the plan is 202 approved.
 func TestApprovalPolicyAnswers(t *testing.T) {
 	b := &countingBackend{backend: &backend{pending: &approval.Pending{Revision: "abcdef0123456789", PlanHash: "sha256:p", Required: 2}}, author: "mallory"}
-	s, err := New(b, WithToken(token))
+	// Each person has a named token: who approves is who the token is.
+	people := map[string]string{"mallory": "mallory-token-000001", "alice": "alice-token-0000001", "bob": "bob-token-000000001"}
+	var ts []auth.Token
+	for name, tok := range people {
+		ts = append(ts, auth.Token{Name: name, Token: tok, Scopes: []string{"approve:*"}})
+	}
+	s, err := New(b, withOps(t, auth.WithTokens(ts...)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,8 +51,8 @@ func TestApprovalPolicyAnswers(t *testing.T) {
 	t.Cleanup(srv.Close)
 	approve := func(who string) (int, DecisionResponse, string) {
 		t.Helper()
-		body, _ := json.Marshal(DecisionRequest{PlanHash: "sha256:p", Approver: who})
-		code, out := call(t, srv, "POST", "/api/v1/environments/prod/approve", token, string(body))
+		body, _ := json.Marshal(DecisionRequest{PlanHash: "sha256:p"})
+		code, out := call(t, srv, "POST", "/api/v1/environments/prod/approve", people[who], string(body))
 		var resp DecisionResponse
 		_ = json.Unmarshal([]byte(out), &resp)
 		return code, resp, out
