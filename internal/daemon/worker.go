@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -266,6 +267,10 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		// Stored but not (yet) accepted by the gate: GitHub was down when it
 		// was proposed, or this process is new; or it was proposed a
 		// repropose period ago. Gates' Propose is idempotent.
+		if p.Needed() > 1 && len(p.Approvals) > 0 {
+			// A run the gate makes again shows the approvals counted so far.
+			prop.Notes = append(slices.Clip(prop.Notes), "**"+p.Tally()+".**")
+		}
 		w.beginRun(ctx, envM, prop, tasks)
 		if dec := w.propose(ctx, gate, prop); dec.Approved {
 			return w.applyOrReplan(ctx, s, envM, prop, []string{dec.Approver})

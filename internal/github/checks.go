@@ -118,7 +118,7 @@ func awaiting(r *gh.CheckRun) bool {
 // The daemon proposes only plans still pending, so a run of p in progress longer than the lost-click
 // delay (see WithLostClickAfter) holds a click that never reached the leader: the replica that took it
 // stopped first. That run gets its plan and buttons back, saying the approval was lost. notes (a rollback's
-// hold or pin) are shown above the plan of a run it creates.
+// hold or pin, the approvals counted so far) are shown above the plan of a run it creates or gives back.
 func (c *Client) Propose(ctx context.Context, p *reconcile.Plan, notes ...string) (int64, error) {
 	name := approval.CheckName(p.Environment)
 	runs, err := c.runs(ctx, p.Revision, name)
@@ -137,7 +137,7 @@ func (c *Client) Propose(ctx context.Context, p *reconcile.Plan, notes ...string
 			note := fmt.Sprintf("%sLost: “%s” (since %s UTC) never reached the leader; the replica that took the click stopped first. Nothing was applied or withdrawn: decide again.",
 				deniedMarker, r.GetOutput().GetTitle(), since.UTC().Format("2006-01-02 15:04"))
 			return r.GetID(), c.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionActionRequired, Actions: approvalActions(),
-				Output: output(c.awaitingOutput(p, note))})
+				Output: output(c.awaitingOutput(p, strings.Join(append([]string{note}, notes...), "\n\n")))})
 		}
 		if !awaiting(r) {
 			continue

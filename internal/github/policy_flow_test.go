@@ -12,6 +12,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
+	"github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 )
 
@@ -218,5 +219,25 @@ func TestFlowEnvironmentTeams(t *testing.T) {
 	f.waitRun(sha, "success", concluded("success")) // the history is written before the run completes
 	if h := f.history(); len(h) != 1 || h[0].Approver != "pat" {
 		t.Errorf("history = %+v, want one apply approved by pat", h)
+	}
+}
+
+// TestFlowLostClickKeepsTheTally: with one of two approvals counted, a click lost with its replica gives
+// the run its buttons back still showing the approval counted.
+func TestFlowLostClickKeepsTheTally(t *testing.T) {
+	f := newFlow(t)
+	f.resync, f.repropose = 200*time.Millisecond, 200*time.Millisecond
+	f.setPolicy(config.Approvals{Required: 2})
+	sha := f.commit("1.0.1")
+	f.start()
+	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
+	if code, _ := f.click(run.ID, "approve", "maria", secret); code != http.StatusOK {
+		t.Fatalf("approve: %d", code)
+	}
+	f.waitRun(sha, "1 of 2 approvals: @maria", func(r githubtest.CheckRun) bool { return strings.Contains(r.Title, "1 of 2 approvals") })
+	markClicked(t, f.gh, run.ID, time.Now().Add(-github.DefaultLostClickAfter-time.Minute), "Approval by @mark, counting")
+	back := f.waitRunID(run.ID, "its buttons back", awaitingApproval)
+	if !strings.Contains(back.Summary, "Lost: “Approval by @mark, counting”") || !strings.Contains(back.Summary, "**1 of 2 approvals: maria.**") {
+		t.Errorf("restored run summary:\n%s", back.Summary)
 	}
 }
