@@ -509,6 +509,26 @@ func TestRBACVerificationJobs(t *testing.T) {
 	}
 }
 
+// TestRBACPerEnvironmentLeases: leaderElection.perEnvironment adds what the
+// replicas need of the Leases of every environment and replica (get, list,
+// update, delete of its own member Lease) in the release namespace only;
+// without it TestRBACExactRules shows the one leader Lease.
+func TestRBACPerEnvironmentLeases(t *testing.T) {
+	in := installFull(t, valuesFile(t, map[string]any{"config": map[string]any{"leaderElection": map[string]any{"perEnvironment": true}}}))
+	for _, a := range []access{{in.rel, "list", "coordination.k8s.io", "leases", ""}, {in.rel, "create", "coordination.k8s.io", "leases", ""},
+		{in.rel, "get", "coordination.k8s.io", "leases", "stagehand-env-devel"}, {in.rel, "update", "coordination.k8s.io", "leases", "stagehand-env-devel"},
+		{in.rel, "delete", "coordination.k8s.io", "leases", "stagehand-member-0123456789abcdef"}} {
+		if !allowed(t, in.rel, "sh-stagehand", a) {
+			t.Errorf("reconciler may not %s with leaderElection.perEnvironment", a)
+		}
+	}
+	for _, a := range []access{{in.devel, "list", "coordination.k8s.io", "leases", ""}, {in.other, "update", "coordination.k8s.io", "leases", "stagehand-env-devel"}} {
+		if allowed(t, in.rel, "sh-stagehand", a) {
+			t.Errorf("reconciler may %s", a)
+		}
+	}
+}
+
 func lockRoundTrip(ctx context.Context, cfg *rest.Config, ns string) error {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
