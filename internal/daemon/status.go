@@ -119,9 +119,13 @@ func (w *worker) writeStatus(ctx context.Context, s gitsource.Snapshot, envM *ma
 }
 
 // waiting names the faults env is waiting out: the source failing (its
-// last good revision is what is planned), and targets plan could not reach.
+// last good revision is what is planned), the gate refused for a rate
+// limit (until it ends), and targets plan could not reach.
 func (w *worker) waiting(plan *reconcile.Plan) []string {
 	var out []string
+	if rl := w.rateLimited; rl != nil && w.now().Before(rl.Until) {
+		out = append(out, fmt.Sprintf("%s rate limited until %s", rl.Service, rl.Until.UTC().Format(time.RFC3339)))
+	}
 	if w.sourceStatus != nil {
 		if src := w.sourceStatus(); src.Failures > 0 {
 			out = append(out, fmt.Sprintf("source unreachable since %s: %s", src.FailingSince.UTC().Format(time.RFC3339), src.LastError))

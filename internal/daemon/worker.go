@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -95,6 +96,9 @@ type worker struct {
 	// versions its revision's service versions for its events.
 	seq      *sequence.State
 	versions map[string]string
+	// rateLimited is the gate's last refusal for a rate limit (nil once
+	// a Propose went through); the status names it until it ends.
+	rateLimited *approval.RateLimitedError
 }
 
 func newWorker(deps workerDeps) *worker {
@@ -333,6 +337,12 @@ func (w *worker) resumable(ctx context.Context, f *approval.InFlight, prop appro
 // logged and counted and leaves the plan pending.
 func (w *worker) propose(ctx context.Context, gate approval.Gate, prop approval.Proposal) approval.Decision {
 	dec, err := gate.Propose(ctx, prop)
+	var rl *approval.RateLimitedError
+	if errors.As(err, &rl) {
+		w.rateLimited = rl
+	} else if err == nil {
+		w.rateLimited = nil
+	}
 	if err != nil {
 		w.proposed = ""
 		w.metrics.fail(w.env, "gate")

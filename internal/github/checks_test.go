@@ -2,6 +2,7 @@ package github_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
@@ -302,5 +304,40 @@ func patchRun(t *testing.T, srv *githubtest.Server, id int64, body map[string]an
 	}
 	if _, err := rest.Do(context.Background(), req, nil); err != nil {
 		t.Fatalf("updating run %d: %v", id, err)
+	}
+}
+
+// TestGateProposeRateLimited: a Propose that GitHub refuses for its rate
+// limit beyond what the retries wait says until when, as an
+// *approval.RateLimitedError the daemon names in the environment's status.
+func TestGateProposeRateLimited(t *testing.T) {
+	ctx := context.Background()
+	const runs = "/repos/{owner}/{repo}/commits/{ref}/check-runs"
+	for _, tc := range []struct {
+		name  string
+		fault githubtest.Fault
+		until time.Time
+	}{
+		{"primary", githubtest.Fault{Method: "GET", Route: runs, Status: http.StatusForbidden, RateLimitReset: time.Now().Add(time.Hour).Truncate(time.Second)},
+			time.Now().Add(time.Hour).Truncate(time.Second)},
+		{"secondary", githubtest.Fault{Method: "GET", Route: runs, Status: http.StatusTooManyRequests, RetryAfter: 10 * time.Minute},
+			time.Now().Add(10 * time.Minute)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
+			f.srv.Inject(tc.fault)
+			_, err := github.NewGate(f.client).Propose(ctx, approval.Proposal{Environment: "prod", Revision: sha, Plan: plan("prod", sha, 1)})
+			var rl *approval.RateLimitedError
+			if !errors.As(err, &rl) {
+				t.Fatalf("Propose: %v, want an *approval.RateLimitedError", err)
+			}
+			if d := rl.Until.Sub(tc.until); rl.Service != "GitHub" || d < -5*time.Second || d > 5*time.Second {
+				t.Errorf("rate limited: %s until %v, want GitHub until about %v", rl.Service, rl.Until, tc.until)
+			}
+			if got := f.srv.CountRequests("GET", runs); got != 1 {
+				t.Errorf("%d requests, want 1: a wait beyond the retry policy's is not waited", got)
+			}
+		})
 	}
 }

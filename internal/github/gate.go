@@ -3,6 +3,11 @@ package github
 import (
 	"context"
 	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	gh "github.com/google/go-github/v60/github"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
@@ -24,7 +29,7 @@ func NewGate(c *Client) *Gate { return &Gate{c: c} }
 // Propose creates (or, after a restart, finds) the check run awaiting approval and leaves the plan pending.
 func (g *Gate) Propose(ctx context.Context, p approval.Proposal) (approval.Decision, error) {
 	if _, err := g.c.Propose(ctx, p.Plan, p.Notes...); err != nil {
-		return approval.Decision{}, err
+		return approval.Decision{}, rateLimited(err, time.Now())
 	}
 	return approval.Decision{}, nil
 }
@@ -81,4 +86,31 @@ func (g *Gate) Completed(ctx context.Context, p approval.Proposal, o approval.Ou
 func (h *Handler) Register(r *webhook.Receiver) {
 	r.Handle("check_run", func(ctx context.Context, e webhook.Event) error { return h.HandleCheckRun(ctx, e.Payload) })
 	r.Handle("pull_request", func(ctx context.Context, e webhook.Event) error { return h.HandlePullRequest(ctx, e.Payload) })
+}
+
+// rateLimited wraps err in an *approval.RateLimitedError when GitHub refused
+// the request for its rate limit (primary: X-RateLimit-Reset; secondary:
+// Retry-After) beyond what the client's retries wait; other errors are
+// returned as they are.
+func rateLimited(err error, now time.Time) error {
+	var primary *gh.RateLimitError
+	if errors.As(err, &primary) {
+		return &approval.RateLimitedError{Service: "GitHub", Until: primary.Rate.Reset.Time, Err: err}
+	}
+	var secondary *gh.AbuseRateLimitError
+	if errors.As(err, &secondary) {
+		until := now.Add(time.Minute)
+		if d := secondary.GetRetryAfter(); d > 0 {
+			until = now.Add(d)
+		}
+		return &approval.RateLimitedError{Service: "GitHub", Until: until, Err: err}
+	}
+	var other *gh.ErrorResponse // a 429, or a 403 naming its wait, as GitHub's secondary limit answers
+	if errors.As(err, &other) && other.Response != nil {
+		code, after := other.Response.StatusCode, other.Response.Header.Get("Retry-After")
+		if n, perr := strconv.Atoi(after); perr == nil && n >= 0 && (code == http.StatusTooManyRequests || code == http.StatusForbidden) {
+			return &approval.RateLimitedError{Service: "GitHub", Until: now.Add(time.Duration(n) * time.Second), Err: err}
+		}
+	}
+	return err
 }
