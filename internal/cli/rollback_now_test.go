@@ -56,7 +56,9 @@ func testRollbackNow(t *testing.T, envExtra string, approved bool) {
 	dir := t.TempDir()
 	// alice's named token: who rolls back (and approves the pinned plan) is who the token is.
 	for name, content := range map[string][]byte{"app.pem": gh.AppPrivateKeyPEM(), "hook": []byte("hook-secret\n"), "token": []byte("alice-token-000001\n"),
-		"tokens.yaml": []byte("- {name: alice, token: alice-token-000001, scopes: [read, \"approve:*\"]}\n")} {
+		"bob-token": []byte("bob-token-0000001\n"),
+		"tokens.yaml": []byte("- {name: alice, token: alice-token-000001, scopes: [read, \"approve:*\"]}\n" +
+			"- {name: bob, token: bob-token-0000001, scopes: [read, \"approve:*\"]}\n")} {
 		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +112,7 @@ state: {namespace: %s, kubeconfig: %q}
 			t.Fatalf("status: %+v, want the pinned plan pending with alice's approval", v)
 		}
 		// A second approver completes it.
-		if _, stderr, code := runReconciler(t, "approve", "--server", server, "--token-file", tokenFile, "--env", "prod", "--as", "bob",
+		if _, stderr, code := runReconciler(t, "approve", "--server", server, "--token-file", filepath.Join(dir, "bob-token"), "--env", "prod", "--as", "bob",
 			"--plan-hash", v.Pending.PlanHash); code != 0 {
 			t.Fatalf("approve as bob: exit %d, %s", code, stderr)
 		}
