@@ -60,8 +60,10 @@ pending plan is another one now (a newer commit, a changed cluster), the
 reconciler refuses and says what is pending instead. Without --plan-hash the
 pending plan is fetched and printed with its hash, and you are asked to
 confirm on the terminal; scripts pass --plan-hash (or --yes: whatever is
-pending now), and without a terminal one of them is required. The token comes from
---token-file or $STAGEHAND_TOKEN; the server from --server or $STAGEHAND_SERVER.`,
+pending now), and without a terminal one of them is required. Who decides is
+who the token says: it comes from --token-file, else $STAGEHAND_TOKEN, else
+$GITHUB_TOKEN, else gh auth token, else the token reconciler login saved; the
+server from --server or $STAGEHAND_SERVER.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, approve) },
 	}
@@ -171,20 +173,7 @@ func (f *decisionFlags) waitApplied(ctx context.Context, cmd *cobra.Command, tok
 }
 
 func (f *decisionFlags) token() (string, error) {
-	if f.tokenFile != "" {
-		b, err := os.ReadFile(f.tokenFile)
-		if err != nil {
-			return "", usagef("--token-file: %v", err)
-		}
-		if t := strings.TrimSpace(string(b)); t != "" {
-			return t, nil
-		}
-		return "", usagef("--token-file: %s is empty", f.tokenFile)
-	}
-	if t := strings.TrimSpace(os.Getenv("STAGEHAND_TOKEN")); t != "" {
-		return t, nil
-	}
-	return "", usagef("a token is required: pass --token-file or set $STAGEHAND_TOKEN")
+	return userToken(context.Background(), os.LookupEnv, f.tokenFile, "--token-file", "--server")
 }
 
 func (f *decisionFlags) call(ctx context.Context, method, path, token string, body any) (int, []byte, error) {

@@ -123,7 +123,7 @@ func (f *backendFlags) backend(ctx context.Context, d lockDeps) (lockBackend, er
 	case server != "" && f.storage != "":
 		return nil, usagef("--server and --storage are mutually exclusive")
 	case server != "":
-		token, err := apiToken(d.lookup, f.tokenFile, "--token-file", "--server")
+		token, err := userToken(context.Background(), d.lookup, f.tokenFile, "--token-file", "--server")
 		if err != nil {
 			return nil, err
 		}

@@ -301,7 +301,7 @@ func TestLockUsageErrors(t *testing.T) {
 		want string
 	}{
 		{"no store", []string{"check", "apps/a"}, "no lock store: pass --server URL (or set $STAGEHAND_SERVER) or --storage kubernetes"},
-		{"no token", []string{"check", "apps/a", "--server", w.srv.URL}, "--server needs a token: pass --token-file or set $STAGEHAND_TOKEN"},
+		{"no token", []string{"check", "apps/a", "--server", w.srv.URL}, "--server needs a token: pass --token-file, set $STAGEHAND_TOKEN or $GITHUB_TOKEN, log in to gh, or run reconciler login"},
 		{"both stores", []string{"check", "apps/a", "--server", w.srv.URL, "--storage", "kubernetes"}, "--server and --storage are mutually exclusive"},
 		{"memory", []string{"check", "apps/a", "--storage", "memory"}, "--storage memory keeps locks in one process only"},
 		{"unknown storage", []string{"check", "apps/a", "--storage", "etcd"}, `invalid --storage "etcd": expected kubernetes`},
