@@ -110,9 +110,13 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	// The notification sinks hear every plan and outcome, those of
 	// skipConfirmation environments too (the worker reports them to this gate).
 	ntLog := log.WithName("notify")
+	lockPaths := map[string]string{}
+	for name, env := range cfg.Environments {
+		lockPaths[name] = env.LockPath
+	}
 	nt, err := notify.FromConfig(cfg.Notifications, notify.OnError(func(sink string, err error) {
 		ntLog.Error(err, "notification not delivered", "sink", sink)
-	}))
+	}), notify.WithLockPaths(lockPaths))
 	if err != nil {
 		return err
 	}
@@ -144,6 +148,10 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 			}
 			return rb.automatic(ctx, env, id, cause)
 		}))
+	}
+	if nt != nil {
+		// ... and every step of each environment's sequence, and every lock taken or removed through the API.
+		opts = append(opts, daemon.WithSequenceListener(nt), daemon.WithLockObserver(nt.LockChanged))
 	}
 	d, err := daemon.New(cfg, opts...)
 	if err != nil {

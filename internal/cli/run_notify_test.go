@@ -123,7 +123,16 @@ notifications:
 	mu.Lock()
 	defer mu.Unlock()
 	sort.Strings(got)
-	want := []string{"sh.stagehand.deploy.failed dev", "sh.stagehand.plan.approved dev", "sh.stagehand.plan.pending prod"}
+	// Every step of each environment's sequence too: dev's deployment failed (a
+	// timed-out rollout), prod's waits at its approval.
+	want := []string{
+		"sh.stagehand.approval.started prod", "sh.stagehand.approval.triggered prod",
+		"sh.stagehand.deploy.failed dev",
+		"sh.stagehand.deployment.finished dev", "sh.stagehand.deployment.started dev", "sh.stagehand.deployment.triggered dev",
+		"sh.stagehand.dev.delivery.finished dev", "sh.stagehand.dev.delivery.started dev",
+		"sh.stagehand.plan.approved dev", "sh.stagehand.plan.pending prod",
+		"sh.stagehand.prod.delivery.started prod",
+	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}

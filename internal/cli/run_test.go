@@ -102,7 +102,7 @@ registry: {verifyDigests: false, pinDigests: false}
 server: {listen: %q, apiTokenFile: token}
 locks: {namespace: %s}
 state: {namespace: %s, kubeconfig: %q}
-notifications: [{name: hook, type: webhook, urlFile: hook-url, secretFile: hook-key}]
+notifications: [{name: hook, type: webhook, urlFile: hook-url, secretFile: hook-key, events: [plan.pending]}]
 `, url, filepath.Join(dir, "cache"), env.Kubeconfig, ns, addr, ns, ns, env.Kubeconfig)
 	cfgPath := filepath.Join(dir, "reconciler.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -30,7 +31,15 @@ var NotificationTypes = []string{"slack", "teams", "webhook", "cloudevents"}
 // NotificationEvents are the accepted notifications[].events values: the
 // CloudEvents types without their "sh.stagehand." prefix.
 var NotificationEvents = []string{"plan.pending", "plan.approved", "plan.rejected", "plan.superseded",
-	"deploy.succeeded", "deploy.failed", "deploy.interrupted"}
+	"deploy.succeeded", "deploy.failed", "deploy.interrupted", "lock.taken", "lock.released"}
+
+// sequenceEventRE matches the events of delivery sequences a filter may
+// name: <stage>.delivery.started|finished (* for any stage) and
+// <task>.triggered|started|finished.
+var sequenceEventRE = regexp.MustCompile(`^(([a-z0-9]([-a-z0-9]*[a-z0-9])?|\*)\.delivery\.(started|finished)|(approval|deployment|test|evaluation|release)\.(triggered|started|finished))$`)
+
+// sequenceEventForms describes what sequenceEventRE accepts, for errors.
+const sequenceEventForms = "<stage>.delivery.started|finished (* for any stage), <task>.triggered|started|finished (task: approval, deployment, test, evaluation, release)"
 
 // validateNotifications checks the notifications: list.
 func (c *Config) validateNotifications(bad func(field, format string, a ...any)) {
@@ -62,8 +71,8 @@ func (c *Config) validateNotifications(bad func(field, format string, a ...any))
 			}
 		}
 		for j, e := range n.Events {
-			if !slices.Contains(NotificationEvents, e) {
-				bad(fmt.Sprintf("%s.events[%d]", f, j), "unknown event %q; accepted: %s", e, strings.Join(NotificationEvents, ", "))
+			if !slices.Contains(NotificationEvents, e) && !sequenceEventRE.MatchString(e) {
+				bad(fmt.Sprintf("%s.events[%d]", f, j), "unknown event %q; accepted: %s, %s", e, strings.Join(NotificationEvents, ", "), sequenceEventForms)
 			}
 		}
 	}

@@ -35,6 +35,13 @@ func TestNotifications(t *testing.T) {
 			err: `notifications[0].secretFile: only type webhook signs its body; type is "slack"`},
 		{name: "unknown environment", yaml: envs + "notifications: [{name: a, type: slack, urlFile: /u, environments: [prod, qa]}]",
 			err: `notifications[0].environments[1]: unknown environment "qa"; configured: prod, staging`},
+		{name: "sequence and lock events", yaml: envs + "notifications: [{name: a, type: cloudevents, urlFile: /u, events: [lock.taken, lock.released, '*.delivery.finished', prod.delivery.started, test.finished, approval.triggered]}]",
+			want: []Notification{{Name: "a", Type: "cloudevents", URLFile: "/u",
+				Events: []string{"lock.taken", "lock.released", "*.delivery.finished", "prod.delivery.started", "test.finished", "approval.triggered"}}}},
+		{name: "sequence event of another name", yaml: envs + "notifications: [{name: a, type: webhook, urlFile: /u, secretFile: /k, events: [prod.artifact-delivery.finished]}]",
+			err: `notifications[0].events[0]: unknown event "prod.artifact-delivery.finished"; accepted: plan.pending,`},
+		{name: "task of another name", yaml: envs + "notifications: [{name: a, type: webhook, urlFile: /u, secretFile: /k, events: [rollback.finished]}]",
+			err: `<stage>.delivery.started|finished (* for any stage), <task>.triggered|started|finished`},
 		{name: "unknown event", yaml: envs + "notifications: [{name: a, type: slack, urlFile: /u, events: [deploy.rolledback]}]",
 			err: `notifications[0].events[0]: unknown event "deploy.rolledback"; accepted: plan.pending,`},
 	} {

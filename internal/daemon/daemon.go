@@ -142,7 +142,11 @@ func (d *Daemon) buildTargets(clients *wire.Clients) error {
 
 // buildLocks makes the lock service and the reconciler's checker.
 func (d *Daemon) buildLocks(clients *wire.Clients) (*lock.Checker, error) {
-	svc, err := wire.LockService(clients, d.cfg)
+	var wopts []wire.Option
+	if d.o.lockObserver != nil {
+		wopts = append(wopts, wire.WithLockObserver(d.o.lockObserver))
+	}
+	svc, err := wire.LockService(clients, d.cfg, wopts...)
 	if err != nil {
 		return nil, err
 	}

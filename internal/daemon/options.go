@@ -12,6 +12,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 	"github.com/stagehand-gitops/stagehand/pkg/verify"
@@ -34,6 +35,7 @@ type options struct {
 	listener      sequence.Listener
 	rollbackHook  RollbackHook
 	authors       approval.Authors
+	lockObserver  lock.Observer
 }
 
 func defaultOptions() options {
@@ -200,4 +202,17 @@ func WithSequenceListener(l sequence.Listener) Option {
 // opens the pull request that brings git in line with the cluster, and a hold.
 func WithRollbackHook(h RollbackHook) Option {
 	return func(o *options) error { o.rollbackHook = h; return nil }
+}
+
+// WithLockObserver makes o hear every lock taken and removed through the
+// daemon's lock service (its API and its CLI clients; internal/notify's
+// Notifier sends them as lock.taken and lock.released).
+func WithLockObserver(o lock.Observer) Option {
+	return func(opts *options) error {
+		if o == nil {
+			return errors.New("configuring daemon: nil lock observer")
+		}
+		opts.lockObserver = o
+		return nil
+	}
 }

@@ -23,14 +23,18 @@ const (
 	DeploySucceeded   = "deploy.succeeded"
 	DeployFailed      = "deploy.failed"
 	DeployInterrupted = "deploy.interrupted"
+	LockTaken         = "lock.taken"
+	LockReleased      = "lock.released"
 )
 
 // TypePrefix starts every CloudEvents type Stagehand sends.
 const TypePrefix = "sh.stagehand."
 
-// Events lists every event name.
+// Events lists every event name but the sequence's, whose names depend on
+// the stage and the task (see SequenceEvent).
 func Events() []string {
-	return []string{PlanPending, PlanApproved, PlanRejected, PlanSuperseded, DeploySucceeded, DeployFailed, DeployInterrupted}
+	return []string{PlanPending, PlanApproved, PlanRejected, PlanSuperseded, DeploySucceeded, DeployFailed, DeployInterrupted,
+		LockTaken, LockReleased}
 }
 
 // Data is the data of every event (application/json).
@@ -64,6 +68,35 @@ type message struct {
 	name  string // PlanPending, ...
 	event event.Event
 	data  Data
+	// sequence marks a step of a delivery sequence (Slack and Teams get
+	// those only when their events filter names them).
+	sequence bool
+	// envs are the environments the event concerns, for the sinks'
+	// environments filter (nil: data.Environment).
+	envs []string
+	// headline and text replace title() and summary() when set.
+	headline, text string
+}
+
+// cloudEvent builds the CloudEvent name about subject from source with data at t.
+func cloudEvent(name, source, subject string, data any, t time.Time) (event.Event, error) {
+	id := make([]byte, 16)
+	if _, err := rand.Read(id); err != nil {
+		return event.Event{}, fmt.Errorf("making an event id: %w", err)
+	}
+	e := event.New()
+	e.SetID(hex.EncodeToString(id))
+	e.SetType(TypePrefix + name)
+	e.SetSource(source)
+	e.SetSubject(subject)
+	e.SetTime(t.UTC())
+	if err := e.SetData(event.ApplicationJSON, data); err != nil {
+		return event.Event{}, fmt.Errorf("encoding event data: %w", err)
+	}
+	if err := e.Validate(); err != nil {
+		return event.Event{}, fmt.Errorf("building event %s: %w", name, err)
+	}
+	return e, nil
 }
 
 // newMessage builds the CloudEvent name about p at t.
@@ -76,21 +109,9 @@ func newMessage(name string, p approval.Proposal, d Data, t time.Time) (message,
 	if d.Changes == nil {
 		d.Changes = []Change{}
 	}
-	id := make([]byte, 16)
-	if _, err := rand.Read(id); err != nil {
-		return message{}, fmt.Errorf("making an event id: %w", err)
-	}
-	e := event.New()
-	e.SetID(hex.EncodeToString(id))
-	e.SetType(TypePrefix + name)
-	e.SetSource("stagehand/" + p.Environment)
-	e.SetSubject(p.Environment)
-	e.SetTime(t.UTC())
-	if err := e.SetData(event.ApplicationJSON, d); err != nil {
-		return message{}, fmt.Errorf("encoding event data: %w", err)
-	}
-	if err := e.Validate(); err != nil {
-		return message{}, fmt.Errorf("building event %s: %w", name, err)
+	e, err := cloudEvent(name, "stagehand/"+p.Environment, p.Environment, d, t)
+	if err != nil {
+		return message{}, err
 	}
 	return message{name: name, event: e, data: d}, nil
 }
@@ -106,6 +127,9 @@ func changes(cs []reconcile.Change) []Change {
 
 // title is the one-line headline of m.
 func (m message) title() string {
+	if m.headline != "" {
+		return m.headline
+	}
 	env := m.data.Environment
 	switch m.name {
 	case PlanPending:
@@ -128,6 +152,9 @@ func (m message) title() string {
 
 // summary says in a sentence or two what happened.
 func (m message) summary() string {
+	if m.text != "" {
+		return m.text
+	}
 	d := m.data
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d change(s) at revision %s", m.title(), len(d.Changes), short(d.Revision))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -263,13 +264,22 @@ func (n *Notifier) publish(name string, p approval.Proposal, d Data, t time.Time
 	if err != nil {
 		return err
 	}
+	n.queue(m)
+	return nil
+}
+
+// queue puts m in the queue of every sink that wants it; it never blocks.
+func (n *Notifier) queue(m message) {
+	envs := m.envs
+	if envs == nil {
+		envs = []string{m.data.Environment}
+	}
 	for _, s := range n.sinks {
-		if s.wants(p.Environment, name) && s.push(m, n.o.queueSize) {
+		if s.wants(envs, m) && s.push(m, n.o.queueSize) {
 			n.total.WithLabelValues(s.Name, "dropped").Inc()
 			n.o.onError(s.Name, fmt.Errorf("queue of sink %s full: dropped its oldest message", s.Name))
 		}
 	}
-	return nil
 }
 
 // sink is a Sink with its queue.
@@ -283,9 +293,30 @@ type sink struct {
 	busy  bool
 }
 
-func (s *sink) wants(env, event string) bool {
-	return (len(s.Environments) == 0 || slices.Contains(s.Environments, env)) &&
-		(len(s.Events) == 0 || slices.Contains(s.Events, event))
+// wants reports whether s is sent m, about envs. Without an events filter
+// a Slack or Teams sink (people read it) is sent no sequence steps.
+func (s *sink) wants(envs []string, m message) bool {
+	if len(s.Environments) > 0 && !slices.ContainsFunc(envs, func(e string) bool { return slices.Contains(s.Environments, e) }) {
+		return false
+	}
+	if len(s.Events) == 0 {
+		return !m.sequence || (s.Kind != KindSlack && s.Kind != KindTeams)
+	}
+	return slices.ContainsFunc(s.Events, func(f string) bool { return EventMatches(f, m.name) })
+}
+
+// EventMatches reports whether the events filter entry f names the event
+// name: equal, or "*.<sequence>.<kind>" for a sequence event of any stage.
+func EventMatches(f, name string) bool {
+	if f == name {
+		return true
+	}
+	rest, ok := strings.CutPrefix(f, "*.")
+	if !ok {
+		return false
+	}
+	_, after, ok := strings.Cut(name, ".")
+	return ok && after == rest
 }
 
 // push queues m, dropping the oldest message when the queue holds size;

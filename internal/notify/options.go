@@ -3,8 +3,10 @@ package notify
 import (
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +22,7 @@ type options struct {
 	queueSize     int
 	onError       func(sink string, err error)
 	now           func() time.Time
+	lockPaths     map[string]string // environment → lock path
 }
 
 // Option configures a Notifier.
@@ -94,6 +97,18 @@ func WithQueueSize(n int) Option {
 		return nil
 	}
 }
+
+// WithLockPaths names each environment's lock path, so that a lock event
+// goes to the sinks of the environments it concerns (a lock at, under or
+// above the path).
+func WithLockPaths(paths map[string]string) Option {
+	return func(o *options) error {
+		o.lockPaths = maps.Clone(paths)
+		return nil
+	}
+}
+
+func sortedEnvs(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
 
 // OnError is called (from the sink's sender) for every message that could
 // not be delivered or was dropped; the notifier itself logs nothing.

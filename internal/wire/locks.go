@@ -10,7 +10,7 @@ import (
 // LockService returns the lock service over the store of locks.storage:
 // Kubernetes objects in locks.namespace of the state cluster
 // (state.kubeconfig and state.context, through c) or, for memory, a store
-// private to this process. It reads WithClock.
+// private to this process. It reads WithClock and WithLockObserver.
 func LockService(c *Clients, cfg *config.Config, opts ...Option) (*lock.Service, error) {
 	o, err := makeOptions(opts)
 	if err != nil {
@@ -43,6 +43,9 @@ func LockService(c *Clients, cfg *config.Config, opts ...Option) (*lock.Service,
 	var lopts []lock.Option
 	if o.now != nil {
 		lopts = append(lopts, lock.WithClock(o.now))
+	}
+	if o.lockObserver != nil {
+		lopts = append(lopts, lock.WithObserver(o.lockObserver))
 	}
 	svc, err := lock.New(st, lopts...)
 	if err != nil {

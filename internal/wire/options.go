@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/transport"
 
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -47,6 +48,7 @@ type options struct {
 	githubAPIURL  string
 	httpTransport http.RoundTripper
 	now           func() time.Time
+	lockObserver  lock.Observer
 }
 
 func defaultOptions() options {
@@ -122,6 +124,18 @@ func WithGitHubAPIURL(u string) Option {
 // (default: HTTPTransport of the source, which trusts source.caFile).
 func WithHTTPTransport(rt http.RoundTripper) Option {
 	return func(o *options) error { o.httpTransport = rt; return nil }
+}
+
+// WithLockObserver makes the lock service tell o about every lock taken and
+// removed through it (notifications: lock.taken, lock.released).
+func WithLockObserver(o lock.Observer) Option {
+	return func(opts *options) error {
+		if o == nil {
+			return errors.New("lock observer: nil")
+		}
+		opts.lockObserver = o
+		return nil
+	}
 }
 
 // WithClock sets the lock service's clock (default time.Now).

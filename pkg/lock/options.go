@@ -15,11 +15,12 @@ type Option func(*options) error
 // options holds every constructor's settings; given names the options set,
 // so that a constructor can refuse one that is not its own.
 type options struct {
-	now    func() time.Time
-	http   *http.Client
-	owner  string
-	caller func(*http.Request) (Caller, error)
-	given  []string
+	now      func() time.Time
+	observer Observer
+	http     *http.Client
+	owner    string
+	caller   func(*http.Request) (Caller, error)
+	given    []string
 }
 
 const (
@@ -27,6 +28,7 @@ const (
 	optHTTPClient = "WithHTTPClient"
 	optTakeOver   = "TakeOverOwnLocks"
 	optCaller     = "WithCaller"
+	optObserver   = "WithObserver"
 )
 
 // WithCaller makes NewHandler take the caller of each request from who:
@@ -53,6 +55,20 @@ func WithClock(now func() time.Time) Option {
 		}
 		o.now = now
 		o.given = append(o.given, optClock)
+		return nil
+	}
+}
+
+// WithObserver makes the Service tell o about every lock it takes and
+// every lock it removes (Unlock, Prune), after the storage confirmed it. o
+// is called on the caller's goroutine and must return at once.
+func WithObserver(o Observer) Option {
+	return func(opts *options) error {
+		if o == nil {
+			return errors.New("WithObserver: observer must not be nil")
+		}
+		opts.observer = o
+		opts.given = append(opts.given, optObserver)
 		return nil
 	}
 }

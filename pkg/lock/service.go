@@ -11,20 +11,39 @@ import (
 // path and implies check; check walks every prefix; unlock must name the
 // lock's type; expired locks never block; prune removes expired locks.
 type Service struct {
-	storage Storage
-	now     func() time.Time
+	storage  Storage
+	now      func() time.Time
+	observer Observer
 }
 
-// New returns a Service storing locks in storage. It takes WithClock.
+// Change kinds an Observer hears.
+const (
+	Taken    = "taken"    // a lock was taken (an expired one at its path replaced)
+	Released = "released" // a lock was removed by Unlock
+	Pruned   = "pruned"   // an expired lock was removed by Prune
+)
+
+// Change is one lock taken or removed through a Service.
+type Change struct {
+	Kind string
+	Lock Lock
+	At   time.Time
+}
+
+// Observer hears the changes a Service makes (WithObserver).
+type Observer func(ctx context.Context, c Change)
+
+// New returns a Service storing locks in storage. It takes WithClock and
+// WithObserver.
 func New(storage Storage, opts ...Option) (*Service, error) {
-	o, err := newOptions("New", opts, optClock)
+	o, err := newOptions("New", opts, optClock, optObserver)
 	if err != nil {
 		return nil, fmt.Errorf("configuring locks: %w", err)
 	}
 	if storage == nil {
 		return nil, errors.New("configuring locks: storage is required")
 	}
-	return &Service{storage: storage, now: o.now}, nil
+	return &Service{storage: storage, now: o.now, observer: o.observer}, nil
 }
 
 // Now returns the service clock's current time.
@@ -66,7 +85,11 @@ func (s *Service) Lock(ctx context.Context, l Lock) (Lock, error) {
 	for range maxAttempts {
 		created, err := s.storage.Create(ctx, l)
 		if err == nil {
-			return s.confirm(ctx, created, prefixes[:len(prefixes)-1])
+			held, err := s.confirm(ctx, created, prefixes[:len(prefixes)-1])
+			if err == nil {
+				s.observe(ctx, Taken, held)
+			}
+			return held, err
 		}
 		if !errors.Is(err, ErrExists) {
 			return Lock{}, fmt.Errorf("taking lock %s: %w", p, err)
@@ -274,6 +297,7 @@ func (s *Service) Unlock(ctx context.Context, path string, t Type, recursive boo
 		if err := s.storage.Delete(ctx, l); err != nil {
 			return nil, fmt.Errorf("unlocking %s: %w", p, err)
 		}
+		s.observe(ctx, Released, l)
 		return []Lock{l}, nil
 	}
 	all, err := s.storage.List(ctx, p)
@@ -285,8 +309,12 @@ func (s *Service) Unlock(ctx context.Context, path string, t Type, recursive boo
 		if l.Type != t {
 			continue
 		}
-		if err := s.storage.Delete(ctx, l); err != nil && !errors.Is(err, ErrNotFound) {
+		err := s.storage.Delete(ctx, l)
+		if err != nil && !errors.Is(err, ErrNotFound) {
 			return removed, fmt.Errorf("unlocking %s: %w", l.Path, err)
+		}
+		if err == nil { // else removed meanwhile, by someone else, who tells
+			s.observe(ctx, Released, l)
 		}
 		removed = append(removed, l)
 	}
@@ -320,6 +348,7 @@ func (s *Service) Prune(ctx context.Context, prefix string) ([]Lock, error) {
 		if err != nil {
 			return pruned, fmt.Errorf("pruning lock %s: %w", l.Path, err)
 		}
+		s.observe(ctx, Pruned, l)
 		pruned = append(pruned, l)
 	}
 	return pruned, nil
@@ -349,4 +378,11 @@ func normalizePrefix(prefix string) (string, error) {
 		return "", invalid(err)
 	}
 	return p, nil
+}
+
+// observe tells the observer, if any, about a change made.
+func (s *Service) observe(ctx context.Context, kind string, l Lock) {
+	if s.observer != nil {
+		s.observer(ctx, Change{Kind: kind, Lock: l, At: s.now()})
+	}
 }
