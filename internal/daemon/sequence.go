@@ -374,6 +374,9 @@ func (w *worker) finishRun(ctx context.Context, status, result, msg string) {
 
 // saveRun keeps the run in the state; a failure is logged and counted.
 func (w *worker) saveRun(ctx context.Context) {
+	// Kept during a shutdown too: the next leader continues from here.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	r := *w.seq
 	r.Tasks = slices.Clone(w.seq.Tasks)
 	if err := w.store.Update(ctx, w.env, func(st *EnvState) { st.Sequence = &r }); err != nil {
