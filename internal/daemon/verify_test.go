@@ -158,13 +158,19 @@ func TestVerificationAfterRollout(t *testing.T) {
 	if n := counterValue(r.d.metrics.verifications.WithLabelValues("devel", "evaluation", "prometheus", "fail")); n != 1 {
 		t.Errorf("stagehand_verifications_total{devel,evaluation,prometheus,fail} = %v, want 1", n)
 	}
-	gate.mu.Lock()
-	defer gate.mu.Unlock()
-	var results []string
-	for _, o := range gate.completed {
-		results = append(results, o.Result)
-	}
-	if got := strings.Join(results, ","); got != "succeeded,failed,failed" {
+	// The history is recorded before the gate hears the outcome: wait for it.
+	var got string
+	testenv.WaitFor(t, 30*time.Second, "the gate to hear three outcomes", func() bool {
+		gate.mu.Lock()
+		defer gate.mu.Unlock()
+		var results []string
+		for _, o := range gate.completed {
+			results = append(results, o.Result)
+		}
+		got = strings.Join(results, ",")
+		return len(results) >= 3
+	})
+	if got != "succeeded,failed,failed" {
 		t.Errorf("the gate heard %s, want succeeded,failed,failed", got)
 	}
 }
