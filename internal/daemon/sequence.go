@@ -142,8 +142,7 @@ func (w *worker) beginRun(ctx context.Context, envM *manifest.Environment, prop 
 	w.saveRun(ctx)
 	w.emit(ctx, -1, sequence.KindStarted, "", "", "")
 	if i := w.seq.Index(promote.TaskApproval); i == 0 {
-		w.step(ctx, i, sequence.StatusTriggered, "", "", nil)
-		w.step(ctx, i, sequence.StatusStarted, "", "", nil)
+		w.begin(ctx, i)
 	}
 }
 
@@ -180,11 +179,10 @@ func (w *worker) approved(ctx context.Context, envM *manifest.Environment, prop 
 	w.versions = versions(envM)
 	r.Approver = approver
 	if i := r.Index(promote.TaskApproval); i >= 0 && r.Tasks[i].Status != sequence.StatusFinished {
-		w.step(ctx, i, sequence.StatusFinished, promote.ResultPass, "approved by "+approver, nil)
+		w.finish(ctx, i, promote.ResultPass, "approved by "+approver, nil)
 	}
 	if i := r.Index(promote.TaskDeployment); i >= 0 {
-		w.step(ctx, i, sequence.StatusTriggered, "", "", nil)
-		w.step(ctx, i, sequence.StatusStarted, "", "", nil)
+		w.begin(ctx, i)
 	}
 }
 
@@ -200,7 +198,7 @@ func (w *worker) rejectedRun(ctx context.Context, prop approval.Proposal, who, r
 		msg += ": " + reason
 	}
 	if i := r.Index(promote.TaskApproval); i >= 0 {
-		w.step(ctx, i, sequence.StatusFinished, promote.ResultFail, msg, nil)
+		w.finish(ctx, i, promote.ResultFail, msg, nil)
 	}
 	w.finishRun(ctx, sequence.StatusFinished, promote.ResultFail, msg)
 }
@@ -219,7 +217,7 @@ func (w *worker) deployed(ctx context.Context, prop approval.Proposal, res *reco
 		if out.Result != approval.ResultSucceeded {
 			result = promote.ResultFail
 		}
-		w.step(ctx, i, sequence.StatusFinished, result, out.Message, nil)
+		w.finish(ctx, i, result, out.Message, nil)
 	}
 	if out.Result != approval.ResultSucceeded {
 		w.finishRun(ctx, sequence.EventErrored, promote.ResultFail, out.Message)
@@ -237,10 +235,9 @@ func (w *worker) runRest(ctx context.Context, prop approval.Proposal, res *recon
 		if r.Outcome() == promote.ResultFail {
 			break // a failed task ends the sequence
 		}
-		w.step(ctx, i, sequence.StatusTriggered, "", "", nil)
-		w.step(ctx, i, sequence.StatusStarted, "", "", nil)
+		w.begin(ctx, i)
 		if t.Name == promote.TaskRelease {
-			w.step(ctx, i, sequence.StatusFinished, promote.ResultPass, "released", nil)
+			w.finish(ctx, i, promote.ResultPass, "released", nil)
 			continue
 		}
 		result, err := w.runTask(ctx, prop, res, i)
@@ -249,7 +246,7 @@ func (w *worker) runRest(ctx context.Context, prop approval.Proposal, res *recon
 			out.Message = fmt.Sprintf("shut down during the %s task; the next leader runs it again", t.Name)
 			return out
 		}
-		w.step(ctx, i, sequence.StatusFinished, result.Result, result.Message, result.Outputs)
+		w.finish(ctx, i, result.Result, result.Message, result.Outputs)
 	}
 	result := r.Outcome()
 	msg := ""
@@ -331,30 +328,27 @@ func (w *worker) resumeRun(ctx context.Context, s gitsource.Snapshot, envM *mani
 	return true
 }
 
-// step moves the run's task i to status (with result, message and outputs
-// once finished), keeps it and announces it.
-func (w *worker) step(ctx context.Context, i int, status, result, msg string, outputs json.RawMessage) {
+// begin triggers and starts the run's task i: one state write, two events.
+func (w *worker) begin(ctx context.Context, i int) {
 	t := &w.seq.Tasks[i]
-	now := w.now().UTC()
-	t.Status = status
-	switch status {
-	case sequence.StatusTriggered, sequence.StatusStarted: // (again, when a new leader continues)
-		t.Finished, t.Result, t.Message, t.Outputs = time.Time{}, "", "", nil
-		if status == sequence.StatusStarted {
-			t.Started = now
-		}
-	case sequence.StatusFinished:
-		t.Finished, t.Result, t.Message, t.Outputs = now, result, msg, outputs
-	}
+	t.Status, t.Started = sequence.StatusStarted, w.now().UTC()
+	t.Finished, t.Result, t.Message, t.Outputs = time.Time{}, "", "", nil
 	w.saveRun(ctx)
-	e := sequence.EventSucceeded
+	w.emit(ctx, i, sequence.KindTriggered, "", "", "")
+	w.emit(ctx, i, sequence.KindStarted, "", "", "")
+}
+
+// finish ends the run's task i with result, message and outputs, keeps it
+// and announces it.
+func (w *worker) finish(ctx context.Context, i int, result, msg string, outputs json.RawMessage) {
+	t := &w.seq.Tasks[i]
+	t.Status, t.Finished, t.Result, t.Message, t.Outputs = sequence.StatusFinished, w.now().UTC(), result, msg, outputs
+	w.saveRun(ctx)
+	status := sequence.EventSucceeded
 	if result == promote.ResultFail && t.Name == promote.TaskDeployment {
-		e = sequence.EventErrored
+		status = sequence.EventErrored // it could not deploy; a failed check succeeded in finding a fault
 	}
-	if status != sequence.StatusFinished {
-		e = ""
-	}
-	w.emit(ctx, i, status, result, e, msg)
+	w.emit(ctx, i, sequence.KindFinished, result, status, msg)
 }
 
 // finishRun ends the run with status (finished or aborted) and result.

@@ -153,6 +153,7 @@ func TestFlowFourEyes(t *testing.T) {
 		t.Fatalf("approve by maria: %d", code)
 	}
 	f.waitImage("1.0.2")
+	f.waitRun(sha3, "success", concluded("success")) // completed after the history is recorded
 	if h := f.history(); len(h) != 2 || h[0].Approver != "maria" {
 		t.Errorf("history = %+v, want the second apply approved by maria", h)
 	}
