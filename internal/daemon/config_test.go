@@ -22,7 +22,7 @@ func TestExampleConfigLoads(t *testing.T) {
 	got := map[string]any{
 		"interval": cfg.Source.Interval.Duration,
 		"listen":   cfg.Server.Listen,
-		"token":    cfg.Server.APITokenFile,
+		"tokens":   cfg.Server.TokensFile,
 		"state":    cfg.State.Namespace,
 		"prod":     len(cfg.Environments["prod"].Targets),
 		"lockPath": cfg.Environments["prod"].LockPath,
@@ -33,7 +33,7 @@ func TestExampleConfigLoads(t *testing.T) {
 	want := map[string]any{
 		"interval":      time.Minute,
 		"listen":        ":8080",
-		"token":         "/var/run/secrets/stagehand/api-token",
+		"tokens":        "/var/run/secrets/stagehand/tokens/tokens.yaml",
 		"state":         "stagehand",
 		"prod":          3,
 		"lockPath":      "apps/production",
