@@ -55,6 +55,8 @@ func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest
 		w.metrics.fail(w.env, "state")
 		return nil, fmt.Errorf("recording apply before starting it: %w", err)
 	}
+	w.applying.Store(true)
+	defer w.applying.Store(false)
 	log.Info("applying", "approver", approver, "changes", len(prop.Plan.Changes))
 	w.approved(ctx, envM, prop, approver)
 	var under sync.Once

@@ -179,3 +179,24 @@ func TestFenceTerm(t *testing.T) {
 		}
 	}
 }
+
+// TestGiveBackSparesAnApply: a replica above its share gives back the last
+// environment it holds that is not applying, and none while all are.
+func TestGiveBackSparesAnApply(t *testing.T) {
+	applying := map[string]bool{"us": true}
+	s := newShard(shardDeps{envs: []string{"devel", "prod", "us"}, metrics: NewMetrics(),
+		applying: func(env string) bool { return applying[env] }, logf: func(string, ...any) {}})
+	cancelled := map[string]bool{}
+	for _, env := range s.envs {
+		s.held[env] = &holding{cancel: func() { cancelled[env] = true }, done: make(chan struct{})}
+	}
+	s.giveBack(2)
+	if diff := cmp.Diff([]string{"devel", "us"}, s.Held()); diff != "" || !cancelled["prod"] || cancelled["us"] {
+		t.Errorf("after giving one back: held (-want +got):\n%s; cancelled %v, want prod only", diff, cancelled)
+	}
+	applying["devel"] = true
+	s.giveBack(1)
+	if diff := cmp.Diff([]string{"devel", "us"}, s.Held()); diff != "" || len(cancelled) != 1 {
+		t.Errorf("with every environment applying: held (-want +got):\n%s; cancelled %v", diff, cancelled)
+	}
+}

@@ -45,8 +45,10 @@ type shardDeps struct {
 	// lost is called when a state write is refused (another term claimed
 	// it). It returns when the worker has stopped.
 	start func(ctx context.Context, env, token string, lost func())
-	logf  func(msg string, kv ...any)
-	logE  func(err error, msg string, kv ...any)
+	// applying reports whether env's worker is applying a plan now.
+	applying func(env string) bool
+	logf     func(msg string, kv ...any)
+	logE     func(err error, msg string, kv ...any)
 }
 
 // shard holds environment Leases for one replica.
@@ -275,13 +277,23 @@ func (s *shard) drop(env, token, why string) {
 	s.logf("not holding environment any more", "environment", env, "why", why, "term", h.token)
 }
 
-// giveBack starts giving back the last environment held beyond share.
+// giveBack starts giving back an environment held beyond share.
 func (s *shard) giveBack(share int) {
 	held := s.Held()
 	if len(held) <= share {
 		return
 	}
-	env := held[len(held)-1]
+	// The last one not applying: an apply is not cut short to even out
+	// the share; when all are applying, the next round tries again.
+	env := ""
+	for i := len(held) - 1; i >= 0 && env == ""; i-- {
+		if s.applying == nil || !s.applying(held[i]) {
+			env = held[i]
+		}
+	}
+	if env == "" {
+		return
+	}
 	s.mu.Lock()
 	h := s.held[env]
 	h.giving = true

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -99,6 +100,9 @@ type worker struct {
 	// rateLimited is the gate's last refusal for a rate limit (nil once
 	// a Propose went through); the status names it until it ends.
 	rateLimited *approval.RateLimitedError
+	// applying is true while an apply is under way (read by other
+	// goroutines: a replica gives back an environment that is not applying).
+	applying atomic.Bool
 }
 
 func newWorker(deps workerDeps) *worker {
