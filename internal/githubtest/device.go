@@ -95,6 +95,9 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request, body []byte)
 		writeJSON(w, code, nil, map[string]any{"error": "githubtest: " + fmt.Sprintf(format, a...)})
 		return code
 	}
+	if r.URL.Path == "/login/oauth/authorize" {
+		return s.authorize(w, r) // the web flow (webflow.go)
+	}
 	if r.Method != http.MethodPost {
 		return fail(http.StatusMethodNotAllowed, "want POST")
 	}
@@ -107,6 +110,9 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request, body []byte)
 	form, err := url.ParseQuery(string(body))
 	if err != nil {
 		return fail(http.StatusBadRequest, "form body: %v", err)
+	}
+	if r.URL.Path == "/login/oauth/access_token" && form.Has("code") {
+		return s.exchangeCode(w, r, form) // the web flow (webflow.go)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -78,6 +78,7 @@ type Server struct {
 	rateReset  time.Time         // end of the window
 	userTokens map[string]string // user token → login (user.go)
 	device     deviceFlow        // the OAuth device flow (device.go)
+	web        webFlow           // the OAuth web flow (webflow.go)
 }
 
 // Request is one request the server received, for assertions on what a client did.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stagehand-gitops/stagehand/internal/cli"
+	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
@@ -45,15 +46,20 @@ var manifests = map[string]string{
   {"name": "web", "containers": [{"dockerName": "web", "dockerTag": "2.0.0"}]}]}`,
 }
 
-// startStack runs the reconciler with extra configuration lines (under
-// server.ui) and returns once its page answers.
-func startStack(t *testing.T, uiConfig string) *stack {
+// startStack runs the reconciler with server.ui set to uiConfig and more
+// top-level configuration, and returns once its page answers. Files in
+// files are written beside reconciler.yaml; mirror (when not nil) is told
+// the manifests' commit before the reconciler starts.
+func startStack(t *testing.T, uiConfig, more string, files map[string][]byte, mirror func(sha string)) *stack {
 	t.Helper()
 	env := cluster.Env(t)
 	s := &stack{env: env, git: gitserver.New(t), ns: env.Namespace(t)}
 	staging := env.Namespace(t)
 	url := s.git.Init(t, "manifests")
-	s.git.Commit(t, "manifests", "main", manifests, "staging and prod")
+	sha := s.git.Commit(t, "manifests", "main", manifests, "staging and prod")
+	if mirror != nil {
+		mirror(sha)
+	}
 	s.gate = "stagehand.test/" + s.ns
 	for _, d := range []struct{ ns, name, image string }{
 		{staging, "web", "example.com/web:2.0.0"}, {staging, "api", "example.com/api:1.0.0"},
@@ -80,7 +86,12 @@ server:
   ui: %s
 locks: {namespace: %s}
 state: {namespace: %s, kubeconfig: %q}
-`, url, filepath.Join(dir, "cache"), env.Kubeconfig, staging, env.Kubeconfig, s.ns, addr, uiConfig, s.ns, s.ns, env.Kubeconfig)
+%s`, url, filepath.Join(dir, "cache"), env.Kubeconfig, staging, env.Kubeconfig, s.ns, addr, uiConfig, s.ns, s.ns, env.Kubeconfig, more)
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	path := filepath.Join(dir, "reconciler.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -209,7 +220,7 @@ func notReloaded(t *testing.T, ctx context.Context) bool {
 // approval clicked on prod's plan that the overview shows rolling out and
 // then in sync without a reload, a lock taken and removed, and a search.
 func TestBrowser(t *testing.T) {
-	s := startStack(t, "{demoLogin: demo}")
+	s := startStack(t, "{demoLogin: demo}", "", nil, nil)
 	ctx := browse(t, 1280, 900)
 
 	run(t, ctx, "signing in", chromedp.Navigate(s.base+"/"), chromedp.WaitVisible("#signin-demo", chromedp.ByID),
@@ -303,7 +314,7 @@ func TestBrowser(t *testing.T) {
 // TestBrowserPhone: at phone width the overview and the plan fit, and the
 // Approve button is reachable by keyboard.
 func TestBrowserPhone(t *testing.T) {
-	s := startStack(t, "{demoLogin: demo}")
+	s := startStack(t, "{demoLogin: demo}", "", nil, nil)
 	ctx := browse(t, 390, 844)
 	run(t, ctx, "signing in", chromedp.Navigate(s.base+"/signin"), chromedp.Click("#signin-demo", chromedp.ByID), chromedp.WaitVisible("#matrix", chromedp.ByID))
 	waitMatrix(t, ctx, "web", "prod", "pending")
@@ -328,4 +339,79 @@ func TestBrowserPhone(t *testing.T) {
 		t.Errorf("controls without a label: %v", unlabelled)
 	}
 	screenshot(t, ctx, "environment-phone")
+}
+
+// TestBrowserGitHubSignIn: "Sign in with GitHub" through the GitHub test
+// server's OAuth web flow; the login's permission on the manifests
+// repository decides: a maintainer approves (recorded as the approver), a
+// reader reads without buttons, anyone else is turned away.
+func TestBrowserGitHubSignIn(t *testing.T) {
+	gh := githubtest.New(t)
+	gh.CreateRepo("acme", "manifests", "main")
+	gh.SetPermission("acme", "manifests", "maria", "maintain")
+	gh.SetPermission("acme", "manifests", "rita", "read")
+	gh.EnableWebFlow("Iv1.stagehand", "oauth-secret", "http://127.0.0.1:")
+	files := map[string][]byte{"app.pem": gh.AppPrivateKeyPEM(), "hook": []byte("hook-secret\n"),
+		"client-id": []byte("Iv1.stagehand\n"), "client-secret": []byte("oauth-secret\n")}
+	more := fmt.Sprintf(`github:
+  apiURL: %q
+  owner: acme
+  repo: manifests
+  webhookSecretFile: hook
+  app: {appID: %d, installationID: %d, privateKeyFile: app.pem}
+  approvers: {minPermission: maintain}
+`, gh.URL(), gh.AppID(), gh.InstallationID())
+	s := startStack(t, fmt.Sprintf("{oauth: {clientIDFile: client-id, clientSecretFile: client-secret, webURL: %q}}", gh.RootURL()), more, files,
+		func(sha string) { gh.MirrorCommit("acme", "manifests", "main", sha, manifests, "staging and prod") })
+
+	signIn := func(t *testing.T, login string) context.Context {
+		t.Helper()
+		gh.SignInWeb(login)
+		ctx := browse(t, 1280, 900)
+		run(t, ctx, "signing in as "+login, chromedp.Navigate(s.base+"/environments/prod"), chromedp.WaitVisible("#signin-github", chromedp.ByID),
+			chromedp.Click("#signin-github", chromedp.ByID), chromedp.WaitVisible("main h1", chromedp.ByQuery))
+		return ctx
+	}
+	t.Run("no access", func(t *testing.T) {
+		ctx := signIn(t, "mallory")
+		if got := text(t, ctx, "main"); !strings.Contains(got, "mallory may not see") {
+			t.Errorf("mallory sees: %q", got)
+		}
+	})
+	t.Run("reader", func(t *testing.T) {
+		ctx := signIn(t, "rita")
+		run(t, ctx, "the overview", chromedp.Navigate(s.base+"/"), chromedp.WaitVisible("#login", chromedp.ByID))
+		waitMatrix(t, ctx, "web", "prod", "pending")
+		run(t, ctx, "prod", chromedp.Navigate(s.base+"/environments/prod"), chromedp.WaitVisible("#plan", chromedp.ByID))
+		var buttons int
+		run(t, ctx, "counting buttons", chromedp.Evaluate(`document.querySelectorAll("#approve, #reject").length`, &buttons))
+		if got := text(t, ctx, "#login"); buttons != 0 || !strings.Contains(got, "rita (read only)") {
+			t.Errorf("rita (read): %d decision buttons, login %q", buttons, got)
+		}
+	})
+	t.Run("maintainer approves", func(t *testing.T) {
+		ctx := signIn(t, "maria")
+		if got := text(t, ctx, "#login"); got != "maria" {
+			t.Fatalf("signed in as %q, want maria", got)
+		}
+		run(t, ctx, "approving", chromedp.WaitVisible("#approve", chromedp.ByID), chromedp.Click("#approve", chromedp.ByID),
+			chromedp.WaitVisible("#flash", chromedp.ByID))
+		if got := text(t, ctx, "#flash"); !strings.Contains(got, "Approved by maria") {
+			t.Errorf("after Approve: %q", got)
+		}
+		var cookies string
+		run(t, ctx, "reading cookies", chromedp.Evaluate(`document.cookie`, &cookies))
+		if strings.Contains(cookies, "stagehand_session") {
+			t.Errorf("the session cookie is readable by script: %q", cookies)
+		}
+		// The apply under way names maria as its approver (the history does too once it is recorded; the
+		// demo-login test follows a rollout to its end).
+		run(t, ctx, "prod", chromedp.Navigate(s.base+"/environments/prod"), chromedp.WaitVisible("#inflight", chromedp.ByID))
+		if got := text(t, ctx, "#inflight"); !strings.Contains(got, "approved by maria") {
+			t.Errorf("the apply in flight: %q", got)
+		}
+	})
+	if gh.CodesExchanged() != 3 {
+		t.Errorf("codes exchanged %d, want 3 (one per sign-in)", gh.CodesExchanged())
+	}
 }

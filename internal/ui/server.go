@@ -150,6 +150,8 @@ type page struct {
 	Data    any
 	Now     time.Time
 	Signins signins
+	// Next is where a sign-in from this page returns to.
+	Next string
 }
 
 // signins says how one can sign in.
@@ -176,7 +178,11 @@ func (s *Server) flashNext(w http.ResponseWriter, r *http.Request, msg string, i
 func (s *Server) who(w http.ResponseWriter, r *http.Request) *viewer {
 	se := s.session(r)
 	if se == nil {
-		s.render(w, r, http.StatusUnauthorized, "signin", page{Title: "Sign in"})
+		next := "/"
+		if r.Method == http.MethodGet && r.URL.Path != "/events" {
+			next = r.URL.RequestURI()
+		}
+		s.render(w, r, http.StatusUnauthorized, "signin", page{Title: "Sign in", Next: next})
 		return nil
 	}
 	acc, err := s.o.policy(r.Context(), se.Login, "")
