@@ -358,7 +358,7 @@ func TestRollbackOfAnApprovedPlan(t *testing.T) {
 	(&rollbackWorld{ns: ns}).blockNewPods(t)
 	rev := h.git.Head(t, "manifests", "main")
 	p := r.waitPending(t, "prod", rev)
-	if code, b := r.call(t, "POST", "/api/v1/environments/prod/approve", testToken, map[string]string{"planHash": p.PlanHash, "approver": "alice"}); code != http.StatusAccepted {
+	if code, b := r.call(t, "POST", "/api/v1/environments/prod/approve", tokenOf("alice"), map[string]string{"planHash": p.PlanHash}); code != http.StatusAccepted {
 		t.Fatalf("approve = %d %s", code, b)
 	}
 	var hist []approval.Entry
