@@ -66,8 +66,8 @@ type fixture struct {
 	apiToken, webhookSecret string
 	// ciToken is a named token of secrets.tokens (read and lock).
 	ciToken string
-	args                    []string
-	env                     []string
+	args    []string
+	env     []string
 }
 
 func setup(t *testing.T) fixture {
