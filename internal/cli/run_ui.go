@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
@@ -12,6 +13,7 @@ import (
 	ghapp "github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/ui"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
+	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
 
 // webPage builds the web page of server.ui over the daemon, or nil when it
@@ -83,5 +85,35 @@ func webPage(cfg *config.Config, d *daemon.Daemon, gh *ghapp.Client) (*ui.Server
 		}
 		opts = append(opts, ui.WithCommitURL(strings.TrimSuffix(web, "/")+"/"+cfg.GitHub.Owner+"/"+cfg.GitHub.Repo+"/commit/{revision}"))
 	}
+	opts = append(opts, ui.WithStages(stageOrder(d, cfg.Source.Root)))
 	return ui.New(d, opts...)
+}
+
+// stageOrder reads the stage order from pipeline.yaml at the newest revision
+// the daemon fetched (parsed once per revision); nil before the first fetch,
+// without a pipeline.yaml, or when it does not parse (the page then keeps the
+// configuration's order).
+func stageOrder(d *daemon.Daemon, root string) func(context.Context) []string {
+	var (
+		mu     sync.Mutex
+		rev    string
+		stages []string
+	)
+	return func(context.Context) []string {
+		snap, ok := d.Source().Latest()
+		if !ok {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if snap.Revision != rev {
+			rev, stages = snap.Revision, nil
+			if pl, err := promote.Load(snap.FS, root); err == nil && pl != nil {
+				for _, st := range pl.Stages {
+					stages = append(stages, st.Name)
+				}
+			}
+		}
+		return stages
+	}
 }

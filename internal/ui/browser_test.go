@@ -35,7 +35,7 @@ type stack struct {
 }
 
 // manifests are staging (deploys without approval) and prod, both with web
-// 2.0.0 and api 1.0.0.
+// 2.0.0 and api 1.0.0, and a pipeline.yaml promoting staging to prod.
 var manifests = map[string]string{
 	"environments/staging/manifest.json": `{"skipConfirmation": true, "services": [
   {"name": "web", "containers": [{"dockerName": "web", "dockerTag": "2.0.0"}]},
@@ -44,6 +44,8 @@ var manifests = map[string]string{
   {"name": "api", "containers": [{"dockerName": "api", "dockerTag": "1.0.0"}]}]}`,
 	"environments/prod/web.json": `{"services": [
   {"name": "web", "containers": [{"dockerName": "web", "dockerTag": "2.0.0"}]}]}`,
+	// The page orders its columns by the stages, not by name.
+	"pipeline.yaml": "stages:\n  - name: staging\n    lockPath: apps/staging\n  - name: prod\n    promoteFrom: staging\n    lockPath: apps/prod\n",
 }
 
 // startStack runs the reconciler with server.ui set to uiConfig and more
@@ -243,6 +245,11 @@ func TestBrowser(t *testing.T) {
 	if !notReloaded(t, ctx) {
 		t.Error("the overview was reloaded; live updates should have brought the plans")
 	}
+	var columns []string
+	run(t, ctx, "reading the columns", chromedp.Evaluate(`[...document.querySelectorAll("#matrix thead th[data-env]")].map(th => th.dataset.env)`, &columns))
+	if fmt.Sprint(columns) != "[staging prod]" {
+		t.Errorf("columns %v, want pipeline.yaml's stage order [staging prod]", columns)
+	}
 	if got := text(t, ctx, `#matrix tr[data-service="web"] td[data-env="prod"] .target`); !strings.Contains(got, "eu: 1.0.0 → 2.0.0") {
 		t.Errorf("prod's web cell says %q, want eu: 1.0.0 → 2.0.0", got)
 	}
@@ -305,7 +312,7 @@ func TestBrowser(t *testing.T) {
 	run(t, ctx, "searching", chromedp.SendKeys("#q", "2.0.0\n", chromedp.ByID), chromedp.WaitVisible("#result-count", chromedp.ByID))
 	var rows []string
 	run(t, ctx, "reading results", chromedp.Evaluate(`[...document.querySelectorAll("#results tbody tr")].map(r => r.dataset.env + "/" + r.dataset.target + " " + r.cells[2].textContent + " " + r.cells[6].textContent.trim())`, &rows))
-	if len(rows) != 2 || !strings.HasPrefix(rows[0], "prod/eu web") || !strings.HasPrefix(rows[1], "staging/eu web") || strings.Contains(rows[0], "before the recorded history") {
+	if len(rows) != 2 || !strings.HasPrefix(rows[0], "staging/eu web") || !strings.HasPrefix(rows[1], "prod/eu web") || strings.Contains(rows[1], "before the recorded history") {
 		t.Errorf("search 2.0.0: %q; want staging and prod's web, prod's since the approval", rows)
 	}
 	screenshot(t, ctx, "search")

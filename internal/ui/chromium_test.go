@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -40,9 +41,15 @@ func chromium(t *testing.T) string {
 // context; it ends with the test.
 func browse(t *testing.T, width, height int) context.Context {
 	t.Helper()
+	// Not t.TempDir: Chromium's helper processes may still be writing to the profile for a moment after
+	// the browser is gone, and TempDir's cleanup fails the test on a directory that is not empty yet.
+	profile, err := os.MkdirTemp("", "stagehand-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium(t)),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-background-networking", true),
@@ -58,6 +65,9 @@ func browse(t *testing.T, width, height int) context.Context {
 	t.Cleanup(func() {
 		cancel()
 		cancelAlloc()
+		for i := 0; i < 50 && os.RemoveAll(profile) != nil; i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
 	})
 	if err := chromedp.Run(ctx); err != nil { // starts the browser
 		t.Fatalf("starting Chromium: %v", err)

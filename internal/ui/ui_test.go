@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
 // TestSignedOut: nobody signed in sees the sign-in page and nothing of the
@@ -374,4 +375,32 @@ func TestTwoApprovals(t *testing.T) {
 func signedInOverview(t *testing.T, b Backend) (int, string) {
 	t.Helper()
 	return signedIn(t, serve(t, b, WithDemoLogin("demo"))).get("/")
+}
+
+// TestResolveError: an environment that cannot be resolved says why, naming
+// the file and line, on its page and in the overview's head.
+func TestResolveError(t *testing.T) {
+	b := newBackend(t)
+	const msg = `resolving manifest at c0ffee000000: environments/staging/manifest.json:3:15: /includes/0: include "web.json": file does not exist`
+	b.set("staging", func(e *status.Environment) { e.Error = msg })
+	br := signedIn(t, serve(t, b, WithDemoLogin("demo")))
+	if _, body := br.get("/environments/staging"); !strings.Contains(body, `id="resolve-error"`) || !strings.Contains(body, "environments/staging/manifest.json:3:15") {
+		t.Errorf("staging's page lacks the resolve error:\n%s", body)
+	}
+	if _, body := br.get("/"); !strings.Contains(body, "cannot resolve") || !strings.Contains(body, "manifest.json:3:15") {
+		t.Errorf("the overview's head lacks the resolve error")
+	}
+}
+
+// TestHoldShown: a rollback hold is listed with the locks, in words.
+func TestHoldShown(t *testing.T) {
+	b := newBackend(t)
+	if _, err := b.locks.Lock(context.Background(), lock.Lock{Path: "apps/prod/hold", Type: lock.Hold, Author: "carol",
+		ExpiresAt: t0.Add(time.Hour), Links: map[string]string{"reason": "rolled back 1.4.2"}}); err != nil {
+		t.Fatal(err)
+	}
+	br := signedIn(t, serve(t, b, WithDemoLogin("demo")))
+	if _, body := br.get("/locks"); !strings.Contains(body, "apps/prod/hold") || !strings.Contains(body, lock.Hold.Friendly()) || !strings.Contains(body, "rolled back 1.4.2") {
+		t.Errorf("the locks page lacks the hold:\n%s", body)
+	}
 }
