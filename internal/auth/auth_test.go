@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -111,5 +112,26 @@ func TestGitHubCacheBounded(t *testing.T) {
 	}
 	if n := len(g.cache); n > maxCached {
 		t.Errorf("cache holds %d entries, want at most %d", n, maxCached)
+	}
+}
+
+// TestLegacyTokenWarns: the legacy token logs its deprecation once, at New.
+func TestLegacyTokenWarns(t *testing.T) {
+	var lines []string
+	log := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{})
+	a, err := New(WithLegacyToken("legacy-token-000001"), WithLog(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := a.Authenticate(context.Background(), "legacy-token-000001"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "server.apiTokenFile is deprecated") || strings.Contains(lines[0], "legacy-token-000001") {
+		t.Errorf("logged %q, want one deprecation warning without the token", lines)
+	}
+	if _, err := New(WithLegacyToken("two words")); err == nil || !strings.Contains(err.Error(), "white space") {
+		t.Errorf("a legacy token with a space = %v", err)
 	}
 }
