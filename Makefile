@@ -47,6 +47,10 @@ image: ## Build the image without Docker and push it: make image IMAGE=registry/
 test: testbin helm prometheus chromium fuzz-short ## Run every test against the real test control plane, and each fuzz target briefly.
 	PATH="$(BIN):$$PATH" go test $(GO_TEST_FLAGS) ./...
 
+.PHONY: faults
+faults: testbin ## Run the fault suite on real processes with the issue's long outages; the fault table goes to bin/faults.md.
+	STAGEHAND_FAULTS=long PATH="$(BIN):$$PATH" go test $(GO_TEST_FLAGS) -count=1 -v ./internal/faults
+
 .PHONY: prometheus
 prometheus: ## Install Debian's prometheus package when prometheus is not on PATH (the verification tests run a real one).
 	@command -v prometheus >/dev/null 2>&1 || { \

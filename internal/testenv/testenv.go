@@ -51,6 +51,7 @@ type options struct {
 	rollouts bool
 	crds     []string
 	keep     bool
+	audit    bool
 	reason   string // why the binaries are needed, said when they must be built
 }
 
@@ -80,6 +81,16 @@ func WithCRDs(paths ...string) Option {
 			}
 		}
 		o.crds = append(o.crds, paths...)
+		return nil
+	}
+}
+
+// WithAuditLog makes kube-apiserver write an audit log (Env.AuditLog) of
+// every create, update and patch of a workload (Deployments, StatefulSets,
+// DaemonSets), so that a test can count the writes a process made.
+func WithAuditLog() Option {
+	return func(o *options) error {
+		o.audit = true
 		return nil
 	}
 }
@@ -208,26 +219,34 @@ func (e *Env) startEtcdAndAPIServer(ctx context.Context) error {
 		return fmt.Errorf("writing token file: %w", err)
 	}
 	e.apiURL = "https://127.0.0.1:" + strconv.Itoa(ports[2])
-	api, err := e.run("kube-apiserver",
-		"--etcd-servers="+etcdURL,
+	args := []string{
+		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(ports[2]),
-		"--tls-cert-file="+e.pki.certFile,
-		"--tls-private-key-file="+e.pki.keyFile,
-		"--client-ca-file="+e.pki.caFile,
-		"--token-auth-file="+tokenFile,
+		"--secure-port=" + strconv.Itoa(ports[2]),
+		"--tls-cert-file=" + e.pki.certFile,
+		"--tls-private-key-file=" + e.pki.keyFile,
+		"--client-ca-file=" + e.pki.caFile,
+		"--token-auth-file=" + tokenFile,
 		"--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+e.pki.saPubFile,
-		"--service-account-signing-key-file="+e.pki.saKeyFile,
+		"--service-account-key-file=" + e.pki.saPubFile,
+		"--service-account-signing-key-file=" + e.pki.saKeyFile,
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--disable-admission-plugins=ServiceAccount",
 		"--allow-privileged=true",
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
 		"--v=1",
-	)
+	}
+	if e.opts.audit {
+		policy := filepath.Join(e.dir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+			return fmt.Errorf("writing audit policy: %w", err)
+		}
+		args = append(args, "--audit-policy-file="+policy, "--audit-log-path="+e.AuditLog(), "--audit-log-mode=blocking")
+	}
+	api, err := e.run("kube-apiserver", args...)
 	if err != nil {
 		return err
 	}

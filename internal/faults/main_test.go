@@ -1,0 +1,18 @@
+package faults
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
+)
+
+// cluster is the suite's control plane: workloads really roll out (kwok), and
+// the API server's audit log counts every write to them.
+var cluster testenv.Shared
+
+func TestMain(m *testing.M) {
+	code := cluster.Main(m, testenv.WithRollouts(), testenv.WithAuditLog())
+	table.print(os.Stdout)
+	os.Exit(code)
+}
