@@ -245,9 +245,10 @@ func (r *rollbacker) Release(ctx context.Context, env string, req api.ReleaseReq
 	if err := r.pin(ctx, env, nil); err != nil {
 		return nil, fmt.Errorf("released the hold on %s, but removing its pin failed: %w", env, err)
 	}
-	note := fmt.Sprintf("The hold on %s was released by %s", env, req.RequestedBy)
-	if req.Reason != "" {
-		note += ": " + req.Reason
+	// The reason is the caller's text: quoted on one line that pings nobody.
+	note := fmt.Sprintf("The hold on %s was released by %s", env, prbot.Quote(req.RequestedBy))
+	if strings.TrimSpace(req.Reason) != "" {
+		note += ": " + prbot.Quote(req.Reason)
 	}
 	note += ". `prbot bump` and `prbot promote` may move it again."
 	msg := fmt.Sprintf("released the hold on %s (%s)", env, released.Path)

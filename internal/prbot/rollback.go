@@ -204,6 +204,16 @@ func (b *Bot) rollbackTarget(ctx context.Context, req RollbackRequest, baseSHA s
 			return "", nil, fmt.Errorf("rolling back %s: reading revision %s: %w", req.Env, req.Revision, err)
 		}
 		rev := c.GetSHA()
+		// Only versions that were on the base branch go back: a commit of
+		// another branch never ran there and was never reviewed for it.
+		cmp, _, err := b.gh.Repositories.CompareCommits(ctx, b.owner, b.repo, rev, baseSHA, nil)
+		if err != nil {
+			return "", nil, fmt.Errorf("rolling back %s: comparing revision %s with %s: %w", req.Env, rev, b.base, err)
+		}
+		if s := cmp.GetStatus(); s != "ahead" && s != "identical" {
+			return "", nil, fmt.Errorf("rolling back %s: revision %s is not on %s (it is %s of %s's head %s): %w",
+				req.Env, shortSHA(rev), b.base, describeStatus(s), b.base, shortSHA(baseSHA), ErrUnknownRevision)
+		}
 		fsys, err := b.snapshot(ctx, rev)
 		if err != nil {
 			return "", nil, err
@@ -287,6 +297,18 @@ func shortSHA(sha string) string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// describeStatus says what a compare status of base...head means for a
+// revision (head is the base branch).
+func describeStatus(s string) string {
+	switch s {
+	case "behind":
+		return "newer than the head"
+	case "diverged":
+		return "on another branch, diverged from the head"
+	}
+	return s + " relative to the head"
+}
 
 // NoteRollback writes text as the bot's one "hold" comment on the open
 // rollback pull request of env (nothing when none is open), such as who

@@ -24,9 +24,9 @@ func rollbackBody(req RollbackRequest, rev string, res *RollbackResult, ran *Ran
 		fmt.Fprintf(&b, " (history entry %s)", ran.HistoryID)
 	}
 	b.WriteString(".\n\n")
-	fmt.Fprintf(&b, "Reason: %s\n", escape(oneLine(req.Reason)))
+	fmt.Fprintf(&b, "Reason: %s\n", Quote(req.Reason))
 	if req.RequestedBy != "" {
-		fmt.Fprintf(&b, "Requested by: %s\n", escape(req.RequestedBy))
+		fmt.Fprintf(&b, "Requested by: %s\n", Quote(req.RequestedBy))
 	}
 	when, who := "—", "—"
 	if ran != nil {
@@ -84,6 +84,15 @@ func truncate(s string, limit int) string {
 		return s
 	}
 	return string(r[:limit-1]) + "…"
+}
+
+// Quote makes text that someone typed (a rollback's or a release's reason,
+// a failure message) safe to show on one line of a pull request or comment:
+// whitespace (newlines included) collapsed to single spaces, no table cell
+// break, no HTML, and no @mention that GitHub would notify (a zero-width
+// space follows the @).
+func Quote(s string) string {
+	return strings.ReplaceAll(escape(oneLine(s)), "@", "@\u200b")
 }
 
 // escape keeps a value from breaking a Markdown table.
