@@ -411,11 +411,15 @@ func TestBrowserGitHubSignIn(t *testing.T) {
 		if strings.Contains(cookies, "stagehand_session") {
 			t.Errorf("the session cookie is readable by script: %q", cookies)
 		}
-		// The apply under way names maria as its approver (the history does too once it is recorded; the
-		// demo-login test follows a rollout to its end).
-		run(t, ctx, "prod", chromedp.Navigate(s.base+"/environments/prod"), chromedp.WaitVisible("#inflight", chromedp.ByID))
-		if got := text(t, ctx, "#inflight"); !strings.Contains(got, "approved by maria") {
-			t.Errorf("the apply in flight: %q", got)
+		// The history records maria as the approver, shown without a reload once the apply is recorded.
+		s.openGate(t)
+		run(t, ctx, "prod", chromedp.Navigate(s.base+"/environments/prod"), chromedp.WaitVisible("#plan", chromedp.ByID))
+		var history string
+		for deadline := time.Now().Add(90 * time.Second); !strings.Contains(history, "by maria"); time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("prod's history never showed maria's apply; the page says:\n%s", text(t, ctx, "main"))
+			}
+			run(t, ctx, "reading the history", chromedp.Evaluate(`(document.querySelector("#history li") || {textContent: ""}).textContent`, &history))
 		}
 	})
 	if gh.CodesExchanged() != 3 {

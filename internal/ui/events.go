@@ -29,6 +29,9 @@ type hub struct {
 	mu       sync.Mutex
 	watchers map[chan string]struct{}
 	stop     context.CancelFunc // of the reader; nil when none runs
+	// baseline is closed once the running reader has taken its first
+	// fingerprints: a change after that reaches every watcher.
+	baseline chan struct{}
 }
 
 func newHub(b Backend, poll time.Duration) *hub {
@@ -36,21 +39,23 @@ func newHub(b Backend, poll time.Duration) *hub {
 }
 
 // watch adds a watcher; it gets environment names (dropped when it lags)
-// until cancel. ok is false when too many watch already.
-func (h *hub) watch() (ch chan string, cancel func(), ok bool) {
+// until cancel. baseline is closed once changes from now on are seen (a
+// page catches up on anything before by reloading its content then). ok is
+// false when too many watch already.
+func (h *hub) watch() (ch chan string, baseline <-chan struct{}, cancel func(), ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.watchers) >= maxWatchers {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	ch = make(chan string, 16)
 	h.watchers[ch] = struct{}{}
 	if h.stop == nil {
 		ctx, stop := context.WithCancel(context.Background())
-		h.stop = stop
-		go h.read(ctx)
+		h.stop, h.baseline = stop, make(chan struct{})
+		go h.read(ctx, h.baseline)
 	}
-	return ch, func() {
+	return ch, h.baseline, func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		delete(h.watchers, ch)
@@ -63,10 +68,11 @@ func (h *hub) watch() (ch chan string, cancel func(), ok bool) {
 
 // read polls every environment until ctx ends and announces those whose
 // state changed since the last poll.
-func (h *hub) read(ctx context.Context) {
+func (h *hub) read(ctx context.Context, baseline chan struct{}) {
 	last := map[string][32]byte{}
 	t := time.NewTicker(h.poll)
 	defer t.Stop()
+	first := true
 	for {
 		for _, name := range h.b.EnvironmentNames() {
 			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -80,6 +86,10 @@ func (h *hub) read(ctx context.Context) {
 				h.announce(name)
 			}
 			last[name] = sum
+		}
+		if first {
+			close(baseline)
+			first = false
 		}
 		select {
 		case <-ctx.Done():
@@ -118,7 +128,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if v := s.who(w, r); v == nil {
 		return
 	}
-	ch, cancel, ok := s.hub.watch()
+	ch, baseline, cancel, ok := s.hub.watch()
 	if !ok {
 		w.Header().Set("Retry-After", "30")
 		http.Error(w, "too many live pages are open; reload later", http.StatusServiceUnavailable)
@@ -138,6 +148,16 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return rc.Flush() == nil
 	}
 	if !send("retry: 2000\n: stagehand\n\n") {
+		return
+	}
+	// What changed between the page's render and now would otherwise be missed: once the reader sees every
+	// change from here on, the page reloads its content ("ready").
+	select {
+	case <-r.Context().Done():
+		return
+	case <-baseline:
+	}
+	if !send("event: ready\ndata: {}\n\n") {
 		return
 	}
 	beat := time.NewTicker(heartbeat)

@@ -17,6 +17,13 @@
     var a = document.activeElement;
     return a && main.contains(a) && (a.tagName === "INPUT" || a.tagName === "TEXTAREA" || a.tagName === "SELECT") && a.value !== a.defaultValue;
   }
+  // same compares two renderings of the content, ignoring relative times ("2 min ago") and open entries.
+  function same(a, b) {
+    var n = function (h) {
+      return h.replace(/<time[^>]*>[^<]*<\/time>/g, "").replace(/\d+ (s|min|h|days) ago/g, "").replace(/<details open="">/g, "<details>");
+    };
+    return n(a) === n(b);
+  }
   function refresh() {
     if (busy) { again = true; return; }
     if (typing()) { if (live) live.textContent = "Updates are waiting until you finish typing."; setTimeout(refresh, 2000); return; }
@@ -27,9 +34,12 @@
         var doc = new DOMParser().parseFromString(html, "text/html");
         var fresh = doc.getElementById("main");
         if (!fresh) return;
+        fresh.querySelectorAll("#flash").forEach(function (f) { f.remove(); });
+        var cur = main.cloneNode(true), f0 = cur.querySelector("#flash");
+        if (f0) f0.remove();
+        if (same(cur.innerHTML, fresh.innerHTML)) return; // nothing changed: leave the page alone
         var open = openDetails();
         var focusId = document.activeElement && document.activeElement.id;
-        fresh.querySelectorAll("#flash").forEach(function (f) { f.remove(); });
         var flash = main.querySelector("#flash");
         main.innerHTML = fresh.innerHTML;
         if (flash) main.insertBefore(flash, main.firstChild);
@@ -44,6 +54,9 @@
   }
   var es = new EventSource("/events");
   es.addEventListener("change", refresh);
+  // Sent once the server watches every change from now on: catch up on what changed since this page was
+  // rendered (and, after a reconnect, while the stream was down).
+  es.addEventListener("ready", refresh);
   es.onopen = function () { if (live) live.textContent = "Live"; };
   es.onerror = function () { if (live) live.textContent = "Reconnecting…"; };
 })();
