@@ -252,6 +252,9 @@ type entry struct {
 	Approvers []string `json:"approvers"`
 	Result    string   `json:"result"`
 	Message   string   `json:"message"`
+	Changes   []struct {
+		Service string `json:"service"`
+	} `json:"changes"`
 }
 
 // history reads devel's history through r's API (nil when unreachable).
