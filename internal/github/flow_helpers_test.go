@@ -54,6 +54,8 @@ type flow struct {
 	// rolloutTimeout bounds the rollout wait; zero (the default) ends an apply once patched. No controller
 	// manager runs here, so a rollout with a timeout never finishes: it fails when the timeout passes.
 	rolloutTimeout time.Duration
+	// opts are added to the daemon's options (sequence tasks, say).
+	opts []daemon.Option
 }
 
 func newFlow(t *testing.T) *flow {
@@ -140,7 +142,7 @@ func (f *flow) startReplica(le daemon.LeaderElection) *replica {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	opts := []daemon.Option{}
+	opts := append([]daemon.Option{}, f.opts...)
 	if f.resync != 0 {
 		opts = append(opts, daemon.WithResync(f.resync))
 	}

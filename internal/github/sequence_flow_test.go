@@ -1,0 +1,97 @@
+package github_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	gh "github.com/google/go-github/v60/github"
+
+	"github.com/stagehand-gitops/stagehand/internal/daemon"
+	"github.com/stagehand-gitops/stagehand/internal/prbot"
+	"github.com/stagehand-gitops/stagehand/internal/sequence"
+	"github.com/stagehand-gitops/stagehand/pkg/promote"
+)
+
+// TestFlowSequenceGatesPromotion: prod runs [approval, deployment, test,
+// release] on the real daemon with the GitHub gate; prbot promotes prod →
+// later against the same GitHub. While the sequence's test task passes, the
+// check run succeeds once the whole sequence ran and the promotion pull
+// request opens; when a newer revision's test task fails, the check run
+// fails with the task's message and nothing newer is promoted, with the
+// reason.
+func TestFlowSequenceGatesPromotion(t *testing.T) {
+	ctx := context.Background()
+	f := newFlow(t)
+	result := make(chan sequence.Result, 2)
+	f.opts = []daemon.Option{daemon.WithTask(promote.TaskTest, func(ctx context.Context, r sequence.Request) (sequence.Result, error) {
+		select {
+		case res := <-result:
+			return res, nil
+		case <-ctx.Done():
+			return sequence.Result{}, ctx.Err()
+		}
+	})}
+	pipeline := "stages:\n  - name: prod\n    sequence: [approval, deployment, {name: test, properties: {suite: smoke}}, release]\n" +
+		"  - name: later\n    triggeredOn: prod.delivery.finished\n"
+	commit := func(tag string) string {
+		files := map[string]string{
+			"pipeline.yaml":                    pipeline,
+			"environments/prod/manifest.json":  `{"services": [{"name": "api", "containers": [{"dockerTag": "` + tag + `"}]}]}`,
+			"environments/later/manifest.json": `{"services": [{"name": "api", "containers": [{"dockerTag": "1.0.0"}]}]}`,
+		}
+		sha := f.git.Commit(t, "manifests", "main", files, "api "+tag)
+		f.gh.MirrorCommit(owner, repo, "main", sha, files, "api "+tag)
+		return sha
+	}
+	client, err := gh.NewClient(f.gh.Client()).WithAuthToken(f.gh.Token()).WithEnterpriseURLs(f.gh.URL(), f.gh.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bot, err := prbot.New(client, owner, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	approve := func(sha string) {
+		t.Helper()
+		run := f.waitRun(sha, "awaiting approval", awaitingApproval)
+		if code, _ := f.click(run.ID, "approve", "maria", secret); code != http.StatusOK {
+			t.Fatalf("approve: %d", code)
+		}
+	}
+
+	sha := commit("1.0.1")
+	f.start()
+	approve(sha)
+	result <- sequence.Result{Result: promote.ResultPass, Message: "smoke suite passed"}
+	f.waitRun(sha, "success", concluded("success"))
+	res, err := bot.Promote(ctx, "prod", "later", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Action != prbot.ActionOpened || len(res.Decision.Changes) != 1 || res.Decision.Changes[0].Containers[0].ToTag != "1.0.1" {
+		t.Fatalf("promotion after a passed sequence: %s (%s), changes %+v; want a pull request promoting api 1.0.1", res.Action, res.Reason, res.Decision.Changes)
+	}
+
+	sha2 := commit("1.0.2")
+	f.trigger()
+	approve(sha2)
+	result <- sequence.Result{Result: promote.ResultFail, Message: "smoke suite: 3 of 40 failed"}
+	run := f.waitRun(sha2, "failure", concluded("failure"))
+	if !strings.Contains(run.Summary, "smoke suite: 3 of 40 failed") {
+		t.Errorf("failed run's summary lacks the task's message:\n%s", run.Summary)
+	}
+	res, err = bot.Promote(ctx, "prod", "later", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []string
+	for _, h := range res.Decision.Held {
+		held = append(held, h.Reason)
+	}
+	if len(res.Decision.Changes) != 1 || res.Decision.Changes[0].Containers[0].ToTag != "1.0.1" ||
+		!strings.Contains(strings.Join(held, "; "), "newer versions at "+sha2[:7]+" are not healthy yet") {
+		t.Errorf("promotion after a failed sequence: changes %+v, held %v; want 1.0.1 still, 1.0.2 held as not healthy", res.Decision.Changes, held)
+	}
+}
