@@ -59,7 +59,8 @@ func webPage(cfg *config.Config, d *daemon.Daemon, gh *ghapp.Client) (*ui.Server
 			Client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}))
 	}
 	if gh != nil {
-		opts = append(opts, ui.WithPolicy(func(ctx context.Context, login, env string) (ui.Access, error) {
+		// Asked for every page, event stream and form: GitHub is asked at most once a minute per login and environment.
+		opts = append(opts, ui.WithPolicy(ui.CachedPolicy(func(ctx context.Context, login, env string) (ui.Access, error) {
 			ap, err := gh.MayApprove(ctx, env, login)
 			if err != nil {
 				return ui.Access{}, err
@@ -76,7 +77,7 @@ func webPage(cfg *config.Config, d *daemon.Daemon, gh *ghapp.Client) (*ui.Server
 				why = rd.Why
 			}
 			return ui.Access{Read: rd.Allowed, Why: why}, nil
-		}))
+		}, time.Minute, time.Now)))
 	}
 	if cfg.GitHub.Owner != "" && cfg.GitHub.Repo != "" {
 		web := u.OAuth.WebURL

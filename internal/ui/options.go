@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -138,5 +139,42 @@ func WithClock(now func() time.Time, loc *time.Location) Option {
 		}
 		o.now, o.loc = now, loc
 		return nil
+	}
+}
+
+// maxCachedAccess bounds CachedPolicy's memory: past it the cache starts over.
+const maxCachedAccess = 4096
+
+// CachedPolicy remembers p's answers for ttl per login and environment, so
+// that a page view, its live updates and a form post do not each ask GitHub
+// again. Errors are not remembered.
+func CachedPolicy(p Policy, ttl time.Duration, now func() time.Time) Policy {
+	type entry struct {
+		acc     Access
+		expires time.Time
+	}
+	var (
+		mu    sync.Mutex
+		cache = map[[2]string]entry{}
+	)
+	return func(ctx context.Context, login, env string) (Access, error) {
+		key := [2]string{login, env}
+		mu.Lock()
+		e, ok := cache[key]
+		mu.Unlock()
+		if ok && now().Before(e.expires) {
+			return e.acc, nil
+		}
+		acc, err := p(ctx, login, env)
+		if err != nil {
+			return Access{}, err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(cache) >= maxCachedAccess {
+			clear(cache)
+		}
+		cache[key] = entry{acc: acc, expires: now().Add(ttl)}
+		return acc, nil
 	}
 }
