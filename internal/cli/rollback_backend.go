@@ -199,6 +199,15 @@ func (r *rollbacker) target(ctx context.Context, env, to string, req *prbot.Roll
 		if err != nil {
 			return fmt.Errorf("%w: %w", api.ErrUnknownRollbackTarget, err)
 		}
+		// Only an apply that succeeded is a point where its versions ran.
+		if e.Result != approval.ResultSucceeded {
+			why := "its versions did not stay in the cluster"
+			if e.Result == approval.ResultRejected {
+				why = "its versions never ran"
+			}
+			return fmt.Errorf("%w: history entry %d of %s was %s (%s): pick an entry that succeeded (`reconciler history --env %s`)",
+				api.ErrUnknownRollbackTarget, id, env, e.Result, why, env)
+		}
 		req.Revision, req.Ran = e.Revision, ran(*e)
 		return nil
 	case hexRevisionRE.MatchString(to):

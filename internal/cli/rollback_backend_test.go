@@ -85,3 +85,56 @@ func TestAutomaticRollbackHook(t *testing.T) {
 		t.Errorf("rollback of qa: %v, want an unknown environment", err)
 	}
 }
+
+// A history entry whose versions never ran (rejected) or did not stay
+// (failed, interrupted, rolled back) is no point to roll back to: refused
+// naming the entry's result, before any pull request or hold.
+func TestRollbackToAnEntryThatDidNotRun(t *testing.T) {
+	ctx := context.Background()
+	gh := githubtest.New(t)
+	gh.CreateRepo("acme", "manifests", "main")
+	web := func(tag string) string {
+		return `{"services": [{"name": "web", "containers": [{"dockerTag": "` + tag + `"}]}]}` + "\n"
+	}
+	c1 := gh.Commit("acme", "manifests", "main", map[string]string{
+		"environments/prod/manifest.json": `{"includes": ["./web.json"]}` + "\n", "environments/prod/web.json": web("1.0.0")}, "prod")
+	c2 := gh.Commit("acme", "manifests", "main", map[string]string{"environments/prod/web.json": web("6.6.6")}, "web 6.6.6")
+	c3 := gh.Commit("acme", "manifests", "main", map[string]string{"environments/prod/web.json": web("3.0.0")}, "web 3")
+	rest, err := github.NewClient(gh.Client()).WithAuthToken(gh.Token()).WithEnterpriseURLs(gh.URL(), gh.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bot, err := prbot.New(rest, "acme", "manifests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := lock.New(lock.NewMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	history := []approval.Entry{
+		{ID: 5, Revision: c3, Result: approval.ResultSucceeded},
+		{ID: 4, Revision: c2, Result: approval.ResultRolledBack},
+		{ID: 3, Revision: c2, Result: approval.ResultInterrupted},
+		{ID: 2, Revision: c2, Result: approval.ResultRejected},
+		{ID: 1, Revision: c1, Result: approval.ResultSucceeded},
+	}
+	rb := &rollbacker{bot: bot, locks: svc, envs: map[string]config.Environment{"prod": {LockPath: "apps/prod"}}, holdFor: time.Hour,
+		history: func(context.Context, string) ([]approval.Entry, error) { return history, nil }}
+	for _, tt := range []struct{ to, result string }{{"#4", "rolled-back"}, {"3", "interrupted"}, {"2", "rejected"}} {
+		_, err := rb.Rollback(ctx, "prod", api.RollbackRequest{To: tt.to, Reason: "x", RequestedBy: "alice"})
+		if !errors.Is(err, api.ErrUnknownRollbackTarget) || !strings.Contains(err.Error(), "history entry "+strings.TrimPrefix(tt.to, "#")+" of prod was "+tt.result) {
+			t.Errorf("rollback to %s: %v, want it refused as %s", tt.to, err, tt.result)
+		}
+	}
+	if n := len(gh.PullRequests("acme", "manifests")); n != 0 {
+		t.Errorf("%d pull requests opened", n)
+	}
+	if _, err := svc.Get(ctx, "apps/prod/hold"); !errors.Is(err, lock.ErrNotFound) {
+		t.Errorf("hold after refusals: %v", err)
+	}
+	res, err := rb.Rollback(ctx, "prod", api.RollbackRequest{To: "1", Reason: "x", RequestedBy: "alice"})
+	if err != nil || res.Revision != c1 || res.Action != prbot.ActionOpened {
+		t.Errorf("rollback to 1 = %+v, %v; want c1's pull request opened", res, err)
+	}
+}
