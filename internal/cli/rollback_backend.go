@@ -176,6 +176,10 @@ func (r *rollbacker) target(ctx context.Context, env, to string, req *prbot.Roll
 	}
 	ran := func(e approval.Entry) *prbot.Ran {
 		r := &prbot.Ran{When: e.Finished, Approver: e.Approver}
+		if e.Manifest != nil {
+			// What ran, pinned versions included, rather than git's at the revision.
+			r.Services = e.Manifest.Services
+		}
 		if e.ID > 0 {
 			r.HistoryID = strconv.FormatInt(e.ID, 10)
 		}

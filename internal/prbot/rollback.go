@@ -38,6 +38,12 @@ type Ran struct {
 	Approver string
 	// HistoryID is the history entry's id ("" when not known).
 	HistoryID string
+	// Services are the services as they ran then, from the history entry's
+	// resolved manifest: they can differ from git at the revision (an
+	// incident rollback's pin was in place), and what ran is what goes
+	// back. Their versions, tags and digests take the place of git's at the
+	// revision; nil: git's at the revision.
+	Services []manifest.Service
 }
 
 // RollbackResult is what a rollback did.
@@ -111,6 +117,9 @@ func (b *Bot) Rollback(ctx context.Context, req RollbackRequest) (*RollbackResul
 	rev, then, err := b.rollbackTarget(ctx, req, baseSHA, head, now)
 	if err != nil {
 		return nil, err
+	}
+	if req.Revision != "" && req.Ran != nil && len(req.Ran.Services) > 0 {
+		then = ranAs(then, req.Ran.Services)
 	}
 	res := &RollbackResult{Env: req.Env, Revision: rev, Branch: RollbackBranch(req.Env), Changes: []promote.Change{}}
 	for _, c := range promote.Diff(then, now) {
@@ -253,6 +262,40 @@ func (b *Bot) rollbackTarget(ctx context.Context, req RollbackRequest, baseSHA s
 		read = fsys.read()
 	}
 	return "", nil, fmt.Errorf("rolling back %s: no earlier state in the last %d commits of %s: %w", req.Env, b.depth, b.base, ErrUnknownRevision)
+}
+
+// ranAs returns then with the versions, tags and digests of the services
+// and containers as they ran (ran, from the history), in place of git's.
+func ranAs(then *manifest.Environment, ran []manifest.Service) *manifest.Environment {
+	out := *then
+	out.Services = make([]manifest.Service, len(then.Services))
+	for i, s := range then.Services {
+		for _, r := range ran {
+			if r.Name != s.Name {
+				continue
+			}
+			if r.Version != "" {
+				s.Version = r.Version
+			}
+			s.Containers = append([]manifest.Container(nil), s.Containers...)
+			for j, c := range s.Containers {
+				for _, rc := range r.Containers {
+					if containerName(r.Name, rc) == containerName(s.Name, c) {
+						s.Containers[j].DockerTag, s.Containers[j].DockerDigest = rc.DockerTag, rc.DockerDigest
+					}
+				}
+			}
+		}
+		out.Services[i] = s
+	}
+	return &out
+}
+
+func containerName(service string, c manifest.Container) string {
+	if c.DockerName == "" {
+		return service
+	}
+	return c.DockerName
 }
 
 // overrideEntry is the entry added to the root manifest to roll back a

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
 
@@ -143,5 +146,30 @@ func TestRollbackConcurrent(t *testing.T) {
 	}
 	if got := f.file(t, RollbackBranch("production"), prodCheckout); got != checkoutJSON {
 		t.Errorf("rollback branch's checkout-api.json is not the one of %s:\n%s", revs[0], got)
+	}
+}
+
+// A history entry recorded while an incident rollback's pin was in place
+// ran other versions than git says at its revision: rolling back to it goes
+// back to what ran (Ran.Services), not to git's versions there.
+func TestRollbackToWhatRanNotWhatGitSaid(t *testing.T) {
+	f, revs := rollbackRepo(t)
+	ran := &Ran{HistoryID: "7", Services: []manifest.Service{
+		{Name: "payments-api", Containers: []manifest.Container{{DockerName: "payments-api", DockerTag: "2.3.0"}}},
+		{Name: "search", Containers: []manifest.Container{{DockerName: "search", DockerTag: "0.1.0"}}},
+	}}
+	// At revs[2] git says payments-api 2.4.0, but 2.3.0 was pinned and ran.
+	res, err := f.bot(t).Rollback(context.Background(), RollbackRequest{Env: "production", Revision: revs[2], Reason: "back to #7", Ran: ran})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Action != ActionOpened {
+		t.Fatalf("result = %+v, want a pull request back to what ran", res)
+	}
+	if diff := cmp.Diff([]string{prodPayments}, res.Files); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
+	}
+	if got := f.file(t, res.Branch, prodPayments); got != production()[prodPayments] {
+		t.Errorf("payments-api.json on the branch is not 2.3.0's:\n%s", got)
 	}
 }
