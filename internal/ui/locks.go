@@ -139,13 +139,18 @@ func (s *Server) lockCreate(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) lockExtend(w http.ResponseWriter, r *http.Request) {
-	_, svc, path, t, ok := s.lockForm(w, r)
+	v, svc, path, t, ok := s.lockForm(w, r)
 	if !ok {
 		return
 	}
 	held, err := svc.Get(r.Context(), path)
 	if err == nil && held.Type != t {
 		err = fmt.Errorf("%s is locked for %s, not for %s", path, held.Type.Friendly(), t.Friendly())
+	}
+	if err == nil && !strings.EqualFold(held.Author, v.Login) {
+		// A lock belongs to its author: extending another's is replacing
+		// it, which takes lock:admin (the API or the CLI).
+		err = fmt.Errorf("%s's lock on %s belongs to them: only they, or someone with lock:admin through the API, may change it", held.Author, path)
 	}
 	if err == nil {
 		from := svc.Now()
@@ -167,11 +172,13 @@ func (s *Server) lockExtend(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) lockUnlock(w http.ResponseWriter, r *http.Request) {
-	_, svc, path, t, ok := s.lockForm(w, r)
+	v, svc, path, t, ok := s.lockForm(w, r)
 	if !ok {
 		return
 	}
-	ls, err := svc.Unlock(r.Context(), path, t, false)
+	// The page has no lock:admin: a person removes their own locks here, and
+	// another's live lock only through the API or the CLI with lock:admin.
+	ls, err := svc.UnlockBy(r.Context(), lock.Caller{Name: v.Login}, path, t, false)
 	switch {
 	case err != nil:
 		s.flashNext(w, r, "Not unlocked: "+err.Error(), true)

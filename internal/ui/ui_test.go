@@ -254,6 +254,19 @@ func TestLocks(t *testing.T) {
 	step("/locks", url.Values{"path": {"apps/qa"}, "type": {"deploy"}, "duration": {"1h"}, "until": {"2026-12-31 12:00"}}, "not both")
 	step("/locks/extend", url.Values{"path": {"apps/prod"}, "type": {"deploy"}, "duration": {"1h"}}, "Extended the lock on apps/prod (a deploy) until Tue 24 Nov, 12:00.")
 	step("/locks/unlock", url.Values{"path": {"apps/prod"}, "type": {"incident"}}, "Not unlocked:")
+	// Another person's lock is theirs: the page neither removes nor extends it.
+	if _, err := b.locks.Lock(context.Background(), lock.Lock{Path: "apps/qa", Type: lock.Deploy, Author: "alice",
+		ExpiresAt: b.locks.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	step("/locks/unlock", url.Values{"path": {"apps/qa"}, "type": {"deploy"}}, "Not unlocked:")
+	step("/locks/extend", url.Values{"path": {"apps/qa"}, "type": {"deploy"}, "duration": {"1h"}}, "Not extended: alice&#39;s lock on apps/qa belongs to them")
+	if l, err := b.locks.Get(context.Background(), "apps/qa"); err != nil || l.Author != "alice" {
+		t.Errorf("alice's lock after another's unlock: %+v, %v", l, err)
+	}
+	if _, err := b.locks.Unlock(context.Background(), "apps/qa", lock.Deploy, false); err != nil {
+		t.Fatal(err)
+	}
 	step("/locks/unlock", url.Values{"path": {"apps/prod"}, "type": {"deploy"}}, "Unlocked apps/prod (a deploy).")
 	if _, body := br.get("/locks"); !strings.Contains(body, "Nothing is locked.") {
 		t.Errorf("after unlock:\n%s", body)
