@@ -251,6 +251,18 @@ func (r *rollbacker) Release(ctx context.Context, env string, req api.ReleaseReq
 		return nil, err
 	}
 	released, err := r.locks.ReleaseHold(ctx, lockPath)
+	if errors.Is(err, lock.ErrNotFound) {
+		// No hold (it expired, or was removed with `reconciler unlock`): an
+		// incident rollback's pin left behind would keep the cluster on the
+		// pinned versions with nothing to end it but the merge, so it goes.
+		if p := r.currentPin(ctx, env); p != nil {
+			if err := r.pin(ctx, env, nil); err != nil {
+				return nil, fmt.Errorf("%s has no hold; removing the pin of rollback #%d failed: %w", env, p.PR, err)
+			}
+			return &api.ReleaseResponse{Environment: env,
+				Message: fmt.Sprintf("%s had no hold; removed the pin of rollback #%d (%s): git decides again", env, p.PR, p.URL)}, nil
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s has no hold to release: %w", env, err)
 	}
@@ -269,6 +281,18 @@ func (r *rollbacker) Release(ctx context.Context, env string, req api.ReleaseReq
 		msg += "; noting it on the rollback pull request failed: " + err.Error()
 	}
 	return &api.ReleaseResponse{Environment: env, Released: released, Message: msg}, nil
+}
+
+// currentPin returns env's pin by its status (nil when none or unknown).
+func (r *rollbacker) currentPin(ctx context.Context, env string) *approval.Pin {
+	if r.environment == nil {
+		return nil
+	}
+	v, err := r.environment(ctx, env)
+	if err != nil || v == nil {
+		return nil
+	}
+	return v.Pin
 }
 
 // merged ends the hold of the environment whose rollback pull request was

@@ -14,6 +14,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
+	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
@@ -136,5 +137,46 @@ func TestRollbackToAnEntryThatDidNotRun(t *testing.T) {
 	res, err := rb.Rollback(ctx, "prod", api.RollbackRequest{To: "1", Reason: "x", RequestedBy: "alice"})
 	if err != nil || res.Revision != c1 || res.Action != prbot.ActionOpened {
 		t.Errorf("rollback to 1 = %+v, %v; want c1's pull request opened", res, err)
+	}
+}
+
+// A pin whose hold is gone (removed with `reconciler unlock`, or expired
+// first) is still ended by `reconciler release`; with neither, release is
+// refused as before.
+func TestReleaseEndsAPinWithoutItsHold(t *testing.T) {
+	ctx := context.Background()
+	gh := githubtest.New(t)
+	gh.CreateRepo("acme", "manifests", "main")
+	gh.Commit("acme", "manifests", "main", map[string]string{"environments/prod/manifest.json": `{"services": []}` + "\n"}, "prod")
+	rest, err := github.NewClient(gh.Client()).WithAuthToken(gh.Token()).WithEnterpriseURLs(gh.URL(), gh.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bot, err := prbot.New(rest, "acme", "manifests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := lock.New(lock.NewMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The daemon's side, kept in memory: the pin in the state and the status that shows it.
+	pin := &approval.Pin{PR: 4, URL: "https://github.com/acme/manifests/pull/4", ExpiresAt: time.Now().Add(time.Hour)}
+	rb := &rollbacker{bot: bot, locks: svc, envs: map[string]config.Environment{"prod": {LockPath: "apps/prod"}}, holdFor: time.Hour,
+		pin:         func(_ context.Context, _ string, p *approval.Pin) error { pin = p; return nil },
+		environment: func(context.Context, string) (*status.Environment, error) { return &status.Environment{Pin: pin}, nil }}
+	if _, err := svc.PlaceHold(ctx, lock.NewHold("apps/prod", "alice", time.Now().Add(time.Hour), nil)); err != nil {
+		t.Fatal(err)
+	}
+	// Someone removes the hold with the lock API: the pin stays behind.
+	if _, err := svc.Unlock(ctx, "apps/prod/hold", lock.Hold, false); err != nil {
+		t.Fatal(err)
+	}
+	res, err := rb.Release(ctx, "prod", api.ReleaseRequest{RequestedBy: "alice"})
+	if err != nil || pin != nil || !strings.Contains(res.Message, "removed the pin of rollback #4") {
+		t.Fatalf("release = %+v, %v; pin %+v: want the pin removed", res, err, pin)
+	}
+	if _, err := rb.Release(ctx, "prod", api.ReleaseRequest{RequestedBy: "alice"}); !errors.Is(err, lock.ErrNotFound) {
+		t.Errorf("release with neither hold nor pin: %v, want not found", err)
 	}
 }
