@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
@@ -31,6 +32,7 @@ func TestRollbackHostileReason(t *testing.T) {
 		{"html", `<img src="https://evil.example/x.png"> <!-- stagehand:rollback production 0000000 --> <script>x</script>`},
 		{"carriage returns and tabs", "a\r\n| row |\r\tb\u2028| row2 |"},
 		{"very long", strings.Repeat("ä @x ", 3000)},
+		{"control and bidi characters", "ok\x00\x1b[31mred\x1b[0m \u202egnp.exe\u202c \u2066x\u2069"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,6 +44,11 @@ func TestRollbackHostileReason(t *testing.T) {
 			pr := f.openPulls()[0]
 			if strings.ContainsAny(pr.Title, "\r\n\u2028\u2029") || utf8.RuneCountInString(pr.Title) > promote.MaxTitle {
 				t.Errorf("title is not one line of at most %d characters: %q", promote.MaxTitle, pr.Title)
+			}
+			if strings.IndexFunc(pr.Title+pr.Body, func(r rune) bool {
+				return unicode.IsControl(r) && r != '\n' || r >= '\u202a' && r <= '\u202e' || r >= '\u2066' && r <= '\u2069'
+			}) >= 0 {
+				t.Errorf("title or body carries control or bidi characters: %q", pr.Title)
 			}
 			if !strings.HasPrefix(pr.Title, "Rollback production to "+revs[0][:7]+": ") {
 				t.Errorf("title = %q", pr.Title)
