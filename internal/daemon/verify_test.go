@@ -75,10 +75,10 @@ func (w *verifyWorld) pipeline() string {
           job: {image: acme/smoke:1, args: [--suite, web]}
       - name: test
         properties:
-          http: {url: "` + w.shop + `/healthz", bodyRegexp: '"status":"ok"', interval: 50ms, duration: 300ms}
+          http: {url: "` + w.shop + `/healthz", bodyRegexp: '"status":"ok"', interval: 250ms, duration: 1s} # each request may take the interval: roomy for a loaded machine
       - name: evaluation
         properties:
-          prometheus: {address: "` + w.prom.URL + `", query: shop_error_ratio, op: "<", threshold: 0.05, interval: 200ms, duration: 600ms}
+          prometheus: {address: "` + w.prom.URL + `", query: shop_error_ratio, op: "<", threshold: 0.05, interval: 400ms, duration: 1200ms}
       - release
 `
 }
