@@ -23,6 +23,12 @@ type Pin struct {
 	// Services are the pinned entries: name, version and the containers
 	// with the tag and digest to keep (containers not listed follow git).
 	Services []manifest.Service `json:"services"`
+	// Replaced are the same services as git said them when the pin was
+	// placed (the versions rolled back from). A container whose tag git
+	// later changes to a third one (neither pinned nor replaced: a change
+	// merged since, which the reconciler applies as any) is no longer
+	// pinned. Empty: the pin holds whatever git says.
+	Replaced []manifest.Service `json:"replaced,omitempty"`
 	By       string             `json:"by"`
 	At       time.Time          `json:"at"`
 	// ExpiresAt is the end of the rollback's hold.
@@ -34,8 +40,10 @@ func (p Pin) Message() string { return fmt.Sprintf("pinned by rollback #%d", p.P
 
 // Apply returns env with the pinned services' versions and containers in
 // place of git's (env itself is not changed), and whether git already says
-// what the pin says for every pinned service (then the pin has done its
-// work). A pinned service git does not have any more is left out.
+// what the pin says for every pinned service, or has moved past it (then the
+// pin has done its work). A pinned service git does not have any more is
+// left out; a version or container tag git changed since the pin to
+// another than the pinned or the replaced one follows git.
 func (p Pin) Apply(env *manifest.Environment) (*manifest.Environment, bool) {
 	out := *env
 	out.Services = make([]manifest.Service, len(env.Services))
@@ -46,26 +54,36 @@ func (p Pin) Apply(env *manifest.Environment) (*manifest.Environment, bool) {
 		if !ok {
 			continue
 		}
+		rep, hasRep := p.replaced(s.Name)
 		s.Containers = append([]manifest.Container(nil), s.Containers...)
-		if pin.Version != "" && pin.Version != s.Version {
+		if pin.Version != "" && pin.Version != s.Version && (!hasRep || rep.Version == "" || rep.Version == s.Version) {
 			s.Version, caughtUp = pin.Version, false
 		}
 		for j, c := range s.Containers {
-			pc, ok := pinnedContainer(pin, dockerName(s.Name, c))
-			if !ok {
+			name := dockerName(s.Name, c)
+			pc, ok := pinnedContainer(pin, name)
+			if !ok || c.DockerTag == pc.DockerTag && c.DockerDigest == pc.DockerDigest {
 				continue
 			}
-			if c.DockerTag != pc.DockerTag || c.DockerDigest != pc.DockerDigest {
-				s.Containers[j].DockerTag, s.Containers[j].DockerDigest, caughtUp = pc.DockerTag, pc.DockerDigest, false
+			if hasRep {
+				// Tags only: a digest the resolve added is no move of git's.
+				if rc, ok := pinnedContainer(rep, name); ok && c.DockerTag != rc.DockerTag && c.DockerTag != pc.DockerTag {
+					continue // git moved past the pin: a change merged since
+				}
 			}
+			s.Containers[j].DockerTag, s.Containers[j].DockerDigest, caughtUp = pc.DockerTag, pc.DockerDigest, false
 		}
 		out.Services[i] = s
 	}
 	return &out, caughtUp
 }
 
-func (p Pin) service(name string) (manifest.Service, bool) {
-	for _, s := range p.Services {
+func (p Pin) service(name string) (manifest.Service, bool) { return findService(p.Services, name) }
+
+func (p Pin) replaced(name string) (manifest.Service, bool) { return findService(p.Replaced, name) }
+
+func findService(services []manifest.Service, name string) (manifest.Service, bool) {
+	for _, s := range services {
 		if s.Name == name {
 			return s, true
 		}

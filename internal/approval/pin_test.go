@@ -45,3 +45,38 @@ func TestPinApply(t *testing.T) {
 		t.Errorf("Message() = %q", got)
 	}
 }
+
+// A change merged after the pin (git moves a pinned container to a third
+// tag, neither pinned nor replaced) is applied: that container follows git,
+// and once every pinned one has caught up or moved on the pin is done. A
+// digest alone (the resolve's) is no move.
+func TestPinApplyAfterGitMovedOn(t *testing.T) {
+	pin := Pin{PR: 7,
+		Services: []manifest.Service{{Name: "web", Version: "1.0.0", Containers: []manifest.Container{{DockerName: "web", DockerTag: "1.0.0"}, {DockerName: "worker", DockerTag: "1.0.0"}}}},
+		Replaced: []manifest.Service{{Name: "web", Version: "2.0.0", Containers: []manifest.Container{{DockerName: "web", DockerTag: "2.0.0"}, {DockerName: "worker", DockerTag: "2.0.0"}}}},
+	}
+	env := func(version, webTag, workerTag, workerDigest string) *manifest.Environment {
+		return &manifest.Environment{Name: "prod", Services: []manifest.Service{
+			{Name: "web", Version: version, Containers: []manifest.Container{{DockerTag: webTag}, {DockerName: "worker", DockerTag: workerTag, DockerDigest: workerDigest}}},
+		}}
+	}
+	tests := []struct {
+		name     string
+		git      *manifest.Environment
+		want     *manifest.Environment
+		caughtUp bool
+	}{
+		{"git still says what was rolled back from: pinned", env("2.0.0", "2.0.0", "2.0.0", ""), env("1.0.0", "1.0.0", "1.0.0", ""), false},
+		{"a digest added to the replaced tag: still pinned", env("2.0.0", "2.0.0", "2.0.0", "sha256:bb"), env("1.0.0", "1.0.0", "1.0.0", ""), false},
+		{"one container fixed forward: it follows git, the other stays pinned", env("2.0.0", "2.0.0", "2.0.1", ""), env("1.0.0", "1.0.0", "2.0.1", ""), false},
+		{"everything fixed forward: git decides, the pin is done", env("2.0.1", "2.0.1", "2.0.1", ""), env("2.0.1", "2.0.1", "2.0.1", ""), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, caughtUp := pin.Apply(tt.git)
+			if diff := cmp.Diff(tt.want, got); diff != "" || caughtUp != tt.caughtUp {
+				t.Errorf("Apply (-want +got):\n%s\ncaughtUp %v, want %v", diff, caughtUp, tt.caughtUp)
+			}
+		})
+	}
+}

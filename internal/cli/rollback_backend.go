@@ -121,6 +121,11 @@ func (r *rollbacker) incident(ctx context.Context, env string, req api.RollbackR
 			s.Containers = append(s.Containers, manifest.Container{DockerName: ct.DockerName, DockerTag: ct.ToTag, DockerDigest: ct.ToDigest})
 		}
 		p.Services = append(p.Services, s)
+		r := manifest.Service{Name: c.Service, Version: c.FromVersion}
+		for _, ct := range c.Containers {
+			r.Containers = append(r.Containers, manifest.Container{DockerName: ct.DockerName, DockerTag: ct.FromTag, DockerDigest: ct.FromDigest})
+		}
+		p.Replaced = append(p.Replaced, r)
 	}
 	if err := r.pin(ctx, env, p); err != nil {
 		return err
