@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
 // defaultHoldFor is how long a rollback's hold lasts unless its pull
@@ -138,7 +141,10 @@ func (r *rollbacker) incident(ctx context.Context, env string, req api.RollbackR
 		v, err := r.environment(wait, env)
 		if err == nil {
 			switch {
-			case v.Pending != nil && !v.Pending.ProposedAt.Before(p.At):
+			// The pending plan must be the pinned one, not one proposed from git's
+			// versions by a pass that began before the pin was stored: approving
+			// that would approve the very versions being rolled back from.
+			case v.Pending != nil && !v.Pending.ProposedAt.Before(p.At) && plansPin(v.Pending.Plan, p):
 				out.PlanHash = v.Pending.PlanHash
 				got, err := r.approve(ctx, env, v.Pending.PlanHash, req.RequestedBy)
 				if err != nil {
@@ -170,6 +176,40 @@ func (r *rollbacker) incident(ctx context.Context, env string, req api.RollbackR
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// plansPin reports whether plan (a pending plan's JSON) moves no container
+// of a pinned service to another tag than the pin's: the plan of the pin,
+// not of the versions it replaces.
+func plansPin(plan json.RawMessage, p *approval.Pin) bool {
+	var pl reconcile.Plan
+	if err := json.Unmarshal(plan, &pl); err != nil {
+		return false
+	}
+	for _, c := range pl.Changes {
+		var tags []string
+		for _, s := range p.Services {
+			if s.Name == c.Service {
+				for _, ct := range s.Containers {
+					tags = append(tags, ct.DockerTag)
+				}
+			}
+		}
+		if tags != nil && !slices.Contains(tags, imageTag(c.To)) {
+			return false
+		}
+	}
+	return true
+}
+
+// imageTag is the tag of an image reference ("repo:tag", "repo:tag@digest"; "" without one).
+func imageTag(ref string) string {
+	ref, _, _ = strings.Cut(ref, "@")
+	i := strings.LastIndex(ref, ":")
+	if i < 0 || strings.Contains(ref[i:], "/") {
+		return ""
+	}
+	return ref[i+1:]
 }
 
 // target fills in req's revision and what the history says of it: to is

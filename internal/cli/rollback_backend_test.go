@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -16,6 +17,8 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
 // TestAutomaticRollbackHook: the daemon's RollbackHook, after a failed
@@ -178,5 +181,38 @@ func TestReleaseEndsAPinWithoutItsHold(t *testing.T) {
 	}
 	if _, err := rb.Release(ctx, "prod", api.ReleaseRequest{RequestedBy: "alice"}); !errors.Is(err, lock.ErrNotFound) {
 		t.Errorf("release with neither hold nor pin: %v, want not found", err)
+	}
+}
+
+// rollback --now approves only the plan of its pin: a plan still moving a
+// pinned service to the versions rolled back from (proposed by a pass that
+// began before the pin was stored) is not the caller's to approve.
+func TestPlansPin(t *testing.T) {
+	pin := &approval.Pin{Services: []manifest.Service{{Name: "web", Containers: []manifest.Container{{DockerName: "web", DockerTag: "1.0.0"}}}}}
+	plan := func(changes ...reconcile.Change) json.RawMessage {
+		b, err := json.Marshal(reconcile.Plan{Environment: "prod", Changes: changes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	tests := []struct {
+		name string
+		plan json.RawMessage
+		want bool
+	}{
+		{"back to the pinned tag", plan(reconcile.Change{Service: "web", Container: "app", From: "example.com/web:2.0.0", To: "example.com/web:1.0.0"}), true},
+		{"pinned tag with a digest, registry with a port", plan(reconcile.Change{Service: "web", To: "registry:5000/web:1.0.0@sha256:aa"}), true},
+		{"still the version rolled back from", plan(reconcile.Change{Service: "web", From: "example.com/web:1.0.0", To: "example.com/web:2.0.0"}), false},
+		{"another service moves: not the pin's business", plan(reconcile.Change{Service: "api", To: "example.com/api:9"}), true},
+		{"no tag at all", plan(reconcile.Change{Service: "web", To: "registry:5000/web@sha256:aa"}), false},
+		{"not a plan", json.RawMessage(`"x"`), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := plansPin(tt.plan, pin); got != tt.want {
+				t.Errorf("plansPin = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
