@@ -80,4 +80,3 @@ func TestStandbyCutOff(t *testing.T) {
 	table.add(t, row{fault: "6 standby cut off from the API server " + cutOff.String(), survived: true, twice: twice, recover: recovered,
 		note: "no other Lease holder while the leader lived; rejoined and took over; seconds from the restore to the next revision applied by it (leader killed 2 s after)"})
 }
-
