@@ -342,6 +342,7 @@ func (r *rollbacker) currentPin(ctx context.Context, env string) *approval.Pin {
 
 // merged ends the hold of the environment whose rollback pull request was
 // merged (the GitHub handler's OnMerged): git now says what the hold kept.
+// An incident rollback's pin is left to end by itself (Pin.Apply).
 // A hold linked to another pull request is left alone.
 func (r *rollbacker) merged(ctx context.Context, number int, headRef string) error {
 	env, ok := prbot.RollbackEnv(headRef)
@@ -362,9 +363,9 @@ func (r *rollbacker) merged(ctx context.Context, number int, headRef string) err
 	if h.Type != lock.Hold || !strings.HasSuffix(h.Links[lock.HoldLinkPullRequest], fmt.Sprintf("/pull/%d", number)) {
 		return nil
 	}
-	if err := r.pin(ctx, env, nil); err != nil {
-		return err
-	}
+	// The pin stays: it goes by itself once git says what it pins (or moves
+	// on), and the reconciler's source may not have the merge yet; removing
+	// it now would plan git's old head, the versions rolled back from.
 	if _, err := r.locks.ReleaseHold(ctx, lockPath); err != nil && !errors.Is(err, lock.ErrNotFound) {
 		return err
 	}

@@ -148,11 +148,25 @@ state: {namespace: %s, kubeconfig: %q}
 	if _, _, err := rest.PullRequests.Merge(ctx, "acme", "manifests", 1, "", nil); err != nil {
 		t.Fatal(err)
 	}
-	merged, _ := gh.File("acme", "manifests", "main", "environments/prod/web.json")
-	c3 := git.Commit(t, "manifests", "main", map[string]string{"environments/prod/web.json": merged}, "Merge rollback")
+	// The webhook arrives before the reconciler's source has the merge: the hold ends, but the pin keeps
+	// 1.0.0 until git says it (removing it at once flipped the cluster back to 2.0.0 for a pass).
 	if code, body, err := githubtest.Send(ctx, server+"/webhook/github", "hook-secret", gh.PullRequestDelivery("acme", "manifests", 1, "closed", "alice")); err != nil || code != http.StatusOK {
 		t.Fatalf("merged delivery: %d %s %v", code, body, err)
 	}
+	testenv.WaitFor(t, 30*time.Second, "the hold ended by the merge", func() bool { return holdOf(t, server, tokenFile) == nil })
+	first = passes(t, server)
+	testenv.WaitFor(t, 30*time.Second, "three resyncs before git has the merge", func() bool {
+		v, ok := prodStatus(t, server, tokenFile)
+		if ok && (v.PinnedBy != "pinned by rollback #1" || v.Pending != nil) {
+			t.Fatalf("status before git has the merge: pinnedBy %q, pending %+v", v.PinnedBy, v.Pending)
+		}
+		return passes(t, server) >= first+3
+	})
+	if img := env.Image(t, ns, "web"); img != "example.com/web:1.0.0" {
+		t.Fatalf("image before git has the merge = %s, want 1.0.0 kept", img)
+	}
+	merged, _ := gh.File("acme", "manifests", "main", "environments/prod/web.json")
+	c3 := git.Commit(t, "manifests", "main", map[string]string{"environments/prod/web.json": merged}, "Merge rollback")
 	testenv.WaitFor(t, 30*time.Second, "prod in sync at the merge, unpinned and unheld", func() bool {
 		v, ok := prodStatus(t, server, tokenFile)
 		return ok && v.Revision == c3 && v.PlanHash == "" && v.Pin == nil && v.PinnedBy == "" && holdOf(t, server, tokenFile) == nil

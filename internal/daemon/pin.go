@@ -17,7 +17,8 @@ import (
 // and a resync never goes back to the newer ones while the rollback pull
 // request is open. The pin goes by itself once git says what it says (the
 // pull request merged), and when it expires; Pin(ctx, env, nil) removes it
-// (the pull request's merge webhook, or a released hold).
+// (a released hold; the merge webhook leaves it, as the source may not have
+// the merge yet).
 
 // Pin stores p as env's pin (nil removes it) and, on the leader, wakes the
 // environment's worker to plan with it at once; other replicas' leader
