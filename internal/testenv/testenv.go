@@ -45,6 +45,7 @@ type Env struct {
 	token   string
 	pki     *pki
 	apiURL  string
+	apiArgs []string // kube-apiserver's flags, for RestartAPIServer
 }
 
 type options struct {
@@ -246,6 +247,7 @@ func (e *Env) startEtcdAndAPIServer(ctx context.Context) error {
 		}
 		args = append(args, "--audit-policy-file="+policy, "--audit-log-path="+e.AuditLog(), "--audit-log-mode=blocking")
 	}
+	e.apiArgs = args
 	api, err := e.run("kube-apiserver", args...)
 	if err != nil {
 		return err
