@@ -18,7 +18,7 @@ import (
 
 var cluster testenv.Shared
 
-func TestMain(m *testing.M) { os.Exit(cluster.Main(m, testenv.WithRollouts())) }
+func TestMain(m *testing.M) { os.Exit(cluster.Main(m, testenv.WithRollouts(), testenv.WithAuditLog())) }
 
 func TestDeploymentRollsOut(t *testing.T) {
 	env := cluster.Env(t)
