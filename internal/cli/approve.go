@@ -68,11 +68,10 @@ server from --server or $STAGEHAND_SERVER.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, approve) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.server, "server", "", "URL of the reconciler's API (default $STAGEHAND_SERVER)")
+	addAPIFlags(fl, &f.server, &f.tokenFile)
 	fl.StringVar(&f.env, "env", "", "environment (required)")
 	fl.StringVar(&f.planHash, "plan-hash", "", "planHash of the plan you reviewed (default: show the pending plan and ask)")
 	fl.BoolVar(&f.yes, "yes", false, "decide on the plan pending now without asking (for scripts; --plan-hash is safer)")
-	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the API bearer token (default: $STAGEHAND_TOKEN)")
 	fl.StringVar(&f.approver, "as", "", "assert who you are: the server refuses the decision unless your token is this principal (who decides always comes from the token)")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long to wait for the server (and, with --wait, for the apply)")
 	if approve {
@@ -84,19 +83,15 @@ server from --server or $STAGEHAND_SERVER.`,
 }
 
 func (f *decisionFlags) run(cmd *cobra.Command, approve bool) error {
-	if f.server == "" {
-		f.server = os.Getenv("STAGEHAND_SERVER")
+	var err error
+	if f.server, err = apiServer(f.server); err != nil {
+		return err
 	}
 	switch {
-	case f.server == "":
-		return usagef("--server is required (or set $STAGEHAND_SERVER)")
 	case f.env == "":
 		return usagef("--env is required")
 	case f.planHash != "" && f.yes:
 		return usagef("--plan-hash and --yes are mutually exclusive")
-	}
-	if u, err := url.Parse(f.server); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usagef("--server %q: want an http(s) URL such as http://localhost:8080", f.server)
 	}
 	token, err := f.token()
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,22 +43,16 @@ $STAGEHAND_SERVER.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.server, "server", "", "URL of the reconciler's API (default $STAGEHAND_SERVER)")
+	addAPIFlags(fl, &f.server, &f.tokenFile)
 	fl.StringVar(&f.env, "env", "", "environment (required)")
 	fl.Int64Var(&f.id, "id", 0, "show this history entry in full, with its resolved manifest")
-	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the API bearer token (default: $STAGEHAND_TOKEN)")
 	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
 	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long to wait for the server")
 	return cmd
 }
 
 func (f *historyFlags) run(cmd *cobra.Command) error {
-	if f.server == "" {
-		f.server = os.Getenv("STAGEHAND_SERVER")
-	}
 	switch {
-	case f.server == "":
-		return usagef("--server is required (or set $STAGEHAND_SERVER)")
 	case f.env == "":
 		return usagef("--env is required")
 	case f.output != "text" && f.output != "json":
@@ -67,11 +60,7 @@ func (f *historyFlags) run(cmd *cobra.Command) error {
 	case cmd.Flags().Changed("id") && f.id < 1:
 		return usagef("--id %d: want a positive history entry id, as the history list shows", f.id)
 	}
-	if u, err := url.Parse(f.server); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usagef("--server %q: want an http(s) URL such as http://localhost:8080", f.server)
-	}
-	client := decisionFlags{server: f.server, tokenFile: f.tokenFile}
-	token, err := client.token()
+	client, token, err := apiClient(f.server, f.tokenFile)
 	if err != nil {
 		return err
 	}

@@ -81,8 +81,7 @@ type backendFlags struct {
 
 func (f *backendFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.server, "server", "", "URL of the reconciler's API (default $STAGEHAND_SERVER)")
-	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the API bearer token (default: $STAGEHAND_TOKEN)")
+	addAPIFlags(fl, &f.server, &f.tokenFile)
 	fl.StringVar(&f.storage, "storage", "", "talk to the storage directly instead of --server: kubernetes (the seed's dynamodb is not supported)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for --storage kubernetes (default $KUBECONFIG, else in-cluster or ~/.kube/config)")
 	fl.StringVar(&f.namespace, "namespace", "stagehand", "namespace of the lock objects for --storage kubernetes")

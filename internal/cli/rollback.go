@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -24,9 +23,8 @@ type rollbackFlags struct {
 
 func (f *rollbackFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.server, "server", "", "URL of the reconciler's API (default $STAGEHAND_SERVER)")
+	addAPIFlags(fl, &f.server, &f.tokenFile)
 	fl.StringVar(&f.env, "env", "", "environment (required)")
-	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the API bearer token (default: $STAGEHAND_TOKEN)")
 	fl.StringVar(&f.as, "as", "", "assert who you are: the server refuses unless your token is this principal (who asks always comes from the token)")
 	fl.DurationVar(&f.timeout, "timeout", 2*time.Minute, "how long to wait for the server")
 }
@@ -84,20 +82,10 @@ open, gets a comment saying who released the hold and why.`,
 
 // client checks the common flags and returns the API client and token.
 func (f *rollbackFlags) client() (decisionFlags, string, error) {
-	if f.server == "" {
-		f.server = os.Getenv("STAGEHAND_SERVER")
+	c, token, err := apiClient(f.server, f.tokenFile)
+	if err == nil && f.env == "" {
+		err = usagef("--env is required")
 	}
-	switch {
-	case f.server == "":
-		return decisionFlags{}, "", usagef("--server is required (or set $STAGEHAND_SERVER)")
-	case f.env == "":
-		return decisionFlags{}, "", usagef("--env is required")
-	}
-	if u, err := url.Parse(f.server); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return decisionFlags{}, "", usagef("--server %q: want an http(s) URL such as http://localhost:8080", f.server)
-	}
-	c := decisionFlags{server: f.server, tokenFile: f.tokenFile}
-	token, err := c.token()
 	return c, token, err
 }
 

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -50,30 +48,20 @@ images and what blocks them; -o json the matrix as GET /api/v1/matrix answers.
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.server, "server", "", "URL of the reconciler's API (default $STAGEHAND_SERVER)")
+	addAPIFlags(fl, &f.server, &f.tokenFile)
 	fl.StringSliceVar(&f.envs, "env", nil, "only these environments (repeatable)")
 	fl.StringSliceVar(&f.services, "service", nil, "only these services (repeatable)")
-	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the API bearer token (default: $STAGEHAND_TOKEN)")
 	fl.StringVarP(&f.output, "output", "o", "text", "output format: text, wide or json")
 	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long to wait for the server")
 	return cmd
 }
 
 func (f *statusFlags) run(cmd *cobra.Command) error {
-	if f.server == "" {
-		f.server = os.Getenv("STAGEHAND_SERVER")
-	}
 	switch {
-	case f.server == "":
-		return usagef("--server is required (or set $STAGEHAND_SERVER)")
 	case f.output != "text" && f.output != "wide" && f.output != "json":
 		return usagef("--output %q: want text, wide or json", f.output)
 	}
-	if u, err := url.Parse(f.server); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usagef("--server %q: want an http(s) URL such as http://localhost:8080", f.server)
-	}
-	client := decisionFlags{server: f.server, tokenFile: f.tokenFile}
-	token, err := client.token()
+	client, token, err := apiClient(f.server, f.tokenFile)
 	if err != nil {
 		return err
 	}
