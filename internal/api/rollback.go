@@ -30,6 +30,11 @@ type Rollbacker interface {
 // history id or revision that does not exist (404).
 var ErrUnknownRollbackTarget = errors.New("unknown rollback target")
 
+// ErrRollbackNotConfigured is wrapped by a Rollbacker's error when the
+// environment's configuration cannot hold a rollback (no lockPath for its
+// hold): 409, the request is fine but the server's reconciler.yaml is not.
+var ErrRollbackNotConfigured = errors.New("rollback not configured")
+
 // WithRollback serves POST /api/v1/environments/{env}/rollback and
 // .../release through r; without it both answer 501.
 func WithRollback(r Rollbacker) Option {
@@ -162,6 +167,8 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, approval.ErrUnknownEnvironment), errors.Is(err, ErrUnknownRollbackTarget):
 		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, ErrRollbackNotConfigured):
+		writeError(w, http.StatusConflict, err.Error())
 	case errors.As(err, &le):
 		writeError(w, http.StatusConflict, err.Error())
 	case err != nil:
@@ -194,6 +201,8 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, approval.ErrUnknownEnvironment), errors.Is(err, lock.ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, ErrRollbackNotConfigured):
+		writeError(w, http.StatusConflict, err.Error())
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, err.Error())
 	default:

@@ -26,6 +26,9 @@ func (r *rollbacks) Rollback(_ context.Context, env string, req RollbackRequest)
 	if req.To == "999" {
 		return nil, fmt.Errorf("%w: unknown history entry 999 in environment prod", ErrUnknownRollbackTarget)
 	}
+	if req.To == "nolockpath" {
+		return nil, fmt.Errorf("environment prod has no lockPath in reconciler.yaml: %w", ErrRollbackNotConfigured)
+	}
 	if req.To == "locked" {
 		return nil, &lock.LockedError{Path: "apps/prod/hold", Type: lock.Hold, Locks: []lock.Lock{{Path: "apps/prod/hold", Type: lock.Incident}}}
 	}
@@ -59,6 +62,7 @@ func TestRollbackRoutes(t *testing.T) {
 		{"unknown environment", "POST", "/api/v1/environments/qa/rollback", `{"to": "previous", "reason": "x"}`, 404, "unknown environment"},
 		{"unknown history entry", "POST", path, `{"to": "999", "reason": "x"}`, 404, "unknown history entry 999"},
 		{"another lock at the hold's path", "POST", path, `{"to": "locked", "reason": "x"}`, 409, "apps/prod/hold is locked"},
+		{"no lockPath for the hold", "POST", path, `{"to": "nolockpath", "reason": "x"}`, 409, "has no lockPath"},
 		{"GET", "GET", path, "", 405, ""},
 		{"release without a hold", "POST", "/api/v1/environments/prod/release", `{}`, 404, "prod has no hold to release"},
 		{"rollback", "POST", path, `{"to": "previous", "reason": "broken"}`, 200, `"pr": 7`},

@@ -60,7 +60,7 @@ func (r *rollbacker) lockPath(env string) (string, error) {
 		return "", fmt.Errorf("%w %q", approval.ErrUnknownEnvironment, env)
 	}
 	if ec.LockPath == "" {
-		return "", fmt.Errorf("environment %s has no lockPath in reconciler.yaml: a rollback's hold is kept at <lockPath>/hold", env)
+		return "", fmt.Errorf("environment %s has no lockPath in reconciler.yaml: a rollback's hold is kept at <lockPath>/hold: %w", env, api.ErrRollbackNotConfigured)
 	}
 	return ec.LockPath, nil
 }
