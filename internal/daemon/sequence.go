@@ -127,8 +127,10 @@ func (w *worker) loadRun(ctx context.Context, revision string) *sequence.State {
 
 // beginRun starts the run of prop (or continues the one kept for its
 // revision), announcing its start and, when a person approves, the
-// approval task waiting.
-func (w *worker) beginRun(ctx context.Context, envM *manifest.Environment, prop approval.Proposal, tasks []promote.Task) {
+// approval task waiting. With save false a new run is only kept in memory:
+// an auto-approved plan begins its deployment at once, and that write keeps
+// the run (one state write fewer before the first patch).
+func (w *worker) beginRun(ctx context.Context, envM *manifest.Environment, prop approval.Proposal, tasks []promote.Task, save bool) {
 	w.versions = versions(envM)
 	if r := w.loadRun(ctx, prop.Revision); r != nil {
 		if r.PlanHash != prop.Plan.PlanHash {
@@ -139,7 +141,9 @@ func (w *worker) beginRun(ctx context.Context, envM *manifest.Environment, prop 
 	}
 	w.abortRun(ctx, "replaced by revision "+short(prop.Revision))
 	w.seq = sequence.New(w.env, prop.Revision, prop.Plan.PlanHash, tasks, w.now().UTC())
-	w.saveRun(ctx)
+	if save {
+		w.saveRun(ctx)
+	}
 	w.emit(ctx, -1, sequence.KindStarted, "", "", "")
 	if i := w.seq.Index(promote.TaskApproval); i == 0 {
 		w.begin(ctx, i)
@@ -173,7 +177,7 @@ func (w *worker) approved(ctx context.Context, envM *manifest.Environment, prop 
 		if approver != approval.AutoApprover {
 			tasks = withApproval(tasks, true)
 		}
-		w.beginRun(ctx, envM, prop, tasks)
+		w.beginRun(ctx, envM, prop, tasks, true)
 		r = w.seq
 	}
 	w.versions = versions(envM)

@@ -279,7 +279,7 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 			// A run the gate makes again shows the approvals counted so far.
 			prop.Notes = append(slices.Clip(prop.Notes), "**"+p.Tally()+".**")
 		}
-		w.beginRun(ctx, envM, prop, tasks)
+		w.beginRun(ctx, envM, prop, tasks, !auto)
 		if dec := w.propose(ctx, gate, prop); dec.Approved {
 			return w.applyOrReplan(ctx, s, envM, prop, []string{dec.Approver})
 		}
@@ -305,7 +305,7 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 			return err
 		}
 	}
-	w.beginRun(ctx, envM, prop, tasks)
+	w.beginRun(ctx, envM, prop, tasks, !auto)
 	if dec := w.propose(ctx, gate, prop); dec.Approved {
 		return w.applyOrReplan(ctx, s, envM, prop, []string{dec.Approver})
 	}
