@@ -59,7 +59,7 @@ func newBudget() *budget {
 		}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "stagehand_github_retries_total",
-			Help: "Requests to the GitHub API sent again after a transient answer, by reason: rate_limited (429, or 403 with Retry-After or no requests left) or unavailable (502, 503, 504).",
+			Help: "Requests to the GitHub API sent again after a transient answer, by reason: rate_limited (429, or 403 with Retry-After or no requests left) or unavailable (500, 502, 503, 504).",
 		}, []string{"reason"}),
 		now: time.Now,
 	}

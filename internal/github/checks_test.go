@@ -165,13 +165,14 @@ func TestRetriesOnBadGatewayAndRateLimits(t *testing.T) {
 	f := newFixture(t)
 	sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
 	const create, update = "/repos/{owner}/{repo}/check-runs", "/repos/{owner}/{repo}/check-runs/{check_run_id}"
-	f.srv.Inject(githubtest.Fault{Method: "POST", Route: create, Status: http.StatusBadGateway, Times: 2})
+	f.srv.Inject(githubtest.Fault{Method: "POST", Route: create, Status: http.StatusInternalServerError})
+	f.srv.Inject(githubtest.Fault{Method: "POST", Route: create, Status: http.StatusBadGateway})
 	f.srv.Inject(githubtest.Fault{Method: "POST", Route: create, Status: http.StatusTooManyRequests, RetryAfter: time.Second})
 	f.srv.Inject(githubtest.Fault{Method: "PATCH", Route: update, Status: http.StatusForbidden, RateLimitReset: time.Now().Add(time.Second)})
 	f.srv.Inject(githubtest.Fault{Method: "PATCH", Route: update, Status: http.StatusServiceUnavailable})
 	p := plan("prod", sha, 1)
 	if _, err := f.client.Propose(ctx, p); err != nil {
-		t.Fatalf("Propose through 502, 502, 429: %v", err)
+		t.Fatalf("Propose through 500, 502, 429: %v", err)
 	}
 	if err := f.client.Applying(ctx, p, "maria"); err != nil {
 		t.Fatalf("Applying through 403 rate limit, 503: %v", err)
@@ -190,7 +191,7 @@ func TestRetriesOnBadGatewayAndRateLimits(t *testing.T) {
 	reg.MustRegister(f.client.Collectors()...)
 	retries := func(rateLimited, unavailable int) {
 		t.Helper()
-		want := fmt.Sprintf(`# HELP stagehand_github_retries_total Requests to the GitHub API sent again after a transient answer, by reason: rate_limited (429, or 403 with Retry-After or no requests left) or unavailable (502, 503, 504).
+		want := fmt.Sprintf(`# HELP stagehand_github_retries_total Requests to the GitHub API sent again after a transient answer, by reason: rate_limited (429, or 403 with Retry-After or no requests left) or unavailable (500, 502, 503, 504).
 # TYPE stagehand_github_retries_total counter
 stagehand_github_retries_total{reason="rate_limited"} %d
 stagehand_github_retries_total{reason="unavailable"} %d
@@ -199,7 +200,7 @@ stagehand_github_retries_total{reason="unavailable"} %d
 			t.Error(err)
 		}
 	}
-	retries(2, 3) // 429 and 403; 502, 502 and 503
+	retries(2, 3) // 429 and 403; 500, 502 and 503
 
 	// Bounded: a fault that outlasts the attempts surfaces as an error.
 	f.srv.Inject(githubtest.Fault{Method: "PATCH", Route: update, Status: http.StatusBadGateway, Times: 10})

@@ -158,8 +158,8 @@ func TestFlowDeploymentsGitHubDown(t *testing.T) {
 	f.cfg.GitHub.Deployments = deploymentsConfig
 	sha := f.commit("1.0.1")
 	const route = "/repos/{owner}/{repo}/deployments"
-	// Down for both the start and the end of the apply.
-	f.gh.Inject(githubtest.Fault{Method: "POST", Route: route, Status: http.StatusInternalServerError, Times: 2})
+	// Down for both the start and the end of the apply: every attempt of both (5 each) answers 500.
+	f.gh.Inject(githubtest.Fault{Method: "POST", Route: route, Status: http.StatusInternalServerError, Times: 10})
 	f.start()
 	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
 	f.click(run.ID, "approve", "maria", secret)
@@ -182,8 +182,8 @@ func TestFlowDeploymentsGitHubDown(t *testing.T) {
 		t.Errorf("deployments = %+v, want none", ds)
 	}
 
-	// Down only when the apply starts: the end creates the deployment with all its statuses.
-	f.gh.Inject(githubtest.Fault{Method: "POST", Route: route, Status: http.StatusInternalServerError, Times: 1})
+	// Down only when the apply starts (its 5 attempts): the end creates the deployment with all its statuses.
+	f.gh.Inject(githubtest.Fault{Method: "POST", Route: route, Status: http.StatusInternalServerError, Times: 5})
 	newer := f.commit("1.0.2")
 	f.trigger()
 	run = f.waitRun(newer, "awaiting approval", awaitingApproval)

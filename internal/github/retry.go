@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// RetryPolicy bounds how the client retries GitHub's transient answers: 502, 503, 504, and rate limits
+// RetryPolicy bounds how the client retries GitHub's transient answers: 500, 502, 503, 504, and rate limits
 // (429, or 403 with Retry-After or X-RateLimit-Remaining: 0). Retry-After and X-RateLimit-Reset are
 // honoured; other retries back off exponentially from BaseDelay.
 type RetryPolicy struct {
@@ -97,7 +97,8 @@ func (t *retryTransport) backoff(resp *http.Response, attempt int) (time.Duratio
 	h := resp.Header
 	rateLimited := h.Get("X-RateLimit-Remaining") == "0"
 	switch {
-	case resp.StatusCode == http.StatusBadGateway, resp.StatusCode == http.StatusServiceUnavailable,
+	case resp.StatusCode == http.StatusInternalServerError, // GitHub's docs: retry it (as Octokit does)
+		resp.StatusCode == http.StatusBadGateway, resp.StatusCode == http.StatusServiceUnavailable,
 		resp.StatusCode == http.StatusGatewayTimeout, resp.StatusCode == http.StatusTooManyRequests:
 	case resp.StatusCode == http.StatusForbidden && (h.Get("Retry-After") != "" || rateLimited):
 	default:
