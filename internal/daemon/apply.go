@@ -18,8 +18,11 @@ import (
 // the locks changed since prop was planned, pkg/reconcile refuses it; the
 // worker then plans again at once, in a new pass, rather than acting on the
 // plan made inside the refused Apply.
-func (w *worker) applyOrReplan(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, prop approval.Proposal, approvers []string) error {
-	_, err := w.apply(ctx, s, envM, prop, approvers, nil)
+//
+// resumed, when not nil, is the in-flight record of the interrupted apply
+// prop continues (see apply).
+func (w *worker) applyOrReplan(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, prop approval.Proposal, approvers []string, resumed *approval.InFlight) error {
+	_, err := w.apply(ctx, s, envM, prop, approvers, nil, resumed)
 	var stale *reconcile.StalePlanError
 	if errors.As(err, &stale) {
 		if ctx.Err() == nil {
@@ -43,17 +46,38 @@ func (w *worker) applyOrReplan(ctx context.Context, s gitsource.Snapshot, envM *
 // *reconcile.StalePlanError, which holds the new plan, and records nothing;
 // when it fails before starting, with started given (a decision: the
 // caller answers with the error), it records nothing either.
-func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, prop approval.Proposal, approvers []string, started func()) (*reconcile.Result, error) {
+//
+// resumed, when not nil, is the in-flight record of an interrupted apply
+// that prop's plan (what is left of it) continues: apply patches only what
+// prop's plan holds, but keeps resumed as the in-flight record and records,
+// reports and counts the apply as the plan that was approved (resumed's
+// planHash, changes, start), so that the history holds one entry for it,
+// whatever number of leaders it took.
+func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, prop approval.Proposal, approvers []string, started func(), resumed *approval.InFlight) (*reconcile.Result, error) {
 	log := w.log.WithValues("environment", w.env, "revision", short(s.Revision), "planHash", prop.Plan.PlanHash)
 	begun := w.now().UTC()
 	approver := approval.JoinApprovers(approvers)
-	f := &approval.InFlight{Revision: s.Revision, PlanHash: prop.Plan.PlanHash, Approver: approver, Changes: changesJSON(prop.Plan.Changes), Started: begun}
-	if len(approvers) > 1 {
-		f.Approvers = approvers
-	}
-	if err := w.store.SetInFlight(ctx, w.env, f); err != nil {
-		w.metrics.fail(w.env, "state")
-		return nil, fmt.Errorf("recording apply before starting it: %w", err)
+	// applyHash is the plan pkg/reconcile applies: prop's, what is left.
+	applyHash := prop.Plan.PlanHash
+	if resumed != nil {
+		// The remainder is applied; the approved plan is what the
+		// in-flight record already says, and it stays as it is.
+		whole, err := approvedProposal(prop, resumed)
+		if err != nil {
+			w.metrics.fail(w.env, "state")
+			return nil, err
+		}
+		log = log.WithValues("approvedPlanHash", resumed.PlanHash)
+		prop, begun = whole, resumed.Started
+	} else {
+		f := &approval.InFlight{Revision: s.Revision, PlanHash: prop.Plan.PlanHash, Approver: approver, Changes: changesJSON(prop.Plan.Changes), Started: begun}
+		if len(approvers) > 1 {
+			f.Approvers = approvers
+		}
+		if err := w.store.SetInFlight(ctx, w.env, f); err != nil {
+			w.metrics.fail(w.env, "state")
+			return nil, fmt.Errorf("recording apply before starting it: %w", err)
+		}
 	}
 	w.applying.Store(true)
 	defer w.applying.Store(false)
@@ -73,7 +97,7 @@ func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest
 			}()
 		})
 	}
-	res, err := w.applyWithGrace(ctx, w.request(s, envM), prop.Plan.PlanHash, func(reconcile.Progress) { underWay() })
+	res, err := w.applyWithGrace(ctx, w.request(s, envM), applyHash, func(reconcile.Progress) { underWay() })
 	// Record and report even when ctx has ended (a shutdown).
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer rcancel()
@@ -84,6 +108,12 @@ func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest
 			log.Info("plan changed before it could be applied", "now", stale.Got)
 		} else {
 			w.metrics.fail(w.env, "plan")
+		}
+		if resumed != nil {
+			// The approved plan stays in flight: the next pass continues
+			// it when what is left is still part of it (resumable), or
+			// clears it.
+			return res, err
 		}
 		if cerr := w.store.SetInFlight(rctx, w.env, nil); cerr != nil {
 			w.metrics.fail(w.env, "state")
@@ -122,6 +152,19 @@ func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest
 		w.writeStatus(rctx, s, envM, appliedPlan(res), nil)
 	}
 	return res, nil
+}
+
+// approvedProposal is prop with the plan resumed was approved as: its
+// planHash and changes (prop's plan holds what is left of them).
+func approvedProposal(prop approval.Proposal, resumed *approval.InFlight) (approval.Proposal, error) {
+	var changes []reconcile.Change
+	if err := json.Unmarshal(resumed.Changes, &changes); err != nil {
+		return prop, fmt.Errorf("decoding the changes of the interrupted apply %s: %w", resumed.PlanHash, err)
+	}
+	plan := *prop.Plan
+	plan.PlanHash, plan.Changes = resumed.PlanHash, changes
+	prop.Plan = &plan
+	return prop, nil
 }
 
 // appliedPlan is res's plan once res succeeded: its changes are live.

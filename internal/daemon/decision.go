@@ -191,7 +191,7 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 	_, err = w.apply(ctx, s, envM, prop, p.Approvers(), func() {
 		reply(p, nil)
 		w.log.Info("plan approved", "environment", w.env, "planHash", p.PlanHash, "by", approval.JoinApprovers(p.Approvers()))
-	})
+	}, nil)
 	var stale *reconcile.StalePlanError
 	switch {
 	case errors.As(err, &stale):

@@ -251,7 +251,7 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 			return err
 		}
 		log.Info("continuing an interrupted apply", "approvers", approvers, "changes", len(plan.Changes))
-		return w.applyOrReplan(ctx, s, envM, prop, approvers)
+		return w.applyOrReplan(ctx, s, envM, prop, approvers, st.InFlight)
 	}
 	tasks, err := w.sequenceTasks(s)
 	if err != nil {
@@ -281,7 +281,7 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		}
 		w.beginRun(ctx, envM, prop, tasks, !auto)
 		if dec := w.propose(ctx, gate, prop); dec.Approved {
-			return w.applyOrReplan(ctx, s, envM, prop, []string{dec.Approver})
+			return w.applyOrReplan(ctx, s, envM, prop, []string{dec.Approver}, nil)
 		}
 		return nil
 	}
@@ -307,7 +307,7 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 	}
 	w.beginRun(ctx, envM, prop, tasks, !auto)
 	if dec := w.propose(ctx, gate, prop); dec.Approved {
-		return w.applyOrReplan(ctx, s, envM, prop, []string{dec.Approver})
+		return w.applyOrReplan(ctx, s, envM, prop, []string{dec.Approver}, nil)
 	}
 	w.metrics.setPending(w.env, true)
 	log.Info("plan waiting for approval", "planHash", plan.PlanHash, "changes", len(plan.Changes))
