@@ -3,6 +3,7 @@ package faults
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,23 @@ func manifest(n int, version string) map[string]string {
 	return map[string]string{"environments/devel/manifest.json": string(b)}
 }
 
+// allServices reports whether e changes each of svc(0) … svc(n-1) once.
+func allServices(e entry, n int) bool {
+	seen := map[string]bool{}
+	for _, c := range e.Changes {
+		seen[c.Service] = true
+	}
+	if len(e.Changes) != n || len(seen) != n {
+		return false
+	}
+	for i := range n {
+		if !seen[svc(i)] {
+			return false
+		}
+	}
+	return true
+}
+
 func svc(i int) string { return fmt.Sprintf("svc-%02d", i) }
 
 // image is what svc(i) runs at version.
@@ -52,7 +70,8 @@ func (f *fixture) workloads(t *testing.T, n int) {
 // workloads of an apply is patched; the standby takes the Lease and finishes
 // the apply. Every workload runs the new version, none was patched twice
 // (the API server's audit log), and the history holds exactly one entry
-// for the revision, succeeded.
+// for the revision, succeeded: the plan the killed leader was applying,
+// with all its changes.
 func TestLeaderKilledMidApply(t *testing.T) {
 	const n = 50
 	f := newFixture(t, manifest(n, "1.0.0"))
@@ -94,6 +113,16 @@ func TestLeaderKilledMidApply(t *testing.T) {
 	killed := time.Now()
 	before := f.patches(t)
 	t.Logf("leader killed with %d of %d workloads patched", len(before), n)
+	// The plan the killed leader was applying, as the state keeps it.
+	var approved struct {
+		InFlight *struct {
+			Revision string `json:"revision"`
+			PlanHash string `json:"planHash"`
+		} `json:"inFlight"`
+	}
+	if code := b.get(ctx, f.token, "/api/v1/environments/devel", &approved); code != http.StatusOK || approved.InFlight == nil || approved.InFlight.Revision != rev {
+		t.Fatalf("devel on replica-b after the kill: %d, inFlight %+v; want the killed leader's apply of %s in flight", code, approved.InFlight, rev[:8])
+	}
 
 	var hist []entry
 	testenv.WaitFor(t, 3*time.Minute, "replica-b to finish the apply: every workload on 2.0.0 and one history entry", func() bool {
@@ -153,11 +182,14 @@ func TestLeaderKilledMidApply(t *testing.T) {
 	if len(ofRev) != 1 || ofRev[0].Result != "succeeded" || ofRev[0].Approver != "skipConfirmation" {
 		t.Errorf("history entries of %s = %+v, want one succeeded by skipConfirmation", rev[:8], ofRev)
 	}
-	note := fmt.Sprintf("killed with %d/%d patched", len(before), n)
-	if len(ofRev) == 1 && len(ofRev[0].Changes) != n {
-		// Known (reported to the daemon's owner): the entry of a continued
-		// apply lists only the remainder's changes.
-		note += fmt.Sprintf("; history entry lists %d of %d changes", len(ofRev[0].Changes), n)
+	// The one entry is the plan that was approved, whole: its planHash and
+	// every change, not the remainder the standby continued.
+	if len(ofRev) == 1 {
+		if e := ofRev[0]; e.PlanHash != approved.InFlight.PlanHash || !allServices(e, n) {
+			t.Errorf("history entry %d: planHash %s with %d changes; want the approved %s with one change for each of %d services",
+				e.ID, e.PlanHash, len(e.Changes), approved.InFlight.PlanHash, n)
+		}
 	}
+	note := fmt.Sprintf("killed with %d/%d patched", len(before), n)
 	table.add(t, row{fault: "1 leader SIGKILLed mid-apply (50 workloads)", survived: true, lost: lost, twice: twice, recover: recovered, note: note})
 }
