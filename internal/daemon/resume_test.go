@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,5 +120,53 @@ func TestResumedApplyInterruptedKeepsApprovedPlan(t *testing.T) {
 			got = append(got, e.Result+" "+e.PlanHash)
 		}
 		t.Errorf("history = %q, want one interrupted entry of %s", got, f.PlanHash)
+	}
+}
+
+// TestKilledAfterEveryPatchRecordsApprovedPlan: a leader killed after its
+// last patch landed (no shutdown recorded it) leaves nothing to apply; the
+// next leader still records the plan carol approved, once, saying its
+// rollouts were not watched to the end, and patches nothing.
+func TestKilledAfterEveryPatchRecordsApprovedPlan(t *testing.T) {
+	env := cluster.Env(t)
+	h := newHarness(t)
+	f, approved := killedMidApply(t, h)
+	// The killed leader's other patch landed too.
+	if _, err := env.Clientset.AppsV1().Deployments(h.ns["prod"]).Patch(context.Background(), "web", types.StrategicMergePatchType,
+		[]byte(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"`+imageRepo+`web:1.0.0"}]}}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	web, err := env.Clientset.AppsV1().Deployments(h.ns["prod"]).Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2 := h.start()
+	var hist []approval.Entry
+	testenv.WaitFor(t, 30*time.Second, "prod's history entry", func() bool { hist = r2.history(t, "prod"); return len(hist) > 0 })
+	time.Sleep(1500 * time.Millisecond) // later passes (the harness polls often) must not record it again
+	if hist = r2.history(t, "prod"); len(hist) != 1 {
+		t.Fatalf("prod history = %+v, want one entry", hist)
+	}
+	e := hist[0]
+	if e.PlanHash != f.PlanHash || e.Result != approval.ResultSucceeded || e.Approver != "carol" || !strings.Contains(e.Message, "not watched") {
+		t.Errorf("entry: planHash %s, result %s, approver %s, message %q; want the approved %s, succeeded, carol, saying the rollouts were not watched",
+			e.PlanHash, e.Result, e.Approver, e.Message, f.PlanHash)
+	}
+	var got []reconcile.Change
+	if err := json.Unmarshal(e.Changes, &got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(approved, got); diff != "" {
+		t.Errorf("entry's changes (-approved +recorded):\n%s", diff)
+	}
+	again, err := env.Clientset.AppsV1().Deployments(h.ns["prod"]).Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Generation != web.Generation {
+		t.Errorf("web generation %d → %d: the next leader patched what was done", web.Generation, again.Generation)
+	}
+	if v := r2.environment(t, "prod"); v.InFlight != nil {
+		t.Error("the approved plan is still in flight")
 	}
 }

@@ -229,6 +229,7 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		if w.resumeRun(ctx, s, envM, st) {
 			return nil
 		}
+		w.recordLanded(ctx, s, envM, st)
 		w.supersede(ctx, st.Pending, "")
 		if st.InFlight != nil {
 			if err := w.store.SetInFlight(ctx, w.env, nil); err != nil {
@@ -457,4 +458,30 @@ func rejected(history []approval.Entry, revision, planHash string) bool {
 		}
 	}
 	return false
+}
+
+// recordLanded records an approved apply whose every patch landed before its
+// process was killed (no graceful shutdown recorded it as interrupted): the
+// plan is empty now, and without this the approval, its approvers and its
+// changes would leave no history entry and no completed check run. Its
+// rollouts were not watched to the end, and the entry says so.
+func (w *worker) recordLanded(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, st *EnvState) {
+	f := st.InFlight
+	if f == nil || f.Revision != s.Revision || slices.ContainsFunc(st.History, func(e approval.Entry) bool { return e.PlanHash == f.PlanHash }) {
+		return
+	}
+	var changes []reconcile.Change
+	if err := json.Unmarshal(f.Changes, &changes); err != nil {
+		w.log.Error(err, "decoding the changes of the apply in flight", "environment", w.env)
+		return
+	}
+	plan := &reconcile.Plan{Environment: w.env, Revision: f.Revision, PlanHash: f.PlanHash, Changes: changes}
+	prop := approval.Proposal{Environment: w.env, Revision: f.Revision, RevisionTime: s.Time, Plan: plan}
+	out := approval.Outcome{Result: approval.ResultSucceeded, Approver: f.Approver, Approvers: f.Approvers, Started: f.Started,
+		Finished: w.now().UTC(),
+		Message:  "the apply was cut short after its last patch (the process ended); every approved change is in place, its rollouts were not watched to the end"}
+	w.log.Info("recording an apply whose patches all landed before its process ended", "environment", w.env,
+		"revision", short(f.Revision), "planHash", f.PlanHash)
+	w.recordApply(ctx, prop, out, resolvedManifest(s, envM))
+	w.completed(ctx, prop, out)
 }
