@@ -59,6 +59,7 @@ func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest
 	approver := approval.JoinApprovers(approvers)
 	// applyHash is the plan pkg/reconcile applies: prop's, what is left.
 	applyHash := prop.Plan.PlanHash
+	var f *approval.InFlight // a new apply's in-flight record
 	if resumed != nil {
 		// The remainder is applied; the approved plan is what the
 		// in-flight record already says, and it stays as it is.
@@ -70,19 +71,25 @@ func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest
 		log = log.WithValues("approvedPlanHash", resumed.PlanHash)
 		prop, begun = whole, resumed.Started
 	} else {
-		f := &approval.InFlight{Revision: s.Revision, PlanHash: prop.Plan.PlanHash, Approver: approver, Changes: changesJSON(prop.Plan.Changes), Started: begun}
+		f = &approval.InFlight{Revision: s.Revision, PlanHash: prop.Plan.PlanHash, Approver: approver, Changes: changesJSON(prop.Plan.Changes), Started: begun}
 		if len(approvers) > 1 {
 			f.Approvers = approvers
 		}
-		if err := w.store.SetInFlight(ctx, w.env, f); err != nil {
-			w.metrics.fail(w.env, "state")
+	}
+	// The in-flight record (unless resumed) and the run's deployment task
+	// begun, in one write.
+	if err := w.approved(ctx, envM, prop, approver, f); err != nil {
+		w.metrics.fail(w.env, "state")
+		if f != nil {
 			return nil, fmt.Errorf("recording apply before starting it: %w", err)
 		}
+		// Resumed: the in-flight record is there already; the run is
+		// written again at its next step.
+		w.log.Error(err, "recording the sequence state", "environment", w.env, "revision", short(s.Revision))
 	}
 	w.applying.Store(true)
 	defer w.applying.Store(false)
 	log.Info("applying", "approver", approver, "changes", len(prop.Plan.Changes))
-	w.approved(ctx, envM, prop, approver)
 	var under sync.Once
 	startedReported := make(chan struct{})
 	underWay := func() {

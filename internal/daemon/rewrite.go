@@ -6,18 +6,14 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 )
 
-// rewritten returns the last revision applied to the environment when rev
-// does not descend from it (a force-push, history rewound), "" when history
-// moved forward or nothing was applied yet. When the answer cannot be had
-// (the state or the remote unreachable), rev is treated as rewritten: a
-// person decides rather than the gate waving it through.
-func (w *worker) rewritten(ctx context.Context, rev string) string {
-	st, err := w.store.Load(ctx, w.env)
-	if err != nil {
-		w.log.Error(err, "reading the last applied revision; treating the history as rewritten", "environment", w.env)
-		return "unknown"
-	}
-	last := lastApplied(st.History)
+// rewritten returns the last revision applied to the environment (per
+// history, the pass's) when rev does not descend from it (a force-push,
+// history rewound), "" when history moved forward or nothing was applied
+// yet. When the answer cannot be had (the remote unreachable), rev is
+// treated as rewritten: a person decides rather than the gate waving it
+// through.
+func (w *worker) rewritten(ctx context.Context, rev string, history []approval.Entry) string {
+	last := lastApplied(history)
 	if last == "" || last == rev {
 		return ""
 	}

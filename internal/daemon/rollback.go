@@ -230,7 +230,7 @@ func (w *worker) skipFailed(ctx context.Context, st *EnvState, revision string) 
 	if f == nil || f.Revision != revision {
 		return false
 	}
-	w.supersede(ctx, st.Pending, revision)
+	w.supersede(ctx, st, revision)
 	w.metrics.setPending(w.env, false)
 	return true
 }

@@ -107,15 +107,14 @@ func versions(envM *manifest.Environment) map[string]string {
 	return out
 }
 
-// loadRun returns the run kept in the state for revision, if it is not over.
-func (w *worker) loadRun(ctx context.Context, revision string) *sequence.State {
+// loadRun returns the run kept in the state for revision, if it is not
+// over. st is the pass's state (nil: read it).
+func (w *worker) loadRun(ctx context.Context, st *EnvState, revision string) *sequence.State {
 	if w.seq != nil && w.seq.Revision == revision && !w.seq.Done() {
 		return w.seq
 	}
-	st, err := w.store.Load(ctx, w.env)
-	if err != nil {
-		w.metrics.fail(w.env, "state")
-		w.log.Error(err, "reading the sequence state", "environment", w.env)
+	st, ok := w.runState(ctx, st)
+	if !ok {
 		return nil
 	}
 	if r := st.Sequence; r != nil && r.Revision == revision && !r.Done() {
@@ -125,21 +124,36 @@ func (w *worker) loadRun(ctx context.Context, revision string) *sequence.State {
 	return nil
 }
 
+// runState is st, or the state read now when st is nil.
+func (w *worker) runState(ctx context.Context, st *EnvState) (*EnvState, bool) {
+	if st != nil {
+		return st, true
+	}
+	st, err := w.store.Load(ctx, w.env)
+	if err != nil {
+		w.metrics.fail(w.env, "state")
+		w.log.Error(err, "reading the sequence state", "environment", w.env)
+		return nil, false
+	}
+	return st, true
+}
+
 // beginRun starts the run of prop (or continues the one kept for its
 // revision), announcing its start and, when a person approves, the
-// approval task waiting. With save false a new run is only kept in memory:
+// approval task waiting. st is the pass's state, kept in step by the pass
+// (nil: read it). With save false a new run is only kept in memory:
 // an auto-approved plan begins its deployment at once, and that write keeps
 // the run (one state write fewer before the first patch).
-func (w *worker) beginRun(ctx context.Context, envM *manifest.Environment, prop approval.Proposal, tasks []promote.Task, save bool) {
+func (w *worker) beginRun(ctx context.Context, st *EnvState, envM *manifest.Environment, prop approval.Proposal, tasks []promote.Task, save bool) {
 	w.versions = versions(envM)
-	if r := w.loadRun(ctx, prop.Revision); r != nil {
+	if r := w.loadRun(ctx, st, prop.Revision); r != nil {
 		if r.PlanHash != prop.Plan.PlanHash {
 			r.PlanHash = prop.Plan.PlanHash
 			w.saveRun(ctx)
 		}
 		return
 	}
-	w.abortRun(ctx, "replaced by revision "+short(prop.Revision))
+	w.abortRun(ctx, st, "replaced by revision "+short(prop.Revision))
 	w.seq = sequence.New(w.env, prop.Revision, prop.Plan.PlanHash, tasks, w.now().UTC())
 	if save {
 		w.saveRun(ctx)
@@ -151,12 +165,12 @@ func (w *worker) beginRun(ctx context.Context, envM *manifest.Environment, prop 
 }
 
 // abortRun ends a run that is not over without running the rest: its plan
-// was superseded, or nothing is left to apply.
-func (w *worker) abortRun(ctx context.Context, why string) {
-	st, err := w.store.Load(ctx, w.env)
-	if err != nil {
-		w.metrics.fail(w.env, "state")
-		w.log.Error(err, "reading the sequence state", "environment", w.env)
+// was superseded, or nothing is left to apply. st is the pass's state (nil:
+// read it); the run ended is st's (w.seq is st.Sequence then), so st stays
+// in step.
+func (w *worker) abortRun(ctx context.Context, st *EnvState, why string) {
+	st, ok := w.runState(ctx, st)
+	if !ok {
 		return
 	}
 	r := st.Sequence
@@ -168,31 +182,51 @@ func (w *worker) abortRun(ctx context.Context, why string) {
 }
 
 // approved finishes the approval task (when the run has one) and starts
-// the deployment.
-func (w *worker) approved(ctx context.Context, envM *manifest.Environment, prop approval.Proposal, approver string) {
-	r := w.loadRun(ctx, prop.Revision)
+// the deployment, writing the run and f (the apply in flight; nil: the
+// record there stays, a resumed apply's) in one state write before
+// announcing either step: the apply has one write to wait for
+// before its first patch, not three. An error is that write's; nothing was
+// announced then.
+func (w *worker) approved(ctx context.Context, envM *manifest.Environment, prop approval.Proposal, approver string, f *approval.InFlight) error {
+	r := w.loadRun(ctx, nil, prop.Revision)
 	if r == nil {
 		// Proposed before this reconciler ran sequences, or its state was lost.
 		tasks := []promote.Task{{Name: promote.TaskDeployment}}
 		if approver != approval.AutoApprover {
 			tasks = withApproval(tasks, true)
 		}
-		w.beginRun(ctx, envM, prop, tasks, true)
+		w.beginRun(ctx, nil, envM, prop, tasks, true)
 		r = w.seq
 	}
 	w.versions = versions(envM)
+	before := w.runCopy()
 	r.Approver = approver
+	var announce []func(context.Context)
 	if i := r.Index(promote.TaskApproval); i >= 0 && r.Tasks[i].Status != sequence.StatusFinished {
-		w.finish(ctx, i, promote.ResultPass, "approved by "+approver, nil)
+		announce = append(announce, w.finishTask(i, promote.ResultPass, "approved by "+approver, nil))
 	}
 	if i := r.Index(promote.TaskDeployment); i >= 0 {
-		w.begin(ctx, i)
+		announce = append(announce, w.beginTask(i))
 	}
+	run := w.runCopy()
+	if err := w.store.Update(ctx, w.env, func(st *EnvState) {
+		if f != nil {
+			st.InFlight = f
+		}
+		st.Sequence = run
+	}); err != nil {
+		*r = *before // not kept, not announced: the next attempt does it again
+		return err
+	}
+	for _, a := range announce {
+		a(ctx)
+	}
+	return nil
 }
 
 // rejectedRun finishes the approval task and the run with fail.
 func (w *worker) rejectedRun(ctx context.Context, prop approval.Proposal, who, reason string) {
-	r := w.loadRun(ctx, prop.Revision)
+	r := w.loadRun(ctx, nil, prop.Revision)
 	if r == nil {
 		return
 	}
@@ -212,7 +246,7 @@ func (w *worker) rejectedRun(ctx context.Context, prop approval.Proposal, who, r
 // report: failed when a task failed, interrupted when ctx ended during one
 // (the next leader runs it again), and the sequence's result in Sequence.
 func (w *worker) deployed(ctx context.Context, prop approval.Proposal, res *reconcile.Result, out approval.Outcome) approval.Outcome {
-	r := w.loadRun(ctx, prop.Revision)
+	r := w.loadRun(ctx, nil, prop.Revision)
 	if r == nil || out.Result == approval.ResultInterrupted {
 		return out
 	}
@@ -334,25 +368,39 @@ func (w *worker) resumeRun(ctx context.Context, s gitsource.Snapshot, envM *mani
 
 // begin triggers and starts the run's task i: one state write, two events.
 func (w *worker) begin(ctx context.Context, i int) {
+	announce := w.beginTask(i)
+	w.saveRun(ctx)
+	announce(ctx)
+}
+
+// beginTask marks the run's task i started and returns what announces it.
+func (w *worker) beginTask(i int) func(context.Context) {
 	t := &w.seq.Tasks[i]
 	t.Status, t.Started = sequence.StatusStarted, w.now().UTC()
 	t.Finished, t.Result, t.Message, t.Outputs = time.Time{}, "", "", nil
-	w.saveRun(ctx)
-	w.emit(ctx, i, sequence.KindTriggered, "", "", "")
-	w.emit(ctx, i, sequence.KindStarted, "", "", "")
+	return func(ctx context.Context) {
+		w.emit(ctx, i, sequence.KindTriggered, "", "", "")
+		w.emit(ctx, i, sequence.KindStarted, "", "", "")
+	}
 }
 
 // finish ends the run's task i with result, message and outputs, keeps it
 // and announces it.
 func (w *worker) finish(ctx context.Context, i int, result, msg string, outputs json.RawMessage) {
+	announce := w.finishTask(i, result, msg, outputs)
+	w.saveRun(ctx)
+	announce(ctx)
+}
+
+// finishTask ends the run's task i and returns what announces it.
+func (w *worker) finishTask(i int, result, msg string, outputs json.RawMessage) func(context.Context) {
 	t := &w.seq.Tasks[i]
 	t.Status, t.Finished, t.Result, t.Message, t.Outputs = sequence.StatusFinished, w.now().UTC(), result, msg, outputs
-	w.saveRun(ctx)
 	status := sequence.EventSucceeded
 	if result == promote.ResultFail && t.Name == promote.TaskDeployment {
 		status = sequence.EventErrored // it could not deploy; a failed check succeeded in finding a fault
 	}
-	w.emit(ctx, i, sequence.KindFinished, result, status, msg)
+	return func(ctx context.Context) { w.emit(ctx, i, sequence.KindFinished, result, status, msg) }
 }
 
 // finishRun ends the run with status (finished or aborted) and result.
@@ -375,12 +423,18 @@ func (w *worker) saveRun(ctx context.Context) {
 	// Kept during a shutdown too: the next leader continues from here.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	r := *w.seq
-	r.Tasks = slices.Clone(w.seq.Tasks)
-	if err := w.store.Update(ctx, w.env, func(st *EnvState) { st.Sequence = &r }); err != nil {
+	r := w.runCopy()
+	if err := w.store.Update(ctx, w.env, func(st *EnvState) { st.Sequence = r }); err != nil {
 		w.metrics.fail(w.env, "state")
 		w.log.Error(err, "recording the sequence state", "environment", w.env, "revision", short(r.Revision))
 	}
+}
+
+// runCopy is a copy of the run to keep in the state.
+func (w *worker) runCopy() *sequence.State {
+	r := *w.seq
+	r.Tasks = slices.Clone(w.seq.Tasks)
+	return &r
 }
 
 // emit announces a step of the run: the run itself (task -1) or task i.

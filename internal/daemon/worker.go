@@ -185,11 +185,11 @@ func (w *worker) pass(ctx context.Context) error {
 			return err
 		}
 	}
-	envM, plan, err := w.plan(ctx, s)
+	envM, plan, err := w.plan(ctx, s, st)
 	if err != nil {
 		result = "error"
 		// The pending plan, if any, is not for the newest revision any more.
-		w.supersede(ctx, st.Pending, s.Revision)
+		w.supersede(ctx, st, s.Revision)
 		return err
 	}
 	if err := w.act(ctx, s, envM, plan, st); err != nil {
@@ -199,8 +199,9 @@ func (w *worker) pass(ctx context.Context) error {
 	return nil
 }
 
-// plan resolves and plans env at s and records the status.
-func (w *worker) plan(ctx context.Context, s gitsource.Snapshot) (*manifest.Environment, *reconcile.Plan, error) {
+// plan resolves and plans env at s and records the status; st is the
+// state read at the start of the pass (its history says what was applied).
+func (w *worker) plan(ctx context.Context, s gitsource.Snapshot, st *EnvState) (*manifest.Environment, *reconcile.Plan, error) {
 	envM, err := w.resolve(ctx, s)
 	if err != nil {
 		w.metrics.fail(w.env, "resolve")
@@ -213,7 +214,7 @@ func (w *worker) plan(ctx context.Context, s gitsource.Snapshot) (*manifest.Envi
 		w.writeStatus(ctx, s, envM, nil, err)
 		return nil, nil, fmt.Errorf("planning revision %s: %w", short(s.Revision), err)
 	}
-	plan.HistoryRewritten = w.rewritten(ctx, s.Revision)
+	plan.HistoryRewritten = w.rewritten(ctx, s.Revision, st.History)
 	w.writeStatus(ctx, s, envM, plan, nil)
 	return envM, plan, nil
 }
@@ -223,14 +224,29 @@ func (w *worker) request(s gitsource.Snapshot, envM *manifest.Environment) recon
 		LockPath: w.lockPath}
 }
 
+// act acts on plan. st is the state read at the start of the pass; act and
+// the steps it calls keep it in step with what they write (the pending plan,
+// the in-flight record, the sequence run), so that the run is decided from
+// it without reading the state again before the first patch.
 func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, plan *reconcile.Plan, st *EnvState) error {
 	log := w.log.WithValues("environment", w.env, "revision", short(s.Revision))
 	if plan.Empty() {
 		if w.resumeRun(ctx, s, envM, st) {
 			return nil
 		}
-		w.recordLanded(ctx, s, envM, st)
-		w.supersede(ctx, st.Pending, "")
+		if st.InFlight != nil {
+			w.recordLanded(ctx, s, envM, st)
+			// It may have written the history and cleared the in-flight
+			// record and the pending plan its entry settles: the rest of
+			// this branch goes on from the state as it is now.
+			fresh, err := w.store.Load(ctx, w.env)
+			if err != nil {
+				w.metrics.fail(w.env, "state")
+				return err
+			}
+			st = fresh
+		}
+		w.supersede(ctx, st, "")
 		if st.InFlight != nil {
 			if err := w.store.SetInFlight(ctx, w.env, nil); err != nil {
 				return err
@@ -244,9 +260,6 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		return nil
 	}
 	prop := approval.Proposal{Environment: w.env, Revision: s.Revision, RevisionTime: s.Time, Plan: plan}
-	if w.notes != nil {
-		prop.Notes = w.notes(ctx, st)
-	}
 	if approvers, resume, err := w.resumable(ctx, st.InFlight, prop); err != nil || resume {
 		if err != nil {
 			return err
@@ -254,6 +267,7 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		log.Info("continuing an interrupted apply", "approvers", approvers, "changes", len(plan.Changes))
 		return w.applyOrReplan(ctx, s, envM, prop, approvers, st.InFlight)
 	}
+	st.InFlight = nil // resumable cleared it
 	tasks, err := w.sequenceTasks(s)
 	if err != nil {
 		w.metrics.fail(w.env, "resolve")
@@ -267,6 +281,11 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 	gate := w.gate
 	if auto {
 		gate = autoGate
+	} else if w.notes != nil {
+		// Only a plan awaiting approval shows its notes (the gate's
+		// Propose): an auto-approved one goes to its first patch without
+		// reading the hold (a lock read of ~100 ms: a consistent list).
+		prop.Notes = w.notes(ctx, st)
 	}
 	if p := st.Pending; p != nil && p.PlanHash == plan.PlanHash && p.Revision == s.Revision {
 		w.metrics.setPending(w.env, true)
@@ -280,7 +299,7 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 			// A run the gate makes again shows the approvals counted so far.
 			prop.Notes = append(slices.Clip(prop.Notes), "**"+p.Tally()+".**")
 		}
-		w.beginRun(ctx, envM, prop, tasks, !auto)
+		w.beginRun(ctx, st, envM, prop, tasks, !auto)
 		if dec := w.propose(ctx, gate, prop); dec.Approved {
 			return w.applyOrReplan(ctx, s, envM, prop, []string{dec.Approver}, nil)
 		}
@@ -289,11 +308,11 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 	if rejected(st.History, s.Revision, plan.PlanHash) {
 		// Rejected once: never proposed again. A new revision or a plan that
 		// differs (the cluster drifted) has another hash and is proposed.
-		w.supersede(ctx, st.Pending, s.Revision)
+		w.supersede(ctx, st, s.Revision)
 		w.metrics.setPending(w.env, false)
 		return nil
 	}
-	w.supersede(ctx, st.Pending, s.Revision)
+	w.supersede(ctx, st, s.Revision)
 	if !auto {
 		raw, err := json.Marshal(plan)
 		if err != nil {
@@ -306,7 +325,7 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 			return err
 		}
 	}
-	w.beginRun(ctx, envM, prop, tasks, !auto)
+	w.beginRun(ctx, st, envM, prop, tasks, !auto)
 	if dec := w.propose(ctx, gate, prop); dec.Approved {
 		return w.applyOrReplan(ctx, s, envM, prop, []string{dec.Approver}, nil)
 	}
@@ -361,8 +380,10 @@ func (w *worker) propose(ctx context.Context, gate approval.Gate, prop approval.
 
 func proposalKey(p approval.Proposal) string { return p.Revision + " " + p.Plan.PlanHash }
 
-// supersede withdraws pending (if any): by is the revision that replaces it.
-func (w *worker) supersede(ctx context.Context, pending *approval.Pending, by string) {
+// supersede withdraws st's pending plan (if any): by is the revision that
+// replaces it. st is the pass's state, kept in step.
+func (w *worker) supersede(ctx context.Context, st *EnvState, by string) {
+	pending := st.Pending
 	if pending == nil {
 		return
 	}
@@ -381,9 +402,10 @@ func (w *worker) supersede(ctx context.Context, pending *approval.Pending, by st
 		w.log.Error(err, "clearing superseded plan", "environment", w.env)
 		return
 	}
+	st.Pending = nil
 	w.metrics.setPending(w.env, false)
 	if by != pending.Revision {
-		w.abortRun(ctx, supersededWhy(by))
+		w.abortRun(ctx, st, supersededWhy(by))
 	}
 	prop := approval.Proposal{Environment: w.env, Revision: pending.Revision, Plan: plan}
 	if err := w.gate.Superseded(ctx, prop, by); err != nil {
