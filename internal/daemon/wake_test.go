@@ -108,7 +108,7 @@ func BenchmarkWebhookToPatchReplicas(b *testing.B) {
 				lat = append(lat, time.Since(start))
 				b.StopTimer()
 				applied++
-				testenv.WaitFor(b, 30*time.Second, "apply recorded", func() bool { return len(leader.history(b, "devel")) >= applied })
+				testenv.WaitFor(b, 30*time.Second, "apply recorded", func() bool { return len(leader.storeHistory(b, "devel")) >= applied })
 				b.StartTimer()
 			}
 			b.StopTimer()
