@@ -14,10 +14,47 @@ func CheckName(env string) string { return "stagehand/" + env }
 
 // Check is a completed stagehand/<env> check run on a commit.
 type Check struct {
-	ID          int64     `json:"id"`
-	Conclusion  string    `json:"conclusion"`
+	ID         int64  `json:"id"`
+	Conclusion string `json:"conclusion"`
+	// Result is the sequence result the run reports (see CheckResult):
+	// pass, warning, fail, or "" when it reports none (a withdrawn plan).
+	Result      string    `json:"result,omitempty"`
 	URL         string    `json:"url"`
 	CompletedAt time.Time `json:"completedAt"`
+}
+
+// WarningTitle starts the title of a stagehand/<env> check run whose
+// sequence finished with warning. Its conclusion is neutral, as a withdrawn
+// (superseded) plan's is: the title tells them apart.
+const WarningTitle = "Passed with warnings"
+
+// CheckResult is the sequence result a completed stagehand/<env> check run
+// with conclusion and title reports: success pass, failure fail, neutral
+// with WarningTitle warning; "" for anything else (a withdrawn plan, a
+// rejection).
+func CheckResult(conclusion, title string) string {
+	switch {
+	case conclusion == "success":
+		return ResultPass
+	case conclusion == "failure":
+		return ResultFail
+	case conclusion == "neutral" && strings.HasPrefix(title, WarningTitle):
+		return ResultWarning
+	}
+	return ""
+}
+
+// Healthy reports whether c is evidence that the earlier stage runs its
+// commit healthy for s: a successful check, or, when s's triggeredOn
+// accepts a warning, one whose sequence finished with warning.
+func (s *Stage) Healthy(c *Check) bool {
+	if c == nil {
+		return false
+	}
+	if c.Conclusion == "success" {
+		return true
+	}
+	return c.Result == ResultWarning && s.TriggeredOn.Accepts(ResultWarning)
 }
 
 // Observation is one commit of the base branch with the earlier stage as
@@ -103,7 +140,7 @@ func Evaluate(in Input) Decision {
 	if in.Stage.Requires.Healthy {
 		source = -1
 		for i, o := range in.History {
-			if o.Check != nil && o.Check.Conclusion == "success" {
+			if in.Stage.Healthy(o.Check) {
 				source = i
 				break
 			}
@@ -118,12 +155,12 @@ func Evaluate(in Input) Decision {
 		d.Source = obs.Commit
 		for _, c := range Diff(obs.Stage, in.Target) {
 			if in.Stage.Requires.Healthy {
-				if failed, ok := failedSince(in.History[:source], c.Entry); ok {
+				if failed, ok := failedSince(&in.Stage, in.History[:source], c.Entry); ok {
 					d.Held = append(d.Held, Held{Service: c.Service, Reason: fmt.Sprintf("not healthy any more: the %s sequence of %s, running these versions, finished with %s at %s",
 						in.Pair.From, short(failed.Commit), SequenceResult(failed.Check.Conclusion), failed.Check.CompletedAt.UTC().Format(time.RFC3339))})
 					continue
 				}
-				ev := evidence(in.History[source:], c.Entry)
+				ev := evidence(&in.Stage, in.History[source:], c.Entry)
 				c.Health = &ev
 				if soak := in.Stage.Requires.Soak; soak > 0 {
 					if ripe := ev.Since.Add(soak); in.Now.Before(ripe) {
@@ -157,9 +194,9 @@ func Evaluate(in Input) Decision {
 	return d
 }
 
-// SequenceResult is the result of the sequence a completed stagehand/<env>
-// check run reports by its conclusion: success pass, neutral warning,
-// failure fail.
+// SequenceResult names the result of the sequence a completed
+// stagehand/<env> check run reports by its conclusion alone: success pass,
+// neutral warning, failure fail (see CheckResult for a neutral run's title).
 func SequenceResult(conclusion string) string {
 	switch conclusion {
 	case "success":
@@ -175,9 +212,9 @@ func SequenceResult(conclusion string) string {
 // failedSince returns the newest observation in newer (the commits newer
 // than the success, newest first) whose completed check ended
 // with failure while its earlier stage ran entry's versions.
-func failedSince(newer []Observation, entry manifest.Service) (Observation, bool) {
+func failedSince(st *Stage, newer []Observation, entry manifest.Service) (Observation, bool) {
 	for _, o := range newer {
-		if o.Check == nil || o.Check.Conclusion == "success" || o.Stage == nil {
+		if o.Check == nil || st.Healthy(o.Check) || o.Stage == nil {
 			continue
 		}
 		if o.Check.Conclusion != "failure" {
@@ -192,7 +229,7 @@ func failedSince(newer []Observation, entry manifest.Service) (Observation, bool
 
 // evidence walks the successful checks from history[0] (a success) back while
 // the service keeps the same versions.
-func evidence(history []Observation, entry manifest.Service) Evidence {
+func evidence(st *Stage, history []Observation, entry manifest.Service) Evidence {
 	ev := Evidence{Commit: history[0].Commit, Check: *history[0].Check, Since: history[0].Check.CompletedAt}
 	for _, o := range history[1:] {
 		if o.Stage == nil {
@@ -202,7 +239,7 @@ func evidence(history []Observation, entry manifest.Service) Evidence {
 		if !ok || !SameVersions(entry, s) {
 			break
 		}
-		if o.Check != nil && o.Check.Conclusion == "success" && o.Check.CompletedAt.Before(ev.Since) {
+		if st.Healthy(o.Check) && o.Check.CompletedAt.Before(ev.Since) {
 			ev.Since = o.Check.CompletedAt
 		}
 	}

@@ -36,6 +36,12 @@ func TestEvaluate(t *testing.T) {
 		t.Fatal(err)
 	}
 	windowed := p.Stages[1]
+	warned := &Check{ID: 3, Conclusion: "neutral", Result: ResultWarning, CompletedAt: now.Add(-2 * time.Minute)}
+	superseded := &Check{ID: 4, Conclusion: "neutral", CompletedAt: now.Add(-2 * time.Minute)}
+	warnOK := Stage{Name: "staging", PromoteFrom: "devel", Requires: Requires{Healthy: true},
+		TriggeredOn: &Trigger{Stage: "devel", Sequence: SequenceName, Result: ResultWarning}}
+	passOnly := Stage{Name: "staging", PromoteFrom: "devel", Requires: Requires{Healthy: true},
+		TriggeredOn: &Trigger{Stage: "devel", Sequence: SequenceName, Result: ResultPass}}
 
 	type result struct {
 		Blocked string
@@ -96,6 +102,21 @@ func TestEvaluate(t *testing.T) {
 		want: result{Source: "c3", Tags: []string{"checkout-api 1.1.0"},
 			Held: []Held{{Service: "checkout-api", Reason: "newer versions at c4 are not healthy yet (no successful stagehand/devel check run there)"}}},
 	}, {
+		name:    "a warning promotes where the trigger accepts warning",
+		stage:   warnOK,
+		history: []Observation{obs("c3", "1.1.0", warned)},
+		want:    result{Source: "c3", Tags: []string{"checkout-api 1.1.0"}},
+	}, {
+		name:    "a warning does not promote where only pass does",
+		stage:   passOnly,
+		history: []Observation{obs("c3", "1.1.0", warned)},
+		want:    result{Held: []Held{{Service: "checkout-api", Reason: "not healthy: no successful stagehand/devel check run on the 1 newest commit(s)"}}},
+	}, {
+		name:    "a superseded plan's neutral check is no warning",
+		stage:   warnOK,
+		history: []Observation{obs("c3", "1.1.0", superseded)},
+		want:    result{Held: []Held{{Service: "checkout-api", Reason: "not healthy: no successful stagehand/devel check run on the 1 newest commit(s)"}}},
+	}, {
 		name:    "window closed",
 		stage:   windowed,
 		history: []Observation{obs("c3", "1.1.0", ok(time.Minute))},
@@ -134,6 +155,23 @@ func TestEvaluate(t *testing.T) {
 	want := &Evidence{Commit: "c4", Check: *ok(time.Minute), Since: now.Add(-2 * time.Hour)}
 	if diff := cmp.Diff(want, d.Changes[0].Health); diff != "" {
 		t.Errorf("evidence (-want +got):\n%s", diff)
+	}
+}
+
+func TestCheckResult(t *testing.T) {
+	for _, tc := range []struct{ conclusion, title, want string }{
+		{"success", "Applied 1 workload", ResultPass},
+		{"failure", "Failed: 1 of 1 workload", ResultFail},
+		{"neutral", WarningTitle + ": applied 1 workload", ResultWarning},
+		{"neutral", "Superseded by abc1234", ""},
+		{"cancelled", "Rejected by @alice", ""},
+		{"action_required", "Awaiting approval", ""},
+	} {
+		t.Run(tc.conclusion+" "+tc.title, func(t *testing.T) {
+			if got := CheckResult(tc.conclusion, tc.title); got != tc.want {
+				t.Errorf("CheckResult(%q, %q) = %q, want %q", tc.conclusion, tc.title, got, tc.want)
+			}
+		})
 	}
 }
 

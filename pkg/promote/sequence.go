@@ -16,7 +16,10 @@ const SequenceName = "delivery"
 // The tasks a delivery sequence may hold (Keptn's reserved task names).
 const (
 	// TaskApproval waits for a person: the approval gate (check run, API,
-	// CLI). It comes before deployment.
+	// CLI). Before deployment it approves the plan before it is applied;
+	// after deployment (Keptn's [deployment, test, approval, release]) it
+	// releases the deployed and verified revision: the sequence, and so
+	// promotion, waits for it. At most one of each.
 	TaskApproval = "approval"
 	// TaskDeployment applies the plan and waits for the rollout. Required, once.
 	TaskDeployment = "deployment"
@@ -52,8 +55,18 @@ type Task struct {
 type Trigger struct {
 	Stage    string
 	Sequence string
-	// Result is the result the finished sequence must have (pass).
+	// Result is the worst result the finished sequence may have: pass, or
+	// warning (pass or warning).
 	Result string
+}
+
+// Accepts reports whether a sequence that finished with result lets
+// versions move on: pass always, warning when the trigger accepts it.
+func (t *Trigger) Accepts(result string) bool {
+	if result == ResultPass {
+		return true
+	}
+	return t != nil && t.Result == ResultWarning && result == ResultWarning
 }
 
 // Event is the trigger's event name: <stage>.<sequence>.finished.
@@ -130,7 +143,7 @@ func (p *parser) sequence(n *yaml.Node, at string) []Task {
 			p.errorf(nameNode, nameAt(item, iat), "unknown task %q; want one of %s", t.Name, quoteList(taskNames))
 			continue
 		}
-		if j, dup := first[t.Name]; dup && t.Name != TaskTest && t.Name != TaskEvaluation {
+		if j, dup := first[t.Name]; dup && t.Name != TaskTest && t.Name != TaskEvaluation && t.Name != TaskApproval {
 			p.errorf(nameNode, nameAt(item, iat), "task %q appears twice (also %s[%d]); only test and evaluation may repeat", t.Name, at, j)
 			continue
 		}
@@ -143,7 +156,8 @@ func (p *parser) sequence(n *yaml.Node, at string) []Task {
 	return tasks
 }
 
-// checkOrder enforces approval → deployment → test/evaluation → release.
+// checkOrder enforces [approval] → deployment → test/evaluation/[approval]
+// → release, with at most one approval before and one after deployment.
 func (p *parser) checkOrder(n *yaml.Node, at string, tasks []Task, first map[string]int) {
 	dep, ok := first[TaskDeployment]
 	if !ok {
@@ -152,11 +166,19 @@ func (p *parser) checkOrder(n *yaml.Node, at string, tasks []Task, first map[str
 		}
 		return
 	}
+	approvals := map[bool]int{} // after deployment → index of the first approval
 	for _, t := range tasks {
 		tat := fmt.Sprintf("%s[%d]", at, t.Index)
+		if t.Name == TaskApproval {
+			after := t.Index > dep
+			if j, dup := approvals[after]; dup {
+				side := map[bool]string{false: "before", true: "after"}[after]
+				p.errorf(n.Content[t.Index], tat, "a second approval %s deployment (also %s[%d]); a sequence has at most one approval before deployment (it approves the plan) and one after it (it releases the deployed revision)", side, at, j)
+				continue
+			}
+			approvals[after] = t.Index
+		}
 		switch {
-		case t.Name == TaskApproval && t.Index > dep:
-			p.errorf(n.Content[t.Index], tat, "approval after deployment is not supported; put it before %q (it approves the plan before it is applied)", TaskDeployment)
 		case (t.Name == TaskTest || t.Name == TaskEvaluation) && t.Index < dep:
 			p.errorf(n.Content[t.Index], tat, "task %q before deployment has nothing to verify; put it after %q", t.Name, TaskDeployment)
 		case t.Name == TaskRelease && t.Index != len(n.Content)-1:
@@ -210,8 +232,12 @@ func (p *parser) trigger(n *yaml.Node, at string) *Trigger {
 				m := p.mapping(mf.value, at+".selector.match", matchKeys)
 				if rf, ok := m["result"]; ok {
 					t.Result = p.str(rf.value, at+".selector.match.result")
-					if t.Result != "" && t.Result != ResultPass {
-						p.errorf(rf.value, at+".selector.match.result", "%q: only a sequence that finished with %q promotes; want %q", t.Result, ResultPass, ResultPass)
+					switch t.Result {
+					case "", ResultPass, ResultWarning:
+					case ResultFail:
+						p.errorf(rf.value, at+".selector.match.result", "%q: a sequence that failed never promotes (its deploy failed, or was rolled back); want %q or %q (pass or warning)", t.Result, ResultPass, ResultWarning)
+					default:
+						p.errorf(rf.value, at+".selector.match.result", "%q: want %q or %q (pass or warning)", t.Result, ResultPass, ResultWarning)
 					}
 				}
 			}

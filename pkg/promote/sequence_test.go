@@ -26,6 +26,9 @@ func TestParseSequence(t *testing.T) {
     sequence: [approval, deployment]
   - name: dr
     triggeredOn: prod.delivery.finished
+  - name: eu
+    triggeredOn: {event: dr.delivery.finished, selector: {match: {result: warning}}}
+    sequence: [approval, deployment, test, approval, release]
 `
 	got, err := Parse("pipeline.yaml", []byte(in))
 	if err != nil {
@@ -54,6 +57,8 @@ func TestParseSequence(t *testing.T) {
 			Trigger: &Trigger{Stage: "devel", Sequence: "delivery", Result: "pass"}},
 		{Name: "dr", PromoteFrom: "prod", Healthy: true, Tasks: []string{"deployment"}, Props: []string{""},
 			Trigger: &Trigger{Stage: "prod", Sequence: "delivery", Result: "pass"}},
+		{Name: "eu", PromoteFrom: "dr", Healthy: true, Tasks: []string{"approval", "deployment", "test", "approval", "release"}, Props: []string{"", "", "", "", ""},
+			Trigger: &Trigger{Stage: "dr", Sequence: "delivery", Result: "warning"}},
 	}
 	if diff := cmp.Diff(want, gotStages); diff != "" {
 		t.Errorf("stages (-want +got):\n%s", diff)
@@ -72,6 +77,16 @@ func TestParseSequence(t *testing.T) {
 	if !got.Stages[1].HasTask(TaskApproval) || got.Stages[0].HasTask(TaskApproval) {
 		t.Errorf("HasTask(approval) wrong")
 	}
+	for _, tc := range []struct {
+		stage        int
+		result       string
+		wantAccepted bool
+	}{{1, ResultPass, true}, {1, ResultWarning, false}, {3, ResultWarning, true}, {3, ResultPass, true}, {3, ResultFail, false}} {
+		st := got.Stages[tc.stage]
+		if ok := st.TriggeredOn.Accepts(tc.result); ok != tc.wantAccepted {
+			t.Errorf("stage %s: Accepts(%q) = %v, want %v", st.Name, tc.result, ok, tc.wantAccepted)
+		}
+	}
 }
 
 func TestParseSequenceErrors(t *testing.T) {
@@ -84,13 +99,16 @@ func TestParseSequenceErrors(t *testing.T) {
 		in: `stages:
   - name: a
     sequence: [test, deploy, deployment, approval, deployment, release, test]
+  - name: b
+    sequence: [approval, approval, deployment, test, approval, approval, release]
 `,
 		want: []string{
 			`p.yaml:3:22: stages[0].sequence[1]: unknown task "deploy"; want one of "approval", "deployment", "test", "evaluation", "release"`,
 			`p.yaml:3:52: stages[0].sequence[4]: task "deployment" appears twice (also stages[0].sequence[2]); only test and evaluation may repeat`,
 			`p.yaml:3:16: stages[0].sequence[0]: task "test" before deployment has nothing to verify; put it after "deployment"`,
-			`p.yaml:3:42: stages[0].sequence[3]: approval after deployment is not supported; put it before "deployment" (it approves the plan before it is applied)`,
 			`p.yaml:3:64: stages[0].sequence[5]: release marks the sequence done; it must be the last task`,
+			`p.yaml:5:26: stages[1].sequence[1]: a second approval before deployment (also stages[1].sequence[0]); a sequence has at most one approval before deployment (it approves the plan) and one after it (it releases the deployed revision)`,
+			`p.yaml:5:64: stages[1].sequence[5]: a second approval after deployment (also stages[1].sequence[4]); a sequence has at most one approval before deployment (it approves the plan) and one after it (it releases the deployed revision)`,
 		},
 	}, {
 		name: "shapes",
@@ -126,7 +144,7 @@ func TestParseSequenceErrors(t *testing.T) {
     promoteFrom: b
     triggeredOn: a.delivery.finished
   - name: e
-    triggeredOn: {event: z.delivery.finished, selector: {match: {result: warning}}}
+    triggeredOn: {event: z.delivery.finished, selector: {match: {result: fail}}}
   - name: f
     triggeredOn: a.delivery.finished
     requires: {healthy: false}
@@ -137,7 +155,7 @@ func TestParseSequenceErrors(t *testing.T) {
 			`p.yaml:4:18: stages[1].triggeredOn: "a.deploy.finished": stage "a"'s sequence is called "delivery"; want a.delivery.finished`,
 			`p.yaml:6:18: stages[2].triggeredOn: "a.delivery.started": want <stage>.<sequence>.finished, such as devel.delivery.finished`,
 			`p.yaml:9:18: stages[3].triggeredOn: "a.delivery.finished" is triggered by stage "a", but promoteFrom is "b"; they must name the same stage`,
-			`p.yaml:11:74: stages[4].triggeredOn.selector.match.result: "warning": only a sequence that finished with "pass" promotes; want "pass"`,
+			`p.yaml:11:74: stages[4].triggeredOn.selector.match.result: "fail": a sequence that failed never promotes (its deploy failed, or was rolled back); want "pass" or "warning" (pass or warning)`,
 			`p.yaml:11:18: stages[4].triggeredOn: "z.delivery.finished": "z" is not an earlier stage`,
 			`p.yaml:13:18: stages[5].triggeredOn: "a.delivery.finished" waits for stage "a"'s sequence to pass; it cannot go with requires.healthy: false`,
 			`p.yaml:16:18: stages[6].triggeredOn: missing key event`,
