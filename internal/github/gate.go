@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	gh "github.com/google/go-github/v60/github"
@@ -72,8 +73,15 @@ func (g *Gate) Completed(ctx context.Context, p approval.Proposal, o approval.Ou
 		applyErr = errors.New(o.Message)
 	}
 	if o.Result == approval.ResultSucceeded && o.Sequence == promote.ResultWarning {
-		// Deployed, but a task warned: neither a pass nor a failure.
-		return g.c.finish(ctx, res, approver, nil, ConclusionNeutral)
+		// Deployed, but a task warned: neither a pass nor a failure. The
+		// title tells it from a withdrawn plan's neutral run (prbot reads
+		// it as a warning: promote.CheckResult).
+		out := RenderResult(res, approver, nil, g.c.DetailsURL(p.Environment))
+		if o.Message != "" {
+			out.Summary = cut("**"+promote.WarningTitle+":** "+oneLine(o.Message)+"\n\n"+out.Summary, g.c.DetailsURL(p.Environment))
+		}
+		out.Title = promote.WarningTitle + ": " + strings.ToLower(out.Title[:1]) + out.Title[1:]
+		return g.c.upsert(ctx, res.Plan, "", ConclusionNeutral, out)
 	}
 	if o.Result == approval.ResultRolledBack {
 		// Failed, and put back: the message says why and how the rollback went.

@@ -24,11 +24,13 @@ func TestCompletedConcludesWithTheSequence(t *testing.T) {
 		outcome approval.Outcome
 		want    string
 		summary string
+		result  string // promote.CheckResult of the run: what prbot reads
 	}{
-		{"pass", approval.Outcome{Result: approval.ResultSucceeded, Sequence: promote.ResultPass}, "success", ""},
-		{"warning", approval.Outcome{Result: approval.ResultSucceeded, Sequence: promote.ResultWarning, Message: "task test finished with warning: slow"}, "neutral", ""},
+		{"pass", approval.Outcome{Result: approval.ResultSucceeded, Sequence: promote.ResultPass}, "success", "", promote.ResultPass},
+		{"warning", approval.Outcome{Result: approval.ResultSucceeded, Sequence: promote.ResultWarning, Message: "task test finished with warning: slow"}, "neutral",
+			"task test finished with warning: slow", promote.ResultWarning},
 		{"task failed", approval.Outcome{Result: approval.ResultFailed, Sequence: promote.ResultFail, Message: "task test finished with fail: 2 of 3 requests answered 503"},
-			"failure", "2 of 3 requests answered 503"},
+			"failure", "2 of 3 requests answered 503", promote.ResultFail},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -51,8 +53,12 @@ func TestCompletedConcludesWithTheSequence(t *testing.T) {
 			if diff := cmp.Diff(want, runs(f.srv)); diff != "" {
 				t.Errorf("check runs (-want +got):\n%s", diff)
 			}
-			if r := f.srv.CheckRuns(owner, repo)[0]; !strings.Contains(r.Summary, tc.summary) {
+			r := f.srv.CheckRuns(owner, repo)[0]
+			if !strings.Contains(r.Summary, tc.summary) {
 				t.Errorf("summary lacks %q:\n%s", tc.summary, r.Summary)
+			}
+			if got := promote.CheckResult(r.Conclusion, r.Title); got != tc.result {
+				t.Errorf("run %q (%s) reads as result %q, want %q", r.Title, r.Conclusion, got, tc.result)
 			}
 		})
 	}

@@ -290,7 +290,7 @@ func (b *Bot) history(ctx context.Context, baseSHA string, head *repoFS, pair pr
 			return nil, err
 		}
 		obs := promote.Observation{Commit: sha, Check: check}
-		healthy := check != nil && check.Conclusion == "success"
+		healthy := stage.Healthy(check)
 		if dirty && healthy {
 			fsys, err := b.snapshot(ctx, sha)
 			if err != nil {
@@ -349,7 +349,8 @@ func (b *Bot) latestCheck(ctx context.Context, sha, name string) (*promote.Check
 		if r.GetName() != name || r.GetStatus() != "completed" {
 			continue
 		}
-		return &promote.Check{ID: r.GetID(), Conclusion: r.GetConclusion(), URL: r.GetHTMLURL(), CompletedAt: r.GetCompletedAt().Time}, nil
+		return &promote.Check{ID: r.GetID(), Conclusion: r.GetConclusion(), Result: promote.CheckResult(r.GetConclusion(), r.GetOutput().GetTitle()),
+			URL: r.GetHTMLURL(), CompletedAt: r.GetCompletedAt().Time}, nil
 	}
 	return nil, nil
 }

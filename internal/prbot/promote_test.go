@@ -2,6 +2,7 @@ package prbot
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -512,5 +513,44 @@ func TestPromoteIncludesOutsideEnvironments(t *testing.T) {
 	}
 	if got := f.file(t, res.Branch, "teams/payments/staging.json"); got != team("2.3.0") {
 		t.Errorf("the shared team file was edited:\n%s", got)
+	}
+}
+
+// TestPromoteWarningOnlyWhereAccepted: devel's sequence finished with
+// warning (a neutral stagehand/devel check run titled promote.WarningTitle,
+// as the reconciler reports it). A stage triggered on devel's sequence with
+// result pass holds; one that accepts warning promotes from it. A superseded
+// plan's neutral check run is no warning for either.
+func TestPromoteWarningOnlyWhereAccepted(t *testing.T) {
+	const trigger = "stages:\n  - name: devel\n  - name: staging\n    triggeredOn: {event: devel.delivery.finished, selector: {match: {result: %s}}}\n    lockPath: apps/staging\n"
+	for _, tc := range []struct {
+		name, result, title string
+		wantOpened          bool
+	}{
+		{"pass only, warning", "pass", promote.WarningTitle + ": applied 3 workloads", false},
+		{"warning accepted, warning", "warning", promote.WarningTitle + ": applied 3 workloads", true},
+		{"warning accepted, superseded", "warning", "Superseded by 0123abc", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newFixture(t, spread(fmt.Sprintf(trigger, tc.result)))
+			b := f.bot(t, WithClock(func() time.Time { return now }))
+			head := f.srv.Branch(owner, repo, "main")
+			f.srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: promote.CheckName("devel"), HeadSHA: head, Status: "completed", Conclusion: "neutral",
+				Title: tc.title, StartedAt: now.Add(-2 * time.Hour), CompletedAt: now.Add(-time.Hour)})
+			res, err := b.Promote(ctx, "devel", "staging", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if opened := res.Action == ActionOpened; opened != tc.wantOpened {
+				t.Fatalf("result = %+v; opened %v, want %v", res, opened, tc.wantOpened)
+			}
+			if !tc.wantOpened && (len(res.Decision.Held) == 0 || !strings.Contains(res.Decision.Held[0].Reason, "not healthy")) {
+				t.Errorf("held = %+v, want the services held as not healthy", res.Decision.Held)
+			}
+			if tc.wantOpened && res.Decision.Source != head {
+				t.Errorf("source = %s, want the warned commit %s", res.Decision.Source, head)
+			}
+		})
 	}
 }
