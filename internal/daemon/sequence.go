@@ -48,7 +48,12 @@ func (w *worker) sequenceTasks(s gitsource.Snapshot) ([]promote.Task, error) {
 			continue
 		}
 		tasks := st.SequenceTasks()
+		dep := slices.IndexFunc(tasks, func(t promote.Task) bool { return t.Name == promote.TaskDeployment })
 		for _, t := range tasks {
+			if t.Name == promote.TaskApproval && t.Index > dep {
+				return nil, fmt.Errorf("%s:%d:%d: stages[%d].sequence[%d]: an approval after deployment is not implemented by this reconciler yet",
+					pl.File, t.Line, t.Column, i, t.Index)
+			}
 			if t.Name != promote.TaskTest && t.Name != promote.TaskEvaluation {
 				continue
 			}
