@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -212,7 +214,11 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		if err != nil {
 			var ae *auth.Error
 			if errors.As(err, &ae) {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="stagehand"`)
+				if ae.RetryAfter > 0 {
+					w.Header().Set("Retry-After", strconv.Itoa(int(math.Max(1, math.Ceil(ae.RetryAfter.Seconds())))))
+				} else {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="stagehand"`)
+				}
 				writeError(w, ae.Status, ae.Message)
 				return
 			}

@@ -21,6 +21,8 @@ import (
 type Error struct {
 	Status  int
 	Message string
+	// RetryAfter is when to try again, for a 429 (too many tokens to verify).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -53,6 +55,8 @@ type options struct {
 	reload        time.Duration
 	log           logr.Logger
 	now           func() time.Time
+	verifyRate    float64
+	verifyBurst   int
 }
 
 // WithTokensFile reads named tokens from path (server.tokensFile, a mounted
@@ -141,7 +145,7 @@ func WithClock(now func() time.Time) Option {
 // New returns an Authenticator. Without any source of principals, every
 // request is refused with 401; Enabled reports whether there is one.
 func New(opts ...Option) (*Authenticator, error) {
-	o := options{reload: time.Second, log: logr.Discard(), now: time.Now}
+	o := options{reload: time.Second, log: logr.Discard(), now: time.Now, verifyRate: DefaultVerifyRate, verifyBurst: DefaultVerifyBurst}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("configuring authentication: %w", err)
@@ -176,15 +180,16 @@ func New(opts ...Option) (*Authenticator, error) {
 			return nil, fmt.Errorf("configuring authentication: %w", err)
 		}
 	}
+	remote := newThrottle(o.verifyRate, o.verifyBurst, o.now)
 	if o.githubURL != "" {
 		c := o.githubClient
 		if c == nil {
 			c = &http.Client{Timeout: 10 * time.Second}
 		}
-		a.gh = &gitHubUsers{apiURL: o.githubURL, client: c, now: o.now, cache: map[[sha256.Size]byte]cached{}}
+		a.gh = &gitHubUsers{apiURL: o.githubURL, client: c, now: o.now, throttle: remote, cache: map[[sha256.Size]byte]cached{}}
 	}
 	if o.kube != nil {
-		a.kube = &kubeReviewer{client: o.kube, namespace: o.kubeNamespace, now: o.now, cache: map[[sha256.Size]byte]kubeCached{}}
+		a.kube = &kubeReviewer{client: o.kube, namespace: o.kubeNamespace, now: o.now, throttle: remote, cache: map[[sha256.Size]byte]kubeCached{}}
 	}
 	return a, nil
 }
@@ -204,7 +209,7 @@ func BearerToken(r *http.Request) string {
 }
 
 // Authenticate returns who tok belongs to. A refusal is an *Error with
-// status 401; any other error is the failure of a service asked (GitHub,
+// status 401 (or 429 when too many new tokens are being verified); any other error is the failure of a service asked (GitHub,
 // the Kubernetes API server) and deserves a 503.
 func (a *Authenticator) Authenticate(ctx context.Context, tok string) (Principal, error) {
 	if tok == "" {

@@ -56,6 +56,8 @@ type gitHubUsers struct {
 	apiURL string // e.g. https://api.github.com or https://ghe.example.com/api/v3
 	client *http.Client
 	now    func() time.Time
+	// throttle bounds the GET /user requests of tokens not cached.
+	throttle *throttle
 
 	mu    sync.Mutex
 	cache map[[sha256.Size]byte]cached
@@ -76,6 +78,9 @@ func (g *gitHubUsers) login(ctx context.Context, tok string) (string, error) {
 			return "", unauthenticated(badGitHubToken)
 		}
 		return c.login, nil
+	}
+	if err := g.throttle.take(); err != nil {
+		return "", err
 	}
 	login, err := g.fetch(ctx, tok)
 	if err != nil {

@@ -37,6 +37,8 @@ type kubeReviewer struct {
 	client    kubernetes.Interface
 	namespace string // of the SubjectAccessReviews: Roles there grant scopes
 	now       func() time.Time
+	// throttle bounds the TokenReviews of tokens not cached.
+	throttle *throttle
 
 	mu    sync.Mutex
 	cache map[[sha256.Size]byte]kubeCached
@@ -61,6 +63,9 @@ func (k *kubeReviewer) review(ctx context.Context, tok string) (Principal, error
 	c, ok := k.cache[sum]
 	k.mu.Unlock()
 	if !ok || !now.Before(c.expires) {
+		if err := k.throttle.take(); err != nil {
+			return Principal{}, err
+		}
 		tr, err := k.client.AuthenticationV1().TokenReviews().Create(ctx,
 			&authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: tok}}, metav1.CreateOptions{})
 		if err != nil {
