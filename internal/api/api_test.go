@@ -69,6 +69,9 @@ func (b *backend) decide(env, hash, what string) (*approval.Pending, error) {
 	if env != "prod" {
 		return nil, fmt.Errorf("%w %q", approval.ErrUnknownEnvironment, env)
 	}
+	if hash == "sha256:busy" {
+		return nil, fmt.Errorf("handing the decision to the leader: 16 decisions wait for it already: %w", approval.ErrBusy)
+	}
 	if b.pending == nil || b.pending.PlanHash != hash {
 		return nil, &approval.NotPendingError{Environment: env, PlanHash: hash, Pending: b.pending}
 	}
@@ -116,6 +119,24 @@ func call(t *testing.T, srv *httptest.Server, method, path, tok, body string) (i
 	return resp.StatusCode, string(b)
 }
 
+// TestDecisionBusyRetryAfter: a decision refused because too many wait for the leader says when to retry.
+func TestDecisionBusyRetryAfter(t *testing.T) {
+	srv := newServer(t, &backend{pending: &approval.Pending{PlanHash: "sha256:p"}}, withOps(t))
+	req, err := http.NewRequest("POST", srv.URL+"/api/v1/environments/prod/approve", strings.NewReader(`{"planHash":"sha256:busy"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("approve with the queue full = %d, Retry-After %q; want 503 and 1", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}
+
 // TestRequests: status codes and bodies of the API over a hand-written backend.
 func TestRequests(t *testing.T) {
 	pending := &approval.Pending{Revision: "abcdef0123456789", PlanHash: "sha256:p"}
@@ -155,6 +176,8 @@ func TestRequests(t *testing.T) {
 			wantCode: 200, wantBody: `"status": "rejected"`, wantDecided: []string{"reject ops no"}},
 		{name: "stale hash", method: "POST", path: "/api/v1/environments/prod/approve", token: token, body: `{"planHash":"sha256:old"}`,
 			wantCode: 409, wantBody: `"pending": {`},
+		{name: "decisions queue full", method: "POST", path: "/api/v1/environments/prod/reject", token: token, body: `{"planHash":"sha256:busy"}`,
+			wantCode: 503, wantBody: "16 decisions wait for it already"},
 		{name: "unknown environment", method: "POST", path: "/api/v1/environments/qa/approve", token: token, body: `{"planHash":"sha256:p"}`, wantCode: 404},
 		{name: "no plan hash", method: "POST", path: "/api/v1/environments/prod/approve", token: token, body: `{}`, wantCode: 400, wantBody: "planHash is required"},
 		{name: "unknown field", method: "POST", path: "/api/v1/environments/prod/approve", token: token, body: `{"planHash":"sha256:p","as":"x"}`, wantCode: 400},

@@ -205,6 +205,9 @@ func (s *Server) decisionHandler(approve bool) http.HandlerFunc {
 			writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error(), "pending": np.Pending})
 		case errors.Is(err, approval.ErrRefused):
 			writeError(w, http.StatusForbidden, err.Error())
+		case errors.Is(err, approval.ErrBusy):
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusServiceUnavailable, err.Error())
 		case err != nil:
 			writeError(w, http.StatusInternalServerError, err.Error())
 		case approve && p.Needed() > 1 && !p.Complete():

@@ -50,6 +50,10 @@ type Authors interface {
 	Authors(ctx context.Context, base, head string) ([]string, error)
 }
 
+// ErrBusy is matched (errors.Is) by a decision that could not be taken now because too many wait already
+// (the decisions a standby hands to the leader): nothing was recorded; the caller may try again shortly.
+var ErrBusy = errors.New("too many decisions waiting")
+
 // ErrUnknownEnvironment is returned for an environment not in the configuration.
 var ErrUnknownEnvironment = errors.New("unknown environment")
 

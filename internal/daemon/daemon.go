@@ -477,45 +477,6 @@ func (d *Daemon) decide(ctx context.Context, env string, dc decision) (*approval
 	}
 }
 
-// handOver records dc for the leader when it names the pending plan; the
-// leader's worker acts on it within a second (see worker.pickUp).
-//
-// An approval is counted here first, into the pending record every replica shares (see counter): one that
-// leaves the plan short of its required approvers is answered with the tally, and the leader hears only of
-// an approval that completes it.
-func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*approval.Pending, error) {
-	if dc.approve {
-		w := d.workers[env]
-		p, err := w.approvals.count(ctx, d.store, dc.planHash, dc.who)
-		if err != nil {
-			return nil, err
-		}
-		if !p.Complete() {
-			plan, perr := w.decodePlan(p)
-			if perr != nil {
-				d.log.Error(perr, "showing the approvals so far", "environment", env)
-			}
-			w.tally(ctx, approval.Proposal{Environment: env, Revision: p.Revision, Plan: plan}, p)
-			return p, nil
-		}
-	}
-	var pending *approval.Pending
-	err := d.store.Update(ctx, env, func(st *EnvState) {
-		pending = st.Pending
-		if st.Pending != nil && st.Pending.PlanHash == dc.planHash {
-			st.Handover = &Handover{Approve: dc.approve, PlanHash: dc.planHash, Approver: dc.who, Reason: dc.reason, At: time.Now().UTC()}
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	if pending == nil || pending.PlanHash != dc.planHash {
-		return nil, &approval.NotPendingError{Environment: env, PlanHash: dc.planHash, Pending: pending}
-	}
-	d.log.Info("decision handed to the leader", "environment", env, "planHash", dc.planHash, "approve", dc.approve, "by", dc.who)
-	return pending, nil
-}
-
 // resolve resolves env's manifest in s.
 func (d *Daemon) resolve(ctx context.Context, s gitsource.Snapshot, env string) (*manifest.Environment, error) {
 	return manifest.Resolve(ctx, s.FS, d.cfg.Source.Root, env, wire.ManifestOptions(d.cfg.Manifest)...)

@@ -25,57 +25,6 @@ type decisionReply struct {
 	err     error
 }
 
-// pickUp acts on a decision another replica handed over through the Store.
-func (w *worker) pickUp(ctx context.Context) {
-	// Checked every second: decode the state only when a handover is there.
-	if has, err := w.store.HasHandover(ctx, w.env); err != nil || !has {
-		if err != nil {
-			w.metrics.fail(w.env, "state")
-			w.log.Error(err, "reading the state for decisions handed over", "environment", w.env)
-		}
-		return
-	}
-	st, err := w.store.Load(ctx, w.env)
-	if err != nil {
-		w.metrics.fail(w.env, "state")
-		w.log.Error(err, "reading the state for decisions handed over", "environment", w.env)
-		return
-	}
-	if st.Handover == nil {
-		return
-	}
-	dec := *st.Handover
-	if err := w.store.Update(ctx, w.env, takeHandover(dec)); err != nil {
-		w.metrics.fail(w.env, "state")
-		w.log.Error(err, "taking a decision handed over", "environment", w.env, "planHash", dec.PlanHash)
-		return
-	}
-	dc := decision{approve: dec.Approve, planHash: dec.PlanHash, who: dec.Approver, reason: dec.Reason,
-		reply: make(chan decisionReply, 1)}
-	w.decide(ctx, dc)
-	r := <-dc.reply
-	if r.err == nil {
-		return
-	}
-	w.log.Error(r.err, "decision handed over by another replica", "environment", w.env, "planHash", dec.PlanHash)
-	if dec.Approve && !errors.Is(r.err, approval.ErrNotPending) && !errors.Is(r.err, approval.ErrRefused) {
-		// The replica that took the approval has answered already: report on the gate (the check run).
-		w.approvalFailed(ctx, dec, r.err)
-	}
-}
-
-// takeHandover clears the handover dec from the state, and only dec: a
-// decision another replica handed over since dec was read stays for the
-// next pick-up, so one that was answered "accepted" is never wiped.
-func takeHandover(dec Handover) func(*EnvState) {
-	return func(st *EnvState) {
-		if h := st.Handover; h != nil && h.Approve == dec.Approve && h.PlanHash == dec.PlanHash &&
-			h.Approver == dec.Approver && h.Reason == dec.Reason && h.At.Equal(dec.At) {
-			st.Handover = nil
-		}
-	}
-}
-
 // approvalFailed reports, as a failed outcome with nothing applied, an
 // approval handed over by another replica that this leader could not carry
 // out (resolving or planning failed, the state could not be read). The plan

@@ -9,8 +9,6 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
@@ -77,7 +75,7 @@ func TestHandedOverApprovalThatFailsIsReported(t *testing.T) {
 		t.Errorf("gate heard %+v, want one failed outcome approved by maria with nothing applied", gate.completed)
 	}
 	st, err = d.store.Load(ctx, "prod")
-	if err != nil || st.Pending == nil || st.Pending.PlanHash != pending.PlanHash || st.Handover != nil || len(st.History) != 0 {
+	if err != nil || st.Pending == nil || st.Pending.PlanHash != pending.PlanHash || len(st.Handovers) != 0 || len(st.History) != 0 {
 		t.Errorf("state after the failed approval: %+v, %v; want the plan still pending, no hand-over, no history", st, err)
 	}
 	if w.proposed != "" {
@@ -133,32 +131,5 @@ func TestApprovalPlansOnce(t *testing.T) {
 	if len(v.History) != 1 || v.History[0].Result != approval.ResultSucceeded || len(v.Services) != 1 ||
 		v.Services[0].Targets[0].State != status.StateInSync || v.PlanHash != "" {
 		t.Errorf("after the apply: history %+v, status %+v; want one success and web in sync with no plan left", v.History, v.Observation)
-	}
-}
-
-// TestTakeHandover: picking up a handed-over decision clears that decision
-// only; one handed over after it was read (another replica, within the
-// second) stays for the next pick-up.
-func TestTakeHandover(t *testing.T) {
-	at := time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
-	alice := Handover{Approve: true, PlanHash: "sha256:p", Approver: "alice", At: at}
-	bob := Handover{PlanHash: "sha256:p", Approver: "bob", Reason: "no", At: at.Add(time.Second)}
-	for _, tt := range []struct {
-		name   string
-		stored *Handover
-		want   *Handover
-	}{
-		{name: "the decision read", stored: &alice, want: nil},
-		{name: "the same decision after a JSON round trip", stored: &Handover{Approve: true, PlanHash: "sha256:p", Approver: "alice", At: at.Local()}, want: nil},
-		{name: "a newer decision", stored: &bob, want: &bob},
-		{name: "nothing", stored: nil, want: nil},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			st := &EnvState{Handover: tt.stored}
-			takeHandover(alice)(st)
-			if diff := cmp.Diff(tt.want, st.Handover); diff != "" {
-				t.Errorf("handover left (-want +got):\n%s", diff)
-			}
-		})
 	}
 }

@@ -55,14 +55,14 @@ func TestStoreFence(t *testing.T) {
 		t.Errorf("a claims back in its old term: %v, want ErrFenced", err)
 	}
 	// A decision handed over by a replica that holds nothing is no term's write.
-	if err := base.Update(ctx, "prod", func(st *EnvState) { st.Handover = &Handover{Approve: true, PlanHash: "from-b"} }); err != nil {
+	if err := base.Update(ctx, "prod", func(st *EnvState) { st.Handovers = []Handover{{Approve: true, PlanHash: "from-b"}} }); err != nil {
 		t.Fatalf("handover write: %v", err)
 	}
 	st, err := base.Load(ctx, "prod")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &EnvState{Pending: &approval.Pending{Revision: "r2", PlanHash: "from-b", Plan: json.RawMessage("null")}, Handover: &Handover{Approve: true, PlanHash: "from-b"}}
+	want := &EnvState{Pending: &approval.Pending{Revision: "r2", PlanHash: "from-b", Plan: json.RawMessage("null")}, Handovers: []Handover{{Approve: true, PlanHash: "from-b"}}}
 	if diff := cmp.Diff(want, st, rawEqual); diff != "" {
 		t.Errorf("state (-want +got):\n%s", diff)
 	}

@@ -23,16 +23,17 @@ import (
 
 // Keys of the state ConfigMap's data.
 const (
-	keyPending  = "pending.json"
-	keyInFlight = "inflight.json"
-	keyHistory  = "history.json"
-	keyStatus   = "status.json"
-	keyHandover = "handover.json"
-	keyLastID   = "lastid.json"
-	keySequence = "sequence.json"
-	keyRollback = "rollback.json"
-	keyFailed   = "failed.json"
-	keyPin      = "pin.json"
+	keyPending   = "pending.json"
+	keyInFlight  = "inflight.json"
+	keyHistory   = "history.json"
+	keyStatus    = "status.json"
+	keyHandover  = "handover.json" // one decision: the slot of replicas before the queue (handover.go)
+	keyHandovers = "handovers.json"
+	keyLastID    = "lastid.json"
+	keySequence  = "sequence.json"
+	keyRollback  = "rollback.json"
+	keyFailed    = "failed.json"
+	keyPin       = "pin.json"
 
 	labelManagedBy   = "app.kubernetes.io/managed-by"
 	labelComponent   = "app.kubernetes.io/component"
@@ -45,8 +46,11 @@ const (
 )
 
 // Handover is an approval or rejection taken by a replica that does not
-// lead; the leader picks it up from the Store and acts on it.
+// lead; the leader picks it up from the Store and acts on it (handover.go).
 type Handover struct {
+	// ID tells apart two decisions alike in every other field; empty in
+	// one written by a replica older than the queue.
+	ID       string    `json:"id,omitempty"`
 	Approve  bool      `json:"approve"`
 	PlanHash string    `json:"planHash"`
 	Approver string    `json:"approver"`
@@ -58,8 +62,9 @@ type Handover struct {
 type EnvState struct {
 	Pending  *approval.Pending  `json:"pending"`
 	InFlight *approval.InFlight `json:"inFlight"`
-	// Handover is a decision waiting for the leader.
-	Handover *Handover `json:"handover,omitempty"`
+	// Handovers are the decisions waiting for the leader, oldest first (at
+	// most maxHandovers; see handover.go).
+	Handovers []Handover `json:"handovers,omitempty"`
 	// Sequence is the environment's newest run of its delivery sequence.
 	Sequence *sequence.State `json:"sequence,omitempty"`
 	// Pin is an incident rollback's versions, kept until git says them
@@ -170,10 +175,15 @@ func (s *Store) HasHandover(ctx context.Context, env string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("reading state of environment %q: %w", env, err)
 	}
-	_, plain := cm.Data[keyHandover]
-	_, zipped := cm.BinaryData[keyHandover+suffixGzip]
-	_, split := cm.Data[keyHandover+suffixParts]
-	return plain || zipped || split, nil
+	for _, key := range []string{keyHandovers, keyHandover} {
+		_, plain := cm.Data[key]
+		_, zipped := cm.BinaryData[key+suffixGzip]
+		_, split := cm.Data[key+suffixParts]
+		if plain || zipped || split {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // SetPending records p as env's pending approval; nil clears it.

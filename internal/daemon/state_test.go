@@ -161,12 +161,12 @@ func TestStoreHasHandover(t *testing.T) {
 	has(false)
 	for _, reason := range []string{"short", strings.Repeat("a long reason, ", 2000)} {
 		if err := s.Update(ctx, "prod", func(st *EnvState) {
-			st.Handover = &Handover{PlanHash: "sha256:p", Approver: "bob", Reason: reason, At: time.Now()}
+			st.Handovers = []Handover{{PlanHash: "sha256:p", Approver: "bob", Reason: reason, At: time.Now()}}
 		}); err != nil {
 			t.Fatal(err)
 		}
 		has(true)
-		if err := s.Update(ctx, "prod", func(st *EnvState) { st.Handover = nil }); err != nil {
+		if err := s.Update(ctx, "prod", func(st *EnvState) { st.Handovers = nil }); err != nil {
 			t.Fatal(err)
 		}
 		has(false)

@@ -127,7 +127,8 @@ func encodeState(name string, st *EnvState, budget int) (*encoded, error) {
 	if err := errors.Join(
 		put(keyPending, st.Pending, st.Pending != nil),
 		put(keyInFlight, st.InFlight, st.InFlight != nil),
-		put(keyHandover, st.Handover, st.Handover != nil),
+		put(keyHandovers, st.Handovers, len(st.Handovers) > 0),
+		put(keyHandover, legacyHandover(st.Handovers), len(st.Handovers) > 0),
 		put(keySequence, st.Sequence, st.Sequence != nil),
 		put(keyPin, st.Pin, st.Pin != nil),
 		put(keyStatus, st.Status, len(st.Status) > 0),
@@ -574,10 +575,12 @@ func decodeState(ctx context.Context, cm *corev1.ConfigMap, src *partSource) (*E
 	}
 	var status json.RawMessage
 	var tr trimmed
+	var legacy *Handover
 	err := errors.Join(
 		field(keyPending, &st.Pending),
 		field(keyInFlight, &st.InFlight),
-		field(keyHandover, &st.Handover),
+		field(keyHandovers, &st.Handovers),
+		field(keyHandover, &legacy),
 		field(keySequence, &st.Sequence),
 		field(keyPin, &st.Pin),
 		history(&st.History),
@@ -591,6 +594,7 @@ func decodeState(ctx context.Context, cm *corev1.ConfigMap, src *partSource) (*E
 		st.Status = status
 	}
 	st.HistoryDropped = tr.HistoryDropped
+	st.Handovers = withLegacy(st.Handovers, legacy)
 	return st, err
 }
 

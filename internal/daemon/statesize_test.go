@@ -346,8 +346,8 @@ func TestStoreLargeState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Handover == nil || got.Handover.PlanHash != pending.PlanHash || !got.Handover.Approve {
-		t.Errorf("handover = %+v, want an approval of %s", got.Handover, pending.PlanHash)
+	if len(got.Handovers) != 1 || got.Handovers[0].PlanHash != pending.PlanHash || !got.Handovers[0].Approve {
+		t.Errorf("handovers = %+v, want one approval of %s", got.Handovers, pending.PlanHash)
 	}
 	if diff := cmp.Diff(approved, got.Pending, rawEqual); diff != "" {
 		t.Errorf("pending after the approval (-want +got):\n%s", diff)

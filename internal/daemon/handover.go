@@ -1,0 +1,224 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+)
+
+// A replica that does not lead an environment hands the approvals and
+// rejections it takes to the leader through the environment's state: each
+// is appended to a queue (the state's handovers.json), and the leader's
+// worker takes them one at a time within a second (worker.pickUp), removing
+// from the queue only the decision it took, by identity, with the state's
+// fenced, resourceVersion-checked writes. Two decisions handed over in the
+// same second (two people of an approvals.required: 2 policy, an approve and
+// a reject, two standbys) are both acted on.
+//
+// The queue holds at most maxHandovers decisions; one more is refused with
+// an error matching approval.ErrBusy (the API answers 503 with Retry-After),
+// never dropped.
+//
+// Order: the rejections waiting are taken first, then the approvals, each in
+// the order they were handed over. An approval and a rejection of the same
+// plan waiting together therefore always end rejected: the rejection is
+// recorded, and the approval then finds nothing pending. (An approval the
+// leader took before the rejection arrived has begun its apply: the
+// rejection then finds nothing pending, as it would on the leader.)
+//
+// Replicas older than the queue kept one decision, in handover.json. A
+// newer replica reads that slot as one more decision waiting (it is how an
+// older standby hands over during a rolling upgrade), and writes the newest
+// decision of its queue there as well, so that an older leader still acts
+// on it as it did before. An older replica knows nothing of the queue: it
+// acts on that newest decision only, and any state write it makes drops
+// the rest of the queue. Decisions are lost that way only while replicas
+// of both kinds run; finish the rollout before asking people to approve.
+
+// maxHandovers is how many decisions may wait for the leader in one
+// environment.
+const maxHandovers = 16
+
+// handOver records dc for the leader when it names the pending plan; the
+// leader's worker acts on it within a second (see worker.pickUp).
+//
+// An approval is counted here first, into the pending record every replica shares (see counter): one that
+// leaves the plan short of its required approvers is answered with the tally, and the leader hears only of
+// an approval that completes it.
+func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*approval.Pending, error) {
+	if dc.approve {
+		w := d.workers[env]
+		p, err := w.approvals.count(ctx, d.store, dc.planHash, dc.who)
+		if err != nil {
+			return nil, err
+		}
+		if !p.Complete() {
+			plan, perr := w.decodePlan(p)
+			if perr != nil {
+				d.log.Error(perr, "showing the approvals so far", "environment", env)
+			}
+			w.tally(ctx, approval.Proposal{Environment: env, Revision: p.Revision, Plan: plan}, p)
+			return p, nil
+		}
+	}
+	h := Handover{ID: handoverID(), Approve: dc.approve, PlanHash: dc.planHash, Approver: dc.who, Reason: dc.reason,
+		At: time.Now().UTC()}
+	var (
+		pending *approval.Pending
+		full    bool
+	)
+	err := d.store.Update(ctx, env, func(st *EnvState) {
+		pending, full = st.Pending, false
+		if st.Pending == nil || st.Pending.PlanHash != dc.planHash {
+			return
+		}
+		if len(st.Handovers) >= maxHandovers {
+			full = true
+			return
+		}
+		st.Handovers = append(st.Handovers, h)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if pending == nil || pending.PlanHash != dc.planHash {
+		return nil, &approval.NotPendingError{Environment: env, PlanHash: dc.planHash, Pending: pending}
+	}
+	if full {
+		return nil, fmt.Errorf("handing the decision of %s on plan %s to the leader of environment %s: %d decisions wait for it already: %w",
+			dc.who, dc.planHash, env, maxHandovers, approval.ErrBusy)
+	}
+	d.log.Info("decision handed to the leader", "environment", env, "planHash", dc.planHash, "approve", dc.approve, "by", dc.who)
+	return pending, nil
+}
+
+// handoverID is a random identity for a decision handed over.
+func handoverID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
+}
+
+// same reports whether a and b are one decision: by ID when both have one,
+// else (one written by an older replica) by every field.
+func (a Handover) same(b Handover) bool {
+	if a.ID != "" && b.ID != "" {
+		return a.ID == b.ID
+	}
+	return a.Approve == b.Approve && a.PlanHash == b.PlanHash && a.Approver == b.Approver && a.Reason == b.Reason &&
+		a.At.Equal(b.At)
+}
+
+// legacyHandover is what the single slot of older replicas holds: the
+// newest decision of the queue.
+func legacyHandover(q []Handover) *Handover {
+	if len(q) == 0 {
+		return nil
+	}
+	h := q[len(q)-1]
+	return &h
+}
+
+// withLegacy is the queue q with the decision of the older replicas' slot
+// appended, unless it is q's own (the newest, mirrored there).
+func withLegacy(q []Handover, legacy *Handover) []Handover {
+	if legacy == nil {
+		return q
+	}
+	for _, h := range q {
+		if h.same(*legacy) {
+			return q
+		}
+	}
+	return append(q, *legacy)
+}
+
+// nextHandover is the decision the leader takes next from q: the first
+// rejection, else the first approval.
+func nextHandover(q []Handover) (Handover, bool) {
+	for _, h := range q {
+		if !h.Approve {
+			return h, true
+		}
+	}
+	if len(q) == 0 {
+		return Handover{}, false
+	}
+	return q[0], true
+}
+
+// takeHandover removes dec from the queue, and only dec: decisions handed
+// over since dec was read stay for the next pick-up, so one that was
+// answered "accepted" is never wiped.
+func takeHandover(dec Handover) func(*EnvState) {
+	return func(st *EnvState) {
+		q := st.Handovers[:0:0]
+		for _, h := range st.Handovers {
+			if !h.same(dec) {
+				q = append(q, h)
+			}
+		}
+		if len(q) == 0 {
+			q = nil
+		}
+		st.Handovers = q
+	}
+}
+
+// pickUp acts on the decisions other replicas handed over through the
+// Store, one at a time (nextHandover's order), each taken from the queue
+// before it is acted on. It stops after maxHandovers: those handed over
+// meanwhile wait for the next look.
+func (w *worker) pickUp(ctx context.Context) {
+	// Checked every second: decode the state only when a handover is there.
+	if has, err := w.store.HasHandover(ctx, w.env); err != nil || !has {
+		if err != nil {
+			w.metrics.fail(w.env, "state")
+			w.log.Error(err, "reading the state for decisions handed over", "environment", w.env)
+		}
+		return
+	}
+	for range maxHandovers {
+		if ctx.Err() != nil {
+			return
+		}
+		st, err := w.store.Load(ctx, w.env)
+		if err != nil {
+			w.metrics.fail(w.env, "state")
+			w.log.Error(err, "reading the state for decisions handed over", "environment", w.env)
+			return
+		}
+		dec, ok := nextHandover(st.Handovers)
+		if !ok {
+			return
+		}
+		if err := w.store.Update(ctx, w.env, takeHandover(dec)); err != nil {
+			w.metrics.fail(w.env, "state")
+			w.log.Error(err, "taking a decision handed over", "environment", w.env, "planHash", dec.PlanHash)
+			return
+		}
+		w.actOn(ctx, dec)
+	}
+}
+
+// actOn carries out dec, a decision taken from the queue.
+func (w *worker) actOn(ctx context.Context, dec Handover) {
+	dc := decision{approve: dec.Approve, planHash: dec.PlanHash, who: dec.Approver, reason: dec.Reason,
+		reply: make(chan decisionReply, 1)}
+	w.decide(ctx, dc)
+	r := <-dc.reply
+	if r.err == nil {
+		return
+	}
+	w.log.Error(r.err, "decision handed over by another replica", "environment", w.env, "planHash", dec.PlanHash,
+		"approve", dec.Approve, "by", dec.Approver)
+	if dec.Approve && !errors.Is(r.err, approval.ErrNotPending) && !errors.Is(r.err, approval.ErrRefused) {
+		// The replica that took the approval has answered already: report on the gate (the check run).
+		w.approvalFailed(ctx, dec, r.err)
+	}
+}

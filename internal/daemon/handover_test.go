@@ -1,0 +1,308 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+// TestTakeHandover: taking a decision from the queue removes that decision
+// only (by ID, or by every field for one an older replica wrote); the others,
+// handed over before or after it was read, stay for the next pick-up.
+func TestTakeHandover(t *testing.T) {
+	at := time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
+	alice := Handover{ID: "a", Approve: true, PlanHash: "sha256:p", Approver: "alice", At: at}
+	bob := Handover{ID: "b", PlanHash: "sha256:p", Approver: "bob", Reason: "no", At: at}
+	old := Handover{Approve: true, PlanHash: "sha256:p", Approver: "carol", At: at}
+	for _, tt := range []struct {
+		name   string
+		stored []Handover
+		take   Handover
+		want   []Handover
+	}{
+		{name: "the decision read", stored: []Handover{alice}, take: alice, want: nil},
+		{name: "the first of two", stored: []Handover{alice, bob}, take: alice, want: []Handover{bob}},
+		{name: "the second of two", stored: []Handover{alice, bob}, take: bob, want: []Handover{alice}},
+		{name: "alike but for the ID", stored: []Handover{alice}, take: Handover{ID: "c", Approve: true, PlanHash: "sha256:p", Approver: "alice", At: at}, want: []Handover{alice}},
+		{name: "an older replica's after a JSON round trip", stored: []Handover{alice, old}, take: Handover{Approve: true, PlanHash: "sha256:p", Approver: "carol", At: at.Local()}, want: []Handover{alice}},
+		{name: "gone already", stored: []Handover{bob}, take: alice, want: []Handover{bob}},
+		{name: "nothing", stored: nil, take: alice, want: nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &EnvState{Handovers: append([]Handover(nil), tt.stored...)}
+			takeHandover(tt.take)(st)
+			if diff := cmp.Diff(tt.want, st.Handovers); diff != "" {
+				t.Errorf("handovers left (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestNextHandover: rejections are taken before approvals, each kind in the order handed over.
+func TestNextHandover(t *testing.T) {
+	a1 := Handover{ID: "a1", Approve: true}
+	a2 := Handover{ID: "a2", Approve: true}
+	r1 := Handover{ID: "r1"}
+	r2 := Handover{ID: "r2"}
+	for _, tt := range []struct {
+		name string
+		q    []Handover
+		want string
+	}{
+		{name: "empty", q: nil, want: ""},
+		{name: "approvals in order", q: []Handover{a1, a2}, want: "a1"},
+		{name: "a rejection after an approval", q: []Handover{a1, r1}, want: "r1"},
+		{name: "rejections in order", q: []Handover{a2, r2, a1, r1}, want: "r2"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := nextHandover(tt.q)
+			if ok != (tt.want != "") || got.ID != tt.want {
+				t.Errorf("nextHandover = %q, %v; want %q", got.ID, ok, tt.want)
+			}
+		})
+	}
+}
+
+// handoverWorld is prod needing required approvers, with a plan pending, and three daemons on its state:
+// two that do not lead (standbys taking decisions) and a leader whose worker picks them up.
+type handoverWorld struct {
+	h        *harness
+	standby  [2]*Daemon
+	pending  approval.Pending
+	newDaemo func() *Daemon
+}
+
+func newHandoverWorld(t *testing.T, required int) *handoverWorld {
+	t.Helper()
+	h := newHarness(t, "prod")
+	e := h.cfg.Environments["prod"]
+	e.Approvals = config.Approvals{Required: required}
+	h.cfg.Environments["prod"] = e
+	w := &handoverWorld{h: h}
+	w.newDaemo = func() *Daemon {
+		d, err := New(h.cfg, WithRESTConfig(cluster.Env(t).Config), WithSourceOptions(gitsource.WithCacheDir(t.TempDir())),
+			WithReconcileOptions(reconcile.WithRolloutTimeout(0)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	ctx := context.Background()
+	for i := range w.standby {
+		w.standby[i] = w.newDaemo()
+	}
+	if err := w.standby[0].Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := w.standby[0].store.Load(ctx, "prod")
+	if err != nil || st.Pending == nil {
+		t.Fatalf("prod pending after one pass: %+v, %v", st, err)
+	}
+	w.pending = *st.Pending
+	return w
+}
+
+// TestHandoverTwoStandbysTwoOfTwo: two people approve a 2-of-2 plan at the same moment, each through
+// another standby; the leader applies the plan once, and the history names both. Then the same with a
+// leader restarted between the two approvals.
+func TestHandoverTwoStandbysTwoOfTwo(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restart=%v", restart), func(t *testing.T) {
+			ctx := context.Background()
+			w := newHandoverWorld(t, 2)
+			leader := w.newDaemo()
+			approve := func(i int, who string) error {
+				p, err := w.standby[i].Approve(ctx, "prod", w.pending.PlanHash, who)
+				if err == nil && p == nil {
+					err = errors.New("no plan answered")
+				}
+				return err
+			}
+			if restart {
+				if err := approve(0, "alice"); err != nil {
+					t.Fatal(err)
+				}
+				leader.workers["prod"].pickUp(ctx) // nothing handed over yet: 1 of 2
+				leader = w.newDaemo()              // the leader restarts
+				if err := approve(1, "bob"); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				var wg sync.WaitGroup
+				errs := make([]error, 2)
+				for i, who := range []string{"alice", "bob"} {
+					wg.Go(func() { errs[i] = approve(i, who) })
+				}
+				wg.Wait()
+				if err := errors.Join(errs...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			leader.workers["prod"].pickUp(ctx)
+			if got := cluster.Env(t).Image(t, w.h.ns["prod"], "web"); got != imageRepo+"web:1.0.0" {
+				t.Fatalf("prod runs %s after both approvals, want web:1.0.0", got)
+			}
+			leader.workers["prod"].pickUp(ctx) // anything left over must not act again
+			st, err := leader.store.Load(ctx, "prod")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(st.History) != 1 || st.History[0].Result != approval.ResultSucceeded || st.History[0].PlanHash != w.pending.PlanHash {
+				t.Fatalf("history %+v, want one success of %s", st.History, w.pending.PlanHash)
+			}
+			if diff := cmp.Diff([]string{"alice", "bob"}, slices.Sorted(slices.Values(st.History[0].Approvers))); diff != "" {
+				t.Errorf("approvers recorded (-want +got):\n%s", diff)
+			}
+			if len(st.Handovers) != 0 || st.Pending != nil {
+				t.Errorf("left in the state: handovers %+v, pending %+v; want neither", st.Handovers, st.Pending)
+			}
+		})
+	}
+}
+
+// TestHandoverApproveAndReject: an approval and a rejection of one plan handed over within the same second,
+// in either order, end rejected: the rejection is recorded (who, why), nothing is applied, and the queue
+// is empty. With the single slot of old, the later decision overwrote the earlier.
+func TestHandoverApproveAndReject(t *testing.T) {
+	for _, rejectFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("rejectFirst=%v", rejectFirst), func(t *testing.T) {
+			ctx := context.Background()
+			w := newHandoverWorld(t, 1)
+			decide := []func() error{
+				func() error {
+					_, err := w.standby[0].Approve(ctx, "prod", w.pending.PlanHash, "alice")
+					return err
+				},
+				func() error {
+					_, err := w.standby[1].Reject(ctx, "prod", w.pending.PlanHash, "bob", "not on a Friday")
+					return err
+				},
+			}
+			if rejectFirst {
+				decide[0], decide[1] = decide[1], decide[0]
+			}
+			for _, f := range decide {
+				if err := f(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st, err := w.standby[0].store.Load(ctx, "prod")
+			if err != nil || len(st.Handovers) != 2 {
+				t.Fatalf("handovers waiting: %+v, %v; want both decisions", st.Handovers, err)
+			}
+			leader := w.newDaemo()
+			leader.workers["prod"].pickUp(ctx)
+			if got := cluster.Env(t).Image(t, w.h.ns["prod"], "web"); got != imageRepo+"web:0.9.0" {
+				t.Errorf("prod runs %s, want web:0.9.0 (rejected)", got)
+			}
+			st, err = leader.store.Load(ctx, "prod")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(st.History) != 1 || st.History[0].Result != approval.ResultRejected || st.History[0].Approver != "bob" ||
+				st.History[0].Message != "not on a Friday" {
+				t.Errorf("history %+v, want one rejection by bob, not on a Friday", st.History)
+			}
+			if len(st.Handovers) != 0 {
+				t.Errorf("handovers left: %+v", st.Handovers)
+			}
+		})
+	}
+}
+
+// TestHandoverQueueFull: beyond maxHandovers decisions waiting, one more is refused with ErrBusy and
+// nothing is recorded; once the leader has taken them, decisions are handed over again.
+func TestHandoverQueueFull(t *testing.T) {
+	ctx := context.Background()
+	w := newHandoverWorld(t, 1)
+	d := w.standby[0]
+	for i := range maxHandovers {
+		if _, err := d.Reject(ctx, "prod", w.pending.PlanHash, fmt.Sprintf("p%d", i), "no"); err != nil {
+			t.Fatalf("rejection %d: %v", i, err)
+		}
+	}
+	_, err := d.Approve(ctx, "prod", w.pending.PlanHash, "alice")
+	if !errors.Is(err, approval.ErrBusy) {
+		t.Fatalf("approval with %d decisions waiting = %v, want ErrBusy", maxHandovers, err)
+	}
+	st, err := d.store.Load(ctx, "prod")
+	if err != nil || len(st.Handovers) != maxHandovers {
+		t.Fatalf("handovers after the refusal: %d, %v; want %d", len(st.Handovers), err, maxHandovers)
+	}
+	for _, h := range st.Handovers {
+		if h.Approve {
+			t.Fatalf("the refused approval was queued: %+v", h)
+		}
+	}
+	w.newDaemo().workers["prod"].pickUp(ctx)
+	st, err = d.store.Load(ctx, "prod")
+	if err != nil || len(st.Handovers) != 0 || len(st.History) != 1 || st.History[0].Approver != "p0" {
+		t.Fatalf("after the pick-up: handovers %+v, history %+v, %v; want none and p0's rejection", st.Handovers, st.History, err)
+	}
+}
+
+// TestHandoverOlderReplica: the single slot of replicas older than the queue. A decision an older
+// standby wrote there is picked up (and removed) by a newer leader; the newest decision of a newer
+// replica's queue is mirrored there for an older leader.
+func TestHandoverOlderReplica(t *testing.T) {
+	ctx := context.Background()
+	w := newHandoverWorld(t, 1)
+	cms := cluster.Env(t).Clientset.CoreV1().ConfigMaps(w.h.stateNS)
+	d := w.standby[0]
+
+	// A newer standby's two decisions: the newest is in the older replicas' slot.
+	if _, err := d.Reject(ctx, "prod", w.pending.PlanHash, "carol", "first"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Reject(ctx, "prod", w.pending.PlanHash, "erin", "second"); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := cms.Get(ctx, ConfigMapName("prod"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var slot Handover
+	if err := json.Unmarshal([]byte(cm.Data[keyHandover]), &slot); err != nil || slot.Approver != "erin" {
+		t.Fatalf("older replicas' slot = %q, %v; want erin's rejection", cm.Data[keyHandover], err)
+	}
+
+	// An older standby writes its decision over the slot, and (knowing nothing of it) drops the queue.
+	old, err := json.Marshal(Handover{Approve: true, PlanHash: w.pending.PlanHash, Approver: "alice", At: time.Now().UTC()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data[keyHandover] = string(old)
+	delete(cm.Data, keyHandovers)
+	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if has, err := d.store.HasHandover(ctx, "prod"); err != nil || !has {
+		t.Fatalf("HasHandover with an older replica's decision = %v, %v; want true", has, err)
+	}
+	w.newDaemo().workers["prod"].pickUp(ctx)
+	waitImage(t, w.h.ns["prod"], "web", imageRepo+"web:1.0.0")
+	cm, err = cms.Get(ctx, ConfigMapName("prod"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cm.Data[keyHandover]; ok {
+		t.Errorf("the older replica's decision is still there after the pick-up: %s", cm.Data[keyHandover])
+	}
+	st, err := d.store.Load(ctx, "prod")
+	if err != nil || len(st.History) != 1 || st.History[0].Approver != "alice" {
+		t.Fatalf("history %+v, %v; want alice's apply", st.History, err)
+	}
+}
