@@ -12,8 +12,13 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/status"
 )
 
-// maxWatchers bounds the open event streams of one replica.
-const maxWatchers = 256
+// maxWatchers bounds the open event streams of one replica, and
+// maxWatchersPerLogin those of one person (a few tabs), so that one
+// signed-in reader cannot take every stream for themselves.
+const (
+	maxWatchers         = 256
+	maxWatchersPerLogin = 8
+)
 
 // heartbeat is how often an idle stream gets a comment, so proxies keep it.
 const heartbeat = 20 * time.Second
@@ -28,6 +33,7 @@ type hub struct {
 
 	mu       sync.Mutex
 	watchers map[chan string]struct{}
+	perLogin map[string]int
 	stop     context.CancelFunc // of the reader; nil when none runs
 	// baseline is closed once the running reader has taken its first
 	// fingerprints: a change after that reaches every watcher.
@@ -35,21 +41,26 @@ type hub struct {
 }
 
 func newHub(b Backend, poll time.Duration) *hub {
-	return &hub{b: b, poll: poll, watchers: map[chan string]struct{}{}}
+	return &hub{b: b, poll: poll, watchers: map[chan string]struct{}{}, perLogin: map[string]int{}}
 }
 
-// watch adds a watcher; it gets environment names (dropped when it lags)
-// until cancel. baseline is closed once changes from now on are seen (a
-// page catches up on anything before by reloading its content then). ok is
-// false when too many watch already.
-func (h *hub) watch() (ch chan string, baseline <-chan struct{}, cancel func(), ok bool) {
+// watch adds a watcher for login; it gets environment names (dropped when
+// it lags) until cancel. baseline is closed once changes from now on are
+// seen (a page catches up on anything before by reloading its content
+// then). full says why there is no place: too many watch already, in all or
+// as login ("" when ch was added).
+func (h *hub) watch(login string) (ch chan string, baseline <-chan struct{}, cancel func(), full string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.watchers) >= maxWatchers {
-		return nil, nil, nil, false
+	switch {
+	case len(h.watchers) >= maxWatchers:
+		return nil, nil, nil, fmt.Sprintf("too many live pages are open (%d); reload later", maxWatchers)
+	case h.perLogin[login] >= maxWatchersPerLogin:
+		return nil, nil, nil, fmt.Sprintf("%s has %d live pages open already; close one, or reload later", login, maxWatchersPerLogin)
 	}
 	ch = make(chan string, 16)
 	h.watchers[ch] = struct{}{}
+	h.perLogin[login]++
 	if h.stop == nil {
 		ctx, stop := context.WithCancel(context.Background())
 		h.stop, h.baseline = stop, make(chan struct{})
@@ -58,12 +69,18 @@ func (h *hub) watch() (ch chan string, baseline <-chan struct{}, cancel func(), 
 	return ch, h.baseline, func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
+		if _, ok := h.watchers[ch]; !ok {
+			return // cancelled before
+		}
 		delete(h.watchers, ch)
+		if h.perLogin[login]--; h.perLogin[login] <= 0 {
+			delete(h.perLogin, login)
+		}
 		if len(h.watchers) == 0 && h.stop != nil {
 			h.stop()
 			h.stop = nil
 		}
-	}, true
+	}, ""
 }
 
 // read polls every environment until ctx ends and announces those whose
@@ -123,18 +140,27 @@ func (h *hub) announce(env string) {
 }
 
 // events streams "change" events (data: the environment's name) to a
-// signed-in reader, as server-sent events.
+// signed-in reader, as server-sent events, until the session expires.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	if v := s.who(w, r); v == nil {
+	v := s.who(w, r)
+	if v == nil {
 		return
 	}
-	ch, baseline, cancel, ok := s.hub.watch()
-	if !ok {
+	ch, baseline, cancel, full := s.hub.watch(v.Login)
+	if full != "" {
 		w.Header().Set("Retry-After", "30")
-		http.Error(w, "too many live pages are open; reload later", http.StatusServiceUnavailable)
+		http.Error(w, full, http.StatusServiceUnavailable)
 		return
 	}
 	defer cancel()
+	// The stream was let in by the session's cookie: it ends when the session does (the page's next
+	// connection then asks for a sign-in).
+	var left time.Duration // none when the session expired since who looked
+	if se := s.session(r); se != nil {
+		left = time.Unix(se.Expires, 0).Sub(s.o.now())
+	}
+	end := time.NewTimer(left)
+	defer end.Stop()
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -165,6 +191,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case <-r.Context().Done():
+			return
+		case <-end.C:
 			return
 		case env := <-ch:
 			b, _ := json.Marshal(map[string]string{"environment": env})
