@@ -28,6 +28,10 @@ type Issuer struct {
 	jwksHits  atomic.Int32
 	discovery atomic.Int32
 	n         atomic.Int64 // token ids
+	// keySetHook and discoveryHook, when set, answer instead of the
+	// issuer (a slow, huge or hostile issuer).
+	keySetHook    http.HandlerFunc
+	discoveryHook http.HandlerFunc
 }
 
 // Key is an RSA signing key with its key id.
@@ -41,21 +45,20 @@ func New(t testing.TB) *Issuer {
 	t.Helper()
 	is := &Issuer{}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
 		is.discovery.Add(1)
-		// The fields GitHub's https://token.actions.githubusercontent.com/.well-known/openid-configuration has.
-		writeJSON(w, map[string]any{
-			"issuer":                                is.srv.URL,
-			"jwks_uri":                              is.srv.URL + "/.well-known/jwks",
-			"subject_types_supported":               []string{"public", "pairwise"},
-			"response_types_supported":              []string{"id_token"},
-			"claims_supported":                      []string{"sub", "aud", "exp", "iat", "iss", "jti", "nbf", "ref", "repository", "repository_owner", "run_id", "actor", "workflow", "workflow_ref", "event_name", "ref_type"},
-			"id_token_signing_alg_values_supported": []string{"RS256"},
-			"scopes_supported":                      []string{"openid"},
-		})
+		if h := is.hook(&is.discoveryHook); h != nil {
+			h(w, r)
+			return
+		}
+		writeJSON(w, is.Discovery(nil))
 	})
-	mux.HandleFunc("GET /.well-known/jwks", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /.well-known/jwks", func(w http.ResponseWriter, r *http.Request) {
 		is.jwksHits.Add(1)
+		if h := is.hook(&is.keySetHook); h != nil {
+			h(w, r)
+			return
+		}
 		is.mu.Lock()
 		defer is.mu.Unlock()
 		set := jose.JSONWebKeySet{}
@@ -79,6 +82,48 @@ func (is *Issuer) Certificate() *x509.Certificate { return is.srv.Certificate() 
 // CertPEM is Certificate in PEM, for a CA file.
 func (is *Issuer) CertPEM() []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: is.srv.Certificate().Raw})
+}
+
+// ServeKeySet answers the key set requests with h instead of the published
+// keys (nil: the published keys again), e.g. a slow or huge key set.
+func (is *Issuer) ServeKeySet(h http.HandlerFunc) { is.setHook(&is.keySetHook, h) }
+
+// ServeDiscovery answers the discovery document requests with h (nil: the
+// issuer's own document again).
+func (is *Issuer) ServeDiscovery(h http.HandlerFunc) { is.setHook(&is.discoveryHook, h) }
+
+// Discovery is the issuer's own discovery document (the fields GitHub's
+// https://token.actions.githubusercontent.com/.well-known/openid-configuration
+// has) with the fields in change replaced, for a ServeDiscovery handler.
+func (is *Issuer) Discovery(change map[string]any) map[string]any {
+	doc := map[string]any{
+		"issuer":                                is.srv.URL,
+		"jwks_uri":                              is.srv.URL + "/.well-known/jwks",
+		"subject_types_supported":               []string{"public", "pairwise"},
+		"response_types_supported":              []string{"id_token"},
+		"claims_supported":                      []string{"sub", "aud", "exp", "iat", "iss", "jti", "nbf", "ref", "repository", "repository_owner", "run_id", "actor", "workflow", "workflow_ref", "event_name", "ref_type"},
+		"id_token_signing_alg_values_supported": []string{"RS256"},
+		"scopes_supported":                      []string{"openid"},
+	}
+	for k, v := range change {
+		doc[k] = v
+	}
+	return doc
+}
+
+// WriteJSON writes v as a JSON answer, for ServeKeySet and ServeDiscovery handlers.
+func WriteJSON(w http.ResponseWriter, v any) { writeJSON(w, v) }
+
+func (is *Issuer) setHook(at *http.HandlerFunc, h http.HandlerFunc) {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	*at = h
+}
+
+func (is *Issuer) hook(at *http.HandlerFunc) http.HandlerFunc {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	return *at
 }
 
 // Close stops the issuer (it is unreachable from then on).

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
@@ -68,6 +70,7 @@ var (
 	ErrBadSignature      = errors.New("signature does not verify")
 	ErrWrongAudience     = errors.New("wrong audience")
 	ErrExpired           = errors.New("token expired")
+	ErrNotYetValid       = errors.New("token not valid yet")
 	ErrNoTokenID         = errors.New("token has no jti")
 	ErrReplayed          = errors.New("token already used")
 	ErrMissingClaim      = errors.New("token lacks a claim")
@@ -87,6 +90,10 @@ const minRefresh = 30 * time.Second
 
 // maxKeySet caps a discovery document or key set response.
 const maxKeySet = 1 << 20
+
+// nbfLeeway is how far ahead of the bot's clock a token's nbf may be (the
+// issuer's clock may run ahead); go-oidc's value. GitHub backdates nbf.
+const nbfLeeway = 5 * time.Minute
 
 // verifier checks CI ID tokens against the trusted issuers.
 type verifier struct {
@@ -109,6 +116,7 @@ type trustedIssuer struct {
 
 func newVerifier(issuers []Issuer, client *http.Client, refresh time.Duration, now func() time.Time) *verifier {
 	v := &verifier{issuers: map[string]*trustedIssuer{}, replay: newReplayCache(now), now: now}
+	client = cappedClient(client)
 	for _, is := range issuers {
 		v.issuers[is.URL] = &trustedIssuer{Issuer: is, client: client, now: now, refresh: refresh}
 	}
@@ -133,15 +141,15 @@ func (v *verifier) verify(ctx context.Context, raw string) (*Caller, error) {
 	}
 	var keyErr error
 	tok, err := idv.Verify(context.WithValue(ctx, keyErrKey{}, &keyErr), raw)
-	var expired *oidc.TokenExpiredError
 	switch {
 	case err == nil:
 	case keyErr != nil:
 		return nil, keyErr
-	case errors.As(err, &expired):
-		return nil, fmt.Errorf("%w at %s", ErrExpired, expired.Expiry.UTC().Format(time.RFC3339))
 	default:
 		return nil, fmt.Errorf("%w: %v", ErrMalformedToken, err)
+	}
+	if err := validAt(tok, is.now()); err != nil {
+		return nil, err
 	}
 	if !slices.Contains(tok.Audience, is.Audience) {
 		return nil, fmt.Errorf("%w: %q, want %q", ErrWrongAudience, tok.Audience, is.Audience)
@@ -232,7 +240,8 @@ func (is *trustedIssuer) verifier(ctx context.Context) (*oidc.IDTokenVerifier, e
 	defer cancel()
 	p, err := oidc.NewProvider(oidc.ClientContext(ctx, is.client), is.URL)
 	if err != nil {
-		is.lastErr = fmt.Errorf("%w: discovering %s: %v", ErrIssuerUnavailable, is.URL, err)
+		// go-oidc quotes a failed answer's body: keep the head of it.
+		is.lastErr = fmt.Errorf("%w: discovering %s: %s", ErrIssuerUnavailable, is.URL, clip(err.Error(), 300))
 		return nil, is.lastErr
 	}
 	var doc struct {
@@ -244,8 +253,53 @@ func (is *trustedIssuer) verifier(ctx context.Context) (*oidc.IDTokenVerifier, e
 		return nil, is.lastErr
 	}
 	ks := &keySet{url: doc.JWKSURL, client: is.client, now: is.now, refresh: is.refresh}
-	is.v = oidc.NewVerifier(is.URL, ks, &oidc.Config{SkipClientIDCheck: true, SupportedSigningAlgs: doc.Algs, Now: is.now})
+	// The audience is checked by verify (any of an array), exp and nbf by
+	// validAt (with typed errors); keySet accepts only asymmetric
+	// algorithms, whatever the document advertises.
+	is.v = oidc.NewVerifier(is.URL, ks, &oidc.Config{SkipClientIDCheck: true, SkipExpiryCheck: true, SupportedSigningAlgs: doc.Algs})
 	return is.v, nil
+}
+
+// validAt checks the token's exp (required) and nbf (when present, with
+// nbfLeeway) against now.
+func validAt(tok *oidc.IDToken, now time.Time) error {
+	if tok.Expiry.IsZero() {
+		return fmt.Errorf("%w: it has no exp", ErrExpired)
+	}
+	if !now.Before(tok.Expiry) {
+		return fmt.Errorf("%w at %s", ErrExpired, tok.Expiry.UTC().Format(time.RFC3339))
+	}
+	var c struct {
+		NBF *float64 `json:"nbf"`
+	}
+	if err := tok.Claims(&c); err != nil {
+		return fmt.Errorf("%w: nbf: %v", ErrMalformedToken, err)
+	}
+	if c.NBF != nil {
+		if nbf := time.Unix(int64(*c.NBF), 0); now.Add(nbfLeeway).Before(nbf) {
+			return fmt.Errorf("%w: nbf is %s, %s ahead of this clock (%s allowed)", ErrNotYetValid, nbf.UTC().Format(time.RFC3339), nbf.Sub(now).Round(time.Second), nbfLeeway)
+		}
+	}
+	return nil
+}
+
+// repositoryRE is a repository path: OWNER/NAME, or GitLab's
+// group/subgroup/project; "." and ".." segments are refused apart.
+var repositoryRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+$`)
+
+// checkRepository refuses a repository claim that is no repository path of
+// the claim set (the issuer signed it, but the file it owns is derived from
+// it: acme/../payments-api must not own payments-api.json).
+func checkRepository(claims, claim, repo string) error {
+	segs := strings.Split(repo, "/")
+	ok := repositoryRE.MatchString(repo) && !slices.Contains(segs, ".") && !slices.Contains(segs, "..")
+	if ok && claims == ClaimsGitHub && len(segs) != 2 {
+		ok = false
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s %q is not a repository path (OWNER/NAME; GitLab group/subgroup/project)", ErrMalformedToken, claim, repo)
+	}
+	return nil
 }
 
 // caller reads the identity claims of the issuer's claim set.
@@ -287,10 +341,16 @@ func (is *trustedIssuer) caller(tok *oidc.IDToken) (*Caller, error) {
 		if c.Repository == "" {
 			return c, fmt.Errorf("%w: project_path", ErrMissingClaim)
 		}
+		if err := checkRepository(is.Claims, "project_path", c.Repository); err != nil {
+			return c, err
+		}
 	default:
 		c.Repository, c.Ref, c.WorkflowRef, c.Event, c.Actor, c.Run = cl.Repository, cl.Ref, cl.WorkflowRef, cl.EventName, cl.Actor, cl.RunID
 		if c.Repository == "" {
 			return c, fmt.Errorf("%w: repository", ErrMissingClaim)
+		}
+		if err := checkRepository(is.Claims, "repository", c.Repository); err != nil {
+			return c, err
 		}
 	}
 	return c, nil
@@ -413,7 +473,7 @@ func (k *keySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
 		return nil, fmt.Errorf("%w: fetching keys: %v", ErrIssuerUnavailable, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxKeySet))
+	body, err := io.ReadAll(resp.Body) // capped by cappedClient
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading keys from %s: %v", ErrIssuerUnavailable, k.url, err)
 	}
@@ -475,4 +535,63 @@ func (r *replayCache) use(id string, exp time.Time) error {
 	}
 	r.seen[id] = exp
 	return nil
+}
+
+// cappedClient is c with every answer's body cut off at maxKeySet bytes:
+// reading further fails (go-oidc reads a discovery document whole).
+func cappedClient(c *http.Client) *http.Client {
+	cp := *c
+	base := cp.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	cp.Transport = capTransport{base: base}
+	return &cp
+}
+
+type capTransport struct{ base http.RoundTripper }
+
+func (t capTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &cappedBody{rc: resp.Body, left: maxKeySet, url: r.URL.Redacted()}
+	return resp, nil
+}
+
+type cappedBody struct {
+	rc   io.ReadCloser
+	left int64
+	url  string
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		var one [1]byte
+		n, err := b.rc.Read(one[:])
+		if n > 0 {
+			return 0, fmt.Errorf("answer of %s larger than %d bytes", b.url, maxKeySet)
+		}
+		return 0, err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.rc.Close() }
+
+// clip cuts s to at most n bytes (on a rune boundary), marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
