@@ -306,7 +306,11 @@ func (a *BumpAPI) authorize(ctx context.Context, c *Caller, body *BumpBody) (Bum
 	if err := claimsAllowed(c, st); err != nil {
 		return req, refuse(http.StatusForbidden, "ClaimRefused", "environment %q: %v", req.Env, err)
 	}
-	owned, allowNew := ownedFiles(pl, c.Repository)
+	owned, allowNew, conv := ownedFiles(pl, c.Repository)
+	i := slices.Index(owned, req.File)
+	if i < 0 {
+		i = slices.IndexFunc(owned, func(f string) bool { return strings.EqualFold(f, req.File) })
+	}
 	switch {
 	case req.File == "" && len(owned) == 1:
 		req.File = owned[0]
@@ -314,9 +318,15 @@ func (a *BumpAPI) authorize(ctx context.Context, c *Caller, body *BumpBody) (Bum
 		return req, refuse(http.StatusForbidden, "NotOwner", "repository %s owns no file: %s's owners give its name's file to other repositories", c.Repository, pl.File)
 	case req.File == "":
 		return req, refuse(http.StatusBadRequest, "BadRequest", "repository %s owns %s: name one in file", c.Repository, strings.Join(owned, ", "))
-	case !slices.Contains(owned, req.File):
+	case i < 0:
 		return req, refuse(http.StatusForbidden, "NotOwner", "repository %s may bump only %s, not %s", c.Repository, orNothing(owned), req.File)
+	case owned[i] != conv:
+		// A file owners lists is the file of that spelling.
+		req.File = owned[i]
 	}
+	// The file named after the repository is matched without regard to
+	// case (GitHub's and GitLab's names are case-insensitive): the
+	// request's spelling is the file's.
 	return req, a.defined(ctx, req, allowNew[req.File])
 }
 
@@ -347,22 +357,26 @@ func (a *BumpAPI) defined(ctx context.Context, req BumpRequest, allowNew bool) e
 }
 
 // ownedFiles lists the files repo may bump: those pipeline.yaml's owners
-// give it, and the file named after it unless owners gives that file to
-// other repositories. allowNew says which of them may get new services.
-func ownedFiles(pl *promote.Pipeline, repo string) (owned []string, allowNew map[string]bool) {
+// give it, and the file named after it (conv, "" when it is not owned)
+// unless owners lists that name in any case. allowNew says which of them
+// may get new services.
+func ownedFiles(pl *promote.Pipeline, repo string) (owned []string, allowNew map[string]bool, conv string) {
 	allowNew = map[string]bool{}
+	listed := false
+	name := manifest.Owner(repo) + ".json"
 	for file, o := range pl.Owners {
+		listed = listed || strings.EqualFold(file, name)
 		if slices.ContainsFunc(o.Repositories, func(r string) bool { return strings.EqualFold(r, repo) }) {
 			owned = append(owned, file)
 			allowNew[file] = o.AllowNewServices
 		}
 	}
-	conv := manifest.Owner(repo) + ".json"
-	if _, listed := pl.OwnersOf(conv); !listed {
+	if !listed {
+		conv = name
 		owned = append(owned, conv)
 	}
 	slices.Sort(owned)
-	return owned, allowNew
+	return owned, allowNew, conv
 }
 
 // underNamespace reports whether repo (a/b or a/b/c) lies under one of the namespaces.

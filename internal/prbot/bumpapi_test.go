@@ -69,7 +69,13 @@ type bumpEnv struct {
 
 func newBumpEnv(t *testing.T) *bumpEnv {
 	t.Helper()
-	e := &bumpEnv{f: newFixture(t, bumpFiles()), gh: oidctest.New(t), gl: oidctest.New(t), clk: &clock{}}
+	return newBumpEnvWith(t, bumpFiles())
+}
+
+// newBumpEnvWith is newBumpEnv over the manifests repository files.
+func newBumpEnvWith(t *testing.T, files map[string]string) *bumpEnv {
+	t.Helper()
+	e := &bumpEnv{f: newFixture(t, files), gh: oidctest.New(t), gl: oidctest.New(t), clk: &clock{}}
 	b := e.f.bot(t, WithClock(e.clk.now))
 	api, err := NewBumpAPI(b,
 		WithIssuer(Issuer{URL: e.gh.URL(), Audience: "stagehand", Claims: ClaimsGitHub}),
