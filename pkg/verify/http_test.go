@@ -150,3 +150,47 @@ func TestTimeout(t *testing.T) {
 		t.Errorf("cancelled run: %+v, %v; want fail and an error", rep, err)
 	}
 }
+
+// TestHTTPRefusesLinkLocal: an http or prometheus task cannot reach the cloud
+// metadata services (which hand out the node's and pod's credentials), by
+// address or through a redirect from an allowed server; loopback and other
+// addresses are reached as before.
+func TestHTTPRefusesLinkLocal(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/to-metadata" {
+			http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/iam/security-credentials/", http.StatusFound)
+			return
+		}
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	for _, tc := range []struct{ name, props, result, message string }{
+		{"metadata", `{"http": {"url": "http://169.254.169.254/latest/meta-data/", "interval": "1s", "duration": "100ms"}}`, verify.Fail,
+			"GET http://169.254.169.254/latest/meta-data/: Get \"http://169.254.169.254/latest/meta-data/\": dial tcp 169.254.169.254:80: verification request to 169.254.169.254: link-local addresses are refused (cloud instance metadata lives there)"},
+		{"ECS credentials", `{"http": {"url": "http://169.254.170.2/v2/credentials", "interval": "1s", "duration": "100ms"}}`, verify.Fail,
+			"verification request to 169.254.170.2: link-local addresses are refused"},
+		{"EC2 IPv6 metadata", `{"http": {"url": "http://[fd00:ec2::254]/latest/meta-data/", "interval": "1s", "duration": "100ms"}}`, verify.Fail,
+			"verification request to fd00:ec2::254: link-local addresses are refused"},
+		{"IPv6 link-local", `{"http": {"url": "http://[fe80::1]:8080/", "interval": "1s", "duration": "100ms"}}`, verify.Fail,
+			"verification request to fe80::1: link-local addresses are refused"},
+		{"redirect to metadata", `{"http": {"url": "` + srv.URL + `/to-metadata", "interval": "1s", "duration": "100ms"}}`, verify.Fail,
+			"verification request to 169.254.169.254: link-local addresses are refused"},
+		{"prometheus at metadata", `{"prometheus": {"address": "http://169.254.169.254", "query": "up", "op": ">", "threshold": 0, "interval": "1s", "duration": "100ms"}}`, verify.Fail,
+			"verification request to 169.254.169.254: link-local addresses are refused"},
+		{"loopback", `{"http": {"url": "` + srv.URL + `/", "interval": "1s", "duration": "100ms"}}`, verify.Pass, "0 of 1 requests failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			rep, err := newVerifier(t).Verify(context.Background(), verify.Run{Revision: "abc"}, []verify.Task{mustTask(t, tc.name, tc.props)}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Result != tc.result || !strings.Contains(rep.Tasks[0].Message, tc.message) {
+				t.Errorf("report %s %q, want %s saying %q", rep.Result, rep.Tasks[0].Message, tc.result, tc.message)
+			}
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("took %s: a refusal is immediate", took)
+			}
+		})
+	}
+}

@@ -86,9 +86,13 @@ func (v *Verifier) query(ctx context.Context, p *Prometheus) (map[string]float64
 		return nil, fmt.Errorf("querying Prometheus at %s: %w", p.Address, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading Prometheus' answer: %w", err)
+	}
+	if len(b) > maxBody {
+		// Cut short, it would read as "not a query answer"; say what is wrong instead.
+		return nil, fmt.Errorf("query %q: Prometheus' answer is larger than %d bytes: the query returns too many series; aggregate it (sum, max, topk)", p.Query, maxBody)
 	}
 	var qr queryResponse
 	if err := json.Unmarshal(b, &qr); err != nil {

@@ -2,6 +2,7 @@ package verify_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -74,6 +75,36 @@ func TestPrometheus(t *testing.T) {
 				if !strings.Contains(rep.Tasks[0].Message, m) {
 					t.Errorf("message %q does not say %q", rep.Tasks[0].Message, m)
 				}
+			}
+		})
+	}
+}
+
+// TestPrometheusHugeAnswer: a query whose answer passes the 1 MiB read
+// (thousands of series with long labels) fails saying so, quickly, rather
+// than as an answer that does not parse; its aggregate passes.
+func TestPrometheusHugeAnswer(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	wide := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "shop_wide", Help: "One series per long label value."}, []string{"id"})
+	reg.MustRegister(wide)
+	const series = 6000
+	for i := range series {
+		wide.WithLabelValues(fmt.Sprintf("%05d-%s", i, strings.Repeat("x", 200))).Set(1)
+	}
+	prom := promtest.Start(t, exporter(t, reg))
+	prom.WaitFor(t, `count(shop_wide) == 6000`)
+	for _, tc := range []struct{ name, query, result, message string }{
+		{"every series", "shop_wide", verify.Fail, `query "shop_wide": Prometheus' answer is larger than 1048576 bytes: the query returns too many series; aggregate it (sum, max, topk)`},
+		{"aggregated", "max(shop_wide)", verify.Pass, "last value {} 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			task := mustTask(t, tc.name, `{"prometheus": {"address": "`+prom.URL+`", "query": "`+tc.query+`", "op": "<=", "threshold": 1, "interval": "100ms", "duration": "200ms"}}`)
+			rep, err := newVerifier(t).Verify(context.Background(), verify.Run{Revision: "abc"}, []verify.Task{task}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Result != tc.result || !strings.Contains(rep.Tasks[0].Message, tc.message) {
+				t.Errorf("report %s %q, want %s saying %q", rep.Result, rep.Tasks[0].Message, tc.result, tc.message)
 			}
 		})
 	}

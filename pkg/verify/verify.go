@@ -78,8 +78,8 @@ type options struct {
 type Option func(*options) error
 
 // WithHTTPClient sets the client of http and prometheus tasks (default: one
-// with TLS from the system roots; each request is bounded by the task's
-// interval).
+// with TLS from the system roots that refuses link-local addresses, see
+// ErrLinkLocal; each request is bounded by the task's interval).
 func WithHTTPClient(c *http.Client) Option {
 	return func(o *options) error {
 		if c == nil {
@@ -97,7 +97,7 @@ func WithJobPoll(d time.Duration) Option {
 
 // New returns a Verifier.
 func New(opts ...Option) (*Verifier, error) {
-	o := options{client: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}, jobPoll: 2 * time.Second}
+	o := options{client: defaultClient(), jobPoll: 2 * time.Second}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
