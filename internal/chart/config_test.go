@@ -220,6 +220,7 @@ func TestRejectedValues(t *testing.T) {
 		{name: "prbot without GitHub credentials", values: map[string]any{"prbot": map[string]any{"enabled": true}},
 			want: "prbot's GitHub credentials"},
 		{name: "prbot config key", values: map[string]any{"prbot": map[string]any{"config": map[string]any{"listen": ":9"}}}, want: "listen"},
+		{name: "two prbot replicas (each would accept a keyless bump's token once)", values: map[string]any{"prbot": map[string]any{"replicaCount": 2}}, want: "replicaCount"},
 		{name: "chart-owned registry key", values: map[string]any{"config": map[string]any{"registry": map[string]any{"dockerConfigFile": "/x"}}}, want: "dockerConfigFile"},
 		{name: "negative registry rate limit", values: map[string]any{"config": map[string]any{"registry": map[string]any{"rateLimit": -1}}}, want: "rateLimit"},
 		{name: "bad digest cache TTL", values: map[string]any{"config": map[string]any{"registry": map[string]any{"digestCacheTTL": "a while"}}}, want: "digestCacheTTL"},
