@@ -98,7 +98,7 @@ func TestPrometheusHugeAnswer(t *testing.T) {
 		{"aggregated", "max(shop_wide)", verify.Pass, "last value {} 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			task := mustTask(t, tc.name, `{"prometheus": {"address": "`+prom.URL+`", "query": "`+tc.query+`", "op": "<=", "threshold": 1, "interval": "100ms", "duration": "200ms"}}`)
+			task := mustTask(t, tc.name, `{"prometheus": {"address": "`+prom.URL+`", "query": "`+tc.query+`", "op": "<=", "threshold": 1, "interval": "10s", "duration": "1s"}}`)
 			rep, err := newVerifier(t).Verify(context.Background(), verify.Run{Revision: "abc"}, []verify.Task{task}, nil)
 			if err != nil {
 				t.Fatal(err)
