@@ -197,22 +197,25 @@ func fromObject(u *unstructured.Unstructured) (Lock, error) {
 	return l, nil
 }
 
-// Get implements Storage. A lock is found by its object name (ObjectName)
-// or, failing that, among the objects without Stagehand's labels by
-// spec.path: a Lock object someone made by hand, say with kubectl or from a
-// GitOps repository, under a name of their own.
+// Get implements Storage. A lock is found by its object name (ObjectName),
+// with a consistent read, or, failing that, among the objects without
+// Stagehand's labels by spec.path: a Lock object someone made by hand, say
+// with kubectl or from a GitOps repository, under a name of their own.
+//
+// Those are listed from the API server's watch cache as it stands
+// (resourceVersion "0"), and one that matches is read again by its name (a
+// consistent read). A consistent list would wait for the watch cache to catch
+// up with etcd, which, when other resources were written since the last Lock
+// event, means waiting for etcd's next progress notification: about 100 ms
+// for every Get of an absent lock, on the deploy's hot path. The cost: a Lock
+// object made by hand in the instant (the cache's lag, milliseconds) before a
+// Get may be missed by that Get. Locks Stagehand writes are always found;
+// Create still lists hand-made objects consistently, and checks (GetAll, List,
+// which the planner's lock checks use) are consistent reads.
 func (k *Kubernetes) Get(ctx context.Context, path string) (Lock, error) {
 	u, err := k.res().Get(ctx, ObjectName(path), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		handMade, lerr := k.list(ctx, "!"+pathLabel, "")
-		if lerr != nil {
-			return Lock{}, wrap("getting", path, lerr)
-		}
-		for _, l := range handMade {
-			if l.Path == path {
-				return l, nil
-			}
-		}
+		return k.getHandMade(ctx, path, err)
 	}
 	if err != nil {
 		return Lock{}, wrap("getting", path, err)
@@ -225,6 +228,39 @@ func (k *Kubernetes) Get(ctx context.Context, path string) (Lock, error) {
 		return Lock{}, fmt.Errorf("getting lock %s: object %s holds path %q", path, u.GetName(), l.Path)
 	}
 	return l, nil
+}
+
+// getHandMade finds the Lock object made by hand at path (see Get); notFound
+// is the error of the read by ObjectName.
+func (k *Kubernetes) getHandMade(ctx context.Context, path string, notFound error) (Lock, error) {
+	list, err := k.res().List(ctx, metav1.ListOptions{LabelSelector: "!" + pathLabel, ResourceVersion: "0"})
+	if err != nil {
+		return Lock{}, wrap("getting", path, err)
+	}
+	for i := range list.Items {
+		l, err := fromObject(&list.Items[i])
+		if err != nil {
+			return Lock{}, fmt.Errorf("getting lock %s: %w", path, err)
+		}
+		if l.Path != path {
+			continue
+		}
+		// The cache's copy may be behind: read it again, consistently.
+		u, err := k.res().Get(ctx, list.Items[i].GetName(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue // deleted since
+		}
+		if err != nil {
+			return Lock{}, wrap("getting", path, err)
+		}
+		if l, err = fromObject(u); err != nil {
+			return Lock{}, fmt.Errorf("getting lock %s: %w", path, err)
+		}
+		if l.Path == path {
+			return l, nil
+		}
+	}
+	return Lock{}, wrap("getting", path, notFound)
 }
 
 // List implements Storage.

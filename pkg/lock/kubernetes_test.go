@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -285,11 +286,32 @@ func TestHandMadeLockObject(t *testing.T) {
 	if all, err := s.List(ctx, "apps"); err != nil || len(all) != 1 {
 		t.Errorf("List = %+v, %v; want the freeze only", all, err)
 	}
+	// Get finds it by its path (through the watch cache, then read again by name): changed right before,
+	// it is the changed object that Get returns.
+	if l, err := s.Get(ctx, "apps/production"); err != nil || l.Author != "release-manager" {
+		t.Errorf("Get = %+v, %v; want the freeze", l, err)
+	}
+	obj, err = res.Get(ctx, "holiday-freeze", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(obj.Object, "incident-commander", "spec", "author"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := res.Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := s.Get(ctx, "apps/production"); err != nil || l.Author != "incident-commander" {
+		t.Errorf("Get after the change = %+v, %v; want the freeze by incident-commander", l, err)
+	}
 	if _, err := s.Unlock(ctx, "apps/production", Freeze, false); err != nil {
 		t.Fatalf("Unlock: %v", err)
 	}
 	if _, err := res.Get(ctx, "holiday-freeze", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the hand-made object is still there: %v", err)
+	}
+	if l, err := s.Get(ctx, "apps/production"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get after Unlock = %+v, %v; want ErrNotFound", l, err)
 	}
 	if got, err := s.Check(ctx, "apps/production/a/api", Deploy, true); err != nil || len(got) != 0 {
 		t.Errorf("Check after Unlock = %+v, %v; want free", got, err)
@@ -311,5 +333,59 @@ func TestLockInMissingNamespace(t *testing.T) {
 	_, err = svc.Lock(context.Background(), Lock{Path: "apps/prod", Type: Incident, Author: "oncall", ExpiresAt: time.Now().Add(time.Hour)})
 	if err == nil || !strings.Contains(err.Error(), `namespace "no-such-namespace-for-locks" does not exist`) {
 		t.Errorf("Lock = %v, want an error naming the missing namespace", err)
+	}
+}
+
+// BenchmarkGetAbsent measures a Get of a path no lock holds (the deploy hot
+// path's rollback-hold read, a lock check of one path): the object is not
+// found by its name, and the hand-made Lock objects are looked through. In
+// "after-other-writes" another resource (a ConfigMap, as the daemon's state
+// writes) is written before each Get, untimed: the API server's revision
+// then moves past the last Lock event, as it does in a running cluster.
+func BenchmarkGetAbsent(b *testing.B) {
+	for _, other := range []bool{false, true} {
+		name := "idle"
+		if other {
+			name = "after-other-writes"
+		}
+		b.Run(name, func(b *testing.B) {
+			env := cluster.Env(b)
+			cfg := rest.CopyConfig(env.Config)
+			cfg.QPS = -1
+			ns := env.Namespace(b)
+			k, err := NewKubernetesForConfig(cfg, ns)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			c := newFakeClock()
+			s, err := New(k, WithClock(c.Now))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.Lock(ctx, newLock(c, "apps/staging", Automation, time.Hour)); err != nil {
+				b.Fatal(err)
+			}
+			cms := env.Clientset.CoreV1().ConfigMaps(ns)
+			cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, metav1.CreateOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			i := 0
+			for b.Loop() {
+				if other {
+					b.StopTimer()
+					i++
+					cm.Data = map[string]string{"n": fmt.Sprint(i)}
+					if cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				if _, err := s.Get(ctx, "apps/production/hold"); !errors.Is(err, ErrNotFound) {
+					b.Fatalf("Get = %v, want ErrNotFound", err)
+				}
+			}
+		})
 	}
 }
