@@ -15,6 +15,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	ghapp "github.com/stagehand-gitops/stagehand/internal/github"
@@ -76,7 +77,12 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	if rf.once {
 		rf.le.Enable = false
 	}
-	opts := []daemon.Option{daemon.WithLogger(log.WithName("reconciler")), daemon.WithLeaderElection(rf.le)}
+	// This host's clock; the daemon records times on the API server's.
+	local, err := clock.Local(os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	opts := []daemon.Option{daemon.WithLogger(log.WithName("reconciler")), daemon.WithLeaderElection(rf.le), daemon.WithClock(local)}
 	if rf.identity == "" {
 		rf.identity = os.Getenv("POD_NAME")
 	}

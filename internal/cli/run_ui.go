@@ -87,6 +87,8 @@ func webPage(cfg *config.Config, d *daemon.Daemon, gh *ghapp.Client) (*ui.Server
 		opts = append(opts, ui.WithCommitURL(strings.TrimSuffix(web, "/")+"/"+cfg.GitHub.Owner+"/"+cfg.GitHub.Repo+"/commit/{revision}"))
 	}
 	opts = append(opts, ui.WithStages(stageOrder(d, cfg.Source.Root)))
+	// "pending for 5m", sessions: on the clock the daemon records times with (the API server's).
+	opts = append(opts, ui.WithClock(d.Now, time.Local))
 	return ui.New(d, opts...)
 }
 

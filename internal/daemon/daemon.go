@@ -13,8 +13,10 @@ import (
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
@@ -35,15 +37,19 @@ const LockAuthor = lock.ReservedAuthor
 
 // Daemon is a running reconciler: see the package documentation.
 type Daemon struct {
-	cfg      *config.Config
-	o        options
-	log      logr.Logger
-	store    *Store
-	metrics  *Metrics
-	source   *gitsource.Source
-	rec      *reconcile.Reconciler
-	targets  map[string][]reconcile.Target
-	lockSvc  *lock.Service
+	cfg     *config.Config
+	o       options
+	log     logr.Logger
+	store   *Store
+	metrics *Metrics
+	source  *gitsource.Source
+	rec     *reconcile.Reconciler
+	targets map[string][]reconcile.Target
+	lockSvc *lock.Service
+	// clock is the state cluster's API server's clock: every time the
+	// daemon records or compares with a recorded one (history, sequences,
+	// locks, pins) comes from it, so replicas whose clocks disagree agree.
+	clock    *clock.Remote
 	webhook  *webhook.Receiver
 	envNames []string
 	workers  map[string]*worker
@@ -88,10 +94,20 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	stateClient, err := clients.Client(cfg.State.Kubeconfig, cfg.State.Context)
+	// The state client, its own, follows the API server's clock from its
+	// responses (Lease renewals every retry period, state reads and writes).
+	d.clock = clock.NewRemote(o.now)
+	stateConfig, err := clients.RESTConfig(cfg.State.Kubeconfig, cfg.State.Context)
 	if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
+	stateConfig.Wrap(d.clock.Transport)
+	stateClient, err := kubernetes.NewForConfig(stateConfig)
+	if err != nil {
+		return nil, fmt.Errorf("state: building client: %w", err)
+	}
+	d.metrics.Registry.MustRegister(clockOffset{d.clock})
+	d.metrics.now = d.clock.Now
 	d.store = NewStore(stateClient, cfg.State.Namespace)
 	if err := d.buildTargets(clients); err != nil {
 		return nil, err
@@ -142,7 +158,7 @@ func (d *Daemon) buildTargets(clients *wire.Clients) error {
 
 // buildLocks makes the lock service and the reconciler's checker.
 func (d *Daemon) buildLocks(clients *wire.Clients) (*lock.Checker, error) {
-	var wopts []wire.Option
+	wopts := []wire.Option{wire.WithClock(d.clock.Now)}
 	if d.o.lockObserver != nil {
 		wopts = append(wopts, wire.WithLockObserver(d.o.lockObserver))
 	}
@@ -189,6 +205,10 @@ func (d *Daemon) buildWebhook() error {
 // Webhook returns the receiver mounted at /webhook/github, or nil when
 // github.webhookSecretFile is not set; register more handlers before Run.
 func (d *Daemon) Webhook() *webhook.Receiver { return d.webhook }
+
+// Now is the time on the state cluster's API server's clock, which every
+// time the daemon records is on (the local clock until its first response).
+func (d *Daemon) Now() time.Time { return d.clock.Now() }
 
 // Metrics returns the daemon's metrics (and their private registry).
 func (d *Daemon) Metrics() *Metrics { return d.metrics }
@@ -354,8 +374,8 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		poll:     d.pollNow, sourceStatus: d.source.Status,
 		descends: d.source.Descends, allowRewrite: d.cfg.Source.AllowRewrite,
 		rollback: ec.RollsBack(), restore: d.rec.Restore, rollbackHook: d.o.rollbackHook,
-		approvals: &counter{env: env, policy: d.cfg.ApprovalPolicy(env), authors: d.authors(), now: time.Now},
-		metrics:   d.metrics, log: d.log, now: time.Now,
+		approvals: &counter{env: env, policy: d.cfg.ApprovalPolicy(env), authors: d.authors(), now: d.clock.Now},
+		metrics:   d.metrics, log: d.log, now: d.clock.Now,
 		resync: resync, repropose: d.o.repropose, applyGrace: d.o.applyGrace,
 		pipeline: func(s gitsource.Snapshot) (*promote.Pipeline, error) { return promote.Load(s.FS, d.cfg.Source.Root) },
 		tasks:    d.envTasks(env), checkTask: d.checkTask, listener: d.o.listener,

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 )
@@ -67,7 +66,7 @@ func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*approv
 		}
 	}
 	h := Handover{ID: handoverID(), Approve: dc.approve, PlanHash: dc.planHash, Approver: dc.who, Reason: dc.reason,
-		At: time.Now().UTC()}
+		At: d.clock.Now().UTC()}
 	var (
 		pending *approval.Pending
 		full    bool

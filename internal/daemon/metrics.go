@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
@@ -186,4 +187,19 @@ func (h sourceHealth) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(sourceErrorsDesc, prometheus.CounterValue, float64(st.Errors))
 	ch <- prometheus.MustNewConstMetric(sourceFailingDesc, prometheus.GaugeValue, failing)
+}
+
+var clockOffsetDesc = prometheus.NewDesc("stagehand_clock_offset_seconds",
+	"How far the state cluster's API server's clock is ahead of this replica's (negative: behind), from the Date headers of its responses; the daemon records times on the API server's clock.",
+	nil, nil)
+
+// clockOffset reports the offset of the API server's clock, once known.
+type clockOffset struct{ c *clock.Remote }
+
+func (c clockOffset) Describe(ch chan<- *prometheus.Desc) { ch <- clockOffsetDesc }
+
+func (c clockOffset) Collect(ch chan<- prometheus.Metric) {
+	if off, ok := c.c.Offset(); ok {
+		ch <- prometheus.MustNewConstMetric(clockOffsetDesc, prometheus.GaugeValue, off.Seconds())
+	}
 }

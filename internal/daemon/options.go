@@ -36,6 +36,7 @@ type options struct {
 	rollbackHook  RollbackHook
 	authors       approval.Authors
 	lockObserver  lock.Observer
+	now           func() time.Time
 }
 
 func defaultOptions() options {
@@ -45,6 +46,7 @@ func defaultOptions() options {
 		election:   DefaultLeaderElection(),
 		applyGrace: 10 * time.Second,
 		repropose:  DefaultRepropose,
+		now:        time.Now,
 	}
 }
 
@@ -153,6 +155,20 @@ func WithRepropose(d time.Duration) Option {
 			return fmt.Errorf("repropose: must be positive, got %s", d)
 		}
 		o.repropose = d
+		return nil
+	}
+}
+
+// WithClock sets this host's wall clock (default time.Now). The daemon
+// records and compares times on the state cluster's API server's clock,
+// followed from the Date headers of its responses (internal/clock): now is
+// what that offset is measured against.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) error {
+		if now == nil {
+			return errors.New("configuring daemon: nil clock")
+		}
+		o.now = now
 		return nil
 	}
 }

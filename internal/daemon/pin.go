@@ -50,7 +50,7 @@ func (d *Daemon) pinned(ctx context.Context, env string, envM *manifest.Environm
 		return envM, nil
 	}
 	out, caughtUp := p.Apply(envM)
-	if !caughtUp && time.Now().Before(p.ExpiresAt) {
+	if !caughtUp && d.clock.Now().Before(p.ExpiresAt) { // ExpiresAt is the hold's: the API server's clock
 		return out, nil
 	}
 	// Done (git says it) or expired: git decides again.

@@ -53,7 +53,7 @@ func (d *Daemon) pushed() {
 // wakeLeader sets the wake annotation (a merge patch of that one key, so
 // concurrent writers never conflict), creating the ConfigMap when missing.
 func (d *Daemon) wakeLeader(ctx context.Context) error {
-	value := time.Now().UTC().Format(time.RFC3339Nano) + " " + d.o.identity
+	value := d.clock.Now().UTC().Format(time.RFC3339Nano) + " " + d.o.identity
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{annoWake: value}}})
 	if err != nil {
 		return fmt.Errorf("encoding wake-up: %w", err)
