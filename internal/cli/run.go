@@ -101,7 +101,7 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		for _, env := range cfg.EnvironmentNames() {
 			policies[env] = cfg.ApprovalPolicy(env)
 		}
-		if gh, err = ghapp.New(cfg.GitHub, ghapp.WithTransport(tr), ghapp.WithApprovals(policies)); err != nil {
+		if gh, err = ghapp.New(cfg.GitHub, ghapp.WithTransport(tr), ghapp.WithApprovals(policies), ghapp.WithClock(local)); err != nil {
 			return err
 		}
 		// Approve on GitHub (check run buttons) or over the API/CLI.

@@ -55,7 +55,7 @@ func (c *Client) update(ctx context.Context, id int64, u runUpdate) error {
 		u.Actions = []*gh.CheckRunAction{}
 	}
 	if u.Conclusion != "" && u.CompletedAt == nil {
-		u.CompletedAt = &gh.Timestamp{Time: time.Now().UTC().Truncate(time.Second)}
+		u.CompletedAt = &gh.Timestamp{Time: c.Now().UTC().Truncate(time.Second)}
 	}
 	req, err := c.rest.NewRequest(http.MethodPatch, fmt.Sprintf("repos/%s/%s/check-runs/%d", c.owner, c.repo, id), u)
 	if err != nil {
@@ -131,7 +131,7 @@ func (c *Client) Propose(ctx context.Context, p *reconcile.Plan, notes ...string
 		}
 		if r.GetExternalID() == p.PlanHash && r.GetStatus() == "in_progress" {
 			since := r.GetStartedAt().Time
-			if c.lostClickAfter <= 0 || time.Since(since) < c.lostClickAfter {
+			if c.lostClickAfter <= 0 || c.Now().Sub(since) < c.lostClickAfter {
 				return r.GetID(), nil // approved and being decided or applied
 			}
 			note := fmt.Sprintf("%sLost: “%s” (since %s UTC) never reached the leader; the replica that took the click stopped first. Nothing was applied or withdrawn: decide again.",
@@ -152,7 +152,7 @@ func (c *Client) Propose(ctx context.Context, p *reconcile.Plan, notes ...string
 	out := c.awaitingOutput(p, strings.Join(notes, "\n\n"))
 	opts := gh.CreateCheckRunOptions{
 		Name: name, HeadSHA: p.Revision, ExternalID: gh.String(p.PlanHash),
-		Conclusion: gh.String(ConclusionActionRequired), CompletedAt: &gh.Timestamp{Time: time.Now().UTC().Truncate(time.Second)},
+		Conclusion: gh.String(ConclusionActionRequired), CompletedAt: &gh.Timestamp{Time: c.Now().UTC().Truncate(time.Second)},
 		Output: output(out), Actions: approvalActions(),
 	}
 	if u := c.DetailsURL(p.Environment); u != "" {
@@ -280,7 +280,7 @@ func (c *Client) upsert(ctx context.Context, p *reconcile.Plan, status, conclusi
 	}
 	if conclusion != "" {
 		opts.Conclusion = gh.String(conclusion)
-		opts.CompletedAt = &gh.Timestamp{Time: time.Now().UTC().Truncate(time.Second)}
+		opts.CompletedAt = &gh.Timestamp{Time: c.Now().UTC().Truncate(time.Second)}
 	}
 	if u := c.DetailsURL(p.Environment); u != "" {
 		opts.DetailsURL = gh.String(u)
@@ -364,7 +364,7 @@ func (c *Client) Preview(ctx context.Context, env, headSHA string, p *reconcile.
 	}
 	opts := gh.CreateCheckRunOptions{
 		Name: name, HeadSHA: headSHA, Conclusion: gh.String(ConclusionNeutral),
-		CompletedAt: &gh.Timestamp{Time: time.Now().UTC().Truncate(time.Second)}, Output: output(out),
+		CompletedAt: &gh.Timestamp{Time: c.Now().UTC().Truncate(time.Second)}, Output: output(out),
 	}
 	if p != nil {
 		opts.ExternalID = gh.String(p.PlanHash)

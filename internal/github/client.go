@@ -11,6 +11,7 @@ import (
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	gh "github.com/google/go-github/v60/github"
 
+	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 )
 
@@ -26,6 +27,8 @@ type Client struct {
 
 	lostClickAfter time.Duration
 	budget         *budget
+	// clock is GitHub's, followed from the Date of every answer off the network.
+	clock *clock.Remote
 }
 
 // New builds a client from the github section of the configuration: github.apiURL (empty: api.github.com;
@@ -41,8 +44,12 @@ func New(cfg config.GitHub, opts ...Option) (*Client, error) {
 		return nil, errors.New("configuring GitHub client: github.owner and github.repo are required")
 	}
 	b := newBudget()
-	// Under authentication: conditional GETs (budget.go), then retries, then the metering of every answer.
-	base := &conditional{base: &retryTransport{base: metered{base: o.transport, budget: b}, policy: o.retry, retried: b.retried}, budget: b}
+	ghClock := clock.NewRemote(o.now)
+	b.now = ghClock.Now
+	// Under authentication: conditional GETs (budget.go), then retries, then the metering of every answer,
+	// then GitHub's clock read from the answers as they come off the network (never a cached copy's).
+	base := &conditional{base: &retryTransport{base: metered{base: ghClock.Transport(o.transport), budget: b}, policy: o.retry,
+		retried: b.retried, now: ghClock.Now}, budget: b}
 	var hc *http.Client
 	switch {
 	case o.token != "":
@@ -70,12 +77,15 @@ func New(cfg config.GitHub, opts ...Option) (*Client, error) {
 		}
 	}
 	c := &Client{rest: rest, owner: cfg.Owner, repo: cfg.Repo, approvers: cfg.Approvers, detailsURL: cfg.DetailsURL,
-		lostClickAfter: o.lostClickAfter, budget: b, policies: o.policies}
+		lostClickAfter: o.lostClickAfter, budget: b, policies: o.policies, clock: ghClock}
 	if cfg.App != nil && o.token == "" {
 		c.appID = cfg.App.AppID
 	}
 	return c, nil
 }
+
+// Now is the time on GitHub's clock as the client last read it (this host's until a first answer).
+func (c *Client) Now() time.Time { return c.clock.Now() }
 
 // REST is the underlying go-github client, for callers that need other endpoints.
 func (c *Client) REST() *gh.Client { return c.rest }

@@ -30,7 +30,7 @@ func NewGate(c *Client) *Gate { return &Gate{c: c} }
 // Propose creates (or, after a restart, finds) the check run awaiting approval and leaves the plan pending.
 func (g *Gate) Propose(ctx context.Context, p approval.Proposal) (approval.Decision, error) {
 	if _, err := g.c.Propose(ctx, p.Plan, p.Notes...); err != nil {
-		return approval.Decision{}, rateLimited(err, time.Now())
+		return approval.Decision{}, rateLimited(err, g.c.Now())
 	}
 	return approval.Decision{}, nil
 }

@@ -155,7 +155,7 @@ func (h *Handler) HandleCheckRun(ctx context.Context, payload []byte) error {
 	// go, so a second click cannot start a second decision.
 	// started_at marks the click: a run left in progress long after it, with its plan still pending, lost
 	// its click (see Client.Propose).
-	now := &gh.Timestamp{Time: time.Now().UTC().Truncate(time.Second)}
+	now := &gh.Timestamp{Time: h.client.Now().UTC().Truncate(time.Second)}
 	if err := h.client.update(ctx, run.GetID(), runUpdate{Status: "in_progress", StartedAt: now, Output: output(Output{Title: title, Summary: summary})}); err != nil {
 		return err
 	}

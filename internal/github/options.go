@@ -17,6 +17,7 @@ type Option func(*options) error
 type options struct {
 	// Client.
 	transport      http.RoundTripper
+	now            func() time.Time
 	token          string
 	retry          RetryPolicy
 	lostClickAfter time.Duration
@@ -39,7 +40,7 @@ const DefaultDecisionTimeout = 5 * time.Minute
 // timeout against its client's lost-click delay.
 func newOptions(opts []Option) (options, error) {
 	o := options{
-		transport: http.DefaultTransport, retry: DefaultRetryPolicy(), lostClickAfter: DefaultLostClickAfter,
+		transport: http.DefaultTransport, now: time.Now, retry: DefaultRetryPolicy(), lostClickAfter: DefaultLostClickAfter,
 		onError: func(error) {}, decisionTimeout: DefaultDecisionTimeout,
 		preview: defaultPreviewOptions(),
 	}
@@ -59,6 +60,19 @@ func WithTransport(t http.RoundTripper) Option {
 			return errors.New("nil transport")
 		}
 		o.transport = t
+		return nil
+	}
+}
+
+// WithClock sets this host's wall clock (client; default time.Now). The client keeps GitHub's time from
+// the Date headers of its answers, and check-run times, lost clicks and rate-limit waits are on that clock,
+// so a replica whose own clock is off writes and judges the same times as the others.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) error {
+		if now == nil {
+			return errors.New("nil clock")
+		}
+		o.now = now
 		return nil
 	}
 }
