@@ -139,12 +139,14 @@ func (f *botFlags) bot(d prbotDeps, extra ...prbot.Option) (*prbot.Bot, error) {
 	if web == "" {
 		web = webRoot(apiURL)
 	}
-	bopts := []prbot.Option{prbot.WithBase(f.base), prbot.WithRoot(f.root), prbot.WithWebURL(web), prbot.WithClock(d.now),
+	bopts := []prbot.Option{prbot.WithBase(f.base), prbot.WithRoot(f.root), prbot.WithWebURL(web),
+		// Soak, windows of merges, blocked-check times: on GitHub's clock, which check runs' times are on.
+		prbot.WithClock(gh.Now),
 		prbot.WithManifestOptions(wire.ManifestOptions(config.Manifest{AllowUnknownKeys: f.allowUnknownKeys})...)}
 	if f.upstreamOwner != "" {
 		bopts = append(bopts, prbot.WithUpstreamOwner(f.upstreamOwner))
 	}
-	locks, err := f.locks(d)
+	locks, err := f.locks(d, gh.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -175,12 +177,12 @@ func (f *botFlags) github(d prbotDeps, gcfg config.GitHub) (*ghclient.Client, er
 	default:
 		return nil, usagef("no GitHub credentials: pass --token-file, set $GITHUB_TOKEN, or use --app-id/--installation-id/--private-key-file")
 	}
-	return ghclient.New(gcfg, opts...)
+	return ghclient.New(gcfg, append(opts, ghclient.WithClock(d.now))...)
 }
 
 // locks is the reconciler's lock API at --lock-server (or
 // $STAGEHAND_SERVER); nil when neither is set: no lock checks.
-func (f *botFlags) locks(d prbotDeps) (prbot.LockChecker, error) {
+func (f *botFlags) locks(d prbotDeps, now func() time.Time) (prbot.LockChecker, error) {
 	server := f.lockServer
 	if server == "" {
 		server = d.env("STAGEHAND_SERVER")
@@ -196,7 +198,7 @@ func (f *botFlags) locks(d prbotDeps) (prbot.LockChecker, error) {
 	if err != nil {
 		return nil, usagef("--lock-server: %v", err)
 	}
-	return prbot.LockClient(lc), nil
+	return prbot.LockClient(lc, now), nil
 }
 
 // ownedFile is the file an upstream repository owns by the ownership

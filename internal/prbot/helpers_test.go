@@ -56,7 +56,7 @@ func newFixture(t *testing.T, files map[string]string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{srv: srv, sent: sent, gh: gh, locks: svc, lockC: LockClient(lc)}
+	return &fixture{srv: srv, sent: sent, gh: gh, locks: svc, lockC: LockClient(lc, nil)}
 }
 
 // counter counts requests by method and a route suffix pattern as they are

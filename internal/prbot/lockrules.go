@@ -116,7 +116,7 @@ func (r restLocks) BlockingWithin(ctx context.Context, prefix, lockType string) 
 	}
 	out := map[string][]string{}
 	seen := map[string]bool{}
-	now := time.Now()
+	now := r.now()
 	for i, l := range append(above, beneath...) {
 		if seen[l.Path] || (i >= len(above) && !l.Blocks(t, now)) {
 			continue

@@ -8,10 +8,21 @@ import (
 )
 
 // LockClient adapts pkg/lock's REST client (the reconciler's
-// GET /api/v1/check/{path}: 200 free, 423 locked) to a LockChecker.
-func LockClient(c *lock.Client) LockChecker { return restLocks{c} }
+// GET /api/v1/check/{path}: 200 free, 423 locked) to a LockChecker. now
+// (time.Now when nil) judges the expiry of the locks it lists: a clock
+// that follows true time (the bot's, GitHub's), since the reconciler
+// writes expiries on its API server's.
+func LockClient(c *lock.Client, now func() time.Time) LockChecker {
+	if now == nil {
+		now = time.Now
+	}
+	return restLocks{c: c, now: now}
+}
 
-type restLocks struct{ c *lock.Client }
+type restLocks struct {
+	c   *lock.Client
+	now func() time.Time
+}
 
 // Blocking returns a message for each lock blocking lockType at path or a prefix of it.
 func (r restLocks) Blocking(ctx context.Context, path, lockType string) ([]string, error) {
