@@ -162,7 +162,11 @@ func (w *worker) continueRollback(ctx context.Context, rb Rollback) error {
 	}
 	log.Info("rolled back", "entry", id, "workloads", restored, "message", msg)
 	w.metrics.setPending(w.env, false)
-	prop, out := rolledBackOutcome(w.env, e)
+	prop, out, err := rolledBackOutcome(w.env, e, changes)
+	if err != nil {
+		w.metrics.fail(w.env, "state")
+		log.Error(err, "reporting the rollback without the failed apply's workload results", "entry", id)
+	}
 	w.completed(rctx, prop, out)
 	if w.rollbackHook != nil {
 		if err := w.rollbackHook(rctx, w.env, id, rb.Cause); err != nil {
@@ -209,18 +213,23 @@ func rollbackSummary(cause string, res *reconcile.Result, err error) (int, strin
 }
 
 // rolledBackOutcome is what the gate hears of the rolled-back entry e: its
-// plan (environment, revision, planHash, changes) and the failed apply's
-// per-workload results, with the rollback in the message.
-func rolledBackOutcome(env string, e approval.Entry) (approval.Proposal, approval.Outcome) {
-	plan := &reconcile.Plan{Environment: env, Revision: e.Revision, PlanHash: e.PlanHash, HistoryRewritten: e.HistoryRewritten}
-	_ = json.Unmarshal(e.Changes, &plan.Changes) // written by changesJSON
+// plan (environment, revision, planHash, changes, decoded from e by the
+// caller) and the failed apply's per-workload results, with the rollback in
+// the message. An error says the workload results did not decode: the
+// outcome is complete but for them.
+func rolledBackOutcome(env string, e approval.Entry, changes []reconcile.Change) (approval.Proposal, approval.Outcome, error) {
+	plan := &reconcile.Plan{Environment: env, Revision: e.Revision, PlanHash: e.PlanHash, HistoryRewritten: e.HistoryRewritten, Changes: changes}
 	res := &reconcile.Result{Plan: plan}
+	var err error
 	if len(e.Workloads) > 0 {
-		_ = json.Unmarshal(e.Workloads, &res.Workloads)
+		if uerr := json.Unmarshal(e.Workloads, &res.Workloads); uerr != nil {
+			res.Workloads = nil
+			err = fmt.Errorf("decoding the workload results of the apply rolled back: %w", uerr)
+		}
 	}
 	out := approval.Outcome{Result: approval.ResultRolledBack, Approver: e.Approver, Message: e.Message, Apply: res,
 		Started: e.Started, Finished: e.Finished}
-	return approval.Proposal{Environment: env, Revision: e.Revision, Plan: plan}, out
+	return approval.Proposal{Environment: env, Revision: e.Revision, Plan: plan}, out, err
 }
 
 // skipFailed reports whether s's revision was rolled back (its plans are not
