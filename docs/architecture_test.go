@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -138,4 +139,78 @@ func moduleImports(t *testing.T, root string) map[string][]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestRoomsListed keeps ARCHITECTURE.md's room table true to the tree: every
+// package under internal/ and pkg/ (test-only ones included) is named in it
+// as `internal/x` or `pkg/x`, and every package it names exists.
+func TestRoomsListed(t *testing.T) {
+	doc, err := os.ReadFile("../ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rooms, ok := strings.Cut(string(doc), "## The rooms")
+	if !ok {
+		t.Fatal(`ARCHITECTURE.md has no "## The rooms" section`)
+	}
+	rooms, _, _ = strings.Cut(rooms, "\n## ")
+	named := map[string]bool{}
+	for _, m := range roomRE.FindAllStringSubmatch(rooms, -1) {
+		named[m[1]] = true
+	}
+	pkgs := map[string]bool{}
+	for _, top := range []string{"internal", "pkg"} {
+		err := filepath.WalkDir(filepath.Join("..", top), func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
+				return filepath.SkipDir
+			}
+			if !d.IsDir() && strings.HasSuffix(path, ".go") {
+				rel, err := filepath.Rel("..", filepath.Dir(path))
+				if err != nil {
+					return err
+				}
+				pkgs[filepath.ToSlash(rel)] = true
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var missing, stale []string
+	for p := range pkgs {
+		// A package under another (pkg/lock/crd) is its room's.
+		if !named[p] && !named[parentRoom(p, named)] {
+			missing = append(missing, p)
+		}
+	}
+	for p := range named {
+		if !pkgs[p] {
+			stale = append(stale, p)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(stale)
+	if len(missing) > 0 {
+		t.Errorf("packages missing from ARCHITECTURE.md's room table: %s", strings.Join(missing, ", "))
+	}
+	if len(stale) > 0 {
+		t.Errorf("ARCHITECTURE.md's room table names packages that do not exist: %s", strings.Join(stale, ", "))
+	}
+}
+
+// roomRE finds a package named in backquotes: `internal/api`, `pkg/lock`.
+var roomRE = regexp.MustCompile("`((?:internal|pkg)/[a-z0-9]+(?:/[a-z0-9]+)*)`")
+
+// parentRoom is the nearest named ancestor of p, or "".
+func parentRoom(p string, named map[string]bool) string {
+	for i := strings.LastIndex(p, "/"); i > 0; i = strings.LastIndex(p[:i], "/") {
+		if named[p[:i]] {
+			return p[:i]
+		}
+	}
+	return ""
 }
