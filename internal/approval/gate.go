@@ -18,6 +18,11 @@ type Proposal struct {
 	// Notes are shown with the plan where it awaits approval (the check
 	// run): a rollback's hold on the environment, an incident rollback's pin.
 	Notes []string
+	// Release, when not zero, is when the plan, applied and verified, began
+	// to wait for its release approval (the sequence's approval task after
+	// deployment): approving releases it, rejecting fails the deploy. The
+	// gate shows it awaiting a decision again, on the plan's planHash.
+	Release time.Time
 }
 
 // Decision is a gate's answer to Propose.

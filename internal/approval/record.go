@@ -21,6 +21,11 @@ type Pending struct {
 	// Approvals are the approvals counted so far, oldest first, one per approver. They belong to this
 	// planHash: a new plan starts from none.
 	Approvals []Approval `json:"approvals,omitempty"`
+	// Release marks a release approval: the plan was applied and verified,
+	// and the approval task after its deployment (pipeline.yaml's sequence)
+	// waits for a person. Approving releases it (the rest of the sequence
+	// runs); rejecting fails the deploy. Its planHash is the applied plan's.
+	Release bool `json:"release,omitempty"`
 }
 
 // Approval is one approver's approval of a pending plan.
@@ -129,4 +134,7 @@ type Entry struct {
 	// test and evaluation tasks run by pkg/verify) run after the deployment,
 	// in order; a failed one ends the list.
 	Verification []verify.TaskResult `json:"verification,omitempty"`
+	// ReleasedBy is who approved the release of the deployed revision (the
+	// sequence's approval task after deployment), several joined by ", ".
+	ReleasedBy string `json:"releasedBy,omitempty"`
 }

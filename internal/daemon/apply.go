@@ -133,32 +133,50 @@ func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest
 	if len(approvers) > 1 {
 		out.Approvers = approvers
 	}
-	out = w.deployed(ctx, prop, res, out)
-	if cause, ok := w.rollbackCause(out, res); ok {
-		<-startedReported
+	out, waiting := w.deployed(ctx, prop, res, out)
+	<-startedReported
+	if waiting {
+		// In flight until the release approval decides (release.go).
+		w.writeStatus(rctx, s, envM, appliedPlan(res), nil)
+		return res, nil
+	}
+	return res, w.settle(ctx, s, envM, prop, res, out)
+}
+
+// settle ends the apply of prop (res: its result, nil when the run was
+// continued by another process or after its release approval) as out says:
+// rolled back when out failed and the environment says so (see
+// rollbackCause), else recorded in the history and reported to the gate.
+// The error says why the apply failed.
+func (w *worker) settle(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, prop approval.Proposal, res *reconcile.Result, out approval.Outcome) error {
+	log := w.log.WithValues("environment", w.env, "revision", short(prop.Revision), "planHash", prop.Plan.PlanHash)
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer rcancel()
+	if cause, ok := w.rollbackCause(prop, out, res); ok {
 		w.metrics.fail(w.env, "apply")
 		log.Info("apply failed; rolling it back", "message", out.Message)
 		e := entryOf(prop, out, resolvedManifest(s, envM))
 		e.Verification = w.verifications(prop.Revision)
 		if rerr := w.rollBack(ctx, e, cause); rerr != nil {
-			return res, fmt.Errorf("applying revision %s: %s; %w", short(s.Revision), out.Message, rerr)
+			return fmt.Errorf("applying revision %s: %s; %w", short(prop.Revision), out.Message, rerr)
 		}
-		return res, fmt.Errorf("applying revision %s: %s; rolled back", short(s.Revision), out.Message)
+		return fmt.Errorf("applying revision %s: %s; rolled back", short(prop.Revision), out.Message)
 	}
 	applied := w.recordApply(rctx, prop, out, resolvedManifest(s, envM))
-	<-startedReported
 	w.completed(rctx, prop, out)
-	log.Info("applied", "result", out.Result, "changes", applied, "duration", out.Finished.Sub(begun).String())
+	log.Info("applied", "result", out.Result, "changes", applied, "duration", out.Finished.Sub(out.Started).String())
 	switch out.Result {
 	case approval.ResultFailed:
 		w.metrics.fail(w.env, "apply")
-		return res, fmt.Errorf("applying revision %s: %s", short(s.Revision), out.Message)
+		return fmt.Errorf("applying revision %s: %s", short(prop.Revision), out.Message)
 	case approval.ResultSucceeded:
 		// Desired is live now: the status follows from the plan without
 		// planning again.
-		w.writeStatus(rctx, s, envM, appliedPlan(res), nil)
+		if res != nil {
+			w.writeStatus(rctx, s, envM, appliedPlan(res), nil)
+		}
 	}
-	return res, nil
+	return nil
 }
 
 // approvedProposal is prop with the plan resumed was approved as: its
@@ -244,7 +262,7 @@ func unreachableSummary(res *reconcile.Result) string {
 func (w *worker) recordApply(ctx context.Context, prop approval.Proposal, out approval.Outcome, m *approval.Manifest) int {
 	e := approval.Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: changesJSON(prop.Plan.Changes), Approver: out.Approver,
 		Approvers: out.Approvers, Result: out.Result, Message: out.Message, HistoryRewritten: prop.Plan.HistoryRewritten, Started: out.Started, Finished: out.Finished,
-		Manifest: m, Verification: w.verifications(prop.Revision)}
+		Manifest: m, Verification: w.verifications(prop.Revision), ReleasedBy: w.releasedBy(prop.Revision)}
 	applied := 0
 	if out.Apply != nil {
 		var err error

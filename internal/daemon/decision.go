@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
@@ -17,7 +18,10 @@ type decision struct {
 	planHash string
 	who      string
 	reason   string
-	reply    chan decisionReply
+	// at is when the decision was taken: one taken before a release
+	// approval began to wait is not for it.
+	at    time.Time
+	reply chan decisionReply
 }
 
 type decisionReply struct {
@@ -80,7 +84,9 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 		return
 	}
 	p := st.Pending
-	if p == nil || p.PlanHash != dc.planHash {
+	if p == nil || p.PlanHash != dc.planHash || (p.Release && !dc.at.IsZero() && dc.at.Before(p.ProposedAt)) {
+		// (A decision taken before the release approval began to wait was
+		// for the plan before its deployment: stale.)
 		reply(nil, &approval.NotPendingError{Environment: w.env, PlanHash: dc.planHash, Pending: p})
 		return
 	}
@@ -106,6 +112,10 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 		return
 	}
 	prop := approval.Proposal{Environment: w.env, Revision: p.Revision, RevisionTime: s.Time, Plan: plan}
+	if p.Release {
+		w.decideRelease(ctx, s, prop, p, dc, reply)
+		return
+	}
 	if !dc.approve {
 		out, err := w.recordRejection(ctx, s, prop, dc)
 		if err != nil {

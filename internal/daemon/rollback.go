@@ -38,30 +38,40 @@ type Rollback struct {
 	At     time.Time `json:"at"`
 }
 
-// rollbackCause says whether the apply that ended as out (res) is rolled
-// back, and why: the environment says so and a workload failed (a rollout
-// past its deadline or not ready in time, or a patch; a blocked workload
-// alone is not a failure of what was applied), or everything rolled out and
-// a test or evaluation task of the delivery sequence after it failed.
-func (w *worker) rollbackCause(out approval.Outcome, res *reconcile.Result) (string, bool) {
-	if !w.rollback || out.Result != approval.ResultFailed || res == nil {
+// rollbackCause says whether the apply of prop that ended as out (res; nil
+// when the run was continued by another process or after its release
+// approval) is rolled back, and why: the environment says so and a
+// workload failed (a rollout past its deadline or not ready in time, or a
+// patch; a blocked workload alone is not a failure of what was applied), or
+// everything rolled out and a test or evaluation task of the delivery
+// sequence after it failed, or its release was rejected.
+func (w *worker) rollbackCause(prop approval.Proposal, out approval.Outcome, res *reconcile.Result) (string, bool) {
+	if !w.rollback || out.Result != approval.ResultFailed {
 		return "", false
 	}
-	for _, wr := range res.Workloads {
-		if wr.Outcome == reconcile.OutcomeFailed {
-			return "rollout failed: " + out.Message, true
+	if res != nil {
+		for _, wr := range res.Workloads {
+			if wr.Outcome == reconcile.OutcomeFailed {
+				return "rollout failed: " + out.Message, true
+			}
 		}
 	}
-	if out.Sequence == promote.ResultFail && len(res.Workloads) > 0 {
-		return "verification failed: " + out.Message, true
+	// Something was applied: the workloads res patched or, continued, the
+	// changes of the apply in flight.
+	applied := (res != nil && len(res.Workloads) > 0) || (res == nil && len(prop.Plan.Changes) > 0)
+	if out.Sequence != promote.ResultFail || !applied {
+		return "", false
 	}
-	return "", false
+	if msg, ok := w.releaseRejected(prop.Revision); ok {
+		return "release " + msg, true
+	}
+	return "verification failed: " + out.Message, true
 }
 
 // entryOf is prop's history entry for out, with m, the manifest resolved at its revision.
 func entryOf(prop approval.Proposal, out approval.Outcome, m *approval.Manifest) approval.Entry {
 	e := approval.Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: changesJSON(prop.Plan.Changes), Approver: out.Approver,
-		Result: out.Result, Message: out.Message, HistoryRewritten: prop.Plan.HistoryRewritten, Started: out.Started, Finished: out.Finished,
+		Approvers: out.Approvers, Result: out.Result, Message: out.Message, HistoryRewritten: prop.Plan.HistoryRewritten, Started: out.Started, Finished: out.Finished,
 		Manifest: m}
 	if out.Apply != nil {
 		e.Workloads, _ = json.Marshal(out.Apply.Workloads) // plain strings and numbers

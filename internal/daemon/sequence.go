@@ -48,12 +48,7 @@ func (w *worker) sequenceTasks(s gitsource.Snapshot) ([]promote.Task, error) {
 			continue
 		}
 		tasks := st.SequenceTasks()
-		dep := slices.IndexFunc(tasks, func(t promote.Task) bool { return t.Name == promote.TaskDeployment })
 		for _, t := range tasks {
-			if t.Name == promote.TaskApproval && t.Index > dep {
-				return nil, fmt.Errorf("%s:%d:%d: stages[%d].sequence[%d]: an approval after deployment is not implemented by this reconciler yet",
-					pl.File, t.Line, t.Column, i, t.Index)
-			}
 			if t.Name != promote.TaskTest && t.Name != promote.TaskEvaluation {
 				continue
 			}
@@ -81,17 +76,14 @@ func implemented(tasks map[string]sequence.Runner) string {
 	return strings.Join(names, ", ")
 }
 
-// withApproval puts an approval task first when a person must approve and
-// the sequence does not say where.
+// withApproval puts an approval task first when a person must approve the
+// plan and the sequence has no approval before its deployment (an approval
+// after it is the release approval, a second decision).
 func withApproval(tasks []promote.Task, person bool) []promote.Task {
-	if !person || hasTask(tasks, promote.TaskApproval) {
+	if !person || preApproval(tasks) {
 		return tasks
 	}
 	return append([]promote.Task{{Name: promote.TaskApproval, Index: -1}}, tasks...)
-}
-
-func hasTask(tasks []promote.Task, name string) bool {
-	return slices.ContainsFunc(tasks, func(t promote.Task) bool { return t.Name == name })
 }
 
 // versions maps each service of envM to its version, or its first
@@ -164,7 +156,7 @@ func (w *worker) beginRun(ctx context.Context, st *EnvState, envM *manifest.Envi
 		w.saveRun(ctx)
 	}
 	w.emit(ctx, -1, sequence.KindStarted, "", "", "")
-	if i := w.seq.Index(promote.TaskApproval); i == 0 {
+	if i := w.seq.PreApproval(); i == 0 {
 		w.begin(ctx, i)
 	}
 }
@@ -207,7 +199,7 @@ func (w *worker) approved(ctx context.Context, envM *manifest.Environment, prop 
 	before := w.runCopy()
 	r.Approver = approver
 	var announce []func(context.Context)
-	if i := r.Index(promote.TaskApproval); i >= 0 && r.Tasks[i].Status != sequence.StatusFinished {
+	if i := r.PreApproval(); i >= 0 && r.Tasks[i].Status != sequence.StatusFinished {
 		announce = append(announce, w.finishTask(i, promote.ResultPass, "approved by "+approver, nil))
 	}
 	if i := r.Index(promote.TaskDeployment); i >= 0 {
@@ -240,7 +232,7 @@ func (w *worker) rejectedRun(ctx context.Context, prop approval.Proposal, who, r
 	if reason != "" {
 		msg += ": " + reason
 	}
-	if i := r.Index(promote.TaskApproval); i >= 0 {
+	if i := r.PreApproval(); i >= 0 {
 		w.finish(ctx, i, promote.ResultFail, msg, nil)
 	}
 	w.finishRun(ctx, sequence.StatusFinished, promote.ResultFail, msg)
@@ -249,11 +241,13 @@ func (w *worker) rejectedRun(ctx context.Context, prop approval.Proposal, who, r
 // deployed finishes the deployment task with out's result and, when it
 // passed, runs the tasks after it. It returns the outcome to record and
 // report: failed when a task failed, interrupted when ctx ended during one
-// (the next leader runs it again), and the sequence's result in Sequence.
-func (w *worker) deployed(ctx context.Context, prop approval.Proposal, res *reconcile.Result, out approval.Outcome) approval.Outcome {
+// (the next leader runs it again), and the sequence's result in Sequence;
+// or, with waiting true, nothing to record yet: the run waits for its
+// release approval (release.go).
+func (w *worker) deployed(ctx context.Context, prop approval.Proposal, res *reconcile.Result, out approval.Outcome) (approval.Outcome, bool) {
 	r := w.loadRun(ctx, nil, prop.Revision)
 	if r == nil || out.Result == approval.ResultInterrupted {
-		return out
+		return out, false
 	}
 	if i := r.Index(promote.TaskDeployment); i >= 0 && r.Tasks[i].Status != sequence.StatusFinished {
 		result := promote.ResultPass
@@ -265,18 +259,25 @@ func (w *worker) deployed(ctx context.Context, prop approval.Proposal, res *reco
 	if out.Result != approval.ResultSucceeded {
 		w.finishRun(ctx, sequence.EventErrored, promote.ResultFail, out.Message)
 		out.Sequence = promote.ResultFail
-		return out
+		return out, false
 	}
 	return w.runRest(ctx, prop, res, out)
 }
 
-// runRest runs the tasks of the run after the deployment, in order.
-func (w *worker) runRest(ctx context.Context, prop approval.Proposal, res *reconcile.Result, out approval.Outcome) approval.Outcome {
+// runRest runs the tasks of the run after the deployment, in order, up to
+// the end or to the release approval (waiting true: nothing to record yet).
+func (w *worker) runRest(ctx context.Context, prop approval.Proposal, res *reconcile.Result, out approval.Outcome) (approval.Outcome, bool) {
 	r := w.seq
 	for i := r.Next(); i < len(r.Tasks); i = r.Next() {
 		t := r.Tasks[i]
 		if r.Outcome() == promote.ResultFail {
 			break // a failed task ends the sequence
+		}
+		if t.Name == promote.TaskApproval {
+			// After the deployment: an approval before it finished
+			// when the plan was approved.
+			w.awaitRelease(ctx, prop, i)
+			return out, true
 		}
 		w.begin(ctx, i)
 		if t.Name == promote.TaskRelease {
@@ -287,7 +288,7 @@ func (w *worker) runRest(ctx context.Context, prop approval.Proposal, res *recon
 		if err != nil {
 			out.Result = approval.ResultInterrupted
 			out.Message = fmt.Sprintf("shut down during the %s task; the next leader runs it again", t.Name)
-			return out
+			return out, false
 		}
 		w.finish(ctx, i, result.Result, result.Message, result.Outputs)
 	}
@@ -309,7 +310,7 @@ func (w *worker) runRest(ctx context.Context, prop approval.Proposal, res *recon
 		out.Message = msg
 	}
 	out.Finished = w.now().UTC()
-	return out
+	return out, false
 }
 
 // runTask runs the task at i with its Runner. An error is a shutdown.
@@ -341,16 +342,18 @@ func (w *worker) runTask(ctx context.Context, prop approval.Proposal, res *recon
 }
 
 // resumeRun continues, on an environment in sync, the tasks after the
-// deployment of a run the previous leader left in flight, and records and
-// reports it as apply did not. It reports whether there was one.
-func (w *worker) resumeRun(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, st *EnvState) bool {
+// deployment of a run the previous leader left in flight (or a release
+// approval decided), and records, reports and, when a task failed and the
+// environment says so, rolls it back exactly as apply would have. It
+// reports whether there was one, and the apply's error (see settle).
+func (w *worker) resumeRun(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, st *EnvState) (bool, error) {
 	f, r := st.InFlight, st.Sequence
 	if f == nil || r == nil || r.Done() || f.Revision != r.Revision || r.Revision != s.Revision {
-		return false
+		return false, nil
 	}
 	i := r.Index(promote.TaskDeployment)
 	if i < 0 || r.Tasks[i].Status != sequence.StatusFinished || r.Tasks[i].Result != promote.ResultPass {
-		return false
+		return false, nil
 	}
 	var changes []reconcile.Change
 	if err := json.Unmarshal(f.Changes, &changes); err != nil {
@@ -360,15 +363,11 @@ func (w *worker) resumeRun(ctx context.Context, s gitsource.Snapshot, envM *mani
 	plan := &reconcile.Plan{Environment: w.env, Revision: f.Revision, PlanHash: f.PlanHash, Changes: changes}
 	prop := approval.Proposal{Environment: w.env, Revision: f.Revision, RevisionTime: s.Time, Plan: plan}
 	w.log.Info("continuing the sequence after the deployment", "environment", w.env, "revision", short(f.Revision), "task", r.Tasks[r.Next()%len(r.Tasks)].Name)
-	out := w.runRest(ctx, prop, nil, approval.Outcome{Result: approval.ResultSucceeded, Approver: f.Approver, Started: f.Started})
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if out.Result == approval.ResultInterrupted {
-		return true // left in flight for the next leader
+	out, waiting := w.runRest(ctx, prop, nil, approval.Outcome{Result: approval.ResultSucceeded, Approver: f.Approver, Approvers: f.Approvers, Started: f.Started})
+	if waiting || out.Result == approval.ResultInterrupted {
+		return true, nil // left in flight: for the release approval, or the next leader
 	}
-	w.recordApply(rctx, prop, out, resolvedManifest(s, envM))
-	w.completed(rctx, prop, out)
-	return true
+	return true, w.settle(ctx, s, envM, prop, nil, out)
 }
 
 // begin triggers and starts the run's task i: one state write, two events.

@@ -32,6 +32,7 @@ func (d *Daemon) Environment(ctx context.Context, env string) (*status.Environme
 	if st.Pin != nil {
 		v.PinnedBy = st.Pin.Message()
 	}
+
 	for _, t := range ec.Targets {
 		v.Targets = append(v.Targets, status.Target{Name: t.Name, Namespace: t.Namespace, Context: t.Context})
 	}
@@ -51,6 +52,9 @@ func (d *Daemon) Environment(ctx context.Context, env string) (*status.Environme
 		if err := json.Unmarshal(st.Status, &v.Observation); err != nil {
 			return nil, fmt.Errorf("decoding status of environment %q: %w", env, err)
 		}
+	}
+	if r := st.Sequence; r != nil && r.AwaitingRelease() {
+		v.Waiting = append(v.Waiting, "waiting for release approval of "+short(r.Revision))
 	}
 	if v.Services == nil {
 		v.Services = []status.Service{}

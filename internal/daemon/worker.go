@@ -230,9 +230,12 @@ func (w *worker) request(s gitsource.Snapshot, envM *manifest.Environment) recon
 // it without reading the state again before the first patch.
 func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, plan *reconcile.Plan, st *EnvState) error {
 	log := w.log.WithValues("environment", w.env, "revision", short(s.Revision))
+	if w.holdRelease(ctx, s, envM, plan, st) {
+		return nil // waiting for the release approval
+	}
 	if plan.Empty() {
-		if w.resumeRun(ctx, s, envM, st) {
-			return nil
+		if resumed, err := w.resumeRun(ctx, s, envM, st); resumed {
+			return err
 		}
 		if st.InFlight != nil {
 			w.recordLanded(ctx, s, envM, st)
@@ -276,7 +279,7 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 	}
 	// A rewritten history needs a person even where skipConfirmation is
 	// set, and so does a sequence with an approval task.
-	auto := envM.SkipConfirmation && (plan.HistoryRewritten == "" || w.allowRewrite) && !hasTask(tasks, promote.TaskApproval)
+	auto := envM.SkipConfirmation && (plan.HistoryRewritten == "" || w.allowRewrite) && !preApproval(tasks)
 	tasks = withApproval(tasks, !auto)
 	gate := w.gate
 	if auto {
@@ -384,7 +387,9 @@ func proposalKey(p approval.Proposal) string { return p.Revision + " " + p.Plan.
 // replaces it. st is the pass's state, kept in step.
 func (w *worker) supersede(ctx context.Context, st *EnvState, by string) {
 	pending := st.Pending
-	if pending == nil {
+	if pending == nil || pending.Release {
+		// A release approval ends by a decision or a newer revision
+		// (holdRelease), never with the plan that found it.
 		return
 	}
 	plan, perr := w.decodePlan(pending)

@@ -29,6 +29,12 @@ func NewGate(c *Client) *Gate { return &Gate{c: c} }
 
 // Propose creates (or, after a restart, finds) the check run awaiting approval and leaves the plan pending.
 func (g *Gate) Propose(ctx context.Context, p approval.Proposal) (approval.Decision, error) {
+	if !p.Release.IsZero() {
+		if _, err := g.c.ProposeRelease(ctx, p.Plan, p.Release, p.Notes...); err != nil {
+			return approval.Decision{}, rateLimited(err, time.Now())
+		}
+		return approval.Decision{}, nil
+	}
 	if _, err := g.c.Propose(ctx, p.Plan, p.Notes...); err != nil {
 		return approval.Decision{}, rateLimited(err, g.c.Now())
 	}

@@ -142,15 +142,7 @@ func (h *Handler) HandleCheckRun(ctx context.Context, payload []byte) error {
 	if !d.Allowed {
 		return h.client.Denied(ctx, run, login, d.Why)
 	}
-	title, summary := "Approved by "+mention(login)+", applying",
-		fmt.Sprintf("Approved by %s (%s). Re-planning and applying planHash `%s`; results follow here.", mention(login), d.Why, run.GetExternalID())
-	if n := h.client.policies[env].Required; n > 1 {
-		title, summary = "Approval by "+mention(login)+", counting",
-			fmt.Sprintf("Approved by %s (%s). Counting it toward the %d approvals planHash `%s` needs.", mention(login), d.Why, n, run.GetExternalID())
-	}
-	if action == ActionReject {
-		title, summary = "Rejected by "+mention(login)+", withdrawing", fmt.Sprintf("Rejected by %s (%s); withdrawing the plan.", mention(login), d.Why)
-	}
+	title, summary := h.client.clickTitles(run, env, action, login, d.Why)
 	// In progress first: the apply may finish (and complete the run) before Approve returns, and the buttons
 	// go, so a second click cannot start a second decision.
 	// started_at marks the click: a run left in progress long after it, with its plan still pending, lost

@@ -33,6 +33,11 @@ func (c *Client) policyRule(env string) string {
 // again if a click had moved it to in progress). A plan without a run awaiting or in progress (already
 // applied, withdrawn) is left alone.
 func (c *Client) Tally(ctx context.Context, p *reconcile.Plan, approvers []string, required int) error {
+	return c.tally(ctx, p, approvers, required, false)
+}
+
+// tally is Tally, on a plan awaiting its release approval when release is set.
+func (c *Client) tally(ctx context.Context, p *reconcile.Plan, approvers []string, required int, release bool) error {
 	r, err := c.run(ctx, p.Environment, p.Revision, p.PlanHash)
 	if err != nil || r == nil {
 		return err
@@ -48,6 +53,10 @@ func (c *Client) Tally(ctx context.Context, p *reconcile.Plan, approvers []strin
 	note := fmt.Sprintf("%s**%s.** %d more must approve this plan.", deniedMarker, tally, max(required-len(approvers), 0))
 	out := c.awaitingOutput(p, note)
 	out.Title = "Awaiting approval: " + tally
+	if release {
+		out = c.releaseOutput(p, note)
+		out.Title = releaseAwaitingTitle + ": " + tally
+	}
 	return c.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionActionRequired, Actions: approvalActions(), Output: output(out)})
 }
 
@@ -56,7 +65,7 @@ func (g *Gate) Tally(ctx context.Context, p approval.Proposal, approvers []strin
 	if p.Plan == nil {
 		return nil
 	}
-	return g.c.Tally(ctx, p.Plan, approvers, required)
+	return g.c.tally(ctx, p.Plan, approvers, required, !p.Release.IsZero())
 }
 
 var _ approval.Tallier = (*Gate)(nil)

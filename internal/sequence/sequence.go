@@ -75,6 +75,31 @@ func (s *State) Index(name string) int {
 	return -1
 }
 
+// PreApproval returns the index of the approval task before the
+// deployment (it approves the plan), or -1.
+func (s *State) PreApproval() int { return s.approval(false) }
+
+// ReleaseApproval returns the index of the approval task after the
+// deployment (it releases the deployed revision), or -1.
+func (s *State) ReleaseApproval() int { return s.approval(true) }
+
+func (s *State) approval(after bool) int {
+	dep := s.Index(promote.TaskDeployment)
+	for i, t := range s.Tasks {
+		if t.Name == promote.TaskApproval && (dep >= 0 && i > dep) == after {
+			return i
+		}
+	}
+	return -1
+}
+
+// AwaitingRelease reports whether the run waits for its release approval:
+// the approval task after the deployment has started and not finished.
+func (s *State) AwaitingRelease() bool {
+	i := s.ReleaseApproval()
+	return !s.Done() && i >= 0 && s.Tasks[i].Status == StatusStarted
+}
+
 // Next returns the index of the first task not finished, or len(Tasks).
 func (s *State) Next() int {
 	for i, t := range s.Tasks {

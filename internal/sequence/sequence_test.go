@@ -72,3 +72,40 @@ func TestDataJSON(t *testing.T) {
 		t.Errorf("data (-want +got):\n%s", diff)
 	}
 }
+
+func TestApprovals(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		tasks        []string
+		pre, release int
+	}{
+		{"none", []string{"deployment", "test", "release"}, -1, -1},
+		{"before", []string{"approval", "deployment", "release"}, 0, -1},
+		{"after", []string{"deployment", "test", "approval", "release"}, -1, 2},
+		{"both", []string{"approval", "deployment", "approval", "release"}, 0, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tasks []promote.Task
+			for _, n := range tc.tasks {
+				tasks = append(tasks, promote.Task{Name: n})
+			}
+			s := New("devel", "abc", "sha256:x", tasks, time.Unix(0, 0))
+			if s.PreApproval() != tc.pre || s.ReleaseApproval() != tc.release {
+				t.Errorf("PreApproval %d, ReleaseApproval %d; want %d, %d", s.PreApproval(), s.ReleaseApproval(), tc.pre, tc.release)
+			}
+			if s.AwaitingRelease() {
+				t.Errorf("AwaitingRelease before the task started")
+			}
+			if tc.release >= 0 {
+				s.Tasks[tc.release].Status = StatusStarted
+				if !s.AwaitingRelease() {
+					t.Errorf("not AwaitingRelease with the release approval started")
+				}
+				s.Status = StatusAborted
+				if s.AwaitingRelease() {
+					t.Errorf("AwaitingRelease once the run was aborted")
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,329 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/sequence"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+	"github.com/stagehand-gitops/stagehand/pkg/promote"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+)
+
+// The release approval: an approval task after the deployment in a stage's
+// sequence (Keptn's [deployment, test, approval, release]). The plan is
+// applied and verified, and then the run waits for a person before the
+// rest of it: the release. The wait is kept in the state, so it survives a
+// restart and every replica decides it:
+//
+//   - the run, with the approval task started, and the apply still in flight
+//     (st.InFlight: it is recorded in the history once the run ends);
+//   - a pending record with Release set, on the applied plan's planHash,
+//     written in the same state write as the task's start: the Decider's
+//     Approve and Reject, the API, the CLI, the web page and the check
+//     run's buttons act on it as on a plan awaiting approval, under the
+//     same policy (approvals.required, forbidAuthors, teams, minPermission).
+//
+// Approving finishes the task with pass and runs the rest; rejecting
+// finishes it with fail, which fails the run and the deploy: recorded as
+// failed, the check run failure, and with onFailedRollout: rollback the
+// workloads are put back as after a failed verification. A newer revision
+// supersedes the wait: the apply is recorded (deployed, never released),
+// the run aborted, and the new revision planned. A decision taken before
+// the wait began (a second approval of the plan before its deployment,
+// queued while it was applied) is refused as stale.
+
+// preApproval reports whether tasks hold an approval before the deployment.
+func preApproval(tasks []promote.Task) bool {
+	for _, t := range tasks {
+		switch t.Name {
+		case promote.TaskDeployment:
+			return false
+		case promote.TaskApproval:
+			return true
+		}
+	}
+	return false
+}
+
+// approvers is the reserved space of a release approval's outputs.
+type approvers struct {
+	Approvers []string `json:"approvers"`
+}
+
+// awaitRelease starts the run's release approval task i for prop (applied
+// and verified): the task started and the pending release written in one
+// state write, then announced and shown on the gate. When the write fails
+// the next pass reaches the task again.
+func (w *worker) awaitRelease(ctx context.Context, prop approval.Proposal, i int) {
+	announce := w.beginTask(i)
+	p, err := w.writeRelease(ctx, prop)
+	if err != nil {
+		w.metrics.fail(w.env, "state")
+		w.log.Error(err, "recording the wait for the release approval; trying again at the next pass", "environment", w.env, "revision", short(prop.Revision))
+		return
+	}
+	announce(ctx)
+	w.log.Info("deployed and verified; waiting for the release approval", "environment", w.env, "revision", short(prop.Revision), "planHash", p.PlanHash)
+	w.proposeRelease(ctx, prop, p)
+}
+
+// writeRelease keeps the run and the pending release of prop in one state
+// write (a pending release already there for the plan is kept, with its
+// approvals) and returns the pending release.
+func (w *worker) writeRelease(ctx context.Context, prop approval.Proposal) (*approval.Pending, error) {
+	raw, err := json.Marshal(prop.Plan)
+	if err != nil {
+		return nil, fmt.Errorf("encoding plan: %w", err)
+	}
+	p := &approval.Pending{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Plan: raw, ProposedAt: w.now().UTC(),
+		Required: w.approvals.policy.Required, Release: true}
+	run := w.runCopy()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	err = w.store.Update(sctx, w.env, func(st *EnvState) {
+		st.Sequence = run
+		if q := st.Pending; q != nil && q.Release && q.PlanHash == p.PlanHash && q.Revision == p.Revision {
+			cp := *q
+			p = &cp
+			return
+		}
+		st.Pending = p
+	})
+	if err != nil {
+		return nil, fmt.Errorf("recording the pending release of %s: %w", short(prop.Revision), err)
+	}
+	return p, nil
+}
+
+// proposeRelease shows the pending release p of prop on the gate.
+func (w *worker) proposeRelease(ctx context.Context, prop approval.Proposal, p *approval.Pending) {
+	prop.Release = p.ProposedAt
+	if p.Needed() > 1 && len(p.Approvals) > 0 {
+		prop.Notes = append(prop.Notes[:len(prop.Notes):len(prop.Notes)], "**"+p.Tally()+".**")
+	}
+	w.propose(ctx, w.gate, prop)
+	w.metrics.setPending(w.env, true)
+}
+
+// holdRelease handles, at the start of a pass at s, a run that waits for
+// its release approval: s at its revision keeps waiting (shown on the gate
+// again after a restart or the repropose period; the pending release
+// written again if it went) and the pass ends there (true); a newer
+// revision supersedes the wait and the pass goes on (false), with st
+// kept in step.
+func (w *worker) holdRelease(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, plan *reconcile.Plan, st *EnvState) bool {
+	r, f := st.Sequence, st.InFlight
+	if r == nil || !r.AwaitingRelease() || f == nil || f.Revision != r.Revision {
+		return false
+	}
+	if s.Revision != r.Revision {
+		w.supersedeRelease(ctx, st, s.Revision)
+		return false
+	}
+	w.seq, w.versions = r, versions(envM)
+	prop, err := w.inFlightProposal(s, st)
+	if err != nil {
+		w.metrics.fail(w.env, "state")
+		w.log.Error(err, "reading the plan waiting for its release approval", "environment", w.env)
+	}
+	p := st.Pending
+	if p == nil || !p.Release || p.Revision != r.Revision {
+		if p, err = w.writeRelease(ctx, prop); err != nil {
+			w.metrics.fail(w.env, "state")
+			w.log.Error(err, "recording the wait for the release approval", "environment", w.env)
+			return true
+		}
+		st.Pending = p
+		w.proposed = ""
+	}
+	w.metrics.setPending(w.env, true)
+	if w.proposed != proposalKey(prop) || w.now().Sub(w.proposedAt) >= w.repropose {
+		w.proposeRelease(ctx, prop, p)
+	}
+	return true
+}
+
+// inFlightProposal is the proposal of the apply in flight in st at s: the
+// pending release's plan when there is one, else the in-flight record's
+// planHash and changes.
+func (w *worker) inFlightProposal(s gitsource.Snapshot, st *EnvState) (approval.Proposal, error) {
+	f := st.InFlight
+	prop := approval.Proposal{Environment: w.env, Revision: f.Revision, RevisionTime: s.Time}
+	if p := st.Pending; p != nil && p.Release && p.PlanHash == f.PlanHash {
+		plan, err := w.decodePlan(p)
+		prop.Plan = plan
+		return prop, err
+	}
+	var changes []reconcile.Change
+	err := json.Unmarshal(f.Changes, &changes)
+	if err != nil {
+		err = fmt.Errorf("decoding the changes of the apply in flight: %w", err)
+	}
+	prop.Plan = &reconcile.Plan{Environment: w.env, Revision: f.Revision, PlanHash: f.PlanHash, Changes: changes}
+	return prop, err
+}
+
+// supersedeRelease ends the wait for the release approval in st because
+// revision by is newer: the apply is recorded (it was deployed, never
+// released), the pending release and the in-flight record cleared, the run
+// aborted saying why, and the gate told the plan was superseded.
+func (w *worker) supersedeRelease(ctx context.Context, st *EnvState, by string) {
+	f, r := st.InFlight, st.Sequence
+	w.seq = r
+	prop, err := w.inFlightProposal(gitsource.Snapshot{}, st)
+	if err != nil {
+		w.log.Error(err, "reading the plan superseded while waiting for its release approval", "environment", w.env)
+	}
+	why := "its release approval was " + supersededWhy(by)
+	now := w.now().UTC()
+	e := approval.Entry{Revision: f.Revision, PlanHash: f.PlanHash, Changes: f.Changes, Approver: f.Approver, Approvers: f.Approvers,
+		Result: approval.ResultSucceeded, Message: "deployed and verified, never released: " + why, HistoryRewritten: prop.Plan.HistoryRewritten,
+		Started: f.Started, Finished: now, Verification: w.verifications(r.Revision)}
+	if err := w.store.Update(ctx, w.env, func(st *EnvState) {
+		if st.InFlight == nil || st.InFlight.PlanHash != f.PlanHash {
+			return // recorded by someone else already
+		}
+		st.record(e, w.store.maxHistory)
+		st.InFlight = nil
+		if p := st.Pending; p != nil && p.Release && p.Revision == f.Revision {
+			st.Pending = nil
+		}
+	}); err != nil {
+		w.metrics.fail(w.env, "state")
+		w.log.Error(err, "recording the apply whose release approval was superseded", "environment", w.env)
+		return
+	}
+	st.InFlight, st.Pending = nil, nil
+	w.metrics.setPending(w.env, false)
+	w.finishRun(ctx, sequence.StatusAborted, promote.ResultFail, "aborted: "+why)
+	if err := w.gate.Superseded(ctx, prop, by); err != nil {
+		w.metrics.fail(w.env, "gate")
+		w.log.Error(err, "reporting the superseded release", "environment", w.env, "planHash", f.PlanHash)
+	}
+	w.log.Info("release approval superseded", "environment", w.env, "revision", short(f.Revision), "by", short(by))
+}
+
+// decideRelease carries out dc on the pending release p (prop) at s: a
+// rejection, or an approval counted under the policy; once decided, the
+// rest of the run goes on (resumeRun): the release, or the failure.
+func (w *worker) decideRelease(ctx context.Context, s gitsource.Snapshot, prop approval.Proposal, p *approval.Pending, dc decision, reply func(*approval.Pending, error)) {
+	who := dc.who
+	if dc.approve {
+		var err error
+		if p, err = w.approvals.count(ctx, w.store, dc.planHash, dc.who); err != nil {
+			reply(nil, err)
+			return
+		}
+		if !p.Complete() {
+			reply(p, nil)
+			prop.Release = p.ProposedAt
+			w.tally(ctx, prop, p)
+			w.log.Info("release approval counted", "environment", w.env, "planHash", p.PlanHash, "by", dc.who, "approvals", p.Tally())
+			return
+		}
+		who = approval.JoinApprovers(p.Approvers())
+	}
+	if err := w.decideReleaseTask(ctx, p, dc.approve, who, dc.reason); err != nil {
+		reply(nil, err)
+		return
+	}
+	reply(p, nil)
+	w.log.Info("release decided", "environment", w.env, "planHash", p.PlanHash, "approved", dc.approve, "by", who)
+	envM, err := w.resolve(ctx, s)
+	if err != nil {
+		// The decision is kept: the next pass continues the run.
+		w.metrics.fail(w.env, "resolve")
+		w.log.Error(err, "resolving the manifest to continue the released run; the next pass does", "environment", w.env)
+		w.wakeUp()
+		return
+	}
+	st, err := w.store.Load(ctx, w.env)
+	if err != nil {
+		w.metrics.fail(w.env, "state")
+		w.wakeUp()
+		return
+	}
+	if _, err := w.resumeRun(ctx, s, envM, st); err != nil && ctx.Err() == nil {
+		w.log.Error(err, "releasing", "environment", w.env)
+	}
+}
+
+// decideReleaseTask finishes the run's release approval with the decision
+// (pass, approved by who; or fail, rejected by who: reason) and clears the
+// pending release p, in one state write, and announces it.
+func (w *worker) decideReleaseTask(ctx context.Context, p *approval.Pending, approve bool, who, reason string) error {
+	st, err := w.store.Load(ctx, w.env)
+	if err != nil {
+		return err
+	}
+	r := st.Sequence
+	if r == nil || !r.AwaitingRelease() || r.Revision != p.Revision {
+		return &approval.NotPendingError{Environment: w.env, PlanHash: p.PlanHash}
+	}
+	w.seq = r
+	i := r.ReleaseApproval()
+	result, msg := promote.ResultPass, "approved by "+who
+	var outputs json.RawMessage
+	if approve {
+		outputs, _ = json.Marshal(approvers{Approvers: p.Approvers()}) // strings
+	} else {
+		result, msg = promote.ResultFail, "rejected by "+who
+		if reason != "" {
+			msg += ": " + reason
+		}
+	}
+	before := w.runCopy()
+	r.Approver = who
+	announce := w.finishTask(i, result, msg, outputs)
+	run := w.runCopy()
+	if err := w.store.Update(ctx, w.env, func(st *EnvState) {
+		st.Sequence = run
+		if q := st.Pending; q != nil && q.Release && q.PlanHash == p.PlanHash {
+			st.Pending = nil
+		}
+	}); err != nil {
+		*r = *before
+		w.metrics.fail(w.env, "state")
+		return fmt.Errorf("recording the release decision: %w", err)
+	}
+	w.metrics.setPending(w.env, false)
+	announce(ctx)
+	return nil
+}
+
+// releasedBy is who approved the release of the run of revision ("" when
+// it has no release approval, or it was not approved).
+func (w *worker) releasedBy(revision string) string {
+	r := w.seq
+	if r == nil || r.Revision != revision {
+		return ""
+	}
+	i := r.ReleaseApproval()
+	if i < 0 || r.Tasks[i].Result != promote.ResultPass {
+		return ""
+	}
+	var a approvers
+	if json.Unmarshal(r.Tasks[i].Outputs, &a) != nil {
+		return ""
+	}
+	return approval.JoinApprovers(a.Approvers)
+}
+
+// releaseRejected returns the message of the run's release approval when
+// it was rejected.
+func (w *worker) releaseRejected(revision string) (string, bool) {
+	r := w.seq
+	if r == nil || r.Revision != revision {
+		return "", false
+	}
+	i := r.ReleaseApproval()
+	if i < 0 || r.Tasks[i].Result != promote.ResultFail {
+		return "", false
+	}
+	return r.Tasks[i].Message, true
+}
