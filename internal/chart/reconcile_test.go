@@ -1,7 +1,6 @@
 package chart
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -296,30 +295,12 @@ func (f fixture) check(t *testing.T, out string) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a process writing while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // process is a binary under test, started with its output collected and
 // killed when the test ends.
 type process struct {
 	name   string
 	cmd    *exec.Cmd
-	out    syncBuffer
+	out    testenv.Buffer
 	exited chan struct{} // closed when the process has ended; err is then its result
 	err    error
 }

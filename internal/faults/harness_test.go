@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -124,7 +123,7 @@ type replica struct {
 	envv   []string
 	bin    string
 	cmd    *exec.Cmd
-	out    *syncBuffer
+	out    *testenv.Buffer
 	exited chan struct{}
 }
 
@@ -165,7 +164,7 @@ func (f *fixture) start(t *testing.T, name string, edit func(map[string]any), ex
 // run starts the process (again, after a kill, with the same configuration).
 func (r *replica) run(t *testing.T) {
 	t.Helper()
-	r.out = &syncBuffer{}
+	r.out = &testenv.Buffer{}
 	r.exited = make(chan struct{})
 	r.cmd = exec.Command(r.bin, r.args...)
 	r.cmd.Env = r.envv
@@ -350,22 +349,4 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
-}
-
-// syncBuffer is a bytes.Buffer safe for a process writing while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
