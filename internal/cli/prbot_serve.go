@@ -168,15 +168,34 @@ func newServe(c *prbot.Config, log serveLogger, d prbotDeps) (*prbot.Server, htt
 		return nil, nil, err
 	}
 	srv.Register(rcv)
-	mux := http.NewServeMux()
-	mux.Handle("POST "+c.WebhookPath, rcv)
+	var bumps http.Handler
 	if c.OIDC != nil {
 		api, err := newBumpAPI(c, b, log)
 		if err != nil {
 			return nil, nil, err
 		}
-		mux.Handle("POST "+prbot.BumpsPath, api)
+		bumps = api
 	}
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux := http.NewServeMux()
+	for _, r := range prbotRoutes(c, rcv, bumps) {
+		mux.Handle(r.pattern, r.handler)
+	}
 	return srv, mux, nil
+}
+
+// prbotRoute is one route of prbot serve.
+type prbotRoute struct {
+	pattern string
+	handler http.Handler
+}
+
+// prbotRoutes are prbot serve's routes: the webhook receiver, the keyless
+// bump API (nil bumps: none) and /healthz. docs/api.md documents each under
+// "### prbot serve: METHOD /path" (TestPrbotRoutesDocumented).
+func prbotRoutes(c *prbot.Config, webhook, bumps http.Handler) []prbotRoute {
+	rs := []prbotRoute{{"POST " + c.WebhookPath, webhook}}
+	if bumps != nil {
+		rs = append(rs, prbotRoute{"POST " + prbot.BumpsPath, bumps})
+	}
+	return append(rs, prbotRoute{"GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })})
 }
