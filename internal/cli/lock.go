@@ -157,7 +157,10 @@ are printed (exit 1). With several paths, all are locked or none.`,
   reconciler lock apps/production --type incident --duration 6h --allow deploy --link incident=https://status.example.com/1
   reconciler lock apps/staging --until 2022-12-31T12:00`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d := lockDepsFrom(cmd.Context())
+			d, err := lockDepsFrom(cmd.Context())
+			if err != nil {
+				return err
+			}
 			ps, err := lockPaths(args, paths, false)
 			if err != nil {
 				return err

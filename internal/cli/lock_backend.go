@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
@@ -30,11 +31,15 @@ func withLockDeps(ctx context.Context, d lockDeps) context.Context {
 	return context.WithValue(ctx, lockDepsKey{}, d)
 }
 
-func lockDepsFrom(ctx context.Context) lockDeps {
+func lockDepsFrom(ctx context.Context) (lockDeps, error) {
 	if d, ok := ctx.Value(lockDepsKey{}).(lockDeps); ok {
-		return d
+		return d, nil
 	}
-	return lockDeps{now: time.Now, lookup: os.LookupEnv, loc: time.Local}
+	now, err := clock.Local(os.LookupEnv)
+	if err != nil {
+		return lockDeps{}, err
+	}
+	return lockDeps{now: now, lookup: os.LookupEnv, loc: time.Local}, nil
 }
 
 // lockBackend is what the commands need from a lock store: pkg/lock's REST
@@ -96,7 +101,10 @@ const noDynamoDB = "DynamoDB lock storage is not supported: Stagehand keeps lock
 // dependencies, the paths it names (arguments and --path; with allowNone,
 // [""] for "every lock" when there are none) and the lock store.
 func (f *backendFlags) open(cmd *cobra.Command, args, flagPaths []string, allowNone bool) (lockDeps, []string, lockBackend, error) {
-	d := lockDepsFrom(cmd.Context())
+	d, err := lockDepsFrom(cmd.Context())
+	if err != nil {
+		return d, nil, nil, err
+	}
 	ps, err := lockPaths(args, flagPaths, allowNone)
 	if err != nil {
 		return d, nil, nil, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	ghclient "github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
@@ -30,11 +31,15 @@ func withPrbotDeps(ctx context.Context, d prbotDeps) context.Context {
 	return context.WithValue(ctx, prbotDepsKey{}, d)
 }
 
-func prbotDepsFrom(ctx context.Context) prbotDeps {
+func prbotDepsFrom(ctx context.Context) (prbotDeps, error) {
 	if d, ok := ctx.Value(prbotDepsKey{}).(prbotDeps); ok {
-		return d
+		return d, nil
 	}
-	return prbotDeps{lookup: os.LookupEnv, now: time.Now}
+	now, err := clock.Local(os.LookupEnv)
+	if err != nil {
+		return prbotDeps{}, err
+	}
+	return prbotDeps{lookup: os.LookupEnv, now: now}, nil
 }
 
 func (d prbotDeps) env(key string) string {
@@ -246,7 +251,10 @@ Prints the pull request URL (-o json: the whole result). Exit 1 on errors (a ref
 when --auto-merge could not merge (failed checks, timeout, a lock); 2 on usage errors.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d := prbotDepsFrom(cmd.Context())
+			d, err := prbotDepsFrom(cmd.Context())
+			if err != nil {
+				return err
+			}
 			if req.Env == "" || req.Service == "" || req.Tag == "" {
 				return usagef("--env, --service and --tag are required")
 			}
@@ -346,7 +354,11 @@ prints the pull request it would open.`,
 			if from == "" || to == "" {
 				return usagef("--from and --to are required")
 			}
-			b, err := f.bot(prbotDepsFrom(cmd.Context()), prbot.WithRequiredChecks(checks...))
+			d, err := prbotDepsFrom(cmd.Context())
+			if err != nil {
+				return err
+			}
+			b, err := f.bot(d, prbot.WithRequiredChecks(checks...))
 			if err != nil {
 				return err
 			}

@@ -68,7 +68,11 @@ its repository owns, in stages of pipeline.yaml with acceptsBumps: true.`,
 			if err != nil {
 				return err
 			}
-			return runServe(cmd.Context(), c, logger.NewLogger(logs), prbotDepsFrom(cmd.Context()))
+			d, err := prbotDepsFrom(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return runServe(cmd.Context(), c, logger.NewLogger(logs), d)
 		},
 	}
 	cmd.Flags().StringVar(&path, "config", "", "prbot serve configuration file (required)")
