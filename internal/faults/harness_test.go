@@ -24,37 +24,48 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
+// binary is one command of ./cmd built once per test binary.
+type binary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+var reconcilerBin, prbotBin binary
 
 // reconcilerBinary builds ./cmd/reconciler once per test binary.
-func reconcilerBinary(t *testing.T) string {
+func reconcilerBinary(t *testing.T) string { return reconcilerBin.build(t, "reconciler") }
+
+// prbotBinary builds ./cmd/prbot once per test binary.
+func prbotBinary(t *testing.T) string { return prbotBin.build(t, "prbot") }
+
+// build builds ./cmd/name with the stagehand_faketime tag: a process started
+// with $STAGEHAND_FAKETIME_OFFSET (internal/clock) runs with its clock
+// shifted; without it, on the host's.
+func (b *binary) build(t *testing.T, name string) string {
 	t.Helper()
-	binOnce.Do(func() {
+	b.once.Do(func() {
 		root, err := testenv.RepoRoot()
 		if err != nil {
-			binErr = err
+			b.err = err
 			return
 		}
 		dir, err := os.MkdirTemp("", "stagehand-faults-bin-")
 		if err != nil {
-			binErr = err
+			b.err = err
 			return
 		}
-		binPath = filepath.Join(dir, "reconciler")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/reconciler")
+		b.path = filepath.Join(dir, name)
+		cmd := exec.Command("go", "build", "-tags", "stagehand_faketime", "-o", b.path, "./cmd/"+name)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("building cmd/reconciler: %v\n%s", err, out)
+			b.err = fmt.Errorf("building cmd/%s: %v\n%s", name, err, out)
 		}
 	})
-	if binErr != nil {
-		t.Fatal(binErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return binPath
+	return b.path
 }
 
 // lease timings of every replica: short, so that a hand-over takes seconds.
@@ -244,13 +255,15 @@ func (f *fixture) holder(ctx context.Context) string {
 
 // entry is the part of a history entry the cases check.
 type entry struct {
-	ID        int      `json:"id"`
-	Revision  string   `json:"revision"`
-	PlanHash  string   `json:"planHash"`
-	Approver  string   `json:"approver"`
-	Approvers []string `json:"approvers"`
-	Result    string   `json:"result"`
-	Message   string   `json:"message"`
+	ID        int       `json:"id"`
+	Revision  string    `json:"revision"`
+	PlanHash  string    `json:"planHash"`
+	Approver  string    `json:"approver"`
+	Approvers []string  `json:"approvers"`
+	Result    string    `json:"result"`
+	Message   string    `json:"message"`
+	Started   time.Time `json:"started"`
+	Finished  time.Time `json:"finished"`
 	Changes   []struct {
 		Service string `json:"service"`
 	} `json:"changes"`

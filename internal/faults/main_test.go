@@ -8,11 +8,12 @@ import (
 )
 
 // cluster is the suite's control plane: workloads really roll out (kwok), and
-// the API server's audit log counts every write to them.
+// the API server's audit log counts every write to them; locks may live in
+// Kubernetes (the CRD of pkg/lock).
 var cluster testenv.Shared
 
 func TestMain(m *testing.M) {
-	code := cluster.Main(m, testenv.WithRollouts(), testenv.WithAuditLog())
+	code := cluster.Main(m, testenv.WithRollouts(), testenv.WithAuditLog(), testenv.WithCRDs("../../pkg/lock/crd"))
 	table.print(os.Stdout)
 	os.Exit(code)
 }
