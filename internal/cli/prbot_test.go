@@ -452,6 +452,19 @@ oidc:
 		t.Errorf("bump --via --token-env: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 
+	// A redirect is not followed: the token stays with the --via URL.
+	var leaked []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked = append(leaked, r.Header.Get("Authorization"))
+	}))
+	t.Cleanup(other.Close)
+	redirect := httptest.NewServer(http.RedirectHandler(other.URL+"/steal", http.StatusTemporaryRedirect))
+	t.Cleanup(redirect.Close)
+	_, errOut, code = runPrbot(t, gitlab, "bump", "--via", redirect.URL, "--token-env", "STAGEHAND_ID_TOKEN", "--env", "devel", "--service", "checkout-api", "--tag", "1.7.1")
+	if code != 1 || !strings.Contains(errOut, "307 Temporary Redirect") || !strings.Contains(errOut, "not followed") || len(leaked) != 0 {
+		t.Errorf("bump --via a redirecting URL: exit %d, stderr %q, token sent on to the redirect's target %d times", code, errOut, len(leaked))
+	}
+
 	for _, tt := range []struct {
 		name    string
 		environ map[string]string

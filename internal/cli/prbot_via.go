@@ -174,6 +174,11 @@ func (e *bumpRefused) Error() string {
 	return fmt.Sprintf("bump refused by prbot serve (%d %s): %s", e.Status, e.Reason, e.BumpError.Error)
 }
 
+// noRedirects sends the ID token to the --via URL only: Go's client keeps
+// the Authorization header on a redirect to the same host name, another
+// port or plain http included.
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
 func postBump(ctx context.Context, endpoint, token string, body prbot.BumpBody) (*prbot.BumpResult, error) {
 	data, err := json.Marshal(body)
 	if err != nil {
@@ -185,7 +190,7 @@ func postBump(ctx context.Context, endpoint, token string, body prbot.BumpBody) 
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := noRedirects.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("posting the bump: %w", err)
 	}
@@ -193,6 +198,9 @@ func postBump(ctx context.Context, endpoint, token string, body prbot.BumpBody) 
 	out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
 		return nil, fmt.Errorf("reading the bump's answer: %w", err)
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return nil, fmt.Errorf("posting the bump to %s: %s to %q: not followed (the ID token would go along); give --via the final URL", endpoint, resp.Status, resp.Header.Get("Location"))
 	}
 	if resp.StatusCode != http.StatusOK {
 		r := &bumpRefused{Status: resp.StatusCode}
