@@ -24,6 +24,7 @@ type hostileRequest struct {
 
 func hostileRequests() []hostileRequest {
 	const approve, reject, locks = "/api/v1/environments/prod/approve", "/api/v1/environments/prod/reject", "/api/v1/locks"
+	const history, rollback, release = "/api/v1/environments/prod/history/", "/api/v1/environments/prod/rollback", "/api/v1/environments/prod/release"
 	big := strings.Repeat("a", 70<<10)
 	deep := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
 	return []hostileRequest{
@@ -71,6 +72,35 @@ func hostileRequests() []hostileRequest {
 		{name: "unlock of nothing", method: "DELETE", path: "/api/v1/locks/apps/prod?type=deploy", wantCode: 404, wantBody: "no lock"},
 		{name: "unlock with an unknown type", method: "DELETE", path: "/api/v1/locks/apps/prod?type=nuke", wantCode: 400, wantBody: "nuke"},
 		{name: "unlock of the lock taken as the reconciler", method: "DELETE", path: "/api/v1/locks/apps/claimed?type=deploy", wantCode: 200, wantBody: `"author":"ops"`},
+		// History: ids out of range, in other notations, enormous.
+		{name: "history id zero", method: "GET", path: history + "0", wantCode: 400, wantBody: `history entry id \"0\": want a positive integer, as the history list shows`},
+		{name: "history id negative", method: "GET", path: history + "-1", wantCode: 400, wantBody: `history entry id \"-1\": want a positive integer`},
+		{name: "history id past int64", method: "GET", path: history + "9223372036854775808", wantCode: 400, wantBody: `history entry id \"9223372036854775808\": want a positive integer`},
+		{name: "history id largest int64", method: "GET", path: history + "9223372036854775807", wantCode: 404, wantBody: "unknown history entry 9223372036854775807 in environment prod: it holds entries 1 to 2"},
+		{name: "history id after the newest", method: "GET", path: history + "3", wantCode: 404, wantBody: "unknown history entry 3 in environment prod: it holds entries 1 to 2"},
+		{name: "history id in hex", method: "GET", path: history + "0x1", wantCode: 400, wantBody: `history entry id \"0x1\"`},
+		{name: "history id with spaces", method: "GET", path: history + "%201", wantCode: 400, wantBody: `history entry id \" 1\"`},
+		{name: "history id of 60 KiB", method: "GET", path: history + strings.Repeat("9", 60<<10), wantCode: 400, wantBody: `history entry id \"` + strings.Repeat("9", 64) + `…\"`},
+		{name: "history of an unknown environment", method: "GET", path: "/api/v1/environments/prod2/history/1", wantCode: 404, wantBody: `unknown environment \"prod2\"`},
+		// Services: the name is compared, never a pattern.
+		{name: "service name a regular expression", method: "GET", path: "/api/v1/services/.%2A", wantCode: 404, wantBody: `no service \".*\" in any environment`},
+		{name: "service name with NUL", method: "GET", path: "/api/v1/services/api%00", wantCode: 404, wantBody: `no service \"api\\x00\" in any environment`},
+		{name: "service name of 254 bytes", method: "GET", path: "/api/v1/services/" + big[:254], wantCode: 400, wantBody: "service name is 254 bytes long; at most 253 are accepted"},
+		{name: "service name of 60 KiB", method: "GET", path: "/api/v1/services/" + big[:60<<10], wantCode: 400, wantBody: "service name is 61440 bytes long; at most 253 are accepted"},
+		// Rollback and release: bodies.
+		{name: "rollback without a token", method: "POST", path: rollback, token: "-", body: `{"to":"previous","reason":"x"}`, wantCode: 401, wantBody: "bearer token"},
+		{name: "rollback body over the cap", method: "POST", path: rollback, body: `{"to":"previous","reason":"` + big + `"}`, wantCode: 413, wantBody: "larger than 65536 bytes"},
+		{name: "rollback to too long", method: "POST", path: rollback, body: `{"to":"` + big[:65] + `","reason":"x"}`, wantCode: 400, wantBody: "to is 65 bytes long; at most 64 are accepted"},
+		{name: "rollback reason too long", method: "POST", path: rollback, body: `{"to":"previous","reason":"` + big[:5000] + `"}`, wantCode: 400, wantBody: "reason is 5000 bytes long"},
+		{name: "rollback to a number", method: "POST", path: rollback, body: `{"to":1,"reason":"x"}`, wantCode: 400, wantBody: "cannot unmarshal number into Go struct field RollbackRequest.to of type string"},
+		{name: "rollback to blank", method: "POST", path: rollback, body: `{"to":" \t","reason":"x"}`, wantCode: 400, wantBody: "to is required"},
+		{name: "rollback as someone else", method: "POST", path: rollback, body: `{"to":"previous","reason":"x","requestedBy":"alice"}`, wantCode: 400, wantBody: "requestedBy comes from your credentials: you are ops (token)"},
+		{name: "rollback with an unknown field", method: "POST", path: rollback, body: `{"to":"previous","reason":"x","now":true,"force":true}`, wantCode: 400, wantBody: `unknown field \"force\"`},
+		{name: "rollback deep nesting", method: "POST", path: rollback, body: `{"to":` + deep[:60000] + `}`, wantCode: 400, wantBody: "decoding request body"},
+		{name: "rollback of an unknown history id", method: "POST", path: rollback, body: `{"to":"999","reason":"x"}`, wantCode: 404, wantBody: "unknown history entry 999"},
+		{name: "release body not JSON", method: "POST", path: release, body: "reason=x", wantCode: 400, wantBody: "decoding request body: invalid character"},
+		{name: "release reason too long", method: "POST", path: release, body: `{"reason":"` + big[:5000] + `"}`, wantCode: 400, wantBody: "reason is 5000 bytes long"},
+		{name: "release of no hold", method: "POST", path: release, body: `{"reason":"x"}`, wantCode: 404, wantBody: "prod has no hold to release"},
 	}
 }
 
@@ -82,7 +112,8 @@ func TestHostileRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := &backend{pending: &approval.Pending{Revision: "abcdef0123456789", PlanHash: "sha256:p"}, locks: svc}
-	srv := newServer(t, b, withOps(t))
+	rb := &rollbacks{}
+	srv := newServer(t, b, withOps(t), WithRollback(rb))
 	for _, tc := range hostileRequests() {
 		t.Run(tc.name, func(t *testing.T) {
 			tok := tc.token
@@ -112,11 +143,14 @@ func TestHostileRequests(t *testing.T) {
 	if len(b.decided) != 0 {
 		t.Errorf("decisions taken by hostile requests: %v", b.decided)
 	}
+	if len(rb.asked) != 0 {
+		t.Errorf("rollbacks asked by hostile requests: %+v", rb.asked)
+	}
 	if ls, err := svc.List(t.Context(), ""); err != nil || len(ls) != 0 {
 		t.Errorf("locks left by hostile requests: %v, %v", ls, err)
 	}
-	if n := len(hostileRequests()); n < 40 {
-		t.Errorf("the API corpus has %d cases, want at least 40", n)
+	if n := len(hostileRequests()); n < 65 {
+		t.Errorf("the API corpus has %d cases, want at least 65", n)
 	}
 }
 
