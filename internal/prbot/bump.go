@@ -214,6 +214,9 @@ func (r BumpRequest) validateFields(withFile bool) error {
 	case r.Tag == "":
 		return errors.New("bumping: no tag")
 	}
+	if err := manifest.CheckImage(r.Tag, r.Digest); err != nil {
+		return fmt.Errorf("bumping %s: %w", containerLabel(r), err)
+	}
 	return nil
 }
 

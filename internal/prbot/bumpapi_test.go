@@ -67,13 +67,13 @@ type bumpEnv struct {
 	logs   []BumpLog
 }
 
-func newBumpEnv(t *testing.T) *bumpEnv {
+func newBumpEnv(t testing.TB) *bumpEnv {
 	t.Helper()
 	return newBumpEnvWith(t, bumpFiles())
 }
 
 // newBumpEnvWith is newBumpEnv over the manifests repository files.
-func newBumpEnvWith(t *testing.T, files map[string]string) *bumpEnv {
+func newBumpEnvWith(t testing.TB, files map[string]string) *bumpEnv {
 	t.Helper()
 	e := &bumpEnv{f: newFixture(t, files), gh: oidctest.New(t), gl: oidctest.New(t), clk: &clock{}}
 	b := e.f.bot(t, WithClock(e.clk.now))

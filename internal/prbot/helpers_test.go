@@ -30,7 +30,7 @@ type fixture struct {
 	lockC LockChecker
 }
 
-func newFixture(t *testing.T, files map[string]string) *fixture {
+func newFixture(t testing.TB, files map[string]string) *fixture {
 	t.Helper()
 	srv := githubtest.New(t)
 	srv.CreateRepo(owner, repo, "main")
@@ -89,7 +89,7 @@ func (c *counter) count(method, re string) int {
 	return n
 }
 
-func (f *fixture) bot(t *testing.T, opts ...Option) *Bot {
+func (f *fixture) bot(t testing.TB, opts ...Option) *Bot {
 	t.Helper()
 	opts = append([]Option{WithLocks(f.lockC), WithPollInterval(10 * time.Millisecond)}, opts...)
 	b, err := New(f.gh, owner, repo, opts...)

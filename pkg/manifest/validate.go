@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -263,3 +264,18 @@ func distance(a, b string) int {
 }
 
 func joinKeys(keys []string) string { return strings.Join(keys, ", ") }
+
+// CheckImage checks a tag and digest ("" for none) as the decoder and
+// SetImage do, so that a caller can refuse them before any edit: the error
+// names the value and what would be accepted.
+func CheckImage(tag, digest string) error {
+	if msg := checkTag(tag); msg != "" {
+		return errors.New(msg)
+	}
+	if digest != "" {
+		if msg := checkDigest(digest); msg != "" {
+			return errors.New(msg)
+		}
+	}
+	return nil
+}
