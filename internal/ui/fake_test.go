@@ -34,7 +34,7 @@ type backend struct {
 
 var t0 = time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
 
-func newBackend(t *testing.T) *backend {
+func newBackend(t testing.TB) *backend {
 	t.Helper()
 	svc, err := lock.New(lock.NewMemory(), lock.WithClock(func() time.Time { return t0 }))
 	if err != nil {

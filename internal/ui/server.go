@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/status"
@@ -168,9 +169,32 @@ type flash struct {
 
 const flashCookie = "stagehand_flash"
 
-// flashNext shows msg on the next page rendered.
+// maxFlashValue bounds the sealed flash cookie's value: browsers keep
+// cookies of up to 4096 bytes, name and attributes included, and silently
+// drop larger ones, which would lose the message.
+const maxFlashValue = 3800
+
+// flashNext shows msg on the next page rendered. A message that would not
+// fit a cookie (it quotes what the form sent) is shortened, ending in "…".
 func (s *Server) flashNext(w http.ResponseWriter, r *http.Request, msg string, isErr bool) {
-	_ = s.setCookie(w, r, flashCookie, flash{Msg: msg, Err: isErr}, time.Minute)
+	for n := len(msg); ; n /= 2 {
+		f := flash{Msg: clip(msg, n), Err: isErr}
+		if v, err := s.seal.seal(flashCookie, f); err != nil || len(v) <= maxFlashValue || n == 0 {
+			_ = s.setCookie(w, r, flashCookie, f, time.Minute)
+			return
+		}
+	}
+}
+
+// clip returns s cut to at most n bytes on a rune boundary, with "…" when cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // who returns r's viewer, or answers the sign-in page (401) or a refusal
