@@ -14,7 +14,8 @@ FUZZ_SHORT_TIME ?= 3s
 # Every fuzz target, as package:Target. Their seed corpora (f.Add and
 # testdata/fuzz/<Target>) also run as plain tests in `go test`.
 FUZZ_TARGETS := ./pkg/manifest:FuzzResolve ./pkg/manifest:FuzzEdit ./pkg/manifest:FuzzPosition \
-	./pkg/promote:FuzzParse ./internal/webhook:FuzzShape ./internal/webhook:FuzzReceiver ./internal/api:FuzzDecisionBody
+	./pkg/promote:FuzzParse ./internal/webhook:FuzzShape ./internal/webhook:FuzzReceiver ./internal/api:FuzzDecisionBody \
+	./internal/api:FuzzRollbackBody ./internal/prbot:FuzzBumpBody ./internal/ui:FuzzForm
 IMAGE ?=
 PLATFORMS ?= linux/$(shell go env GOARCH)
 IMAGE_FLAGS ?=
