@@ -215,6 +215,9 @@ func (r BumpRequest) validateFields(withFile bool) error {
 		return errors.New("bumping: no tag")
 	}
 	if err := manifest.CheckImage(r.Tag, r.Digest); err != nil {
+		if r.File != "" {
+			return fmt.Errorf("bumping %s in %s: %w", containerLabel(r), path.Join("environments", r.Env, r.File), err)
+		}
 		return fmt.Errorf("bumping %s: %w", containerLabel(r), err)
 	}
 	return nil
