@@ -477,7 +477,7 @@ func (d *Daemon) decide(ctx context.Context, env string, dc decision) (*approval
 	if !d.leads(env) {
 		return d.handOver(ctx, env, dc)
 	}
-	dc.at = w.now()
+	dc.at = time.Now() // local and monotonic: compared with the worker's releaseSince
 	dc.reply = make(chan decisionReply, 1)
 	busy := time.NewTimer(30 * time.Second)
 	defer busy.Stop()

@@ -18,8 +18,9 @@ type decision struct {
 	planHash string
 	who      string
 	reason   string
-	// at is when the decision was taken: one taken before a release
-	// approval began to wait is not for it.
+	// at is when the decision was taken, on this process's monotonic
+	// clock (zero: handed over by another replica): one taken before a
+	// release approval began to wait here is not for it.
 	at    time.Time
 	reply chan decisionReply
 }
@@ -84,9 +85,10 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 		return
 	}
 	p := st.Pending
-	if p == nil || p.PlanHash != dc.planHash || (p.Release && !dc.at.IsZero() && dc.at.Before(p.ProposedAt)) {
+	if p == nil || p.PlanHash != dc.planHash || (p.Release && w.releaseHash == p.PlanHash && !dc.at.IsZero() && dc.at.Before(w.releaseSince)) {
 		// (A decision taken before the release approval began to wait was
-		// for the plan before its deployment: stale.)
+		// for the plan before its deployment, queued while it was applied:
+		// stale. One handed over then was dropped when the wait began.)
 		reply(nil, &approval.NotPendingError{Environment: w.env, PlanHash: dc.planHash, Pending: p})
 		return
 	}

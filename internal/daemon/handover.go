@@ -207,7 +207,7 @@ func (w *worker) pickUp(ctx context.Context) {
 
 // actOn carries out dec, a decision taken from the queue.
 func (w *worker) actOn(ctx context.Context, dec Handover) {
-	dc := decision{approve: dec.Approve, planHash: dec.PlanHash, who: dec.Approver, reason: dec.Reason, at: dec.At,
+	dc := decision{approve: dec.Approve, planHash: dec.PlanHash, who: dec.Approver, reason: dec.Reason,
 		reply: make(chan decisionReply, 1)}
 	w.decide(ctx, dc)
 	r := <-dc.reply

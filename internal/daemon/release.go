@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
@@ -67,6 +68,7 @@ func (w *worker) awaitRelease(ctx context.Context, prop approval.Proposal, i int
 		w.log.Error(err, "recording the wait for the release approval; trying again at the next pass", "environment", w.env, "revision", short(prop.Revision))
 		return
 	}
+	w.releaseHash, w.releaseSince = p.PlanHash, time.Now()
 	announce(ctx)
 	w.log.Info("deployed and verified; waiting for the release approval", "environment", w.env, "revision", short(prop.Revision), "planHash", p.PlanHash)
 	w.proposeRelease(ctx, prop, p)
@@ -74,7 +76,9 @@ func (w *worker) awaitRelease(ctx context.Context, prop approval.Proposal, i int
 
 // writeRelease keeps the run and the pending release of prop in one state
 // write (a pending release already there for the plan is kept, with its
-// approvals) and returns the pending release.
+// approvals) and returns the pending release. Decisions on the plan handed
+// over before (a second approval of it, queued while it was applied) are
+// dropped in the same write: they were not for its release.
 func (w *worker) writeRelease(ctx context.Context, prop approval.Proposal) (*approval.Pending, error) {
 	raw, err := json.Marshal(prop.Plan)
 	if err != nil {
@@ -93,6 +97,7 @@ func (w *worker) writeRelease(ctx context.Context, prop approval.Proposal) (*app
 			return
 		}
 		st.Pending = p
+		st.Handovers = slices.DeleteFunc(st.Handovers, func(h Handover) bool { return h.PlanHash == p.PlanHash })
 	})
 	if err != nil {
 		return nil, fmt.Errorf("recording the pending release of %s: %w", short(prop.Revision), err)

@@ -156,7 +156,8 @@ func TestReleaseApprovalReleases(t *testing.T) {
 
 	// An approval of the plan taken before it was applied (queued while it
 	// was) is not the release's.
-	if _, err := decideNow(t, w.d, decision{approve: true, planHash: p.PlanHash, who: "bob", at: p.ProposedAt.Add(-time.Second)}); !errors.Is(err, approval.ErrNotPending) {
+	since := w.d.workers["devel"].releaseSince
+	if _, err := decideNow(t, w.d, decision{approve: true, planHash: p.PlanHash, who: "bob", at: since.Add(-time.Millisecond)}); !errors.Is(err, approval.ErrNotPending) {
 		t.Errorf("a decision from before the wait = %v, want ErrNotPending", err)
 	}
 	if _, err := w.d.Approve(ctx, "devel", p.PlanHash, "alice"); err != nil {

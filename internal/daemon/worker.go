@@ -100,6 +100,11 @@ type worker struct {
 	// rateLimited is the gate's last refusal for a rate limit (nil once
 	// a Propose went through); the status names it until it ends.
 	rateLimited *approval.RateLimitedError
+	// releaseHash is the plan whose release approval began to wait in
+	// this process at releaseSince (local, monotonic): a decision sent to
+	// the worker before then is not for it.
+	releaseHash  string
+	releaseSince time.Time
 	// applying is true while an apply is under way (read by other
 	// goroutines: a replica gives back an environment that is not applying).
 	applying atomic.Bool
