@@ -252,6 +252,11 @@ func (is *trustedIssuer) verifier(ctx context.Context) (*oidc.IDTokenVerifier, e
 		is.lastErr = fmt.Errorf("%w: discovery document of %s has no jwks_uri", ErrIssuerUnavailable, is.URL)
 		return nil, is.lastErr
 	}
+	if !strings.HasPrefix(doc.JWKSURL, "https://") {
+		// The keys decide every token: they come over TLS, as the document did.
+		is.lastErr = fmt.Errorf("%w: discovery document of %s: jwks_uri %q is not an https:// URL", ErrIssuerUnavailable, is.URL, clip(doc.JWKSURL, 200))
+		return nil, is.lastErr
+	}
 	ks := &keySet{url: doc.JWKSURL, client: is.client, now: is.now, refresh: is.refresh}
 	// The audience is checked by verify (any of an array), exp and nbf by
 	// validAt (with typed errors); keySet accepts only asymmetric

@@ -192,6 +192,20 @@ func TestVerifyHostileIssuer(t *testing.T) {
 		}
 	})
 
+	t.Run("a key set over plain http is refused", func(t *testing.T) {
+		is := oidctest.New(t)
+		is.ServeDiscovery(func(w http.ResponseWriter, _ *http.Request) {
+			oidctest.WriteJSON(w, is.Discovery(map[string]any{"jwks_uri": strings.Replace(is.URL(), "https://", "http://", 1) + "/.well-known/jwks"}))
+		})
+		_, err := newV(is, oidctest.Client(is)).verify(ctx, token(is, nil))
+		if !errors.Is(err, ErrIssuerUnavailable) || !strings.Contains(err.Error(), "is not an https:// URL") {
+			t.Errorf("verify = %v, want ErrIssuerUnavailable naming the http jwks_uri", err)
+		}
+		if n := is.KeySetFetches(); n != 0 {
+			t.Errorf("the key set was fetched %d times over http", n)
+		}
+	})
+
 	t.Run("a slow key set: the request ends at the client's timeout; cached keys do not wait", func(t *testing.T) {
 		is := oidctest.New(t)
 		client := oidctest.Client(is)
