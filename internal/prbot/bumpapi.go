@@ -389,9 +389,14 @@ func underNamespace(repo string, namespaces []string) bool {
 	return false
 }
 
-// pullRequestEvents start runs for code that is not (yet) on a branch of
-// the repository: refused unless a stage's bumpClaims.event names them.
-var pullRequestEvents = []string{"pull_request", "pull_request_target", "merge_request_event", "external_pull_request_event"}
+// pullRequestEvents start runs that someone without write access may
+// cause, for code that is not (yet) on a branch of the repository: a pull
+// request (a fork's included), a review or comment on one, and GitHub's
+// workflow_run, which a fork's pull request workflow triggers in the base
+// repository's context with the default branch's ref. Refused unless a
+// stage's bumpClaims.event names them.
+var pullRequestEvents = []string{"pull_request", "pull_request_target", "pull_request_review", "pull_request_review_comment", "issue_comment", "workflow_run",
+	"merge_request_event", "external_pull_request_event"}
 
 // claimsAllowed applies the stage's bumpClaims to the caller.
 func claimsAllowed(c *Caller, st *promote.Stage) error {
@@ -406,7 +411,7 @@ func claimsAllowed(c *Caller, st *promote.Stage) error {
 	case len(rules.Event) > 0 && !slices.Contains(rules.Event, c.Event):
 		return fmt.Errorf("event %q is not allowed; bumpClaims.event allows %s", c.Event, strings.Join(rules.Event, ", "))
 	case len(rules.Event) == 0 && slices.Contains(pullRequestEvents, c.Event):
-		return fmt.Errorf("a %s run builds code that is not on a branch yet; it may not bump (name the event in bumpClaims.event to allow it)", c.Event)
+		return fmt.Errorf("event %q: its runs may be started by someone without write access, for code that is not on a branch yet; they may not bump (name the event in bumpClaims.event to allow it)", c.Event)
 	}
 	return nil
 }

@@ -255,13 +255,19 @@ func TestBumpAPIRefusals(t *testing.T) {
 			BumpBody{Environment: "prod", Service: "checkout-api", Tag: "1.6.0"}, 403, "EnvironmentRefused", `environment "prod" accepts no bumps`},
 		{"a fork's pull request (pull_request_target runs with the base ref)", func() string {
 			return e.gh.Sign(t, nil, e.gh.ForkPullRequestClaims("acme/checkout-api", "stagehand", e.clk.now()))
-		}, good, 403, "ClaimRefused", "a pull_request_target run builds code that is not on a branch yet"},
+		}, good, 403, "ClaimRefused", `event "pull_request_target": its runs may be started by someone without write access`},
 		{"a pull_request run", func() string {
 			return e.gh.Sign(t, nil, with(e.github("acme/checkout-api"), "event_name", "pull_request", "ref", "refs/pull/7/merge", "head_ref", "feature"))
 		}, good, 403, "ClaimRefused", `ref "refs/pull/7/merge" is not allowed; bumpClaims.ref allows refs/heads/main`},
 		{"a GitLab merge request pipeline", func() string {
 			return e.gl.Sign(t, nil, with(e.gl.GitLabClaims("acme-group/checkout-api", "stagehand", e.clk.now()), "pipeline_source", "merge_request_event"))
-		}, good, 403, "ClaimRefused", "a merge_request_event run builds code that is not on a branch yet"},
+		}, good, 403, "ClaimRefused", `event "merge_request_event": its runs may be started by someone without write access`},
+		{"a workflow_run (a fork's pull request workflow may trigger it, on the default branch's ref)", func() string {
+			return e.gh.Sign(t, nil, with(e.github("acme/checkout-api"), "event_name", "workflow_run", "actor", "mallory"))
+		}, good, 403, "ClaimRefused", `event "workflow_run": its runs may be started by someone without write access`},
+		{"an issue_comment run (anyone may comment)", func() string {
+			return e.gh.Sign(t, nil, with(e.github("acme/checkout-api"), "event_name", "issue_comment", "actor", "mallory"))
+		}, good, 403, "ClaimRefused", `event "issue_comment": its runs may be started`},
 		{"a ref not allowed", func() string {
 			return e.gh.Sign(t, nil, with(e.github("acme/checkout-api"), "ref", "refs/heads/experiment"))
 		}, good, 403, "ClaimRefused", `ref "refs/heads/experiment" is not allowed`},
