@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
@@ -64,4 +66,30 @@ func TestTimesOnTheAPIServersClock(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEnvironmentLeaseTimesOnTheAPIServersClock: with
+// leaderElection.perEnvironment, a replica two hours ahead stamps its
+// environment Leases' acquire and renew times on the API server's clock
+// (liveness is judged on each replica's monotonic clock; these are for
+// people and tools reading the Leases).
+func TestEnvironmentLeaseTimesOnTheAPIServersClock(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.LeaderElection.PerEnvironment = true
+	before := time.Now().Add(-2 * time.Second)
+	h.start(WithClock(func() time.Time { return time.Now().Add(2 * time.Hour) }))
+	leases := cluster.Env(t).Clientset.CoordinationV1().Leases(h.stateNS)
+	testenv.WaitFor(t, 30*time.Second, "devel's Lease renewed", func() bool {
+		l, err := leases.Get(t.Context(), EnvLeaseName("devel"), metav1.GetOptions{})
+		if err != nil || l.Spec.RenewTime == nil || l.Spec.AcquireTime == nil || !l.Spec.RenewTime.After(l.Spec.AcquireTime.Time) {
+			return false
+		}
+		after := time.Now().Add(2 * time.Second)
+		for what, at := range map[string]time.Time{"acquireTime": l.Spec.AcquireTime.Time, "renewTime": l.Spec.RenewTime.Time} {
+			if at.Before(before) || at.After(after) {
+				t.Fatalf("devel's Lease %s = %s, want between %s and %s (the API server's clock)", what, at, before, after)
+			}
+		}
+		return true
+	})
 }

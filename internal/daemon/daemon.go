@@ -133,7 +133,7 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	if cfg.LeaderElection.PerEnvironment && d.o.election.Enable {
 		d.shard = newShard(shardDeps{
 			leases: stateClient.CoordinationV1().Leases(cfg.State.Namespace), store: d.store,
-			identity: d.o.identity, election: d.o.election, envs: d.envNames, metrics: d.metrics,
+			identity: d.o.identity, election: d.o.election, envs: d.envNames, metrics: d.metrics, now: d.clock.Now,
 			start: d.workEnvironment, applying: func(env string) bool { return d.workers[env].applying.Load() },
 			logf: func(msg string, kv ...any) { d.log.Info(msg, append(kv, "identity", d.o.identity)...) },
 			logE: func(err error, msg string, kv ...any) { d.log.Error(err, msg, append(kv, "identity", d.o.identity)...) },

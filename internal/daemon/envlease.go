@@ -38,7 +38,7 @@ func memberLeaseName(identity string) string {
 // renewMember keeps this replica's member Lease current.
 func (s *shard) renewMember(ctx context.Context) error {
 	name := memberLeaseName(s.identity)
-	now := metav1.NowMicro()
+	now := metav1.NewMicroTime(s.now())
 	l, err := s.leases.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = s.leases.Create(ctx, s.newLease(name, componentMember, "", 0), metav1.CreateOptions{FieldManager: "stagehand"})
@@ -60,7 +60,7 @@ func (s *shard) durationSeconds() *int32 {
 
 // newLease is a Lease held by this replica from now, in term transitions.
 func (s *shard) newLease(name, component, env string, transitions int32) *coordinationv1.Lease {
-	now := metav1.NowMicro()
+	now := metav1.NewMicroTime(s.now())
 	id := s.identity
 	l := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{labelManagedBy: "stagehand", labelComponent: component}},

@@ -45,6 +45,10 @@ type shardDeps struct {
 	// lost is called when a state write is refused (another term claimed
 	// it). It returns when the worker has stopped.
 	start func(ctx context.Context, env, token string, lost func())
+	// now stamps the Leases' acquire and renew times (the API server's
+	// clock); nothing judges by them: liveness is this replica's
+	// monotonic clock. time.Now when nil.
+	now func() time.Time
 	// applying reports whether env's worker is applying a plan now.
 	applying func(env string) bool
 	logf     func(msg string, kv ...any)
@@ -84,6 +88,9 @@ type holding struct {
 }
 
 func newShard(deps shardDeps) *shard {
+	if deps.now == nil {
+		deps.now = time.Now
+	}
 	return &shard{shardDeps: deps, seen: map[string]observed{}, held: map[string]*holding{},
 		stopping: map[string]chan struct{}{}}
 }
@@ -207,7 +214,7 @@ func (s *shard) renewHeld(ctx context.Context, byName map[string]*coordinationv1
 			s.drop(env, "", "another replica holds its lease")
 			continue
 		}
-		rt := metav1.NowMicro()
+		rt := metav1.NewMicroTime(s.now())
 		l = l.DeepCopy()
 		l.Spec.RenewTime = &rt
 		updated, err := s.leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: "stagehand"})
