@@ -17,6 +17,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
@@ -331,4 +332,90 @@ func (w *holderWatch) holders() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]string(nil), w.seq...)
+}
+
+// TestClockSkewPerEnvironment: with leaderElection.perEnvironment, replicas
+// two hours ahead and behind share devel and prod; while both live no
+// environment Lease changes hands, and when the holder of devel is killed
+// the other takes devel within the lease duration and applies its next
+// revision.
+func TestClockSkewPerEnvironment(t *testing.T) {
+	const n = 2
+	files := manifest(n, "1.0.0")
+	files["environments/prod/manifest.json"] = files["environments/devel/manifest.json"]
+	f := newFixture(t, files)
+	f.workloads(t, n)
+	prodNS := f.env.Namespace(t)
+	for i := range n {
+		f.env.CreateDeployment(t, prodNS, svc(i), image(i, "1.0.0"))
+	}
+	f.config["environments"].(map[string]any)["prod"] = map[string]any{"lockPath": "apps/prod", "targets": []any{
+		map[string]any{"name": "a", "namespace": prodNS},
+	}}
+	f.config["leaderElection"] = map[string]any{"perEnvironment": true}
+	ctx := t.Context()
+	replicas := map[string]*replica{
+		"replica-a": f.start(t, "replica-a", nil, offsetEnv(skew)),
+		"replica-b": f.start(t, "replica-b", nil, offsetEnv(-skew)),
+	}
+	envs := []string{"devel", "prod"}
+	holders := func() map[string]string {
+		m := map[string]string{}
+		for _, env := range envs {
+			l, err := f.env.Clientset.CoordinationV1().Leases(f.ns).Get(ctx, daemon.EnvLeaseName(env), metav1.GetOptions{})
+			if err == nil && l.Spec.HolderIdentity != nil {
+				m[env] = *l.Spec.HolderIdentity
+			}
+		}
+		return m
+	}
+	testenv.WaitFor(t, 60*time.Second, "devel and prod shared out, one each", func() bool {
+		h := holders()
+		return h["devel"] != "" && h["prod"] != "" && h["devel"] != h["prod"]
+	})
+	shared := holders()
+	transitions := map[string]int32{}
+	for _, env := range envs {
+		transitions[env] = f.leaseTransitions(ctx, daemon.EnvLeaseName(env))
+	}
+	// Two lease durations with both alive: nothing moves.
+	for end := time.Now().Add(2 * leaseDuration); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if h := holders(); h["devel"] != shared["devel"] || h["prod"] != shared["prod"] {
+			t.Fatalf("environment Leases moved while both replicas lived: %v, then %v", shared, h)
+		}
+	}
+	for _, env := range envs {
+		if tr := f.leaseTransitions(ctx, daemon.EnvLeaseName(env)); tr != transitions[env] {
+			t.Errorf("%s's Lease transitions went from %d to %d while both replicas lived", env, transitions[env], tr)
+		}
+	}
+
+	victim := replicas[shared["devel"]]
+	survivor := replicas[shared["prod"]]
+	victim.kill(t)
+	killed := time.Now()
+	testenv.WaitFor(t, 30*time.Second, survivor.name+" holding devel", func() bool { return holders()["devel"] == survivor.name })
+	takeover := time.Since(killed)
+	if takeover > leaseDuration+2*retryPeriod+2*time.Second {
+		t.Errorf("%s took devel %s after %s was killed, want within the lease duration %s", survivor.name, takeover.Round(100*time.Millisecond), victim.name, leaseDuration)
+	}
+	rev := f.git.Commit(t, "manifests", "main", manifest(n, "2.0.0"), "devel to 2.0.0 after its holder died")
+	f.applied(t, survivor, n, "2.0.0", rev, time.Minute)
+	recovered := time.Since(killed)
+	if tr := f.leaseTransitions(ctx, daemon.EnvLeaseName("devel")); tr != transitions["devel"]+1 {
+		t.Errorf("devel's Lease transitions = %d, want %d (one hand-over)", tr, transitions["devel"]+1)
+	}
+	if h := holders()["prod"]; h != survivor.name {
+		t.Errorf("prod held by %q, want %s all along", h, survivor.name)
+	}
+	twice := 0
+	counts := f.patches(t) // devel's namespace
+	for i := range n {
+		if c := counts[svc(i)]; c > 1 {
+			twice++
+			t.Errorf("%s in devel patched %d times for one plan", svc(i), c)
+		}
+	}
+	table.add(t, row{fault: "7 replica clocks ±2 h apart, leaderElection.perEnvironment", survived: true, twice: twice, recover: recovered,
+		note: fmt.Sprintf("no environment Lease moved while both lived; devel taken %.1f s after its holder (%s) was killed; seconds from the kill to devel's next revision applied", takeover.Seconds(), victim.name)})
 }
