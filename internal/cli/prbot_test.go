@@ -258,7 +258,7 @@ resync: 0s
 		done <- Code(root.ExecuteContext(withPrbotDeps(ctx, prbotDeps{lookup: func(string) (string, bool) { return "", false }, now: time.Now})))
 	}()
 	// The first evaluation at start opens the promotion (staging does not require health).
-	waitUntil(t, func() bool { return len(srv.PullRequests("acme", "manifests")) == 1 })
+	testenv.WaitFor(t, 20*time.Second, "the promotion pull request", func() bool { return len(srv.PullRequests("acme", "manifests")) == 1 })
 	resp, err := http.Get("http://" + addr + "/healthz")
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Errorf("GET /healthz = %v, %v", resp, err)
@@ -279,17 +279,6 @@ resync: 0s
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("serve did not stop")
-	}
-}
-
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -391,7 +380,7 @@ oidc:
 			t.Error("serve did not stop")
 		}
 	})
-	waitUntil(t, func() bool {
+	testenv.WaitFor(t, 20*time.Second, "prbot serve's /healthz", func() bool {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err == nil {
 			resp.Body.Close()
