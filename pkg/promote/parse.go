@@ -13,11 +13,16 @@ import (
 
 // parser walks the YAML node tree so that every error carries a position.
 type parser struct {
-	file string
-	errs ErrorList
+	file    string
+	errs    ErrorList
+	omitted int // problems past maxErrors
 }
 
 func (p *parser) errorf(n *yaml.Node, at, format string, a ...any) {
+	if len(p.errs) >= maxErrors {
+		p.omitted++
+		return
+	}
 	e := Error{File: p.file, Path: at, Message: fmt.Sprintf(format, a...)}
 	if n != nil {
 		e.Line, e.Column = n.Line, n.Column
@@ -85,6 +90,10 @@ func (p *parser) parse(data []byte) *Pipeline {
 	}
 	if len(stages.value.Content) == 0 {
 		p.errorf(stages.value, "stages", "want at least one stage")
+	}
+	if n := len(stages.value.Content); n > MaxStages {
+		p.errorf(stages.value, "stages", "%d stages; at most %d are accepted", n, MaxStages)
+		return pl
 	}
 	seen := map[string]int{} // name → index
 	for i, n := range stages.value.Content {

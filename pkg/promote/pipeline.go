@@ -159,8 +159,14 @@ func Load(fsys fs.FS, root string) (*Pipeline, error) {
 // Parse parses and validates a pipeline file. file names it in errors. All
 // problems are reported at once as an ErrorList, each with line and column.
 func Parse(file string, data []byte) (*Pipeline, error) {
+	if len(data) > MaxFileSize {
+		return nil, ErrorList{{File: file, Message: fmt.Sprintf("the file is %d bytes long; at most %d are accepted", len(data), MaxFileSize)}}
+	}
 	p := &parser{file: file}
 	pl := p.parse(data)
+	if p.omitted > 0 {
+		p.errs = append(p.errs, omittedError(file, p.omitted))
+	}
 	if len(p.errs) > 0 {
 		return nil, p.errs
 	}

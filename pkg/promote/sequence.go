@@ -111,6 +111,10 @@ func (p *parser) sequence(n *yaml.Node, at string) []Task {
 		p.errorf(n, at, "want at least the task %q", TaskDeployment)
 		return nil
 	}
+	if len(n.Content) > MaxTasks {
+		p.errorf(n, at, "%d tasks; at most %d are accepted", len(n.Content), MaxTasks)
+		return nil
+	}
 	var tasks []Task
 	first := map[string]int{} // task → first index
 	for i, item := range n.Content {
