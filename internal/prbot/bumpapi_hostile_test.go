@@ -1,11 +1,14 @@
 package prbot
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
 
@@ -143,5 +146,38 @@ func TestClaimsAllowed(t *testing.T) {
 				t.Errorf("claimsAllowed = %v, want a refusal containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestBumpAPIRefusesUnderARollbackHold: a rollback's hold on the stage stops
+// a keyless bump as it stops prbot bump (423, nothing opened), and the bump
+// goes through once the hold is gone.
+func TestBumpAPIRefusesUnderARollbackHold(t *testing.T) {
+	e := newBumpEnv(t)
+	ctx := context.Background()
+	if _, err := e.f.locks.PlaceHold(ctx, lock.NewHold("apps/devel", "alice", time.Now().Add(time.Hour), map[string]string{lock.HoldLinkPullRequest: "https://github.com/acme/manifests/pull/9"})); err != nil {
+		t.Fatal(err)
+	}
+	body := BumpBody{Environment: "devel", Service: "checkout-api", Tag: "1.6.0"}
+	code, out := e.post(t, e.gh.Sign(t, nil, e.github("acme/checkout-api")), body)
+	var got BumpError
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	if code != http.StatusLocked || got.Reason != "Locked" || got.Result == nil || !got.Result.Blocked || got.Result.PR != 0 ||
+		!strings.Contains(got.Result.Reason, "apps/devel/hold is held by a rollback of alice") {
+		t.Fatalf("bump under a rollback hold answered %d: %s", code, out)
+	}
+	if prs := e.f.srv.PullRequests(owner, repo); len(prs) != 0 {
+		t.Errorf("pull requests under a hold: %+v", prs)
+	}
+	if lg := e.lastLog(); lg.Status != http.StatusLocked || lg.Caller == nil || lg.Caller.Repository != "acme/checkout-api" {
+		t.Errorf("log = %+v", lg)
+	}
+	if _, err := e.f.locks.ReleaseHold(ctx, "apps/devel"); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := e.post(t, e.gh.Sign(t, nil, e.github("acme/checkout-api")), body); code != http.StatusOK || decodeResult(t, out).PR != 1 {
+		t.Errorf("bump after the hold answered %d: %s", code, out)
 	}
 }
