@@ -61,7 +61,11 @@ func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*approv
 			if perr != nil {
 				d.log.Error(perr, "showing the approvals so far", "environment", env)
 			}
-			w.tally(ctx, approval.Proposal{Environment: env, Revision: p.Revision, Plan: plan}, p)
+			prop := approval.Proposal{Environment: env, Revision: p.Revision, Plan: plan}
+			if p.Release {
+				prop.Release = p.ProposedAt
+			}
+			w.tally(ctx, prop, p)
 			return p, nil
 		}
 	}

@@ -194,6 +194,8 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 			case err != nil:
 			case p.Needed() > 1 && !p.Complete():
 				msg = fmt.Sprintf("Approved by %s: %s; revision %s waits for more approvals in %s.", v.Login, p.Tally(), short(p.Revision), env)
+			case p.Release:
+				msg = fmt.Sprintf("Approved by %s: releasing revision %s in %s.", v.Login, short(p.Revision), env)
 			default:
 				msg = fmt.Sprintf("Approved by %s: applying revision %s to %s.", v.Login, short(p.Revision), env)
 			}
@@ -204,7 +206,10 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 				return
 			}
 			p, err = s.b.Reject(r.Context(), env, hash, v.Login, reason)
-			if err == nil {
+			switch {
+			case err == nil && p.Release:
+				msg = fmt.Sprintf("Rejected by %s: the deploy of revision %s to %s fails.", v.Login, short(p.Revision), env)
+			case err == nil:
 				msg = fmt.Sprintf("Rejected by %s: revision %s will not be applied to %s.", v.Login, short(p.Revision), env)
 			}
 		}

@@ -456,3 +456,26 @@ func TestCachedPolicy(t *testing.T) {
 		t.Errorf("after an error: %v, %d calls; want the policy asked again", err, calls)
 	}
 }
+
+// TestReleasePending: a plan deployed and waiting for its release approval
+// (an approval after the deployment in its sequence) says so and offers to
+// release it; approving says it is released.
+func TestReleasePending(t *testing.T) {
+	b := newBackend(t)
+	b.envs["prod"].Pending.Release = true
+	base := serve(t, b, WithDemoLogin("demo"))
+	br := signedIn(t, base)
+	_, body := br.get("/environments/prod")
+	for _, want := range []string{"Deployed and verified; waiting for its release approval.", "Approve and release"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("environment page lacks %q", want)
+		}
+	}
+	csrf := br.csrf("/environments/prod")
+	if code, _, body := br.post("/environments/prod/approve", url.Values{"planHash": {"sha256:plan1"}, "csrf": {csrf}}); code != http.StatusSeeOther {
+		t.Fatalf("POST approve = %d: %s", code, body)
+	}
+	if _, body = br.get("/environments/prod"); !strings.Contains(body, "Approved by demo: releasing revision c0ffee000000 in prod.") {
+		t.Errorf("after approving the release the page lacks the flash:\n%s", body)
+	}
+}
