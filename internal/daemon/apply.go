@@ -310,11 +310,13 @@ func (w *worker) startedGate(ctx context.Context, prop approval.Proposal, approv
 	}
 }
 
-// completed reports how prop ended to the gate; a failure is logged and counted.
+// completed reports how prop ended to the gate; a failure is logged and counted, and the outcome kept in
+// the state to report again (unreported.go).
 func (w *worker) completed(ctx context.Context, prop approval.Proposal, out approval.Outcome) {
 	if err := w.gate.Completed(ctx, prop, out); err != nil {
 		w.metrics.fail(w.env, "gate")
 		w.log.Error(err, "reporting the outcome to the gate", "environment", w.env, "planHash", prop.Plan.PlanHash, "result", out.Result)
+		w.owe(ctx, unreportedOutcome(prop, out), err)
 	}
 }
 

@@ -377,6 +377,7 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		approvals: &counter{env: env, policy: d.cfg.ApprovalPolicy(env), authors: d.authors(), now: d.clock.Now},
 		metrics:   d.metrics, log: d.log, now: d.clock.Now,
 		resync: resync, repropose: d.o.repropose, applyGrace: d.o.applyGrace,
+		reportBackoff: d.o.reportBackoff, reportBackoffMax: d.o.reportBackoffMax,
 		pipeline: func(s gitsource.Snapshot) (*promote.Pipeline, error) { return promote.Load(s.FS, d.cfg.Source.Root) },
 		tasks:    d.envTasks(env), checkTask: d.checkTask, listener: d.o.listener,
 	}

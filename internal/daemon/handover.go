@@ -100,7 +100,7 @@ func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*approv
 	return pending, nil
 }
 
-// handoverID is a random identity for a decision handed over.
+// handoverID is a random identity for a decision handed over (or an outcome kept to report).
 func handoverID() string {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b) // never fails (crypto/rand)

@@ -25,6 +25,8 @@ type Metrics struct {
 	leaderChanges     *prometheus.CounterVec
 	verifications     *prometheus.CounterVec
 	verifyDuration    *prometheus.HistogramVec
+	unreported        *prometheus.GaugeVec
+	reportsDropped    *prometheus.CounterVec
 
 	mu        sync.Mutex
 	revisions map[string]time.Time // environment → commit time of the revision last reconciled
@@ -74,6 +76,14 @@ func NewMetrics() *Metrics {
 			Help:    "Time a verification task took, by environment and kind.",
 			Buckets: []float64{0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1200},
 		}, []string{"environment", "kind"}),
+		unreported: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stagehand_outcome_reports_unreported",
+			Help: "Outcomes (a plan completed, rejected or superseded) the gate refused and that wait in the state to be reported again.",
+		}, []string{"environment"}),
+		reportsDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "stagehand_outcome_reports_dropped_total",
+			Help: "Unreported outcomes given up: tried 30 times, or pushed out by more than 8 waiting.",
+		}, []string{"environment"}),
 		revisions: map[string]time.Time{},
 		now:       time.Now,
 	}
@@ -81,7 +91,7 @@ func NewMetrics() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.reconcileDuration, m.pending, m.changesApplied, m.failures, m.leader, m.envHeld, m.leaderChanges,
-		m.verifications, m.verifyDuration,
+		m.verifications, m.verifyDuration, m.unreported, m.reportsDropped,
 		revisionAge{m},
 	)
 	return m
@@ -129,6 +139,10 @@ func (m *Metrics) setPending(env string, pending bool) {
 func (m *Metrics) addApplied(env string, n int) {
 	m.changesApplied.WithLabelValues(env).Add(float64(n))
 }
+
+func (m *Metrics) setUnreported(env string, n int) { m.unreported.WithLabelValues(env).Set(float64(n)) }
+
+func (m *Metrics) reportDropped(env string) { m.reportsDropped.WithLabelValues(env).Inc() }
 
 func (m *Metrics) fail(env, stage string) { m.failures.WithLabelValues(env, stage).Inc() }
 

@@ -37,6 +37,8 @@ type options struct {
 	authors       approval.Authors
 	lockObserver  lock.Observer
 	now           func() time.Time
+	// reportBackoff, reportBackoffMax: WithOutcomeRetry.
+	reportBackoff, reportBackoffMax time.Duration
 }
 
 func defaultOptions() options {
@@ -47,6 +49,9 @@ func defaultOptions() options {
 		applyGrace: 10 * time.Second,
 		repropose:  DefaultRepropose,
 		now:        time.Now,
+
+		reportBackoff:    10 * time.Second,
+		reportBackoffMax: 10 * time.Minute,
 	}
 }
 
@@ -56,6 +61,9 @@ func (o *options) check() error {
 	var errs []error
 	if o.applyGrace < 0 {
 		errs = append(errs, fmt.Errorf("apply grace: must not be negative, got %s", o.applyGrace))
+	}
+	if o.reportBackoff > o.reportBackoffMax {
+		errs = append(errs, fmt.Errorf("outcome retry: first wait %s is longer than the longest %s", o.reportBackoff, o.reportBackoffMax))
 	}
 	if o.election.Enable && (o.election.LeaseDuration <= o.election.RenewDeadline || o.election.RetryPeriod <= 0) {
 		errs = append(errs, errors.New("leader election: want leaseDuration > renewDeadline > retryPeriod > 0"))
@@ -169,6 +177,19 @@ func WithClock(now func() time.Time) Option {
 			return errors.New("configuring daemon: nil clock")
 		}
 		o.now = now
+		return nil
+	}
+}
+
+// WithOutcomeRetry sets how an outcome the gate refused (GitHub down beyond
+// its client's retries) is reported again: first after base, the wait
+// doubling per failure up to max (defaults 10s and 10m; see unreported.go).
+func WithOutcomeRetry(base, max time.Duration) Option {
+	return func(o *options) error {
+		if base <= 0 || max <= 0 {
+			return fmt.Errorf("outcome retry: waits must be positive, got %s and %s", base, max)
+		}
+		o.reportBackoff, o.reportBackoffMax = base, max
 		return nil
 	}
 }

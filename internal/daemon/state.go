@@ -23,17 +23,18 @@ import (
 
 // Keys of the state ConfigMap's data.
 const (
-	keyPending   = "pending.json"
-	keyInFlight  = "inflight.json"
-	keyHistory   = "history.json"
-	keyStatus    = "status.json"
-	keyHandover  = "handover.json" // one decision: the slot of replicas before the queue (handover.go)
-	keyHandovers = "handovers.json"
-	keyLastID    = "lastid.json"
-	keySequence  = "sequence.json"
-	keyRollback  = "rollback.json"
-	keyFailed    = "failed.json"
-	keyPin       = "pin.json"
+	keyPending    = "pending.json"
+	keyInFlight   = "inflight.json"
+	keyHistory    = "history.json"
+	keyStatus     = "status.json"
+	keyHandover   = "handover.json" // one decision: the slot of replicas before the queue (handover.go)
+	keyHandovers  = "handovers.json"
+	keyUnreported = "unreported.json"
+	keyLastID     = "lastid.json"
+	keySequence   = "sequence.json"
+	keyRollback   = "rollback.json"
+	keyFailed     = "failed.json"
+	keyPin        = "pin.json"
 
 	labelManagedBy   = "app.kubernetes.io/managed-by"
 	labelComponent   = "app.kubernetes.io/component"
@@ -65,6 +66,8 @@ type EnvState struct {
 	// Handovers are the decisions waiting for the leader, oldest first (at
 	// most maxHandovers; see handover.go).
 	Handovers []Handover `json:"handovers,omitempty"`
+	// Unreported are outcomes the gate refused, to report again (unreported.go).
+	Unreported []Unreported `json:"unreported,omitempty"`
 	// Sequence is the environment's newest run of its delivery sequence.
 	Sequence *sequence.State `json:"sequence,omitempty"`
 	// Pin is an incident rollback's versions, kept until git says them

@@ -129,6 +129,7 @@ func encodeState(name string, st *EnvState, budget int) (*encoded, error) {
 		put(keyInFlight, st.InFlight, st.InFlight != nil),
 		put(keyHandovers, st.Handovers, len(st.Handovers) > 0),
 		put(keyHandover, legacyHandover(st.Handovers), len(st.Handovers) > 0),
+		put(keyUnreported, st.Unreported, len(st.Unreported) > 0),
 		put(keySequence, st.Sequence, st.Sequence != nil),
 		put(keyPin, st.Pin, st.Pin != nil),
 		put(keyStatus, st.Status, len(st.Status) > 0),
@@ -182,7 +183,7 @@ func (l *stateLayout) fit() (*encoded, error) {
 		return e, err
 	}
 	// Compress (nothing lost).
-	for _, key := range []string{keyPending, keyInFlight, keyStatus, keyRollback} {
+	for _, key := range []string{keyPending, keyInFlight, keyStatus, keyRollback, keyUnreported} {
 		if err := l.zip(key); err != nil {
 			return nil, err
 		}
@@ -581,6 +582,7 @@ func decodeState(ctx context.Context, cm *corev1.ConfigMap, src *partSource) (*E
 		field(keyInFlight, &st.InFlight),
 		field(keyHandovers, &st.Handovers),
 		field(keyHandover, &legacy),
+		field(keyUnreported, &st.Unreported),
 		field(keySequence, &st.Sequence),
 		field(keyPin, &st.Pin),
 		history(&st.History),

@@ -73,6 +73,9 @@ type workerDeps struct {
 	// when the environment is planned, before anything is applied.
 	checkTask func(promote.Task) error
 	listener  sequence.Listener
+	// reportBackoff and reportBackoffMax space the reports of outcomes the
+	// gate refused (unreported.go).
+	reportBackoff, reportBackoffMax time.Duration
 	// resync is how often to plan without a new revision (0: never);
 	// repropose how often a plan still pending is proposed again; applyGrace
 	// how long an apply may go on after shutdown begins.
@@ -105,6 +108,9 @@ type worker struct {
 	// the worker before then is not for it.
 	releaseHash  string
 	releaseSince time.Time
+	// reportAt is when the outcomes the gate refused are reported again;
+	// zero when none are known to wait.
+	reportAt time.Time
 	// applying is true while an apply is under way (read by other
 	// goroutines: a replica gives back an environment that is not applying).
 	applying atomic.Bool
@@ -144,6 +150,7 @@ func (w *worker) run(ctx context.Context) {
 			continue
 		case <-handed.C:
 			w.pickUp(ctx)
+			w.reportOwed(ctx)
 			continue
 		case <-w.wake:
 		case <-tick:
@@ -176,6 +183,7 @@ func (w *worker) pass(ctx context.Context) error {
 		w.metrics.fail(w.env, "state")
 		return err
 	}
+	w.noteUnreported(st)
 	if rb := st.Rollback; rb != nil {
 		// A rollback cut short (a restart, the other replica): finish it
 		// before planning anything.
@@ -421,6 +429,7 @@ func (w *worker) supersede(ctx context.Context, st *EnvState, by string) {
 	if err := w.gate.Superseded(ctx, prop, by); err != nil {
 		w.metrics.fail(w.env, "gate")
 		w.log.Error(err, "reporting superseded plan", "environment", w.env, "planHash", pending.PlanHash)
+		w.owe(ctx, unreportedSuperseded(prop, by), err)
 	}
 	w.log.Info("pending plan superseded", "environment", w.env, "planHash", pending.PlanHash, "by", by)
 }
