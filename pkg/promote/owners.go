@@ -2,6 +2,8 @@ package promote
 
 import (
 	"regexp"
+	"slices"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -62,7 +64,7 @@ func (p *parser) repositories(n *yaml.Node, at string) []string {
 		if n.Kind == yaml.SequenceNode {
 			el = n.Content[i]
 		}
-		if r != "" && !repositoryRE.MatchString(r) {
+		if r != "" && (!repositoryRE.MatchString(r) || slices.Contains(strings.Split(r, "/"), ".") || slices.Contains(strings.Split(r, "/"), "..")) {
 			p.errorf(el, at, "%q: want a repository path such as acme/checkout-api (GitLab: group/subgroup/project)", r)
 		}
 	}

@@ -348,6 +348,16 @@ owners:
 			`p.yaml:4:12: owners.x.json: "checkout-api": want a repository path such as acme/checkout-api (GitLab: group/subgroup/project)`,
 			`p.yaml:4:35: owners.x.json: "acme/bad name": want a repository path such as acme/checkout-api (GitLab: group/subgroup/project)`,
 		},
+	}, {
+		name: "paths in owned file names and repositories",
+		in:   "stages:\n  - name: devel\nowners:\n  ../prod/x.json: [acme/x]\n  sub/y.json: [acme/y]\n  .z.json: [acme/z]\n  w.json: [acme/../payments-api, group/./w]\n",
+		want: []string{
+			`p.yaml:4:3: owners.../prod/x.json: "../prod/x.json": want a file base name ending in .json, e.g. checkout-api.json`,
+			`p.yaml:5:3: owners.sub/y.json: "sub/y.json": want a file base name ending in .json, e.g. checkout-api.json`,
+			`p.yaml:6:3: owners..z.json: ".z.json": want a file base name ending in .json, e.g. checkout-api.json`,
+			`p.yaml:7:12: owners.w.json: "acme/../payments-api": want a repository path such as acme/checkout-api (GitLab: group/subgroup/project)`,
+			`p.yaml:7:34: owners.w.json: "group/./w": want a repository path such as acme/checkout-api (GitLab: group/subgroup/project)`,
+		},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
