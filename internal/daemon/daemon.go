@@ -120,13 +120,14 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	if d.rec, err = wire.Reconciler(cfg, wire.WithReconcileOptions(recOpts...)); err != nil {
 		return nil, err
 	}
-	if d.source, err = wire.Source(cfg.Source, wire.WithGitHubAPIURL(cfg.GitHub.APIURL), wire.WithSourceOptions(o.sourceOpts...)); err != nil {
+	if d.source, err = wire.Source(cfg.Source, wire.WithGitHubAPIURL(cfg.GitHub.APIURL),
+		wire.WithSourceOptions(append([]gitsource.Option{gitsource.WithClock(d.clock.Now)}, o.sourceOpts...)...)); err != nil {
 		return nil, fmt.Errorf("configuring git source: %w", err)
 	}
 	if err := d.buildWebhook(); err != nil {
 		return nil, err
 	}
-	d.metrics.Registry.MustRegister(sourceHealth{d.source.Status})
+	d.metrics.Registry.MustRegister(sourceHealth{status: d.source.Status, now: d.clock.Now})
 	for _, name := range d.envNames {
 		d.workers[name] = newWorker(d.workerDeps(name))
 	}

@@ -186,7 +186,10 @@ var (
 )
 
 // sourceHealth reads the source's status at scrape time.
-type sourceHealth struct{ status func() gitsource.Status }
+type sourceHealth struct {
+	status func() gitsource.Status
+	now    func() time.Time // the clock of the status's times
+}
 
 func (h sourceHealth) Describe(ch chan<- *prometheus.Desc) {
 	ch <- sourceErrorsDesc
@@ -197,7 +200,7 @@ func (h sourceHealth) Collect(ch chan<- prometheus.Metric) {
 	st := h.status()
 	failing := 0.0
 	if !st.FailingSince.IsZero() {
-		failing = time.Since(st.FailingSince).Seconds()
+		failing = h.now().Sub(st.FailingSince).Seconds()
 	}
 	ch <- prometheus.MustNewConstMetric(sourceErrorsDesc, prometheus.CounterValue, float64(st.Errors))
 	ch <- prometheus.MustNewConstMetric(sourceFailingDesc, prometheus.GaugeValue, failing)

@@ -32,6 +32,7 @@ type options struct {
 	debounce       time.Duration
 	timeout        time.Duration
 	maxPacks       int
+	now            func() time.Time
 }
 
 func defaultOptions() options {
@@ -43,6 +44,7 @@ func defaultOptions() options {
 		debounce:   100 * time.Millisecond,
 		timeout:    2 * time.Minute,
 		maxPacks:   256,
+		now:        time.Now,
 	}
 }
 
@@ -91,6 +93,20 @@ func WithDebounce(d time.Duration) Option {
 			return fmt.Errorf("debounce %s: must not be negative", d)
 		}
 		o.debounce = d
+		return nil
+	}
+}
+
+// WithClock sets the clock of the times Status reports (checked, fetched,
+// failing since, next poll; default time.Now): a process that records times
+// on another clock (a server's) passes it, so Status agrees with its other
+// records. Waits between polls do not depend on it.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) error {
+		if now == nil {
+			return errors.New("clock: nil")
+		}
+		o.now = now
 		return nil
 	}
 }

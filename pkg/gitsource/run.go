@@ -53,7 +53,7 @@ func (s *Source) Run(ctx context.Context, onChange func(context.Context, Snapsho
 		}
 		wait := s.next(time.Now(), failures)
 		s.mu.Lock()
-		s.status.NextPoll = time.Now().Add(wait)
+		s.status.NextPoll = s.opts.now().Add(wait)
 		s.mu.Unlock()
 		if !timer.Stop() {
 			select {

@@ -199,7 +199,7 @@ func (s *Source) poll(ctx context.Context) (snap Snapshot, changed bool, err err
 		return Snapshot{}, false, err
 	}
 	s.mu.Lock()
-	s.status.CheckedAt = time.Now()
+	s.status.CheckedAt = s.opts.now()
 	cur := s.current
 	s.mu.Unlock()
 	if head.String() == cur.Revision {
@@ -266,7 +266,7 @@ func (s *Source) accept(commit *object.Commit) (Snapshot, error) {
 	}
 	s.mu.Lock()
 	s.current = snap
-	s.status.Revision, s.status.RevisionTime, s.status.FetchedAt = snap.Revision, snap.Time, time.Now()
+	s.status.Revision, s.status.RevisionTime, s.status.FetchedAt = snap.Revision, snap.Time, s.opts.now()
 	s.status.Refused = ""
 	s.mu.Unlock()
 	return snap, nil
@@ -350,7 +350,7 @@ func (s *Source) record(err error) {
 	if !errors.Is(err, ErrUnverified) {
 		// A refused head is an answer, not a failure to back off from.
 		if s.status.Failures == 0 {
-			s.status.FailingSince = time.Now()
+			s.status.FailingSince = s.opts.now()
 		}
 		s.status.Failures++
 		s.status.Errors++
