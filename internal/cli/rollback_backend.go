@@ -117,7 +117,7 @@ func (r *rollbacker) Rollback(ctx context.Context, env string, req api.RollbackR
 // the hold lasts, waits for the plan the pin makes, and approves it as the
 // caller; a refused approval leaves it pending for an approver.
 func (r *rollbacker) incident(ctx context.Context, env string, req api.RollbackRequest, res *prbot.RollbackResult, hold lock.Lock, out *api.RollbackResponse) error {
-	p := &approval.Pin{PR: res.PR, URL: res.URL, Revision: res.Revision, By: req.RequestedBy, At: time.Now().UTC().Truncate(time.Second), ExpiresAt: hold.ExpiresAt}
+	p := &approval.Pin{PR: res.PR, URL: res.URL, Revision: res.Revision, By: req.RequestedBy, At: r.locks.Now().UTC().Truncate(time.Second), ExpiresAt: hold.ExpiresAt} // the hold's clock: the API server's
 	for _, c := range res.Changes {
 		s := manifest.Service{Name: c.Service, Version: c.ToVersion}
 		for _, ct := range c.Containers {
@@ -387,7 +387,7 @@ func newRollbacker(cfg *config.Config, gh *ghapp.Client, d *daemon.Daemon) (*rol
 		return nil, nil
 	}
 	bot, err := prbot.New(gh.REST(), cfg.GitHub.Owner, cfg.GitHub.Repo, prbot.WithBase(cfg.Source.Branch), prbot.WithRoot(cfg.Source.Root),
-		prbot.WithWebURL(webRoot(cfg.GitHub.APIURL)), prbot.WithManifestOptions(wire.ManifestOptions(cfg.Manifest)...))
+		prbot.WithWebURL(webRoot(cfg.GitHub.APIURL)), prbot.WithManifestOptions(wire.ManifestOptions(cfg.Manifest)...), prbot.WithClock(gh.Now))
 	if err != nil {
 		return nil, fmt.Errorf("configuring rollbacks: %w", err)
 	}
