@@ -102,8 +102,8 @@ func WithIssuerClient(c *http.Client) Option {
 // key set, which a token signed by an unknown key triggers (default 30s).
 func WithKeyRefresh(d time.Duration) Option {
 	return func(o *options) error {
-		if d < 0 {
-			return fmt.Errorf("setting key refresh: %s is negative", d)
+		if d < time.Second {
+			return fmt.Errorf("setting key refresh: %s is less than 1s (tokens naming unknown key ids would fetch the issuer's keys on every request)", d)
 		}
 		o.keyRefresh = d
 		return nil

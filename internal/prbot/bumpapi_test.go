@@ -374,7 +374,8 @@ func TestParseConfigOIDC(t *testing.T) {
 		{"oidc:\n  issuers:\n    - {url: https://x.example.com, audience: a, claims: jenkins}\n", `oidc.issuers[0].claims "jenkins": want github or gitlab`},
 		{"oidc:\n  issuers:\n    - {url: https://x.example.com, audience: a, claims: github, namespaces: [acme/]}\n    - {url: https://x.example.com, audience: b, claims: github}\n",
 			`oidc.issuers[0].namespaces[0] "acme/": want an owner or group path such as acme or acme/platform; oidc.issuers[1].url "https://x.example.com": issuer listed twice`},
-		{"oidc:\n  issuers:\n    - {url: https://x.example.com, audience: a, claims: github}\n  keyRefresh: -1s\n", "oidc.keyRefresh -1s: must not be negative"},
+		{"oidc:\n  issuers:\n    - {url: https://x.example.com, audience: a, claims: github}\n  keyRefresh: -1s\n", "oidc.keyRefresh -1s: want at least 1s"},
+		{"oidc:\n  issuers:\n    - {url: https://x.example.com, audience: a, claims: github}\n  keyRefresh: 0s\n", "oidc.keyRefresh 0s: want at least 1s"},
 		{"oidc:\n  issuers:\n    - {url: https://x.example.com, audience: a, claim: github}\n", `unknown field "claim"`},
 	} {
 		if _, err := ParseConfig([]byte(head + tt.in)); err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -400,7 +401,8 @@ func TestNewBumpAPIOptions(t *testing.T) {
 		{"unknown claims", []Option{WithIssuer(Issuer{URL: gh.URL, Audience: "a", Claims: "circleci"})}, `claims "circleci"`},
 		{"gitlab without namespaces", []Option{WithIssuer(Issuer{URL: "https://gitlab.com", Audience: "a", Claims: ClaimsGitLab})}, "gitlab issuers need namespaces"},
 		{"twice", []Option{WithIssuer(gh), WithIssuer(gh)}, "trusted twice"},
-		{"negative refresh", []Option{WithIssuer(gh), WithKeyRefresh(-time.Second)}, "is negative"},
+		{"negative refresh", []Option{WithIssuer(gh), WithKeyRefresh(-time.Second)}, "is less than 1s"},
+		{"no refresh interval", []Option{WithIssuer(gh), WithKeyRefresh(0)}, "is less than 1s"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := NewBumpAPI(b, tt.opts...); err == nil || !strings.Contains(err.Error(), tt.want) {

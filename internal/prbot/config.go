@@ -186,8 +186,8 @@ func (o *OIDCConfig) validate(bad func(string, ...any)) {
 			}
 		}
 	}
-	if o.KeyRefresh.Duration < 0 {
-		bad("oidc.keyRefresh %s: must not be negative", o.KeyRefresh.Duration)
+	if o.KeyRefresh.Duration < time.Second {
+		bad("oidc.keyRefresh %s: want at least 1s (tokens naming unknown key ids would fetch the issuer's keys on every request)", o.KeyRefresh.Duration)
 	}
 }
 
