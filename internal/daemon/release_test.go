@@ -435,3 +435,46 @@ func TestContinuedRunFailureRollsBack(t *testing.T) {
 		t.Errorf("devel runs %s after another pass, want web:0.9.0 still", got)
 	}
 }
+
+// TestReleaseApprovalIgnoresEarlierApprovals: where a person approves the
+// plan too (prod: no skipConfirmation), that is a decision of its own. A
+// second approval of the plan, handed over while the first was carried out,
+// is dropped when the release approval begins to wait: the release still
+// waits for a person, with no approval counted.
+func TestReleaseApprovalIgnoresEarlierApprovals(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, "prod")
+	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": strings.ReplaceAll(releasePipeline, "devel", "prod")}, "release approval")
+	pass := &runner{result: sequence.Result{Result: promote.ResultPass}}
+	d, gate, l := sequenceDaemon(t, h, WithTask(promote.TaskTest, pass.run))
+	if err := d.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := d.store.Load(ctx, "prod")
+	if err != nil || st.Pending == nil || st.Pending.Release {
+		t.Fatalf("prod after one pass: pending %+v (%v); want the plan awaiting approval before it is applied", st.Pending, err)
+	}
+	for _, who := range []string{"alice", "bob"} {
+		if _, err := d.Approve(ctx, "prod", st.Pending.PlanHash, who); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.workers["prod"].pickUp(ctx)
+	want := []string{"prod.delivery.started", "approval.triggered", "approval.started", "approval.finished pass",
+		"deployment.triggered", "deployment.started", "deployment.finished pass",
+		"test.triggered", "test.started", "test.finished pass",
+		"approval.triggered", "approval.started"}
+	if diff := cmp.Diff(want, l.names()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	st, err = d.store.Load(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := st.Pending; p == nil || !p.Release || len(p.Approvals) != 0 || len(st.Handovers) != 0 {
+		t.Errorf("pending %+v, handovers %+v; want the release waiting with no approval and nothing queued", p, st.Handovers)
+	}
+	if c := completedOf(gate); len(c) != 0 {
+		t.Errorf("gate heard %+v; want nothing completed before the release", c)
+	}
+}
