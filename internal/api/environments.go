@@ -214,9 +214,15 @@ func (s *Server) decisionHandler(approve bool) http.HandlerFunc {
 			writeJSON(w, http.StatusAccepted, DecisionResponse{Environment: env, Revision: p.Revision, PlanHash: p.PlanHash,
 				Status: "pending", Approvers: p.Approvers(), Required: p.Needed(),
 				Message: fmt.Sprintf("%s; revision %s waits for more approvals in %s", p.Tally(), short(p.Revision), env)})
+		case approve && p.Release:
+			writeJSON(w, http.StatusAccepted, DecisionResponse{Environment: env, Revision: p.Revision, PlanHash: p.PlanHash,
+				Status: "approved", Message: fmt.Sprintf("approved by %s; releasing revision %s in %s", who, short(p.Revision), env)})
 		case approve:
 			writeJSON(w, http.StatusAccepted, DecisionResponse{Environment: env, Revision: p.Revision, PlanHash: p.PlanHash,
 				Status: "approved", Message: fmt.Sprintf("approved by %s; applying revision %s to %s", who, short(p.Revision), env)})
+		case p.Release:
+			writeJSON(w, http.StatusOK, DecisionResponse{Environment: env, Revision: p.Revision, PlanHash: p.PlanHash,
+				Status: "rejected", Message: fmt.Sprintf("rejected by %s; the deploy of revision %s to %s fails", who, short(p.Revision), env)})
 		default:
 			writeJSON(w, http.StatusOK, DecisionResponse{Environment: env, Revision: p.Revision, PlanHash: p.PlanHash,
 				Status: "rejected", Message: fmt.Sprintf("rejected by %s; revision %s will not be applied to %s", who, short(p.Revision), env)})

@@ -352,11 +352,13 @@ func TestReleaseApprovalTwoOfThree(t *testing.T) {
 		p = r.environment(t, "devel").Pending
 		return p != nil && p.Release
 	})
-	approve := func(who, planHash string, want int) {
+	approve := func(who, planHash string, want int) string {
 		t.Helper()
-		if code, b := r.call(t, "POST", "/api/v1/environments/devel/approve", tokenOf(who), api.DecisionRequest{PlanHash: planHash}); code != want {
+		code, b := r.call(t, "POST", "/api/v1/environments/devel/approve", tokenOf(who), api.DecisionRequest{PlanHash: planHash})
+		if code != want {
 			t.Fatalf("%s approves: %d %s, want %d", who, code, b, want)
 		}
+		return string(b)
 	}
 	approve("alice", "sha256:stale", http.StatusConflict)
 	approve("alice", p.PlanHash, http.StatusAccepted)
@@ -365,7 +367,9 @@ func TestReleaseApprovalTwoOfThree(t *testing.T) {
 	if v.Pending == nil || len(v.Pending.Approvals) != 1 || v.Sequence == nil || !v.Sequence.AwaitingRelease() {
 		t.Fatalf("after alice twice: pending %+v, sequence %+v; want one approval counted and the release still waiting", v.Pending, v.Sequence)
 	}
-	approve("bob", p.PlanHash, http.StatusAccepted)
+	if b := approve("bob", p.PlanHash, http.StatusAccepted); !strings.Contains(b, "approved by bob; releasing revision "+short(p.Revision)+" in devel") {
+		t.Errorf("bob's approval answered %s; want it to say the revision is released", b)
+	}
 	var hist []approval.Entry
 	testenv.WaitFor(t, 30*time.Second, "the release recorded", func() bool { hist = r.history(t, "devel"); return len(hist) == 1 })
 	if e := hist[0]; e.Result != approval.ResultSucceeded || e.ReleasedBy != "alice, bob" {
