@@ -33,7 +33,7 @@ func FuzzForm(f *testing.F) {
 	f.Add(uint8(3), []byte("path=%zz&type=;;;&&&"), true)
 	f.Add(uint8(3), []byte(strings.Repeat("a=b&", 5000)), true)
 	b := newBackend(f)
-	s, err := New(b, WithDemoLogin("demo"), WithClock(func() time.Time { return t0 }, time.UTC), WithPollInterval(time.Hour))
+	s, err := New(b, WithDemoLogin("demo"), WithClock(func() time.Time { return t0 }, time.UTC), WithPollInterval(time.Hour), WithRateLimit(0, 0))
 	if err != nil {
 		f.Fatal(err)
 	}

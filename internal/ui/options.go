@@ -50,6 +50,9 @@ type options struct {
 	now        func() time.Time
 	loc        *time.Location
 	stages     func(ctx context.Context) []string
+
+	ratePerSecond float64
+	rateBurst     int
 }
 
 // WithPolicy decides who may read and who may approve. Without it, every

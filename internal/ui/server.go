@@ -43,6 +43,7 @@ type Server struct {
 	b     Backend
 	o     options
 	seal  *sealer
+	limit *limiter // per login; nil when unlimited
 	pages map[string]*template.Template
 	hub   *hub
 	mux   *http.ServeMux
@@ -53,7 +54,7 @@ func New(b Backend, opts ...Option) (*Server, error) {
 	if b == nil {
 		return nil, errors.New("configuring web page: nil backend")
 	}
-	o := options{poll: time.Second, now: time.Now, loc: time.Local,
+	o := options{poll: time.Second, now: time.Now, loc: time.Local, ratePerSecond: DefaultRatePerSecond, rateBurst: DefaultRateBurst,
 		policy: func(context.Context, string, string) (Access, error) {
 			return Access{Read: true, Approve: true, Why: "no approver policy is configured"}, nil
 		}}
@@ -73,7 +74,7 @@ func New(b Backend, opts ...Option) (*Server, error) {
 	if o.demoLogin != "" && o.oauth != nil {
 		return nil, errors.New("configuring web page: a demo login and GitHub sign-in exclude each other")
 	}
-	s := &Server{b: b, o: o, seal: seal, pages: map[string]*template.Template{}}
+	s := &Server{b: b, o: o, seal: seal, limit: newLimiter(o.ratePerSecond, o.rateBurst), pages: map[string]*template.Template{}}
 	for _, name := range pageNames {
 		t, err := template.New(name).Funcs(s.funcs()).ParseFS(assets, "assets/layout.html", "assets/"+name+".html")
 		if err != nil {
@@ -197,8 +198,8 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// who returns r's viewer, or answers the sign-in page (401) or a refusal
-// (403) and returns nil.
+// who returns r's viewer, or answers the sign-in page (401), a refusal
+// (403) or, past the login's rate limit, 429, and returns nil.
 func (s *Server) who(w http.ResponseWriter, r *http.Request) *viewer {
 	se := s.session(r)
 	if se == nil {
@@ -207,6 +208,10 @@ func (s *Server) who(w http.ResponseWriter, r *http.Request) *viewer {
 			next = r.URL.RequestURI()
 		}
 		s.render(w, r, http.StatusUnauthorized, "signin", page{Title: "Sign in", Next: next})
+		return nil
+	}
+	if ok, wait := s.limit.allow(se.Login, time.Now()); !ok {
+		s.tooMany(w, r, se.Login, wait)
 		return nil
 	}
 	acc, err := s.o.policy(r.Context(), se.Login, "")
