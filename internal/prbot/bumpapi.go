@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-github/v60/github"
+
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
@@ -326,17 +328,34 @@ func (a *BumpAPI) authorize(ctx context.Context, c *Caller, body *BumpBody) (Bum
 	}
 	// The file named after the repository is matched without regard to
 	// case (GitHub's and GitLab's names are case-insensitive): the
-	// request's spelling is the file's.
-	return req, a.defined(ctx, req, allowNew[req.File])
+	// request's spelling, else the one file of that name in any case.
+	conventional := conv != "" && strings.EqualFold(req.File, conv)
+	err = a.defined(ctx, &req, allowNew[req.File], conventional)
+	return req, err
 }
 
 // defined checks that the file exists on the base branch and, unless the
 // owners mapping allows adding, already defines the service and container.
-func (a *BumpAPI) defined(ctx context.Context, req BumpRequest, allowNew bool) error {
+// A conventional file missing in req's spelling is looked up in any case
+// (req.File is then the file's spelling).
+func (a *BumpAPI) defined(ctx context.Context, req *BumpRequest, allowNew, conventional bool) error {
 	file := a.bot.path(path.Join("environments", req.Env, req.File))
 	data, _, err := a.bot.file(ctx, file, a.bot.base)
 	if err != nil {
 		return err
+	}
+	if data == nil && conventional {
+		name, err := a.foldedFile(ctx, req.Env, req.File)
+		if err != nil {
+			return err
+		}
+		if name != "" {
+			req.File = name
+			file = a.bot.path(path.Join("environments", req.Env, req.File))
+			if data, _, err = a.bot.file(ctx, file, a.bot.base); err != nil {
+				return err
+			}
+		}
 	}
 	if data == nil {
 		return refuse(http.StatusNotFound, "NoFile", "%s does not exist on %s; create it (and include it from environments/%s/manifest.json) first", file, a.bot.base, req.Env)
@@ -349,11 +368,39 @@ func (a *BumpAPI) defined(ctx context.Context, req BumpRequest, allowNew bool) e
 		return refuse(http.StatusConflict, "Conflict", "%s on %s does not parse: %v", file, a.bot.base, err)
 	}
 	if _, err := ed.Container(req.Service, req.Container); errors.Is(err, manifest.ErrNotFound) {
-		return refuse(http.StatusForbidden, "UnknownService", "%s defines no %s; a bump may only change a service and container the file already has (owners.%s.allowNewServices lets it add)", file, containerLabel(req), req.File)
+		return refuse(http.StatusForbidden, "UnknownService", "%s defines no %s; a bump may only change a service and container the file already has (owners.%s.allowNewServices lets it add)", file, containerLabel(*req), req.File)
 	} else if err != nil {
-		return refuse(http.StatusConflict, "Conflict", "reading %s in %s: %v", containerLabel(req), file, err)
+		return refuse(http.StatusConflict, "Conflict", "reading %s in %s: %v", containerLabel(*req), file, err)
 	}
 	return nil
+}
+
+// foldedFile is the name of the one file in env's directory on the base
+// branch spelled like name but for case ("" when there is none); several
+// are a conflict the caller settles by naming one.
+func (a *BumpAPI) foldedFile(ctx context.Context, env, name string) (string, error) {
+	dir := a.bot.path(path.Join("environments", env))
+	_, entries, _, err := a.bot.gh.Repositories.GetContents(ctx, a.bot.owner, a.bot.repo, dir, &github.RepositoryContentGetOptions{Ref: a.bot.base})
+	if isStatus(err, http.StatusNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("listing %s at %s: %w", dir, a.bot.base, err)
+	}
+	var found []string
+	for _, e := range entries {
+		if e.GetType() == "file" && strings.EqualFold(e.GetName(), name) {
+			found = append(found, e.GetName())
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", nil
+	case 1:
+		return found[0], nil
+	}
+	slices.Sort(found)
+	return "", refuse(http.StatusConflict, "Conflict", "%s holds %s, each named like %s but for case: name one in file", dir, strings.Join(found, ", "), name)
 }
 
 // ownedFiles lists the files repo may bump: those pipeline.yaml's owners

@@ -22,6 +22,10 @@ func TestBumpAPIOwnershipAttacks(t *testing.T) {
 	files["pipeline.yaml"] = bumpPipeline + "  search.json: [acme-group/platform/search]\n"
 	files["environments/devel/search.json"] = `{"services": [{"name": "search", "containers": [{"dockerTag": "1.0.0"}]}]}` + "\n"
 	files["environments/devel/ledger.json"] = `{"services": [{"name": "ledger", "containers": [{"dockerTag": "3.0.0"}]}]}` + "\n"
+	// Two files named billing but for case: which one acme/billing owns is
+	// for the request to say.
+	files["environments/devel/Billing.json"] = `{"services": [{"name": "billing", "containers": [{"dockerTag": "1.0.0"}]}]}` + "\n"
+	files["environments/devel/BILLING.json"] = `{"services": [{"name": "billing", "containers": [{"dockerTag": "1.0.0"}]}]}` + "\n"
 	e := newBumpEnvWith(t, files)
 	gh := func(repo string) string { return e.gh.Sign(t, nil, e.github(repo)) }
 	gl := func(project string) string {
@@ -53,6 +57,8 @@ func TestBumpAPIOwnershipAttacks(t *testing.T) {
 			BumpBody{Environment: "devel", File: "SEARCH.json", Service: "search", Tag: "9.9.9"}, 403, "NotOwner", "not SEARCH.json"},
 		{"a GitLab project of the same name in another subgroup than owners names", gl("acme-group/other-team/search"),
 			BumpBody{Environment: "devel", Service: "search", Tag: "9.9.9"}, 403, "NotOwner", "repository acme-group/other-team/search owns no file"},
+		{"a file named like the repository in two cases", gh("acme/billing"),
+			BumpBody{Environment: "devel", Service: "billing", Tag: "1.1.0"}, 409, "Conflict", "environments/devel holds BILLING.json, Billing.json, each named like billing.json but for case: name one in file"},
 		{"a GitLab project of the same name, the file named in another case", gl("acme-group/other-team/search"),
 			BumpBody{Environment: "devel", File: "Search.json", Service: "search", Tag: "9.9.9"}, 403, "NotOwner", "may bump only nothing, not Search.json"},
 	}
@@ -94,6 +100,12 @@ func TestBumpAPIOwnershipAttacks(t *testing.T) {
 	}{
 		{"the repository in another case, the file in the file's case", gh("Acme/Checkout-API"),
 			BumpBody{Environment: "devel", File: "checkout-api.json", Service: "checkout-api", Tag: "1.6.0"}, "environments/devel/checkout-api.json"},
+		{"the repository in another case, no file: the file in any case", gh("Acme/Checkout-API"),
+			BumpBody{Environment: "devel", Service: "checkout-api", Tag: "1.6.1"}, "environments/devel/checkout-api.json"},
+		{"the file in the repository's case, the file in another", gh("acme/checkout-api"),
+			BumpBody{Environment: "devel", File: "CHECKOUT-API.json", Service: "checkout-api", Tag: "1.6.2"}, "environments/devel/checkout-api.json"},
+		{"one of two files named like the repository, named exactly", gh("acme/billing"),
+			BumpBody{Environment: "devel", File: "Billing.json", Service: "billing", Tag: "1.1.0"}, "environments/devel/Billing.json"},
 		{"the GitLab project owners names", gl("acme-group/platform/search"),
 			BumpBody{Environment: "devel", Service: "search", Tag: "1.1.0"}, "environments/devel/search.json"},
 		{"a GitLab project in a subgroup, by its name", gl("acme-group/platform/team-a/ledger"),
