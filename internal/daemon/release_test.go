@@ -482,3 +482,50 @@ func TestReleaseApprovalIgnoresEarlierApprovals(t *testing.T) {
 		t.Errorf("gate heard %+v; want nothing completed before the release", c)
 	}
 }
+
+// TestReleaseApprovalNewLeader: a leader stopped while the release
+// approval waits leaves it to the next, which shows it (status, pending),
+// patches nothing, and releases on an approval over its API.
+func TestReleaseApprovalNewLeader(t *testing.T) {
+	h := newHarness(t, "devel")
+	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": releasePipeline}, "release approval")
+	pass := &runner{result: sequence.Result{Result: promote.ResultPass}}
+	r1 := h.start(WithTask(promote.TaskTest, pass.run), WithGate(&recordingGate{}))
+	var p *approval.Pending
+	testenv.WaitFor(t, 30*time.Second, "a pending release", func() bool {
+		p = r1.environment(t, "devel").Pending
+		return p != nil && p.Release
+	})
+	r1.stop()
+	dep, err := cluster.Env(t).Clientset.AppsV1().Deployments(h.ns["devel"]).Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	gate := &recordingGate{}
+	r2 := h.start(WithTask(promote.TaskTest, pass.run), WithGate(gate))
+	testenv.WaitFor(t, 30*time.Second, "the new leader showing the release", func() bool {
+		gate.mu.Lock()
+		defer gate.mu.Unlock()
+		return gate.proposed > 0
+	})
+	v := r2.environment(t, "devel")
+	if v.Pending == nil || v.Pending.PlanHash != p.PlanHash || !slices.Contains(v.Waiting, "waiting for release approval of "+short(p.Revision)) {
+		t.Fatalf("new leader: pending %+v, waiting %q; want the same release waiting", v.Pending, v.Waiting)
+	}
+	if code, b := r2.call(t, "POST", "/api/v1/environments/devel/approve", tokenOf("erin"), api.DecisionRequest{PlanHash: p.PlanHash}); code != http.StatusAccepted {
+		t.Fatalf("approve: %d %s", code, b)
+	}
+	var hist []approval.Entry
+	testenv.WaitFor(t, 30*time.Second, "the release recorded", func() bool { hist = r2.history(t, "devel"); return len(hist) == 1 })
+	if hist[0].ReleasedBy != "erin" || hist[0].Result != approval.ResultSucceeded {
+		t.Errorf("history entry: %s released by %q; want succeeded, erin", hist[0].Result, hist[0].ReleasedBy)
+	}
+	again, err := cluster.Env(t).Clientset.AppsV1().Deployments(h.ns["devel"]).Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Generation != dep.Generation {
+		t.Errorf("web generation %d → %d: the new leader applied again", dep.Generation, again.Generation)
+	}
+}
