@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -162,18 +161,7 @@ func (s *Server) decisionHandler(approve bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		env := r.PathValue("env")
 		var req DecisionRequest
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			if tooBig := new(http.MaxBytesError); errors.As(err, &tooBig) {
-				writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("decoding request body: larger than %d bytes; want {\"planHash\": \"...\"}", maxBody))
-				return
-			}
-			writeError(w, http.StatusBadRequest, "decoding request body: "+err.Error()+`; want {"planHash": "..."}`)
-			return
-		}
-		if dec.More() {
-			writeError(w, http.StatusBadRequest, `decoding request body: data after the JSON object; want {"planHash": "..."}`)
+		if !decodeStrict(w, r, &req, `{"planHash": "..."}`) {
 			return
 		}
 		if req.PlanHash == "" {

@@ -22,6 +22,7 @@ func FuzzDecisionBody(f *testing.F) {
 	f.Add([]byte(`{"planHash":"sha256:p","as":"x"}`), true)
 	f.Add([]byte(`{"planHash":1}`), false)
 	f.Add([]byte(`{"planHash":"sha256:p"} trailing`), true)
+	f.Add([]byte(`{"planHash":"sha256:p"}}`), true)
 	f.Add([]byte(`[`+strings.Repeat("[", 100)), true)
 	s, err := New(&backend{}, withOps(f), WithRateLimit(0, 0))
 	if err != nil {
@@ -40,8 +41,8 @@ func FuzzDecisionBody(f *testing.F) {
 		s.Handler().ServeHTTP(w, req)
 		switch w.Code {
 		case http.StatusOK, http.StatusAccepted:
-			var sent DecisionRequest
-			if err := json.NewDecoder(bytes.NewReader(body)).Decode(&sent); err != nil || sent.PlanHash != "sha256:p" || len(b.decided) != 1 {
+			var sent DecisionRequest // exactly one JSON value, as json.Unmarshal takes it
+			if err := json.Unmarshal(body, &sent); err != nil || sent.PlanHash != "sha256:p" || len(b.decided) != 1 {
 				t.Fatalf("%d for %q: decided %v", w.Code, body, b.decided)
 			}
 			// Whatever the body says, the decision is the token's: ops.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
@@ -112,7 +113,12 @@ func decodeStrict(w http.ResponseWriter, r *http.Request, v any, want string) bo
 		writeError(w, http.StatusBadRequest, "decoding request body: "+err.Error()+"; want "+want)
 		return false
 	}
-	if dec.More() {
+	// Anything but white space after the object is refused: More alone would take a stray "}" or "]" for the end.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if tooBig := new(http.MaxBytesError); errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("decoding request body: larger than %d bytes; want %s", maxBody, want))
+			return false
+		}
 		writeError(w, http.StatusBadRequest, "decoding request body: data after the JSON object; want "+want)
 		return false
 	}

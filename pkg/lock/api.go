@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -231,6 +232,10 @@ func (h *Handler) lock(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		h.fail(w, invalid(fmt.Errorf("decoding lock request: %w", err)))
+		return
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		h.fail(w, invalid(errors.New("decoding lock request: data after the JSON object")))
 		return
 	}
 	l := req.Lock
