@@ -2,10 +2,12 @@ package github_test
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 )
 
 // TestCheckRunTimesOnGitHubsClock: a replica whose clock is two hours ahead
@@ -45,5 +47,35 @@ func TestCheckRunTimesOnGitHubsClock(t *testing.T) {
 				t.Errorf("client's GitHub clock is %s off GitHub's", d)
 			}
 		})
+	}
+}
+
+// TestRateLimitResetOnGitHubsClock: X-RateLimit-Reset is GitHub's time; a
+// replica two hours behind waits until then (a second or two), rather than
+// two hours, which is past the longest wait, so it gave up at once.
+func TestRateLimitResetOnGitHubsClock(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	c, err := github.New(f.cfg, github.WithClock(func() time.Time { return time.Now().Add(-2 * time.Hour) }),
+		github.WithRetry(github.RetryPolicy{MaxAttempts: 3, BaseDelay: 10 * time.Millisecond, MaxWait: 5 * time.Second}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
+	p := plan("prod", sha, 1)
+	if _, err := c.Propose(ctx, p); err != nil { // the client reads GitHub's clock from these answers
+		t.Fatal(err)
+	}
+	f.srv.Inject(githubtest.Fault{Method: "PATCH", Route: "/repos/{owner}/{repo}/check-runs/{check_run_id}", Status: http.StatusForbidden,
+		RateLimitReset: time.Now().Add(time.Second)})
+	start := time.Now()
+	if err := c.Applying(ctx, p, "maria"); err != nil {
+		t.Fatalf("Applying through a primary rate limit ending in a second, two hours behind GitHub: %v", err)
+	}
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("waited %s for a rate limit ending a second later", took.Round(100*time.Millisecond))
+	}
+	if n := f.srv.FaultsLeft(); n != 0 {
+		t.Errorf("%d faults not reached", n)
 	}
 }
