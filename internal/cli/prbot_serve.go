@@ -103,6 +103,15 @@ type serveLogger interface {
 	Error(error, string, ...any)
 }
 
+// prbotHTTPServer is prbot serve's HTTP server on addr. Short timeouts for
+// everyone (the bump API extends its own request's deadlines while a bump,
+// and an auto-merge, runs), and headers of at most 64 KiB: an ID token is
+// about 1 KiB, and a larger one is refused (431) before it is parsed.
+func prbotHTTPServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+}
+
 // runServe evaluates promotions and serves webhooks until ctx ends or
 // an interrupt arrives, then shuts the HTTP server down.
 func runServe(ctx context.Context, c *prbot.Config, log serveLogger, d prbotDeps) error {
@@ -110,10 +119,7 @@ func runServe(ctx context.Context, c *prbot.Config, log serveLogger, d prbotDeps
 	if err != nil {
 		return err
 	}
-	// Short timeouts for everyone; the bump API extends its own request's
-	// deadlines while a bump (and an auto-merge) runs.
-	hs := &http.Server{Addr: c.Listen, Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	hs := prbotHTTPServer(c.Listen, handler)
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
