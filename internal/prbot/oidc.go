@@ -417,13 +417,26 @@ func (k *keySet) verifySignature(ctx context.Context, raw string) ([]byte, error
 	return nil, fmt.Errorf("%w: kid %q at %s", ErrUnknownKey, kid, k.url)
 }
 
-// verifyWith verifies jws with the key named kid (every key when the token
-// names none); found reports whether such a key was there to try.
+// maxKeysTried bounds the signature checks of one token: a token naming
+// no key (or a key id the set repeats) is tried against the first few
+// candidates only, so that a token anyone can send never costs a check
+// against every key of a large set. Real issuers name the key and publish
+// a handful.
+const maxKeysTried = 8
+
+// verifyWith verifies jws with the key named kid (the first maxKeysTried
+// keys when the token names none); found reports whether such a key was
+// there to try.
 func verifyWith(jws *jose.JSONWebSignature, keys []jose.JSONWebKey, kid string) (payload []byte, found bool, err error) {
+	tried := 0
 	for i := range keys {
 		if kid != "" && keys[i].KeyID != kid {
 			continue
 		}
+		if tried == maxKeysTried {
+			break
+		}
+		tried++
 		found = true
 		if p, err := jws.Verify(&keys[i]); err == nil {
 			return p, true, nil

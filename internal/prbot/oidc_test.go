@@ -3,6 +3,7 @@ package prbot
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -198,5 +199,35 @@ func BenchmarkVerify(b *testing.B) {
 	})
 	if n := is.KeySetFetches(); n != 1 {
 		b.Errorf("key set fetched %d times, want once", n)
+	}
+}
+
+// TestVerifyTriesFewKeys: a token that names no key is checked against the
+// first 8 keys of the issuer's set only, however many it publishes, so a
+// token anyone can send costs at most 8 signature checks: signed by the
+// first key it passes, by the tenth it is refused.
+func TestVerifyTriesFewKeys(t *testing.T) {
+	is := oidctest.New(t)
+	clk := &clock{}
+	var keys []*oidctest.Key
+	var set []jose.JSONWebKey
+	for range maxKeysTried + 2 {
+		k := oidctest.NewKey(t, "") // no kid: neither in the set nor in the token
+		keys = append(keys, k)
+		set = append(set, k.Public())
+	}
+	is.ServeKeySet(func(w http.ResponseWriter, _ *http.Request) { oidctest.WriteJSON(w, jose.JSONWebKeySet{Keys: set}) })
+	v := newVerifier([]Issuer{{URL: is.URL(), Audience: "stagehand", Claims: ClaimsGitHub, Namespaces: []string{"acme"}}},
+		oidctest.Client(is), 30*time.Second, clk.now)
+	ctx := context.Background()
+	if _, err := v.verify(ctx, is.Sign(t, keys[0], is.GitHubClaims("acme/checkout-api", "stagehand", clk.now()))); err != nil {
+		t.Errorf("signed by the first key: %v", err)
+	}
+	if _, err := v.verify(ctx, is.Sign(t, keys[maxKeysTried-1], is.GitHubClaims("acme/checkout-api", "stagehand", clk.now()))); err != nil {
+		t.Errorf("signed by the 8th key: %v", err)
+	}
+	_, err := v.verify(ctx, is.Sign(t, keys[maxKeysTried+1], is.GitHubClaims("acme/checkout-api", "stagehand", clk.now())))
+	if !errors.Is(err, ErrBadSignature) {
+		t.Errorf("signed by the 10th key = %v, want %v", err, ErrBadSignature)
 	}
 }
