@@ -309,22 +309,36 @@ func (f *fixture) generations(ctx context.Context) (map[string]int64, error) {
 
 // patches counts, per Deployment of the namespace, the patches sent to it
 // (the API server's audit log: verb patch on the object itself, not a
-// subresource), those answered with an error too: a patch whose client was
-// killed may be stored and still answered with an error.
+// subresource) that it answered with success; a Deployment whose only
+// patches were answered with an error counts those: a patch whose client was
+// killed may be stored and still answered with an error. One answered with
+// an error (504: its client was SIGKILLed mid-request) and then sent again by
+// the next process counts once: either the first was not stored, or the
+// second, carrying the same image, changed nothing; a second change shows in
+// the Deployment's generation, which cases 1, 2 and 8 check beside this count.
 func (f *fixture) patches(t *testing.T) map[string]int {
 	t.Helper()
 	evs, err := f.env.AuditEvents()
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := map[string]int{}
+	ok, failed := map[string]int{}, map[string]int{}
 	for _, ev := range evs {
 		if ev.Verb == "patch" && ev.ObjectRef.Resource == "deployments" && ev.ObjectRef.Subresource == "" &&
 			ev.ObjectRef.Namespace == f.ns {
-			n[ev.ObjectRef.Name]++
+			if c := ev.ResponseStatus.Code; c >= 200 && c < 300 {
+				ok[ev.ObjectRef.Name]++
+			} else {
+				failed[ev.ObjectRef.Name]++
+			}
 		}
 	}
-	return n
+	for name, k := range failed {
+		if ok[name] == 0 {
+			ok[name] = k
+		}
+	}
+	return ok
 }
 
 // auditOf returns the audit log's events about Deployment name, for a
