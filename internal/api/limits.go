@@ -39,9 +39,14 @@ func (s *Server) httpServer() *http.Server {
 		WriteTimeout: t.Write, IdleTimeout: t.Idle, MaxHeaderBytes: maxHeaderBytes}
 }
 
-// limiter is a token bucket per bearer token. Only authenticated requests
-// are counted, so there is one bucket per configured token, however many
-// wrong tokens are tried.
+// maxBuckets bounds the principals remembered: with GitHub logins and
+// Kubernetes service accounts there is no fixed list of them.
+const maxBuckets = 4096
+
+// limiter is a token bucket per principal. Only authenticated requests are
+// counted, so there is one bucket per principal, however many wrong tokens
+// are tried; past maxBuckets, the buckets that are full again (a principal
+// idle long enough, who loses nothing by being forgotten) are dropped.
 type limiter struct {
 	perSecond rate.Limit
 	burst     int
@@ -66,6 +71,14 @@ func (l *limiter) allow(token string) (bool, time.Duration) {
 	l.mu.Lock()
 	b, ok := l.buckets[token]
 	if !ok {
+		if len(l.buckets) >= maxBuckets {
+			now := time.Now()
+			for k, old := range l.buckets {
+				if old.TokensAt(now) >= float64(l.burst) {
+					delete(l.buckets, k)
+				}
+			}
+		}
 		b = rate.NewLimiter(l.perSecond, l.burst)
 		l.buckets[token] = b
 	}
