@@ -25,6 +25,9 @@ import (
 // reportBackoff·2ⁿ between attempts up to reportBackoffMax. What is given up
 // is logged and counted (stagehand_outcome_reports_dropped_total).
 // stagehand_outcome_reports_unreported says how many wait.
+//
+// A replica older than this knows nothing of unreported.json: a state write
+// it makes (while a rolling upgrade runs) drops what was kept there.
 
 const (
 	maxUnreported     = 8
