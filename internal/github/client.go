@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bradleyfalzon/ghinstallation/v2"
 	gh "github.com/google/go-github/v60/github"
 
 	"github.com/stagehand-gitops/stagehand/internal/clock"
@@ -33,7 +32,7 @@ type Client struct {
 
 // New builds a client from the github section of the configuration: github.apiURL (empty: api.github.com;
 // GitHub Enterprise and tests give theirs, with or without /api/v3), the App credentials in github.app (the
-// installation token is cached and refreshed by ghinstallation), github.owner/repo, the approvers rule and
+// installation token is cached by ghinstallation and renewed on GitHub's clock, apptransport.go), github.owner/repo, the approvers rule and
 // github.detailsURL (the reconciler's public API URL, linked from check runs).
 func New(cfg config.GitHub, opts ...Option) (*Client, error) {
 	o, err := newOptions(opts)
@@ -46,9 +45,11 @@ func New(cfg config.GitHub, opts ...Option) (*Client, error) {
 	b := newBudget()
 	ghClock := clock.NewRemote(o.now)
 	b.now = ghClock.Now
+	// GitHub's clock against time.Now, which ghinstallation reads (the same as ghClock unless WithClock).
+	host := clock.NewRemote(time.Now)
 	// Under authentication: conditional GETs (budget.go), then retries, then the metering of every answer,
 	// then GitHub's clock read from the answers as they come off the network (never a cached copy's).
-	base := &conditional{base: &retryTransport{base: metered{base: ghClock.Transport(o.transport), budget: b}, policy: o.retry,
+	base := &conditional{base: &retryTransport{base: metered{base: host.Transport(ghClock.Transport(o.transport)), budget: b}, policy: o.retry,
 		retried: b.retried, now: ghClock.Now}, budget: b}
 	var hc *http.Client
 	switch {
@@ -59,12 +60,13 @@ func New(cfg config.GitHub, opts ...Option) (*Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading github.app.privateKeyFile: %w", err)
 		}
-		tr, err := ghinstallation.New(base, cfg.App.AppID, cfg.App.InstallationID, key)
+		baseURL := ""
+		if cfg.APIURL != "" {
+			baseURL = apiBase(cfg.APIURL)
+		}
+		tr, err := newAppTransport(base, cfg.App.AppID, cfg.App.InstallationID, key, baseURL, host)
 		if err != nil {
 			return nil, fmt.Errorf("github.app.privateKeyFile %s: %w", cfg.App.PrivateKeyFile, err)
-		}
-		if cfg.APIURL != "" {
-			tr.BaseURL = apiBase(cfg.APIURL)
 		}
 		hc = &http.Client{Transport: tr}
 	default:
