@@ -72,3 +72,54 @@ func TestFlowOutcomeReportedAfterAnOutage(t *testing.T) {
 		t.Errorf("history %+v, want one success", h)
 	}
 }
+
+// TestFlowOutcomeReportedByTheNextLeader: the leader keeps an outcome GitHub refused, then stops; the
+// other replica, leading next, reports it from the state: the run ends as success, once.
+func TestFlowOutcomeReportedByTheNextLeader(t *testing.T) {
+	f := newFlow(t)
+	f.resync = 200 * time.Millisecond
+	f.opts = []daemon.Option{daemon.WithOutcomeRetry(time.Hour, time.Hour)} // the first leader tries once only
+	sha := f.commit("1.0.1")
+	le := daemon.LeaderElection{Enable: true, ReleaseOnCancel: true,
+		LeaseDuration: 10 * time.Second, RenewDeadline: 7 * time.Second, RetryPeriod: 250 * time.Millisecond}
+	a := f.startReplica(le)
+	f.d = a.d
+	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
+
+	// Started's update and Completed's, each refused on all 5 tries.
+	f.gh.Inject(githubtest.Fault{Method: "PATCH", Route: routeCheckRun, Status: http.StatusBadGateway, Times: 10})
+	ctx := context.Background()
+	if _, err := a.d.Approve(ctx, "prod", run.ExternalID, "maria"); err != nil {
+		t.Fatal(err)
+	}
+	f.waitImage("1.0.1")
+	testenv.WaitFor(t, 30*time.Second, "the refused outcome kept in the state", func() bool {
+		st, err := a.d.Store().Load(ctx, "prod")
+		return err == nil && len(st.Unreported) == 1
+	})
+
+	f.opts = []daemon.Option{daemon.WithOutcomeRetry(100*time.Millisecond, time.Second)}
+	b := f.startReplica(le)
+	if b.d.Leading() {
+		t.Fatal("the second replica leads while the first does")
+	}
+	a.stop()
+	f.d = b.d
+	f.waitRunID(run.ID, "success", concluded("success"))
+	testenv.WaitFor(t, 10*time.Second, "nothing left to report", func() bool {
+		st, err := b.d.Store().Load(ctx, "prod")
+		return err == nil && len(st.Unreported) == 0
+	})
+	if n := f.gh.FaultsLeft(); n != 0 {
+		t.Errorf("%d injected faults never reached", n)
+	}
+	var runs int
+	for _, r := range f.gh.CheckRuns(owner, repo) {
+		if r.HeadSHA == sha && r.Name == "stagehand/prod" {
+			runs++
+		}
+	}
+	if runs != 1 {
+		t.Errorf("%d check runs on %s, want 1", runs, sha[:7])
+	}
+}
