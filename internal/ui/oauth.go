@@ -93,8 +93,12 @@ func callbackURL(r *http.Request) string {
 }
 
 // localPath keeps a "next" parameter on this site: a path, never a URL.
+// Browsers drop tabs and newlines from a Location and read a backslash as
+// a slash, so "/\t/evil.example" would take them to another site: any
+// control character or backslash makes it "/".
 func localPath(p string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\r\n") {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") ||
+		strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
 		return "/"
 	}
 	return p
