@@ -50,6 +50,10 @@ type Data struct {
 	// SupersededBy is the revision whose plan replaced a superseded one
 	// ("" when nothing is left to apply).
 	SupersededBy string `json:"supersededBy,omitempty"`
+	// Release marks a plan.pending of a plan deployed and verified that
+	// waits for its release approval (an approval task after the
+	// deployment), not for the approval to apply it.
+	Release bool `json:"release,omitempty"`
 }
 
 // Change is one image change of a plan.
@@ -133,6 +137,9 @@ func (m message) title() string {
 	env := m.data.Environment
 	switch m.name {
 	case PlanPending:
+		if m.data.Release {
+			return "Deployed to " + env + "; waiting for release approval"
+		}
 		return "Plan waiting for approval in " + env
 	case PlanApproved:
 		return "Plan approved in " + env

@@ -184,6 +184,9 @@ func key(p approval.Proposal) string {
 // nothing.
 func (n *Notifier) Propose(_ context.Context, p approval.Proposal) (approval.Decision, error) {
 	k := key(p)
+	if !p.Release.IsZero() {
+		k += " release"
+	}
 	n.mu.Lock()
 	seen := n.pending[p.Environment] == k
 	n.pending[p.Environment] = k
@@ -191,7 +194,9 @@ func (n *Notifier) Propose(_ context.Context, p approval.Proposal) (approval.Dec
 	if seen {
 		return approval.Decision{}, nil
 	}
-	return approval.Decision{}, n.publish(PlanPending, p, Data{}, n.o.now())
+	// A release approval waits on the applied plan: same revision and
+	// planHash as its approval before it was applied, and told apart here.
+	return approval.Decision{}, n.publish(PlanPending, p, Data{Release: !p.Release.IsZero()}, n.o.now())
 }
 
 // Superseded announces that a pending plan was replaced by revision by.

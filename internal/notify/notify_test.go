@@ -649,3 +649,65 @@ func TestRedact(t *testing.T) {
 		t.Errorf("failed = %v, want 1", got)
 	}
 }
+
+// TestReleaseWaitAnnounced: a plan deployed and verified that waits for its
+// release approval (same revision and planHash as its approval before the
+// apply) is announced as plan.pending once more, saying so: release true
+// in the data, and Slack's and Teams' headline that it is deployed and
+// waits for release, not that a plan waits to be applied. Proposed again,
+// it is announced once.
+func TestReleaseWaitAnnounced(t *testing.T) {
+	key := []byte("k")
+	var mu sync.Mutex
+	var data []Data
+	_, hookSrv := newReceiver(t, func(t *testing.T, r *http.Request, body []byte) string {
+		e := event.New()
+		if err := json.Unmarshal(body, &e); err != nil {
+			t.Fatal(err)
+		}
+		var d Data
+		strict(t, e.Data(), &d)
+		mu.Lock()
+		data = append(data, d)
+		mu.Unlock()
+		return checkWebhook(key)(t, r, body)
+	})
+	slack, slackSrv := newReceiver(t, checkSlack)
+	teams, teamsSrv := newReceiver(t, checkTeams)
+	n := newNotifier(t, []Sink{{Name: "hook", Kind: KindWebhook, URL: hookSrv.URL, Secret: key},
+		{Name: "slack", Kind: KindSlack, URL: slackSrv.URL}, {Name: "teams", Kind: KindTeams, URL: teamsSrv.URL}})
+	ctx := context.Background()
+	p := proposal("prod", 1)
+	if _, err := n.Propose(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Started(ctx, p, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	release := p
+	release.Release = time.Now()
+	for range 2 {
+		if _, err := n.Propose(ctx, release); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"Plan waiting for approval in prod", "Plan approved in prod", "Deployed to prod; waiting for release approval"}
+	if diff := cmp.Diff(want, slack.list()); diff != "" {
+		t.Errorf("Slack headers (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, teams.list()); diff != "" {
+		t.Errorf("Teams headlines (-want +got):\n%s", diff)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var releases []bool
+	for _, d := range data {
+		releases = append(releases, d.Release)
+	}
+	if diff := cmp.Diff([]bool{false, false, true}, releases); diff != "" {
+		t.Errorf("data.release of plan.pending, plan.approved, plan.pending (-want +got):\n%s", diff)
+	}
+}
