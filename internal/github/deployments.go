@@ -40,10 +40,23 @@ func NewDeployments(c *Client, cfg config.GitHubDeployments) *Deployments {
 	return &Deployments{c: c, cfg: cfg}
 }
 
-// Propose decides nothing: a plan is deployed only once applied.
-func (d *Deployments) Propose(context.Context, approval.Proposal) (approval.Decision, error) {
-	return approval.Decision{}, nil
+// Propose decides nothing: a plan is deployed only once applied. A plan applied and verified that waits for
+// its release approval (p.Release set; the apply's deployment is still open) says so on its deployment, once:
+// a status in_progress, releaseWaiting, so that the Environments view does not show it applying for as long as
+// nobody decides. (Without an open deployment, Started failed: Completed makes the whole sequence.)
+func (d *Deployments) Propose(ctx context.Context, p approval.Proposal) (approval.Decision, error) {
+	if p.Release.IsZero() {
+		return approval.Decision{}, nil
+	}
+	id, latest, err := d.findOpen(ctx, p.Environment, p.Revision, planOf(p).PlanHash)
+	if err != nil || id == 0 || latest == releaseWaiting {
+		return approval.Decision{}, err
+	}
+	return approval.Decision{}, d.status(ctx, id, p.Environment, p.Revision, "in_progress", releaseWaiting)
 }
+
+// releaseWaiting is the description of an open deployment waiting for its release approval.
+const releaseWaiting = "Deployed and verified; waiting for the release approval"
 
 // Superseded does nothing: a withdrawn plan was never deployed.
 func (d *Deployments) Superseded(context.Context, approval.Proposal, string) error { return nil }
@@ -52,7 +65,7 @@ func (d *Deployments) Superseded(context.Context, approval.Proposal, string) err
 // the same plan already (a process continuing an apply another began), it is left as it is.
 func (d *Deployments) Started(ctx context.Context, p approval.Proposal, approver string) error {
 	plan := planOf(p)
-	open, err := d.findOpen(ctx, p.Environment, p.Revision, plan.PlanHash)
+	open, _, err := d.findOpen(ctx, p.Environment, p.Revision, plan.PlanHash)
 	if err != nil || open != 0 {
 		return err
 	}
@@ -68,7 +81,7 @@ func (d *Deployments) Completed(ctx context.Context, p approval.Proposal, o appr
 		return nil
 	}
 	plan := planOf(p)
-	id, err := d.findOpen(ctx, p.Environment, p.Revision, plan.PlanHash)
+	id, _, err := d.findOpen(ctx, p.Environment, p.Revision, plan.PlanHash)
 	if err != nil {
 		return err
 	}
@@ -130,12 +143,12 @@ func (d *Deployments) status(ctx context.Context, id int64, env, revision, state
 }
 
 // findOpen returns the newest deployment of revision to env for planHash whose latest status is queued or
-// in_progress, or 0.
-func (d *Deployments) findOpen(ctx context.Context, env, revision, planHash string) (int64, error) {
+// in_progress, and that status's description; or 0.
+func (d *Deployments) findOpen(ctx context.Context, env, revision, planHash string) (int64, string, error) {
 	deps, _, err := d.c.rest.Repositories.ListDeployments(ctx, d.c.owner, d.c.repo, &gh.DeploymentsListOptions{
 		SHA: revision, Environment: env, Task: deployTask, ListOptions: gh.ListOptions{PerPage: 100}})
 	if err != nil {
-		return 0, fmt.Errorf("listing the GitHub deployments of %s to %s: %w", short(revision), env, err)
+		return 0, "", fmt.Errorf("listing the GitHub deployments of %s to %s: %w", short(revision), env, err)
 	}
 	for _, dep := range deps { // newest first
 		var pl payload
@@ -144,13 +157,13 @@ func (d *Deployments) findOpen(ctx context.Context, env, revision, planHash stri
 		}
 		sts, _, err := d.c.rest.Repositories.ListDeploymentStatuses(ctx, d.c.owner, d.c.repo, dep.GetID(), &gh.ListOptions{PerPage: 1})
 		if err != nil {
-			return 0, fmt.Errorf("reading the statuses of GitHub deployment %d: %w", dep.GetID(), err)
+			return 0, "", fmt.Errorf("reading the statuses of GitHub deployment %d: %w", dep.GetID(), err)
 		}
 		if len(sts) > 0 && (sts[0].GetState() == "queued" || sts[0].GetState() == "in_progress") {
-			return dep.GetID(), nil
+			return dep.GetID(), sts[0].GetDescription(), nil
 		}
 	}
-	return 0, nil
+	return 0, "", nil
 }
 
 // deployTask is the task of Stagehand's deployments.

@@ -255,6 +255,55 @@ func TestDeploymentsOutcomes(t *testing.T) {
 	}
 }
 
+// TestDeploymentsReleaseWait: while a plan applied and verified waits for its release approval, its
+// deployment says so (still in_progress: it is not released), once however often the wait is shown again, and
+// ends as the release decides.
+func TestDeploymentsReleaseWait(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		outcome approval.Outcome
+		final   string
+	}{
+		{"released", approval.Outcome{Result: approval.ResultSucceeded, Approver: approval.AutoApprover, Sequence: "pass"}, "success"},
+		{"rejected and rolled back", approval.Outcome{Result: approval.ResultRolledBack, Approver: approval.AutoApprover,
+			Message: "release rejected by maria; rolled back 2 workload(s) to the images before"}, "failure"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newFixture(t)
+			sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/devel/manifest.json": "{}"}, "bump")
+			g := github.NewDeployments(f.client, config.GitHubDeployments{Enabled: true})
+			prop := approval.Proposal{Environment: "devel", Revision: sha, Plan: plan("devel", sha, 2)}
+			if err := g.Started(ctx, prop, approval.AutoApprover); err != nil {
+				t.Fatal(err)
+			}
+			release := prop
+			release.Release = time.Now()
+			for range 3 { // shown again: after a restart, every repropose period
+				if dec, err := g.Propose(ctx, release); err != nil || dec.Approved {
+					t.Fatalf("Propose(release) = %+v, %v; want no decision", dec, err)
+				}
+			}
+			ds := f.srv.Deployments(owner, repo)
+			if len(ds) != 1 {
+				t.Fatalf("%d deployments, want 1", len(ds))
+			}
+			if diff := cmp.Diff([]string{"queued", "in_progress", "in_progress"}, states(ds[0])); diff != "" {
+				t.Errorf("statuses while waiting (-want +got):\n%s", diff)
+			}
+			if got, want := ds[0].Statuses[2].Description, "Deployed and verified; waiting for the release approval"; got != want {
+				t.Errorf("waiting status says %q, want %q", got, want)
+			}
+			if err := g.Completed(ctx, prop, tc.outcome); err != nil {
+				t.Fatal(err)
+			}
+			if ds = f.srv.Deployments(owner, repo); len(ds) != 1 || ds[0].State() != tc.final {
+				t.Errorf("deployments %+v, want one ending %s", ds, tc.final)
+			}
+		})
+	}
+}
+
 // TestDeploymentsPayloadTrimmed: a plan too large for a deployment payload is cut, with a note saying so.
 func TestDeploymentsPayloadTrimmed(t *testing.T) {
 	ctx := context.Background()
