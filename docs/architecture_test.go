@@ -37,6 +37,7 @@ var layering = []struct {
 	{"internal/sequence", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/notify", "internal/approval"}, "the sequence contract sits below the daemon that runs it, the tasks and the listeners"},
 	{"internal/webhook", []string{"internal/"}, "the receiver knows no component"},
 	{"internal/clock", []string{"internal/"}, "where time comes from sits below every component"},
+	{"internal/ghapp", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/config", "internal/approval", "internal/ui", "internal/notify"}, "the App's tokens sit below both their users, the GitHub client and the git source's builder"},
 	{"internal/auth", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/approval"}, "who is calling is decided below the API; the approver policy comes in as an interface"},
 	{"internal/testenv", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "pkg/"}, "test servers stand under everything"},
 }

@@ -120,7 +120,7 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	if d.rec, err = wire.Reconciler(cfg, wire.WithReconcileOptions(recOpts...)); err != nil {
 		return nil, err
 	}
-	if d.source, err = wire.Source(cfg.Source, wire.WithGitHubAPIURL(cfg.GitHub.APIURL),
+	if d.source, err = wire.Source(cfg.Source, wire.WithGitHubAPIURL(cfg.GitHub.APIURL), wire.WithLocalClock(o.now),
 		wire.WithSourceOptions(append([]gitsource.Option{gitsource.WithClock(d.clock.Now)}, o.sourceOpts...)...)); err != nil {
 		return nil, fmt.Errorf("configuring git source: %w", err)
 	}

@@ -220,7 +220,7 @@ stagehand_github_retries_total{reason="unavailable"} %d
 
 func TestInstallationTokenRefreshAndRootURL(t *testing.T) {
 	ctx := context.Background()
-	// Tokens living 30s are renewed by ghinstallation before each use (it renews within a minute of expiry).
+	// Tokens living 30s are renewed by internal/ghapp before each use (it renews within a minute of expiry).
 	// An apiURL given as the Enterprise host alone (no /api/v3) reaches the API too.
 	f := newFixtureWith(t, []githubtest.Option{githubtest.WithTokenTTL(30 * time.Second)})
 	sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	gh "github.com/google/go-github/v60/github"
 
 	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/ghapp"
 )
 
 // Client talks to one repository (the manifests repository) on GitHub or GitHub Enterprise.
@@ -32,7 +32,7 @@ type Client struct {
 
 // New builds a client from the github section of the configuration: github.apiURL (empty: api.github.com;
 // GitHub Enterprise and tests give theirs, with or without /api/v3), the App credentials in github.app (the
-// installation token is cached by ghinstallation and renewed on GitHub's clock, apptransport.go), github.owner/repo, the approvers rule and
+// installation token is cached and renewed on GitHub's clock, internal/ghapp), github.owner/repo, the approvers rule and
 // github.detailsURL (the reconciler's public API URL, linked from check runs).
 func New(cfg config.GitHub, opts ...Option) (*Client, error) {
 	o, err := newOptions(opts)
@@ -45,11 +45,9 @@ func New(cfg config.GitHub, opts ...Option) (*Client, error) {
 	b := newBudget()
 	ghClock := clock.NewRemote(o.now)
 	b.now = ghClock.Now
-	// GitHub's clock against time.Now, which ghinstallation reads (the same as ghClock unless WithClock).
-	host := clock.NewRemote(time.Now)
 	// Under authentication: conditional GETs (budget.go), then retries, then the metering of every answer,
 	// then GitHub's clock read from the answers as they come off the network (never a cached copy's).
-	base := &conditional{base: &retryTransport{base: metered{base: host.Transport(ghClock.Transport(o.transport)), budget: b}, policy: o.retry,
+	base := &conditional{base: &retryTransport{base: metered{base: ghClock.Transport(o.transport), budget: b}, policy: o.retry,
 		retried: b.retried, now: ghClock.Now}, budget: b}
 	var hc *http.Client
 	switch {
@@ -60,11 +58,12 @@ func New(cfg config.GitHub, opts ...Option) (*Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading github.app.privateKeyFile: %w", err)
 		}
-		baseURL := ""
+		// The App's JWT and the installation token's renewal on GitHub's clock (internal/ghapp).
+		aopts := []ghapp.Option{ghapp.WithClock(ghClock)}
 		if cfg.APIURL != "" {
-			baseURL = apiBase(cfg.APIURL)
+			aopts = append(aopts, ghapp.WithAPIURL(cfg.APIURL))
 		}
-		tr, err := newAppTransport(base, cfg.App.AppID, cfg.App.InstallationID, key, baseURL, host)
+		tr, err := ghapp.New(base, cfg.App.AppID, cfg.App.InstallationID, key, aopts...)
 		if err != nil {
 			return nil, fmt.Errorf("github.app.privateKeyFile %s: %w", cfg.App.PrivateKeyFile, err)
 		}
@@ -94,15 +93,6 @@ func (c *Client) REST() *gh.Client { return c.rest }
 
 // Repo returns "owner/repo".
 func (c *Client) Repo() string { return c.owner + "/" + c.repo }
-
-// apiBase turns an API URL into the base ghinstallation expects: scheme, host and, for Enterprise, /api/v3.
-func apiBase(apiURL string) string {
-	u := strings.TrimRight(apiURL, "/")
-	if strings.HasSuffix(u, "/api/v3") || strings.Contains(u, "://api.") {
-		return u
-	}
-	return u + "/api/v3"
-}
 
 // tokenTransport adds a static token to every request.
 type tokenTransport struct {

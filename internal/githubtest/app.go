@@ -11,7 +11,8 @@ import (
 )
 
 // handleApp serves /app/... operations, which authenticate as the GitHub App with a JWT signed by the app's
-// private key (RS256, iss = app id, at most ten minutes of validity), not with a token.
+// private key (RS256, iss = app id, at most ten minutes of validity, issued and not expired by this server's
+// clock, the host's), not with a token.
 func (s *Server) handleApp(c *call, authorization string) response {
 	raw, found := strings.CutPrefix(authorization, "Bearer ")
 	if !found {
@@ -23,9 +24,18 @@ func (s *Server) handleApp(c *call, authorization string) response {
 			return nil, fmt.Errorf("unexpected signing method %s", t.Method.Alg())
 		}
 		return &s.appKey.PublicKey, nil
-	})
+	}, jwt.WithoutClaimsValidation())
 	if err != nil {
 		return errorf(http.StatusUnauthorized, "A JSON web token could not be decoded: %v", err)
+	}
+	// GitHub judges the JWT's times on its own clock, with no allowance: one
+	// issued in its future (a host ahead) or expired (a host behind) is refused.
+	now := time.Now()
+	if claims.IssuedAt == nil || claims.IssuedAt.After(now) {
+		return errorf(http.StatusUnauthorized, "'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued")
+	}
+	if claims.ExpiresAt == nil || !claims.ExpiresAt.After(now) {
+		return errorf(http.StatusUnauthorized, "'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires")
 	}
 	if claims.Issuer != strconv.FormatInt(s.appID, 10) {
 		return errorf(http.StatusUnauthorized, "'Issuer' claim ('iss') must be the app id %d, got %q", s.appID, claims.Issuer)

@@ -3,12 +3,16 @@ package githubtest_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
+	jwt "github.com/golang-jwt/jwt/v4"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-github/v60/github"
 
@@ -319,5 +323,51 @@ func TestPaginationAndCompare(t *testing.T) {
 	}
 	if cmp.GetStatus() != "ahead" || cmp.GetAheadBy() != 3 || len(cmp.Commits) != 3 || cmp.Commits[0].GetSHA() != shas[0] {
 		t.Errorf("compare: status %q ahead %d commits %d", cmp.GetStatus(), cmp.GetAheadBy(), len(cmp.Commits))
+	}
+}
+
+// TestAppJWTJudgedOnServersClock: as GitHub does, the App's JWT is refused
+// when issued in the server's future or expired by its clock, with GitHub's
+// messages, and accepted otherwise.
+func TestAppJWTJudgedOnServersClock(t *testing.T) {
+	srv := githubtest.New(t)
+	key, err := jwt.ParseRSAPrivateKeyFromPEM(srv.AppPrivateKeyPEM())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Truncate(time.Second)
+	for _, c := range []struct {
+		name     string
+		iat, exp time.Time
+		status   int
+		message  string
+	}{
+		{"issued 30s ago", now.Add(-30 * time.Second), now.Add(90 * time.Second), http.StatusCreated, ""},
+		{"issued a minute in the future", now.Add(time.Minute), now.Add(3 * time.Minute), http.StatusUnauthorized, "'Issued at' claim ('iat')"},
+		{"expired a minute ago", now.Add(-3 * time.Minute), now.Add(-time.Minute), http.StatusUnauthorized, "'Expiration time' claim ('exp')"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			signed, err := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.RegisteredClaims{
+				IssuedAt: jwt.NewNumericDate(c.iat), ExpiresAt: jwt.NewNumericDate(c.exp), Issuer: strconv.FormatInt(srv.AppID(), 10),
+			}).SignedString(key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/app/installations/%d/access_tokens", srv.URL(), srv.InstallationID()), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+signed)
+			req.Header.Set("Accept", "application/vnd.github+json")
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != c.status || !strings.Contains(string(body), c.message) {
+				t.Errorf("answer %d %s; want %d with %q", resp.StatusCode, body, c.status, c.message)
+			}
+		})
 	}
 }

@@ -48,6 +48,7 @@ type options struct {
 	githubAPIURL  string
 	httpTransport http.RoundTripper
 	now           func() time.Time
+	local         func() time.Time
 	lockObserver  lock.Observer
 }
 
@@ -136,6 +137,27 @@ func WithLockObserver(o lock.Observer) Option {
 		opts.lockObserver = o
 		return nil
 	}
+}
+
+// WithLocalClock sets this host's wall clock (default time.Now), from which
+// the git source's GitHub App token exchange (source.auth.githubApp) follows
+// GitHub's clock.
+func WithLocalClock(now func() time.Time) Option {
+	return func(o *options) error {
+		if now == nil {
+			return errors.New("local clock: nil")
+		}
+		o.local = now
+		return nil
+	}
+}
+
+// localNow is WithLocalClock's clock, or time.Now.
+func (o options) localNow() func() time.Time {
+	if o.local == nil {
+		return time.Now
+	}
+	return o.local
 }
 
 // WithClock sets the lock service's clock (default time.Now).

@@ -84,7 +84,7 @@ func Source(src config.Source, opts ...Option) (*gitsource.Source, error) {
 				return nil, err
 			}
 		}
-		ts, err := appTokenSource(*a.GitHubApp, o.githubAPIURL, rt)
+		ts, err := appTokenSource(*a.GitHubApp, o.githubAPIURL, rt, o.localNow())
 		if err != nil {
 			return nil, err
 		}

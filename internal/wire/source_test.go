@@ -220,14 +220,24 @@ func installationTokenCheck(gh *githubtest.Server) func(user, secret string) boo
 	return func(user, secret string) bool { return user == "x-access-token" && gh.ValidToken(secret) }
 }
 
+// TestSourceGitHubAppToken: git fetches with the App's installation token,
+// kept or renewed by GitHub's clock; from a host two hours ahead or behind
+// (its clock given by WithLocalClock) the first JWT, stamped on the host's
+// clock, is refused and sent again on GitHub's, learnt from the refusal.
 func TestSourceGitHubAppToken(t *testing.T) {
 	tests := []struct {
 		name       string
+		host       time.Duration // this host's clock from GitHub's
 		ttl        time.Duration
 		wantTokens int // after two polls
+		wantAsks   int // token requests, refused ones included
 	}{
-		{name: "token reused while valid", ttl: time.Hour, wantTokens: 1},
-		{name: "token refreshed before expiry", ttl: 30 * time.Second, wantTokens: 2},
+		{name: "token reused while valid", ttl: time.Hour, wantTokens: 1, wantAsks: 1},
+		{name: "token refreshed before expiry", ttl: 30 * time.Second, wantTokens: 2, wantAsks: 2},
+		{name: "host two hours ahead, token reused", host: 2 * time.Hour, ttl: time.Hour, wantTokens: 1, wantAsks: 2},
+		{name: "host two hours behind, token reused", host: -2 * time.Hour, ttl: time.Hour, wantTokens: 1, wantAsks: 2},
+		{name: "host two hours ahead, token refreshed before expiry", host: 2 * time.Hour, ttl: 30 * time.Second, wantTokens: 2, wantAsks: 3},
+		{name: "host two hours behind, token refreshed before expiry", host: -2 * time.Hour, ttl: 30 * time.Second, wantTokens: 2, wantAsks: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -242,7 +252,8 @@ func TestSourceGitHubAppToken(t *testing.T) {
 				AppID: gh.AppID(), InstallationID: gh.InstallationID(),
 				PrivateKeyFile: gitserver.WriteFile(t, t.TempDir(), "app.pem", string(gh.AppPrivateKeyPEM())),
 			}
-			s := newSource(t, cfg, wire.WithGitHubAPIURL(gh.URL()), wire.WithHTTPTransport(gh.Client().Transport))
+			host := func() time.Time { return time.Now().Add(tt.host) }
+			s := newSource(t, cfg, wire.WithGitHubAPIURL(gh.URL()), wire.WithHTTPTransport(gh.Client().Transport), wire.WithLocalClock(host))
 			if snap, err := s.Poll(context.Background()); err != nil || snap.Revision != first {
 				t.Fatalf("revision = %s, %v; want %s", snap.Revision, err, first)
 			}
@@ -252,6 +263,9 @@ func TestSourceGitHubAppToken(t *testing.T) {
 			}
 			if got := gh.TokensIssued(); got != tt.wantTokens {
 				t.Errorf("installation tokens issued = %d, want %d", got, tt.wantTokens)
+			}
+			if got := gh.CountRequests(http.MethodPost, "/app/installations/{installation_id}/access_tokens"); got != tt.wantAsks {
+				t.Errorf("token requests = %d, want %d", got, tt.wantAsks)
 			}
 		})
 	}
