@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	imgref "github.com/google/go-containerregistry/pkg/name"
 )
 
 // The kinds of task.
@@ -216,6 +218,9 @@ func ParseTask(name string, props json.RawMessage) (Task, error) {
 		t.Job = p.Job
 		if t.Job.Image == "" {
 			bad("job.image", "required")
+		} else if _, err := imgref.ParseReference(t.Job.Image); err != nil {
+			// The API server takes a Job with such an image, but never a pod of it: the task would wait out its timeout.
+			bad("job.image", "want an image reference such as ghcr.io/acme/smoke-tests:1.4.0, got %q (%v)", t.Job.Image, err)
 		}
 		if t.Job.BackoffLimit < 0 {
 			bad("job.backoffLimit", "must not be negative, got %d", t.Job.BackoffLimit)

@@ -54,6 +54,8 @@ func TestParseTaskErrors(t *testing.T) {
 		{"kind mismatch", `{"kind": "job", "http": {"url": "http://x"}}`, []string{`kind: is "job", but the settings are under http`}},
 		{"unknown key", `{"http": {"url": "http://x", "expect": 200}}`, []string{`unknown field "expect"`}},
 		{"job image", `{"job": {"args": ["x"], "env": {"STAGEHAND_REVISION": "x"}}}`, []string{"job.image: required", "job.env.STAGEHAND_REVISION: the STAGEHAND_ prefix is reserved"}},
+		{"job image with a space", `{"job": {"image": "acme/smoke:1 "}}`, []string{`job.image: want an image reference such as ghcr.io/acme/smoke-tests:1.4.0, got "acme/smoke:1 "`}},
+		{"job image of upper case", `{"job": {"image": "Acme/Smoke:1"}}`, []string{`job.image: want an image reference such as ghcr.io/acme/smoke-tests:1.4.0, got "Acme/Smoke:1"`}},
 		{"http values", `{"timeout": "30s", "http": {"url": "ftp://x", "method": "get", "expectStatus": 99, "bodyRegexp": "(", "interval": "-1s", "duration": "1m", "warningRatio": 0.5, "failureRatio": 1}}`,
 			[]string{`http.url: want an absolute http(s) URL, got "ftp://x"`, `http.method: want an HTTP method such as GET, got "get"`,
 				"http.expectStatus: want an HTTP status from 100 to 599, got 99", `http.bodyRegexp: not a regular expression`,
