@@ -296,7 +296,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	return lead(ctx, d.store.client, d.store.namespace, d.o.identity, d.o.election,
 		func(leading bool) {
-			d.leading.Store(leading)
+			if !leading {
+				d.leading.Store(false) // true once it works (leadingLoop)
+			}
 			d.metrics.setLeader(leading)
 			if leading {
 				d.log.Info("leading: fetching and applying", "identity", d.o.identity)
@@ -309,6 +311,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 // leadingLoop is the leader's work: the source's poll loop hands every new
 // snapshot to all workers; each worker handles its environment.
 func (d *Daemon) leadingLoop(ctx context.Context) {
+	if d.o.election.Enable {
+		// Replicas with leaderElection.perEnvironment give back what they
+		// hold first (mixed.go).
+		if err := d.waitEnvLeases(ctx); err != nil {
+			return
+		}
+	}
+	d.leading.Store(true)
 	var wg sync.WaitGroup
 	for _, name := range d.envNames {
 		w := d.workers[name]

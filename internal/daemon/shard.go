@@ -62,6 +62,9 @@ type shard struct {
 	// first seen (this replica's monotonic clock).
 	seen    map[string]observed
 	members int
+	// deferredTo is the replica without leaderElection.perEnvironment this
+	// one stands by for ("" when none leads; see mixed.go).
+	deferredTo string
 
 	mu   sync.Mutex
 	held map[string]*holding // by environment
@@ -164,9 +167,25 @@ func (s *shard) tick(ctx context.Context, first bool) {
 			members++
 		}
 	}
+	leader, gerr := s.globalLeader(ctx, next, now)
 	s.seen, s.members = next, members
 	s.renewHeld(ctx, byName, now)
 	s.finishGiving(ctx)
+	switch {
+	case gerr != nil:
+		// Whether a replica leads every environment is not known: keep
+		// what is held, take nothing more.
+		if ctx.Err() == nil {
+			s.logE(gerr, "taking no environment")
+		}
+		return
+	case leader != "":
+		s.standByGlobal(leader)
+		return
+	case s.deferredTo != "":
+		s.logf("no replica without leaderElection.perEnvironment leads any more: taking environments", "was", s.deferredTo)
+		s.deferredTo = ""
+	}
 	share := (len(s.envs) + members - 1) / members
 	if s.count() > share {
 		s.giveBack(share)
@@ -181,14 +200,7 @@ func (s *shard) tick(ctx context.Context, first bool) {
 // live reports whether l, last changed as o says, is held by a replica
 // that still renews it.
 func (s *shard) live(l *coordinationv1.Lease, o observed, now time.Time) bool {
-	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
-		return false
-	}
-	d := s.election.LeaseDuration
-	if l.Spec.LeaseDurationSeconds != nil {
-		d = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
-	}
-	return now.Sub(o.at) < d
+	return leaseLive(l, o, now, s.election.LeaseDuration)
 }
 
 func (s *shard) count() int {

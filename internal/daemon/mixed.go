@@ -1,0 +1,134 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Replicas started with different leaderElection.perEnvironment settings
+// (a rolling change of the setting, or a mistake) never work the same
+// environment at once: a replica without it, once it holds the Lease
+// LeaseName, leads every environment, and replicas with it stand by:
+//
+//   - a replica with perEnvironment that sees LeaseName held and renewed
+//     gives back every environment it holds (each after its worker has
+//     finished what was in flight, its Lease released) and takes none
+//     (shard.tick, standByGlobal);
+//   - a replica without it that was elected waits, before it works, until
+//     no environment Lease is held and renewed by a replica with it
+//     (waitEnvLeases): the time those take to give back, or the lease
+//     duration for one that was killed.
+//
+// Each logs, once, why it stands by.
+
+// waitEnvLeases returns nil once no environment Lease is held by a replica
+// that still renews it (judged, as shard.live does, on this replica's
+// monotonic clock), or ctx's error when ctx ends first.
+func (d *Daemon) waitEnvLeases(ctx context.Context) error {
+	leases := d.store.client.CoordinationV1().Leases(d.store.namespace)
+	sel := labelManagedBy + "=stagehand," + labelComponent + "=" + componentEnvLease
+	seen := map[string]observed{}
+	said := ""
+	for {
+		list, err := leases.List(ctx, metav1.ListOptions{LabelSelector: sel})
+		switch {
+		case err != nil && ctx.Err() == nil:
+			d.log.Error(err, "listing environment leases before leading; retrying")
+		case err == nil:
+			now := time.Now()
+			next := map[string]observed{}
+			var live []string
+			for i := range list.Items {
+				l := &list.Items[i]
+				o, ok := seen[l.Name]
+				if !ok || o.rv != l.ResourceVersion {
+					o = observed{rv: l.ResourceVersion, at: now}
+				}
+				next[l.Name] = o
+				if leaseLive(l, o, now, d.o.election.LeaseDuration) {
+					live = append(live, fmt.Sprintf("%s (held by %s)", l.Annotations[annoLeaseEnv], *l.Spec.HolderIdentity))
+				}
+			}
+			seen = next
+			if len(live) == 0 {
+				return nil
+			}
+			slices.Sort(live)
+			if s := fmt.Sprint(live); s != said {
+				said = s
+				d.log.Error(nil, "elected, but replicas with leaderElection.perEnvironment hold environments: "+
+					"waiting until they give them back (every replica should have the same leaderElection.perEnvironment)",
+					"identity", d.o.identity, "environments", live)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d.o.election.RetryPeriod):
+		}
+	}
+}
+
+// leaseLive reports whether l, last changed as o says, is held by a replica
+// that still renews it: it has a holder and its resourceVersion changed
+// within its lease duration (def when it names none).
+func leaseLive(l *coordinationv1.Lease, o observed, now time.Time, def time.Duration) bool {
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+		return false
+	}
+	d := def
+	if l.Spec.LeaseDurationSeconds != nil {
+		d = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	}
+	return now.Sub(o.at) < d
+}
+
+// globalLeader returns who holds the Lease LeaseName and renews it (a
+// replica without leaderElection.perEnvironment leads), "" when nobody does,
+// recording what it saw into next.
+func (s *shard) globalLeader(ctx context.Context, next map[string]observed, now time.Time) (string, error) {
+	l, err := s.leases.Get(ctx, LeaseName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading lease %s: %w", LeaseName, err)
+	}
+	o, ok := s.seen[l.Name]
+	if !ok || o.rv != l.ResourceVersion {
+		o = observed{rv: l.ResourceVersion, at: now}
+	}
+	next[l.Name] = o
+	if !leaseLive(l, o, now, s.election.LeaseDuration) {
+		return "", nil
+	}
+	return *l.Spec.HolderIdentity, nil
+}
+
+// standByGlobal gives back every environment held, because leader is a
+// replica without leaderElection.perEnvironment that leads them all; it
+// logs that once per leader.
+func (s *shard) standByGlobal(leader string) {
+	s.mu.Lock()
+	var gave []string
+	for env, h := range s.held {
+		if !h.giving {
+			h.giving = true
+			h.cancel()
+			gave = append(gave, env)
+		}
+	}
+	s.mu.Unlock()
+	slices.Sort(gave)
+	if leader != s.deferredTo {
+		s.deferredTo = leader
+		s.logE(nil, "standing by: a replica without leaderElection.perEnvironment leads every environment "+
+			"(every replica should have the same leaderElection.perEnvironment)", "leader", leader, "givingBack", gave)
+	}
+}
