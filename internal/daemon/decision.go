@@ -104,8 +104,12 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 	}
 	if !ok || s.Revision != p.Revision {
 		w.passAndLog(ctx) // supersedes the pending plan and proposes the newest
-		notPending()
-		return
+		// A release approval outlives a newer revision that changes
+		// nothing here (holdRelease): still pending, it is decided.
+		if !ok || !p.Release || !w.stillPending(ctx, p) {
+			notPending()
+			return
+		}
 	}
 	plan, err := w.decodePlan(p)
 	if err != nil {
@@ -177,6 +181,18 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 	default:
 		reply(p, nil)
 	}
+}
+
+// stillPending reports whether p is the environment's pending plan still
+// (same planHash and proposal); a state that cannot be read says no.
+func (w *worker) stillPending(ctx context.Context, p *approval.Pending) bool {
+	st, err := w.store.Load(ctx, w.env)
+	if err != nil {
+		w.metrics.fail(w.env, "state")
+		return false
+	}
+	q := st.Pending
+	return q != nil && q.PlanHash == p.PlanHash && q.Release == p.Release && q.ProposedAt.Equal(p.ProposedAt)
 }
 
 // tally shows the gate the approvals of p so far, when it is an approval.Tallier; a failure is logged and

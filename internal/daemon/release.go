@@ -115,18 +115,21 @@ func (w *worker) proposeRelease(ctx context.Context, prop approval.Proposal, p *
 	w.metrics.setPending(w.env, true)
 }
 
-// holdRelease handles, at the start of a pass at s, a run that waits for
-// its release approval: s at its revision keeps waiting (shown on the gate
-// again after a restart or the repropose period; the pending release
-// written again if it went) and the pass ends there (true); a newer
-// revision supersedes the wait and the pass goes on (false), with st
-// kept in step.
+// holdRelease handles, at the start of a pass at s (planned as plan), a
+// run that waits for its release approval: s at its revision, or a newer
+// revision that changes nothing here (plan is empty: a commit for another
+// environment, a README), keeps waiting (shown on the gate again after a
+// restart or the repropose period; the pending release written again if
+// it went) and the pass ends there (true); a newer revision with changes
+// supersedes the wait and the pass goes on (false), with st kept in step.
+// (Ending the wait for a revision with nothing to apply would leave the
+// deployed versions never released, with no plan left to release them.)
 func (w *worker) holdRelease(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, plan *reconcile.Plan, st *EnvState) bool {
 	r, f := st.Sequence, st.InFlight
 	if r == nil || !r.AwaitingRelease() || f == nil || f.Revision != r.Revision {
 		return false
 	}
-	if s.Revision != r.Revision {
+	if s.Revision != r.Revision && !plan.Empty() {
 		w.supersedeRelease(ctx, st, s.Revision)
 		return false
 	}

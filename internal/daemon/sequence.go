@@ -341,14 +341,16 @@ func (w *worker) runTask(ctx context.Context, prop approval.Proposal, res *recon
 	return got, nil
 }
 
-// resumeRun continues, on an environment in sync, the tasks after the
+// resumeRun continues, on an environment in sync at s, the tasks after the
 // deployment of a run the previous leader left in flight (or a release
 // approval decided), and records, reports and, when a task failed and the
 // environment says so, rolls it back exactly as apply would have. It
-// reports whether there was one, and the apply's error (see settle).
+// reports whether there was one, and the apply's error (see settle). The
+// run may be of a revision older than s: s then changes nothing here (the
+// environment is in sync at s), and the run is still the deployed one's.
 func (w *worker) resumeRun(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, st *EnvState) (bool, error) {
 	f, r := st.InFlight, st.Sequence
-	if f == nil || r == nil || r.Done() || f.Revision != r.Revision || r.Revision != s.Revision {
+	if f == nil || r == nil || r.Done() || f.Revision != r.Revision {
 		return false, nil
 	}
 	i := r.Index(promote.TaskDeployment)

@@ -1,0 +1,101 @@
+package daemon
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/sequence"
+	"github.com/stagehand-gitops/stagehand/pkg/promote"
+)
+
+// TestReleaseApprovalOutlivesUnrelatedCommit: a newer revision that changes
+// nothing in the environment (a bump of another environment, a README) does
+// not end the wait for the release approval: the deployed revision still
+// waits, and its approval releases it (recorded succeeded, released by the
+// approver, the gate told pass, so that promotion may go on). Ending the
+// wait there would leave the versions deployed and never released, with
+// nothing left to plan that could release them.
+func TestReleaseApprovalOutlivesUnrelatedCommit(t *testing.T) {
+	ctx := context.Background()
+	w := newReleaseWorld(t, nil)
+	p := w.waiting(t, w.d, w.rev)
+	gen := w.generation(t)
+	w.h.git.Commit(t, "manifests", "main", map[string]string{"NOTES.md": "unrelated\n"}, "notes")
+	if err := w.d.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p2 := w.waiting(t, w.d, w.rev); p2.PlanHash != p.PlanHash {
+		t.Fatalf("pending release %s after an unrelated commit, want %s still", p2.PlanHash, p.PlanHash)
+	}
+	if c := completedOf(w.gate); len(c) != 0 {
+		t.Fatalf("gate heard %+v after an unrelated commit; want nothing completed", c)
+	}
+	if _, err := decideNow(t, w.d, decision{approve: true, planHash: p.PlanHash, who: "carol"}); err != nil {
+		t.Fatalf("approving the release after an unrelated commit: %v", err)
+	}
+	h := w.history(t, w.d)
+	if len(h) != 1 || h[0].Revision != w.rev || h[0].Result != approval.ResultSucceeded || h[0].ReleasedBy != "carol" {
+		t.Errorf("history %+v; want %s recorded succeeded, released by carol", h, short(w.rev))
+	}
+	if c := completedOf(w.gate); len(c) != 1 || c[0].Result != approval.ResultSucceeded || c[0].Sequence != promote.ResultPass {
+		t.Errorf("gate heard %+v, want one Completed succeeded with sequence pass", c)
+	}
+	st, err := w.d.store.Load(ctx, "devel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Pending != nil || st.InFlight != nil || st.Sequence == nil || !st.Sequence.Done() || st.Sequence.Result != promote.ResultPass {
+		t.Errorf("pending %+v, in flight %+v, sequence %+v; want nothing left and the run passed", st.Pending, st.InFlight, st.Sequence)
+	}
+	if w.generation(t) != gen {
+		t.Errorf("web generation %d → %d: applied again", gen, w.generation(t))
+	}
+	// Nothing more at the next pass.
+	if err := w.d.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c := completedOf(w.gate); len(c) != 1 {
+		t.Errorf("gate heard %d outcomes after another pass, want 1", len(c))
+	}
+}
+
+// TestContinuedRunAfterUnrelatedCommit: a leader stopped during the
+// verification leaves the run to the next; when the newest revision by
+// then changes nothing in the environment, the next leader still runs the
+// rest of it and records the deployed revision (the run was abandoned,
+// its check run never completed, when only a run of the newest revision
+// was continued).
+func TestContinuedRunAfterUnrelatedCommit(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, "devel")
+	rev := h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": testPipeline}, "sequence")
+	blocked := &runner{block: true, started: make(chan struct{})}
+	d1, _, _ := sequenceDaemon(t, h, WithTask(promote.TaskTest, blocked.run))
+	ctx1, cancel := context.WithCancel(ctx)
+	started := blocked.started
+	go func() { <-started; cancel() }()
+	if err := d1.Once(ctx1); err != nil && ctx1.Err() == nil {
+		t.Fatal(err)
+	}
+	h.git.Commit(t, "manifests", "main", map[string]string{"NOTES.md": "unrelated\n"}, "notes")
+
+	pass := &runner{result: sequence.Result{Result: promote.ResultPass, Message: "smoke suite passed"}}
+	d2, gate2, _ := sequenceDaemon(t, h, WithTask(promote.TaskTest, pass.run))
+	if err := d2.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := d2.store.Load(ctx, "devel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.InFlight != nil || st.Sequence == nil || st.Sequence.Revision != rev || !st.Sequence.Done() || st.Sequence.Result != promote.ResultPass {
+		t.Errorf("in flight %+v, sequence %+v; want the run of %s finished with pass", st.InFlight, st.Sequence, short(rev))
+	}
+	if len(st.History) == 0 || st.History[0].Revision != rev || st.History[0].Result != approval.ResultSucceeded {
+		t.Errorf("history %+v; want %s recorded succeeded", st.History, short(rev))
+	}
+	if c := completedOf(gate2); len(c) != 1 || c[0].Result != approval.ResultSucceeded || c[0].Sequence != promote.ResultPass {
+		t.Errorf("gate heard %+v, want one Completed succeeded with sequence pass", c)
+	}
+}
