@@ -87,10 +87,14 @@ type environmentView struct {
 	Env *status.Environment
 	// Pending is the plan waiting for approval; nil when none is, or when
 	// it is the one being applied.
-	Pending   *approval.Pending
-	Plan      *reconcile.Plan // the pending plan, decoded
-	Rows      []planRow
-	Blocked   []reconcile.Blocked
+	Pending *approval.Pending
+	Plan    *reconcile.Plan // the pending plan, decoded
+	Rows    []planRow
+	Blocked []reconcile.Blocked
+	// Rolling is the apply under way (nil when none is, or when it is
+	// deployed and waits for its release approval: Pending then), and
+	// InFlight its changes.
+	Rolling   *approval.InFlight
 	InFlight  []planRow
 	History   []historyView
 	Layout    *manifest.Layout
@@ -138,14 +142,18 @@ func (s *Server) environment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev := environmentView{Env: e, Layout: e.Layout, Commit: s.commitURL, LockTypes: lock.Types}
-	if e.Pending != nil && (e.InFlight == nil || e.InFlight.PlanHash != e.Pending.PlanHash) {
+	// A release approval waits on the applied plan, still in flight: it is
+	// deployed, not rolling out, and it is the decision to offer.
+	release := e.Pending != nil && e.Pending.Release
+	if e.Pending != nil && (e.InFlight == nil || e.InFlight.PlanHash != e.Pending.PlanHash || release) {
 		ev.Pending = e.Pending
 		var p reconcile.Plan
 		if err := json.Unmarshal(e.Pending.Plan, &p); err == nil {
 			ev.Plan, ev.Rows, ev.Blocked = &p, rows(p.Changes), p.Blocked
 		}
 	}
-	if e.InFlight != nil {
+	if e.InFlight != nil && !(release && e.InFlight.PlanHash == e.Pending.PlanHash) {
+		ev.Rolling = e.InFlight
 		var cs []reconcile.Change
 		_ = json.Unmarshal(e.InFlight.Changes, &cs)
 		ev.InFlight = rows(cs)

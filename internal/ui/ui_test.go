@@ -3,6 +3,7 @@ package ui
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
@@ -459,17 +461,25 @@ func TestCachedPolicy(t *testing.T) {
 
 // TestReleasePending: a plan deployed and waiting for its release approval
 // (an approval after the deployment in its sequence) says so and offers to
-// release it; approving says it is released.
+// release it; approving says it is released. As in the daemon's state, the
+// apply is still in flight on the same planHash: the page shows the
+// decision, not a rollout under way.
 func TestReleasePending(t *testing.T) {
 	b := newBackend(t)
-	b.envs["prod"].Pending.Release = true
+	e := b.envs["prod"]
+	e.Pending.Release = true
+	e.InFlight = &approval.InFlight{Revision: e.Pending.Revision, PlanHash: e.Pending.PlanHash, Approver: approval.AutoApprover,
+		Changes: json.RawMessage(`[]`), Started: e.Pending.ProposedAt}
 	base := serve(t, b, WithDemoLogin("demo"))
 	br := signedIn(t, base)
 	_, body := br.get("/environments/prod")
-	for _, want := range []string{"Deployed and verified; waiting for its release approval.", "Approve and release"} {
+	for _, want := range []string{"Deployed and verified; waiting for its release approval.", "Approve and release", `id="reject"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("environment page lacks %q", want)
 		}
+	}
+	if strings.Contains(body, "Rolling out") {
+		t.Errorf("environment page shows the release wait as rolling out:\n%s", body)
 	}
 	csrf := br.csrf("/environments/prod")
 	if code, _, body := br.post("/environments/prod/approve", url.Values{"planHash": {"sha256:plan1"}, "csrf": {csrf}}); code != http.StatusSeeOther {
