@@ -184,7 +184,11 @@ func printMatrix(w io.Writer, m status.Matrix) error {
 			if e.Required > 1 {
 				tally = fmt.Sprintf(" (%d of %d approvals)", e.Approvals, e.Required)
 			}
-			notes = append(notes, fmt.Sprintf("◔ approval pending%s: revision %s, plan %s", tally, shortRev(e.PendingRevision), e.Pending))
+			what := "approval pending"
+			if e.Release {
+				what = "deployed; release approval pending"
+			}
+			notes = append(notes, fmt.Sprintf("◔ %s%s: revision %s, plan %s", what, tally, shortRev(e.PendingRevision), e.Pending))
 		}
 		if e.Rolling != "" {
 			notes = append(notes, "↻ rolling out plan "+e.Rolling)

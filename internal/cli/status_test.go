@@ -52,3 +52,21 @@ func TestStatusCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusReleaseWait: `reconciler status` says an environment is deployed
+// and waits for its release approval, not that a plan waits to be applied
+// (nor that it rolls out).
+func TestStatusReleaseWait(t *testing.T) {
+	m := status.Matrix{
+		Environments: []status.MatrixEnvironment{{Name: "devel", Pending: "sha256:h2", PendingRevision: "0123456789abcdef", Release: true, Required: 1}},
+		Services:     []status.MatrixRow{{Service: "web", Cells: []*status.MatrixCell{{Version: "2.0.0", State: status.CellPending}}}},
+	}
+	var b strings.Builder
+	if err := printMatrix(&b, m); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if want := "devel: ◔ deployed; release approval pending: revision 0123456789ab, plan sha256:h2"; len(lines) != 3 || lines[2] != want {
+		t.Errorf("status:\n%s\nwant its last line %q", b.String(), want)
+	}
+}

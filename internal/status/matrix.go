@@ -39,6 +39,9 @@ type MatrixEnvironment struct {
 	// Pending is the planHash waiting for approval ("" when none).
 	Pending         string `json:"pending,omitempty"`
 	PendingRevision string `json:"pendingRevision,omitempty"`
+	// Release marks a pending plan deployed and verified that waits for
+	// its release approval (not rolling out: Rolling is "" then).
+	Release bool `json:"release,omitempty"`
 	// Approvals and Required say how far the pending plan's approval is
 	// ("1 of 2 approvals"); Required is 0 without a pending plan.
 	Approvals int `json:"approvals,omitempty"`
@@ -89,6 +92,10 @@ func NewMatrix(envs []*Environment, loc *time.Location) Matrix {
 		m.Environments = append(m.Environments, head(e, loc))
 		pending := pendingPairs(e)
 		rolling := changedPairs(inFlightChanges(e))
+		release := releaseWait(e)
+		if release {
+			rolling = nil // deployed: its cells are pending (the release), not rolling out
+		}
 		failed := failedPairs(e)
 		for _, s := range e.Services {
 			r := rows[s.Name]
@@ -126,6 +133,10 @@ func NewMatrix(envs []*Environment, loc *time.Location) Matrix {
 					// The plan saw it changed before the apply finished: still rolling out.
 					tc.State = CellRolling
 				}
+				if tc.State == CellInSync && release && pending[key] {
+					// Deployed, awaiting its release approval.
+					tc.State = CellPending
+				}
 				if len(tc.Notes) == 0 {
 					tc.Notes = nil
 				}
@@ -147,13 +158,19 @@ func NewMatrix(envs []*Environment, loc *time.Location) Matrix {
 	return m
 }
 
+// releaseWait reports whether e's apply in flight is deployed and waits for
+// its release approval (the pending plan, on the same planHash).
+func releaseWait(e *Environment) bool {
+	return e.Pending != nil && e.Pending.Release && e.InFlight != nil && e.InFlight.PlanHash == e.Pending.PlanHash
+}
+
 func head(e *Environment, loc *time.Location) MatrixEnvironment {
 	h := MatrixEnvironment{Name: e.Name, Revision: e.Revision, Unmanaged: len(e.Unmanaged), Error: e.Error}
-	if e.InFlight != nil {
+	if e.InFlight != nil && !releaseWait(e) {
 		h.Rolling = e.InFlight.PlanHash
 	}
 	if e.Pending != nil && e.Pending.PlanHash != h.Rolling {
-		h.Pending, h.PendingRevision = e.Pending.PlanHash, e.Pending.Revision
+		h.Pending, h.PendingRevision, h.Release = e.Pending.PlanHash, e.Pending.Revision, e.Pending.Release
 		h.Approvals, h.Required = len(e.Pending.Approvals), e.Pending.Needed()
 	}
 	if e.LastResult != nil {

@@ -100,3 +100,29 @@ func TestWhere(t *testing.T) {
 		t.Errorf("qa's web since %v %q, want the history's r1", p.Since, p.SinceRevision)
 	}
 }
+
+// TestMatrixReleaseWait: an environment deployed and waiting for its
+// release approval (the apply in flight and the pending release on one
+// planHash) is shown pending the release, not rolling out: the head names
+// the pending plan with release set and nothing rolling, and the deployed
+// cells are pending.
+func TestMatrixReleaseWait(t *testing.T) {
+	changes := []reconcile.Change{{Service: "web", Target: "a", Kind: "Deployment", Name: "web", Container: "web", From: "r/web:1.0", To: "r/web:2.0"}}
+	env := &Environment{Name: "devel", Observation: Observation{Services: []Service{{Name: "web", Version: "2.0", Targets: []ServiceTarget{
+		{Target: "a", State: StateInSync, Images: []Image{{DockerName: "web", Desired: "r/web:2.0", Live: "r/web:2.0"}}},
+		{Target: "b", State: StateInSync, Images: []Image{{DockerName: "web", Desired: "r/web:2.0", Live: "r/web:2.0"}}}}}}},
+		Pending:  &approval.Pending{Revision: "r2", PlanHash: "h2", Release: true, Required: 1, Plan: mustJSON(t, reconcile.Plan{Changes: changes})},
+		InFlight: &approval.InFlight{Revision: "r2", PlanHash: "h2", Changes: mustJSON(t, changes)}}
+	m := NewMatrix([]*Environment{env}, time.UTC)
+	want := MatrixEnvironment{Name: "devel", Pending: "h2", PendingRevision: "r2", Release: true, Required: 1}
+	if diff := cmp.Diff(want, m.Environments[0]); diff != "" {
+		t.Errorf("head (-want +got):\n%s", diff)
+	}
+	var got []string
+	for _, tc := range m.Services[0].Cells[0].Targets {
+		got = append(got, tc.Target+" "+tc.State)
+	}
+	if diff := cmp.Diff([]string{"a pending", "b in sync"}, got); diff != "" {
+		t.Errorf("cells (-want +got):\n%s", diff)
+	}
+}
