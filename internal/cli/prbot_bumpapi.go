@@ -13,12 +13,13 @@ import (
 
 // newBumpAPI builds the keyless bump API of prbot serve's oidc section,
 // logging every request with the caller's identity (never the token).
-func newBumpAPI(c *prbot.Config, b *prbot.Bot, log serveLogger) (*prbot.BumpAPI, error) {
+// Each issuer's clock, which tokens are judged on, is followed from local.
+func newBumpAPI(c *prbot.Config, b *prbot.Bot, log serveLogger, local func() time.Time) (*prbot.BumpAPI, error) {
 	client, err := issuerClient(c.OIDC.CAFile)
 	if err != nil {
 		return nil, err
 	}
-	opts := []prbot.Option{prbot.WithIssuerClient(client), prbot.WithKeyRefresh(c.OIDC.KeyRefresh.Duration), prbot.WithBumpLog(func(l prbot.BumpLog) { logBump(log, l) })}
+	opts := []prbot.Option{prbot.WithIssuerClient(client), prbot.WithKeyRefresh(c.OIDC.KeyRefresh.Duration), prbot.WithLocalClock(local), prbot.WithBumpLog(func(l prbot.BumpLog) { logBump(log, l) })}
 	for _, is := range c.OIDC.Issuers {
 		opts = append(opts, prbot.WithIssuer(is))
 	}

@@ -180,7 +180,7 @@ func newServe(c *prbot.Config, log serveLogger, d prbotDeps) (*prbot.Server, htt
 	srv.Register(rcv)
 	var bumps http.Handler
 	if c.OIDC != nil {
-		api, err := newBumpAPI(c, b, log)
+		api, err := newBumpAPI(c, b, log, d.now)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -58,6 +58,7 @@ type options struct {
 	// BumpAPI
 	issuers      []Issuer
 	issuerClient *http.Client
+	local        func() time.Time
 	keyRefresh   time.Duration
 	onBump       func(BumpLog)
 }

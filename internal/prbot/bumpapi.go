@@ -112,6 +112,19 @@ func WithKeyRefresh(d time.Duration) Option {
 	}
 }
 
+// WithLocalClock sets this host's clock for the bump API (default
+// time.Now): each issuer's clock, on which its tokens' exp, nbf and iat are
+// judged, is followed from it and the Date of the issuer's answers.
+func WithLocalClock(now func() time.Time) Option {
+	return func(o *options) error {
+		if now == nil {
+			return errors.New("setting the local clock: nil")
+		}
+		o.local = now
+		return nil
+	}
+}
+
 // WithBumpLog is called once per bump API request (the package never logs).
 func WithBumpLog(f func(BumpLog)) Option {
 	return func(o *options) error { o.onBump = f; return nil }
@@ -129,7 +142,7 @@ type BumpAPI struct {
 
 // NewBumpAPI returns the bump API of bot; it needs at least one WithIssuer.
 func NewBumpAPI(bot *Bot, opts ...Option) (*BumpAPI, error) {
-	o := options{now: time.Now, keyRefresh: minRefresh, issuerClient: &http.Client{Timeout: 10 * time.Second}, onBump: func(BumpLog) {}}
+	o := options{now: time.Now, local: time.Now, keyRefresh: minRefresh, issuerClient: &http.Client{Timeout: 10 * time.Second}, onBump: func(BumpLog) {}}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("creating bump API: %w", err)
@@ -153,7 +166,7 @@ func NewBumpAPI(bot *Bot, opts ...Option) (*BumpAPI, error) {
 		}
 		issuers[i] = is
 	}
-	return &BumpAPI{bot: bot, ver: newVerifier(issuers, o.issuerClient, o.keyRefresh, bot.now), onBump: o.onBump}, nil
+	return &BumpAPI{bot: bot, ver: newVerifier(issuers, o.issuerClient, o.keyRefresh, o.local), onBump: o.onBump}, nil
 }
 
 // refusal is an answer other than 200.

@@ -80,7 +80,7 @@ func newBumpEnvWith(t testing.TB, files map[string]string) *bumpEnv {
 	api, err := NewBumpAPI(b,
 		WithIssuer(Issuer{URL: e.gh.URL(), Audience: "stagehand", Claims: ClaimsGitHub}),
 		WithIssuer(Issuer{URL: e.gl.URL(), Audience: "stagehand", Claims: ClaimsGitLab, Namespaces: []string{"acme-group"}}),
-		WithIssuerClient(oidctest.Client(e.gh, e.gl)),
+		WithIssuerClient(oidctest.Client(e.gh, e.gl)), WithLocalClock(e.clk.now),
 		WithBumpLog(func(l BumpLog) { e.mu.Lock(); defer e.mu.Unlock(); e.logs = append(e.logs, l) }))
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,8 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
+
+	shclock "github.com/stagehand-gitops/stagehand/internal/clock"
 )
 
 // Issuer is a CI system whose OIDC ID tokens the bump API accepts.
@@ -91,34 +93,55 @@ const minRefresh = 30 * time.Second
 // maxKeySet caps a discovery document or key set response.
 const maxKeySet = 1 << 20
 
-// nbfLeeway is how far ahead of the bot's clock a token's nbf may be (the
-// issuer's clock may run ahead); go-oidc's value. GitHub backdates nbf.
+// nbfLeeway is how far ahead of the issuer's clock (as its answers' Date
+// says) a token's nbf or iat may be: the hosts that sign its tokens may run
+// a little ahead of the one that serves its keys; go-oidc's value. GitHub
+// backdates nbf. exp has no allowance: it is judged on the issuer's own clock.
 const nbfLeeway = 5 * time.Minute
+
+// keyMaxAge is how long a key set (and the issuer's clock read from its
+// answer) is used before a token makes it be read again: a key the issuer
+// withdrew stops verifying, and a step of this host's clock since is learnt.
+const keyMaxAge = time.Hour
 
 // verifier checks CI ID tokens against the trusted issuers.
 type verifier struct {
 	issuers map[string]*trustedIssuer
-	replay  *replayCache
-	now     func() time.Time
 }
 
+// trustedIssuer is one issuer with its keys, its clock and the ids of the
+// tokens used. A token's times (exp, nbf, iat) are judged on the issuer's
+// clock, followed from the Date of its discovery and key set answers (TLS,
+// like the keys), not on this host's, which may be minutes off: GitHub
+// Actions tokens live five minutes. Its tokens' ids are remembered, and
+// forgotten, on the same clock, so a token is never forgotten while that
+// clock still accepts it.
 type trustedIssuer struct {
 	Issuer
 	client  *http.Client
-	now     func() time.Time
+	now     func() time.Time // this host's: when to fetch again
+	clock   *shclock.Remote  // the issuer's: is a token valid
+	replay  *replayCache
 	refresh time.Duration
 
 	mu      sync.Mutex
 	v       *oidc.IDTokenVerifier
+	keys    *keySet
 	tried   time.Time // last discovery attempt
 	lastErr error
 }
 
-func newVerifier(issuers []Issuer, client *http.Client, refresh time.Duration, now func() time.Time) *verifier {
-	v := &verifier{issuers: map[string]*trustedIssuer{}, replay: newReplayCache(now), now: now}
+// newVerifier trusts issuers, fetching their documents with client at most
+// every refresh; local is this host's clock, from which each issuer's is
+// followed.
+func newVerifier(issuers []Issuer, client *http.Client, refresh time.Duration, local func() time.Time) *verifier {
+	v := &verifier{issuers: map[string]*trustedIssuer{}}
 	client = cappedClient(client)
 	for _, is := range issuers {
-		v.issuers[is.URL] = &trustedIssuer{Issuer: is, client: client, now: now, refresh: refresh}
+		ic := *client
+		rc := shclock.NewRemote(local)
+		ic.Transport = rc.Transport(client.Transport)
+		v.issuers[is.URL] = &trustedIssuer{Issuer: is, client: &ic, now: local, clock: rc, replay: newReplayCache(rc.Now), refresh: refresh}
 	}
 	return v
 }
@@ -139,6 +162,7 @@ func (v *verifier) verify(ctx context.Context, raw string) (*Caller, error) {
 	if err != nil {
 		return nil, err
 	}
+	is.keys.renew(ctx)
 	var keyErr error
 	tok, err := idv.Verify(context.WithValue(ctx, keyErrKey{}, &keyErr), raw)
 	switch {
@@ -148,7 +172,7 @@ func (v *verifier) verify(ctx context.Context, raw string) (*Caller, error) {
 	default:
 		return nil, fmt.Errorf("%w: %v", ErrMalformedToken, err)
 	}
-	if err := validAt(tok, is.now()); err != nil {
+	if err := validAt(tok, is.clock.Now()); err != nil {
 		return nil, err
 	}
 	if !slices.Contains(tok.Audience, is.Audience) {
@@ -167,7 +191,7 @@ func (v *verifier) verify(ctx context.Context, raw string) (*Caller, error) {
 	if c.TokenID == "" {
 		return c, ErrNoTokenID
 	}
-	if err := v.replay.use(c.Issuer+" "+c.TokenID, c.Expiry); err != nil {
+	if err := is.replay.use(c.TokenID, c.Expiry); err != nil {
 		return c, err
 	}
 	return c, nil
@@ -258,6 +282,7 @@ func (is *trustedIssuer) verifier(ctx context.Context) (*oidc.IDTokenVerifier, e
 		return nil, is.lastErr
 	}
 	ks := &keySet{url: doc.JWKSURL, client: is.client, now: is.now, refresh: is.refresh}
+	is.keys = ks
 	// The audience is checked by verify (any of an array), exp and nbf by
 	// validAt (with typed errors); keySet accepts only asymmetric
 	// algorithms, whatever the document advertises.
@@ -265,8 +290,8 @@ func (is *trustedIssuer) verifier(ctx context.Context) (*oidc.IDTokenVerifier, e
 	return is.v, nil
 }
 
-// validAt checks the token's exp (required) and nbf (when present, with
-// nbfLeeway) against now.
+// validAt checks the token's exp (required), nbf and iat (when present,
+// with nbfLeeway) against now, the issuer's time.
 func validAt(tok *oidc.IDToken, now time.Time) error {
 	if tok.Expiry.IsZero() {
 		return fmt.Errorf("%w: it has no exp", ErrExpired)
@@ -282,8 +307,11 @@ func validAt(tok *oidc.IDToken, now time.Time) error {
 	}
 	if c.NBF != nil {
 		if nbf := time.Unix(int64(*c.NBF), 0); now.Add(nbfLeeway).Before(nbf) {
-			return fmt.Errorf("%w: nbf is %s, %s ahead of this clock (%s allowed)", ErrNotYetValid, nbf.UTC().Format(time.RFC3339), nbf.Sub(now).Round(time.Second), nbfLeeway)
+			return fmt.Errorf("%w: nbf is %s, %s ahead of the issuer's clock (%s allowed)", ErrNotYetValid, nbf.UTC().Format(time.RFC3339), nbf.Sub(now).Round(time.Second), nbfLeeway)
 		}
+	}
+	if iat := tok.IssuedAt; !iat.IsZero() && now.Add(nbfLeeway).Before(iat) {
+		return fmt.Errorf("%w: iat is %s, %s ahead of the issuer's clock (%s allowed)", ErrNotYetValid, iat.UTC().Format(time.RFC3339), iat.Sub(now).Round(time.Second), nbfLeeway)
 	}
 	return nil
 }
@@ -448,18 +476,41 @@ func verifyWith(jws *jose.JSONWebSignature, keys []jose.JSONWebKey, kid string) 
 	return nil, false, nil
 }
 
+// renew reads the key set again when the last read is older than
+// keyMaxAge (or in this host's future: its clock was stepped back). A
+// request never waits for another's read: while one is under way the known
+// keys serve; they stay when the read fails.
+func (k *keySet) renew(ctx context.Context) {
+	if !k.fetchMu.TryLock() {
+		return
+	}
+	defer k.fetchMu.Unlock()
+	if age := k.now().Sub(k.fetched); k.fetched.IsZero() || (age >= 0 && age < keyMaxAge) {
+		return // never read yet (the token's key is fetched then), or recently
+	}
+	k.mu.RLock()
+	gen := k.gen
+	k.mu.RUnlock()
+	_, _ = k.refetchLocked(ctx, gen) // a failure keeps the known keys
+}
+
 // refetch reads the key set again unless another request did since
 // generation gen was read, or the last fetch is more recent than refresh.
 func (k *keySet) refetch(ctx context.Context, gen int) ([]jose.JSONWebKey, error) {
 	k.fetchMu.Lock()
 	defer k.fetchMu.Unlock()
+	return k.refetchLocked(ctx, gen)
+}
+
+// refetchLocked is refetch with fetchMu held.
+func (k *keySet) refetchLocked(ctx context.Context, gen int) ([]jose.JSONWebKey, error) {
 	k.mu.RLock()
 	keys, cur := k.keys, k.gen
 	k.mu.RUnlock()
 	if cur != gen {
 		return keys, nil // fetched meanwhile
 	}
-	if !k.fetched.IsZero() && k.now().Sub(k.fetched) < k.refresh {
+	if age := k.now().Sub(k.fetched); !k.fetched.IsZero() && age >= 0 && age < k.refresh {
 		return keys, nil // rate-limited: the cache is all there is
 	}
 	k.fetched = k.now()
@@ -515,12 +566,14 @@ func (k *keySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
 	return keys, nil
 }
 
-// maxReplay bounds the remembered token ids (tokens live minutes; this is
-// far more bumps than any pipeline sends within a token's lifetime).
+// maxReplay bounds the remembered token ids of an issuer (tokens live
+// minutes; this is far more bumps than any pipeline sends within a token's
+// lifetime).
 const maxReplay = 100000
 
-// replayCache remembers the ids of used tokens until they expire. It lives
-// in the process: prbot serve runs as one replica (the chart keeps it at 1).
+// replayCache remembers the ids of an issuer's used tokens until they
+// expire by now, the issuer's clock. It lives in the process: prbot serve
+// runs as one replica (the chart keeps it at 1).
 type replayCache struct {
 	now    func() time.Time
 	mu     sync.Mutex

@@ -93,14 +93,14 @@ func TestVerify(t *testing.T) {
 	})
 
 	t.Run("a genuine token of an untrusted repository takes no place in the replay memory", func(t *testing.T) {
-		before := len(v.replay.seen)
+		before := len(v.issuers[is.URL()].replay.seen)
 		for range 3 {
 			tok := is.Sign(t, nil, is.GitHubClaims("evil/checkout-api", "stagehand", clk.now()))
 			if _, err := v.verify(ctx, tok); !errors.Is(err, ErrUntrustedRepository) {
 				t.Fatalf("verify = %v, want ErrUntrustedRepository", err)
 			}
 		}
-		if got := len(v.replay.seen); got != before {
+		if got := len(v.issuers[is.URL()].replay.seen); got != before {
 			t.Errorf("replay memory grew from %d to %d entries", before, got)
 		}
 	})
@@ -177,7 +177,7 @@ func BenchmarkVerify(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
 			if i%len(tokens) == 0 {
-				v.replay = newReplayCache(time.Now)
+				v.issuers[is.URL()].replay = newReplayCache(v.issuers[is.URL()].clock.Now)
 			}
 			if _, err := v.verify(ctx, tokens[i%len(tokens)]); err != nil {
 				b.Fatal(err)
