@@ -177,10 +177,9 @@ func (t *Transport) post(ctx context.Context) (string, time.Time, error) {
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("building the token request: %w", err)
 	}
-	req.Header.Set("Accept", "application/vnd.github+json")
-	resp, err := t.apps.RoundTrip(req)
+	resp, err := t.apps.RoundTrip(req) // signs the JWT, sets Accept
 	if err != nil {
-		return "", time.Time{}, err
+		return "", time.Time{}, fmt.Errorf("requesting the token: %w", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
