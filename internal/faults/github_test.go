@@ -84,8 +84,18 @@ func TestGitHubErrorsAndRateLimits(t *testing.T) {
 	if posts, patches := gh.CountRequests(http.MethodPost, checkRuns), gh.CountRequests(http.MethodPatch, checkRun); posts != 4+1 || patches > 1 {
 		t.Errorf("requests: %d POST check-runs, want 5 (4 faults, then the run); %d PATCH check-run", posts, patches)
 	}
-	if got := a.metric(ctx, "stagehand_github_retries_total"); got != 4 {
-		t.Errorf("stagehand_github_retries_total = %v, want 4 (one per fault)", got)
+	for reason, want := range map[string]float64{"unavailable": 2, "rate_limited": 2} {
+		name := `stagehand_github_retries_total{reason="` + reason + `"}`
+		if got := a.metric(ctx, name); got != want {
+			t.Errorf("%s = %v, want %v (500 and 502 unavailable; 429 and the secondary limit rate_limited)", name, got, want)
+		}
+	}
+	// The budget gauge follows GitHub's X-RateLimit headers: the limit,
+	// and what was left after the last answer the replica read.
+	limit, left, used := a.metric(ctx, "stagehand_github_rate_limit"), a.metric(ctx, "stagehand_github_rate_limit_remaining"), gh.RateLimitUsed()
+	if limit != githubtest.DefaultRateLimit || left >= limit || left < float64(githubtest.DefaultRateLimit-used) {
+		t.Errorf("stagehand_github_rate_limit %v, _remaining %v; want %d and between %d (GitHub counted %d requests) and the limit",
+			limit, left, githubtest.DefaultRateLimit, githubtest.DefaultRateLimit-used, used)
 	}
 	if v := gh.TakeViolations(); len(v) > 0 {
 		t.Errorf("requests GitHub's API description refuses: %v", v)
