@@ -11,14 +11,14 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/auth"
 	"github.com/stagehand-gitops/stagehand/internal/config"
-	ghapp "github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 )
 
 // authenticator verifies the callers of the API as the server: keys say:
 // named tokens, the legacy token, GitHub user tokens when the GitHub client
 // gh is configured, Kubernetes tokens when server.kubernetesAuth is true.
-func authenticator(cfg *config.Config, gh *ghapp.Client, log logr.Logger) (*auth.Authenticator, error) {
+func authenticator(cfg *config.Config, gh *github.Client, log logr.Logger) (*auth.Authenticator, error) {
 	opts := []auth.Option{auth.WithLog(log), auth.WithLegacyTokenFile(cfg.Server.APITokenFile)}
 	if cfg.Server.TokensFile != "" {
 		opts = append(opts, auth.WithTokensFile(cfg.Server.TokensFile))
@@ -59,7 +59,7 @@ func gitHubAPIBase(apiURL string) string {
 }
 
 // approverPolicy is the GitHub client's approver rule, as internal/auth asks it.
-type approverPolicy struct{ gh *ghapp.Client }
+type approverPolicy struct{ gh *github.Client }
 
 func (p approverPolicy) MayApprove(ctx context.Context, env, login string) (bool, string, error) {
 	d, err := p.gh.MayApprove(ctx, env, login)

@@ -15,7 +15,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
-	ghapp "github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
@@ -381,7 +381,7 @@ func shortSHA(sha string) string {
 
 // newRollbacker builds the rollbacker of `reconciler run` over the
 // manifests repository of github.owner/repo; nil without a lock service.
-func newRollbacker(cfg *config.Config, gh *ghapp.Client, d *daemon.Daemon) (*rollbacker, error) {
+func newRollbacker(cfg *config.Config, gh *github.Client, d *daemon.Daemon) (*rollbacker, error) {
 	svc := d.LockService()
 	if svc == nil {
 		return nil, nil

@@ -18,7 +18,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
-	ghapp "github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/notify"
 	"github.com/stagehand-gitops/stagehand/internal/ui"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
@@ -89,7 +89,7 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	if rf.identity != "" {
 		opts = append(opts, daemon.WithIdentity(rf.identity))
 	}
-	var gh *ghapp.Client
+	var gh *github.Client
 	gates := []approval.Gate{approval.Manual()}
 	if cfg.GitHub.App != nil && !rf.once {
 		// A GitHub Enterprise Server behind the CA of source.caFile is trusted too.
@@ -101,16 +101,16 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		for _, env := range cfg.EnvironmentNames() {
 			policies[env] = cfg.ApprovalPolicy(env)
 		}
-		if gh, err = ghapp.New(cfg.GitHub, ghapp.WithTransport(tr), ghapp.WithApprovals(policies), ghapp.WithClock(local)); err != nil {
+		if gh, err = github.New(cfg.GitHub, github.WithTransport(tr), github.WithApprovals(policies), github.WithClock(local)); err != nil {
 			return err
 		}
 		// Approve on GitHub (check run buttons) or over the API/CLI.
-		gates = append(gates, ghapp.NewGate(gh))
+		gates = append(gates, github.NewGate(gh))
 		// Four-eyes (approvals.forbidAuthors) knows commit authors by their GitHub logins.
 		opts = append(opts, daemon.WithAuthors(gh))
 		if cfg.GitHub.Deployments.Enabled {
 			// Every apply, skipConfirmation included, as a deployment in GitHub's Environments view.
-			gates = append(gates, ghapp.NewDeployments(gh, cfg.GitHub.Deployments))
+			gates = append(gates, github.NewDeployments(gh, cfg.GitHub.Deployments))
 		}
 	}
 	// The notification sinks hear every plan and outcome, those of
@@ -177,24 +177,24 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		if rb, err = newRollbacker(cfg, gh, d); err != nil {
 			return err
 		}
-		preview := ghapp.NewBranchPreviewer(cfg.Source, cfg.EnvironmentNames(), d.Plan, wire.WithGitHubAPIURL(cfg.GitHub.APIURL))
+		preview := github.NewBranchPreviewer(cfg.Source, cfg.EnvironmentNames(), d.Plan, wire.WithGitHubAPIURL(cfg.GitHub.APIURL))
 		ghLog := log.WithName("github")
 		// PR previews are computed by a worker after their webhook was answered, never on the apply path.
-		hopts := []ghapp.Option{
-			ghapp.OnDecisionError(func(err error) { ghLog.Error(err, "check-run decision") }),
-			ghapp.OnPreviewError(func(err error) { ghLog.Error(err, "PR preview") }),
+		hopts := []github.Option{
+			github.OnDecisionError(func(err error) { ghLog.Error(err, "check-run decision") }),
+			github.OnPreviewError(func(err error) { ghLog.Error(err, "PR preview") }),
 		}
 		if n := cfg.GitHub.Previews.Workers; n > 0 {
-			hopts = append(hopts, ghapp.WithPreviewWorkers(n))
+			hopts = append(hopts, github.WithPreviewWorkers(n))
 		}
 		if t := cfg.GitHub.Previews.Timeout.Duration; t > 0 {
-			hopts = append(hopts, ghapp.WithPreviewTimeout(t))
+			hopts = append(hopts, github.WithPreviewTimeout(t))
 		}
 		if rb != nil {
 			// Merging a rollback pull request ends its hold.
-			hopts = append(hopts, ghapp.OnMerged(rb.merged))
+			hopts = append(hopts, github.OnMerged(rb.merged))
 		}
-		h, err := ghapp.NewHandler(gh, d, preview, cfg.Source.Branch, hopts...)
+		h, err := github.NewHandler(gh, d, preview, cfg.Source.Branch, hopts...)
 		if err != nil {
 			return err
 		}

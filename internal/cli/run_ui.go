@@ -10,7 +10,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
-	ghapp "github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/ui"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
@@ -19,7 +19,7 @@ import (
 // webPage builds the web page of server.ui over the daemon, or nil when it
 // is off. With the GitHub App (gh), who may read and approve is decided as
 // for check-run clicks: github.approvers and the environment's policy.
-func webPage(cfg *config.Config, d *daemon.Daemon, gh *ghapp.Client) (*ui.Server, error) {
+func webPage(cfg *config.Config, d *daemon.Daemon, gh *github.Client) (*ui.Server, error) {
 	u := cfg.Server.UI
 	if !u.On() {
 		return nil, nil
