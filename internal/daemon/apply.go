@@ -203,15 +203,10 @@ func appliedPlan(res *reconcile.Result) *reconcile.Plan {
 
 // applyWithGrace applies planHash, reporting progress; when ctx ends, the
 // patches in flight get the apply grace to finish before the apply is
-// cancelled.
+// cancelled (none when the Lease was lost: see graceful).
 func (w *worker) applyWithGrace(ctx context.Context, req reconcile.Request, planHash string, progress func(reconcile.Progress)) (*reconcile.Result, error) {
-	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	actx, cancel := w.graceful(ctx)
 	defer cancel()
-	stop := context.AfterFunc(ctx, func() {
-		t := time.AfterFunc(w.applyGrace, cancel)
-		context.AfterFunc(actx, func() { t.Stop() })
-	})
-	defer stop()
 	return w.reconcileApply(actx, req, planHash, reconcile.WithProgress(progress))
 }
 

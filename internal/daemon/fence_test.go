@@ -188,7 +188,7 @@ func TestGiveBackSparesAnApply(t *testing.T) {
 		applying: func(env string) bool { return applying[env] }, logf: func(string, ...any) {}})
 	cancelled := map[string]bool{}
 	for _, env := range s.envs {
-		s.held[env] = &holding{cancel: func() { cancelled[env] = true }, done: make(chan struct{})}
+		s.held[env] = &holding{cancel: func(error) { cancelled[env] = true }, done: make(chan struct{})}
 	}
 	s.giveBack(2)
 	if diff := cmp.Diff([]string{"devel", "us"}, s.Held()); diff != "" || !cancelled["prod"] || cancelled["us"] {

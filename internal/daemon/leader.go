@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,6 +15,11 @@ import (
 
 // LeaseName is the Lease the replicas compete for in the state namespace.
 const LeaseName = "stagehand-reconciler"
+
+// errLeaseLost is the cause of a leader's (or an environment holder's) work
+// context when its Lease was lost, not when it shuts down: the apply under
+// way stops before its next patch instead of being given the apply grace.
+var errLeaseLost = errors.New("this replica lost its lease")
 
 // LeaderElection configures leader election; its fields are fluxcd's runtime
 // options (and flags). Enable false makes the process lead unconditionally
@@ -95,9 +101,13 @@ func leadOnce(ctx context.Context, lock resourcelock.Interface, o LeaderElection
 			OnStartedLeading: func(lctx context.Context) {
 				defer close(done)
 				close(started)
-				wctx, cancel := context.WithCancel(lctx)
-				defer cancel()
-				stop := context.AfterFunc(ctx, cancel)
+				// Shutting down (ctx) gives the work its grace; losing the
+				// Lease (lctx, while ctx lives) does not.
+				wctx, cancel := context.WithCancelCause(context.WithoutCancel(lctx))
+				defer cancel(nil)
+				lost := context.AfterFunc(lctx, func() { cancel(errLeaseLost) })
+				defer lost()
+				stop := context.AfterFunc(ctx, func() { cancel(nil) })
 				defer stop()
 				onChange(true)
 				defer onChange(false)

@@ -120,7 +120,7 @@ func (s *shard) standByGlobal(leader string) {
 	for env, h := range s.held {
 		if !h.giving {
 			h.giving = true
-			h.cancel()
+			h.cancel(nil)
 			gave = append(gave, env)
 		}
 	}

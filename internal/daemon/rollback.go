@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -188,10 +189,16 @@ func (w *worker) continueRollback(ctx context.Context, rb Rollback) error {
 }
 
 // graceful is ctx, but cancelled only the apply grace after ctx ends, so
-// that patches in flight finish and the state is recorded.
+// that patches in flight finish and the state is recorded; at once when ctx
+// ended because this replica lost its Lease (errLeaseLost): another replica
+// may be applying already, and no patch may follow.
 func (w *worker) graceful(ctx context.Context) (context.Context, context.CancelFunc) {
 	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() {
+		if errors.Is(context.Cause(ctx), errLeaseLost) {
+			cancel()
+			return
+		}
 		t := time.AfterFunc(w.applyGrace, cancel)
 		context.AfterFunc(gctx, func() { t.Stop() })
 	})

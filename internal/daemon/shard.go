@@ -83,8 +83,10 @@ type holding struct {
 	lease   *coordinationv1.Lease
 	token   string
 	renewed time.Time
-	cancel  context.CancelFunc
-	done    chan struct{}
+	// cancel stops the worker: with errLeaseLost at once, else after
+	// the apply grace (see worker.graceful).
+	cancel context.CancelCauseFunc
+	done   chan struct{}
 	// giving is set when the environment is being given back: its worker
 	// was told to stop; the Lease is released once it has.
 	giving bool
@@ -291,7 +293,7 @@ func (s *shard) drop(env, token, why string) {
 	if !ok {
 		return
 	}
-	h.cancel()
+	h.cancel(errLeaseLost)
 	s.metrics.leadership(env, false)
 	s.logf("not holding environment any more", "environment", env, "why", why, "term", h.token)
 }
@@ -317,7 +319,7 @@ func (s *shard) giveBack(share int) {
 	h := s.held[env]
 	h.giving = true
 	s.mu.Unlock()
-	h.cancel()
+	h.cancel(nil)
 	s.logf("giving an environment back: more than this replica's share", "environment", env, "share", share, "replicas", s.members)
 }
 
@@ -406,7 +408,7 @@ func (s *shard) begin(ctx context.Context, env string, l *coordinationv1.Lease) 
 		}
 		return
 	}
-	wctx, cancel := context.WithCancel(ctx)
+	wctx, cancel := context.WithCancelCause(ctx)
 	h := &holding{lease: l, token: token, renewed: now, cancel: cancel, done: make(chan struct{})}
 	s.mu.Lock()
 	s.held[env] = h
@@ -430,7 +432,7 @@ func (s *shard) shutdown() {
 	s.held = map[string]*holding{}
 	var waits []chan struct{}
 	for _, h := range held {
-		h.cancel()
+		h.cancel(nil)
 		waits = append(waits, h.done)
 	}
 	for _, done := range s.stopping {

@@ -1,0 +1,133 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
+)
+
+// TestGracefulLeaseLost: the apply grace is given to an apply whose
+// replica shuts down, never to one whose replica lost its Lease (another
+// may be applying already): that one is cancelled before its next patch.
+func TestGracefulLeaseLost(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		cause  error
+		atOnce bool
+	}{
+		{"shutdown", nil, false},
+		{"lease lost", errLeaseLost, true},
+		{"lease lost, wrapped", errors.Join(errors.New("state claimed"), errLeaseLost), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := &worker{workerDeps: workerDeps{applyGrace: time.Hour}}
+			ctx, cancel := context.WithCancelCause(context.Background())
+			gctx, stop := w.graceful(ctx)
+			defer stop()
+			cancel(c.cause)
+			if c.atOnce {
+				select {
+				case <-gctx.Done():
+				case <-time.After(10 * time.Second):
+					t.Fatal("the apply's context still lives after the Lease was lost")
+				}
+				return
+			}
+			select {
+			case <-gctx.Done():
+				t.Fatal("the apply's context was cancelled at shutdown, before its grace")
+			case <-time.After(200 * time.Millisecond):
+			}
+		})
+	}
+}
+
+// TestShardCancelCauses: an environment dropped (its Lease lost, its state
+// claimed by another term) stops its worker with errLeaseLost; one given
+// back stops it gracefully.
+func TestShardCancelCauses(t *testing.T) {
+	s := newShard(shardDeps{envs: []string{"devel", "prod"}, metrics: NewMetrics(), logf: func(string, ...any) {}})
+	ctxs := map[string]context.Context{}
+	for _, env := range s.envs {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		ctxs[env] = ctx
+		s.held[env] = &holding{token: "1/me", cancel: cancel, done: make(chan struct{})}
+	}
+	s.drop("devel", "1/me", "its state was claimed by another holder")
+	s.giveBack(0)
+	if got := context.Cause(ctxs["devel"]); !errors.Is(got, errLeaseLost) {
+		t.Errorf("devel dropped: cause %v, want errLeaseLost", got)
+	}
+	if got := context.Cause(ctxs["prod"]); !errors.Is(got, context.Canceled) {
+		t.Errorf("prod given back: cause %v, want context.Canceled (graceful)", got)
+	}
+}
+
+// TestLeaderLosesLease: the one leader whose Lease another replica takes
+// (its renewals refused) has its work cancelled with errLeaseLost; one that
+// shuts down, without.
+func TestLeaderLosesLease(t *testing.T) {
+	env := cluster.Env(t)
+	ns := env.Namespace(t)
+	le := LeaderElection{Enable: true, LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond}
+	causes := make(chan error, 2)
+	work := func(lctx context.Context) {
+		<-lctx.Done()
+		causes <- context.Cause(lctx)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- lead(ctx, env.Clientset, ns, "me", le, func(bool) {}, work) }()
+	leases := env.Clientset.CoordinationV1().Leases(ns)
+	testenv.WaitFor(t, 20*time.Second, "leading", func() bool {
+		l, err := leases.Get(ctx, LeaseName, metav1.GetOptions{})
+		return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == "me"
+	})
+	// Another replica holds the Lease from now on, renewing it.
+	other := "other"
+	steal := func() {
+		l, err := leases.Get(ctx, LeaseName, metav1.GetOptions{})
+		if err != nil {
+			return
+		}
+		now := metav1.NewMicroTime(time.Now())
+		l.Spec.HolderIdentity, l.Spec.RenewTime, l.Spec.AcquireTime = &other, &now, &now
+		_, _ = leases.Update(ctx, l, metav1.UpdateOptions{})
+	}
+	var got error
+	testenv.WaitFor(t, 20*time.Second, "the work cancelled after the Lease was taken", func() bool {
+		steal()
+		select {
+		case got = <-causes:
+			return true
+		default:
+			return false
+		}
+	})
+	if !errors.Is(got, errLeaseLost) {
+		t.Errorf("lease taken: cause %v, want errLeaseLost", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("lead: %v", err)
+	}
+
+	// Shutting down while leading: graceful.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	go func() { done <- lead(ctx2, env.Clientset, ns, "third", le, func(bool) {}, work) }()
+	testenv.WaitFor(t, 30*time.Second, "third leading", func() bool {
+		l, err := leases.Get(ctx2, LeaseName, metav1.GetOptions{})
+		return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == "third"
+	})
+	cancel2()
+	if got := <-causes; errors.Is(got, errLeaseLost) {
+		t.Errorf("shutdown: cause %v, want no errLeaseLost", got)
+	}
+	<-done
+}
