@@ -75,7 +75,7 @@ server from --server or $STAGEHAND_SERVER.`,
 	fl.StringVar(&f.approver, "as", "", "assert who you are: the server refuses the decision unless your token is this principal (who decides always comes from the token)")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "how long to wait for the server (and, with --wait, for the apply)")
 	if approve {
-		fl.BoolVar(&f.wait, "wait", false, "wait until the apply has finished and print its result (exit 1 if it failed)")
+		fl.BoolVar(&f.wait, "wait", false, "wait until the apply has finished and print its result (exit 1 if it failed), or until it waits for its release approval")
 	} else {
 		fl.StringVar(&f.reason, "reason", "", "why, for the history")
 	}
@@ -159,12 +159,42 @@ func (f *decisionFlags) waitApplied(ctx context.Context, cmd *cobra.Command, tok
 			}
 			return nil
 		}
+		// Applied and verified, the plan may wait for its release approval
+		// (an approval after the deployment in its sequence): it has no
+		// history entry before a person decides, so that is the end here.
+		if rev, ok, err := f.releaseWaiting(ctx, token); err != nil {
+			return err
+		} else if ok {
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: revision %s deployed and verified; waiting for its release approval "+
+				"(reconciler approve --env %s --plan-hash %s releases it)\n", f.env, rev, f.env, f.planHash)
+			return nil
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for the apply of %s: %w", f.planHash, ctx.Err())
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// releaseWaiting reports whether the environment's pending plan is the
+// release of the plan approved (f.planHash), and its revision.
+func (f *decisionFlags) releaseWaiting(ctx context.Context, token string) (string, bool, error) {
+	code, body, err := f.call(ctx, http.MethodGet, "/api/v1/environments/"+url.PathEscape(f.env), token, nil)
+	if err != nil {
+		return "", false, err
+	}
+	if code != http.StatusOK {
+		return "", false, fmt.Errorf("reading environment %s: %d %s", f.env, code, apiMessage(body))
+	}
+	var v struct{ Pending *approval.Pending }
+	if err := json.Unmarshal(body, &v); err != nil {
+		return "", false, fmt.Errorf("decoding environment %s: %w", f.env, err)
+	}
+	if p := v.Pending; p != nil && p.Release && p.PlanHash == f.planHash {
+		return p.Revision, true, nil
+	}
+	return "", false, nil
 }
 
 func (f *decisionFlags) token() (string, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -27,12 +28,16 @@ const approveToken = "approve-test-token-dana"
 
 // approveWorld runs a real daemon (leader, no rollout wait) over a git server
 // whose prod manifest asks for web:2.0.0 while the cluster runs web:1.0.0.
-func approveWorld(t *testing.T) (server, tokenFile, ns string, d *daemon.Daemon) {
+func approveWorld(t *testing.T, files ...map[string]string) (server, tokenFile, ns string, d *daemon.Daemon) {
 	t.Helper()
 	env := cluster.Env(t)
 	git := gitserver.New(t)
 	url := git.Init(t, "manifests")
-	git.Commit(t, "manifests", "main", map[string]string{"environments/prod/manifest.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`}, "prod")
+	commit := map[string]string{"environments/prod/manifest.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`}
+	for _, f := range files {
+		maps.Copy(commit, f)
+	}
+	git.Commit(t, "manifests", "main", commit, "prod")
 	ns = env.Namespace(t)
 	cluster.Env(t).CreateDeployment(t, ns, "web", "example.com/web:1.0.0")
 	f := false
@@ -162,4 +167,37 @@ func runDecision(t *testing.T, terminal bool, stdin string, args ...string) (str
 		errOut.WriteString("Error: " + err.Error() + "\n")
 	}
 	return out.String(), errOut.String(), Code(err)
+}
+
+// TestApproveWaitRelease: where prod's sequence has a release approval
+// ([deployment, approval, release], a person approving the plan first),
+// `approve --wait` ends once the plan is deployed and waits for its release,
+// saying so (exit 0; it waited until its --timeout before), and approving
+// again releases it and prints the result.
+func TestApproveWaitRelease(t *testing.T) {
+	server, tokenFile, ns, d := approveWorld(t, map[string]string{"pipeline.yaml": "stages: [{name: prod, sequence: [deployment, approval, release]}]\n"})
+	var pending *approval.Pending
+	deadline := time.Now().Add(30 * time.Second)
+	for pending == nil {
+		if v, err := d.Environment(context.Background(), "prod"); err == nil {
+			pending = v.Pending
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no pending plan in prod within 30s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	args := []string{"approve", "--server", server, "--env", "prod", "--token-file", tokenFile, "--plan-hash", pending.PlanHash, "--wait", "--timeout", "30s"}
+	stdout, stderr, code := runDecision(t, false, "", args...)
+	want := "prod: revision " + pending.Revision + " deployed and verified; waiting for its release approval"
+	if code != 0 || !strings.Contains(stdout, want) {
+		t.Fatalf("approve --wait: exit %d\nstdout %s\nstderr %s\nwant it to say %q", code, stdout, stderr, want)
+	}
+	if img := cluster.Env(t).Image(t, ns, "web"); img != "example.com/web:2.0.0" {
+		t.Errorf("prod runs %s after the approval, want web:2.0.0", img)
+	}
+	stdout, stderr, code = runDecision(t, false, "", args...)
+	if code != 0 || !strings.Contains(stdout, "prod: revision "+pending.Revision+" succeeded") {
+		t.Errorf("approve --wait of the release: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
 }
