@@ -131,3 +131,47 @@ func TestLeaderLosesLease(t *testing.T) {
 	}
 	<-done
 }
+
+// TestEnvLeaseDeletedByHand: someone deletes an environment's Lease while
+// its holder works it. The holder stops, one replica (either) takes the
+// environment in a later term (terms only grow, so the old holder's writes
+// stay fenced), it is never held twice, and the next revision is applied
+// once.
+func TestEnvLeaseDeletedByHand(t *testing.T) {
+	h := newHarness(t, "devel", "prod")
+	rs := startShards(t, h, 2)
+	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
+	testenv.WaitFor(t, 30*time.Second, "the first apply recorded", func() bool { return len(rs[0].history(t, "devel")) == 1 })
+	ctx := context.Background()
+	leases := cluster.Env(t).Clientset.CoordinationV1().Leases(h.stateNS)
+	old, err := leases.Get(ctx, EnvLeaseName("devel"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := applied(rs, "devel")
+	if err := leases.Delete(ctx, old.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * shardElection().LeaseDuration)
+	for time.Now().Before(deadline) {
+		if hs := holders(rs); len(hs["devel"]) > 1 {
+			t.Fatalf("devel held by replicas %v at once", hs["devel"])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	waitHeld(t, rs, 2)
+	l, err := leases.Get(ctx, old.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("devel's Lease after the deletion: %v", err)
+	}
+	if *l.Spec.LeaseTransitions <= *old.Spec.LeaseTransitions {
+		t.Errorf("devel's Lease recreated in term %d, want after the deleted one's %d", *l.Spec.LeaseTransitions, *old.Spec.LeaseTransitions)
+	}
+	h.commit("devel", true, map[string]string{"web": "2.0.0"})
+	rs[1-holderOfEnv(rs, "devel")].push(t, h, "push-after-delete")
+	waitImage(t, h.ns["devel"], "web", imageRepo+"web:2.0.0")
+	testenv.WaitFor(t, 30*time.Second, "the apply recorded", func() bool { return len(rs[0].history(t, "devel")) == 2 })
+	if got := applied(rs, "devel") - before; got != 1 {
+		t.Errorf("%v changes applied after the deletion, want 1", got)
+	}
+}
