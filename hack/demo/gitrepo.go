@@ -31,7 +31,7 @@ type gitRepo struct {
 
 // startGitRepo creates the bare repository manifests.git under dir, serves
 // it, and pushes a first commit holding examples under environments/.
-func startGitRepo(ctx context.Context, dir, examples string) (*gitRepo, error) {
+func startGitRepo(ctx context.Context, dir, examples string, prepare func(environments string) error) (*gitRepo, error) {
 	gitPath, err := exec.LookPath("git")
 	if err != nil {
 		return nil, fmt.Errorf("the demo needs the git CLI: %w", err)
@@ -65,6 +65,10 @@ func startGitRepo(ctx context.Context, dir, examples string) (*gitRepo, error) {
 	if err := os.CopyFS(filepath.Join(r.work, "environments"), os.DirFS(examples)); err != nil {
 		r.stop()
 		return nil, fmt.Errorf("copying %s: %w", examples, err)
+	}
+	if err := prepare(filepath.Join(r.work, "environments")); err != nil {
+		r.stop()
+		return nil, err
 	}
 	if _, err := r.git(ctx, r.work, "remote", "add", "origin", r.URL); err != nil {
 		r.stop()

@@ -35,6 +35,8 @@ func TestDemoAuto(t *testing.T) {
 		"approved by demo",
 		"succeeded",
 		"prod runs what its manifest says and has rolled out",
+		"deployed and verified; waiting for its release approval",
+		"released by demo: succeeded",
 		"Demo finished",
 	} {
 		if !strings.Contains(text, want) {

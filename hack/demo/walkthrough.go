@@ -30,6 +30,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/pkg/lock/crd"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+	"github.com/stagehand-gitops/stagehand/pkg/verify"
 )
 
 const stepTimeout = 2 * time.Minute
@@ -64,6 +65,9 @@ type demo struct {
 	d        *daemon.Daemon
 	logPath  string
 	reconBin string
+	// storefront is the local stand-in for the shop's health endpoint
+	// that prod's test task of pipeline.yaml requests.
+	storefront string
 }
 
 func run(ctx context.Context, o options) (err error) {
@@ -76,7 +80,7 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	x := &demo{o: o, p: &printer{w: o.out, of: 9}, root: root, dir: dir}
+	x := &demo{o: o, p: &printer{w: o.out, of: 10}, root: root, dir: dir}
 	x.reconBin = "go run ./cmd/reconciler"
 	if _, err := os.Stat(filepath.Join(root, "bin", "reconciler")); err == nil {
 		x.reconBin = "bin/reconciler"
@@ -127,7 +131,12 @@ func run(ctx context.Context, o options) (err error) {
 	// 3. Git.
 	x.p.step("Serving the manifests repository",
 		"A real git server (git http-backend) with a first commit of examples/environments/.")
-	if x.repo, err = startGitRepo(ctx, filepath.Join(dir, "git"), filepath.Join(root, "examples", "environments")); err != nil {
+	stopShop, err := x.startStorefront()
+	if err != nil {
+		return err
+	}
+	defer stopShop()
+	if x.repo, err = startGitRepo(ctx, filepath.Join(dir, "git"), filepath.Join(root, "examples", "environments"), x.localPipeline); err != nil {
 		return err
 	}
 	defer x.repo.stop()
@@ -142,7 +151,7 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	defer stopDaemon()
 
-	steps := []func(context.Context) error{x.develDeploys, x.bumpDevel, x.prodPending, x.approveProd}
+	steps := []func(context.Context) error{x.develDeploys, x.bumpDevel, x.prodPending, x.approveProd, x.releaseProd}
 	for _, s := range steps {
 		if err := s(ctx); err != nil {
 			if ctx.Err() != nil {
@@ -186,7 +195,14 @@ func (x *demo) startReconciler(ctx context.Context, ln net.Listener, kubeconfig 
 	}
 	log := crzap.New(crzap.WriteTo(logFile), crzap.JSONEncoder())
 	klog.SetLogger(log.WithName("client-go"))
-	d, err := daemon.New(cfg, daemon.WithLogger(log.WithName("reconciler")), daemon.WithIdentity("demo"))
+	// The test and evaluation tasks of pipeline.yaml's sequences, as reconciler run runs them.
+	vf, err := verify.New()
+	if err != nil {
+		ln.Close()
+		logFile.Close()
+		return nil, err
+	}
+	d, err := daemon.New(cfg, daemon.WithLogger(log.WithName("reconciler")), daemon.WithIdentity("demo"), daemon.WithVerifier(vf))
 	if err != nil {
 		ln.Close()
 		logFile.Close()

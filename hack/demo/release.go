@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/cli"
+)
+
+// startStorefront serves the local stand-in for the shop's health endpoint
+// (GET /healthz answers {"status":"ok"}), which prod's test task requests.
+func (x *demo) startStorefront() (func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listening for the storefront: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintln(w, `{"status":"ok"}`)
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	x.storefront = "http://" + ln.Addr().String()
+	return func() { _ = srv.Close() }, nil
+}
+
+// localPipeline points the example pipeline.yaml's prod test task at the
+// local storefront, for seconds rather than minutes: the sequence it runs
+// is the example's ([approval, deployment, test, approval, release]).
+func (x *demo) localPipeline(environments string) error {
+	file := filepath.Join(environments, "pipeline.yaml")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	s := string(b)
+	for _, r := range []struct{ old, new string }{
+		{"url: https://shop.example.com/healthz", "url: " + x.storefront + "/healthz"},
+		{"duration: 2m", "duration: 3s"},
+		{"interval: 5s", "interval: 1s"},
+	} {
+		if !strings.Contains(s, r.old) {
+			return fmt.Errorf("%s: no %q to point at the demo's storefront; update hack/demo with the example", file, r.old)
+		}
+		s = strings.ReplaceAll(s, r.old, r.new)
+	}
+	return os.WriteFile(file, []byte(s), 0o644)
+}
+
+// releaseProd: prod's sequence has a release approval after its test, so
+// the approved plan, deployed and verified, waits for a person again;
+// approving the same plan hash releases it.
+func (x *demo) releaseProd(ctx context.Context) error {
+	x.p.step("Release prod",
+		"prod's sequence in pipeline.yaml is [approval, deployment, test, approval, release]: the deploy was verified",
+		"(the storefront answered), and waits for a second decision before it counts and promotion may follow.")
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	var hash string
+	for hash == "" {
+		v, err := x.d.Environment(ctx, "prod")
+		if err == nil && v.Pending != nil && v.Pending.Release {
+			hash = v.Pending.PlanHash
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for prod's release approval: %w", ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	x.p.say("%s approve --env prod --plan-hash %s --wait", x.reconBin, hash)
+	var out, errOut bytes.Buffer
+	cmd := cli.NewReconciler(&out, &errOut)
+	cmd.SetArgs([]string{"approve", "--server", x.server, "--token-file", x.files.tokenFile, "--env", "prod",
+		"--plan-hash", hash, "--as", "demo", "--wait"})
+	err := cmd.ExecuteContext(ctx)
+	for _, l := range strings.Split(strings.TrimSpace(out.String()+errOut.String()), "\n") {
+		x.p.say("> %s", l)
+	}
+	if err != nil || cli.Code(err) != 0 {
+		return fmt.Errorf("reconciler approve (release): %v (exit %d)", err, cli.Code(err))
+	}
+	v, err := x.d.Environment(ctx, "prod")
+	if err != nil || v.LastResult == nil || v.LastResult.PlanHash != hash {
+		return fmt.Errorf("prod's release is not in its history: %v", err)
+	}
+	x.p.ok("released by %s: %s", v.LastResult.ReleasedBy, v.LastResult.Result)
+	return nil
+}
