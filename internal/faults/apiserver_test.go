@@ -108,5 +108,5 @@ func TestAPIServerRestartMidApply(t *testing.T) {
 		}
 	}
 	table.add(t, row{fault: "2 kube-apiserver restarted mid-apply (3 s down)", survived: true, twice: twice, recover: recovered,
-		note: fmt.Sprintf("history: %d entries (interrupted, then the remainder succeeded); reconciler restarted %d times; seconds from the stop to the apply recorded", len(ofRev), restarts)})
+		note: fmt.Sprintf("history: %d entries (the last succeeded, any before it interrupted); reconciler restarted %d times; seconds from the stop to the apply recorded", len(ofRev), restarts)})
 }
