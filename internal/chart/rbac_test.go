@@ -202,7 +202,7 @@ func TestRBACExactRules(t *testing.T) {
 	}
 	own := []string{
 		"coordination.k8s.io/leases/stagehand-reconciler:get", "coordination.k8s.io/leases/stagehand-reconciler:patch",
-		"coordination.k8s.io/leases/stagehand-reconciler:update", "coordination.k8s.io/leases:create",
+		"coordination.k8s.io/leases/stagehand-reconciler:update", "coordination.k8s.io/leases:create", "coordination.k8s.io/leases:list",
 		"core/configmaps:create", "core/configmaps:delete", "core/configmaps:get", "core/configmaps:list",
 		"core/configmaps:patch", "core/configmaps:update", "core/configmaps:watch",
 		"core/events:create", "core/events:patch", "events.k8s.io/events:create", "events.k8s.io/events:patch",
