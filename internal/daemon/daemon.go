@@ -59,6 +59,9 @@ type Daemon struct {
 
 	leading atomic.Bool
 	ready   atomic.Bool
+	// busyWait is how long a decision waits for its busy worker (a long
+	// rollout) before it is handed over through the state (30s).
+	busyWait time.Duration
 
 	mu     sync.Mutex
 	latest *gitsource.Snapshot
@@ -78,7 +81,7 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 		return nil, fmt.Errorf("configuring daemon: %w", err)
 	}
 	d := &Daemon{cfg: cfg, o: o, log: o.log, metrics: NewMetrics(), targets: map[string][]reconcile.Target{},
-		workers: map[string]*worker{}, envNames: cfg.EnvironmentNames()}
+		workers: map[string]*worker{}, envNames: cfg.EnvironmentNames(), busyWait: 30 * time.Second}
 	if o.identity == "" {
 		host, _ := os.Hostname()
 		b := make([]byte, 4)
@@ -491,7 +494,7 @@ func (d *Daemon) decide(ctx context.Context, env string, dc decision) (*approval
 	}
 	dc.at = time.Now() // local and monotonic: compared with the worker's releaseSince
 	dc.reply = make(chan decisionReply, 1)
-	busy := time.NewTimer(30 * time.Second)
+	busy := time.NewTimer(d.busyWait)
 	defer busy.Stop()
 	select {
 	case w.decisions <- dc:

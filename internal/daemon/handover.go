@@ -50,9 +50,14 @@ const maxHandovers = 16
 // leaves the plan short of its required approvers is answered with the tally, and the leader hears only of
 // an approval that completes it.
 func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*approval.Pending, error) {
+	w := d.workers[env]
+	// A decision this leader's busy worker did not take in time (dc.at
+	// set) that finds a release approval which began to wait after it was
+	// taken was for the plan before its deployment: stale, as the worker
+	// judges it (decide).
+	stale := func(p *approval.Pending) bool { return w.takenBefore(p, dc.at) }
 	if dc.approve {
-		w := d.workers[env]
-		p, err := w.approvals.count(ctx, d.store, dc.planHash, dc.who)
+		p, err := w.approvals.count(ctx, d.store, dc.planHash, dc.who, stale)
 		if err != nil {
 			return nil, err
 		}
@@ -77,7 +82,7 @@ func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*approv
 	)
 	err := d.store.Update(ctx, env, func(st *EnvState) {
 		pending, full = st.Pending, false
-		if st.Pending == nil || st.Pending.PlanHash != dc.planHash {
+		if st.Pending == nil || st.Pending.PlanHash != dc.planHash || stale(st.Pending) {
 			return
 		}
 		if len(st.Handovers) >= maxHandovers {
@@ -89,7 +94,7 @@ func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*approv
 	if err != nil {
 		return nil, err
 	}
-	if pending == nil || pending.PlanHash != dc.planHash {
+	if pending == nil || pending.PlanHash != dc.planHash || stale(pending) {
 		return nil, &approval.NotPendingError{Environment: env, PlanHash: dc.planHash, Pending: pending}
 	}
 	if full {

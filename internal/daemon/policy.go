@@ -26,13 +26,16 @@ type counter struct {
 // *approval.NotPendingError, an author under forbidAuthors an *approval.RefusedError, and authors that
 // cannot be listed an error: nothing is counted then. store is the holder's (fenced) Store on the
 // replica that leads the environment, the plain one on another.
-func (c *counter) count(ctx context.Context, store *Store, planHash, who string) (*approval.Pending, error) {
+func (c *counter) count(ctx context.Context, store *Store, planHash, who string, stale func(*approval.Pending) bool) (*approval.Pending, error) {
+	if stale == nil {
+		stale = func(*approval.Pending) bool { return false }
+	}
 	st, err := store.Load(ctx, c.env)
 	if err != nil {
 		return nil, err
 	}
 	p := st.Pending
-	if p == nil || p.PlanHash != planHash {
+	if p == nil || p.PlanHash != planHash || stale(p) {
 		return nil, &approval.NotPendingError{Environment: c.env, PlanHash: planHash, Pending: p}
 	}
 	if c.policy.ForbidAuthors {
@@ -44,7 +47,7 @@ func (c *counter) count(ctx context.Context, store *Store, planHash, who string)
 	err = store.Update(ctx, c.env, func(st *EnvState) {
 		out = nil
 		p := st.Pending
-		if p == nil || p.PlanHash != planHash {
+		if p == nil || p.PlanHash != planHash || stale(p) {
 			return
 		}
 		p.Required = c.policy.Required // the policy of now: a restart with another approvals.required counts by it

@@ -62,6 +62,7 @@ type approvers struct {
 // the next pass reaches the task again.
 func (w *worker) awaitRelease(ctx context.Context, prop approval.Proposal, i int) {
 	announce := w.beginTask(i)
+	w.waitMark.Store(&releaseMark{planHash: prop.Plan.PlanHash, since: time.Now()})
 	p, err := w.writeRelease(ctx, prop)
 	if err != nil {
 		w.metrics.fail(w.env, "state")
@@ -223,7 +224,7 @@ func (w *worker) decideRelease(ctx context.Context, s gitsource.Snapshot, prop a
 	who := dc.who
 	if dc.approve {
 		var err error
-		if p, err = w.approvals.count(ctx, w.store, dc.planHash, dc.who); err != nil {
+		if p, err = w.approvals.count(ctx, w.store, dc.planHash, dc.who, nil); err != nil {
 			reply(nil, err)
 			return
 		}

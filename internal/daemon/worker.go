@@ -108,12 +108,32 @@ type worker struct {
 	// the worker before then is not for it.
 	releaseHash  string
 	releaseSince time.Time
+	// waitMark is the same, for the Daemon's goroutines (a decision the
+	// busy worker did not take in time is handed over, see
+	// Daemon.decide), set before the pending release is written.
+	waitMark atomic.Pointer[releaseMark]
 	// reportAt is when the outcomes the gate refused are reported again;
 	// zero when none are known to wait.
 	reportAt time.Time
 	// applying is true while an apply is under way (read by other
 	// goroutines: a replica gives back an environment that is not applying).
 	applying atomic.Bool
+}
+
+// releaseMark is when a release approval of planHash began to wait in this
+// process (local, monotonic).
+type releaseMark struct {
+	planHash string
+	since    time.Time
+}
+
+// takenBefore reports whether a decision taken at at (on this process's
+// monotonic clock; zero: another replica's) on p was taken before p, a
+// release approval, began to wait here: it was for the plan before its
+// deployment, not for its release.
+func (w *worker) takenBefore(p *approval.Pending, at time.Time) bool {
+	m := w.waitMark.Load()
+	return p != nil && p.Release && !at.IsZero() && m != nil && m.planHash == p.PlanHash && at.Before(m.since)
 }
 
 func newWorker(deps workerDeps) *worker {
