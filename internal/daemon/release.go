@@ -72,7 +72,12 @@ func (w *worker) awaitRelease(ctx context.Context, prop approval.Proposal, i int
 	w.releaseHash, w.releaseSince = p.PlanHash, time.Now()
 	announce(ctx)
 	w.log.Info("deployed and verified; waiting for the release approval", "environment", w.env, "revision", short(prop.Revision), "planHash", p.PlanHash)
-	w.proposeRelease(ctx, prop, p)
+	st, err := w.store.Load(ctx, w.env)
+	if err != nil { // shown without its notes; the next repropose has them
+		w.metrics.fail(w.env, "state")
+		st = nil
+	}
+	w.proposeRelease(ctx, prop, p, st)
 }
 
 // writeRelease keeps the run and the pending release of prop in one state
@@ -106,9 +111,16 @@ func (w *worker) writeRelease(ctx context.Context, prop approval.Proposal) (*app
 	return p, nil
 }
 
-// proposeRelease shows the pending release p of prop on the gate.
-func (w *worker) proposeRelease(ctx context.Context, prop approval.Proposal, p *approval.Pending) {
+// proposeRelease shows the pending release p of prop on the gate, with the
+// notes of st (a rollback's hold, an incident's pin: the environment's as
+// it is now, not as it was when the plan was proposed; st nil: read
+// without the pin).
+func (w *worker) proposeRelease(ctx context.Context, prop approval.Proposal, p *approval.Pending, st *EnvState) {
 	prop.Release = p.ProposedAt
+	prop.Notes = nil
+	if w.notes != nil {
+		prop.Notes = w.notes(ctx, st)
+	}
 	if p.Needed() > 1 && len(p.Approvals) > 0 {
 		prop.Notes = append(prop.Notes[:len(prop.Notes):len(prop.Notes)], "**"+p.Tally()+".**")
 	}
@@ -152,7 +164,7 @@ func (w *worker) holdRelease(ctx context.Context, s gitsource.Snapshot, envM *ma
 	}
 	w.metrics.setPending(w.env, true)
 	if w.proposed != proposalKey(prop) || w.now().Sub(w.proposedAt) >= w.repropose {
-		w.proposeRelease(ctx, prop, p)
+		w.proposeRelease(ctx, prop, p, st)
 	}
 	return true
 }

@@ -99,3 +99,45 @@ func TestContinuedRunAfterUnrelatedCommit(t *testing.T) {
 		t.Errorf("gate heard %+v, want one Completed succeeded with sequence pass", c)
 	}
 }
+
+// notesGate records the notes of each release approval it is shown.
+type notesGate struct {
+	recordingGate
+	release [][]string
+}
+
+func (g *notesGate) Propose(ctx context.Context, p approval.Proposal) (approval.Decision, error) {
+	if !p.Release.IsZero() {
+		g.mu.Lock()
+		g.release = append(g.release, p.Notes)
+		g.mu.Unlock()
+	}
+	return g.recordingGate.Propose(ctx, p)
+}
+
+// TestReleaseApprovalShowsNotes: a release approval is shown with the
+// environment's notes as they are when it waits (a rollback's hold, an
+// incident's pin), by the process that deployed it and by the next one;
+// devel's plan (skipConfirmation) was never shown with them.
+func TestReleaseApprovalShowsNotes(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, "devel")
+	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": releasePipeline}, "release approval")
+	const held = "**Held by a rollback:** prod-incident."
+	notes := func(context.Context, *EnvState) []string { return []string{held} }
+	for i := range 2 { // the process that deploys, then a restart
+		gate := &notesGate{}
+		pass := &runner{result: sequence.Result{Result: promote.ResultPass}}
+		d, _, _ := sequenceDaemon(t, h, WithTask(promote.TaskTest, pass.run), WithGate(gate))
+		d.workers["devel"].notes = notes
+		if err := d.Once(ctx); err != nil {
+			t.Fatal(err)
+		}
+		gate.mu.Lock()
+		got := gate.release
+		gate.mu.Unlock()
+		if len(got) != 1 || len(got[0]) != 1 || got[0][0] != held {
+			t.Errorf("process %d showed the release with notes %q, want once with %q", i+1, got, held)
+		}
+	}
+}
