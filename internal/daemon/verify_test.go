@@ -220,12 +220,36 @@ func TestVerificationPropertiesCheckedBeforeApply(t *testing.T) {
 }
 
 // TestFailedVerificationRollsBack: with onFailedRollout: rollback, a deploy
-// whose rollout succeeded but whose http check fails is rolled back: the
-// workload runs its previous image again, the history entry says
-// rolled-back with the verification's cause and results, and the gate hears
-// the failure.
+// whose rollout succeeded but whose http check fails, or whose Prometheus
+// evaluation breaches its threshold, is rolled back: the workload runs its
+// previous image again, the history entry says rolled-back with the
+// verification's cause and results, and the gate hears it rolled back (the
+// check run a failure, which holds promotion).
 func TestFailedVerificationRollsBack(t *testing.T) {
 	w := newVerifyWorld(t)
+	for _, tc := range []struct {
+		name, task, breach string
+		kind               string
+		breaks             func(*testing.T)
+		mends              func()
+	}{
+		{"http", `http: {url: "` + w.shop + `/healthz", interval: 50ms, duration: 200ms}`, "status 503, want 200", "http",
+			func(*testing.T) { w.healthy.Store(false) }, func() { w.healthy.Store(true) }},
+		{"prometheus", `prometheus: {address: "` + w.prom.URL + `", query: shop_error_ratio, op: "<", threshold: 0.05, interval: 400ms, duration: 1200ms}`,
+			"= 0.3, want < 0.05", "prometheus",
+			func(t *testing.T) { w.errRatio.Set(0.3); w.prom.WaitFor(t, "shop_error_ratio == 0.3") }, func() { w.errRatio.Set(0.01) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w.errRatio.Set(0.01)
+			w.prom.WaitFor(t, "shop_error_ratio == 0.01")
+			failedVerificationRollsBack(t, w, tc.task, tc.breach, tc.kind, tc.breaks)
+			tc.mends()
+		})
+	}
+}
+
+func failedVerificationRollsBack(t *testing.T, w *verifyWorld, task, breach, kind string, breaks func(*testing.T)) {
+	t.Helper()
 	h := newHarness(t, "devel")
 	ec := h.cfg.Environments["devel"]
 	ec.OnFailedRollout = config.OnFailedRolloutRollback
@@ -236,7 +260,7 @@ func TestFailedVerificationRollsBack(t *testing.T) {
       - deployment
       - name: test
         properties:
-          http: {url: "` + w.shop + `/healthz", interval: 50ms, duration: 200ms}
+          ` + task + `
 `}, "verify devel")
 	v, err := verify.New()
 	if err != nil {
@@ -255,22 +279,22 @@ func TestFailedVerificationRollsBack(t *testing.T) {
 	}
 	testenv.WaitFor(t, 30*time.Second, "the first deploy recorded", func() bool { hist = history(); return len(hist) == 1 })
 
-	w.healthy.Store(false)
+	breaks(t)
 	rev := h.commit("devel", true, map[string]string{"web": "1.1.0"})
 	r.push(t, h, "delivery-1")
 	testenv.WaitFor(t, 60*time.Second, "the failed deploy recorded", func() bool { hist = history(); return len(hist) == 2 })
 	e := hist[0]
 	if e.Revision != rev || e.Result != approval.ResultRolledBack || !strings.Contains(e.Message, "verification failed") ||
-		!strings.Contains(e.Message, "status 503, want 200") {
-		t.Errorf("history: %s %s: %s; want rolled-back for the failed verification", short(e.Revision), e.Result, e.Message)
+		!strings.Contains(e.Message, breach) {
+		t.Errorf("history: %s %s: %s; want rolled-back for the failed verification (%q)", short(e.Revision), e.Result, e.Message, breach)
 	}
-	checkVerifications(t, "rolled back", e, "http fail")
+	checkVerifications(t, "rolled back", e, kind+" fail")
 	if got := cluster.Env(t).Image(t, h.ns["devel"], "web"); got != imageRepo+"web:1.0.0" {
 		t.Errorf("devel runs %s after the rollback, want web:1.0.0 again", got)
 	}
 	gate.mu.Lock()
 	defer gate.mu.Unlock()
-	if n := len(gate.completed); n != 2 || gate.completed[1].Result == approval.ResultSucceeded {
-		t.Errorf("the gate heard %+v; want the second deploy not succeeded", gate.completed)
+	if n := len(gate.completed); n != 2 || gate.completed[1].Result != approval.ResultRolledBack {
+		t.Errorf("the gate heard %+v; want the second deploy rolled back (its check run a failure: promotion blocked)", gate.completed)
 	}
 }
