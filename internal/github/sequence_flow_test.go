@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	gh "github.com/google/go-github/v60/github"
 
@@ -158,10 +159,16 @@ func TestFlowReleaseApproval(t *testing.T) {
 	if res.Action == prbot.ActionOpened || len(res.Decision.Changes) != 0 {
 		t.Fatalf("promotion before the release: %s, changes %+v; want nothing promoted", res.Action, res.Decision.Changes)
 	}
+	// Decided a second or more after the wait began: requires.soak counts
+	// from the run's completion, which must be the release, not the wait.
+	time.Sleep(1100 * time.Millisecond)
+	clicked := time.Now().UTC().Truncate(time.Second)
 	if code, _ := f.click(release.ID, "approve", "maria", secret); code != http.StatusOK {
 		t.Fatalf("release: %d", code)
 	}
-	f.waitRun(sha, "success", concluded("success"))
+	if done := f.waitRun(sha, "success", concluded("success")); done.CompletedAt.Before(clicked) {
+		t.Errorf("the released run completed at %s, before the release at %s: soak would count from the wait", done.CompletedAt, clicked)
+	}
 	res, err = bot.Promote(ctx, "prod", "later", false)
 	if err != nil {
 		t.Fatal(err)
