@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
@@ -139,5 +140,42 @@ func TestReleaseApprovalShowsNotes(t *testing.T) {
 		if len(got) != 1 || len(got[0]) != 1 || got[0][0] != held {
 			t.Errorf("process %d showed the release with notes %q, want once with %q", i+1, got, held)
 		}
+	}
+}
+
+// TestReleaseDecidedOnce: the first decision on a release approval is the
+// only one: approving it again, or rejecting it a moment later, is refused
+// as not pending, and neither changes what was recorded or deployed.
+func TestReleaseDecidedOnce(t *testing.T) {
+	for _, second := range []decision{{approve: true, who: "bob"}, {who: "bob", reason: "changed my mind"}} {
+		name := "approve again"
+		if !second.approve {
+			name = "reject after"
+		}
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			w := newReleaseWorld(t, nil)
+			p := w.waiting(t, w.d, w.rev)
+			if _, err := decideNow(t, w.d, decision{approve: true, planHash: p.PlanHash, who: "alice"}); err != nil {
+				t.Fatal(err)
+			}
+			second.planHash = p.PlanHash
+			if _, err := decideNow(t, w.d, second); !errors.Is(err, approval.ErrNotPending) {
+				t.Errorf("the second decision = %v, want ErrNotPending", err)
+			}
+			if err := w.d.Once(ctx); err != nil {
+				t.Fatal(err)
+			}
+			h := w.history(t, w.d)
+			if len(h) != 1 || h[0].Result != approval.ResultSucceeded || h[0].ReleasedBy != "alice" {
+				t.Errorf("history %+v; want one entry, succeeded, released by alice", h)
+			}
+			if c := completedOf(w.gate); len(c) != 1 || c[0].Result != approval.ResultSucceeded {
+				t.Errorf("gate heard %+v, want one Completed succeeded", c)
+			}
+			if got := cluster.Env(t).Image(t, w.h.ns["devel"], "web"); got != imageRepo+"web:1.0.0" {
+				t.Errorf("devel runs %s, want web:1.0.0", got)
+			}
+		})
 	}
 }
