@@ -179,3 +179,33 @@ func TestReleaseDecidedOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestReleaseSupersededAcrossLeaders: the leader changes while the release
+// approval waits and, at once, a newer revision changes the environment:
+// the new process records the old apply (deployed, never released), aborts
+// its run, applies the new revision and waits for its release, and a
+// decision for the old planHash is refused.
+func TestReleaseSupersededAcrossLeaders(t *testing.T) {
+	ctx := context.Background()
+	w := newReleaseWorld(t, nil)
+	old := w.waiting(t, w.d, w.rev)
+	rev2 := w.h.commit("devel", true, map[string]string{"web": "1.1.0"})
+	d2, _, l2 := w.daemon(t)
+	if err := d2.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.waiting(t, d2, rev2)
+	if got := cluster.Env(t).Image(t, w.h.ns["devel"], "web"); got != imageRepo+"web:1.1.0" {
+		t.Errorf("devel runs %s, want web:1.1.0", got)
+	}
+	h := w.history(t, d2)
+	if len(h) != 1 || h[0].Revision != w.rev || h[0].Result != approval.ResultSucceeded || h[0].ReleasedBy != "" {
+		t.Errorf("history %+v; want the old apply recorded, deployed and never released", h)
+	}
+	if names := l2.names(); len(names) == 0 || names[0] != "devel.delivery.finished fail" {
+		t.Errorf("the new process's events %v; want the old run finished (aborted) first", names)
+	}
+	if _, err := decideNow(t, d2, decision{approve: true, planHash: old.PlanHash, who: "alice"}); !errors.Is(err, approval.ErrNotPending) {
+		t.Errorf("approving the old release = %v, want ErrNotPending", err)
+	}
+}
