@@ -73,6 +73,28 @@ func (s *shard) newLease(name, component, env string, transitions int32) *coordi
 	return l
 }
 
+// renewStopping renews the Leases of held, whose workers are stopping.
+func (s *shard) renewStopping(held map[string]*holding) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.election.RenewDeadline)
+	defer cancel()
+	for env, h := range held {
+		select {
+		case <-h.done:
+			continue
+		default:
+		}
+		l := h.lease.DeepCopy()
+		rt := metav1.NewMicroTime(s.now())
+		l.Spec.RenewTime = &rt
+		updated, err := s.leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: "stagehand"})
+		if err != nil {
+			s.logE(err, "renewing environment lease while its worker stops", "environment", env)
+			continue
+		}
+		h.lease = updated
+	}
+}
+
 // release gives l up: no holder (the next replica takes it at once).
 func (s *shard) release(ctx context.Context, l *coordinationv1.Lease) error {
 	if l == nil {

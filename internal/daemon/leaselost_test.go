@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -173,5 +174,50 @@ func TestEnvLeaseDeletedByHand(t *testing.T) {
 	testenv.WaitFor(t, 30*time.Second, "the apply recorded", func() bool { return len(rs[0].history(t, "devel")) == 2 })
 	if got := applied(rs, "devel") - before; got != 1 {
 		t.Errorf("%v changes applied after the deletion, want 1", got)
+	}
+}
+
+// TestShutdownRenewsWhileStopping: a replica with
+// leaderElection.perEnvironment shutting down keeps renewing the Leases
+// of the environments whose workers are still finishing (the apply grace
+// may outlast the lease duration): no other replica takes one before its
+// worker has stopped; then it is released and taken at once.
+func TestShutdownRenewsWhileStopping(t *testing.T) {
+	env := cluster.Env(t)
+	ns := env.Namespace(t)
+	le := LeaderElection{Enable: true, ReleaseOnCancel: true, LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond}
+	store := NewStore(env.Clientset, ns)
+	var aWorking, bWorking atomic.Bool
+	var overlap atomic.Bool
+	newReplica := func(id string, working *atomic.Bool, other *atomic.Bool, finish time.Duration) *shard {
+		return newShard(shardDeps{leases: env.Clientset.CoordinationV1().Leases(ns), store: store, identity: id, election: le,
+			envs: []string{"devel"}, metrics: NewMetrics(),
+			start: func(ctx context.Context, _, _ string, _ func()) {
+				working.Store(true)
+				if other.Load() {
+					overlap.Store(true)
+				}
+				<-ctx.Done()
+				time.Sleep(finish) // finishing the apply in flight
+				working.Store(false)
+			},
+			logf: func(string, ...any) {}, logE: func(error, string, ...any) {}})
+	}
+	a := newReplica("replica-a", &aWorking, &bWorking, 2*le.LeaseDuration)
+	actx, stopA := context.WithCancel(context.Background())
+	aDone := make(chan struct{})
+	go func() { defer close(aDone); a.run(actx) }()
+	testenv.WaitFor(t, 20*time.Second, "a working devel", aWorking.Load)
+	b := newReplica("replica-b", &bWorking, &aWorking, 0)
+	bctx, stopB := context.WithCancel(context.Background())
+	bDone := make(chan struct{})
+	go func() { defer close(bDone); b.run(bctx) }()
+	defer func() { stopB(); <-bDone }()
+	time.Sleep(2 * le.RetryPeriod) // b looks at the Leases
+	stopA()
+	<-aDone
+	testenv.WaitFor(t, 10*time.Second, "b working devel after a stopped", bWorking.Load)
+	if overlap.Load() {
+		t.Error("b began working devel while a's worker was still finishing")
 	}
 }

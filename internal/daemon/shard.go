@@ -439,8 +439,25 @@ func (s *shard) shutdown() {
 		waits = append(waits, done)
 	}
 	s.mu.Unlock()
-	for _, done := range waits {
-		<-done
+	// The workers finish what is in flight (the apply grace, the state
+	// written after it); the Leases are renewed meanwhile, so that no
+	// other replica takes an environment whose apply is still running.
+	all := make(chan struct{})
+	go func() {
+		defer close(all)
+		for _, done := range waits {
+			<-done
+		}
+	}()
+	t := time.NewTicker(s.election.RetryPeriod)
+	defer t.Stop()
+	for stopped := false; !stopped; {
+		select {
+		case <-all:
+			stopped = true
+		case <-t.C:
+			s.renewStopping(held)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
