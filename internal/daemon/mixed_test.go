@@ -1,9 +1,18 @@
 package daemon
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
@@ -55,5 +64,23 @@ func TestMixedElectionModes(t *testing.T) {
 			global.stop()
 			waitHeld(t, []*running{sharded}, 2)
 		})
+	}
+}
+
+// TestWaitEnvLeasesForbidden: an elected leader whose ServiceAccount may
+// not list Leases (an RBAC of its own, older than perEnvironment) leads at
+// once instead of waiting forever: no replica could hold an environment
+// under it.
+func TestWaitEnvLeasesForbidden(t *testing.T) {
+	client := fake.NewClientset()
+	client.PrependReactor("list", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "", errors.New("no"))
+	})
+	d := &Daemon{store: NewStore(client, "stagehand"), log: logr.Discard(),
+		o: options{identity: "me", election: LeaderElection{Enable: true, LeaseDuration: time.Hour, RetryPeriod: time.Hour}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.waitEnvLeases(ctx); err != nil {
+		t.Fatalf("waitEnvLeases = %v, want nil at once", err)
 	}
 }
