@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
@@ -207,5 +208,42 @@ func TestReleaseSupersededAcrossLeaders(t *testing.T) {
 	}
 	if _, err := decideNow(t, d2, decision{approve: true, planHash: old.PlanHash, who: "alice"}); !errors.Is(err, approval.ErrNotPending) {
 		t.Errorf("approving the old release = %v, want ErrNotPending", err)
+	}
+}
+
+// TestReleaseRejectedAfterUnrelatedCommit: with onFailedRollout: rollback, a
+// release rejected after a commit for another environment (the wait went
+// on) is rolled back, and the newest revision, which changes nothing of
+// what was rejected, does not deploy it again; a revision that changes the
+// service does.
+func TestReleaseRejectedAfterUnrelatedCommit(t *testing.T) {
+	ctx := context.Background()
+	w := newReleaseWorld(t, func(ec *config.Environment) { ec.OnFailedRollout = config.OnFailedRolloutRollback })
+	p := w.waiting(t, w.d, w.rev)
+	w.h.git.Commit(t, "manifests", "main", map[string]string{"NOTES.md": "unrelated\n"}, "notes")
+	if err := w.d.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := decideNow(t, w.d, decision{planHash: p.PlanHash, who: "alice", reason: "not before the sale"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := w.d.Once(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := cluster.Env(t).Image(t, w.h.ns["devel"], "web"); got != imageRepo+"web:0.9.0" {
+		t.Errorf("devel runs %s after the rejection and two passes, want web:0.9.0 (rolled back, not deployed again)", got)
+	}
+	h := w.history(t, w.d)
+	if len(h) != 1 || h[0].Result != approval.ResultRolledBack {
+		t.Errorf("history %+v; want one entry, rolled back", h)
+	}
+	w.h.commit("devel", true, map[string]string{"web": "1.1.0"})
+	if err := w.d.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := cluster.Env(t).Image(t, w.h.ns["devel"], "web"); got != imageRepo+"web:1.1.0" {
+		t.Errorf("devel runs %s after a revision changing web, want web:1.1.0", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
@@ -250,13 +251,37 @@ func rolledBackOutcome(env string, e approval.Entry, changes []reconcile.Change)
 }
 
 // skipFailed reports whether s's revision was rolled back (its plans are not
-// applied again), withdrawing a plan pending for it.
-func (w *worker) skipFailed(ctx context.Context, st *EnvState, revision string) bool {
+// applied again), or plan would deploy again what a person rejected at its
+// release (rejectedAgain), withdrawing a plan pending for it.
+func (w *worker) skipFailed(ctx context.Context, st *EnvState, revision string, plan *reconcile.Plan) bool {
 	f := st.Failed
-	if f == nil || f.Revision != revision {
+	if f == nil || (f.Revision != revision && !rejectedAgain(st, plan)) {
 		return false
 	}
 	w.supersede(ctx, st, revision)
 	w.metrics.setPending(w.env, false)
 	return true
+}
+
+// rejectedAgain reports whether plan deploys nothing but what the rollback
+// in st put back after a person rejected its release: a revision newer than
+// the rejected one that changes nothing of it (a commit for another
+// environment, made while the release waited) does not undo the decision.
+// (After a failed rollout, a newer revision is applied again as before.)
+func rejectedAgain(st *EnvState, plan *reconcile.Plan) bool {
+	f := st.Failed
+	if f == nil || plan == nil || plan.Empty() || !strings.HasPrefix(f.Cause, "release rejected by ") {
+		return false
+	}
+	for _, e := range st.History {
+		if e.ID != f.EntryID {
+			continue
+		}
+		var rejected []reconcile.Change
+		if json.Unmarshal(e.Changes, &rejected) != nil {
+			return false
+		}
+		return subset(plan.Changes, rejected)
+	}
+	return false
 }

@@ -291,7 +291,7 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		w.metrics.setPending(w.env, false)
 		return nil
 	}
-	if w.skipFailed(ctx, st, s.Revision) {
+	if w.skipFailed(ctx, st, s.Revision, plan) {
 		// Rolled back once: not applied again until a new revision.
 		return nil
 	}
