@@ -75,7 +75,7 @@ func (w *verifyWorld) pipeline() string {
           job: {image: acme/smoke:1, args: [--suite, web]}
       - name: test
         properties:
-          http: {url: "` + w.shop + `/healthz", bodyRegexp: '"status":"ok"', interval: 250ms, duration: 1s} # each request may take the interval: roomy for a loaded machine
+          http: {url: "` + w.shop + `/healthz", bodyRegexp: '"status":"ok"', interval: 500ms, duration: 1500ms} # each request may take the interval: roomy for a loaded machine
       - name: evaluation
         properties:
           prometheus: {address: "` + w.prom.URL + `", query: shop_error_ratio, op: "<", threshold: 0.05, interval: 400ms, duration: 1200ms}
