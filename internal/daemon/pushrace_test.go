@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
@@ -45,7 +46,16 @@ func TestPushesToBothReplicas(t *testing.T) {
 			}
 		}
 	}
-	entries := func() int { return len(leader.history(t, "devel")) }
+	// Polled from the state, not the API: WaitFor's 100 requests a second
+	// outrun the per-token rate limit (429) on a loaded machine.
+	stored := func() []approval.Entry {
+		st, err := leader.d.store.Load(context.Background(), "devel")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.History
+	}
+	entries := func() int { return len(stored()) }
 	for i := range 4 {
 		// Odd rounds the other way round: the later hook reaches the
 		// standby, so only its wake-up can get the second commit applied.
@@ -75,7 +85,7 @@ func TestPushesToBothReplicas(t *testing.T) {
 			return cluster.Env(t).Image(t, h.ns["devel"], "web") == imageRepo+"web:"+second
 		})
 		testenv.WaitFor(t, 30*time.Second, "the apply recorded", func() bool {
-			hist := leader.history(t, "devel")
+			hist := stored()
 			return len(hist) > n && hist[0].Revision == h.git.Head(t, "manifests", "main")
 		})
 	}
