@@ -53,7 +53,7 @@ func (w *worker) sequenceTasks(s gitsource.Snapshot) ([]promote.Task, error) {
 				continue
 			}
 			if _, ok := w.tasks[t.Name]; !ok {
-				return nil, fmt.Errorf("%s:%d:%d: stages[%d].sequence[%d]: task %q is not implemented by this reconciler (implemented: %s)",
+				return nil, fmt.Errorf("%s:%d:%d: stages[%d].sequence[%d]: this reconciler has no runner for task %q (it runs: %s; a verifier runs test and evaluation)",
 					pl.File, t.Line, t.Column, i, t.Index, t.Name, implemented(w.tasks))
 			}
 			if w.checkTask != nil {
@@ -319,7 +319,7 @@ func (w *worker) runTask(ctx context.Context, prop approval.Proposal, res *recon
 	t := r.Tasks[i]
 	run, ok := w.tasks[t.Name]
 	if !ok { // checked when the run began; the reconciler changed since
-		return sequence.Result{Result: promote.ResultFail, Message: fmt.Sprintf("task %q is not implemented by this reconciler", t.Name)}, nil
+		return sequence.Result{Result: promote.ResultFail, Message: fmt.Sprintf("this reconciler has no runner for task %q (it had when the run began)", t.Name)}, nil
 	}
 	req := sequence.Request{Environment: w.env, Stage: r.Stage, Revision: prop.Revision, Versions: w.versions, Applied: res,
 		Task: promote.Task{Name: t.Name, Properties: t.Properties, Index: i}, Data: r.Spaces(i - 1)}

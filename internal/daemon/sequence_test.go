@@ -221,7 +221,7 @@ func TestSequenceUnimplementedTask(t *testing.T) {
 	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": testPipeline}, "sequence")
 	d, gate, l := sequenceDaemon(t, h)
 	err := d.Once(ctx)
-	want := `pipeline.yaml:5:9: stages[0].sequence[1]: task "test" is not implemented by this reconciler (implemented: approval, deployment, release)`
+	want := `pipeline.yaml:5:9: stages[0].sequence[1]: this reconciler has no runner for task "test" (it runs: approval, deployment, release; a verifier runs test and evaluation)`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Once = %v, want it to contain %q", err, want)
 	}
