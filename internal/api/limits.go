@@ -4,10 +4,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 // Timeouts are the HTTP server's limits on one connection: how long a
@@ -37,59 +34,6 @@ func (s *Server) httpServer() *http.Server {
 	t := s.o.timeouts
 	return &http.Server{Handler: s.Handler(), ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read,
 		WriteTimeout: t.Write, IdleTimeout: t.Idle, MaxHeaderBytes: maxHeaderBytes}
-}
-
-// maxBuckets bounds the principals remembered: with GitHub logins and
-// Kubernetes service accounts there is no fixed list of them.
-const maxBuckets = 4096
-
-// limiter is a token bucket per principal. Only authenticated requests are
-// counted, so there is one bucket per principal, however many wrong tokens
-// are tried; past maxBuckets, the buckets that are full again (a principal
-// idle long enough, who loses nothing by being forgotten) are dropped.
-type limiter struct {
-	perSecond rate.Limit
-	burst     int
-
-	mu      sync.Mutex
-	buckets map[string]*rate.Limiter
-}
-
-func newLimiter(perSecond float64, burst int) *limiter {
-	if perSecond <= 0 {
-		return nil
-	}
-	return &limiter{perSecond: rate.Limit(perSecond), burst: burst, buckets: map[string]*rate.Limiter{}}
-}
-
-// allow takes one request from token's bucket, or returns how long until
-// the next one would be allowed.
-func (l *limiter) allow(token string) (bool, time.Duration) {
-	if l == nil {
-		return true, 0
-	}
-	l.mu.Lock()
-	b, ok := l.buckets[token]
-	if !ok {
-		if len(l.buckets) >= maxBuckets {
-			now := time.Now()
-			for k, old := range l.buckets {
-				if old.TokensAt(now) >= float64(l.burst) {
-					delete(l.buckets, k)
-				}
-			}
-		}
-		b = rate.NewLimiter(l.perSecond, l.burst)
-		l.buckets[token] = b
-	}
-	l.mu.Unlock()
-	r := b.Reserve()
-	d := r.Delay()
-	if d == 0 {
-		return true, 0
-	}
-	r.Cancel()
-	return false, d
 }
 
 // tooMany answers 429 with Retry-After in whole seconds (at least 1).

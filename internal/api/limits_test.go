@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
-	"golang.org/x/time/rate"
 )
 
 // TestRateLimit: one token may make its burst of requests, then gets 429
@@ -124,24 +122,5 @@ func TestServerTimeouts(t *testing.T) {
 	}
 	if _, err := New(&backend{}, WithTimeouts(Timeouts{ReadHeader: time.Second})); err == nil {
 		t.Error("zero timeouts were accepted")
-	}
-}
-
-// TestLimiterForgetsIdlePrincipals: past maxBuckets principals, those whose
-// bucket is full again are forgotten, and one still limited is not.
-func TestLimiterForgetsIdlePrincipals(t *testing.T) {
-	l := newLimiter(1, 1)
-	if ok, _ := l.allow("github:mallory"); !ok {
-		t.Fatal("mallory's first request refused")
-	}
-	for i := range maxBuckets - 1 {
-		l.buckets[fmt.Sprintf("github:user%d", i)] = rate.NewLimiter(l.perSecond, l.burst) // idle: full
-	}
-	l.allow("github:newcomer")
-	if _, kept := l.buckets["github:mallory"]; !kept || len(l.buckets) != 2 {
-		t.Errorf("after a newcomer past %d principals: %d buckets (mallory kept: %v), want mallory's and the newcomer's", maxBuckets, len(l.buckets), kept)
-	}
-	if ok, _ := l.allow("github:mallory"); ok {
-		t.Error("mallory's limit was forgotten")
 	}
 }

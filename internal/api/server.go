@@ -62,7 +62,7 @@ type Server struct {
 	b     Backend
 	o     options
 	locks *lock.Handler
-	limit *limiter // per bearer token; nil when unlimited
+	limit *auth.Limiter // per principal; nil when unlimited
 	// routes is every route the server serves; Handler mounts them.
 	routes []route
 }
@@ -99,7 +99,7 @@ func New(b Backend, opts ...Option) (*Server, error) {
 	if err := o.check(); err != nil {
 		return nil, fmt.Errorf("configuring API: %w", err)
 	}
-	s := &Server{b: b, o: o, limit: newLimiter(o.ratePerSecond, o.rateBurst)}
+	s := &Server{b: b, o: o, limit: auth.NewLimiter(o.ratePerSecond, o.rateBurst)}
 	if svc := b.LockService(); svc != nil && o.auth.Enabled() {
 		h, err := lock.NewHandler(svc, "", lock.WithCaller(s.lockCaller))
 		if err != nil {
@@ -226,7 +226,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			writeError(w, http.StatusServiceUnavailable, "verifying your credentials failed; try again later")
 			return
 		}
-		if ok, wait := s.limit.allow(string(p.Kind) + ":" + p.Name); !ok {
+		if ok, wait := s.limit.Allow(string(p.Kind)+":"+p.Name, time.Now()); !ok {
 			tooMany(w, wait)
 			return
 		}

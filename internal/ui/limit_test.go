@@ -50,23 +50,7 @@ func TestRateLimitPerLogin(t *testing.T) {
 	}
 }
 
-func TestLimiterPerLogin(t *testing.T) {
-	l := newLimiter(1, 2)
-	now := t0
-	for _, step := range []struct {
-		login string
-		ok    bool
-	}{{"mallory", true}, {"mallory", true}, {"mallory", false}, {"alice", true}, {"alice", true}, {"alice", false}} {
-		if ok, _ := l.allow(step.login, now); ok != step.ok {
-			t.Errorf("%s allowed %v, want %v", step.login, ok, step.ok)
-		}
-	}
-	if ok, wait := l.allow("mallory", now.Add(time.Second)); !ok {
-		t.Errorf("mallory a second later waits %s", wait)
-	}
-	if ok, _ := (*limiter)(nil).allow("x", now); !ok {
-		t.Error("no limiter refused")
-	}
+func TestRateLimitOption(t *testing.T) {
 	if _, err := New(newBackend(t), WithRateLimit(1, 0)); err == nil {
 		t.Error("a burst of 0 was accepted")
 	}

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/auth"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
@@ -43,7 +44,7 @@ type Server struct {
 	b     Backend
 	o     options
 	seal  *sealer
-	limit *limiter // per login; nil when unlimited
+	limit *auth.Limiter // per login; nil when unlimited
 	pages map[string]*template.Template
 	hub   *hub
 	mux   *http.ServeMux
@@ -74,7 +75,7 @@ func New(b Backend, opts ...Option) (*Server, error) {
 	if o.demoLogin != "" && o.oauth != nil {
 		return nil, errors.New("configuring web page: a demo login and GitHub sign-in exclude each other")
 	}
-	s := &Server{b: b, o: o, seal: seal, limit: newLimiter(o.ratePerSecond, o.rateBurst), pages: map[string]*template.Template{}}
+	s := &Server{b: b, o: o, seal: seal, limit: auth.NewLimiter(o.ratePerSecond, o.rateBurst), pages: map[string]*template.Template{}}
 	for _, name := range pageNames {
 		t, err := template.New(name).Funcs(s.funcs()).ParseFS(assets, "assets/layout.html", "assets/"+name+".html")
 		if err != nil {
@@ -210,7 +211,7 @@ func (s *Server) who(w http.ResponseWriter, r *http.Request) *viewer {
 		s.render(w, r, http.StatusUnauthorized, "signin", page{Title: "Sign in", Next: next})
 		return nil
 	}
-	if ok, wait := s.limit.allow(se.Login, time.Now()); !ok {
+	if ok, wait := s.limit.Allow(se.Login, time.Now()); !ok {
 		s.tooMany(w, r, se.Login, wait)
 		return nil
 	}
