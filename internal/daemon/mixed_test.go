@@ -2,17 +2,15 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
@@ -70,15 +68,23 @@ func TestMixedElectionModes(t *testing.T) {
 // TestWaitEnvLeasesForbidden: an elected leader whose ServiceAccount may
 // not list Leases (an RBAC of its own, older than perEnvironment) leads at
 // once instead of waiting forever: no replica could hold an environment
-// under it.
+// under it. On the real API server with RBAC: the daemon's state client
+// acts as a user with no rights at all, so its list is really forbidden.
 func TestWaitEnvLeasesForbidden(t *testing.T) {
-	client := fake.NewClientset()
-	client.PrependReactor("list", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "", errors.New("no"))
-	})
-	d := &Daemon{store: NewStore(client, "stagehand"), log: logr.Discard(),
+	env := cluster.Env(t)
+	ns := env.Namespace(t)
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "stagehand-without-rbac"}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoordinationV1().Leases(ns).List(t.Context(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("listing Leases as a user without rights = %v, want forbidden", err)
+	}
+	d := &Daemon{store: NewStore(client, ns), log: logr.Discard(),
 		o: options{identity: "me", election: LeaderElection{Enable: true, LeaseDuration: time.Hour, RetryPeriod: time.Hour}}}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := d.waitEnvLeases(ctx); err != nil {
 		t.Fatalf("waitEnvLeases = %v, want nil at once", err)
