@@ -35,9 +35,12 @@ func refuseLinkLocal(_, address string, _ syscall.RawConn) error {
 }
 
 // defaultClient is the client of http and prometheus tasks: the default
-// transport's settings, with a dialer that refuses link-local addresses.
+// transport's settings, with a dialer that refuses link-local addresses,
+// and no proxy: through HTTP(S)_PROXY the dialer would only see the
+// proxy's address, and the proxy would fetch the metadata address for it.
 func defaultClient() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
 	tr.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: refuseLinkLocal}).DialContext
 	return &http.Client{Transport: tr}
 }
