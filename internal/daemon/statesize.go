@@ -226,8 +226,8 @@ func (l *stateLayout) fit() (*encoded, error) {
 			return e, err
 		}
 	}
-	// Split what is still large.
-	for _, key := range []string{keyPending, keyInFlight, keyStatus} {
+	// Split what is still large (outcomes kept for GitHub hold whole plans).
+	for _, key := range []string{keyPending, keyInFlight, keyStatus, keyUnreported} {
 		if _, ok := l.zipped[key]; !ok {
 			continue
 		}

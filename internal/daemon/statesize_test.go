@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -542,5 +544,44 @@ func TestDecodeStatePartsCached(t *testing.T) {
 		if fetched := gets > before; fetched != tc.fetches {
 			t.Errorf("read %d fetched parts: %v, want %v", i, fetched, tc.fetches)
 		}
+	}
+}
+
+// TestEncodeStateSplitsUnreported: outcomes kept for GitHub hold their whole
+// plans; several of a large plan are split into parts like a pending plan,
+// and read back whole, instead of failing every later write of the state.
+func TestEncodeStateSplitsUnreported(t *testing.T) {
+	pending, _ := bigState(t, "prod", 300, 3)
+	var plan reconcile.Plan
+	if err := json.Unmarshal(pending.Plan, &plan); err != nil {
+		t.Fatal(err)
+	}
+	var kept []Unreported
+	for i := range 4 {
+		kept = append(kept, Unreported{ID: fmt.Sprint(i), Kind: reportSuperseded, By: fmt.Sprintf("%040d", i),
+			Proposal: approval.Proposal{Environment: "prod", Revision: plan.Revision, Plan: &plan}, Attempts: 1})
+	}
+	in := &EnvState{Unreported: kept}
+	e, err := encodeState("stagehand-state-prod", in, 8<<10)
+	if err != nil {
+		t.Fatalf("encoding 4 kept outcomes of a %d-change plan in 8 KiB: %v", len(plan.Changes), err)
+	}
+	if _, split := e.data[keyUnreported+suffixParts]; !split {
+		t.Fatalf("kept outcomes not split (keys %v)", slices.Collect(maps.Keys(e.data)))
+	}
+	get := &partSource{get: func(_ context.Context, name string) (*corev1.ConfigMap, error) {
+		for _, p := range e.parts {
+			if p.Name == name {
+				return p, nil
+			}
+		}
+		return nil, apierrors.NewNotFound(corev1.Resource("configmaps"), name)
+	}}
+	out, err := decodeState(context.Background(), &corev1.ConfigMap{Data: e.data, BinaryData: e.binary}, get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(kept, out.Unreported); diff != "" {
+		t.Errorf("kept outcomes read back (-written +read):\n%s", diff)
 	}
 }
