@@ -225,6 +225,7 @@ func (w *worker) supersedeRelease(ctx context.Context, st *EnvState, by string) 
 	if err := w.gate.Superseded(ctx, prop, by); err != nil {
 		w.metrics.fail(w.env, "gate")
 		w.log.Error(err, "reporting the superseded release", "environment", w.env, "planHash", f.PlanHash)
+		w.owe(ctx, unreportedSuperseded(prop, by), err) // reported again until GitHub takes it
 	}
 	w.log.Info("release approval superseded", "environment", w.env, "revision", short(f.Revision), "by", short(by))
 }
