@@ -31,7 +31,7 @@ func NewGate(c *Client) *Gate { return &Gate{c: c} }
 func (g *Gate) Propose(ctx context.Context, p approval.Proposal) (approval.Decision, error) {
 	if !p.Release.IsZero() {
 		if _, err := g.c.ProposeRelease(ctx, p.Plan, p.Release, p.Notes...); err != nil {
-			return approval.Decision{}, rateLimited(err, time.Now())
+			return approval.Decision{}, rateLimited(err, g.c.Now())
 		}
 		return approval.Decision{}, nil
 	}

@@ -28,7 +28,7 @@ func (c *Client) ProposeRelease(ctx context.Context, p *reconcile.Plan, since ti
 	if r == nil {
 		opts := gh.CreateCheckRunOptions{
 			Name: approval.CheckName(p.Environment), HeadSHA: p.Revision, ExternalID: gh.String(p.PlanHash),
-			Conclusion: gh.String(ConclusionActionRequired), CompletedAt: &gh.Timestamp{Time: time.Now().UTC().Truncate(time.Second)},
+			Conclusion: gh.String(ConclusionActionRequired), CompletedAt: &gh.Timestamp{Time: c.Now().UTC().Truncate(time.Second)},
 			Output: output(out), Actions: approvalActions(),
 		}
 		if u := c.DetailsURL(p.Environment); u != "" {
@@ -45,7 +45,7 @@ func (c *Client) ProposeRelease(ctx context.Context, p *reconcile.Plan, since ti
 	}
 	if clicked := r.GetStartedAt().Time; r.GetStatus() == "in_progress" && strings.HasPrefix(r.GetOutput().GetTitle(), releaseClickedTitle) &&
 		!clicked.Before(since.Truncate(time.Second)) {
-		if c.lostClickAfter <= 0 || time.Since(clicked) < c.lostClickAfter {
+		if c.lostClickAfter <= 0 || c.Now().Sub(clicked) < c.lostClickAfter {
 			return r.GetID(), nil // a click on the release, being decided
 		}
 		note := fmt.Sprintf("%sLost: “%s” (since %s UTC) never reached the leader; the replica that took the click stopped first. Nothing was released or rejected: decide again.",
