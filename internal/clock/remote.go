@@ -83,7 +83,9 @@ func (o *observer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return resp, err
 	}
-	if date, perr := http.ParseTime(resp.Header.Get("Date")); perr == nil {
+	// An answer with an Age came from a cache: its Date is when the origin
+	// made it, not now, and would set the clock back.
+	if date, perr := http.ParseTime(resp.Header.Get("Date")); perr == nil && resp.Header.Get("Age") == "" {
 		o.remote.Observe(sent, o.remote.local(), date)
 	}
 	return resp, nil

@@ -84,3 +84,22 @@ func TestRemoteTransport(t *testing.T) {
 		t.Errorf("offset = %s, %v; want about %s", off, ok, 2*ahead)
 	}
 }
+
+// TestRemoteTransportSkipsCachedAnswers: an answer with an Age (from a
+// cache: its Date is when the origin made it) does not set the clock.
+func TestRemoteTransportSkipsCachedAnswers(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Date", time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat))
+		w.Header().Set("Age", "3600")
+	}))
+	defer srv.Close()
+	r := NewRemote(nil)
+	resp, err := (&http.Client{Transport: r.Transport(nil)}).Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if off, ok := r.Offset(); ok {
+		t.Errorf("a cached answer an hour old set the offset to %s", off)
+	}
+}

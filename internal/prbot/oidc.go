@@ -575,36 +575,46 @@ const maxReplay = 100000
 // expire by now, the issuer's clock. It lives in the process: prbot serve
 // runs as one replica (the chart keeps it at 1).
 type replayCache struct {
-	now    func() time.Time
+	now    func() time.Time // the issuer's clock
+	local  func() time.Time // this process's (monotonic) clock
 	mu     sync.Mutex
-	seen   map[string]time.Time
+	seen   map[string]replayEntry
 	pruned time.Time
 }
 
+// replayEntry is a used token: until its expiry on the issuer's clock, and
+// at least as long on this process's clock (plus replayMargin), so that the
+// issuer's clock stepping back cannot bring a forgotten id back to life.
+type replayEntry struct{ until, keep time.Time }
+
+// replayMargin is how much longer than its remaining lifetime a used token
+// is remembered on this process's clock.
+const replayMargin = 10 * time.Minute
+
 func newReplayCache(now func() time.Time) *replayCache {
-	return &replayCache{now: now, seen: map[string]time.Time{}}
+	return &replayCache{now: now, local: time.Now, seen: map[string]replayEntry{}}
 }
 
 // use records id until exp; it fails if id was recorded before.
 func (r *replayCache) use(id string, exp time.Time) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := r.now()
-	if until, ok := r.seen[id]; ok && now.Before(until) {
-		return ErrReplayed
+	now, local := r.now(), r.local()
+	if _, ok := r.seen[id]; ok {
+		return ErrReplayed // kept only while it may still be valid on some reading of the issuer's clock
 	}
-	if len(r.seen) >= maxReplay || now.Sub(r.pruned) > time.Minute {
-		for k, until := range r.seen {
-			if !now.Before(until) {
+	if len(r.seen) >= maxReplay || local.Sub(r.pruned) > time.Minute {
+		for k, e := range r.seen {
+			if !now.Before(e.until) && !local.Before(e.keep) {
 				delete(r.seen, k)
 			}
 		}
-		r.pruned = now
+		r.pruned = local
 	}
 	if len(r.seen) >= maxReplay {
 		return ErrBusy
 	}
-	r.seen[id] = exp
+	r.seen[id] = replayEntry{until: exp, keep: local.Add(exp.Sub(now) + replayMargin)}
 	return nil
 }
 

@@ -231,3 +231,31 @@ func TestVerifyTriesFewKeys(t *testing.T) {
 		t.Errorf("signed by the 10th key = %v, want %v", err, ErrBadSignature)
 	}
 }
+
+// TestReplayCacheSurvivesIssuerClockStepBack: a used token is remembered on
+// this process's clock too, so the issuer's clock going past its expiry
+// and then stepping back (a cached answer, a skewed front) does not make
+// it usable again.
+func TestReplayCacheSurvivesIssuerClockStepBack(t *testing.T) {
+	issuer := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	local := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	r := newReplayCache(func() time.Time { return issuer })
+	r.local = func() time.Time { return local }
+	exp := issuer.Add(5 * time.Minute)
+	if err := r.use("jti-1", exp); err != nil {
+		t.Fatal(err)
+	}
+	issuer, local = issuer.Add(6*time.Minute), local.Add(6*time.Minute) // expired; a prune runs
+	if err := r.use("jti-2", issuer.Add(5*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	issuer = issuer.Add(-3 * time.Minute) // the issuer's clock steps back: jti-1 looks valid again
+	if err := r.use("jti-1", exp); !errors.Is(err, ErrReplayed) {
+		t.Errorf("jti-1 after the issuer's clock stepped back = %v, want ErrReplayed", err)
+	}
+	issuer, local = issuer.Add(time.Hour), local.Add(time.Hour) // long gone on both clocks
+	r.use("jti-3", issuer.Add(5*time.Minute))
+	if _, kept := r.seen["jti-1"]; kept {
+		t.Error("jti-1 kept an hour after it expired on both clocks")
+	}
+}
