@@ -79,8 +79,13 @@ func (g *gitHubUsers) login(ctx context.Context, tok string) (string, error) {
 		}
 		return c.login, nil
 	}
-	if err := g.throttle.take(); err != nil {
-		return "", err
+	// A token GitHub accepted before is asked about again outside the
+	// budget: a flood of made-up tokens must not lock out people whose
+	// cached login just expired.
+	if !ok || c.login == "" {
+		if err := g.throttle.take(); err != nil {
+			return "", err
+		}
 	}
 	login, err := g.fetch(ctx, tok)
 	if err != nil {

@@ -63,8 +63,12 @@ func (k *kubeReviewer) review(ctx context.Context, tok string) (Principal, error
 	c, ok := k.cache[sum]
 	k.mu.Unlock()
 	if !ok || !now.Before(c.expires) {
-		if err := k.throttle.take(); err != nil {
-			return Principal{}, err
+		// A token the API server accepted before is reviewed again outside
+		// the budget (a flood of made-up tokens must not lock it out).
+		if !ok || c.p.Name == "" {
+			if err := k.throttle.take(); err != nil {
+				return Principal{}, err
+			}
 		}
 		tr, err := k.client.AuthenticationV1().TokenReviews().Create(ctx,
 			&authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: tok}}, metav1.CreateOptions{})
@@ -82,6 +86,13 @@ func (k *kubeReviewer) review(ctx context.Context, tok string) (Principal, error
 				kube: &kubeUser{uid: u.UID, groups: u.Groups, extra: extra}}}
 		}
 		k.mu.Lock()
+		if len(k.cache) >= maxCached {
+			for key, v := range k.cache {
+				if !now.Before(v.expires) {
+					delete(k.cache, key)
+				}
+			}
+		}
 		if len(k.cache) >= maxCached {
 			clear(k.cache)
 		}

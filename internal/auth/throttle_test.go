@@ -79,6 +79,18 @@ func TestMadeUpKubernetesTokensAreThrottled(t *testing.T) {
 	if reviews.Load() != 5 {
 		t.Errorf("%d TokenReviews, want 5", reviews.Load())
 	}
+	// The deployer's cached review expires during a flood that has spent
+	// the budget: it is reviewed again all the same.
+	now = now.Add(userTTL + time.Second)
+	for i := range 10 {
+		a.Authenticate(ctx, fmt.Sprintf("eyJflood%d.eyJ0.c2ln", i))
+	}
+	if _, err := a.Authenticate(ctx, "eyJone-more.eyJ0.c2ln"); err == nil || err.(*Error).Status != http.StatusTooManyRequests {
+		t.Fatalf("a made-up token after the flood = %v, want 429 (the budget spent)", err)
+	}
+	if p, err := a.Authenticate(ctx, deployer); err != nil || p.Kind != KindKubernetes {
+		t.Errorf("the deployer, its review expired, during the flood = %v, %v; want reviewed again", p, err)
+	}
 }
 
 func TestWithVerifyRateRefused(t *testing.T) {
