@@ -3,6 +3,8 @@ package auth
 import (
 	"context"
 	"strings"
+
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 )
 
 // Kind says where a Principal's identity was verified.
@@ -46,6 +48,9 @@ type Principal struct {
 	legacy bool      // the server.apiTokenFile token
 	kube   *kubeUser // set for KindKubernetes
 }
+
+// ID is p's typed identity: github:alice, token:ci-deployer, kubernetes:system:serviceaccount:ns:sa.
+func (p Principal) ID() identity.ID { return identity.ID{Kind: identity.Kind(p.Kind), Name: p.Name} }
 
 // Legacy reports whether p is the deprecated server.apiTokenFile token.
 func (p Principal) Legacy() bool { return p.legacy }
