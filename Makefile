@@ -45,7 +45,7 @@ image: ## Build the image without Docker and push it: make image IMAGE=registry/
 	go run ./hack/image --ref "$(IMAGE)" --platform "$(PLATFORMS)" --revision "$$(git rev-parse HEAD 2>/dev/null)" $(IMAGE_FLAGS)
 
 .PHONY: test
-test: testbin helm prometheus chromium fuzz-short ## Run every test against the real test control plane, and each fuzz target briefly.
+test: large-files testbin helm prometheus chromium fuzz-short ## Run every test against the real test control plane, and each fuzz target briefly.
 	PATH="$(BIN):$$PATH" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: faults
@@ -83,8 +83,12 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 1m): make fuzz FUZZTIME=10m.
 bench: testbin ## Run the benchmarks (BENCH=regexp to choose).
 	PATH="$(BIN):$$PATH" go test -run '^$$' -bench '$(BENCH)' -benchmem -timeout 60m ./...
 
+.PHONY: large-files
+large-files: ## Fail if git tracks a file over 1 MiB that hack/verify/large-files.sh does not allow (a built executable, a dump).
+	@bash hack/verify/large-files.sh
+
 .PHONY: verify
-verify: ## Fail if gofmt, go vet or go mod tidy would change anything.
+verify: large-files ## Fail if gofmt, go vet or go mod tidy would change anything, or a large file is tracked.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	go vet ./...
 	go mod tidy
