@@ -6,7 +6,9 @@
 // binary; a little hand-written script swaps in fresh content when an event
 // says an environment changed. Sign-in is GitHub's OAuth web flow (or, for
 // demos on loopback, a fixed login); the login lives in an encrypted,
-// HttpOnly, SameSite=Lax cookie and every form carries a CSRF token.
+// HttpOnly, SameSite=Lax __Host- cookie and every form carries a CSRF
+// token. A live-update stream asks the policy again every minute and ends
+// when its reader may no longer read.
 //
 // The page reads through Backend (the daemon implements it) and decides
 // through approval.Decider, as the API and the GitHub check run do.

@@ -23,6 +23,10 @@ const (
 // heartbeat is how often an idle stream gets a comment, so proxies keep it.
 const heartbeat = 20 * time.Second
 
+// recheck is how often an open stream asks the policy again whether its
+// reader may still read (options.recheck; tests shorten it).
+const recheck = time.Minute
+
 // hub reads the state while someone watches and tells every watcher which
 // environment changed: one reader for all of them, none while nobody
 // watches. Changes come from any replica (an approval made on another one,
@@ -140,7 +144,9 @@ func (h *hub) announce(env string) {
 }
 
 // events streams "change" events (data: the environment's name) to a
-// signed-in reader, as server-sent events, until the session expires.
+// signed-in reader, as server-sent events, until the session expires or,
+// asked again every options.recheck, the policy no longer lets the reader
+// read (a login that lost its role on the repository) or cannot say.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	v := s.who(w, r)
 	if v == nil {
@@ -161,6 +167,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	end := time.NewTimer(left)
 	defer end.Stop()
+	// And it was let in by the policy's answer at that moment: a right taken away since ends it within
+	// one re-check, and the page's next connection is refused (403).
+	check := time.NewTicker(s.o.recheck)
+	defer check.Stop()
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -178,10 +188,19 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	// What changed between the page's render and now would otherwise be missed: once the reader sees every
 	// change from here on, the page reloads its content ("ready").
-	select {
-	case <-r.Context().Done():
-		return
-	case <-baseline:
+	for ready := false; !ready; {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-end.C:
+			return
+		case <-check.C:
+			if !s.mayStillRead(r.Context(), v.Login) {
+				return
+			}
+		case <-baseline:
+			ready = true
+		}
 	}
 	if !send("event: ready\ndata: {}\n\n") {
 		return
@@ -194,6 +213,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-end.C:
 			return
+		case <-check.C:
+			if !s.mayStillRead(r.Context(), v.Login) {
+				return
+			}
 		case env := <-ch:
 			b, _ := json.Marshal(map[string]string{"environment": env})
 			if !send("event: change\ndata: %s\n\n", b) {
@@ -205,4 +228,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+}
+
+// mayStillRead asks the policy again whether login may read: an error is
+// a no, since a stream is kept only while its reader is known to be let in.
+func (s *Server) mayStillRead(ctx context.Context, login string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	acc, err := s.o.policy(ctx, login, "")
+	return err == nil && acc.Read
 }

@@ -1,7 +1,9 @@
 package ui
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -136,5 +138,96 @@ func TestEventStreamEndsWithTheSession(t *testing.T) {
 	now.Store(t0.Add(sessionTTL).UnixNano())
 	if resp, _ := openStream(t, br); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("GET /events after the session = %d, want 401", resp.StatusCode)
+	}
+}
+
+// withRecheck sets how often an open event stream asks the policy again.
+func withRecheck(d time.Duration) Option {
+	return func(o *options) error { o.recheck = d; return nil }
+}
+
+// TestEventStreamEndsWhenReadIsGone: an open stream asks the policy again
+// every re-check; it stays open while the reader may read, and closes at the
+// first re-check after the right is gone (a login that lost its role on the
+// repository) or the policy cannot say; the page's next connection is
+// refused.
+func TestEventStreamEndsWhenReadIsGone(t *testing.T) {
+	const every = 100 * time.Millisecond
+	for _, tc := range []struct {
+		name string
+		gone func() (Access, error)
+		code int // of the next connection
+	}{
+		{"lost its role on the repository", func() (Access, error) {
+			return Access{Why: "demo has no role on acme/manifests"}, nil
+		}, http.StatusForbidden},
+		{"the policy cannot say", func() (Access, error) {
+			return Access{}, errors.New("GitHub answered 502")
+		}, http.StatusBadGateway},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var gone atomic.Bool
+			var asked, refused atomic.Int32
+			policy := func(context.Context, string, string) (Access, error) {
+				asked.Add(1)
+				if gone.Load() {
+					refused.Add(1)
+					return tc.gone()
+				}
+				return Access{Read: true, Why: "demo has read on acme/manifests"}, nil
+			}
+			base := serve(t, newBackend(t), WithDemoLogin("demo"), WithPollInterval(time.Hour), WithPolicy(policy), withRecheck(every))
+			br := signedIn(t, base)
+			resp, body := openStream(t, br)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET /events = %d %s", resp.StatusCode, body)
+			}
+			lines := make(chan string, 64)
+			ended := make(chan struct{})
+			go func() {
+				defer close(ended)
+				sc := bufio.NewScanner(resp.Body)
+				for sc.Scan() {
+					select {
+					case lines <- sc.Text():
+					default:
+					}
+				}
+			}()
+			// Open while the reader may read, through several re-checks.
+			before := asked.Load()
+			testWait(t, 10*time.Second, "three re-checks of the open stream", func() bool { return asked.Load() >= before+3 })
+			select {
+			case <-ended:
+				t.Fatal("the stream ended while its reader may still read")
+			default:
+			}
+			gone.Store(true)
+			took := time.Now()
+			select {
+			case <-ended:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the stream is still open 10s after its reader lost the right to read")
+			}
+			if n := refused.Load(); n != 1 {
+				t.Errorf("the stream ended after %d refusals, want at the first re-check after the right was gone", n)
+			}
+			t.Logf("closed %v after the right was gone (re-check every %v)", time.Since(took), every)
+			if resp, _ := openStream(t, br); resp.StatusCode != tc.code {
+				t.Errorf("the next GET /events = %d, want %d", resp.StatusCode, tc.code)
+			}
+		})
+	}
+}
+
+// testWait polls cond until it holds, failing after d.
+func testWait(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -209,6 +209,7 @@ func signedIn(t *testing.T, base string) *browser {
 func newRequest(method, path string) *http.Request {
 	req := httptest.NewRequest(method, path, nil)
 	req.RemoteAddr = "127.0.0.1:5555"
+	req.Host = "127.0.0.1:8080"
 	return req
 }
 

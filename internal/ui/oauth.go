@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -50,10 +51,19 @@ func (s *Server) signinDemo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.signIn(w, r, login); err != nil {
-		s.fail(w, r, http.StatusInternalServerError, err.Error())
+		s.fail(w, r, signInStatus(err), err.Error())
 		return
 	}
 	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// signInStatus is the status of a failed sign-in: 400 over plain HTTP to
+// another host (the request's fault), else 500.
+func signInStatus(err error) int {
+	if errors.Is(err, errPlainHTTP) {
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
 }
 
 func (s *Server) signout(w http.ResponseWriter, r *http.Request) {
@@ -62,7 +72,7 @@ func (s *Server) signout(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusForbidden, "This form has expired or did not come from this page (CSRF token missing or wrong).")
 		return
 	}
-	clearCookie(w, r, sessionCookie)
+	clearCookie(w, sessionCookie)
 	http.Redirect(w, r, "/signin", http.StatusSeeOther)
 }
 
@@ -73,8 +83,12 @@ func (s *Server) oauthStart(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, "Sign-in with GitHub is not configured (server.ui.oauth).")
 		return
 	}
+	if !keepsCookies(r) {
+		s.fail(w, r, http.StatusBadRequest, errPlainHTTP.Error())
+		return
+	}
 	st := oauthState{State: randomToken(), Next: localPath(r.URL.Query().Get("next"))}
-	if err := s.setCookie(w, r, stateCookie, st, signinTTL); err != nil {
+	if err := s.setCookie(w, stateCookie, st, signinTTL); err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err.Error())
 		return
 	}
@@ -118,7 +132,7 @@ func (s *Server) oauthCallback(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadRequest, "This sign-in did not start here or took longer than 10 minutes; sign in again.")
 		return
 	}
-	clearCookie(w, r, stateCookie)
+	clearCookie(w, stateCookie)
 	q := r.URL.Query()
 	if got := q.Get("state"); got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(st.State)) != 1 {
 		s.fail(w, r, http.StatusBadRequest, "The sign-in answer does not belong to this browser's sign-in (state mismatch); sign in again.")
@@ -139,7 +153,7 @@ func (s *Server) oauthCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.signIn(w, r, login); err != nil {
-		s.fail(w, r, http.StatusInternalServerError, err.Error())
+		s.fail(w, r, signInStatus(err), err.Error())
 		return
 	}
 	http.Redirect(w, r, st.Next, http.StatusSeeOther)

@@ -47,6 +47,7 @@ type options struct {
 	oauth      *OAuth
 	commitURL  string // with {revision}
 	poll       time.Duration
+	recheck    time.Duration // how often an event stream asks the policy again
 	now        func() time.Time
 	loc        *time.Location
 	stages     func(ctx context.Context) []string

@@ -55,7 +55,7 @@ func New(b Backend, opts ...Option) (*Server, error) {
 	if b == nil {
 		return nil, errors.New("configuring web page: nil backend")
 	}
-	o := options{poll: time.Second, now: time.Now, loc: time.Local, ratePerSecond: DefaultRatePerSecond, rateBurst: DefaultRateBurst,
+	o := options{poll: time.Second, recheck: recheck, now: time.Now, loc: time.Local, ratePerSecond: DefaultRatePerSecond, rateBurst: DefaultRateBurst,
 		policy: func(context.Context, string, string) (Access, error) {
 			return Access{Read: true, Approve: true, Why: "no approver policy is configured"}, nil
 		}}
@@ -169,7 +169,8 @@ type flash struct {
 	Err bool   `json:"e"`
 }
 
-const flashCookie = "stagehand_flash"
+// flashCookie is a __Host- cookie, as the others (see sessionCookie).
+const flashCookie = "__Host-stagehand_flash"
 
 // maxFlashValue bounds the sealed flash cookie's value: browsers keep
 // cookies of up to 4096 bytes, name and attributes included, and silently
@@ -182,7 +183,7 @@ func (s *Server) flashNext(w http.ResponseWriter, r *http.Request, msg string, i
 	for n := len(msg); ; n /= 2 {
 		f := flash{Msg: clip(msg, n), Err: isErr}
 		if v, err := s.seal.seal(flashCookie, f); err != nil || len(v) <= maxFlashValue || n == 0 {
-			_ = s.setCookie(w, r, flashCookie, f, time.Minute)
+			_ = s.setCookie(w, flashCookie, f, time.Minute)
 			return
 		}
 	}
@@ -290,7 +291,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name s
 			if s.seal.open(flashCookie, c.Value, &f) == nil {
 				p.Flash = &f
 			}
-			clearCookie(w, r, flashCookie)
+			clearCookie(w, flashCookie)
 		}
 	}
 	var buf bytes.Buffer

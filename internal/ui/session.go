@@ -10,14 +10,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
+	"strings"
 	"time"
 )
 
-// Cookie names: the login, and the state of a sign-in under way.
+// Cookie names: the login, and the state of a sign-in under way. The
+// __Host- prefix makes a browser keep a cookie only when it is Secure, for
+// Path=/ and without a Domain, so that neither a page of a sibling host nor
+// anyone answering for this host over plain HTTP can set or replace one
+// (a planted session or sign-in state). Cookies of other names are not read.
 const (
-	sessionCookie = "stagehand_session"
-	stateCookie   = "stagehand_oauth"
+	sessionCookie = "__Host-stagehand_session"
+	stateCookie   = "__Host-stagehand_oauth"
 )
 
 // sessionTTL is how long a sign-in lasts.
@@ -87,31 +94,61 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// secure reports whether cookies for r must be Secure: the request came
-// over TLS, or through a proxy that says so.
+// secure reports whether r came over TLS, or through a proxy that says so.
 func secure(r *http.Request) bool {
 	return r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"
 }
 
-// setCookie writes a sealed cookie: HttpOnly, SameSite=Lax, Secure behind TLS.
-func (s *Server) setCookie(w http.ResponseWriter, r *http.Request, name string, v any, ttl time.Duration) error {
+// keepsCookies reports whether a browser that sent r keeps the page's
+// cookies, which are all Secure: it does over HTTPS, and over plain HTTP
+// only for a loopback host (localhost, 127.0.0.1, [::1]: the demo login),
+// which browsers count as secure.
+func keepsCookies(r *http.Request) bool {
+	if secure(r) {
+		return true
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// errPlainHTTP is why a sign-in over plain HTTP to another host is refused:
+// the browser would drop the cookie and sign nobody in.
+var errPlainHTTP = errors.New("signing in needs HTTPS: the page's cookies are Secure (__Host-), so a browser drops them over plain HTTP " +
+	"except on localhost; reach this page over https://, or through a proxy that ends TLS and sets X-Forwarded-Proto: https")
+
+// setCookie writes a sealed cookie: a __Host- cookie (Secure, Path=/, no
+// Domain), HttpOnly and SameSite=Lax.
+func (s *Server) setCookie(w http.ResponseWriter, name string, v any, ttl time.Duration) error {
 	val, err := s.seal.seal(name, v)
 	if err != nil {
 		return err
 	}
 	http.SetCookie(w, &http.Cookie{Name: name, Value: val, Path: "/", MaxAge: int(ttl / time.Second),
-		HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteLaxMode})
+		HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode})
 	return nil
 }
 
-func clearCookie(w http.ResponseWriter, r *http.Request, name string) {
+// clearCookie removes a cookie: with the attributes it was set with, or a
+// browser ignores the removal of a __Host- cookie.
+func clearCookie(w http.ResponseWriter, name string) {
 	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteLaxMode})
+		HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode})
 }
 
 // signIn starts a session for login.
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request, login string) error {
-	return s.setCookie(w, r, sessionCookie, session{Login: login, CSRF: randomToken(), Expires: s.o.now().Add(sessionTTL).Unix()}, sessionTTL)
+	if !keepsCookies(r) {
+		return errPlainHTTP
+	}
+	return s.setCookie(w, sessionCookie, session{Login: login, CSRF: randomToken(), Expires: s.o.now().Add(sessionTTL).Unix()}, sessionTTL)
 }
 
 // session returns r's session, or nil when nobody is signed in.
