@@ -18,9 +18,9 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
 	"github.com/stagehand-gitops/stagehand/internal/notify"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 )
 
 // TestRunNotifies: `reconciler run --once` with a webhook sink announces
@@ -108,7 +108,7 @@ notifications:
 	if img := env.Image(t, devNS, "web"); img != "example.com/web:2.0.0" {
 		t.Errorf("dev's image is %s while its notification is held; want the deploy done, example.com/web:2.0.0", img)
 	}
-	st, err := daemon.NewStore(env.Clientset, devNS).Load(context.Background(), "dev")
+	st, err := state.NewStore(env.Clientset, devNS).Load(context.Background(), "dev")
 	if err != nil {
 		t.Fatal(err)
 	}

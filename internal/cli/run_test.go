@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
@@ -48,7 +48,7 @@ func TestRunOnce(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "all environments reconciled") {
 		t.Fatalf("run --once: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
-	st, err := daemon.NewStore(env.Clientset, ns).Load(context.Background(), "prod")
+	st, err := state.NewStore(env.Clientset, ns).Load(context.Background(), "prod")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -273,8 +274,8 @@ func (w *worker) recordApply(ctx context.Context, prop approval.Proposal, out ap
 	w.metrics.addApplied(w.env, applied)
 	var err error
 	if out.Result == approval.ResultInterrupted {
-		err = w.store.Update(ctx, w.env, func(st *EnvState) {
-			st.record(e, w.store.maxHistory)
+		err = w.store.Update(ctx, w.env, func(st *state.EnvState) {
+			st.Record(e, w.store.HistoryLimit())
 			if st.Pending != nil && st.Pending.PlanHash == e.PlanHash {
 				st.Pending = nil
 			}

@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
@@ -26,8 +26,6 @@ import (
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
-
-var listOne = metav1.ListOptions{Limit: 1}
 
 // LockAuthor is the author of the deploy locks the daemon holds on
 // <lockPath>/<target> while applying. It is the same on every replica, so the
@@ -40,7 +38,7 @@ type Daemon struct {
 	cfg     *config.Config
 	o       options
 	log     logr.Logger
-	store   *Store
+	store   *state.Store
 	metrics *Metrics
 	source  *gitsource.Source
 	rec     *reconcile.Reconciler
@@ -111,7 +109,7 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	}
 	d.metrics.Registry.MustRegister(clockOffset{d.clock})
 	d.metrics.now = d.clock.Now
-	d.store = NewStore(stateClient, cfg.State.Namespace)
+	d.store = state.NewStore(stateClient, cfg.State.Namespace)
 	if err := d.buildTargets(clients); err != nil {
 		return nil, err
 	}
@@ -218,7 +216,7 @@ func (d *Daemon) Now() time.Time { return d.clock.Now() }
 func (d *Daemon) Metrics() *Metrics { return d.metrics }
 
 // Store returns the daemon's state store.
-func (d *Daemon) Store() *Store { return d.store }
+func (d *Daemon) Store() *state.Store { return d.store }
 
 // Source returns the daemon's git source (Trigger it to poll now).
 func (d *Daemon) Source() *gitsource.Source { return d.source }
@@ -262,7 +260,7 @@ func (d *Daemon) Ready(ctx context.Context) (leading bool, err error) {
 	if !d.ready.Load() {
 		return false, errors.New("state not loaded yet")
 	}
-	if _, err := d.store.client.CoreV1().ConfigMaps(d.store.namespace).List(ctx, listOne); err != nil {
+	if err := d.store.Check(ctx); err != nil {
 		return false, err
 	}
 	return d.Leading(), nil
@@ -297,7 +295,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.runSharded(ctx)
 		return nil
 	}
-	return lead(ctx, d.store.client, d.store.namespace, d.o.identity, d.o.election,
+	return lead(ctx, d.store.Client(), d.store.Namespace(), d.o.identity, d.o.election,
 		func(leading bool) {
 			if !leading {
 				d.leading.Store(false) // true once it works (leadingLoop)
@@ -383,7 +381,7 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 			}
 			return d.pinned(ctx, env, envM)
 		},
-		notes:    func(ctx context.Context, st *EnvState) []string { return d.proposalNotes(ctx, ec.LockPath, st) },
+		notes:    func(ctx context.Context, st *state.EnvState) []string { return d.proposalNotes(ctx, ec.LockPath, st) },
 		snapshot: d.snapshot,
 		poll:     d.pollNow, sourceStatus: d.source.Status,
 		descends: d.source.Descends, allowRewrite: d.cfg.Source.AllowRewrite,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
@@ -218,7 +219,7 @@ func TestInterruptedApplyContinues(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What a shutdown between "recorded in flight" and "recorded in history" leaves.
-	if err := NewStore(env.Clientset, h.stateNS).SetInFlight(context.Background(), "prod",
+	if err := state.NewStore(env.Clientset, h.stateNS).SetInFlight(context.Background(), "prod",
 		&approval.InFlight{Revision: rev, PlanHash: p.PlanHash, Approver: "carol", Changes: plan.Changes, Started: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +390,7 @@ func TestShutdownDuringApply(t *testing.T) {
 	if d := time.Since(stopped); d > 15*time.Second {
 		t.Errorf("shutting down took %s with a 500ms apply grace", d)
 	}
-	st, err := NewStore(env.Clientset, h.stateNS).Load(context.Background(), "devel")
+	st, err := state.NewStore(env.Clientset, h.stateNS).Load(context.Background(), "devel")
 	if err != nil {
 		t.Fatal(err)
 	}

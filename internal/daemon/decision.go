@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -35,7 +36,7 @@ type decisionReply struct {
 // out (resolving or planning failed, the state could not be read). The plan
 // stays pending and is proposed again at the next pass, so it can be approved
 // again. (A plan that is no longer pending is reported by Superseded instead.)
-func (w *worker) approvalFailed(ctx context.Context, dec Handover, cause error) {
+func (w *worker) approvalFailed(ctx context.Context, dec state.Handover, cause error) {
 	st, err := w.store.Load(ctx, w.env)
 	if err != nil {
 		w.metrics.fail(w.env, "state")

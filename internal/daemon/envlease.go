@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -12,10 +13,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+
+	"github.com/stagehand-gitops/stagehand/internal/state"
 )
 
 // The Leases of leaderElection.perEnvironment (see shard.go): their names,
 // and how one is created, taken, renewed and released.
+
+// invalidNameChars are those a Lease's name cannot hold.
+var invalidNameChars = regexp.MustCompile(`[^a-z0-9-]+`)
 
 // EnvLeaseName returns the name of env's Lease with leaderElection.perEnvironment.
 func EnvLeaseName(env string) string {
@@ -63,7 +69,7 @@ func (s *shard) newLease(name, component, env string, transitions int32) *coordi
 	now := metav1.NewMicroTime(s.now())
 	id := s.identity
 	l := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{labelManagedBy: "stagehand", labelComponent: component}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{state.LabelManagedBy: "stagehand", state.LabelComponent: component}},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &id, LeaseDurationSeconds: s.durationSeconds(),
 			AcquireTime: &now, RenewTime: &now, LeaseTransitions: &transitions},
 	}
@@ -111,7 +117,7 @@ func (s *shard) release(ctx context.Context, l *coordinationv1.Lease) error {
 // only grow even when a Lease was deleted.
 func (s *shard) take(ctx context.Context, env string, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
 	if l == nil {
-		last, err := s.store.fencedTerm(ctx, env)
+		last, err := s.store.FencedTerm(ctx, env)
 		if err != nil {
 			return nil, err
 		}

@@ -14,6 +14,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/state"
+	"github.com/stagehand-gitops/stagehand/internal/state/statetest"
+)
+
+// annoFence and labelStateOf are the annotation and label internal/state
+// writes: a fence's term on the state ConfigMap, and the state a part is of.
+const (
+	annoFence    = "stagehand.io/fence"
+	labelStateOf = "stagehand.io/state-of"
 )
 
 // TestStoreFence: a replica writing under an old term is refused once a
@@ -24,18 +33,18 @@ func TestStoreFence(t *testing.T) {
 	env := cluster.Env(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	base := NewStore(env.Clientset, ns)
+	base := state.NewStore(env.Clientset, ns)
 	lostA := 0
-	a := base.Fenced(fenceToken(1, "a"), func() { lostA++ })
-	b := base.Fenced(fenceToken(2, "b"), nil)
+	a := base.Fenced(state.FenceToken(1, "a"), func() { lostA++ })
+	b := base.Fenced(state.FenceToken(2, "b"), nil)
 
-	if _, err := a.Claim(ctx, "prod", fenceToken(1, "a")); err != nil {
+	if _, err := a.Claim(ctx, "prod", state.FenceToken(1, "a")); err != nil {
 		t.Fatalf("a claims: %v", err)
 	}
 	if err := a.SetPending(ctx, "prod", &approval.Pending{Revision: "r1", PlanHash: "from-a"}); err != nil {
 		t.Fatalf("a writes in its term: %v", err)
 	}
-	prev, err := b.Claim(ctx, "prod", fenceToken(2, "b"))
+	prev, err := b.Claim(ctx, "prod", state.FenceToken(2, "b"))
 	if err != nil || prev != 1 {
 		t.Fatalf("b claims: previous term %d, %v; want 1, nil", prev, err)
 	}
@@ -44,54 +53,56 @@ func TestStoreFence(t *testing.T) {
 	}
 	for i := range 2 {
 		err := a.SetPending(ctx, "prod", &approval.Pending{Revision: "r3", PlanHash: "from-a-late"})
-		if !errors.Is(err, ErrFenced) {
-			t.Fatalf("a writes after b claimed (%d): %v, want ErrFenced", i, err)
+		if !errors.Is(err, state.ErrFenced) {
+			t.Fatalf("a writes after b claimed (%d): %v, want state.ErrFenced", i, err)
 		}
 	}
 	if lostA != 1 {
 		t.Errorf("a was told %d times it lost the state, want once", lostA)
 	}
-	if _, err := a.Claim(ctx, "prod", fenceToken(1, "a")); !errors.Is(err, ErrFenced) {
-		t.Errorf("a claims back in its old term: %v, want ErrFenced", err)
+	if _, err := a.Claim(ctx, "prod", state.FenceToken(1, "a")); !errors.Is(err, state.ErrFenced) {
+		t.Errorf("a claims back in its old term: %v, want state.ErrFenced", err)
 	}
 	// A decision handed over by a replica that holds nothing is no term's write.
-	if err := base.Update(ctx, "prod", func(st *EnvState) { st.Handovers = []Handover{{Approve: true, PlanHash: "from-b"}} }); err != nil {
+	if err := base.Update(ctx, "prod", func(st *state.EnvState) { st.Handovers = []state.Handover{{Approve: true, PlanHash: "from-b"}} }); err != nil {
 		t.Fatalf("handover write: %v", err)
 	}
 	st, err := base.Load(ctx, "prod")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &EnvState{Pending: &approval.Pending{Revision: "r2", PlanHash: "from-b", Plan: json.RawMessage("null")}, Handovers: []Handover{{Approve: true, PlanHash: "from-b"}}}
+	want := &state.EnvState{Pending: &approval.Pending{Revision: "r2", PlanHash: "from-b", Plan: json.RawMessage("null")}, Handovers: []state.Handover{{Approve: true, PlanHash: "from-b"}}}
 	if diff := cmp.Diff(want, st, rawEqual); diff != "" {
 		t.Errorf("state (-want +got):\n%s", diff)
 	}
-	cm, err := env.Clientset.CoreV1().ConfigMaps(ns).Get(ctx, ConfigMapName("prod"), metav1.GetOptions{})
+	cm, err := env.Clientset.CoreV1().ConfigMaps(ns).Get(ctx, state.ConfigMapName("prod"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cm.Annotations[annoFence]; got != fenceToken(2, "b") {
+	if got := cm.Annotations[annoFence]; got != state.FenceToken(2, "b") {
 		t.Errorf("%s = %q, want b's term", annoFence, got)
 	}
 }
 
-// TestOrphanPartsAgeByServerClock: a part no index names is deleted only
-// once it is orphanAge old by the API server's clock (the time the server
-// stamped on the index write), never by the replica's: a replica whose clock
-// runs two hours ahead keeps a part created a second ago.
+// TestOrphanPartsAgeByServerClock: a part no index names is deleted by a
+// write once it is orphanAge old by the API server's clock, the time the
+// server stamped on the index write (internal/state's TestDropParts shows
+// that a replica's own clock, two hours ahead, deletes nothing): a part
+// created just before a write is kept, and deleted by the writes after
+// orphanAge.
 func TestOrphanPartsAgeByServerClock(t *testing.T) {
 	env := cluster.Env(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	s := NewStore(env.Clientset, ns)
-	name := ConfigMapName("prod")
+	// A small budget splits the plan, so that the write looks for orphans.
+	s := state.NewStore(env.Clientset, ns, state.WithMaxBytes(8<<10), state.WithOrphanAge(2*time.Second))
+	name := state.ConfigMapName("prod")
 	cms := env.Clientset.CoreV1().ConfigMaps(ns)
-	orphan, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-pending-orphan-0",
-		Labels: map[string]string{labelManagedBy: "stagehand", labelComponent: componentPart, labelStateOf: name}}}, metav1.CreateOptions{})
+	orphan, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-pending-orphan-1",
+		Labels: map[string]string{state.LabelManagedBy: "stagehand", state.LabelComponent: "state-part", labelStateOf: name}}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	created := orphan.CreationTimestamp.Time
 	exists := func() bool {
 		_, err := cms.Get(ctx, orphan.Name, metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -99,38 +110,7 @@ func TestOrphanPartsAgeByServerClock(t *testing.T) {
 		}
 		return err == nil
 	}
-	skewed := time.Now().Add(2 * time.Hour) // what a fast replica's clock says
-	for _, tc := range []struct {
-		name      string
-		serverNow time.Time
-		kept      bool
-	}{
-		{"server time unknown", time.Time{}, true},
-		{"a second old by the server, two hours by a fast replica", created.Add(time.Second), true},
-		{"orphanAge old by the server", created.Add(s.orphanAge), false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if skewed.Sub(created) < s.orphanAge {
-				t.Fatal("the skew must exceed orphanAge for this case to mean anything")
-			}
-			if err := s.dropParts(ctx, name, nil, nil, tc.serverNow); err != nil {
-				t.Fatal(err)
-			}
-			if got := exists(); got != tc.kept {
-				t.Errorf("part kept: %v, want %v", got, tc.kept)
-			}
-		})
-	}
-
-	// Through a write: the index write's own server time is the clock.
-	orphan, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-pending-orphan-1",
-		Labels: map[string]string{labelManagedBy: "stagehand", labelComponent: componentPart, labelStateOf: name}}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.maxBytes = 8 << 10 // split the plan: the write looks for orphans
-	s.orphanAge = 2 * time.Second
-	p, _ := bigState(t, "prod", 200, 3)
+	p, _ := statetest.BigState(t, "prod", 200, 3)
 	if err := s.SetPending(ctx, "prod", p); err != nil {
 		t.Fatal(err)
 	}
@@ -166,17 +146,6 @@ func TestEnvLeaseName(t *testing.T) {
 	}
 	if EnvLeaseName("Prod_EU") == EnvLeaseName("prod-eu") {
 		t.Error("distinct environments share a Lease")
-	}
-}
-
-func TestFenceTerm(t *testing.T) {
-	for _, tc := range []struct {
-		token string
-		want  int64
-	}{{fenceToken(7, "replica-a"), 7}, {"", -1}, {"x/replica-a", -1}, {"7", -1}, {"0/a/b", 0}} {
-		if got := fenceTerm(tc.token); got != tc.want {
-			t.Errorf("fenceTerm(%q) = %d, want %d", tc.token, got, tc.want)
-		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 )
 
 // A replica that does not lead an environment hands the approvals and
@@ -74,13 +75,13 @@ func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*approv
 			return p, nil
 		}
 	}
-	h := Handover{ID: handoverID(), Approve: dc.approve, PlanHash: dc.planHash, Approver: dc.who, Reason: dc.reason,
+	h := state.Handover{ID: handoverID(), Approve: dc.approve, PlanHash: dc.planHash, Approver: dc.who, Reason: dc.reason,
 		At: d.clock.Now().UTC()}
 	var (
 		pending *approval.Pending
 		full    bool
 	)
-	err := d.store.Update(ctx, env, func(st *EnvState) {
+	err := d.store.Update(ctx, env, func(st *state.EnvState) {
 		pending, full = st.Pending, false
 		if st.Pending == nil || st.Pending.PlanHash != dc.planHash || stale(st.Pending) {
 			return
@@ -112,50 +113,16 @@ func handoverID() string {
 	return hex.EncodeToString(b)
 }
 
-// same reports whether a and b are one decision: by ID when both have one,
-// else (one written by an older replica) by every field.
-func (a Handover) same(b Handover) bool {
-	if a.ID != "" && b.ID != "" {
-		return a.ID == b.ID
-	}
-	return a.Approve == b.Approve && a.PlanHash == b.PlanHash && a.Approver == b.Approver && a.Reason == b.Reason &&
-		a.At.Equal(b.At)
-}
-
-// legacyHandover is what the single slot of older replicas holds: the
-// newest decision of the queue.
-func legacyHandover(q []Handover) *Handover {
-	if len(q) == 0 {
-		return nil
-	}
-	h := q[len(q)-1]
-	return &h
-}
-
-// withLegacy is the queue q with the decision of the older replicas' slot
-// appended, unless it is q's own (the newest, mirrored there).
-func withLegacy(q []Handover, legacy *Handover) []Handover {
-	if legacy == nil {
-		return q
-	}
-	for _, h := range q {
-		if h.same(*legacy) {
-			return q
-		}
-	}
-	return append(q, *legacy)
-}
-
 // nextHandover is the decision the leader takes next from q: the first
 // rejection, else the first approval.
-func nextHandover(q []Handover) (Handover, bool) {
+func nextHandover(q []state.Handover) (state.Handover, bool) {
 	for _, h := range q {
 		if !h.Approve {
 			return h, true
 		}
 	}
 	if len(q) == 0 {
-		return Handover{}, false
+		return state.Handover{}, false
 	}
 	return q[0], true
 }
@@ -163,11 +130,11 @@ func nextHandover(q []Handover) (Handover, bool) {
 // takeHandover removes dec from the queue, and only dec: decisions handed
 // over since dec was read stay for the next pick-up, so one that was
 // answered "accepted" is never wiped.
-func takeHandover(dec Handover) func(*EnvState) {
-	return func(st *EnvState) {
+func takeHandover(dec state.Handover) func(*state.EnvState) {
+	return func(st *state.EnvState) {
 		q := st.Handovers[:0:0]
 		for _, h := range st.Handovers {
-			if !h.same(dec) {
+			if !h.Same(dec) {
 				q = append(q, h)
 			}
 		}
@@ -215,7 +182,7 @@ func (w *worker) pickUp(ctx context.Context) {
 }
 
 // actOn carries out dec, a decision taken from the queue.
-func (w *worker) actOn(ctx context.Context, dec Handover) {
+func (w *worker) actOn(ctx context.Context, dec state.Handover) {
 	dc := decision{approve: dec.Approve, planHash: dec.PlanHash, who: dec.Approver, reason: dec.Reason,
 		reply: make(chan decisionReply, 1)}
 	w.decide(ctx, dc)

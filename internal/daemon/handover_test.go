@@ -15,6 +15,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -24,25 +25,25 @@ import (
 // handed over before or after it was read, stay for the next pick-up.
 func TestTakeHandover(t *testing.T) {
 	at := time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
-	alice := Handover{ID: "a", Approve: true, PlanHash: "sha256:p", Approver: "alice", At: at}
-	bob := Handover{ID: "b", PlanHash: "sha256:p", Approver: "bob", Reason: "no", At: at}
-	old := Handover{Approve: true, PlanHash: "sha256:p", Approver: "carol", At: at}
+	alice := state.Handover{ID: "a", Approve: true, PlanHash: "sha256:p", Approver: "alice", At: at}
+	bob := state.Handover{ID: "b", PlanHash: "sha256:p", Approver: "bob", Reason: "no", At: at}
+	old := state.Handover{Approve: true, PlanHash: "sha256:p", Approver: "carol", At: at}
 	for _, tt := range []struct {
 		name   string
-		stored []Handover
-		take   Handover
-		want   []Handover
+		stored []state.Handover
+		take   state.Handover
+		want   []state.Handover
 	}{
-		{name: "the decision read", stored: []Handover{alice}, take: alice, want: nil},
-		{name: "the first of two", stored: []Handover{alice, bob}, take: alice, want: []Handover{bob}},
-		{name: "the second of two", stored: []Handover{alice, bob}, take: bob, want: []Handover{alice}},
-		{name: "alike but for the ID", stored: []Handover{alice}, take: Handover{ID: "c", Approve: true, PlanHash: "sha256:p", Approver: "alice", At: at}, want: []Handover{alice}},
-		{name: "an older replica's after a JSON round trip", stored: []Handover{alice, old}, take: Handover{Approve: true, PlanHash: "sha256:p", Approver: "carol", At: at.Local()}, want: []Handover{alice}},
-		{name: "gone already", stored: []Handover{bob}, take: alice, want: []Handover{bob}},
+		{name: "the decision read", stored: []state.Handover{alice}, take: alice, want: nil},
+		{name: "the first of two", stored: []state.Handover{alice, bob}, take: alice, want: []state.Handover{bob}},
+		{name: "the second of two", stored: []state.Handover{alice, bob}, take: bob, want: []state.Handover{alice}},
+		{name: "alike but for the ID", stored: []state.Handover{alice}, take: state.Handover{ID: "c", Approve: true, PlanHash: "sha256:p", Approver: "alice", At: at}, want: []state.Handover{alice}},
+		{name: "an older replica's after a JSON round trip", stored: []state.Handover{alice, old}, take: state.Handover{Approve: true, PlanHash: "sha256:p", Approver: "carol", At: at.Local()}, want: []state.Handover{alice}},
+		{name: "gone already", stored: []state.Handover{bob}, take: alice, want: []state.Handover{bob}},
 		{name: "nothing", stored: nil, take: alice, want: nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			st := &EnvState{Handovers: append([]Handover(nil), tt.stored...)}
+			st := &state.EnvState{Handovers: append([]state.Handover(nil), tt.stored...)}
 			takeHandover(tt.take)(st)
 			if diff := cmp.Diff(tt.want, st.Handovers); diff != "" {
 				t.Errorf("handovers left (-want +got):\n%s", diff)
@@ -53,19 +54,19 @@ func TestTakeHandover(t *testing.T) {
 
 // TestNextHandover: rejections are taken before approvals, each kind in the order handed over.
 func TestNextHandover(t *testing.T) {
-	a1 := Handover{ID: "a1", Approve: true}
-	a2 := Handover{ID: "a2", Approve: true}
-	r1 := Handover{ID: "r1"}
-	r2 := Handover{ID: "r2"}
+	a1 := state.Handover{ID: "a1", Approve: true}
+	a2 := state.Handover{ID: "a2", Approve: true}
+	r1 := state.Handover{ID: "r1"}
+	r2 := state.Handover{ID: "r2"}
 	for _, tt := range []struct {
 		name string
-		q    []Handover
+		q    []state.Handover
 		want string
 	}{
 		{name: "empty", q: nil, want: ""},
-		{name: "approvals in order", q: []Handover{a1, a2}, want: "a1"},
-		{name: "a rejection after an approval", q: []Handover{a1, r1}, want: "r1"},
-		{name: "rejections in order", q: []Handover{a2, r2, a1, r1}, want: "r2"},
+		{name: "approvals in order", q: []state.Handover{a1, a2}, want: "a1"},
+		{name: "a rejection after an approval", q: []state.Handover{a1, r1}, want: "r1"},
+		{name: "rejections in order", q: []state.Handover{a2, r2, a1, r1}, want: "r2"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, ok := nextHandover(tt.q)
@@ -254,6 +255,13 @@ func TestHandoverQueueFull(t *testing.T) {
 	}
 }
 
+// keyHandover is the single slot of replicas older than the queue, and
+// keyHandovers the queue, in the state ConfigMap's data.
+const (
+	keyHandover  = "handover.json"
+	keyHandovers = "handovers.json"
+)
+
 // TestHandoverOlderReplica: the single slot of replicas older than the queue. A decision an older
 // standby wrote there is picked up (and removed) by a newer leader; the newest decision of a newer
 // replica's queue is mirrored there for an older leader.
@@ -270,17 +278,17 @@ func TestHandoverOlderReplica(t *testing.T) {
 	if _, err := d.Reject(ctx, "prod", w.pending.PlanHash, "erin", "second"); err != nil {
 		t.Fatal(err)
 	}
-	cm, err := cms.Get(ctx, ConfigMapName("prod"), metav1.GetOptions{})
+	cm, err := cms.Get(ctx, state.ConfigMapName("prod"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var slot Handover
+	var slot state.Handover
 	if err := json.Unmarshal([]byte(cm.Data[keyHandover]), &slot); err != nil || slot.Approver != "erin" {
 		t.Fatalf("older replicas' slot = %q, %v; want erin's rejection", cm.Data[keyHandover], err)
 	}
 
 	// An older standby writes its decision over the slot, and (knowing nothing of it) drops the queue.
-	old, err := json.Marshal(Handover{Approve: true, PlanHash: w.pending.PlanHash, Approver: "alice", At: time.Now().UTC()})
+	old, err := json.Marshal(state.Handover{Approve: true, PlanHash: w.pending.PlanHash, Approver: "alice", At: time.Now().UTC()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +302,7 @@ func TestHandoverOlderReplica(t *testing.T) {
 	}
 	w.newDaemo().workers["prod"].pickUp(ctx)
 	waitImage(t, w.h.ns["prod"], "web", imageRepo+"web:1.0.0")
-	cm, err = cms.Get(ctx, ConfigMapName("prod"), metav1.GetOptions{})
+	cm, err = cms.Get(ctx, state.ConfigMapName("prod"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/state"
+	"github.com/stagehand-gitops/stagehand/internal/state/statetest"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 )
@@ -114,10 +116,10 @@ func (r *running) entry(t testing.TB, env string, id int64) approval.Entry {
 func TestStoreHistoryLimit(t *testing.T) {
 	env := cluster.Env(t)
 	ctx := context.Background()
-	s := NewStore(env.Clientset, env.Namespace(t))
+	s := state.NewStore(env.Clientset, env.Namespace(t))
 	// A large environment: unpacked, fewer than half of these manifests would fit.
-	m := benchManifest(200)
-	for i := 1; i <= DefaultHistoryLimit+1; i++ {
+	m := statetest.Manifest(200)
+	for i := 1; i <= state.DefaultHistoryLimit+1; i++ {
 		e := approval.Entry{Revision: fmt.Sprintf("%040d", i), PlanHash: fmt.Sprint("sha256:", i), Result: approval.ResultSucceeded,
 			Changes: json.RawMessage(`[]`), Manifest: m}
 		id, err := s.Record(ctx, "prod", e)
@@ -125,50 +127,15 @@ func TestStoreHistoryLimit(t *testing.T) {
 			t.Fatalf("record %d = %d, %v", i, id, err)
 		}
 	}
-	st, err := NewStore(env.Clientset, s.Namespace()).Load(ctx, "prod")
+	st, err := state.NewStore(env.Clientset, s.Namespace()).Load(ctx, "prod")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(st.History); n != DefaultHistoryLimit || st.History[0].ID != 101 || st.History[n-1].ID != 2 || st.HistoryDropped != 0 {
+	if n := len(st.History); n != state.DefaultHistoryLimit || st.History[0].ID != 101 || st.History[n-1].ID != 2 || st.HistoryDropped != 0 {
 		t.Fatalf("history holds %d entries, %d to %d (dropped for size %d); want 100, 101 to 2", n, st.History[0].ID, st.History[n-1].ID, st.HistoryDropped)
 	}
 	if diff := cmp.Diff(m, st.History[99].Manifest); diff != "" {
 		t.Errorf("oldest entry's manifest (-want +got):\n%s", diff)
-	}
-}
-
-// TestPackHistory: history.json keeps each distinct service, file and layout
-// once and reads back what was written; the array written before packing is
-// still read; an index out of its table is refused.
-func TestPackHistory(t *testing.T) {
-	hist := benchHistory(10, 5, true)
-	hist = append(hist, approval.Entry{ID: 0, Revision: "old", Result: approval.ResultRejected, Changes: json.RawMessage(`[]`)})
-	b, err := packHistory(hist)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p packedHistory
-	if err := json.Unmarshal(b, &p); err != nil {
-		t.Fatal(err)
-	}
-	// 5 services in the first manifest, then 1 to 5 bumped per entry; 1 layout.
-	if len(p.Layouts) != 1 || len(p.Services) >= 10*5 || len(p.Files) != 6 {
-		t.Errorf("tables hold %d services, %d files, %d layouts; want each kept once", len(p.Services), len(p.Files), len(p.Layouts))
-	}
-	got, err := unpackHistory(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(hist, got); diff != "" {
-		t.Errorf("history read back (-want +got):\n%s", diff)
-	}
-	plain, _ := json.Marshal(hist)
-	if got, err := unpackHistory(plain); err != nil || !cmp.Equal(hist, got) {
-		t.Errorf("the array format read back: %v, %s", err, cmp.Diff(hist, got))
-	}
-	bad := strings.Replace(string(b), `"layout":0`, `"layout":7`, 1)
-	if _, err := unpackHistory([]byte(bad)); err == nil || !strings.Contains(err.Error(), "layout 7 of 1") {
-		t.Errorf("an index out of its table: %v", err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
@@ -186,7 +187,7 @@ func TestShutdownRenewsWhileStopping(t *testing.T) {
 	env := cluster.Env(t)
 	ns := env.Namespace(t)
 	le := LeaderElection{Enable: true, ReleaseOnCancel: true, LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond}
-	store := NewStore(env.Clientset, ns)
+	store := state.NewStore(env.Clientset, ns)
 	var aWorking, bWorking atomic.Bool
 	var overlap atomic.Bool
 	newReplica := func(id string, working *atomic.Bool, other *atomic.Bool, finish time.Duration) *shard {

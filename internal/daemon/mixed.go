@@ -9,6 +9,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stagehand-gitops/stagehand/internal/state"
 )
 
 // Replicas started with different leaderElection.perEnvironment settings
@@ -31,8 +33,8 @@ import (
 // that still renews it (judged, as shard.live does, on this replica's
 // monotonic clock), or ctx's error when ctx ends first.
 func (d *Daemon) waitEnvLeases(ctx context.Context) error {
-	leases := d.store.client.CoordinationV1().Leases(d.store.namespace)
-	sel := labelManagedBy + "=stagehand," + labelComponent + "=" + componentEnvLease
+	leases := d.store.Client().CoordinationV1().Leases(d.store.Namespace())
+	sel := state.LabelManagedBy + "=stagehand," + state.LabelComponent + "=" + componentEnvLease
 	seen := map[string]observed{}
 	said := ""
 	for {

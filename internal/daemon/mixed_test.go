@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
@@ -82,7 +83,7 @@ func TestWaitEnvLeasesForbidden(t *testing.T) {
 	if _, err := client.CoordinationV1().Leases(ns).List(t.Context(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("listing Leases as a user without rights = %v, want forbidden", err)
 	}
-	d := &Daemon{store: NewStore(client, ns), log: logr.Discard(),
+	d := &Daemon{store: state.NewStore(client, ns), log: logr.Discard(),
 		o: options{identity: "me", election: LeaderElection{Enable: true, LeaseDuration: time.Hour, RetryPeriod: time.Hour}}}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()

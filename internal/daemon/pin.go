@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 )
@@ -29,7 +30,7 @@ func (d *Daemon) Pin(ctx context.Context, env string, p *approval.Pin) error {
 	if !ok {
 		return fmt.Errorf("%w %q; configured: %v", approval.ErrUnknownEnvironment, env, d.envNames)
 	}
-	if err := d.store.Update(ctx, env, func(st *EnvState) { st.Pin = p }); err != nil {
+	if err := d.store.Update(ctx, env, func(st *state.EnvState) { st.Pin = p }); err != nil {
 		return fmt.Errorf("storing the pin of %s: %w", env, err)
 	}
 	if d.leading.Load() {
@@ -54,7 +55,7 @@ func (d *Daemon) pinned(ctx context.Context, env string, envM *manifest.Environm
 		return out, nil
 	}
 	// Done (git says it) or expired: git decides again.
-	err = d.store.Update(ctx, env, func(st *EnvState) {
+	err = d.store.Update(ctx, env, func(st *state.EnvState) {
 		if st.Pin != nil && st.Pin.PR == p.PR && st.Pin.At.Equal(p.At) {
 			st.Pin = nil
 		}
@@ -70,7 +71,7 @@ func (d *Daemon) pinned(ctx context.Context, env string, envM *manifest.Environm
 // is held by a rollback (the bots hold off; merged changes still deploy) and
 // that an incident rollback pins versions. A hold that cannot be read is
 // left out: the plan is shown without the note.
-func (d *Daemon) proposalNotes(ctx context.Context, lockPath string, st *EnvState) []string {
+func (d *Daemon) proposalNotes(ctx context.Context, lockPath string, st *state.EnvState) []string {
 	var notes []string
 	if d.lockSvc != nil && lockPath != "" {
 		h, err := d.lockSvc.Get(ctx, lock.HoldPath(lockPath))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 )
 
 // counter counts the approvals of one environment's pending plans under its policy (approvals.required
@@ -26,7 +27,7 @@ type counter struct {
 // *approval.NotPendingError, an author under forbidAuthors an *approval.RefusedError, and authors that
 // cannot be listed an error: nothing is counted then. store is the holder's (fenced) Store on the
 // replica that leads the environment, the plain one on another.
-func (c *counter) count(ctx context.Context, store *Store, planHash, who string, stale func(*approval.Pending) bool) (*approval.Pending, error) {
+func (c *counter) count(ctx context.Context, store *state.Store, planHash, who string, stale func(*approval.Pending) bool) (*approval.Pending, error) {
 	if stale == nil {
 		stale = func(*approval.Pending) bool { return false }
 	}
@@ -44,7 +45,7 @@ func (c *counter) count(ctx context.Context, store *Store, planHash, who string,
 		}
 	}
 	var out *approval.Pending
-	err = store.Update(ctx, c.env, func(st *EnvState) {
+	err = store.Update(ctx, c.env, func(st *state.EnvState) {
 		out = nil
 		p := st.Pending
 		if p == nil || p.PlanHash != planHash || stale(p) {

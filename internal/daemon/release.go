@@ -9,6 +9,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
@@ -95,7 +96,7 @@ func (w *worker) writeRelease(ctx context.Context, prop approval.Proposal) (*app
 	run := w.runCopy()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	err = w.store.Update(sctx, w.env, func(st *EnvState) {
+	err = w.store.Update(sctx, w.env, func(st *state.EnvState) {
 		st.Sequence = run
 		if q := st.Pending; q != nil && q.Release && q.PlanHash == p.PlanHash && q.Revision == p.Revision {
 			cp := *q
@@ -103,7 +104,7 @@ func (w *worker) writeRelease(ctx context.Context, prop approval.Proposal) (*app
 			return
 		}
 		st.Pending = p
-		st.Handovers = slices.DeleteFunc(st.Handovers, func(h Handover) bool { return h.PlanHash == p.PlanHash })
+		st.Handovers = slices.DeleteFunc(st.Handovers, func(h state.Handover) bool { return h.PlanHash == p.PlanHash })
 	})
 	if err != nil {
 		return nil, fmt.Errorf("recording the pending release of %s: %w", short(prop.Revision), err)
@@ -115,7 +116,7 @@ func (w *worker) writeRelease(ctx context.Context, prop approval.Proposal) (*app
 // notes of st (a rollback's hold, an incident's pin: the environment's as
 // it is now, not as it was when the plan was proposed; st nil: read
 // without the pin).
-func (w *worker) proposeRelease(ctx context.Context, prop approval.Proposal, p *approval.Pending, st *EnvState) {
+func (w *worker) proposeRelease(ctx context.Context, prop approval.Proposal, p *approval.Pending, st *state.EnvState) {
 	prop.Release = p.ProposedAt
 	prop.Notes = nil
 	if w.notes != nil {
@@ -137,7 +138,7 @@ func (w *worker) proposeRelease(ctx context.Context, prop approval.Proposal, p *
 // supersedes the wait and the pass goes on (false), with st kept in step.
 // (Ending the wait for a revision with nothing to apply would leave the
 // deployed versions never released, with no plan left to release them.)
-func (w *worker) holdRelease(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, plan *reconcile.Plan, st *EnvState) bool {
+func (w *worker) holdRelease(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, plan *reconcile.Plan, st *state.EnvState) bool {
 	r, f := st.Sequence, st.InFlight
 	if r == nil || !r.AwaitingRelease() || f == nil || f.Revision != r.Revision {
 		return false
@@ -172,7 +173,7 @@ func (w *worker) holdRelease(ctx context.Context, s gitsource.Snapshot, envM *ma
 // inFlightProposal is the proposal of the apply in flight in st at s: the
 // pending release's plan when there is one, else the in-flight record's
 // planHash and changes.
-func (w *worker) inFlightProposal(s gitsource.Snapshot, st *EnvState) (approval.Proposal, error) {
+func (w *worker) inFlightProposal(s gitsource.Snapshot, st *state.EnvState) (approval.Proposal, error) {
 	f := st.InFlight
 	prop := approval.Proposal{Environment: w.env, Revision: f.Revision, RevisionTime: s.Time}
 	if p := st.Pending; p != nil && p.Release && p.PlanHash == f.PlanHash {
@@ -193,7 +194,7 @@ func (w *worker) inFlightProposal(s gitsource.Snapshot, st *EnvState) (approval.
 // revision by is newer: the apply is recorded (it was deployed, never
 // released), the pending release and the in-flight record cleared, the run
 // aborted saying why, and the gate told the plan was superseded.
-func (w *worker) supersedeRelease(ctx context.Context, st *EnvState, by string) {
+func (w *worker) supersedeRelease(ctx context.Context, st *state.EnvState, by string) {
 	f, r := st.InFlight, st.Sequence
 	w.seq = r
 	prop, err := w.inFlightProposal(gitsource.Snapshot{}, st)
@@ -205,11 +206,11 @@ func (w *worker) supersedeRelease(ctx context.Context, st *EnvState, by string) 
 	e := approval.Entry{Revision: f.Revision, PlanHash: f.PlanHash, Changes: f.Changes, Approver: f.Approver, Approvers: f.Approvers,
 		Result: approval.ResultSucceeded, Message: "deployed and verified, never released: " + why, HistoryRewritten: prop.Plan.HistoryRewritten,
 		Started: f.Started, Finished: now, Verification: w.verifications(r.Revision)}
-	if err := w.store.Update(ctx, w.env, func(st *EnvState) {
+	if err := w.store.Update(ctx, w.env, func(st *state.EnvState) {
 		if st.InFlight == nil || st.InFlight.PlanHash != f.PlanHash {
 			return // recorded by someone else already
 		}
-		st.record(e, w.store.maxHistory)
+		st.Record(e, w.store.HistoryLimit())
 		st.InFlight = nil
 		if p := st.Pending; p != nil && p.Release && p.Revision == f.Revision {
 			st.Pending = nil
@@ -303,7 +304,7 @@ func (w *worker) decideReleaseTask(ctx context.Context, p *approval.Pending, app
 	r.Approver = who
 	announce := w.finishTask(i, result, msg, outputs)
 	run := w.runCopy()
-	if err := w.store.Update(ctx, w.env, func(st *EnvState) {
+	if err := w.store.Update(ctx, w.env, func(st *state.EnvState) {
 		st.Sequence = run
 		if q := st.Pending; q != nil && q.Release && q.PlanHash == p.PlanHash {
 			st.Pending = nil

@@ -8,6 +8,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
 
@@ -126,7 +127,7 @@ func TestReleaseApprovalShowsNotes(t *testing.T) {
 	h := newHarness(t, "devel")
 	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": releasePipeline}, "release approval")
 	const held = "**Held by a rollback:** prod-incident."
-	notes := func(context.Context, *EnvState) []string { return []string{held} }
+	notes := func(context.Context, *state.EnvState) []string { return []string{held} }
 	for i := range 2 { // the process that deploys, then a restart
 		gate := &notesGate{}
 		pass := &runner{result: sequence.Result{Result: promote.ResultPass}}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -37,7 +38,7 @@ func killedMidApply(t *testing.T, h *harness) (*approval.InFlight, []reconcile.C
 	}
 	f := &approval.InFlight{Revision: rev, PlanHash: p.PlanHash, Approver: "carol", Changes: changesJSON(plan.Changes),
 		Started: time.Now().UTC().Add(-time.Minute).Truncate(time.Second)}
-	if err := NewStore(env.Clientset, h.stateNS).SetInFlight(context.Background(), "prod", f); err != nil {
+	if err := state.NewStore(env.Clientset, h.stateNS).SetInFlight(context.Background(), "prod", f); err != nil {
 		t.Fatal(err)
 	}
 	// The killed leader's one patch.
@@ -107,7 +108,7 @@ func TestResumedApplyInterruptedKeepsApprovedPlan(t *testing.T) {
 	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.0.0")
 	r2.stop()
 
-	st, err := NewStore(env.Clientset, h.stateNS).Load(context.Background(), "prod")
+	st, err := state.NewStore(env.Clientset, h.stateNS).Load(context.Background(), "prod")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -20,25 +21,6 @@ import (
 // matches the cluster again. Its error is logged and counted; the rollback
 // stands either way.
 type RollbackHook func(ctx context.Context, env string, entryID int64, cause string) error
-
-// Rollback is an apply being undone: recorded in the state, in the same
-// write that ends its apply, before the first restoring patch, and cleared
-// with its history entry; a worker that finds one (a restart, the other
-// replica taking over) continues it before anything else. Restoring patches
-// only containers that still run the image the apply set, so continuing
-// never patches a workload twice.
-type Rollback struct {
-	// Entry is the history entry of the apply as it would be recorded
-	// without the rollback (its revision, plan, changes, approver, times,
-	// workloads and manifest); its changes' From are the images restored.
-	Entry approval.Entry `json:"entry"`
-	// Cause says why: the rollout that failed (or the verification).
-	Cause string `json:"cause"`
-	// Before is the revision the restored images were applied from (the
-	// last applied before it; "" when none is known).
-	Before string    `json:"before,omitempty"`
-	At     time.Time `json:"at"`
-}
 
 // rollbackCause says whether the apply of prop that ended as out (res; nil
 // when the run was continued by another process or after its release
@@ -88,8 +70,8 @@ func entryOf(prop approval.Proposal, out approval.Outcome, m *approval.Manifest)
 // path for every cause: a failed rollout, and a failed verification of an
 // apply that succeeded (e then is its entry, cause the verification's).
 func (w *worker) rollBack(ctx context.Context, e approval.Entry, cause string) error {
-	rb := Rollback{Entry: e, Cause: cause, At: w.now().UTC()}
-	err := w.store.Update(ctx, w.env, func(st *EnvState) {
+	rb := state.Rollback{Entry: e, Cause: cause, At: w.now().UTC()}
+	err := w.store.Update(ctx, w.env, func(st *state.EnvState) {
 		rb.Before = lastApplied(st.History)
 		if rb.Before == e.Revision {
 			rb.Before = lastAppliedBefore(st.History, e.Revision)
@@ -124,7 +106,7 @@ func lastAppliedBefore(history []approval.Entry, rev string) string {
 // write; then the gate hears the outcome and the hook is called. A shutdown
 // during the restore leaves rb in the state for the next leader, after the
 // apply grace.
-func (w *worker) continueRollback(ctx context.Context, rb Rollback) error {
+func (w *worker) continueRollback(ctx context.Context, rb state.Rollback) error {
 	e := rb.Entry
 	log := w.log.WithValues("environment", w.env, "revision", short(e.Revision), "planHash", e.PlanHash)
 	var changes []reconcile.Change
@@ -153,12 +135,12 @@ func (w *worker) continueRollback(ctx context.Context, rb Rollback) error {
 	var id int64
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer rcancel()
-	uerr := w.store.Update(rctx, w.env, func(st *EnvState) {
+	uerr := w.store.Update(rctx, w.env, func(st *state.EnvState) {
 		if st.Rollback == nil || st.Rollback.Entry.PlanHash != e.PlanHash || !st.Rollback.At.Equal(rb.At) {
 			id = 0 // recorded by someone else already
 			return
 		}
-		id = st.record(e, w.store.maxHistory)
+		id = st.Record(e, w.store.HistoryLimit())
 		st.Rollback = nil
 		st.Failed = &approval.RolledBack{Revision: e.Revision, PlanHash: e.PlanHash, Cause: rb.Cause, EntryID: id, At: now}
 		if st.Pending != nil && st.Pending.Revision == e.Revision {
@@ -253,7 +235,7 @@ func rolledBackOutcome(env string, e approval.Entry, changes []reconcile.Change)
 // skipFailed reports whether s's revision was rolled back (its plans are not
 // applied again), or plan would deploy again what a person rejected at its
 // release (rejectedAgain), withdrawing a plan pending for it.
-func (w *worker) skipFailed(ctx context.Context, st *EnvState, revision string, plan *reconcile.Plan) bool {
+func (w *worker) skipFailed(ctx context.Context, st *state.EnvState, revision string, plan *reconcile.Plan) bool {
 	f := st.Failed
 	if f == nil || (f.Revision != revision && !rejectedAgain(st, plan)) {
 		return false
@@ -268,7 +250,7 @@ func (w *worker) skipFailed(ctx context.Context, st *EnvState, revision string, 
 // the rejected one that changes nothing of it (a commit for another
 // environment, made while the release waited) does not undo the decision.
 // (After a failed rollout, a newer revision is applied again as before.)
-func rejectedAgain(st *EnvState, plan *reconcile.Plan) bool {
+func rejectedAgain(st *state.EnvState, plan *reconcile.Plan) bool {
 	f := st.Failed
 	if f == nil || plan == nil || plan.Empty() || !strings.HasPrefix(f.Cause, "release rejected by ") {
 		return false

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -318,8 +319,8 @@ func TestRollbackContinuesAfterARestart(t *testing.T) {
 	now := time.Now().UTC()
 	e := approval.Entry{Revision: rev, PlanHash: "sha256:failed", Changes: changes, Approver: approval.AutoApprover,
 		Result: approval.ResultFailed, Message: "1 workload(s) not deployed", Started: now, Finished: now}
-	if err := w.r.d.Store().Update(ctx, "devel", func(st *EnvState) {
-		st.Rollback = &Rollback{Entry: e, Cause: "rollout failed: web stuck", At: now}
+	if err := w.r.d.Store().Update(ctx, "devel", func(st *state.EnvState) {
+		st.Rollback = &state.Rollback{Entry: e, Cause: "rollout failed: web stuck", At: now}
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
@@ -106,7 +107,7 @@ func versions(envM *manifest.Environment) map[string]string {
 
 // loadRun returns the run kept in the state for revision, if it is not
 // over. st is the pass's state (nil: read it).
-func (w *worker) loadRun(ctx context.Context, st *EnvState, revision string) *sequence.State {
+func (w *worker) loadRun(ctx context.Context, st *state.EnvState, revision string) *sequence.State {
 	if w.seq != nil && w.seq.Revision == revision && !w.seq.Done() {
 		return w.seq
 	}
@@ -122,7 +123,7 @@ func (w *worker) loadRun(ctx context.Context, st *EnvState, revision string) *se
 }
 
 // runState is st, or the state read now when st is nil.
-func (w *worker) runState(ctx context.Context, st *EnvState) (*EnvState, bool) {
+func (w *worker) runState(ctx context.Context, st *state.EnvState) (*state.EnvState, bool) {
 	if st != nil {
 		return st, true
 	}
@@ -141,7 +142,7 @@ func (w *worker) runState(ctx context.Context, st *EnvState) (*EnvState, bool) {
 // (nil: read it). With save false a new run is only kept in memory:
 // an auto-approved plan begins its deployment at once, and that write keeps
 // the run (one state write fewer before the first patch).
-func (w *worker) beginRun(ctx context.Context, st *EnvState, envM *manifest.Environment, prop approval.Proposal, tasks []promote.Task, save bool) {
+func (w *worker) beginRun(ctx context.Context, st *state.EnvState, envM *manifest.Environment, prop approval.Proposal, tasks []promote.Task, save bool) {
 	w.versions = versions(envM)
 	if r := w.loadRun(ctx, st, prop.Revision); r != nil {
 		if r.PlanHash != prop.Plan.PlanHash {
@@ -165,7 +166,7 @@ func (w *worker) beginRun(ctx context.Context, st *EnvState, envM *manifest.Envi
 // was superseded, or nothing is left to apply. st is the pass's state (nil:
 // read it); the run ended is st's (w.seq is st.Sequence then), so st stays
 // in step.
-func (w *worker) abortRun(ctx context.Context, st *EnvState, why string) {
+func (w *worker) abortRun(ctx context.Context, st *state.EnvState, why string) {
 	st, ok := w.runState(ctx, st)
 	if !ok {
 		return
@@ -206,7 +207,7 @@ func (w *worker) approved(ctx context.Context, envM *manifest.Environment, prop 
 		announce = append(announce, w.beginTask(i))
 	}
 	run := w.runCopy()
-	if err := w.store.Update(ctx, w.env, func(st *EnvState) {
+	if err := w.store.Update(ctx, w.env, func(st *state.EnvState) {
 		if f != nil {
 			st.InFlight = f
 		}
@@ -348,7 +349,7 @@ func (w *worker) runTask(ctx context.Context, prop approval.Proposal, res *recon
 // reports whether there was one, and the apply's error (see settle). The
 // run may be of a revision older than s: s then changes nothing here (the
 // environment is in sync at s), and the run is still the deployed one's.
-func (w *worker) resumeRun(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, st *EnvState) (bool, error) {
+func (w *worker) resumeRun(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, st *state.EnvState) (bool, error) {
 	f, r := st.InFlight, st.Sequence
 	if f == nil || r == nil || r.Done() || f.Revision != r.Revision {
 		return false, nil
@@ -430,7 +431,7 @@ func (w *worker) saveRun(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	r := w.runCopy()
-	if err := w.store.Update(ctx, w.env, func(st *EnvState) { st.Sequence = r }); err != nil {
+	if err := w.store.Update(ctx, w.env, func(st *state.EnvState) { st.Sequence = r }); err != nil {
 		w.metrics.fail(w.env, "state")
 		w.log.Error(err, "recording the sequence state", "environment", w.env, "revision", short(r.Revision))
 	}

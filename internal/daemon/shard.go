@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+
+	"github.com/stagehand-gitops/stagehand/internal/state"
 )
 
 // With leaderElection.perEnvironment each environment has its own Lease
@@ -36,7 +38,7 @@ const (
 // shardDeps is what the shard loop uses of the daemon.
 type shardDeps struct {
 	leases   coordclient.LeaseInterface
-	store    *Store
+	store    *state.Store
 	identity string
 	election LeaderElection
 	envs     []string
@@ -142,8 +144,8 @@ func (s *shard) tick(ctx context.Context, first bool) {
 	if err := s.renewMember(ctx); err != nil {
 		s.logE(err, "renewing this replica's member lease")
 	}
-	list, err := s.leases.List(ctx, metav1.ListOptions{LabelSelector: labelManagedBy + "=stagehand," +
-		labelComponent + " in (" + componentEnvLease + "," + componentMember + ")"})
+	list, err := s.leases.List(ctx, metav1.ListOptions{LabelSelector: state.LabelManagedBy + "=stagehand," +
+		state.LabelComponent + " in (" + componentEnvLease + "," + componentMember + ")"})
 	if err != nil {
 		if ctx.Err() == nil {
 			s.logE(err, "listing leases")
@@ -165,7 +167,7 @@ func (s *shard) tick(ctx context.Context, first bool) {
 			o = observed{rv: l.ResourceVersion, at: now}
 		}
 		next[l.Name] = o
-		if l.Labels[labelComponent] == componentMember && l.Name != memberLeaseName(s.identity) && s.live(l, o, now) {
+		if l.Labels[state.LabelComponent] == componentMember && l.Name != memberLeaseName(s.identity) && s.live(l, o, now) {
 			members++
 		}
 	}
@@ -224,7 +226,7 @@ func (s *shard) renewHeld(ctx context.Context, byName map[string]*coordinationv1
 		h := s.holding(env)
 		l := byName[EnvLeaseName(env)]
 		if l == nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != s.identity ||
-			l.Spec.LeaseTransitions == nil || fenceToken(*l.Spec.LeaseTransitions, s.identity) != h.token {
+			l.Spec.LeaseTransitions == nil || state.FenceToken(*l.Spec.LeaseTransitions, s.identity) != h.token {
 			s.drop(env, "", "another replica holds its lease")
 			continue
 		}
@@ -398,10 +400,10 @@ func (s *shard) busy(env string) bool {
 // begin claims env's state for the term of Lease l and starts its worker.
 func (s *shard) begin(ctx context.Context, env string, l *coordinationv1.Lease) {
 	now := time.Now()
-	token := fenceToken(*l.Spec.LeaseTransitions, s.identity)
+	token := state.FenceToken(*l.Spec.LeaseTransitions, s.identity)
 	if _, err := s.store.Claim(ctx, env, token); err != nil {
 		s.logE(err, "claiming environment state; giving the lease back", "environment", env)
-		if !errors.Is(err, ErrFenced) {
+		if !errors.Is(err, state.ErrFenced) {
 			if rerr := s.release(ctx, l); rerr != nil {
 				s.logE(rerr, "releasing environment lease", "environment", env)
 			}

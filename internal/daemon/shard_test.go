@@ -18,6 +18,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
@@ -142,7 +143,7 @@ func TestPerEnvironment(t *testing.T) {
 	}
 	victim.stop()
 	killed := time.Now()
-	if err := NewStore(cluster.Env(t).Clientset, h.stateNS).SetInFlight(context.Background(), "prod",
+	if err := state.NewStore(cluster.Env(t).Clientset, h.stateNS).SetInFlight(context.Background(), "prod",
 		&approval.InFlight{Revision: rev, PlanHash: p.PlanHash, Approver: "carol", Changes: plan.Changes, Started: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +272,7 @@ func TestFencedStateWrites(t *testing.T) {
 	if got := testutil.ToFloat64(b.d.metrics.changesApplied.WithLabelValues("devel")); got != 1 {
 		t.Errorf("b applied %v changes, want 1", got)
 	}
-	cm, err := cluster.Env(t).Clientset.CoreV1().ConfigMaps(h.stateNS).Get(context.Background(), ConfigMapName("devel"), metav1.GetOptions{})
+	cm, err := cluster.Env(t).Clientset.CoreV1().ConfigMaps(h.stateNS).Get(context.Background(), state.ConfigMapName("devel"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -16,7 +17,7 @@ import (
 // the apply was in flight when it was called.
 type startingGate struct {
 	recordingGate
-	store *Store
+	store *state.Store
 	heard []string
 }
 

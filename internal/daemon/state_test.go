@@ -14,20 +14,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 )
 
 func TestStoreRoundTrip(t *testing.T) {
 	env := cluster.Env(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	s := NewStore(env.Clientset, ns)
+	s := state.NewStore(env.Clientset, ns)
 	now := time.Now().UTC().Truncate(time.Second)
 
 	empty, err := s.Load(ctx, "prod")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(&EnvState{}, empty); diff != "" {
+	if diff := cmp.Diff(&state.EnvState{}, empty); diff != "" {
 		t.Errorf("state of an unknown environment (-want +got):\n%s", diff)
 	}
 
@@ -49,11 +50,11 @@ func TestStoreRoundTrip(t *testing.T) {
 	}
 	e.ID = 1
 	// A second store (another replica, or after a restart) sees the same.
-	got, err := NewStore(env.Clientset, ns).Load(ctx, "prod")
+	got, err := state.NewStore(env.Clientset, ns).Load(ctx, "prod")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &EnvState{History: []approval.Entry{e}, Status: json.RawMessage(`{"revision":"abc"}`), LastID: 1}
+	want := &state.EnvState{History: []approval.Entry{e}, Status: json.RawMessage(`{"revision":"abc"}`), LastID: 1}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("state after Record (-want +got):\n%s", diff)
 	}
@@ -61,15 +62,15 @@ func TestStoreRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cm.Labels[labelManagedBy] != "stagehand" {
-		t.Errorf("labels = %v, want %s=stagehand", cm.Labels, labelManagedBy)
+	if cm.Labels[state.LabelManagedBy] != "stagehand" {
+		t.Errorf("labels = %v, want %s=stagehand", cm.Labels, state.LabelManagedBy)
 	}
 }
 
 func TestStoreRecordKeepsOtherPending(t *testing.T) {
 	env := cluster.Env(t)
 	ctx := context.Background()
-	s := NewStore(env.Clientset, env.Namespace(t))
+	s := state.NewStore(env.Clientset, env.Namespace(t))
 	newer := &approval.Pending{Revision: "def", PlanHash: "h2", Plan: json.RawMessage(`{}`)}
 	if err := s.SetPending(ctx, "prod", newer); err != nil {
 		t.Fatal(err)
@@ -89,8 +90,7 @@ func TestStoreRecordKeepsOtherPending(t *testing.T) {
 func TestStoreHistoryBounded(t *testing.T) {
 	env := cluster.Env(t)
 	ctx := context.Background()
-	s := NewStore(env.Clientset, env.Namespace(t))
-	s.maxHistory = 5
+	s := state.NewStore(env.Clientset, env.Namespace(t), state.WithHistoryLimit(5))
 	// Random bytes: compressed, each entry still takes about 230 KiB.
 	noise := make([]byte, 225<<10)
 	for i := range noise {
@@ -117,28 +117,6 @@ func TestStoreHistoryBounded(t *testing.T) {
 	}
 }
 
-func TestConfigMapName(t *testing.T) {
-	tests := []struct{ env, want string }{
-		{"prod", "stagehand-state-prod"},
-		{"eu-west", "stagehand-state-eu-west"},
-		{"Prod_EU", "stagehand-state-prod-eu-"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.env, func(t *testing.T) {
-			got := ConfigMapName(tt.env)
-			if !strings.HasPrefix(got, tt.want) {
-				t.Errorf("ConfigMapName(%q) = %q, want prefix %q", tt.env, got, tt.want)
-			}
-			if len(got) > 63 {
-				t.Errorf("ConfigMapName(%q) = %q is longer than 63", tt.env, got)
-			}
-		})
-	}
-	if ConfigMapName("Prod_EU") == ConfigMapName("prod-eu") {
-		t.Errorf("distinct environments share a ConfigMap")
-	}
-}
-
 // TestStoreHasHandover: the leader's cheap per-second look finds a handover
 // (with a short or a long reason), and finds none in a state without one or
 // in no state at all.
@@ -146,7 +124,7 @@ func TestStoreHasHandover(t *testing.T) {
 	env := cluster.Env(t)
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	s := NewStore(env.Clientset, ns)
+	s := state.NewStore(env.Clientset, ns)
 	has := func(want bool) {
 		t.Helper()
 		got, err := s.HasHandover(ctx, "prod")
@@ -160,13 +138,13 @@ func TestStoreHasHandover(t *testing.T) {
 	}
 	has(false)
 	for _, reason := range []string{"short", strings.Repeat("a long reason, ", 2000)} {
-		if err := s.Update(ctx, "prod", func(st *EnvState) {
-			st.Handovers = []Handover{{PlanHash: "sha256:p", Approver: "bob", Reason: reason, At: time.Now()}}
+		if err := s.Update(ctx, "prod", func(st *state.EnvState) {
+			st.Handovers = []state.Handover{{PlanHash: "sha256:p", Approver: "bob", Reason: reason, At: time.Now()}}
 		}); err != nil {
 			t.Fatal(err)
 		}
 		has(true)
-		if err := s.Update(ctx, "prod", func(st *EnvState) { st.Handovers = nil }); err != nil {
+		if err := s.Update(ctx, "prod", func(st *state.EnvState) { st.Handovers = nil }); err != nil {
 			t.Fatal(err)
 		}
 		has(false)

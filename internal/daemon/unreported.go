@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 )
 
 // An outcome the gate could not report (GitHub still answering errors after
@@ -37,45 +38,23 @@ const (
 	reportSuperseded = "superseded"
 )
 
-// Unreported is an outcome the gate has not taken yet.
-type Unreported struct {
-	// ID tells this report from one kept for the same plan since.
-	ID string `json:"id"`
-	// Kind is "completed" (Outcome is set) or "superseded" (By is set).
-	Kind     string            `json:"kind"`
-	Proposal approval.Proposal `json:"proposal"`
-	Outcome  *approval.Outcome `json:"outcome,omitempty"`
-	By       string            `json:"by,omitempty"`
-	// Attempts counts the reports that failed, the first included.
-	Attempts int `json:"attempts"`
-	// LastError is the gate's last refusal.
-	LastError string `json:"lastError,omitempty"`
-}
-
-func (u Unreported) planHash() string {
-	if u.Proposal.Plan == nil {
-		return ""
-	}
-	return u.Proposal.Plan.PlanHash
-}
-
 // report tells the gate u.
-func (w *worker) report(ctx context.Context, u Unreported) error {
+func (w *worker) report(ctx context.Context, u state.Unreported) error {
 	switch u.Kind {
 	case reportSuperseded:
 		return w.gate.Superseded(ctx, u.Proposal, u.By)
 	case reportCompleted:
 		if u.Outcome == nil {
-			return fmt.Errorf("reporting the outcome of plan %s: no outcome kept", u.planHash())
+			return fmt.Errorf("reporting the outcome of plan %s: no outcome kept", u.PlanHash())
 		}
 		return w.gate.Completed(ctx, u.Proposal, *u.Outcome)
 	}
-	return fmt.Errorf("reporting plan %s: unknown kind %q", u.planHash(), u.Kind)
+	return fmt.Errorf("reporting plan %s: unknown kind %q", u.PlanHash(), u.Kind)
 }
 
 // owe keeps u, which the gate refused with err, for later passes; it
 // replaces an outcome of the same plan kept before.
-func (w *worker) owe(ctx context.Context, u Unreported, cause error) {
+func (w *worker) owe(ctx context.Context, u state.Unreported, cause error) {
 	u.ID, u.Attempts, u.LastError = handoverID(), 1, cause.Error()
 	// Kept even when the worker is stopping (the gate's call may have failed for that): the next leader
 	// reports it.
@@ -90,12 +69,12 @@ func (w *worker) owe(ctx context.Context, u Unreported, cause error) {
 		cp.Apply = &ap
 		u.Outcome = &cp
 	}
-	var dropped []Unreported
+	var dropped []state.Unreported
 	var left int
-	err := w.store.Update(ctx, w.env, func(st *EnvState) {
-		q := make([]Unreported, 0, len(st.Unreported)+1)
+	err := w.store.Update(ctx, w.env, func(st *state.EnvState) {
+		q := make([]state.Unreported, 0, len(st.Unreported)+1)
 		for _, o := range st.Unreported {
-			if o.planHash() != u.planHash() {
+			if o.PlanHash() != u.PlanHash() {
 				q = append(q, o)
 			}
 		}
@@ -108,17 +87,17 @@ func (w *worker) owe(ctx context.Context, u Unreported, cause error) {
 	})
 	if err != nil {
 		w.metrics.fail(w.env, "state")
-		w.log.Error(err, "keeping an outcome the gate refused; it is lost", "environment", w.env, "planHash", u.planHash(), "kind", u.Kind)
+		w.log.Error(err, "keeping an outcome the gate refused; it is lost", "environment", w.env, "planHash", u.PlanHash(), "kind", u.Kind)
 		return
 	}
 	for _, d := range dropped {
 		w.metrics.reportDropped(w.env)
 		w.log.Error(nil, "dropping an unreported outcome: more than "+fmt.Sprint(maxUnreported)+" wait", "environment", w.env,
-			"planHash", d.planHash(), "kind", d.Kind, "lastError", d.LastError)
+			"planHash", d.PlanHash(), "kind", d.Kind, "lastError", d.LastError)
 	}
 	w.metrics.setUnreported(w.env, left)
 	w.scheduleReport(1)
-	w.log.Info("outcome kept to report again", "environment", w.env, "planHash", u.planHash(), "kind", u.Kind, "in", w.reportAt.Sub(w.now()))
+	w.log.Info("outcome kept to report again", "environment", w.env, "planHash", u.PlanHash(), "kind", u.Kind, "in", w.reportAt.Sub(w.now()))
 }
 
 // scheduleReport sets when the next report of what is owed is made, after
@@ -137,7 +116,7 @@ func (w *worker) scheduleReport(attempts int) {
 // noteUnreported, called by each pass with the state it read, makes the
 // worker report soon what another process (a leader before a restart) left
 // unreported.
-func (w *worker) noteUnreported(st *EnvState) {
+func (w *worker) noteUnreported(st *state.EnvState) {
 	w.metrics.setUnreported(w.env, len(st.Unreported))
 	switch {
 	case len(st.Unreported) == 0:
@@ -164,7 +143,7 @@ func (w *worker) reportOwed(ctx context.Context) {
 		return
 	}
 	type result struct {
-		u   Unreported
+		u   state.Unreported
 		err error
 	}
 	var results []result
@@ -188,11 +167,11 @@ func (w *worker) reportOwed(ctx context.Context) {
 			break
 		}
 	}
-	var given []Unreported
-	var left []Unreported
-	err = w.store.Update(ctx, w.env, func(st *EnvState) {
+	var given []state.Unreported
+	var left []state.Unreported
+	err = w.store.Update(ctx, w.env, func(st *state.EnvState) {
 		given, left = nil, nil
-		var refused []Unreported // go to the back: one GitHub keeps refusing does not hold up the others
+		var refused []state.Unreported // go to the back: one GitHub keeps refusing does not hold up the others
 		for _, o := range st.Unreported {
 			keep, back := true, false
 			for _, r := range results {
@@ -229,13 +208,13 @@ func (w *worker) reportOwed(ctx context.Context) {
 	}
 	for _, r := range results {
 		if r.err == nil {
-			w.log.Info("outcome reported after all", "environment", w.env, "planHash", r.u.planHash(), "kind", r.u.Kind,
+			w.log.Info("outcome reported after all", "environment", w.env, "planHash", r.u.PlanHash(), "kind", r.u.Kind,
 				"attempts", r.u.Attempts+1)
 		}
 	}
 	for _, g := range given {
 		w.metrics.reportDropped(w.env)
-		w.log.Error(nil, "giving up an unreported outcome", "environment", w.env, "planHash", g.planHash(), "kind", g.Kind,
+		w.log.Error(nil, "giving up an unreported outcome", "environment", w.env, "planHash", g.PlanHash(), "kind", g.Kind,
 			"attempts", g.Attempts, "lastError", g.LastError)
 	}
 	w.metrics.setUnreported(w.env, len(left))
@@ -249,11 +228,11 @@ func (w *worker) reportOwed(ctx context.Context) {
 }
 
 // unreportedOutcome is the Unreported of a Completed the gate refused.
-func unreportedOutcome(prop approval.Proposal, out approval.Outcome) Unreported {
-	return Unreported{Kind: reportCompleted, Proposal: prop, Outcome: &out}
+func unreportedOutcome(prop approval.Proposal, out approval.Outcome) state.Unreported {
+	return state.Unreported{Kind: reportCompleted, Proposal: prop, Outcome: &out}
 }
 
 // unreportedSuperseded is the Unreported of a Superseded the gate refused.
-func unreportedSuperseded(prop approval.Proposal, by string) Unreported {
-	return Unreported{Kind: reportSuperseded, Proposal: prop, By: by}
+func unreportedSuperseded(prop approval.Proposal, by string) state.Unreported {
+	return state.Unreported{Kind: reportSuperseded, Proposal: prop, By: by}
 }

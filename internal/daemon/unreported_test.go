@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -79,9 +80,9 @@ func TestUnreportedBounded(t *testing.T) {
 	}
 	var kept []string
 	for _, u := range st.Unreported {
-		kept = append(kept, u.Kind+" "+u.planHash())
+		kept = append(kept, u.Kind+" "+u.PlanHash())
 		if u.Kind == reportCompleted && u.Outcome.Apply.Plan != nil {
-			t.Errorf("the plan of %s is kept twice (in the outcome's apply too)", u.planHash())
+			t.Errorf("the plan of %s is kept twice (in the outcome's apply too)", u.PlanHash())
 		}
 	}
 	want := []string{"completed sha256:02", "completed sha256:03", "completed sha256:04", "completed sha256:05",
@@ -91,7 +92,7 @@ func TestUnreportedBounded(t *testing.T) {
 	}
 
 	// One has failed all but its last attempt: the next refusal gives it up.
-	if err := d.store.Update(ctx, "prod", func(st *EnvState) { st.Unreported[0].Attempts = maxReportAttempts - 1 }); err != nil {
+	if err := d.store.Update(ctx, "prod", func(st *state.EnvState) { st.Unreported[0].Attempts = maxReportAttempts - 1 }); err != nil {
 		t.Fatal(err)
 	}
 	w.reportAt = w.now()
@@ -104,7 +105,7 @@ func TestUnreportedBounded(t *testing.T) {
 	w.reportAt = w.now()
 	w.reportOwed(ctx)
 	st, err = d.store.Load(ctx, "prod")
-	if err != nil || len(st.Unreported) != maxUnreported-1 || st.Unreported[len(st.Unreported)-1].planHash() != "sha256:03" ||
+	if err != nil || len(st.Unreported) != maxUnreported-1 || st.Unreported[len(st.Unreported)-1].PlanHash() != "sha256:03" ||
 		st.Unreported[len(st.Unreported)-1].Attempts != 2 || st.Unreported[len(st.Unreported)-1].LastError != "502 Bad Gateway" {
 		t.Fatalf("after a second refused report: %+v, %v; want sha256:03 last, tried twice", st.Unreported, err)
 	}

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/stagehand-gitops/stagehand/internal/state"
 )
 
 // A push webhook may reach any replica, but only the leader polls the
@@ -58,15 +60,15 @@ func (d *Daemon) wakeLeader(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("encoding wake-up: %w", err)
 	}
-	cms := d.store.client.CoreV1().ConfigMaps(d.store.namespace)
+	cms := d.store.Client().CoreV1().ConfigMaps(d.store.Namespace())
 	for range 2 {
 		_, err = cms.Patch(ctx, WakeConfigMapName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "stagehand"})
 		if !apierrors.IsNotFound(err) {
 			break
 		}
 		_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-			Name: WakeConfigMapName, Namespace: d.store.namespace,
-			Labels:      map[string]string{labelManagedBy: "stagehand", labelComponent: "wake"},
+			Name: WakeConfigMapName, Namespace: d.store.Namespace(),
+			Labels:      map[string]string{state.LabelManagedBy: "stagehand", state.LabelComponent: "wake"},
 			Annotations: map[string]string{annoWake: value},
 		}}, metav1.CreateOptions{FieldManager: "stagehand"})
 		if !apierrors.IsAlreadyExists(err) {
@@ -74,7 +76,7 @@ func (d *Daemon) wakeLeader(ctx context.Context) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("waking the leader through configmap %s/%s: %w", d.store.namespace, WakeConfigMapName, err)
+		return fmt.Errorf("waking the leader through configmap %s/%s: %w", d.store.Namespace(), WakeConfigMapName, err)
 	}
 	return nil
 }
@@ -83,7 +85,7 @@ func (d *Daemon) wakeLeader(ctx context.Context) error {
 // ConfigMap triggers a poll. When the watch has to be listed again (it
 // expired or failed), a wake-up may have been missed, so it polls then too.
 func (d *Daemon) watchWake(ctx context.Context) {
-	cms := d.store.client.CoreV1().ConfigMaps(d.store.namespace)
+	cms := d.store.Client().CoreV1().ConfigMaps(d.store.Namespace())
 	sel := fields.OneTermEqualSelector("metadata.name", WakeConfigMapName).String()
 	rv, listed := "", false
 	for ctx.Err() == nil {

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
@@ -56,7 +57,7 @@ func TestPushToStandby(t *testing.T) {
 	if v := cm.Annotations[annoWake]; !strings.HasSuffix(v, " "+standby.d.o.identity) {
 		t.Errorf("%s = %q, want a time and the standby's identity %q", annoWake, v, standby.d.o.identity)
 	}
-	if len(cm.Data) != 0 || cm.Labels[labelManagedBy] != "stagehand" {
+	if len(cm.Data) != 0 || cm.Labels[state.LabelManagedBy] != "stagehand" {
 		t.Errorf("wake configmap: data %v, labels %v; want no data, managed by stagehand", cm.Data, cm.Labels)
 	}
 	if len(leader.history(t, "devel")) != 4 || standby.d.Leading() {

@@ -14,6 +14,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
@@ -25,7 +26,7 @@ import (
 type workerDeps struct {
 	env string
 	// store keeps the pending plan, the apply in flight, the history and the status.
-	store *Store
+	store *state.Store
 	// gate is told about every plan (Auto replaces it to decide for
 	// skipConfirmation environments, but it still hears Superseded and Completed).
 	gate approval.Gate
@@ -41,7 +42,7 @@ type workerDeps struct {
 	resolve func(context.Context, gitsource.Snapshot) (*manifest.Environment, error)
 	// notes says what a proposal shows beside its plan (a rollback's hold
 	// and pin, see pin.go); nil: nothing.
-	notes func(context.Context, *EnvState) []string
+	notes func(context.Context, *state.EnvState) []string
 	// snapshot is the newest snapshot the leader has seen; poll asks the
 	// remote for the newest now (and hands a new one to every worker).
 	snapshot func() (gitsource.Snapshot, bool)
@@ -234,7 +235,7 @@ func (w *worker) pass(ctx context.Context) error {
 
 // plan resolves and plans env at s and records the status; st is the
 // state read at the start of the pass (its history says what was applied).
-func (w *worker) plan(ctx context.Context, s gitsource.Snapshot, st *EnvState) (*manifest.Environment, *reconcile.Plan, error) {
+func (w *worker) plan(ctx context.Context, s gitsource.Snapshot, st *state.EnvState) (*manifest.Environment, *reconcile.Plan, error) {
 	envM, err := w.resolve(ctx, s)
 	if err != nil {
 		w.metrics.fail(w.env, "resolve")
@@ -261,7 +262,7 @@ func (w *worker) request(s gitsource.Snapshot, envM *manifest.Environment) recon
 // the steps it calls keep it in step with what they write (the pending plan,
 // the in-flight record, the sequence run), so that the run is decided from
 // it without reading the state again before the first patch.
-func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, plan *reconcile.Plan, st *EnvState) error {
+func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, plan *reconcile.Plan, st *state.EnvState) error {
 	log := w.log.WithValues("environment", w.env, "revision", short(s.Revision))
 	if w.holdRelease(ctx, s, envM, plan, st) {
 		return nil // waiting for the release approval
@@ -418,7 +419,7 @@ func proposalKey(p approval.Proposal) string { return p.Revision + " " + p.Plan.
 
 // supersede withdraws st's pending plan (if any): by is the revision that
 // replaces it. st is the pass's state, kept in step.
-func (w *worker) supersede(ctx context.Context, st *EnvState, by string) {
+func (w *worker) supersede(ctx context.Context, st *state.EnvState, by string) {
 	pending := st.Pending
 	if pending == nil || pending.Release {
 		// A release approval ends by a decision or a newer revision
@@ -431,7 +432,7 @@ func (w *worker) supersede(ctx context.Context, st *EnvState, by string) {
 		w.metrics.fail(w.env, "state")
 		w.log.Error(perr, "decoding the superseded plan", "environment", w.env, "planHash", pending.PlanHash)
 	}
-	if err := w.store.Update(ctx, w.env, func(st *EnvState) {
+	if err := w.store.Update(ctx, w.env, func(st *state.EnvState) {
 		if st.Pending != nil && st.Pending.PlanHash == pending.PlanHash {
 			st.Pending = nil
 		}
@@ -526,7 +527,7 @@ func rejected(history []approval.Entry, revision, planHash string) bool {
 // plan is empty now, and without this the approval, its approvers and its
 // changes would leave no history entry and no completed check run. Its
 // rollouts were not watched to the end, and the entry says so.
-func (w *worker) recordLanded(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, st *EnvState) {
+func (w *worker) recordLanded(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, st *state.EnvState) {
 	f := st.InFlight
 	if f == nil || f.Revision != s.Revision || slices.ContainsFunc(st.History, func(e approval.Entry) bool { return e.PlanHash == f.PlanHash }) {
 		return

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
@@ -31,7 +32,7 @@ func TestFlowOutcomeReportedAfterAnOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.waitImage("1.0.1")
-	unreported := func() []daemon.Unreported {
+	unreported := func() []state.Unreported {
 		st, err := f.d.Store().Load(ctx, "prod")
 		if err != nil {
 			t.Fatal(err)

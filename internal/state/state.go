@@ -1,4 +1,4 @@
-package daemon
+package state
 
 import (
 	"context"
@@ -36,8 +36,10 @@ const (
 	keyFailed     = "failed.json"
 	keyPin        = "pin.json"
 
-	labelManagedBy   = "app.kubernetes.io/managed-by"
-	labelComponent   = "app.kubernetes.io/component"
+	// LabelManagedBy and LabelComponent mark what Stagehand keeps in the
+	// cluster (state ConfigMaps and their parts, Leases, wake-ups).
+	LabelManagedBy   = "app.kubernetes.io/managed-by"
+	LabelComponent   = "app.kubernetes.io/component"
 	labelEnvironment = "stagehand.io/environment"
 	annoEnvironment  = "stagehand.io/environment"
 
@@ -90,9 +92,9 @@ type EnvState struct {
 	Failed *approval.RolledBack `json:"failed,omitempty"`
 }
 
-// record adds e to the front of the history, numbered after the last entry
+// Record adds e to the front of the history, numbered after the last entry
 // ever recorded, keeping at most limit entries; it returns e's ID.
-func (st *EnvState) record(e approval.Entry, limit int) int64 {
+func (st *EnvState) Record(e approval.Entry, limit int) int64 {
 	if len(st.History) > 0 && st.History[0].ID > st.LastID {
 		st.LastID = st.History[0].ID
 	}
@@ -124,15 +126,49 @@ type Store struct {
 // DefaultHistoryLimit is how many history entries each environment keeps.
 const DefaultHistoryLimit = 100
 
+// Option changes a Store from its defaults.
+type Option func(*Store)
+
+// WithHistoryLimit keeps at most n history entries per environment
+// (DefaultHistoryLimit by default).
+func WithHistoryLimit(n int) Option { return func(s *Store) { s.maxHistory = n } }
+
+// WithMaxBytes keeps each state ConfigMap (and each of its parts) within n
+// bytes of data and binaryData, well under the API server's 1 MiB by default.
+func WithMaxBytes(n int) Option { return func(s *Store) { s.maxBytes = n } }
+
+// WithOrphanAge is how old, by the API server's clock, a part no index names
+// must be before a write deletes it (ten minutes by default).
+func WithOrphanAge(d time.Duration) Option { return func(s *Store) { s.orphanAge = d } }
+
 // NewStore returns a Store writing ConfigMaps into namespace.
-func NewStore(client kubernetes.Interface, namespace string) *Store {
+func NewStore(client kubernetes.Interface, namespace string, opts ...Option) *Store {
 	s := &Store{client: client, namespace: namespace, maxHistory: DefaultHistoryLimit, maxBytes: maxStateBytes, orphanAge: orphanPartAge}
+	for _, o := range opts {
+		o(s)
+	}
 	s.parts = &partSource{get: s.getPart}
 	return s
 }
 
 // Namespace is where the Store keeps its ConfigMaps.
 func (s *Store) Namespace() string { return s.namespace }
+
+// Client is the client the Store reads and writes with; what else the
+// daemon keeps beside the state (Leases, the wake-up ConfigMap) shares it.
+func (s *Store) Client() kubernetes.Interface { return s.client }
+
+// HistoryLimit is how many history entries each environment keeps.
+func (s *Store) HistoryLimit() int { return s.maxHistory }
+
+// Check asks the API server for one ConfigMap of the Store's namespace: an
+// error says the state cannot be read.
+func (s *Store) Check(ctx context.Context) error {
+	if _, err := s.client.CoreV1().ConfigMaps(s.namespace).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		return fmt.Errorf("listing configmaps in namespace %s: %w", s.namespace, err)
+	}
+	return nil
+}
 
 var invalidNameChars = regexp.MustCompile(`[^a-z0-9-]+`)
 
@@ -210,7 +246,7 @@ func (s *Store) SetStatus(ctx context.Context, env string, status json.RawMessag
 func (s *Store) Record(ctx context.Context, env string, e approval.Entry) (int64, error) {
 	var id int64
 	err := s.Update(ctx, env, func(st *EnvState) {
-		id = st.record(e, s.maxHistory)
+		id = st.Record(e, s.maxHistory)
 		if st.InFlight != nil && st.InFlight.PlanHash == e.PlanHash {
 			st.InFlight = nil
 		}
@@ -300,8 +336,8 @@ func newStateConfigMap(name, namespace, env string) *corev1.ConfigMap {
 		Name:      name,
 		Namespace: namespace,
 		Labels: map[string]string{
-			labelManagedBy:   "stagehand",
-			labelComponent:   "state",
+			LabelManagedBy:   "stagehand",
+			LabelComponent:   "state",
 			labelEnvironment: labelValue(env),
 		},
 		Annotations: map[string]string{annoEnvironment: env},

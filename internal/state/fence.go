@@ -1,4 +1,4 @@
-package daemon
+package state
 
 import (
 	"context"
@@ -37,8 +37,8 @@ type fence struct {
 	lost  func()
 }
 
-// fenceToken is the token of identity's term: leaseTransitions term.
-func fenceToken(term int32, identity string) string {
+// FenceToken is the token of identity's term: leaseTransitions term.
+func FenceToken(term int32, identity string) string {
 	return strconv.FormatInt(int64(term), 10) + "/" + identity
 }
 
@@ -129,8 +129,8 @@ func (s *Store) Claim(ctx context.Context, env, token string) (int64, error) {
 	return prev, nil
 }
 
-// fencedTerm returns the term env's state was last claimed by (-1 for none).
-func (s *Store) fencedTerm(ctx context.Context, env string) (int64, error) {
+// FencedTerm returns the term env's state was last claimed by (-1 for none).
+func (s *Store) FencedTerm(ctx context.Context, env string) (int64, error) {
 	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, ConfigMapName(env), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return -1, nil

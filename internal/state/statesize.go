@@ -1,4 +1,4 @@
-package daemon
+package state
 
 import (
 	"bytes"
@@ -355,8 +355,8 @@ func splitParts(name, key string, z []byte, budget int) (partIndex, []*corev1.Co
 		idx.Parts = append(idx.Parts, pn)
 		parts = append(parts, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: pn, Labels: map[string]string{
-				labelManagedBy: "stagehand",
-				labelComponent: componentPart,
+				LabelManagedBy: "stagehand",
+				LabelComponent: componentPart,
 				labelStateOf:   name,
 			}},
 			BinaryData: map[string][]byte{"part": part},

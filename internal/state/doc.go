@@ -1,0 +1,19 @@
+// Package state keeps what the reconciler must not forget about an
+// environment (its pending plan, the apply in flight, decisions handed to
+// the leader, outcomes still to report, the delivery sequence's run, a
+// rollback under way, the history and the last observed status) in a
+// ConfigMap named stagehand-state-<env>, so that it survives restarts and
+// every replica reads the same.
+//
+// A Store reads and writes those ConfigMaps. Each value is kept within the
+// API server's 1 MiB limit as plain JSON, gzip, or gzip split across part
+// ConfigMaps with an index (statesize.go), trimming the history, then the
+// status' layout and detail, before anything an approval binds to; the
+// history keeps each distinct service, file and layout of its resolved
+// manifests once (historypack.go). With a Lease per environment, a Store
+// Fenced by its holder's term refuses to write over a state a later term
+// has claimed (fence.go).
+//
+// What goes into the records is the daemon's (internal/daemon); this
+// package knows only how they are kept.
+package state
