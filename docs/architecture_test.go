@@ -39,6 +39,7 @@ var layering = []struct {
 	{"internal/clock", []string{"internal/"}, "where time comes from sits below every component"},
 	{"internal/ghapp", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/config", "internal/approval", "internal/ui", "internal/notify"}, "the App's tokens sit below both their users, the GitHub client and the git source's builder"},
 	{"internal/auth", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/approval"}, "who is calling is decided below the API; the approver policy comes in as an interface"},
+	{"internal/state", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify", "internal/testenv", "internal/gitserver", "internal/githubtest"}, "the state store keeps the daemon's records and knows no component; its tests start nothing"},
 	{"internal/testenv", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "pkg/"}, "test servers stand under everything"},
 }
 
@@ -68,6 +69,45 @@ func TestImportLayering(t *testing.T) {
 	sort.Strings(bad)
 	if len(bad) > 0 {
 		t.Errorf("imports against ARCHITECTURE.md's layering:\n%s", strings.Join(bad, "\n"))
+	}
+}
+
+// pureRooms are the packages whose tests start nothing: `go test` of them on
+// a fresh clone builds and starts no control plane or other test server.
+var pureRooms = []string{"internal/state"}
+
+// testServers are the packages that start a server for tests.
+var testServers = []string{"internal/testenv", "internal/gitserver", "internal/githubtest", "internal/registrytest", "internal/promtest", "internal/oidctest"}
+
+// TestPureRoomsStartNothing: no file of a pure room, its tests included,
+// imports a test server.
+func TestPureRoomsStartNothing(t *testing.T) {
+	fset := token.NewFileSet()
+	for _, room := range pureRooms {
+		files, err := filepath.Glob(filepath.Join("..", room, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(files) == 0 {
+			t.Errorf("%s holds no Go file", room)
+		}
+		for _, path := range files {
+			f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range f.Imports {
+				p, err := strconv.Unquote(imp.Path.Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, server := range testServers {
+					if matches(strings.TrimPrefix(p, module), server) {
+						t.Errorf("%s imports %s: %s's tests must start nothing (the Store's tests on a real API server belong to internal/daemon)", filepath.ToSlash(path), p, room)
+					}
+				}
+			}
+		}
 	}
 }
 
