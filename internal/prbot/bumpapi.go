@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-github/v60/github"
-
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
@@ -322,10 +320,6 @@ func (a *BumpAPI) authorize(ctx context.Context, c *Caller, body *BumpBody) (Bum
 		return req, refuse(http.StatusForbidden, "ClaimRefused", "environment %q: %v", req.Env, err)
 	}
 	owned, allowNew, conv := ownedFiles(pl, c.Repository)
-	i := slices.Index(owned, req.File)
-	if i < 0 {
-		i = slices.IndexFunc(owned, func(f string) bool { return strings.EqualFold(f, req.File) })
-	}
 	switch {
 	case req.File == "" && len(owned) == 1:
 		req.File = owned[0]
@@ -333,42 +327,37 @@ func (a *BumpAPI) authorize(ctx context.Context, c *Caller, body *BumpBody) (Bum
 		return req, refuse(http.StatusForbidden, "NotOwner", "repository %s owns no file: %s's owners give its name's file to other repositories", c.Repository, pl.File)
 	case req.File == "":
 		return req, refuse(http.StatusBadRequest, "BadRequest", "repository %s owns %s: name one in file", c.Repository, strings.Join(owned, ", "))
-	case i < 0:
-		return req, refuse(http.StatusForbidden, "NotOwner", "repository %s may bump only %s, not %s", c.Repository, orNothing(owned), req.File)
-	case owned[i] != conv:
-		// A file owners lists is the file of that spelling.
-		req.File = owned[i]
+	case !slices.Contains(owned, req.File):
+		// Exact: a file owners lists, or the one named after the
+		// repository, spelled as they are (case included).
+		return req, refuse(http.StatusForbidden, "NotOwner", "repository %s may bump only %s, not %s (file names are matched exactly)", c.Repository, orNothing(owned), req.File)
 	}
-	// The file named after the repository is matched without regard to
-	// case (GitHub's and GitLab's names are case-insensitive): the
-	// request's spelling, else the one file of that name in any case.
-	conventional := conv != "" && strings.EqualFold(req.File, conv)
-	err = a.defined(ctx, &req, allowNew[req.File], conventional)
+	// Resolved once: the rules of a file owned by name and the file's
+	// existence are judged on the same commit.
+	ref, err := a.bot.headRef(ctx, a.bot.base)
+	if err != nil {
+		return req, err
+	}
+	if ref == "" {
+		return req, fmt.Errorf("bumping: base branch %s does not exist", a.bot.base)
+	}
+	if req.File == conv {
+		if err := a.byName(ctx, pl, req, c.Repository, ref); err != nil {
+			return req, err
+		}
+	}
+	err = a.defined(ctx, &req, ref, allowNew[req.File])
 	return req, err
 }
 
-// defined checks that the file exists on the base branch and, unless the
-// owners mapping allows adding, already defines the service and container.
-// A conventional file missing in req's spelling is looked up in any case
-// (req.File is then the file's spelling).
-func (a *BumpAPI) defined(ctx context.Context, req *BumpRequest, allowNew, conventional bool) error {
+// defined checks that the file exists at ref (the base branch's head) and,
+// unless the owners mapping allows adding, already defines the service and
+// container.
+func (a *BumpAPI) defined(ctx context.Context, req *BumpRequest, ref string, allowNew bool) error {
 	file := a.bot.path(path.Join("environments", req.Env, req.File))
-	data, _, err := a.bot.file(ctx, file, a.bot.base)
+	data, _, err := a.bot.file(ctx, file, ref)
 	if err != nil {
 		return err
-	}
-	if data == nil && conventional {
-		name, err := a.foldedFile(ctx, req.Env, req.File)
-		if err != nil {
-			return err
-		}
-		if name != "" {
-			req.File = name
-			file = a.bot.path(path.Join("environments", req.Env, req.File))
-			if data, _, err = a.bot.file(ctx, file, a.bot.base); err != nil {
-				return err
-			}
-		}
 	}
 	if data == nil {
 		return refuse(http.StatusNotFound, "NoFile", "%s does not exist on %s; create it (and include it from environments/%s/manifest.json) first", file, a.bot.base, req.Env)
@@ -388,42 +377,16 @@ func (a *BumpAPI) defined(ctx context.Context, req *BumpRequest, allowNew, conve
 	return nil
 }
 
-// foldedFile is the name of the one file in env's directory on the base
-// branch spelled like name but for case ("" when there is none); several
-// are a conflict the caller settles by naming one.
-func (a *BumpAPI) foldedFile(ctx context.Context, env, name string) (string, error) {
-	dir := a.bot.path(path.Join("environments", env))
-	_, entries, _, err := a.bot.gh.Repositories.GetContents(ctx, a.bot.owner, a.bot.repo, dir, &github.RepositoryContentGetOptions{Ref: a.bot.base})
-	if isStatus(err, http.StatusNotFound) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("listing %s at %s: %w", dir, a.bot.base, err)
-	}
-	var found []string
-	for _, e := range entries {
-		if e.GetType() == "file" && strings.EqualFold(e.GetName(), name) {
-			found = append(found, e.GetName())
-		}
-	}
-	switch len(found) {
-	case 0:
-		return "", nil
-	case 1:
-		return found[0], nil
-	}
-	slices.Sort(found)
-	return "", refuse(http.StatusConflict, "Conflict", "%s holds %s, each named like %s but for case: name one in file", dir, strings.Join(found, ", "), name)
-}
-
 // ownedFiles lists the files repo may bump: those pipeline.yaml's owners
-// give it, and the file named after it (conv, "" when it is not owned)
-// unless owners lists that name in any case. allowNew says which of them
-// may get new services.
+// give it, and the file named after it (conv, see conventionalFile; "" when
+// it is not owned) unless owners lists that name in any case. allowNew says
+// which of them may get new services. Repositories are compared without
+// case (GitHub's and GitLab's names are case-insensitive); file names are
+// not.
 func ownedFiles(pl *promote.Pipeline, repo string) (owned []string, allowNew map[string]bool, conv string) {
 	allowNew = map[string]bool{}
-	listed := false
-	name := manifest.Owner(repo) + ".json"
+	name := conventionalFile(repo)
+	listed := name == ""
 	for file, o := range pl.Owners {
 		listed = listed || strings.EqualFold(file, name)
 		if slices.ContainsFunc(o.Repositories, func(r string) bool { return strings.EqualFold(r, repo) }) {

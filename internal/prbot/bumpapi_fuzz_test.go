@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -23,6 +24,14 @@ func FuzzBumpBody(f *testing.F) {
 	f.Add([]byte(`{"environment":"devel","service":"checkout-api","tag":"1.6.0 ; rm"}`))
 	f.Add([]byte(`{"environment":"devel","service":"checkout-api","tag":"1.6.0","force":true}`))
 	f.Add([]byte(`{"environment":"devel","service":"checkout-api","tag":"1.6.0"}{}`))
+	// Ownership by name (#26): the root manifest, a file owners gives to
+	// others, the caller's own file in other cases.
+	f.Add([]byte(`{"environment":"devel","service":"checkout-api","file":"manifest.json","tag":"1.6.0"}`))
+	f.Add([]byte(`{"environment":"devel","service":"nightly-report","file":"shared-jobs.json","tag":"1.6.0"}`))
+	f.Add([]byte(`{"environment":"devel","service":"checkout-api","file":"Checkout-API.json","tag":"1.6.0"}`))
+	f.Add([]byte(`{"environment":"devel","service":"checkout-api","file":"checkout-api.JSON","tag":"1.6.0"}`))
+	f.Add([]byte(`{"environment":"devel","service":"checkout-api","file":"checkout-api.json.json","tag":"1.6.0"}`))
+	f.Add([]byte(`{"environment":"staging","service":"checkout-api","file":"checkout-api.json","tag":"1.6.0"}`))
 	f.Add([]byte(`[` + strings.Repeat("[", 200)))
 	f.Add([]byte(`{"environment":"devel","service":"checkout-api","tag":"` + strings.Repeat("1", 70<<10) + `"}`))
 	e := newBumpEnv(f)
@@ -79,4 +88,61 @@ func TestBumpAPIRefusesABadImageBeforeWriting(t *testing.T) {
 	if n := e.f.sent.count("POST", `/git/refs$`); n != 0 {
 		t.Errorf("%d branches created for refused bumps", n)
 	}
+}
+
+// FuzzBumpRepository bumps with a genuine token whose repository claim,
+// environment, file and service are arbitrary, over keylessFiles: a bump
+// happens only to a file owners gives the repository, or to the file
+// spelled exactly like its name that is no root manifest, no file included
+// from more than one place, and deployed only where nobody approves
+// (devel).
+func FuzzBumpRepository(f *testing.F) {
+	for _, seed := range [][4]string{
+		{"acme/checkout-api", "devel", "", "checkout-api"},
+		{"acme/manifest", "devel", "", "hotfix"},
+		{"acme/manifest", "devel", "manifest.json", "hotfix"},
+		{"acme/Manifest", "devel", "", "hotfix"},
+		{"acme/MANIFEST", "devel", "manifest.json", "hotfix"},
+		{"acme/manifest.json", "devel", "manifest.json", "hotfix"},
+		{"acme/./manifest", "devel", "", "hotfix"},
+		{"acme/m\u0430nifest", "devel", "", "hotfix"},
+		{"acme/\uff4danifest", "devel", "", "hotfix"},
+		{"acme/manifest/", "devel", "", "hotfix"},
+		{"acme/common", "devel", "", "nightly"},
+		{"acme/Common", "devel", "common.json", "nightly"},
+		{"acme/lib", "devel", "", "lib"},
+		{"acme/staging-only", "devel", "", "staging-only"},
+		{"acme/search", "staging", "", "search"},
+		{"acme/search", "qa", "", "search"},
+		{"acme/ledger", "staging", "", "ledger"},
+		{"acme/ledger", "staging", "Ledger.json", "ledger"},
+		{"acme/checkout-api", "staging", "checkout-api.json", "checkout-api"},
+	} {
+		f.Add(seed[0], seed[1], seed[2], seed[3])
+	}
+	e := newBumpEnvWith(f, keylessFiles())
+	f.Fuzz(func(t *testing.T, repo, env, file, service string) {
+		body := BumpBody{Environment: env, File: file, Service: service, Tag: "1.2.3"}
+		code, out := e.post(t, e.gh.Sign(t, nil, e.github(repo)), body)
+		switch code {
+		case http.StatusOK:
+			var res BumpResult
+			if err := json.Unmarshal(out, &res); err != nil {
+				t.Fatalf("200 is no result: %s", out)
+			}
+			owners := strings.EqualFold(repo, "acme/ledger") && env == "staging" && res.File == "environments/staging/ledger.json"
+			byName := env == "devel" && res.File == "environments/devel/"+conventionalFile(repo) &&
+				!slices.Contains([]string{"manifest.json", "common.json", "lib.json", "staging-only.json"}, conventionalFile(repo))
+			if !owners && !byName {
+				t.Fatalf("repository %q bumped %s in %q (asked for %q)", repo, res.File, env, file)
+			}
+		case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusConflict:
+			var refusal BumpError
+			if err := json.Unmarshal(out, &refusal); err != nil || refusal.Error == "" || refusal.Reason == "" {
+				t.Fatalf("%d is not a refusal naming its reason: %s", code, out)
+			}
+		default:
+			t.Fatalf("status %d for repository %q, %+v: %s", code, repo, body, out)
+		}
+	})
 }

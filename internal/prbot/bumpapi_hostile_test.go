@@ -58,7 +58,15 @@ func TestBumpAPIOwnershipAttacks(t *testing.T) {
 		{"a GitLab project of the same name in another subgroup than owners names", gl("acme-group/other-team/search"),
 			BumpBody{Environment: "devel", Service: "search", Tag: "9.9.9"}, 403, "NotOwner", "repository acme-group/other-team/search owns no file"},
 		{"a file named like the repository in two cases", gh("acme/billing"),
-			BumpBody{Environment: "devel", Service: "billing", Tag: "1.1.0"}, 409, "Conflict", "environments/devel holds BILLING.json, Billing.json, each named like billing.json but for case: name one in file"},
+			BumpBody{Environment: "devel", Service: "billing", Tag: "1.1.0"}, 403, "NotOwner", "repository acme/billing may not bump environments/devel/BILLING.json, environments/devel/Billing.json: a repository owns by its name only the file spelled exactly like it, case included"},
+		{"one of two files named like the repository but for case, named", gh("acme/billing"),
+			BumpBody{Environment: "devel", File: "Billing.json", Service: "billing", Tag: "1.1.0"}, 403, "NotOwner", "repository acme/billing may bump only billing.json, not Billing.json (file names are matched exactly)"},
+		{"the repository in another case, the file in the file's case", gh("Acme/Checkout-API"),
+			BumpBody{Environment: "devel", File: "checkout-api.json", Service: "checkout-api", Tag: "1.6.0"}, 403, "NotOwner", "may bump only Checkout-API.json, not checkout-api.json (file names are matched exactly)"},
+		{"the repository in another case, no file", gh("Acme/Checkout-API"),
+			BumpBody{Environment: "devel", Service: "checkout-api", Tag: "1.6.1"}, 403, "NotOwner", "repository Acme/Checkout-API may not bump environments/devel/checkout-api.json: a repository owns by its name only the file spelled exactly like it, case included (environments/devel/Checkout-API.json does not exist)"},
+		{"the file in another case than the repository's", gh("acme/checkout-api"),
+			BumpBody{Environment: "devel", File: "CHECKOUT-API.json", Service: "checkout-api", Tag: "1.6.2"}, 403, "NotOwner", "may bump only checkout-api.json, not CHECKOUT-API.json"},
 		{"a GitLab project of the same name, the file named in another case", gl("acme-group/other-team/search"),
 			BumpBody{Environment: "devel", File: "Search.json", Service: "search", Tag: "9.9.9"}, 403, "NotOwner", "may bump only nothing, not Search.json"},
 	}
@@ -89,23 +97,16 @@ func TestBumpAPIOwnershipAttacks(t *testing.T) {
 		}
 	}
 
-	// What the same names may do: the repository in another case bumps the
-	// file named after it (names are case-insensitive on GitHub), the
-	// project owners names bumps search.json, and a project whose name
-	// no owners entry lists owns its name's file in any subgroup.
+	// What the same names may do: the project owners names bumps
+	// search.json, and a project whose name no owners entry lists owns its
+	// name's file in any subgroup.
 	for _, ok := range []struct {
 		name, token string
 		body        BumpBody
 		file        string
 	}{
-		{"the repository in another case, the file in the file's case", gh("Acme/Checkout-API"),
-			BumpBody{Environment: "devel", File: "checkout-api.json", Service: "checkout-api", Tag: "1.6.0"}, "environments/devel/checkout-api.json"},
-		{"the repository in another case, no file: the file in any case", gh("Acme/Checkout-API"),
-			BumpBody{Environment: "devel", Service: "checkout-api", Tag: "1.6.1"}, "environments/devel/checkout-api.json"},
-		{"the file in the repository's case, the file in another", gh("acme/checkout-api"),
-			BumpBody{Environment: "devel", File: "CHECKOUT-API.json", Service: "checkout-api", Tag: "1.6.2"}, "environments/devel/checkout-api.json"},
-		{"one of two files named like the repository, named exactly", gh("acme/billing"),
-			BumpBody{Environment: "devel", File: "Billing.json", Service: "billing", Tag: "1.1.0"}, "environments/devel/Billing.json"},
+		{"the repository bumps the file spelled like it", gh("acme/checkout-api"),
+			BumpBody{Environment: "devel", Service: "checkout-api", Tag: "1.6.0"}, "environments/devel/checkout-api.json"},
 		{"the GitLab project owners names", gl("acme-group/platform/search"),
 			BumpBody{Environment: "devel", Service: "search", Tag: "1.1.0"}, "environments/devel/search.json"},
 		{"a GitLab project in a subgroup, by its name", gl("acme-group/platform/team-a/ledger"),

@@ -47,7 +47,7 @@ const sharedJobsJSON = `{
 func bumpFiles() map[string]string {
 	return map[string]string{
 		"pipeline.yaml":                          bumpPipeline,
-		"environments/devel/manifest.json":       `{"includes": ["./checkout-api.json", "./payments-api.json", "./shared-jobs.json"]}` + "\n",
+		"environments/devel/manifest.json":       `{"skipConfirmation": true, "includes": ["./checkout-api.json", "./payments-api.json", "./shared-jobs.json"]}` + "\n",
 		checkoutFile:                             checkoutJSON,
 		"environments/devel/payments-api.json":   paymentsJSON,
 		"environments/devel/shared-jobs.json":    sharedJobsJSON,
