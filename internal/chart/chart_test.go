@@ -44,6 +44,8 @@ func TestTemplateObjects(t *testing.T) {
 				"ConfigMap rel/sh-stagehand",
 				"CustomResourceDefinition /locks.stagehand.io",
 				"Deployment rel/sh-stagehand",
+				// networkPolicy.enabled (opt-out): in only on 8080, out only DNS, the API server, remote servers.
+				"NetworkPolicy rel/sh-stagehand",
 				"PodDisruptionBudget rel/sh-stagehand",
 				"Role rel/sh-stagehand",
 				"RoleBinding rel/sh-stagehand",
@@ -64,6 +66,8 @@ func TestTemplateObjects(t *testing.T) {
 				"Deployment rel/sh-stagehand",
 				"Deployment rel/sh-stagehand-prbot",
 				"Ingress rel/sh-stagehand",
+				"NetworkPolicy rel/sh-stagehand",
+				"NetworkPolicy rel/sh-stagehand-prbot",
 				"PodDisruptionBudget rel/sh-stagehand",
 				"Role apps-devel/sh-stagehand-workloads",
 				"Role apps-extra/sh-stagehand-workloads",
@@ -91,6 +95,8 @@ func TestTemplateObjects(t *testing.T) {
 				"ConfigMap rel/sh-stagehand",
 				"CustomResourceDefinition /locks.stagehand.io",
 				"Deployment rel/sh-stagehand",
+				// networkPolicy.enabled (opt-out): in only on 8080, out only DNS, the API server, remote servers.
+				"NetworkPolicy rel/sh-stagehand",
 				"PodDisruptionBudget rel/sh-stagehand",
 				"Role rel/sh-stagehand",
 				"RoleBinding rel/sh-stagehand",

@@ -83,7 +83,8 @@ func TestHelmInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"STATUS: deployed", "Workload rights (get/list/watch/patch, Events) granted in:",
-		"  - " + devel + "\n", "  - " + prod + "\n", "  - " + extra + "\n"} {
+		"  - " + devel + "\n", "  - " + prod + "\n", "  - " + extra + "\n",
+		"Image pull Secrets readable there, by name: regcred, registry-credentials\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("helm install output lacks %q:\n%s", want, out)
 		}

@@ -110,10 +110,14 @@ func TestRBACAllowsWhatTheReconcilerNeeds(t *testing.T) {
 		}
 		allow = append(allow, access{ns, "create", "", "events", ""}, access{ns, "patch", "", "events", ""},
 			access{ns, "create", "events.k8s.io", "events", ""},
-			// The workloads' pull credentials (registry.workloadCredentials), by name only.
-			access{ns, "get", "", "serviceaccounts", "default"}, access{ns, "get", "", "secrets", "regcred"})
+			// The workloads' pull credentials (registry.workloadCredentials), by name only: the
+			// ServiceAccounts, and the Secrets rbac.pullSecrets names.
+			access{ns, "get", "", "serviceaccounts", "default"}, access{ns, "get", "", "secrets", "regcred"},
+			access{ns, "get", "", "secrets", "registry-credentials"})
 		deny = append(deny,
 			access{ns, "list", "", "secrets", ""}, access{ns, "watch", "", "secrets", ""},
+			access{ns, "get", "", "secrets", ""}, access{ns, "get", "", "secrets", "db-password"},
+			access{ns, "get", "", "secrets", "stagehand-git"},
 			access{ns, "list", "", "serviceaccounts", ""}, access{ns, "create", "", "serviceaccounts/token", "default"},
 			access{ns, "update", "", "secrets", "regcred"}, access{ns, "create", "", "secrets", ""},
 			access{ns, "get", "", "configmaps", ""}, access{ns, "create", "coordination.k8s.io", "leases", ""},
@@ -198,7 +202,7 @@ func TestRBACExactRules(t *testing.T) {
 		"apps/statefulsets:get", "apps/statefulsets:list", "apps/statefulsets:patch", "apps/statefulsets:watch",
 		"batch/cronjobs:get", "batch/cronjobs:list", "batch/cronjobs:patch", "batch/cronjobs:watch",
 		"core/events:create", "core/events:patch", "events.k8s.io/events:create", "events.k8s.io/events:patch",
-		"core/secrets:get", "core/serviceaccounts:get",
+		"core/secrets/registry-credentials:get", "core/secrets/regcred:get", "core/serviceaccounts:get",
 	}
 	own := []string{
 		"coordination.k8s.io/leases/stagehand-reconciler:get", "coordination.k8s.io/leases/stagehand-reconciler:patch",
@@ -297,6 +301,11 @@ func TestRBACRealRequests(t *testing.T) {
 	}
 	if _, err := env.Clientset.CoreV1().Secrets(in.rel).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "stagehand-git"}, StringData: map[string]string{"token": "s3cret"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Clientset.CoreV1().Secrets(in.devel).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "db-password"}, StringData: map[string]string{"password": "s3cret"},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -405,6 +414,10 @@ func TestRBACRealRequests(t *testing.T) {
 			_, err := cs.CoreV1().Secrets(in.rel).List(ctx, metav1.ListOptions{})
 			return err
 		}},
+		{name: "read a target's Secret rbac.pullSecrets does not name", forbidden: true, do: func(ctx context.Context) error {
+			_, err := cs.CoreV1().Secrets(in.devel).Get(ctx, "db-password", metav1.GetOptions{})
+			return err
+		}},
 		{name: "read a Secret in another namespace", forbidden: true, do: func(ctx context.Context) error {
 			_, err := cs.CoreV1().Secrets(in.other).Get(ctx, "regcred", metav1.GetOptions{})
 			return err
@@ -453,6 +466,7 @@ func TestRBACClusterWide(t *testing.T) {
 	for _, a := range []access{
 		{in.other, "delete", "apps", "deployments", ""}, {in.other, "create", "apps", "deployments", ""},
 		{"", "list", "", "secrets", ""}, {in.other, "list", "", "secrets", ""}, {in.other, "watch", "", "secrets", ""},
+		{in.other, "get", "", "secrets", "db-password"}, {in.other, "get", "", "secrets", ""},
 		{in.other, "create", "stagehand.io", "locks", ""}, {in.other, "create", "coordination.k8s.io", "leases", ""},
 	} {
 		if allowed(t, in.rel, sa, a) {
@@ -548,4 +562,89 @@ func lockRoundTrip(ctx context.Context, cfg *rest.Config, ns string) error {
 		return err
 	}
 	return r.Delete(ctx, "apps-devel-a", metav1.DeleteOptions{})
+}
+
+// TestRBACSecretsByName: in the targets the reconciler reads Secrets only by
+// the names rbac.pullSecrets lists; without names, none; any Secret (still
+// never a list or watch) only with rbac.readAllSecrets, and never where it
+// has no workload rights.
+func TestRBACSecretsByName(t *testing.T) {
+	tests := []struct {
+		name   string
+		values map[string]any
+		allow  func(in install) []access
+		deny   func(in install) []access
+	}{
+		{
+			name:   "no names",
+			values: map[string]any{"rbac": map[string]any{"pullSecrets": []any{}}},
+			allow: func(in install) []access {
+				return []access{{in.devel, "get", "", "serviceaccounts", "default"}, {in.devel, "patch", "apps", "deployments", ""}}
+			},
+			deny: func(in install) []access {
+				return []access{{in.devel, "get", "", "secrets", "regcred"}, {in.prod, "get", "", "secrets", "registry-credentials"},
+					{in.devel, "get", "", "secrets", ""}}
+			},
+		},
+		{
+			name:   "names",
+			values: map[string]any{"rbac": map[string]any{"pullSecrets": []any{"ghcr-pull"}}},
+			allow: func(in install) []access {
+				return []access{{in.devel, "get", "", "secrets", "ghcr-pull"}, {in.extra, "get", "", "secrets", "ghcr-pull"}}
+			},
+			deny: func(in install) []access {
+				return []access{{in.devel, "get", "", "secrets", "regcred"}, {in.devel, "get", "", "secrets", "ghcr-pull-2"},
+					{in.devel, "list", "", "secrets", "ghcr-pull"}, {in.devel, "watch", "", "secrets", "ghcr-pull"},
+					{in.other, "get", "", "secrets", "ghcr-pull"}, {in.rel, "get", "", "secrets", "ghcr-pull"}}
+			},
+		},
+		{
+			name:   "every Secret, by opt-in",
+			values: map[string]any{"rbac": map[string]any{"readAllSecrets": true}},
+			allow: func(in install) []access {
+				return []access{{in.devel, "get", "", "secrets", "db-password"}, {in.prod, "get", "", "secrets", "anything"}}
+			},
+			deny: func(in install) []access {
+				return []access{{in.devel, "list", "", "secrets", ""}, {in.devel, "watch", "", "secrets", ""},
+					{in.other, "get", "", "secrets", "db-password"}, {in.rel, "get", "", "secrets", "stagehand-git"},
+					{"", "list", "", "secrets", ""}}
+			},
+		},
+		{
+			name: "every Secret, by opt-in, but no workload credentials",
+			values: map[string]any{"rbac": map[string]any{"readAllSecrets": true},
+				"config": map[string]any{"registry": map[string]any{"workloadCredentials": false}}},
+			deny: func(in install) []access {
+				return []access{{in.devel, "get", "", "secrets", "db-password"}, {in.devel, "get", "", "secrets", "regcred"}}
+			},
+		},
+		{
+			name:   "names, cluster-wide",
+			values: map[string]any{"rbac": map[string]any{"clusterWide": true, "pullSecrets": []any{"ghcr-pull"}}},
+			allow: func(in install) []access {
+				return []access{{in.other, "get", "", "secrets", "ghcr-pull"}}
+			},
+			deny: func(in install) []access {
+				return []access{{in.other, "get", "", "secrets", "db-password"}, {in.other, "get", "", "secrets", ""},
+					{"", "list", "", "secrets", ""}}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := installFull(t, valuesFile(t, tc.values))
+			if tc.allow != nil {
+				for _, a := range tc.allow(in) {
+					if !allowed(t, in.rel, "sh-stagehand", a) {
+						t.Errorf("reconciler may not %s; it needs to", a)
+					}
+				}
+			}
+			for _, a := range tc.deny(in) {
+				if allowed(t, in.rel, "sh-stagehand", a) {
+					t.Errorf("reconciler may %s; it must not", a)
+				}
+			}
+		})
+	}
 }

@@ -305,13 +305,25 @@ The projected volume that puts reconciler.yaml (or prbot.yaml) and every referen
 What the reconciler does to workloads: read and patch the four kinds (never create or delete them),
 and record an Event per patched workload. With config.registry.workloadCredentials (the default) it
 also reads, one by name at a time, the ServiceAccounts and image pull Secrets its workloads pull with,
-to resolve their images' digests with the same credentials; never a list or watch of Secrets.
+to resolve their images' digests with the same credentials; never a list or watch of Secrets. The
+Secrets it may read are those named in rbac.pullSecrets; any Secret only with rbac.readAllSecrets.
 */}}
 {{- define "stagehand.workloadRules" -}}
 {{- if ne (toString (default dict .Values.config.registry).workloadCredentials) "false" }}
 - apiGroups: [""]
-  resources: ["serviceaccounts", "secrets"]
+  resources: ["serviceaccounts"]
   verbs: ["get"]
+{{- if .Values.rbac.readAllSecrets }}
+# rbac.readAllSecrets: every Secret of the namespace, one by name at a time.
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get"]
+{{- else if .Values.rbac.pullSecrets }}
+- apiGroups: [""]
+  resources: ["secrets"]
+  resourceNames: {{ .Values.rbac.pullSecrets | uniq | sortAlpha | toJson }}
+  verbs: ["get"]
+{{- end }}
 {{- end }}
 - apiGroups: ["apps"]
   resources: ["deployments", "statefulsets", "daemonsets"]
@@ -404,5 +416,73 @@ Checks of combinations the schema cannot express; the reconciler would refuse th
 {{- end -}}
 {{- if not (and .Values.config.github.owner .Values.config.github.repo) -}}
 {{- fail "prbot.enabled: set config.github.owner and config.github.repo (the manifests repository)" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The ports the reconciler reaches remote servers on, beside DNS and the API server, as a JSON list:
+443 (GitHub, git and registries over HTTPS, notification sinks), and the ports config.source.url,
+config.github.apiURL and config.registry.insecure name (or imply: 22 for ssh://, 80 for http:// and a
+plain-HTTP registry without a port).
+*/}}
+{{- define "stagehand.remotePorts" -}}
+{{- $ports := list 443 -}}
+{{- $defaults := dict "http" "80" "https" "443" "ssh" "22" -}}
+{{- range $u := list (.Values.config.source.url | default "") ((default dict .Values.config.github).apiURL | default "") -}}
+{{- if regexMatch "^(?i)(https?|ssh)://" $u -}}
+{{- $p := urlParse $u -}}
+{{- $port := regexFind ":[0-9]+$" $p.host | trimPrefix ":" | default (get $defaults (lower $p.scheme)) -}}
+{{- $ports = append $ports (atoi $port) -}}
+{{- end -}}
+{{- end -}}
+{{- range $h := (default dict .Values.config.registry).insecure -}}
+{{- $ports = append $ports (atoi (regexFind ":[0-9]+$" $h | trimPrefix ":" | default "80")) -}}
+{{- end -}}
+{{- $ports | uniq | toJson -}}
+{{- end -}}
+
+{{/* A NetworkPolicy rule's ports: TCP ports from a JSON list of numbers. */}}
+{{- define "stagehand.tcpPorts" -}}
+{{- range (. | fromJsonArray) }}
+- port: {{ . }}
+  protocol: TCP
+{{- end }}
+{{- end -}}
+
+{{/* The ports prbot reaches GitHub on, as a JSON list: 443 and config.github.apiURL's. */}}
+{{- define "stagehand.prbotRemotePorts" -}}
+{{- $ports := list 443 -}}
+{{- $u := (default dict .Values.config.github).apiURL | default "" -}}
+{{- if regexMatch "^(?i)https?://" $u -}}
+{{- $p := urlParse $u -}}
+{{- $ports = append $ports (atoi (regexFind ":[0-9]+$" $p.host | trimPrefix ":" | default (get (dict "http" "80" "https" "443") (lower $p.scheme)))) -}}
+{{- end -}}
+{{- $ports | uniq | toJson -}}
+{{- end -}}
+
+{{/*
+The Ingress carries bearer tokens, webhook signatures and sign-in cookies: it renders only with TLS
+covering each of its hosts (a tls block without hosts covers all; "*.example.com" covers one more label),
+unless ingress.allowPlainHTTP says TLS ends before it.
+*/}}
+{{- define "stagehand.ingressTLS" -}}
+{{- $in := .Values.ingress -}}
+{{- if not $in.allowPlainHTTP -}}
+{{- if not $in.tls -}}
+{{- fail "ingress.tls is empty: the Ingress would carry API tokens, webhook signatures and sign-in cookies over plain HTTP. Set ingress.tls (e.g. [{secretName: stagehand-tls, hosts: [stagehand.example.com]}]), or set ingress.allowPlainHTTP: true if TLS ends before the Ingress" -}}
+{{- end -}}
+{{- range $h := $in.hosts -}}
+{{- $covered := false -}}
+{{- range $t := $in.tls -}}
+{{- if not $t.hosts -}}{{- $covered = true -}}{{- end -}}
+{{- range $th := $t.hosts -}}
+{{- if eq (lower $th) (lower $h) -}}{{- $covered = true -}}{{- end -}}
+{{- if and (hasPrefix "*." $th) (regexMatch (printf "^[^.]+%s$" (trimPrefix "*" $th | lower | replace "." "\\.")) (lower $h)) -}}{{- $covered = true -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if not $covered -}}
+{{- fail (printf "ingress.hosts: %s is in no ingress.tls[].hosts, so it would be served over plain HTTP. Add it to a TLS block, or set ingress.allowPlainHTTP: true if TLS ends before the Ingress" $h) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
