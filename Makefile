@@ -26,9 +26,17 @@ IMAGE_FLAGS ?=
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+# What `version`, GET /version and stagehand_build_info say: VERSION defaults to
+# `git describe` (v0.0.0-dev outside a checkout), COMMIT and DATE to the commit's.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+DATE    ?= $(shell git show -s --format=%cI HEAD 2>/dev/null)
+VERSION_PKG := github.com/stagehand-gitops/stagehand/internal/version
+LDFLAGS ?= -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT) -X $(VERSION_PKG).date=$(DATE)
+
 .PHONY: build
-build: ## Build bin/reconciler and bin/prbot.
-	go build -trimpath -o $(BIN)/ ./cmd/reconciler ./cmd/prbot
+build: ## Build bin/reconciler and bin/prbot, stamped with VERSION, COMMIT and DATE.
+	go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/reconciler ./cmd/prbot
 
 .PHONY: testbin
 testbin: ## Build the test control plane (kube-apiserver, etcd, controller-manager, scheduler, kwok) into bin/k8s.

@@ -149,6 +149,7 @@ func TestRequests(t *testing.T) {
 		wantDecided                     []string
 	}{
 		{name: "healthz", method: "GET", path: "/healthz", wantCode: 200, wantBody: "ok\n"},
+		{name: "version without a token", method: "GET", path: "/version", wantCode: 200, wantBody: `"goVersion":"go1.`},
 		{name: "ready leader", method: "GET", path: "/readyz", wantCode: 200, wantBody: "ok (leader)"},
 		{name: "not ready", method: "GET", path: "/readyz", ready: errors.New("state not loaded yet"), wantCode: 503, wantBody: `"error": "not ready"`},
 		{name: "no token configured", method: "GET", path: "/api/v1/environments", token: token, noToken: true, wantCode: 503, wantBody: "server.apiTokenFile"},

@@ -20,6 +20,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/auth"
 	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/internal/version"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
@@ -117,6 +118,7 @@ func (s *Server) table() []route {
 		{"GET /healthz", publicRoute, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })},
 		{"GET /readyz", publicRoute, http.HandlerFunc(s.readyz)},
 		{"GET /metrics", publicRoute, promhttp.HandlerFor(s.o.metrics, promhttp.HandlerOpts{Registry: s.o.metrics})},
+		{"GET /version", publicRoute, version.Handler(version.Get())},
 	}
 	if s.o.webhook != nil {
 		rs = append(rs, route{"POST /webhook/github", publicRoute, s.o.webhook})

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
+	"github.com/stagehand-gitops/stagehand/internal/version"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 )
 
@@ -200,12 +201,13 @@ type prbotRoute struct {
 }
 
 // prbotRoutes are prbot serve's routes: the webhook receiver, the keyless
-// bump API (nil bumps: none) and /healthz. docs/api.md documents each under
+// bump API (nil bumps: none), /healthz and /version. docs/api.md documents each under
 // "### prbot serve: METHOD /path" (TestPrbotRoutesDocumented).
 func prbotRoutes(c *prbot.Config, webhook, bumps http.Handler) []prbotRoute {
 	rs := []prbotRoute{{"POST " + c.WebhookPath, webhook}}
 	if bumps != nil {
 		rs = append(rs, prbotRoute{"POST " + prbot.BumpsPath, bumps})
 	}
-	return append(rs, prbotRoute{"GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })})
+	return append(rs, prbotRoute{"GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })},
+		prbotRoute{"GET /version", version.Handler(version.Get())})
 }

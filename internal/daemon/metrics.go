@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/stagehand-gitops/stagehand/internal/clock"
+	"github.com/stagehand-gitops/stagehand/internal/version"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
@@ -37,7 +38,7 @@ type Metrics struct {
 // collectors, on a new private registry.
 func NewMetrics() *Metrics {
 	m := &Metrics{
-		Registry: prometheus.NewRegistry(),
+		Registry: newRegistry(),
 		reconcileDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "stagehand_reconcile_duration_seconds",
 			Help:    "Time one pass over an environment took: resolve, plan and, when approved, apply.",
@@ -219,4 +220,11 @@ func (c clockOffset) Collect(ch chan<- prometheus.Metric) {
 	if off, ok := c.c.Offset(); ok {
 		ch <- prometheus.MustNewConstMetric(clockOffsetDesc, prometheus.GaugeValue, off.Seconds())
 	}
+}
+
+// newRegistry is a private registry holding stagehand_build_info.
+func newRegistry() *prometheus.Registry {
+	r := prometheus.NewRegistry()
+	r.MustRegister(version.Collector(version.Get()))
+	return r
 }
