@@ -28,6 +28,7 @@ func (s *Server) routes() map[string]handler {
 		"POST /repos/{owner}/{repo}/statuses/{sha}":                     s.createStatus,
 		"GET /repos/{owner}/{repo}/commits/{ref}/status":                s.combinedStatus,
 		"GET /repos/{owner}/{repo}/commits/{ref}/statuses":              s.listStatuses,
+		"GET /repos/{owner}/{repo}/commits/{commit_sha}/pulls":          s.listCommitPulls,
 		"GET /repos/{owner}/{repo}/pulls":                               s.listPulls,
 		"POST /repos/{owner}/{repo}/pulls":                              s.createPull,
 		"GET /repos/{owner}/{repo}/pulls/{pull_number}":                 s.getPull,
@@ -96,20 +97,30 @@ func (s *Server) commitJSON(r *repo, c *commit) map[string]any {
 	for _, p := range c.parents {
 		parents = append(parents, map[string]any{"sha": p, "url": s.apiURL("/repos/%s/commits/%s", full, p), "html_url": s.htmlURL("/%s/commit/%s", full, p)})
 	}
-	person := map[string]any{"name": "Stagehand Test", "email": "test@github.invalid", "date": ts(c.time)}
-	var user any
-	if c.author != "" {
-		person = map[string]any{"name": c.author, "email": c.author + "@users.noreply.github.com", "date": ts(c.time)}
-		user = s.user(c.author)
+	people := [2]Person{{Name: "Stagehand Test", Email: "test@github.invalid"}, {Name: "Stagehand Test", Email: "test@github.invalid"}}
+	switch {
+	case c.people != nil:
+		people = *c.people
+	case c.author != "":
+		p := Person{Login: c.author, Name: c.author, Email: c.author + "@users.noreply.github.com"}
+		people = [2]Person{p, p}
+	}
+	var gitPeople [2]map[string]any
+	var users [2]any
+	for i, p := range people {
+		gitPeople[i] = map[string]any{"name": p.Name, "email": p.Email, "date": ts(c.time)}
+		if p.Login != "" {
+			users[i] = s.user(p.Login)
+		}
 	}
 	return map[string]any{
 		"sha": c.sha, "node_id": "C_" + c.sha, "url": s.apiURL("/repos/%s/commits/%s", full, c.sha),
 		"html_url": s.htmlURL("/%s/commit/%s", full, c.sha), "comments_url": s.apiURL("/repos/%s/commits/%s/comments", full, c.sha),
 		"commit": map[string]any{
-			"url": s.apiURL("/repos/%s/git/commits/%s", full, c.sha), "message": c.message, "author": person, "committer": person,
+			"url": s.apiURL("/repos/%s/git/commits/%s", full, c.sha), "message": c.message, "author": gitPeople[0], "committer": gitPeople[1],
 			"tree": map[string]any{"sha": c.sha, "url": s.apiURL("/repos/%s/git/trees/%s", full, c.sha)}, "comment_count": 0,
 		},
-		"author": user, "committer": user, "parents": parents,
+		"author": users[0], "committer": users[1], "parents": parents,
 	}
 }
 

@@ -326,7 +326,60 @@ func (s *Server) mergePull(c *call) response {
 	if p.mergeMethod == "" {
 		p.mergeMethod = "merge"
 	}
+	// merged_by is the user whose token merged it; the App's bot for its installation token (and the
+	// server's static token).
+	p.mergedBy = c.s.userTokens[c.token]
+	if p.mergedBy == "" {
+		p.mergedBy = "stagehand[bot]"
+	}
 	return ok(http.StatusOK, map[string]any{"sha": cm.sha, "merged": true, "message": "Pull Request successfully merged"})
+}
+
+// RecordMerge marks pull request number as merged by login mergedBy into its base as commit mergeSHA, a
+// commit already on the base branch (made elsewhere, e.g. on internal/gitserver, and mirrored with
+// MirrorCommit): a squash or rebase merge, whose merge commit is what the base branch got.
+func (s *Server) RecordMerge(owner, name string, number int, mergeSHA, mergedBy string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.mustRepo(owner, name)
+	if r.commits[mergeSHA] == nil {
+		s.tb.Fatalf("githubtest: no commit %s in %s/%s", mergeSHA, owner, name)
+	}
+	for _, p := range r.pulls {
+		if p.number == number {
+			now := time.Now()
+			p.state, p.merged, p.mergeSHA, p.headSHA, p.mergedAt, p.closedAt, p.updated = "closed", true, mergeSHA, mergeSHA, now, now, now
+			p.mergeMethod, p.mergedBy = "squash", mergedBy
+			return
+		}
+	}
+	s.tb.Fatalf("githubtest: no pull request #%d in %s/%s", number, owner, name)
+}
+
+// listCommitPulls is GitHub's "list pull requests associated with a commit": the pull requests whose
+// merge commit is the commit or that have it among their own commits (those of its head not on its base
+// when it was merged, or now while it is open), newest first.
+func (s *Server) listCommitPulls(c *call) response {
+	r, e := c.repo()
+	if e != nil {
+		return *e
+	}
+	cm := r.commits[c.params["commit_sha"]]
+	if cm == nil {
+		return errorf(http.StatusUnprocessableEntity, "No commit found for SHA: %s", c.params["commit_sha"])
+	}
+	var out []any
+	for _, p := range r.pulls {
+		base := r.branches[p.base]
+		if p.merged && len(r.commits[p.mergeSHA].parents) > 0 {
+			base = r.commits[p.mergeSHA].parents[0]
+		}
+		if p.mergeSHA == cm.sha || slices.Contains(r.only(r.pullHead(p), base), cm.sha) {
+			out = append(out, s.pullJSON(r, p))
+		}
+	}
+	slices.Reverse(out)
+	return paged(c, out, list)
 }
 
 func (s *Server) isMerged(c *call) response {

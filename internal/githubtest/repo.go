@@ -34,7 +34,14 @@ type commit struct {
 	time    time.Time
 	// author is the GitHub login of the commit's author and committer (SetCommitAuthor); "" for none.
 	author string
+	// people, when set (SetCommitPeople), are the commit's author and committer, each on its own.
+	people *[2]Person
 }
+
+// Person is one side of a commit, its author or its committer, as GitHub shows it: Name and Email are the
+// commit's own, Login the GitHub account GitHub ties the e-mail to ("" for none: the commit's "author" or
+// "committer" is then null, as GitHub answers for an e-mail no account has verified).
+type Person struct{ Login, Name, Email string }
 
 // CreateRepo creates owner/name with one empty initial commit on defaultBranch (GitHub's "Initialize this
 // repository"). The owner login gets admin permission.
@@ -99,6 +106,19 @@ func (s *Server) SetCommitAuthor(owner, name, sha, login string) {
 		panic(fmt.Sprintf("githubtest: no commit %s in %s/%s", sha, owner, name))
 	}
 	c.author = login
+}
+
+// SetCommitPeople makes author and committer the author and committer of commit sha, each on its own
+// (a commit one person wrote and another committed, or whose e-mail GitHub ties to no account), as the
+// commits API and the compare API show them. It replaces SetCommitAuthor's login.
+func (s *Server) SetCommitPeople(owner, name, sha string, author, committer Person) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.mustRepo(owner, name).commits[sha]
+	if c == nil {
+		panic(fmt.Sprintf("githubtest: no commit %s in %s/%s", sha, owner, name))
+	}
+	c.author, c.people = "", &[2]Person{author, committer}
 }
 
 // Branch returns the commit sha branch points at, or "" when it does not exist.

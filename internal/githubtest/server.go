@@ -255,7 +255,7 @@ func (s *Server) violation(format string, a ...any) {
 var multiSegment = []*regexp.Regexp{
 	regexp.MustCompile(`^(/repos/[^/]+/[^/]+/contents/)(.+)()$`),
 	regexp.MustCompile(`^(/repos/[^/]+/[^/]+/git/refs?/)(.+)()$`),
-	regexp.MustCompile(`^(/repos/[^/]+/[^/]+/commits/)(.+?)(/check-runs|/status|/statuses)?$`),
+	regexp.MustCompile(`^(/repos/[^/]+/[^/]+/commits/)(.+?)(/check-runs|/status|/statuses|/pulls)?$`),
 	regexp.MustCompile(`^(/repos/[^/]+/[^/]+/branches/)(.+)()$`),
 	regexp.MustCompile(`^(/repos/[^/]+/[^/]+/compare/)(.+)()$`),
 }

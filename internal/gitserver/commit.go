@@ -36,6 +36,14 @@ func (s *Server) CommitAs(t testing.TB, repo, branch, name, email string, files 
 		"GIT_COMMITTER_NAME=" + name, "GIT_COMMITTER_EMAIL=" + email})
 }
 
+// CommitBy is CommitAs with another committer than the author: a commit one person wrote and another
+// committed (a rebase, a cherry-pick, a push of someone else's work).
+func (s *Server) CommitBy(t testing.TB, repo, branch, authorName, authorEmail, committerName, committerEmail string, files map[string]string, msg string) string {
+	t.Helper()
+	return s.commit(t, repo, branch, files, msg, true, []string{"GIT_AUTHOR_NAME=" + authorName, "GIT_AUTHOR_EMAIL=" + authorEmail,
+		"GIT_COMMITTER_NAME=" + committerName, "GIT_COMMITTER_EMAIL=" + committerEmail})
+}
+
 // ForcePush replaces branch with a new root commit whose tree is exactly files
 // (rewritten history: the old head is no longer an ancestor) and returns its SHA.
 func (s *Server) ForcePush(t testing.TB, repo, branch string, files map[string]string, msg string) string {
