@@ -43,11 +43,26 @@ func (e *RefusedError) Error() string {
 func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 
 // Authors names who wrote a range of commits, for four-eyes: the authors and committers of the commits
-// after base up to and including head (of head alone when base is ""), as GitHub logins or e-mail
-// addresses, whichever the implementation knows. An implementation that cannot tell returns an error: the
-// approval is then refused, never waved through.
+// after base up to and including head (of head alone when base is ""), the co-authors their messages name
+// (Co-authored-by trailers) and, where the implementation knows them, the authors and mergers of the pull
+// requests that brought them, as GitHub logins or e-mail addresses, whichever the implementation knows.
+// An implementation that cannot tell returns an error, and one that finds an e-mail address it cannot tie
+// to a person an *UntiedAuthorError: the approval is then refused, never waved through.
 type Authors interface {
 	Authors(ctx context.Context, base, head string) ([]string, error)
+}
+
+// UntiedAuthorError is an Authors answer for a range in which an author's or co-author's e-mail address
+// is tied to no account (GitHub knows no login for it): who wrote that commit cannot be told, so nobody's
+// approval can be shown not to be theirs.
+type UntiedAuthorError struct {
+	// Email is the address; Commit the commit (full SHA) whose author or co-author it is; Role says
+	// which ("author", "co-author").
+	Email, Commit, Role string
+}
+
+func (e *UntiedAuthorError) Error() string {
+	return fmt.Sprintf("the %s e-mail address %q of commit %.12s is tied to no GitHub account", e.Role, e.Email, e.Commit)
 }
 
 // ErrBusy is matched (errors.Is) by a decision that could not be taken now because too many wait already

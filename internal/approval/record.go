@@ -137,4 +137,8 @@ type Entry struct {
 	// ReleasedBy is who approved the release of the deployed revision (the
 	// sequence's approval task after deployment), several joined by ", ".
 	ReleasedBy string `json:"releasedBy,omitempty"`
+	// PinnedTo is the revision an incident rollback (`rollback --now`) had
+	// pinned the environment's versions to when this entry was recorded
+	// (Pin.Revision): what it deployed is not what git said at Revision.
+	PinnedTo string `json:"pinnedTo,omitempty"`
 }

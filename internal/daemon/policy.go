@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -40,7 +41,7 @@ func (c *counter) count(ctx context.Context, store *state.Store, planHash, who s
 		return nil, &approval.NotPendingError{Environment: c.env, PlanHash: planHash, Pending: p}
 	}
 	if c.policy.ForbidAuthors {
-		if err := c.fourEyes(ctx, lastApplied(st.History), p.Revision, who); err != nil {
+		if err := c.fourEyes(ctx, fourEyesBase(st.History), p.Revision, who); err != nil {
 			return nil, err
 		}
 	}
@@ -72,6 +73,26 @@ func (c *counter) count(ctx context.Context, store *state.Store, planHash, who s
 	return out, nil
 }
 
+// fourEyesBase is where four-eyes starts its range of commits: the revision
+// whose versions the cluster runs as git says them. That is the last apply's
+// revision, unless an incident rollback's pin stood when it was recorded
+// (PinnedTo): it then ran the versions of the revision rolled back to, not
+// its own, and the range starts there, so that the authors of the changes
+// rolled back are kept out of approving the fix-forward that ships them
+// again ("" when nothing was applied: the pending commit alone).
+func fourEyesBase(history []approval.Entry) string {
+	for _, e := range history {
+		if !appliedEntry(e) {
+			continue
+		}
+		if e.PinnedTo != "" {
+			return e.PinnedTo
+		}
+		return e.Revision
+	}
+	return ""
+}
+
 // fourEyes refuses who when they wrote or committed any commit after base up to head (head alone when
 // base is "").
 func (c *counter) fourEyes(ctx context.Context, base, head, who string) error {
@@ -79,6 +100,11 @@ func (c *counter) fourEyes(ctx context.Context, base, head, who string) error {
 		return fmt.Errorf("checking the authors of %s for environment %s: no way to list commit authors", short(head), c.env)
 	}
 	authors, err := c.authors.Authors(ctx, base, head)
+	if ua := (*approval.UntiedAuthorError)(nil); errors.As(err, &ua) {
+		why := fmt.Sprintf("four-eyes: %s, so nobody can be told apart from its %s: no approval counts while it is among "+
+			"the commits to deploy (a verified e-mail address of its %s's GitHub account ties it)", ua.Error(), ua.Role, ua.Role)
+		return &approval.RefusedError{Environment: c.env, Approver: who, Reason: why}
+	}
 	if err != nil {
 		return fmt.Errorf("listing the authors of the commits to deploy (four-eyes) in environment %s: %w", c.env, err)
 	}

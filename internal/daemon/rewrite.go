@@ -33,10 +33,15 @@ func (w *worker) rewritten(ctx context.Context, rev string, history []approval.E
 // something (succeeded, or interrupted part way), "" when none did.
 func lastApplied(history []approval.Entry) string {
 	for _, e := range history {
-		switch e.Result {
-		case approval.ResultSucceeded, approval.ResultInterrupted:
+		if appliedEntry(e) {
 			return e.Revision
 		}
 	}
 	return ""
+}
+
+// appliedEntry reports whether e's versions went into the cluster (succeeded, or
+// interrupted and continued by the next leader).
+func appliedEntry(e approval.Entry) bool {
+	return e.Result == approval.ResultSucceeded || e.Result == approval.ResultInterrupted
 }

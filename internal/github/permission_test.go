@@ -2,13 +2,16 @@ package github_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 )
 
 // TestMayApprovePerEnvironment: an environment's own approvers rule replaces github.approvers for it only.
@@ -63,9 +66,11 @@ func TestWithApprovalsRefusesAnEmptyRule(t *testing.T) {
 	}
 }
 
-// TestAuthors: the logins and e-mail addresses of the commits after base up to head, from the compare API
-// (every request and answer checked against GitHub's OpenAPI description by githubtest), or of head alone
-// without a base.
+// TestAuthors: who wrote the commits after base up to head, from the compare API (every request and answer
+// checked against GitHub's OpenAPI description by githubtest), or of head alone without a base: authors
+// and committers (each on its own), Co-authored-by trailers, and the author and merger of each merged pull
+// request GitHub associates with a commit. An author or co-author e-mail GitHub ties to no login is refused
+// by name, never left out.
 func TestAuthors(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -74,17 +79,52 @@ func TestAuthors(t *testing.T) {
 	f.srv.SetCommitAuthor(owner, repo, a, "maria")
 	b := f.srv.Commit(owner, repo, "main", map[string]string{"b.json": "{}"}, "by Mark")
 	f.srv.SetCommitAuthor(owner, repo, b, "Mark")
-	c := f.srv.Commit(owner, repo, "main", map[string]string{"c.json": "{}"}, "by nobody on GitHub")
+	// Written by wendy, committed (rebased, pushed) by quinn.
+	c := f.srv.Commit(owner, repo, "main", map[string]string{"c.json": "{}"}, "by wendy, committed by quinn")
+	f.srv.SetCommitPeople(owner, repo, c, githubtest.Person{Login: "wendy", Name: "Wendy", Email: "wendy@acme.example"},
+		githubtest.Person{Login: "quinn", Name: "Quinn", Email: "quinn@acme.example"})
+	// Co-authors: one by a commit e-mail of a login in the range (quinn's), one by a noreply address.
+	d := f.srv.Commit(owner, repo, "main", map[string]string{"d.json": "{}"},
+		"pair work\n\nCo-authored-by: Q <Quinn@acme.example>\nCo-authored-by: Olga <123+Olga@users.noreply.github.com>\n")
+	f.srv.SetCommitAuthor(owner, repo, d, "maria")
+	// A pull request by pat, merged by sam, brought e.
+	e := f.srv.Commit(owner, repo, "main", map[string]string{"e.json": "{}"}, "by maria, through a pull request")
+	f.srv.SetCommitAuthor(owner, repo, e, "maria")
+	pr := f.srv.OpenPullRequest(owner, repo, "feature", "main", "e", "pat")
+	f.srv.RecordMerge(owner, repo, pr, e, "sam")
+	// Untied: an author GitHub knows no login for; a co-author whose address no login in the range uses.
+	untied := f.srv.Commit(owner, repo, "main", map[string]string{"f.json": "{}"}, "by nobody on GitHub")
+	unknownCo := f.srv.Commit(owner, repo, "main", map[string]string{"g.json": "{}"}, "x\n\nCo-authored-by: Eve <eve@elsewhere.example>")
+	f.srv.SetCommitAuthor(owner, repo, unknownCo, "maria")
 	for _, tc := range []struct {
 		name, base, head string
 		want             []string
+		untied           *approval.UntiedAuthorError
 	}{
-		{"range", base, c, []string{"maria", "maria@users.noreply.github.com", "mark", "mark@users.noreply.github.com", "test@github.invalid"}},
-		{"one commit", a, b, []string{"mark", "mark@users.noreply.github.com"}},
-		{"head alone", "", a, []string{"maria", "maria@users.noreply.github.com"}},
+		{name: "authors", base: base, head: b, want: []string{"maria", "maria@users.noreply.github.com", "mark", "mark@users.noreply.github.com"}},
+		{name: "head alone", base: "", head: a, want: []string{"maria", "maria@users.noreply.github.com"}},
+		{name: "a committer who is not the author", base: b, head: c, want: []string{"quinn", "quinn@acme.example", "wendy", "wendy@acme.example"}},
+		{name: "co-authors", base: b, head: d,
+			want: []string{"123+olga@users.noreply.github.com", "maria", "maria@users.noreply.github.com", "olga", "quinn", "quinn@acme.example", "wendy", "wendy@acme.example"}},
+		{name: "a merged pull request's author and merger", base: d, head: e, want: []string{"maria", "maria@users.noreply.github.com", "pat", "sam"}},
+		{name: "an author tied to no login", base: e, head: untied, untied: &approval.UntiedAuthorError{Email: "test@github.invalid", Commit: untied, Role: "author"}},
+		{name: "a co-author whose address a login uses only outside the range", base: c, head: d,
+			untied: &approval.UntiedAuthorError{Email: "quinn@acme.example", Commit: d, Role: "co-author"}},
+		{name: "a co-author tied to no login", base: untied, head: unknownCo, untied: &approval.UntiedAuthorError{Email: "eve@elsewhere.example", Commit: unknownCo, Role: "co-author"}},
+		{name: "the whole range", base: base, head: unknownCo, untied: &approval.UntiedAuthorError{Email: "test@github.invalid", Commit: untied, Role: "author"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := f.client.Authors(ctx, tc.base, tc.head)
+			if tc.untied != nil {
+				var ua *approval.UntiedAuthorError
+				if !errors.As(err, &ua) {
+					t.Fatalf("Authors = %v, %v; want %v", got, err, tc.untied)
+				}
+				if diff := cmp.Diff(tc.untied, ua); diff != "" {
+					t.Errorf("Authors' error (-want +got):\n%s", diff)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

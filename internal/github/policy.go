@@ -3,11 +3,6 @@ package github
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
-
-	gh "github.com/google/go-github/v60/github"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -69,53 +64,3 @@ func (g *Gate) Tally(ctx context.Context, p approval.Proposal, approvers []strin
 }
 
 var _ approval.Tallier = (*Gate)(nil)
-
-// Authors lists the GitHub logins, and the commit e-mail addresses, of the authors and committers of the
-// commits after base up to and including head (GitHub's compare API, base...head: the commits of head
-// since its merge base with base), or of head alone when base is "". A commit whose author has no GitHub
-// account is named by its e-mail address. They are lower case, sorted, once each. It is approval.Authors
-// for four-eyes.
-func (c *Client) Authors(ctx context.Context, base, head string) ([]string, error) {
-	seen := map[string]bool{}
-	add := func(cm *gh.RepositoryCommit) {
-		for _, u := range []*gh.User{cm.GetAuthor(), cm.GetCommitter()} {
-			if l := u.GetLogin(); l != "" {
-				seen[strings.ToLower(l)] = true
-			}
-		}
-		for _, a := range []*gh.CommitAuthor{cm.GetCommit().GetAuthor(), cm.GetCommit().GetCommitter()} {
-			if e := a.GetEmail(); e != "" {
-				seen[strings.ToLower(e)] = true
-			}
-		}
-	}
-	if base == "" {
-		cm, _, err := c.rest.Repositories.GetCommit(ctx, c.owner, c.repo, head, nil)
-		if err != nil {
-			return nil, fmt.Errorf("reading commit %s of %s: %w", short(head), c.Repo(), err)
-		}
-		add(cm)
-	} else {
-		opts := &gh.ListOptions{PerPage: 100}
-		for got := 0; ; {
-			cmp, resp, err := c.rest.Repositories.CompareCommits(ctx, c.owner, c.repo, base, head, opts)
-			if err != nil {
-				return nil, fmt.Errorf("comparing %s...%s on %s: %w", short(base), short(head), c.Repo(), err)
-			}
-			for _, cm := range cmp.Commits {
-				add(cm)
-			}
-			got += len(cmp.Commits)
-			if got >= cmp.GetTotalCommits() || len(cmp.Commits) == 0 || resp.NextPage == 0 {
-				if got < cmp.GetTotalCommits() {
-					return nil, fmt.Errorf("comparing %s...%s on %s: GitHub listed %d of %d commits", short(base), short(head), c.Repo(), got, cmp.GetTotalCommits())
-				}
-				break
-			}
-			opts.Page = resp.NextPage
-		}
-	}
-	return slices.Sorted(maps.Keys(seen)), nil
-}
-
-var _ approval.Authors = (*Client)(nil)

@@ -141,6 +141,7 @@ func TestFlowFourEyes(t *testing.T) {
 	sha2 := f.commit("1.0.0")
 	f.gh.SetCommitAuthor(owner, repo, sha2, "mark")
 	sha3 := f.commit("1.0.2")
+	f.gh.SetCommitAuthor(owner, repo, sha3, "wendy") // a commit whose author GitHub knows (an untied one refuses everyone)
 	f.trigger()
 	run = f.waitRun(sha3, "awaiting approval", awaitingApproval)
 	if code, _ := f.click(run.ID, "approve", "mark", secret); code != http.StatusOK {

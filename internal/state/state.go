@@ -93,8 +93,15 @@ type EnvState struct {
 }
 
 // Record adds e to the front of the history, numbered after the last entry
-// ever recorded, keeping at most limit entries; it returns e's ID.
+// ever recorded, keeping at most limit entries; it returns e's ID. An apply
+// recorded while an incident rollback's pin stands is marked with the pin's
+// revision (PinnedTo): it ran the versions of that revision, not its own,
+// and four-eyes measures from there.
 func (st *EnvState) Record(e approval.Entry, limit int) int64 {
+	applied := e.Result == approval.ResultSucceeded || e.Result == approval.ResultInterrupted
+	if st.Pin != nil && e.PinnedTo == "" && applied {
+		e.PinnedTo = st.Pin.Revision
+	}
 	if len(st.History) > 0 && st.History[0].ID > st.LastID {
 		st.LastID = st.History[0].ID
 	}

@@ -13,7 +13,8 @@ import (
 )
 
 // Authors returns the e-mail addresses (lower case, sorted, once each) of the authors and committers of
-// the commits after base up to and including head: those reachable from head and not from base, so a
+// the commits after base up to and including head, and of the co-authors their messages name
+// (CoAuthors): those reachable from head and not from base, so a
 // base that head does not descend from (a force-push) gives the commits since their merge base. With base
 // "" it is head's own author and committer. Both are full SHAs; the shallow cache is deepened as for
 // Descends. It is for four-eyes: an answer it cannot give completely (the history beyond the deepest
@@ -68,6 +69,9 @@ func authorsSince(repo *git.Repository, base, head string) (emails []string, cut
 		}
 		seen[strings.ToLower(c.Author.Email)] = true
 		seen[strings.ToLower(c.Committer.Email)] = true
+		for _, e := range CoAuthors(c.Message) {
+			seen[e] = true
+		}
 		return base != "" // with no base, head alone
 	})
 	if err != nil || cut {
@@ -108,4 +112,30 @@ func ancestors(repo *git.Repository, from plumbing.Hash, visit func(*object.Comm
 		}
 	}
 	return cut, nil
+}
+
+// CoAuthors returns the e-mail addresses (lower case, in order, once each) of the "Co-authored-by: Name
+// <e-mail>" trailers of a commit message, the key without case, on any line of it (git's trailer block is
+// the last paragraph, but GitHub and people write them elsewhere too, and for four-eyes more is safer).
+// A trailer without an e-mail address names nobody.
+func CoAuthors(message string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for line := range strings.Lines(message) {
+		key, value, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.EqualFold(strings.TrimSpace(key), "co-authored-by") {
+			continue
+		}
+		value = strings.TrimSpace(value)
+		if i, j := strings.LastIndex(value, "<"), strings.LastIndex(value, ">"); i >= 0 && j > i {
+			value = value[i+1 : j]
+		}
+		e := strings.ToLower(strings.TrimSpace(value))
+		if !strings.Contains(e, "@") || seen[e] {
+			continue
+		}
+		seen[e] = true
+		out = append(out, e)
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
 func TestAuthors(t *testing.T) {
@@ -60,5 +61,47 @@ func TestAuthors(t *testing.T) {
 	}
 	if _, err := s.Authors(context.Background(), "main", bob); err == nil || !strings.Contains(err.Error(), `revision "main": want a full 40-digit commit SHA`) {
 		t.Errorf("Authors(main, ...) = %v, want the branch name refused", err)
+	}
+}
+
+// TestAuthorsCommitterAndCoAuthors: four-eyes keeps out whoever committed someone else's commit and the
+// co-authors its message names, not only its author.
+func TestAuthorsCommitterAndCoAuthors(t *testing.T) {
+	srv := gitserver.New(t)
+	url, base := seed(t, srv)
+	cfg := sourceSpec(url)
+	cfg.cacheDir = t.TempDir()
+	s := newSource(t, cfg)
+	poll(t, s)
+	head := srv.CommitBy(t, "manifests", "main", "Carol", "carol@acme.example", "Dave", "Dave@acme.example", map[string]string{"c.json": "1"},
+		"carol's change\n\nCo-authored-by: Erin <Erin@Acme.example>\nco-authored-by: frank@acme.example\nCo-authored-by: nobody\n")
+	if snap := poll(t, s); snap.Revision != head {
+		t.Fatalf("poll = %s, want %s", snap.Revision, head)
+	}
+	got, err := s.Authors(context.Background(), base, head)
+	want := []string{"carol@acme.example", "dave@acme.example", "erin@acme.example", "frank@acme.example"}
+	if diff := cmp.Diff(want, got); err != nil || diff != "" {
+		t.Errorf("Authors = %v (-want +got):\n%s", err, diff)
+	}
+}
+
+func TestCoAuthors(t *testing.T) {
+	for _, tt := range []struct {
+		name, message string
+		want          []string
+	}{
+		{name: "none", message: "a change\n\nSigned-off-by: A <a@acme.example>\n", want: nil},
+		{name: "trailers", message: "x\n\nCo-authored-by: Erin <Erin@Acme.example>\nCO-AUTHORED-BY:  Frank Z <frank@acme.example> \n",
+			want: []string{"erin@acme.example", "frank@acme.example"}},
+		{name: "repeated and re-cased once", message: "Co-authored-by: E <e@a.example>\nCo-authored-by: E2 <E@A.example>\n", want: []string{"e@a.example"}},
+		{name: "a bare address", message: "Co-authored-by: g@acme.example", want: []string{"g@acme.example"}},
+		{name: "no address names nobody", message: "Co-authored-by: somebody\nCo-authored-by: <>\n", want: nil},
+		{name: "in the body too, CRLF", message: "x\r\nCo-authored-by: H <h@acme.example>\r\nmore text\r\n", want: []string{"h@acme.example"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, gitsource.CoAuthors(tt.message)); diff != "" {
+				t.Errorf("CoAuthors (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -1,0 +1,107 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+)
+
+// TestFourEyesAfterPinnedRollback: mallory's web 2.0.0 is applied (bob approved it), then rolled back in
+// an incident with a pin (`rollback --now`) to 1.0.0. The pinned apply is recorded at mallory's revision but
+// ran the versions of the revision rolled back to: four-eyes measures from there, so on carol's
+// fix-forward (which ships web again) mallory, whose change was rolled back, is refused, and bob approves.
+func TestFourEyesAfterPinnedRollback(t *testing.T) {
+	h := newHarness(t, "prod")
+	e := h.cfg.Environments["prod"]
+	e.Approvals = config.Approvals{ForbidAuthors: true}
+	h.cfg.Environments["prod"] = e
+	ctx := context.Background()
+	r := h.start()
+	approve := func(rev, who string) {
+		t.Helper()
+		p := r.waitPending(t, "prod", rev)
+		got, err := r.d.Approve(ctx, "prod", p.PlanHash, who)
+		if err != nil || !got.Complete() {
+			t.Fatalf("Approve %s by %s = %+v, %v; want complete", short(rev), who, got, err)
+		}
+	}
+	applied := func(n int) []approval.Entry {
+		t.Helper()
+		var hist []approval.Entry
+		testenv.WaitFor(t, 30*time.Second, "the apply in the history", func() bool {
+			hist = r.history(t, "prod")
+			return len(hist) >= n && hist[0].Result == approval.ResultSucceeded
+		})
+		return hist
+	}
+	first := h.git.Head(t, "manifests", "main")
+	approve(first, "bob")
+	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.0.0")
+	applied(1)
+
+	bad := h.git.CommitAs(t, "manifests", "main", "Mallory", "mallory@acme.example",
+		map[string]string{"environments/prod/manifest.json": manifestJSON(false, map[string]string{"web": "2.0.0"})}, "web 2.0.0")
+	r.d.Source().Trigger()
+	approve(bad, "bob")
+	waitImage(t, h.ns["prod"], "web", imageRepo+"web:2.0.0")
+	applied(2)
+
+	// The incident: web goes back to 1.0.0 pinned, at mallory's revision.
+	now := time.Now().UTC().Truncate(time.Second)
+	pin := &approval.Pin{PR: 7, URL: "https://github.invalid/acme/manifests/pull/7", Revision: first, By: "token:alice", At: now, ExpiresAt: now.Add(time.Hour),
+		Services: []manifest.Service{{Name: "web", Containers: []manifest.Container{{DockerTag: "1.0.0"}}}},
+		Replaced: []manifest.Service{{Name: "web", Containers: []manifest.Container{{DockerTag: "2.0.0"}}}}}
+	if err := r.d.Pin(ctx, "prod", pin); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 30*time.Second, "the pinned plan", func() bool {
+		p := r.environment(t, "prod").Pending
+		return p != nil && p.Revision == bad && !p.ProposedAt.Before(now)
+	})
+	approve(bad, "bob")
+	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.0.0")
+	if hist := applied(3); hist[0].Revision != bad || hist[0].PinnedTo != first {
+		t.Fatalf("pinned apply recorded at %s pinned to %q; want at %s pinned to %s", short(hist[0].Revision), hist[0].PinnedTo, short(bad), short(first))
+	}
+
+	// carol's fix-forward ships web again: mallory's change is among what it deploys.
+	fix := h.git.CommitAs(t, "manifests", "main", "Carol", "carol@acme.example",
+		map[string]string{"environments/prod/manifest.json": manifestJSON(false, map[string]string{"web": "2.0.1"})}, "web 2.0.1: the fix")
+	r.d.Source().Trigger()
+	p := r.waitPending(t, "prod", fix)
+	_, err := r.d.Approve(ctx, "prod", p.PlanHash, "mallory")
+	var refused *approval.RefusedError
+	if !errors.As(err, &refused) || !strings.Contains(refused.Reason, "mallory wrote or committed the commits after "+short(first)+" up to "+short(fix)) {
+		t.Fatalf("Approve by mallory (her rolled-back change ships again) = %v, want a four-eyes refusal from the revision rolled back to", err)
+	}
+	approve(fix, "bob")
+	waitImage(t, h.ns["prod"], "web", imageRepo+"web:2.0.1")
+}
+
+func TestFourEyesBase(t *testing.T) {
+	ok, pinned, rejected := approval.ResultSucceeded, approval.ResultSucceeded, approval.ResultRejected
+	for _, tt := range []struct {
+		name    string
+		history []approval.Entry
+		want    string
+	}{
+		{name: "nothing applied", history: nil, want: ""},
+		{name: "the last apply", history: []approval.Entry{{Revision: "c", Result: rejected}, {Revision: "b", Result: ok}, {Revision: "a", Result: ok}}, want: "b"},
+		{name: "a pinned apply measures from the revision rolled back to",
+			history: []approval.Entry{{Revision: "c", Result: pinned, PinnedTo: "a"}, {Revision: "c", Result: ok}, {Revision: "a", Result: ok}}, want: "a"},
+		{name: "an apply after the pin", history: []approval.Entry{{Revision: "d", Result: ok}, {Revision: "c", Result: pinned, PinnedTo: "a"}}, want: "d"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := fourEyesBase(tt.history); got != tt.want {
+				t.Errorf("fourEyesBase = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
