@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stagehand-gitops/stagehand/internal/lease"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
@@ -80,7 +81,7 @@ func TestEnvironmentLeaseTimesOnTheAPIServersClock(t *testing.T) {
 	h.start(WithClock(func() time.Time { return time.Now().Add(2 * time.Hour) }))
 	leases := cluster.Env(t).Clientset.CoordinationV1().Leases(h.stateNS)
 	testenv.WaitFor(t, 30*time.Second, "devel's Lease renewed", func() bool {
-		l, err := leases.Get(t.Context(), EnvLeaseName("devel"), metav1.GetOptions{})
+		l, err := leases.Get(t.Context(), lease.EnvName("devel"), metav1.GetOptions{})
 		if err != nil || l.Spec.RenewTime == nil || l.Spec.AcquireTime == nil || !l.Spec.RenewTime.After(l.Spec.AcquireTime.Time) {
 			return false
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/lease"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
@@ -53,7 +54,7 @@ type Daemon struct {
 	workers  map[string]*worker
 	// shard holds the environments' Leases with
 	// leaderElection.perEnvironment; nil with one leader.
-	shard *shard
+	shard *lease.Shard
 
 	leading atomic.Bool
 	ready   atomic.Bool
@@ -133,12 +134,12 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 		d.workers[name] = newWorker(d.workerDeps(name))
 	}
 	if cfg.LeaderElection.PerEnvironment && d.o.election.Enable {
-		d.shard = newShard(shardDeps{
-			leases: stateClient.CoordinationV1().Leases(cfg.State.Namespace), store: d.store,
-			identity: d.o.identity, election: d.o.election, envs: d.envNames, metrics: d.metrics, now: d.clock.Now,
-			start: d.workEnvironment, applying: func(env string) bool { return d.workers[env].applying.Load() },
-			logf: func(msg string, kv ...any) { d.log.Info(msg, append(kv, "identity", d.o.identity)...) },
-			logE: func(err error, msg string, kv ...any) { d.log.Error(err, msg, append(kv, "identity", d.o.identity)...) },
+		d.shard = lease.NewShard(lease.Deps{
+			Leases: stateClient.CoordinationV1().Leases(cfg.State.Namespace), Store: d.store,
+			Identity: d.o.identity, Election: d.o.election, Envs: d.envNames, Leadership: d.metrics.leadership, Now: d.clock.Now,
+			Start: d.workEnvironment, Applying: func(env string) bool { return d.workers[env].applying.Load() },
+			Logf: func(msg string, kv ...any) { d.log.Info(msg, append(kv, "identity", d.o.identity)...) },
+			LogE: d.logE,
 		})
 	}
 	return d, nil
@@ -242,7 +243,7 @@ func (d *Daemon) Held() []string {
 // leads reports whether this replica works env now.
 func (d *Daemon) leads(env string) bool {
 	if d.shard != nil {
-		return d.shard.holds(env)
+		return d.shard.Holds(env)
 	}
 	return d.leading.Load()
 }
@@ -295,7 +296,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.runSharded(ctx)
 		return nil
 	}
-	return lead(ctx, d.store.Client(), d.store.Namespace(), d.o.identity, d.o.election,
+	c := lease.Candidate{Client: d.store.Client(), Namespace: d.store.Namespace(), Identity: d.o.identity, Election: d.o.election}
+	return lease.Lead(ctx, c,
 		func(leading bool) {
 			if !leading {
 				d.leading.Store(false) // true once it works (leadingLoop)
@@ -341,13 +343,24 @@ func (d *Daemon) leadingLoop(ctx context.Context) {
 func (d *Daemon) runSharded(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); d.shard.run(ctx) }()
+	go func() { defer wg.Done(); d.shard.Run(ctx) }()
 	go func() { defer wg.Done(); d.watchWake(ctx) }()
 	err := d.source.Run(ctx, func(_ context.Context, s gitsource.Snapshot) { d.offer(s) })
 	if err != nil && !errors.Is(err, context.Canceled) {
 		d.log.Error(err, "git source stopped")
 	}
 	wg.Wait()
+}
+
+// waitEnvLeases returns once no replica with leaderElection.perEnvironment
+// holds an environment (lease.WaitEnvLeases), or ctx's error.
+func (d *Daemon) waitEnvLeases(ctx context.Context) error {
+	return lease.WaitEnvLeases(ctx, d.store.Client().CoordinationV1().Leases(d.store.Namespace()), d.o.election, d.logE)
+}
+
+// logE logs an error naming this replica.
+func (d *Daemon) logE(err error, msg string, kv ...any) {
+	d.log.Error(err, msg, append(kv, "identity", d.o.identity)...)
 }
 
 // workEnvironment runs env's worker until ctx ends, writing its state under

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -127,45 +126,5 @@ func TestOrphanPartsAgeByServerClock(t *testing.T) {
 		if err := s.SetPending(ctx, "prod", p); err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-func TestEnvLeaseName(t *testing.T) {
-	long := "a-very-long-environment-name-that-goes-on-and-on-and-on"
-	for _, tc := range []struct{ env, want string }{
-		{"prod", "stagehand-env-prod"},
-		{"Prod_EU", "stagehand-env-prod-eu-"},
-		{long, "stagehand-env-a-very-long-environment-name-t-"},
-	} {
-		t.Run(tc.env, func(t *testing.T) {
-			got := EnvLeaseName(tc.env)
-			if !strings.HasPrefix(got, tc.want) || len(got) > 63 || (tc.env != "prod" && len(got) != len(tc.want)+8) {
-				t.Errorf("EnvLeaseName(%q) = %q, want %q and a hash of 8 hex digits (at most 63 characters)", tc.env, got, tc.want)
-			}
-		})
-	}
-	if EnvLeaseName("Prod_EU") == EnvLeaseName("prod-eu") {
-		t.Error("distinct environments share a Lease")
-	}
-}
-
-// TestGiveBackSparesAnApply: a replica above its share gives back the last
-// environment it holds that is not applying, and none while all are.
-func TestGiveBackSparesAnApply(t *testing.T) {
-	applying := map[string]bool{"us": true}
-	s := newShard(shardDeps{envs: []string{"devel", "prod", "us"}, metrics: NewMetrics(),
-		applying: func(env string) bool { return applying[env] }, logf: func(string, ...any) {}})
-	cancelled := map[string]bool{}
-	for _, env := range s.envs {
-		s.held[env] = &holding{cancel: func(error) { cancelled[env] = true }, done: make(chan struct{})}
-	}
-	s.giveBack(2)
-	if diff := cmp.Diff([]string{"devel", "us"}, s.Held()); diff != "" || !cancelled["prod"] || cancelled["us"] {
-		t.Errorf("after giving one back: held (-want +got):\n%s; cancelled %v, want prod only", diff, cancelled)
-	}
-	applying["devel"] = true
-	s.giveBack(1)
-	if diff := cmp.Diff([]string{"devel", "us"}, s.Held()); diff != "" || len(cancelled) != 1 {
-		t.Errorf("with every environment applying: held (-want +got):\n%s; cancelled %v", diff, cancelled)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/lease"
 )
 
 func fastElection() LeaderElection {
@@ -23,7 +25,7 @@ func TestLeadOneAtATime(t *testing.T) {
 	started := make(chan string, 2)
 	run := func(ctx context.Context, id string, wg *sync.WaitGroup) {
 		defer wg.Done()
-		err := lead(ctx, env.Clientset, ns, id, fastElection(), func(bool) {}, func(lctx context.Context) {
+		err := lease.Lead(ctx, lease.Candidate{Client: env.Clientset, Namespace: ns, Identity: id, Election: fastElection()}, func(bool) {}, func(lctx context.Context) {
 			n := leaders.Add(1)
 			if n > maxLeaders.Load() {
 				maxLeaders.Store(n)

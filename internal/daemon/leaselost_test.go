@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stagehand-gitops/stagehand/internal/lease"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
@@ -23,8 +24,8 @@ func TestGracefulLeaseLost(t *testing.T) {
 		atOnce bool
 	}{
 		{"shutdown", nil, false},
-		{"lease lost", errLeaseLost, true},
-		{"lease lost, wrapped", errors.Join(errors.New("state claimed"), errLeaseLost), true},
+		{"lease lost", lease.ErrLost, true},
+		{"lease lost, wrapped", errors.Join(errors.New("state claimed"), lease.ErrLost), true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w := &worker{workerDeps: workerDeps{applyGrace: time.Hour}}
@@ -49,29 +50,8 @@ func TestGracefulLeaseLost(t *testing.T) {
 	}
 }
 
-// TestShardCancelCauses: an environment dropped (its Lease lost, its state
-// claimed by another term) stops its worker with errLeaseLost; one given
-// back stops it gracefully.
-func TestShardCancelCauses(t *testing.T) {
-	s := newShard(shardDeps{envs: []string{"devel", "prod"}, metrics: NewMetrics(), logf: func(string, ...any) {}})
-	ctxs := map[string]context.Context{}
-	for _, env := range s.envs {
-		ctx, cancel := context.WithCancelCause(context.Background())
-		ctxs[env] = ctx
-		s.held[env] = &holding{token: "1/me", cancel: cancel, done: make(chan struct{})}
-	}
-	s.drop("devel", "1/me", "its state was claimed by another holder")
-	s.giveBack(0)
-	if got := context.Cause(ctxs["devel"]); !errors.Is(got, errLeaseLost) {
-		t.Errorf("devel dropped: cause %v, want errLeaseLost", got)
-	}
-	if got := context.Cause(ctxs["prod"]); !errors.Is(got, context.Canceled) {
-		t.Errorf("prod given back: cause %v, want context.Canceled (graceful)", got)
-	}
-}
-
 // TestLeaderLosesLease: the one leader whose Lease another replica takes
-// (its renewals refused) has its work cancelled with errLeaseLost; one that
+// (its renewals refused) has its work cancelled with lease.ErrLost; one that
 // shuts down, without.
 func TestLeaderLosesLease(t *testing.T) {
 	env := cluster.Env(t)
@@ -84,16 +64,18 @@ func TestLeaderLosesLease(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- lead(ctx, env.Clientset, ns, "me", le, func(bool) {}, work) }()
+	go func() {
+		done <- lease.Lead(ctx, lease.Candidate{Client: env.Clientset, Namespace: ns, Identity: "me", Election: le}, func(bool) {}, work)
+	}()
 	leases := env.Clientset.CoordinationV1().Leases(ns)
 	testenv.WaitFor(t, 20*time.Second, "leading", func() bool {
-		l, err := leases.Get(ctx, LeaseName, metav1.GetOptions{})
+		l, err := leases.Get(ctx, lease.Name, metav1.GetOptions{})
 		return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == "me"
 	})
 	// Another replica holds the Lease from now on, renewing it.
 	other := "other"
 	steal := func() {
-		l, err := leases.Get(ctx, LeaseName, metav1.GetOptions{})
+		l, err := leases.Get(ctx, lease.Name, metav1.GetOptions{})
 		if err != nil {
 			return
 		}
@@ -111,8 +93,8 @@ func TestLeaderLosesLease(t *testing.T) {
 			return false
 		}
 	})
-	if !errors.Is(got, errLeaseLost) {
-		t.Errorf("lease taken: cause %v, want errLeaseLost", got)
+	if !errors.Is(got, lease.ErrLost) {
+		t.Errorf("lease taken: cause %v, want lease.ErrLost", got)
 	}
 	cancel()
 	if err := <-done; err != nil {
@@ -122,14 +104,16 @@ func TestLeaderLosesLease(t *testing.T) {
 	// Shutting down while leading: graceful.
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
-	go func() { done <- lead(ctx2, env.Clientset, ns, "third", le, func(bool) {}, work) }()
+	go func() {
+		done <- lease.Lead(ctx2, lease.Candidate{Client: env.Clientset, Namespace: ns, Identity: "third", Election: le}, func(bool) {}, work)
+	}()
 	testenv.WaitFor(t, 30*time.Second, "third leading", func() bool {
-		l, err := leases.Get(ctx2, LeaseName, metav1.GetOptions{})
+		l, err := leases.Get(ctx2, lease.Name, metav1.GetOptions{})
 		return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == "third"
 	})
 	cancel2()
-	if got := <-causes; errors.Is(got, errLeaseLost) {
-		t.Errorf("shutdown: cause %v, want no errLeaseLost", got)
+	if got := <-causes; errors.Is(got, lease.ErrLost) {
+		t.Errorf("shutdown: cause %v, want no lease.ErrLost", got)
 	}
 	<-done
 }
@@ -146,7 +130,7 @@ func TestEnvLeaseDeletedByHand(t *testing.T) {
 	testenv.WaitFor(t, 30*time.Second, "the first apply recorded", func() bool { return len(rs[0].history(t, "devel")) == 1 })
 	ctx := context.Background()
 	leases := cluster.Env(t).Clientset.CoordinationV1().Leases(h.stateNS)
-	old, err := leases.Get(ctx, EnvLeaseName("devel"), metav1.GetOptions{})
+	old, err := leases.Get(ctx, lease.EnvName("devel"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,10 +174,10 @@ func TestShutdownRenewsWhileStopping(t *testing.T) {
 	store := state.NewStore(env.Clientset, ns)
 	var aWorking, bWorking atomic.Bool
 	var overlap atomic.Bool
-	newReplica := func(id string, working *atomic.Bool, other *atomic.Bool, finish time.Duration) *shard {
-		return newShard(shardDeps{leases: env.Clientset.CoordinationV1().Leases(ns), store: store, identity: id, election: le,
-			envs: []string{"devel"}, metrics: NewMetrics(),
-			start: func(ctx context.Context, _, _ string, _ func()) {
+	newReplica := func(id string, working *atomic.Bool, other *atomic.Bool, finish time.Duration) *lease.Shard {
+		return lease.NewShard(lease.Deps{Leases: env.Clientset.CoordinationV1().Leases(ns), Store: store, Identity: id, Election: le,
+			Envs: []string{"devel"},
+			Start: func(ctx context.Context, _, _ string, _ func()) {
 				working.Store(true)
 				if other.Load() {
 					overlap.Store(true)
@@ -202,17 +186,17 @@ func TestShutdownRenewsWhileStopping(t *testing.T) {
 				time.Sleep(finish) // finishing the apply in flight
 				working.Store(false)
 			},
-			logf: func(string, ...any) {}, logE: func(error, string, ...any) {}})
+		})
 	}
 	a := newReplica("replica-a", &aWorking, &bWorking, 2*le.LeaseDuration)
 	actx, stopA := context.WithCancel(context.Background())
 	aDone := make(chan struct{})
-	go func() { defer close(aDone); a.run(actx) }()
+	go func() { defer close(aDone); a.Run(actx) }()
 	testenv.WaitFor(t, 20*time.Second, "a working devel", aWorking.Load)
 	b := newReplica("replica-b", &bWorking, &aWorking, 0)
 	bctx, stopB := context.WithCancel(context.Background())
 	bDone := make(chan struct{})
-	go func() { defer close(bDone); b.run(bctx) }()
+	go func() { defer close(bDone); b.Run(bctx) }()
 	defer func() { stopB(); <-bDone }()
 	time.Sleep(2 * le.RetryPeriod) // b looks at the Leases
 	stopA()

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/lease"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
@@ -103,6 +104,16 @@ func WithAuthors(a approval.Authors) Option {
 		return nil
 	}
 }
+
+// LeaderElection configures leader election: lease.Election, fluxcd's
+// runtime options (and flags). Enable false makes the process lead
+// unconditionally (a single replica, or --once).
+type LeaderElection = lease.Election
+
+// DefaultLeaderElection returns the options used when none are given
+// (lease.DefaultElection): enabled, released on shutdown, fluxcd's default
+// durations.
+func DefaultLeaderElection() LeaderElection { return lease.DefaultElection() }
 
 // WithLeaderElection sets the leader election options (default
 // DefaultLeaderElection(); Enable false leads unconditionally).

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/lease"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
@@ -173,12 +174,12 @@ func (w *worker) continueRollback(ctx context.Context, rb state.Rollback) error 
 
 // graceful is ctx, but cancelled only the apply grace after ctx ends, so
 // that patches in flight finish and the state is recorded; at once when ctx
-// ended because this replica lost its Lease (errLeaseLost): another replica
+// ended because this replica lost its Lease (lease.ErrLost): another replica
 // may be applying already, and no patch may follow.
 func (w *worker) graceful(ctx context.Context) (context.Context, context.CancelFunc) {
 	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() {
-		if errors.Is(context.Cause(ctx), errLeaseLost) {
+		if errors.Is(context.Cause(ctx), lease.ErrLost) {
 			cancel()
 			return
 		}

@@ -44,7 +44,7 @@ func (d *Daemon) Environment(ctx context.Context, env string) (*status.Environme
 		v.LastResult = &v.History[0]
 	}
 	if d.shard != nil {
-		if v.Holder, err = holderOf(ctx, d.shard.leases, env); err != nil {
+		if v.Holder, err = d.shard.HolderOf(ctx, env); err != nil {
 			return nil, err
 		}
 	}

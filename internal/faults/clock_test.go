@@ -17,8 +17,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+	"github.com/stagehand-gitops/stagehand/internal/lease"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
@@ -364,7 +364,7 @@ func TestClockSkewPerEnvironment(t *testing.T) {
 	holders := func() map[string]string {
 		m := map[string]string{}
 		for _, env := range envs {
-			l, err := f.env.Clientset.CoordinationV1().Leases(f.ns).Get(ctx, daemon.EnvLeaseName(env), metav1.GetOptions{})
+			l, err := f.env.Clientset.CoordinationV1().Leases(f.ns).Get(ctx, lease.EnvName(env), metav1.GetOptions{})
 			if err == nil && l.Spec.HolderIdentity != nil {
 				m[env] = *l.Spec.HolderIdentity
 			}
@@ -378,7 +378,7 @@ func TestClockSkewPerEnvironment(t *testing.T) {
 	shared := holders()
 	transitions := map[string]int32{}
 	for _, env := range envs {
-		transitions[env] = f.leaseTransitions(ctx, daemon.EnvLeaseName(env))
+		transitions[env] = f.leaseTransitions(ctx, lease.EnvName(env))
 	}
 	// Two lease durations with both alive: nothing moves.
 	for end := time.Now().Add(2 * leaseDuration); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
@@ -387,7 +387,7 @@ func TestClockSkewPerEnvironment(t *testing.T) {
 		}
 	}
 	for _, env := range envs {
-		if tr := f.leaseTransitions(ctx, daemon.EnvLeaseName(env)); tr != transitions[env] {
+		if tr := f.leaseTransitions(ctx, lease.EnvName(env)); tr != transitions[env] {
 			t.Errorf("%s's Lease transitions went from %d to %d while both replicas lived", env, transitions[env], tr)
 		}
 	}
@@ -404,7 +404,7 @@ func TestClockSkewPerEnvironment(t *testing.T) {
 	rev := f.git.Commit(t, "manifests", "main", manifest(n, "2.0.0"), "devel to 2.0.0 after its holder died")
 	f.applied(t, survivor, n, "2.0.0", rev, time.Minute)
 	recovered := time.Since(killed)
-	if tr := f.leaseTransitions(ctx, daemon.EnvLeaseName("devel")); tr != transitions["devel"]+1 {
+	if tr := f.leaseTransitions(ctx, lease.EnvName("devel")); tr != transitions["devel"]+1 {
 		t.Errorf("devel's Lease transitions = %d, want %d (one hand-over)", tr, transitions["devel"]+1)
 	}
 	if h := holders()["prod"]; h != survivor.name {

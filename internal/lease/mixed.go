@@ -1,4 +1,4 @@
-package daemon
+package lease
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
 	"github.com/stagehand-gitops/stagehand/internal/state"
 )
@@ -16,9 +17,10 @@ import (
 // Replicas started with different leaderElection.perEnvironment settings
 // (a rolling change of the setting, or a mistake) never work the same
 // environment at once: a replica without it, once it holds the Lease
-// LeaseName, leads every environment, and replicas with it stand by:
+// Name (the one Lease of a single leader), leads every environment, and
+// replicas with it stand by:
 //
-//   - a replica with perEnvironment that sees LeaseName held and renewed
+//   - a replica with perEnvironment that sees Name held and renewed
 //     gives back every environment it holds (each after its worker has
 //     finished what was in flight, its Lease released) and takes none
 //     (shard.tick, standByGlobal);
@@ -29,11 +31,11 @@ import (
 //
 // Each logs, once, why it stands by.
 
-// waitEnvLeases returns nil once no environment Lease is held by a replica
-// that still renews it (judged, as shard.live does, on this replica's
-// monotonic clock), or ctx's error when ctx ends first.
-func (d *Daemon) waitEnvLeases(ctx context.Context) error {
-	leases := d.store.Client().CoordinationV1().Leases(d.store.Namespace())
+// WaitEnvLeases returns nil once no environment Lease in leases is held by a
+// replica that still renews it (judged, as Shard does, on this replica's
+// monotonic clock), or ctx's error when ctx ends first. logE is told, once
+// per change, who it waits for.
+func WaitEnvLeases(ctx context.Context, leases coordclient.LeaseInterface, election Election, logE func(err error, msg string, kv ...any)) error {
 	sel := state.LabelManagedBy + "=stagehand," + state.LabelComponent + "=" + componentEnvLease
 	seen := map[string]observed{}
 	said := ""
@@ -43,10 +45,10 @@ func (d *Daemon) waitEnvLeases(ctx context.Context) error {
 		case apierrors.IsForbidden(err):
 			// Without the right to list Leases no replica can hold
 			// environments (the shard loop lists them): none to wait for.
-			d.log.Error(err, "not allowed to list leases: not waiting for replicas with leaderElection.perEnvironment")
+			logE(err, "not allowed to list leases: not waiting for replicas with leaderElection.perEnvironment")
 			return nil
 		case err != nil && ctx.Err() == nil:
-			d.log.Error(err, "listing environment leases before leading; retrying")
+			logE(err, "listing environment leases before leading; retrying")
 		case err == nil:
 			now := time.Now()
 			next := map[string]observed{}
@@ -58,7 +60,7 @@ func (d *Daemon) waitEnvLeases(ctx context.Context) error {
 					o = observed{rv: l.ResourceVersion, at: now}
 				}
 				next[l.Name] = o
-				if leaseLive(l, o, now, d.o.election.LeaseDuration) {
+				if leaseLive(l, o, now, election.LeaseDuration) {
 					live = append(live, fmt.Sprintf("%s (held by %s)", l.Annotations[annoLeaseEnv], *l.Spec.HolderIdentity))
 				}
 			}
@@ -69,15 +71,15 @@ func (d *Daemon) waitEnvLeases(ctx context.Context) error {
 			slices.Sort(live)
 			if s := fmt.Sprint(live); s != said {
 				said = s
-				d.log.Error(nil, "elected, but replicas with leaderElection.perEnvironment hold environments: "+
+				logE(nil, "elected, but replicas with leaderElection.perEnvironment hold environments: "+
 					"waiting until they give them back (every replica should have the same leaderElection.perEnvironment)",
-					"identity", d.o.identity, "environments", live)
+					"environments", live)
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(d.o.election.RetryPeriod):
+		case <-time.After(election.RetryPeriod):
 		}
 	}
 }
@@ -96,23 +98,23 @@ func leaseLive(l *coordinationv1.Lease, o observed, now time.Time, def time.Dura
 	return now.Sub(o.at) < d
 }
 
-// globalLeader returns who holds the Lease LeaseName and renews it (a
+// globalLeader returns who holds the Lease Name and renews it (a
 // replica without leaderElection.perEnvironment leads), "" when nobody does,
 // recording what it saw into next.
-func (s *shard) globalLeader(ctx context.Context, next map[string]observed, now time.Time) (string, error) {
-	l, err := s.leases.Get(ctx, LeaseName, metav1.GetOptions{})
+func (s *Shard) globalLeader(ctx context.Context, next map[string]observed, now time.Time) (string, error) {
+	l, err := s.Leases.Get(ctx, Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("reading lease %s: %w", LeaseName, err)
+		return "", fmt.Errorf("reading lease %s: %w", Name, err)
 	}
 	o, ok := s.seen[l.Name]
 	if !ok || o.rv != l.ResourceVersion {
 		o = observed{rv: l.ResourceVersion, at: now}
 	}
 	next[l.Name] = o
-	if !leaseLive(l, o, now, s.election.LeaseDuration) {
+	if !leaseLive(l, o, now, s.Election.LeaseDuration) {
 		return "", nil
 	}
 	return *l.Spec.HolderIdentity, nil
@@ -121,7 +123,7 @@ func (s *shard) globalLeader(ctx context.Context, next map[string]observed, now 
 // standByGlobal gives back every environment held, because leader is a
 // replica without leaderElection.perEnvironment that leads them all; it
 // logs that once per leader.
-func (s *shard) standByGlobal(leader string) {
+func (s *Shard) standByGlobal(leader string) {
 	s.mu.Lock()
 	var gave []string
 	for env, h := range s.held {
@@ -135,7 +137,7 @@ func (s *shard) standByGlobal(leader string) {
 	slices.Sort(gave)
 	if leader != s.deferredTo {
 		s.deferredTo = leader
-		s.logE(nil, "standing by: a replica without leaderElection.perEnvironment leads every environment "+
+		s.LogE(nil, "standing by: a replica without leaderElection.perEnvironment leads every environment "+
 			"(every replica should have the same leaderElection.perEnvironment)", "leader", leader, "givingBack", gave)
 	}
 }

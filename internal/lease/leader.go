@@ -1,4 +1,4 @@
-package daemon
+package lease
 
 import (
 	"context"
@@ -13,23 +13,23 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
-// LeaseName is the Lease the replicas compete for in the state namespace.
-const LeaseName = "stagehand-reconciler"
+// Name is the Lease the replicas compete for in the state namespace.
+const Name = "stagehand-reconciler"
 
-// errLeaseLost is the cause of a leader's (or an environment holder's) work
+// ErrLost is the cause of a leader's (or an environment holder's) work
 // context when its Lease was lost, not when it shuts down: the apply under
 // way stops before its next patch instead of being given the apply grace.
-var errLeaseLost = errors.New("this replica lost its lease")
+var ErrLost = errors.New("this replica lost its lease")
 
-// LeaderElection configures leader election; its fields are fluxcd's runtime
+// Election configures leader election; its fields are fluxcd's runtime
 // options (and flags). Enable false makes the process lead unconditionally
 // (a single replica, or --once).
-type LeaderElection = fluxle.Options
+type Election = fluxle.Options
 
-// DefaultLeaderElection returns the options used when none are given: enabled,
+// DefaultElection returns the options used when none are given: enabled,
 // released on shutdown, fluxcd's default durations.
-func DefaultLeaderElection() LeaderElection {
-	return LeaderElection{
+func DefaultElection() Election {
+	return Election{
 		Enable:          true,
 		ReleaseOnCancel: true,
 		LeaseDuration:   35 * time.Second,
@@ -38,11 +38,20 @@ func DefaultLeaderElection() LeaderElection {
 	}
 }
 
-// lead runs leading(ctx) while this process holds the Lease namespace/LeaseName
-// and returns when ctx ends. When leadership is lost, leading's context is
-// cancelled and, once it has returned, the process competes again.
-func lead(ctx context.Context, client kubernetes.Interface, namespace, identity string, o LeaderElection,
-	onChange func(leading bool), leading func(context.Context)) error {
+// Candidate is a replica competing for the Lease Name in Namespace.
+type Candidate struct {
+	Client    kubernetes.Interface
+	Namespace string
+	Identity  string
+	Election  Election
+}
+
+// Lead runs leading(ctx) while c holds the Lease c.Namespace/Name and
+// returns when ctx ends. When leadership is lost, leading's context is
+// cancelled (its cause ErrLost) and, once it has returned, the process
+// competes again.
+func Lead(ctx context.Context, c Candidate, onChange func(leading bool), leading func(context.Context)) error {
+	o := c.Election
 	if !o.Enable {
 		onChange(true)
 		defer onChange(false)
@@ -50,13 +59,13 @@ func lead(ctx context.Context, client kubernetes.Interface, namespace, identity 
 		return nil
 	}
 	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: namespace, Name: LeaseName},
-		Client:     client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+		LeaseMeta:  metav1.ObjectMeta{Namespace: c.Namespace, Name: Name},
+		Client:     c.Client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: c.Identity},
 	}
 	for ctx.Err() == nil {
 		if err := leadOnce(ctx, lock, o, onChange, leading); err != nil {
-			return fmt.Errorf("configuring leader election on lease %s/%s: %w", namespace, LeaseName, err)
+			return fmt.Errorf("configuring leader election on lease %s/%s: %w", c.Namespace, Name, err)
 		}
 		if ctx.Err() == nil {
 			select {
@@ -71,7 +80,7 @@ func lead(ctx context.Context, client kubernetes.Interface, namespace, identity 
 // leadOnce competes for the lease once. The elector runs on its own context so
 // that, on shutdown, the lease is renewed until the leading work has finished
 // (a patch in flight, the state write after it) and only then released.
-func leadOnce(ctx context.Context, lock resourcelock.Interface, o LeaderElection,
+func leadOnce(ctx context.Context, lock resourcelock.Interface, o Election,
 	onChange func(leading bool), leading func(context.Context)) error {
 	started := make(chan struct{})
 	done := make(chan struct{})
@@ -96,7 +105,7 @@ func leadOnce(ctx context.Context, lock resourcelock.Interface, o LeaderElection
 		RenewDeadline:   o.RenewDeadline,
 		RetryPeriod:     o.RetryPeriod,
 		ReleaseOnCancel: o.ReleaseOnCancel,
-		Name:            LeaseName,
+		Name:            Name,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lctx context.Context) {
 				defer close(done)
@@ -105,7 +114,7 @@ func leadOnce(ctx context.Context, lock resourcelock.Interface, o LeaderElection
 				// Lease (lctx, while ctx lives) does not.
 				wctx, cancel := context.WithCancelCause(context.WithoutCancel(lctx))
 				defer cancel(nil)
-				lost := context.AfterFunc(lctx, func() { cancel(errLeaseLost) })
+				lost := context.AfterFunc(lctx, func() { cancel(ErrLost) })
 				defer lost()
 				stop := context.AfterFunc(ctx, func() { cancel(nil) })
 				defer stop()

@@ -1,4 +1,4 @@
-package daemon
+package lease
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 
 // With leaderElection.perEnvironment each environment has its own Lease
 // (EnvLeaseName) and each replica announces itself with a member Lease
-// (memberLeaseName). One loop per replica (shard.run), every retry period:
+// (memberLeaseName). One loop per replica (Shard.Run), every retry period:
 // renews its member Lease and the environment Leases it holds, lists all of
 // them, counts the live replicas, and acquires environments that are free
 // or whose holder stopped renewing, up to its fair share
@@ -35,31 +35,35 @@ const (
 	annoLeaseEnv      = "stagehand.io/environment"
 )
 
-// shardDeps is what the shard loop uses of the daemon.
-type shardDeps struct {
-	leases   coordclient.LeaseInterface
-	store    *state.Store
-	identity string
-	election LeaderElection
-	envs     []string
-	metrics  *Metrics
-	// start runs env's worker under token's term until its context ends;
+// Deps is what the shard loop uses of the daemon.
+type Deps struct {
+	Leases   coordclient.LeaseInterface
+	Store    *state.Store
+	Identity string
+	Election Election
+	Envs     []string
+	// Start runs env's worker under token's term until its context ends;
 	// lost is called when a state write is refused (another term claimed
 	// it). It returns when the worker has stopped.
-	start func(ctx context.Context, env, token string, lost func())
-	// now stamps the Leases' acquire and renew times (the API server's
+	Start func(ctx context.Context, env, token string, lost func())
+	// Now stamps the Leases' acquire and renew times (the API server's
 	// clock); nothing judges by them: liveness is this replica's
 	// monotonic clock. time.Now when nil.
-	now func() time.Time
-	// applying reports whether env's worker is applying a plan now.
-	applying func(env string) bool
-	logf     func(msg string, kv ...any)
-	logE     func(err error, msg string, kv ...any)
+	Now func() time.Time
+	// Mono is this replica's monotonic clock, by which a Lease not
+	// renewed for its duration is judged expired. time.Now when nil.
+	Mono func() time.Time
+	// Applying reports whether env's worker is applying a plan now.
+	Applying func(env string) bool
+	// Leadership is told that this replica began or stopped holding env.
+	Leadership func(env string, held bool)
+	Logf       func(msg string, kv ...any)
+	LogE       func(err error, msg string, kv ...any)
 }
 
-// shard holds environment Leases for one replica.
-type shard struct {
-	shardDeps
+// Shard holds environment Leases for one replica.
+type Shard struct {
+	Deps
 	// seen is, by Lease name, the resourceVersion last seen and when it was
 	// first seen (this replica's monotonic clock).
 	seen    map[string]observed
@@ -85,8 +89,8 @@ type holding struct {
 	lease   *coordinationv1.Lease
 	token   string
 	renewed time.Time
-	// cancel stops the worker: with errLeaseLost at once, else after
-	// the apply grace (see worker.graceful).
+	// cancel stops the worker: with ErrLost at once, else after the
+	// apply grace (the daemon's worker.graceful).
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 	// giving is set when the environment is being given back: its worker
@@ -94,16 +98,29 @@ type holding struct {
 	giving bool
 }
 
-func newShard(deps shardDeps) *shard {
-	if deps.now == nil {
-		deps.now = time.Now
+// NewShard returns the shard loop of one replica; Run runs it.
+func NewShard(deps Deps) *Shard {
+	if deps.Now == nil {
+		deps.Now = time.Now
 	}
-	return &shard{shardDeps: deps, seen: map[string]observed{}, held: map[string]*holding{},
+	if deps.Mono == nil {
+		deps.Mono = time.Now
+	}
+	if deps.Logf == nil {
+		deps.Logf = func(string, ...any) {}
+	}
+	if deps.LogE == nil {
+		deps.LogE = func(error, string, ...any) {}
+	}
+	if deps.Leadership == nil {
+		deps.Leadership = func(string, bool) {}
+	}
+	return &Shard{Deps: deps, seen: map[string]observed{}, held: map[string]*holding{},
 		stopping: map[string]chan struct{}{}}
 }
 
 // Held lists the environments this replica holds, in order.
-func (s *shard) Held() []string {
+func (s *Shard) Held() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
@@ -116,17 +133,18 @@ func (s *shard) Held() []string {
 	return out
 }
 
-func (s *shard) holds(env string) bool {
+// Holds reports whether this replica holds env (and is not giving it back).
+func (s *Shard) Holds(env string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h, ok := s.held[env]
 	return ok && !h.giving
 }
 
-// run holds environments until ctx ends; then it stops every worker, waits
+// Run holds environments until ctx ends; then it stops every worker, waits
 // for them, and releases its Leases (with ReleaseOnCancel).
-func (s *shard) run(ctx context.Context) {
-	t := time.NewTicker(s.election.RetryPeriod)
+func (s *Shard) Run(ctx context.Context) {
+	t := time.NewTicker(s.Election.RetryPeriod)
 	defer t.Stop()
 	for first := true; ; first = false {
 		s.tick(ctx, first)
@@ -140,22 +158,22 @@ func (s *shard) run(ctx context.Context) {
 }
 
 // tick is one round: renew, look, give back or acquire.
-func (s *shard) tick(ctx context.Context, first bool) {
+func (s *Shard) tick(ctx context.Context, first bool) {
 	if err := s.renewMember(ctx); err != nil {
-		s.logE(err, "renewing this replica's member lease")
+		s.LogE(err, "renewing this replica's member lease")
 	}
-	list, err := s.leases.List(ctx, metav1.ListOptions{LabelSelector: state.LabelManagedBy + "=stagehand," +
+	list, err := s.Leases.List(ctx, metav1.ListOptions{LabelSelector: state.LabelManagedBy + "=stagehand," +
 		state.LabelComponent + " in (" + componentEnvLease + "," + componentMember + ")"})
 	if err != nil {
 		if ctx.Err() == nil {
-			s.logE(err, "listing leases")
+			s.LogE(err, "listing leases")
 		}
-		s.expireUnrenewed(time.Now())
+		s.expireUnrenewed(s.Mono())
 		return
 	}
 	// What the list says is as of now: a request that hung before it
 	// must not make it look older than it is.
-	now := time.Now()
+	now := s.Mono()
 	byName := map[string]*coordinationv1.Lease{}
 	next := map[string]observed{}
 	members := 1
@@ -167,7 +185,7 @@ func (s *shard) tick(ctx context.Context, first bool) {
 			o = observed{rv: l.ResourceVersion, at: now}
 		}
 		next[l.Name] = o
-		if l.Labels[state.LabelComponent] == componentMember && l.Name != memberLeaseName(s.identity) && s.live(l, o, now) {
+		if l.Labels[state.LabelComponent] == componentMember && l.Name != memberLeaseName(s.Identity) && s.live(l, o, now) {
 			members++
 		}
 	}
@@ -180,17 +198,17 @@ func (s *shard) tick(ctx context.Context, first bool) {
 		// Whether a replica leads every environment is not known: keep
 		// what is held, take nothing more.
 		if ctx.Err() == nil {
-			s.logE(gerr, "taking no environment")
+			s.LogE(gerr, "taking no environment")
 		}
 		return
 	case leader != "":
 		s.standByGlobal(leader)
 		return
 	case s.deferredTo != "":
-		s.logf("no replica without leaderElection.perEnvironment leads any more: taking environments", "was", s.deferredTo)
+		s.Logf("no replica without leaderElection.perEnvironment leads any more: taking environments", "was", s.deferredTo)
 		s.deferredTo = ""
 	}
-	share := (len(s.envs) + members - 1) / members
+	share := (len(s.Envs) + members - 1) / members
 	if s.count() > share {
 		s.giveBack(share)
 		return
@@ -203,11 +221,11 @@ func (s *shard) tick(ctx context.Context, first bool) {
 
 // live reports whether l, last changed as o says, is held by a replica
 // that still renews it.
-func (s *shard) live(l *coordinationv1.Lease, o observed, now time.Time) bool {
-	return leaseLive(l, o, now, s.election.LeaseDuration)
+func (s *Shard) live(l *coordinationv1.Lease, o observed, now time.Time) bool {
+	return leaseLive(l, o, now, s.Election.LeaseDuration)
 }
 
-func (s *shard) count() int {
+func (s *Shard) count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -221,29 +239,29 @@ func (s *shard) count() int {
 
 // renewHeld renews the environment Leases held; one that another replica
 // took, or that could not be renewed within the renew deadline, is dropped.
-func (s *shard) renewHeld(ctx context.Context, byName map[string]*coordinationv1.Lease, now time.Time) {
+func (s *Shard) renewHeld(ctx context.Context, byName map[string]*coordinationv1.Lease, now time.Time) {
 	for _, env := range s.heldEnvs() {
 		h := s.holding(env)
-		l := byName[EnvLeaseName(env)]
-		if l == nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != s.identity ||
-			l.Spec.LeaseTransitions == nil || state.FenceToken(*l.Spec.LeaseTransitions, s.identity) != h.token {
+		l := byName[EnvName(env)]
+		if l == nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != s.Identity ||
+			l.Spec.LeaseTransitions == nil || state.FenceToken(*l.Spec.LeaseTransitions, s.Identity) != h.token {
 			s.drop(env, "", "another replica holds its lease")
 			continue
 		}
-		rt := metav1.NewMicroTime(s.now())
+		rt := metav1.NewMicroTime(s.Now())
 		l = l.DeepCopy()
 		l.Spec.RenewTime = &rt
-		updated, err := s.leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: "stagehand"})
+		updated, err := s.Leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: "stagehand"})
 		if err != nil {
 			if ctx.Err() == nil {
-				s.logE(err, "renewing environment lease", "environment", env)
+				s.LogE(err, "renewing environment lease", "environment", env)
 			}
-			if time.Since(h.renewed) > s.election.RenewDeadline {
+			if s.Mono().Sub(h.renewed) > s.Election.RenewDeadline {
 				s.drop(env, "", "its lease could not be renewed within the renew deadline")
 			}
 			continue
 		}
-		at := time.Now()
+		at := s.Mono()
 		s.mu.Lock()
 		h.lease, h.renewed = updated, at
 		s.mu.Unlock()
@@ -253,15 +271,15 @@ func (s *shard) renewHeld(ctx context.Context, byName map[string]*coordinationv1
 
 // expireUnrenewed drops what has not been renewed within the renew
 // deadline (the API server cannot be reached).
-func (s *shard) expireUnrenewed(now time.Time) {
+func (s *Shard) expireUnrenewed(now time.Time) {
 	for _, env := range s.heldEnvs() {
-		if now.Sub(s.holding(env).renewed) > s.election.RenewDeadline {
+		if now.Sub(s.holding(env).renewed) > s.Election.RenewDeadline {
 			s.drop(env, "", "its lease could not be renewed within the renew deadline")
 		}
 	}
 }
 
-func (s *shard) heldEnvs() []string {
+func (s *Shard) heldEnvs() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
@@ -272,7 +290,7 @@ func (s *shard) heldEnvs() []string {
 	return out
 }
 
-func (s *shard) holding(env string) *holding {
+func (s *Shard) holding(env string) *holding {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.held[env]
@@ -281,7 +299,7 @@ func (s *shard) holding(env string) *holding {
 // drop stops working env at once, without releasing its Lease (it is not,
 // or may not be, this replica's any more); with a token, only if env is
 // held in that term.
-func (s *shard) drop(env, token, why string) {
+func (s *Shard) drop(env, token, why string) {
 	s.mu.Lock()
 	h, ok := s.held[env]
 	if ok && token != "" && h.token != token {
@@ -295,13 +313,13 @@ func (s *shard) drop(env, token, why string) {
 	if !ok {
 		return
 	}
-	h.cancel(errLeaseLost)
-	s.metrics.leadership(env, false)
-	s.logf("not holding environment any more", "environment", env, "why", why, "term", h.token)
+	h.cancel(ErrLost)
+	s.Leadership(env, false)
+	s.Logf("not holding environment any more", "environment", env, "why", why, "term", h.token)
 }
 
 // giveBack starts giving back an environment held beyond share.
-func (s *shard) giveBack(share int) {
+func (s *Shard) giveBack(share int) {
 	held := s.Held()
 	if len(held) <= share {
 		return
@@ -310,7 +328,7 @@ func (s *shard) giveBack(share int) {
 	// the share; when all are applying, the next round tries again.
 	env := ""
 	for i := len(held) - 1; i >= 0 && env == ""; i-- {
-		if s.applying == nil || !s.applying(held[i]) {
+		if s.Applying == nil || !s.Applying(held[i]) {
 			env = held[i]
 		}
 	}
@@ -322,12 +340,12 @@ func (s *shard) giveBack(share int) {
 	h.giving = true
 	s.mu.Unlock()
 	h.cancel(nil)
-	s.logf("giving an environment back: more than this replica's share", "environment", env, "share", share, "replicas", s.members)
+	s.Logf("giving an environment back: more than this replica's share", "environment", env, "share", share, "replicas", s.members)
 }
 
 // finishGiving releases the Leases of environments given back whose worker
 // has stopped.
-func (s *shard) finishGiving(ctx context.Context) {
+func (s *Shard) finishGiving(ctx context.Context) {
 	for _, env := range s.heldEnvs() {
 		h := s.holding(env)
 		if !h.giving {
@@ -341,37 +359,37 @@ func (s *shard) finishGiving(ctx context.Context) {
 		s.mu.Lock()
 		delete(s.held, env)
 		s.mu.Unlock()
-		s.metrics.leadership(env, false)
+		s.Leadership(env, false)
 		if err := s.release(ctx, h.lease); err != nil {
-			s.logE(err, "releasing environment lease", "environment", env)
+			s.LogE(err, "releasing environment lease", "environment", env)
 		}
-		s.logf("environment given back", "environment", env, "term", h.token)
+		s.Logf("environment given back", "environment", env, "term", h.token)
 	}
 }
 
 // acquire takes free environments up to share, starting at a place that
 // depends on the identity so that replicas starting together try different
 // environments first.
-func (s *shard) acquire(ctx context.Context, byName map[string]*coordinationv1.Lease, share int, now time.Time) {
-	sum := sha256.Sum256([]byte(s.identity))
-	off := int(sum[0]) % max(1, len(s.envs))
-	for i := range s.envs {
+func (s *Shard) acquire(ctx context.Context, byName map[string]*coordinationv1.Lease, share int, now time.Time) {
+	sum := sha256.Sum256([]byte(s.Identity))
+	off := int(sum[0]) % max(1, len(s.Envs))
+	for i := range s.Envs {
 		if s.count() >= share {
 			return
 		}
-		env := s.envs[(off+i)%len(s.envs)]
+		env := s.Envs[(off+i)%len(s.Envs)]
 		if s.busy(env) {
 			continue
 		}
-		name := EnvLeaseName(env)
+		name := EnvName(env)
 		l := byName[name]
-		if l != nil && s.live(l, s.seen[name], now) && *l.Spec.HolderIdentity != s.identity {
+		if l != nil && s.live(l, s.seen[name], now) && *l.Spec.HolderIdentity != s.Identity {
 			continue
 		}
 		got, err := s.take(ctx, env, l)
 		if err != nil {
 			if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) && ctx.Err() == nil {
-				s.logE(err, "acquiring environment lease", "environment", env)
+				s.LogE(err, "acquiring environment lease", "environment", env)
 			}
 			continue
 		}
@@ -380,7 +398,7 @@ func (s *shard) acquire(ctx context.Context, byName map[string]*coordinationv1.L
 }
 
 // busy reports whether env is held, or its previous worker still stopping.
-func (s *shard) busy(env string) bool {
+func (s *Shard) busy(env string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.held[env]; ok {
@@ -398,14 +416,14 @@ func (s *shard) busy(env string) bool {
 }
 
 // begin claims env's state for the term of Lease l and starts its worker.
-func (s *shard) begin(ctx context.Context, env string, l *coordinationv1.Lease) {
-	now := time.Now()
-	token := state.FenceToken(*l.Spec.LeaseTransitions, s.identity)
-	if _, err := s.store.Claim(ctx, env, token); err != nil {
-		s.logE(err, "claiming environment state; giving the lease back", "environment", env)
+func (s *Shard) begin(ctx context.Context, env string, l *coordinationv1.Lease) {
+	now := s.Mono()
+	token := state.FenceToken(*l.Spec.LeaseTransitions, s.Identity)
+	if _, err := s.Store.Claim(ctx, env, token); err != nil {
+		s.LogE(err, "claiming environment state; giving the lease back", "environment", env)
 		if !errors.Is(err, state.ErrFenced) {
 			if rerr := s.release(ctx, l); rerr != nil {
-				s.logE(rerr, "releasing environment lease", "environment", env)
+				s.LogE(rerr, "releasing environment lease", "environment", env)
 			}
 		}
 		return
@@ -416,19 +434,19 @@ func (s *shard) begin(ctx context.Context, env string, l *coordinationv1.Lease) 
 	s.held[env] = h
 	s.mu.Unlock()
 	s.seen[l.Name] = observed{rv: l.ResourceVersion, at: now}
-	s.metrics.leadership(env, true)
-	s.logf("holding environment", "environment", env, "term", token)
+	s.Leadership(env, true)
+	s.Logf("holding environment", "environment", env, "term", token)
 	// At once, even while the loop waits on the API server.
 	lost := func() { s.drop(env, token, "its state was claimed by another holder") }
 	go func() {
 		defer close(h.done)
-		s.start(wctx, env, token, lost)
+		s.Start(wctx, env, token, lost)
 	}()
 }
 
 // shutdown stops every worker, waits for them and, with ReleaseOnCancel,
 // releases the environment Leases and this replica's member Lease.
-func (s *shard) shutdown() {
+func (s *Shard) shutdown() {
 	s.mu.Lock()
 	held := s.held
 	s.held = map[string]*holding{}
@@ -451,7 +469,7 @@ func (s *shard) shutdown() {
 			<-done
 		}
 	}()
-	t := time.NewTicker(s.election.RetryPeriod)
+	t := time.NewTicker(s.Election.RetryPeriod)
 	defer t.Stop()
 	for stopped := false; !stopped; {
 		select {
@@ -464,17 +482,17 @@ func (s *shard) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for env, h := range held {
-		s.metrics.leadership(env, false)
-		if !s.election.ReleaseOnCancel {
+		s.Leadership(env, false)
+		if !s.Election.ReleaseOnCancel {
 			continue
 		}
 		if err := s.release(ctx, h.lease); err != nil {
-			s.logE(err, "releasing environment lease on shutdown", "environment", env)
+			s.LogE(err, "releasing environment lease on shutdown", "environment", env)
 		}
 	}
-	if s.election.ReleaseOnCancel {
-		if err := s.leases.Delete(ctx, memberLeaseName(s.identity), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			s.logE(err, "removing this replica's member lease")
+	if s.Election.ReleaseOnCancel {
+		if err := s.Leases.Delete(ctx, memberLeaseName(s.Identity), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			s.LogE(err, "removing this replica's member lease")
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package daemon
+package lease
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coordclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
 	"github.com/stagehand-gitops/stagehand/internal/state"
 )
@@ -23,8 +22,8 @@ import (
 // invalidNameChars are those a Lease's name cannot hold.
 var invalidNameChars = regexp.MustCompile(`[^a-z0-9-]+`)
 
-// EnvLeaseName returns the name of env's Lease with leaderElection.perEnvironment.
-func EnvLeaseName(env string) string {
+// EnvName returns the name of env's Lease with leaderElection.perEnvironment.
+func EnvName(env string) string {
 	clean := strings.Trim(invalidNameChars.ReplaceAllString(strings.ToLower(env), "-"), "-")
 	if clean == env && len(env) <= 40 {
 		return envLeasePrefix + env
@@ -42,32 +41,32 @@ func memberLeaseName(identity string) string {
 }
 
 // renewMember keeps this replica's member Lease current.
-func (s *shard) renewMember(ctx context.Context) error {
-	name := memberLeaseName(s.identity)
-	now := metav1.NewMicroTime(s.now())
-	l, err := s.leases.Get(ctx, name, metav1.GetOptions{})
+func (s *Shard) renewMember(ctx context.Context) error {
+	name := memberLeaseName(s.Identity)
+	now := metav1.NewMicroTime(s.Now())
+	l, err := s.Leases.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		_, err = s.leases.Create(ctx, s.newLease(name, componentMember, "", 0), metav1.CreateOptions{FieldManager: "stagehand"})
+		_, err = s.Leases.Create(ctx, s.newLease(name, componentMember, "", 0), metav1.CreateOptions{FieldManager: "stagehand"})
 		return err
 	}
 	if err != nil {
 		return err
 	}
-	l.Spec.HolderIdentity, l.Spec.RenewTime = &s.identity, &now
+	l.Spec.HolderIdentity, l.Spec.RenewTime = &s.Identity, &now
 	l.Spec.LeaseDurationSeconds = s.durationSeconds()
-	_, err = s.leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: "stagehand"})
+	_, err = s.Leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: "stagehand"})
 	return err
 }
 
-func (s *shard) durationSeconds() *int32 {
-	d := int32(max(1, s.election.LeaseDuration.Round(time.Second)/time.Second))
+func (s *Shard) durationSeconds() *int32 {
+	d := int32(max(1, s.Election.LeaseDuration.Round(time.Second)/time.Second))
 	return &d
 }
 
 // newLease is a Lease held by this replica from now, in term transitions.
-func (s *shard) newLease(name, component, env string, transitions int32) *coordinationv1.Lease {
-	now := metav1.NewMicroTime(s.now())
-	id := s.identity
+func (s *Shard) newLease(name, component, env string, transitions int32) *coordinationv1.Lease {
+	now := metav1.NewMicroTime(s.Now())
+	id := s.Identity
 	l := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{state.LabelManagedBy: "stagehand", state.LabelComponent: component}},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &id, LeaseDurationSeconds: s.durationSeconds(),
@@ -80,8 +79,8 @@ func (s *shard) newLease(name, component, env string, transitions int32) *coordi
 }
 
 // renewStopping renews the Leases of held, whose workers are stopping.
-func (s *shard) renewStopping(held map[string]*holding) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.election.RenewDeadline)
+func (s *Shard) renewStopping(held map[string]*holding) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.Election.RenewDeadline)
 	defer cancel()
 	for env, h := range held {
 		select {
@@ -90,11 +89,11 @@ func (s *shard) renewStopping(held map[string]*holding) {
 		default:
 		}
 		l := h.lease.DeepCopy()
-		rt := metav1.NewMicroTime(s.now())
+		rt := metav1.NewMicroTime(s.Now())
 		l.Spec.RenewTime = &rt
-		updated, err := s.leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: "stagehand"})
+		updated, err := s.Leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: "stagehand"})
 		if err != nil {
-			s.logE(err, "renewing environment lease while its worker stops", "environment", env)
+			s.LogE(err, "renewing environment lease while its worker stops", "environment", env)
 			continue
 		}
 		h.lease = updated
@@ -102,26 +101,26 @@ func (s *shard) renewStopping(held map[string]*holding) {
 }
 
 // release gives l up: no holder (the next replica takes it at once).
-func (s *shard) release(ctx context.Context, l *coordinationv1.Lease) error {
+func (s *Shard) release(ctx context.Context, l *coordinationv1.Lease) error {
 	if l == nil {
 		return nil
 	}
 	l = l.DeepCopy()
 	l.Spec.HolderIdentity, l.Spec.AcquireTime, l.Spec.RenewTime = nil, nil, nil
-	_, err := s.leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: "stagehand"})
+	_, err := s.Leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: "stagehand"})
 	return err
 }
 
 // take acquires env's Lease l (nil: create it) in a new term. A Lease that
 // is created starts after the last term that claimed the state, so terms
 // only grow even when a Lease was deleted.
-func (s *shard) take(ctx context.Context, env string, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+func (s *Shard) take(ctx context.Context, env string, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
 	if l == nil {
-		last, err := s.store.FencedTerm(ctx, env)
+		last, err := s.Store.FencedTerm(ctx, env)
 		if err != nil {
 			return nil, err
 		}
-		return s.leases.Create(ctx, s.newLease(EnvLeaseName(env), componentEnvLease, env, int32(last+1)), metav1.CreateOptions{FieldManager: "stagehand"})
+		return s.Leases.Create(ctx, s.newLease(EnvName(env), componentEnvLease, env, int32(last+1)), metav1.CreateOptions{FieldManager: "stagehand"})
 	}
 	n := s.newLease(l.Name, componentEnvLease, env, 0)
 	l = l.DeepCopy()
@@ -131,12 +130,12 @@ func (s *shard) take(ctx context.Context, env string, l *coordinationv1.Lease) (
 	}
 	l.Spec = n.Spec
 	l.Spec.LeaseTransitions = &term
-	return s.leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: "stagehand"})
+	return s.Leases.Update(ctx, l, metav1.UpdateOptions{FieldManager: "stagehand"})
 }
 
-// holderOf returns who holds env's Lease ("" when nobody does).
-func holderOf(ctx context.Context, leases coordclient.LeaseInterface, env string) (string, error) {
-	l, err := leases.Get(ctx, EnvLeaseName(env), metav1.GetOptions{})
+// HolderOf returns who holds env's Lease ("" when nobody does).
+func (s *Shard) HolderOf(ctx context.Context, env string) (string, error) {
+	l, err := s.Leases.Get(ctx, EnvName(env), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return "", nil
 	}
