@@ -39,7 +39,8 @@ var layering = []struct {
 	{"internal/clock", []string{"internal/"}, "where time comes from sits below every component"},
 	{"internal/ghapp", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/config", "internal/approval", "internal/ui", "internal/notify"}, "the App's tokens sit below both their users, the GitHub client and the git source's builder"},
 	{"internal/auth", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/approval"}, "who is calling is decided below the API; the approver policy comes in as an interface"},
-	{"internal/state", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify", "internal/testenv", "internal/gitserver", "internal/githubtest"}, "the state store keeps the daemon's records and knows no component; its tests start nothing"},
+	{"internal/state", []string{"internal/lease", "internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify", "internal/testenv", "internal/gitserver", "internal/githubtest"}, "the state store keeps the daemon's records and knows no component; its tests start nothing"},
+	{"internal/lease", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify", "internal/testenv", "internal/gitserver", "internal/githubtest"}, "who works which environment knows no component; what runs while one is held is the caller's; its tests start nothing"},
 	{"internal/testenv", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "pkg/"}, "test servers stand under everything"},
 }
 
@@ -74,7 +75,7 @@ func TestImportLayering(t *testing.T) {
 
 // pureRooms are the packages whose tests start nothing: `go test` of them on
 // a fresh clone builds and starts no control plane or other test server.
-var pureRooms = []string{"internal/state"}
+var pureRooms = []string{"internal/state", "internal/lease"}
 
 // testServers are the packages that start a server for tests.
 var testServers = []string{"internal/testenv", "internal/gitserver", "internal/githubtest", "internal/registrytest", "internal/promtest", "internal/oidctest"}
@@ -103,7 +104,7 @@ func TestPureRoomsStartNothing(t *testing.T) {
 				}
 				for _, server := range testServers {
 					if matches(strings.TrimPrefix(p, module), server) {
-						t.Errorf("%s imports %s: %s's tests must start nothing (the Store's tests on a real API server belong to internal/daemon)", filepath.ToSlash(path), p, room)
+						t.Errorf("%s imports %s: %s's tests must start nothing (tests on a real API server belong to internal/daemon)", filepath.ToSlash(path), p, room)
 					}
 				}
 			}
