@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -229,6 +230,20 @@ func TestBrowser(t *testing.T) {
 		chromedp.Click("#signin-demo", chromedp.ByID), chromedp.WaitVisible("#login", chromedp.ByID))
 	if got := text(t, ctx, "#login"); got != "demo" {
 		t.Errorf("signed in as %q, want demo", got)
+	}
+	// Over plain HTTP to 127.0.0.1 (the demo login) Chromium keeps the __Host- session cookie: Secure, for
+	// Path=/ and this host only.
+	var cookies []*network.Cookie
+	run(t, ctx, "reading the browser's cookies", chromedp.ActionFunc(func(ctx context.Context) (err error) {
+		cookies, err = network.GetCookies().WithURLs([]string{s.base + "/"}).Do(ctx)
+		return err
+	}))
+	var session []string
+	for _, c := range cookies {
+		session = append(session, fmt.Sprintf("%s secure=%v httpOnly=%v path=%s sameSite=%s", c.Name, c.Secure, c.HTTPOnly, c.Path, c.SameSite))
+	}
+	if want := []string{"__Host-stagehand_session secure=true httpOnly=true path=/ sameSite=Lax"}; fmt.Sprint(session) != fmt.Sprint(want) {
+		t.Errorf("the browser's cookies after signing in: %q, want %q", session, want)
 	}
 	run(t, ctx, "marking the page", chromedp.Evaluate(`window.stagehandMarker = 1`, nil))
 	// The first plans arrive after the page was loaded: the live updates bring them.
