@@ -37,6 +37,8 @@ var layering = []struct {
 	{"internal/sequence", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/notify", "internal/approval"}, "the sequence contract sits below the daemon that runs it, the tasks and the listeners"},
 	{"internal/webhook", []string{"internal/"}, "the receiver knows no component"},
 	{"internal/clock", []string{"internal/"}, "where time comes from sits below every component"},
+	{"internal/identity", []string{"internal/"}, "who someone is sits below every door and every rule that compares people"},
+	{"internal/version", []string{"internal/"}, "which build runs is known to every binary without knowing any component"},
 	{"internal/ghapp", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/config", "internal/approval", "internal/ui", "internal/notify"}, "the App's tokens sit below both their users, the GitHub client and the git source's builder"},
 	{"internal/auth", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/approval"}, "who is calling is decided below the API; the approver policy comes in as an interface"},
 	{"internal/state", []string{"internal/lease", "internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify", "internal/testenv", "internal/gitserver", "internal/githubtest"}, "the state store keeps the daemon's records and knows no component; its tests start nothing"},
