@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/auth"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
@@ -57,6 +59,10 @@ type RollbackRequest struct {
 	// for an approver when that is refused), and kept until the pull
 	// request merges.
 	Now bool `json:"now,omitempty"`
+	// Caller is the verified identity of who asks (set by the server, never
+	// read from the body): an incident rollback's pin, and the history of a
+	// skipConfirmation environment's apply of it, name it.
+	Caller identity.ID `json:"-"`
 }
 
 // RollbackResponse is the answer to a rollback.
@@ -168,6 +174,9 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.RequestedBy = who
+	if caller, ok := auth.FromContext(r.Context()); ok {
+		req.Caller = caller.ID()
+	}
 	res, err := s.o.rollback.Rollback(r.Context(), r.PathValue("env"), req)
 	var le *lock.LockedError
 	switch {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
@@ -82,8 +83,9 @@ func TestRollbackRoutes(t *testing.T) {
 			}
 		})
 	}
-	// Only the valid request reached the Rollbacker, by the verified caller.
-	if diff := cmp.Diff([]RollbackRequest{{To: "previous", Reason: "broken", RequestedBy: "ops"}}, rb.asked); diff != "" {
+	// Only the valid request reached the Rollbacker, by the verified caller, with its typed identity.
+	want := []RollbackRequest{{To: "previous", Reason: "broken", RequestedBy: "ops", Caller: identity.ID{Kind: identity.Token, Name: "ops"}}}
+	if diff := cmp.Diff(want, rb.asked); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 	// Without a Rollbacker (no github.app) both routes say why.

@@ -96,9 +96,16 @@ const AutoApprover = "skipConfirmation"
 // plan as AutoApprover.
 func Auto() Gate { return autoGate{} }
 
-type autoGate struct{}
+// AutoAs is Auto approving as approver: in a skipConfirmation environment,
+// the plan of an incident rollback's pin is approved by whoever rolled back.
+func AutoAs(approver string) Gate { return autoGate{approver: approver} }
 
-func (autoGate) Propose(context.Context, Proposal) (Decision, error) {
+type autoGate struct{ approver string }
+
+func (g autoGate) Propose(context.Context, Proposal) (Decision, error) {
+	if g.approver != "" {
+		return Decision{Approved: true, Approver: g.approver}, nil
+	}
 	return Decision{Approved: true, Approver: AutoApprover}, nil
 }
 func (autoGate) Superseded(context.Context, Proposal, string) error { return nil }

@@ -2,9 +2,12 @@ package approval
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
 // Pin is what an incident rollback (`reconciler rollback --now`) keeps in an
@@ -76,6 +79,39 @@ func (p Pin) Apply(env *manifest.Environment) (*manifest.Environment, bool) {
 		out.Services[i] = s
 	}
 	return &out, caughtUp
+}
+
+// Foreign returns the changes that are not the pin's: a change of a service
+// the pin does not hold, or one that moves a pinned service's container to
+// another tag than a pinned one (a container git changed since the target,
+// which the rollback did not name). A plan with none of them but with
+// changes is the pin's plan and nothing else.
+func (p Pin) Foreign(changes []reconcile.Change) []reconcile.Change {
+	var out []reconcile.Change
+	for _, c := range changes {
+		pin, ok := p.service(c.Service)
+		if !ok || !slices.ContainsFunc(pin.Containers, func(pc manifest.Container) bool { return pc.DockerTag == imageTag(c.To) }) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// DescribeChange names a change for a person: "worker: container worker of
+// Deployment apps/worker in target a → registry.example.com/worker:3.0.0".
+func DescribeChange(c reconcile.Change) string {
+	return fmt.Sprintf("%s: container %s of %s %s/%s in target %s → %s", c.Service, c.Container, c.Kind, c.Namespace, c.Name, c.Target, c.To)
+}
+
+// imageTag is the tag of an image reference ("repo:tag", "repo:tag@digest";
+// "" without one).
+func imageTag(ref string) string {
+	ref, _, _ = strings.Cut(ref, "@")
+	i := strings.LastIndex(ref, ":")
+	if i < 0 || strings.Contains(ref[i:], "/") {
+		return ""
+	}
+	return ref[i+1:]
 }
 
 func (p Pin) service(name string) (manifest.Service, bool) { return findService(p.Services, name) }

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
 func TestPinApply(t *testing.T) {
@@ -78,5 +79,34 @@ func TestPinApplyAfterGitMovedOn(t *testing.T) {
 				t.Errorf("Apply (-want +got):\n%s\ncaughtUp %v, want %v", diff, caughtUp, tt.caughtUp)
 			}
 		})
+	}
+}
+
+func TestPinForeign(t *testing.T) {
+	pin := Pin{PR: 7, Services: []manifest.Service{{Name: "web", Containers: []manifest.Container{{DockerTag: "1.0.0"}}}}}
+	ch := func(service, to string) reconcile.Change {
+		return reconcile.Change{Service: service, Target: "a", Namespace: "apps", Kind: "Deployment", Name: service, Container: service, To: to}
+	}
+	for _, tt := range []struct {
+		name    string
+		changes []reconcile.Change
+		want    []reconcile.Change
+	}{
+		{name: "the pin's change", changes: []reconcile.Change{ch("web", "r.example/web:1.0.0")}},
+		{name: "with a digest", changes: []reconcile.Change{ch("web", "r.example/web:1.0.0@sha256:aa")}},
+		{name: "a service added since the target rides along",
+			changes: []reconcile.Change{ch("web", "r.example/web:1.0.0"), ch("worker", "r.example/worker:0.2.0")},
+			want:    []reconcile.Change{ch("worker", "r.example/worker:0.2.0")}},
+		{name: "a pinned service to another tag", changes: []reconcile.Change{ch("web", "r.example/web:2.0.0")}, want: []reconcile.Change{ch("web", "r.example/web:2.0.0")}},
+		{name: "a registry port is no tag", changes: []reconcile.Change{ch("web", "r.example:1.0.0/web")}, want: []reconcile.Change{ch("web", "r.example:1.0.0/web")}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, pin.Foreign(tt.changes)); diff != "" {
+				t.Errorf("Foreign (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if got, want := DescribeChange(ch("worker", "r.example/worker:0.2.0")), "worker: container worker of Deployment apps/worker in target a → r.example/worker:0.2.0"; got != want {
+		t.Errorf("DescribeChange = %q, want %q", got, want)
 	}
 }

@@ -117,7 +117,11 @@ func (r *rollbacker) Rollback(ctx context.Context, env string, req api.RollbackR
 // the hold lasts, waits for the plan the pin makes, and approves it as the
 // caller; a refused approval leaves it pending for an approver.
 func (r *rollbacker) incident(ctx context.Context, env string, req api.RollbackRequest, res *prbot.RollbackResult, hold lock.Lock, out *api.RollbackResponse) error {
-	p := &approval.Pin{PR: res.PR, URL: res.URL, Revision: res.Revision, By: req.RequestedBy, At: r.locks.Now().UTC().Truncate(time.Second), ExpiresAt: hold.ExpiresAt} // the hold's clock: the API server's
+	by := req.RequestedBy
+	if !req.Caller.IsZero() {
+		by = req.Caller.String() // the typed identity: a skipConfirmation environment's history names it
+	}
+	p := &approval.Pin{PR: res.PR, URL: res.URL, Revision: res.Revision, By: by, At: r.locks.Now().UTC().Truncate(time.Second), ExpiresAt: hold.ExpiresAt} // the hold's clock: the API server's
 	for _, c := range res.Changes {
 		s := manifest.Service{Name: c.Service, Version: c.ToVersion}
 		for _, ct := range c.Containers {
@@ -146,6 +150,15 @@ func (r *rollbacker) incident(ctx context.Context, env string, req api.RollbackR
 			// that would approve the very versions being rolled back from.
 			case v.Pending != nil && !v.Pending.ProposedAt.Before(p.At) && plansPin(v.Pending.Plan, p):
 				out.PlanHash = v.Pending.PlanHash
+				if foreign := foreignChanges(v.Pending.Plan, p); len(foreign) > 0 {
+					// The pin's plan carries more than the pin (a service added
+					// since the target, a container git changed): --now
+					// approves the rollback, not what else waits.
+					out.Approval = "pending"
+					out.Message += fmt.Sprintf("; its plan %s was not approved: its changes differ from the rollback's, it also changes %s: it waits for an approver",
+						v.Pending.PlanHash, strings.Join(foreign, "; "))
+					return nil
+				}
 				got, err := r.approve(ctx, env, v.Pending.PlanHash, req.RequestedBy)
 				if err != nil {
 					out.Approval = "pending"
@@ -200,6 +213,21 @@ func plansPin(plan json.RawMessage, p *approval.Pin) bool {
 		}
 	}
 	return true
+}
+
+// foreignChanges describes the changes of plan (a pending plan's JSON) that
+// are not the pin's (approval.Pin.Foreign); an unreadable plan is one change
+// that cannot be told.
+func foreignChanges(plan json.RawMessage, p *approval.Pin) []string {
+	var pl reconcile.Plan
+	if err := json.Unmarshal(plan, &pl); err != nil {
+		return []string{fmt.Sprintf("whatever its unreadable plan holds (%v)", err)}
+	}
+	var out []string
+	for _, c := range p.Foreign(pl.Changes) {
+		out = append(out, approval.DescribeChange(c))
+	}
+	return out
 }
 
 // imageTag is the tag of an image reference ("repo:tag", "repo:tag@digest"; "" without one).

@@ -318,6 +318,9 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 	gate := w.gate
 	if auto {
 		gate = autoGate
+		if by := pinnedBy(st.Pin, plan); by != "" {
+			gate = approval.AutoAs(by) // the history names who rolled back, not skipConfirmation
+		}
 	} else if w.notes != nil {
 		// Only a plan awaiting approval shows its notes (the gate's
 		// Propose): an auto-approved one goes to its first patch without
