@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -600,12 +601,14 @@ func decodeState(ctx context.Context, cm *corev1.ConfigMap, src *partSource) (*E
 	return st, err
 }
 
-// partNames are the parts cm's indexes name.
+// partNames are the parts cm's indexes name: every key split, whichever it
+// is (a part an index names but this leaves out would be deleted as an
+// orphan while still indexed).
 func partNames(cm *corev1.ConfigMap) map[string]bool {
 	names := map[string]bool{}
-	for _, key := range []string{keyPending, keyInFlight, keyStatus} {
+	for key, ix := range cm.Data {
 		var idx partIndex
-		if ix, ok := cm.Data[key+suffixParts]; ok && json.Unmarshal([]byte(ix), &idx) == nil {
+		if strings.HasSuffix(key, suffixParts) && json.Unmarshal([]byte(ix), &idx) == nil {
 			for _, pn := range idx.Parts {
 				names[pn] = true
 			}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -354,5 +355,44 @@ func TestDropParts(t *testing.T) {
 				t.Errorf("parts kept (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestPartNamesNameEveryPart: the parts a write keeps are those every index
+// of the state names, outcomes kept for GitHub included: a part left out
+// would be deleted as an orphan while still indexed, and every later read of
+// the state would fail.
+func TestPartNamesNameEveryPart(t *testing.T) {
+	pending, st := statetest.BigState(t, "prod", 300, 3)
+	var plan reconcile.Plan
+	if err := json.Unmarshal(pending.Plan, &plan); err != nil {
+		t.Fatal(err)
+	}
+	var kept []Unreported
+	for i := range 4 {
+		kept = append(kept, Unreported{ID: fmt.Sprint(i), Kind: "superseded", By: fmt.Sprintf("%040d", i),
+			Proposal: approval.Proposal{Environment: "prod", Revision: plan.Revision, Plan: &plan}, Attempts: 1})
+	}
+	e, err := encodeState("stagehand-state-prod", &EnvState{Pending: pending, InFlight: &approval.InFlight{Revision: plan.Revision,
+		PlanHash: plan.PlanHash, Changes: pending.Plan}, Status: st, Unreported: kept}, 8<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, p := range e.parts {
+		want[p.Name] = true
+	}
+	var split []string
+	for k := range e.data {
+		if strings.HasSuffix(k, suffixParts) {
+			split = append(split, k)
+		}
+	}
+	slices.Sort(split)
+	if diff := cmp.Diff([]string{keyInFlight + suffixParts, keyPending + suffixParts, keyStatus + suffixParts, keyUnreported + suffixParts}, split); diff != "" {
+		t.Fatalf("values split (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, partNames(&corev1.ConfigMap{Data: e.data, BinaryData: e.binary})); diff != "" {
+		t.Errorf("parts named (-written +named):\n%s", diff)
 	}
 }
