@@ -342,7 +342,7 @@ func TestPrbotBumpVia(t *testing.T) {
 	srv.CreateRepo("acme", "manifests", "main")
 	srv.Commit("acme", "manifests", "main", map[string]string{
 		"pipeline.yaml":                        "stages:\n  - name: devel\n    acceptsBumps: true\n    bumpClaims: {ref: refs/heads/main}\n  - name: staging\n    promoteFrom: devel\n",
-		"environments/devel/manifest.json":     `{"includes": ["checkout-api.json", "payments-api.json"]}` + "\n",
+		"environments/devel/manifest.json":     `{"skipConfirmation": true, "includes": ["checkout-api.json", "payments-api.json"]}` + "\n",
 		"environments/devel/checkout-api.json": "{\n  \"services\": [\n    {\"name\": \"checkout-api\", \"containers\": [{\"dockerTag\": \"1.5.0\"}]}\n  ]\n}\n",
 		"environments/devel/payments-api.json": "{\n  \"services\": [\n    {\"name\": \"payments-api\", \"containers\": [{\"dockerTag\": \"2.0.0\"}]}\n  ]\n}\n",
 		"environments/staging/manifest.json":   "{\"services\": []}\n",
