@@ -160,9 +160,10 @@ func (h *Handler) fail(w http.ResponseWriter, err error) {
 		te *TypeError
 		ie *InvalidError
 		fe *ForbiddenError
+		re *RefusedError
 	)
 	switch {
-	case errors.As(err, &fe):
+	case errors.As(err, &fe), errors.As(err, &re):
 		writeJSON(w, http.StatusForbidden, errorResponse{err.Error()})
 	case errors.As(err, &le):
 		writeJSON(w, http.StatusLocked, h.checkResponse(le.Path, le.Type, le.Locks))
@@ -255,20 +256,24 @@ func (h *Handler) lock(w http.ResponseWriter, r *http.Request) {
 		l.Path = p
 		l.Default(nil) // env fields from the path when the client sent none
 	}
+	var got Lock
+	var err error
 	if h.caller != nil {
-		// The author is who the server verified, whatever the body says.
-		c, err := h.caller(r)
-		if err != nil {
-			h.fail(w, fmt.Errorf("identifying the caller: %w", err))
+		// The author is who the server verified, whatever the body says, and
+		// the rules for verified callers apply (LockBy).
+		c, cerr := h.caller(r)
+		if cerr != nil {
+			h.fail(w, fmt.Errorf("identifying the caller: %w", cerr))
 			return
 		}
-		l.Author = c.Name
+		got, err = h.svc.LockBy(r.Context(), c, l)
+	} else {
+		if err := CheckReservedAuthor(l.Author); err != nil {
+			h.fail(w, invalid(err))
+			return
+		}
+		got, err = h.svc.Lock(r.Context(), l)
 	}
-	if err := CheckReservedAuthor(l.Author); err != nil {
-		h.fail(w, invalid(err))
-		return
-	}
-	got, err := h.svc.Lock(r.Context(), l)
 	if err != nil {
 		h.fail(w, err)
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,9 +18,10 @@ import (
 // reconciler applying under its deploy lock still sees every other lock; use
 // one Checker for both roles.
 type Checker struct {
-	svc   *Service
-	loc   *time.Location
-	owner string // TakeOverOwnLocks: whose deploy locks are ours
+	svc      *Service
+	loc      *time.Location
+	owner    string   // TakeOverOwnLocks: whose deploy locks are ours
+	formerly []string // and the names the owner wrote in older builds
 
 	mu    sync.Mutex
 	holds map[string]*holding // by path
@@ -38,19 +40,24 @@ type holding struct {
 }
 
 // ReservedAuthor is the author of the deploy locks the reconciler daemon
-// holds while it applies, the same on every replica so that the next leader
-// takes over a lock a killed one left (TakeOverOwnLocks). The daemon ignores
-// that author's deploy locks, so a person's lock under it would not stop a
-// deploy: the REST API and the CLI refuse it.
+// held while it applied in builds before authors were typed; it now writes
+// ReconcilerAuthor, and still takes over a lock of either name (the same on
+// every replica, so that the next leader takes over a lock a killed one
+// left: TakeOverOwnLocks). The daemon ignores those deploy locks, so a
+// person's lock under either name would not stop a deploy: the REST API and
+// the CLI refuse them.
 const ReservedAuthor = "stagehand-reconciler"
 
-// errReservedAuthor says why a lock by ReservedAuthor is refused.
-var errReservedAuthor = fmt.Errorf("author %q is reserved for the reconciler's own deploy locks, which do not block it; lock under your own name", ReservedAuthor)
-
-// CheckReservedAuthor returns an error for a lock request by ReservedAuthor.
+// CheckReservedAuthor returns an error for a lock request by the reconciler's
+// own names (ReservedAuthor, or any of the kind stagehand, such as
+// ReconcilerAuthor).
 func CheckReservedAuthor(author string) error {
-	if strings.TrimSpace(author) == ReservedAuthor {
-		return errReservedAuthor
+	a := strings.ToLower(strings.TrimSpace(author))
+	switch {
+	case a == ReservedAuthor || a == ReconcilerAuthor:
+		return fmt.Errorf("author %q is reserved for the reconciler's own deploy locks, which do not block it; lock under your own name", strings.TrimSpace(author))
+	case strings.HasPrefix(a, "stagehand:"):
+		return fmt.Errorf("author %q is reserved for Stagehand's own locks; lock under your own name", strings.TrimSpace(author))
 	}
 	return nil
 }
@@ -68,7 +75,7 @@ func NewChecker(svc *Service, loc *time.Location, opts ...Option) (*Checker, err
 	if loc == nil {
 		loc = time.Local
 	}
-	return &Checker{svc: svc, loc: loc, owner: o.owner, holds: map[string]*holding{}}, nil
+	return &Checker{svc: svc, loc: loc, owner: o.owner, formerly: o.formerly, holds: map[string]*holding{}}, nil
 }
 
 // Blocking returns a message for each lock, at path or any prefix of it, that
@@ -128,10 +135,16 @@ func (c *Checker) blockingWithin(ctx context.Context, prefix, lockType string, w
 // ours reports whether l is held through this Checker or, with
 // TakeOverOwnLocks, is a deploy lock of its author.
 func (c *Checker) ours(l Lock) bool {
-	if c.owner != "" && l.Type == Deploy && l.Author == c.owner {
+	if l.Type == Deploy && c.isOwner(l.Author) {
 		return true
 	}
 	return c.holdsID(l.Path, l.ID)
+}
+
+// isOwner reports whether author is the TakeOverOwnLocks owner, by its
+// name or by one it wrote in older builds.
+func (c *Checker) isOwner(author string) bool {
+	return c.owner != "" && (author == c.owner || slices.Contains(c.formerly, author))
 }
 
 func (c *Checker) holdsID(path, id string) bool {
@@ -177,7 +190,7 @@ func (c *Checker) Hold(ctx context.Context, path string, ttl time.Duration, auth
 	held, err := c.svc.Lock(ctx, l)
 	if err != nil {
 		var le *LockedError
-		if c.owner == "" || author != c.owner || !errors.As(err, &le) || !ownStale(le, p, author) {
+		if c.owner == "" || author != c.owner || !errors.As(err, &le) || !c.ownStale(le, p) {
 			return nil, fmt.Errorf("holding deploy lock: %w", err)
 		}
 		if held, err = c.svc.Refresh(ctx, le.Locks[0], l.ExpiresAt); err != nil {
@@ -193,15 +206,15 @@ func (c *Checker) Hold(ctx context.Context, path string, ttl time.Duration, auth
 	return h.release, nil
 }
 
-// ownStale reports whether the only lock refusing a Hold of path by author
-// is a deploy lock at exactly path by that same author: a holder with the
-// same name that died without releasing it.
-func ownStale(le *LockedError, path, author string) bool {
-	if author == "" || len(le.Locks) != 1 {
+// ownStale reports whether the only lock refusing a Hold of path by the
+// owner is a deploy lock at exactly path by the owner (or by one of its
+// former names): a holder with the same name that died without releasing it.
+func (c *Checker) ownStale(le *LockedError, path string) bool {
+	if len(le.Locks) != 1 {
 		return false
 	}
 	l := le.Locks[0]
-	return l.Path == path && l.Type == Deploy && l.Author == author
+	return l.Path == path && l.Type == Deploy && c.isOwner(l.Author)
 }
 
 // refresh extends the lock to ttl from now (ttl 0: the current ttl) and

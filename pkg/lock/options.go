@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -19,16 +20,22 @@ type options struct {
 	observer Observer
 	http     *http.Client
 	owner    string
+	formerly []string // TakeOverOwnLocks: the owner's names in older builds
 	caller   func(*http.Request) (Caller, error)
-	given    []string
+	// ownerEqual and maxDurations are the Service's rules for verified callers (rules.go).
+	ownerEqual   OwnerEqual
+	maxDurations map[Type]time.Duration
+	given        []string
 }
 
 const (
-	optClock      = "WithClock"
-	optHTTPClient = "WithHTTPClient"
-	optTakeOver   = "TakeOverOwnLocks"
-	optCaller     = "WithCaller"
-	optObserver   = "WithObserver"
+	optClock        = "WithClock"
+	optHTTPClient   = "WithHTTPClient"
+	optTakeOver     = "TakeOverOwnLocks"
+	optCaller       = "WithCaller"
+	optObserver     = "WithObserver"
+	optOwnerEqual   = "WithOwnerEqual"
+	optMaxDurations = "WithMaxDurations"
 )
 
 // WithCaller makes NewHandler take the caller of each request from who:
@@ -88,17 +95,18 @@ func WithHTTPClient(c *http.Client) Option {
 
 // TakeOverOwnLocks makes author's deploy locks the Checker's own: Blocking
 // and BlockingWithin ignore them, and Hold by author takes over one at
-// exactly its path (see Hold). Use it only where one holder of that name
+// exactly its path (see Hold). The locks of formerly, names the same holder
+// wrote in older builds, are its own too. Use it only where one holder of that name
 // runs at a time, such as the elected leader of the reconciler daemon with a
 // fixed author, so a leader killed mid-apply does not block the next one
 // until its lock expires; two CLI runs by one user must still exclude each
 // other.
-func TakeOverOwnLocks(author string) Option {
+func TakeOverOwnLocks(author string, formerly ...string) Option {
 	return func(o *options) error {
-		if strings.TrimSpace(author) == "" {
+		if strings.TrimSpace(author) == "" || slices.ContainsFunc(formerly, func(f string) bool { return strings.TrimSpace(f) == "" }) {
 			return errors.New("TakeOverOwnLocks: author must not be empty")
 		}
-		o.owner = author
+		o.owner, o.formerly = author, formerly
 		o.given = append(o.given, optTakeOver)
 		return nil
 	}
@@ -107,7 +115,7 @@ func TakeOverOwnLocks(author string) Option {
 // newOptions applies the defaults, then opts, then checks that ctor accepts
 // every option given.
 func newOptions(ctor string, opts []Option, accepted ...string) (options, error) {
-	o := options{now: time.Now, http: http.DefaultClient}
+	o := options{now: time.Now, http: http.DefaultClient, ownerEqual: exactOwner}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return options{}, err

@@ -11,7 +11,9 @@ import (
 // received the request verified it (pkg/lock verifies nothing itself).
 type Caller struct {
 	// Name is the verified identity: the author of the locks the caller
-	// takes, and whose locks it may remove.
+	// takes, and whose locks it may remove (compared with the lock's author
+	// by the Service's WithOwnerEqual). A server with several kinds of
+	// credentials writes it typed, "kind:name" ("github:alice", "token:ci").
 	Name string
 	// Admin may remove the live locks of others (the API's lock:admin scope).
 	Admin bool
@@ -41,7 +43,7 @@ type UnlockRecorder interface {
 }
 
 // UnlockBy is Unlock on behalf of by: a live lock whose author is someone
-// else is removed only when by.Admin (and then recorded as "unlocked by X
+// else (WithOwnerEqual) is removed only when by.Admin (and then recorded as "unlocked by X
 // (lock:admin)" where the storage keeps such records); otherwise the answer
 // is a *ForbiddenError and nothing is removed. Expired locks block nothing
 // and may be removed by anyone, as Prune does.
@@ -83,7 +85,7 @@ func (s *Service) UnlockBy(ctx context.Context, by Caller, path string, t Type, 
 	now := s.now()
 	var foreign []Lock
 	for _, l := range candidates {
-		if l.Author != by.Name && !l.Expired(now) {
+		if !s.owns(l.Author, by.Name) && !l.Expired(now) {
 			foreign = append(foreign, l)
 		}
 	}
@@ -92,7 +94,7 @@ func (s *Service) UnlockBy(ctx context.Context, by Caller, path string, t Type, 
 	}
 	removed := []Lock{}
 	for _, l := range candidates {
-		if l.Author != by.Name && !l.Expired(now) {
+		if !s.owns(l.Author, by.Name) && !l.Expired(now) {
 			// Recorded first: an admin's unlock never happens without its trace.
 			msg := fmt.Sprintf("%s lock %s of %s unlocked by %s (lock:admin)", l.Type, l.Path, l.Author, by.Name)
 			if err := s.recordUnlock(ctx, l, msg); err != nil {

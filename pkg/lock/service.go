@@ -14,6 +14,9 @@ type Service struct {
 	storage  Storage
 	now      func() time.Time
 	observer Observer
+	// ownerEqual and maxDurations are the rules for verified callers (rules.go).
+	ownerEqual   OwnerEqual
+	maxDurations map[Type]time.Duration
 }
 
 // Change kinds an Observer hears.
@@ -33,17 +36,17 @@ type Change struct {
 // Observer hears the changes a Service makes (WithObserver).
 type Observer func(ctx context.Context, c Change)
 
-// New returns a Service storing locks in storage. It takes WithClock and
-// WithObserver.
+// New returns a Service storing locks in storage. It takes WithClock,
+// WithObserver, WithOwnerEqual and WithMaxDurations.
 func New(storage Storage, opts ...Option) (*Service, error) {
-	o, err := newOptions("New", opts, optClock, optObserver)
+	o, err := newOptions("New", opts, optClock, optObserver, optOwnerEqual, optMaxDurations)
 	if err != nil {
 		return nil, fmt.Errorf("configuring locks: %w", err)
 	}
 	if storage == nil {
 		return nil, errors.New("configuring locks: storage is required")
 	}
-	return &Service{storage: storage, now: o.now, observer: o.observer}, nil
+	return &Service{storage: storage, now: o.now, observer: o.observer, ownerEqual: o.ownerEqual, maxDurations: o.maxDurations}, nil
 }
 
 // Now returns the service clock's current time.
