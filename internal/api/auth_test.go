@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -47,12 +48,57 @@ func withOps(tb testing.TB, opts ...auth.Option) Option {
 	return WithAuthenticator(a)
 }
 
-// policy is the GitHub approver policy of these tests: admins of the repository may approve.
+// policy is the GitHub approver and read policy of these tests: maria may
+// approve; whoever has a role on acme/manifests, as the GitHub test server
+// answers GET /repos/{owner}/{repo}/collaborators/{login}/permission, may read.
 type policy struct{ gh *githubtest.Server }
 
+// newGitHub is the GitHub of these tests: acme/manifests, on which maria is
+// admin and rita has read; mallory has no role.
+func newGitHub(t *testing.T) *githubtest.Server {
+	t.Helper()
+	gh := githubtest.New(t)
+	gh.CreateRepo("acme", "manifests", "main")
+	gh.SetPermission("acme", "manifests", "maria", "admin")
+	gh.SetPermission("acme", "manifests", "rita", "read")
+	return gh
+}
+
+// withGitHub accepts GitHub user tokens of gh, under policy.
+func withGitHub(gh *githubtest.Server) []auth.Option {
+	return []auth.Option{auth.WithGitHub(gh.URL(), gh.Client()), auth.WithApproverPolicy(policy{gh}), auth.WithReadPolicy(policy{gh}),
+		auth.WithLockRule(auth.LockApprovers, "staging", "prod")}
+}
+
+func (p policy) MayRead(ctx context.Context, login string) (bool, string, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", p.gh.URL()+"/repos/acme/manifests/collaborators/"+login+"/permission", nil)
+	if err != nil {
+		return false, "", err
+	}
+	req.Header.Set("Authorization", "token "+p.gh.Token())
+	resp, err := p.gh.Client().Do(req)
+	if err != nil {
+		return false, "", err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		RoleName string `json:"role_name"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return false, "", err
+	}
+	if out.RoleName == "" || out.RoleName == "none" {
+		return false, "@" + login + " has no access to acme/manifests", nil
+	}
+	return true, out.RoleName + " on acme/manifests", nil
+}
+
 func (p policy) MayApprove(_ context.Context, env, login string) (bool, string, error) {
-	if login == "maria" {
+	switch strings.ToLower(login) { // GitHub logins are case-insensitive
+	case "maria":
 		return true, "admin on acme/manifests", nil
+	case "alice", "ci-locker":
+		return true, "member of acme/deployers", nil
 	}
 	return false, "@" + login + " has read on acme/manifests; approving " + env + " needs maintain permission or higher on acme/manifests", nil
 }
@@ -60,7 +106,7 @@ func (p policy) MayApprove(_ context.Context, env, login string) (bool, string, 
 // TestIdentity: what each kind of credential may do, and that a decision
 // records the verified name, never one typed into the request.
 func TestIdentity(t *testing.T) {
-	gh := githubtest.New(t)
+	gh := newGitHub(t)
 	maria, reader := gh.UserToken("maria"), gh.UserToken("rita")
 	pending := &approval.Pending{Revision: "abcdef0123456789", PlanHash: "sha256:p"}
 	const approve, reject = "/api/v1/environments/prod/approve", "/api/v1/environments/prod/reject"
@@ -89,7 +135,7 @@ func TestIdentity(t *testing.T) {
 			wantCode: 200, wantBody: "rejected by ops", wantDecided: []string{"reject ops no"}},
 		{name: "legacy token reads", method: "GET", path: "/api/v1/environments", token: legacyToken, wantCode: 200},
 		{name: "legacy token locks", method: "POST", path: "/api/v1/locks", token: legacyToken, body: `{"path":"apps/prod","type":"deploy","duration":"1h"}`,
-			wantCode: 201, wantBody: `"author":"api-token"`},
+			wantCode: 201, wantBody: `"author":"token:api-token"`},
 		{name: "legacy token approves", method: "POST", path: approve, token: legacyToken, body: `{"planHash":"sha256:p"}`,
 			wantCode: 403, wantBody: "the legacy server.apiTokenFile token can no longer approve or reject: use a named token with approve:prod from server.tokensFile"},
 		{name: "legacy token rejects", method: "POST", path: reject, token: legacyToken, body: `{"planHash":"sha256:p"}`, wantCode: 403, wantBody: "server.tokensFile"},
@@ -109,7 +155,7 @@ func TestIdentity(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := &backend{pending: pending, locks: svc}
-			srv := newServer(t, b, withOps(t, auth.WithGitHub(gh.URL(), gh.Client()), auth.WithApproverPolicy(policy{gh})))
+			srv := newServer(t, b, withOps(t, withGitHub(gh)...))
 			code, body := call(t, srv, tc.method, tc.path, tc.token, tc.body)
 			if code != tc.wantCode || !strings.Contains(body, tc.wantBody) {
 				t.Errorf("%s %s = %d %s, want %d containing %q", tc.method, tc.path, code, body, tc.wantCode, tc.wantBody)
@@ -134,9 +180,9 @@ func TestGitHubTokensWithoutGitHub(t *testing.T) {
 // TestGitHubUserCached: the login of a GitHub token is asked of GitHub
 // once, not on every request, and a rejected token is remembered too.
 func TestGitHubUserCached(t *testing.T) {
-	gh := githubtest.New(t)
+	gh := newGitHub(t)
 	tok := gh.UserToken("maria")
-	srv := newServer(t, &backend{}, withOps(t, auth.WithGitHub(gh.URL(), gh.Client())))
+	srv := newServer(t, &backend{}, withOps(t, withGitHub(gh)...))
 	for range 5 {
 		if code, body := call(t, srv, "GET", "/api/v1/environments", tok, ""); code != 200 {
 			t.Fatalf("= %d %s", code, body)
@@ -211,7 +257,7 @@ func TestLocksBelongToSomeone(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := newServer(t, &backend{locks: svc}, withOps(t))
-	if code, body := call(t, srv, "POST", "/api/v1/locks", lockerToken, `{"path":"apps/prod/a","type":"deploy","author":"someone-else","duration":"1h"}`); code != 201 || !strings.Contains(body, `"author":"ci-locker"`) {
+	if code, body := call(t, srv, "POST", "/api/v1/locks", lockerToken, `{"path":"apps/prod/a","type":"deploy","author":"someone-else","duration":"1h"}`); code != 201 || !strings.Contains(body, `"author":"token:ci-locker"`) {
 		t.Fatalf("ci-locker locks = %d %s", code, body)
 	}
 	if _, err := svc.Lock(context.Background(), lock.Lock{Path: "apps/prod/b", Type: lock.Deploy, Author: lock.ReservedAuthor, ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
@@ -222,17 +268,17 @@ func TestLocksBelongToSomeone(t *testing.T) {
 		wantCode          int
 		wantBody          string
 	}{
-		{"another principal", legacyToken, "/api/v1/locks/apps/prod/a?type=deploy", 403, "api-token may remove only their own locks"},
+		{"another principal", legacyToken, "/api/v1/locks/apps/prod/a?type=deploy", 403, "token:api-token may remove only their own locks"},
 		{"the reconciler's apply lock", lockerToken, "/api/v1/locks/apps/prod/b?type=deploy", 403, "deploy by stagehand-reconciler"},
 		{"a reader", viewerToken, "/api/v1/locks/apps/prod/a?type=deploy", 403, "needs scope lock"},
-		{"the author", lockerToken, "/api/v1/locks/apps/prod/a?type=deploy", 200, `"author": "ci-locker"`},
+		{"the author", lockerToken, "/api/v1/locks/apps/prod/a?type=deploy", 200, `"author": "token:ci-locker"`},
 		{"lock:admin", adminToken, "/api/v1/locks/apps/prod/b?type=deploy", 200, "stagehand-reconciler"},
 	} {
 		if code, body := call(t, srv, "DELETE", tc.path, tc.token, ""); code != tc.wantCode || !strings.Contains(strings.ReplaceAll(body, `":"`, `": "`), tc.wantBody) {
 			t.Errorf("%s: DELETE %s = %d %s, want %d containing %q", tc.name, tc.path, code, body, tc.wantCode, tc.wantBody)
 		}
 	}
-	want := []string{"deploy lock apps/prod/b of stagehand-reconciler unlocked by oncall (lock:admin)"}
+	want := []string{"deploy lock apps/prod/b of stagehand-reconciler unlocked by token:oncall (lock:admin)"}
 	if diff := cmp.Diff(want, mem.Unlocks()); diff != "" {
 		t.Errorf("recorded unlocks (-want +got):\n%s", diff)
 	}

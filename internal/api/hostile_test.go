@@ -70,12 +70,12 @@ func hostileRequests() []hostileRequest {
 		{name: "lock duration negative", method: "POST", path: locks, body: `{"path":"apps/prod","type":"deploy","author":"a","duration":"-5m"}`, wantCode: 400, wantBody: "-5m"},
 		{name: "lock duration absurd", method: "POST", path: locks, body: `{"path":"apps/prod","type":"deploy","author":"a","duration":"9999999999h"}`, wantCode: 400, wantBody: "9999999999h"},
 		// The author is the verified caller; claiming to be the reconciler changes nothing.
-		{name: "lock as the reconciler", method: "POST", path: locks, body: `{"path":"apps/claimed","type":"deploy","author":"` + lock.ReservedAuthor + `","duration":"1h"}`, wantCode: 201, wantBody: `"author":"ops"`},
+		{name: "lock as the reconciler", method: "POST", path: locks, body: `{"path":"apps/claimed","type":"deploy","author":"` + lock.ReservedAuthor + `","duration":"1h"}`, wantCode: 201, wantBody: `"author":"token:ops"`},
 		{name: "get lock path traversal", method: "GET", path: "/api/v1/locks/apps/%2E%2E/prod", wantCode: 400, wantBody: "path"},
 		{name: "check path encoded slash", method: "GET", path: "/api/v1/check/apps%2Fprod%00", wantCode: 400, wantBody: "path"},
 		{name: "unlock of nothing", method: "DELETE", path: "/api/v1/locks/apps/prod?type=deploy", wantCode: 404, wantBody: "no lock"},
 		{name: "unlock with an unknown type", method: "DELETE", path: "/api/v1/locks/apps/prod?type=nuke", wantCode: 400, wantBody: "nuke"},
-		{name: "unlock of the lock taken as the reconciler", method: "DELETE", path: "/api/v1/locks/apps/claimed?type=deploy", wantCode: 200, wantBody: `"author":"ops"`},
+		{name: "unlock of the lock taken as the reconciler", method: "DELETE", path: "/api/v1/locks/apps/claimed?type=deploy", wantCode: 200, wantBody: `"author":"token:ops"`},
 		// History: ids out of range, in other notations, enormous.
 		{name: "history id zero", method: "GET", path: history + "0", wantCode: 400, wantBody: `history entry id \"0\": want a positive integer, as the history list shows`},
 		{name: "history id negative", method: "GET", path: history + "-1", wantCode: 400, wantBody: `history entry id \"-1\": want a positive integer`},

@@ -256,8 +256,9 @@ func (s *Server) require(scope string, next http.Handler) http.Handler {
 	})
 }
 
-// lockCaller is who takes or removes a lock: the verified principal, an
-// admin with lock:admin.
+// lockCaller is who takes or removes a lock: the verified principal, named
+// by its typed identity (github:alice, token:ci-locker), an admin with
+// lock:admin.
 func (s *Server) lockCaller(r *http.Request) (lock.Caller, error) {
 	p, ok := auth.FromContext(r.Context())
 	if !ok {
@@ -267,7 +268,7 @@ func (s *Server) lockCaller(r *http.Request) (lock.Caller, error) {
 	if err != nil {
 		return lock.Caller{}, err
 	}
-	return lock.Caller{Name: p.Name, Admin: admin}, nil
+	return lock.Caller{Name: p.ID().String(), Admin: admin}, nil
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {

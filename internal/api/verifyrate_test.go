@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/auth"
-	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 )
 
 // TestMadeUpGitHubTokensAreThrottled: anyone who reaches the API can send
@@ -16,11 +15,11 @@ import (
 // verification budget they get 429 with Retry-After and GitHub is not asked;
 // named tokens and GitHub logins verified before go on working.
 func TestMadeUpGitHubTokensAreThrottled(t *testing.T) {
-	gh := githubtest.New(t)
+	gh := newGitHub(t)
 	maria := gh.UserToken("maria")
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC) // a clock that stands still: the bucket never refills
-	srv := newServer(t, &backend{}, withOps(t, auth.WithGitHub(gh.URL(), gh.Client()),
-		auth.WithClock(func() time.Time { return now }), auth.WithVerifyRate(1, 5)))
+	srv := newServer(t, &backend{}, withOps(t, append(withGitHub(gh),
+		auth.WithClock(func() time.Time { return now }), auth.WithVerifyRate(1, 5))...))
 	if code, body := call(t, srv, "GET", "/api/v1/environments", maria, ""); code != 200 {
 		t.Fatalf("maria before the flood = %d %s", code, body)
 	}

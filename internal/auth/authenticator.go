@@ -50,6 +50,9 @@ type options struct {
 	githubURL     string
 	githubClient  *http.Client
 	policy        ApproverPolicy
+	readPolicy    ReadPolicy // readlock.go
+	lockRule      LockRule
+	environments  []string // where approving lets a caller lock (LockApprovers)
 	kube          kubernetes.Interface
 	kubeNamespace string
 	reload        time.Duration
@@ -234,7 +237,8 @@ func (a *Authenticator) Authenticate(ctx context.Context, tok string) (Principal
 		if err != nil {
 			return Principal{}, err
 		}
-		return Principal{Name: login, Kind: KindGitHub, Scopes: []string{ScopeRead, ScopeLock}}, nil
+		// No scopes: reading and locking are decided by Authorize (ReadPolicy, LockRule).
+		return Principal{Name: login, Kind: KindGitHub}, nil
 	case looksJWT(tok) && a.kube != nil:
 		return a.kube.review(ctx, tok)
 	}
@@ -245,6 +249,12 @@ func (a *Authenticator) Authenticate(ctx context.Context, tok string) (Principal
 // words for the caller when it is no), and an error only when a service
 // it asked failed.
 func (a *Authenticator) Authorize(ctx context.Context, p Principal, scope string) (bool, string, error) {
+	switch scope {
+	case ScopeRead:
+		return a.authorizeRead(ctx, p)
+	case ScopeLock:
+		return a.authorizeLock(ctx, p)
+	}
 	approve := strings.HasPrefix(scope, ScopeApprove)
 	switch {
 	case p.Kind == KindKubernetes && a.kube != nil && p.kube != nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/auth"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/ui"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 )
 
@@ -29,8 +31,20 @@ func authenticator(cfg *config.Config, gh *github.Client, log logr.Logger) (*aut
 			return nil, err
 		}
 		opts = append(opts, auth.WithGitHub(gitHubAPIBase(cfg.GitHub.APIURL), &http.Client{Transport: tr, Timeout: 10 * time.Second}),
-			auth.WithApproverPolicy(approverPolicy{gh}))
+			auth.WithApproverPolicy(approverPolicy{gh}),
+			// Reading over the API follows the web page's rule, asked of GitHub at most once a minute per login.
+			auth.WithReadPolicy(readPolicy{ui.CachedPolicy(pageAccess(gh), time.Minute, time.Now)}))
 	}
+	rule, err := auth.ParseLockRule(cfg.Locks.Rule)
+	if err != nil {
+		return nil, fmt.Errorf("locks.rule: %w", err)
+	}
+	envs := make([]string, 0, len(cfg.Environments))
+	for name := range cfg.Environments {
+		envs = append(envs, name)
+	}
+	sort.Strings(envs)
+	opts = append(opts, auth.WithLockRule(rule, envs...))
 	if cfg.Server.KubernetesAuth {
 		clients, err := wire.NewClients()
 		if err != nil {
@@ -60,6 +74,17 @@ func gitHubAPIBase(apiURL string) string {
 
 // approverPolicy is the GitHub client's approver rule, as internal/auth asks it.
 type approverPolicy struct{ gh *github.Client }
+
+// readPolicy is the web page's read rule (pageAccess), as internal/auth asks it.
+type readPolicy struct{ page ui.Policy }
+
+func (p readPolicy) MayRead(ctx context.Context, login string) (bool, string, error) {
+	acc, err := p.page(ctx, login, "")
+	if err != nil {
+		return false, "", err
+	}
+	return acc.Read, acc.Why, nil
+}
 
 func (p approverPolicy) MayApprove(ctx context.Context, env, login string) (bool, string, error) {
 	d, err := p.gh.MayApprove(ctx, env, login)

@@ -16,6 +16,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
@@ -301,8 +302,8 @@ func (r *rollbacker) target(ctx context.Context, env, to string, req *prbot.Roll
 }
 
 // automaticRequester is who an automatic rollback's pull request and hold
-// are by.
-const automaticRequester = "stagehand"
+// are by: Stagehand itself (stagehand:rollback), which no credential can be.
+var automaticRequester = identity.Rollback.String()
 
 // automatic is the daemon's RollbackHook: after a failed rollout of env was
 // rolled back (history entry id), it opens the rollback pull request to what

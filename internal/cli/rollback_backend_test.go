@@ -72,8 +72,8 @@ func TestAutomaticRollbackHook(t *testing.T) {
 		t.Errorf("web.json on the rollback branch:\n%s", got)
 	}
 	h, err := svc.Get(ctx, "apps/prod/hold")
-	if err != nil || h.Type != lock.Hold || h.Author != "stagehand" || !strings.HasSuffix(h.Links[lock.HoldLinkPullRequest], "/pull/1") {
-		t.Errorf("hold = %+v, %v; want stagehand's, linked to pull request 1", h, err)
+	if err != nil || h.Type != lock.Hold || h.Author != "stagehand:rollback" || !strings.HasSuffix(h.Links[lock.HoldLinkPullRequest], "/pull/1") {
+		t.Errorf("hold = %+v, %v; want stagehand:rollback's, linked to pull request 1", h, err)
 	}
 
 	// By history id: the same pull request, now naming entry 1.

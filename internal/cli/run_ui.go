@@ -60,24 +60,7 @@ func webPage(cfg *config.Config, d *daemon.Daemon, gh *github.Client) (*ui.Serve
 	}
 	if gh != nil {
 		// Asked for every page, event stream and form: GitHub is asked at most once a minute per login and environment.
-		opts = append(opts, ui.WithPolicy(ui.CachedPolicy(func(ctx context.Context, login, env string) (ui.Access, error) {
-			ap, err := gh.MayApprove(ctx, env, login)
-			if err != nil {
-				return ui.Access{}, err
-			}
-			if ap.Allowed {
-				return ui.Access{Read: true, Approve: true, Why: ap.Why}, nil
-			}
-			rd, err := gh.MayRead(ctx, login)
-			if err != nil {
-				return ui.Access{}, err
-			}
-			why := ap.Why
-			if !rd.Allowed {
-				why = rd.Why
-			}
-			return ui.Access{Read: rd.Allowed, Why: why}, nil
-		}, time.Minute, time.Now)))
+		opts = append(opts, ui.WithPolicy(ui.CachedPolicy(pageAccess(gh), time.Minute, time.Now)))
 	}
 	if cfg.GitHub.Owner != "" && cfg.GitHub.Repo != "" {
 		web := u.OAuth.WebURL
@@ -90,6 +73,32 @@ func webPage(cfg *config.Config, d *daemon.Daemon, gh *github.Client) (*ui.Serve
 	// "pending for 5m", sessions: on the clock the daemon records times with (the API server's).
 	opts = append(opts, ui.WithClock(d.Now, time.Local))
 	return ui.New(d, opts...)
+}
+
+// pageAccess is who may read and approve on the web page: whoever may
+// approve in env (github.approvers and the environment's policy; env ""
+// is github.approvers) reads and approves, anyone else with a role on the
+// repository reads. The API's read rule for GitHub logins is the same
+// (readPolicy).
+func pageAccess(gh *github.Client) ui.Policy {
+	return func(ctx context.Context, login, env string) (ui.Access, error) {
+		ap, err := gh.MayApprove(ctx, env, login)
+		if err != nil {
+			return ui.Access{}, err
+		}
+		if ap.Allowed {
+			return ui.Access{Read: true, Approve: true, Why: ap.Why}, nil
+		}
+		rd, err := gh.MayRead(ctx, login)
+		if err != nil {
+			return ui.Access{}, err
+		}
+		why := ap.Why
+		if !rd.Allowed {
+			why = rd.Why
+		}
+		return ui.Access{Read: rd.Allowed, Why: why}, nil
+	}
 }
 
 // stageOrder reads the stage order from pipeline.yaml at the newest revision

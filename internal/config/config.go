@@ -12,6 +12,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
+
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
 // Config is the whole of reconciler.yaml.
@@ -201,10 +203,51 @@ type Server struct {
 	KubernetesAuth bool `json:"kubernetesAuth"`
 }
 
-// Locks configures deploy-lock storage.
+// Locks configures deploy-lock storage, and who may lock for how long.
 type Locks struct {
 	Storage   string `json:"storage"` // kubernetes | memory
 	Namespace string `json:"namespace"`
+	// Rule says who may take a lock over the API (internal/auth's LockRule):
+	// approvers (default), scope or readers.
+	Rule string `json:"rule"`
+	// MaxDuration is the longest lock of each type a caller may take.
+	MaxDuration LockDurations `json:"maxDuration"`
+}
+
+// LockDurations are the longest locks by type, written as lock durations
+// ("6h", "7d") or "none" for no maximum; "" keeps pkg/lock's default.
+type LockDurations struct {
+	Automation string `json:"automation"`
+	Deploy     string `json:"deploy"`
+	Incident   string `json:"incident"`
+	Freeze     string `json:"freeze"`
+	Hold       string `json:"hold"`
+}
+
+// NoMaxDuration is the value of a locks.maxDuration key for no maximum.
+const NoMaxDuration = "none"
+
+// Durations returns the maxima set, by lock type: lock.NoMaximum for
+// "none"; the types left empty are not in the map.
+func (d LockDurations) Durations() (map[lock.Type]time.Duration, error) {
+	out := map[lock.Type]time.Duration{}
+	for _, e := range []struct {
+		t lock.Type
+		v string
+	}{{lock.Automation, d.Automation}, {lock.Deploy, d.Deploy}, {lock.Incident, d.Incident}, {lock.Freeze, d.Freeze}, {lock.Hold, d.Hold}} {
+		switch v := strings.TrimSpace(e.v); v {
+		case "":
+		case NoMaxDuration:
+			out[e.t] = lock.NoMaximum
+		default:
+			dur, err := lock.ParseDuration(v)
+			if err != nil {
+				return nil, fmt.Errorf("locks.maxDuration.%s: %w, or none for no maximum", e.t, err)
+			}
+			out[e.t] = dur
+		}
+	}
+	return out, nil
 }
 
 // Manifest configures manifest parsing.
@@ -380,6 +423,14 @@ func (c *Config) Validate() error {
 	case "kubernetes", "memory":
 	default:
 		bad("locks.storage", "unknown storage %q; accepted: kubernetes, memory", c.Locks.Storage)
+	}
+	switch c.Locks.Rule {
+	case "", "approvers", "scope", "readers":
+	default:
+		bad("locks.rule", "unknown rule %q; accepted: approvers, scope, readers", c.Locks.Rule)
+	}
+	if _, err := c.Locks.MaxDuration.Durations(); err != nil {
+		errs = append(errs, err)
 	}
 	if !dnsLabel.MatchString(c.Locks.Namespace) || len(c.Locks.Namespace) > 63 {
 		bad("locks.namespace", "invalid namespace %q: want a DNS label (a-z, 0-9, \"-\", at most 63 characters)", c.Locks.Namespace)

@@ -29,10 +29,17 @@ import (
 )
 
 // LockAuthor is the author of the deploy locks the daemon holds on
-// <lockPath>/<target> while applying. It is the same on every replica, so the
-// next leader takes over a lock that a replica killed mid-apply left behind
-// (pkg/lock's TakeOverOwnLocks); locks by anyone else still block.
-const LockAuthor = lock.ReservedAuthor
+// <lockPath>/<target> while applying: the reconciler's typed identity
+// (stagehand:reconciler). It is the same on every replica, so the next
+// leader takes over a lock that a replica killed mid-apply left behind
+// (pkg/lock's TakeOverOwnLocks), also one an older build wrote as
+// lock.ReservedAuthor; locks by anyone else still block. It is
+// identity.Reconciler written as pkg/lock writes it (lock.ReconcilerAuthor).
+const LockAuthor = lock.ReconcilerAuthor
+
+// eventSource names the daemon in the Events it writes, as before typed
+// identities (an Event's source is not an identity).
+const eventSource = lock.ReservedAuthor
 
 // Daemon is a running reconciler: see the package documentation.
 type Daemon struct {
@@ -148,7 +155,7 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 // buildTargets makes the targets of every environment, each with its Event
 // recorder (see wire.EventRecorders).
 func (d *Daemon) buildTargets(clients *wire.Clients) error {
-	rec := wire.EventRecorders(d.log, LockAuthor+"@"+d.o.identity, LockAuthor)
+	rec := wire.EventRecorders(d.log, eventSource+"@"+d.o.identity, eventSource)
 	for _, name := range d.envNames {
 		targets, err := clients.Targets(d.cfg, name, rec)
 		if err != nil {
@@ -172,7 +179,7 @@ func (d *Daemon) buildLocks(clients *wire.Clients) (*lock.Checker, error) {
 	d.lockSvc = svc
 	// Only the leader applies, under one fixed author: a new leader takes over
 	// the deploy lock a killed one left instead of waiting for it to expire.
-	return lock.NewChecker(svc, nil, lock.TakeOverOwnLocks(LockAuthor))
+	return lock.NewChecker(svc, nil, lock.TakeOverOwnLocks(LockAuthor, lock.ReservedAuthor))
 }
 
 // buildWebhook makes the webhook receiver (given, or from

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
@@ -485,5 +486,14 @@ func TestDeadLeadersDeployLockIsTakenOver(t *testing.T) {
 	})
 	if got := cluster.Env(t).Image(t, h.ns["qa"], "web"); got != imageRepo+"web:0.9.0" {
 		t.Errorf("qa runs %s under alice's deploy lock", got)
+	}
+}
+
+// TestLockAuthorIsTheReconciler: the daemon's apply lock is written as the
+// reconciler's typed identity, which pkg/lock (importing nothing of
+// internal/) spells on its own.
+func TestLockAuthorIsTheReconciler(t *testing.T) {
+	if LockAuthor != identity.Reconciler.String() || !identity.Parse(LockAuthor).Equal(identity.Reconciler) {
+		t.Errorf("LockAuthor = %q, want %q", LockAuthor, identity.Reconciler)
 	}
 }

@@ -59,7 +59,7 @@ type LockData struct {
 // reconciler's own deploy locks, held during each apply, are not sent. It
 // only queues: it never blocks the caller.
 func (n *Notifier) LockChanged(_ context.Context, c lock.Change) {
-	if c.Lock.Author == lock.ReservedAuthor {
+	if lock.IsReconcilerAuthor(c.Lock.Author) {
 		return
 	}
 	name := LockTaken

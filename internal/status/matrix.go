@@ -177,7 +177,7 @@ func head(e *Environment, loc *time.Location) MatrixEnvironment {
 		h.LastResult = e.LastResult.Result
 	}
 	for _, l := range e.Locks {
-		if l.Author == lock.ReservedAuthor {
+		if lock.IsReconcilerAuthor(l.Author) {
 			continue // the reconciler's own lock while it applies: shown as rolling out
 		}
 		h.Locks = append(h.Locks, l.Path+": "+string(l.Type)+" by "+l.Author+" until "+l.ExpiresAt.In(loc).Format("Mon 2 Jan, 15:04"))

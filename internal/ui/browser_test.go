@@ -314,7 +314,7 @@ func TestBrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, "locks")
 	run(t, ctx, "the overview shows the lock", chromedp.Navigate(s.base+"/"), chromedp.WaitVisible("#matrix", chromedp.ByID))
-	if got := text(t, ctx, `th[data-env="prod"] .envhead`); !strings.Contains(got, "apps/prod: deploy by demo") {
+	if got := text(t, ctx, `th[data-env="prod"] .envhead`); !strings.Contains(got, "apps/prod: deploy by github:demo") {
 		t.Errorf("prod's column head: %q", got)
 	}
 	run(t, ctx, "unlocking", chromedp.Navigate(s.base+"/locks"), chromedp.Click(`#locks tr[data-path="apps/prod"] button.unlock`, chromedp.ByQuery),

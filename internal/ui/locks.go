@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
@@ -105,7 +106,7 @@ func (s *Server) lockCreate(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	l := lock.Lock{Path: path, Type: t, Author: v.Login, Links: map[string]string{}}
+	l := lock.Lock{Path: path, Type: t, Links: map[string]string{}}
 	var err error
 	if l.ExpiresAt, err = s.expiry(r, svc.Now()); err == nil {
 		if reason := strings.TrimSpace(r.PostFormValue("reason")); reason != "" {
@@ -123,12 +124,9 @@ func (s *Server) lockCreate(w http.ResponseWriter, r *http.Request) {
 		err = errors.New("the reason is longer than 1024 characters")
 	}
 	if err == nil {
-		err = lock.CheckReservedAuthor(l.Author)
-	}
-	if err == nil {
 		l.Default(nil)
-		l.Author = v.Login
-		if l, err = svc.Lock(r.Context(), l); err == nil {
+		// The page has no lock:admin: no holds, and every type's maximum duration (LockBy).
+		if l, err = svc.LockBy(r.Context(), lockCaller(v), l); err == nil {
 			s.flashNext(w, r, l.LockedMessage(s.o.loc)+".", false)
 		}
 	}
@@ -147,11 +145,6 @@ func (s *Server) lockExtend(w http.ResponseWriter, r *http.Request) {
 	if err == nil && held.Type != t {
 		err = fmt.Errorf("%s is locked for %s, not for %s", path, held.Type.Friendly(), t.Friendly())
 	}
-	if err == nil && !strings.EqualFold(held.Author, v.Login) {
-		// A lock belongs to its author: extending another's is replacing
-		// it, which takes lock:admin (the API or the CLI).
-		err = fmt.Errorf("%s's lock on %s belongs to them: only they, or someone with lock:admin through the API, may change it", held.Author, path)
-	}
 	if err == nil {
 		from := svc.Now()
 		if held.ExpiresAt.After(from) {
@@ -159,7 +152,9 @@ func (s *Server) lockExtend(w http.ResponseWriter, r *http.Request) {
 		}
 		var until time.Time
 		if until, err = s.expiry(r, from); err == nil {
-			if held, err = svc.Refresh(r.Context(), held, until); err == nil {
+			// A lock belongs to its author, compared as unlocking compares
+			// them; extending another's takes lock:admin, which the page has not.
+			if held, err = svc.ExtendBy(r.Context(), lockCaller(v), path, t, until); err == nil {
 				s.flashNext(w, r, fmt.Sprintf("Extended the lock on %s (%s) until %s.", held.Path, held.Type.Friendly(),
 					held.ExpiresAt.In(s.o.loc).Format(lock.TimeLayout)), false)
 			}
@@ -178,7 +173,7 @@ func (s *Server) lockUnlock(w http.ResponseWriter, r *http.Request) {
 	}
 	// The page has no lock:admin: a person removes their own locks here, and
 	// another's live lock only through the API or the CLI with lock:admin.
-	ls, err := svc.UnlockBy(r.Context(), lock.Caller{Name: v.Login}, path, t, false)
+	ls, err := svc.UnlockBy(r.Context(), lockCaller(v), path, t, false)
 	switch {
 	case err != nil:
 		s.flashNext(w, r, "Not unlocked: "+err.Error(), true)
@@ -188,6 +183,12 @@ func (s *Server) lockUnlock(w http.ResponseWriter, r *http.Request) {
 		s.flashNext(w, r, fmt.Sprintf("Unlocked %s (%s).", ls[0].Path, ls[0].Type.Friendly()), false)
 	}
 	http.Redirect(w, r, "/locks", http.StatusSeeOther)
+}
+
+// lockCaller is the viewer as the lock service knows callers: their typed
+// identity (github:<login>), without lock:admin.
+func lockCaller(v *viewer) lock.Caller {
+	return lock.Caller{Name: identity.ID{Kind: identity.GitHub, Name: v.Login}.String()}
 }
 
 // envsOfPath are the environments a lock at path concerns: those whose lock

@@ -247,8 +247,8 @@ func TestLocks(t *testing.T) {
 	step("/locks", url.Values{"path": {"apps/prod"}, "type": {"deploy"}, "duration": {"2h"}, "reason": {"Black Friday"}},
 		"Locked apps/prod for a deploy until Tue 24 Nov, 11:00.")
 	l, err := b.locks.Get(context.Background(), "apps/prod")
-	if err != nil || l.Author != "demo" || l.Links["reason"] != "Black Friday" {
-		t.Errorf("stored lock %+v, %v: want author demo and the reason", l, err)
+	if err != nil || l.Author != "github:demo" || l.Links["reason"] != "Black Friday" {
+		t.Errorf("stored lock %+v, %v: want author github:demo and the reason", l, err)
 	}
 	step("/locks", url.Values{"path": {"apps/prod/eu"}, "type": {"deploy"}, "duration": {"1h"}}, "Not locked: apps/prod is locked until")
 	step("/locks", url.Values{"path": {"Apps/Prod!"}, "type": {"deploy"}, "duration": {"1h"}}, "Nothing was changed: invalid lock path")

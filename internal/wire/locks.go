@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
@@ -40,7 +41,11 @@ func LockService(c *Clients, cfg *config.Config, opts ...Option) (*lock.Service,
 	default:
 		return nil, fmt.Errorf("locks.storage: unknown storage %q; accepted: kubernetes, memory", cfg.Locks.Storage)
 	}
-	var lopts []lock.Option
+	max, err := cfg.Locks.MaxDuration.Durations()
+	if err != nil {
+		return nil, err
+	}
+	lopts := []lock.Option{lock.WithMaxDurations(max), lock.WithOwnerEqual(LockOwnerEqual)}
 	if o.now != nil {
 		lopts = append(lopts, lock.WithClock(o.now))
 	}
@@ -52,4 +57,13 @@ func LockService(c *Clients, cfg *config.Config, opts ...Option) (*lock.Service,
 		return nil, fmt.Errorf("locks: %w", err)
 	}
 	return svc, nil
+}
+
+// LockOwnerEqual compares a lock's author with a caller's name as typed
+// identities (kind:name, internal/identity's Equal): a GitHub login spelled
+// like a token's name is not that token, and a bare name from a record
+// written before authors were typed is no caller's (only lock:admin removes
+// its lock).
+func LockOwnerEqual(author, caller string) bool {
+	return identity.Parse(author).Equal(identity.Parse(caller))
 }
