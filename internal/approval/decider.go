@@ -94,3 +94,25 @@ func (e *NotPendingError) Error() string {
 
 // Is makes errors.Is(err, ErrNotPending) hold.
 func (e *NotPendingError) Is(target error) bool { return target == ErrNotPending }
+
+// Deliveries is what a Decider may also implement: a record of the webhook deliveries that reached an
+// approval path, shared by every replica and kept across restarts (in the state), so that one delivery
+// decides at most once wherever and whenever it arrives. The record is bounded: the oldest are forgotten,
+// and an approval path must not rely on it alone (the GitHub handler also requires the click to be for
+// the decision its check run awaits now).
+type Deliveries interface {
+	// FirstDelivery records d and reports whether it is new: false when its ID (unless empty) or its Sum
+	// was recorded before.
+	FirstDelivery(ctx context.Context, d Delivery) (bool, error)
+	// ForgetDelivery removes d from the record, for a delivery recorded whose handling failed before it
+	// changed anything (the same click, whose body is the same, may then be handled again).
+	ForgetDelivery(ctx context.Context, d Delivery) error
+}
+
+// Delivery names one webhook delivery: its ID (X-GitHub-Delivery; "" when unknown) and Sum, the hex
+// SHA-256 of its body (the signature covers the body only, so a body sent again under a new ID is the
+// same delivery).
+type Delivery struct {
+	ID  string
+	Sum string
+}

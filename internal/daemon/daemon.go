@@ -71,6 +71,10 @@ type Daemon struct {
 
 	mu     sync.Mutex
 	latest *gitsource.Snapshot
+
+	// deliveries records the webhook deliveries that reached an approval
+	// path (deliveries.go).
+	deliveries *state.Deliveries
 }
 
 // New builds a Daemon from the configuration: the Kubernetes clients of the state namespace
@@ -118,6 +122,7 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	d.metrics.Registry.MustRegister(clockOffset{d.clock})
 	d.metrics.now = d.clock.Now
 	d.store = state.NewStore(stateClient, cfg.State.Namespace)
+	d.deliveries = state.NewDeliveries(stateClient, cfg.State.Namespace, state.DefaultMaxDeliveries)
 	if err := d.buildTargets(clients); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,10 @@
 // Fenced by its holder's term refuses to write over a state a later term
 // has claimed (fence.go).
 //
+// Deliveries is another record, not an environment's: the webhook
+// deliveries that reached an approval path, in ConfigMap
+// stagehand-deliveries, so that one decides once on any replica.
+//
 // What goes into the records is the daemon's (internal/daemon); this
 // package knows only how they are kept.
 package state
