@@ -14,11 +14,39 @@ import (
 )
 
 // Identifiers of the check run's action buttons (GitHub: identifier ≤ 20 characters, label ≤ 20,
-// description ≤ 40).
+// description ≤ 40). A plan awaiting approval offers ActionApprove and ActionReject; a plan applied and
+// verified awaiting its release approval offers ActionReleaseApprove and ActionReleaseReject, so that a click
+// names the decision it was made for (see the Handler).
 const (
-	ActionApprove = "approve"
-	ActionReject  = "reject"
+	ActionApprove        = "approve"
+	ActionReject         = "reject"
+	ActionReleaseApprove = "release-approve"
+	ActionReleaseReject  = "release-reject"
 )
+
+// releasePrefix starts the external_id of a check run awaiting a release approval: "release:<planHash>".
+// The plan's own decision is external_id "<planHash>"; the release is another decision on the same run,
+// and the run is stamped with the release's identifier when its wait begins, so a click made (or replayed)
+// for the plan can never be read as one for the release (see mismatch).
+const releasePrefix = "release:"
+
+// ReleaseExternalID is the external_id of the check run of planHash while it awaits its release approval.
+func ReleaseExternalID(planHash string) string { return releasePrefix + planHash }
+
+// decisionOf reads a check run's external_id: the planHash it decides, and whether the decision is the
+// release approval of that plan.
+func decisionOf(externalID string) (planHash string, release bool) {
+	if h, ok := strings.CutPrefix(externalID, releasePrefix); ok {
+		return h, true
+	}
+	return externalID, false
+}
+
+// ofPlan reports whether a check run's external_id is planHash's, for the plan or its release.
+func ofPlan(externalID, planHash string) bool {
+	h, _ := decisionOf(externalID)
+	return planHash != "" && h == planHash
+}
 
 // Conclusions Stagehand gives its check runs.
 const (
@@ -34,6 +62,21 @@ func approvalActions() []*gh.CheckRunAction {
 		{Label: "Approve", Description: "Deploy exactly this plan", Identifier: ActionApprove},
 		{Label: "Reject", Description: "Do not deploy this plan", Identifier: ActionReject},
 	}
+}
+
+func releaseActions() []*gh.CheckRunAction {
+	return []*gh.CheckRunAction{
+		{Label: "Approve", Description: "Release this deploy", Identifier: ActionReleaseApprove},
+		{Label: "Reject", Description: "Fail this deploy", Identifier: ActionReleaseReject},
+	}
+}
+
+// actionsOf are the buttons of the decision run awaits: the release's when its external_id names one.
+func actionsOf(run *gh.CheckRun) []*gh.CheckRunAction {
+	if _, release := decisionOf(run.GetExternalID()); release {
+		return releaseActions()
+	}
+	return approvalActions()
 }
 
 // runUpdate is PATCH check-runs/{id}. Unlike go-github's options it always sends actions, so an empty
@@ -193,7 +236,7 @@ func (c *Client) Supersede(ctx context.Context, env, revision, planHash, newer s
 		out = Output{Title: "Replaced: the plan changed", Summary: "The cluster or the registry changed since this plan was made; the new plan awaits approval in a fresh check run."}
 	}
 	for _, r := range runs {
-		mine := planHash != "" && r.GetExternalID() == planHash
+		mine := ofPlan(r.GetExternalID(), planHash)
 		// A run of this plan in progress was clicked (approved) but the plan was withdrawn before it could
 		// be applied, e.g. on the leader after the click reached another replica: it is superseded too.
 		clicked := mine && r.GetStatus() == "in_progress"
@@ -220,14 +263,15 @@ func (c *Client) Interrupted(ctx context.Context, p *reconcile.Plan, approver, w
 	})})
 }
 
-// run finds the check run of env on revision for planHash (newest first), or nil.
+// run finds the check run of env on revision for planHash (newest first), or nil: the plan's, awaiting
+// the plan's decision or its release's.
 func (c *Client) run(ctx context.Context, env, revision, planHash string) (*gh.CheckRun, error) {
 	runs, err := c.runs(ctx, revision, approval.CheckName(env))
 	if err != nil {
 		return nil, err
 	}
 	for _, r := range runs {
-		if r.GetExternalID() == planHash {
+		if ofPlan(r.GetExternalID(), planHash) {
 			return r, nil
 		}
 	}
@@ -318,7 +362,7 @@ func (c *Client) Denied(ctx context.Context, run *gh.CheckRun, login, why string
 	if out.Title == "" {
 		out.Title = "Awaiting approval"
 	}
-	return c.update(ctx, run.GetID(), runUpdate{Output: output(out), Actions: approvalActions()})
+	return c.update(ctx, run.GetID(), runUpdate{Output: output(out), Actions: actionsOf(run)})
 }
 
 // stripNote removes an earlier deniedMarker note from a summary.

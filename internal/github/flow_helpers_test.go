@@ -56,6 +56,49 @@ type flow struct {
 	rolloutTimeout time.Duration
 	// opts are added to the daemon's options (sequence tasks, say).
 	opts []daemon.Option
+	// sink, when set, is added to the daemon's gate (it hears what a notifier hears).
+	sink approval.Gate
+	// reported are the errors the handlers reported (OnDecisionError): a click ignored, a decision failed.
+	reported reports
+}
+
+// reports are errors a handler reported, in order, for a test to wait on.
+type reports struct {
+	mu   sync.Mutex
+	errs []string
+}
+
+func (r *reports) add(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, err.Error())
+}
+
+// count is how many reports so far contain s.
+func (r *reports) count(s string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.errs {
+		if strings.Contains(e, s) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitReported waits until n reports contain s.
+func (f *flow) waitReported(s string, n int) {
+	f.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for f.reported.count(s) < n {
+		if time.Now().After(deadline) {
+			f.reported.mu.Lock()
+			defer f.reported.mu.Unlock()
+			f.t.Fatalf("%d report(s) containing %q never came; reported: %q", n, s, f.reported.errs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func newFlow(t *testing.T) *flow {
@@ -166,7 +209,10 @@ func (f *flow) startReplica(le daemon.LeaderElection) *replica {
 		preview = f.wrapPreview(preview)
 	}
 	handler, err := github.NewHandler(client, d, preview, "main",
-		github.OnDecisionError(func(err error) { f.t.Logf("decision after the webhook: %v", err) }))
+		github.OnDecisionError(func(err error) {
+			f.t.Logf("decision after the webhook: %v", err)
+			f.reported.add(err)
+		}))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -201,10 +247,17 @@ func (f *flow) startReplica(le daemon.LeaderElection) *replica {
 // gate is the daemon's gate as `reconciler run` composes it: the check-run gate, and the deployments gate
 // when github.deployments.enabled is set.
 func (f *flow) gate(client *github.Client) approval.Gate {
-	if !f.cfg.GitHub.Deployments.Enabled {
-		return github.NewGate(client)
+	gates := []approval.Gate{github.NewGate(client)}
+	if f.cfg.GitHub.Deployments.Enabled {
+		gates = append(gates, github.NewDeployments(client, f.cfg.GitHub.Deployments))
 	}
-	return approval.Gates(github.NewGate(client), github.NewDeployments(client, f.cfg.GitHub.Deployments))
+	if f.sink != nil {
+		gates = append(gates, f.sink)
+	}
+	if len(gates) == 1 {
+		return gates[0]
+	}
+	return approval.Gates(gates...)
 }
 
 func (f *flow) restart() {

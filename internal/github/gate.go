@@ -98,7 +98,9 @@ func (g *Gate) Completed(ctx context.Context, p approval.Proposal, o approval.Ou
 
 // Register adds the handler to a webhook receiver for check_run and pull_request events.
 func (h *Handler) Register(r *webhook.Receiver) {
-	r.Handle("check_run", func(ctx context.Context, e webhook.Event) error { return h.HandleCheckRun(ctx, e.Payload) })
+	r.Handle("check_run", func(ctx context.Context, e webhook.Event) error {
+		return h.HandleCheckRunDelivery(ctx, e.Delivery, e.Payload)
+	})
 	r.Handle("pull_request", func(ctx context.Context, e webhook.Event) error { return h.HandlePullRequest(ctx, e.Payload) })
 }
 

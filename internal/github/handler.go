@@ -2,6 +2,8 @@ package github
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,12 +91,24 @@ func (h *Handler) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{h.previews.depth, h.previews.dropped}
 }
 
-// HandleCheckRun handles a check_run delivery. Only requested_action on a stagehand/<env> run of the
-// configured repository matters. The sender's permission is checked at once: an unauthorised click leaves
-// the run pending and says who may approve. An authorised click moves the run to in progress and is
-// answered at once (GitHub gives up on a webhook after 10 seconds); the decision runs after that (see
-// decide), and its outcome, errors included, lands on the check run.
+// HandleCheckRun handles a check_run delivery (see HandleCheckRunDelivery) without its delivery ID: only
+// its body is recorded as handled.
 func (h *Handler) HandleCheckRun(ctx context.Context, payload []byte) error {
+	return h.HandleCheckRunDelivery(ctx, "", payload)
+}
+
+// HandleCheckRunDelivery handles check_run delivery id (X-GitHub-Delivery). Only requested_action on a
+// stagehand/<env> run of the configured repository matters. The click must be for the decision the run
+// awaits now: the payload's external_id and button must be the live run's (a plan's "<planHash>" and
+// Approve/Reject, or its release's "release:<planHash>" and the release buttons), so a plan click replayed
+// during the release wait decides nothing. The sender's permission is checked then: an unauthorised click
+// leaves the run pending and says who may approve. When the Decider is also an approval.Deliveries, an
+// authorised click is then recorded in the state every replica shares, and one whose ID or body was
+// recorded before (a redelivery, the same click delivered to the other replica or after a restart, a
+// captured body sent again under another ID) is ignored. A click recorded moves the run to in progress and
+// is answered at once (GitHub gives up on a webhook after 10 seconds); the decision runs after that (see
+// decide), and its outcome, errors included, lands on the check run.
+func (h *Handler) HandleCheckRunDelivery(ctx context.Context, id string, payload []byte) error {
 	var ev gh.CheckRunEvent
 	if err := json.Unmarshal(payload, &ev); err != nil {
 		return fmt.Errorf("decoding check_run event: %w", err)
@@ -114,21 +128,20 @@ func (h *Handler) HandleCheckRun(ctx context.Context, payload []byte) error {
 	if ra == nil {
 		return fmt.Errorf("check_run requested_action delivery for run %d: %w", run.GetID(), ErrNoRequestedAction)
 	}
-	action := ra.Identifier
-	if (action != ActionApprove && action != ActionReject) || !awaiting(run) {
+	b, ok := buttons[ra.Identifier]
+	if !ok || !awaiting(run) {
 		return nil // not our button, or a click from a stale page on a run already decided or withdrawn
 	}
 	// The payload is only what the sender says: the run as GitHub holds it now decides. It must be
-	// our App's, our check, on the same commit and still offering the buttons; its external_id (not the
-	// payload's) is the planHash decided, which binds environment and revision, so the Decider accepts it
-	// only for the plan pending now at that revision. A click replayed after a restart (the delivery
-	// dedupe forgotten) finds the run completed and changes nothing.
+	// our App's, our check, on the same commit, still offering the buttons, and awaiting the decision the
+	// click was made for; its external_id (not the payload's) is the planHash decided, which binds
+	// environment and revision, so the Decider accepts it only for the plan pending now at that revision.
 	live, err := h.client.checkRun(ctx, run.GetID())
 	if err != nil {
 		return fmt.Errorf("reading check run %d before deciding: %w", run.GetID(), err)
 	}
-	if why := mismatch(live, run, env, h.client.appID); why != "" {
-		// Stale or forged: nothing to decide, but said, so that whoever
+	if why := mismatch(live, run, env, h.client.appID, b.release); why != "" {
+		// Stale, replayed or forged: nothing to decide, but said, so that whoever
 		// clicked, or watches the logs, can learn why nothing happened.
 		h.o.onError(fmt.Errorf("ignoring a click on check run %d by %s: %s", run.GetID(), ev.GetSender().GetLogin(), why))
 		return nil
@@ -142,13 +155,32 @@ func (h *Handler) HandleCheckRun(ctx context.Context, payload []byte) error {
 	if !d.Allowed {
 		return h.client.Denied(ctx, run, login, d.Why)
 	}
-	title, summary := h.client.clickTitles(run, env, action, login, d.Why)
+	// Recorded before anything is decided: of the same click delivered twice (to both replicas, again
+	// after a restart, its body under another ID), one goes on.
+	dl, record := h.decider.(approval.Deliveries)
+	sum := sha256.Sum256(payload)
+	delivery := approval.Delivery{ID: id, Sum: hex.EncodeToString(sum[:])}
+	if record {
+		first, err := dl.FirstDelivery(ctx, delivery)
+		if err != nil {
+			return fmt.Errorf("recording delivery %q of a click on check run %d: %w", id, run.GetID(), err)
+		}
+		if !first {
+			h.o.onError(fmt.Errorf("ignoring a click on check run %d by %s: delivery %q (or its body) was handled before", run.GetID(), login, id))
+			return nil
+		}
+	}
+	title, summary := h.client.clickTitles(run, env, b.reject, login, d.Why)
 	// In progress first: the apply may finish (and complete the run) before Approve returns, and the buttons
 	// go, so a second click cannot start a second decision.
 	// started_at marks the click: a run left in progress long after it, with its plan still pending, lost
 	// its click (see Client.Propose).
 	now := &gh.Timestamp{Time: h.client.Now().UTC().Truncate(time.Second)}
 	if err := h.client.update(ctx, run.GetID(), runUpdate{Status: "in_progress", StartedAt: now, Output: output(Output{Title: title, Summary: summary})}); err != nil {
+		if record {
+			// Nothing changed: the same click (the same body) may come again.
+			err = errors.Join(err, dl.ForgetDelivery(context.WithoutCancel(ctx), delivery))
+		}
 		return err
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.o.decisionTimeout)
@@ -156,20 +188,30 @@ func (h *Handler) HandleCheckRun(ctx context.Context, payload []byte) error {
 	go func() {
 		defer h.decisions.Done()
 		defer cancel()
-		if err := h.decide(dctx, run, env, action, login); err != nil {
+		if err := h.decide(dctx, run, env, b.reject, login); err != nil {
 			h.o.onError(err)
 		}
 	}()
 	return nil
 }
 
-// decide asks the Decider to approve or reject the plan of run, after its webhook was answered. A plan that
-// is no longer pending completes the run as neutral; any other failure puts the buttons back with the
-// error, so the approval can be retried. It returns the decision's error and any error updating the run.
-func (h *Handler) decide(ctx context.Context, run *gh.CheckRun, env, action, login string) error {
-	hash := run.GetExternalID()
+// button is what a check run action identifier asks for.
+type button struct{ reject, release bool }
+
+var buttons = map[string]button{
+	ActionApprove:        {},
+	ActionReject:         {reject: true},
+	ActionReleaseApprove: {release: true},
+	ActionReleaseReject:  {reject: true, release: true},
+}
+
+// decide asks the Decider to approve or reject (reject) the plan of run, after its webhook was answered. A
+// plan that is no longer pending completes the run as neutral; any other failure puts the buttons back with
+// the error, so the approval can be retried. It returns the decision's error and any error updating the run.
+func (h *Handler) decide(ctx context.Context, run *gh.CheckRun, env string, reject bool, login string) error {
+	hash, _ := decisionOf(run.GetExternalID())
 	var err error
-	if action == ActionReject {
+	if reject {
 		_, err = h.decider.Reject(ctx, env, hash, login, "rejected on GitHub")
 	} else {
 		_, err = h.decider.Approve(ctx, env, hash, login)
@@ -182,12 +224,15 @@ func (h *Handler) decide(ctx context.Context, run *gh.CheckRun, env, action, log
 		// The policy keeps this person from approving this plan (four-eyes): said on the run, which keeps
 		// its buttons for someone else; nothing was counted.
 		note := fmt.Sprintf("%s%s may not approve this plan: %s.\n\n", deniedMarker, mention(login), oneLine(refused.Reason))
-		return h.client.update(ctx, run.GetID(), runUpdate{Conclusion: ConclusionActionRequired, Actions: approvalActions(),
+		return h.client.update(ctx, run.GetID(), runUpdate{Conclusion: ConclusionActionRequired, Actions: actionsOf(run),
 			Output: output(Output{Title: run.GetOutput().GetTitle(), Summary: cut(note+stripNote(run.GetOutput().GetSummary()), "")})})
 	case err != nil:
-		verb := map[string]string{ActionApprove: "Approving", ActionReject: "Rejecting"}[action]
+		verb := "Approving"
+		if reject {
+			verb = "Rejecting"
+		}
 		note := fmt.Sprintf("%s%s failed, nothing was applied: %s. Try again.\n\n", deniedMarker, verb, oneLine(err.Error()))
-		uerr := h.client.update(ctx, run.GetID(), runUpdate{Conclusion: ConclusionActionRequired, Actions: approvalActions(),
+		uerr := h.client.update(ctx, run.GetID(), runUpdate{Conclusion: ConclusionActionRequired, Actions: actionsOf(run),
 			Output: output(Output{Title: run.GetOutput().GetTitle(), Summary: cut(note+stripNote(run.GetOutput().GetSummary()), "")})})
 		return errors.Join(fmt.Errorf("%s %s plan %s: %w", strings.ToLower(verb), env, hash, err), uerr)
 	}
@@ -243,11 +288,12 @@ func (h *Handler) HandlePullRequest(ctx context.Context, payload []byte) error {
 // its requested_action (the webhook receiver refuses it with 400 first).
 var ErrNoRequestedAction = errors.New("requested_action is missing")
 
-// mismatch says why live, the check run as GitHub holds it, may not be
-// decided on for the clicked run from a delivery; "" when it may: made by
-// our App (appID, when known), named for env, on the delivery's commit, and
-// still awaiting a decision.
-func mismatch(live, clicked *gh.CheckRun, env string, appID int64) string {
+// mismatch says why live, the check run as GitHub holds it now, may not be decided on for the clicked run
+// from a delivery of a click on a button of the release (release) or of the plan; "" when it may: made by
+// our App (appID, when known), named for env, on the delivery's commit, still awaiting a decision, and the
+// decision the click was made for (the same external_id, and a button of that decision).
+func mismatch(live, clicked *gh.CheckRun, env string, appID int64, release bool) string {
+	_, liveRelease := decisionOf(live.GetExternalID())
 	switch {
 	case appID != 0 && live.GetApp().GetID() != appID:
 		return "made by another App"
@@ -259,6 +305,10 @@ func mismatch(live, clicked *gh.CheckRun, env string, appID int64) string {
 		return "no planHash"
 	case !awaiting(live):
 		return "no longer awaiting a decision"
+	case live.GetExternalID() != clicked.GetExternalID():
+		return fmt.Sprintf("the click was for decision %q, the run awaits %q now", clicked.GetExternalID(), live.GetExternalID())
+	case release != liveRelease:
+		return fmt.Sprintf("a button of another decision than %q", live.GetExternalID())
 	}
 	return ""
 }

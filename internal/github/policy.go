@@ -48,11 +48,14 @@ func (c *Client) tally(ctx context.Context, p *reconcile.Plan, approvers []strin
 	note := fmt.Sprintf("%s**%s.** %d more must approve this plan.", deniedMarker, tally, max(required-len(approvers), 0))
 	out := c.awaitingOutput(p, note)
 	out.Title = "Awaiting approval: " + tally
+	u := runUpdate{Conclusion: ConclusionActionRequired, Actions: approvalActions()}
 	if release {
 		out = c.releaseOutput(p, note)
 		out.Title = releaseAwaitingTitle + ": " + tally
+		u.ExternalID, u.Actions = ReleaseExternalID(p.PlanHash), releaseActions()
 	}
-	return c.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionActionRequired, Actions: approvalActions(), Output: output(out)})
+	u.Output = output(out)
+	return c.update(ctx, r.GetID(), u)
 }
 
 // Tally shows the approvals of a plan that needs more than one on its check run (see Client.Tally).

@@ -13,23 +13,26 @@ import (
 )
 
 // ProposeRelease shows plan p, applied and verified, awaiting its release approval (the approval task after
-// the deployment in its stage's sequence) on its own check run (external_id = planHash): concluded
-// action_required with the Approve and Reject buttons again, so that a click, the API and the CLI decide it as
-// they decide a plan before it is applied; the run completes once the rest of the sequence has run. since is
-// when the wait began: a run moved to in progress after it holds a click on the release, kept while it is
-// decided and given its buttons back once it was lost (see Propose). It is idempotent; it creates the run when
-// there is none (a skipConfirmation environment's run made before GitHub answered).
+// the deployment in its stage's sequence) on the plan's check run, stamped as another decision: external_id
+// "release:<planHash>" (ReleaseExternalID) and the buttons ActionReleaseApprove and ActionReleaseReject,
+// concluded action_required, so that a click, the API and the CLI decide it as they decide a plan before it
+// is applied, and a click made for the plan (its payload names the plan's external_id and button) is never
+// taken for the release. The run completes once the rest of the sequence has run. since is when the wait
+// began: a run moved to in progress after it holds a click on the release, kept while it is decided and
+// given its buttons back once it was lost (see Propose). It is idempotent; it creates the run when there is
+// none (a skipConfirmation environment's run made before GitHub answered).
 func (c *Client) ProposeRelease(ctx context.Context, p *reconcile.Plan, since time.Time, notes ...string) (int64, error) {
 	r, err := c.run(ctx, p.Environment, p.Revision, p.PlanHash)
 	if err != nil {
 		return 0, err
 	}
+	id := ReleaseExternalID(p.PlanHash)
 	out := c.releaseOutput(p, strings.Join(notes, "\n\n"))
 	if r == nil {
 		opts := gh.CreateCheckRunOptions{
-			Name: approval.CheckName(p.Environment), HeadSHA: p.Revision, ExternalID: gh.String(p.PlanHash),
+			Name: approval.CheckName(p.Environment), HeadSHA: p.Revision, ExternalID: gh.String(id),
 			Conclusion: gh.String(ConclusionActionRequired), CompletedAt: &gh.Timestamp{Time: c.Now().UTC().Truncate(time.Second)},
-			Output: output(out), Actions: approvalActions(),
+			Output: output(out), Actions: releaseActions(),
 		}
 		if u := c.DetailsURL(p.Environment); u != "" {
 			opts.DetailsURL = gh.String(u)
@@ -40,10 +43,10 @@ func (c *Client) ProposeRelease(ctx context.Context, p *reconcile.Plan, since ti
 		}
 		return created.GetID(), nil
 	}
-	if awaiting(r) {
+	if awaiting(r) && r.GetExternalID() == id {
 		return r.GetID(), nil
 	}
-	if clicked := r.GetStartedAt().Time; r.GetStatus() == "in_progress" && strings.HasPrefix(r.GetOutput().GetTitle(), releaseClickedTitle) &&
+	if clicked := r.GetStartedAt().Time; r.GetStatus() == "in_progress" && r.GetExternalID() == id && strings.HasPrefix(r.GetOutput().GetTitle(), releaseClickedTitle) &&
 		!clicked.Before(since.Truncate(time.Second)) {
 		if c.lostClickAfter <= 0 || c.Now().Sub(clicked) < c.lostClickAfter {
 			return r.GetID(), nil // a click on the release, being decided
@@ -52,7 +55,7 @@ func (c *Client) ProposeRelease(ctx context.Context, p *reconcile.Plan, since ti
 			deniedMarker, r.GetOutput().GetTitle(), clicked.UTC().Format("2006-01-02 15:04"))
 		out = c.releaseOutput(p, strings.Join(append([]string{note}, notes...), "\n\n"))
 	}
-	return r.GetID(), c.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionActionRequired, Actions: approvalActions(), Output: output(out)})
+	return r.GetID(), c.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionActionRequired, ExternalID: id, Actions: releaseActions(), Output: output(out)})
 }
 
 // releaseOutput renders plan p, applied, awaiting its release approval, after note (if any).
@@ -76,13 +79,14 @@ const (
 	releaseClickedTitle  = "Release "
 )
 
-// clickTitles are the title and summary a click by login (allowed because why) puts on run while it is decided.
-func (c *Client) clickTitles(run *gh.CheckRun, env, action, login, why string) (string, string) {
-	hash := run.GetExternalID()
+// clickTitles are the title and summary a click by login (allowed because why) puts on run while it is
+// decided; reject says which button it was.
+func (c *Client) clickTitles(run *gh.CheckRun, env string, reject bool, login, why string) (string, string) {
+	hash, release := decisionOf(run.GetExternalID())
 	n := c.policies[env].Required
-	if strings.HasPrefix(run.GetOutput().GetTitle(), releaseAwaitingTitle) {
+	if release {
 		switch {
-		case action == ActionReject:
+		case reject:
 			return releaseClickedTitle + "rejected by " + mention(login) + ", failing the deploy",
 				fmt.Sprintf("Release rejected by %s (%s); the deploy fails.", mention(login), why)
 		case n > 1:
@@ -93,7 +97,7 @@ func (c *Client) clickTitles(run *gh.CheckRun, env, action, login, why string) (
 			fmt.Sprintf("Release approved by %s (%s). Running the rest of the sequence of planHash `%s`; results follow here.", mention(login), why, hash)
 	}
 	switch {
-	case action == ActionReject:
+	case reject:
 		return "Rejected by " + mention(login) + ", withdrawing", fmt.Sprintf("Rejected by %s (%s); withdrawing the plan.", mention(login), why)
 	case n > 1:
 		return "Approval by " + mention(login) + ", counting",

@@ -15,7 +15,8 @@ import (
 
 // TestProposeRelease: a plan applied and verified waiting for its release
 // approval gets its own check run (the plan's, by planHash) back awaiting a
-// decision with both buttons, saying so; proposing it again changes
+// decision with both release buttons, stamped as the release's decision
+// (external_id release:<planHash>), saying so; proposing it again changes
 // nothing; the tally of a two-approver policy keeps saying it is a release;
 // the release completes the same run. In a skipConfirmation environment,
 // where no run was made before the apply, it is created.
@@ -39,7 +40,7 @@ func TestProposeRelease(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := []run{{"stagehand/prod", sha, "completed", "action_required", p.PlanHash, []string{"approve", "reject"}}}
+	want := []run{{"stagehand/prod", sha, "completed", "action_required", github.ReleaseExternalID(p.PlanHash), []string{"release-approve", "release-reject"}}}
 	if diff := cmp.Diff(want, runs(f.srv)); diff != "" {
 		t.Errorf("check runs (-want +got):\n%s", diff)
 	}
@@ -57,7 +58,7 @@ func TestProposeRelease(t *testing.T) {
 	if err := g.Completed(ctx, prop, o); err != nil {
 		t.Fatal(err)
 	}
-	want = []run{{"stagehand/prod", sha, "completed", "success", p.PlanHash, nil}}
+	want = []run{{"stagehand/prod", sha, "completed", "success", github.ReleaseExternalID(p.PlanHash), nil}}
 	if diff := cmp.Diff(want, runs(f.srv)); diff != "" {
 		t.Errorf("check runs after the release (-want +got):\n%s", diff)
 	}
@@ -73,7 +74,7 @@ func TestProposeRelease(t *testing.T) {
 			got = append(got, r)
 		}
 	}
-	want = []run{{"stagehand/devel", sha2, "completed", "action_required", p2.PlanHash, []string{"approve", "reject"}}}
+	want = []run{{"stagehand/devel", sha2, "completed", "action_required", github.ReleaseExternalID(p2.PlanHash), []string{"release-approve", "release-reject"}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("skipConfirmation environment's release run (-want +got):\n%s", diff)
 	}

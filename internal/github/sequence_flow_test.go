@@ -10,6 +10,7 @@ import (
 	gh "github.com/google/go-github/v60/github"
 
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
+	"github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
@@ -132,9 +133,6 @@ func TestFlowReleaseApproval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	awaitingRelease := func(r githubtest.CheckRun) bool {
-		return awaitingApproval(r) && strings.Contains(r.Title, "release approval") && len(r.Actions) == 2
-	}
 	deployAndVerify := func(sha, tag string) githubtest.CheckRun {
 		t.Helper()
 		run := f.waitRun(sha, "awaiting approval", awaitingApproval)
@@ -163,7 +161,7 @@ func TestFlowReleaseApproval(t *testing.T) {
 	// from the run's completion, which must be the release, not the wait.
 	time.Sleep(1100 * time.Millisecond)
 	clicked := time.Now().UTC().Truncate(time.Second)
-	if code, _ := f.click(release.ID, "approve", "maria", secret); code != http.StatusOK {
+	if code, _ := f.click(release.ID, github.ActionReleaseApprove, "maria", secret); code != http.StatusOK {
 		t.Fatalf("release: %d", code)
 	}
 	if done := f.waitRun(sha, "success", concluded("success")); done.CompletedAt.Before(clicked) {
@@ -183,7 +181,7 @@ func TestFlowReleaseApproval(t *testing.T) {
 	sha2 := commit("1.0.2")
 	f.trigger()
 	release = deployAndVerify(sha2, "1.0.2")
-	if code, _ := f.click(release.ID, "reject", "maria", secret); code != http.StatusOK {
+	if code, _ := f.click(release.ID, github.ActionReleaseReject, "maria", secret); code != http.StatusOK {
 		t.Fatalf("reject: %d", code)
 	}
 	run := f.waitRun(sha2, "failure", concluded("failure"))
