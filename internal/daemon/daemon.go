@@ -408,7 +408,7 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		},
 		notes:    func(ctx context.Context, st *state.EnvState) []string { return d.proposalNotes(ctx, ec.LockPath, st) },
 		snapshot: d.snapshot,
-		poll:     d.pollNow, sourceStatus: d.source.Status,
+		poll:     d.pollNow, at: d.source.At, sourceStatus: d.source.Status,
 		descends: d.source.Descends, allowRewrite: d.cfg.Source.AllowRewrite,
 		rollback: ec.RollsBack(), restore: d.rec.Restore, rollbackHook: d.o.rollbackHook,
 		approvals: &counter{env: env, policy: d.cfg.ApprovalPolicy(env), authors: d.authors(), now: d.clock.Now},

@@ -106,10 +106,21 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 	if !ok || s.Revision != p.Revision {
 		w.passAndLog(ctx) // supersedes the pending plan and proposes the newest
 		// A release approval outlives a newer revision that changes
-		// nothing here (holdRelease): still pending, it is decided.
-		if !ok || !p.Release || !w.stillPending(ctx, p) {
+		// nothing here (holdRelease), and so does a plan awaiting
+		// approval (keepPending, which this pass found it kept at s): still
+		// pending, it is decided, a plan at the revision reviewed.
+		kept := ok && !p.Release && w.kept == keptKey(s.Revision, p)
+		if !ok || (!p.Release && !kept) || !w.stillPending(ctx, p) {
 			notPending()
 			return
+		}
+		if kept {
+			ps, err := w.at(p.Revision)
+			if err != nil {
+				reply(nil, fmt.Errorf("reading revision %s of the pending plan: %w", short(p.Revision), err))
+				return
+			}
+			s = ps
 		}
 	}
 	plan, err := w.decodePlan(p)

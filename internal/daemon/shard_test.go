@@ -123,6 +123,9 @@ func TestPerEnvironment(t *testing.T) {
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
 
 	// A push to a replica that does not hold devel reaches devel's holder.
+	// (The other environments' pending plans stay at the revision they were
+	// proposed at: the commit changes nothing of theirs.)
+	proposed := h.git.Head(t, "manifests", "main")
 	other := rs[(holderOfEnv(rs, "devel")+1)%len(rs)]
 	h.commit("devel", true, map[string]string{"web": "2.0.0"})
 	start := time.Now()
@@ -132,10 +135,9 @@ func TestPerEnvironment(t *testing.T) {
 
 	// The replica holding prod dies, with prod's plan approved and half
 	// applied (in flight, as a kill mid-apply leaves it).
-	rev := h.git.Head(t, "manifests", "main")
 	vi := holderOfEnv(rs, "prod")
 	victim := rs[vi]
-	p := victim.waitPending(t, "prod", rev)
+	p := victim.waitPending(t, "prod", proposed)
 	lost := victim.d.Held()
 	var plan struct{ Changes json.RawMessage }
 	if err := json.Unmarshal(p.Plan, &plan); err != nil {
@@ -144,7 +146,7 @@ func TestPerEnvironment(t *testing.T) {
 	victim.stop()
 	killed := time.Now()
 	if err := state.NewStore(cluster.Env(t).Clientset, h.stateNS).SetInFlight(context.Background(), "prod",
-		&approval.InFlight{Revision: rev, PlanHash: p.PlanHash, Approver: "carol", Changes: plan.Changes, Started: time.Now()}); err != nil {
+		&approval.InFlight{Revision: p.Revision, PlanHash: p.PlanHash, Approver: "carol", Changes: plan.Changes, Started: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	survivors := slices.Delete(slices.Clone(rs), vi, vi+1)
@@ -175,7 +177,7 @@ func TestPerEnvironment(t *testing.T) {
 			continue
 		}
 		via := survivors[(holderOfEnv(survivors, env)+1)%len(survivors)]
-		p := via.waitPending(t, env, rev)
+		p := via.waitPending(t, env, proposed)
 		if code, b := via.call(t, "POST", "/api/v1/environments/"+env+"/approve", testToken, api.DecisionRequest{PlanHash: p.PlanHash}); code != http.StatusAccepted {
 			t.Fatalf("approve %s: %d %s", env, code, b)
 		}

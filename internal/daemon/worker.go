@@ -47,6 +47,10 @@ type workerDeps struct {
 	// remote for the newest now (and hands a new one to every worker).
 	snapshot func() (gitsource.Snapshot, bool)
 	poll     func(context.Context) (gitsource.Snapshot, error)
+	// at is the snapshot of an earlier fetched revision (a pending plan's,
+	// kept at a newer revision that changes nothing here: keep.go); nil:
+	// a pending plan is superseded by any newer revision.
+	at func(rev string) (gitsource.Snapshot, error)
 	// sourceStatus is the source's health, for the faults the status names.
 	sourceStatus func() gitsource.Status
 	// descends reports whether rev descends from ancestor in the source;
@@ -119,6 +123,10 @@ type worker struct {
 	// applying is true while an apply is under way (read by other
 	// goroutines: a replica gives back an environment that is not applying).
 	applying atomic.Bool
+	// kept names the pending plan the last pass kept at a newer revision
+	// that changes nothing here, and that revision (keepPending); a
+	// decision on it is taken at the plan's revision.
+	kept string
 }
 
 // releaseMark is when a release approval of planHash began to wait in this
@@ -291,6 +299,13 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		}
 		w.metrics.setPending(w.env, false)
 		return nil
+	}
+	if ks, kEnv, kPlan, ok := w.keepPending(ctx, s, envM, plan, st); ok {
+		// A newer revision that changes nothing here: the pending plan
+		// stays, at the revision reviewed.
+		s, envM, plan = ks, kEnv, kPlan
+	} else {
+		w.kept = ""
 	}
 	if w.skipFailed(ctx, st, s.Revision, plan) {
 		// Rolled back once: not applied again until a new revision.
