@@ -100,6 +100,10 @@ func hostileRequests() []hostileRequest {
 		{name: "rollback to blank", method: "POST", path: rollback, body: `{"to":" \t","reason":"x"}`, wantCode: 400, wantBody: "to is required"},
 		{name: "rollback as someone else", method: "POST", path: rollback, body: `{"to":"previous","reason":"x","requestedBy":"alice"}`, wantCode: 400, wantBody: "requestedBy comes from your credentials: you are ops (token)"},
 		{name: "rollback with an unknown field", method: "POST", path: rollback, body: `{"to":"previous","reason":"x","now":true,"force":true}`, wantCode: 400, wantBody: `unknown field \"force\"`},
+		// The pin, and a skipConfirmation environment's history, name the caller's typed identity (set by the
+		// server, never read from the body): a body naming one is refused whole, spelled any way.
+		{name: "rollback naming its caller", method: "POST", path: rollback, body: `{"to":"previous","reason":"x","now":true,"caller":"github:admin"}`, wantCode: 400, wantBody: `unknown field \"caller\"`},
+		{name: "rollback naming its Caller", method: "POST", path: rollback, body: `{"to":"previous","reason":"x","now":true,"Caller":{"Kind":"github","Name":"admin"}}`, wantCode: 400, wantBody: `unknown field \"Caller\"`},
 		{name: "rollback with a stray brace after it", method: "POST", path: rollback, body: `{"to":"previous","reason":"x"}} {}`, wantCode: 400, wantBody: "data after the JSON object"},
 		{name: "rollback deep nesting", method: "POST", path: rollback, body: `{"to":` + deep[:60000] + `}`, wantCode: 400, wantBody: "decoding request body"},
 		{name: "rollback of an unknown history id", method: "POST", path: rollback, body: `{"to":"999","reason":"x"}`, wantCode: 404, wantBody: "unknown history entry 999"},
