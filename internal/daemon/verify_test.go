@@ -20,6 +20,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/promtest"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/verify"
 )
@@ -93,7 +94,7 @@ func TestVerificationAfterRollout(t *testing.T) {
 	w.errRatio.Set(0.01)
 	h := newHarness(t, "devel")
 	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": w.pipeline()}, "verify devel")
-	v, err := verify.New(verify.WithJobPoll(100 * time.Millisecond))
+	v, err := verify.New(append(loopbackVerification(t), verify.WithJobPoll(100*time.Millisecond))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +263,7 @@ func failedVerificationRollsBack(t *testing.T, w *verifyWorld, task, breach, kin
         properties:
           ` + task + `
 `}, "verify devel")
-	v, err := verify.New()
+	v, err := verify.New(loopbackVerification(t)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,4 +298,17 @@ func failedVerificationRollsBack(t *testing.T, w *verifyWorld, task, breach, kin
 	if n := len(gate.completed); n != 2 || gate.completed[1].Result != approval.ResultRolledBack {
 		t.Errorf("the gate heard %+v; want the second deploy rolled back (its check run a failure: promotion blocked)", gate.completed)
 	}
+}
+
+// loopbackVerification opens this host's loopback address to verification
+// requests, where the tests serve the shop and Prometheus, as
+// reconciler.yaml's verification.allowAddresses does for a user's
+// in-cluster service (refused by default).
+func loopbackVerification(t *testing.T) []verify.Option {
+	t.Helper()
+	opts, err := wire.VerifyOptions(config.Verification{AllowAddresses: []string{"127.0.0.1/32"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opts
 }

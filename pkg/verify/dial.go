@@ -6,41 +6,103 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"syscall"
 	"time"
 )
 
-// ErrLinkLocal is wrapped by the error of a request an http or prometheus
-// task sends to a link-local address.
-var ErrLinkLocal = errors.New("link-local addresses are refused")
+// ErrAddressRefused is wrapped by the error of every request an http or
+// prometheus task sends to an address refused by default and not opened by
+// WithAllowedAddresses; ErrLinkLocal, ErrLoopback, ErrUnspecified and
+// ErrMetadata say which kind it was (errors.Is finds both).
+var ErrAddressRefused = errors.New("address refused for verification")
 
-// awsMetadataV6 is the IPv6 address of EC2's instance metadata service, the
-// one metadata address outside the link-local ranges.
-var awsMetadataV6 = netip.MustParseAddr("fd00:ec2::254")
+// The kinds of refused addresses.
+var (
+	// ErrLinkLocal: 169.254.0.0/16 and fe80::/10, where most cloud metadata
+	// services (169.254.169.254, ECS's 169.254.170.2) hand out the
+	// credentials of the reconciler's node or pod.
+	ErrLinkLocal error = refusedKind("link-local addresses are refused")
+	// ErrLoopback: 127.0.0.0/8 and ::1, the reconciler's own host (its
+	// API, metrics, a sidecar, a node-local agent with host networking).
+	ErrLoopback error = refusedKind("loopback addresses are refused")
+	// ErrUnspecified: 0.0.0.0/8 and ::, which a connection takes to the
+	// reconciler's own host.
+	ErrUnspecified error = refusedKind("unspecified addresses are refused")
+	// ErrMetadata: the cloud metadata and host services outside the
+	// link-local ranges (see metadataAddrs).
+	ErrMetadata error = refusedKind("cloud metadata addresses are refused")
+)
 
-// refuseLinkLocal is the dialer's check of every address it connects to,
-// after name resolution and on every redirect: the cloud metadata services
-// (169.254.169.254, 169.254.170.2, fd00:ec2::254) hand out the credentials
-// of the reconciler's node or pod, and no deployment is verified there.
-func refuseLinkLocal(_, address string, _ syscall.RawConn) error {
+// refusedKind is one kind of refused address; it is ErrAddressRefused too.
+type refusedKind string
+
+func (k refusedKind) Error() string        { return string(k) }
+func (k refusedKind) Is(target error) bool { return target == ErrAddressRefused }
+
+// metadataAddrs are the metadata services that live outside the link-local
+// and loopback ranges: each hands out the instance's credentials or
+// configuration.
+var metadataAddrs = map[netip.Addr]string{
+	netip.MustParseAddr("fd00:ec2::254"):   "EC2's IPv6 instance metadata",
+	netip.MustParseAddr("fd20:ce::254"):    "Google Compute Engine's IPv6 metadata server",
+	netip.MustParseAddr("100.100.100.200"): "Alibaba Cloud's instance metadata",
+	netip.MustParseAddr("168.63.129.16"):   "Azure's WireServer",
+	netip.MustParseAddr("192.0.0.192"):     "Oracle Cloud's instance metadata",
+}
+
+var (
+	loopback4    = netip.MustParsePrefix("127.0.0.0/8")
+	unspecified4 = netip.MustParsePrefix("0.0.0.0/8")
+)
+
+// addressPolicy is the dialer's check of every address it connects to,
+// after name resolution and on every redirect (each connection is checked
+// where it goes, not where a name or URL said).
+type addressPolicy struct {
+	// allow opens ranges that are refused by default.
+	allow []netip.Prefix
+}
+
+// refused returns why ip may not be reached (nil when it may).
+func (p addressPolicy) refused(ip netip.Addr) error {
+	ip = ip.Unmap().WithZone("")
+	if slices.ContainsFunc(p.allow, func(pf netip.Prefix) bool { return pf.Contains(ip) }) {
+		return nil
+	}
+	switch {
+	case ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast():
+		return fmt.Errorf("%w (cloud instance metadata lives there)", ErrLinkLocal)
+	case ip.IsLoopback() || loopback4.Contains(ip):
+		return fmt.Errorf("%w (the reconciler's own host)", ErrLoopback)
+	case ip.IsUnspecified() || unspecified4.Contains(ip):
+		return fmt.Errorf("%w (a connection there reaches the reconciler's own host)", ErrUnspecified)
+	}
+	if what, ok := metadataAddrs[ip]; ok {
+		return fmt.Errorf("%w (%s)", ErrMetadata, what)
+	}
+	return nil
+}
+
+// control is the net.Dialer's Control: it runs before every connection.
+func (p addressPolicy) control(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return fmt.Errorf("verification request to %s: %w", address, err)
 	}
-	ip := ap.Addr().Unmap()
-	if ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip == awsMetadataV6 {
-		return fmt.Errorf("verification request to %s: %w (cloud instance metadata lives there)", ip, ErrLinkLocal)
+	if err := p.refused(ap.Addr()); err != nil {
+		return fmt.Errorf("verification request to %s: %w; only an allowed range opens it", ap.Addr().Unmap(), err)
 	}
 	return nil
 }
 
 // defaultClient is the client of http and prometheus tasks: the default
-// transport's settings, with a dialer that refuses link-local addresses,
-// and no proxy: through HTTP(S)_PROXY the dialer would only see the
-// proxy's address, and the proxy would fetch the metadata address for it.
-func defaultClient() *http.Client {
+// transport's settings, with a dialer that refuses what p refuses, and no
+// proxy: through HTTP(S)_PROXY the dialer would only see the proxy's
+// address, and the proxy would fetch the metadata address for it.
+func defaultClient(p addressPolicy) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil
-	tr.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: refuseLinkLocal}).DialContext
+	tr.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: p.control}).DialContext
 	return &http.Client{Transport: tr}
 }

@@ -3,8 +3,10 @@ package verify_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -22,14 +24,20 @@ func mustTask(t *testing.T, name, props string) verify.Task {
 	return task
 }
 
-func newVerifier(t *testing.T) *verify.Verifier {
+// newVerifier is a verifier whose tasks may reach this host's loopback
+// addresses, where the tests serve their targets (refused by default, as a
+// user's in-cluster service would be opened by verification.allowAddresses).
+func newVerifier(t *testing.T, opts ...verify.Option) *verify.Verifier {
 	t.Helper()
-	v, err := verify.New(verify.WithJobPoll(100 * time.Millisecond))
+	opts = append([]verify.Option{verify.WithJobPoll(100 * time.Millisecond), verify.WithAllowedAddresses(loopback...)}, opts...)
+	v, err := verify.New(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return v
 }
+
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 
 // TestHTTP runs http tasks against a local server whose odd-numbered
 // answers (the first, third, …) on /flaky are 503s: between half and two
@@ -153,8 +161,8 @@ func TestTimeout(t *testing.T) {
 
 // TestHTTPRefusesLinkLocal: an http or prometheus task cannot reach the cloud
 // metadata services (which hand out the node's and pod's credentials), by
-// address or through a redirect from an allowed server; loopback and other
-// addresses are reached as before.
+// address or through a redirect from an allowed server; an opened loopback
+// range is reached.
 func TestHTTPRefusesLinkLocal(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/to-metadata" {
@@ -170,7 +178,7 @@ func TestHTTPRefusesLinkLocal(t *testing.T) {
 		{"ECS credentials", `{"http": {"url": "http://169.254.170.2/v2/credentials", "interval": "1s", "duration": "100ms"}}`, verify.Fail,
 			"verification request to 169.254.170.2: link-local addresses are refused"},
 		{"EC2 IPv6 metadata", `{"http": {"url": "http://[fd00:ec2::254]/latest/meta-data/", "interval": "1s", "duration": "100ms"}}`, verify.Fail,
-			"verification request to fd00:ec2::254: link-local addresses are refused"},
+			"verification request to fd00:ec2::254: cloud metadata addresses are refused (EC2's IPv6 instance metadata)"},
 		{"IPv6 link-local", `{"http": {"url": "http://[fe80::1]:8080/", "interval": "1s", "duration": "100ms"}}`, verify.Fail,
 			"verification request to fe80::1: link-local addresses are refused"},
 		{"redirect to metadata", `{"http": {"url": "` + srv.URL + `/to-metadata", "interval": "1s", "duration": "100ms"}}`, verify.Fail,
@@ -190,6 +198,124 @@ func TestHTTPRefusesLinkLocal(t *testing.T) {
 			}
 			if took := time.Since(start); took > 5*time.Second {
 				t.Errorf("took %s: a refusal is immediate", took)
+			}
+		})
+	}
+}
+
+// TestHTTPRefusesLoopbackAndMetadata: by default an http or prometheus task
+// reaches neither this host (loopback, the unspecified address, also by a
+// name that resolves there) nor the metadata services outside the
+// link-local ranges (fd20:ce::254, 100.100.100.200, also through a
+// redirect), whatever the method and headers; a range given to
+// WithAllowedAddresses is reached.
+func TestHTTPRefusesLoopbackAndMetadata(t *testing.T) {
+	var hits atomic.Int64
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/to-gce":
+			http.Redirect(w, r, "http://[fd20:ce::254]/computeMetadata/v1/instance/service-accounts/default/token", http.StatusFound)
+		case "/to-alibaba":
+			http.Redirect(w, r, "http://100.100.100.200/latest/meta-data/ram/security-credentials/", http.StatusTemporaryRedirect)
+		default:
+			hits.Add(1)
+			w.Write([]byte("ok"))
+		}
+	})
+	srv := httptest.NewServer(handler)
+	defer srv.Close()
+	_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
+	var srv6 *httptest.Server
+	if l, err := net.Listen("tcp", "[::1]:0"); err == nil {
+		srv6 = &httptest.Server{Listener: l, Config: &http.Server{Handler: handler}}
+		srv6.Start()
+		defer srv6.Close()
+	}
+	allowed, err := verify.New(verify.WithAllowedAddresses(loopback...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict, err := verify.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prom := func(addr string) string {
+		return `{"prometheus": {"address": "` + addr + `", "query": "up", "op": ">", "threshold": 0, "interval": "1s", "duration": "100ms"}}`
+	}
+	type tc struct{ name, props, message string }
+	cases := []tc{
+		{"127.0.0.1", `{"http": {"url": "` + srv.URL + `/", "interval": "1s", "duration": "100ms"}}`,
+			"verification request to 127.0.0.1: loopback addresses are refused (the reconciler's own host); only an allowed range opens it"},
+		{"127.0.0.1 with another method and headers", `{"http": {"url": "` + srv.URL + `/", "method": "POST", "headers": {"Metadata-Flavor": "Google", "X-aws-ec2-metadata-token": "x"}, "interval": "1s", "duration": "100ms"}}`,
+			"loopback addresses are refused"},
+		{"127.1.2.3", `{"http": {"url": "http://127.1.2.3:` + port + `/", "interval": "1s", "duration": "100ms"}}`,
+			"verification request to 127.1.2.3: loopback addresses are refused"},
+		{"localhost, resolved", `{"http": {"url": "http://localhost:` + port + `/", "interval": "1s", "duration": "100ms"}}`,
+			"loopback addresses are refused"},
+		{"0.0.0.0", `{"http": {"url": "http://0.0.0.0:` + port + `/", "interval": "1s", "duration": "100ms"}}`,
+			"verification request to 0.0.0.0: unspecified addresses are refused"},
+		{"[::]", `{"http": {"url": "http://[::]:` + port + `/", "interval": "1s", "duration": "100ms"}}`,
+			"verification request to ::: unspecified addresses are refused"},
+		{"IPv4-mapped 127.0.0.1", `{"http": {"url": "http://[::ffff:127.0.0.1]:` + port + `/", "interval": "1s", "duration": "100ms"}}`,
+			"verification request to 127.0.0.1: loopback addresses are refused"},
+		{"GCE IPv6 metadata", `{"http": {"url": "http://[fd20:ce::254]/computeMetadata/v1/", "headers": {"Metadata-Flavor": "Google"}, "interval": "1s", "duration": "100ms"}}`,
+			"verification request to fd20:ce::254: cloud metadata addresses are refused (Google Compute Engine's IPv6 metadata server)"},
+		{"Alibaba metadata", `{"http": {"url": "http://100.100.100.200/latest/meta-data/", "interval": "1s", "duration": "100ms"}}`,
+			"verification request to 100.100.100.200: cloud metadata addresses are refused (Alibaba Cloud's instance metadata)"},
+		{"prometheus on loopback", prom(srv.URL), "verification request to 127.0.0.1: loopback addresses are refused"},
+		{"prometheus at Alibaba metadata", prom("http://100.100.100.200"), "verification request to 100.100.100.200: cloud metadata addresses are refused"},
+	}
+	if srv6 != nil {
+		cases = append(cases, tc{"[::1]", `{"http": {"url": "` + srv6.URL + `/", "interval": "1s", "duration": "100ms"}}`,
+			"verification request to ::1: loopback addresses are refused"})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			hits.Store(0)
+			rep, err := strict.Verify(context.Background(), verify.Run{Revision: "abc"}, []verify.Task{mustTask(t, "smoke", c.props)}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Result != verify.Fail || !strings.Contains(rep.Tasks[0].Message, c.message) {
+				t.Errorf("report %s %q, want fail saying %q", rep.Result, rep.Tasks[0].Message, c.message)
+			}
+			if n := hits.Load(); n != 0 {
+				t.Errorf("the server was reached %d times", n)
+			}
+		})
+	}
+
+	// Redirects from an allowed server: each connection is checked where it goes.
+	for _, c := range []tc{
+		{"redirect to GCE IPv6 metadata", `{"http": {"url": "` + srv.URL + `/to-gce", "interval": "1s", "duration": "100ms"}}`,
+			"verification request to fd20:ce::254: cloud metadata addresses are refused"},
+		{"redirect to Alibaba metadata", `{"http": {"url": "` + srv.URL + `/to-alibaba", "method": "PUT", "interval": "1s", "duration": "100ms"}}`,
+			"verification request to 100.100.100.200: cloud metadata addresses are refused"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep, err := allowed.Verify(context.Background(), verify.Run{Revision: "abc"}, []verify.Task{mustTask(t, "smoke", c.props)}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Result != verify.Fail || !strings.Contains(rep.Tasks[0].Message, c.message) {
+				t.Errorf("report %s %q, want fail saying %q", rep.Result, rep.Tasks[0].Message, c.message)
+			}
+		})
+	}
+
+	// Opened: the loopback range is reached, over IPv4, IPv6 and by name.
+	open := []string{srv.URL + "/", "http://localhost:" + port + "/"}
+	if srv6 != nil {
+		open = append(open, srv6.URL+"/")
+	}
+	for _, u := range open {
+		t.Run("allowed "+u, func(t *testing.T) {
+			rep, err := allowed.Verify(context.Background(), verify.Run{Revision: "abc"}, []verify.Task{mustTask(t, "smoke", `{"http": {"url": "`+u+`", "interval": "1s", "duration": "100ms"}}`)}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Result != verify.Pass {
+				t.Errorf("report %s %q, want pass", rep.Result, rep.Tasks[0].Message)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"time"
 	"unicode/utf8"
 
@@ -71,6 +72,7 @@ type Verifier struct {
 
 type options struct {
 	client  *http.Client
+	allow   []netip.Prefix
 	jobPoll time.Duration
 }
 
@@ -78,14 +80,33 @@ type options struct {
 type Option func(*options) error
 
 // WithHTTPClient sets the client of http and prometheus tasks (default: one
-// with TLS from the system roots that refuses link-local addresses, see
-// ErrLinkLocal; each request is bounded by the task's interval).
+// with TLS from the system roots, no proxy, that refuses link-local,
+// loopback and unspecified addresses and the cloud metadata services after
+// name resolution and on every redirect, see ErrAddressRefused; each
+// request is bounded by the task's interval). The client given does its own
+// checks: it cannot be combined with WithAllowedAddresses.
 func WithHTTPClient(c *http.Client) Option {
 	return func(o *options) error {
 		if c == nil {
 			return errors.New("configuring verifier: nil HTTP client")
 		}
 		o.client = c
+		return nil
+	}
+}
+
+// WithAllowedAddresses opens ranges of addresses that the default client
+// refuses (ErrAddressRefused), for tasks that must reach them: a service on
+// the reconciler's own host (127.0.0.1/32), a metadata address on purpose.
+// A prefix with a zone, or not valid, is an error. Repeatable.
+func WithAllowedAddresses(prefixes ...netip.Prefix) Option {
+	return func(o *options) error {
+		for _, p := range prefixes {
+			if !p.IsValid() || p.Addr().Zone() != "" {
+				return fmt.Errorf("configuring verifier: allowed address range %q: want an address range such as 127.0.0.1/32 or fd00::/8", p)
+			}
+			o.allow = append(o.allow, p.Masked())
+		}
 		return nil
 	}
 }
@@ -97,11 +118,17 @@ func WithJobPoll(d time.Duration) Option {
 
 // New returns a Verifier.
 func New(opts ...Option) (*Verifier, error) {
-	o := options{client: defaultClient(), jobPoll: 2 * time.Second}
+	o := options{jobPoll: 2 * time.Second}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
 		}
+	}
+	switch {
+	case o.client == nil:
+		o.client = defaultClient(addressPolicy{allow: o.allow})
+	case len(o.allow) > 0:
+		return nil, errors.New("configuring verifier: allowed addresses apply to the default HTTP client, not to one given by WithHTTPClient")
 	}
 	if o.jobPoll <= 0 {
 		return nil, fmt.Errorf("configuring verifier: job poll: must be positive, got %s", o.jobPoll)
