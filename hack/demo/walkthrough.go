@@ -27,6 +27,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/internal/ui"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/lock/crd"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -196,7 +197,13 @@ func (x *demo) startReconciler(ctx context.Context, ln net.Listener, kubeconfig 
 	log := crzap.New(crzap.WriteTo(logFile), crzap.JSONEncoder())
 	klog.SetLogger(log.WithName("client-go"))
 	// The test and evaluation tasks of pipeline.yaml's sequences, as reconciler run runs them.
-	vf, err := verify.New()
+	vopts, err := wire.VerifyOptions(cfg.Verification)
+	if err != nil {
+		ln.Close()
+		logFile.Close()
+		return nil, err
+	}
+	vf, err := verify.New(vopts...)
 	if err != nil {
 		ln.Close()
 		logFile.Close()

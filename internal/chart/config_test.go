@@ -224,6 +224,7 @@ func TestRejectedValues(t *testing.T) {
 		{name: "chart-owned registry key", values: map[string]any{"config": map[string]any{"registry": map[string]any{"dockerConfigFile": "/x"}}}, want: "dockerConfigFile"},
 		{name: "negative registry rate limit", values: map[string]any{"config": map[string]any{"registry": map[string]any{"rateLimit": -1}}}, want: "rateLimit"},
 		{name: "bad digest cache TTL", values: map[string]any{"config": map[string]any{"registry": map[string]any{"digestCacheTTL": "a while"}}}, want: "digestCacheTTL"},
+		{name: "verification address that is a name", values: map[string]any{"config": map[string]any{"verification": map[string]any{"allowAddresses": []any{"localhost"}}}}, want: "allowAddresses"},
 		{name: "bad image digest", values: map[string]any{"image": map[string]any{"digest": "sha256:abc"}}, want: "digest"},
 	}
 	for _, tc := range tests {

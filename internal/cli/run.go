@@ -139,7 +139,12 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	}
 	// The test and evaluation tasks of pipeline.yaml's sequences: Jobs,
 	// http checks and PromQL evaluations after each rollout.
-	vf, err := verify.New()
+	// verification.allowAddresses opens what its requests are refused by default.
+	vopts, err := wire.VerifyOptions(cfg.Verification)
+	if err != nil {
+		return err
+	}
+	vf, err := verify.New(vopts...)
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,8 @@ type Config struct {
 	LeaderElection LeaderElection `json:"leaderElection"`
 	// Notifications are where plans and deploys are announced.
 	Notifications []Notification `json:"notifications,omitempty"`
+	// Verification configures the http and prometheus tasks of sequences.
+	Verification Verification `json:"verification"`
 }
 
 // Source says where the manifests repository is and how to reach it.
@@ -450,6 +452,7 @@ func (c *Config) Validate() error {
 	c.validateServer(bad)
 	c.Registry.validate(bad)
 	c.validateNotifications(bad)
+	c.Verification.validate(bad)
 	return errors.Join(errs...)
 }
 
