@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
@@ -81,6 +84,12 @@ state: {namespace: %s, kubeconfig: %q}
 	code, body, err := githubtest.Send(ctx, "http://"+addr+"/webhook/github", "hook-secret", d)
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("click: %d %s %v", code, body, err)
+	}
+	// The handler reaches the daemon's delivery record (approval.Deliveries): the click is recorded, for every
+	// replica, before the webhook is answered.
+	rec, err := cluster.Env(t).Clientset.CoreV1().ConfigMaps(ns).Get(ctx, state.DeliveriesConfigMap, metav1.GetOptions{})
+	if err != nil || !strings.Contains(fmt.Sprint(rec.Data), d.ID) {
+		t.Errorf("delivery %s not in the record %s/%s: %v %v", d.ID, ns, state.DeliveriesConfigMap, rec.Data, err)
 	}
 	// This control plane runs no controllers, so the rollout never finishes: the patched Deployment's run
 	// completes as failure (rollout timed out) after 1s. What matters here is the wiring: click → apply → run.
