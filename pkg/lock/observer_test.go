@@ -48,6 +48,16 @@ func TestObserverHearsTakenAndRemoved(t *testing.T) {
 	if _, err := svc.Prune(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
+	// Removed on behalf of a verified caller (the API, the web page): heard too; refused, not.
+	if _, err := svc.Lock(ctx, newLock(clock, "apps/qa", Deploy, time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.UnlockBy(ctx, Caller{Name: "mallory"}, "apps/qa", Deploy, false); !errors.As(err, new(*ForbiddenError)) {
+		t.Fatalf("UnlockBy another = %v, want ForbiddenError", err)
+	}
+	if _, err := svc.UnlockBy(ctx, Caller{Name: "tester"}, "apps/qa", Deploy, false); err != nil {
+		t.Fatal(err)
+	}
 	want := []string{
 		"taken apps/prod deploy by tester at 10:30:00",
 		"taken apps/dev/a deploy by tester at 10:30:00",
@@ -55,6 +65,8 @@ func TestObserverHearsTakenAndRemoved(t *testing.T) {
 		"released apps/prod deploy by tester at 10:30:00",
 		"released apps/dev/a deploy by tester at 10:32:00",
 		"pruned apps/dev/b deploy by tester at 10:32:00",
+		"taken apps/qa deploy by tester at 10:32:00",
+		"released apps/qa deploy by tester at 10:32:00",
 	}
 	if diff := cmp.Diff(want, heard); diff != "" {
 		t.Errorf("observer heard (-want +got):\n%s", diff)

@@ -67,7 +67,7 @@ func WithClock(now func() time.Time) Option {
 }
 
 // WithObserver makes the Service tell o about every lock it takes and
-// every lock it removes (Unlock, Prune), after the storage confirmed it. o
+// every lock it removes (Unlock, UnlockBy, Prune), after the storage confirmed it. o
 // is called on the caller's goroutine and must return at once.
 func WithObserver(o Observer) Option {
 	return func(opts *options) error {

@@ -109,6 +109,7 @@ func (s *Service) UnlockBy(ctx context.Context, by Caller, path string, t Type, 
 			}
 			return removed, fmt.Errorf("unlocking %s: %w", l.Path, err)
 		}
+		s.observe(ctx, Released, l)
 		removed = append(removed, l)
 	}
 	return removed, nil
