@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/ui"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
@@ -79,12 +80,12 @@ func (b *backend) decide(env, hash, what string) (*approval.Pending, error) {
 	return b.pending, nil
 }
 
-func (b *backend) Approve(_ context.Context, env, hash, who string) (*approval.Pending, error) {
-	return b.decide(env, hash, "approve "+who)
+func (b *backend) Approve(_ context.Context, env, hash string, who identity.Principal) (*approval.Pending, error) {
+	return b.decide(env, hash, "approve "+who.String())
 }
 
-func (b *backend) Reject(_ context.Context, env, hash, who, why string) (*approval.Pending, error) {
-	return b.decide(env, hash, "reject "+who+" "+why)
+func (b *backend) Reject(_ context.Context, env, hash string, who identity.Principal, why string) (*approval.Pending, error) {
+	return b.decide(env, hash, "reject "+who.String()+" "+why)
 }
 
 func (b *backend) Ready(context.Context) (bool, error) { return true, b.ready }
@@ -172,9 +173,9 @@ func TestRequests(t *testing.T) {
 			wantBody: "unknown environment"},
 		{name: "history unknown environment", method: "GET", path: "/api/v1/environments/qa/history", token: token, wantCode: 404},
 		{name: "approve", method: "POST", path: "/api/v1/environments/prod/approve", token: token, body: `{"planHash":"sha256:p"}`,
-			wantCode: 202, wantBody: "approved by ops; applying revision abcdef012345 to prod", wantDecided: []string{"approve ops"}},
+			wantCode: 202, wantBody: "approved by token:ops; applying revision abcdef012345 to prod", wantDecided: []string{"approve token:ops"}},
 		{name: "reject", method: "POST", path: "/api/v1/environments/prod/reject", token: token, body: `{"planHash":"sha256:p","reason":"no"}`,
-			wantCode: 200, wantBody: `"status": "rejected"`, wantDecided: []string{"reject ops no"}},
+			wantCode: 200, wantBody: `"status": "rejected"`, wantDecided: []string{"reject token:ops no"}},
 		{name: "stale hash", method: "POST", path: "/api/v1/environments/prod/approve", token: token, body: `{"planHash":"sha256:old"}`,
 			wantCode: 409, wantBody: `"pending": {`},
 		{name: "decisions queue full", method: "POST", path: "/api/v1/environments/prod/reject", token: token, body: `{"planHash":"sha256:busy"}`,

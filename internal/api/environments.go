@@ -8,6 +8,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/auth"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 )
 
@@ -172,7 +173,7 @@ func (s *Server) decisionHandler(approve bool) http.HandlerFunc {
 			writeError(w, http.StatusBadRequest, msg)
 			return
 		}
-		who, ok := verifiedName(w, r, "approver", req.Approver)
+		who, ok := verifiedPrincipal(w, r, "approver", req.Approver)
 		if !ok {
 			return
 		}
@@ -216,6 +217,17 @@ func (s *Server) decisionHandler(approve bool) http.HandlerFunc {
 				Status: "rejected", Message: fmt.Sprintf("rejected by %s; revision %s will not be applied to %s", who, short(p.Revision), env)})
 		}
 	}
+}
+
+// verifiedPrincipal returns the caller's verified identity, which a request's field (approver) may only
+// repeat, as its bare name or as kind:name: a typed-in other name is answered 400 and false.
+func verifiedPrincipal(w http.ResponseWriter, r *http.Request, field, typed string) (identity.Principal, bool) {
+	caller, _ := auth.FromContext(r.Context())
+	if typed != "" && typed != caller.Name && !identity.Parse(typed).Equal(caller.ID()) {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("%s comes from your credentials: you are %s; leave %s out", field, caller.ID(), field))
+		return identity.Principal{}, false
+	}
+	return caller.Identity(), true
 }
 
 // verifiedName returns the caller's verified name, which a request's field

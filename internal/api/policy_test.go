@@ -13,6 +13,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/auth"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 )
 
 // countingBackend answers approvals as a Decider with an approval policy does: refused for the author,
@@ -22,12 +23,12 @@ type countingBackend struct {
 	author string
 }
 
-func (b *countingBackend) Approve(_ context.Context, env, hash, who string) (*approval.Pending, error) {
-	if who == b.author {
-		return nil, &approval.RefusedError{Environment: env, Approver: who, Reason: "four-eyes: " + who + " wrote commit abcdef012345"}
+func (b *countingBackend) Approve(_ context.Context, env, hash string, who identity.Principal) (*approval.Pending, error) {
+	if who.ID.Name == b.author {
+		return nil, &approval.RefusedError{Environment: env, Approver: who.String(), Reason: "four-eyes: " + who.String() + " wrote commit abcdef012345"}
 	}
 	if !b.pending.ApprovedBy(who) {
-		b.pending.Approvals = append(b.pending.Approvals, approval.Approval{Approver: who, At: time.Now()})
+		b.pending.Approvals = append(b.pending.Approvals, approval.NewApproval(who, time.Now()))
 	}
 	return b.pending, nil
 }
@@ -58,13 +59,13 @@ func TestApprovalPolicyAnswers(t *testing.T) {
 		return code, resp, out
 	}
 	code, _, out := approve("mallory")
-	if code != http.StatusForbidden || !json.Valid([]byte(out)) || !strings.Contains(out, "mallory may not approve this plan of environment prod: four-eyes: mallory wrote commit abcdef012345") {
+	if code != http.StatusForbidden || !json.Valid([]byte(out)) || !strings.Contains(out, "token:mallory may not approve this plan of environment prod: four-eyes: token:mallory wrote commit abcdef012345") {
 		t.Errorf("approval by the author = %d %s, want 403 naming four-eyes", code, out)
 	}
 	for range 2 {
 		code, resp, out := approve("alice")
 		want := DecisionResponse{Environment: "prod", Revision: "abcdef0123456789", PlanHash: "sha256:p", Status: "pending",
-			Message: "1 of 2 approvals: alice; revision abcdef012345 waits for more approvals in prod", Approvers: []string{"alice"}, Required: 2}
+			Message: "1 of 2 approvals: token:alice; revision abcdef012345 waits for more approvals in prod", Approvers: []string{"token:alice"}, Required: 2}
 		if diff := cmp.Diff(want, resp); code != http.StatusAccepted || diff != "" {
 			t.Errorf("approval by alice = %d %s (-want +got):\n%s", code, out, diff)
 		}

@@ -59,10 +59,10 @@ type RollbackRequest struct {
 	// for an approver when that is refused), and kept until the pull
 	// request merges.
 	Now bool `json:"now,omitempty"`
-	// Caller is the verified identity of who asks (set by the server, never
-	// read from the body): an incident rollback's pin, and the history of a
-	// skipConfirmation environment's apply of it, name it.
-	Caller identity.ID `json:"-"`
+	// Caller is the verified caller, typed, with the person it acts for (set by the server, never read
+	// from the body): an incident rollback's pin, and the history of a skipConfirmation environment's
+	// apply of it, name its ID; with Now, the pinned plan is approved as Caller.
+	Caller identity.Principal `json:"-"`
 }
 
 // RollbackResponse is the answer to a rollback.
@@ -175,7 +175,7 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
 	}
 	req.RequestedBy = who
 	if caller, ok := auth.FromContext(r.Context()); ok {
-		req.Caller = caller.ID()
+		req.Caller = caller.Identity()
 	}
 	res, err := s.o.rollback.Rollback(r.Context(), r.PathValue("env"), req)
 	var le *lock.LockedError

@@ -84,7 +84,7 @@ func TestRollbackRoutes(t *testing.T) {
 		})
 	}
 	// Only the valid request reached the Rollbacker, by the verified caller, with its typed identity.
-	want := []RollbackRequest{{To: "previous", Reason: "broken", RequestedBy: "ops", Caller: identity.ID{Kind: identity.Token, Name: "ops"}}}
+	want := []RollbackRequest{{To: "previous", Reason: "broken", RequestedBy: "ops", Caller: identity.Principal{ID: identity.ID{Kind: identity.Token, Name: "ops"}}}}
 	if diff := cmp.Diff(want, rb.asked); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 )
 
 // Decider takes decisions for the plan pending in an environment; the daemon
@@ -18,9 +20,13 @@ import (
 // return the plan decided, or a *NotPendingError (errors.Is ErrNotPending)
 // naming what is pending now, or an error wrapping ErrUnknownEnvironment.
 // The outcome is reported through the Gate's Completed, not by the caller.
+//
+// The caller is the verified principal (identity.Principal): the kind of credential that proved it and
+// the person it acts for, never a bare name, so that a GitHub login spelled like a named token is not
+// that token. Records write its ID as kind:name ("github:alice", "token:ci-deployer").
 type Decider interface {
-	Approve(ctx context.Context, env, planHash, approver string) (*Pending, error)
-	Reject(ctx context.Context, env, planHash, approver, reason string) (*Pending, error)
+	Approve(ctx context.Context, env, planHash string, approver identity.Principal) (*Pending, error)
+	Reject(ctx context.Context, env, planHash string, approver identity.Principal, reason string) (*Pending, error)
 }
 
 // ErrRefused is matched (errors.Is) by a *RefusedError.

@@ -89,8 +89,18 @@ type Tallier interface {
 	Tally(ctx context.Context, p Proposal, approvers []string, required int) error
 }
 
-// AutoApprover is the approver Auto records.
-const AutoApprover = "skipConfirmation"
+// AutoApprover is the approver Auto records: identity.SkipConfirmation written as kind:name.
+const AutoApprover = "stagehand:skipConfirmation"
+
+// legacyAutoApprover is how AutoApprover was written before identities were typed.
+const legacyAutoApprover = "skipConfirmation"
+
+// IsAuto reports whether approver, as a record names it, is Auto's: AutoApprover, or the bare
+// "skipConfirmation" of records written before identities were typed (no credential may carry that
+// name: identity.Reserved).
+func IsAuto(approver string) bool {
+	return approver == AutoApprover || approver == legacyAutoApprover
+}
 
 // Auto returns the gate of skipConfirmation environments: it approves every
 // plan as AutoApprover.

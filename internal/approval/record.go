@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/pkg/verify"
 )
 
@@ -30,8 +31,40 @@ type Pending struct {
 
 // Approval is one approver's approval of a pending plan.
 type Approval struct {
-	Approver string    `json:"approver"`
-	At       time.Time `json:"at"`
+	// Approver is who approved, as kind:name (github:alice, token:ci-deployer); a bare name in a record
+	// written before identities were typed.
+	Approver string `json:"approver"`
+	// For is the person the approver acts for (a named token's or a ServiceAccount's actsFor), as
+	// kind:name; empty when it acts for nobody or is that person.
+	For string    `json:"for,omitempty"`
+	At  time.Time `json:"at"`
+}
+
+// NewApproval is p's approval at t, as the record writes it.
+func NewApproval(p identity.Principal, at time.Time) Approval {
+	a := Approval{Approver: p.ID.String(), At: at}
+	if !p.ActsFor.IsZero() && !p.ActsFor.Equal(p.ID) {
+		a.For = p.ActsFor.String()
+	}
+	return a
+}
+
+// Principal reads a back as the principal that approved (a legacy ID for a bare name).
+func (a Approval) Principal() identity.Principal {
+	p := identity.Principal{ID: identity.Parse(a.Approver)}
+	if a.For != "" {
+		p.ActsFor = identity.Parse(a.For)
+	}
+	return p
+}
+
+// counted is the key under which p counts once among a plan's approvers: the person it is for every
+// rule (alice through GitHub and through her actsFor token is one approver), else its own identity.
+func counted(p identity.Principal) string {
+	if person, ok := p.Person(); ok {
+		return person.Key()
+	}
+	return p.ID.Key()
 }
 
 // Needed is how many approvals p needs in all (at least 1).
@@ -49,10 +82,23 @@ func (p *Pending) Approvers() []string {
 	return out
 }
 
-// ApprovedBy reports whether who approved p already (names compare without case, as GitHub logins do).
-func (p *Pending) ApprovedBy(who string) bool {
+// ApprovedBy reports whether who approved p already: the same identity (GitHub logins compare without
+// case), or the same person through another credential (a token acting for github:alice counts as
+// alice). An approval recorded before identities were typed holds a bare name whose kind is unknown: it
+// is taken as already given by anyone of that name (without case), so that an upgrade in the middle of
+// a plan's approvals never counts one person twice.
+func (p *Pending) ApprovedBy(who identity.Principal) bool {
+	k := counted(who)
+	person, _ := who.Person()
 	for _, a := range p.Approvals {
-		if strings.EqualFold(a.Approver, who) {
+		ap := a.Principal()
+		if ap.ID.Legacy() && a.For == "" {
+			if strings.EqualFold(ap.ID.Name, who.ID.Name) || (!person.IsZero() && strings.EqualFold(ap.ID.Name, person.Name)) {
+				return true
+			}
+			continue
+		}
+		if counted(ap) == k {
 			return true
 		}
 	}

@@ -44,6 +44,9 @@ type Principal struct {
 	// approvals and every scope of a Kubernetes principal are decided per
 	// request by Authorize instead.
 	Scopes []string
+	// ActsFor is the person a named token or a Kubernetes user acts for (a token's actsFor in
+	// server.tokensFile, server.kubernetesActsFor); zero when it acts for nobody (automation).
+	ActsFor identity.ID
 
 	legacy bool      // the server.apiTokenFile token
 	kube   *kubeUser // set for KindKubernetes
@@ -51,6 +54,11 @@ type Principal struct {
 
 // ID is p's typed identity: github:alice, token:ci-deployer, kubernetes:system:serviceaccount:ns:sa.
 func (p Principal) ID() identity.ID { return identity.ID{Kind: identity.Kind(p.Kind), Name: p.Name} }
+
+// Identity is p as every rule sees it: its typed ID and the person it acts for.
+func (p Principal) Identity() identity.Principal {
+	return identity.Principal{ID: p.ID(), ActsFor: p.ActsFor}
+}
 
 // Legacy reports whether p is the deprecated server.apiTokenFile token.
 func (p Principal) Legacy() bool { return p.legacy }

@@ -136,7 +136,7 @@ func TestApproveCommand(t *testing.T) {
 	}
 
 	stdout, stderr, code = runDecision(t, true, "y\n", append([]string{"approve", "--as", "dana", "--wait"}, base...)...)
-	if code != 0 || !strings.Contains(stdout, "approved by dana") || !strings.Contains(stdout, "succeeded") {
+	if code != 0 || !strings.Contains(stdout, "approved by token:dana") || !strings.Contains(stdout, "succeeded") {
 		t.Fatalf("approve --wait: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
 	if img := cluster.Env(t).Image(t, ns, "web"); img != "example.com/web:2.0.0" {
@@ -150,7 +150,7 @@ func TestApproveCommand(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	var h struct{ History []approval.Entry }
-	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || len(h.History) != 1 || h.History[0].Approver != "dana" {
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || len(h.History) != 1 || h.History[0].Approver != "token:dana" {
 		t.Errorf("history = %+v (%v), want one entry approved by dana", h.History, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 )
 
 // TestHistoryCommand: after an approved apply, `history` lists it as entry 1
@@ -28,7 +29,7 @@ func TestHistoryCommand(t *testing.T) {
 			t.Fatal("no pending plan in prod within 30s")
 		}
 	}
-	if _, err := d.Approve(ctx, "prod", pending.PlanHash, "dana"); err != nil {
+	if _, err := d.Approve(ctx, "prod", pending.PlanHash, ghUser("dana")); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
@@ -86,4 +87,9 @@ func TestHistoryCommand(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ghUser is the principal of the GitHub user login.
+func ghUser(login string) identity.Principal {
+	return identity.Principal{ID: identity.ID{Kind: identity.GitHub, Name: login}}
 }

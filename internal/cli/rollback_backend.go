@@ -41,7 +41,7 @@ type rollbacker struct {
 	// Incident mode (--now): the daemon's pin, status and approval.
 	pin         func(ctx context.Context, env string, p *approval.Pin) error
 	environment func(ctx context.Context, env string) (*status.Environment, error)
-	approve     func(ctx context.Context, env, planHash, who string) (*approval.Pending, error)
+	approve     func(ctx context.Context, env, planHash string, who identity.Principal) (*approval.Pending, error)
 	// planWait bounds how long --now waits for the pinned plan.
 	planWait time.Duration
 }
@@ -119,8 +119,8 @@ func (r *rollbacker) Rollback(ctx context.Context, env string, req api.RollbackR
 // caller; a refused approval leaves it pending for an approver.
 func (r *rollbacker) incident(ctx context.Context, env string, req api.RollbackRequest, res *prbot.RollbackResult, hold lock.Lock, out *api.RollbackResponse) error {
 	by := req.RequestedBy
-	if !req.Caller.IsZero() {
-		by = req.Caller.String() // the typed identity: a skipConfirmation environment's history names it
+	if !req.Caller.ID.IsZero() {
+		by = req.Caller.ID.String() // the typed identity: a skipConfirmation environment's history names it
 	}
 	p := &approval.Pin{PR: res.PR, URL: res.URL, Revision: res.Revision, By: by, At: r.locks.Now().UTC().Truncate(time.Second), ExpiresAt: hold.ExpiresAt} // the hold's clock: the API server's
 	for _, c := range res.Changes {
@@ -160,7 +160,7 @@ func (r *rollbacker) incident(ctx context.Context, env string, req api.RollbackR
 						v.Pending.PlanHash, strings.Join(foreign, "; "))
 					return nil
 				}
-				got, err := r.approve(ctx, env, v.Pending.PlanHash, req.RequestedBy)
+				got, err := r.approve(ctx, env, v.Pending.PlanHash, req.Caller)
 				if err != nil {
 					out.Approval = "pending"
 					out.Message += fmt.Sprintf("; its plan %s waits for an approver (approving it as %s was refused: %v)", v.Pending.PlanHash, req.RequestedBy, err)

@@ -101,18 +101,18 @@ state: {namespace: %s, kubeconfig: %q}
 		t.Errorf("approve by rita (read): exit %d, %s; want 403 with the rule", code, stderr)
 	}
 	t.Setenv("GITHUB_TOKEN", maria)
-	if _, stderr, code := runReconciler(t, append(base, "--as", "boss")...); code != 1 || !strings.Contains(stderr, "approver comes from your credentials: you are maria (github)") {
+	if _, stderr, code := runReconciler(t, append(base, "--as", "boss")...); code != 1 || !strings.Contains(stderr, "approver comes from your credentials: you are github:maria") {
 		t.Errorf("approve by maria as boss: exit %d, %s; want 400", code, stderr)
 	}
 	stdout, stderr, code := runReconciler(t, base...)
-	if code != 0 || !strings.Contains(stdout, "approved by maria") {
+	if code != 0 || !strings.Contains(stdout, "approved by github:maria") {
 		t.Fatalf("approve by maria: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	testenv.WaitFor(t, 30*time.Second, "maria in prod's history", func() bool {
 		c := decisionFlags{server: server}
 		code, body, err := c.call(ctx, "GET", "/api/v1/environments/prod/history", maria, nil)
 		var h struct{ History []approval.Entry }
-		return err == nil && code == 200 && json.Unmarshal(body, &h) == nil && len(h.History) == 1 && h.History[0].Approver == "maria"
+		return err == nil && code == 200 && json.Unmarshal(body, &h) == nil && len(h.History) == 1 && h.History[0].Approver == "github:maria"
 	})
 	if n := gh.CountRequests("GET", "/user"); n != 2 {
 		t.Errorf("GET /user asked %d times, want 2 (once per token)", n)

@@ -112,7 +112,7 @@ notifications:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.History) != 1 || st.History[0].Result != "failed" || st.History[0].Approver != "skipConfirmation" {
+	if len(st.History) != 1 || st.History[0].Result != "failed" || st.History[0].Approver != "stagehand:skipConfirmation" {
 		t.Errorf("dev's history while its notification is held: %+v; want the deploy recorded", st.History)
 	}
 	close(release)

@@ -17,6 +17,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/lease"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
@@ -497,13 +498,13 @@ func (d *Daemon) Once(ctx context.Context) error {
 // newest, applies it. It returns the approved plan once the worker has
 // checked it (the apply goes on in the background) or a *approval.NotPendingError
 // naming what is pending now.
-func (d *Daemon) Approve(ctx context.Context, env, planHash, approver string) (*approval.Pending, error) {
+func (d *Daemon) Approve(ctx context.Context, env, planHash string, approver identity.Principal) (*approval.Pending, error) {
 	return d.decide(ctx, env, decision{approve: true, planHash: planHash, who: approver})
 }
 
 // Reject rejects env's pending plan if planHash is its hash; it is recorded
 // in the history and not applied. The next revision is planned as usual.
-func (d *Daemon) Reject(ctx context.Context, env, planHash, approver, reason string) (*approval.Pending, error) {
+func (d *Daemon) Reject(ctx context.Context, env, planHash string, approver identity.Principal, reason string) (*approval.Pending, error) {
 	return d.decide(ctx, env, decision{planHash: planHash, who: approver, reason: reason})
 }
 

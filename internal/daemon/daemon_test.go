@@ -44,7 +44,7 @@ func TestSkipConfirmationDeploys(t *testing.T) {
 	var hist []approval.Entry
 	testenv.WaitFor(t, 10*time.Second, "two history entries", func() bool { hist = r.history(t, "devel"); return len(hist) == 2 })
 	got := []string{hist[0].Revision + " " + hist[0].Result + " " + hist[0].Approver, hist[1].Result + " " + hist[1].Approver}
-	want := []string{rev + " succeeded skipConfirmation", "succeeded skipConfirmation"}
+	want := []string{rev + " succeeded stagehand:skipConfirmation", "succeeded stagehand:skipConfirmation"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("devel history (-want +got):\n%s", diff)
 	}
@@ -131,7 +131,7 @@ func TestApproveOverAPI(t *testing.T) {
 	var hist []approval.Entry
 	testenv.WaitFor(t, 30*time.Second, "prod history", func() bool { hist = r.history(t, "prod"); return len(hist) == 1 })
 	e := hist[0]
-	if e.Result != approval.ResultSucceeded || e.Approver != "alice" || e.PlanHash != p.PlanHash || e.Revision != rev ||
+	if e.Result != approval.ResultSucceeded || e.Approver != "token:alice" || e.PlanHash != p.PlanHash || e.Revision != rev ||
 		e.Finished.Before(e.Started) || len(e.Workloads) == 0 {
 		t.Errorf("history entry = %+v", e)
 	}
@@ -157,7 +157,7 @@ func TestRejectAndSupersede(t *testing.T) {
 		t.Fatalf("reject = %d %s", code, b)
 	}
 	hist := r.history(t, "prod")
-	if len(hist) != 1 || hist[0].Result != approval.ResultRejected || hist[0].Approver != "bob" || hist[0].Message != "not today" {
+	if len(hist) != 1 || hist[0].Result != approval.ResultRejected || hist[0].Approver != "token:bob" || hist[0].Message != "not today" {
 		t.Errorf("history after reject = %+v", hist)
 	}
 	if v := r.environment(t, "prod"); v.Pending != nil {
@@ -269,8 +269,8 @@ func TestTwoReplicas(t *testing.T) {
 	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.0.0")
 	var hist []approval.Entry
 	testenv.WaitFor(t, 20*time.Second, "prod history", func() bool { hist = standby.history(t, "prod"); return len(hist) == 1 })
-	if hist[0].Approver != "erin" || hist[0].Result != approval.ResultSucceeded {
-		t.Errorf("prod history = %+v, want approved by erin, succeeded", hist[0])
+	if hist[0].Approver != "token:erin" || hist[0].Result != approval.ResultSucceeded {
+		t.Errorf("prod history = %+v, want approved by token:erin, succeeded", hist[0])
 	}
 	if applied(standby) != 0 {
 		t.Errorf("the standby applied %v changes", applied(standby))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -17,7 +18,7 @@ import (
 type decision struct {
 	approve  bool
 	planHash string
-	who      string
+	who      identity.Principal
 	reason   string
 	// at is when the decision was taken, on this process's monotonic
 	// clock (zero: handed over by another replica): one taken before a
@@ -141,9 +142,9 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 			return
 		}
 		reply(p, nil)
-		w.rejectedRun(ctx, prop, dc.who, dc.reason)
+		w.rejectedRun(ctx, prop, dc.who.ID.String(), dc.reason)
 		w.completed(ctx, prop, out)
-		w.log.Info("plan rejected", "environment", w.env, "planHash", p.PlanHash, "by", dc.who)
+		w.log.Info("plan rejected", "environment", w.env, "planHash", p.PlanHash, "by", dc.who.String())
 		return
 	}
 	// Counted first: a plan that needs more approvers stays pending, showing how many it has.
@@ -155,7 +156,7 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 	if !p.Complete() {
 		reply(p, nil)
 		w.tally(ctx, prop, p)
-		w.log.Info("approval counted", "environment", w.env, "planHash", p.PlanHash, "by", dc.who, "approvals", p.Tally())
+		w.log.Info("approval counted", "environment", w.env, "planHash", p.PlanHash, "by", dc.who.String(), "approvals", p.Tally())
 		return
 	}
 	envM, err := w.resolve(ctx, s)
@@ -225,8 +226,8 @@ func (w *worker) tally(ctx context.Context, prop approval.Proposal, p *approval.
 // kept without one when that fails), and returns its outcome.
 func (w *worker) recordRejection(ctx context.Context, s gitsource.Snapshot, prop approval.Proposal, dc decision) (approval.Outcome, error) {
 	now := w.now().UTC()
-	out := approval.Outcome{Result: approval.ResultRejected, Approver: dc.who, Message: dc.reason, Started: now, Finished: now}
-	e := approval.Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: changesJSON(prop.Plan.Changes), Approver: dc.who,
+	out := approval.Outcome{Result: approval.ResultRejected, Approver: dc.who.ID.String(), Message: dc.reason, Started: now, Finished: now}
+	e := approval.Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: changesJSON(prop.Plan.Changes), Approver: dc.who.ID.String(),
 		Result: out.Result, Message: out.Message, HistoryRewritten: prop.Plan.HistoryRewritten, Started: now, Finished: now}
 	if envM, err := w.resolve(ctx, s); err != nil {
 		w.metrics.fail(w.env, "resolve")

@@ -64,13 +64,13 @@ func TestHandedOverApprovalThatFailsIsReported(t *testing.T) {
 	d.mu.Lock()
 	d.latest = &gitsource.Snapshot{Revision: pending.Revision, FS: fstest.MapFS{}, Time: time.Now()}
 	d.mu.Unlock()
-	if _, err := d.handOver(ctx, "prod", decision{approve: true, planHash: pending.PlanHash, who: "maria"}); err != nil {
+	if _, err := d.handOver(ctx, "prod", decision{approve: true, planHash: pending.PlanHash, who: ghUser("maria")}); err != nil {
 		t.Fatal(err)
 	}
 	w := d.workers["prod"]
 	w.pickUp(ctx)
 
-	if len(gate.completed) != 1 || gate.completed[0].Result != approval.ResultFailed || gate.completed[0].Approver != "maria" ||
+	if len(gate.completed) != 1 || gate.completed[0].Result != approval.ResultFailed || gate.completed[0].Approver != "github:maria" ||
 		gate.completed[0].Apply != nil || !strings.Contains(gate.completed[0].Message, "approving failed, nothing was applied") {
 		t.Errorf("gate heard %+v, want one failed outcome approved by maria with nothing applied", gate.completed)
 	}
@@ -114,7 +114,7 @@ func TestApprovalPlansOnce(t *testing.T) {
 	}
 	plans.Store(0)
 	// Not leading (Once does not lead): the approval goes through the Store, as from another replica.
-	if _, err := d.Approve(ctx, "prod", st.Pending.PlanHash, "alice"); err != nil {
+	if _, err := d.Approve(ctx, "prod", st.Pending.PlanHash, ghUser("alice")); err != nil {
 		t.Fatal(err)
 	}
 	w.pickUp(ctx)

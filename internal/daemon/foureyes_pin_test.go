@@ -27,7 +27,7 @@ func TestFourEyesAfterPinnedRollback(t *testing.T) {
 	approve := func(rev, who string) {
 		t.Helper()
 		p := r.waitPending(t, "prod", rev)
-		got, err := r.d.Approve(ctx, "prod", p.PlanHash, who)
+		got, err := r.d.Approve(ctx, "prod", p.PlanHash, ghUser(who))
 		if err != nil || !got.Complete() {
 			t.Fatalf("Approve %s by %s = %+v, %v; want complete", short(rev), who, got, err)
 		}
@@ -76,7 +76,7 @@ func TestFourEyesAfterPinnedRollback(t *testing.T) {
 		map[string]string{"environments/prod/manifest.json": manifestJSON(false, map[string]string{"web": "2.0.1"})}, "web 2.0.1: the fix")
 	r.d.Source().Trigger()
 	p := r.waitPending(t, "prod", fix)
-	_, err := r.d.Approve(ctx, "prod", p.PlanHash, "mallory")
+	_, err := r.d.Approve(ctx, "prod", p.PlanHash, ghUser("mallory"))
 	var refused *approval.RefusedError
 	if !errors.As(err, &refused) || !strings.Contains(refused.Reason, "mallory wrote or committed the commits after "+short(first)+" up to "+short(fix)) {
 		t.Fatalf("Approve by mallory (her rolled-back change ships again) = %v, want a four-eyes refusal from the revision rolled back to", err)

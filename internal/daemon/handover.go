@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 )
 
@@ -75,8 +76,11 @@ func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*approv
 			return p, nil
 		}
 	}
-	h := state.Handover{ID: handoverID(), Approve: dc.approve, PlanHash: dc.planHash, Approver: dc.who, Reason: dc.reason,
-		At: d.clock.Now().UTC()}
+	h := state.Handover{ID: handoverID(), Approve: dc.approve, PlanHash: dc.planHash, Approver: dc.who.ID.String(),
+		Reason: dc.reason, At: d.clock.Now().UTC()}
+	if !dc.who.ActsFor.IsZero() {
+		h.ActsFor = dc.who.ActsFor.String()
+	}
 	var (
 		pending *approval.Pending
 		full    bool
@@ -100,9 +104,9 @@ func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*approv
 	}
 	if full {
 		return nil, fmt.Errorf("handing the decision of %s on plan %s to the leader of environment %s: %d decisions wait for it already: %w",
-			dc.who, dc.planHash, env, maxHandovers, approval.ErrBusy)
+			dc.who.String(), dc.planHash, env, maxHandovers, approval.ErrBusy)
 	}
-	d.log.Info("decision handed to the leader", "environment", env, "planHash", dc.planHash, "approve", dc.approve, "by", dc.who)
+	d.log.Info("decision handed to the leader", "environment", env, "planHash", dc.planHash, "approve", dc.approve, "by", dc.who.String())
 	return pending, nil
 }
 
@@ -111,6 +115,16 @@ func handoverID() string {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b) // never fails (crypto/rand)
 	return hex.EncodeToString(b)
+}
+
+// handoverPrincipal is who took h, typed: a bare approver written by a replica older than typed
+// identities reads as a legacy ID, which the policy takes for no typed identity.
+func handoverPrincipal(h state.Handover) identity.Principal {
+	p := identity.Principal{ID: identity.Parse(h.Approver)}
+	if h.ActsFor != "" {
+		p.ActsFor = identity.Parse(h.ActsFor)
+	}
+	return p
 }
 
 // nextHandover is the decision the leader takes next from q: the first
@@ -183,7 +197,7 @@ func (w *worker) pickUp(ctx context.Context) {
 
 // actOn carries out dec, a decision taken from the queue.
 func (w *worker) actOn(ctx context.Context, dec state.Handover) {
-	dc := decision{approve: dec.Approve, planHash: dec.PlanHash, who: dec.Approver, reason: dec.Reason,
+	dc := decision{approve: dec.Approve, planHash: dec.PlanHash, who: handoverPrincipal(dec), reason: dec.Reason,
 		reply: make(chan decisionReply, 1)}
 	w.decide(ctx, dc)
 	r := <-dc.reply

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -126,7 +127,7 @@ func TestHandoverTwoStandbysTwoOfTwo(t *testing.T) {
 			w := newHandoverWorld(t, 2)
 			leader := w.newDaemo()
 			approve := func(i int, who string) error {
-				p, err := w.standby[i].Approve(ctx, "prod", w.pending.PlanHash, who)
+				p, err := w.standby[i].Approve(ctx, "prod", w.pending.PlanHash, ghUser(who))
 				if err == nil && p == nil {
 					err = errors.New("no plan answered")
 				}
@@ -164,7 +165,7 @@ func TestHandoverTwoStandbysTwoOfTwo(t *testing.T) {
 			if len(st.History) != 1 || st.History[0].Result != approval.ResultSucceeded || st.History[0].PlanHash != w.pending.PlanHash {
 				t.Fatalf("history %+v, want one success of %s", st.History, w.pending.PlanHash)
 			}
-			if diff := cmp.Diff([]string{"alice", "bob"}, slices.Sorted(slices.Values(st.History[0].Approvers))); diff != "" {
+			if diff := cmp.Diff([]string{"github:alice", "github:bob"}, slices.Sorted(slices.Values(st.History[0].Approvers))); diff != "" {
 				t.Errorf("approvers recorded (-want +got):\n%s", diff)
 			}
 			if len(st.Handovers) != 0 || st.Pending != nil {
@@ -184,11 +185,11 @@ func TestHandoverApproveAndReject(t *testing.T) {
 			w := newHandoverWorld(t, 1)
 			decide := []func() error{
 				func() error {
-					_, err := w.standby[0].Approve(ctx, "prod", w.pending.PlanHash, "alice")
+					_, err := w.standby[0].Approve(ctx, "prod", w.pending.PlanHash, ghUser("alice"))
 					return err
 				},
 				func() error {
-					_, err := w.standby[1].Reject(ctx, "prod", w.pending.PlanHash, "bob", "not on a Friday")
+					_, err := w.standby[1].Reject(ctx, "prod", w.pending.PlanHash, ghUser("bob"), "not on a Friday")
 					return err
 				},
 			}
@@ -213,7 +214,7 @@ func TestHandoverApproveAndReject(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(st.History) != 1 || st.History[0].Result != approval.ResultRejected || st.History[0].Approver != "bob" ||
+			if len(st.History) != 1 || st.History[0].Result != approval.ResultRejected || st.History[0].Approver != "github:bob" ||
 				st.History[0].Message != "not on a Friday" {
 				t.Errorf("history %+v, want one rejection by bob, not on a Friday", st.History)
 			}
@@ -231,11 +232,11 @@ func TestHandoverQueueFull(t *testing.T) {
 	w := newHandoverWorld(t, 1)
 	d := w.standby[0]
 	for i := range maxHandovers {
-		if _, err := d.Reject(ctx, "prod", w.pending.PlanHash, fmt.Sprintf("p%d", i), "no"); err != nil {
+		if _, err := d.Reject(ctx, "prod", w.pending.PlanHash, ghUser(fmt.Sprintf("p%d", i)), "no"); err != nil {
 			t.Fatalf("rejection %d: %v", i, err)
 		}
 	}
-	_, err := d.Approve(ctx, "prod", w.pending.PlanHash, "alice")
+	_, err := d.Approve(ctx, "prod", w.pending.PlanHash, ghUser("alice"))
 	if !errors.Is(err, approval.ErrBusy) {
 		t.Fatalf("approval with %d decisions waiting = %v, want ErrBusy", maxHandovers, err)
 	}
@@ -250,7 +251,7 @@ func TestHandoverQueueFull(t *testing.T) {
 	}
 	w.newDaemo().workers["prod"].pickUp(ctx)
 	st, err = d.store.Load(ctx, "prod")
-	if err != nil || len(st.Handovers) != 0 || len(st.History) != 1 || st.History[0].Approver != "p0" {
+	if err != nil || len(st.Handovers) != 0 || len(st.History) != 1 || st.History[0].Approver != "github:p0" {
 		t.Fatalf("after the pick-up: handovers %+v, history %+v, %v; want none and p0's rejection", st.Handovers, st.History, err)
 	}
 }
@@ -272,10 +273,10 @@ func TestHandoverOlderReplica(t *testing.T) {
 	d := w.standby[0]
 
 	// A newer standby's two decisions: the newest is in the older replicas' slot.
-	if _, err := d.Reject(ctx, "prod", w.pending.PlanHash, "carol", "first"); err != nil {
+	if _, err := d.Reject(ctx, "prod", w.pending.PlanHash, ghUser("carol"), "first"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Reject(ctx, "prod", w.pending.PlanHash, "erin", "second"); err != nil {
+	if _, err := d.Reject(ctx, "prod", w.pending.PlanHash, ghUser("erin"), "second"); err != nil {
 		t.Fatal(err)
 	}
 	cm, err := cms.Get(ctx, state.ConfigMapName("prod"), metav1.GetOptions{})
@@ -283,7 +284,7 @@ func TestHandoverOlderReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	var slot state.Handover
-	if err := json.Unmarshal([]byte(cm.Data[keyHandover]), &slot); err != nil || slot.Approver != "erin" {
+	if err := json.Unmarshal([]byte(cm.Data[keyHandover]), &slot); err != nil || slot.Approver != "github:erin" {
 		t.Fatalf("older replicas' slot = %q, %v; want erin's rejection", cm.Data[keyHandover], err)
 	}
 
@@ -312,5 +313,56 @@ func TestHandoverOlderReplica(t *testing.T) {
 	st, err := d.store.Load(ctx, "prod")
 	if err != nil || len(st.History) != 1 || st.History[0].Approver != "alice" {
 		t.Fatalf("history %+v, %v; want alice's apply", st.History, err)
+	}
+}
+
+// TestHandoverPrincipal: a decision handed over is read back typed, with the person it acts for; a bare
+// name written by a replica older than typed identities reads as that legacy name, which is no typed
+// identity (not github:alice).
+func TestHandoverPrincipal(t *testing.T) {
+	alice := identity.ID{Kind: identity.GitHub, Name: "alice"}
+	for _, tt := range []struct {
+		name string
+		h    state.Handover
+		want identity.Principal
+	}{
+		{"github user", state.Handover{Approver: "github:alice"}, identity.Principal{ID: alice}},
+		{"token for alice", state.Handover{Approver: "token:alice-cli", ActsFor: "github:alice"},
+			identity.Principal{ID: identity.ID{Kind: identity.Token, Name: "alice-cli"}, ActsFor: alice}},
+		{"older replica", state.Handover{Approver: "alice"}, identity.Principal{ID: identity.ID{Name: "alice"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := handoverPrincipal(tt.h)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("principal (-want +got):\n%s", diff)
+			}
+			if tt.h.ActsFor == "" && got.ID.Legacy() && got.ID.Equal(alice) {
+				t.Errorf("a legacy name equals %s", alice)
+			}
+		})
+	}
+}
+
+// TestHandoverTyped: an approval handed from a standby to the leader keeps the kind of credential and the
+// person it acts for, in the queue and in what the leader records.
+func TestHandoverTyped(t *testing.T) {
+	ctx := context.Background()
+	w := newHandoverWorld(t, 1)
+	who := identity.Principal{ID: identity.ID{Kind: identity.Token, Name: "alice-cli"}, ActsFor: identity.ID{Kind: identity.GitHub, Name: "alice"}}
+	if _, err := w.standby[0].Approve(ctx, "prod", w.pending.PlanHash, who); err != nil {
+		t.Fatal(err)
+	}
+	st, err := w.standby[0].store.Load(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Handovers) != 1 || st.Handovers[0].Approver != "token:alice-cli" || st.Handovers[0].ActsFor != "github:alice" {
+		t.Fatalf("handovers %+v, want token:alice-cli acting for github:alice", st.Handovers)
+	}
+	w.newDaemo().workers["prod"].pickUp(ctx)
+	waitImage(t, w.h.ns["prod"], "web", imageRepo+"web:1.0.0")
+	st, err = w.standby[0].store.Load(ctx, "prod")
+	if err != nil || len(st.History) != 1 || st.History[0].Approver != "token:alice-cli" {
+		t.Fatalf("history %+v, %v; want one entry approved by token:alice-cli", st.History, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 )
 
@@ -28,7 +29,7 @@ type counter struct {
 // *approval.NotPendingError, an author under forbidAuthors an *approval.RefusedError, and authors that
 // cannot be listed an error: nothing is counted then. store is the holder's (fenced) Store on the
 // replica that leads the environment, the plain one on another.
-func (c *counter) count(ctx context.Context, store *state.Store, planHash, who string, stale func(*approval.Pending) bool) (*approval.Pending, error) {
+func (c *counter) count(ctx context.Context, store *state.Store, planHash string, who identity.Principal, stale func(*approval.Pending) bool) (*approval.Pending, error) {
 	if stale == nil {
 		stale = func(*approval.Pending) bool { return false }
 	}
@@ -54,14 +55,14 @@ func (c *counter) count(ctx context.Context, store *state.Store, planHash, who s
 		}
 		p.Required = c.policy.Required // the policy of now: a restart with another approvals.required counts by it
 		if !p.ApprovedBy(who) {
-			p.Approvals = append(p.Approvals, approval.Approval{Approver: who, At: c.now().UTC()})
+			p.Approvals = append(p.Approvals, approval.NewApproval(who, c.now().UTC()))
 		}
 		cp := *p
 		cp.Approvals = append([]approval.Approval(nil), p.Approvals...)
 		out = &cp
 	})
 	if err != nil {
-		return nil, fmt.Errorf("counting the approval of %s: %w", who, err)
+		return nil, fmt.Errorf("counting the approval of %s: %w", who.String(), err)
 	}
 	if out == nil {
 		st, err := store.Load(ctx, c.env)
@@ -94,8 +95,9 @@ func fourEyesBase(history []approval.Entry) string {
 }
 
 // fourEyes refuses who when they wrote or committed any commit after base up to head (head alone when
-// base is "").
-func (c *counter) fourEyes(ctx context.Context, base, head, who string) error {
+// base is ""). who is matched as the person it is for every rule (a token acting for github:alice as
+// alice), automation by its own name.
+func (c *counter) fourEyes(ctx context.Context, base, head string, who identity.Principal) error {
 	if c.authors == nil {
 		return fmt.Errorf("checking the authors of %s for environment %s: no way to list commit authors", short(head), c.env)
 	}
@@ -103,20 +105,29 @@ func (c *counter) fourEyes(ctx context.Context, base, head, who string) error {
 	if ua := (*approval.UntiedAuthorError)(nil); errors.As(err, &ua) {
 		why := fmt.Sprintf("four-eyes: %s, so nobody can be told apart from its %s: no approval counts while it is among "+
 			"the commits to deploy (a verified e-mail address of its %s's GitHub account ties it)", ua.Error(), ua.Role, ua.Role)
-		return &approval.RefusedError{Environment: c.env, Approver: who, Reason: why}
+		return &approval.RefusedError{Environment: c.env, Approver: who.String(), Reason: why}
 	}
 	if err != nil {
 		return fmt.Errorf("listing the authors of the commits to deploy (four-eyes) in environment %s: %w", c.env, err)
 	}
-	if a, ok := authorMatch(who, authors); ok {
+	if a, ok := authorMatch(authorName(who), authors); ok {
 		span := "commit " + short(head)
 		if base != "" {
 			span = fmt.Sprintf("the commits after %s up to %s", short(base), short(head))
 		}
-		why := fmt.Sprintf("four-eyes: %s wrote or committed %s (as %s); another approver must approve", who, span, a)
-		return &approval.RefusedError{Environment: c.env, Approver: who, Reason: why}
+		why := fmt.Sprintf("four-eyes: %s wrote or committed %s (as %s); another approver must approve", who.String(), span, a)
+		return &approval.RefusedError{Environment: c.env, Approver: who.String(), Reason: why}
 	}
 	return nil
+}
+
+// authorName is the name of who that commit authors are matched against: the person's (a GitHub login),
+// or, for automation, its own name.
+func authorName(who identity.Principal) string {
+	if person, ok := who.Person(); ok {
+		return person.Name
+	}
+	return who.ID.Name
 }
 
 // authorMatch reports the author naming who: the same GitHub login or e-mail address, or an e-mail address

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
@@ -31,13 +32,13 @@ func TestTwoOfTwoWithFourEyes(t *testing.T) {
 		t.Fatalf("pending: required %d, approvals %v; want 2 and none", p.Required, p.Approvals)
 	}
 	// Nothing applied yet: the authors are the pending commit's (test@stagehand.invalid, by gitserver).
-	_, err := r.d.Approve(ctx, "prod", p.PlanHash, "test")
+	_, err := r.d.Approve(ctx, "prod", p.PlanHash, ghUser("test"))
 	var refused *approval.RefusedError
-	if !errors.As(err, &refused) || !strings.Contains(refused.Reason, "four-eyes: test wrote or committed commit "+short(first)) {
+	if !errors.As(err, &refused) || !strings.Contains(refused.Reason, "four-eyes: github:test wrote or committed commit "+short(first)) {
 		t.Fatalf("Approve by the author = %v, want a four-eyes refusal naming the commit", err)
 	}
-	bob, err := r.d.Approve(ctx, "prod", p.PlanHash, "bob")
-	if err != nil || bob.Complete() || bob.Tally() != "1 of 2 approvals: bob" {
+	bob, err := r.d.Approve(ctx, "prod", p.PlanHash, ghUser("bob"))
+	if err != nil || bob.Complete() || bob.Tally() != "1 of 2 approvals: github:bob" {
 		t.Fatalf("Approve by bob = %+v, %v; want pending, 1 of 2 approvals: bob", bob, err)
 	}
 	// A new revision is a new plan: the approvals start again from none.
@@ -49,24 +50,24 @@ func TestTwoOfTwoWithFourEyes(t *testing.T) {
 		t.Fatalf("approvals of the new plan = %v, want none", p.Approvals)
 	}
 	for range 2 { // the same person twice counts once
-		if got, err := r.d.Approve(ctx, "prod", p.PlanHash, "bob"); err != nil || got.Tally() != "1 of 2 approvals: bob" {
+		if got, err := r.d.Approve(ctx, "prod", p.PlanHash, ghUser("bob")); err != nil || got.Tally() != "1 of 2 approvals: github:bob" {
 			t.Fatalf("Approve by bob = %+v, %v; want 1 of 2 approvals: bob", got, err)
 		}
 	}
-	if _, err := r.d.Approve(ctx, "prod", p.PlanHash, "ALICE"); !errors.Is(err, approval.ErrRefused) {
+	if _, err := r.d.Approve(ctx, "prod", p.PlanHash, ghUser("ALICE")); !errors.Is(err, approval.ErrRefused) {
 		t.Fatalf("Approve by alice (alice@acme.example wrote %s) = %v, want refused", short(second), err)
 	}
 	r.stop()
 
 	r = h.start()
 	p = r.waitPending(t, "prod", second)
-	if diff := cmp.Diff([]string{"bob"}, p.Approvers()); diff != "" {
+	if diff := cmp.Diff([]string{"github:bob"}, p.Approvers()); diff != "" {
 		t.Fatalf("approvals after a restart (-want +got):\n%s", diff)
 	}
 	if cluster.Env(t).Image(t, h.ns["prod"], "web") != imageRepo+"web:0.9.0" {
 		t.Fatal("applied with one approval of two")
 	}
-	done, err := r.d.Approve(ctx, "prod", p.PlanHash, "carol")
+	done, err := r.d.Approve(ctx, "prod", p.PlanHash, ghUser("carol"))
 	if err != nil || !done.Complete() {
 		t.Fatalf("Approve by carol = %+v, %v; want complete", done, err)
 	}
@@ -76,7 +77,7 @@ func TestTwoOfTwoWithFourEyes(t *testing.T) {
 		hist = r.history(t, "prod")
 		return len(hist) > 0
 	})
-	if e := hist[0]; e.Result != approval.ResultSucceeded || e.Approver != "bob, carol" || !cmp.Equal(e.Approvers, []string{"bob", "carol"}) {
+	if e := hist[0]; e.Result != approval.ResultSucceeded || e.Approver != "github:bob, github:carol" || !cmp.Equal(e.Approvers, []string{"github:bob", "github:carol"}) {
 		t.Errorf("history entry: result %s, approver %q, approvers %v; want succeeded by bob, carol", e.Result, e.Approver, e.Approvers)
 	}
 }
@@ -102,4 +103,9 @@ func TestAuthorMatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ghUser is the principal of the GitHub user login, as a click or the web page passes it.
+func ghUser(login string) identity.Principal {
+	return identity.Principal{ID: identity.ID{Kind: identity.GitHub, Name: login}}
 }

@@ -235,7 +235,7 @@ func (w *worker) supersedeRelease(ctx context.Context, st *state.EnvState, by st
 // rejection, or an approval counted under the policy; once decided, the
 // rest of the run goes on (resumeRun): the release, or the failure.
 func (w *worker) decideRelease(ctx context.Context, s gitsource.Snapshot, prop approval.Proposal, p *approval.Pending, dc decision, reply func(*approval.Pending, error)) {
-	who := dc.who
+	who := dc.who.ID.String()
 	if dc.approve {
 		var err error
 		if p, err = w.approvals.count(ctx, w.store, dc.planHash, dc.who, nil); err != nil {
@@ -246,7 +246,7 @@ func (w *worker) decideRelease(ctx context.Context, s gitsource.Snapshot, prop a
 			reply(p, nil)
 			prop.Release = p.ProposedAt
 			w.tally(ctx, prop, p)
-			w.log.Info("release approval counted", "environment", w.env, "planHash", p.PlanHash, "by", dc.who, "approvals", p.Tally())
+			w.log.Info("release approval counted", "environment", w.env, "planHash", p.PlanHash, "by", dc.who.String(), "approvals", p.Tally())
 			return
 		}
 		who = approval.JoinApprovers(p.Approvers())

@@ -58,14 +58,14 @@ func TestReleaseApprovalBusyHandover(t *testing.T) {
 	r := h.start(WithTask(promote.TaskTest, test), WithGate(gate))
 	var p *approval.Pending
 	testenv.WaitFor(t, 30*time.Second, "prod's plan pending", func() bool { p = r.environment(t, "prod").Pending; return p != nil })
-	if _, err := r.d.Approve(ctx, "prod", p.PlanHash, "alice"); err != nil {
+	if _, err := r.d.Approve(ctx, "prod", p.PlanHash, ghUser("alice")); err != nil {
 		t.Fatal(err)
 	}
 	<-verifying
 	r.d.busyWait = time.Second
 	late := make(chan error, 1)
 	go func() {
-		_, err := r.d.Approve(ctx, "prod", p.PlanHash, "bob")
+		_, err := r.d.Approve(ctx, "prod", p.PlanHash, ghUser("bob"))
 		late <- err
 	}()
 	time.Sleep(200 * time.Millisecond) // bob's decision is taken (and waits for the worker) before the wait begins

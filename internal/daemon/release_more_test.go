@@ -34,11 +34,11 @@ func TestReleaseApprovalOutlivesUnrelatedCommit(t *testing.T) {
 	if c := completedOf(w.gate); len(c) != 0 {
 		t.Fatalf("gate heard %+v after an unrelated commit; want nothing completed", c)
 	}
-	if _, err := decideNow(t, w.d, decision{approve: true, planHash: p.PlanHash, who: "carol"}); err != nil {
+	if _, err := decideNow(t, w.d, decision{approve: true, planHash: p.PlanHash, who: ghUser("carol")}); err != nil {
 		t.Fatalf("approving the release after an unrelated commit: %v", err)
 	}
 	h := w.history(t, w.d)
-	if len(h) != 1 || h[0].Revision != w.rev || h[0].Result != approval.ResultSucceeded || h[0].ReleasedBy != "carol" {
+	if len(h) != 1 || h[0].Revision != w.rev || h[0].Result != approval.ResultSucceeded || h[0].ReleasedBy != "github:carol" {
 		t.Errorf("history %+v; want %s recorded succeeded, released by carol", h, short(w.rev))
 	}
 	if c := completedOf(w.gate); len(c) != 1 || c[0].Result != approval.ResultSucceeded || c[0].Sequence != promote.ResultPass {
@@ -149,7 +149,7 @@ func TestReleaseApprovalShowsNotes(t *testing.T) {
 // only one: approving it again, or rejecting it a moment later, is refused
 // as not pending, and neither changes what was recorded or deployed.
 func TestReleaseDecidedOnce(t *testing.T) {
-	for _, second := range []decision{{approve: true, who: "bob"}, {who: "bob", reason: "changed my mind"}} {
+	for _, second := range []decision{{approve: true, who: ghUser("bob")}, {who: ghUser("bob"), reason: "changed my mind"}} {
 		name := "approve again"
 		if !second.approve {
 			name = "reject after"
@@ -158,7 +158,7 @@ func TestReleaseDecidedOnce(t *testing.T) {
 			ctx := context.Background()
 			w := newReleaseWorld(t, nil)
 			p := w.waiting(t, w.d, w.rev)
-			if _, err := decideNow(t, w.d, decision{approve: true, planHash: p.PlanHash, who: "alice"}); err != nil {
+			if _, err := decideNow(t, w.d, decision{approve: true, planHash: p.PlanHash, who: ghUser("alice")}); err != nil {
 				t.Fatal(err)
 			}
 			second.planHash = p.PlanHash
@@ -169,7 +169,7 @@ func TestReleaseDecidedOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			h := w.history(t, w.d)
-			if len(h) != 1 || h[0].Result != approval.ResultSucceeded || h[0].ReleasedBy != "alice" {
+			if len(h) != 1 || h[0].Result != approval.ResultSucceeded || h[0].ReleasedBy != "github:alice" {
 				t.Errorf("history %+v; want one entry, succeeded, released by alice", h)
 			}
 			if c := completedOf(w.gate); len(c) != 1 || c[0].Result != approval.ResultSucceeded {
@@ -207,7 +207,7 @@ func TestReleaseSupersededAcrossLeaders(t *testing.T) {
 	if names := l2.names(); len(names) == 0 || names[0] != "devel.delivery.finished fail" {
 		t.Errorf("the new process's events %v; want the old run finished (aborted) first", names)
 	}
-	if _, err := decideNow(t, d2, decision{approve: true, planHash: old.PlanHash, who: "alice"}); !errors.Is(err, approval.ErrNotPending) {
+	if _, err := decideNow(t, d2, decision{approve: true, planHash: old.PlanHash, who: ghUser("alice")}); !errors.Is(err, approval.ErrNotPending) {
 		t.Errorf("approving the old release = %v, want ErrNotPending", err)
 	}
 }
@@ -225,7 +225,7 @@ func TestReleaseRejectedAfterUnrelatedCommit(t *testing.T) {
 	if err := w.d.Once(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := decideNow(t, w.d, decision{planHash: p.PlanHash, who: "alice", reason: "not before the sale"}); err != nil {
+	if _, err := decideNow(t, w.d, decision{planHash: p.PlanHash, who: ghUser("alice"), reason: "not before the sale"}); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {

@@ -157,10 +157,10 @@ func TestReleaseApprovalReleases(t *testing.T) {
 	// An approval of the plan taken before it was applied (queued while it
 	// was) is not the release's.
 	since := w.d.workers["devel"].releaseSince
-	if _, err := decideNow(t, w.d, decision{approve: true, planHash: p.PlanHash, who: "bob", at: since.Add(-time.Millisecond)}); !errors.Is(err, approval.ErrNotPending) {
+	if _, err := decideNow(t, w.d, decision{approve: true, planHash: p.PlanHash, who: ghUser("bob"), at: since.Add(-time.Millisecond)}); !errors.Is(err, approval.ErrNotPending) {
 		t.Errorf("a decision from before the wait = %v, want ErrNotPending", err)
 	}
-	if _, err := w.d.Approve(ctx, "devel", p.PlanHash, "alice"); err != nil {
+	if _, err := w.d.Approve(ctx, "devel", p.PlanHash, ghUser("alice")); err != nil {
 		t.Fatal(err)
 	}
 	w.d.workers["devel"].pickUp(ctx)
@@ -169,7 +169,7 @@ func TestReleaseApprovalReleases(t *testing.T) {
 	if diff := cmp.Diff(want, w.l.names()); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
-	if e, _ := w.l.find("approval.finished"); e.Data.Approver != "alice" || e.Data.Message != "approved by alice" {
+	if e, _ := w.l.find("approval.finished"); e.Data.Approver != "github:alice" || e.Data.Message != "approved by github:alice" {
 		t.Errorf("approval.finished data: approver %q, message %q; want alice, approved by alice", e.Data.Approver, e.Data.Message)
 	}
 	st, err := w.d.store.Load(ctx, "devel")
@@ -179,7 +179,7 @@ func TestReleaseApprovalReleases(t *testing.T) {
 	if st.Pending != nil || st.InFlight != nil || len(st.History) != 1 {
 		t.Fatalf("after the release: pending %+v, in flight %+v, history %d; want one entry and nothing pending", st.Pending, st.InFlight, len(st.History))
 	}
-	if e := st.History[0]; e.Result != approval.ResultSucceeded || e.ReleasedBy != "alice" || e.Approver != approval.AutoApprover || e.PlanHash != p.PlanHash {
+	if e := st.History[0]; e.Result != approval.ResultSucceeded || e.ReleasedBy != "github:alice" || e.Approver != approval.AutoApprover || e.PlanHash != p.PlanHash {
 		t.Errorf("history entry: %s, released by %q, approver %q, planHash %s; want succeeded, alice, %s, %s",
 			e.Result, e.ReleasedBy, e.Approver, e.PlanHash, approval.AutoApprover, p.PlanHash)
 	}
@@ -193,7 +193,7 @@ func TestReleaseApprovalReleases(t *testing.T) {
 	if len(v.Waiting) != 0 || v.Sequence.Result != promote.ResultPass {
 		t.Errorf("status: waiting %q, sequence %+v; want nothing waited for and the run passed", v.Waiting, v.Sequence)
 	}
-	if _, err := decideNow(t, w.d, decision{approve: true, planHash: p.PlanHash, who: "bob"}); !errors.Is(err, approval.ErrNotPending) {
+	if _, err := decideNow(t, w.d, decision{approve: true, planHash: p.PlanHash, who: ghUser("bob")}); !errors.Is(err, approval.ErrNotPending) {
 		t.Errorf("approving the released plan again = %v, want ErrNotPending", err)
 	}
 }
@@ -213,7 +213,7 @@ func TestReleaseApprovalRejected(t *testing.T) {
 			ctx := context.Background()
 			w := newReleaseWorld(t, func(ec *config.Environment) { ec.OnFailedRollout = tc.onFailed })
 			p := w.waiting(t, w.d, w.rev)
-			if _, err := w.d.Reject(ctx, "devel", p.PlanHash, "alice", "not before the sale"); err != nil {
+			if _, err := w.d.Reject(ctx, "devel", p.PlanHash, ghUser("alice"), "not before the sale"); err != nil {
 				t.Fatal(err)
 			}
 			w.d.workers["devel"].pickUp(ctx)
@@ -221,8 +221,8 @@ func TestReleaseApprovalRejected(t *testing.T) {
 			if diff := cmp.Diff(want, w.l.names()); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
-			const why = "rejected by alice: not before the sale"
-			if e, _ := w.l.find("approval.finished"); e.Data.Approver != "alice" || e.Data.Message != why {
+			const why = "rejected by github:alice: not before the sale"
+			if e, _ := w.l.find("approval.finished"); e.Data.Approver != "github:alice" || e.Data.Message != why {
 				t.Errorf("approval.finished data: approver %q, message %q; want alice, %q", e.Data.Approver, e.Data.Message, why)
 			}
 			st, err := w.d.store.Load(ctx, "devel")
@@ -285,7 +285,7 @@ func TestReleaseApprovalSuperseded(t *testing.T) {
 		!strings.Contains(st.History[0].Message, "never released") {
 		t.Errorf("history %+v; want the old apply recorded, deployed and never released", st.History)
 	}
-	if _, err := decideNow(t, w.d, decision{approve: true, planHash: old.PlanHash, who: "alice"}); !errors.Is(err, approval.ErrNotPending) {
+	if _, err := decideNow(t, w.d, decision{approve: true, planHash: old.PlanHash, who: ghUser("alice")}); !errors.Is(err, approval.ErrNotPending) {
 		t.Errorf("approving the superseded release = %v, want ErrNotPending", err)
 	}
 }
@@ -309,7 +309,7 @@ func TestReleaseApprovalAfterRestart(t *testing.T) {
 	if p2 := w.waiting(t, d2, w.rev); p2.PlanHash != p.PlanHash || !p2.ProposedAt.Equal(p.ProposedAt) {
 		t.Errorf("pending release %+v, want the one kept %+v", p2, p)
 	}
-	if _, err := d2.Approve(ctx, "devel", p.PlanHash, "carol"); err != nil {
+	if _, err := d2.Approve(ctx, "devel", p.PlanHash, ghUser("carol")); err != nil {
 		t.Fatal(err)
 	}
 	d2.workers["devel"].pickUp(ctx)
@@ -320,7 +320,7 @@ func TestReleaseApprovalAfterRestart(t *testing.T) {
 	if c := completedOf(gate2); len(c) != 1 || c[0].Result != approval.ResultSucceeded || c[0].Sequence != promote.ResultPass {
 		t.Errorf("gate heard %+v, want succeeded with sequence pass", c)
 	}
-	if h := w.history(t, d2); len(h) != 1 || h[0].ReleasedBy != "carol" || w.generation(t) != gen {
+	if h := w.history(t, d2); len(h) != 1 || h[0].ReleasedBy != "github:carol" || w.generation(t) != gen {
 		t.Errorf("history %+v, generation %d → %d; want one entry released by carol and nothing patched again", h, gen, w.generation(t))
 	}
 }
@@ -367,12 +367,12 @@ func TestReleaseApprovalTwoOfThree(t *testing.T) {
 	if v.Pending == nil || len(v.Pending.Approvals) != 1 || v.Sequence == nil || !v.Sequence.AwaitingRelease() {
 		t.Fatalf("after alice twice: pending %+v, sequence %+v; want one approval counted and the release still waiting", v.Pending, v.Sequence)
 	}
-	if b := approve("bob", p.PlanHash, http.StatusAccepted); !strings.Contains(b, "approved by bob; releasing revision "+short(p.Revision)+" in devel") {
+	if b := approve("bob", p.PlanHash, http.StatusAccepted); !strings.Contains(b, "approved by token:bob; releasing revision "+short(p.Revision)+" in devel") {
 		t.Errorf("bob's approval answered %s; want it to say the revision is released", b)
 	}
 	var hist []approval.Entry
 	testenv.WaitFor(t, 30*time.Second, "the release recorded", func() bool { hist = r.history(t, "devel"); return len(hist) == 1 })
-	if e := hist[0]; e.Result != approval.ResultSucceeded || e.ReleasedBy != "alice, bob" {
+	if e := hist[0]; e.Result != approval.ResultSucceeded || e.ReleasedBy != "token:alice, token:bob" {
 		t.Errorf("history entry: %s released by %q; want succeeded, alice, bob", e.Result, e.ReleasedBy)
 	}
 	if c := completedOf(gate); len(c) != 1 || c[0].Sequence != promote.ResultPass {
@@ -459,7 +459,7 @@ func TestReleaseApprovalIgnoresEarlierApprovals(t *testing.T) {
 		t.Fatalf("prod after one pass: pending %+v (%v); want the plan awaiting approval before it is applied", st.Pending, err)
 	}
 	for _, who := range []string{"alice", "bob"} {
-		if _, err := d.Approve(ctx, "prod", st.Pending.PlanHash, who); err != nil {
+		if _, err := d.Approve(ctx, "prod", st.Pending.PlanHash, ghUser(who)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -518,7 +518,7 @@ func TestReleaseApprovalNewLeader(t *testing.T) {
 	}
 	var hist []approval.Entry
 	testenv.WaitFor(t, 30*time.Second, "the release recorded", func() bool { hist = r2.history(t, "devel"); return len(hist) == 1 })
-	if hist[0].ReleasedBy != "erin" || hist[0].Result != approval.ResultSucceeded {
+	if hist[0].ReleasedBy != "token:erin" || hist[0].Result != approval.ResultSucceeded {
 		t.Errorf("history entry: %s released by %q; want succeeded, erin", hist[0].Result, hist[0].ReleasedBy)
 	}
 	again, err := cluster.Env(t).Clientset.AppsV1().Deployments(h.ns["devel"]).Get(context.Background(), "web", metav1.GetOptions{})

@@ -368,7 +368,7 @@ func TestRollbackOfAnApprovedPlan(t *testing.T) {
 		hist = h
 		return err == nil && len(h) == 1
 	})
-	if hist[0].Result != approval.ResultRolledBack || hist[0].Approver != "alice" {
+	if hist[0].Result != approval.ResultRolledBack || hist[0].Approver != "token:alice" {
 		t.Errorf("entry = %s by %s: %s", hist[0].Result, hist[0].Approver, hist[0].Message)
 	}
 	if got := cluster.Env(t).Image(t, ns, "web"); got != imageRepo+"web:0.9.0" {

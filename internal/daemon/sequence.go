@@ -190,7 +190,7 @@ func (w *worker) approved(ctx context.Context, envM *manifest.Environment, prop 
 	if r == nil {
 		// Proposed before this reconciler ran sequences, or its state was lost.
 		tasks := []promote.Task{{Name: promote.TaskDeployment}}
-		if approver != approval.AutoApprover {
+		if !approval.IsAuto(approver) {
 			tasks = withApproval(tasks, true)
 		}
 		w.beginRun(ctx, nil, envM, prop, tasks, true)

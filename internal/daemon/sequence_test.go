@@ -255,7 +255,7 @@ func TestSequenceApprovalRejected(t *testing.T) {
 	if err != nil || st.Pending == nil {
 		t.Fatalf("devel pending after one pass: %+v, %v (skipConfirmation must not skip an approval task)", st, err)
 	}
-	if _, err := d.Reject(ctx, "devel", st.Pending.PlanHash, "alice", "not today"); err != nil {
+	if _, err := d.Reject(ctx, "devel", st.Pending.PlanHash, ghUser("alice"), "not today"); err != nil {
 		t.Fatal(err)
 	}
 	d.workers["devel"].pickUp(ctx)
@@ -263,7 +263,7 @@ func TestSequenceApprovalRejected(t *testing.T) {
 	if diff := cmp.Diff(want, l.names()); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
-	if e, _ := l.find("approval.finished"); e.Data.Approver != "alice" || e.Data.Message != "rejected by alice: not today" {
+	if e, _ := l.find("approval.finished"); e.Data.Approver != "github:alice" || e.Data.Message != "rejected by github:alice: not today" {
 		t.Errorf("approval.finished data = %+v", e.Data)
 	}
 }

@@ -61,13 +61,13 @@ func TestStarterHearsTheApplyUnderWay(t *testing.T) {
 	if err != nil || st.Pending == nil {
 		t.Fatalf("prod pending after one pass: %+v, %v", st, err)
 	}
-	if _, err := d.Approve(ctx, "prod", st.Pending.PlanHash, "alice"); err != nil {
+	if _, err := d.Approve(ctx, "prod", st.Pending.PlanHash, ghUser("alice")); err != nil {
 		t.Fatal(err)
 	}
 	d.workers["prod"].pickUp(ctx)
 	gate.mu.Lock()
 	defer gate.mu.Unlock()
-	want := []string{"started by alice while in flight", "completed succeeded"}
+	want := []string{"started by github:alice while in flight", "completed succeeded"}
 	if diff := cmp.Diff(want, gate.heard); diff != "" {
 		t.Errorf("the gate heard (-want +got):\n%s", diff)
 	}

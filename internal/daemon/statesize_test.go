@@ -92,10 +92,10 @@ func TestStoreLargeState(t *testing.T) {
 
 	// An approval by the plan's hash is taken (here handed over, as a
 	// replica that does not lead does), and recorded next to the plan.
-	if _, err := d.Approve(ctx, "prod", "sha256:other", "alice"); !errors.As(err, new(*approval.NotPendingError)) {
+	if _, err := d.Approve(ctx, "prod", "sha256:other", ghUser("alice")); !errors.As(err, new(*approval.NotPendingError)) {
 		t.Errorf("approving another hash: %v, want NotPendingError", err)
 	}
-	approved, err := d.Approve(ctx, "prod", pending.PlanHash, "alice")
+	approved, err := d.Approve(ctx, "prod", pending.PlanHash, ghUser("alice"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestStoreLargeState(t *testing.T) {
 	if diff := cmp.Diff(pending, approved, rawEqual, counted); diff != "" {
 		t.Errorf("approved plan (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"alice"}, approved.Approvers()); diff != "" {
+	if diff := cmp.Diff([]string{"github:alice"}, approved.Approvers()); diff != "" {
 		t.Errorf("approvers (-want +got):\n%s", diff)
 	}
 	got, err = s.Load(ctx, "prod")

@@ -99,8 +99,8 @@ func (d *Deployments) Completed(ctx context.Context, p approval.Proposal, o appr
 
 // start creates the deployment of plan with its queued and in_progress statuses, and returns its id.
 func (d *Deployments) start(ctx context.Context, env, revision string, plan *reconcile.Plan, approver string) (int64, error) {
-	who := "approved by @" + approver
-	if approver == approval.AutoApprover || approver == "" {
+	who := "approved by " + mention(approver)
+	if approval.IsAuto(approver) || approver == "" {
 		who = "skipConfirmation"
 	}
 	req := &gh.DeploymentRequest{

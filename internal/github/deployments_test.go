@@ -87,7 +87,7 @@ func TestFlowDeployments(t *testing.T) {
 		t.Fatalf("payload %s: %v", d.Payload, err)
 	}
 	h := f.history()
-	if len(h) != 1 || pl.PlanHash != h[0].PlanHash || pl.Approver != "maria" || len(pl.Changes) != 1 ||
+	if len(h) != 1 || pl.PlanHash != h[0].PlanHash || pl.Approver != "github:maria" || len(pl.Changes) != 1 ||
 		!strings.Contains(pl.Changes[0].To, ":1.0.1@sha256:") || pl.Omitted != 0 {
 		t.Errorf("payload = %+v; history %+v", pl, h)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 )
 
 func TestFlowApprove(t *testing.T) {
@@ -67,7 +68,7 @@ func TestFlowApprove(t *testing.T) {
 	if got := f.gh.CountRequests("PATCH", "/repos/{owner}/{repo}/check-runs/{check_run_id}"); got != patches {
 		t.Errorf("replayed delivery updated the check run (%d → %d PATCHes)", patches, got)
 	}
-	if h := f.history(); len(h) != 1 || h[0].Approver != "maria" || h[0].Result != approval.ResultSucceeded {
+	if h := f.history(); len(h) != 1 || h[0].Approver != "github:maria" || h[0].Result != approval.ResultSucceeded {
 		t.Errorf("history = %+v, want one success approved by maria", h)
 	}
 }
@@ -246,12 +247,12 @@ func TestFlowApprovedOverTheAPIShowsOnTheCheck(t *testing.T) {
 	sha := f.commit("1.0.1")
 	f.start()
 	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
-	if _, err := f.d.Approve(context.Background(), "prod", run.ExternalID, "api"); err != nil {
+	if _, err := f.d.Approve(context.Background(), "prod", run.ExternalID, identity.Principal{ID: identity.ID{Kind: identity.Token, Name: "ci-deployer"}}); err != nil {
 		t.Fatalf("Approve over the API: %v", err)
 	}
 	f.waitImage("1.0.1")
 	done := f.waitRun(sha, "success", concluded("success"))
-	if !strings.Contains(done.Summary, "Approved by the reconciler API.") || done.ID != run.ID {
+	if !strings.Contains(done.Summary, "Approved by token:ci-deployer.") || done.ID != run.ID {
 		t.Errorf("run %d (proposed %d):\n%s", done.ID, run.ID, done.Summary)
 	}
 }

@@ -92,7 +92,7 @@ func TestFlowFourEyesPullRequest(t *testing.T) {
 	}
 	f.waitImage("1.0.1")
 	f.waitRun(sha, "success", concluded("success")) // completed after the history is recorded
-	if h := f.history(); len(h) != 1 || h[0].Approver != "mark" {
+	if h := f.history(); len(h) != 1 || h[0].Approver != "github:mark" {
 		t.Errorf("history = %+v, want one apply approved by mark", h)
 	}
 }

@@ -56,7 +56,7 @@ func (g *Gate) Superseded(ctx context.Context, p approval.Proposal, by string) e
 // apply — for skipConfirmation environments too, so every deploy shows on its commit.
 func (g *Gate) Completed(ctx context.Context, p approval.Proposal, o approval.Outcome) error {
 	approver := o.Approver
-	if approver == approval.AutoApprover {
+	if approval.IsAuto(approver) {
 		approver = ""
 	}
 	switch o.Result {

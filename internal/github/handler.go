@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -210,11 +211,13 @@ var buttons = map[string]button{
 // the error, so the approval can be retried. It returns the decision's error and any error updating the run.
 func (h *Handler) decide(ctx context.Context, run *gh.CheckRun, env string, reject bool, login string) error {
 	hash, _ := decisionOf(run.GetExternalID())
+	// The click's sender is a GitHub user, verified by the webhook's signature: github:<login>.
+	who := identity.Principal{ID: identity.ID{Kind: identity.GitHub, Name: login}}
 	var err error
 	if reject {
-		_, err = h.decider.Reject(ctx, env, hash, login, "rejected on GitHub")
+		_, err = h.decider.Reject(ctx, env, hash, who, "rejected on GitHub")
 	} else {
-		_, err = h.decider.Approve(ctx, env, hash, login)
+		_, err = h.decider.Approve(ctx, env, hash, who)
 	}
 	var refused *approval.RefusedError
 	switch {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 )
 
 func TestApprovalClicks(t *testing.T) {
@@ -25,11 +26,11 @@ func TestApprovalClicks(t *testing.T) {
 		wantInSum  string
 	}{
 		{name: "maintainer approves", sender: "maria", action: "approve",
-			wantRun: run{Status: "in_progress"}, wantDecide: []string{"approved prod HASH maria"}, wantInSum: "maintain on acme/manifests"},
+			wantRun: run{Status: "in_progress"}, wantDecide: []string{"approved prod HASH github:maria"}, wantInSum: "maintain on acme/manifests"},
 		{name: "team member approves", sender: "sam", action: "approve",
-			wantRun: run{Status: "in_progress"}, wantDecide: []string{"approved prod HASH sam"}, wantInSum: "member of acme/sre"},
+			wantRun: run{Status: "in_progress"}, wantDecide: []string{"approved prod HASH github:sam"}, wantInSum: "member of acme/sre"},
 		{name: "admin rejects", sender: "acme", action: "reject",
-			wantRun: run{Status: "completed", Conclusion: "cancelled"}, wantDecide: []string{"rejected prod HASH acme"}, wantInSum: "Rejected by @acme"},
+			wantRun: run{Status: "completed", Conclusion: "cancelled"}, wantDecide: []string{"rejected prod HASH github:acme"}, wantInSum: "Rejected by @acme"},
 		{name: "writer may not approve", sender: "wendy", action: "approve",
 			wantRun: run{Status: "completed", Conclusion: "action_required", Actions: []string{"approve", "reject"}}, wantInSum: "@wendy may not approve or reject this plan: @wendy has write on acme/manifests; approving prod needs maintain"},
 		{name: "stranger may not reject", sender: "eve", action: "reject",
@@ -184,13 +185,13 @@ type slowDecider struct {
 	release chan error
 }
 
-func (d slowDecider) Approve(ctx context.Context, env, _, who string) (*approval.Pending, error) {
-	d.started <- "approve " + env + " " + who
+func (d slowDecider) Approve(ctx context.Context, env, _ string, who identity.Principal) (*approval.Pending, error) {
+	d.started <- "approve " + env + " " + who.String()
 	return nil, <-d.release
 }
 
-func (d slowDecider) Reject(ctx context.Context, env, _, who, _ string) (*approval.Pending, error) {
-	d.started <- "reject " + env + " " + who
+func (d slowDecider) Reject(ctx context.Context, env, _ string, who identity.Principal, _ string) (*approval.Pending, error) {
+	d.started <- "reject " + env + " " + who.String()
 	return nil, <-d.release
 }
 
@@ -217,7 +218,7 @@ func TestClickAnsweredBeforeTheDecision(t *testing.T) {
 		t.Fatalf("HandleCheckRun: %v", err)
 	}
 	// HandleCheckRun returned while the decider has not answered.
-	if got := <-d.started; got != "approve prod maria" {
+	if got := <-d.started; got != "approve prod github:maria" {
 		t.Errorf("decision %q", got)
 	}
 	r, _ := f.srv.CheckRun(owner, repo, id)

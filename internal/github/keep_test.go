@@ -123,7 +123,7 @@ func TestFlowPendingPlanOutlivesUnrelatedCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := st.Pending; p == nil || p.Revision != sha || p.PlanHash != run.ExternalID || !cmp.Equal(p.Approvers(), []string{"maria"}) {
+	if p := st.Pending; p == nil || p.Revision != sha || p.PlanHash != run.ExternalID || !cmp.Equal(p.Approvers(), []string{"github:maria"}) {
 		got := "none"
 		if p != nil {
 			got = fmt.Sprintf("%s at %s approved by %v", p.PlanHash, p.Revision[:7], p.Approvers())
@@ -148,7 +148,7 @@ func TestFlowPendingPlanOutlivesUnrelatedCommit(t *testing.T) {
 	for {
 		h := f.history()
 		if len(h) > 0 && h[0].Result == approval.ResultSucceeded {
-			if h[0].Revision != sha || h[0].Approver != "maria, mark" {
+			if h[0].Revision != sha || h[0].Approver != "github:maria, github:mark" {
 				t.Errorf("history entry %+v: want revision %s approved by maria, mark", h[0], sha[:7])
 			}
 			break

@@ -14,6 +14,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -109,28 +110,28 @@ func (d *decider) check(env, hash string) error {
 	return nil
 }
 
-func (d *decider) Approve(_ context.Context, env, hash, who string) (*approval.Pending, error) {
+func (d *decider) Approve(_ context.Context, env, hash string, who identity.Principal) (*approval.Pending, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.check(env, hash); err != nil {
 		return nil, err
 	}
 	delete(d.pending, env)
-	d.approved = append(d.approved, env+" "+hash+" "+who)
+	d.approved = append(d.approved, env+" "+hash+" "+who.String())
 	return &approval.Pending{PlanHash: hash}, nil
 }
 
-func (d *decider) Reject(ctx context.Context, env, hash, who, reason string) (*approval.Pending, error) {
+func (d *decider) Reject(ctx context.Context, env, hash string, who identity.Principal, reason string) (*approval.Pending, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.check(env, hash); err != nil {
 		return nil, err
 	}
 	delete(d.pending, env)
-	d.rejected = append(d.rejected, env+" "+hash+" "+who)
+	d.rejected = append(d.rejected, env+" "+hash+" "+who.String())
 	if p := d.plans[env]; d.gate != nil && p != nil && p.PlanHash == hash {
 		prop := approval.Proposal{Environment: env, Revision: p.Revision, Plan: p}
-		if err := d.gate.Completed(ctx, prop, approval.Outcome{Result: approval.ResultRejected, Approver: who, Message: reason}); err != nil {
+		if err := d.gate.Completed(ctx, prop, approval.Outcome{Result: approval.ResultRejected, Approver: who.ID.String(), Message: reason}); err != nil {
 			return nil, err
 		}
 	}

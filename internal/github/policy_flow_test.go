@@ -65,7 +65,7 @@ func TestFlowTwoOfTwo(t *testing.T) {
 		t.Fatalf("approve again: %d", code)
 	}
 	f.waitRun(sha, "in progress, then tallied again", tallied)
-	if p := f.pending(); p == nil || !cmp.Equal(p.Approvers(), []string{"maria"}) {
+	if p := f.pending(); p == nil || !cmp.Equal(p.Approvers(), []string{"github:maria"}) {
 		t.Fatalf("pending after maria twice: %+v, want approvals [maria]", p)
 	}
 	if f.image() != f.reg.Ref("team/api", "1.0.0") {
@@ -82,7 +82,7 @@ func TestFlowTwoOfTwo(t *testing.T) {
 	if !strings.Contains(run.Summary, "@maria, @mark") {
 		t.Errorf("result summary does not name both approvers:\n%s", run.Summary)
 	}
-	if h := f.history(); len(h) != 1 || h[0].Approver != "maria, mark" || !cmp.Equal(h[0].Approvers, []string{"maria", "mark"}) {
+	if h := f.history(); len(h) != 1 || h[0].Approver != "github:maria, github:mark" || !cmp.Equal(h[0].Approvers, []string{"github:maria", "github:mark"}) {
 		t.Errorf("history = %+v, want one apply approved by maria and mark", h)
 	}
 
@@ -116,7 +116,7 @@ func TestFlowFourEyes(t *testing.T) {
 		t.Fatalf("approve: %d", code)
 	}
 	run = f.waitRun(sha, "the refusal noted", func(r githubtest.CheckRun) bool {
-		return awaitingApproval(r) && strings.Contains(r.Summary, "@maria may not approve this plan: four-eyes: maria wrote or committed commit "+sha[:12])
+		return awaitingApproval(r) && strings.Contains(r.Summary, "@maria may not approve this plan: four-eyes: github:maria wrote or committed commit "+sha[:12])
 	})
 	if len(run.Actions) != 2 {
 		t.Errorf("refused run lost its buttons: %+v", run.Actions)
@@ -132,7 +132,7 @@ func TestFlowFourEyes(t *testing.T) {
 	}
 	f.waitImage("1.0.1")
 	f.waitRun(sha, "success", concluded("success"))
-	if h := f.history(); len(h) != 1 || h[0].Approver != "mark" {
+	if h := f.history(); len(h) != 1 || h[0].Approver != "github:mark" {
 		t.Errorf("history = %+v, want one apply approved by mark", h)
 	}
 
@@ -148,14 +148,14 @@ func TestFlowFourEyes(t *testing.T) {
 		t.Fatalf("approve by mark: %d", code)
 	}
 	f.waitRun(sha3, "mark refused", func(r githubtest.CheckRun) bool {
-		return awaitingApproval(r) && strings.Contains(r.Summary, "@mark may not approve this plan: four-eyes: mark wrote or committed the commits after "+sha[:12]+" up to "+sha3[:12])
+		return awaitingApproval(r) && strings.Contains(r.Summary, "@mark may not approve this plan: four-eyes: github:mark wrote or committed the commits after "+sha[:12]+" up to "+sha3[:12])
 	})
 	if code, _ := f.click(run.ID, "approve", "maria", secret); code != http.StatusOK {
 		t.Fatalf("approve by maria: %d", code)
 	}
 	f.waitImage("1.0.2")
 	f.waitRun(sha3, "success", concluded("success")) // completed after the history is recorded
-	if h := f.history(); len(h) != 2 || h[0].Approver != "maria" {
+	if h := f.history(); len(h) != 2 || h[0].Approver != "github:maria" {
 		t.Errorf("history = %+v, want the second apply approved by maria", h)
 	}
 }
@@ -194,7 +194,7 @@ func TestFlowTwoOfTwoAcrossReplicas(t *testing.T) {
 	f.waitImage("1.0.1")
 	f.waitRun(sha, "success", concluded("success"))
 	f.d = leader.d
-	if h := f.history(); len(h) != 1 || !cmp.Equal(h[0].Approvers, []string{"maria", "mark"}) {
+	if h := f.history(); len(h) != 1 || !cmp.Equal(h[0].Approvers, []string{"github:maria", "github:mark"}) {
 		t.Errorf("history = %+v, want one apply approved by maria and mark", h)
 	}
 }
@@ -219,7 +219,7 @@ func TestFlowEnvironmentTeams(t *testing.T) {
 	}
 	f.waitImage("1.0.1")
 	f.waitRun(sha, "success", concluded("success")) // the history is written before the run completes
-	if h := f.history(); len(h) != 1 || h[0].Approver != "pat" {
+	if h := f.history(); len(h) != 1 || h[0].Approver != "github:pat" {
 		t.Errorf("history = %+v, want one apply approved by pat", h)
 	}
 }
@@ -239,7 +239,7 @@ func TestFlowLostClickKeepsTheTally(t *testing.T) {
 	f.waitRun(sha, "1 of 2 approvals: @maria", func(r githubtest.CheckRun) bool { return strings.Contains(r.Title, "1 of 2 approvals") })
 	markClicked(t, f.gh, run.ID, time.Now().Add(-github.DefaultLostClickAfter-time.Minute), "Approval by @mark, counting")
 	back := f.waitRunID(run.ID, "its buttons back", awaitingApproval)
-	if !strings.Contains(back.Summary, "Lost: “Approval by @mark, counting”") || !strings.Contains(back.Summary, "**1 of 2 approvals: maria.**") {
+	if !strings.Contains(back.Summary, "Lost: “Approval by @mark, counting”") || !strings.Contains(back.Summary, "**1 of 2 approvals: github:maria.**") {
 		t.Errorf("restored run summary:\n%s", back.Summary)
 	}
 }

@@ -134,7 +134,7 @@ func TestFlowReplayedPlanClickDuringRelease(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		h := f.history()
-		if len(h) > 0 && h[0].ReleasedBy == "maria" {
+		if len(h) > 0 && h[0].ReleasedBy == "github:maria" {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -171,7 +171,7 @@ func TestFlowReleaseClickDeliveredTwice(t *testing.T) {
 	counted := f.waitRunID(release.ID, "counting maria's release approval", func(r githubtest.CheckRun) bool {
 		return awaitingRelease(r) && strings.Contains(r.Title, "1 of 2")
 	})
-	if diff := cmp.Diff([]string{"maria"}, f.pendingRelease()); diff != "" {
+	if diff := cmp.Diff([]string{"github:maria"}, f.pendingRelease()); diff != "" {
 		t.Fatalf("release approvals (-want +got):\n%s", diff)
 	}
 	again := click
@@ -195,7 +195,7 @@ func TestFlowReleaseClickDeliveredTwice(t *testing.T) {
 		if got, _ := f.gh.CheckRun(owner, repo, release.ID); got.Updates != counted.Updates {
 			t.Errorf("%s: the release's run was changed (%d updates, was %d): %+v", tc.name, got.Updates, counted.Updates, got)
 		}
-		if diff := cmp.Diff([]string{"maria"}, f.pendingRelease()); diff != "" {
+		if diff := cmp.Diff([]string{"github:maria"}, f.pendingRelease()); diff != "" {
 			t.Errorf("%s: release approvals (-want +got):\n%s", tc.name, diff)
 		}
 	}
@@ -208,7 +208,7 @@ func TestFlowReleaseClickDeliveredTwice(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		h := f.history()
-		if len(h) > 0 && h[0].ReleasedBy == "maria, mark" {
+		if len(h) > 0 && h[0].ReleasedBy == "github:maria, github:mark" {
 			break
 		}
 		if time.Now().After(deadline) {

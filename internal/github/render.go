@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -212,15 +213,21 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// mention writes a GitHub login as @login. Approvers named through the reconciler's API are not GitHub
-// logins: "api" (its default) reads as the API, and names with spaces or colons stay as they are. Several
-// approvers joined by ", " are mentioned each.
+// mention writes a GitHub user (github:login, or a bare login from a click) as @login. Other identities
+// are not GitHub logins and stay as written (token:ci-deployer, kubernetes:…, stagehand:skipConfirmation);
+// of records written before identities were typed, "api" (the API's old default) reads as the API, and
+// names with spaces or colons stay as they are. Several approvers joined by ", " are mentioned each.
 func mention(login string) string {
 	if names := strings.Split(login, ", "); len(names) > 1 { // several approvers, approval.JoinApprovers
 		for i, n := range names {
 			names[i] = mention(n)
 		}
 		return strings.Join(names, ", ")
+	}
+	if id := identity.Parse(login); id.Kind == identity.GitHub {
+		return "@" + id.Name
+	} else if !id.Legacy() {
+		return id.String()
 	}
 	switch {
 	case login == "api":

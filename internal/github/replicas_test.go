@@ -54,7 +54,7 @@ func TestFlowClickOnAStandbyReplica(t *testing.T) {
 		t.Errorf("completed run %d (want %d), summary:\n%s", done.ID, fresh.ID, done.Summary)
 	}
 	f.d = leader.d
-	if h := f.history(); len(h) != 1 || h[0].Approver != "maria" || h[0].Result != approval.ResultSucceeded {
+	if h := f.history(); len(h) != 1 || h[0].Approver != "github:maria" || h[0].Result != approval.ResultSucceeded {
 		t.Errorf("history = %+v, want one success approved by maria", h)
 	}
 }

@@ -174,7 +174,7 @@ func TestFlowReleaseApproval(t *testing.T) {
 	if res.Action != prbot.ActionOpened || len(res.Decision.Changes) != 1 || res.Decision.Changes[0].Containers[0].ToTag != "1.0.1" {
 		t.Fatalf("promotion after the release: %s (%s), changes %+v; want a pull request promoting api 1.0.1", res.Action, res.Reason, res.Decision.Changes)
 	}
-	if h, err := f.d.History(ctx, "prod"); err != nil || len(h) == 0 || h[0].ReleasedBy != "maria" {
+	if h, err := f.d.History(ctx, "prod"); err != nil || len(h) == 0 || h[0].ReleasedBy != "github:maria" {
 		t.Errorf("history %+v (%v); want the apply released by maria", h, err)
 	}
 
@@ -185,7 +185,7 @@ func TestFlowReleaseApproval(t *testing.T) {
 		t.Fatalf("reject: %d", code)
 	}
 	run := f.waitRun(sha2, "failure", concluded("failure"))
-	if !strings.Contains(run.Summary, "rejected by maria") {
+	if !strings.Contains(run.Summary, "rejected by github:maria") {
 		t.Errorf("rejected run's summary does not say who rejected the release:\n%s", run.Summary)
 	}
 	res, err = bot.Promote(ctx, "prod", "later", false)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
@@ -28,7 +29,7 @@ func TestFlowOutcomeReportedAfterAnOutage(t *testing.T) {
 	// Started's update (5 tries), Completed's (5), and the restarted daemon's first report (5).
 	f.gh.Inject(githubtest.Fault{Method: "PATCH", Route: routeCheckRun, Status: http.StatusBadGateway, Times: 15})
 	ctx := context.Background()
-	if _, err := f.d.Approve(ctx, "prod", run.ExternalID, "maria"); err != nil {
+	if _, err := f.d.Approve(ctx, "prod", run.ExternalID, ghUser("maria")); err != nil {
 		t.Fatal(err)
 	}
 	f.waitImage("1.0.1")
@@ -90,7 +91,7 @@ func TestFlowOutcomeReportedByTheNextLeader(t *testing.T) {
 	// Started's update and Completed's, each refused on all 5 tries.
 	f.gh.Inject(githubtest.Fault{Method: "PATCH", Route: routeCheckRun, Status: http.StatusBadGateway, Times: 10})
 	ctx := context.Background()
-	if _, err := a.d.Approve(ctx, "prod", run.ExternalID, "maria"); err != nil {
+	if _, err := a.d.Approve(ctx, "prod", run.ExternalID, ghUser("maria")); err != nil {
 		t.Fatal(err)
 	}
 	f.waitImage("1.0.1")
@@ -123,4 +124,9 @@ func TestFlowOutcomeReportedByTheNextLeader(t *testing.T) {
 	if runs != 1 {
 		t.Errorf("%d check runs on %s, want 1", runs, sha[:7])
 	}
+}
+
+// ghUser is the principal of the GitHub user login.
+func ghUser(login string) identity.Principal {
+	return identity.Principal{ID: identity.ID{Kind: identity.GitHub, Name: login}}
 }

@@ -143,7 +143,7 @@ func (id *ID) UnmarshalText(b []byte) error { *id = Parse(string(b)); return nil
 type Principal struct {
 	ID ID
 	// ActsFor is the person a named token or a ServiceAccount acts for (actsFor in the tokens file,
-	// server.kubernetesAuth.actsFor for ServiceAccounts): it is then that person for every rule.
+	// server.kubernetesActsFor for Kubernetes users): it is then that person for every rule.
 	ActsFor ID
 }
 

@@ -57,8 +57,8 @@ func (a Handover) Same(b Handover) bool {
 	if a.ID != "" && b.ID != "" {
 		return a.ID == b.ID
 	}
-	return a.Approve == b.Approve && a.PlanHash == b.PlanHash && a.Approver == b.Approver && a.Reason == b.Reason &&
-		a.At.Equal(b.At)
+	return a.Approve == b.Approve && a.PlanHash == b.PlanHash && a.Approver == b.Approver && a.ActsFor == b.ActsFor &&
+		a.Reason == b.Reason && a.At.Equal(b.At)
 }
 
 // legacyHandover is what the single slot of older replicas holds: the

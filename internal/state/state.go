@@ -53,12 +53,16 @@ const (
 type Handover struct {
 	// ID tells apart two decisions alike in every other field; empty in
 	// one written by a replica older than the queue.
-	ID       string    `json:"id,omitempty"`
-	Approve  bool      `json:"approve"`
-	PlanHash string    `json:"planHash"`
-	Approver string    `json:"approver"`
-	Reason   string    `json:"reason,omitempty"`
-	At       time.Time `json:"at"`
+	ID       string `json:"id,omitempty"`
+	Approve  bool   `json:"approve"`
+	PlanHash string `json:"planHash"`
+	// Approver is who decided, as kind:name (github:alice); a bare name when written by a replica older
+	// than typed identities (read as a legacy identity, see Handover.principal).
+	Approver string `json:"approver"`
+	// ActsFor is the person Approver acts for (kind:name), when it declared one.
+	ActsFor string    `json:"actsFor,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
+	At      time.Time `json:"at"`
 }
 
 // EnvState is everything the Store keeps for one environment.

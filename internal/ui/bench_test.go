@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
@@ -50,10 +51,10 @@ func (b *bigBackend) EnvironmentNames() []string { return b.names }
 func (b *bigBackend) Environment(_ context.Context, env string) (*status.Environment, error) {
 	return b.envs[env], nil
 }
-func (b *bigBackend) Approve(context.Context, string, string, string) (*approval.Pending, error) {
+func (b *bigBackend) Approve(context.Context, string, string, identity.Principal) (*approval.Pending, error) {
 	return nil, nil
 }
-func (b *bigBackend) Reject(context.Context, string, string, string, string) (*approval.Pending, error) {
+func (b *bigBackend) Reject(context.Context, string, string, identity.Principal, string) (*approval.Pending, error) {
 	return nil, nil
 }
 func (b *bigBackend) LockService() *lock.Service { return nil }

@@ -298,10 +298,10 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("prod's web runs %s after the approval, want example.com/web:2.0.0", img)
 	}
 
-	// History on the environment page: the apply, by demo.
+	// History on the environment page: the apply, by github:demo.
 	run(t, ctx, "prod's history", chromedp.Navigate(s.base+"/environments/prod"), chromedp.WaitVisible("#history", chromedp.ByID),
 		chromedp.Click("#history summary", chromedp.ByQuery))
-	if got := text(t, ctx, "#history li"); !strings.Contains(got, "succeeded") || !strings.Contains(got, "by demo") || !strings.Contains(got, "Deployment/web") {
+	if got := text(t, ctx, "#history li"); !strings.Contains(got, "succeeded") || !strings.Contains(got, "by github:demo") || !strings.Contains(got, "Deployment/web") {
 		t.Errorf("history entry: %q", got)
 	}
 
@@ -426,11 +426,11 @@ func TestBrowserGitHubSignIn(t *testing.T) {
 		if strings.Contains(cookies, "stagehand_session") {
 			t.Errorf("the session cookie is readable by script: %q", cookies)
 		}
-		// The history records maria as the approver, shown without a reload once the apply is recorded.
+		// The history records github:maria as the approver, shown without a reload once the apply is recorded.
 		s.openGate(t)
 		run(t, ctx, "prod", chromedp.Navigate(s.base+"/environments/prod"), chromedp.WaitVisible("#plan", chromedp.ByID))
 		var history string
-		for deadline := time.Now().Add(90 * time.Second); !strings.Contains(history, "by maria"); time.Sleep(200 * time.Millisecond) {
+		for deadline := time.Now().Add(90 * time.Second); !strings.Contains(history, "by github:maria"); time.Sleep(200 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("prod's history never showed maria's apply; the page says:\n%s", text(t, ctx, "main"))
 			}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
@@ -99,25 +100,25 @@ func (b *backend) decide(env, hash, what string) (*approval.Pending, error) {
 
 // Approve counts who's approval into the pending plan, as the daemon does
 // for N-of-M approvals, and refuses "author" (four-eyes).
-func (b *backend) Approve(_ context.Context, env, hash, who string) (*approval.Pending, error) {
-	if who == "author" {
-		return nil, &approval.RefusedError{Environment: env, Approver: who, Reason: "author wrote c0ffee000000"}
+func (b *backend) Approve(_ context.Context, env, hash string, who identity.Principal) (*approval.Pending, error) {
+	if who.ID.Equal(identity.ID{Kind: identity.GitHub, Name: "author"}) {
+		return nil, &approval.RefusedError{Environment: env, Approver: who.String(), Reason: "author wrote c0ffee000000"}
 	}
-	p, err := b.decide(env, hash, "approve "+env+" by "+who)
+	p, err := b.decide(env, hash, "approve "+env+" by "+who.String())
 	if err != nil {
 		return nil, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !p.ApprovedBy(who) {
-		p.Approvals = append(p.Approvals, approval.Approval{Approver: who, At: t0})
+		p.Approvals = append(p.Approvals, approval.NewApproval(who, t0))
 	}
 	c := *p
 	return &c, nil
 }
 
-func (b *backend) Reject(_ context.Context, env, hash, who, why string) (*approval.Pending, error) {
-	return b.decide(env, hash, "reject "+env+" by "+who+": "+why)
+func (b *backend) Reject(_ context.Context, env, hash string, who identity.Principal, why string) (*approval.Pending, error) {
+	return b.decide(env, hash, "reject "+env+" by "+who.String()+": "+why)
 }
 
 func (b *backend) LockService() *lock.Service { return b.locks }

@@ -197,7 +197,7 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 			msg string
 		)
 		if approve {
-			p, err = s.b.Approve(r.Context(), env, hash, v.Login)
+			p, err = s.b.Approve(r.Context(), env, hash, v.Principal())
 			switch {
 			case err != nil:
 			case p.Needed() > 1 && !p.Complete():
@@ -213,7 +213,7 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 				s.fail(w, r, http.StatusBadRequest, fmt.Sprintf("The reason is %d bytes long; at most 4096 are accepted.", len(reason)))
 				return
 			}
-			p, err = s.b.Reject(r.Context(), env, hash, v.Login, reason)
+			p, err = s.b.Reject(r.Context(), env, hash, v.Principal(), reason)
 			switch {
 			case err == nil && p.Release:
 				msg = fmt.Sprintf("Rejected by %s: the deploy of revision %s to %s fails.", v.Login, short(p.Revision), env)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/auth"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
@@ -142,6 +143,11 @@ type viewer struct {
 	Login  string
 	CSRF   string
 	Access Access
+}
+
+// Principal is the viewer as every rule sees them: the signed-in GitHub user, github:<login>.
+func (v *viewer) Principal() identity.Principal {
+	return identity.Principal{ID: identity.ID{Kind: identity.GitHub, Name: v.Login}}
 }
 
 // page is what every template gets.

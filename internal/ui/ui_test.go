@@ -101,7 +101,7 @@ func TestEnvironmentPage(t *testing.T) {
 			}
 		})
 	}
-	if diff := cmp.Diff([]string{"approve prod by demo"}, b.decisions()); diff != "" {
+	if diff := cmp.Diff([]string{"approve prod by github:demo"}, b.decisions()); diff != "" {
 		t.Errorf("decisions (-want +got):\n%s", diff)
 	}
 }
@@ -372,10 +372,10 @@ func TestTwoApprovals(t *testing.T) {
 				t.Fatalf("approve = %d", code)
 			}
 			_, body = br.get("/environments/prod")
-			want := []string{"Approved by demo: 1 of 2 approvals: demo; revision c0ffee000000 waits for more approvals in prod.",
+			want := []string{"Approved by demo: 1 of 2 approvals: github:demo; revision c0ffee000000 waits for more approvals in prod.",
 				"You approved this plan; it waits for 1 more."}
 			if login == "author" {
-				want = []string{"Not approved: author may not approve this plan of environment prod: author wrote c0ffee000000", "1 of 2 approvals: demo"}
+				want = []string{"Not approved: github:author may not approve this plan of environment prod: author wrote c0ffee000000", "1 of 2 approvals: github:demo"}
 			}
 			for _, w := range want {
 				if !strings.Contains(body, w) {
