@@ -62,7 +62,7 @@ type flow struct {
 	reported reports
 }
 
-// reports are errors a handler reported, in order, for a test to wait on.
+// reports are errors a handler reported, in order: a test counts them after a webhook was answered.
 type reports struct {
 	mu   sync.Mutex
 	errs []string
@@ -85,20 +85,6 @@ func (r *reports) count(s string) int {
 		}
 	}
 	return n
-}
-
-// waitReported waits until n reports contain s.
-func (f *flow) waitReported(s string, n int) {
-	f.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for f.reported.count(s) < n {
-		if time.Now().After(deadline) {
-			f.reported.mu.Lock()
-			defer f.reported.mu.Unlock()
-			f.t.Fatalf("%d report(s) containing %q never came; reported: %q", n, s, f.reported.errs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func newFlow(t *testing.T) *flow {
