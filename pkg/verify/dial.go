@@ -54,7 +54,26 @@ var metadataAddrs = map[netip.Addr]string{
 var (
 	loopback4    = netip.MustParsePrefix("127.0.0.0/8")
 	unspecified4 = netip.MustParsePrefix("0.0.0.0/8")
+	// embedding4 are IPv6 ranges whose last 32 bits are an IPv4 address a
+	// gateway or the host's stack reaches for them: NAT64's well-known and
+	// local-use prefixes (RFC 6052, RFC 8215) and the deprecated
+	// IPv4-compatible addresses (::a.b.c.d).
+	embedding4 = []netip.Prefix{
+		netip.MustParsePrefix("64:ff9b::/96"),
+		netip.MustParsePrefix("64:ff9b:1::/48"),
+		netip.MustParsePrefix("::/96"),
+	}
 )
+
+// embeddedIPv4 returns the IPv4 address ip stands for when it is in one of
+// the embedding4 ranges (not :: and ::1 themselves, which are IPv6's own).
+func embeddedIPv4(ip netip.Addr) (netip.Addr, bool) {
+	if !ip.Is6() || ip.IsUnspecified() || ip.IsLoopback() || !slices.ContainsFunc(embedding4, func(pf netip.Prefix) bool { return pf.Contains(ip) }) {
+		return netip.Addr{}, false
+	}
+	b := ip.As16()
+	return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
+}
 
 // addressPolicy is the dialer's check of every address it connects to,
 // after name resolution and on every redirect (each connection is checked
@@ -80,6 +99,11 @@ func (p addressPolicy) refused(ip netip.Addr) error {
 	}
 	if what, ok := metadataAddrs[ip]; ok {
 		return fmt.Errorf("%w (%s)", ErrMetadata, what)
+	}
+	if v4, ok := embeddedIPv4(ip); ok {
+		if err := p.refused(v4); err != nil {
+			return fmt.Errorf("%w, which %s stands for", err, ip)
+		}
 	}
 	return nil
 }
