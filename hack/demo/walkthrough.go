@@ -209,7 +209,26 @@ func (x *demo) startReconciler(ctx context.Context, ln net.Listener, kubeconfig 
 		logFile.Close()
 		return nil, err
 	}
-	d, err := daemon.New(cfg, daemon.WithLogger(log.WithName("reconciler")), daemon.WithIdentity("demo"), daemon.WithVerifier(vf))
+	// The daemon's parts built once, as reconciler run builds them.
+	b, err := wire.New(cfg, wire.DaemonOptions("demo", log.WithName("reconciler"))...)
+	if err != nil {
+		ln.Close()
+		logFile.Close()
+		return nil, err
+	}
+	parts, err := cli.DaemonParts(b)
+	if err != nil {
+		ln.Close()
+		logFile.Close()
+		return nil, err
+	}
+	d, err := daemon.New(cfg, append(parts, daemon.WithLogger(log.WithName("reconciler")), daemon.WithIdentity("demo"), daemon.WithVerifier(vf))...)
+	if err != nil {
+		ln.Close()
+		logFile.Close()
+		return nil, err
+	}
+	recv, err := b.Webhook()
 	if err != nil {
 		ln.Close()
 		logFile.Close()
@@ -227,7 +246,7 @@ func (x *demo) startReconciler(ctx context.Context, ln net.Listener, kubeconfig 
 		logFile.Close()
 		return nil, err
 	}
-	srv, err := api.New(d, api.WithAuthenticator(authn), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(d.Webhook()),
+	srv, err := api.New(d, api.WithAuthenticator(authn), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(recv),
 		api.WithUI(page, ui.Patterns()...))
 	if err != nil {
 		ln.Close()

@@ -13,12 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/auth"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -53,9 +56,16 @@ func approveWorld(t *testing.T, files ...map[string]string) (server, tokenFile, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err = daemon.New(cfg, daemon.WithRESTConfig(env.Config),
-		daemon.WithLeaderElection(daemon.LeaderElection{}), daemon.WithReconcileOptions(reconcile.WithRolloutTimeout(0)),
-		daemon.WithSourceOptions(gitsource.WithCacheDir(t.TempDir())))
+	b, err := wire.New(cfg, append(wire.DaemonOptions("approve-test", logr.Discard()), wire.WithRESTConfig(env.Config),
+		wire.WithReconcileOptions(reconcile.WithRolloutTimeout(0)), wire.WithSourceOptions(gitsource.WithCacheDir(t.TempDir())))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := DaemonParts(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err = daemon.New(cfg, append(parts, daemon.WithLeaderElection(daemon.LeaderElection{}))...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/stagehand-gitops/stagehand/internal/auth"
-	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/ui"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
@@ -20,13 +19,16 @@ import (
 // authenticator verifies the callers of the API as the server: keys say:
 // named tokens, the legacy token, GitHub user tokens when the GitHub client
 // gh is configured, Kubernetes tokens when server.kubernetesAuth is true.
-func authenticator(cfg *config.Config, gh *github.Client, log logr.Logger) (*auth.Authenticator, error) {
+// The GitHub token checks go over the builder's one transport to GitHub, the
+// TokenReviews through its cached client of the state cluster.
+func authenticator(b *wire.Builder, gh *github.Client, log logr.Logger) (*auth.Authenticator, error) {
+	cfg := b.Config()
 	opts := []auth.Option{auth.WithLog(log), auth.WithLegacyTokenFile(cfg.Server.APITokenFile)}
 	if cfg.Server.TokensFile != "" {
 		opts = append(opts, auth.WithTokensFile(cfg.Server.TokensFile))
 	}
 	if gh != nil {
-		tr, err := wire.HTTPTransport(cfg.Source)
+		tr, err := b.HTTPTransport()
 		if err != nil {
 			return nil, err
 		}
@@ -46,7 +48,7 @@ func authenticator(cfg *config.Config, gh *github.Client, log logr.Logger) (*aut
 	sort.Strings(envs)
 	opts = append(opts, auth.WithLockRule(rule, envs...))
 	if cfg.Server.KubernetesAuth {
-		clients, err := wire.NewClients()
+		clients, err := b.Clients()
 		if err != nil {
 			return nil, err
 		}

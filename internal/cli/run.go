@@ -82,37 +82,14 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	opts := []daemon.Option{daemon.WithLogger(log.WithName("reconciler")), daemon.WithLeaderElection(rf.le), daemon.WithClock(local)}
 	if rf.identity == "" {
 		rf.identity = os.Getenv("POD_NAME")
 	}
-	if rf.identity != "" {
-		opts = append(opts, daemon.WithIdentity(rf.identity))
+	if rf.identity == "" {
+		rf.identity = daemon.DefaultIdentity()
 	}
-	var gh *github.Client
-	gates := []approval.Gate{approval.Manual()}
-	if cfg.GitHub.App != nil && !rf.once {
-		// A GitHub Enterprise Server behind the CA of source.caFile is trusted too.
-		tr, err := wire.HTTPTransport(cfg.Source)
-		if err != nil {
-			return err
-		}
-		policies := map[string]config.Approvals{}
-		for _, env := range cfg.EnvironmentNames() {
-			policies[env] = cfg.ApprovalPolicy(env)
-		}
-		if gh, err = github.New(cfg.GitHub, github.WithTransport(tr), github.WithApprovals(policies), github.WithClock(local)); err != nil {
-			return err
-		}
-		// Approve on GitHub (check run buttons) or over the API/CLI.
-		gates = append(gates, github.NewGate(gh))
-		// Four-eyes (approvals.forbidAuthors) knows commit authors by their GitHub logins.
-		opts = append(opts, daemon.WithAuthors(gh))
-		if cfg.GitHub.Deployments.Enabled {
-			// Every apply, skipConfirmation included, as a deployment in GitHub's Environments view.
-			gates = append(gates, github.NewDeployments(gh, cfg.GitHub.Deployments))
-		}
-	}
+	rlog := log.WithName("reconciler")
+	opts := []daemon.Option{daemon.WithLogger(rlog), daemon.WithLeaderElection(rf.le), daemon.WithIdentity(rf.identity)}
 	// The notification sinks hear every plan and outcome, those of
 	// skipConfirmation environments too (the worker reports them to this gate).
 	ntLog := log.WithName("notify")
@@ -125,6 +102,35 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	}), notify.WithLockPaths(lockPaths))
 	if err != nil {
 		return err
+	}
+	// Every component of this process, built once: one set of Kubernetes
+	// clients, one transport to GitHub.
+	bopts := append(wire.DaemonOptions(rf.identity, rlog), wire.WithLocalClock(local))
+	if nt != nil {
+		// ... and every lock taken or removed through the API.
+		bopts = append(bopts, wire.WithLockObserver(nt.LockChanged))
+	}
+	b, err := wire.New(cfg, bopts...)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	var gh *github.Client
+	gates := []approval.Gate{approval.Manual()}
+	if !rf.once {
+		// github.app: approve on GitHub (check run buttons) or over the API/CLI.
+		if gh, err = b.GitHub(); err != nil {
+			return err
+		}
+	}
+	if gh != nil {
+		gates = append(gates, github.NewGate(gh))
+		// Four-eyes (approvals.forbidAuthors) knows commit authors by their GitHub logins.
+		opts = append(opts, daemon.WithAuthors(gh))
+		if cfg.GitHub.Deployments.Enabled {
+			// Every apply, skipConfirmation included, as a deployment in GitHub's Environments view.
+			gates = append(gates, github.NewDeployments(gh, cfg.GitHub.Deployments))
+		}
 	}
 	if nt != nil {
 		gates = append(gates, nt)
@@ -161,10 +167,14 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		}))
 	}
 	if nt != nil {
-		// ... and every step of each environment's sequence, and every lock taken or removed through the API.
-		opts = append(opts, daemon.WithSequenceListener(nt), daemon.WithLockObserver(nt.LockChanged))
+		// ... and every step of each environment's sequence.
+		opts = append(opts, daemon.WithSequenceListener(nt))
 	}
-	d, err := daemon.New(cfg, opts...)
+	parts, err := DaemonParts(b)
+	if err != nil {
+		return err
+	}
+	d, err := daemon.New(cfg, append(parts, opts...)...)
 	if err != nil {
 		return err
 	}
@@ -174,15 +184,19 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 			return fmt.Errorf("registering notification metrics: %w", err)
 		}
 	}
+	recv, err := b.Webhook()
+	if err != nil {
+		return err
+	}
 	if gh != nil {
-		if d.Webhook() == nil {
+		if recv == nil {
 			return fmt.Errorf("github.app is set but github.webhookSecretFile is not: check-run approvals arrive as webhooks")
 		}
 		// Rollback pull requests through the App, holds in the lock service.
 		if rb, err = newRollbacker(cfg, gh, d); err != nil {
 			return err
 		}
-		preview := github.NewBranchPreviewer(cfg.Source, cfg.EnvironmentNames(), d.Plan, wire.WithGitHubAPIURL(cfg.GitHub.APIURL))
+		preview := github.NewBranchPreviewer(cfg.Source.CacheDir, cfg.EnvironmentNames(), d.Plan, b.BranchSource)
 		ghLog := log.WithName("github")
 		// PR previews are computed by a worker after their webhook was answered, never on the apply path.
 		hopts := []github.Option{
@@ -203,7 +217,7 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		if err != nil {
 			return err
 		}
-		h.Register(d.Webhook())
+		h.Register(recv)
 		// stagehand_github_requests_total{code} and the rate-limit gauges, beside the daemon's metrics.
 		if err := registerAll(d.Metrics().Registry, append(gh.Collectors(), h.Collectors()...)); err != nil {
 			return fmt.Errorf("registering GitHub metrics: %w", err)
@@ -223,15 +237,15 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		fmt.Fprintln(cmd.OutOrStdout(), "all environments reconciled")
 		return nil
 	}
-	page, err := webPage(cfg, d, gh)
+	page, err := webPage(b, d, gh)
 	if err != nil {
 		return err
 	}
-	authn, err := authenticator(cfg, gh, log.WithName("auth"))
+	authn, err := authenticator(b, gh, log.WithName("auth"))
 	if err != nil {
 		return err
 	}
-	apiOpts := []api.Option{api.WithAuthenticator(authn), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(d.Webhook()),
+	apiOpts := []api.Option{api.WithAuthenticator(authn), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(recv),
 		api.WithLog(log.WithName("api"))}
 	if page != nil {
 		apiOpts = append(apiOpts, api.WithUI(page, ui.Patterns()...))
@@ -249,6 +263,42 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	}
 	log.WithName("reconciler").Info("serving HTTP API", "address", ln.Addr().String())
 	return srv.ServeWhile(cmd.Context(), ln, d.Run)
+}
+
+// DaemonParts builds (once, through b) what the daemon runs on: the state
+// client and its clock, the targets, the lock service, the reconciler, the
+// git source, and where pushes arrive.
+func DaemonParts(b *wire.Builder) ([]daemon.Option, error) {
+	sc, err := b.StateClient()
+	if err != nil {
+		return nil, err
+	}
+	targets, err := b.AllTargets()
+	if err != nil {
+		return nil, err
+	}
+	svc, err := b.LockService()
+	if err != nil {
+		return nil, err
+	}
+	rec, err := b.Reconciler()
+	if err != nil {
+		return nil, err
+	}
+	src, err := b.Source()
+	if err != nil {
+		return nil, err
+	}
+	pushes, err := b.Pushes()
+	if err != nil {
+		return nil, err
+	}
+	opts := []daemon.Option{daemon.WithStateClient(sc, b.StateClock()), daemon.WithTargets(targets), daemon.WithLockService(svc),
+		daemon.WithReconciler(rec), daemon.WithSource(src), daemon.WithManifestOptions(b.ManifestOptions()...)}
+	if pushes != nil {
+		opts = append(opts, daemon.WithPushes(pushes))
+	}
+	return opts, nil
 }
 
 // notifyGrace is how long an exiting reconciler waits for queued

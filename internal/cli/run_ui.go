@@ -19,7 +19,8 @@ import (
 // webPage builds the web page of server.ui over the daemon, or nil when it
 // is off. With the GitHub App (gh), who may read and approve is decided as
 // for check-run clicks: github.approvers and the environment's policy.
-func webPage(cfg *config.Config, d *daemon.Daemon, gh *github.Client) (*ui.Server, error) {
+func webPage(b *wire.Builder, d *daemon.Daemon, gh *github.Client) (*ui.Server, error) {
+	cfg := b.Config()
 	u := cfg.Server.UI
 	if !u.On() {
 		return nil, nil
@@ -44,7 +45,7 @@ func webPage(cfg *config.Config, d *daemon.Daemon, gh *github.Client) (*ui.Serve
 		if err != nil {
 			return nil, fmt.Errorf("server.ui.oauth.clientSecretFile: %w", err)
 		}
-		tr, err := wire.HTTPTransport(cfg.Source) // a GitHub Enterprise Server behind source.caFile's CA
+		tr, err := b.HTTPTransport() // a GitHub Enterprise Server behind source.caFile's CA
 		if err != nil {
 			return nil, err
 		}

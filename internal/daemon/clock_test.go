@@ -10,6 +10,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/lease"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 )
 
 // TestTimesOnTheAPIServersClock: a replica whose own clock is two hours
@@ -21,7 +22,7 @@ func TestTimesOnTheAPIServersClock(t *testing.T) {
 		t.Run(skew.String(), func(t *testing.T) {
 			h := newHarness(t)
 			before := time.Now().Add(-2 * time.Second)
-			r := h.start(WithClock(func() time.Time { return time.Now().Add(skew) }))
+			r := h.startWith([]wire.Option{wire.WithLocalClock(func() time.Time { return time.Now().Add(skew) })})
 			waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
 			var hist = r.history(t, "devel")
 			testenv.WaitFor(t, 30*time.Second, "devel's history entry", func() bool {
@@ -78,7 +79,7 @@ func TestEnvironmentLeaseTimesOnTheAPIServersClock(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.LeaderElection.PerEnvironment = true
 	before := time.Now().Add(-2 * time.Second)
-	h.start(WithClock(func() time.Time { return time.Now().Add(2 * time.Hour) }))
+	h.startWith([]wire.Option{wire.WithLocalClock(func() time.Time { return time.Now().Add(2 * time.Hour) })})
 	leases := cluster.Env(t).Clientset.CoordinationV1().Leases(h.stateNS)
 	testenv.WaitFor(t, 30*time.Second, "devel's Lease renewed", func() bool {
 		l, err := leases.Get(t.Context(), lease.EnvName("devel"), metav1.GetOptions{})

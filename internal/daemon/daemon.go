@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/clock"
@@ -20,8 +19,6 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/lease"
 	"github.com/stagehand-gitops/stagehand/internal/state"
-	"github.com/stagehand-gitops/stagehand/internal/webhook"
-	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
@@ -57,7 +54,6 @@ type Daemon struct {
 	// daemon records or compares with a recorded one (history, sequences,
 	// locks, pins) comes from it, so replicas whose clocks disagree agree.
 	clock    *clock.Remote
-	webhook  *webhook.Receiver
 	envNames []string
 	workers  map[string]*worker
 	// shard holds the environments' Leases with
@@ -78,9 +74,12 @@ type Daemon struct {
 	deliveries *state.Deliveries
 }
 
-// New builds a Daemon from the configuration: the Kubernetes clients of the state namespace
-// and of every target, the git source, the reconciler and the lock service;
-// it starts nothing.
+// New makes a Daemon of the configuration over the parts given as options,
+// built once per process by internal/wire: the state client and its clock
+// (WithStateClient), every environment's targets (WithTargets), the lock
+// service (WithLockService), the reconciler checking its locks
+// (WithReconciler), the git source (WithSource) and, optionally, where pushes
+// arrive (WithPushes). It builds no client and starts nothing.
 func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	o := defaultOptions()
 	for _, opt := range opts {
@@ -88,59 +87,25 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 			return nil, fmt.Errorf("configuring daemon: %w", err)
 		}
 	}
-	if err := o.check(); err != nil {
+	if err := o.check(cfg); err != nil {
 		return nil, fmt.Errorf("configuring daemon: %w", err)
 	}
-	d := &Daemon{cfg: cfg, o: o, log: o.log, metrics: NewMetrics(), targets: map[string][]reconcile.Target{},
-		workers: map[string]*worker{}, envNames: cfg.EnvironmentNames(), busyWait: 30 * time.Second}
+	d := &Daemon{cfg: cfg, o: o, log: o.log, metrics: NewMetrics(), targets: o.targets,
+		workers: map[string]*worker{}, envNames: cfg.EnvironmentNames(), busyWait: 30 * time.Second,
+		clock: o.clock, lockSvc: o.lockSvc, rec: o.rec, source: o.source}
 	if o.identity == "" {
-		host, _ := os.Hostname()
-		b := make([]byte, 4)
-		_, _ = rand.Read(b)
-		d.o.identity = host + "-" + hex.EncodeToString(b)
-	}
-
-	var wopts []wire.Option
-	if o.restConfig != nil {
-		wopts = append(wopts, wire.WithRESTConfig(o.restConfig))
-	}
-	clients, err := wire.NewClients(wopts...)
-	if err != nil {
-		return nil, err
-	}
-	// The state client, its own, follows the API server's clock from its
-	// responses (Lease renewals every retry period, state reads and writes).
-	d.clock = clock.NewRemote(o.now)
-	stateConfig, err := clients.RESTConfig(cfg.State.Kubeconfig, cfg.State.Context)
-	if err != nil {
-		return nil, fmt.Errorf("state: %w", err)
-	}
-	stateConfig.Wrap(d.clock.Transport)
-	stateClient, err := kubernetes.NewForConfig(stateConfig)
-	if err != nil {
-		return nil, fmt.Errorf("state: building client: %w", err)
+		d.o.identity = DefaultIdentity()
 	}
 	d.metrics.Registry.MustRegister(clockOffset{d.clock})
 	d.metrics.now = d.clock.Now
-	d.store = state.NewStore(stateClient, cfg.State.Namespace)
-	d.deliveries = state.NewDeliveries(stateClient, cfg.State.Namespace, state.DefaultMaxDeliveries)
-	if err := d.buildTargets(clients); err != nil {
-		return nil, err
-	}
-	checker, err := d.buildLocks(clients)
-	if err != nil {
-		return nil, err
-	}
-	recOpts := append([]reconcile.Option{reconcile.WithLocks(checker, checker), reconcile.WithAuthor(LockAuthor)}, o.reconcileOpts...)
-	if d.rec, err = wire.Reconciler(cfg, wire.WithReconcileOptions(recOpts...)); err != nil {
-		return nil, err
-	}
-	if d.source, err = wire.Source(cfg.Source, wire.WithGitHubAPIURL(cfg.GitHub.APIURL), wire.WithLocalClock(o.now),
-		wire.WithSourceOptions(append([]gitsource.Option{gitsource.WithClock(d.clock.Now)}, o.sourceOpts...)...)); err != nil {
-		return nil, fmt.Errorf("configuring git source: %w", err)
-	}
-	if err := d.buildWebhook(); err != nil {
-		return nil, err
+	d.store = state.NewStore(o.stateClient, cfg.State.Namespace)
+	d.deliveries = state.NewDeliveries(o.stateClient, cfg.State.Namespace, state.DefaultMaxDeliveries)
+	if o.pushes != nil {
+		// Push events trigger the source: on the leader directly, on any
+		// other replica through a wake-up the leader watches (wake.go).
+		if err := o.pushes.OnPush(d.pushed); err != nil {
+			return nil, err
+		}
 	}
 	d.metrics.Registry.MustRegister(sourceHealth{status: d.source.Status, now: d.clock.Now})
 	for _, name := range d.envNames {
@@ -148,7 +113,7 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	}
 	if cfg.LeaderElection.PerEnvironment && d.o.election.Enable {
 		d.shard = lease.NewShard(lease.Deps{
-			Leases: stateClient.CoordinationV1().Leases(cfg.State.Namespace), Store: d.store,
+			Leases: o.stateClient.CoordinationV1().Leases(cfg.State.Namespace), Store: d.store,
 			Identity: d.o.identity, Election: d.o.election, Envs: d.envNames, Leadership: d.metrics.leadership, Now: d.clock.Now,
 			Start: d.workEnvironment, Applying: func(env string) bool { return d.workers[env].applying.Load() },
 			Logf: func(msg string, kv ...any) { d.log.Info(msg, append(kv, "identity", d.o.identity)...) },
@@ -158,69 +123,14 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	return d, nil
 }
 
-// buildTargets makes the targets of every environment, each with its Event
-// recorder (see wire.EventRecorders).
-func (d *Daemon) buildTargets(clients *wire.Clients) error {
-	rec := wire.EventRecorders(d.log, eventSource+"@"+d.o.identity, eventSource)
-	for _, name := range d.envNames {
-		targets, err := clients.Targets(d.cfg, name, rec)
-		if err != nil {
-			return err
-		}
-		d.targets[name] = targets
-	}
-	return nil
+// DefaultIdentity names a replica without WithIdentity: the host name and a
+// random suffix.
+func DefaultIdentity() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return host + "-" + hex.EncodeToString(b)
 }
-
-// buildLocks makes the lock service and the reconciler's checker.
-func (d *Daemon) buildLocks(clients *wire.Clients) (*lock.Checker, error) {
-	wopts := []wire.Option{wire.WithClock(d.clock.Now)}
-	if d.o.lockObserver != nil {
-		wopts = append(wopts, wire.WithLockObserver(d.o.lockObserver))
-	}
-	svc, err := wire.LockService(clients, d.cfg, wopts...)
-	if err != nil {
-		return nil, err
-	}
-	d.lockSvc = svc
-	// Only the leader applies, under one fixed author: a new leader takes over
-	// the deploy lock a killed one left instead of waiting for it to expire.
-	return lock.NewChecker(svc, nil, lock.TakeOverOwnLocks(LockAuthor, lock.ReservedAuthor))
-}
-
-// buildWebhook makes the webhook receiver (given, or from
-// github.webhookSecretFile) and lets push events trigger the source: on the
-// leader directly, on any other replica through a wake-up the leader
-// watches (wake.go).
-func (d *Daemon) buildWebhook() error {
-	d.webhook = d.o.webhook
-	if d.webhook == nil && d.cfg.GitHub.WebhookSecretFile != "" {
-		secret, err := config.ReadSecret(d.cfg.GitHub.WebhookSecretFile)
-		if err != nil {
-			return fmt.Errorf("github.webhookSecretFile: %w", err)
-		}
-		var opts []webhook.Option
-		if n := d.cfg.GitHub.WebhookMaxBodyBytes; n != 0 {
-			opts = append(opts, webhook.WithMaxBodyBytes(n))
-		}
-		if d.webhook, err = webhook.New(secret, opts...); err != nil {
-			return err
-		}
-	}
-	if d.webhook == nil {
-		return nil
-	}
-	push, err := webhook.OnPush(d.cfg.Source.URL, d.cfg.Source.Branch, d.pushed)
-	if err != nil {
-		return fmt.Errorf("configuring push webhook: %w", err)
-	}
-	d.webhook.Handle("push", push)
-	return nil
-}
-
-// Webhook returns the receiver mounted at /webhook/github, or nil when
-// github.webhookSecretFile is not set; register more handlers before Run.
-func (d *Daemon) Webhook() *webhook.Receiver { return d.webhook }
 
 // Now is the time on the state cluster's API server's clock, which every
 // time the daemon records is on (the local clock until its first response).
@@ -539,7 +449,7 @@ func (d *Daemon) decide(ctx context.Context, env string, dc decision) (*approval
 
 // resolve resolves env's manifest in s.
 func (d *Daemon) resolve(ctx context.Context, s gitsource.Snapshot, env string) (*manifest.Environment, error) {
-	return manifest.Resolve(ctx, s.FS, d.cfg.Source.Root, env, wire.ManifestOptions(d.cfg.Manifest)...)
+	return manifest.Resolve(ctx, s.FS, d.cfg.Source.Root, env, d.o.manifestOpts...)
 }
 
 // Plan resolves and plans env at snapshot s against the live targets without

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -47,8 +48,8 @@ func TestHandedOverApprovalThatFailsIsReported(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, "prod")
 	gate := &recordingGate{}
-	d, err := New(h.cfg, WithRESTConfig(env.Config), WithGate(gate),
-		WithSourceOptions(gitsource.WithCacheDir(t.TempDir())))
+	d, err := build(h.cfg, []wire.Option{wire.WithRESTConfig(env.Config), wire.WithSourceOptions(gitsource.WithCacheDir(t.TempDir()))},
+		WithGate(gate))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,8 +90,8 @@ func TestHandedOverApprovalThatFailsIsReported(t *testing.T) {
 func TestApprovalPlansOnce(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, "prod")
-	d, err := New(h.cfg, WithRESTConfig(cluster.Env(t).Config), WithSourceOptions(gitsource.WithCacheDir(t.TempDir())),
-		WithReconcileOptions(reconcile.WithRolloutTimeout(0)))
+	d, err := build(h.cfg, []wire.Option{wire.WithRESTConfig(cluster.Env(t).Config), wire.WithSourceOptions(gitsource.WithCacheDir(t.TempDir())),
+		wire.WithReconcileOptions(reconcile.WithRolloutTimeout(0))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -44,7 +45,7 @@ func (r *running) metricValue(t testing.TB, sample string) float64 {
 func TestSourceDownIsReported(t *testing.T) {
 	h := newHarness(t, "devel")
 	h.cfg.Source.Interval = config.Duration{Duration: time.Second}
-	r := h.start(WithResync(200*time.Millisecond), WithSourceOptions(gitsource.WithBackoff(100*time.Millisecond, 400*time.Millisecond)))
+	r := h.startWith([]wire.Option{wire.WithSourceOptions(gitsource.WithBackoff(100*time.Millisecond, 400*time.Millisecond))}, WithResync(200*time.Millisecond))
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
 	if got := r.metricValue(t, "stagehand_source_failing_seconds"); got != 0 {
 		t.Errorf("stagehand_source_failing_seconds = %v while the source answers, want 0", got)

@@ -17,6 +17,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/state"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -95,8 +96,8 @@ func newHandoverWorld(t *testing.T, required int) *handoverWorld {
 	h.cfg.Environments["prod"] = e
 	w := &handoverWorld{h: h}
 	w.newDaemo = func() *Daemon {
-		d, err := New(h.cfg, WithRESTConfig(cluster.Env(t).Config), WithSourceOptions(gitsource.WithCacheDir(t.TempDir())),
-			WithReconcileOptions(reconcile.WithRolloutTimeout(0)))
+		d, err := build(h.cfg, []wire.Option{wire.WithRESTConfig(cluster.Env(t).Config), wire.WithSourceOptions(gitsource.WithCacheDir(t.TempDir())),
+			wire.WithReconcileOptions(reconcile.WithRolloutTimeout(0))})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
@@ -149,6 +150,13 @@ func fastLeaderElection() LeaderElection {
 // start runs a daemon for h until the test ends (or stop is called).
 func (h *harness) start(opts ...Option) *running {
 	h.t.Helper()
+	return h.startWith(nil, opts...)
+}
+
+// startWith is start with wopts added to the options of the daemon's
+// parts' builder (internal/wire).
+func (h *harness) startWith(wopts []wire.Option, opts ...Option) *running {
+	h.t.Helper()
 	env := cluster.Env(h.t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -158,12 +166,9 @@ func (h *harness) start(opts ...Option) *running {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	base := []Option{
-		WithRESTConfig(env.Config), WithWebhook(recv),
-		WithLeaderElection(fastLeaderElection()),
-		WithSourceOptions(gitsource.WithCacheDir(h.t.TempDir()), gitsource.WithJitter(0)),
-	}
-	d, err := New(h.cfg, append(base, opts...)...)
+	base := []wire.Option{wire.WithRESTConfig(env.Config), wire.WithWebhook(recv),
+		wire.WithSourceOptions(gitsource.WithCacheDir(h.t.TempDir()), gitsource.WithJitter(0))}
+	d, err := build(h.cfg, append(base, wopts...), append([]Option{WithLeaderElection(fastLeaderElection())}, opts...)...)
 	if err != nil {
 		h.t.Fatalf("New: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/notify"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
@@ -93,8 +94,8 @@ func TestSequenceNotifiedWithoutDelay(t *testing.T) {
 		_ = nt.Close(cctx)
 	})
 	test := &runner{result: sequence.Result{Result: promote.ResultPass}}
-	d, _, _ := sequenceDaemon(t, h, WithTask(promote.TaskTest, test.run), WithGate(approval.Gates(&recordingGate{}, nt)),
-		WithSequenceListener(nt), WithLockObserver(nt.LockChanged))
+	d, _, _ := sequenceDaemonWith(t, h, []wire.Option{wire.WithLockObserver(nt.LockChanged)},
+		WithTask(promote.TaskTest, test.run), WithGate(approval.Gates(&recordingGate{}, nt)), WithSequenceListener(nt))
 
 	done := make(chan error, 1)
 	go func() { done <- d.Once(ctx) }()

@@ -6,38 +6,43 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/rest"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/clock"
+	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/lease"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
-	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
+	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 	"github.com/stagehand-gitops/stagehand/pkg/verify"
 )
 
 type options struct {
-	log           logr.Logger
-	gate          approval.Gate
-	election      LeaderElection
-	identity      string
-	restConfig    *rest.Config
-	webhook       *webhook.Receiver
-	reconcileOpts []reconcile.Option
-	sourceOpts    []gitsource.Option
-	applyGrace    time.Duration
-	resync        time.Duration
-	repropose     time.Duration
-	tasks         map[string]sequence.Runner
-	verifier      *verify.Verifier
-	listener      sequence.Listener
-	rollbackHook  RollbackHook
-	authors       approval.Authors
-	lockObserver  lock.Observer
-	now           func() time.Time
+	log      logr.Logger
+	gate     approval.Gate
+	election LeaderElection
+	identity string
+	// The parts built by internal/wire.
+	stateClient  kubernetes.Interface
+	clock        *clock.Remote
+	targets      map[string][]reconcile.Target
+	lockSvc      *lock.Service
+	rec          *reconcile.Reconciler
+	source       *gitsource.Source
+	pushes       Pushes
+	manifestOpts []manifest.Option
+	applyGrace   time.Duration
+	resync       time.Duration
+	repropose    time.Duration
+	tasks        map[string]sequence.Runner
+	verifier     *verify.Verifier
+	listener     sequence.Listener
+	rollbackHook RollbackHook
+	authors      approval.Authors
 	// reportBackoff, reportBackoffMax: WithOutcomeRetry.
 	reportBackoff, reportBackoffMax time.Duration
 }
@@ -49,7 +54,6 @@ func defaultOptions() options {
 		election:   DefaultLeaderElection(),
 		applyGrace: 10 * time.Second,
 		repropose:  DefaultRepropose,
-		now:        time.Now,
 
 		reportBackoff:    10 * time.Second,
 		reportBackoffMax: 10 * time.Minute,
@@ -58,8 +62,28 @@ func defaultOptions() options {
 
 // check judges the options together, once every Option has been applied
 // over the defaults.
-func (o *options) check() error {
+func (o *options) check(cfg *config.Config) error {
 	var errs []error
+	if cfg == nil {
+		return errors.New("nil configuration")
+	}
+	if o.stateClient == nil || o.clock == nil {
+		errs = append(errs, errors.New("no state client: WithStateClient is required"))
+	}
+	if o.lockSvc == nil {
+		errs = append(errs, errors.New("no lock service: WithLockService is required"))
+	}
+	if o.rec == nil {
+		errs = append(errs, errors.New("no reconciler: WithReconciler is required"))
+	}
+	if o.source == nil {
+		errs = append(errs, errors.New("no git source: WithSource is required"))
+	}
+	for _, env := range cfg.EnvironmentNames() {
+		if _, ok := o.targets[env]; !ok {
+			errs = append(errs, fmt.Errorf("environments.%s: no targets given (WithTargets)", env))
+		}
+	}
 	if o.applyGrace < 0 {
 		errs = append(errs, fmt.Errorf("apply grace: must not be negative, got %s", o.applyGrace))
 	}
@@ -127,29 +151,84 @@ func WithIdentity(id string) Option {
 	return func(o *options) error { o.identity = id; return nil }
 }
 
-// WithRESTConfig makes every Kubernetes client (state, locks, all targets)
-// use cfg instead of the kubeconfig files of the configuration.
-func WithRESTConfig(cfg *rest.Config) Option {
-	return func(o *options) error { o.restConfig = rest.CopyConfig(cfg); return nil }
+// Pushes is where the daemon hears of pushes to the source's branch
+// (internal/wire's push events of the webhook receiver): OnPush registers
+// trigger, called for every push.
+type Pushes interface {
+	OnPush(trigger func()) error
 }
 
-// WithWebhook uses r as the webhook receiver (internal/api mounts it at
-// /webhook/github) instead of one built from github.webhookSecretFile. Either
-// way the daemon registers a "push" handler on it that wakes the git source;
-// register others (check_run) before Run.
-func WithWebhook(r *webhook.Receiver) Option {
-	return func(o *options) error { o.webhook = r; return nil }
+// WithStateClient sets the client of the state namespace's cluster and the
+// clock of its API server, followed from that client's responses
+// (internal/wire's Builder.StateClient and StateClock): every time the daemon
+// records or compares with a recorded one is on it.
+func WithStateClient(c kubernetes.Interface, apiServer *clock.Remote) Option {
+	return func(o *options) error {
+		if c == nil || apiServer == nil {
+			return errors.New("state client: nil client or clock")
+		}
+		o.stateClient, o.clock = c, apiServer
+		return nil
+	}
 }
 
-// WithReconcileOptions adds options to the pkg/reconcile Reconciler after
-// those derived from the configuration.
-func WithReconcileOptions(opts ...reconcile.Option) Option {
-	return func(o *options) error { o.reconcileOpts = append(o.reconcileOpts, opts...); return nil }
+// WithTargets sets every environment's reconcile targets, by environment
+// name (Builder.AllTargets).
+func WithTargets(t map[string][]reconcile.Target) Option {
+	return func(o *options) error { o.targets = t; return nil }
 }
 
-// WithSourceOptions adds options to the pkg/gitsource Source.
-func WithSourceOptions(opts ...gitsource.Option) Option {
-	return func(o *options) error { o.sourceOpts = append(o.sourceOpts, opts...); return nil }
+// WithLockService sets the lock service the reconciler checks and the API
+// serves (Builder.LockService).
+func WithLockService(svc *lock.Service) Option {
+	return func(o *options) error {
+		if svc == nil {
+			return errors.New("lock service: nil")
+		}
+		o.lockSvc = svc
+		return nil
+	}
+}
+
+// WithReconciler sets the reconciler (Builder.Reconciler): it checks the
+// lock service's locks under LockAuthor, taking over its own.
+func WithReconciler(r *reconcile.Reconciler) Option {
+	return func(o *options) error {
+		if r == nil {
+			return errors.New("reconciler: nil")
+		}
+		o.rec = r
+		return nil
+	}
+}
+
+// WithSource sets the git source of the manifests (Builder.Source).
+func WithSource(s *gitsource.Source) Option {
+	return func(o *options) error {
+		if s == nil {
+			return errors.New("git source: nil")
+		}
+		o.source = s
+		return nil
+	}
+}
+
+// WithPushes makes pushes heard by p wake the source (default: it is
+// polled only).
+func WithPushes(p Pushes) Option {
+	return func(o *options) error {
+		if p == nil {
+			return errors.New("pushes: nil")
+		}
+		o.pushes = p
+		return nil
+	}
+}
+
+// WithManifestOptions sets how the manifests are resolved
+// (internal/wire's ManifestOptions of the manifest: section).
+func WithManifestOptions(opts ...manifest.Option) Option {
+	return func(o *options) error { o.manifestOpts = append(o.manifestOpts, opts...); return nil }
 }
 
 // WithApplyGrace sets how long an apply in progress may go on after shutdown
@@ -174,20 +253,6 @@ func WithRepropose(d time.Duration) Option {
 			return fmt.Errorf("repropose: must be positive, got %s", d)
 		}
 		o.repropose = d
-		return nil
-	}
-}
-
-// WithClock sets this host's wall clock (default time.Now). The daemon
-// records and compares times on the state cluster's API server's clock,
-// followed from the Date headers of its responses (internal/clock): now is
-// what that offset is measured against.
-func WithClock(now func() time.Time) Option {
-	return func(o *options) error {
-		if now == nil {
-			return errors.New("configuring daemon: nil clock")
-		}
-		o.now = now
 		return nil
 	}
 }
@@ -250,17 +315,4 @@ func WithSequenceListener(l sequence.Listener) Option {
 // opens the pull request that brings git in line with the cluster, and a hold.
 func WithRollbackHook(h RollbackHook) Option {
 	return func(o *options) error { o.rollbackHook = h; return nil }
-}
-
-// WithLockObserver makes o hear every lock taken and removed through the
-// daemon's lock service (its API and its CLI clients; internal/notify's
-// Notifier sends them as lock.taken and lock.released).
-func WithLockObserver(o lock.Observer) Option {
-	return func(opts *options) error {
-		if o == nil {
-			return errors.New("configuring daemon: nil lock observer")
-		}
-		opts.lockObserver = o
-		return nil
-	}
 }

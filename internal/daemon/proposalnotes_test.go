@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
@@ -40,7 +41,7 @@ func TestAutoApprovedPlanReadsNoHold(t *testing.T) {
 			return rt.RoundTrip(r)
 		})
 	})
-	r := h.start(WithRESTConfig(cfg))
+	r := h.startWith([]wire.Option{wire.WithRESTConfig(cfg)})
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
 	testenv.WaitFor(t, 30*time.Second, "devel's first apply recorded", func() bool {
 		hist, err := r.d.History(context.Background(), "devel")

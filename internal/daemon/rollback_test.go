@@ -20,6 +20,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -36,6 +37,7 @@ type rollbackWorld struct {
 	gate    *heardGate
 	hook    *hookCalls
 	opts    []Option
+	wopts   []wire.Option
 }
 
 // heardGate is a Gate that records Completed outcomes.
@@ -100,8 +102,9 @@ func newRollbackWorld(t *testing.T, onFailed string) *rollbackWorld {
 			return rt.RoundTrip(r)
 		})
 	})
-	w.opts = []Option{WithRESTConfig(cfg), WithGate(w.gate), WithResync(200 * time.Millisecond), WithRollbackHook(w.hook.hook)}
-	w.r = w.h.start(w.opts...)
+	w.wopts = []wire.Option{wire.WithRESTConfig(cfg)}
+	w.opts = []Option{WithGate(w.gate), WithResync(200 * time.Millisecond), WithRollbackHook(w.hook.hook)}
+	w.r = w.h.startWith(w.wopts, w.opts...)
 	waitImage(t, w.ns, "web", imageRepo+"web:1.0.0")
 	testenv.WaitFor(t, 30*time.Second, "the first apply recorded", func() bool { return len(w.history(t)) == 1 })
 	return w
@@ -246,7 +249,7 @@ func TestRollbackOfAFailedRollout(t *testing.T) {
 	// Not applied again: over resyncs, and after a restart.
 	w.waitPasses(t, 3)
 	w.r.stop()
-	w.r = w.h.start(w.opts...)
+	w.r = w.h.startWith(w.wopts, w.opts...)
 	w.waitPasses(t, 3)
 	if n := w.patches.Load() - before; n != 2 {
 		t.Errorf("%d patches of web after resyncs and a restart; want still 2", n)
@@ -325,7 +328,7 @@ func TestRollbackContinuesAfterARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := w.patches.Load()
-	w.r = w.h.start(w.opts...)
+	w.r = w.h.startWith(w.wopts, w.opts...)
 	waitImage(t, w.ns, "web", imageRepo+"web:1.0.0")
 	var hist []approval.Entry
 	testenv.WaitFor(t, 30*time.Second, "the rolled-back entry", func() bool { hist = w.history(t); return len(hist) == 2 })

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -91,10 +92,17 @@ const testPipeline = `stages:
 
 func sequenceDaemon(t *testing.T, h *harness, opts ...Option) (*Daemon, *recordingGate, *listener) {
 	t.Helper()
+	return sequenceDaemonWith(t, h, nil, opts...)
+}
+
+// sequenceDaemonWith is sequenceDaemon with wopts added to the options of
+// the daemon's parts' builder.
+func sequenceDaemonWith(t *testing.T, h *harness, wopts []wire.Option, opts ...Option) (*Daemon, *recordingGate, *listener) {
+	t.Helper()
 	gate, l := &recordingGate{}, &listener{}
-	base := []Option{WithRESTConfig(cluster.Env(t).Config), WithGate(gate), WithSequenceListener(l),
-		WithSourceOptions(gitsource.WithCacheDir(t.TempDir())), WithReconcileOptions(reconcile.WithRolloutTimeout(0))}
-	d, err := New(h.cfg, append(base, opts...)...)
+	base := []wire.Option{wire.WithRESTConfig(cluster.Env(t).Config), wire.WithSourceOptions(gitsource.WithCacheDir(t.TempDir())),
+		wire.WithReconcileOptions(reconcile.WithRolloutTimeout(0))}
+	d, err := build(h.cfg, append(base, wopts...), append([]Option{WithGate(gate), WithSequenceListener(l)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 )
 
 var sixEnvs = []string{"devel", "qa", "stage", "prod", "eu", "us"}
@@ -247,7 +248,7 @@ func TestFencedStateWrites(t *testing.T) {
 	cfg := rest.CopyConfig(cluster.Env(t).Config)
 	p := &pausable{}
 	cfg.Wrap(p.wrap)
-	a := h.start(WithIdentity("replica-a"), WithLeaderElection(shardElection()), WithRESTConfig(cfg))
+	a := h.startWith([]wire.Option{wire.WithRESTConfig(cfg)}, WithIdentity("replica-a"), WithLeaderElection(shardElection()))
 	testenv.WaitFor(t, 20*time.Second, "a to hold devel", func() bool { return slices.Contains(a.d.Held(), "devel") })
 	b := h.start(WithIdentity("replica-b"), WithLeaderElection(shardElection()))
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")

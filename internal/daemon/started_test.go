@@ -9,6 +9,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/state"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -48,8 +49,8 @@ func TestStarterHearsTheApplyUnderWay(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, "prod")
 	gate := &startingGate{}
-	d, err := New(h.cfg, WithRESTConfig(cluster.Env(t).Config), WithGate(gate), WithSourceOptions(gitsource.WithCacheDir(t.TempDir())),
-		WithReconcileOptions(reconcile.WithRolloutTimeout(0)))
+	d, err := build(h.cfg, []wire.Option{wire.WithRESTConfig(cluster.Env(t).Config), wire.WithSourceOptions(gitsource.WithCacheDir(t.TempDir())),
+		wire.WithReconcileOptions(reconcile.WithRolloutTimeout(0))}, WithGate(gate))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/state/statetest"
 	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
@@ -28,7 +29,7 @@ func TestStoreLargeState(t *testing.T) {
 	env := cluster.Env(t)
 	ctx := context.Background()
 	h := newHarness(t, "prod")
-	d, err := New(h.cfg, WithRESTConfig(env.Config), WithSourceOptions(gitsource.WithCacheDir(t.TempDir())))
+	d, err := build(h.cfg, []wire.Option{wire.WithRESTConfig(env.Config), wire.WithSourceOptions(gitsource.WithCacheDir(t.TempDir()))})
 	if err != nil {
 		t.Fatal(err)
 	}

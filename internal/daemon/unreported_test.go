@@ -13,6 +13,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/state"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -60,8 +61,8 @@ func TestUnreportedBounded(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, "prod")
 	gate := &downGate{down: true}
-	d, err := New(h.cfg, WithRESTConfig(cluster.Env(t).Config), WithGate(gate), WithSourceOptions(gitsource.WithCacheDir(t.TempDir())),
-		WithOutcomeRetry(time.Millisecond, time.Millisecond))
+	d, err := build(h.cfg, []wire.Option{wire.WithRESTConfig(cluster.Env(t).Config), wire.WithSourceOptions(gitsource.WithCacheDir(t.TempDir()))},
+		WithGate(gate), WithOutcomeRetry(time.Millisecond, time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -206,7 +206,7 @@ func TestVerificationPropertiesCheckedBeforeApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := New(h.cfg, WithRESTConfig(cluster.Env(t).Config), WithVerifier(v), WithSourceOptions(gitsource.WithCacheDir(t.TempDir())))
+	d, err := build(h.cfg, []wire.Option{wire.WithRESTConfig(cluster.Env(t).Config), wire.WithSourceOptions(gitsource.WithCacheDir(t.TempDir()))}, WithVerifier(v))
 	if err != nil {
 		t.Fatal(err)
 	}

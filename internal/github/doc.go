@@ -6,11 +6,13 @@
 //
 // Wiring (as `reconciler run` does it):
 //
-//	gh, _ := github.New(cfg.GitHub)
-//	d, _ := daemon.New(cfg, daemon.WithGate(approval.Gates(approval.Manual(), github.NewGate(gh))))
-//	preview := github.NewBranchPreviewer(cfg.Source, cfg.EnvironmentNames(), d.Plan)
+//	b, _ := wire.New(cfg)                 // internal/wire builds the client, once per process
+//	gh, _ := b.GitHub()
+//	d, _ := daemon.New(cfg, append(parts, daemon.WithGate(approval.Gates(approval.Manual(), github.NewGate(gh))))...)
+//	preview := github.NewBranchPreviewer(cfg.Source.CacheDir, cfg.EnvironmentNames(), d.Plan, b.BranchSource)
 //	h, _ := github.NewHandler(gh, d, preview, cfg.Source.Branch, github.OnDecisionError(logIt))
-//	h.Register(d.Webhook())
+//	recv, _ := b.Webhook()
+//	h.Register(recv)
 //	defer func() { h.StopPreviews(); h.Wait() }() // clicks are decided after their answer; let the last ones finish
 //
 // A click may reach any replica: the daemon's Approve hands it to the leader through the state ConfigMap

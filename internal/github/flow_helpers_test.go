@@ -11,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/cli"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/github"
@@ -23,6 +26,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/registrytest"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -178,19 +182,26 @@ func (f *flow) startReplica(le daemon.LeaderElection) *replica {
 	if f.repropose != 0 {
 		opts = append(opts, daemon.WithRepropose(f.repropose))
 	}
-	d, err := daemon.New(f.cfg, append(opts,
+	// As `reconciler run` composes it: the daemon's parts built once by internal/wire.
+	b, err := wire.New(f.cfg, append(wire.DaemonOptions("flow-test", logr.Discard()), wire.WithWebhook(recv), wire.WithRESTConfig(env.Config),
+		wire.WithReconcileOptions(reconcile.WithRolloutTimeout(f.rolloutTimeout)))...) // no scheduler here: patched is the end
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	parts, err := cli.DaemonParts(b)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	d, err := daemon.New(f.cfg, append(append(parts, opts...),
 		daemon.WithGate(f.gate(client)),
 		daemon.WithAuthors(client), // as `reconciler run` wires it: four-eyes by GitHub login
-		daemon.WithWebhook(recv),
-		daemon.WithRESTConfig(env.Config),
 		daemon.WithLeaderElection(le),
-		daemon.WithReconcileOptions(reconcile.WithRolloutTimeout(f.rolloutTimeout)), // no scheduler here: patched is the end
 	)...)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	// As `reconciler run` wires it: PR previews plan with the daemon's own planner.
-	var preview github.Previewer = github.NewBranchPreviewer(f.cfg.Source, f.cfg.EnvironmentNames(), d.Plan)
+	var preview github.Previewer = github.NewBranchPreviewer(f.cfg.Source.CacheDir, f.cfg.EnvironmentNames(), d.Plan, b.BranchSource)
 	if f.wrapPreview != nil {
 		preview = f.wrapPreview(preview)
 	}

@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stagehand-gitops/stagehand/internal/config"
-	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -22,15 +20,19 @@ import (
 // daemon's planner: resolve the manifest, then reconcile's Plan on the environment's targets).
 type PlanFunc func(ctx context.Context, s gitsource.Snapshot, env string) (*reconcile.Plan, error)
 
+// SourceFunc returns a read-only git source of branch of the manifests repository, with its cache in dir
+// (internal/wire's Builder.BranchSource: the source's URL, credentials and transport).
+type SourceFunc func(branch, dir string) (*gitsource.Source, error)
+
 // BranchPreviewer is the Previewer of PR previews: it fetches the pull request's head branch from the
-// manifests repository with pkg/gitsource (the source's URL and credentials) and plans every environment.
-// Each branch has its own cache directory under previews/ in source.cacheDir, used by one preview at a
-// time; RemoveCache and SweepCaches remove them.
+// manifests repository with a source of SourceFunc and plans every environment. Each branch has its own
+// cache directory under previews/ in source.cacheDir, used by one preview at a time; RemoveCache and
+// SweepCaches remove them.
 type BranchPreviewer struct {
-	src  config.Source
-	envs []string
-	plan PlanFunc
-	opts []wire.Option
+	cacheDir string
+	envs     []string
+	plan     PlanFunc
+	source   SourceFunc
 
 	mu    sync.Mutex
 	locks map[string]*branchLock // by cache directory name
@@ -44,10 +46,10 @@ type branchLock struct {
 
 var _ Previewer = (*BranchPreviewer)(nil)
 
-// NewBranchPreviewer previews envs of branches of the repository src names, planning with plan. opts are
-// added to the source's; the cache directory is always the branch's own.
-func NewBranchPreviewer(src config.Source, envs []string, plan PlanFunc, opts ...wire.Option) *BranchPreviewer {
-	return &BranchPreviewer{src: src, envs: envs, plan: plan, opts: opts, locks: map[string]*branchLock{}}
+// NewBranchPreviewer previews envs of branches fetched by sources of source, planning with plan; the
+// branches' caches are under previews/ in cacheDir (source.cacheDir; empty: the user's cache directory).
+func NewBranchPreviewer(cacheDir string, envs []string, plan PlanFunc, source SourceFunc) *BranchPreviewer {
+	return &BranchPreviewer{cacheDir: cacheDir, envs: envs, plan: plan, source: source, locks: map[string]*branchLock{}}
 }
 
 // Preview fetches headRef and plans each environment of it. When the branch has moved past headSHA it
@@ -61,14 +63,9 @@ func (p *BranchPreviewer) Preview(ctx context.Context, headRef, headSHA string) 
 	unlock := p.lock(name)
 	defer unlock()
 	dir := filepath.Join(root, name)
-	cfg := p.src
-	cfg.Branch, cfg.Schedule, cfg.Verify = headRef, "", nil // read-only: nothing of a preview is applied
-	if cfg.Interval.Duration <= 0 {
-		cfg.Interval.Duration = time.Minute
-	}
-	src, err := wire.Source(cfg, append(p.opts[:len(p.opts):len(p.opts)], wire.WithSourceOptions(gitsource.WithCacheDir(dir)))...)
+	src, err := p.source(headRef, dir)
 	if err != nil {
-		return nil, fmt.Errorf("configuring source for branch %s: %w", headRef, err)
+		return nil, err
 	}
 	snap, err := src.Poll(ctx)
 	// Touched on every use, so that the age sweep only removes caches of branches no longer previewed.
@@ -142,7 +139,7 @@ func (p *BranchPreviewer) SweepCaches(olderThan time.Duration) error {
 
 // cacheRoot is previews/ under source.cacheDir (or the gitsource default).
 func (p *BranchPreviewer) cacheRoot() (string, error) {
-	root := p.src.CacheDir
+	root := p.cacheDir
 	if root == "" {
 		d, err := os.UserCacheDir()
 		if err != nil {

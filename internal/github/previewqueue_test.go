@@ -20,6 +20,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -225,7 +226,7 @@ func newPreviewRepo(t *testing.T) *previewRepo {
 	planFn := func(_ context.Context, s gitsource.Snapshot, env string) (*reconcile.Plan, error) {
 		return plan(env, s.Revision, 1), nil
 	}
-	r.bp = github.NewBranchPreviewer(config.Source{URL: url, Branch: "main", CacheDir: r.cache}, []string{"prod"}, planFn)
+	r.bp = branchPreviewer(t, config.Source{URL: url, Branch: "main", CacheDir: r.cache}, []string{"prod"}, planFn)
 	return r
 }
 
@@ -401,7 +402,7 @@ func TestBranchPreviewerOnePreviewPerBranchCache(t *testing.T) {
 		return plan(env, s.Revision, 1), nil
 	}
 	src := config.Source{URL: r.git.RepoURL("manifests"), Branch: "main", CacheDir: r.cache}
-	bp := github.NewBranchPreviewer(src, []string{"prod"}, planFn)
+	bp := branchPreviewer(t, src, []string{"prod"}, planFn)
 	var wg sync.WaitGroup
 	for range 3 {
 		wg.Go(func() {
@@ -481,4 +482,15 @@ func TestPreviewQueueIgnoresALateOlderDelivery(t *testing.T) {
 	if diff := cmp.Diff(map[string]int{second: 2}, previewRuns(f)); diff != "" {
 		t.Errorf("preview runs by head (-want +got):\n%s", diff)
 	}
+}
+
+// branchPreviewer is the PR previewer of src as `reconciler run` builds it: its branches' sources from
+// internal/wire's Builder.
+func branchPreviewer(t *testing.T, src config.Source, envs []string, plan github.PlanFunc) *github.BranchPreviewer {
+	t.Helper()
+	b, err := wire.New(&config.Config{Source: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return github.NewBranchPreviewer(src.CacheDir, envs, plan, b.BranchSource)
 }

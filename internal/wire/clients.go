@@ -32,6 +32,11 @@ func NewClients(opts ...Option) (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configuring Kubernetes clients: %w", err)
 	}
+	return newClients(o)
+}
+
+// newClients is NewClients with its options applied.
+func newClients(o options) (*Clients, error) {
 	return &Clients{o: o, configs: map[[2]string]*rest.Config{}, clients: map[[2]string]kubernetes.Interface{},
 		targets: map[targetKey]kubernetes.Interface{}, watches: map[[2]string]*secretWatch{}, stop: make(chan struct{})}, nil
 }

@@ -3,15 +3,20 @@
 // the lock service, the reconciler, the git source and the manifest options.
 //
 // It is the one place where configuration becomes components, so that
-// `reconciler plan`, `reconciler apply`, `reconciler run` and prbot talk to
-// clusters, locks and the manifests repository the same way:
+// `reconciler plan`, `reconciler apply`, `reconciler run`, the PR previews
+// and prbot talk to clusters, locks, GitHub and the manifests repository the
+// same way. A Builder builds each part of one process once, on first use:
 //
-//	clients, err := wire.NewClients()                        // one client per kubeconfig and context
-//	targets, err := clients.Targets(cfg, "production", nil)  // reconcile.Target per configured target
-//	locks, err := wire.LockService(clients, cfg)             // locks.storage in the state cluster
-//	rec, err := wire.Reconciler(cfg, wire.WithReconcileOptions(reconcile.WithLocks(c, c)))
-//	src, err := wire.Source(cfg.Source)                      // pkg/gitsource with source.* translated
-//	env, err := manifest.Resolve(ctx, fsys, root, name, wire.ManifestOptions(cfg.Manifest)...)
+//	b, err := wire.New(cfg, wire.DaemonOptions(identity, log)...)
+//	targets, err := b.AllTargets()         // reconcile.Target per configured target, one client per cluster
+//	locks, err := b.LockService()          // locks.storage in the state cluster
+//	rec, err := b.Reconciler()             // checking locks, as WithAuthor
+//	src, err := b.Source()                 // pkg/gitsource with source.* translated
+//	gh, err := b.GitHub()                  // github.app, over the one transport to GitHub
+//	authn, err := b.Authenticator()        // server.tokensFile, GitHub and Kubernetes tokens
+//
+// The functions NewClients, LockService, Reconciler and Source build one
+// part alone (the lock command's own cluster, for example).
 //
 // Every Kubernetes client speaks protobuf, has no client-side rate limit
 // (the reconciler bounds its requests in flight with workloads.concurrency

@@ -17,6 +17,11 @@ func LockService(c *Clients, cfg *config.Config, opts ...Option) (*lock.Service,
 	if err != nil {
 		return nil, fmt.Errorf("locks: %w", err)
 	}
+	return lockService(c, cfg, o)
+}
+
+// lockService is LockService with its options applied.
+func lockService(c *Clients, cfg *config.Config, o options) (*lock.Service, error) {
 	var st lock.Storage
 	switch cfg.Locks.Storage {
 	case "memory":

@@ -9,6 +9,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
 
+	"github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -50,6 +52,13 @@ type options struct {
 	now           func() time.Time
 	local         func() time.Time
 	lockObserver  lock.Observer
+	// Builder only.
+	recorders        Recorders
+	author           string
+	takeOverOwnLocks bool
+	formerAuthors    []string
+	webhook          *webhook.Receiver
+	githubOpts       []github.Option
 }
 
 func defaultOptions() options {
@@ -169,4 +178,49 @@ func WithClock(now func() time.Time) Option {
 		o.now = now
 		return nil
 	}
+}
+
+// WithRecorders gives each target the Builder builds recorders(client) as
+// its Event recorder (the daemon's: EventRecorders); without it reconcile
+// writes Events through the target's client itself.
+func WithRecorders(r Recorders) Option {
+	return func(o *options) error { o.recorders = r; return nil }
+}
+
+// WithAuthor names who the Builder's reconciler takes deploy locks and
+// writes Events as (default reconcile.DefaultAuthor).
+func WithAuthor(name string) Option {
+	return func(o *options) error {
+		if name == "" {
+			return errors.New("author: empty")
+		}
+		o.author = name
+		return nil
+	}
+}
+
+// WithTakeOverOwnLocks makes the Builder's reconciler take over the deploy
+// locks its author (WithAuthor), or formerly, left behind instead of waiting
+// for them to expire: only for the daemon, whose replicas all apply as
+// lock.ReconcilerAuthor.
+func WithTakeOverOwnLocks(formerly ...string) Option {
+	return func(o *options) error { o.takeOverOwnLocks, o.formerAuthors = true, formerly; return nil }
+}
+
+// WithWebhook makes the Builder's webhook receiver r instead of one built
+// from github.webhookSecretFile.
+func WithWebhook(r *webhook.Receiver) Option {
+	return func(o *options) error {
+		if r == nil {
+			return errors.New("webhook receiver: nil")
+		}
+		o.webhook = r
+		return nil
+	}
+}
+
+// WithGitHubOptions adds options to the Builder's GitHub client after those
+// derived from the configuration (transport, approvals, clock).
+func WithGitHubOptions(opts ...github.Option) Option {
+	return func(o *options) error { o.githubOpts = append(o.githubOpts, opts...); return nil }
 }

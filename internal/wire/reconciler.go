@@ -15,6 +15,12 @@ func Reconciler(cfg *config.Config, opts ...Option) (*reconcile.Reconciler, erro
 	if err != nil {
 		return nil, fmt.Errorf("configuring reconciler: %w", err)
 	}
+	return reconciler(cfg, o.reconcileOpts)
+}
+
+// reconciler builds the reconciler of cfg with extra after the options
+// derived from the configuration.
+func reconciler(cfg *config.Config, extra []reconcile.Option) (*reconcile.Reconciler, error) {
 	ropts := []reconcile.Option{
 		reconcile.WithSelectorLabel(cfg.Workloads.SelectorLabel),
 		reconcile.WithVerifyDigests(cfg.Registry.VerifyDigests == nil || *cfg.Registry.VerifyDigests),
@@ -30,7 +36,7 @@ func Reconciler(cfg *config.Config, opts ...Option) (*reconcile.Reconciler, erro
 		return nil, fmt.Errorf("configuring reconciler: %w", err)
 	}
 	ropts = append(ropts, regOpts...)
-	r, err := reconcile.New(append(ropts, o.reconcileOpts...)...)
+	r, err := reconcile.New(append(ropts, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("configuring reconciler: %w", err)
 	}

@@ -24,6 +24,11 @@ func Source(src config.Source, opts ...Option) (*gitsource.Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configuring git source: %w", err)
 	}
+	return source(src, o)
+}
+
+// source is Source with its options applied.
+func source(src config.Source, o options) (*gitsource.Source, error) {
 	if src.URL == "" {
 		return nil, errors.New("source.url: required")
 	}
@@ -80,6 +85,7 @@ func Source(src config.Source, opts ...Option) (*gitsource.Source, error) {
 	case a.GitHubApp != nil:
 		rt := o.httpTransport
 		if rt == nil {
+			var err error
 			if rt, err = HTTPTransport(src); err != nil {
 				return nil, err
 			}
