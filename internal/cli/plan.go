@@ -16,7 +16,6 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
-	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -71,11 +70,16 @@ func (f *planFlags) setup(cmd *cobra.Command) (*planSetup, error) {
 	if !ok {
 		return nil, usagef("unknown environment %q; configured: %s", f.env, strings.Join(cfg.EnvironmentNames(), ", "))
 	}
-	fsys, revision, err := f.manifests(ctx, cfg)
+	// Every part built once, as reconciler run builds them; deploy locks and Events are this command's author's.
+	b, err := wire.New(cfg, wire.WithAuthor(author()))
 	if err != nil {
 		return nil, err
 	}
-	e, err := manifest.Resolve(ctx, fsys, cfg.Source.Root, f.env, wire.ManifestOptions(cfg.Manifest)...)
+	fsys, revision, err := f.manifests(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	e, err := manifest.Resolve(ctx, fsys, cfg.Source.Root, f.env, b.ManifestOptions()...)
 	if err != nil {
 		var list *manifest.ErrorList
 		if errors.As(err, &list) {
@@ -87,23 +91,11 @@ func (f *planFlags) setup(cmd *cobra.Command) (*planSetup, error) {
 	for _, w := range e.Warnings {
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w.Error())
 	}
-	clients, err := wire.NewClients()
+	targets, err := b.Targets(f.env)
 	if err != nil {
 		return nil, err
 	}
-	targets, err := clients.Targets(cfg, f.env, nil)
-	if err != nil {
-		return nil, err
-	}
-	svc, err := wire.LockService(clients, cfg)
-	if err != nil {
-		return nil, err
-	}
-	checker, err := lock.NewChecker(svc, nil)
-	if err != nil {
-		return nil, err
-	}
-	rec, err := wire.Reconciler(cfg, wire.WithReconcileOptions(reconcile.WithLocks(checker, checker), reconcile.WithAuthor(author())))
+	rec, err := b.Reconciler()
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +108,8 @@ func (f *planFlags) setup(cmd *cobra.Command) (*planSetup, error) {
 // manifests returns the manifests tree and its revision: the --dir checkout
 // (revision = its HEAD commit, or "local" outside git) or the newest commit of
 // the configured branch.
-func (f *planFlags) manifests(ctx context.Context, cfg *config.Config) (fs.FS, string, error) {
+func (f *planFlags) manifests(ctx context.Context, b *wire.Builder) (fs.FS, string, error) {
+	cfg := b.Config()
 	if f.dir != "" {
 		rev := "local"
 		if repo, err := git.PlainOpenWithOptions(f.dir, &git.PlainOpenOptions{DetectDotGit: true}); err == nil {
@@ -129,7 +122,7 @@ func (f *planFlags) manifests(ctx context.Context, cfg *config.Config) (fs.FS, s
 	if cfg.Source.URL == "" {
 		return nil, "", usagef("source.url is not configured; pass --dir CHECKOUT")
 	}
-	src, err := wire.Source(cfg.Source, wire.WithGitHubAPIURL(cfg.GitHub.APIURL))
+	src, err := b.Source()
 	if err != nil {
 		return nil, "", err
 	}
