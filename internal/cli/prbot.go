@@ -12,7 +12,6 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/internal/config"
-	ghclient "github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
@@ -136,7 +135,12 @@ func (f *botFlags) bot(d prbotDeps, extra ...prbot.Option) (*prbot.Bot, error) {
 	if apiURL == "https://api.github.com" {
 		apiURL = ""
 	}
-	gh, err := f.github(d, config.GitHub{APIURL: apiURL, Owner: owner, Repo: name})
+	b, err := f.builder(d, &config.Config{GitHub: config.GitHub{APIURL: apiURL, Owner: owner, Repo: name},
+		Manifest: config.Manifest{AllowUnknownKeys: f.allowUnknownKeys}})
+	if err != nil {
+		return nil, err
+	}
+	gh, err := b.GitHub()
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +151,7 @@ func (f *botFlags) bot(d prbotDeps, extra ...prbot.Option) (*prbot.Bot, error) {
 	bopts := []prbot.Option{prbot.WithBase(f.base), prbot.WithRoot(f.root), prbot.WithWebURL(web),
 		// Soak, windows of merges, blocked-check times: on GitHub's clock, which check runs' times are on.
 		prbot.WithClock(gh.Now),
-		prbot.WithManifestOptions(wire.ManifestOptions(config.Manifest{AllowUnknownKeys: f.allowUnknownKeys})...)}
+		prbot.WithManifestOptions(b.ManifestOptions()...)}
 	if f.upstreamOwner != "" {
 		bopts = append(bopts, prbot.WithUpstreamOwner(f.upstreamOwner))
 	}
@@ -161,28 +165,29 @@ func (f *botFlags) bot(d prbotDeps, extra ...prbot.Option) (*prbot.Bot, error) {
 	return prbot.New(gh.REST(), owner, name, append(bopts, extra...)...)
 }
 
-// github connects to the repository of gcfg with the GitHub App flags, a
-// --token-file or $GITHUB_TOKEN, in that order.
-func (f *botFlags) github(d prbotDeps, gcfg config.GitHub) (*ghclient.Client, error) {
-	var opts []ghclient.Option
+// builder builds prbot's parts from cfg as the reconciler's are built
+// (internal/wire): the GitHub client of the repository, with the GitHub App
+// flags, a --token-file or $GITHUB_TOKEN, in that order, on d's clock.
+func (f *botFlags) builder(d prbotDeps, cfg *config.Config) (*wire.Builder, error) {
+	opts := []wire.Option{wire.WithLocalClock(d.now)}
 	switch {
 	case f.appID != 0 || f.installationID != 0 || f.privateKeyFile != "":
 		if f.appID == 0 || f.installationID == 0 || f.privateKeyFile == "" {
 			return nil, usagef("--app-id, --installation-id and --private-key-file go together")
 		}
-		gcfg.App = &config.GitHubApp{AppID: f.appID, InstallationID: f.installationID, PrivateKeyFile: f.privateKeyFile}
+		cfg.GitHub.App = &config.GitHubApp{AppID: f.appID, InstallationID: f.installationID, PrivateKeyFile: f.privateKeyFile}
 	case f.tokenFile != "":
 		tok, err := readSecret(f.tokenFile, "--token-file")
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, ghclient.WithToken(tok))
+		opts = append(opts, wire.WithGitHubToken(tok))
 	case d.env("GITHUB_TOKEN") != "":
-		opts = append(opts, ghclient.WithToken(d.env("GITHUB_TOKEN")))
+		opts = append(opts, wire.WithGitHubToken(d.env("GITHUB_TOKEN")))
 	default:
 		return nil, usagef("no GitHub credentials: pass --token-file, set $GITHUB_TOKEN, or use --app-id/--installation-id/--private-key-file")
 	}
-	return ghclient.New(gcfg, append(opts, ghclient.WithClock(d.now))...)
+	return wire.New(cfg, opts...)
 }
 
 // locks is the reconciler's lock API at --lock-server (or

@@ -122,28 +122,33 @@ func TestBuilderFromConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		edit    func(*config.Config)
+		opts    []wire.Option
 		want    built
 		wantErr string
 	}{
-		{"polled only", func(*config.Config) {}, built{}, ""},
-		{"webhook secret", func(c *config.Config) { c.GitHub.WebhookSecretFile = secret }, built{Webhook: true, Pushes: true}, ""},
-		{"webhook secret missing", func(c *config.Config) { c.GitHub.WebhookSecretFile = filepath.Join(dir, "nope") }, built{}, "github.webhookSecretFile"},
+		{"polled only", func(*config.Config) {}, nil, built{}, ""},
+		{"webhook secret", func(c *config.Config) { c.GitHub.WebhookSecretFile = secret }, nil, built{Webhook: true, Pushes: true}, ""},
+		{"webhook secret missing", func(c *config.Config) { c.GitHub.WebhookSecretFile = filepath.Join(dir, "nope") }, nil, built{}, "github.webhookSecretFile"},
 		{"github app", func(c *config.Config) {
 			c.GitHub = config.GitHub{Owner: "acme", Repo: "manifests", WebhookSecretFile: secret,
 				App: &config.GitHubApp{AppID: 1, InstallationID: 2, PrivateKeyFile: writeKey(t)}, Approvers: config.Approvers{MinPermission: "write"}}
-		}, built{Webhook: true, Pushes: true, GitHub: true}, ""},
+		}, nil, built{Webhook: true, Pushes: true, GitHub: true}, ""},
 		{"github app key missing", func(c *config.Config) {
 			c.GitHub = config.GitHub{Owner: "acme", Repo: "manifests", App: &config.GitHubApp{AppID: 1, InstallationID: 2, PrivateKeyFile: filepath.Join(dir, "nope")},
 				Approvers: config.Approvers{MinPermission: "write"}}
-		}, built{}, "github.app.privateKeyFile"},
-		{"memory locks", func(c *config.Config) { c.Locks.Storage = "memory" }, built{}, ""},
-		{"unknown locks", func(c *config.Config) { c.Locks.Storage = "etcd" }, built{}, `locks.storage: unknown storage "etcd"`},
-		{"no source url", func(c *config.Config) { c.Source.URL = "" }, built{}, "source.url: required"},
+		}, nil, built{}, "github.app.privateKeyFile"},
+		{"github token, no app (prbot)", func(c *config.Config) {
+			c.GitHub = config.GitHub{Owner: "acme", Repo: "manifests", Approvers: config.Approvers{MinPermission: "write"}}
+		},
+			[]wire.Option{wire.WithGitHubToken("ghp_x")}, built{GitHub: true}, ""},
+		{"memory locks", func(c *config.Config) { c.Locks.Storage = "memory" }, nil, built{}, ""},
+		{"unknown locks", func(c *config.Config) { c.Locks.Storage = "etcd" }, nil, built{}, `locks.storage: unknown storage "etcd"`},
+		{"no source url", func(c *config.Config) { c.Source.URL = "" }, nil, built{}, "source.url: required"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := builderConfig(t)
 			tc.edit(cfg)
-			b := newBuilder(t, cfg)
+			b := newBuilder(t, cfg, tc.opts...)
 			var got built
 			err := func() error {
 				r, err := b.Webhook()

@@ -5,9 +5,10 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/github"
 )
 
-// GitHub returns the GitHub App client of github: (nil without github.app):
-// over HTTPTransport, with every environment's approvals: policy, on GitHub's
-// clock followed from this host's (WithLocalClock), then WithGitHubOptions.
+// GitHub returns the GitHub client of github: (nil without github.app or
+// WithGitHubToken): over HTTPTransport, with every environment's approvals:
+// policy, on GitHub's clock followed from this host's (WithLocalClock), then
+// WithGitHubOptions.
 func (b *Builder) GitHub() (*github.Client, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -18,7 +19,7 @@ func (b *Builder) githubLocked() (*github.Client, error) {
 	if b.ghDone {
 		return b.gh, nil
 	}
-	if b.cfg.GitHub.App == nil {
+	if b.cfg.GitHub.App == nil && b.o.githubToken == "" {
 		b.ghDone = true
 		return nil, nil
 	}
@@ -31,6 +32,9 @@ func (b *Builder) githubLocked() (*github.Client, error) {
 		policies[env] = b.cfg.ApprovalPolicy(env)
 	}
 	opts := []github.Option{github.WithTransport(rt), github.WithApprovals(policies), github.WithClock(b.o.localNow())}
+	if b.o.githubToken != "" {
+		opts = append(opts, github.WithToken(b.o.githubToken))
+	}
 	gh, err := github.New(b.cfg.GitHub, append(opts, b.o.githubOpts...)...)
 	if err != nil {
 		return nil, err

@@ -59,6 +59,7 @@ type options struct {
 	formerAuthors    []string
 	webhook          *webhook.Receiver
 	githubOpts       []github.Option
+	githubToken      string
 }
 
 func defaultOptions() options {
@@ -223,4 +224,17 @@ func WithWebhook(r *webhook.Receiver) Option {
 // derived from the configuration (transport, approvals, clock).
 func WithGitHubOptions(opts ...github.Option) Option {
 	return func(o *options) error { o.githubOpts = append(o.githubOpts, opts...); return nil }
+}
+
+// WithGitHubToken makes the Builder's GitHub client authenticate with a
+// static token instead of github.app (prbot's --token-file or
+// $GITHUB_TOKEN).
+func WithGitHubToken(token string) Option {
+	return func(o *options) error {
+		if token == "" {
+			return errors.New("GitHub token: empty")
+		}
+		o.githubToken = token
+		return nil
+	}
 }
