@@ -266,10 +266,10 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 }
 
 // DaemonParts builds (once, through b) what the daemon runs on: the state
-// client and its clock, the targets, the lock service, the reconciler, the
+// store and its API server's clock, the targets, the lock service, the reconciler, the
 // git source, and where pushes arrive.
 func DaemonParts(b *wire.Builder) ([]daemon.Option, error) {
-	sc, err := b.StateClient()
+	st, err := b.Store()
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +293,7 @@ func DaemonParts(b *wire.Builder) ([]daemon.Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []daemon.Option{daemon.WithStateClient(sc, b.StateClock()), daemon.WithTargets(targets), daemon.WithLockService(svc),
+	opts := []daemon.Option{daemon.WithStore(st, b.StateClock()), daemon.WithTargets(targets), daemon.WithLockService(svc),
 		daemon.WithReconciler(rec), daemon.WithSource(src), daemon.WithManifestOptions(b.ManifestOptions()...)}
 	if pushes != nil {
 		opts = append(opts, daemon.WithPushes(pushes))

@@ -75,8 +75,8 @@ type Daemon struct {
 }
 
 // New makes a Daemon of the configuration over the parts given as options,
-// built once per process by internal/wire: the state client and its clock
-// (WithStateClient), every environment's targets (WithTargets), the lock
+// built once per process by internal/wire: the state store and its API
+// server's clock (WithStore), every environment's targets (WithTargets), the lock
 // service (WithLockService), the reconciler checking its locks
 // (WithReconciler), the git source (WithSource) and, optionally, where pushes
 // arrive (WithPushes). It builds no client and starts nothing.
@@ -98,8 +98,8 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	}
 	d.metrics.Registry.MustRegister(clockOffset{d.clock})
 	d.metrics.now = d.clock.Now
-	d.store = state.NewStore(o.stateClient, cfg.State.Namespace)
-	d.deliveries = state.NewDeliveries(o.stateClient, cfg.State.Namespace, state.DefaultMaxDeliveries)
+	d.store = o.store
+	d.deliveries = state.NewDeliveries(d.store.Client(), d.store.Namespace(), state.DefaultMaxDeliveries)
 	if o.pushes != nil {
 		// Push events trigger the source: on the leader directly, on any
 		// other replica through a wake-up the leader watches (wake.go).
@@ -113,7 +113,7 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	}
 	if cfg.LeaderElection.PerEnvironment && d.o.election.Enable {
 		d.shard = lease.NewShard(lease.Deps{
-			Leases: o.stateClient.CoordinationV1().Leases(cfg.State.Namespace), Store: d.store,
+			Leases: d.store.Client().CoordinationV1().Leases(d.store.Namespace()), Store: d.store,
 			Identity: d.o.identity, Election: d.o.election, Envs: d.envNames, Leadership: d.metrics.leadership, Now: d.clock.Now,
 			Start: d.workEnvironment, Applying: func(env string) bool { return d.workers[env].applying.Load() },
 			Logf: func(msg string, kv ...any) { d.log.Info(msg, append(kv, "identity", d.o.identity)...) },

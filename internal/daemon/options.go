@@ -6,13 +6,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/lease"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
@@ -27,7 +27,7 @@ type options struct {
 	election LeaderElection
 	identity string
 	// The parts built by internal/wire.
-	stateClient  kubernetes.Interface
+	store        *state.Store
 	clock        *clock.Remote
 	targets      map[string][]reconcile.Target
 	lockSvc      *lock.Service
@@ -67,8 +67,8 @@ func (o *options) check(cfg *config.Config) error {
 	if cfg == nil {
 		return errors.New("nil configuration")
 	}
-	if o.stateClient == nil || o.clock == nil {
-		errs = append(errs, errors.New("no state client: WithStateClient is required"))
+	if o.store == nil || o.clock == nil {
+		errs = append(errs, errors.New("no state store: WithStore is required"))
 	}
 	if o.lockSvc == nil {
 		errs = append(errs, errors.New("no lock service: WithLockService is required"))
@@ -158,16 +158,17 @@ type Pushes interface {
 	OnPush(trigger func()) error
 }
 
-// WithStateClient sets the client of the state namespace's cluster and the
-// clock of its API server, followed from that client's responses
-// (internal/wire's Builder.StateClient and StateClock): every time the daemon
-// records or compares with a recorded one is on it.
-func WithStateClient(c kubernetes.Interface, apiServer *clock.Remote) Option {
+// WithStore sets the state store (internal/wire's Builder.Store, over the
+// state cluster's client) and the clock of that cluster's API server,
+// followed from the store client's responses (Builder.StateClock): every
+// time the daemon records or compares with a recorded one is on it. The
+// store's client also holds the Leases and the wake-up ConfigMap.
+func WithStore(s *state.Store, apiServer *clock.Remote) Option {
 	return func(o *options) error {
-		if c == nil || apiServer == nil {
-			return errors.New("state client: nil client or clock")
+		if s == nil || apiServer == nil {
+			return errors.New("state store: nil store or clock")
 		}
-		o.stateClient, o.clock = c, apiServer
+		o.store, o.clock = s, apiServer
 		return nil
 	}
 }

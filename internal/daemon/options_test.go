@@ -19,7 +19,7 @@ func TestNewRefusesOptions(t *testing.T) {
 		{"negative apply grace", []Option{WithApplyGrace(-time.Second)}, "apply grace: must not be negative"},
 		{"nil gate", []Option{WithGate(nil)}, "nil gate"},
 		{"zero repropose", []Option{WithRepropose(0)}, "repropose: must be positive"},
-		{"no parts built", nil, "WithStateClient is required"},
+		{"no parts built", nil, "WithStore is required"},
 		{"no reconciler", nil, "WithReconciler is required"},
 		{"no source", nil, "WithSource is required"},
 		{"no lock service", nil, "WithLockService is required"},

@@ -35,7 +35,7 @@ func build(cfg *config.Config, wopts []wire.Option, opts ...Option) (*Daemon, er
 
 // partsOf is what the daemon takes from b.
 func partsOf(b *wire.Builder) ([]Option, error) {
-	sc, err := b.StateClient()
+	st, err := b.Store()
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func partsOf(b *wire.Builder) ([]Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []Option{WithStateClient(sc, b.StateClock()), WithTargets(targets), WithLockService(svc), WithReconciler(rec),
+	opts := []Option{WithStore(st, b.StateClock()), WithTargets(targets), WithLockService(svc), WithReconciler(rec),
 		WithSource(src), WithManifestOptions(b.ManifestOptions()...)}
 	if p != nil {
 		opts = append(opts, WithPushes(p))

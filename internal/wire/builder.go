@@ -13,6 +13,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
@@ -21,8 +22,8 @@ import (
 )
 
 // Builder builds the components of one process from its configuration, each
-// at most once: every caller of Clients, StateClient, Targets, LockService,
-// Reconciler, Source, Webhook and GitHub gets the same object,
+// at most once: every caller of Clients, StateClient, Store, Targets,
+// LockService, Reconciler, Source, Webhook and GitHub gets the same object,
 // so a process has one set of Kubernetes clients (one per kubeconfig and
 // context) and one HTTP transport to GitHub (HTTPTransport: the GitHub
 // client, the git source's App tokens, and the API's checks of GitHub user
@@ -42,6 +43,7 @@ type Builder struct {
 	transport   http.RoundTripper
 	stateClock  *clock.Remote
 	stateClient kubernetes.Interface
+	store       *state.Store
 	targets     map[string][]reconcile.Target
 	locks       *lock.Service
 	checker     *lock.Checker
@@ -129,6 +131,10 @@ func (b *Builder) StateClock() *clock.Remote { return b.stateClock }
 func (b *Builder) StateClient() (kubernetes.Interface, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.stateClientLocked()
+}
+
+func (b *Builder) stateClientLocked() (kubernetes.Interface, error) {
 	if b.stateClient != nil {
 		return b.stateClient, nil
 	}
@@ -147,6 +153,22 @@ func (b *Builder) StateClient() (kubernetes.Interface, error) {
 	}
 	b.stateClient = cs
 	return cs, nil
+}
+
+// Store returns the state store (internal/state) in state.namespace, over
+// StateClient.
+func (b *Builder) Store() (*state.Store, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.store != nil {
+		return b.store, nil
+	}
+	c, err := b.stateClientLocked()
+	if err != nil {
+		return nil, err
+	}
+	b.store = state.NewStore(c, b.cfg.State.Namespace)
+	return b.store, nil
 }
 
 // Targets returns environment env's reconcile targets, each with the cached

@@ -71,6 +71,7 @@ func TestBuilderBuildsOnce(t *testing.T) {
 	}
 	same("Clients", func() (any, error) { return b.Clients() })
 	same("StateClient", func() (any, error) { return b.StateClient() })
+	same("Store", func() (any, error) { return b.Store() })
 	same("LockService", func() (any, error) { return b.LockService() })
 	same("Reconciler", func() (any, error) { return b.Reconciler() })
 	same("Source", func() (any, error) { return b.Source() })
@@ -104,6 +105,13 @@ func TestBuilderBuildsOnce(t *testing.T) {
 	}
 	if state == cached {
 		t.Error("the state client is the cache's: it would not follow the API server's clock alone")
+	}
+	store, err := b.Store()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if store.Client() != state || store.Namespace() != "stagehand" {
+		t.Errorf("the state store writes through %p in %q, want the state client %p in stagehand", store.Client(), store.Namespace(), state)
 	}
 	if _, err := b.Targets("staging"); err == nil || !strings.Contains(err.Error(), "environments.staging: not configured") {
 		t.Errorf("Targets(staging) = %v, want an error naming environments.staging", err)

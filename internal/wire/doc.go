@@ -1,6 +1,8 @@
 // Package wire turns the configuration (internal/config) into the components
 // the commands and the daemon run: Kubernetes clients and reconcile targets,
-// the lock service, the reconciler, the git source and the manifest options.
+// the state store, the lock service, the reconciler, the git source, the
+// webhook receiver, the GitHub client, the authenticator and the manifest
+// options.
 //
 // It is the one place where configuration becomes components, so that
 // `reconciler plan`, `reconciler apply`, `reconciler run`, the PR previews
@@ -8,6 +10,7 @@
 // same way. A Builder builds each part of one process once, on first use:
 //
 //	b, err := wire.New(cfg, wire.DaemonOptions(identity, log)...)
+//	store, err := b.Store()                // internal/state over the state client, on its API server's clock
 //	targets, err := b.AllTargets()         // reconcile.Target per configured target, one client per cluster
 //	locks, err := b.LockService()          // locks.storage in the state cluster
 //	rec, err := b.Reconciler()             // checking locks, as WithAuthor
