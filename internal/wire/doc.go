@@ -1,8 +1,8 @@
 // Package wire turns the configuration (internal/config) into the components
 // the commands and the daemon run: Kubernetes clients and reconcile targets,
 // the state store, the lock service, the reconciler, the git source, the
-// webhook receiver, the GitHub client, the authenticator and the manifest
-// options.
+// webhook receiver, the GitHub client, the one HTTP transport to GitHub and
+// the manifest options.
 //
 // It is the one place where configuration becomes components, so that
 // `reconciler plan`, `reconciler apply`, `reconciler run`, the PR previews
@@ -16,7 +16,7 @@
 //	rec, err := b.Reconciler()             // checking locks, as WithAuthor
 //	src, err := b.Source()                 // pkg/gitsource with source.* translated
 //	gh, err := b.GitHub()                  // github.app, over the one transport to GitHub
-//	authn, err := b.Authenticator()        // server.tokensFile, GitHub and Kubernetes tokens
+//	rt, err := b.HTTPTransport()           // the one transport to GitHub, for its other users
 //
 // The functions NewClients, LockService, Reconciler and Source build one
 // part alone (the lock command's own cluster, for example).
