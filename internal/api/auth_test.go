@@ -151,6 +151,11 @@ func TestIdentity(t *testing.T) {
 			wantCode: 403, wantBody: "@rita has read on acme/manifests; approving prod needs maintain permission or higher"},
 		{name: "GitHub reader reads", method: "GET", path: "/api/v1/environments/prod/history", token: reader, wantCode: 200},
 		{name: "unknown GitHub token", method: "GET", path: "/api/v1/environments", token: "ghp_" + strings.Repeat("x", 36), wantCode: 401, wantBody: "GitHub does not accept this token"},
+		// A GitHub login spelled like a name Stagehand uses for itself is refused outright, naming the rule.
+		{name: "GitHub login named rollback", method: "GET", path: "/api/v1/environments", token: gh.UserToken("rollback"), wantCode: 403,
+			wantBody: "github:rollback is refused: Stagehand uses the names stagehand, stagehand-reconciler, api-token, skipConfirmation, rollback"},
+		{name: "GitHub login named stagehand-reconciler", method: "POST", path: "/api/v1/locks", token: gh.UserToken("Stagehand-Reconciler"),
+			body: `{"path":"apps/prod","type":"deploy","duration":"1h"}`, wantCode: 403, wantBody: "github:Stagehand-Reconciler is refused"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

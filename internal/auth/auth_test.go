@@ -28,6 +28,11 @@ func TestTokensFileRefused(t *testing.T) {
 		{"bad scope", "- {name: a, token: aaaaaaaaaaaaaaaa, scopes: [read, aprove:prod]}", `scopes[1]: scope "aprove:prod": want read, lock, lock:admin, approve:<environment> or approve:*`},
 		{"reserved", "- {name: stagehand-reconciler, token: aaaaaaaaaaaaaaaa, scopes: [lock]}", `name "stagehand-reconciler" is reserved`},
 		{"legacy name", "- {name: api-token, token: aaaaaaaaaaaaaaaa, scopes: [lock]}", `name "api-token" is reserved`},
+		{"rollback", "- {name: rollback, token: aaaaaaaaaaaaaaaa, scopes: [lock]}", `name "rollback" is reserved: Stagehand uses the names`},
+		{"stagehand", "- {name: stagehand, token: aaaaaaaaaaaaaaaa, scopes: [lock]}", `name "stagehand" is reserved`},
+		{"skipConfirmation", "- {name: skipConfirmation, token: aaaaaaaaaaaaaaaa, scopes: [approve:*]}", `name "skipConfirmation" is reserved`},
+		{"reserved in another case", "- {name: Stagehand-Reconciler, token: aaaaaaaaaaaaaaaa, scopes: [lock]}", `name "Stagehand-Reconciler" is reserved`},
+		{"stagehand kind", "- {name: 'stagehand:reconciler', token: aaaaaaaaaaaaaaaa, scopes: [lock]}", `name "stagehand:reconciler" is reserved`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "tokens.yaml")

@@ -238,9 +238,20 @@ func (a *Authenticator) Authenticate(ctx context.Context, tok string) (Principal
 			return Principal{}, err
 		}
 		// No scopes: reading and locking are decided by Authorize (ReadPolicy, LockRule).
-		return Principal{Name: login, Kind: KindGitHub}, nil
+		p := Principal{Name: login, Kind: KindGitHub}
+		if err := refuseReserved(p); err != nil {
+			return Principal{}, err
+		}
+		return p, nil
 	case looksJWT(tok) && a.kube != nil:
-		return a.kube.review(ctx, tok)
+		p, err := a.kube.review(ctx, tok)
+		if err != nil {
+			return Principal{}, err
+		}
+		if err := refuseReserved(p); err != nil {
+			return Principal{}, err
+		}
+		return p, nil
 	}
 	return Principal{}, unauthenticated("unknown bearer token")
 }

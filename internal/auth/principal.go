@@ -2,6 +2,8 @@ package auth
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/stagehand-gitops/stagehand/internal/identity"
@@ -33,6 +35,19 @@ const (
 
 // ApproveScope is the scope that approving or rejecting in env needs.
 func ApproveScope(env string) string { return ScopeApprove + env }
+
+// ReservedRule says why a name Stagehand uses for itself is refused, for every kind of credential.
+const ReservedRule = "Stagehand uses the names stagehand, stagehand-reconciler, api-token, skipConfirmation, rollback " +
+	"(and stagehand:…) for itself, in locks and history; no token, GitHub login or Kubernetes user may carry one"
+
+// refuseReserved refuses a verified principal whose name is one Stagehand uses for itself: 403, naming the
+// rule, so that nothing it does could be read as Stagehand's own.
+func refuseReserved(p Principal) error {
+	if !identity.Reserved(p.Name) {
+		return nil
+	}
+	return &Error{Status: http.StatusForbidden, Message: fmt.Sprintf("%s is refused: %s", p.ID(), ReservedRule)}
+}
 
 // Principal is a verified caller.
 type Principal struct {

@@ -14,6 +14,8 @@ import (
 	"unicode"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 )
 
 // Token is one named token of server.tokensFile. Exactly one of Token (the
@@ -28,10 +30,6 @@ type Token struct {
 
 // LegacyName is the name of the principal of the legacy server.apiTokenFile token.
 const LegacyName = "api-token"
-
-// reservedNames cannot be token names: the reconciler's own lock author,
-// and the legacy token's name.
-var reservedNames = []string{"stagehand-reconciler", LegacyName}
 
 // namedToken is a Token ready for comparison.
 type namedToken struct {
@@ -76,10 +74,8 @@ func compile(ts []Token) ([]namedToken, error) {
 		case len(t.Scopes) == 0:
 			return nil, fmt.Errorf("%s: scopes: want at least one of read, lock, lock:admin, approve:<environment>, approve:*", at)
 		}
-		for _, r := range reservedNames {
-			if t.Name == r {
-				return nil, fmt.Errorf("%s: name %q is reserved", at, t.Name)
-			}
+		if identity.Reserved(t.Name) {
+			return nil, fmt.Errorf("%s: name %q is reserved: %s", at, t.Name, ReservedRule)
 		}
 		for j, s := range t.Scopes {
 			if err := checkScope(s); err != nil {
