@@ -55,6 +55,7 @@ type options struct {
 	environments  []string // where approving lets a caller lock (LockApprovers)
 	kube          kubernetes.Interface
 	kubeNamespace string
+	kubeAudience  string
 	reload        time.Duration
 	log           logr.Logger
 	now           func() time.Time
@@ -115,6 +116,23 @@ func WithKubernetes(c kubernetes.Interface, namespace string) Option {
 		return nil
 	}
 }
+
+// WithKubernetesAudience sets the audience a Kubernetes token must be minted for (TokenReview's audiences;
+// default DefaultKubernetesAudience, server.kubernetesAudience): a token for the API server alone, which
+// would also work against the cluster, is refused.
+func WithKubernetesAudience(audience string) Option {
+	return func(o *options) error {
+		if audience == "" {
+			return errors.New("WithKubernetesAudience: want an audience")
+		}
+		o.kubeAudience = audience
+		return nil
+	}
+}
+
+// DefaultKubernetesAudience is the audience Kubernetes tokens must name unless WithKubernetesAudience says
+// another: `kubectl create token <serviceaccount> --audience stagehand`.
+const DefaultKubernetesAudience = "stagehand"
 
 // WithReloadInterval sets how often the tokens file is looked at for
 // changes (default one second; 0 looks on every request).
@@ -192,7 +210,11 @@ func New(opts ...Option) (*Authenticator, error) {
 		a.gh = &gitHubUsers{apiURL: o.githubURL, client: c, now: o.now, throttle: remote, cache: map[[sha256.Size]byte]cached{}}
 	}
 	if o.kube != nil {
-		a.kube = &kubeReviewer{client: o.kube, namespace: o.kubeNamespace, now: o.now, throttle: remote, cache: map[[sha256.Size]byte]kubeCached{}}
+		aud := o.kubeAudience
+		if aud == "" {
+			aud = DefaultKubernetesAudience
+		}
+		a.kube = &kubeReviewer{client: o.kube, namespace: o.kubeNamespace, audience: aud, now: o.now, throttle: remote, cache: map[[sha256.Size]byte]kubeCached{}}
 	}
 	return a, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +37,7 @@ type kubeUser struct {
 type kubeReviewer struct {
 	client    kubernetes.Interface
 	namespace string // of the SubjectAccessReviews: Roles there grant scopes
+	audience  string // a token must be minted for (TokenReview's audiences)
 	now       func() time.Time
 	// throttle bounds the TokenReviews of tokens not cached.
 	throttle *throttle
@@ -71,12 +73,14 @@ func (k *kubeReviewer) review(ctx context.Context, tok string) (Principal, error
 			}
 		}
 		tr, err := k.client.AuthenticationV1().TokenReviews().Create(ctx,
-			&authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: tok}}, metav1.CreateOptions{})
+			&authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: tok, Audiences: []string{k.audience}}}, metav1.CreateOptions{})
 		if err != nil {
 			return Principal{}, fmt.Errorf("reviewing a Kubernetes token: %w", err)
 		}
 		c = kubeCached{expires: now.Add(invalidTTL)}
-		if tr.Status.Authenticated && tr.Status.User.Username != "" {
+		// The API server authenticates a token only for an audience it names (Status.Audiences, a subset
+		// of ours): one minted for the API server alone is not for us.
+		if tr.Status.Authenticated && tr.Status.User.Username != "" && slices.Contains(tr.Status.Audiences, k.audience) {
 			u := tr.Status.User
 			extra := map[string]authzv1.ExtraValue{}
 			for key, v := range u.Extra {
@@ -100,7 +104,7 @@ func (k *kubeReviewer) review(ctx context.Context, tok string) (Principal, error
 		k.mu.Unlock()
 	}
 	if c.p.Name == "" {
-		return Principal{}, unauthenticated("the Kubernetes API server does not accept this token (TokenReview): it is wrong, expired or for another cluster")
+		return Principal{}, unauthenticated(fmt.Sprintf("the Kubernetes API server does not accept this token for the audience %s (TokenReview): it is wrong, expired, for another cluster, or minted without --audience %s", k.audience, k.audience))
 	}
 	return c.p, nil
 }

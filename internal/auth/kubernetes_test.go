@@ -2,6 +2,8 @@ package auth
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -21,14 +23,22 @@ var cluster testenv.Shared
 
 func TestMain(m *testing.M) { os.Exit(cluster.Main(m)) }
 
-// saToken creates ServiceAccount name in ns and returns a token of it (TokenRequest).
+// saToken creates ServiceAccount name in ns and returns a token of it for Stagehand's audience (TokenRequest,
+// as `kubectl create token <name> --audience stagehand` does).
 func saToken(t *testing.T, c kubernetes.Interface, ns, name string) string {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := c.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	return tokenFor(t, c, ns, name, DefaultKubernetesAudience)
+}
+
+// tokenFor returns a token of ServiceAccount name in ns minted for audiences (none: the API server's own).
+func tokenFor(t *testing.T, c kubernetes.Interface, ns, name string, audiences ...string) string {
+	t.Helper()
+	tr, err := c.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), name,
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: audiences}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,5 +113,45 @@ func TestKubernetesTokens(t *testing.T) {
 	}
 	if _, err := a.Authenticate(ctx, deployer[:len(deployer)-4]+"AAAA"); err == nil || !strings.Contains(err.Error(), "TokenReview") {
 		t.Errorf("a forged token = %v, want a TokenReview refusal", err)
+	}
+}
+
+// TestKubernetesAudience: a ServiceAccount token is accepted only when minted for Stagehand's audience
+// (stagehand by default, or the one configured); the same ServiceAccount's token for the API server alone,
+// which would also work against the cluster, is refused with 401 naming the audience.
+func TestKubernetesAudience(t *testing.T) {
+	env := cluster.Env(t)
+	c, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	ours := saToken(t, c, ns, "deployer")
+	apiServers := tokenFor(t, c, ns, "deployer")
+	other := tokenFor(t, c, ns, "deployer", "vault")
+	a, err := New(WithKubernetes(c, ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := a.Authenticate(ctx, ours); err != nil || p.ID().String() != "kubernetes:system:serviceaccount:"+ns+":deployer" {
+		t.Errorf("a token for the audience stagehand = %v, %v; want the ServiceAccount", p, err)
+	}
+	for name, tok := range map[string]string{"the API server's": apiServers, "another audience's": other} {
+		_, err := a.Authenticate(ctx, tok)
+		var ae *Error
+		if !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized || !strings.Contains(ae.Message, "--audience stagehand") {
+			t.Errorf("%s token = %v, want 401 naming the audience", name, err)
+		}
+	}
+	vault, err := New(WithKubernetes(c, ns), WithKubernetesAudience("vault"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vault.Authenticate(ctx, other); err != nil {
+		t.Errorf("a token for the configured audience vault = %v, want accepted", err)
+	}
+	if _, err := vault.Authenticate(ctx, ours); err == nil {
+		t.Error("a token for stagehand accepted where the audience is vault")
 	}
 }

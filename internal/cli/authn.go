@@ -56,7 +56,7 @@ func authenticator(b *wire.Builder, gh *github.Client, log logr.Logger) (*auth.A
 		if err != nil {
 			return nil, fmt.Errorf("server.kubernetesAuth: %w", err)
 		}
-		opts = append(opts, auth.WithKubernetes(c, cfg.State.Namespace))
+		opts = append(opts, auth.WithKubernetes(c, cfg.State.Namespace), auth.WithKubernetesAudience(cfg.Server.KubernetesAudience))
 	}
 	return auth.New(opts...)
 }

@@ -203,7 +203,13 @@ type Server struct {
 	// KubernetesAuth accepts Kubernetes bearer tokens (TokenReview and
 	// SubjectAccessReview on the state cluster).
 	KubernetesAuth bool `json:"kubernetesAuth"`
+	// KubernetesAudience is the audience a Kubernetes token must be minted for (TokenReview's
+	// audiences; default DefaultKubernetesAudience): a token for the API server alone is refused.
+	KubernetesAudience string `json:"kubernetesAudience"`
 }
+
+// DefaultKubernetesAudience is server.kubernetesAudience's default.
+const DefaultKubernetesAudience = "stagehand"
 
 // Locks configures deploy-lock storage, and who may lock for how long.
 type Locks struct {
@@ -368,6 +374,9 @@ func (c *Config) Default() {
 	}
 	if c.Server.Listen == "" {
 		c.Server.Listen = ":8080"
+	}
+	if c.Server.KubernetesAudience == "" {
+		c.Server.KubernetesAudience = DefaultKubernetesAudience
 	}
 	if c.Locks.Storage == "" {
 		c.Locks.Storage = "kubernetes"

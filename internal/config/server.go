@@ -4,6 +4,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -16,6 +17,9 @@ func (c *Config) validateServer(bad func(field, format string, a ...any)) {
 		bad("server.listen", "%q: want a port from 0 to 65535", c.Server.Listen)
 	}
 	c.Server.UI.validate(c.Server.Listen, bad)
+	if a := c.Server.KubernetesAudience; len(a) > 253 || strings.ContainsFunc(a, unicode.IsSpace) {
+		bad("server.kubernetesAudience", "%q: want an audience of at most 253 characters without white space (default %s)", a, DefaultKubernetesAudience)
+	}
 	if c.Server.UI.OAuth.ClientIDFile != "" && c.GitHub.App == nil {
 		// Without the App nothing could say who may read or approve: every GitHub user could.
 		bad("server.ui.oauth", "needs github.app, whose approvers rule (github.approvers) decides who may approve on the page")

@@ -14,12 +14,15 @@ func TestServerAndState(t *testing.T) {
 		want       out
 		err        string
 	}{
-		{name: "defaults", yaml: "{}", want: out{Server{Listen: ":8080"}, State{Namespace: "stagehand"}}},
-		{name: "state follows locks", yaml: "locks: {namespace: ops}", want: out{Server{Listen: ":8080"}, State{Namespace: "ops"}}},
+		{name: "defaults", yaml: "{}", want: out{Server{Listen: ":8080", KubernetesAudience: "stagehand"}, State{Namespace: "stagehand"}}},
+		{name: "state follows locks", yaml: "locks: {namespace: ops}", want: out{Server{Listen: ":8080", KubernetesAudience: "stagehand"}, State{Namespace: "ops"}}},
 		{name: "own", yaml: "server: {listen: '127.0.0.1:9090', apiTokenFile: /s/token}\nstate: {namespace: deploys, kubeconfig: /k, context: c}",
-			want: out{Server{Listen: "127.0.0.1:9090", APITokenFile: "/s/token"}, State{Namespace: "deploys", Kubeconfig: "/k", Context: "c"}}},
+			want: out{Server{Listen: "127.0.0.1:9090", APITokenFile: "/s/token", KubernetesAudience: "stagehand"}, State{Namespace: "deploys", Kubeconfig: "/k", Context: "c"}}},
 		{name: "identity", yaml: "server: {tokensFile: /s/tokens.yaml, kubernetesAuth: true}",
-			want: out{Server{Listen: ":8080", TokensFile: "/s/tokens.yaml", KubernetesAuth: true}, State{Namespace: "stagehand"}}},
+			want: out{Server{Listen: ":8080", TokensFile: "/s/tokens.yaml", KubernetesAuth: true, KubernetesAudience: "stagehand"}, State{Namespace: "stagehand"}}},
+		{name: "audience", yaml: "server: {kubernetesAuth: true, kubernetesAudience: stagehand-prod}",
+			want: out{Server{Listen: ":8080", KubernetesAuth: true, KubernetesAudience: "stagehand-prod"}, State{Namespace: "stagehand"}}},
+		{name: "audience with space", yaml: "server: {kubernetesAudience: 'a b'}", err: `server.kubernetesAudience: "a b": want an audience`},
 		{name: "listen without port", yaml: "server: {listen: localhost}", err: `server.listen: "localhost" is not host:port`},
 		{name: "listen bad port", yaml: "server: {listen: ':http'}", err: `server.listen: ":http": want a port from 0 to 65535`},
 		{name: "bad namespace", yaml: "state: {namespace: Stage_Hand}", err: `state.namespace: invalid namespace "Stage_Hand"`},
