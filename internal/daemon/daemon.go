@@ -35,10 +35,6 @@ import (
 // identity.Reconciler written as pkg/lock writes it (lock.ReconcilerAuthor).
 const LockAuthor = lock.ReconcilerAuthor
 
-// eventSource names the daemon in the Events it writes, as before typed
-// identities (an Event's source is not an identity).
-const eventSource = lock.ReservedAuthor
-
 // Daemon is a running reconciler: see the package documentation.
 type Daemon struct {
 	cfg     *config.Config
