@@ -32,6 +32,9 @@ func TestTokensFileRefused(t *testing.T) {
 		{"stagehand", "- {name: stagehand, token: aaaaaaaaaaaaaaaa, scopes: [lock]}", `name "stagehand" is reserved`},
 		{"skipConfirmation", "- {name: skipConfirmation, token: aaaaaaaaaaaaaaaa, scopes: [approve:*]}", `name "skipConfirmation" is reserved`},
 		{"reserved in another case", "- {name: Stagehand-Reconciler, token: aaaaaaaaaaaaaaaa, scopes: [lock]}", `name "Stagehand-Reconciler" is reserved`},
+		{"actsFor without a kind", "- {name: alice-cli, token: aaaaaaaaaaaaaaaa, scopes: [read], actsFor: alice}", `actsFor "alice": want the person the token acts for as github:<login>`},
+		{"actsFor a token", "- {name: alice-cli, token: aaaaaaaaaaaaaaaa, scopes: [read], actsFor: 'token:ci'}", `actsFor "token:ci": want`},
+		{"actsFor Stagehand", "- {name: alice-cli, token: aaaaaaaaaaaaaaaa, scopes: [read], actsFor: 'github:rollback'}", `actsFor "github:rollback" is reserved`},
 		{"stagehand kind", "- {name: 'stagehand:reconciler', token: aaaaaaaaaaaaaaaa, scopes: [lock]}", `name "stagehand:reconciler" is reserved`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -138,5 +141,28 @@ func TestLegacyTokenWarns(t *testing.T) {
 	}
 	if _, err := New(WithLegacyToken("two words")); err == nil || !strings.Contains(err.Error(), "white space") {
 		t.Errorf("a legacy token with a space = %v", err)
+	}
+}
+
+// TestTokenActsFor: a named token that declares actsFor is that person for every rule; one without is
+// automation.
+func TestTokenActsFor(t *testing.T) {
+	a, err := New(WithTokens(
+		Token{Name: "alice-cli", Token: "alice-token-000001", Scopes: []string{"approve:*"}, ActsFor: "github:alice"},
+		Token{Name: "ci", Token: "ci-token-0000000001", Scopes: []string{"approve:*"}},
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.Authenticate(context.Background(), "alice-token-000001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if person, ok := p.Identity().Person(); !ok || person.String() != "github:alice" || p.ID().String() != "token:alice-cli" {
+		t.Errorf("token acting for alice = %s, person %s %v; want token:alice-cli for github:alice", p.ID(), person, ok)
+	}
+	ci, err := a.Authenticate(context.Background(), "ci-token-0000000001")
+	if err != nil || !ci.Identity().Automation() {
+		t.Errorf("token without actsFor = %+v, %v; want automation", ci, err)
 	}
 }

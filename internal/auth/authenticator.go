@@ -246,7 +246,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, tok string) (Principal
 		named = append(a.file.current(), a.static...)
 	}
 	if t, ok := match(named, sum); ok {
-		return Principal{Name: t.name, Kind: KindToken, Scopes: t.scopes}, nil
+		return Principal{Name: t.name, Kind: KindToken, Scopes: t.scopes, ActsFor: t.actsFor}, nil
 	}
 	if a.legacy != [sha256.Size]byte{} && subtle.ConstantTimeCompare(a.legacy[:], sum[:]) == 1 {
 		return Principal{Name: LegacyName, Kind: KindToken, Scopes: []string{ScopeRead, ScopeLock}, legacy: true}, nil

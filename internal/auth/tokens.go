@@ -26,6 +26,9 @@ type Token struct {
 	Token  string   `json:"token,omitempty"`
 	SHA256 string   `json:"sha256,omitempty"`
 	Scopes []string `json:"scopes"`
+	// ActsFor is the person the token acts for, github:<login>: it is then that person for every approval
+	// rule (counted once with their other credentials, four-eyes). Empty: automation.
+	ActsFor string `json:"actsFor,omitempty"`
 }
 
 // LegacyName is the name of the principal of the legacy server.apiTokenFile token.
@@ -33,9 +36,10 @@ const LegacyName = "api-token"
 
 // namedToken is a Token ready for comparison.
 type namedToken struct {
-	name   string
-	sum    [sha256.Size]byte
-	scopes []string
+	name    string
+	sum     [sha256.Size]byte
+	scopes  []string
+	actsFor identity.ID
 }
 
 // checkScope returns why s is not a scope, or nil.
@@ -83,6 +87,16 @@ func compile(ts []Token) ([]namedToken, error) {
 			}
 		}
 		nt := namedToken{name: t.Name, scopes: append([]string(nil), t.Scopes...)}
+		if t.ActsFor != "" {
+			id, err := identity.ParseTyped(t.ActsFor)
+			switch {
+			case err != nil || id.Kind != identity.GitHub:
+				return nil, fmt.Errorf("%s: actsFor %q: want the person the token acts for as github:<login>", at, t.ActsFor)
+			case identity.Reserved(id.Name):
+				return nil, fmt.Errorf("%s: actsFor %q is reserved: %s", at, t.ActsFor, ReservedRule)
+			}
+			nt.actsFor = id
+		}
 		if t.Token != "" {
 			nt.sum = sha256.Sum256([]byte(t.Token))
 		} else {

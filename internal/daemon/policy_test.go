@@ -109,3 +109,35 @@ func TestAuthorMatch(t *testing.T) {
 func ghUser(login string) identity.Principal {
 	return identity.Principal{ID: identity.ID{Kind: identity.GitHub, Name: login}}
 }
+
+// TestActsForIsThePerson: a token acting for a person is that person for N-of-M and four-eyes. alice
+// approving through GitHub and then through her token counts once (a 2-of-2 plan stays pending); the
+// commit author's token is refused under forbidAuthors; another person completes the plan.
+func TestActsForIsThePerson(t *testing.T) {
+	h := newHarness(t, "prod")
+	e := h.cfg.Environments["prod"]
+	e.Approvals = config.Approvals{Required: 2, ForbidAuthors: true}
+	h.cfg.Environments["prod"] = e
+	ctx := context.Background()
+	r := h.start()
+	p := r.waitPending(t, "prod", h.git.Head(t, "manifests", "main"))
+	forPerson := func(token, login string) identity.Principal {
+		return identity.Principal{ID: identity.ID{Kind: identity.Token, Name: token}, ActsFor: identity.ID{Kind: identity.GitHub, Name: login}}
+	}
+	if got, err := r.d.Approve(ctx, "prod", p.PlanHash, ghUser("alice")); err != nil || got.Complete() {
+		t.Fatalf("Approve by github:alice = %+v, %v; want 1 of 2", got, err)
+	}
+	got, err := r.d.Approve(ctx, "prod", p.PlanHash, forPerson("alice-cli", "alice"))
+	if err != nil || got.Complete() || got.Tally() != "1 of 2 approvals: github:alice" {
+		t.Fatalf("Approve by alice's token = %+v, %v; want still 1 of 2 approvals: github:alice", got, err)
+	}
+	// The pending commit's author is test@stagehand.invalid (gitserver): a token acting for github:test is them.
+	if _, err := r.d.Approve(ctx, "prod", p.PlanHash, forPerson("test-cli", "test")); !errors.Is(err, approval.ErrRefused) {
+		t.Fatalf("Approve by the author's token = %v, want a four-eyes refusal", err)
+	}
+	done, err := r.d.Approve(ctx, "prod", p.PlanHash, ghUser("bob"))
+	if err != nil || !done.Complete() {
+		t.Fatalf("Approve by bob = %+v, %v; want complete", done, err)
+	}
+	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.0.0")
+}
