@@ -141,3 +141,30 @@ func TestActsForIsThePerson(t *testing.T) {
 	}
 	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.0.0")
 }
+
+// TestSameNameTwoKinds: a GitHub login and a named token spelled alike (ci-locker) are two identities: both
+// are counted toward a 2-of-2 plan, and the history names each with its kind.
+func TestSameNameTwoKinds(t *testing.T) {
+	h := newHarness(t, "prod")
+	e := h.cfg.Environments["prod"]
+	e.Approvals = config.Approvals{Required: 2}
+	h.cfg.Environments["prod"] = e
+	ctx := context.Background()
+	r := h.start()
+	p := r.waitPending(t, "prod", h.git.Head(t, "manifests", "main"))
+	if got, err := r.d.Approve(ctx, "prod", p.PlanHash, ghUser("ci-locker")); err != nil || got.Complete() {
+		t.Fatalf("Approve by github:ci-locker = %+v, %v; want 1 of 2", got, err)
+	}
+	token := identity.Principal{ID: identity.ID{Kind: identity.Token, Name: "ci-locker"}}
+	if got, err := r.d.Approve(ctx, "prod", p.PlanHash, token); err != nil || !got.Complete() {
+		t.Fatalf("Approve by token:ci-locker = %+v, %v; want complete", got, err)
+	}
+	var hist []approval.Entry
+	testenv.WaitFor(t, 30*time.Second, "the apply in the history", func() bool {
+		hist = r.history(t, "prod")
+		return len(hist) > 0
+	})
+	if diff := cmp.Diff([]string{"github:ci-locker", "token:ci-locker"}, hist[0].Approvers); diff != "" {
+		t.Errorf("approvers recorded (-want +got):\n%s", diff)
+	}
+}
