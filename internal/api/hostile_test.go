@@ -55,6 +55,14 @@ func hostileRequests() []hostileRequest {
 		{name: "unknown environment", method: "POST", path: "/api/v1/environments/prod2/approve", body: `{"planHash":"sha256:p"}`, wantCode: 404, wantBody: "unknown environment"},
 		{name: "environment path traversal", method: "POST", path: "/api/v1/environments/..%2Fprod/approve", body: `{"planHash":"sha256:p"}`, wantCode: 404, wantBody: "unknown environment"},
 		{name: "GET on approve", method: "GET", path: approve, wantCode: 405},
+		// Decisions: who decides comes from the token (token:ops), typed; no spelling of another identity passes.
+		{name: "approver as another kind", method: "POST", path: approve, body: `{"planHash":"sha256:p","approver":"github:ops"}`, wantCode: 400, wantBody: "you are token:ops"},
+		{name: "approver kind in another case", method: "POST", path: approve, body: `{"planHash":"sha256:p","approver":"Token:ops"}`, wantCode: 400, wantBody: "you are token:ops"},
+		{name: "approver as Stagehand", method: "POST", path: approve, body: `{"planHash":"sha256:p","approver":"stagehand:skipConfirmation"}`, wantCode: 400, wantBody: "you are token:ops"},
+		{name: "approver as the legacy skipConfirmation", method: "POST", path: reject, body: `{"planHash":"sha256:p","approver":"skipConfirmation"}`, wantCode: 400, wantBody: "you are token:ops"},
+		{name: "approver token name in another case", method: "POST", path: approve, body: `{"planHash":"sha256:p","approver":"token:OPS"}`, wantCode: 400, wantBody: "you are token:ops"},
+		{name: "approver with trailing space", method: "POST", path: approve, body: `{"planHash":"sha256:p","approver":"token:ops "}`, wantCode: 400, wantBody: "you are token:ops"},
+		{name: "approver with a NUL", method: "POST", path: approve, body: `{"planHash":"sha256:p","approver":"token:ops\u0000"}`, wantCode: 400, wantBody: "you are token:ops"},
 		// Locks: paths and bodies.
 		{name: "lock without a token", method: "POST", path: locks, token: "-", body: `{"path":"apps/prod","type":"deploy","author":"a"}`, wantCode: 401, wantBody: "bearer token"},
 		{name: "lock body over the cap", method: "POST", path: locks, body: `{"path":"apps/prod","type":"deploy","author":"a","message":"` + big + `"}`, wantCode: 413, wantBody: "larger than 65536 bytes"},
