@@ -149,6 +149,11 @@ func TestIdentity(t *testing.T) {
 			wantCode: 400, wantBody: "you are github:maria"},
 		{name: "GitHub reader approves", method: "POST", path: approve, token: reader, body: `{"planHash":"sha256:p"}`,
 			wantCode: 403, wantBody: "@rita has read on acme/manifests; approving prod needs maintain permission or higher"},
+		// A token acting for a person approves only where that person's login would be allowed.
+		{name: "token for the GitHub admin approves", method: "POST", path: approve, token: mariaCLIToken, body: `{"planHash":"sha256:p"}`,
+			wantCode: 202, wantBody: "approved by token:maria-cli", wantDecided: []string{"approve token:maria-cli (for github:maria)"}},
+		{name: "token for the GitHub reader approves", method: "POST", path: approve, token: ritaCLIToken, body: `{"planHash":"sha256:p"}`,
+			wantCode: 403, wantBody: "token:rita-cli acts for github:rita, who may not approve in prod: @rita has read on acme/manifests"},
 		{name: "GitHub reader reads", method: "GET", path: "/api/v1/environments/prod/history", token: reader, wantCode: 200},
 		{name: "unknown GitHub token", method: "GET", path: "/api/v1/environments", token: "ghp_" + strings.Repeat("x", 36), wantCode: 401, wantBody: "GitHub does not accept this token"},
 		// A GitHub login spelled like a name Stagehand uses for itself is refused outright, naming the rule.
@@ -164,7 +169,10 @@ func TestIdentity(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := &backend{pending: pending, locks: svc}
-			srv := newServer(t, b, withOps(t, withGitHub(gh)...))
+			persons := auth.WithTokens(
+				auth.Token{Name: "maria-cli", Token: mariaCLIToken, Scopes: []string{"approve:*"}, ActsFor: "github:maria"},
+				auth.Token{Name: "rita-cli", Token: ritaCLIToken, Scopes: []string{"approve:*"}, ActsFor: "github:rita"})
+			srv := newServer(t, b, withOps(t, append(withGitHub(gh), persons)...))
 			code, body := call(t, srv, tc.method, tc.path, tc.token, tc.body)
 			if code != tc.wantCode || !strings.Contains(body, tc.wantBody) {
 				t.Errorf("%s %s = %d %s, want %d containing %q", tc.method, tc.path, code, body, tc.wantCode, tc.wantBody)
@@ -175,6 +183,12 @@ func TestIdentity(t *testing.T) {
 		})
 	}
 }
+
+// Tokens acting for the GitHub users maria (who may approve) and rita (who may not), both with approve:*.
+const (
+	mariaCLIToken = "maria-cli-test-token-01"
+	ritaCLIToken  = "rita-cli-test-token-001"
+)
 
 // TestGitHubTokensWithoutGitHub: without GitHub configured, a GitHub user
 // token is refused, saying why.

@@ -166,3 +166,78 @@ func TestTokenActsFor(t *testing.T) {
 		t.Errorf("token without actsFor = %+v, %v; want automation", ci, err)
 	}
 }
+
+// logins is an approver policy that lets the listed logins approve in the listed environments
+// (login → environments), and records whom it was asked about.
+type logins struct {
+	may   map[string][]string
+	asked []string
+}
+
+func (l *logins) MayApprove(_ context.Context, env, login string) (bool, string, error) {
+	l.asked = append(l.asked, env+" "+login)
+	for _, e := range l.may[strings.ToLower(login)] {
+		if e == env {
+			return true, "member of acme/" + env + "-approvers", nil
+		}
+	}
+	return false, "@" + login + " is in no team that approves " + env, nil
+}
+
+// TestActsForFollowsThePersonsPolicy: a token acting for a person approves only where the person's
+// GitHub login would be allowed (teams, minPermission: the approver policy asked for the login), on
+// top of its own scopes; a token acting for nobody is decided by its scopes alone.
+func TestActsForFollowsThePersonsPolicy(t *testing.T) {
+	toks := WithTokens(
+		Token{Name: "alice-cli", Token: "alice-token-000001", Scopes: []string{"approve:*"}, ActsFor: "github:alice"},
+		Token{Name: "bob-cli", Token: "bob-token-00000001", Scopes: []string{"approve:staging"}, ActsFor: "github:Bob"},
+		Token{Name: "ci", Token: "ci-token-0000000001", Scopes: []string{"approve:*"}},
+	)
+	pol := &logins{may: map[string][]string{"alice": {"staging"}, "bob": {"staging", "prod"}}}
+	a, err := New(toks, WithApproverPolicy(pol))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noGitHub, err := New(toks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		a       *Authenticator
+		token   string
+		env     string
+		want    bool
+		wantWhy string
+	}{
+		{"alice's token where alice may", a, "alice-token-000001", "staging", true, ""},
+		{"alice's token where alice may not", a, "alice-token-000001", "prod", false,
+			"token:alice-cli acts for github:alice, who may not approve in prod: @alice is in no team that approves prod"},
+		{"bob's token beyond its own scopes", a, "bob-token-00000001", "prod", false, "bob-cli (token) lacks scope approve:prod"},
+		{"bob's token within its scopes", a, "bob-token-00000001", "staging", true, ""},
+		{"automation token: its scopes decide", a, "ci-token-0000000001", "prod", true, ""},
+		{"alice's token without a policy to ask", noGitHub, "alice-token-000001", "staging", false,
+			"token:alice-cli acts for github:alice, and approving as a GitHub login needs the GitHub approver policy"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			p, err := tt.a.Authenticate(ctx, tt.token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok, why, err := tt.a.Authorize(ctx, p, ApproveScope(tt.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok != tt.want || !strings.Contains(why, tt.wantWhy) {
+				t.Errorf("Authorize(%s, approve:%s) = %v %q, want %v containing %q", p.ID(), tt.env, ok, why, tt.want, tt.wantWhy)
+			}
+		})
+	}
+	// The policy is asked about the person's login, never the token's name, and only when the scopes allow.
+	want := []string{"staging alice", "prod alice", "staging Bob"}
+	if diff := cmp.Diff(want, pol.asked); diff != "" {
+		t.Errorf("logins asked (-want +got):\n%s", diff)
+	}
+}

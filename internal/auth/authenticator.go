@@ -14,6 +14,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 )
 
 // Error is a refusal: Status is 401 (who you are is not known) or 403 (you
@@ -288,6 +290,40 @@ func (a *Authenticator) Authorize(ctx context.Context, p Principal, scope string
 	case ScopeLock:
 		return a.authorizeLock(ctx, p)
 	}
+	if !strings.HasPrefix(scope, ScopeApprove) {
+		return a.authorizeScope(ctx, p, scope)
+	}
+	ok, why, err := a.authorizeScope(ctx, p, scope)
+	if err != nil || !ok || p.ActsFor.IsZero() {
+		return ok, why, err
+	}
+	return a.authorizePerson(ctx, p, strings.TrimPrefix(scope, ScopeApprove))
+}
+
+// authorizePerson decides whether the person p acts for may approve in env, after p's own credential was
+// allowed to (its scopes, RBAC): the GitHub approver policy (teams, minPermission) asked for the person's
+// login, so that a token acting for github:alice approves only where alice's login would be allowed.
+func (a *Authenticator) authorizePerson(ctx context.Context, p Principal, env string) (bool, string, error) {
+	person := p.ActsFor
+	if person.Kind != identity.GitHub {
+		return false, fmt.Sprintf("%s acts for %s, and only a GitHub login can be a person here", p.ID(), person), nil
+	}
+	if a.o.policy == nil {
+		return false, fmt.Sprintf("%s acts for %s, and approving as a GitHub login needs the GitHub approver policy, and this reconciler has none", p.ID(), person), nil
+	}
+	ok, why, err := a.o.policy.MayApprove(ctx, env, person.Name)
+	if err != nil {
+		return false, "", fmt.Errorf("checking whether %s, for whom %s acts, may approve in %s: %w", person, p.ID(), env, err)
+	}
+	if !ok {
+		why = fmt.Sprintf("%s acts for %s, who may not approve in %s: %s", p.ID(), person, env, why)
+	}
+	return ok, why, nil
+}
+
+// authorizeScope decides scope by p's own credential: a token's scopes, Kubernetes RBAC, the GitHub
+// approver policy for a GitHub login.
+func (a *Authenticator) authorizeScope(ctx context.Context, p Principal, scope string) (bool, string, error) {
 	approve := strings.HasPrefix(scope, ScopeApprove)
 	switch {
 	case p.Kind == KindKubernetes && a.kube != nil && p.kube != nil:
