@@ -32,11 +32,11 @@ func TestDemoAuto(t *testing.T) {
 		"checkout-api   1.4.0 → 1.5.0",
 		"live: patched",
 		"pending plan sha256:",
-		"approved by demo",
+		"approved by token:demo",
 		"succeeded",
 		"prod runs what its manifest says and has rolled out",
 		"deployed and verified; waiting for its release approval",
-		"released by demo: succeeded",
+		"released by token:demo: succeeded",
 		"Demo finished",
 	} {
 		if !strings.Contains(text, want) {

@@ -359,14 +359,24 @@ func (x *demo) bumpDevel(ctx context.Context) error {
 	return nil
 }
 
-// pending waits for env's pending plan at revision.
+// pending waits for env's pending plan for revision: proposed at revision,
+// or at an ancestor of it whose commits since change nothing in env (a
+// pending plan outlives them, bound to the revision reviewed).
 func (x *demo) pending(ctx context.Context, env, revision string) (*approval.Pending, error) {
 	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
 	defer cancel()
+	ancestor := map[string]bool{}
 	for {
 		v, err := x.d.Environment(ctx, env)
-		if err == nil && v.Pending != nil && v.Pending.Revision == revision {
-			return v.Pending, nil
+		if err == nil && v.Pending != nil {
+			r := v.Pending.Revision
+			if _, seen := ancestor[r]; !seen && r != revision {
+				_, err := x.repo.git(ctx, x.repo.work, "merge-base", "--is-ancestor", r, revision)
+				ancestor[r] = err == nil
+			}
+			if r == revision || ancestor[r] {
+				return v.Pending, nil
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -395,6 +405,9 @@ func (x *demo) prodPending(ctx context.Context) error {
 		x.p.say("  %-14s %s → %s", c.Service, tagOf(c.From), tagOf(c.To))
 	}
 	x.p.ok("pending plan %s for revision %s", p.PlanHash, p.Revision[:12])
+	if p.Revision != head {
+		x.p.say("(the devel commit after %s changes nothing in prod, so prod's plan stays the one proposed there)", p.Revision[:12])
+	}
 	x.p.say("See it on the page: %s/environments/prod (the plan table, and Approve)", x.server)
 	x.p.say("or: curl -H \"Authorization: Bearer $(cat %s)\" %s/api/v1/environments/prod", x.files.tokenFile, x.server)
 	if got, err := images(ctx, x.client, "apps-prod"); err == nil && !matches(got, running) {
