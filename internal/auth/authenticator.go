@@ -58,6 +58,7 @@ type options struct {
 	kube          kubernetes.Interface
 	kubeNamespace string
 	kubeAudience  string
+	kubeActsFor   map[string]identity.ID // Kubernetes user name → the person it acts for
 	reload        time.Duration
 	log           logr.Logger
 	now           func() time.Time
@@ -128,6 +129,30 @@ func WithKubernetesAudience(audience string) Option {
 			return errors.New("WithKubernetesAudience: want an audience")
 		}
 		o.kubeAudience = audience
+		return nil
+	}
+}
+
+// WithKubernetesActsFor names the person each listed Kubernetes user acts for (server.kubernetesActsFor:
+// user name as TokenReview returns it → github:<login>): that user is then the person for every approval
+// rule (counted once with the person's other credentials, teams and minPermission, four-eyes), on top of
+// what RBAC lets it do. A user not listed is automation.
+func WithKubernetesActsFor(m map[string]string) Option {
+	return func(o *options) error {
+		out := make(map[string]identity.ID, len(m))
+		for user, person := range m {
+			id, err := identity.ParseTyped(person)
+			switch {
+			case user == "":
+				return errors.New("WithKubernetesActsFor: an empty user name")
+			case err != nil || id.Kind != identity.GitHub:
+				return fmt.Errorf("WithKubernetesActsFor: %s acts for %q: want the person as github:<login>", user, person)
+			case identity.Reserved(id.Name):
+				return fmt.Errorf("WithKubernetesActsFor: %s acts for %q, which is reserved: %s", user, person, ReservedRule)
+			}
+			out[user] = id
+		}
+		o.kubeActsFor = out
 		return nil
 	}
 }
@@ -275,6 +300,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, tok string) (Principal
 		if err := refuseReserved(p); err != nil {
 			return Principal{}, err
 		}
+		p.ActsFor = a.o.kubeActsFor[p.Name] // zero when the user acts for nobody
 		return p, nil
 	}
 	return Principal{}, unauthenticated("unknown bearer token")

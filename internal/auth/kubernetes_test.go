@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -153,5 +154,85 @@ func TestKubernetesAudience(t *testing.T) {
 	}
 	if _, err := vault.Authenticate(ctx, ours); err == nil {
 		t.Error("a token for stagehand accepted where the audience is vault")
+	}
+}
+
+// TestKubernetesActsFor: a ServiceAccount listed in server.kubernetesActsFor is the person it names: it
+// approves where RBAC lets it and where that person's GitHub login may (teams, minPermission), and counts
+// as that person; one not listed is automation, decided by RBAC alone.
+func TestKubernetesActsFor(t *testing.T) {
+	env := cluster.Env(t)
+	c, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	aliceBot, ci := saToken(t, c, ns, "alice-bot"), saToken(t, c, ns, "ci")
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "approver"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{KubernetesGroup}, Resources: []string{"environments"}, Verbs: []string{"approve", "get"}},
+	}}
+	if _, err := c.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "approver"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "approver"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "alice-bot", Namespace: ns}, {Kind: "ServiceAccount", Name: "ci", Namespace: ns}}}
+	if _, err := c.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pol := &logins{may: map[string][]string{"alice": {"staging"}}}
+	a, err := New(WithKubernetes(c, ns), WithApproverPolicy(pol),
+		WithKubernetesActsFor(map[string]string{"system:serviceaccount:" + ns + ":alice-bot": "github:alice"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, token, wantPerson string
+		want                    map[string]bool
+		wantWhy                 string
+	}{
+		{"ServiceAccount acting for alice", aliceBot, "github:alice",
+			map[string]bool{"approve:staging": true, "approve:prod": false},
+			"kubernetes:system:serviceaccount:" + ns + ":alice-bot acts for github:alice, who may not approve in prod: @alice is in no team that approves prod"},
+		{"ServiceAccount acting for nobody", ci, "", map[string]bool{"approve:staging": true, "approve:prod": true}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := a.Authenticate(ctx, tt.token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			person, _ := p.Identity().Person()
+			if person.String() != tt.wantPerson || p.Identity().Automation() != (tt.wantPerson == "") {
+				t.Errorf("%s is for %q (automation %v), want %q", p.ID(), person, p.Identity().Automation(), tt.wantPerson)
+			}
+			got, whys := map[string]bool{}, ""
+			for scope := range tt.want {
+				// RBAC takes a moment to see a new binding: wait for the staging verdict, never longer than the deadline.
+				ok, why, err := a.Authorize(ctx, p, scope)
+				for deadline := 50; err == nil && !ok && scope == "approve:staging" && deadline > 0; deadline-- {
+					time.Sleep(100 * time.Millisecond)
+					ok, why, err = a.Authorize(ctx, p, scope)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				got[scope] = ok
+				if !ok {
+					whys += why
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("approvals (-want +got):\n%s", diff)
+			}
+			if whys != tt.wantWhy {
+				t.Errorf("why = %q, want %q", whys, tt.wantWhy)
+			}
+		})
+	}
+	if _, err := New(WithKubernetesActsFor(map[string]string{"system:serviceaccount:ci:bot": "token:alice-cli"})); err == nil ||
+		!strings.Contains(err.Error(), `acts for "token:alice-cli": want the person as github:<login>`) {
+		t.Errorf("acting for a token = %v, want refused", err)
 	}
 }

@@ -225,6 +225,18 @@ func TestRejectedValues(t *testing.T) {
 		{name: "negative registry rate limit", values: map[string]any{"config": map[string]any{"registry": map[string]any{"rateLimit": -1}}}, want: "rateLimit"},
 		{name: "bad digest cache TTL", values: map[string]any{"config": map[string]any{"registry": map[string]any{"digestCacheTTL": "a while"}}}, want: "digestCacheTTL"},
 		{name: "verification address that is a name", values: map[string]any{"config": map[string]any{"verification": map[string]any{"allowAddresses": []any{"localhost"}}}}, want: "allowAddresses"},
+		{name: "Kubernetes user acting for a bare name", values: map[string]any{"rbac": map[string]any{"kubernetesAuth": true},
+			"config": map[string]any{"server": map[string]any{"kubernetesActsFor": map[string]any{"system:serviceaccount:ci:alice-bot": "alice"}}}},
+			want: "kubernetesActsFor"},
+		{name: "Kubernetes user acting for a token", values: map[string]any{"rbac": map[string]any{"kubernetesAuth": true},
+			"config": map[string]any{"server": map[string]any{"kubernetesActsFor": map[string]any{"system:serviceaccount:ci:alice-bot": "token:alice-cli"}}}},
+			want: "kubernetesActsFor"},
+		{name: "Kubernetes user named with its kind", values: map[string]any{"rbac": map[string]any{"kubernetesAuth": true},
+			"config": map[string]any{"server": map[string]any{"kubernetesActsFor": map[string]any{"kubernetes:system:serviceaccount:ci:alice-bot": "github:alice"}}}},
+			want: "invalid propertyName 'kubernetes:system:serviceaccount:ci:alice-bot'"},
+		{name: "Kubernetes user acting for someone without kubernetesAuth", values: map[string]any{
+			"config": map[string]any{"server": map[string]any{"kubernetesActsFor": map[string]any{"system:serviceaccount:ci:alice-bot": "github:alice"}}}},
+			want: "config.server.kubernetesActsFor needs rbac.kubernetesAuth: true"},
 		{name: "bad image digest", values: map[string]any{"image": map[string]any{"digest": "sha256:abc"}}, want: "digest"},
 	}
 	for _, tc := range tests {
@@ -251,4 +263,22 @@ func secretMount(podSpec map[string]any, name string) string {
 		}
 	}
 	return ""
+}
+
+// TestKubernetesIdentityConfig: config.server.kubernetesActsFor and kubernetesAudience reach reconciler.yaml
+// as the reconciler reads them.
+func TestKubernetesIdentityConfig(t *testing.T) {
+	actsFor := map[string]string{"system:serviceaccount:ci:alice-bot": "github:alice"}
+	objs := render(t, "rel", valuesFile(t, map[string]any{"rbac": map[string]any{"kubernetesAuth": true},
+		"config": map[string]any{"server": map[string]any{"kubernetesAudience": "stagehand-prod",
+			"kubernetesActsFor": map[string]any{"system:serviceaccount:ci:alice-bot": "github:alice"}}}}))
+	c, err := config.Parse(renderedConfig(t, objs))
+	if err != nil {
+		t.Fatalf("config.Parse(rendered reconciler.yaml): %v\n%s", err, renderedConfig(t, objs))
+	}
+	want := config.Server{KubernetesAuth: true, KubernetesAudience: "stagehand-prod", KubernetesActsFor: actsFor}
+	got := config.Server{KubernetesAuth: c.Server.KubernetesAuth, KubernetesAudience: c.Server.KubernetesAudience, KubernetesActsFor: c.Server.KubernetesActsFor}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rendered server (-want +got):\n%s", diff)
+	}
 }

@@ -66,8 +66,11 @@ func schemaLeaves(s map[string]any, prefix string) []string {
 		}
 		return out
 	}
-	if ap, ok := s["additionalProperties"].(map[string]any); ok && ap["type"] == "object" {
-		return schemaLeaves(ap, join(prefix, "*"))
+	if ap, ok := s["additionalProperties"].(map[string]any); ok {
+		if ap["type"] == "object" {
+			return schemaLeaves(ap, join(prefix, "*"))
+		}
+		return []string{join(prefix, "*")} // a map of scalars, as structLeaves lists one
 	}
 	return []string{prefix}
 }

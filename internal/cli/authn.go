@@ -56,7 +56,8 @@ func authenticator(b *wire.Builder, gh *github.Client, log logr.Logger) (*auth.A
 		if err != nil {
 			return nil, fmt.Errorf("server.kubernetesAuth: %w", err)
 		}
-		opts = append(opts, auth.WithKubernetes(c, cfg.State.Namespace), auth.WithKubernetesAudience(cfg.Server.KubernetesAudience))
+		opts = append(opts, auth.WithKubernetes(c, cfg.State.Namespace), auth.WithKubernetesAudience(cfg.Server.KubernetesAudience),
+			auth.WithKubernetesActsFor(cfg.Server.KubernetesActsFor))
 	}
 	return auth.New(opts...)
 }

@@ -206,6 +206,10 @@ type Server struct {
 	// KubernetesAudience is the audience a Kubernetes token must be minted for (TokenReview's
 	// audiences; default DefaultKubernetesAudience): a token for the API server alone is refused.
 	KubernetesAudience string `json:"kubernetesAudience"`
+	// KubernetesActsFor names the person a Kubernetes user acts for (user name → github:<login>), e.g.
+	// system:serviceaccount:ci:alice-bot → github:alice: that user is then the person for every approval
+	// rule. A Kubernetes user not named here is automation.
+	KubernetesActsFor map[string]string `json:"kubernetesActsFor"`
 }
 
 // DefaultKubernetesAudience is server.kubernetesAudience's default.

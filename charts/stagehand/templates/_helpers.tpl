@@ -148,6 +148,13 @@ adds under config pass through unchanged, so the reconciler's strict parser reje
 {{- if .Values.rbac.kubernetesAuth -}}
 {{- $_ := set $server "kubernetesAuth" true -}}
 {{- end -}}
+{{- with (default dict $c.server).kubernetesAudience -}}{{- $_ := set $server "kubernetesAudience" . -}}{{- end -}}
+{{- with (default dict $c.server).kubernetesActsFor -}}
+{{- if not $.Values.rbac.kubernetesAuth -}}
+{{- fail "config.server.kubernetesActsFor needs rbac.kubernetesAuth: true (without it no Kubernetes user is accepted)" -}}
+{{- end -}}
+{{- $_ := set $server "kubernetesActsFor" . -}}
+{{- end -}}
 {{- $_ := set $c "server" $server -}}
 {{- if $s.registry.secretName -}}
 {{- $reg := default dict $c.registry -}}
