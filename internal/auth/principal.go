@@ -37,8 +37,7 @@ const (
 func ApproveScope(env string) string { return ScopeApprove + env }
 
 // ReservedRule says why a name Stagehand uses for itself is refused, for every kind of credential.
-const ReservedRule = "Stagehand uses the names stagehand, stagehand-reconciler, api-token, skipConfirmation, rollback " +
-	"(and stagehand:…) for itself, in locks and history; no token, GitHub login or Kubernetes user may carry one"
+const ReservedRule = identity.ReservedRule
 
 // refuseReserved refuses a verified principal whose name is one Stagehand uses for itself: 403, naming the
 // rule, so that nothing it does could be read as Stagehand's own.

@@ -73,6 +73,11 @@ func (r *rollbacker) Rollback(ctx context.Context, env string, req api.RollbackR
 	if err != nil {
 		return nil, err
 	}
+	if !req.Caller.ID.IsZero() {
+		// The typed identity names the hold's author, the pull request's requester and the pin: a hold by
+		// "alice" could be anyone's named alice; one by token:alice is that token's.
+		req.RequestedBy = req.Caller.ID.String()
+	}
 	preq := prbot.RollbackRequest{Env: env, Reason: req.Reason, RequestedBy: req.RequestedBy}
 	if err := r.target(ctx, env, strings.TrimSpace(req.To), &preq); err != nil {
 		return nil, err

@@ -104,7 +104,7 @@ state: {namespace: %s, kubeconfig: %q}
 		t.Fatalf("rollback --now: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	if !approved {
-		if !strings.Contains(stdout, "has 1 of the 2 approvals it needs (alice counted): it waits for more approvers") {
+		if !strings.Contains(stdout, "has 1 of the 2 approvals it needs (token:alice counted): it waits for more approvers") {
 			t.Fatalf("rollback --now needing two approvers:\n%s", stdout)
 		}
 		v, ok := prodStatus(t, server, tokenFile)
@@ -116,7 +116,7 @@ state: {namespace: %s, kubeconfig: %q}
 			"--plan-hash", v.Pending.PlanHash); code != 0 {
 			t.Fatalf("approve as bob: exit %d, %s", code, stderr)
 		}
-	} else if !strings.Contains(stdout, "approved by alice") {
+	} else if !strings.Contains(stdout, "approved by token:alice") {
 		t.Fatalf("rollback --now: %s", stdout)
 	}
 	testenv.WaitFor(t, 30*time.Second, "web back on 1.0.0", func() bool { return env.Image(t, ns, "web") == "example.com/web:1.0.0" })

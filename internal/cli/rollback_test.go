@@ -106,8 +106,8 @@ state: {namespace: %s, kubeconfig: %q}
 		t.Errorf("api.json changed on the rollback branch:\n%s", got)
 	}
 	hold := holdOf(t, server, tokenFile)
-	if hold == nil || hold.Author != "alice" || !strings.HasSuffix(hold.Links[lock.HoldLinkPullRequest], "/acme/manifests/pull/1") {
-		t.Fatalf("hold in the status API = %+v, want alice's, linked to pull request 1", hold)
+	if hold == nil || hold.Author != "token:alice" || !strings.HasSuffix(hold.Links[lock.HoldLinkPullRequest], "/acme/manifests/pull/1") {
+		t.Fatalf("hold in the status API = %+v, want token:alice's (typed), linked to pull request 1", hold)
 	}
 	if stdout, _, code := runReconciler(t, "list", "--server", server, "--token-file", tokenFile); code != 0 || !strings.Contains(stdout, "apps/prod/hold") {
 		t.Errorf("lock list: exit %d\n%s", code, stdout)
@@ -121,7 +121,7 @@ state: {namespace: %s, kubeconfig: %q}
 	testenv.WaitFor(t, 30*time.Second, "the held plan's check run", func() bool {
 		for _, r := range gh.CheckRuns("acme", "manifests") {
 			if r.HeadSHA == c3 && r.Name == "stagehand/prod" {
-				if !strings.Contains(r.Summary, "**Held by a rollback:** apps/prod/hold is held by a rollback of alice") {
+				if !strings.Contains(r.Summary, "**Held by a rollback:** apps/prod/hold is held by a rollback of token:alice") {
 					t.Fatalf("check run of %s does not show the hold:\n%s", c3, r.Summary)
 				}
 				return true

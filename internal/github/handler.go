@@ -149,6 +149,9 @@ func (h *Handler) HandleCheckRunDelivery(ctx context.Context, id string, payload
 	}
 	run = live
 	login := ev.GetSender().GetLogin()
+	if identity.Reserved(login) { // nothing such a login decides may be read as Stagehand's own
+		return h.client.Denied(ctx, run, login, identity.ReservedRule)
+	}
 	d, err := h.client.MayApprove(ctx, env, login)
 	if err != nil {
 		return fmt.Errorf("checking whether %s may approve %s: %w", login, env, err)

@@ -35,6 +35,8 @@ func TestApprovalClicks(t *testing.T) {
 			wantRun: run{Status: "completed", Conclusion: "action_required", Actions: []string{"approve", "reject"}}, wantInSum: "@wendy may not approve or reject this plan: @wendy has write on acme/manifests; approving prod needs maintain"},
 		{name: "stranger may not reject", sender: "eve", action: "reject",
 			wantRun: run{Status: "completed", Conclusion: "action_required", Actions: []string{"approve", "reject"}}, wantInSum: "@eve has no access"},
+		{name: "a login named like Stagehand itself, though an admin", sender: "stagehand", action: "approve",
+			wantRun: run{Status: "completed", Conclusion: "action_required", Actions: []string{"approve", "reject"}}, wantInSum: "Stagehand uses the names"},
 		{name: "stale hash", sender: "maria", action: "approve", staleHash: true,
 			wantRun: run{Status: "completed", Conclusion: "neutral"}, wantInSum: "This plan was not applied: plan is not pending"},
 	}
@@ -44,6 +46,7 @@ func TestApprovalClicks(t *testing.T) {
 			f := newFixture(t)
 			f.srv.SetPermission(owner, repo, "maria", "maintain")
 			f.srv.SetPermission(owner, repo, "wendy", "write")
+			f.srv.SetPermission(owner, repo, "stagehand", "admin")
 			f.srv.AddTeamMember("acme", "sre", "sam")
 			sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
 			p := plan("prod", sha, 2)

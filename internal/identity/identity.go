@@ -47,6 +47,10 @@ var (
 // typed; no credential of any kind may be named so.
 var reserved = []string{"stagehand", "stagehand-reconciler", "api-token", "skipconfirmation", "rollback"}
 
+// ReservedRule says why a name Stagehand uses for itself is refused, for every kind of credential.
+const ReservedRule = "Stagehand uses the names stagehand, stagehand-reconciler, api-token, skipConfirmation, rollback " +
+	"(and stagehand:…) for itself, in locks and history; no token, GitHub login or Kubernetes user may carry one"
+
 // Reserved reports whether name is one Stagehand uses for itself (compared without case), so that no
 // token, login or user of that name is accepted: a record naming it could be read as Stagehand's own.
 // The legacy API token's principal (token:api-token) is made by Stagehand, not named by a user.

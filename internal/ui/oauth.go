@@ -58,10 +58,14 @@ func (s *Server) signinDemo(w http.ResponseWriter, r *http.Request) {
 }
 
 // signInStatus is the status of a failed sign-in: 400 over plain HTTP to
-// another host (the request's fault), else 500.
+// another host (the request's fault), 403 for a login Stagehand uses for
+// itself, else 500.
 func signInStatus(err error) int {
 	if errors.Is(err, errPlainHTTP) {
 		return http.StatusBadRequest
+	}
+	if errors.Is(err, errReserved) {
+		return http.StatusForbidden
 	}
 	return http.StatusInternalServerError
 }

@@ -15,6 +15,8 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 )
 
 // Cookie names: the login, and the state of a sign-in under way. The
@@ -143,8 +145,14 @@ func clearCookie(w http.ResponseWriter, name string) {
 		HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode})
 }
 
+// errReserved refuses a sign-in as a login Stagehand uses for itself (see identity.Reserved).
+var errReserved = errors.New("this GitHub login is refused: " + identity.ReservedRule)
+
 // signIn starts a session for login.
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request, login string) error {
+	if identity.Reserved(login) {
+		return errReserved
+	}
 	if !keepsCookies(r) {
 		return errPlainHTTP
 	}

@@ -488,3 +488,25 @@ func TestReleasePending(t *testing.T) {
 		t.Errorf("after approving the release the page lacks the flash:\n%s", body)
 	}
 }
+
+// TestSignInRefusesReservedLogins: a login spelled like a name Stagehand uses for itself gets no session
+// (403 naming the rule), so nothing it locks or decides on the page could be read as Stagehand's own.
+func TestSignInRefusesReservedLogins(t *testing.T) {
+	for _, login := range []string{"stagehand", "Stagehand-Reconciler", "rollback", "skipConfirmation", "api-token"} {
+		t.Run(login, func(t *testing.T) {
+			s, err := New(newBackend(t), WithDemoLogin(login))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := newRequest(http.MethodPost, "/signin/demo")
+			req.RemoteAddr = "127.0.0.1:5555"
+			rec := record(s, req)
+			if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "Stagehand uses the names") {
+				t.Errorf("POST /signin/demo as %s = %d %q, want 403 naming the rule", login, rec.Code, rec.Body.String())
+			}
+			if c := rec.Header().Get("Set-Cookie"); strings.Contains(c, sessionCookie) {
+				t.Errorf("a session cookie was set for %s: %q", login, c)
+			}
+		})
+	}
+}
