@@ -82,10 +82,7 @@ fuzz-short: ## Run each fuzz target for FUZZ_SHORT_TIME (3s); part of make test.
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 1m): make fuzz FUZZTIME=10m.
-	@set -e; for t in $(FUZZ_TARGETS); do \
-		echo "fuzz $${t#*:} ($${t%%:*}) for $(FUZZTIME)"; \
-		go test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) $${t%%:*}; \
-	done
+	@FUZZTIME=$(FUZZTIME) bash hack/fuzz/run.sh $(FUZZ_TARGETS)
 
 .PHONY: bench
 bench: testbin ## Run the benchmarks (BENCH=regexp to choose).
