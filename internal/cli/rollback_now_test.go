@@ -38,6 +38,8 @@ func testRollbackNow(t *testing.T, envExtra string, approved bool) {
 	env := cluster.Env(t)
 	gh := githubtest.New(t)
 	gh.CreateRepo("acme", "manifests", "main")
+	gh.SetPermission("acme", "manifests", "alice", "maintain")
+	gh.SetPermission("acme", "manifests", "bob", "maintain")
 	git := gitserver.New(t)
 	url := git.Init(t, "manifests")
 	web1 := `{"services": [{"name": "web", "containers": [{"dockerTag": "1.0.0"}]}]}` + "\n"
@@ -57,8 +59,10 @@ func testRollbackNow(t *testing.T, envExtra string, approved bool) {
 	// alice's named token: who rolls back (and approves the pinned plan) is who the token is.
 	for name, content := range map[string][]byte{"app.pem": gh.AppPrivateKeyPEM(), "hook": []byte("hook-secret\n"), "token": []byte("alice-token-000001\n"),
 		"bob-token": []byte("bob-token-0000001\n"),
-		"tokens.yaml": []byte("- {name: alice, token: alice-token-000001, scopes: [read, \"approve:*\"]}\n" +
-			"- {name: bob, token: bob-token-0000001, scopes: [read, \"approve:*\"]}\n")} {
+		// Each token acts for its person (who may approve: maintain on acme/manifests), so that they count
+		// where automation may not approve (approvals.required 2).
+		"tokens.yaml": []byte("- {name: alice, token: alice-token-000001, scopes: [read, \"approve:*\"], actsFor: \"github:alice\"}\n" +
+			"- {name: bob, token: bob-token-0000001, scopes: [read, \"approve:*\"], actsFor: \"github:bob\"}\n")} {
 		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
 			t.Fatal(err)
 		}

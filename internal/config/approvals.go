@@ -13,6 +13,28 @@ type Approvals struct {
 	// Teams and MinPermission, when either is set, replace github.approvers for this environment.
 	Teams         []string `json:"teams,omitempty"`
 	MinPermission string   `json:"minPermission,omitempty"`
+	// Automation says whether a caller that acts for no person (a named token or Kubernetes user without
+	// actsFor) may approve: AutomationAllow or AutomationDeny; "" is deny where Required > 1 or ForbidAuthors
+	// is set (automation would make a second person or four-eyes mean nothing), else allow.
+	Automation string `json:"automation,omitempty"`
+}
+
+// The values of approvals.automation.
+const (
+	AutomationAllow = "allow"
+	AutomationDeny  = "deny"
+)
+
+// AutomationAllowed reports whether automation may approve under a: approvals.automation when set, else
+// deny where required > 1 or forbidAuthors, allow otherwise.
+func (a Approvals) AutomationAllowed() bool {
+	switch a.Automation {
+	case AutomationAllow:
+		return true
+	case AutomationDeny:
+		return false
+	}
+	return a.Required <= 1 && !a.ForbidAuthors
 }
 
 // MaxRequiredApprovals bounds approvals.required: more would not fit the pending record in reason.
@@ -44,6 +66,11 @@ func (c *Config) ApprovalPolicy(env string) Approvals {
 func (a Approvals) validate(field string, bad func(field, format string, a ...any)) {
 	if a.Required < 0 || a.Required > MaxRequiredApprovals {
 		bad(field+".required", "must be between 1 and %d (0 keeps the default, 1), got %d", MaxRequiredApprovals, a.Required)
+	}
+	switch a.Automation {
+	case "", AutomationAllow, AutomationDeny:
+	default:
+		bad(field+".automation", "%q: want allow or deny (default deny where required > 1 or forbidAuthors is set, else allow)", a.Automation)
 	}
 	switch a.MinPermission {
 	case "", "read", "triage", "write", "maintain", "admin":

@@ -33,6 +33,10 @@ func TestApprovals(t *testing.T) {
 			err: `environments.prod.approvals.teams: entry 0 "sre": want org/team-slug, e.g. acme/sre`},
 		{name: "team twice", yaml: fmt.Sprintf(env, "{teams: [acme/sre, Acme/SRE]}"),
 			err: `environments.prod.approvals.teams: entry 1 "Acme/SRE": listed twice`},
+		{name: "automation", yaml: fmt.Sprintf(env, "{required: 2, automation: allow}"),
+			want: Approvals{Required: 2, Automation: "allow", MinPermission: "maintain"}},
+		{name: "bad automation", yaml: fmt.Sprintf(env, "{automation: maybe}"),
+			err: `environments.prod.approvals.automation: "maybe": want allow or deny (default deny where required > 1 or forbidAuthors is set, else allow)`},
 		{name: "unknown key", yaml: fmt.Sprintf(env, "{requiredApprovals: 2}"), err: `unknown field "requiredApprovals"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,5 +53,28 @@ func TestApprovalPolicyOfAnUnknownEnvironment(t *testing.T) {
 	want := Approvals{Required: 1, MinPermission: "maintain", Teams: []string{"acme/sre"}}
 	if diff := cmp.Diff(want, c.ApprovalPolicy("nowhere")); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestAutomationAllowed: approvals.automation when set, else deny where required > 1 or forbidAuthors.
+func TestAutomationAllowed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a    Approvals
+		want bool
+	}{
+		{"one approver", Approvals{Required: 1}, true},
+		{"default required", Approvals{}, true},
+		{"two approvers", Approvals{Required: 2}, false},
+		{"four-eyes", Approvals{Required: 1, ForbidAuthors: true}, false},
+		{"two approvers, allowed", Approvals{Required: 2, Automation: AutomationAllow}, true},
+		{"four-eyes, allowed", Approvals{ForbidAuthors: true, Automation: AutomationAllow}, true},
+		{"one approver, denied", Approvals{Required: 1, Automation: AutomationDeny}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.a.AutomationAllowed(); got != tc.want {
+				t.Errorf("%+v.AutomationAllowed() = %v, want %v", tc.a, got, tc.want)
+			}
+		})
 	}
 }

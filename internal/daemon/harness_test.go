@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,9 +44,21 @@ func tokenOf(name string) string { return "person-token-" + name }
 func testTokens() []auth.Token {
 	ts := []auth.Token{{Name: "ops", Token: testToken, Scopes: []string{"read", "lock:admin", "approve:*"}}}
 	for _, p := range people {
-		ts = append(ts, auth.Token{Name: p, Token: tokenOf(p), Scopes: []string{"read", "lock", "approve:*"}})
+		// Each acts for the person of its name, so it counts where automation may not approve (approvals.required > 1,
+		// forbidAuthors).
+		ts = append(ts, auth.Token{Name: p, Token: tokenOf(p), Scopes: []string{"read", "lock", "approve:*"}, ActsFor: "github:" + p})
 	}
 	return ts
+}
+
+// peoplePolicy is the GitHub approver policy of the tests: the people may approve everywhere, nobody else.
+type peoplePolicy struct{}
+
+func (peoplePolicy) MayApprove(_ context.Context, env, login string) (bool, string, error) {
+	if slices.Contains(people, strings.ToLower(login)) {
+		return true, "one of the tests' approvers", nil
+	}
+	return false, "@" + login + " is not one of the tests' approvers of " + env, nil
 }
 
 // harness is one test's world: a git server with a manifests repository,
@@ -173,7 +186,7 @@ func (h *harness) startWith(wopts []wire.Option, opts ...Option) *running {
 		h.t.Fatalf("New: %v", err)
 	}
 	// As `reconciler run` composes them: the API beside the daemon.
-	authn, err := auth.New(auth.WithTokens(testTokens()...))
+	authn, err := auth.New(auth.WithTokens(testTokens()...), auth.WithApproverPolicy(peoplePolicy{}))
 	if err != nil {
 		h.t.Fatal(err)
 	}

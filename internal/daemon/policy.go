@@ -41,6 +41,9 @@ func (c *counter) count(ctx context.Context, store *state.Store, planHash string
 	if p == nil || p.PlanHash != planHash || stale(p) {
 		return nil, &approval.NotPendingError{Environment: c.env, PlanHash: planHash, Pending: p}
 	}
+	if who.Automation() && !c.policy.AutomationAllowed() {
+		return nil, &approval.RefusedError{Environment: c.env, Approver: who.String(), Reason: automationRefused(c.policy, who)}
+	}
 	if c.policy.ForbidAuthors {
 		if err := c.fourEyes(ctx, fourEyesBase(st.History), p.Revision, who); err != nil {
 			return nil, err
@@ -144,4 +147,21 @@ func authorMatch(who string, authors []string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// automationRefused says why who, acting for no person, may not approve under policy.
+func automationRefused(policy config.Approvals, who identity.Principal) string {
+	why := "approvals.automation is deny"
+	if policy.Automation == "" {
+		var rules []string
+		if policy.Required > 1 {
+			rules = append(rules, fmt.Sprintf("approvals.required is %d", policy.Required))
+		}
+		if policy.ForbidAuthors {
+			rules = append(rules, "forbidAuthors is set")
+		}
+		why = strings.Join(rules, " and ") + ", so approvals.automation defaults to deny"
+	}
+	return fmt.Sprintf("%s acts for no person (automation), and %s: give the credential the person it acts for "+
+		"(actsFor: github:<login>), or set approvals.automation: allow", who.ID, why)
 }

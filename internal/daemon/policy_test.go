@@ -147,7 +147,7 @@ func TestActsForIsThePerson(t *testing.T) {
 func TestSameNameTwoKinds(t *testing.T) {
 	h := newHarness(t, "prod")
 	e := h.cfg.Environments["prod"]
-	e.Approvals = config.Approvals{Required: 2}
+	e.Approvals = config.Approvals{Required: 2, Automation: config.AutomationAllow} // the token ci-locker is automation
 	h.cfg.Environments["prod"] = e
 	ctx := context.Background()
 	r := h.start()
@@ -166,5 +166,36 @@ func TestSameNameTwoKinds(t *testing.T) {
 	})
 	if diff := cmp.Diff([]string{"github:ci-locker", "token:ci-locker"}, hist[0].Approvers); diff != "" {
 		t.Errorf("approvers recorded (-want +got):\n%s", diff)
+	}
+}
+
+// TestAutomationRefused: where approvals.required is 2, automation (a token or Kubernetes user acting for
+// nobody) may not approve by default: refused with the reason, nothing counted; a token acting for a
+// person is counted, and a second person completes the plan.
+func TestAutomationRefused(t *testing.T) {
+	h := newHarness(t, "prod")
+	e := h.cfg.Environments["prod"]
+	e.Approvals = config.Approvals{Required: 2}
+	h.cfg.Environments["prod"] = e
+	ctx := context.Background()
+	r := h.start()
+	p := r.waitPending(t, "prod", h.git.Head(t, "manifests", "main"))
+	for _, who := range []identity.Principal{
+		{ID: identity.ID{Kind: identity.Token, Name: "ci-deployer"}},
+		{ID: identity.ID{Kind: identity.Kubernetes, Name: "system:serviceaccount:ci:deployer"}},
+	} {
+		_, err := r.d.Approve(ctx, "prod", p.PlanHash, who)
+		var re *approval.RefusedError
+		if !errors.As(err, &re) || !strings.Contains(re.Reason, who.ID.String()+" acts for no person (automation), and approvals.required is 2, so approvals.automation defaults to deny") {
+			t.Fatalf("Approve by %s = %v, want refused as automation", who, err)
+		}
+	}
+	alice := identity.Principal{ID: identity.ID{Kind: identity.Token, Name: "alice-cli"}, ActsFor: identity.ID{Kind: identity.GitHub, Name: "alice"}}
+	got, err := r.d.Approve(ctx, "prod", p.PlanHash, alice)
+	if err != nil || got.Tally() != "1 of 2 approvals: token:alice-cli" {
+		t.Fatalf("Approve by alice's token = %+v, %v; want 1 of 2 (nothing counted for automation)", got, err)
+	}
+	if done, err := r.d.Approve(ctx, "prod", p.PlanHash, ghUser("bob")); err != nil || !done.Complete() {
+		t.Fatalf("Approve by bob = %+v, %v; want complete", done, err)
 	}
 }

@@ -367,7 +367,7 @@ func TestReleaseApprovalTwoOfThree(t *testing.T) {
 	if v.Pending == nil || len(v.Pending.Approvals) != 1 || v.Sequence == nil || !v.Sequence.AwaitingRelease() {
 		t.Fatalf("after alice twice: pending %+v, sequence %+v; want one approval counted and the release still waiting", v.Pending, v.Sequence)
 	}
-	if b := approve("bob", p.PlanHash, http.StatusAccepted); !strings.Contains(b, "approved by token:bob; releasing revision "+short(p.Revision)+" in devel") {
+	if b := approve("bob", p.PlanHash, http.StatusAccepted); !strings.Contains(b, "approved by token:bob (for github:bob); releasing revision "+short(p.Revision)+" in devel") {
 		t.Errorf("bob's approval answered %s; want it to say the revision is released", b)
 	}
 	var hist []approval.Entry
