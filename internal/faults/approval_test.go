@@ -94,8 +94,8 @@ func TestCrashBetweenApprovalAndApply(t *testing.T) {
 			ofRev = append(ofRev, e)
 		}
 	}
-	if len(ofRev) != 1 || ofRev[0].Result != "succeeded" || ofRev[0].Approver != "operator" {
-		t.Fatalf("history entries of %s = %+v, want one succeeded, approved by operator", rev[:8], ofRev)
+	if len(ofRev) != 1 || ofRev[0].Result != "succeeded" || ofRev[0].Approver != "token:operator" {
+		t.Fatalf("history entries of %s = %+v, want one succeeded, approved by token:operator", rev[:8], ofRev)
 	}
 	// The one entry is the plan that was approved, whole, whatever part
 	// of it was patched before the crash.

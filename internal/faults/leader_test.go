@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
@@ -179,8 +180,8 @@ func TestLeaderKilledMidApply(t *testing.T) {
 			ofRev = append(ofRev, e)
 		}
 	}
-	if len(ofRev) != 1 || ofRev[0].Result != "succeeded" || ofRev[0].Approver != "skipConfirmation" {
-		t.Errorf("history entries of %s = %+v, want one succeeded by skipConfirmation", rev[:8], ofRev)
+	if len(ofRev) != 1 || ofRev[0].Result != "succeeded" || ofRev[0].Approver != identity.SkipConfirmation.String() {
+		t.Errorf("history entries of %s = %+v, want one succeeded by stagehand:skipConfirmation", rev[:8], ofRev)
 	}
 	// The one entry is the plan that was approved, whole: its planHash and
 	// every change, not the remainder the standby continued.
