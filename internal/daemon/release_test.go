@@ -375,6 +375,8 @@ func TestReleaseApprovalTwoOfThree(t *testing.T) {
 	if e := hist[0]; e.Result != approval.ResultSucceeded || e.ReleasedBy != "token:alice, token:bob" {
 		t.Errorf("history entry: %s released by %q; want succeeded, alice, bob", e.Result, e.ReleasedBy)
 	}
+	// The gate is told after the history is written: wait for it.
+	testenv.WaitFor(t, 30*time.Second, "the gate told", func() bool { return len(completedOf(gate)) > 0 })
 	if c := completedOf(gate); len(c) != 1 || c[0].Sequence != promote.ResultPass {
 		t.Errorf("gate heard %+v, want one Completed with sequence pass", c)
 	}
