@@ -42,6 +42,16 @@ func (w *worker) keepPending(ctx context.Context, s gitsource.Snapshot, envM *ma
 		log.Error(err, "reading the pending plan's revision to compare it with the newer one; superseding the plan")
 		return gitsource.Snapshot{}, nil, nil, false
 	}
+	reviewed, err := w.decodePlan(p)
+	if err != nil {
+		return gitsource.Snapshot{}, nil, nil, false
+	}
+	key := keptKey(s.Revision, p)
+	if w.kept == key && w.keptEnv != nil {
+		// Compared at an earlier pass: the two revisions' content is the same as then (only the plan,
+		// checked above against the planHash, depends on the cluster).
+		return ps, w.keptEnv, keptPlan(plan, p, reviewed), true
+	}
 	if ok, err := w.descends(ctx, s.Revision, p.Revision); err != nil || !ok {
 		if err != nil {
 			log.Error(err, "checking that the newer revision descends from the pending plan's; superseding the plan")
@@ -64,17 +74,17 @@ func (w *worker) keepPending(ctx context.Context, s gitsource.Snapshot, envM *ma
 	if err != nil || !sameJSON(pTasks, sTasks) {
 		return gitsource.Snapshot{}, nil, nil, false
 	}
-	reviewed, err := w.decodePlan(p)
-	if err != nil {
-		return gitsource.Snapshot{}, nil, nil, false
-	}
+	log.Info("a newer revision changes nothing here: the pending plan stays pending, at its revision")
+	w.kept, w.keptEnv = key, pEnv
+	return ps, pEnv, keptPlan(plan, p, reviewed), true
+}
+
+// keptPlan is plan (planned at the newer revision) as the pending plan p: at p's revision and planHash, with
+// the reviewed plan's history-rewritten flag.
+func keptPlan(plan *reconcile.Plan, p *approval.Pending, reviewed *reconcile.Plan) *reconcile.Plan {
 	kept := *plan
 	kept.Revision, kept.PlanHash, kept.HistoryRewritten = p.Revision, p.PlanHash, reviewed.HistoryRewritten
-	if w.kept != keptKey(s.Revision, p) {
-		log.Info("a newer revision changes nothing here: the pending plan stays pending, at its revision")
-	}
-	w.kept = keptKey(s.Revision, p)
-	return ps, pEnv, &kept, true
+	return &kept
 }
 
 // keptKey names pending plan p kept at newer revision rev.

@@ -127,6 +127,10 @@ type worker struct {
 	// that changes nothing here, and that revision (keepPending); a
 	// decision on it is taken at the plan's revision.
 	kept string
+	// keptEnv is the pending plan's environment resolved at its revision
+	// when kept was decided: both revisions' content never changes, so a
+	// later pass with the same key neither resolves nor compares again.
+	keptEnv *manifest.Environment
 }
 
 // releaseMark is when a release approval of planHash began to wait in this
@@ -305,7 +309,7 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		// stays, at the revision reviewed.
 		s, envM, plan = ks, kEnv, kPlan
 	} else {
-		w.kept = ""
+		w.kept, w.keptEnv = "", nil
 	}
 	if w.skipFailed(ctx, st, s.Revision, plan) {
 		// Rolled back once: not applied again until a new revision.
