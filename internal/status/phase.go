@@ -1,0 +1,57 @@
+package status
+
+import "fmt"
+
+// Phase is where an environment is in its lifecycle. The daemon moves an
+// environment from one phase to the next explicitly and keeps the phase in the
+// environment's state, so the API, the page, the Environment resource and the
+// rules that depend on it (deploy windows, waits) read one value instead of
+// inferring it from which records happen to be set.
+type Phase string
+
+// The phases. An environment starts Idle.
+const (
+	// PhaseIdle: nothing to do; the live images are the desired ones, or what
+	// differs is blocked or a problem the plan reports.
+	PhaseIdle Phase = "Idle"
+	// PhaseAwaitingApproval: a plan is proposed and waits for the approvals
+	// its policy requires.
+	PhaseAwaitingApproval Phase = "AwaitingApproval"
+	// PhaseApplying: an approved (or auto-approved) plan is being patched
+	// into the targets and their rollouts awaited.
+	PhaseApplying Phase = "Applying"
+	// PhaseVerifying: the apply finished and the delivery sequence's tasks
+	// (tests, evaluations) run.
+	PhaseVerifying Phase = "Verifying"
+	// PhaseAwaitingRelease: the sequence waits for a person's release
+	// approval after the deployment.
+	PhaseAwaitingRelease Phase = "AwaitingRelease"
+	// PhaseRollingBack: a failed deploy's previous images are being
+	// restored.
+	PhaseRollingBack Phase = "RollingBack"
+	// PhaseFailed: the last deploy failed (or was rolled back) and its
+	// revision is not applied again until a new one arrives.
+	PhaseFailed Phase = "Failed"
+)
+
+// Phases lists every phase, in lifecycle order.
+var Phases = []Phase{
+	PhaseIdle, PhaseAwaitingApproval, PhaseApplying, PhaseVerifying,
+	PhaseAwaitingRelease, PhaseRollingBack, PhaseFailed,
+}
+
+// ParsePhase reads a phase written by Phase.String; "" reads as Idle (a state
+// written before phases were kept).
+func ParsePhase(s string) (Phase, error) {
+	if s == "" {
+		return PhaseIdle, nil
+	}
+	for _, p := range Phases {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("parse phase %q: want one of %v", s, Phases)
+}
+
+func (p Phase) String() string { return string(p) }
