@@ -14,6 +14,13 @@
 // Fenced by its holder's term refuses to write over a state a later term
 // has claimed (fence.go).
 //
+// Each state ConfigMap records the schema it was written with (schema.go):
+// a Store reads the schemas before its own as they were (golden fixtures
+// under testdata/golden hold it to that), refuses, without writing, a newer
+// schema that declares it cannot be read by this one (SchemaError, naming
+// both versions), and, writing a newer schema it may read, keeps every key
+// it does not know as the newer build wrote it.
+//
 // Deliveries is another record, not an environment's: the webhook
 // deliveries that reached an approval path, in ConfigMap
 // stagehand-deliveries, so that one decides once on any replica.

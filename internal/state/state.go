@@ -132,6 +132,9 @@ type Store struct {
 	// orphanAge is how old, by the API server's clock, a part no index
 	// names must be before a write deletes it.
 	orphanAge time.Duration
+	// schema is the schema the Store writes and the newest it reads
+	// (schema.go): always current but in tests of two builds side by side.
+	schema schema
 }
 
 // DefaultHistoryLimit is how many history entries each environment keeps.
@@ -154,7 +157,8 @@ func WithOrphanAge(d time.Duration) Option { return func(s *Store) { s.orphanAge
 
 // NewStore returns a Store writing ConfigMaps into namespace.
 func NewStore(client kubernetes.Interface, namespace string, opts ...Option) *Store {
-	s := &Store{client: client, namespace: namespace, maxHistory: DefaultHistoryLimit, maxBytes: maxStateBytes, orphanAge: orphanPartAge}
+	s := &Store{client: client, namespace: namespace, maxHistory: DefaultHistoryLimit, maxBytes: maxStateBytes, orphanAge: orphanPartAge,
+		schema: current}
 	for _, o := range opts {
 		o(s)
 	}
@@ -204,6 +208,9 @@ func (s *Store) Load(ctx context.Context, env string) (*EnvState, error) {
 			return &EnvState{}, nil
 		}
 		if err != nil {
+			return nil, fmt.Errorf("reading state of environment %q: %w", env, err)
+		}
+		if _, err := readSchema(cm, s.schema); err != nil {
 			return nil, fmt.Errorf("reading state of environment %q: %w", env, err)
 		}
 		st, err := decodeState(ctx, cm, s.parts)
@@ -291,6 +298,12 @@ func (s *Store) Update(ctx context.Context, env string, mutate func(*EnvState)) 
 		if create {
 			cm = newStateConfigMap(name, s.namespace, env)
 		}
+		// A state of a schema this build must not read is neither read nor
+		// written (schema.go).
+		found, err := readSchema(cm, s.schema)
+		if err != nil {
+			return err
+		}
 		if err := s.checkFence(cm, create); err != nil {
 			return err
 		}
@@ -302,8 +315,14 @@ func (s *Store) Update(ctx context.Context, env string, mutate func(*EnvState)) 
 			return err
 		}
 		mutate(st)
-		e, err := encodeState(name, st, s.maxBytes)
+		// Keys a newer build wrote that this one does not know are kept as
+		// they are, within the same budget.
+		data, binary, carried := unknownKeys(cm)
+		e, err := encodeState(name, st, s.maxBytes-carried-schemaBytes)
 		if err != nil {
+			return err
+		}
+		if err := stamp(e, found, s.schema, data, binary); err != nil {
 			return err
 		}
 		// Parts first, the index last: a reader never sees an index
