@@ -20,6 +20,8 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/notify"
+	"github.com/stagehand-gitops/stagehand/internal/prbot"
+	"github.com/stagehand-gitops/stagehand/internal/rollback"
 	"github.com/stagehand-gitops/stagehand/internal/ui"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/verify"
@@ -157,13 +159,13 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	opts = append(opts, daemon.WithGate(approval.Gates(gates...)), daemon.WithVerifier(vf))
 	// An automatic rollback of a failed rollout opens the rollback pull request and places the hold (with
 	// github.app); rb is built below, before the daemon runs.
-	var rb *rollbacker
+	var rb *rollback.Rollbacker
 	if gh != nil {
 		opts = append(opts, daemon.WithRollbackHook(func(ctx context.Context, env string, id int64, cause string) error {
 			if rb == nil {
 				return errors.New("no rollback pull request: the lock service is off (locks)")
 			}
-			return rb.automatic(ctx, env, id, cause)
+			return rb.Automatic(ctx, env, id, cause)
 		}))
 	}
 	if nt != nil {
@@ -211,7 +213,7 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		}
 		if rb != nil {
 			// Merging a rollback pull request ends its hold.
-			hopts = append(hopts, github.OnMerged(rb.merged))
+			hopts = append(hopts, github.OnMerged(rb.Merged))
 		}
 		h, err := github.NewHandler(gh, d, preview, cfg.Source.Branch, hopts...)
 		if err != nil {
@@ -299,6 +301,25 @@ func DaemonParts(b *wire.Builder) ([]daemon.Option, error) {
 		opts = append(opts, daemon.WithPushes(pushes))
 	}
 	return opts, nil
+}
+
+// newRollbacker builds the rollbacker of `reconciler run` over the
+// manifests repository of github.owner/repo; nil without a lock service.
+func newRollbacker(cfg *config.Config, gh *github.Client, d *daemon.Daemon) (*rollback.Rollbacker, error) {
+	svc := d.LockService()
+	if svc == nil {
+		return nil, nil
+	}
+	bot, err := prbot.New(gh.REST(), cfg.GitHub.Owner, cfg.GitHub.Repo, prbot.WithBase(cfg.Source.Branch), prbot.WithRoot(cfg.Source.Root),
+		prbot.WithWebURL(webRoot(cfg.GitHub.APIURL)), prbot.WithManifestOptions(wire.ManifestOptions(cfg.Manifest)...), prbot.WithClock(gh.Now))
+	if err != nil {
+		return nil, fmt.Errorf("configuring rollbacks: %w", err)
+	}
+	lockPaths := make(map[string]string, len(cfg.Environments))
+	for name, env := range cfg.Environments {
+		lockPaths[name] = env.LockPath
+	}
+	return rollback.New(bot, svc, lockPaths, d)
 }
 
 // notifyGrace is how long an exiting reconciler waits for queued

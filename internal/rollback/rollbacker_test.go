@@ -1,4 +1,4 @@
-package cli
+package rollback
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
-	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/internal/status"
@@ -52,11 +51,10 @@ func TestAutomaticRollbackHook(t *testing.T) {
 		{ID: 2, Revision: c2, Result: approval.ResultRolledBack, Approver: "bob", Started: ran.Add(time.Hour), Finished: ran.Add(time.Hour)},
 		{ID: 1, Revision: c1, Result: approval.ResultSucceeded, Approver: "maria", Started: ran, Finished: ran},
 	}
-	rb := &rollbacker{bot: bot, locks: svc, envs: map[string]config.Environment{"prod": {LockPath: "apps/prod"}}, holdFor: time.Hour,
-		history: func(context.Context, string) ([]approval.Entry, error) { return history, nil },
-		pin:     func(context.Context, string, *approval.Pin) error { return errors.New("not in incident mode") }}
+	rb := newRollbacker(t, bot, svc, &fakeReconciler{history: history,
+		pin: func(*approval.Pin) error { return errors.New("not in incident mode") }})
 
-	if err := rb.automatic(ctx, "prod", 2, "pods of Deployment/web not ready within 5m"); err != nil {
+	if err := rb.Automatic(ctx, "prod", 2, "pods of Deployment/web not ready within 5m"); err != nil {
 		t.Fatal(err)
 	}
 	prs := gh.PullRequests("acme", "manifests")
@@ -123,8 +121,7 @@ func TestRollbackToAnEntryThatDidNotRun(t *testing.T) {
 		{ID: 2, Revision: c2, Result: approval.ResultRejected},
 		{ID: 1, Revision: c1, Result: approval.ResultSucceeded},
 	}
-	rb := &rollbacker{bot: bot, locks: svc, envs: map[string]config.Environment{"prod": {LockPath: "apps/prod"}}, holdFor: time.Hour,
-		history: func(context.Context, string) ([]approval.Entry, error) { return history, nil }}
+	rb := newRollbacker(t, bot, svc, &fakeReconciler{history: history})
 	for _, tt := range []struct{ to, result string }{{"#4", "rolled-back"}, {"3", "interrupted"}, {"2", "rejected"}} {
 		_, err := rb.Rollback(ctx, "prod", api.RollbackRequest{To: tt.to, Reason: "x", RequestedBy: "alice"})
 		if !errors.Is(err, api.ErrUnknownRollbackTarget) || !strings.Contains(err.Error(), "history entry "+strings.TrimPrefix(tt.to, "#")+" of prod was "+tt.result) {
@@ -165,9 +162,9 @@ func TestReleaseEndsAPinWithoutItsHold(t *testing.T) {
 	}
 	// The daemon's side, kept in memory: the pin in the state and the status that shows it.
 	pin := &approval.Pin{PR: 4, URL: "https://github.com/acme/manifests/pull/4", ExpiresAt: time.Now().Add(time.Hour)}
-	rb := &rollbacker{bot: bot, locks: svc, envs: map[string]config.Environment{"prod": {LockPath: "apps/prod"}}, holdFor: time.Hour,
-		pin:         func(_ context.Context, _ string, p *approval.Pin) error { pin = p; return nil },
-		environment: func(context.Context, string) (*status.Environment, error) { return &status.Environment{Pin: pin}, nil }}
+	rb := newRollbacker(t, bot, svc, &fakeReconciler{
+		pin:         func(p *approval.Pin) error { pin = p; return nil },
+		environment: func() *status.Environment { return &status.Environment{Pin: pin} }})
 	if _, err := svc.PlaceHold(ctx, lock.NewHold("apps/prod", "alice", time.Now().Add(time.Hour), nil)); err != nil {
 		t.Fatal(err)
 	}
@@ -210,8 +207,8 @@ func TestPlansPin(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := plansPin(tt.plan, pin); got != tt.want {
-				t.Errorf("plansPin = %v, want %v", got, tt.want)
+			if got := PlansPin(tt.plan, pin); got != tt.want {
+				t.Errorf("PlansPin = %v, want %v", got, tt.want)
 			}
 		})
 	}
