@@ -99,6 +99,10 @@ verify: large-files ## Fail if gofmt, go vet or go mod tidy would change anythin
 	go mod tidy
 	@git diff --exit-code -- go.mod go.sum || { echo "go mod tidy changed go.mod/go.sum"; exit 1; }
 
+.PHONY: docs-gen
+docs-gen: ## Write the generated reference pages (docs/reference/commands.md, metrics.md) from the code.
+	go run ./hack/docsgen
+
 .PHONY: demo
 demo: testbin build ## Run Stagehand end to end on a local embedded cluster and git server.
 	go run ./hack/demo

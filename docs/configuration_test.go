@@ -21,7 +21,7 @@ import (
 // in both directions: a key the code reads without a table row fails, and
 // so does a row for a key that no longer exists.
 func TestConfigurationDocumented(t *testing.T) {
-	b, err := os.ReadFile("configuration.md")
+	b, err := os.ReadFile("reference/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}

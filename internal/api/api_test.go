@@ -246,14 +246,14 @@ func TestNewRefuses(t *testing.T) {
 	}
 }
 
-// heading is a documented endpoint in docs/api.md: "### METHOD /path".
+// heading is a documented endpoint in docs/reference/api.md: "### METHOD /path".
 var heading = regexp.MustCompile("(?m)^### ([A-Z]+) (/\\S*)$")
 
-// TestRoutesDocumented fails when the server registers a route that docs/api.md does not document under a
-// "### METHOD /path" heading, and when docs/api.md documents a route the server does not have. A route
+// TestRoutesDocumented fails when the server registers a route that docs/reference/api.md does not document under a
+// "### METHOD /path" heading, and when docs/reference/api.md documents a route the server does not have. A route
 // without a method (the lock API mounted under a prefix) is documented by the headings beneath it.
 func TestRoutesDocumented(t *testing.T) {
-	b, err := os.ReadFile("../../docs/api.md")
+	b, err := os.ReadFile("../../docs/reference/api.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,15 +296,15 @@ func TestRoutesDocumented(t *testing.T) {
 			}
 		}
 		if !found {
-			t.Errorf("route %q is served but not documented in docs/api.md: add a \"### METHOD /path\" entry (auth, request, response, errors)", r.pattern)
+			t.Errorf("route %q is served but not documented in docs/reference/api.md: add a \"### METHOD /path\" entry (auth, request, response, errors)", r.pattern)
 		}
 		if want := "Scope: `" + r.scope + "`"; found && r.scope != publicRoute && !strings.Contains(sections[r.pattern], want) {
-			t.Errorf("docs/api.md's entry of %q does not name the scope it needs: want %q", r.pattern, want)
+			t.Errorf("docs/reference/api.md's entry of %q does not name the scope it needs: want %q", r.pattern, want)
 		}
 	}
 	for d, served := range docs {
 		if !served {
-			t.Errorf("docs/api.md documents %q, which the server does not serve", d)
+			t.Errorf("docs/reference/api.md documents %q, which the server does not serve", d)
 		}
 	}
 }

@@ -4,10 +4,10 @@
 // server.apiTokenFile, the environments as internal/status shows them, their
 // layout and history, approving and rejecting the pending plan through the
 // Backend's approval.Decider, and pkg/lock's REST API. Every route is listed
-// in one table (routes), documented in docs/api.md; a test keeps the two in
+// in one table (routes), documented in docs/reference/api.md; a test keeps the two in
 // step.
 //
 // A new endpoint is a row in routes, a handler over the Backend (widen the
-// interface only for what the daemon must answer), an entry in docs/api.md
+// interface only for what the daemon must answer), an entry in docs/reference/api.md
 // and a test.
 package api

@@ -112,7 +112,7 @@ func New(b Backend, opts ...Option) (*Server, error) {
 	return s, nil
 }
 
-// table lists the routes (see docs/api.md).
+// table lists the routes (see docs/reference/api.md).
 func (s *Server) table() []route {
 	rs := []route{
 		{"GET /healthz", publicRoute, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })},
@@ -146,7 +146,7 @@ func (s *Server) table() []route {
 		}
 	}
 	if s.o.ui != nil {
-		// The web page's routes (docs/api.md, "The web page"): it signs people in itself.
+		// The web page's routes (docs/reference/api.md, "The web page"): it signs people in itself.
 		for _, p := range s.o.uiPatterns {
 			rs = append(rs, route{p, publicRoute, s.o.ui})
 		}

@@ -10,11 +10,11 @@ import (
 )
 
 // TestPrbotRoutesDocumented fails when prbot serve has a route that
-// docs/api.md does not document under "### prbot serve: METHOD /path", and
+// docs/reference/api.md does not document under "### prbot serve: METHOD /path", and
 // when it documents one prbot serve does not have (default configuration,
 // with the keyless bump API).
 func TestPrbotRoutesDocumented(t *testing.T) {
-	b, err := os.ReadFile("../../docs/api.md")
+	b, err := os.ReadFile("../../docs/reference/api.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,13 +30,13 @@ func TestPrbotRoutesDocumented(t *testing.T) {
 	h := http.NotFoundHandler()
 	for _, r := range prbotRoutes(c, h, h) {
 		if _, ok := docs[r.pattern]; !ok {
-			t.Errorf("prbot serve serves %q, but docs/api.md has no \"### prbot serve: %s\" entry", r.pattern, r.pattern)
+			t.Errorf("prbot serve serves %q, but docs/reference/api.md has no \"### prbot serve: %s\" entry", r.pattern, r.pattern)
 		}
 		docs[r.pattern] = true
 	}
 	for d, served := range docs {
 		if !served {
-			t.Errorf("docs/api.md documents \"### prbot serve: %s\", which prbot serve does not serve", d)
+			t.Errorf("docs/reference/api.md documents \"### prbot serve: %s\", which prbot serve does not serve", d)
 		}
 	}
 	if len(prbotRoutes(c, h, nil)) != len(docs)-1 {

@@ -201,7 +201,7 @@ type prbotRoute struct {
 }
 
 // prbotRoutes are prbot serve's routes: the webhook receiver, the keyless
-// bump API (nil bumps: none), /healthz and /version. docs/api.md documents each under
+// bump API (nil bumps: none), /healthz and /version. docs/reference/api.md documents each under
 // "### prbot serve: METHOD /path" (TestPrbotRoutesDocumented).
 func prbotRoutes(c *prbot.Config, webhook, bumps http.Handler) []prbotRoute {
 	rs := []prbotRoute{{"POST " + c.WebhookPath, webhook}}

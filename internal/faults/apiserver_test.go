@@ -84,7 +84,7 @@ func TestAPIServerRestartMidApply(t *testing.T) {
 		}
 	}
 	// The leader lost its Lease while the API server was down: it recorded
-	// the apply as interrupted (docs/api.md: the next leader continues it),
+	// the apply as interrupted (docs/reference/api.md: the next leader continues it),
 	// and the continuation as succeeded. Nothing else may be there.
 	if len(ofRev) == 0 || ofRev[0].Result != "succeeded" {
 		t.Errorf("newest history entry of %s = %+v, want succeeded", rev[:8], ofRev)

@@ -89,7 +89,7 @@ func New(b Backend, opts ...Option) (*Server, error) {
 	return s, nil
 }
 
-// routes is every route of the page (see docs/ui.md).
+// routes is every route of the page (see docs/reference/ui.md).
 func (s *Server) routes() *http.ServeMux {
 	static, _ := fs.Sub(assets, "assets/static")
 	mux := http.NewServeMux()

@@ -38,7 +38,7 @@ var (
 )
 
 // Keys returns every key pipeline.yaml accepts as a path such as
-// "stages[].requires.soak", in file order: what docs/configuration.md must
+// "stages[].requires.soak", in file order: what docs/reference/configuration.md must
 // describe. A new key list (a nested mapping) is added to nested as well;
 // a mapping of names (owners) has the placeholder <file> for its keys.
 func Keys() []string {
