@@ -41,7 +41,11 @@ func TestTemplateObjects(t *testing.T) {
 			name:   "default values",
 			values: func(*testing.T) []string { return nil },
 			want: []string{
+				// crds.apply: get, create and patch on the two CRDs.
+				"ClusterRole /rel-sh-stagehand-crds",
+				"ClusterRoleBinding /rel-sh-stagehand-crds",
 				"ConfigMap rel/sh-stagehand",
+				"CustomResourceDefinition /environments.stagehand.io",
 				"CustomResourceDefinition /locks.stagehand.io",
 				"Deployment rel/sh-stagehand",
 				// networkPolicy.enabled (opt-out): in only on 8080, out only DNS, the API server, remote servers.
@@ -59,9 +63,12 @@ func TestTemplateObjects(t *testing.T) {
 			want: []string{
 				// rbac.kubernetesAuth: TokenReview and SubjectAccessReview.
 				"ClusterRole /rel-sh-stagehand-auth",
+				"ClusterRole /rel-sh-stagehand-crds",
 				"ClusterRoleBinding /rel-sh-stagehand-auth",
+				"ClusterRoleBinding /rel-sh-stagehand-crds",
 				"ConfigMap rel/sh-stagehand",
 				"ConfigMap rel/sh-stagehand-prbot",
+				"CustomResourceDefinition /environments.stagehand.io",
 				"CustomResourceDefinition /locks.stagehand.io",
 				"Deployment rel/sh-stagehand",
 				"Deployment rel/sh-stagehand-prbot",
@@ -90,9 +97,12 @@ func TestTemplateObjects(t *testing.T) {
 				return []string{valuesFile(t, map[string]any{"rbac": map[string]any{"clusterWide": true}})}
 			},
 			want: []string{
+				"ClusterRole /rel-sh-stagehand-crds",
 				"ClusterRole /rel-sh-stagehand-workloads",
+				"ClusterRoleBinding /rel-sh-stagehand-crds",
 				"ClusterRoleBinding /rel-sh-stagehand-workloads",
 				"ConfigMap rel/sh-stagehand",
+				"CustomResourceDefinition /environments.stagehand.io",
 				"CustomResourceDefinition /locks.stagehand.io",
 				"Deployment rel/sh-stagehand",
 				// networkPolicy.enabled (opt-out): in only on 8080, out only DNS, the API server, remote servers.
@@ -149,7 +159,7 @@ func TestDeployment(t *testing.T) {
 			want: podFacts{
 				Replicas: 2, Image: "ghcr.io/stagehand-gitops/stagehand:0.1.0",
 				Command:      []string{"/reconciler"},
-				Args:         []string{"run", "--config=/etc/stagehand/reconciler.yaml", "--log-level=info", "--enable-leader-election=true"},
+				Args:         []string{"run", "--config=/etc/stagehand/reconciler.yaml", "--log-level=info", "--enable-leader-election=true", "--apply-crds=true"},
 				RunAsNonRoot: true, RunAsUser: 65532, ReadOnlyRoot: true, NoEscalation: true, DropCaps: []string{"ALL"},
 				Liveness: "/healthz", Readiness: "/readyz", RequestsCPU: "50m", RequestsMemory: "128Mi",
 				PrometheusScrape: "true", PrometheusPort: "8080", ServiceAccount: "sh-stagehand", ContainerPort: 8080,
@@ -163,12 +173,27 @@ func TestDeployment(t *testing.T) {
 				Replicas:     2,
 				Image:        "registry.example.com/platform/stagehand:0.1.0@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 				Command:      []string{"/reconciler"},
-				Args:         []string{"run", "--config=/etc/stagehand/reconciler.yaml", "--log-level=debug", "--enable-leader-election=true"},
+				Args:         []string{"run", "--config=/etc/stagehand/reconciler.yaml", "--log-level=debug", "--enable-leader-election=true", "--apply-crds=true"},
 				RunAsNonRoot: true, RunAsUser: 65532, ReadOnlyRoot: true, NoEscalation: true, DropCaps: []string{"ALL"},
 				Liveness: "/healthz", Readiness: "/readyz", RequestsCPU: "100m", RequestsMemory: "256Mi",
 				PrometheusScrape: "true", PrometheusPort: "8080", ServiceAccount: "sh-stagehand", ContainerPort: 8080,
 				ConfigMountedAt:  "/etc/stagehand",
 				ProjectedSecrets: []string{"stagehand-api", "stagehand-git", "stagehand-git-ca", "stagehand-github-app", "stagehand-gpg", "stagehand-registry", "stagehand-ssh-signers", "stagehand-tokens", "stagehand-webhook"},
+			},
+		},
+		{
+			name: "crds.apply false",
+			values: func(t *testing.T) []string {
+				return []string{valuesFile(t, map[string]any{"crds": map[string]any{"apply": false}})}
+			},
+			want: podFacts{
+				Replicas: 2, Image: "ghcr.io/stagehand-gitops/stagehand:0.1.0",
+				Command:      []string{"/reconciler"},
+				Args:         []string{"run", "--config=/etc/stagehand/reconciler.yaml", "--log-level=info", "--enable-leader-election=true", "--apply-crds=false"},
+				RunAsNonRoot: true, RunAsUser: 65532, ReadOnlyRoot: true, NoEscalation: true, DropCaps: []string{"ALL"},
+				Liveness: "/healthz", Readiness: "/readyz", RequestsCPU: "50m", RequestsMemory: "128Mi",
+				PrometheusScrape: "true", PrometheusPort: "8080", ServiceAccount: "sh-stagehand", ContainerPort: 8080,
+				ConfigMountedAt: "/etc/stagehand",
 			},
 		},
 	}

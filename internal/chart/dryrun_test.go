@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stagehand-gitops/stagehand/internal/crds"
 	"github.com/stagehand-gitops/stagehand/pkg/lock/crd"
 )
 
@@ -60,14 +61,33 @@ func TestServerSideDryRun(t *testing.T) {
 	}
 }
 
-// TestCRDsMatchPkgLock: the chart ships the very CRD pkg/lock stores Locks in.
+// TestCRDsMatchPkgLock: the chart ships the very CRDs the reconciler applies
+// at start (internal/crds): pkg/lock's, which it stores Locks in, and the
+// Environment's, and no other.
 func TestCRDsMatchPkgLock(t *testing.T) {
-	got, err := os.ReadFile(filepath.Join(chartDir(t), "crds", crd.File))
+	files, err := filepath.Glob(filepath.Join(chartDir(t), "crds", "*"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(string(crd.Locks()), string(got)); diff != "" {
-		t.Errorf("charts/stagehand/crds/%s differs from pkg/lock/crd (-pkg/lock +chart); copy it over:\n%s", crd.File, diff)
+	var shipped, chart []string
+	for _, d := range crds.Definitions() {
+		shipped = append(shipped, d.File)
+		got, err := os.ReadFile(filepath.Join(chartDir(t), "crds", d.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(string(d.YAML), string(got)); diff != "" {
+			t.Errorf("charts/stagehand/crds/%s differs from the reconciler's (-internal/crds +chart); copy it over:\n%s", d.File, diff)
+		}
+	}
+	for _, f := range files {
+		chart = append(chart, filepath.Base(f))
+	}
+	if diff := cmp.Diff(sorted(shipped), sorted(chart)); diff != "" {
+		t.Errorf("files of charts/stagehand/crds against the reconciler's CRDs (-internal/crds +chart):\n%s", diff)
+	}
+	if crds.Definitions()[0].File != crd.File {
+		t.Errorf("first CRD applied is %s, want pkg/lock's %s", crds.Definitions()[0].File, crd.File)
 	}
 }
 

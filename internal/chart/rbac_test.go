@@ -1,17 +1,17 @@
 package chart
 
 import (
-	"github.com/stagehand-gitops/stagehand/internal/testenv"
-
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,6 +20,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/stagehand-gitops/stagehand/internal/crds"
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
 // install renders the chart with the full values scoped to fresh namespaces
@@ -165,7 +168,18 @@ func TestRBACAllowsWhatTheReconcilerNeeds(t *testing.T) {
 		access{"", "list", "", "namespaces", ""}, access{"", "list", "", "nodes", ""},
 		access{"", "impersonate", "", "serviceaccounts", ""},
 		access{"", "create", "apiextensions.k8s.io", "customresourcedefinitions", ""},
+		// crds.apply: its own two CRDs by name, and nothing more of any.
+		access{"", "patch", "apiextensions.k8s.io", "customresourcedefinitions", "widgets.example.com"},
+		access{"", "create", "apiextensions.k8s.io", "customresourcedefinitions", "widgets.example.com"},
+		access{"", "delete", "apiextensions.k8s.io", "customresourcedefinitions", "environments.stagehand.io"},
+		access{"", "update", "apiextensions.k8s.io", "customresourcedefinitions", "locks.stagehand.io"},
+		access{"", "list", "apiextensions.k8s.io", "customresourcedefinitions", ""},
 	)
+	for _, name := range []string{"locks.stagehand.io", "environments.stagehand.io"} {
+		for _, v := range []string{"get", "create", "patch"} {
+			allow = append(allow, access{"", v, "apiextensions.k8s.io", "customresourcedefinitions", name})
+		}
+	}
 	for _, a := range allow {
 		if !allowed(t, in.rel, sa, a) {
 			t.Errorf("reconciler may not %s; it needs to", a)
@@ -215,15 +229,24 @@ func TestRBACExactRules(t *testing.T) {
 		"core/secrets/cluster-prod-c:get", "core/secrets/cluster-prod-c:list", "core/secrets/cluster-prod-c:watch",
 		"core/secrets/kubeconfig-prod-d:get", "core/secrets/kubeconfig-prod-d:list", "core/secrets/kubeconfig-prod-d:watch",
 	}
+	// crds.apply: the two CRDs, by name, from a ClusterRole (so in every namespace's rules).
+	crdRules := []string{
+		"apiextensions.k8s.io/customresourcedefinitions/environments.stagehand.io:create",
+		"apiextensions.k8s.io/customresourcedefinitions/environments.stagehand.io:get",
+		"apiextensions.k8s.io/customresourcedefinitions/environments.stagehand.io:patch",
+		"apiextensions.k8s.io/customresourcedefinitions/locks.stagehand.io:create",
+		"apiextensions.k8s.io/customresourcedefinitions/locks.stagehand.io:get",
+		"apiextensions.k8s.io/customresourcedefinitions/locks.stagehand.io:patch",
+	}
 	tests := []struct {
 		name, ns string
 		want     []string
 	}{
-		{name: "release namespace", ns: in.rel, want: own},
-		{name: "devel target", ns: in.devel, want: workloads},
-		{name: "prod target", ns: in.prod, want: workloads},
-		{name: "extra namespace", ns: in.extra, want: workloads},
-		{name: "other namespace", ns: in.other, want: nil},
+		{name: "release namespace", ns: in.rel, want: append(own, crdRules...)},
+		{name: "devel target", ns: in.devel, want: append(workloads, crdRules...)},
+		{name: "prod target", ns: in.prod, want: append(workloads, crdRules...)},
+		{name: "extra namespace", ns: in.extra, want: append(workloads, crdRules...)},
+		{name: "other namespace", ns: in.other, want: crdRules},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -646,5 +669,31 @@ func TestRBACSecretsByName(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRBACAppliesCRDs acts as the ServiceAccount with a real token and
+// applies the reconciler's CRDs as `reconciler run` does at start (they are
+// there, as after helm install); with crds.apply false the chart grants
+// nothing on CRDs.
+func TestRBACAppliesCRDs(t *testing.T) {
+	in := installFull(t)
+	ax, err := apiextensions.NewForConfig(saConfig(t, in.rel, "sh-stagehand"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := crds.Apply(t.Context(), ax)
+	if err != nil {
+		t.Fatalf("applying the CRDs as the reconciler: %v", err)
+	}
+	for _, r := range res {
+		if r.Action != crds.Current {
+			t.Errorf("CRD %s: %s, want current (the chart's crds/ are the reconciler's)", r.Name, r.Action)
+		}
+	}
+	for _, o := range render(t, "rel", valuesFile(t, map[string]any{"crds": map[string]any{"apply": false}})) {
+		if strings.HasSuffix(o.GetName(), "-crds") {
+			t.Errorf("with crds.apply false the chart renders %s %s", o.GetKind(), o.GetName())
+		}
 	}
 }

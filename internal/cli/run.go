@@ -31,6 +31,7 @@ import (
 type runFlags struct {
 	configPath string
 	once       bool
+	applyCRDs  bool
 	identity   string
 	logOpts    logger.Options
 	le         fluxle.Options
@@ -54,6 +55,7 @@ leader election; exit 1 if any environment failed.`,
 	f := cmd.Flags()
 	f.StringVar(&rf.configPath, "config", "", "reconciler.yaml (required)")
 	f.BoolVar(&rf.once, "once", false, "one pass over every environment, then exit (non-zero if anything failed)")
+	f.BoolVar(&rf.applyCRDs, "apply-crds", true, "create or upgrade Stagehand's CRDs (locks, environments) at start when missing or older than this build's")
 	f.StringVar(&rf.identity, "identity", "", "name of this replica in the leader Lease (default $POD_NAME, else host name and a random suffix)")
 	rf.logOpts.BindFlags(f)
 	rf.le.BindFlags(f)
@@ -117,6 +119,11 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer b.Close()
+	if rf.applyCRDs {
+		if err := applyCRDs(cmd.Context(), b, rlog); err != nil {
+			return err
+		}
+	}
 	var gh *github.Client
 	gates := []approval.Gate{approval.Manual()}
 	if !rf.once {
