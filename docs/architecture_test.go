@@ -39,6 +39,7 @@ var layering = []struct {
 	{"internal/notify", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire"}, "a notification sink is a gate: it hears the daemon through approval.Gate"},
 	{"internal/sequence", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/notify", "internal/approval"}, "the sequence contract sits below the daemon that runs it, the tasks and the listeners"},
 	{"internal/webhook", []string{"internal/"}, "the receiver knows no component"},
+	{"internal/policy", []string{"internal/"}, "approval rules are judged below the configuration that compiles them and the daemon that asks them"},
 	{"internal/clock", []string{"internal/"}, "where time comes from sits below every component"},
 	{"internal/identity", []string{"internal/"}, "who someone is sits below every door and every rule that compares people"},
 	{"internal/version", []string{"internal/"}, "which build runs is known to every binary without knowing any component"},

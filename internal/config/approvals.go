@@ -1,6 +1,12 @@
 package config
 
-import "strings"
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/stagehand-gitops/stagehand/internal/policy"
+)
 
 // Approvals is one environment's approval policy: how many distinct people must approve the same plan,
 // whether the authors of what it deploys are kept from approving it, and who may approve at all.
@@ -17,6 +23,19 @@ type Approvals struct {
 	// actsFor) may approve: AutomationAllow or AutomationDeny; "" is deny where Required > 1 or ForbidAuthors
 	// is set (automation would make a second person or four-eyes mean nothing), else allow.
 	Automation string `json:"automation,omitempty"`
+	// Rules are the approval rules in CEL (internal/policy): every rule whose when is true for a plan
+	// applies on top of the fields above, and the strictest combination wins.
+	Rules []policy.Rule `json:"rules,omitempty"`
+}
+
+// RuleSet compiles the approval rules; Validate has compiled them once already, so an error here means
+// a configuration that was not validated.
+func (a Approvals) RuleSet() (*policy.Set, error) {
+	c, err := policy.NewCompiler()
+	if err != nil {
+		return nil, err
+	}
+	return policy.NewSet(c, a.Rules)
 }
 
 // The values of approvals.automation.
@@ -77,15 +96,70 @@ func (a Approvals) validate(field string, bad func(field, format string, a ...an
 	default:
 		bad(field+".minPermission", "unknown permission %q; accepted: read, triage, write, maintain, admin", a.MinPermission)
 	}
+	validateTeams(field+".teams", a.Teams, bad)
+	validateRules(field+".rules", a.Rules, bad)
+}
+
+// validateTeams checks a list of org/team-slug entries; field names it.
+func validateTeams(field string, teams []string, bad func(field, format string, a ...any)) {
 	seen := map[string]bool{}
-	for i, t := range a.Teams {
+	for i, t := range teams {
 		org, slug, ok := strings.Cut(t, "/")
 		switch {
 		case !ok || org == "" || slug == "" || strings.Contains(slug, "/"):
-			bad(field+".teams", "entry %d %q: want org/team-slug, e.g. acme/sre", i, t)
+			bad(field, "entry %d %q: want org/team-slug, e.g. acme/sre", i, t)
 		case seen[strings.ToLower(t)]:
-			bad(field+".teams", "entry %d %q: listed twice", i, t)
+			bad(field, "entry %d %q: listed twice", i, t)
 		}
 		seen[strings.ToLower(t)] = true
+	}
+}
+
+// validateRules checks approval rules and compiles their when expressions, with errors naming the rule's
+// key and, for an expression, the line and column in it; field is "environments.<name>.approvals.rules".
+func validateRules(field string, rules []policy.Rule, bad func(field, format string, a ...any)) {
+	if len(rules) == 0 {
+		return
+	}
+	if len(rules) > policy.MaxRules {
+		bad(field, "%d rules: at most %d", len(rules), policy.MaxRules)
+		return
+	}
+	c, err := policy.NewCompiler()
+	if err != nil {
+		bad(field, "%v", err)
+		return
+	}
+	names := map[string]int{}
+	for i, r := range rules {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		switch j, dup := names[r.Name]; {
+		case strings.TrimSpace(r.Name) == "":
+			bad(f+".name", "required: a name shown where the rule applies")
+		case dup:
+			bad(f+".name", "%q is also the name of rules[%d]", r.Name, j)
+		default:
+			names[r.Name] = i
+		}
+		if r.Required < 0 || r.Required > MaxRequiredApprovals {
+			bad(f+".required", "must be between 0 (the rule asks no count) and %d, got %d", MaxRequiredApprovals, r.Required)
+		}
+		switch r.MinPermission {
+		case "", "read", "triage", "write", "maintain", "admin":
+		default:
+			bad(f+".minPermission", "unknown permission %q; accepted: read, triage, write, maintain, admin", r.MinPermission)
+		}
+		validateTeams(f+".teams", r.Teams, bad)
+		if len(r.Message) > 500 {
+			bad(f+".message", "%d characters long: at most 500", len(r.Message))
+		}
+		if _, err := c.Compile(r); err != nil {
+			var ce *policy.CompileError
+			if errors.As(err, &ce) && ce.Line > 0 {
+				bad(f+".when", "line %d, column %d: %s", ce.Line, ce.Column, ce.Message)
+			} else {
+				bad(f+".when", "%v", err)
+			}
+		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/stagehand-gitops/stagehand/internal/policy"
 )
 
 func TestApprovals(t *testing.T) {
@@ -38,6 +40,21 @@ func TestApprovals(t *testing.T) {
 		{name: "bad automation", yaml: fmt.Sprintf(env, "{automation: maybe}"),
 			err: `environments.prod.approvals.automation: "maybe": want allow or deny (default deny where required > 1 or forbidAuthors is set, else allow)`},
 		{name: "unknown key", yaml: fmt.Sprintf(env, "{requiredApprovals: 2}"), err: `unknown field "requiredApprovals"`},
+		{name: "rules", yaml: fmt.Sprintf(env, `{rules: [{name: payments, when: '"payments-api" in plan.services', required: 2, teams: [acme/payments], message: payments-api changes need 2 approvers from acme/payments}]}`),
+			want: Approvals{Required: 1, MinPermission: "maintain", Rules: []policy.Rule{{Name: "payments", When: `"payments-api" in plan.services`,
+				Required: 2, Teams: []string{"acme/payments"}, Message: "payments-api changes need 2 approvers from acme/payments"}}}},
+		{name: "a rule's when names its key and column", yaml: fmt.Sprintf(env, `{rules: [{name: a, when: "true"}, {name: b, when: "true"}, {name: c, when: "plan.changes.exists(c, c.servce == 'x')"}]}`),
+			err: `environments.prod.approvals.rules[2].when: line 1, column 25: undefined field 'servce'`},
+		{name: "a rule's when of another type", yaml: fmt.Sprintf(env, `{rules: [{name: a, when: "size(plan.changes)"}]}`),
+			err: `environments.prod.approvals.rules[0].when: line 1, column 1: has type int: want bool`},
+		{name: "a rule without a name", yaml: fmt.Sprintf(env, `{rules: [{when: "true"}]}`),
+			err: `environments.prod.approvals.rules[0].name: required: a name shown where the rule applies`},
+		{name: "two rules of one name", yaml: fmt.Sprintf(env, `{rules: [{name: a, when: "true"}, {name: a, when: "false"}]}`),
+			err: `environments.prod.approvals.rules[1].name: "a" is also the name of rules[0]`},
+		{name: "a rule's bad permission, team and count", yaml: fmt.Sprintf(env, `{rules: [{name: a, when: "true", required: 11, minPermission: owner, teams: [sre]}]}`),
+			err: "environments.prod.approvals.rules[0].required: must be between 0 (the rule asks no count) and 10, got 11\n" +
+				`environments.prod.approvals.rules[0].minPermission: unknown permission "owner"; accepted: read, triage, write, maintain, admin` + "\n" +
+				`environments.prod.approvals.rules[0].teams: entry 0 "sre": want org/team-slug, e.g. acme/sre`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkParse(t, tc.yaml, tc.err, tc.want, func(c *Config) Approvals { return c.ApprovalPolicy("prod") })

@@ -1,0 +1,187 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+	"github.com/google/cel-go/ext"
+)
+
+// Rule is one approval rule: when its when is true for a plan, the plan needs what it says.
+type Rule struct {
+	// Name names the rule in explanations and refusals.
+	Name string `json:"name"`
+	// When is a CEL expression of type bool over plan, revision, now, history and locks.
+	When string `json:"when"`
+	// Required is how many distinct approvers the plan needs at least (0: the rule asks no count).
+	Required int `json:"required,omitempty"`
+	// Teams and MinPermission: an approver must hold MinPermission on the repository or be a member of
+	// one of Teams (either may be empty).
+	Teams         []string `json:"teams,omitempty"`
+	MinPermission string   `json:"minPermission,omitempty"`
+	// ForbidAuthors keeps the authors of the commits deployed from approving.
+	ForbidAuthors bool `json:"forbidAuthors,omitempty"`
+	// Message is shown wherever the requirement or a refusal is ("payments-api changes need 2 approvers
+	// from acme/payments").
+	Message string `json:"message,omitempty"`
+}
+
+// Limits of a rule's expression, checked when it is compiled, and of one evaluation.
+const (
+	// MaxExpressionLength bounds a when in code points.
+	MaxExpressionLength = 4096
+	// MaxNesting bounds how deep a when's parse tree nests.
+	MaxNesting = 32
+	// CostLimit bounds the work of one rule's evaluation, in CEL's cost units (about one per operation;
+	// a scan of 500 changes with a comparison costs a few thousand).
+	CostLimit = 1_000_000
+	// MaxRules bounds how many rules one environment has.
+	MaxRules = 100
+)
+
+// CompileError is a rule whose when does not compile: Line and Column (1-based, in code points) say where.
+type CompileError struct {
+	Line, Column int
+	Message      string
+}
+
+func (e *CompileError) Error() string {
+	if e.Line == 0 {
+		return e.Message
+	}
+	return fmt.Sprintf("line %d, column %d: %s", e.Line, e.Column, e.Message)
+}
+
+// Program is one compiled rule.
+type Program struct {
+	Rule
+	prg      cel.Program
+	provider *provider
+}
+
+// env is the CEL environment rules are compiled in: the variables of Input and the helpers.
+func env() (*cel.Env, *provider, error) {
+	p := newProvider()
+	e, err := cel.NewEnv(
+		cel.CustomTypeProvider(p),
+		cel.CustomTypeAdapter(p),
+		ext.Strings(ext.StringsVersion(3)),
+		cel.Variable("plan", planT),
+		cel.Variable("revision", revisionT),
+		cel.Variable("now", cel.TimestampType),
+		cel.Variable("history", cel.ListType(deployT)),
+		cel.Variable("locks", cel.ListType(lockT)),
+		cel.Function("isMajorBump", cel.Overload("isMajorBump_change", []*cel.Type{changeT}, cel.BoolType,
+			cel.UnaryBinding(bumpIs("major")))),
+		cel.Function("isMinorBump", cel.Overload("isMinorBump_change", []*cel.Type{changeT}, cel.BoolType,
+			cel.UnaryBinding(bumpIs("minor")))),
+		cel.Function("isPatchBump", cel.Overload("isPatchBump_change", []*cel.Type{changeT}, cel.BoolType,
+			cel.UnaryBinding(bumpIs("patch")))),
+		cel.Function("failures", cel.Overload("failures_history_int", []*cel.Type{cel.ListType(deployT), cel.IntType}, cel.IntType,
+			cel.BinaryBinding(failures))),
+		cel.ParserRecursionLimit(MaxNesting),
+		cel.ParserExpressionSizeLimit(MaxExpressionLength),
+	)
+	return e, p, err
+}
+
+// bumpIs is isMajorBump, isMinorBump or isPatchBump: whether the change's tag went up by that part.
+func bumpIs(part string) func(ref.Val) ref.Val {
+	return func(v ref.Val) ref.Val {
+		r, _ := v.Value().(*record)
+		c, ok := (*Change)(nil), false
+		if r != nil {
+			c, ok = r.v.(*Change)
+		}
+		if !ok {
+			return types.NewErr("isMajorBump: want a change, got %s", v.Type())
+		}
+		return types.Bool(bump(c.From.Tag, c.To.Tag) == part)
+	}
+}
+
+// failures counts the failed deploys among the newest n of a history.
+func failures(list, n ref.Val) ref.Val {
+	l, ok := list.(traits.Lister)
+	if !ok {
+		return types.NewErr("failures: want the history, got %s", list.Type())
+	}
+	limit, _ := n.Value().(int64)
+	size, _ := l.Size().Value().(int64)
+	count := 0
+	for i := int64(0); i < size && i < limit; i++ {
+		r, _ := l.Get(types.Int(i)).Value().(*record)
+		if d, ok := r.v.(*Deploy); r != nil && ok && d.Result == "failed" {
+			count++
+		}
+	}
+	return types.Int(count)
+}
+
+// Compiler compiles rules; one serves every environment.
+type Compiler struct {
+	env      *cel.Env
+	provider *provider
+}
+
+// NewCompiler builds the CEL environment of rules.
+func NewCompiler() (*Compiler, error) {
+	e, p, err := env()
+	if err != nil {
+		return nil, fmt.Errorf("building the CEL environment of approval rules: %w", err)
+	}
+	return &Compiler{env: e, provider: p}, nil
+}
+
+// Compile parses and type-checks r.When (it must be a bool) and plans its evaluation under CostLimit. An
+// expression that does not compile gives a *CompileError naming the line and column.
+func (c *Compiler) Compile(r Rule) (*Program, error) {
+	if strings.TrimSpace(r.When) == "" {
+		return nil, &CompileError{Message: "empty: want a CEL expression of type bool, e.g. plan.services.exists(s, s == \"payments-api\")"}
+	}
+	if n := utf8.RuneCountInString(r.When); n > MaxExpressionLength {
+		return nil, &CompileError{Message: fmt.Sprintf("%d characters long: at most %d", n, MaxExpressionLength)}
+	}
+	ast, iss := c.env.Compile(r.When)
+	if iss != nil && iss.Err() != nil {
+		return nil, compileError(iss)
+	}
+	if !ast.OutputType().IsExactType(cel.BoolType) {
+		return nil, &CompileError{Line: 1, Column: 1, Message: fmt.Sprintf("has type %s: want bool", ast.OutputType())}
+	}
+	prg, err := c.env.Program(ast, cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(100),
+		cel.EvalOptions(cel.OptOptimize))
+	if err != nil {
+		return nil, &CompileError{Message: err.Error()}
+	}
+	return &Program{Rule: r, prg: prg, provider: c.provider}, nil
+}
+
+// compileError is the first of iss's errors with its place (1-based).
+func compileError(iss *cel.Issues) error {
+	errs := iss.Errors()
+	if len(errs) == 0 {
+		return &CompileError{Message: iss.String()}
+	}
+	e := errs[0]
+	out := &CompileError{Message: e.Message}
+	if loc := e.Location; loc != nil && loc.Line() > 0 {
+		out.Line, out.Column = loc.Line(), loc.Column()+1
+	}
+	if len(errs) > 1 {
+		out.Message += fmt.Sprintf(" (and %d more errors)", len(errs)-1)
+	}
+	return out
+}
+
+// ErrCompile is matched by every *CompileError.
+var ErrCompile = errors.New("approval rule does not compile")
+
+// Is makes errors.Is(err, ErrCompile) true.
+func (e *CompileError) Is(target error) bool { return target == ErrCompile }
