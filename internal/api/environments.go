@@ -28,7 +28,7 @@ func (s *Server) listEnvironments(w http.ResponseWriter, r *http.Request) {
 		v.History = nil
 		out = append(out, *v)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"environments": out})
+	writeJSON(w, http.StatusOK, EnvironmentsResponse{Environments: out})
 }
 
 func (s *Server) getEnvironment(w http.ResponseWriter, r *http.Request) {
@@ -63,7 +63,7 @@ func (s *Server) getHistory(w http.ResponseWriter, r *http.Request) {
 	for _, e := range h {
 		out = append(out, e.Summary())
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"environment": env, "history": out})
+	writeJSON(w, http.StatusOK, HistoryResponse{Environment: env, History: out})
 }
 
 func (s *Server) getHistoryEntry(w http.ResponseWriter, r *http.Request) {
@@ -77,7 +77,7 @@ func (s *Server) getHistoryEntry(w http.ResponseWriter, r *http.Request) {
 	if !s.historyError(w, err) {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"environment": env, "entry": e})
+	writeJSON(w, http.StatusOK, HistoryEntryResponse{Environment: env, Entry: e})
 }
 
 // historyError answers err (404 for an unknown environment or entry, 500
