@@ -35,6 +35,8 @@ var layering = []struct {
 	{"internal/github", []string{"internal/wire"}, "internal/wire builds the GitHub client; PR previews get their sources from it as a github.SourceFunc"},
 	{"internal/prbot", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli"}, "prbot is its own binary's component"},
 	{"internal/rollback", []string{"internal/daemon", "internal/github", "internal/cli", "internal/wire", "internal/ui", "internal/notify"}, "the rollbacker asks the reconciler through rollback.Reconciler and gets its pull-request bot and lock service built"},
+	{"internal/prbot/bumpclient", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/wire", "internal/auth"}, "the keyless bump client talks to prbot serve over HTTP with prbot's types, and knows nothing of the reconciler"},
+	{"internal/auth/login", []string{"internal/"}, "a login knows GitHub's device flow and a token file, and no component"},
 	{"internal/ui", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire"}, "the web page reads through ui.Backend and decides through approval.Decider, as the API does"},
 	{"internal/notify", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire"}, "a notification sink is a gate: it hears the daemon through approval.Gate"},
 	{"internal/sequence", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/notify", "internal/approval"}, "the sequence contract sits below the daemon that runs it, the tasks and the listeners"},

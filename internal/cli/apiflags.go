@@ -1,10 +1,17 @@
 package cli
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net/url"
 	"os"
+	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/stagehand-gitops/stagehand/internal/api"
 )
 
 // addAPIFlags adds --server and --token-file, the flags of every command
@@ -30,13 +37,32 @@ func apiServer(server string) (string, error) {
 }
 
 // apiClient returns the client of the API at server (apiServer) with the
-// bearer token the caller's credentials give (userToken's order).
-func apiClient(server, tokenFile string) (decisionFlags, string, error) {
+// bearer token the caller's credentials give (userToken's order), each
+// request bounded by timeout.
+func apiClient(server, tokenFile string, timeout time.Duration) (*api.Client, error) {
 	server, err := apiServer(server)
 	if err != nil {
-		return decisionFlags{}, "", err
+		return nil, err
 	}
-	c := decisionFlags{server: server, tokenFile: tokenFile}
-	token, err := c.token()
-	return c, token, err
+	token, err := userToken(context.Background(), os.LookupEnv, tokenFile, "--token-file", "--server")
+	if err != nil {
+		return nil, err
+	}
+	c, err := api.NewClient(server, token, api.WithClientTimeout(timeout))
+	if err != nil {
+		return nil, usagef("--server: %v", err)
+	}
+	return c, nil
+}
+
+// refused reports the API's refusal of what on the command's stderr as
+// "Error: WHAT refused (STATUS): MESSAGE" and exits 1; other errors (the
+// server unreachable, an answer that does not decode) pass on.
+func refused(cmd *cobra.Command, what string, err error) error {
+	var e *api.Error
+	if errors.As(err, &e) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Error: %s refused (%d): %s\n", what, e.Status, e.Message)
+		return exitCode(1, nil)
+	}
+	return err
 }

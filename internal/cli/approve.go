@@ -2,14 +2,10 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -83,8 +79,7 @@ server from --server or $STAGEHAND_SERVER.`,
 }
 
 func (f *decisionFlags) run(cmd *cobra.Command, approve bool) error {
-	var err error
-	if f.server, err = apiServer(f.server); err != nil {
+	if _, err := apiServer(f.server); err != nil {
 		return err
 	}
 	switch {
@@ -93,7 +88,7 @@ func (f *decisionFlags) run(cmd *cobra.Command, approve bool) error {
 	case f.planHash != "" && f.yes:
 		return usagef("--plan-hash and --yes are mutually exclusive")
 	}
-	token, err := f.token()
+	c, err := apiClient(f.server, f.tokenFile, f.timeout)
 	if err != nil {
 		return err
 	}
@@ -106,48 +101,34 @@ func (f *decisionFlags) run(cmd *cobra.Command, approve bool) error {
 		verb = "approve"
 	}
 	if f.planHash == "" {
-		if err := f.confirm(ctx, cmd, token, verb); err != nil {
+		if err := f.confirm(ctx, cmd, c, verb); err != nil {
 			return err
 		}
 	}
-	path := "/api/v1/environments/" + url.PathEscape(f.env) + "/" + verb
-	code, body, err := f.call(ctx, http.MethodPost, path, token,
-		api.DecisionRequest{PlanHash: f.planHash, Approver: who, Reason: f.reason})
+	decide := c.Reject
+	if approve {
+		decide = c.Approve
+	}
+	resp, err := decide(ctx, f.env, api.DecisionRequest{PlanHash: f.planHash, Approver: who, Reason: f.reason})
 	if err != nil {
-		return err
-	}
-	if code != http.StatusOK && code != http.StatusAccepted {
-		fmt.Fprintf(cmd.ErrOrStderr(), "Error: %s refused (%d): %s\n", verb, code, apiMessage(body))
-		return exitCode(1, nil)
-	}
-	var resp api.DecisionResponse
-	if err := json.Unmarshal(body, &resp); err != nil {
-		return fmt.Errorf("decoding the server's answer: %w", err)
+		return refused(cmd, verb, err)
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), resp.Message)
 	// A plan that needs more approvers (approvals.required) is not applied yet: nothing to wait for here.
 	if !approve || !f.wait || resp.Status == "pending" {
 		return nil
 	}
-	return f.waitApplied(ctx, cmd, token)
+	return f.waitApplied(ctx, cmd, c)
 }
 
 // waitApplied polls the history until the approved plan has a result.
-func (f *decisionFlags) waitApplied(ctx context.Context, cmd *cobra.Command, token string) error {
-	path := "/api/v1/environments/" + url.PathEscape(f.env) + "/history"
+func (f *decisionFlags) waitApplied(ctx context.Context, cmd *cobra.Command, c *api.Client) error {
 	for {
-		code, body, err := f.call(ctx, http.MethodGet, path, token, nil)
+		history, err := c.History(ctx, f.env)
 		if err != nil {
-			return err
+			return fmt.Errorf("reading history: %w", err)
 		}
-		if code != http.StatusOK {
-			return fmt.Errorf("reading history: %d %s", code, apiMessage(body))
-		}
-		var h struct{ History []approval.Entry }
-		if err := json.Unmarshal(body, &h); err != nil {
-			return fmt.Errorf("decoding history: %w", err)
-		}
-		for _, e := range h.History {
+		for _, e := range history {
 			if e.PlanHash != f.planHash || e.Result == approval.ResultRejected || e.Result == approval.ResultInterrupted {
 				continue
 			}
@@ -162,7 +143,7 @@ func (f *decisionFlags) waitApplied(ctx context.Context, cmd *cobra.Command, tok
 		// Applied and verified, the plan may wait for its release approval
 		// (an approval after the deployment in its sequence): it has no
 		// history entry before a person decides, so that is the end here.
-		if rev, ok, err := f.releaseWaiting(ctx, token); err != nil {
+		if rev, ok, err := f.releaseWaiting(ctx, c); err != nil {
 			return err
 		} else if ok {
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: revision %s deployed and verified; waiting for its release approval "+
@@ -179,17 +160,10 @@ func (f *decisionFlags) waitApplied(ctx context.Context, cmd *cobra.Command, tok
 
 // releaseWaiting reports whether the environment's pending plan is the
 // release of the plan approved (f.planHash), and its revision.
-func (f *decisionFlags) releaseWaiting(ctx context.Context, token string) (string, bool, error) {
-	code, body, err := f.call(ctx, http.MethodGet, "/api/v1/environments/"+url.PathEscape(f.env), token, nil)
+func (f *decisionFlags) releaseWaiting(ctx context.Context, c *api.Client) (string, bool, error) {
+	v, err := c.Environment(ctx, f.env)
 	if err != nil {
-		return "", false, err
-	}
-	if code != http.StatusOK {
-		return "", false, fmt.Errorf("reading environment %s: %d %s", f.env, code, apiMessage(body))
-	}
-	var v struct{ Pending *approval.Pending }
-	if err := json.Unmarshal(body, &v); err != nil {
-		return "", false, fmt.Errorf("decoding environment %s: %w", f.env, err)
+		return "", false, fmt.Errorf("reading environment %s: %w", f.env, err)
 	}
 	if p := v.Pending; p != nil && p.Release && p.PlanHash == f.planHash {
 		return p.Revision, true, nil
@@ -197,67 +171,16 @@ func (f *decisionFlags) releaseWaiting(ctx context.Context, token string) (strin
 	return "", false, nil
 }
 
-func (f *decisionFlags) token() (string, error) {
-	return userToken(context.Background(), os.LookupEnv, f.tokenFile, "--token-file", "--server")
-}
-
-func (f *decisionFlags) call(ctx context.Context, method, path, token string, body any) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return 0, nil, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(f.server, "/")+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // the URL is already in the message below
-		}
-		return 0, nil, fmt.Errorf("%s %s%s: %w", method, f.server, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return resp.StatusCode, b, err
-}
-
-// apiMessage returns the "error" field of an API error body, or the body.
-func apiMessage(b []byte) string {
-	var e struct {
-		Error string `json:"error"`
-	}
-	if json.Unmarshal(b, &e) == nil && e.Error != "" {
-		return e.Error
-	}
-	return strings.TrimSpace(string(b))
-}
-
 // confirm fetches the plan pending in the environment, prints it with its
 // hash and, unless --yes, asks on the terminal; it sets f.planHash to the
 // plan shown, so the decision is refused if another plan is pending by then.
-func (f *decisionFlags) confirm(ctx context.Context, cmd *cobra.Command, token, verb string) error {
+func (f *decisionFlags) confirm(ctx context.Context, cmd *cobra.Command, c *api.Client, verb string) error {
 	if !f.yes && !isTerminal(ctx, cmd.InOrStdin()) {
 		return usagef("no terminal to confirm on: pass --plan-hash with the hash of the plan you reviewed, or --yes")
 	}
-	code, body, err := f.call(ctx, http.MethodGet, "/api/v1/environments/"+url.PathEscape(f.env), token, nil)
+	v, err := c.Environment(ctx, f.env)
 	if err != nil {
-		return err
-	}
-	if code != http.StatusOK {
-		fmt.Fprintf(cmd.ErrOrStderr(), "Error: reading %s refused (%d): %s\n", f.env, code, apiMessage(body))
-		return exitCode(1, nil)
-	}
-	var v struct{ Pending *approval.Pending }
-	if err := json.Unmarshal(body, &v); err != nil {
-		return fmt.Errorf("decoding environment %s: %w", f.env, err)
+		return refused(cmd, "reading "+f.env, err)
 	}
 	if v.Pending == nil {
 		fmt.Fprintf(cmd.ErrOrStderr(), "Error: nothing is pending in %s\n", f.env)

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,52 +58,41 @@ func (f *historyFlags) run(cmd *cobra.Command) error {
 	case cmd.Flags().Changed("id") && f.id < 1:
 		return usagef("--id %d: want a positive history entry id, as the history list shows", f.id)
 	}
-	client, token, err := apiClient(f.server, f.tokenFile)
+	client, err := apiClient(f.server, f.tokenFile, f.timeout)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
-	path := "/api/v1/environments/" + url.PathEscape(f.env) + "/history"
-	if f.id > 0 {
-		path += "/" + strconv.FormatInt(f.id, 10)
-	}
-	code, body, err := client.call(ctx, http.MethodGet, path, token, nil)
-	if err != nil {
-		return err
-	}
-	if code != http.StatusOK {
-		fmt.Fprintf(cmd.ErrOrStderr(), "Error: reading the history of %s refused (%d): %s\n", f.env, code, apiMessage(body))
-		return exitCode(1, nil)
-	}
+	what := "reading the history of " + f.env
 	out := cmd.OutOrStdout()
 	if f.id > 0 {
-		var v struct{ Entry approval.Entry }
-		if err := json.Unmarshal(body, &v); err != nil {
-			return fmt.Errorf("decoding history entry %d of %s: %w", f.id, f.env, err)
+		e, err := client.HistoryEntry(ctx, f.env, f.id)
+		if err != nil {
+			return refused(cmd, what, err)
 		}
 		if f.output == "json" {
-			return writeIndented(out, v.Entry)
+			return writeIndented(out, e)
 		}
-		return printEntry(out, v.Entry)
+		return printEntry(out, *e)
 	}
-	var v struct{ History []approval.Entry }
-	if err := json.Unmarshal(body, &v); err != nil {
-		return fmt.Errorf("decoding the history of %s: %w", f.env, err)
+	history, err := client.History(ctx, f.env)
+	if err != nil {
+		return refused(cmd, what, err)
 	}
 	if f.output == "json" {
-		if v.History == nil {
-			v.History = []approval.Entry{}
+		if history == nil {
+			history = []approval.Entry{}
 		}
-		return writeIndented(out, v.History)
+		return writeIndented(out, history)
 	}
-	if len(v.History) == 0 {
+	if len(history) == 0 {
 		fmt.Fprintf(out, "%s: no history yet\n", f.env)
 		return nil
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tWHEN\tREVISION\tRESULT\tAPPROVER\tCHANGES")
-	for _, e := range v.History {
+	for _, e := range history {
 		id := "-"
 		if e.ID > 0 {
 			id = strconv.FormatInt(e.ID, 10)

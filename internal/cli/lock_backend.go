@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
@@ -134,11 +135,11 @@ func (f *backendFlags) backend(ctx context.Context, d lockDeps) (lockBackend, er
 		if err != nil {
 			return nil, err
 		}
-		c, err := lock.NewClient(server, token)
+		c, err := api.NewClient(server, token)
 		if err != nil {
 			return nil, usagef("--server: %v", err)
 		}
-		return c, nil
+		return c.Locks()
 	case f.storage == "kubernetes":
 		svc, err := f.service(ctx, d)
 		if err != nil {

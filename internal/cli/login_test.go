@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/auth/login"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
@@ -106,7 +107,7 @@ func TestUserTokenOrder(t *testing.T) {
 	if err := os.WriteFile(file, []byte("from-file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := saveLoginToken(filepath.Join(dir, "cfg", "stagehand", "token"), "from-login"); err != nil {
+	if err := login.SaveToken(filepath.Join(dir, "cfg", "stagehand", "token"), "from-login"); err != nil {
 		t.Fatal(err)
 	}
 	// A fake gh on PATH that prints its token.

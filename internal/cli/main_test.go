@@ -3,7 +3,9 @@ package cli
 import (
 	"os"
 	"testing"
+	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
@@ -17,4 +19,15 @@ func TestMain(m *testing.M) {
 	os.Exit(cluster.Main(m,
 		testenv.WithCRDs("../../pkg/lock/crd/locks.stagehand.io.yaml"), // reconciler lock|unlock|check|prune|list
 	))
+}
+
+// testClient is the API client the commands build for server with the
+// token of tokenFile (else the environment's, in userToken's order).
+func testClient(t *testing.T, server, tokenFile string) *api.Client {
+	t.Helper()
+	c, err := apiClient(server, tokenFile, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

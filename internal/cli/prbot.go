@@ -10,11 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
-	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
 // prbotDeps are what the prbot commands read from the world; tests replace
@@ -204,9 +204,13 @@ func (f *botFlags) locks(d prbotDeps, now func() time.Time) (prbot.LockChecker, 
 	if err != nil {
 		return nil, err
 	}
-	lc, err := lock.NewClient(server, token)
+	c, err := api.NewClient(server, token)
 	if err != nil {
 		return nil, usagef("--lock-server: %v", err)
+	}
+	lc, err := c.Locks()
+	if err != nil {
+		return nil, err
 	}
 	return prbot.LockClient(lc, now), nil
 }

@@ -2,10 +2,7 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -80,13 +77,13 @@ open, gets a comment saying who released the hold and why.`,
 	return cmd
 }
 
-// client checks the common flags and returns the API client and token.
-func (f *rollbackFlags) client() (decisionFlags, string, error) {
-	c, token, err := apiClient(f.server, f.tokenFile)
+// client checks the common flags and returns the API client.
+func (f *rollbackFlags) client() (*api.Client, error) {
+	c, err := apiClient(f.server, f.tokenFile, f.timeout)
 	if err == nil && f.env == "" {
 		err = usagef("--env is required")
 	}
-	return c, token, err
+	return c, err
 }
 
 func (f *rollbackFlags) rollback(cmd *cobra.Command) error {
@@ -98,24 +95,15 @@ func (f *rollbackFlags) rollback(cmd *cobra.Command) error {
 	case f.output != "text" && f.output != "json":
 		return usagef("--output %q: want text or json", f.output)
 	}
-	c, token, err := f.client()
+	c, err := f.client()
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
-	code, body, err := c.call(ctx, http.MethodPost, "/api/v1/environments/"+url.PathEscape(f.env)+"/rollback", token,
-		api.RollbackRequest{To: f.to, Reason: f.reason, RequestedBy: f.as, Now: f.now})
+	res, err := c.Rollback(ctx, f.env, api.RollbackRequest{To: f.to, Reason: f.reason, RequestedBy: f.as, Now: f.now})
 	if err != nil {
-		return err
-	}
-	if code != http.StatusOK {
-		fmt.Fprintf(cmd.ErrOrStderr(), "Error: rollback refused (%d): %s\n", code, apiMessage(body))
-		return exitCode(1, nil)
-	}
-	var res api.RollbackResponse
-	if err := json.Unmarshal(body, &res); err != nil {
-		return fmt.Errorf("decoding the server's answer: %w", err)
+		return refused(cmd, "rollback", err)
 	}
 	out := cmd.OutOrStdout()
 	if f.output == "json" {
@@ -132,24 +120,15 @@ func (f *rollbackFlags) rollback(cmd *cobra.Command) error {
 }
 
 func (f *rollbackFlags) release(cmd *cobra.Command) error {
-	c, token, err := f.client()
+	c, err := f.client()
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
-	code, body, err := c.call(ctx, http.MethodPost, "/api/v1/environments/"+url.PathEscape(f.env)+"/release", token,
-		api.ReleaseRequest{Reason: f.reason, RequestedBy: f.as})
+	res, err := c.Release(ctx, f.env, api.ReleaseRequest{Reason: f.reason, RequestedBy: f.as})
 	if err != nil {
-		return err
-	}
-	if code != http.StatusOK {
-		fmt.Fprintf(cmd.ErrOrStderr(), "Error: release refused (%d): %s\n", code, apiMessage(body))
-		return exitCode(1, nil)
-	}
-	var res api.ReleaseResponse
-	if err := json.Unmarshal(body, &res); err != nil {
-		return fmt.Errorf("decoding the server's answer: %w", err)
+		return refused(cmd, "release", err)
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), res.Message)
 	return nil

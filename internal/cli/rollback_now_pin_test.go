@@ -2,9 +2,7 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,20 +103,11 @@ state: {namespace: %s, kubeconfig: %q}
 // history reads prod's history over the API.
 func (w *nowWorld) history() []approval.Entry {
 	w.t.Helper()
-	c := decisionFlags{server: w.server, tokenFile: w.tokenFile}
-	token, err := c.token()
+	h, err := testClient(w.t, w.server, w.tokenFile).History(context.Background(), "prod")
 	if err != nil {
-		w.t.Fatal(err)
+		w.t.Fatalf("GET history: %v", err)
 	}
-	code, body, err := c.call(context.Background(), http.MethodGet, "/api/v1/environments/prod/history", token, nil)
-	if err != nil || code != http.StatusOK {
-		w.t.Fatalf("GET history: %d %s %v", code, body, err)
-	}
-	var out struct{ History []approval.Entry }
-	if err := json.Unmarshal(body, &out); err != nil {
-		w.t.Fatal(err)
-	}
-	return out.History
+	return h
 }
 
 // TestRollbackNowRefusesMoreThanThePin: worker was added to prod since the revision rolled back to, and

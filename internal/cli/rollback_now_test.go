@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -195,20 +194,8 @@ func prodStatus(t *testing.T, server, tokenFile string) (*status.Environment, bo
 	t.Helper()
 	// Polled in loops: stay well under the API's per-token rate limit (20/s).
 	time.Sleep(100 * time.Millisecond)
-	c := decisionFlags{server: server, tokenFile: tokenFile}
-	token, err := c.token()
-	if err != nil {
-		t.Fatal(err)
-	}
-	code, body, err := c.call(context.Background(), http.MethodGet, "/api/v1/environments/prod", token, nil)
-	if err != nil || code != http.StatusOK {
-		return nil, false
-	}
-	var v status.Environment
-	if err := json.Unmarshal(body, &v); err != nil {
-		t.Fatal(err)
-	}
-	return &v, true
+	v, err := testClient(t, server, tokenFile).Environment(context.Background(), "prod")
+	return v, err == nil
 }
 
 // passes reads how many passes over prod have ended, from /metrics.

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -204,18 +203,9 @@ func holdOf(t *testing.T, server, tokenFile string) *lock.Lock {
 	t.Helper()
 	// Polled in loops: stay well under the API's per-token rate limit (20/s).
 	time.Sleep(100 * time.Millisecond)
-	c := decisionFlags{server: server, tokenFile: tokenFile}
-	token, err := c.token()
+	v, err := testClient(t, server, tokenFile).Environment(context.Background(), "prod")
 	if err != nil {
-		t.Fatal(err)
-	}
-	code, body, err := c.call(context.Background(), http.MethodGet, "/api/v1/environments/prod", token, nil)
-	if err != nil || code != http.StatusOK {
-		t.Fatalf("GET prod: %d %s %v", code, body, err)
-	}
-	var v struct{ Locks []lock.Lock }
-	if err := json.Unmarshal(body, &v); err != nil {
-		t.Fatal(err)
+		t.Fatalf("GET prod: %v", err)
 	}
 	for _, l := range v.Locks {
 		if l.Type == lock.Hold && l.Path == "apps/prod/hold" {

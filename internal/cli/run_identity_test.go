@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
@@ -80,14 +80,8 @@ state: {namespace: %s, kubeconfig: %q}
 	var pending *approval.Pending
 	testenv.WaitFor(t, 30*time.Second, "prod's pending plan over the API", func() bool {
 		t.Setenv("GITHUB_TOKEN", maria)
-		c := decisionFlags{server: server}
-		tok, err := c.token()
+		v, err := testClient(t, server, "").Environment(ctx, "prod")
 		if err != nil {
-			return false
-		}
-		code, body, err := c.call(ctx, "GET", "/api/v1/environments/prod", tok, nil)
-		var v struct{ Pending *approval.Pending }
-		if err != nil || code != 200 || json.Unmarshal(body, &v) != nil {
 			return false
 		}
 		pending = v.Pending
@@ -109,10 +103,12 @@ state: {namespace: %s, kubeconfig: %q}
 		t.Fatalf("approve by maria: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	testenv.WaitFor(t, 30*time.Second, "maria in prod's history", func() bool {
-		c := decisionFlags{server: server}
-		code, body, err := c.call(ctx, "GET", "/api/v1/environments/prod/history", maria, nil)
-		var h struct{ History []approval.Entry }
-		return err == nil && code == 200 && json.Unmarshal(body, &h) == nil && len(h.History) == 1 && h.History[0].Approver == "github:maria"
+		c, err := api.NewClient(server, maria)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := c.History(ctx, "prod")
+		return err == nil && len(h) == 1 && h[0].Approver == "github:maria"
 	})
 	if n := gh.CountRequests("GET", "/user"); n != 2 {
 		t.Errorf("GET /user asked %d times, want 2 (once per token)", n)

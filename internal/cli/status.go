@@ -2,10 +2,8 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -61,25 +59,18 @@ func (f *statusFlags) run(cmd *cobra.Command) error {
 	case f.output != "text" && f.output != "wide" && f.output != "json":
 		return usagef("--output %q: want text, wide or json", f.output)
 	}
-	client, token, err := apiClient(f.server, f.tokenFile)
+	client, err := apiClient(f.server, f.tokenFile, f.timeout)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
-	code, body, err := client.call(ctx, http.MethodGet, "/api/v1/matrix", token, nil)
+	got, err := client.Matrix(ctx)
 	if err != nil {
-		return err
+		return refused(cmd, "reading the environments", err)
 	}
-	if code != http.StatusOK {
-		fmt.Fprintf(cmd.ErrOrStderr(), "Error: reading the environments refused (%d): %s\n", code, apiMessage(body))
-		return exitCode(1, nil)
-	}
-	var m status.Matrix
-	if err := json.Unmarshal(body, &m); err != nil {
-		return fmt.Errorf("decoding the matrix: %w", err)
-	}
-	if m, err = f.narrow(m); err != nil {
+	m, err := f.narrow(*got)
+	if err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()

@@ -2,13 +2,13 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/auth/login"
 )
 
 // userToken is the bearer token a person's (or a job's) command sends to
@@ -32,10 +32,8 @@ func userToken(ctx context.Context, lookup func(string) (string, bool), file, fl
 	if t := ghAuthToken(ctx, lookup); t != "" {
 		return t, nil
 	}
-	if path, err := loginTokenPath(lookup); err == nil {
-		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) != "" {
-			return strings.TrimSpace(string(b)), nil
-		}
+	if t := login.SavedToken(lookup); t != "" {
+		return t, nil
 	}
 	return "", usagef("%s needs a token: pass %s, set $STAGEHAND_TOKEN or $GITHUB_TOKEN, log in to gh, or run reconciler login", user, flag)
 }
@@ -69,32 +67,4 @@ func ghAuthToken(ctx context.Context, lookup func(string) (string, bool)) string
 func isExecutable(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
-}
-
-// loginTokenPath is where `reconciler login` keeps the token: stagehand/token
-// under $XDG_CONFIG_HOME, else the user's configuration directory.
-func loginTokenPath(lookup func(string) (string, bool)) (string, error) {
-	if dir, _ := lookup("XDG_CONFIG_HOME"); dir != "" {
-		return filepath.Join(dir, "stagehand", "token"), nil
-	}
-	dir, err := os.UserConfigDir()
-	if err != nil {
-		return "", fmt.Errorf("finding the configuration directory: %w", err)
-	}
-	return filepath.Join(dir, "stagehand", "token"), nil
-}
-
-// saveLoginToken writes tok to path, readable by the user only.
-func saveLoginToken(path, tok string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("saving the token: %w", err)
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(tok+"\n"), 0o600); err != nil {
-		return fmt.Errorf("saving the token: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return errors.Join(fmt.Errorf("saving the token: %w", err), os.Remove(tmp))
-	}
-	return nil
 }
