@@ -35,9 +35,11 @@ func newStatusCommand() *cobra.Command {
 		Use:   "status --server URL [--env E]... [--service S]... [-o text|wide|json]",
 		Short: "Show every service in every environment: version and state (the web page's overview)",
 		Long: `Show the matrix of services × environments that the web page shows: per
-cell the version and state (✓ in sync, ◔ pending approval, ↻ rolling out,
-≠ out of sync, ⊘ blocked by a lock, ⚠ problem, ✗ failed, ? unknown), then each
-environment's pending plan, apply in flight, locks and resolve error.
+environment its lifecycle phase (Idle, AwaitingApproval, Applying, Verifying,
+AwaitingRelease, RollingBack, Failed); per cell the version and state
+(✓ in sync, ◔ pending approval, ↻ rolling out, ≠ out of sync, ⊘ blocked by a
+lock, ⚠ problem, ✗ failed, ? unknown); then each environment's pending plan,
+apply in flight, locks and resolve error.
 -o wide prints one line per service and target with the live and desired
 images and what blocks them; -o json the matrix as GET /api/v1/matrix answers.
 --env and --service (repeatable) narrow it down. The token comes from
@@ -155,6 +157,15 @@ func printMatrix(w io.Writer, m status.Matrix) error {
 		head = append(head, strings.ToUpper(e.Name))
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	// Each environment's lifecycle phase under its name (a server older
+	// than phases sends none: no line).
+	phases := []string{"PHASE"}
+	for _, e := range m.Environments {
+		phases = append(phases, dash(string(e.Phase)))
+	}
+	if slices.ContainsFunc(m.Environments, func(e status.MatrixEnvironment) bool { return e.Phase != "" }) {
+		fmt.Fprintln(tw, strings.Join(phases, "\t"))
+	}
 	for _, r := range m.Services {
 		line := []string{r.Service}
 		for _, c := range r.Cells {

@@ -25,8 +25,9 @@ func TestStatusCommand(t *testing.T) {
 		}
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "SERVICE PROD" ||
-		strings.Join(strings.Fields(lines[1]), " ") != "web ◔ pending 1.0.0 → 2.0.0" || !strings.HasPrefix(lines[2], "prod: ◔ approval pending: revision ") {
+	if len(lines) != 4 || strings.Join(strings.Fields(lines[0]), " ") != "SERVICE PROD" ||
+		strings.Join(strings.Fields(lines[1]), " ") != "PHASE AwaitingApproval" ||
+		strings.Join(strings.Fields(lines[2]), " ") != "web ◔ pending 1.0.0 → 2.0.0" || !strings.HasPrefix(lines[3], "prod: ◔ approval pending: revision ") {
 		t.Errorf("status:\n%s", out)
 	}
 	out, _, code := runDecision(t, false, "", append(base, "-o", "wide", "--service", "web", "--env", "prod")...)
@@ -36,7 +37,8 @@ func TestStatusCommand(t *testing.T) {
 	}
 	out, _, code = runDecision(t, false, "", append(base, "-o", "json")...)
 	var m status.Matrix
-	if err := json.Unmarshal([]byte(out), &m); code != 0 || err != nil || len(m.Services) != 1 || m.Services[0].Cells[0].State != status.CellPending {
+	if err := json.Unmarshal([]byte(out), &m); code != 0 || err != nil || len(m.Services) != 1 || m.Services[0].Cells[0].State != status.CellPending ||
+		m.Environments[0].Phase != status.PhaseAwaitingApproval {
 		t.Errorf("status -o json: exit %d, %v\n%s", code, err, out)
 	}
 	for _, tc := range []struct {

@@ -123,7 +123,7 @@ func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest
 			// clears it.
 			return res, err
 		}
-		if cerr := w.store.SetInFlight(rctx, w.env, nil); cerr != nil {
+		if cerr := w.store.Update(rctx, w.env, func(st *state.EnvState) { st.InFlight, st.Phase = nil, notApplying(st) }); cerr != nil {
 			w.metrics.fail(w.env, "state")
 			return res, errors.Join(err, fmt.Errorf("clearing the apply that did not start: %w", cerr))
 		}
@@ -272,17 +272,21 @@ func (w *worker) recordApply(ctx context.Context, prop approval.Proposal, out ap
 		}
 	}
 	w.metrics.addApplied(w.env, applied)
-	var err error
-	if out.Result == approval.ResultInterrupted {
-		err = w.store.Update(ctx, w.env, func(st *state.EnvState) {
-			st.Record(e, w.store.HistoryLimit())
-			if st.Pending != nil && st.Pending.PlanHash == e.PlanHash {
-				st.Pending = nil
+	// Recorded, the in-flight record and the pending plan it settles
+	// cleared, and the phase at rest, in one write; an interrupted apply
+	// stays in flight (and in its phase) for the next leader.
+	err := w.store.Update(ctx, w.env, func(st *state.EnvState) {
+		st.Record(e, w.store.HistoryLimit())
+		if st.Pending != nil && st.Pending.PlanHash == e.PlanHash {
+			st.Pending = nil
+		}
+		if out.Result != approval.ResultInterrupted {
+			if st.InFlight != nil && st.InFlight.PlanHash == e.PlanHash {
+				st.InFlight = nil
 			}
-		})
-	} else {
-		_, err = w.store.Record(ctx, w.env, e)
-	}
+			st.Phase = notApplying(st)
+		}
+	})
 	if err != nil {
 		w.metrics.fail(w.env, "state")
 		w.log.Error(err, "recording apply result", "environment", w.env, "planHash", e.PlanHash)

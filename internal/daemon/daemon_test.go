@@ -93,6 +93,9 @@ func TestApproveOverAPI(t *testing.T) {
 	if got := cluster.Env(t).Image(t, h.ns["prod"], "web"); got != imageRepo+"web:0.9.0" {
 		t.Fatalf("prod runs %s before approval", got)
 	}
+	if v := r.environment(t, "prod"); v.Phase != status.PhaseAwaitingApproval {
+		t.Errorf("phase with a plan pending = %q, want AwaitingApproval", v.Phase)
+	}
 	var plan struct {
 		Changes []struct{ From, To string }
 	}
@@ -135,8 +138,8 @@ func TestApproveOverAPI(t *testing.T) {
 		e.Finished.Before(e.Started) || len(e.Workloads) == 0 {
 		t.Errorf("history entry = %+v", e)
 	}
-	if v := r.environment(t, "prod"); v.Pending != nil {
-		t.Errorf("still pending after apply: %+v", v.Pending)
+	if v := r.environment(t, "prod"); v.Pending != nil || v.Phase != status.PhaseIdle {
+		t.Errorf("after the apply: pending %+v, phase %q; want nothing pending, Idle", v.Pending, v.Phase)
 	}
 	// Approving again: nothing is pending.
 	code, b = r.call(t, "POST", "/api/v1/environments/prod/approve", testToken, body)

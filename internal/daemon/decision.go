@@ -10,6 +10,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/state"
+	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -131,7 +132,7 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 		return
 	}
 	prop := approval.Proposal{Environment: w.env, Revision: p.Revision, RevisionTime: s.Time, Plan: plan}
-	if p.Release {
+	if st.Phase == status.PhaseAwaitingRelease {
 		w.decideRelease(ctx, s, prop, p, dc, reply)
 		return
 	}
@@ -235,7 +236,16 @@ func (w *worker) recordRejection(ctx context.Context, s gitsource.Snapshot, prop
 	} else {
 		e.Manifest = resolvedManifest(s, envM)
 	}
-	if _, err := w.store.Record(ctx, w.env, e); err != nil {
+	if err := w.store.Update(ctx, w.env, func(st *state.EnvState) {
+		st.Record(e, w.store.HistoryLimit())
+		if st.Pending != nil && st.Pending.PlanHash == e.PlanHash {
+			st.Pending = nil
+		}
+		if st.InFlight != nil && st.InFlight.PlanHash == e.PlanHash { // (a rejected plan never has one)
+			st.InFlight = nil
+		}
+		st.Phase = notApplying(st)
+	}); err != nil {
 		return out, err
 	}
 	w.metrics.setPending(w.env, false)

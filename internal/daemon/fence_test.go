@@ -15,6 +15,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/state/statetest"
+	"github.com/stagehand-gitops/stagehand/internal/status"
 )
 
 // annoFence and labelStateOf are the annotation and label internal/state
@@ -70,7 +71,7 @@ func TestStoreFence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &state.EnvState{Pending: &approval.Pending{Revision: "r2", PlanHash: "from-b", Plan: json.RawMessage("null")}, Handovers: []state.Handover{{Approve: true, PlanHash: "from-b"}}}
+	want := &state.EnvState{Phase: status.PhaseAwaitingApproval, Pending: &approval.Pending{Revision: "r2", PlanHash: "from-b", Plan: json.RawMessage("null")}, Handovers: []state.Handover{{Approve: true, PlanHash: "from-b"}}}
 	if diff := cmp.Diff(want, st, rawEqual); diff != "" {
 		t.Errorf("state (-want +got):\n%s", diff)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/internal/state"
+	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
@@ -97,7 +98,7 @@ func (w *worker) writeRelease(ctx context.Context, prop approval.Proposal) (*app
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	err = w.store.Update(sctx, w.env, func(st *state.EnvState) {
-		st.Sequence = run
+		st.Sequence, st.Phase = run, status.PhaseAwaitingRelease
 		if q := st.Pending; q != nil && q.Release && q.PlanHash == p.PlanHash && q.Revision == p.Revision {
 			cp := *q
 			p = &cp
@@ -140,7 +141,7 @@ func (w *worker) proposeRelease(ctx context.Context, prop approval.Proposal, p *
 // deployed versions never released, with no plan left to release them.)
 func (w *worker) holdRelease(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, plan *reconcile.Plan, st *state.EnvState) bool {
 	r, f := st.Sequence, st.InFlight
-	if r == nil || !r.AwaitingRelease() || f == nil || f.Revision != r.Revision {
+	if st.Phase != status.PhaseAwaitingRelease || r == nil || f == nil || f.Revision != r.Revision {
 		return false
 	}
 	if s.Revision != r.Revision && !plan.Empty() {
@@ -215,12 +216,14 @@ func (w *worker) supersedeRelease(ctx context.Context, st *state.EnvState, by st
 		if p := st.Pending; p != nil && p.Release && p.Revision == f.Revision {
 			st.Pending = nil
 		}
+		st.Phase = notApplying(st)
 	}); err != nil {
 		w.metrics.fail(w.env, "state")
 		w.log.Error(err, "recording the apply whose release approval was superseded", "environment", w.env)
 		return
 	}
 	st.InFlight, st.Pending = nil, nil
+	st.Phase = st.AtRest()
 	w.metrics.setPending(w.env, false)
 	w.finishRun(ctx, sequence.StatusAborted, promote.ResultFail, "aborted: "+why)
 	if err := w.gate.Superseded(ctx, prop, by); err != nil {
@@ -309,6 +312,7 @@ func (w *worker) decideReleaseTask(ctx context.Context, p *approval.Pending, app
 		if q := st.Pending; q != nil && q.Release && q.PlanHash == p.PlanHash {
 			st.Pending = nil
 		}
+		st.Phase = status.PhaseVerifying // the rest of the run: the release, or the failure
 	}); err != nil {
 		*r = *before
 		w.metrics.fail(w.env, "state")

@@ -16,6 +16,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
+	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
@@ -146,6 +147,9 @@ func TestReleaseApprovalReleases(t *testing.T) {
 	if c := completedOf(w.gate); len(c) != 0 || w.gate.proposed != 1 {
 		t.Errorf("gate: completed %+v, proposed %d; want nothing completed and the release proposed once", c, w.gate.proposed)
 	}
+	if v, err := w.d.Environment(ctx, "devel"); err != nil || v.Phase != status.PhaseAwaitingRelease {
+		t.Errorf("phase while the release waits = %v, %v; want AwaitingRelease", v, err)
+	}
 	gen := w.generation(t)
 	if err := w.d.Once(ctx); err != nil {
 		t.Fatal(err)
@@ -190,8 +194,8 @@ func TestReleaseApprovalReleases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(v.Waiting) != 0 || v.Sequence.Result != promote.ResultPass {
-		t.Errorf("status: waiting %q, sequence %+v; want nothing waited for and the run passed", v.Waiting, v.Sequence)
+	if len(v.Waiting) != 0 || v.Sequence.Result != promote.ResultPass || v.Phase != status.PhaseIdle {
+		t.Errorf("status: waiting %q, sequence %+v, phase %q; want nothing waited for, the run passed, Idle", v.Waiting, v.Sequence, v.Phase)
 	}
 	if _, err := decideNow(t, w.d, decision{approve: true, planHash: p.PlanHash, who: ghUser("bob")}); !errors.Is(err, approval.ErrNotPending) {
 		t.Errorf("approving the released plan again = %v, want ErrNotPending", err)

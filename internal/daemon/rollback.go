@@ -11,6 +11,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/lease"
 	"github.com/stagehand-gitops/stagehand/internal/state"
+	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -80,7 +81,7 @@ func (w *worker) rollBack(ctx context.Context, e approval.Entry, cause string) e
 		if st.InFlight != nil && st.InFlight.PlanHash == e.PlanHash {
 			st.InFlight = nil
 		}
-		st.Rollback = &rb
+		st.Rollback, st.Phase = &rb, status.PhaseRollingBack
 	})
 	if err != nil {
 		w.metrics.fail(w.env, "state")
@@ -142,7 +143,7 @@ func (w *worker) continueRollback(ctx context.Context, rb state.Rollback) error 
 			return
 		}
 		id = st.Record(e, w.store.HistoryLimit())
-		st.Rollback = nil
+		st.Rollback, st.Phase = nil, status.PhaseFailed
 		st.Failed = &approval.RolledBack{Revision: e.Revision, PlanHash: e.PlanHash, Cause: rb.Cause, EntryID: id, At: now}
 		if st.Pending != nil && st.Pending.Revision == e.Revision {
 			st.Pending = nil

@@ -19,6 +19,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/state"
+	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -238,8 +239,8 @@ func TestRollbackOfAFailedRollout(t *testing.T) {
 		t.Errorf("RolledBack events = %+v, %v; want one from 2.0.0 to 1.0.0", events, err)
 	}
 	if v := w.r.environment(t, "devel"); v.RolledBack == nil || v.RolledBack.Revision != rev || v.RolledBack.EntryID != 2 ||
-		!strings.HasPrefix(v.RolledBack.Cause, "rollout failed: ") {
-		t.Errorf("the environment's rolledBack = %+v; want revision %s, entry 2 and the cause", v.RolledBack, short(rev))
+		!strings.HasPrefix(v.RolledBack.Cause, "rollout failed: ") || v.Phase != status.PhaseFailed {
+		t.Errorf("the environment's rolledBack = %+v, phase %q; want revision %s, entry 2 and the cause, Failed", v.RolledBack, v.Phase, short(rev))
 	}
 	st, err := w.r.d.Store().Load(ctx, "devel")
 	if err != nil || st.Failed == nil || st.Failed.Revision != rev || st.Failed.EntryID != 2 || st.Rollback != nil || st.InFlight != nil {
@@ -272,6 +273,9 @@ func TestRollbackOfAFailedRollout(t *testing.T) {
 	})
 	if hist[0].Result != approval.ResultSucceeded || hist[0].ID != 3 {
 		t.Errorf("newest entry = %d %s: %s", hist[0].ID, hist[0].Result, hist[0].Message)
+	}
+	if v := w.r.environment(t, "devel"); v.Phase != status.PhaseIdle {
+		t.Errorf("phase after the new revision's apply = %q, want Idle", v.Phase)
 	}
 }
 

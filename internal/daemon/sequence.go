@@ -13,6 +13,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/internal/state"
+	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
@@ -211,7 +212,7 @@ func (w *worker) approved(ctx context.Context, envM *manifest.Environment, prop 
 		if f != nil {
 			st.InFlight = f
 		}
-		st.Sequence = run
+		st.Sequence, st.Phase = run, status.PhaseApplying
 	}); err != nil {
 		*r = *before // not kept, not announced: the next attempt does it again
 		return err
@@ -255,7 +256,14 @@ func (w *worker) deployed(ctx context.Context, prop approval.Proposal, res *reco
 		if out.Result != approval.ResultSucceeded {
 			result = promote.ResultFail
 		}
-		w.finish(ctx, i, result, out.Message, nil)
+		// Deployed: the tasks after the deployment run (Verifying).
+		announce := w.finishTask(i, result, out.Message, nil)
+		phase := status.Phase("")
+		if result == promote.ResultPass {
+			phase = status.PhaseVerifying
+		}
+		w.saveRunIn(ctx, phase)
+		announce(ctx)
 	}
 	if out.Result != approval.ResultSucceeded {
 		w.finishRun(ctx, sequence.EventErrored, promote.ResultFail, out.Message)
@@ -351,7 +359,7 @@ func (w *worker) runTask(ctx context.Context, prop approval.Proposal, res *recon
 // environment is in sync at s), and the run is still the deployed one's.
 func (w *worker) resumeRun(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, st *state.EnvState) (bool, error) {
 	f, r := st.InFlight, st.Sequence
-	if f == nil || r == nil || r.Done() || f.Revision != r.Revision {
+	if st.Phase != status.PhaseVerifying || f == nil || r == nil || r.Done() || f.Revision != r.Revision {
 		return false, nil
 	}
 	i := r.Index(promote.TaskDeployment)
@@ -426,12 +434,21 @@ func (w *worker) finishRun(ctx context.Context, status, result, msg string) {
 }
 
 // saveRun keeps the run in the state; a failure is logged and counted.
-func (w *worker) saveRun(ctx context.Context) {
+func (w *worker) saveRun(ctx context.Context) { w.saveRunIn(ctx, "") }
+
+// saveRunIn keeps the run in the state, moving the environment to phase
+// (unless ""), in one write; a failure is logged and counted.
+func (w *worker) saveRunIn(ctx context.Context, phase status.Phase) {
 	// Kept during a shutdown too: the next leader continues from here.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	r := w.runCopy()
-	if err := w.store.Update(ctx, w.env, func(st *state.EnvState) { st.Sequence = r }); err != nil {
+	if err := w.store.Update(ctx, w.env, func(st *state.EnvState) {
+		st.Sequence = r
+		if phase != "" {
+			st.Phase = phase
+		}
+	}); err != nil {
 		w.metrics.fail(w.env, "state")
 		w.log.Error(err, "recording the sequence state", "environment", w.env, "revision", short(r.Revision))
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/state"
+	"github.com/stagehand-gitops/stagehand/internal/status"
 )
 
 func TestStoreRoundTrip(t *testing.T) {
@@ -28,7 +29,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(&state.EnvState{}, empty); diff != "" {
+	if diff := cmp.Diff(&state.EnvState{Phase: status.PhaseIdle}, empty); diff != "" {
 		t.Errorf("state of an unknown environment (-want +got):\n%s", diff)
 	}
 
@@ -54,7 +55,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &state.EnvState{History: []approval.Entry{e}, Status: json.RawMessage(`{"revision":"abc"}`), LastID: 1}
+	want := &state.EnvState{Phase: status.PhaseIdle, History: []approval.Entry{e}, Status: json.RawMessage(`{"revision":"abc"}`), LastID: 1}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("state after Record (-want +got):\n%s", diff)
 	}

@@ -48,7 +48,7 @@ func TestStoreLargeState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(&state.EnvState{History: []approval.Entry{old}, Status: json.RawMessage(`{"revision":"r0"}`)}, got); diff != "" {
+	if diff := cmp.Diff(&state.EnvState{Phase: status.PhaseIdle, History: []approval.Entry{old}, Status: json.RawMessage(`{"revision":"r0"}`)}, got); diff != "" {
 		t.Errorf("old format read (-want +got):\n%s", diff)
 	}
 

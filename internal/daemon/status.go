@@ -27,7 +27,7 @@ func (d *Daemon) Environment(ctx context.Context, env string) (*status.Environme
 	if err != nil {
 		return nil, err
 	}
-	v := &status.Environment{Name: env, LockPath: ec.LockPath, Pending: st.Pending, InFlight: st.InFlight, Sequence: st.Sequence, Pin: st.Pin,
+	v := &status.Environment{Name: env, Phase: st.Phase, LockPath: ec.LockPath, Pending: st.Pending, InFlight: st.InFlight, Sequence: st.Sequence, Pin: st.Pin,
 		RolledBack: st.Failed}
 	if st.Pin != nil {
 		v.PinnedBy = st.Pin.Message()

@@ -15,6 +15,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/internal/state"
+	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
@@ -217,7 +218,7 @@ func (w *worker) pass(ctx context.Context) error {
 		return err
 	}
 	w.noteUnreported(st)
-	if rb := st.Rollback; rb != nil {
+	if rb := st.Rollback; st.Phase == status.PhaseRollingBack && rb != nil {
 		// A rollback cut short (a restart, the other replica): finish it
 		// before planning anything.
 		w.log.Info("continuing an interrupted rollback", "environment", w.env, "revision", short(rb.Entry.Revision))
@@ -297,7 +298,8 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		}
 		w.supersede(ctx, st, "")
 		if st.InFlight != nil {
-			if err := w.store.SetInFlight(ctx, w.env, nil); err != nil {
+			// What was in flight is in place, and nothing is pending.
+			if err := w.store.Update(ctx, w.env, func(st *state.EnvState) { st.InFlight, st.Phase = nil, st.AtRest() }); err != nil {
 				return err
 			}
 		}
@@ -323,7 +325,7 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		log.Info("continuing an interrupted apply", "approvers", approvers, "changes", len(plan.Changes))
 		return w.applyOrReplan(ctx, s, envM, prop, approvers, st.InFlight)
 	}
-	st.InFlight = nil // resumable cleared it
+	st.InFlight, st.Phase = nil, notApplying(st) // resumable cleared it
 	tasks, err := w.sequenceTasks(s)
 	if err != nil {
 		w.metrics.fail(w.env, "resolve")
@@ -379,10 +381,11 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		}
 		p := &approval.Pending{Revision: s.Revision, PlanHash: plan.PlanHash, Plan: raw, ProposedAt: w.now().UTC(),
 			Required: w.approvals.policy.Required}
-		if err := w.store.SetPending(ctx, w.env, p); err != nil {
+		if err := w.store.Update(ctx, w.env, func(st *state.EnvState) { st.Pending, st.Phase = p, status.PhaseAwaitingApproval }); err != nil {
 			w.metrics.fail(w.env, "state")
 			return err
 		}
+		st.Phase = status.PhaseAwaitingApproval
 	}
 	w.beginRun(ctx, st, envM, prop, tasks, !auto)
 	if dec := w.propose(ctx, gate, prop); dec.Approved {
@@ -412,7 +415,17 @@ func (w *worker) resumable(ctx context.Context, f *approval.InFlight, prop appro
 		}
 		return f.Approvers, true, nil
 	}
-	return nil, false, w.store.SetInFlight(ctx, w.env, nil)
+	return nil, false, w.store.Update(ctx, w.env, func(st *state.EnvState) { st.InFlight, st.Phase = nil, notApplying(st) })
+}
+
+// notApplying is the phase of st once its apply in flight is dropped
+// unrecorded (it did not start, or what is left of it was not approved):
+// the pending plan's, or at rest.
+func notApplying(st *state.EnvState) status.Phase {
+	if st.Pending != nil && !st.Pending.Release {
+		return status.PhaseAwaitingApproval
+	}
+	return st.AtRest()
 }
 
 // propose asks gate about prop and remembers a plan it accepted, so that a
@@ -443,7 +456,7 @@ func proposalKey(p approval.Proposal) string { return p.Revision + " " + p.Plan.
 // replaces it. st is the pass's state, kept in step.
 func (w *worker) supersede(ctx context.Context, st *state.EnvState, by string) {
 	pending := st.Pending
-	if pending == nil || pending.Release {
+	if pending == nil || st.Phase == status.PhaseAwaitingRelease {
 		// A release approval ends by a decision or a newer revision
 		// (holdRelease), never with the plan that found it.
 		return
@@ -457,6 +470,9 @@ func (w *worker) supersede(ctx context.Context, st *state.EnvState, by string) {
 	if err := w.store.Update(ctx, w.env, func(st *state.EnvState) {
 		if st.Pending != nil && st.Pending.PlanHash == pending.PlanHash {
 			st.Pending = nil
+			if st.Phase == status.PhaseAwaitingApproval {
+				st.Phase = st.AtRest()
+			}
 		}
 	}); err != nil {
 		w.metrics.fail(w.env, "state")
@@ -464,6 +480,9 @@ func (w *worker) supersede(ctx context.Context, st *state.EnvState, by string) {
 		return
 	}
 	st.Pending = nil
+	if st.Phase == status.PhaseAwaitingApproval {
+		st.Phase = st.AtRest()
+	}
 	w.metrics.setPending(w.env, false)
 	if by != pending.Revision {
 		w.abortRun(ctx, st, supersededWhy(by))

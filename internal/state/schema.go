@@ -19,6 +19,10 @@ import (
 //	   parts; statesize.go). Read as it is by version 1.
 //	1: version 0 plus schema.json. Builds of version 0 read it (they ignore
 //	   schema.json), so its oldest reader is 0.
+//	   phase.json (the lifecycle phase, EnvState.Phase) joined it: a build
+//	   that does not know it drops it or carries it over stale, and it is
+//	   believed only beside the records it was written with (readPhase), so
+//	   its oldest reader stays 0.
 //
 // A later version that only adds keys a build of this version does not know
 // keeps OldestReader: builds of this version carry such keys over untouched
@@ -96,7 +100,7 @@ func readSchema(cm *corev1.ConfigMap, mine schema) (schema, error) {
 var knownKeys = func() map[string]bool {
 	keys := map[string]bool{keySchema: true}
 	for _, k := range []string{keyPending, keyInFlight, keyHistory, keyStatus, keyHandover, keyHandovers, keyUnreported,
-		keyLastID, keySequence, keyRollback, keyFailed, keyPin, keyTrimmed} {
+		keyLastID, keySequence, keyRollback, keyFailed, keyPin, keyTrimmed, keyPhase} {
 		keys[k], keys[k+suffixGzip], keys[k+suffixParts] = true, true, true
 	}
 	return keys

@@ -19,6 +19,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
+	"github.com/stagehand-gitops/stagehand/internal/status"
 )
 
 // Keys of the state ConfigMap's data.
@@ -35,6 +36,7 @@ const (
 	keyRollback   = "rollback.json"
 	keyFailed     = "failed.json"
 	keyPin        = "pin.json"
+	keyPhase      = "phase.json"
 
 	// LabelManagedBy and LabelComponent mark what Stagehand keeps in the
 	// cluster (state ConfigMaps and their parts, Leases, wake-ups).
@@ -67,6 +69,11 @@ type Handover struct {
 
 // EnvState is everything the Store keeps for one environment.
 type EnvState struct {
+	// Phase is where the environment is in its lifecycle, moved by the
+	// daemon in the same write as the records it changes. A state written
+	// before phases were kept (or by an older replica) reads with the phase
+	// its records say (DerivePhase).
+	Phase    status.Phase       `json:"phase,omitempty"`
 	Pending  *approval.Pending  `json:"pending"`
 	InFlight *approval.InFlight `json:"inFlight"`
 	// Handovers are the decisions waiting for the leader, oldest first (at
@@ -205,7 +212,7 @@ func (s *Store) Load(ctx context.Context, env string) (*EnvState, error) {
 	for attempt := 1; ; attempt++ {
 		cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, ConfigMapName(env), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return &EnvState{}, nil
+			return &EnvState{Phase: status.PhaseIdle}, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("reading state of environment %q: %w", env, err)
@@ -314,7 +321,9 @@ func (s *Store) Update(ctx context.Context, env string, mutate func(*EnvState)) 
 		if err != nil {
 			return err
 		}
+		phase, sum := st.Phase, recordsSum(st)
 		mutate(st)
+		st.Phase = movedPhase(st, phase, sum)
 		// Keys a newer build wrote that this one does not know are kept as
 		// they are, within the same budget.
 		data, binary, carried := unknownKeys(cm)

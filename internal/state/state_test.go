@@ -16,6 +16,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
+	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -65,6 +66,7 @@ func fullState(t testing.TB, n int) *EnvState {
 				Containers: []manifest.Container{{DockerName: "web", DockerTag: "1"}}}},
 			Files: []approval.File{{Path: "environments/prod/manifest.json", Blob: strings.Repeat("a", 40)}}}}
 	return &EnvState{
+		Phase:    status.PhaseRollingBack,
 		Pending:  &approval.Pending{Revision: "r2", PlanHash: "sha256:p2", Plan: planJSON, ProposedAt: at},
 		InFlight: &approval.InFlight{Revision: "r1", PlanHash: "sha256:p1", Approver: "github:alice", Changes: json.RawMessage(`[]`), Started: at},
 		Handovers: []Handover{{ID: "h1", Approve: false, PlanHash: "sha256:p2", Approver: "github:bob", Reason: "no", At: at},
@@ -109,7 +111,7 @@ func TestEncodeStateRoundTrip(t *testing.T) {
 		wantKeys []string
 	}{
 		{"plain", 40, true, maxStateBytes, []string{keyPending, keyInFlight, keyHandovers, keyHandover, keyUnreported, keySequence,
-			keyPin, keyHistory, keyStatus, keyLastID, keyRollback, keyFailed}},
+			keyPin, keyHistory, keyStatus, keyLastID, keyRollback, keyFailed, keyPhase}},
 		{"compressed", 40, true, 8 << 10, []string{keyPending + suffixGzip, keyUnreported + suffixGzip, keyHistory}},
 		{"split", 2000, false, 64 << 10, []string{keyPending + suffixParts, keyHistory}},
 	} {

@@ -137,6 +137,7 @@ func encodeState(name string, st *EnvState, budget int) (*encoded, error) {
 		put(keyLastID, st.LastID, st.LastID > 0),
 		put(keyRollback, st.Rollback, st.Rollback != nil),
 		put(keyFailed, st.Failed, st.Failed != nil),
+		put(keyPhase, phaseRecord{Phase: st.Phase, Of: recordsSum(st)}, st.Phase != ""),
 	); err != nil {
 		return nil, err
 	}
@@ -593,6 +594,8 @@ func decodeState(ctx context.Context, cm *corev1.ConfigMap, src *partSource) (*E
 		field(keyRollback, &st.Rollback),
 		field(keyFailed, &st.Failed),
 	)
+	phase, _ := value(keyPhase) // read leniently: see readPhase
+	st.Phase = readPhase(st, phase)
 	if len(status) > 0 {
 		st.Status = status
 	}

@@ -34,7 +34,9 @@ type Matrix struct {
 
 // MatrixEnvironment is the head of one environment's column.
 type MatrixEnvironment struct {
-	Name     string `json:"name"`
+	Name string `json:"name"`
+	// Phase is the environment's lifecycle phase (Environment.Phase).
+	Phase    Phase  `json:"phase,omitempty"`
 	Revision string `json:"revision,omitempty"`
 	// Pending is the planHash waiting for approval ("" when none).
 	Pending         string `json:"pending,omitempty"`
@@ -165,7 +167,7 @@ func releaseWait(e *Environment) bool {
 }
 
 func head(e *Environment, loc *time.Location) MatrixEnvironment {
-	h := MatrixEnvironment{Name: e.Name, Revision: e.Revision, Unmanaged: len(e.Unmanaged), Error: e.Error}
+	h := MatrixEnvironment{Name: e.Name, Phase: e.Phase, Revision: e.Revision, Unmanaged: len(e.Unmanaged), Error: e.Error}
 	if e.InFlight != nil && !releaseWait(e) {
 		h.Rolling = e.InFlight.PlanHash
 	}

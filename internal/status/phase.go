@@ -55,3 +55,46 @@ func ParsePhase(s string) (Phase, error) {
 }
 
 func (p Phase) String() string { return string(p) }
+
+// follows lists, for each phase, the phases an environment may move to from
+// it. A phase may always stay as it is (a pass that finds nothing new, an
+// apply continued by the next leader).
+var follows = map[Phase][]Phase{
+	// A plan proposed, or applied at once (skipConfirmation); a rollback
+	// left by a crash between the failed apply's record and its restore is
+	// continued.
+	PhaseIdle: {PhaseAwaitingApproval, PhaseApplying},
+	// Approved; superseded, rejected, or nothing left to apply; its
+	// revision rolled back meanwhile (by another replica's pass).
+	PhaseAwaitingApproval: {PhaseApplying, PhaseIdle, PhaseFailed},
+	// Deployed, with tasks after the deployment (Verifying); recorded
+	// (Idle); failed with onFailedRollout: rollback (RollingBack); refused
+	// because the plan changed since it was approved, the new one proposed
+	// (AwaitingApproval), or back where it was when the last deploy was
+	// rolled back (Failed).
+	PhaseApplying: {PhaseVerifying, PhaseIdle, PhaseRollingBack, PhaseAwaitingApproval, PhaseFailed},
+	// A release approval after the tests; recorded; a task failed and
+	// the environment rolls back.
+	PhaseVerifying: {PhaseAwaitingRelease, PhaseIdle, PhaseRollingBack},
+	// Released (the rest of the run goes on), superseded by a newer
+	// revision or rejected (Idle), rejected and rolled back.
+	PhaseAwaitingRelease: {PhaseVerifying, PhaseIdle, PhaseRollingBack},
+	// The images restored and the rollback recorded.
+	PhaseRollingBack: {PhaseFailed},
+	// A new revision: proposed, applied, or nothing to do.
+	PhaseFailed: {PhaseAwaitingApproval, PhaseApplying, PhaseIdle},
+}
+
+// CanFollow reports whether an environment in phase from may move to phase
+// to (see follows).
+func (to Phase) CanFollow(from Phase) bool {
+	if to == from {
+		return true
+	}
+	for _, p := range follows[from] {
+		if p == to {
+			return true
+		}
+	}
+	return false
+}

@@ -16,3 +16,50 @@ func TestParsePhase(t *testing.T) {
 		t.Error(`ParsePhase("idle") = nil error; phases are case-sensitive`)
 	}
 }
+
+// TestPhaseTransitions is the lifecycle as a table: which phase may follow
+// which. It starts nothing.
+func TestPhaseTransitions(t *testing.T) {
+	I, AA, A, V, AR, RB, F := PhaseIdle, PhaseAwaitingApproval, PhaseApplying, PhaseVerifying, PhaseAwaitingRelease, PhaseRollingBack, PhaseFailed
+	allowed := map[[2]Phase]bool{
+		{I, AA}: true, {I, A}: true,
+		{AA, A}: true, {AA, I}: true, {AA, F}: true,
+		{A, V}: true, {A, I}: true, {A, RB}: true, {A, AA}: true, {A, F}: true,
+		{V, AR}: true, {V, I}: true, {V, RB}: true,
+		{AR, V}: true, {AR, I}: true, {AR, RB}: true,
+		{RB, F}: true,
+		{F, AA}: true, {F, A}: true, {F, I}: true,
+	}
+	for _, from := range Phases {
+		for _, to := range Phases {
+			want := from == to || allowed[[2]Phase{from, to}]
+			if got := to.CanFollow(from); got != want {
+				t.Errorf("%s.CanFollow(%s) = %v, want %v", to, from, got, want)
+			}
+		}
+	}
+	// Every phase is reachable from Idle and leads back to it.
+	reach := func(from Phase) map[Phase]bool {
+		seen := map[Phase]bool{from: true}
+		for queue := []Phase{from}; len(queue) > 0; queue = queue[1:] {
+			for _, to := range Phases {
+				if !seen[to] && to.CanFollow(queue[0]) {
+					seen[to] = true
+					queue = append(queue, to)
+				}
+			}
+		}
+		return seen
+	}
+	for _, p := range Phases {
+		if !reach(PhaseIdle)[p] {
+			t.Errorf("%s cannot be reached from Idle", p)
+		}
+		if !reach(p)[PhaseIdle] {
+			t.Errorf("%s never leads back to Idle", p)
+		}
+	}
+	if PhaseIdle.CanFollow(PhaseRollingBack) {
+		t.Error("a rollback ends Failed, never Idle: its revision must not be applied again")
+	}
+}

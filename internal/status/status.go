@@ -113,6 +113,10 @@ type Environment struct {
 	// Holder is the replica holding the environment's Lease with
 	// leaderElection.perEnvironment ("" when nobody does, or with one leader).
 	Holder string `json:"holder,omitempty"`
+	// Phase is where the environment is in its lifecycle (Idle,
+	// AwaitingApproval, Applying, Verifying, AwaitingRelease, RollingBack,
+	// Failed), as the daemon keeps it in the state.
+	Phase Phase `json:"phase"`
 	Observation
 	Pending    *approval.Pending  `json:"pending"`
 	InFlight   *approval.InFlight `json:"inFlight,omitempty"`

@@ -52,9 +52,9 @@ func newBackend(t testing.TB) *backend {
 				Images: []status.Image{{DockerName: "checkout-api", Desired: desired, Live: live}}}}}
 	}
 	return &backend{locks: svc, envs: map[string]*status.Environment{
-		"staging": {Name: "staging", LockPath: "apps/staging", Observation: status.Observation{Revision: "beef", Services: []status.Service{
+		"staging": {Name: "staging", Phase: status.PhaseIdle, LockPath: "apps/staging", Observation: status.Observation{Revision: "beef", Services: []status.Service{
 			svcStatus("1.4.2", "checkout-api:1.4.2", "checkout-api:1.4.2", status.StateInSync)}}},
-		"prod": {Name: "prod", LockPath: "apps/prod",
+		"prod": {Name: "prod", Phase: status.PhaseAwaitingApproval, LockPath: "apps/prod",
 			Observation: status.Observation{Revision: "c0ffee" + strings.Repeat("0", 34), PlanHash: "sha256:plan1",
 				Services: []status.Service{svcStatus("1.4.2", change.To, change.From, status.StateOutOfSync)},
 				Layout: &manifest.Layout{File: "environments/prod/manifest.json", Includes: []*manifest.Layout{

@@ -52,6 +52,8 @@ func TestOverview(t *testing.T) {
 		`<th scope="col" data-env="prod">`, `<th scope="col" data-env="staging">`,
 		`data-env="prod" data-state="pending"`, `◔</span> pending`, `eu: 1.4.1 → 1.4.2`,
 		`data-env="staging" data-state="in sync"`, `approval pending`, `demo`,
+		`<a href="/environments/prod">prod</a> <span class="phase" data-phase="AwaitingApproval"`,
+		`<a href="/environments/staging">staging</a> <span class="phase" data-phase="Idle"`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("overview lacks %q:\n%s", want, body)
@@ -71,7 +73,8 @@ func TestEnvironmentPage(t *testing.T) {
 	}
 	for _, want := range []string{"1.4.1</span> → <span", "1.4.2</span>", "sha256:abababababab…", "Deployment/checkout-api",
 		`id="approve"`, "environments/prod/checkout-api.json", "line 3", "by carol", "took 1m30s",
-		`href="https://github.example/acme/manifests/commit/abc123"`} {
+		`href="https://github.example/acme/manifests/commit/abc123"`,
+		`<h1>prod <span class="phase" data-phase="AwaitingApproval" title="Lifecycle phase">AwaitingApproval</span></h1>`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("environment page lacks %q", want)
 		}
