@@ -44,6 +44,8 @@ type options struct {
 	revision  string
 	version   string
 	created   time.Time
+	binDir    string
+	layout    string
 }
 
 // run parses args, builds the image and pushes it (or writes a tarball).
@@ -77,15 +79,17 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.caCerts, "ca-certs", "/etc/ssl/certs/ca-certificates.crt", "CA bundle copied into the minimal base (for HTTPS to GitHub and registries)")
 	fs.BoolVar(&o.insecure, "insecure", false, "allow a plain-HTTP registry (and the base image's registry)")
 	fs.StringVar(&o.revision, "revision", "", "git revision recorded in the org.opencontainers.image.revision label")
-	fs.StringVar(&o.version, "version", "", "version recorded in the org.opencontainers.image.version label")
+	fs.StringVar(&o.version, "version", "", "version recorded in the org.opencontainers.image.version label and stamped into the binaries")
+	fs.StringVar(&o.binDir, "bin-dir", "", "take the binaries from this directory (<name>_<os>_<arch>, built by hack/release) instead of building them")
+	fs.StringVar(&o.layout, "layout", "", "write the image (or index) into this OCI image layout directory instead of pushing")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if (o.ref == "") == (o.tarball == "") {
-		return o, errors.New("give exactly one of --ref and --tarball")
+	if n := btoi(o.ref != "") + btoi(o.tarball != "") + btoi(o.layout != ""); n != 1 {
+		return o, errors.New("give exactly one of --ref, --tarball and --layout")
 	}
 	for _, p := range strings.Split(platforms, ",") {
 		os, arch, ok := strings.Cut(strings.TrimSpace(p), "/")
@@ -131,8 +135,16 @@ func compile(ctx context.Context, o options, dir string) ([][]string, error) {
 	bins := make([][]string, len(o.platforms))
 	for i, p := range o.platforms {
 		for _, bin := range binaries {
+			if o.binDir != "" {
+				out := filepath.Join(o.binDir, bin+"_"+p.OS+"_"+p.Architecture)
+				if _, err := os.Stat(out); err != nil {
+					return nil, fmt.Errorf("taking %s for %s from --bin-dir: %w", bin, p, err)
+				}
+				bins[i] = append(bins[i], out)
+				continue
+			}
 			out := filepath.Join(dir, p.OS+"-"+p.Architecture, bin)
-			if err := goBuild(ctx, o.module, "./cmd/"+bin, p, out); err != nil {
+			if err := goBuild(ctx, o, "./cmd/"+bin, p, out); err != nil {
 				return nil, err
 			}
 			bins[i] = append(bins[i], out)
@@ -237,6 +249,7 @@ func configure(img v1.Image, o options, p v1.Platform) (v1.Image, error) {
 	if o.version != "" {
 		c.Labels["org.opencontainers.image.version"] = o.version
 	}
+	c.Labels["org.opencontainers.image.created"] = o.created.Format(time.RFC3339)
 	img, err = mutate.ConfigFile(img, cf)
 	if err != nil {
 		return nil, fmt.Errorf("writing image config: %w", err)
@@ -244,10 +257,22 @@ func configure(img v1.Image, o options, p v1.Platform) (v1.Image, error) {
 	return img, nil
 }
 
-// goBuild compiles pkg (relative to module) statically for p into out.
-func goBuild(ctx context.Context, module, pkg string, p v1.Platform, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", out, pkg)
-	cmd.Dir = module
+// versionPkg is where `version`, GET /version and stagehand_build_info read
+// the stamped version, commit and date.
+const versionPkg = "github.com/stagehand-gitops/stagehand/internal/version"
+
+// goBuild compiles pkg (relative to o.module) statically for p into out,
+// stamped with o.version, o.revision and o.created.
+func goBuild(ctx context.Context, o options, pkg string, p v1.Platform, out string) error {
+	ldflags := "-s -w -X " + versionPkg + ".date=" + o.created.Format(time.RFC3339)
+	if o.version != "" {
+		ldflags += " -X " + versionPkg + ".version=" + o.version
+	}
+	if o.revision != "" {
+		ldflags += " -X " + versionPkg + ".commit=" + o.revision
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags="+ldflags, "-o", out, pkg)
+	cmd.Dir = o.module
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture, "GOFLAGS=")
 	if p.Variant != "" && p.Architecture == "arm" {
 		cmd.Env = append(cmd.Env, "GOARM="+strings.TrimPrefix(p.Variant, "v"))
@@ -327,6 +352,13 @@ func layer(files []tarFile, mtime time.Time) (v1.Layer, error) {
 		return nil, fmt.Errorf("making layer: %w", err)
 	}
 	return l, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func nameOpts(o options) []name.Option {

@@ -64,13 +64,14 @@ func TestBuildPushPull(t *testing.T) {
 	type runtimeConfig struct {
 		OS, Arch, User, WorkingDir string
 		Entrypoint, Cmd            []string
-		Revision, Version          string
+		Revision, Version, Created string
 	}
 	want := runtimeConfig{OS: "linux", Arch: runtime.GOARCH, User: "65532:65532", WorkingDir: "/",
-		Entrypoint: []string{"/reconciler"}, Revision: "abc123", Version: "0.1.0"}
+		Entrypoint: []string{"/reconciler"}, Revision: "abc123", Version: "0.1.0", Created: "1970-01-01T00:00:00Z"}
 	got := runtimeConfig{OS: cf.OS, Arch: cf.Architecture, User: cf.Config.User, WorkingDir: cf.Config.WorkingDir,
 		Entrypoint: cf.Config.Entrypoint, Cmd: cf.Config.Cmd,
-		Revision: cf.Config.Labels["org.opencontainers.image.revision"], Version: cf.Config.Labels["org.opencontainers.image.version"]}
+		Revision: cf.Config.Labels["org.opencontainers.image.revision"], Version: cf.Config.Labels["org.opencontainers.image.version"],
+		Created: cf.Config.Labels["org.opencontainers.image.created"]}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("image config (-want +got):\n%s", diff)
 	}
@@ -113,6 +114,13 @@ func TestBuildPushPull(t *testing.T) {
 	help, err := exec.CommandContext(t.Context(), filepath.Join(fsys, "reconciler"), "--help").CombinedOutput()
 	if err != nil || !strings.Contains(string(help), "reconciler") {
 		t.Errorf("/reconciler --help: %v\n%s", err, help)
+	}
+	// Both binaries are stamped with the image's version and revision.
+	for _, bin := range binaries {
+		v, err := exec.CommandContext(t.Context(), filepath.Join(fsys, bin), "version").CombinedOutput()
+		if err != nil || !strings.Contains(string(v), "0.1.0") || !strings.Contains(string(v), "abc123") {
+			t.Errorf("/%s version: %v\n%s, want version 0.1.0 and commit abc123", bin, err, v)
+		}
 	}
 }
 
@@ -158,8 +166,9 @@ func TestFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{name: "neither ref nor tarball", args: nil, want: "give exactly one of --ref and --tarball"},
-		{name: "both", args: []string{"--ref", "r/x:1", "--tarball", "x.tar"}, want: "give exactly one of --ref and --tarball"},
+		{name: "neither ref nor tarball", args: nil, want: "give exactly one of --ref, --tarball and --layout"},
+		{name: "both", args: []string{"--ref", "r/x:1", "--tarball", "x.tar"}, want: "give exactly one of --ref, --tarball and --layout"},
+		{name: "layout and ref", args: []string{"--ref", "r/x:1", "--layout", "dist/image"}, want: "give exactly one of --ref, --tarball and --layout"},
 		{name: "bad platform", args: []string{"--ref", "r/x:1", "--platform", "amd64"}, want: `invalid --platform "amd64": want os/arch`},
 		{name: "tarball with two platforms", args: []string{"--tarball", "x.tar", "--platform", "linux/amd64,linux/arm64"}, want: "--tarball holds one platform, got 2"},
 		{name: "positional", args: []string{"--ref", "r/x:1", "extra"}, want: `unexpected arguments ["extra"]`},

@@ -6,6 +6,7 @@
 // CA certificates and /tmp; it runs as user 65532 with entrypoint /reconciler:
 //
 //	go run ./hack/image --ref ghcr.io/acme/stagehand:0.1.0 [--platform linux/amd64,linux/arm64]
+//	go run ./hack/image --layout dist/image --bin-dir dist --version v0.2.0 (what hack/release does)
 //
 // It prints the pushed reference with its digest (repo:tag@sha256:...), the
 // value for the chart's image.digest.

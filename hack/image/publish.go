@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
@@ -18,6 +19,9 @@ import (
 // and returns the reference with its digest; with --tarball it writes the file
 // and returns its path.
 func publish(ctx context.Context, o options, imgs built) (string, error) {
+	if o.layout != "" {
+		return writeLayout(o, imgs)
+	}
 	if o.tarball != "" {
 		tag, err := name.NewTag("stagehand:latest")
 		if err != nil {
@@ -66,4 +70,32 @@ func index(imgs built, platforms []v1.Platform) v1.ImageIndex {
 	}
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	return mutate.AppendManifests(idx, adds...)
+}
+
+// writeLayout writes the image (one platform) or the index of all platforms
+// into the OCI image layout o.layout, named o.version, and returns
+// <layout>@<digest>.
+func writeLayout(o options, imgs built) (string, error) {
+	p, err := layout.Write(o.layout, empty.Index)
+	if err != nil {
+		return "", fmt.Errorf("creating OCI layout %s: %w", o.layout, err)
+	}
+	ann := layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": o.version})
+	var d v1.Hash
+	if len(imgs) == 1 {
+		err = p.AppendImage(imgs[0], ann)
+		if err == nil {
+			d, err = imgs[0].Digest()
+		}
+	} else {
+		idx := index(imgs, o.platforms)
+		err = p.AppendIndex(idx, ann)
+		if err == nil {
+			d, err = idx.Digest()
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("writing OCI layout %s: %w", o.layout, err)
+	}
+	return o.layout + "@" + d.String(), nil
 }

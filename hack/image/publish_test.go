@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -8,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
@@ -83,5 +87,67 @@ func TestPublishTarball(t *testing.T) {
 	got, err := back.Digest()
 	if err != nil || got != want {
 		t.Errorf("image in the tarball = %v (%v), want %s", got, err, want)
+	}
+}
+
+// TestLayoutFromBinDir: with --bin-dir and --layout the image is assembled
+// from binaries built elsewhere (hack/release's) and written, with its
+// platforms' index, into an OCI image layout named after the version.
+func TestLayoutFromBinDir(t *testing.T) {
+	bins := t.TempDir()
+	for _, p := range []string{"linux_amd64", "linux_arm64"} {
+		for _, bin := range binaries {
+			if err := os.WriteFile(filepath.Join(bins, bin+"_"+p), []byte(bin+" for "+p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "image")
+	var out bytes.Buffer
+	args := []string{"--layout", dir, "--bin-dir", bins, "--platform", "linux/amd64,linux/arm64", "--version", "v0.2.0"}
+	if err := run(t.Context(), args, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := root.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Manifests) != 1 || m.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "v0.2.0" {
+		t.Fatalf("layout index = %+v, want one index named v0.2.0", m.Manifests)
+	}
+	if got, want := strings.TrimSpace(out.String()), dir+"@"+m.Manifests[0].Digest.String(); got != want {
+		t.Errorf("output = %q, want %q", got, want)
+	}
+	idx, err := root.ImageIndex(m.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range im.Manifests {
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fsys := extract(t, img)
+		b, err := os.ReadFile(filepath.Join(fsys, "prbot"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, d.Platform.String()+": "+string(b))
+	}
+	if diff := cmp.Diff([]string{"linux/amd64: prbot for linux_amd64", "linux/arm64: prbot for linux_arm64"}, got); diff != "" {
+		t.Errorf("the images' /prbot (-want +got):\n%s", diff)
 	}
 }
