@@ -38,6 +38,11 @@ LDFLAGS ?= -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMI
 build: ## Build bin/reconciler and bin/prbot, stamped with VERSION, COMMIT and DATE.
 	go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/reconciler ./cmd/prbot
 
+.PHONY: release
+release: helm ## Build a release into dist/: make release VERSION=vX.Y.Z [KEY=signing.key] [PUSH=1 REGISTRY=ghcr.io/acme] (see docs/release.md).
+	PATH="$(BIN):$$PATH" go run ./hack/release --version "$(VERSION)" --dist dist $(if $(KEY),--key "$(KEY)") \
+		$(if $(PUSH),--push --registry "$(REGISTRY)") $(RELEASE_FLAGS)
+
 .PHONY: testbin
 testbin: ## Build the test control plane (kube-apiserver, etcd, controller-manager, scheduler, kwok) into bin/k8s.
 	@bash hack/testbin/build.sh $(TESTBIN)
