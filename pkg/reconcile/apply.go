@@ -314,9 +314,13 @@ func patchBody(kind, revision string, changes []Change) ([]byte, error) {
 	if inits != nil {
 		pod["initContainers"] = inits
 	}
-	spec := map[string]any{"template": map[string]any{"spec": pod}}
-	if kind == KindCronJob {
-		spec = map[string]any{"jobTemplate": map[string]any{"spec": spec}}
+	k, _, err := kindNamed(kind)
+	if err != nil {
+		return nil, fmt.Errorf("encoding patch: %w", err)
+	}
+	spec := map[string]any{"spec": pod} // the pod template, under the kind's path in spec
+	for i := len(k.templatePath) - 1; i >= 0; i-- {
+		spec = map[string]any{k.templatePath[i]: spec}
 	}
 	b, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"annotations": map[string]string{RevisionAnnotation: revision}},
@@ -329,35 +333,16 @@ func patchBody(kind, revision string, changes []Change) ([]byte, error) {
 }
 
 func patch(ctx context.Context, t Target, k WorkloadKey, body []byte) (runtime.Object, int64, error) {
-	po := metav1.PatchOptions{FieldManager: FieldManager}
-	pt := types.StrategicMergePatchType
-	switch k.Kind {
-	case KindDeployment:
-		o, err := t.Client.AppsV1().Deployments(k.Namespace).Patch(ctx, k.Name, pt, body, po)
-		if err != nil {
-			return nil, 0, err
-		}
-		return o, o.Generation, nil
-	case KindStatefulSet:
-		o, err := t.Client.AppsV1().StatefulSets(k.Namespace).Patch(ctx, k.Name, pt, body, po)
-		if err != nil {
-			return nil, 0, err
-		}
-		return o, o.Generation, nil
-	case KindDaemonSet:
-		o, err := t.Client.AppsV1().DaemonSets(k.Namespace).Patch(ctx, k.Name, pt, body, po)
-		if err != nil {
-			return nil, 0, err
-		}
-		return o, o.Generation, nil
-	case KindCronJob:
-		o, err := t.Client.BatchV1().CronJobs(k.Namespace).Patch(ctx, k.Name, pt, body, po)
-		if err != nil {
-			return nil, 0, err
-		}
-		return o, o.Generation, nil
+	kind, _, err := kindNamed(k.Kind)
+	if err != nil {
+		return nil, 0, err
 	}
-	return nil, 0, fmt.Errorf("unknown kind %q", k.Kind)
+	o, err := kind.api(t.Client, k.Namespace).patch(ctx, k.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil {
+		return nil, 0, err
+	}
+	m, _, _ := kind.pod(o)
+	return o, m.Generation, nil
 }
 
 // withRecorders returns targets with an EventWriter as the Recorder of each

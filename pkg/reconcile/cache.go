@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -57,10 +54,10 @@ type targetKey struct {
 // targetWatch is the watches of one target.
 type targetWatch struct {
 	name      string
-	informers [len(kinds)]cache.SharedIndexInformer
+	informers [len(workloadKinds)]cache.SharedIndexInformer
 	// health is per kind: one kind's watch answering must not hide
 	// another's failing.
-	health  [len(kinds)]health
+	health  [len(workloadKinds)]health
 	version atomic.Uint64 // bumped by every event
 
 	mu      sync.Mutex
@@ -150,8 +147,8 @@ func (r *Reconciler) watchOf(t Target) *targetWatch {
 	}
 	tw := &targetWatch{name: t.Name}
 	label := r.o.selectorLabel
-	for i, kind := range kinds {
-		inf := newInformer(t.Client, t.Namespace, kind, label, &tw.health[i])
+	for i := range workloadKinds {
+		inf := newInformer(t.Client, t.Namespace, &workloadKinds[i], label, &tw.health[i])
 		_ = inf.SetTransform(strip(label)) // cannot fail before Run
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { tw.version.Add(1); c.notify() },
@@ -198,43 +195,23 @@ func (c *watchCache) events() <-chan struct{} {
 	return c.changed
 }
 
-func newInformer(c kubernetes.Interface, ns, kind, label string, h *health) cache.SharedIndexInformer {
-	var list func(context.Context, metav1.ListOptions) (runtime.Object, error)
-	var watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)
-	var example runtime.Object
-	switch kind {
-	case KindDeployment:
-		api := c.AppsV1().Deployments(ns)
-		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return api.List(ctx, o) }
-		watchFn, example = api.Watch, &appsv1.Deployment{}
-	case KindStatefulSet:
-		api := c.AppsV1().StatefulSets(ns)
-		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return api.List(ctx, o) }
-		watchFn, example = api.Watch, &appsv1.StatefulSet{}
-	case KindDaemonSet:
-		api := c.AppsV1().DaemonSets(ns)
-		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return api.List(ctx, o) }
-		watchFn, example = api.Watch, &appsv1.DaemonSet{}
-	default:
-		api := c.BatchV1().CronJobs(ns)
-		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return api.List(ctx, o) }
-		watchFn, example = api.Watch, &batchv1.CronJob{}
-	}
+func newInformer(c kubernetes.Interface, ns string, k *workloadKind, label string, h *health) cache.SharedIndexInformer {
+	api := k.api(c, ns)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = label
-			obj, err := list(ctx, o)
+			obj, err := api.list(ctx, o)
 			h.observe(err)
 			return obj, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.LabelSelector = label
-			w, err := watchFn(ctx, o)
+			w, err := api.watch(ctx, o)
 			h.observe(err)
 			return w, err
 		},
 	}
-	return cache.NewSharedIndexInformerWithOptions(lw, example, cache.SharedIndexInformerOptions{ObjectDescription: strings.ToLower(kind) + "s"})
+	return cache.NewSharedIndexInformerWithOptions(lw, k.example, cache.SharedIndexInformerOptions{ObjectDescription: k.gvr.Resource})
 }
 
 // inventory returns t's workloads from the watches, waiting at most
@@ -272,7 +249,7 @@ func (tw *targetWatch) inventory(ctx context.Context, t Target, label string, ti
 	defer tw.mu.Unlock()
 	if tw.built == nil || tw.builtAt != version {
 		inv := newInventory(t, label)
-		for i := range kinds {
+		for i := range workloadKinds {
 			for _, o := range tw.informers[i].GetStore().List() {
 				if w := fromObject(o); w != nil {
 					inv.add(w)
@@ -288,35 +265,29 @@ func (tw *targetWatch) inventory(ctx context.Context, t Target, label string, ti
 
 // get reads the object of the informer of kind at namespace/name.
 func (tw *targetWatch) get(kind, namespace, name string) (runtime.Object, bool) {
-	for i, k := range kinds {
-		if k != kind {
-			continue
-		}
-		o, ok, err := tw.informers[i].GetStore().GetByKey(namespace + "/" + name)
-		if err != nil || !ok {
-			return nil, false
-		}
-		c, ok := o.(*cached)
-		if !ok {
-			return nil, false
-		}
-		return c.object(), true
+	_, i, err := kindNamed(kind)
+	if err != nil {
+		return nil, false
 	}
-	return nil, false
+	o, ok, err := tw.informers[i].GetStore().GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		return nil, false
+	}
+	c, ok := o.(*cached)
+	if !ok {
+		return nil, false
+	}
+	return c.object(), true
 }
 
 func fromObject(o any) *workload {
 	switch o := o.(type) {
 	case *cached:
 		return o.w
-	case *appsv1.Deployment:
-		return fromDeployment(o)
-	case *appsv1.StatefulSet:
-		return fromStatefulSet(o)
-	case *appsv1.DaemonSet:
-		return fromDaemonSet(o)
-	case *batchv1.CronJob:
-		return fromCronJob(o)
+	case runtime.Object:
+		if k := kindOfObject(o); k != nil {
+			return k.workload(o)
+		}
 	}
 	return nil
 }

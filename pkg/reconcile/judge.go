@@ -5,8 +5,6 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
@@ -37,34 +35,26 @@ const onDeleteMessage = "patched, pods change when deleted"
 //
 // A workload being deleted has failed (kstatus: Terminating).
 func rolloutStatus(obj runtime.Object, gen int64) rollout {
-	var meta *metav1.ObjectMeta
-	var observed int64
-	var gvk string
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		meta, observed, gvk = &o.ObjectMeta, o.Status.ObservedGeneration, KindDeployment
-	case *appsv1.StatefulSet:
-		meta, observed, gvk = &o.ObjectMeta, o.Status.ObservedGeneration, KindStatefulSet
-	case *appsv1.DaemonSet:
-		meta, observed, gvk = &o.ObjectMeta, o.Status.ObservedGeneration, KindDaemonSet
-	case *batchv1.CronJob:
-		return rollout{done: true, msg: "job template updated"}
-	default:
+	k := kindOfObject(obj)
+	if k == nil {
 		return rollout{failed: true, msg: fmt.Sprintf("cannot judge the rollout of a %T", obj)}
 	}
+	if k.patched != "" {
+		return rollout{done: true, msg: k.patched}
+	}
+	meta, _, _ := k.pod(obj)
 	if meta.DeletionTimestamp != nil {
-		return rollout{failed: true, msg: fmt.Sprintf("the %s is being deleted", gvk)}
+		return rollout{failed: true, msg: fmt.Sprintf("the %s is being deleted", k.name)}
 	}
-	if r, ok := observedAt(gen, meta.Generation, observed); !ok {
+	if r, ok := observedAt(gen, meta.Generation, k.observed(obj)); !ok {
 		return r
 	}
-	if d, ok := obj.(*appsv1.Deployment); ok && d.Spec.Paused {
-		return rollout{failed: true, msg: "the Deployment is paused: its rollout cannot progress"}
+	if k.check != nil {
+		if r, ok := k.check(obj); ok {
+			return r
+		}
 	}
-	if r, ok := onDelete(obj); ok {
-		return r
-	}
-	return fromKstatus(obj, gvk)
+	return fromKstatus(obj, k)
 }
 
 // observedAt is Stagehand's generation check: the controller has observed
@@ -76,37 +66,39 @@ func observedAt(gen, current, observed int64) (rollout, bool) {
 	return rollout{}, true
 }
 
-// onDelete judges an OnDelete StatefulSet or DaemonSet: done once every
-// pod runs the new revision and is ready, else onDelete. ok is false for
-// other update strategies.
-func onDelete(obj runtime.Object) (rollout, bool) {
-	switch o := obj.(type) {
-	case *appsv1.StatefulSet:
-		if o.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
-			return rollout{}, false
-		}
-		want, s := replicas(o.Spec.Replicas), o.Status
-		if s.UpdatedReplicas >= want && s.ReadyReplicas >= want && s.Replicas <= want {
-			return rollout{done: true, msg: fmt.Sprintf("%d of %d pods run the new revision and are ready (updateStrategy OnDelete)", want, want)}, true
-		}
-		return rollout{onDelete: true, msg: fmt.Sprintf("%s (updateStrategy OnDelete): %d of %d pods run the new revision", onDeleteMessage, s.UpdatedReplicas, want)}, true
-	case *appsv1.DaemonSet:
-		if o.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType {
-			return rollout{}, false
-		}
-		s := o.Status
-		if s.UpdatedNumberScheduled >= s.DesiredNumberScheduled && s.NumberReady >= s.DesiredNumberScheduled &&
-			s.NumberAvailable >= s.DesiredNumberScheduled && s.CurrentNumberScheduled >= s.DesiredNumberScheduled {
-			return rollout{done: true, msg: fmt.Sprintf("%d of %d pods run the new revision and are ready (updateStrategy OnDelete)", s.DesiredNumberScheduled, s.DesiredNumberScheduled)}, true
-		}
-		return rollout{onDelete: true, msg: fmt.Sprintf("%s (updateStrategy OnDelete): %d of %d pods run the new revision", onDeleteMessage, s.UpdatedNumberScheduled, s.DesiredNumberScheduled)}, true
+// statefulSetOnDelete judges an OnDelete StatefulSet: done once every pod
+// runs the new revision and is ready, else onDelete. ok is false for other
+// update strategies.
+func statefulSetOnDelete(obj runtime.Object) (rollout, bool) {
+	o := obj.(*appsv1.StatefulSet)
+	if o.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
+		return rollout{}, false
 	}
-	return rollout{}, false
+	want, s := replicas(o.Spec.Replicas), o.Status
+	if s.UpdatedReplicas >= want && s.ReadyReplicas >= want && s.Replicas <= want {
+		return rollout{done: true, msg: fmt.Sprintf("%d of %d pods run the new revision and are ready (updateStrategy OnDelete)", want, want)}, true
+	}
+	return rollout{onDelete: true, msg: fmt.Sprintf("%s (updateStrategy OnDelete): %d of %d pods run the new revision", onDeleteMessage, s.UpdatedReplicas, want)}, true
+}
+
+// daemonSetOnDelete judges an OnDelete DaemonSet as statefulSetOnDelete
+// does a StatefulSet.
+func daemonSetOnDelete(obj runtime.Object) (rollout, bool) {
+	o := obj.(*appsv1.DaemonSet)
+	if o.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType {
+		return rollout{}, false
+	}
+	s := o.Status
+	if s.UpdatedNumberScheduled >= s.DesiredNumberScheduled && s.NumberReady >= s.DesiredNumberScheduled &&
+		s.NumberAvailable >= s.DesiredNumberScheduled && s.CurrentNumberScheduled >= s.DesiredNumberScheduled {
+		return rollout{done: true, msg: fmt.Sprintf("%d of %d pods run the new revision and are ready (updateStrategy OnDelete)", s.DesiredNumberScheduled, s.DesiredNumberScheduled)}, true
+	}
+	return rollout{onDelete: true, msg: fmt.Sprintf("%s (updateStrategy OnDelete): %d of %d pods run the new revision", onDeleteMessage, s.UpdatedNumberScheduled, s.DesiredNumberScheduled)}, true
 }
 
 // fromKstatus computes kstatus on obj.
-func fromKstatus(obj runtime.Object, kind string) rollout {
-	u, err := toUnstructured(obj, kind)
+func fromKstatus(obj runtime.Object, k *workloadKind) rollout {
+	u, err := toUnstructured(obj, k)
 	if err != nil {
 		return rollout{msg: fmt.Sprintf("reading status: %v", err)}
 	}
@@ -114,7 +106,7 @@ func fromKstatus(obj runtime.Object, kind string) rollout {
 	if err != nil {
 		return rollout{msg: fmt.Sprintf("reading status: %v", err)}
 	}
-	return fromResult(res, kind)
+	return fromResult(res, k.name)
 }
 
 // fromResult maps a kstatus result: Current is done, Failed and Terminating
@@ -142,14 +134,14 @@ func fromResult(res *kstatus.Result, kind string) rollout {
 	return rollout{msg: msg}
 }
 
-func toUnstructured(obj runtime.Object, kind string) (*unstructured.Unstructured, error) {
+func toUnstructured(obj runtime.Object, k *workloadKind) (*unstructured.Unstructured, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
-		return nil, fmt.Errorf("converting %s: %w", kind, err)
+		return nil, fmt.Errorf("converting %s: %w", k.name, err)
 	}
 	u := &unstructured.Unstructured{Object: m}
-	u.SetAPIVersion("apps/v1")
-	u.SetKind(kind)
+	u.SetAPIVersion(k.apiVersion())
+	u.SetKind(k.name)
 	return u, nil
 }
 

@@ -106,8 +106,8 @@ func (r *Reconciler) inventory(ctx context.Context, t Target, services []manifes
 	ctx, cancel := context.WithTimeout(ctx, r.o.targetTimeout)
 	defer cancel()
 	start := time.Now()
-	for _, kind := range kinds {
-		ws, err := listWorkloads(ctx, t.Client, t.Namespace, kind)
+	for i := range workloadKinds {
+		ws, err := listWorkloads(ctx, t.Client, t.Namespace, workloadKinds[i].name)
 		if err != nil {
 			inv.err = unreachable(t.Name, start, err)
 			return inv
@@ -145,8 +145,8 @@ func (r *Reconciler) getUnlabelled(ctx context.Context, inv *inventory, services
 	start := time.Now()
 	found := make([][]*workload, len(names))
 	err := forEach(len(names), r.o.concurrency, func(i int) error {
-		for _, kind := range kinds {
-			w, err := getWorkload(ctx, inv.target.Client, inv.target.Namespace, kind, names[i])
+		for k := range workloadKinds {
+			w, err := getWorkload(ctx, inv.target.Client, inv.target.Namespace, workloadKinds[k].name, names[i])
 			if apierrors.IsNotFound(err) {
 				continue
 			}
@@ -314,8 +314,8 @@ func (r *Reconciler) mapServices(p *Plan, invs []*inventory, services []manifest
 			}
 			ws := r.workloadsOf(inv, s.Name)
 			if len(ws) == 0 {
-				problem(s.Name, t.Name, "no Deployment, StatefulSet, DaemonSet or CronJob labelled %s=%s or named %s in namespace %s",
-					r.o.selectorLabel, s.Name, s.Name, t.Namespace)
+				problem(s.Name, t.Name, "no %s labelled %s=%s or named %s in namespace %s",
+					kindNames(), r.o.selectorLabel, s.Name, s.Name, t.Namespace)
 				continue
 			}
 			bindings = append(bindings, r.bind(s, t, ws, problem)...)

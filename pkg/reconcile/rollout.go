@@ -21,8 +21,8 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(
 	pending := map[WorkloadKey]*job{}
 	last := map[WorkloadKey]string{}
 	for _, j := range jobs {
-		if j.key.Kind == KindCronJob { // a CronJob is rolled out once its spec is updated
-			done(j, rollout{done: true, msg: "job template updated"})
+		if k, _, err := kindNamed(j.key.Kind); err == nil && k.patched != "" { // rolled out once its spec is updated (a CronJob)
+			done(j, rollout{done: true, msg: k.patched})
 			continue
 		}
 		pending[j.key] = j

@@ -112,7 +112,7 @@ func TestRolloutStatusAgreesWithKstatus(t *testing.T) {
 	for i := range n {
 		obj, gen := randomWorkload(rng)
 		got := rolloutStatus(obj, gen)
-		u, err := toUnstructured(obj, kindOf(obj))
+		u, err := toUnstructured(obj, kindOfObject(obj))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +123,7 @@ func TestRolloutStatusAgreesWithKstatus(t *testing.T) {
 		if got.done && ks.Status != kstatus.CurrentStatus {
 			t.Errorf("%d: Stagehand calls done what kstatus calls %s (%s): %+v", i, ks.Status, ks.Message, obj)
 		}
-		want := fromResult(ks, kindOf(obj))
+		want := fromResult(ks, kindOfObject(obj).name)
 		if got.done == want.done && got.failed == want.failed && !got.onDelete {
 			agree++
 			continue
@@ -168,16 +168,6 @@ func deliberate(obj runtime.Object, gen int64, got rollout) string {
 		return stricterOnDelete
 	}
 	return ""
-}
-
-func kindOf(obj runtime.Object) string {
-	switch obj.(type) {
-	case *appsv1.Deployment:
-		return KindDeployment
-	case *appsv1.StatefulSet:
-		return KindStatefulSet
-	}
-	return KindDaemonSet
 }
 
 // randomWorkload returns a workload as a controller could report it in the

@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
@@ -21,39 +20,32 @@ import (
 type cached struct {
 	metav1.ObjectMeta // name, namespace, UID, resourceVersion, generation, deletionTimestamp, the selector label
 	w                 *workload
+	kind              *workloadKind
 	replicas          *int32
 	progressDeadline  *int32
 	paused            bool
 	stsStrategy       appsv1.StatefulSetUpdateStrategy
 	dsStrategy        appsv1.DaemonSetUpdateStrategy
-	status            any // *appsv1.DeploymentStatus, *appsv1.StatefulSetStatus, *appsv1.DaemonSetStatus; nil for a CronJob
+	status            any // the kind's status (*appsv1.DeploymentStatus, …); nil for a kind judged done once patched
 }
 
 // strip returns the transform of the watch cache: typed workloads in,
 // *cached out. It leaves anything else (a *cached again, a tombstone) as it is.
 func strip(label string) cache.TransformFunc {
 	return func(obj any) (any, error) {
-		var c *cached
-		switch o := obj.(type) {
-		case *appsv1.Deployment:
-			c = newCached(&o.ObjectMeta, label, fromDeployment(o))
-			c.replicas, c.paused, c.progressDeadline = o.Spec.Replicas, o.Spec.Paused, o.Spec.ProgressDeadlineSeconds
-			st := o.Status
-			c.status = &st
-		case *appsv1.StatefulSet:
-			c = newCached(&o.ObjectMeta, label, fromStatefulSet(o))
-			c.replicas, c.stsStrategy = o.Spec.Replicas, o.Spec.UpdateStrategy
-			st := o.Status
-			c.status = &st
-		case *appsv1.DaemonSet:
-			c = newCached(&o.ObjectMeta, label, fromDaemonSet(o))
-			c.dsStrategy = o.Spec.UpdateStrategy
-			st := o.Status
-			c.status = &st
-		case *batchv1.CronJob:
-			c = newCached(&o.ObjectMeta, label, fromCronJob(o))
-		default:
+		o, ok := obj.(runtime.Object)
+		if !ok {
 			return obj, nil
+		}
+		k := kindOfObject(o)
+		if k == nil {
+			return obj, nil
+		}
+		m, _, _ := k.pod(o)
+		c := newCached(m, label, k.workload(o))
+		c.kind = k
+		if k.keep != nil {
+			k.keep(o, c)
 		}
 		return c, nil
 	}
@@ -81,14 +73,11 @@ func newCached(m *metav1.ObjectMeta, label string, w *workload) *cached {
 // object rebuilds the typed object the rollout judgement reads.
 func (c *cached) object() runtime.Object {
 	meta := metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, UID: c.UID, Generation: c.Generation, DeletionTimestamp: c.DeletionTimestamp}
-	switch s := c.status.(type) {
-	case *appsv1.DeploymentStatus:
-		return &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Replicas: c.replicas, Paused: c.paused,
-			ProgressDeadlineSeconds: c.progressDeadline}, Status: *s}
-	case *appsv1.StatefulSetStatus:
-		return &appsv1.StatefulSet{ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{Replicas: c.replicas, UpdateStrategy: c.stsStrategy}, Status: *s}
-	case *appsv1.DaemonSetStatus:
-		return &appsv1.DaemonSet{ObjectMeta: meta, Spec: appsv1.DaemonSetSpec{UpdateStrategy: c.dsStrategy}, Status: *s}
+	if c.kind.object == nil {
+		o := c.kind.example.DeepCopyObject()
+		m, _, _ := c.kind.pod(o)
+		*m = meta
+		return o
 	}
-	return &batchv1.CronJob{ObjectMeta: meta}
+	return c.kind.object(c, meta)
 }

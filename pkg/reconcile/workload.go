@@ -4,16 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 )
-
-// kinds are the workload kinds, in the order they are listed.
-var kinds = [...]string{KindDeployment, KindStatefulSet, KindDaemonSet, KindCronJob}
 
 // workload is the part of a Deployment, StatefulSet, DaemonSet or CronJob the
 // planner and the registry keychain need.
@@ -38,43 +33,19 @@ func (w *workload) containers() []podContainer { return w.Containers }
 
 // listWorkloads lists every workload of kind in namespace: one API call.
 func listWorkloads(ctx context.Context, c kubernetes.Interface, namespace, kind string) ([]*workload, error) {
-	var out []*workload
-	opts := metav1.ListOptions{} // a consistent read: a plan must see what was just applied
-	switch kind {
-	case KindDeployment:
-		l, err := c.AppsV1().Deployments(namespace).List(ctx, opts)
-		if err != nil {
-			return nil, fmt.Errorf("listing deployments in %s: %w", namespace, err)
-		}
-		for i := range l.Items {
-			out = append(out, fromDeployment(&l.Items[i]))
-		}
-	case KindStatefulSet:
-		l, err := c.AppsV1().StatefulSets(namespace).List(ctx, opts)
-		if err != nil {
-			return nil, fmt.Errorf("listing statefulsets in %s: %w", namespace, err)
-		}
-		for i := range l.Items {
-			out = append(out, fromStatefulSet(&l.Items[i]))
-		}
-	case KindDaemonSet:
-		l, err := c.AppsV1().DaemonSets(namespace).List(ctx, opts)
-		if err != nil {
-			return nil, fmt.Errorf("listing daemonsets in %s: %w", namespace, err)
-		}
-		for i := range l.Items {
-			out = append(out, fromDaemonSet(&l.Items[i]))
-		}
-	case KindCronJob:
-		l, err := c.BatchV1().CronJobs(namespace).List(ctx, opts)
-		if err != nil {
-			return nil, fmt.Errorf("listing cronjobs in %s: %w", namespace, err)
-		}
-		for i := range l.Items {
-			out = append(out, fromCronJob(&l.Items[i]))
-		}
-	default:
-		return nil, fmt.Errorf("listing workloads: unknown kind %q", kind)
+	k, _, err := kindNamed(kind)
+	if err != nil {
+		return nil, fmt.Errorf("listing workloads: %w", err)
+	}
+	api := k.api(c, namespace)
+	l, err := api.list(ctx, metav1.ListOptions{}) // a consistent read: a plan must see what was just applied
+	if err != nil {
+		return nil, fmt.Errorf("listing %s in %s: %w", k.gvr.Resource, namespace, err)
+	}
+	items := api.items(l)
+	out := make([]*workload, 0, len(items))
+	for _, o := range items {
+		out = append(out, k.workload(o))
 	}
 	return out, nil
 }
@@ -93,50 +64,15 @@ func fromMeta(kind, apiVersion string, m *metav1.ObjectMeta, pod *corev1.PodSpec
 	}
 }
 
-func fromDeployment(d *appsv1.Deployment) *workload {
-	return fromMeta(KindDeployment, "apps/v1", &d.ObjectMeta, &d.Spec.Template.Spec, d)
-}
-
-func fromStatefulSet(s *appsv1.StatefulSet) *workload {
-	return fromMeta(KindStatefulSet, "apps/v1", &s.ObjectMeta, &s.Spec.Template.Spec, s)
-}
-
-func fromDaemonSet(d *appsv1.DaemonSet) *workload {
-	return fromMeta(KindDaemonSet, "apps/v1", &d.ObjectMeta, &d.Spec.Template.Spec, d)
-}
-
-func fromCronJob(c *batchv1.CronJob) *workload {
-	return fromMeta(KindCronJob, "batch/v1", &c.ObjectMeta, &c.Spec.JobTemplate.Spec.Template.Spec, c)
-}
-
 // getWorkload reads one workload of kind by name: one API call.
 func getWorkload(ctx context.Context, c kubernetes.Interface, namespace, kind, name string) (*workload, error) {
-	opts := metav1.GetOptions{}
-	switch kind {
-	case KindDeployment:
-		o, err := c.AppsV1().Deployments(namespace).Get(ctx, name, opts)
-		if err != nil {
-			return nil, err
-		}
-		return fromDeployment(o), nil
-	case KindStatefulSet:
-		o, err := c.AppsV1().StatefulSets(namespace).Get(ctx, name, opts)
-		if err != nil {
-			return nil, err
-		}
-		return fromStatefulSet(o), nil
-	case KindDaemonSet:
-		o, err := c.AppsV1().DaemonSets(namespace).Get(ctx, name, opts)
-		if err != nil {
-			return nil, err
-		}
-		return fromDaemonSet(o), nil
-	case KindCronJob:
-		o, err := c.BatchV1().CronJobs(namespace).Get(ctx, name, opts)
-		if err != nil {
-			return nil, err
-		}
-		return fromCronJob(o), nil
+	k, _, err := kindNamed(kind)
+	if err != nil {
+		return nil, fmt.Errorf("getting workload: %w", err)
 	}
-	return nil, fmt.Errorf("getting workload: unknown kind %q", kind)
+	o, err := k.api(c, namespace).get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return k.workload(o), nil
 }
