@@ -73,7 +73,7 @@ its repository owns, in stages of pipeline.yaml with acceptsBumps: true.`,
 			if err != nil {
 				return err
 			}
-			return runServe(cmd.Context(), c, logger.NewLogger(logs), d)
+			return runServe(cmd.Context(), c, quietOnStop(cmd.Context(), logger.NewLogger(logs)), d)
 		},
 	}
 	cmd.Flags().StringVar(&path, "config", "", "prbot serve configuration file (required)")

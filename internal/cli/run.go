@@ -76,7 +76,9 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	log := logger.NewLogger(rf.logOpts)
+	// Every part of the process (and client-go, through klog) logs through log: what a stop cancels
+	// (the last Lease renewal, a state read in progress) is not an error.
+	log := quietOnStop(cmd.Context(), logger.NewLogger(rf.logOpts))
 	logger.SetLogger(log)
 	if rf.once {
 		rf.le.Enable = false
@@ -93,7 +95,13 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		rf.identity = daemon.DefaultIdentity()
 	}
 	rlog := log.WithName("reconciler")
-	opts := []daemon.Option{daemon.WithLogger(rlog), daemon.WithLeaderElection(rf.le), daemon.WithIdentity(rf.identity)}
+	// A stop (SIGTERM) is bounded by server.shutdownGrace: the patches of an apply under way get half of
+	// it, then the apply is recorded as interrupted, the Lease released and what is queued sent in the rest.
+	grace := cfg.Server.ShutdownGrace.Duration
+	stopping, stopped := afterGrace(cmd.Context(), grace)
+	defer stopped()
+	opts := []daemon.Option{daemon.WithLogger(rlog), daemon.WithLeaderElection(rf.le), daemon.WithIdentity(rf.identity),
+		daemon.WithApplyGrace(grace / 2)}
 	// The notification sinks hear every plan and outcome, those of
 	// skipConfirmation environments too (the worker reports them to this gate).
 	ntLog := log.WithName("notify")
@@ -144,8 +152,8 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	if nt != nil {
 		gates = append(gates, nt)
 		defer func() {
-			// Give what is queued a moment to go out; a shutdown never waits longer.
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), notifyGrace)
+			// Give what is queued a moment to go out; a shutdown never waits longer, nor past its grace.
+			ctx, cancel := context.WithTimeout(stopping, notifyGrace)
 			defer cancel()
 			if err := nt.Close(ctx); err != nil {
 				ntLog.Error(err, "stopping notifications")
@@ -327,6 +335,17 @@ func newRollbacker(cfg *config.Config, gh *github.Client, d *daemon.Daemon) (*ro
 		lockPaths[name] = env.LockPath
 	}
 	return rollback.New(bot, svc, lockPaths, d)
+}
+
+// afterGrace returns a context that ends grace after ctx ends: what is
+// left of a stop's grace (server.shutdownGrace) for the steps after it.
+func afterGrace(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	g, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(grace, cancel)
+		context.AfterFunc(g, func() { t.Stop() })
+	})
+	return g, func() { stop(); cancel() }
 }
 
 // notifyGrace is how long an exiting reconciler waits for queued

@@ -210,7 +210,16 @@ type Server struct {
 	// system:serviceaccount:ci:alice-bot → github:alice: that user is then the person for every approval
 	// rule. A Kubernetes user not named here is automation.
 	KubernetesActsFor map[string]string `json:"kubernetesActsFor"`
+	// ShutdownGrace bounds a stop: after SIGTERM the process finishes or
+	// hands over its work, releases its Lease and exits within it (default
+	// DefaultShutdownGrace); keep it under the Pod's
+	// terminationGracePeriodSeconds.
+	ShutdownGrace Duration `json:"shutdownGrace"`
 }
+
+// DefaultShutdownGrace is server.shutdownGrace's default: under the chart's
+// terminationGracePeriodSeconds (60) with room for the kubelet's own steps.
+const DefaultShutdownGrace = 30 * time.Second
 
 // DefaultKubernetesAudience is server.kubernetesAudience's default.
 const DefaultKubernetesAudience = "stagehand"
@@ -381,6 +390,9 @@ func (c *Config) Default() {
 	}
 	if c.Server.KubernetesAudience == "" {
 		c.Server.KubernetesAudience = DefaultKubernetesAudience
+	}
+	if c.Server.ShutdownGrace.Duration == 0 {
+		c.Server.ShutdownGrace.Duration = DefaultShutdownGrace
 	}
 	if c.Locks.Storage == "" {
 		c.Locks.Storage = "kubernetes"

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -24,6 +25,9 @@ func (c *Config) validateServer(bad func(field, format string, a ...any)) {
 		bad("server.kubernetesAudience", "%q: want an audience of at most 253 characters without white space (default %s)", a, DefaultKubernetesAudience)
 	}
 	c.validateActsFor(bad)
+	if g := c.Server.ShutdownGrace.Duration; g < time.Second || g > 10*time.Minute {
+		bad("server.shutdownGrace", "%s: want a duration from 1s to 10m (default %s)", g, DefaultShutdownGrace)
+	}
 	if c.Server.UI.OAuth.ClientIDFile != "" && c.GitHub.App == nil {
 		// Without the App nothing could say who may read or approve: every GitHub user could.
 		bad("server.ui.oauth", "needs github.app, whose approvers rule (github.approvers) decides who may approve on the page")

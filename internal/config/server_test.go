@@ -2,6 +2,7 @@ package config
 
 import (
 	"testing"
+	"time"
 )
 
 func TestServerAndState(t *testing.T) {
@@ -9,22 +10,23 @@ func TestServerAndState(t *testing.T) {
 		Server Server
 		State  State
 	}
+	grace := Duration{DefaultShutdownGrace}
 	for _, tc := range []struct {
 		name, yaml string
 		want       out
 		err        string
 	}{
-		{name: "defaults", yaml: "{}", want: out{Server{Listen: ":8080", KubernetesAudience: "stagehand"}, State{Namespace: "stagehand"}}},
-		{name: "state follows locks", yaml: "locks: {namespace: ops}", want: out{Server{Listen: ":8080", KubernetesAudience: "stagehand"}, State{Namespace: "ops"}}},
+		{name: "defaults", yaml: "{}", want: out{Server{Listen: ":8080", KubernetesAudience: "stagehand", ShutdownGrace: grace}, State{Namespace: "stagehand"}}},
+		{name: "state follows locks", yaml: "locks: {namespace: ops}", want: out{Server{Listen: ":8080", KubernetesAudience: "stagehand", ShutdownGrace: grace}, State{Namespace: "ops"}}},
 		{name: "own", yaml: "server: {listen: '127.0.0.1:9090', apiTokenFile: /s/token}\nstate: {namespace: deploys, kubeconfig: /k, context: c}",
-			want: out{Server{Listen: "127.0.0.1:9090", APITokenFile: "/s/token", KubernetesAudience: "stagehand"}, State{Namespace: "deploys", Kubeconfig: "/k", Context: "c"}}},
+			want: out{Server{Listen: "127.0.0.1:9090", APITokenFile: "/s/token", KubernetesAudience: "stagehand", ShutdownGrace: grace}, State{Namespace: "deploys", Kubeconfig: "/k", Context: "c"}}},
 		{name: "identity", yaml: "server: {tokensFile: /s/tokens.yaml, kubernetesAuth: true}",
-			want: out{Server{Listen: ":8080", TokensFile: "/s/tokens.yaml", KubernetesAuth: true, KubernetesAudience: "stagehand"}, State{Namespace: "stagehand"}}},
+			want: out{Server{Listen: ":8080", TokensFile: "/s/tokens.yaml", KubernetesAuth: true, KubernetesAudience: "stagehand", ShutdownGrace: grace}, State{Namespace: "stagehand"}}},
 		{name: "audience", yaml: "server: {kubernetesAuth: true, kubernetesAudience: stagehand-prod}",
-			want: out{Server{Listen: ":8080", KubernetesAuth: true, KubernetesAudience: "stagehand-prod"}, State{Namespace: "stagehand"}}},
+			want: out{Server{Listen: ":8080", KubernetesAuth: true, KubernetesAudience: "stagehand-prod", ShutdownGrace: grace}, State{Namespace: "stagehand"}}},
 		{name: "acts for", yaml: "server: {kubernetesAuth: true, kubernetesActsFor: {'system:serviceaccount:ci:alice-bot': 'github:alice'}}",
 			want: out{Server{Listen: ":8080", KubernetesAuth: true, KubernetesAudience: "stagehand",
-				KubernetesActsFor: map[string]string{"system:serviceaccount:ci:alice-bot": "github:alice"}}, State{Namespace: "stagehand"}}},
+				KubernetesActsFor: map[string]string{"system:serviceaccount:ci:alice-bot": "github:alice"}, ShutdownGrace: grace}, State{Namespace: "stagehand"}}},
 		{name: "acts for without kubernetesAuth", yaml: "server: {kubernetesActsFor: {'system:serviceaccount:ci:alice-bot': 'github:alice'}}",
 			err: "server.kubernetesActsFor: needs server.kubernetesAuth: true"},
 		{name: "acts for a bare name", yaml: "server: {kubernetesAuth: true, kubernetesActsFor: {'system:serviceaccount:ci:alice-bot': alice}}",
@@ -41,6 +43,9 @@ func TestServerAndState(t *testing.T) {
 		{name: "listen without port", yaml: "server: {listen: localhost}", err: `server.listen: "localhost" is not host:port`},
 		{name: "listen bad port", yaml: "server: {listen: ':http'}", err: `server.listen: ":http": want a port from 0 to 65535`},
 		{name: "bad namespace", yaml: "state: {namespace: Stage_Hand}", err: `state.namespace: invalid namespace "Stage_Hand"`},
+		{name: "shutdown grace", yaml: "server: {shutdownGrace: 5s}",
+			want: out{Server{Listen: ":8080", KubernetesAudience: "stagehand", ShutdownGrace: Duration{5 * time.Second}}, State{Namespace: "stagehand"}}},
+		{name: "negative shutdown grace", yaml: "server: {shutdownGrace: -1s}", err: `server.shutdownGrace: -1s: want a duration from 1s to 10m`},
 		{name: "unknown key", yaml: "server: {port: 80}", err: `unknown field "port"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

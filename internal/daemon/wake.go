@@ -138,8 +138,13 @@ func (d *Daemon) consumeWake(w watch.Interface, rv string) (string, error) {
 	return rv, nil
 }
 
-// wakeFailed logs err and waits before the watch is tried again.
+// wakeFailed logs err and waits before the watch is tried again. Once ctx
+// has ended (a shutdown, or the Lease lost) the watch ended because of it:
+// nothing failed, and nothing is logged.
 func (d *Daemon) wakeFailed(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
 	d.log.Error(err, "not watching for wake-ups from other replicas; retrying")
 	select {
 	case <-ctx.Done():
