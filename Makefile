@@ -104,6 +104,15 @@ verify: large-files ## Fail if gofmt, go vet or go mod tidy would change anythin
 	go mod tidy
 	@git diff --exit-code -- go.mod go.sum || { echo "go mod tidy changed go.mod/go.sum"; exit 1; }
 
+.PHONY: docs
+docs: ## Build the documentation site from docs/ into bin/site with mkdocs --strict (installs Debian's mkdocs when missing).
+	@command -v mkdocs >/dev/null 2>&1 || { \
+		echo "mkdocs not found: installing Debian's mkdocs package"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends mkdocs; }
+	mkdocs build --strict --clean --site-dir $(BIN)/site
+	@echo "site: $(BIN)/site/index.html"
+
 .PHONY: docs-gen
 docs-gen: ## Write the generated reference pages (docs/reference/commands.md, metrics.md) from the code.
 	go run ./hack/docsgen

@@ -51,7 +51,7 @@ The config file is strict YAML (unknown keys are errors); secrets come from file
   historyDepth: 50              # commits looked back through for the earlier stage's success
   resync: 10m                   # re-evaluate everything this often (0s: events only)
   manifest: {allowUnknownKeys: false}   # as in reconciler.yaml: unknown keys in manifest files are errors
-  oidc:                         # optional: keyless bumps from CI, POST /api/v1/bumps (README)
+  oidc:                         # optional: keyless bumps from CI, POST /api/v1/bumps (docs/how-to/keyless-bumps.md)
     issuers:
       - {url: https://token.actions.githubusercontent.com, audience: stagehand, claims: github, namespaces: [acme]}
       - {url: https://gitlab.com, audience: stagehand, claims: gitlab, namespaces: [acme-group]}
