@@ -37,6 +37,7 @@ func TestDemoAuto(t *testing.T) {
 		"prod runs what its manifest says and has rolled out",
 		"deployed and verified; waiting for its release approval",
 		"released by token:demo: succeeded",
+		"staging approved by token:demo, deployed and verified: succeeded",
 		"Demo finished",
 	} {
 		if !strings.Contains(text, want) {

@@ -26,15 +26,25 @@ func (x *demo) startStorefront() (func(), error) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintln(w, `{"status":"ok"}`)
 	})
+	// The shop's Prometheus, for staging's evaluation task: every query's
+	// answer is one sample of 0 (no 5xx responses), in the HTTP API's shape.
+	mux.HandleFunc("GET /api/v1/query", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[%d,"0"]}]}}`+"\n", time.Now().Unix())
+	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	x.storefront = "http://" + ln.Addr().String()
 	return func() { _ = srv.Close() }, nil
 }
 
-// localPipeline points the example pipeline.yaml's prod test task at the
-// local storefront, for seconds rather than minutes: the sequence it runs
-// is the example's ([approval, deployment, test, approval, release]).
+// localPipeline points the example pipeline.yaml's verification tasks at
+// what the demo serves, for seconds rather than minutes: prod's and
+// staging's test tasks at the local storefront, staging's evaluation at its
+// stand-in Prometheus; staging's Job task is left out (the demo's control
+// plane runs no Job controller). prod's sequence is the example's
+// ([approval, deployment, test, approval, release]); staging's is
+// [deployment, test, evaluation, release].
 func (x *demo) localPipeline(environments string) error {
 	file := filepath.Join(environments, "pipeline.yaml")
 	b, err := os.ReadFile(file)
@@ -44,15 +54,71 @@ func (x *demo) localPipeline(environments string) error {
 	s := string(b)
 	for _, r := range []struct{ old, new string }{
 		{"url: https://shop.example.com/healthz", "url: " + x.storefront + "/healthz"},
+		{"url: https://shop.staging.example.com/healthz", "url: " + x.storefront + "/healthz"},
+		{"address: http://prometheus.monitoring:9090", "address: " + x.storefront},
+		{stagingJob, ""},
 		{"duration: 2m", "duration: 3s"},
+		{"duration: 1m", "duration: 3s"},
+		{"duration: 5m", "duration: 3s"},
+		{"interval: 30s", "interval: 1s"},
 		{"interval: 5s", "interval: 1s"},
 	} {
 		if !strings.Contains(s, r.old) {
-			return fmt.Errorf("%s: no %q to point at the demo's storefront; update hack/demo with the example", file, r.old)
+			return fmt.Errorf("%s: no %q to point at what the demo serves; update hack/demo with the example", file, r.old)
 		}
 		s = strings.ReplaceAll(s, r.old, r.new)
 	}
 	return os.WriteFile(file, []byte(s), 0o644)
+}
+
+// stagingJob is staging's Job task in the example pipeline.yaml.
+const stagingJob = `      - name: test                  # a Job in apps-staging; pass = it succeeded
+        properties:
+          timeout: 5m
+          job:
+            image: ghcr.io/acme/smoke-tests:1.4.0
+            args: [--suite, checkout]
+`
+
+// approveStaging: staging's plan waits for approval like prod's; once
+// approved, its sequence verifies the deploy against what the demo serves.
+func (x *demo) approveStaging(ctx context.Context) error {
+	x.p.step("Approve staging",
+		"staging's sequence in pipeline.yaml is [deployment, test, evaluation, release]: approved, it is deployed,",
+		"the storefront is requested and its error ratio evaluated, and the deploy counts once both pass.")
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	var hash string
+	for hash == "" {
+		v, err := x.d.Environment(ctx, "staging")
+		if err == nil && v.Pending != nil {
+			hash = v.Pending.PlanHash
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for staging's plan: %w", ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	x.p.say("%s approve --env staging --plan-hash %s --wait", x.reconBin, hash)
+	var out, errOut bytes.Buffer
+	cmd := cli.NewReconciler(&out, &errOut)
+	cmd.SetArgs([]string{"approve", "--server", x.server, "--token-file", x.files.tokenFile, "--env", "staging",
+		"--plan-hash", hash, "--as", "demo", "--wait"})
+	err := cmd.ExecuteContext(ctx)
+	for _, l := range strings.Split(strings.TrimSpace(out.String()+errOut.String()), "\n") {
+		x.p.say("> %s", l)
+	}
+	if err != nil || cli.Code(err) != 0 {
+		return fmt.Errorf("reconciler approve (staging): %v (exit %d)", err, cli.Code(err))
+	}
+	v, err := x.d.Environment(ctx, "staging")
+	if err != nil || v.LastResult == nil || v.LastResult.PlanHash != hash {
+		return fmt.Errorf("staging's deploy is not in its history: %v", err)
+	}
+	x.p.ok("staging approved by %s, deployed and verified: %s", v.LastResult.Approver, v.LastResult.Result)
+	return nil
 }
 
 // releaseProd: prod's sequence has a release approval after its test, so

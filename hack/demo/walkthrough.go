@@ -81,7 +81,7 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	x := &demo{o: o, p: &printer{w: o.out, of: 10}, root: root, dir: dir}
+	x := &demo{o: o, p: &printer{w: o.out, of: 11}, root: root, dir: dir}
 	x.reconBin = "go run ./cmd/reconciler"
 	if _, err := os.Stat(filepath.Join(root, "bin", "reconciler")); err == nil {
 		x.reconBin = "bin/reconciler"
@@ -152,7 +152,7 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	defer stopDaemon()
 
-	steps := []func(context.Context) error{x.develDeploys, x.bumpDevel, x.prodPending, x.approveProd, x.releaseProd}
+	steps := []func(context.Context) error{x.develDeploys, x.bumpDevel, x.prodPending, x.approveProd, x.releaseProd, x.approveStaging}
 	for _, s := range steps {
 		if err := s(ctx); err != nil {
 			if ctx.Err() != nil {
