@@ -264,3 +264,32 @@ func parentRoom(p string, named map[string]bool) string {
 	}
 	return ""
 }
+
+// cliBuildsNothing are the calls internal/cli may not make: its commands get
+// their Kubernetes clients, GitHub client, transports and authenticator from
+// internal/wire's Builder (one per process), and call the API through
+// api.Client.
+var cliBuildsNothing = []string{"kubernetes.NewForConfig", "github.NewClient", "wire.NewClients", "http.DefaultClient", "http.DefaultTransport", "auth.New("}
+
+// TestCLIBuildsNoClient: no non-test file of internal/cli builds a client
+// itself.
+func TestCLIBuildsNoClient(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "internal", "cli", "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("internal/cli: %v, %d files", err, len(files))
+	}
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, call := range cliBuildsNothing {
+			if strings.Contains(string(b), call) {
+				t.Errorf("%s calls %s: the builder (internal/wire) builds clients and the authenticator, once per process", filepath.ToSlash(path), call)
+			}
+		}
+	}
+}

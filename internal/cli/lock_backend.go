@@ -182,11 +182,15 @@ func (f *backendFlags) service(ctx context.Context, d lockDeps) (*lock.Service, 
 	if path == "" {
 		path, _ = d.lookup("KUBECONFIG")
 	}
-	clients, err := wire.NewClients()
+	cfg := &config.Config{Locks: config.Locks{Storage: "kubernetes", Namespace: f.namespace}, State: config.State{Kubeconfig: path}}
+	b, err := wire.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	cfg := &config.Config{Locks: config.Locks{Storage: "kubernetes", Namespace: f.namespace}, State: config.State{Kubeconfig: path}}
+	clients, err := b.Clients()
+	if err != nil {
+		return nil, err
+	}
 	rc, err := clients.RESTConfig(path, "")
 	if err != nil {
 		return nil, err

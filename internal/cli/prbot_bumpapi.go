@@ -1,11 +1,6 @@
 package cli
 
 import (
-	"crypto/tls"
-	"crypto/x509"
-	"fmt"
-	"net/http"
-	"os"
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
@@ -15,7 +10,7 @@ import (
 // logging every request with the caller's identity (never the token).
 // Each issuer's clock, which tokens are judged on, is followed from local.
 func newBumpAPI(c *prbot.Config, b *prbot.Bot, log serveLogger, local func() time.Time) (*prbot.BumpAPI, error) {
-	client, err := issuerClient(c.OIDC.CAFile)
+	client, err := prbot.IssuerClient(c.OIDC.CAFile)
 	if err != nil {
 		return nil, err
 	}
@@ -24,27 +19,6 @@ func newBumpAPI(c *prbot.Config, b *prbot.Bot, log serveLogger, local func() tim
 		opts = append(opts, prbot.WithIssuer(is))
 	}
 	return prbot.NewBumpAPI(b, opts...)
-}
-
-// issuerClient fetches discovery documents and key sets, trusting caFile
-// beside the system roots.
-func issuerClient(caFile string) (*http.Client, error) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if caFile != "" {
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, fmt.Errorf("reading oidc.caFile: %w", err)
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("reading oidc.caFile: %s holds no PEM certificate", caFile)
-		}
-		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	}
-	return &http.Client{Transport: tr, Timeout: 10 * time.Second}, nil
 }
 
 func logBump(log serveLogger, l prbot.BumpLog) {

@@ -117,7 +117,7 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	}
 	// Every component of this process, built once: one set of Kubernetes
 	// clients, one transport to GitHub.
-	bopts := append(wire.DaemonOptions(rf.identity, rlog), wire.WithLocalClock(local))
+	bopts := append(wire.DaemonOptions(rf.identity, rlog), wire.WithLocalClock(local), wire.WithAuthLog(log.WithName("auth")))
 	if nt != nil {
 		// ... and every lock taken or removed through the API.
 		bopts = append(bopts, wire.WithLockObserver(nt.LockChanged))
@@ -254,11 +254,11 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		fmt.Fprintln(cmd.OutOrStdout(), "all environments reconciled")
 		return nil
 	}
-	page, err := webPage(b, d, gh)
+	page, err := webPage(b, d)
 	if err != nil {
 		return err
 	}
-	authn, err := authenticator(b, gh, log.WithName("auth"))
+	authn, err := b.Authenticator()
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
-	"github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/ui"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
@@ -19,7 +18,7 @@ import (
 // webPage builds the web page of server.ui over the daemon, or nil when it
 // is off. With the GitHub App (gh), who may read and approve is decided as
 // for check-run clicks: github.approvers and the environment's policy.
-func webPage(b *wire.Builder, d *daemon.Daemon, gh *github.Client) (*ui.Server, error) {
+func webPage(b *wire.Builder, d *daemon.Daemon) (*ui.Server, error) {
 	cfg := b.Config()
 	u := cfg.Server.UI
 	if !u.On() {
@@ -59,9 +58,14 @@ func webPage(b *wire.Builder, d *daemon.Daemon, gh *github.Client) (*ui.Server, 
 		opts = append(opts, ui.WithOAuth(ui.OAuth{ClientID: id, ClientSecret: secret, WebURL: webURL, APIURL: apiURL,
 			Client: &http.Client{Transport: tr, Timeout: 30 * time.Second}}))
 	}
-	if gh != nil {
-		// Asked for every page, event stream and form: GitHub is asked at most once a minute per login and environment.
-		opts = append(opts, ui.WithPolicy(ui.CachedPolicy(pageAccess(gh), time.Minute, time.Now)))
+	// Asked for every page, event stream and form: GitHub is asked at most once a minute per login and
+	// environment, through the cache the API's read rule shares (nil without github.app).
+	access, err := b.Access()
+	if err != nil {
+		return nil, err
+	}
+	if access != nil {
+		opts = append(opts, ui.WithPolicy(access))
 	}
 	if cfg.GitHub.Owner != "" && cfg.GitHub.Repo != "" {
 		web := u.OAuth.WebURL
@@ -74,32 +78,6 @@ func webPage(b *wire.Builder, d *daemon.Daemon, gh *github.Client) (*ui.Server, 
 	// "pending for 5m", sessions: on the clock the daemon records times with (the API server's).
 	opts = append(opts, ui.WithClock(d.Now, time.Local))
 	return ui.New(d, opts...)
-}
-
-// pageAccess is who may read and approve on the web page: whoever may
-// approve in env (github.approvers and the environment's policy; env ""
-// is github.approvers) reads and approves, anyone else with a role on the
-// repository reads. The API's read rule for GitHub logins is the same
-// (readPolicy).
-func pageAccess(gh *github.Client) ui.Policy {
-	return func(ctx context.Context, login, env string) (ui.Access, error) {
-		ap, err := gh.MayApprove(ctx, env, login)
-		if err != nil {
-			return ui.Access{}, err
-		}
-		if ap.Allowed {
-			return ui.Access{Read: true, Approve: true, Why: ap.Why}, nil
-		}
-		rd, err := gh.MayRead(ctx, login)
-		if err != nil {
-			return ui.Access{}, err
-		}
-		why := ap.Why
-		if !rd.Allowed {
-			why = rd.Why
-		}
-		return ui.Access{Read: rd.Allowed, Why: why}, nil
-	}
 }
 
 // stageOrder reads the stage order from pipeline.yaml at the newest revision

@@ -7,23 +7,19 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/auth"
 )
 
-// Access is what one signed-in login may do on the page.
-type Access struct {
-	Read    bool
-	Approve bool // approve and reject plans, take and remove locks
-	// Why says what granted or refused it, shown to the person.
-	Why string
-}
+// Access is what one signed-in login may do on the page (read; approve and
+// reject plans, take and remove locks), and why.
+type Access = auth.Access
 
-// Policy decides a login's Access in env (for instance from the login's
-// permission on the manifests repository and env's approvers rule); env
-// "" asks about reading the page, and about locks on paths outside every
-// environment's lock path.
-type Policy func(ctx context.Context, login, env string) (Access, error)
+// Policy decides a login's Access in env (auth.AccessPolicy; cache it with
+// auth.CachedAccess); env "" asks about reading the page, and about locks
+// on paths outside every environment's lock path.
+type Policy = auth.AccessPolicy
 
 // OAuth is GitHub's OAuth web flow: the App's client, where GitHub's web
 // pages are (authorize and access_token) and where its API is (GET /user).
@@ -143,42 +139,5 @@ func WithClock(now func() time.Time, loc *time.Location) Option {
 		}
 		o.now, o.loc = now, loc
 		return nil
-	}
-}
-
-// maxCachedAccess bounds CachedPolicy's memory: past it the cache starts over.
-const maxCachedAccess = 4096
-
-// CachedPolicy remembers p's answers for ttl per login and environment, so
-// that a page view, its live updates and a form post do not each ask GitHub
-// again. Errors are not remembered.
-func CachedPolicy(p Policy, ttl time.Duration, now func() time.Time) Policy {
-	type entry struct {
-		acc     Access
-		expires time.Time
-	}
-	var (
-		mu    sync.Mutex
-		cache = map[[2]string]entry{}
-	)
-	return func(ctx context.Context, login, env string) (Access, error) {
-		key := [2]string{login, env}
-		mu.Lock()
-		e, ok := cache[key]
-		mu.Unlock()
-		if ok && now().Before(e.expires) {
-			return e.acc, nil
-		}
-		acc, err := p(ctx, login, env)
-		if err != nil {
-			return Access{}, err
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if len(cache) >= maxCachedAccess {
-			clear(cache)
-		}
-		cache[key] = entry{acc: acc, expires: now().Add(ttl)}
-		return acc, nil
 	}
 }

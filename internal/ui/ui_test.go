@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -425,39 +424,6 @@ func TestHoldShown(t *testing.T) {
 	br := signedIn(t, serve(t, b, WithDemoLogin("demo")))
 	if _, body := br.get("/locks"); !strings.Contains(body, "apps/prod/hold") || !strings.Contains(body, lock.Hold.Friendly()) || !strings.Contains(body, "rolled back 1.4.2") {
 		t.Errorf("the locks page lacks the hold:\n%s", body)
-	}
-}
-
-// TestCachedPolicy: an answer is reused until it expires, per login and
-// environment; an error is not remembered.
-func TestCachedPolicy(t *testing.T) {
-	now := t0
-	calls := 0
-	fail := false
-	p := CachedPolicy(func(_ context.Context, login, env string) (Access, error) {
-		calls++
-		if fail {
-			return Access{}, errors.New("GitHub is down")
-		}
-		return Access{Read: true, Approve: env == "staging", Why: login}, nil
-	}, time.Minute, func() time.Time { return now })
-	ctx := context.Background()
-	for _, env := range []string{"prod", "prod", "staging", "staging"} {
-		if acc, err := p(ctx, "maria", env); err != nil || acc.Approve != (env == "staging") {
-			t.Fatalf("%s: %+v %v", env, acc, err)
-		}
-	}
-	if calls != 2 {
-		t.Errorf("asked %d times for two logins×environments, want 2", calls)
-	}
-	now = now.Add(2 * time.Minute)
-	fail = true
-	if _, err := p(ctx, "maria", "prod"); err == nil {
-		t.Error("an expired answer was used while the policy fails")
-	}
-	fail = false
-	if _, err := p(ctx, "maria", "prod"); err != nil || calls != 4 {
-		t.Errorf("after an error: %v, %d calls; want the policy asked again", err, calls)
 	}
 }
 

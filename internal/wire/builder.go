@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/stagehand-gitops/stagehand/internal/auth"
 	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/github"
@@ -53,6 +54,8 @@ type Builder struct {
 	webhookDone bool
 	gh          *github.Client
 	ghDone      bool
+	access      auth.AccessPolicy
+	authn       *auth.Authenticator
 }
 
 // New returns the builder of cfg's components. Options given here reach

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
 
@@ -60,10 +61,11 @@ type options struct {
 	webhook          *webhook.Receiver
 	githubOpts       []github.Option
 	githubToken      string
+	authLog          logr.Logger
 }
 
 func defaultOptions() options {
-	return options{qps: DefaultQPS, burst: DefaultBurst}
+	return options{qps: DefaultQPS, burst: DefaultBurst, authLog: logr.Discard()}
 }
 
 // makeOptions applies opts over the defaults and checks the combination.
