@@ -27,6 +27,9 @@ type Pending struct {
 	// waits for a person. Approving releases it (the rest of the sequence
 	// runs); rejecting fails the deploy. Its planHash is the applied plan's.
 	Release bool `json:"release,omitempty"`
+	// Reasons are the messages of the approval rules (environments.<env>.approvals.rules) that apply to
+	// the plan: why it needs Required approvers, or whom. Shown with the tally at every door.
+	Reasons []string `json:"reasons,omitempty"`
 }
 
 // Approval is one approver's approval of a pending plan.
@@ -105,9 +108,14 @@ func (p *Pending) ApprovedBy(who identity.Principal) bool {
 	return false
 }
 
-// Tally says how far p's approval is: "1 of 2 approvals: alice".
+// Tally says how far p's approval is, and why when approval rules apply: "1 of 2 approvals: alice
+// (payments-api changes need 2 approvers from acme/payments)".
 func (p *Pending) Tally() string {
-	return Tally(p.Approvers(), p.Needed())
+	s := Tally(p.Approvers(), p.Needed())
+	if len(p.Reasons) > 0 {
+		s += " (" + strings.Join(p.Reasons, "; ") + ")"
+	}
+	return s
 }
 
 // Tally says how many of required approvals approvers are: "1 of 2 approvals: alice", "0 of 2 approvals".

@@ -144,6 +144,11 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		gates = append(gates, github.NewGate(gh))
 		// Four-eyes (approvals.forbidAuthors) knows commit authors by their GitHub logins.
 		opts = append(opts, daemon.WithAuthors(gh))
+		// The teams and minPermission of approvals.rules are asked of GitHub, as the environment's own.
+		opts = append(opts, daemon.WithRuleApprover(func(ctx context.Context, env, login string, rule config.Approvers) (bool, string, error) {
+			d, err := gh.MayApproveRule(ctx, env, login, rule)
+			return d.Allowed, d.Why, err
+		}))
 		if cfg.GitHub.Deployments.Enabled {
 			// Every apply, skipConfirmation included, as a deployment in GitHub's Environments view.
 			gates = append(gates, github.NewDeployments(gh, cfg.GitHub.Deployments))

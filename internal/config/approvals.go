@@ -28,6 +28,15 @@ type Approvals struct {
 	Rules []policy.Rule `json:"rules,omitempty"`
 }
 
+// With is a combined with what the approval rules that apply to a plan ask (req): the larger required,
+// four-eyes if either asks it. Teams and minPermission stay a's (the door's rule): req's are checked on
+// top of them, for the approver's person.
+func (a Approvals) With(req policy.Requirement) Approvals {
+	a.Required = max(a.Required, req.Required, 1)
+	a.ForbidAuthors = a.ForbidAuthors || req.ForbidAuthors
+	return a
+}
+
 // RuleSet compiles the approval rules; Validate has compiled them once already, so an error here means
 // a configuration that was not validated.
 func (a Approvals) RuleSet() (*policy.Set, error) {

@@ -18,6 +18,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/lease"
+	"github.com/stagehand-gitops/stagehand/internal/policy"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
@@ -51,7 +52,9 @@ type Daemon struct {
 	// locks, pins) comes from it, so replicas whose clocks disagree agree.
 	clock    *clock.Remote
 	envNames []string
-	workers  map[string]*worker
+	// rules are each environment's approval rules, compiled once.
+	rules   map[string]*policy.Set
+	workers map[string]*worker
 	// shard holds the environments' Leases with
 	// leaderElection.perEnvironment; nil with one leader.
 	shard *lease.Shard
@@ -91,6 +94,14 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 		clock: o.clock, lockSvc: o.lockSvc, rec: o.rec, source: o.source}
 	if o.identity == "" {
 		d.o.identity = DefaultIdentity()
+	}
+	d.rules = map[string]*policy.Set{}
+	for _, env := range d.envNames {
+		set, err := cfg.ApprovalPolicy(env).RuleSet()
+		if err != nil {
+			return nil, fmt.Errorf("configuring daemon: environments.%s.approvals.rules: %w", env, err)
+		}
+		d.rules[env] = set
 	}
 	d.metrics.Registry.MustRegister(clockOffset{d.clock})
 	d.metrics.now = d.clock.Now
@@ -318,8 +329,9 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		poll:     d.pollNow, at: d.source.At, sourceStatus: d.source.Status,
 		descends: d.source.Descends, allowRewrite: d.cfg.Source.AllowRewrite,
 		rollback: ec.RollsBack(), restore: d.rec.Restore, rollbackHook: d.o.rollbackHook,
-		approvals: &counter{env: env, policy: d.cfg.ApprovalPolicy(env), authors: d.authors(), now: d.clock.Now},
-		metrics:   d.metrics, log: d.log, now: d.clock.Now,
+		approvals: &counter{env: env, policy: d.cfg.ApprovalPolicy(env), rules: d.rules[env], ruleApprover: d.o.ruleApprover,
+			authors: d.authors(), now: d.clock.Now},
+		metrics: d.metrics, log: d.log, now: d.clock.Now,
 		resync: resync, repropose: d.o.repropose, applyGrace: d.o.applyGrace,
 		reportBackoff: d.o.reportBackoff, reportBackoffMax: d.o.reportBackoffMax,
 		pipeline: func(s gitsource.Snapshot) (*promote.Pipeline, error) { return promote.Load(s.FS, d.cfg.Source.Root) },

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -43,6 +44,7 @@ type options struct {
 	listener     sequence.Listener
 	rollbackHook RollbackHook
 	authors      approval.Authors
+	ruleApprover RuleApprover
 	// reportBackoff, reportBackoffMax: WithOutcomeRetry.
 	reportBackoff, reportBackoffMax time.Duration
 }
@@ -112,6 +114,23 @@ func WithGate(g approval.Gate) Option {
 			return errors.New("configuring daemon: nil gate")
 		}
 		o.gate = g
+		return nil
+	}
+}
+
+// RuleApprover says whether a person (a GitHub login) passes the teams and minPermission of the approval
+// rules that apply to a plan (rule): the GitHub client's approver check, asked with the rules' values.
+type RuleApprover func(ctx context.Context, env, login string, rule config.Approvers) (ok bool, why string, err error)
+
+// WithRuleApprover sets how an approver is checked against the teams and minPermission of
+// environments.<env>.approvals.rules. Without it, an approval of a plan whose rules name teams or a
+// permission is refused (nothing could check it).
+func WithRuleApprover(f RuleApprover) Option {
+	return func(o *options) error {
+		if f == nil {
+			return errors.New("configuring daemon: nil rule approver")
+		}
+		o.ruleApprover = f
 		return nil
 	}
 }

@@ -381,6 +381,7 @@ func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.E
 		}
 		p := &approval.Pending{Revision: s.Revision, PlanHash: plan.PlanHash, Plan: raw, ProposedAt: w.now().UTC(),
 			Required: w.approvals.policy.Required}
+		w.approvals.shows(ctx, st, p)
 		if err := w.store.Update(ctx, w.env, func(st *state.EnvState) { st.Pending, st.Phase = p, status.PhaseAwaitingApproval }); err != nil {
 			w.metrics.fail(w.env, "state")
 			return err

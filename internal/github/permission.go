@@ -39,34 +39,54 @@ type Decision struct {
 // MayApprove checks login against env's approvers rule (see rule): at least its minPermission on the
 // repository, or active membership in one of its teams ("org/slug").
 func (c *Client) MayApprove(ctx context.Context, env, login string) (Decision, error) {
-	rule := c.rule(env)
+	d, role, err := c.mayApprove(ctx, env, login, c.rule(env))
+	if err != nil || d.Allowed {
+		return d, err
+	}
+	return Decision{Why: fmt.Sprintf("%s has %s on %s; %s", mention(login), role, c.Repo(), c.ApproverRule(env))}, nil
+}
+
+// MayApproveRule decides whether login passes rule (a repository permission, or membership of one of its
+// teams), as MayApprove does for an environment's own rule: the daemon asks it with the teams and
+// minPermission of the approval rules that apply to a plan.
+func (c *Client) MayApproveRule(ctx context.Context, env, login string, rule config.Approvers) (Decision, error) {
+	d, role, err := c.mayApprove(ctx, env, login, rule)
+	if err != nil || d.Allowed {
+		return d, err
+	}
+	return Decision{Why: fmt.Sprintf("%s has %s on %s and is in none of the teams %s", mention(login), role, c.Repo(), strings.Join(rule.Teams, ", "))}, nil
+}
+
+// mayApprove is MayApprove with the rule given; a refusal comes back with login's role ("no access" for
+// none) for the caller's words.
+func (c *Client) mayApprove(ctx context.Context, env, login string, rule config.Approvers) (Decision, string, error) {
 	role, err := c.role(ctx, login)
 	if err != nil {
-		return Decision{}, err
+		return Decision{}, "", err
 	}
 	if rule.MinPermission != "" && permissionRank(role) >= permissionRank(rule.MinPermission) && permissionRank(role) > 0 {
-		return Decision{Allowed: true, Why: fmt.Sprintf("%s on %s", role, c.Repo())}, nil
+		return Decision{Allowed: true, Why: fmt.Sprintf("%s on %s", role, c.Repo())}, role, nil
 	}
 	for _, team := range rule.Teams {
 		org, slug, ok := strings.Cut(team, "/")
 		if !ok {
-			return Decision{}, fmt.Errorf("approvers of %s: team %q is not org/slug", env, team)
+			return Decision{}, "", fmt.Errorf("approvers of %s: team %q is not org/slug", env, team)
 		}
 		m, resp, err := c.rest.Teams.GetTeamMembershipBySlug(ctx, org, slug, login)
 		if resp != nil && resp.StatusCode == http.StatusNotFound {
 			continue
 		}
 		if err != nil {
-			return Decision{}, fmt.Errorf("checking %s's membership of team %s: %w", login, team, err)
+			return Decision{}, "", fmt.Errorf("checking %s's membership of team %s: %w", login, team, err)
 		}
 		if m.GetState() == "active" {
-			return Decision{Allowed: true, Why: "member of " + team}, nil
+			return Decision{Allowed: true, Why: "member of " + team}, role, nil
 		}
 	}
 	if role == "" {
 		role = "no access"
 	}
-	return Decision{Why: fmt.Sprintf("%s has %s on %s; %s", mention(login), role, c.Repo(), c.ApproverRule(env))}, nil
+	return Decision{}, role, nil
 }
 
 // ApproverRule says in words who may approve env's plans.

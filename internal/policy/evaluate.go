@@ -203,3 +203,17 @@ var ErrEval = errors.New("approval rule could not be evaluated")
 
 // Is makes errors.Is(err, ErrEval) true.
 func (e *EvalError) Is(target error) bool { return target == ErrEval }
+
+// ReadsAuthors reports whether a rule reads revision.authors, which costs a walk of the commits (and,
+// with GitHub, requests): they are listed only then.
+func (s *Set) ReadsAuthors() bool {
+	if s == nil {
+		return false
+	}
+	for _, p := range s.programs {
+		if strings.Contains(p.When, "authors") {
+			return true
+		}
+	}
+	return false
+}
