@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestPolicyTest: `reconciler policy test` over a plan file says which rules applied and how an
+// approval by --as would come out: counted, more needed, or refused with the reason (exit non-zero).
+func TestPolicyTest(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "reconciler.yaml")
+	if err := os.WriteFile(cfg, []byte(`
+environments:
+  prod:
+    lockPath: apps/prod
+    targets: [{name: a, namespace: apps}]
+    approvals:
+      rules:
+        - name: payments
+          when: '"payments-api" in plan.services'
+          required: 2
+          teams: [acme/payments]
+          message: payments-api changes need 2 approvers from acme/payments
+        - name: contractors
+          when: revision.authors.exists(a, a.endsWith("@contractor.example"))
+          forbidAuthors: true
+        - name: friday
+          when: now.getDayOfWeek("Europe/London") == 5
+          required: 3
+        - name: broken
+          when: 'size(plan.changes) > 5 && plan.changes[9].service == ""'
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan := func(services ...string) string {
+		var changes []map[string]string
+		for _, s := range services {
+			changes = append(changes, map[string]string{"service": s, "target": "a", "kind": "Deployment", "name": s, "container": s,
+				"from": "reg.example.com/" + s + ":1.0.0", "to": "reg.example.com/" + s + ":1.1.0"})
+		}
+		b, _ := json.Marshal(map[string]any{"environment": "prod", "revision": "3f2a9c1d", "planHash": "sha256:p", "changes": changes})
+		p := filepath.Join(t.TempDir(), "plan.json")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const thursday = "2026-11-26T12:00:00Z"
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		decision string // -o json's decision
+		reason   string
+		fails    bool
+	}{
+		{"no rule applies", []string{"--plan", plan("web"), "--as", "github:alice", "--now", thursday}, "counted", "the plan may be applied with this approval", false},
+		{"payments needs two from its team", []string{"--plan", plan("payments-api"), "--as", "github:alice", "--now", thursday}, "more",
+			"counted as 1 of 2 approvals; 1 more must approve; at approval, GitHub is asked that github:alice passes: the rules payments need membership of acme/payments", false},
+		{"automation cannot pass a team rule", []string{"--plan", plan("payments-api"), "--as", "token:ci", "--now", thursday}, "refused",
+			"token:ci acts for no person, and approvals.automation is deny for this plan (required 2, four-eyes false)", true},
+		{"four-eyes from a rule", []string{"--plan", plan("web"), "--as", "github:dev", "--authors", "dev@contractor.example", "--now", thursday}, "refused",
+			"four-eyes: github:dev is among the authors of the commits to deploy", true},
+		{"the clock in a zone", []string{"--plan", plan("web"), "--as", "github:alice", "--now", "2026-11-27T12:00:00Z"}, "more",
+			"counted as 1 of 3 approvals; 2 more must approve", false},
+		{"a rule that errors refuses", []string{"--plan", plan("a", "b", "c", "d", "e", "f"), "--as", "github:alice", "--now", thursday}, "refused",
+			`approval rule "broken" could not be evaluated: index out of bounds: 9`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			cmd := NewReconciler(&out, &errOut)
+			cmd.SetArgs(append([]string{"policy", "test", "--config", cfg, "--env", "prod", "-o", "json"}, tc.args...))
+			err := cmd.Execute()
+			if (err != nil) != tc.fails {
+				t.Fatalf("policy test: %v (stderr %s), want failure %v", err, errOut.String(), tc.fails)
+			}
+			var r policyReport
+			if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+				t.Fatalf("output %q: %v", out.String(), err)
+			}
+			if diff := cmp.Diff([2]string{tc.decision, tc.reason}, [2]string{r.Decision, r.Reason}); diff != "" {
+				t.Errorf("decision and reason (-want +got):\n%s", diff)
+			}
+			if len(r.Rules) != 4 {
+				t.Errorf("%d rules explained, want all 4", len(r.Rules))
+			}
+		})
+	}
+	// The text form names each rule and what it did.
+	var out bytes.Buffer
+	cmd := NewReconciler(&out, &out)
+	cmd.SetArgs([]string{"policy", "test", "--config", cfg, "--env", "prod", "--plan", plan("payments-api"), "--as", "github:alice", "--now", thursday})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"payments             applies   payments-api changes need 2 approvers from acme/payments", "friday               -", "Requirement: 2 distinct approver(s)", "github:alice: more: counted as 1 of 2"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("text output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
