@@ -330,7 +330,7 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		descends: d.source.Descends, allowRewrite: d.cfg.Source.AllowRewrite,
 		rollback: ec.RollsBack(), restore: d.rec.Restore, rollbackHook: d.o.rollbackHook,
 		approvals: &counter{env: env, policy: d.cfg.ApprovalPolicy(env), rules: d.rules[env], ruleApprover: d.o.ruleApprover,
-			authors: d.authors(), now: d.clock.Now},
+			authors: d.authors(), locks: d.policyLocks(ec.LockPath), now: d.clock.Now},
 		metrics: d.metrics, log: d.log, now: d.clock.Now,
 		resync: resync, repropose: d.o.repropose, applyGrace: d.o.applyGrace,
 		reportBackoff: d.o.reportBackoff, reportBackoffMax: d.o.reportBackoffMax,

@@ -27,7 +27,9 @@ type counter struct {
 	rules        *policy.Set
 	ruleApprover RuleApprover
 	authors      approval.Authors
-	now          func() time.Time
+	// locks lists the environment's locks in force, for rules that read them (nil: none can be listed).
+	locks func(ctx context.Context) ([]policy.Lock, error)
+	now   func() time.Time
 }
 
 // requirement is what the approval rules ask of the pending plan p, given the environment's state st
@@ -52,6 +54,16 @@ func (c *counter) requirement(ctx context.Context, st *state.EnvState, p *approv
 		}
 		in.Revision.Authors = authors
 	}
+	if c.rules.ReadsLocks() {
+		if c.locks == nil {
+			return policy.Requirement{}, fmt.Errorf("the approval rules read locks, and this environment has no lock service or lockPath")
+		}
+		locks, err := c.locks(ctx)
+		if err != nil {
+			return policy.Requirement{}, fmt.Errorf("listing the locks for the approval rules: %w", err)
+		}
+		in.Locks = locks
+	}
 	req, _, err := c.rules.Evaluate(ctx, in)
 	return req, err
 }
@@ -66,6 +78,30 @@ func (c *counter) shows(ctx context.Context, st *state.EnvState, p *approval.Pen
 		return
 	}
 	p.Required, p.Reasons = c.policy.With(req).Required, req.Messages()
+}
+
+// policyLocks lists the locks in force at and beneath lockPath, as approval rules see them; nil without a
+// lock service or lockPath.
+func (d *Daemon) policyLocks(lockPath string) func(ctx context.Context) ([]policy.Lock, error) {
+	if d.lockSvc == nil || lockPath == "" {
+		return nil
+	}
+	return func(ctx context.Context) ([]policy.Lock, error) {
+		ls, err := d.lockSvc.List(ctx, lockPath)
+		if err != nil {
+			return nil, err
+		}
+		now := d.lockSvc.Now()
+		out := []policy.Lock{}
+		for _, l := range ls {
+			if l.Expired(now) {
+				continue
+			}
+			svc := strings.TrimPrefix(strings.TrimPrefix(strings.ToLower(l.Path), strings.ToLower(lockPath)), "/")
+			out = append(out, policy.Lock{Service: svc, Author: l.Author, Type: string(l.Type)})
+		}
+		return out, nil
+	}
 }
 
 // policyHistory is the history as rules see it (history), newest first, with the services each entry

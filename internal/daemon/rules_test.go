@@ -50,6 +50,8 @@ func TestApprovalRules(t *testing.T) {
 	e.Approvals = config.Approvals{Rules: []policy.Rule{
 		{Name: "payments", When: `plan.changes.exists(c, c.service == "payments-api")`, Required: 2, Teams: []string{"acme/payments"}, Message: msg},
 		{Name: "majors", When: `plan.changes.exists(c, c.service != "web" && isMajorBump(c))`, Message: "a major version bump"},
+		// Read from the real lock service (none is taken here): listing them must not refuse anything.
+		{Name: "incident", When: `locks.exists(l, l.type == "incident")`, Required: 3, Message: "an incident lock is in force"},
 	}}
 	h.cfg.Environments["prod"] = e
 	if err := h.cfg.Validate(); err != nil {

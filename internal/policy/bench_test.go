@@ -30,7 +30,7 @@ func bigInput(n int) Input {
 		in.History = append(in.History, Deploy{Revision: fmt.Sprintf("r%d", i), Result: result, Services: []string{"svc-001", "svc-002"},
 			Finished: in.Now.Add(-time.Duration(i) * time.Hour)})
 	}
-	in.Locks = []Lock{{Service: "svc-050", Author: "github:carol"}, {Author: "github:dave"}, {Service: "svc-007"}}
+	in.Locks = []Lock{{Service: "svc-050", Author: "github:carol", Type: "deploy"}, {Author: "github:dave"}, {Service: "svc-007"}}
 	return in
 }
 

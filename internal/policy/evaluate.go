@@ -204,6 +204,19 @@ var ErrEval = errors.New("approval rule could not be evaluated")
 // Is makes errors.Is(err, ErrEval) true.
 func (e *EvalError) Is(target error) bool { return target == ErrEval }
 
+// ReadsLocks reports whether a rule reads locks, which are listed only then.
+func (s *Set) ReadsLocks() bool {
+	if s == nil {
+		return false
+	}
+	for _, p := range s.programs {
+		if strings.Contains(p.When, "locks") {
+			return true
+		}
+	}
+	return false
+}
+
 // ReadsAuthors reports whether a rule reads revision.authors, which costs a walk of the commits (and,
 // with GitHub, requests): they are listed only then.
 func (s *Set) ReadsAuthors() bool {

@@ -64,11 +64,12 @@ type Deploy struct {
 	Finished time.Time `json:"finished"`
 }
 
-// Lock is one deploy lock: service "" locks the whole environment.
+// Lock is one deploy lock in force: service "" locks the whole environment; type is the lock's kind
+// (deploy, incident, freeze, hold, automation).
 type Lock struct {
 	Service string `json:"service"`
 	Author  string `json:"author"`
-	Message string `json:"message"`
+	Type    string `json:"type"`
 }
 
 // FromPlan is the variable plan for p.

@@ -78,7 +78,7 @@ func declared() map[string][]field {
 		lockT.TypeName(): {
 			{"service", types.StringType, str(func(v any) string { return v.(*Lock).Service })},
 			{"author", types.StringType, str(func(v any) string { return v.(*Lock).Author })},
-			{"message", types.StringType, str(func(v any) string { return v.(*Lock).Message })},
+			{"type", types.StringType, str(func(v any) string { return v.(*Lock).Type })},
 		},
 	}
 }
