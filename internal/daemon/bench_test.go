@@ -134,6 +134,17 @@ func BenchmarkApprovalClickToPatch(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
 }
 
+// waitRecorded waits until the newest entry of name's history is rev's
+// apply. (The history's length stops growing at its limit, 100 entries,
+// which a benchmark run with -count passes.)
+func (r *running) waitRecorded(t testing.TB, name, rev string) {
+	t.Helper()
+	testenv.WaitFor(t, 30*time.Second, "apply of "+short(rev)+" recorded", func() bool {
+		h := r.storeHistory(t, name)
+		return len(h) > 0 && h[0].Revision == rev
+	})
+}
+
 // storeHistory reads name's history from the Store: the benchmarks' waits
 // for an apply to be recorded poll tightly, and through the API they ran
 // into its per-token rate limit (429) once the applies got faster.

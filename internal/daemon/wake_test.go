@@ -86,7 +86,7 @@ func TestPushToStandby(t *testing.T) {
 func BenchmarkWebhookToPatchReplicas(b *testing.B) {
 	h := newHarness(b, "devel")
 	leader, standby := startPair(b, h)
-	applied, n := 1, 0
+	n := 0
 	for _, c := range []struct {
 		name string
 		to   *running
@@ -96,7 +96,7 @@ func BenchmarkWebhookToPatchReplicas(b *testing.B) {
 			for range b.N {
 				n++
 				want := fmt.Sprintf("%sweb:3.0.%d", imageRepo, n)
-				h.commit("devel", true, map[string]string{"web": fmt.Sprintf("3.0.%d", n)})
+				rev := h.commit("devel", true, map[string]string{"web": fmt.Sprintf("3.0.%d", n)})
 				start := time.Now()
 				c.to.push(b, h, fmt.Sprintf("bench-%s-%d", c.name, n))
 				deadline := start.Add(30 * time.Second)
@@ -108,8 +108,7 @@ func BenchmarkWebhookToPatchReplicas(b *testing.B) {
 				}
 				lat = append(lat, time.Since(start))
 				b.StopTimer()
-				applied++
-				testenv.WaitFor(b, 30*time.Second, "apply recorded", func() bool { return len(leader.storeHistory(b, "devel")) >= applied })
+				leader.waitRecorded(b, "devel", rev)
 				b.StartTimer()
 			}
 			b.StopTimer()
