@@ -85,8 +85,10 @@ func WithBackoff(first, max time.Duration) Option {
 	}
 }
 
-// WithDebounce sets how long Run waits after a Trigger for more triggers
-// before polling, so a burst of webhooks makes one fetch (default 100ms).
+// WithDebounce sets the shortest time between the beginnings of a poll and
+// of the next one a Trigger causes (default 100ms): a Trigger after a quiet
+// spell polls at once, and the triggers that arrive within the window make
+// one poll at its end, so a burst of webhooks makes one fetch.
 func WithDebounce(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 0 {

@@ -7,8 +7,10 @@ import (
 	"time"
 )
 
-// Trigger asks Run to poll now. It never blocks; triggers that arrive while
-// one is pending, or within the debounce window, coalesce into one poll.
+// Trigger asks Run to poll now. It never blocks. A trigger after a quiet
+// spell polls at once; triggers that arrive while one is pending, or within
+// the debounce window after a poll began, coalesce into one poll at the end
+// of the window.
 func (s *Source) Trigger() {
 	select {
 	case s.trigger <- struct{}{}:
@@ -28,16 +30,18 @@ func (s *Source) Run(ctx context.Context, onChange func(context.Context, Snapsho
 	defer timer.Stop()
 	failures := 0
 	delivered := ""
+	var began time.Time // when the last poll began (zero: none yet)
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-timer.C:
 		case <-s.trigger:
-			if !s.debounce(ctx) {
+			if !s.debounce(ctx, began) {
 				return ctx.Err()
 			}
 		}
+		began = time.Now()
 		_, _, err := s.poll(ctx)
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -65,12 +69,17 @@ func (s *Source) Run(ctx context.Context, onChange func(context.Context, Snapsho
 	}
 }
 
-// debounce waits out the debounce window, absorbing further triggers.
-func (s *Source) debounce(ctx context.Context) bool {
-	if s.opts.debounce <= 0 {
+// debounce waits until the debounce window after the last poll, begun at
+// began, has passed, absorbing further triggers. A trigger after a quiet
+// spell waits for nothing: a push webhook's fetch is not delayed, and a
+// burst of them makes at most one more poll per window (which finds the
+// head it fetched, unless another push came meanwhile).
+func (s *Source) debounce(ctx context.Context, began time.Time) bool {
+	wait := s.opts.debounce - time.Since(began)
+	if s.opts.debounce <= 0 || wait <= 0 {
 		return true
 	}
-	t := time.NewTimer(s.opts.debounce)
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
 		select {
