@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,6 +208,80 @@ func TestApplyRefusesStaleHash(t *testing.T) {
 	}
 	if _, containers := deploymentImages(t, ns, "web"); containers[0] != "reg.example.com/web:hotfix" {
 		t.Errorf("image = %s after a refused apply, want the hand-set one kept", containers[0])
+	}
+}
+
+// meeting holds the requests that arrive while it is open until want of them
+// have arrived (or wait has passed, which it counts).
+type meeting struct {
+	open     atomic.Bool
+	arrived  atomic.Int32
+	want     int32
+	all      chan struct{}
+	wait     time.Duration
+	timedOut atomic.Int32
+}
+
+func (m *meeting) join() {
+	if !m.open.Load() {
+		return
+	}
+	if m.arrived.Add(1) == m.want {
+		close(m.all)
+	}
+	select {
+	case <-m.all:
+	case <-time.After(m.wait):
+		m.timedOut.Add(1)
+	}
+}
+
+// meetingLocks is listingLocks whose BlockingWithin joins a meeting.
+type meetingLocks struct {
+	*listingLocks
+	m *meeting
+}
+
+func (l meetingLocks) BlockingWithin(ctx context.Context, prefix, lockType string) (map[string][]string, error) {
+	l.m.join()
+	return l.listingLocks.BlockingWithin(ctx, prefix, lockType)
+}
+
+// TestApplyPlansAtOnce: Apply's plan, read from the API server, lists the
+// four workload kinds and checks the locks at the same time, so the apply
+// waits for the slowest of those round trips rather than for their sum: each
+// of the five requests is held until all five have been sent.
+func TestApplyPlansAtOnce(t *testing.T) {
+	env := cluster.Env(t)
+	ns := env.Namespace(t)
+	createDeployment(t, env.Clientset, ns, "web", "web", 0, pod{containers: [][2]string{{"web", "reg.example.com/web:1"}}})
+	m := &meeting{want: 5, all: make(chan struct{}), wait: 3 * time.Second}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodGet && r.URL.Query().Get("watch") == "" && slices.ContainsFunc(
+				[]string{"/deployments", "/statefulsets", "/daemonsets", "/cronjobs"},
+				func(kind string) bool { return strings.HasSuffix(r.URL.Path, "/namespaces/"+ns+kind) }) {
+				m.join()
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	tg := target(t, "a", ns)
+	tg.Client = kubernetes.NewForConfigOrDie(cfg)
+	req := reconcile.Request{Environment: environment(svc("web", [3]string{"web", "2", ""})), Revision: "r",
+		Targets: []reconcile.Target{tg}, LockPath: "apps/prod"}
+	locks := meetingLocks{listingLocks: &listingLocks{memLocks: &memLocks{locks: map[string]string{}}}, m: m}
+	r := newReconciler(t, reconcile.WithRolloutTimeout(0), reconcile.WithLocks(locks, nil))
+	p := mustPlan(t, r, req)
+	m.open.Store(true)
+	res, err := r.Apply(context.Background(), req, p.PlanHash)
+	if err != nil || res.Failed() || len(res.Workloads) != 1 {
+		t.Fatalf("Apply: %v, %+v", err, res)
+	}
+	if n := m.timedOut.Load(); n != 0 || m.arrived.Load() < 5 {
+		t.Errorf("%d of the %d lists and lock checks of Apply's plan waited %s for the others; want all five sent at once",
+			n, m.arrived.Load(), m.wait)
 	}
 }
 

@@ -106,13 +106,21 @@ func (r *Reconciler) inventory(ctx context.Context, t Target, services []manifes
 	ctx, cancel := context.WithTimeout(ctx, r.o.targetTimeout)
 	defer cancel()
 	start := time.Now()
+	// The kinds are listed at once: an apply's plan waits for the slowest
+	// List, not for the sum of four round trips.
+	lists := make([][]*workload, len(workloadKinds))
+	errs := make([]error, len(workloadKinds))
+	var wg sync.WaitGroup
 	for i := range workloadKinds {
-		ws, err := listWorkloads(ctx, t.Client, t.Namespace, workloadKinds[i].name)
-		if err != nil {
-			inv.err = unreachable(t.Name, start, err)
+		wg.Go(func() { lists[i], errs[i] = listWorkloads(ctx, t.Client, t.Namespace, workloadKinds[i].name) })
+	}
+	wg.Wait()
+	for i := range workloadKinds {
+		if errs[i] != nil {
+			inv.err = unreachable(t.Name, start, errs[i])
 			return inv
 		}
-		for _, w := range ws {
+		for _, w := range lists[i] {
 			inv.add(w)
 		}
 	}
@@ -229,6 +237,12 @@ func (r *Reconciler) plan(ctx context.Context, req Request, live bool) (*Plan, e
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
+	var locks *lockCheck
+	if live {
+		// Apply's plan reads the API servers, not the watches: the lock
+		// check goes beside the Lists instead of after them.
+		locks = r.queryLocks(ctx, req)
+	}
 	invs := r.inventories(ctx, req.Targets, req.Environment.Services, live)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("planning %s: %w", req.Environment.Name, err)
@@ -286,7 +300,7 @@ func (r *Reconciler) plan(ctx context.Context, req Request, live bool) (*Plan, e
 		}
 	}
 	p.Changes = kept
-	if err := r.block(ctx, req.LockPath, p); err != nil {
+	if err := r.block(ctx, req.LockPath, p, locks); err != nil {
 		return nil, fmt.Errorf("planning %s: %w", req.Environment.Name, err)
 	}
 	p.finish()
@@ -451,7 +465,7 @@ func (r *Reconciler) desired(b binding, res map[imageKey]resolution) (string, st
 // block moves changes that a deploy lock forbids from p.Changes to p.Blocked.
 // With a LockLister it asks once per target; else once per target and
 // service. Either way at most r.o.concurrency queries run at a time.
-func (r *Reconciler) block(ctx context.Context, prefix string, p *Plan) error {
+func (r *Reconciler) block(ctx context.Context, prefix string, p *Plan, begun *lockCheck) error {
 	if r.o.locks == nil || len(p.Changes) == 0 {
 		return nil
 	}
@@ -466,7 +480,9 @@ func (r *Reconciler) block(ctx context.Context, prefix string, p *Plan) error {
 	}
 	var msgs map[string][]string
 	var err error
-	if l, ok := r.o.locks.(LockLister); ok {
+	if begun != nil {
+		msgs, err = begun.covering(paths)
+	} else if l, ok := r.o.locks.(LockLister); ok {
 		msgs, err = r.locksWithin(ctx, l, prefix, p.Changes, paths)
 	} else {
 		msgs, err = r.locksAt(ctx, paths)
@@ -511,7 +527,66 @@ func (r *Reconciler) locksAt(ctx context.Context, paths []string) (map[string][]
 func (r *Reconciler) locksWithin(ctx context.Context, l LockLister, prefix string, changes []Change, paths []string) (map[string][]string, error) {
 	var targets []string
 	for _, c := range changes {
-		if t := lockPath(prefix, lockSegment(c.Target)); !slices.Contains(targets, t) {
+		targets = append(targets, c.Target)
+	}
+	all, err := r.within(ctx, l, prefix, targets)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]string, len(paths))
+	for _, path := range paths {
+		out[path] = covering(all, path)
+	}
+	return out, nil
+}
+
+// lockCheck is a lock check begun before the plan's changes are known: every
+// lock at, above and beneath each target's lock path.
+type lockCheck struct {
+	done chan struct{}
+	all  map[string][]string
+	err  error
+}
+
+// queryLocks begins, when the LockChecker is a LockLister, the check of the
+// locks of every target of req (one BlockingWithin per target, as
+// locksWithin asks once the changes are known); nil otherwise.
+func (r *Reconciler) queryLocks(ctx context.Context, req Request) *lockCheck {
+	l, ok := r.o.locks.(LockLister)
+	if !ok {
+		return nil
+	}
+	var targets []string
+	for _, t := range req.Targets {
+		targets = append(targets, t.Name)
+	}
+	q := &lockCheck{done: make(chan struct{})}
+	go func() {
+		defer close(q.done)
+		q.all, q.err = r.within(ctx, l, req.LockPath, targets)
+	}()
+	return q
+}
+
+// covering waits for q and returns each path's locks.
+func (q *lockCheck) covering(paths []string) (map[string][]string, error) {
+	<-q.done
+	if q.err != nil {
+		return nil, q.err
+	}
+	out := make(map[string][]string, len(paths))
+	for _, path := range paths {
+		out[path] = covering(q.all, path)
+	}
+	return out, nil
+}
+
+// within asks l once per distinct target for every lock at, above and
+// beneath <prefix>/<target>, keyed by lock path.
+func (r *Reconciler) within(ctx context.Context, l LockLister, prefix string, names []string) (map[string][]string, error) {
+	var targets []string
+	for _, name := range names {
+		if t := lockPath(prefix, lockSegment(name)); !slices.Contains(targets, t) {
 			targets = append(targets, t)
 		}
 	}
@@ -530,11 +605,7 @@ func (r *Reconciler) locksWithin(ctx context.Context, l LockLister, prefix strin
 	for _, m := range within {
 		maps.Copy(all, m)
 	}
-	out := make(map[string][]string, len(paths))
-	for _, path := range paths {
-		out[path] = covering(all, path)
-	}
-	return out, nil
+	return all, nil
 }
 
 // forEach runs fn(0) … fn(n-1), at most limit at a time, and joins their errors.
