@@ -317,12 +317,12 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 	return workerDeps{
 		env: env, store: d.store, gate: d.o.gate, reconcilePlan: d.rec.Plan, reconcileApply: d.rec.Apply, targets: d.targets[env], lockPath: ec.LockPath,
 		statusTargets: ec.Targets,
-		resolve: func(ctx context.Context, s gitsource.Snapshot) (*manifest.Environment, error) {
+		resolve: func(ctx context.Context, s gitsource.Snapshot, st *state.EnvState) (*manifest.Environment, error) {
 			envM, err := d.resolve(ctx, s, env)
 			if err != nil {
 				return nil, err
 			}
-			return d.pinned(ctx, env, envM)
+			return d.pinned(ctx, env, envM, st)
 		},
 		notes:    func(ctx context.Context, st *state.EnvState) []string { return d.proposalNotes(ctx, ec.LockPath, st) },
 		snapshot: d.snapshot,

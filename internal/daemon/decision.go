@@ -160,7 +160,9 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 		w.log.Info("approval counted", "environment", w.env, "planHash", p.PlanHash, "by", dc.who.String(), "approvals", p.Tally())
 		return
 	}
-	envM, err := w.resolve(ctx, s)
+	// The pin is read afresh, not from st: a rollback may have pinned the
+	// environment while the remote was asked.
+	envM, err := w.resolve(ctx, s, nil)
 	if err != nil {
 		w.metrics.fail(w.env, "resolve")
 		w.writeStatus(ctx, s, nil, nil, err)
@@ -230,7 +232,7 @@ func (w *worker) recordRejection(ctx context.Context, s gitsource.Snapshot, prop
 	out := approval.Outcome{Result: approval.ResultRejected, Approver: dc.who.ID.String(), Message: dc.reason, Started: now, Finished: now}
 	e := approval.Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: changesJSON(prop.Plan.Changes), Approver: dc.who.ID.String(),
 		Result: out.Result, Message: out.Message, HistoryRewritten: prop.Plan.HistoryRewritten, Started: now, Finished: now}
-	if envM, err := w.resolve(ctx, s); err != nil {
+	if envM, err := w.resolve(ctx, s, nil); err != nil {
 		w.metrics.fail(w.env, "resolve")
 		w.log.Error(err, "resolving the rejected revision for the history; recording it without its manifest", "environment", w.env, "revision", short(s.Revision))
 	} else {

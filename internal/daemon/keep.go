@@ -58,7 +58,7 @@ func (w *worker) keepPending(ctx context.Context, s gitsource.Snapshot, envM *ma
 		}
 		return gitsource.Snapshot{}, nil, nil, false
 	}
-	pEnv, err := w.resolve(ctx, ps)
+	pEnv, err := w.resolve(ctx, ps, st)
 	if err != nil {
 		log.Error(err, "resolving the pending plan's revision to compare it with the newer one; superseding the plan")
 		return gitsource.Snapshot{}, nil, nil, false

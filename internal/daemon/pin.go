@@ -40,12 +40,16 @@ func (d *Daemon) Pin(ctx context.Context, env string, p *approval.Pin) error {
 	return nil
 }
 
-// pinned returns envM with env's pin applied, removing a pin that expired
-// or that git has caught up with.
-func (d *Daemon) pinned(ctx context.Context, env string, envM *manifest.Environment) (*manifest.Environment, error) {
-	st, err := d.store.Load(ctx, env)
-	if err != nil {
-		return nil, fmt.Errorf("reading the pin of %s: %w", env, err)
+// pinned returns envM with the pin of env's state st applied, removing a pin
+// that expired or that git has caught up with. st is the state the caller
+// read a moment ago (a pass reads it first: reading it again would delay
+// every pass's first patch by a round trip), or nil to read it.
+func (d *Daemon) pinned(ctx context.Context, env string, envM *manifest.Environment, st *state.EnvState) (*manifest.Environment, error) {
+	if st == nil {
+		var err error
+		if st, err = d.store.Load(ctx, env); err != nil {
+			return nil, fmt.Errorf("reading the pin of %s: %w", env, err)
+		}
 	}
 	p := st.Pin
 	if p == nil {
@@ -56,7 +60,7 @@ func (d *Daemon) pinned(ctx context.Context, env string, envM *manifest.Environm
 		return out, nil
 	}
 	// Done (git says it) or expired: git decides again.
-	err = d.store.Update(ctx, env, func(st *state.EnvState) {
+	err := d.store.Update(ctx, env, func(st *state.EnvState) {
 		if st.Pin != nil && st.Pin.PR == p.PR && st.Pin.At.Equal(p.At) {
 			st.Pin = nil
 		}

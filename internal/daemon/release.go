@@ -260,7 +260,7 @@ func (w *worker) decideRelease(ctx context.Context, s gitsource.Snapshot, prop a
 	}
 	reply(p, nil)
 	w.log.Info("release decided", "environment", w.env, "planHash", p.PlanHash, "approved", dc.approve, "by", who)
-	envM, err := w.resolve(ctx, s)
+	envM, err := w.resolve(ctx, s, nil)
 	if err != nil {
 		// The decision is kept: the next pass continues the run.
 		w.metrics.fail(w.env, "resolve")

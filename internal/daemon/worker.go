@@ -39,8 +39,9 @@ type workerDeps struct {
 	lockPath       string
 	// statusTargets are the configured targets the status lists.
 	statusTargets []config.Target
-	// resolve resolves the environment's manifest in a snapshot.
-	resolve func(context.Context, gitsource.Snapshot) (*manifest.Environment, error)
+	// resolve resolves the environment's manifest in a snapshot, with the
+	// pin of st (the state a pass or decision read; nil: read it) applied.
+	resolve func(context.Context, gitsource.Snapshot, *state.EnvState) (*manifest.Environment, error)
 	// notes says what a proposal shows beside its plan (a rollback's hold
 	// and pin, see pin.go); nil: nothing.
 	notes func(context.Context, *state.EnvState) []string
@@ -249,7 +250,7 @@ func (w *worker) pass(ctx context.Context) error {
 // plan resolves and plans env at s and records the status; st is the
 // state read at the start of the pass (its history says what was applied).
 func (w *worker) plan(ctx context.Context, s gitsource.Snapshot, st *state.EnvState) (*manifest.Environment, *reconcile.Plan, error) {
-	envM, err := w.resolve(ctx, s)
+	envM, err := w.resolve(ctx, s, st)
 	if err != nil {
 		w.metrics.fail(w.env, "resolve")
 		w.writeStatus(ctx, s, nil, nil, err)
