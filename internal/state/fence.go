@@ -94,6 +94,7 @@ func (s *Store) Claim(ctx context.Context, env, token string) (int64, error) {
 	name := ConfigMapName(env)
 	cms := s.client.CoreV1().ConfigMaps(s.namespace)
 	prev := int64(-1)
+	s.seen.put(name, nil) // the next Update reads the state as claimed
 	err := retryOnConflict(func() error {
 		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -142,6 +144,10 @@ type Store struct {
 	// schema is the schema the Store writes and the newest it reads
 	// (schema.go): always current but in tests of two builds side by side.
 	schema schema
+	// seen holds the state ConfigMaps as this Store last read or wrote
+	// them (shared with its Fenced copies): an Update starts from them
+	// instead of reading again (see Update).
+	seen *seen
 }
 
 // DefaultHistoryLimit is how many history entries each environment keeps.
@@ -170,7 +176,48 @@ func NewStore(client kubernetes.Interface, namespace string, opts ...Option) *St
 		o(s)
 	}
 	s.parts = &partSource{get: s.getPart}
+	s.seen = &seen{cms: map[string]*corev1.ConfigMap{}}
 	return s
+}
+
+// seen is the state ConfigMaps as a Store last read or wrote them, by name.
+type seen struct {
+	mu  sync.Mutex
+	cms map[string]*corev1.ConfigMap
+}
+
+// get returns a copy of name as last seen, or nil.
+func (c *seen) get(name string) *corev1.ConfigMap {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cm := c.cms[name]; cm != nil {
+		return cm.DeepCopy()
+	}
+	return nil
+}
+
+// put records cm as seen (nil forgets name), unless an older version of it:
+// reads and writes of several goroutines may return out of order.
+func (c *seen) put(name string, cm *corev1.ConfigMap) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cm == nil {
+		delete(c.cms, name)
+		return
+	}
+	if old := c.cms[name]; old != nil && older(cm.ResourceVersion, old.ResourceVersion) {
+		return
+	}
+	c.cms[name] = cm.DeepCopy()
+}
+
+// older reports whether resourceVersion a is older than b, both as the API
+// server writes them (decimal numbers, which clients may compare since
+// Kubernetes 1.30's ResourceVersion semantics); unparseable: false.
+func older(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	return errA == nil && errB == nil && x < y
 }
 
 // Namespace is where the Store keeps its ConfigMaps.
@@ -212,11 +259,13 @@ func (s *Store) Load(ctx context.Context, env string) (*EnvState, error) {
 	for attempt := 1; ; attempt++ {
 		cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, ConfigMapName(env), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
+			s.seen.put(ConfigMapName(env), nil)
 			return &EnvState{Phase: status.PhaseIdle}, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("reading state of environment %q: %w", env, err)
 		}
+		s.seen.put(cm.Name, cm)
 		if _, err := readSchema(cm, s.schema); err != nil {
 			return nil, fmt.Errorf("reading state of environment %q: %w", env, err)
 		}
@@ -293,9 +342,25 @@ func (s *Store) History(ctx context.Context, env string) ([]approval.Entry, erro
 
 // Update reads env's state, lets mutate change it and writes it back,
 // retrying on write conflicts. The ConfigMap is created when missing.
+//
+// It first tries from the ConfigMap as this Store last read or wrote it,
+// without reading it again: the write carries that version's
+// resourceVersion, so the API server refuses it when anyone wrote since, and
+// Update then reads it and goes on as without. A pass's writes in front of
+// its first patch cost one round trip each, not two.
 func (s *Store) Update(ctx context.Context, env string, mutate func(*EnvState)) error {
 	name := ConfigMapName(env)
 	cms := s.client.CoreV1().ConfigMaps(s.namespace)
+	if cm := s.seen.get(name); cm != nil && (s.fence == nil || cm.Annotations[annoFence] == s.fence.token) {
+		// Whatever refuses this write (a conflict, the ConfigMap deleted
+		// since, a schema or a part as they were), only the state as it is
+		// now decides: it is read below. (And only that state may refuse a
+		// term, which tells the replica it lost the state: the state may
+		// have been claimed for this term since it was seen.)
+		if err := s.write(ctx, cm, false, mutate); err == nil {
+			return nil
+		}
+	}
 	err := retryOnConflict(func() error {
 		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
 		create := apierrors.IsNotFound(err)
@@ -305,66 +370,81 @@ func (s *Store) Update(ctx context.Context, env string, mutate func(*EnvState)) 
 		if create {
 			cm = newStateConfigMap(name, s.namespace, env)
 		}
-		// A state of a schema this build must not read is neither read nor
-		// written (schema.go).
-		found, err := readSchema(cm, s.schema)
-		if err != nil {
-			return err
-		}
-		if err := s.checkFence(cm, create); err != nil {
-			return err
-		}
-		st, err := decodeState(ctx, cm, s.parts)
-		if errors.Is(err, errPartGone) {
-			return apierrors.NewConflict(corev1.Resource("configmaps"), name, err)
-		}
-		if err != nil {
-			return err
-		}
-		phase, sum := st.Phase, recordsSum(st)
-		mutate(st)
-		st.Phase = movedPhase(st, phase, sum)
-		// Keys a newer build wrote that this one does not know are kept as
-		// they are, within the same budget.
-		data, binary, carried := unknownKeys(cm)
-		e, err := encodeState(name, st, s.maxBytes-carried-schemaBytes)
-		if err != nil {
-			return err
-		}
-		if err := stamp(e, found, s.schema, data, binary); err != nil {
-			return err
-		}
-		// Parts first, the index last: a reader never sees an index
-		// naming parts not yet written.
-		oldParts := partNames(cm)
-		if err := s.writeParts(ctx, e, oldParts); err != nil {
-			return err
-		}
-		cm.Data, cm.BinaryData = e.data, e.binary
-		if len(cm.BinaryData) == 0 {
-			cm.BinaryData = nil
-		}
-		var written *corev1.ConfigMap
-		if create {
-			written, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: "stagehand"})
-			if apierrors.IsAlreadyExists(err) {
-				return apierrors.NewConflict(corev1.Resource("configmaps"), name, err)
-			}
-		} else {
-			written, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "stagehand"})
-		}
-		if err != nil {
-			return err
-		}
-		if newParts := partNames(cm); len(oldParts) > 0 || len(newParts) > 0 {
-			// Written: parts left behind by a failed cleanup are deleted
-			// by a later write (they are orphans then), so it is not an error.
-			_ = s.dropParts(ctx, name, oldParts, newParts, serverTime(written))
-		}
-		return nil
+		return s.write(ctx, cm, create, mutate)
 	})
 	if err != nil {
 		return fmt.Errorf("writing state of environment %q to configmap %s/%s: %w", env, s.namespace, name, err)
+	}
+	return nil
+}
+
+// write is one attempt of Update over cm, the state ConfigMap as read (or
+// about to be created); it records what it wrote as seen, and forgets the
+// ConfigMap when it fails.
+func (s *Store) write(ctx context.Context, cm *corev1.ConfigMap, create bool, mutate func(*EnvState)) (err error) {
+	name := cm.Name
+	cms := s.client.CoreV1().ConfigMaps(s.namespace)
+	defer func() {
+		if err != nil {
+			s.seen.put(name, nil)
+		}
+	}()
+	// A state of a schema this build must not read is neither read nor
+	// written (schema.go).
+	found, err := readSchema(cm, s.schema)
+	if err != nil {
+		return err
+	}
+	if err := s.checkFence(cm, create); err != nil {
+		return err
+	}
+	st, err := decodeState(ctx, cm, s.parts)
+	if errors.Is(err, errPartGone) {
+		return apierrors.NewConflict(corev1.Resource("configmaps"), name, err)
+	}
+	if err != nil {
+		return err
+	}
+	phase, sum := st.Phase, recordsSum(st)
+	mutate(st)
+	st.Phase = movedPhase(st, phase, sum)
+	// Keys a newer build wrote that this one does not know are kept as
+	// they are, within the same budget.
+	data, binary, carried := unknownKeys(cm)
+	e, err := encodeState(name, st, s.maxBytes-carried-schemaBytes)
+	if err != nil {
+		return err
+	}
+	if err := stamp(e, found, s.schema, data, binary); err != nil {
+		return err
+	}
+	// Parts first, the index last: a reader never sees an index
+	// naming parts not yet written.
+	oldParts := partNames(cm)
+	if err := s.writeParts(ctx, e, oldParts); err != nil {
+		return err
+	}
+	cm.Data, cm.BinaryData = e.data, e.binary
+	if len(cm.BinaryData) == 0 {
+		cm.BinaryData = nil
+	}
+	var written *corev1.ConfigMap
+	if create {
+		written, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: "stagehand"})
+		if apierrors.IsAlreadyExists(err) {
+			return apierrors.NewConflict(corev1.Resource("configmaps"), name, err)
+		}
+	} else {
+		written, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "stagehand"})
+	}
+	if err != nil {
+		return err
+	}
+	s.seen.put(name, written)
+	if newParts := partNames(cm); len(oldParts) > 0 || len(newParts) > 0 {
+		// Written: parts left behind by a failed cleanup are deleted
+		// by a later write (they are orphans then), so it is not an error.
+		_ = s.dropParts(ctx, name, oldParts, newParts, serverTime(written))
 	}
 	return nil
 }
