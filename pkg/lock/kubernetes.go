@@ -211,7 +211,7 @@ func fromObject(u *unstructured.Unstructured) (Lock, error) {
 // object made by hand in the instant (the cache's lag, milliseconds) before a
 // Get may be missed by that Get. Locks Stagehand writes are always found;
 // Create still lists hand-made objects consistently, and checks (GetAll, List,
-// which the planner's lock checks use) are consistent reads.
+// which the lock checks of pkg/reconcile's Apply use) are consistent reads.
 func (k *Kubernetes) Get(ctx context.Context, path string) (Lock, error) {
 	u, err := k.res().Get(ctx, ObjectName(path), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

@@ -43,12 +43,15 @@
 // to it. Changes a deploy lock at <lockPath>/<target>/<service> forbids are
 // listed under "blocked" and are not part of the hash. Locks cost one
 // LockChecker.Blocking call per changed target and service, or, when the
-// LockChecker is also a LockLister, one BlockingWithin call per target.
+// LockChecker is also a LockLister, one BlockingWithin call per target; Plan,
+// which reads the watches, reads them through BlockingWithinCached when the
+// LockChecker is a CachedLockLister (Apply's own plan checks them afresh).
 //
 // # Apply
 //
-// Reconciler.Apply plans again, always from fresh Lists (what it patches is
-// checked against the API server, never a watch a moment behind), and refuses
+// Reconciler.Apply plans again, always from fresh Lists and a fresh lock
+// check, sent at once (what it patches is checked against the API server,
+// never a watch a moment behind), and refuses
 // (*StalePlanError, errors.Is ErrStalePlan) when the fresh planHash differs
 // from the approved one. It then holds a deploy lock on <lockPath>/<target>
 // for every target it changes, re-checks the service's locks right before each

@@ -33,10 +33,10 @@ type LockLister interface {
 // CachedLockLister is an optional extension of a LockLister whose
 // BlockingWithinCached answers from the lock store's cache: cheap while the
 // API server is busy with an apply, but it may miss a lock written a moment
-// ago (for Kubernetes storage, the watch cache's lag: milliseconds). Apply
-// uses it for the re-check before each patch, after a fresh check at plan
-// time; a lock taken mid-apply then stops the patches that begin once it
-// has reached the cache.
+// ago (for Kubernetes storage, the watch cache's lag: milliseconds). Plan
+// reads it (Apply decides), and so does Apply for the re-check before each
+// patch, after its own plan's fresh check; a lock taken mid-apply then stops
+// the patches that begin once it has reached the cache.
 type CachedLockLister interface {
 	BlockingWithinCached(ctx context.Context, prefix, lockType string) (map[string][]string, error)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/rest"
 
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -215,6 +216,43 @@ func (l *listingLocks) BlockingWithin(_ context.Context, prefix, _ string) (map[
 	return out, nil
 }
 
+// cachedLocks adds CachedLockLister to listingLocks (its cache is the same
+// map) and counts the cached queries.
+type cachedLocks struct {
+	*listingLocks
+	cached atomic.Int32
+}
+
+func (l *cachedLocks) BlockingWithinCached(ctx context.Context, prefix, lockType string) (map[string][]string, error) {
+	l.cached.Add(1)
+	l.within.Add(-1) // counted below as a cached query, not a fresh one
+	return l.listingLocks.BlockingWithin(ctx, prefix, lockType)
+}
+
+// TestPlanReadsCachedLocks: Plan, which reads the workloads from the
+// watches, reads the locks from the lock store's cache too; Apply's own plan
+// checks them afresh (and so decides), and re-checks each patch from the
+// cache.
+func TestPlanReadsCachedLocks(t *testing.T) {
+	env := cluster.Env(t)
+	ns := env.Namespace(t)
+	createDeployment(t, env.Clientset, ns, "web", "web", 0, pod{containers: [][2]string{{"web", "reg.example.com/web:1"}}})
+	req := reconcile.Request{Environment: environment(svc("web", [3]string{"web", "2", ""})), Revision: "r",
+		Targets: []reconcile.Target{target(t, "t1", ns)}, LockPath: "apps/prod"}
+	locks := &cachedLocks{listingLocks: &listingLocks{memLocks: &memLocks{locks: map[string]string{}}}}
+	r := newReconciler(t, reconcile.WithLocks(locks, nil), reconcile.WithRolloutTimeout(0))
+	p := mustPlan(t, r, req)
+	if fresh, cached := locks.within.Load(), locks.cached.Load(); fresh != 0 || cached != 1 {
+		t.Errorf("Plan asked %d fresh and %d cached lock queries; want 0 and 1", fresh, cached)
+	}
+	if _, err := r.Apply(context.Background(), req, p.PlanHash); err != nil {
+		t.Fatal(err)
+	}
+	if fresh := locks.within.Load(); fresh != 1 {
+		t.Errorf("Apply asked %d fresh lock queries; want 1 (its plan's)", fresh)
+	}
+}
+
 var (
 	_ reconcile.LockLister = (*listingLocks)(nil)
 	_ reconcile.LockLister = (*lock.Checker)(nil) // the plan's batched path is the one the binaries take
@@ -321,6 +359,12 @@ func TestPlanLockRequestsKubernetes(t *testing.T) {
 			services = append(services, svc(name, [3]string{name, "2", ""}))
 		}
 		req := reconcile.Request{Environment: environment(services...), Revision: "r", Targets: []reconcile.Target{target(t, "t1", ns)}, LockPath: "apps/prod"}
+		// A plan reads the locks from the API server's watch cache: wait
+		// (uncounted) until the incident has reached it.
+		testenv.WaitFor(t, 10*time.Second, "the incident in the watch cache", func() bool {
+			m, err := checker.BlockingWithinCached(ctx, "apps/prod/t1", reconcile.LockTypeDeploy)
+			return err == nil && len(m["apps/prod/t1/s3"]) == 1
+		})
 		cnt.reset()
 		p := mustPlan(t, r, req)
 		for k, v := range cnt.reset() {

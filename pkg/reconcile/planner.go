@@ -300,7 +300,7 @@ func (r *Reconciler) plan(ctx context.Context, req Request, live bool) (*Plan, e
 		}
 	}
 	p.Changes = kept
-	if err := r.block(ctx, req.LockPath, p, locks); err != nil {
+	if err := r.block(ctx, req.LockPath, p, locks, live); err != nil {
 		return nil, fmt.Errorf("planning %s: %w", req.Environment.Name, err)
 	}
 	p.finish()
@@ -465,7 +465,7 @@ func (r *Reconciler) desired(b binding, res map[imageKey]resolution) (string, st
 // block moves changes that a deploy lock forbids from p.Changes to p.Blocked.
 // With a LockLister it asks once per target; else once per target and
 // service. Either way at most r.o.concurrency queries run at a time.
-func (r *Reconciler) block(ctx context.Context, prefix string, p *Plan, begun *lockCheck) error {
+func (r *Reconciler) block(ctx context.Context, prefix string, p *Plan, begun *lockCheck, live bool) error {
 	if r.o.locks == nil || len(p.Changes) == 0 {
 		return nil
 	}
@@ -483,7 +483,15 @@ func (r *Reconciler) block(ctx context.Context, prefix string, p *Plan, begun *l
 	if begun != nil {
 		msgs, err = begun.covering(paths)
 	} else if l, ok := r.o.locks.(LockLister); ok {
-		msgs, err = r.locksWithin(ctx, l, prefix, p.Changes, paths)
+		query := l.BlockingWithin
+		if c, ok := l.(CachedLockLister); ok && !live {
+			// A plan reads the watches; Apply, which checks the locks
+			// afresh, decides. (A consistent read here would also make
+			// Apply's, a moment later, wait for the API server's next
+			// watch progress notification: up to 100 ms.)
+			query = c.BlockingWithinCached
+		}
+		msgs, err = r.locksWithin(ctx, query, prefix, p.Changes, paths)
 	} else {
 		msgs, err = r.locksAt(ctx, paths)
 	}
@@ -524,12 +532,12 @@ func (r *Reconciler) locksAt(ctx context.Context, paths []string) (map[string][]
 
 // locksWithin asks l once per target of changes for every lock at, above and
 // beneath <prefix>/<target>, and picks each path's locks from the answer.
-func (r *Reconciler) locksWithin(ctx context.Context, l LockLister, prefix string, changes []Change, paths []string) (map[string][]string, error) {
+func (r *Reconciler) locksWithin(ctx context.Context, query lockQueryFunc, prefix string, changes []Change, paths []string) (map[string][]string, error) {
 	var targets []string
 	for _, c := range changes {
 		targets = append(targets, c.Target)
 	}
-	all, err := r.within(ctx, l, prefix, targets)
+	all, err := r.within(ctx, query, prefix, targets)
 	if err != nil {
 		return nil, err
 	}
@@ -563,7 +571,7 @@ func (r *Reconciler) queryLocks(ctx context.Context, req Request) *lockCheck {
 	q := &lockCheck{done: make(chan struct{})}
 	go func() {
 		defer close(q.done)
-		q.all, q.err = r.within(ctx, l, req.LockPath, targets)
+		q.all, q.err = r.within(ctx, l.BlockingWithin, req.LockPath, targets)
 	}()
 	return q
 }
@@ -581,9 +589,13 @@ func (q *lockCheck) covering(paths []string) (map[string][]string, error) {
 	return out, nil
 }
 
-// within asks l once per distinct target for every lock at, above and
+// lockQueryFunc is a LockLister's BlockingWithin, or a CachedLockLister's
+// BlockingWithinCached.
+type lockQueryFunc func(ctx context.Context, prefix, lockType string) (map[string][]string, error)
+
+// within asks query once per distinct target for every lock at, above and
 // beneath <prefix>/<target>, keyed by lock path.
-func (r *Reconciler) within(ctx context.Context, l LockLister, prefix string, names []string) (map[string][]string, error) {
+func (r *Reconciler) within(ctx context.Context, query lockQueryFunc, prefix string, names []string) (map[string][]string, error) {
 	var targets []string
 	for _, name := range names {
 		if t := lockPath(prefix, lockSegment(name)); !slices.Contains(targets, t) {
@@ -593,7 +605,7 @@ func (r *Reconciler) within(ctx context.Context, l LockLister, prefix string, na
 	within := make([]map[string][]string, len(targets))
 	err := forEach(len(targets), r.o.concurrency, func(i int) error {
 		var err error
-		if within[i], err = l.BlockingWithin(ctx, targets[i], LockTypeDeploy); err != nil {
+		if within[i], err = query(ctx, targets[i], LockTypeDeploy); err != nil {
 			return fmt.Errorf("checking locks within %s: %w", targets[i], err)
 		}
 		return nil
