@@ -10,171 +10,222 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/state"
-	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
-	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
-// applyOrReplan applies prop (approved by approver). When the cluster or
-// the locks changed since prop was planned, pkg/reconcile refuses it; the
-// worker then plans again at once, in a new pass, rather than acting on the
-// plan made inside the refused Apply.
-//
-// resumed, when not nil, is the in-flight record of the interrupted apply
-// prop continues (see apply).
-func (w *worker) applyOrReplan(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, prop approval.Proposal, approvers []string, resumed *approval.InFlight) error {
-	_, err := w.apply(ctx, s, envM, prop, approvers, nil, resumed)
-	var stale *reconcile.StalePlanError
-	if errors.As(err, &stale) {
-		if ctx.Err() == nil {
-			w.wakeUp()
-		}
-		return nil
-	}
-	return err
+// applySteps are the steps of an apply a decision lets through (see pass.go).
+func (w *worker) applySteps() []step {
+	return []step{{stepApply, w.applyStep}, {stepVerify, w.verifyStep}, {stepRelease, w.releaseStep}, {stepRecord, w.recordStep}}
 }
 
-// apply applies prop's plan, recording it as in flight first and in the
-// history after, and returns the result. A shutdown lets the patches in
-// flight finish (up to the apply grace) and records the apply as
-// interrupted; the in-flight record lets the next leader continue what is
-// left without asking again. started (if not nil) is called once the apply
-// is under way: pkg/reconcile planned again, found the same planHash and
-// patched a first workload (or finished).
+// stepsFrom are the pass's steps from first on.
+func (w *worker) stepsFrom(first stepName) []step {
+	all := w.passSteps()
+	for i, s := range all {
+		if s.name == first {
+			return all[i:]
+		}
+	}
+	return nil
+}
+
+// applyStep applies the job's plan, recording it as in flight first (the
+// history follows in recordStep). A shutdown lets the patches in flight
+// finish (up to the apply grace) and records the apply as interrupted; the
+// in-flight record lets the next leader continue what is left without
+// asking again. The job's started (if not nil: a decision) is called once
+// the apply is under way: pkg/reconcile planned again, found the same
+// planHash and patched a first workload (or finished).
 //
 // Apply's own plan is the only one an apply makes. When it differs from
-// prop's (the cluster or the locks changed), apply returns its
-// *reconcile.StalePlanError, which holds the new plan, and records nothing;
-// when it fails before starting, with started given (a decision: the
-// caller answers with the error), it records nothing either.
+// the job's (the cluster or the locks changed), the step fails with its
+// *reconcile.StalePlanError, which holds the new plan, and records nothing
+// (a pass plans again at once instead, in a new pass); when it fails before
+// starting, with started given (a decision: the caller answers with the
+// error), it records nothing either.
 //
-// resumed, when not nil, is the in-flight record of an interrupted apply
-// that prop's plan (what is left of it) continues: apply patches only what
-// prop's plan holds, but keeps resumed as the in-flight record and records,
-// reports and counts the apply as the plan that was approved (resumed's
-// planHash, changes, start), so that the history holds one entry for it,
-// whatever number of leaders it took.
-func (w *worker) apply(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, prop approval.Proposal, approvers []string, started func(), resumed *approval.InFlight) (*reconcile.Result, error) {
+// The job's resumed, when not nil, is the in-flight record of an
+// interrupted apply that the job's plan (what is left of it) continues:
+// only what that plan holds is patched, but resumed stays the in-flight
+// record and the apply is recorded, reported and counted as the plan that
+// was approved (resumed's planHash, changes, start), so that the history
+// holds one entry for it, whatever number of leaders it took.
+func (w *worker) applyStep(ctx context.Context, p *pass) error {
+	j := p.job
+	if j == nil || j.continued {
+		return nil
+	}
+	s, prop := p.snap, j.prop
 	log := w.log.WithValues("environment", w.env, "revision", short(s.Revision), "planHash", prop.Plan.PlanHash)
 	begun := w.now().UTC()
-	approver := approval.JoinApprovers(approvers)
+	j.approver = approval.JoinApprovers(j.approvers)
 	// applyHash is the plan pkg/reconcile applies: prop's, what is left.
 	applyHash := prop.Plan.PlanHash
 	var f *approval.InFlight // a new apply's in-flight record
-	if resumed != nil {
+	if j.resumed != nil {
 		// The remainder is applied; the approved plan is what the
 		// in-flight record already says, and it stays as it is.
-		whole, err := approvedProposal(prop, resumed)
+		whole, err := approvedProposal(prop, j.resumed)
 		if err != nil {
-			w.metrics.fail(w.env, "state")
-			return nil, err
+			p.done = true
+			return failed(stepApply, reasonState, err)
 		}
-		log = log.WithValues("approvedPlanHash", resumed.PlanHash)
-		prop, begun = whole, resumed.Started
+		log = log.WithValues("approvedPlanHash", j.resumed.PlanHash)
+		prop, begun = whole, j.resumed.Started
+		j.prop = prop
 	} else {
-		f = &approval.InFlight{Revision: s.Revision, PlanHash: prop.Plan.PlanHash, Approver: approver, Changes: changesJSON(prop.Plan.Changes), Started: begun}
-		if len(approvers) > 1 {
-			f.Approvers = approvers
+		f = &approval.InFlight{Revision: s.Revision, PlanHash: prop.Plan.PlanHash, Approver: j.approver, Changes: changesJSON(prop.Plan.Changes), Started: begun}
+		if len(j.approvers) > 1 {
+			f.Approvers = j.approvers
 		}
 	}
 	// The in-flight record (unless resumed) and the run's deployment task
-	// begun, in one write.
-	if err := w.approved(ctx, envM, prop, approver, f); err != nil {
-		w.metrics.fail(w.env, "state")
+	// begun, in one write, before the first patch: a leader that dies
+	// during the apply leaves the next one what it was applying.
+	if err := w.approved(ctx, p.envM, j, f); err != nil {
 		if f != nil {
-			return nil, fmt.Errorf("recording apply before starting it: %w", err)
+			p.done = true
+			return failed(stepApply, reasonState, fmt.Errorf("recording apply before starting it: %w", err))
 		}
 		// Resumed: the in-flight record is there already; the run is
 		// written again at its next step.
+		w.metrics.fail(w.env, reasonState)
 		w.log.Error(err, "recording the sequence state", "environment", w.env, "revision", short(s.Revision))
 	}
 	w.applying.Store(true)
 	defer w.applying.Store(false)
-	log.Info("applying", "approver", approver, "changes", len(prop.Plan.Changes))
+	log.Info("applying", "approver", j.approver, "changes", len(prop.Plan.Changes))
 	var under sync.Once
-	startedReported := make(chan struct{})
+	j.reported = make(chan struct{})
 	underWay := func() {
 		under.Do(func() {
-			if started != nil {
-				started()
+			if j.started != nil {
+				j.started()
 			}
 			// The gate hears of it beside the apply, and before its outcome.
 			go func() {
-				defer close(startedReported)
-				w.startedGate(context.WithoutCancel(ctx), prop, approver)
+				defer close(j.reported)
+				w.startedGate(context.WithoutCancel(ctx), prop, j.approver)
 			}()
 		})
 	}
-	res, err := w.applyWithGrace(ctx, w.request(s, envM), applyHash, func(reconcile.Progress) { underWay() })
-	// Record and report even when ctx has ended (a shutdown).
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer rcancel()
-
+	res, err := w.applyWithGrace(ctx, w.request(s, p.envM), applyHash, func(reconcile.Progress) { underWay() })
 	var stale *reconcile.StalePlanError
-	if errors.As(err, &stale) || (err != nil && res == nil && started != nil) {
-		if errors.As(err, &stale) {
-			log.Info("plan changed before it could be applied", "now", stale.Got)
-		} else {
-			w.metrics.fail(w.env, "plan")
-		}
-		if resumed != nil {
-			// The approved plan stays in flight: the next pass continues
-			// it when what is left is still part of it (resumable), or
-			// clears it.
-			return res, err
-		}
-		if cerr := w.store.Update(rctx, w.env, func(st *state.EnvState) { st.InFlight, st.Phase = nil, notApplying(st) }); cerr != nil {
-			w.metrics.fail(w.env, "state")
-			return res, errors.Join(err, fmt.Errorf("clearing the apply that did not start: %w", cerr))
-		}
-		return res, err
+	if errors.As(err, &stale) || (err != nil && res == nil && j.started != nil) {
+		p.done = true
+		return w.notApplied(ctx, p, err)
 	}
 	underWay()
-	out := outcome(approver, res, err, ctx.Err() != nil, begun, w.now().UTC())
-	if len(approvers) > 1 {
-		out.Approvers = approvers
+	out := outcome(j.approver, res, err, ctx.Err() != nil, begun, w.now().UTC())
+	if len(j.approvers) > 1 {
+		out.Approvers = j.approvers
 	}
-	out, waiting := w.deployed(ctx, prop, res, out)
-	<-startedReported
-	if waiting {
-		// In flight until the release approval decides (release.go).
-		w.writeStatus(rctx, s, envM, appliedPlan(res), nil)
-		return res, nil
-	}
-	return res, w.settle(ctx, s, envM, prop, res, out)
+	j.res, j.out = res, out
+	return nil
 }
 
-// settle ends the apply of prop (res: its result, nil when the run was
-// continued by another process or after its release approval) as out says:
-// rolled back when out failed and the environment says so (see
-// rollbackCause), else recorded in the history and reported to the gate.
-// The error says why the apply failed.
-func (w *worker) settle(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, prop approval.Proposal, res *reconcile.Result, out approval.Outcome) error {
+// notApplied ends the job of p whose apply did not start (err): its plan
+// changed before it could be applied (a pass plans again at once, in a new
+// pass; a decision proposes the new plan), or it failed before its first
+// patch. A new apply's in-flight record is cleared; a resumed one stays: the
+// next pass continues it when what is left is still part of it
+// (resumable), or clears it.
+func (w *worker) notApplied(ctx context.Context, p *pass, err error) error {
+	var stale *reconcile.StalePlanError
+	isStale := errors.As(err, &stale)
+	if isStale {
+		w.log.Info("plan changed before it could be applied", "environment", w.env, "revision", short(p.snap.Revision), "now", stale.Got)
+	}
+	if p.job.resumed == nil {
+		// Recorded even when ctx has ended (a shutdown).
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer rcancel()
+		if cerr := w.store.Update(rctx, w.env, func(st *state.EnvState) { st.InFlight, st.Phase = nil, notApplying(st) }); cerr != nil {
+			return failed(stepApply, reasonState, errors.Join(err, fmt.Errorf("clearing the apply that did not start: %w", cerr)))
+		}
+	}
+	switch {
+	case isStale && p.job.started == nil:
+		// A pass: plan again at once, in a new pass.
+		if ctx.Err() == nil {
+			w.wakeUp()
+		}
+		return nil
+	case isStale:
+		return err // a decision proposes the new plan
+	}
+	return failed(stepApply, reasonPlan, err)
+}
+
+// verifyStep finishes the deployment task with the apply's result and,
+// when it passed, runs the sequence's tasks after it (a run continued
+// after its deployment runs what is left of them), up to the end or to
+// the release approval.
+func (w *worker) verifyStep(ctx context.Context, p *pass) error {
+	j := p.job
+	if j == nil {
+		return nil
+	}
+	if j.continued {
+		j.out, j.waiting = w.runRest(ctx, j.prop, nil, j.out)
+		if !j.waiting && j.out.Result == approval.ResultInterrupted {
+			p.done = true // left in flight for the next leader
+		}
+		return nil
+	}
+	j.out, j.waiting = w.deployed(ctx, j.prop, j.res, j.out)
+	<-j.reported
+	return nil
+}
+
+// releaseStep ends the pass while the run waits for its release approval
+// (awaitRelease wrote the wait): the apply stays in flight until the
+// release approval decides (release.go), and the status shows it applied.
+func (w *worker) releaseStep(_ context.Context, p *pass) error {
+	j := p.job
+	if j == nil || !j.waiting {
+		return nil
+	}
+	if j.res != nil {
+		p.observe(p.envM, appliedPlan(j.res), nil)
+	}
+	p.done = true
+	return nil
+}
+
+// recordStep ends the job as its outcome says: rolled back when it failed
+// and the environment says so (see rollbackCause), else recorded in the
+// history and reported to the gate. The error says why the apply failed.
+func (w *worker) recordStep(ctx context.Context, p *pass) error {
+	j := p.job
+	if j == nil {
+		return nil
+	}
+	s, prop, res, out := p.snap, j.prop, j.res, j.out
 	log := w.log.WithValues("environment", w.env, "revision", short(prop.Revision), "planHash", prop.Plan.PlanHash)
+	// Recorded and reported even when ctx has ended (a shutdown).
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer rcancel()
 	if cause, ok := w.rollbackCause(prop, out, res); ok {
-		w.metrics.fail(w.env, "apply")
 		log.Info("apply failed; rolling it back", "message", out.Message)
-		e := entryOf(prop, out, resolvedManifest(s, envM))
+		e := entryOf(prop, out, resolvedManifest(s, p.envM))
 		e.Verification = w.verifications(prop.Revision)
 		if rerr := w.rollBack(ctx, e, cause); rerr != nil {
-			return fmt.Errorf("applying revision %s: %s; %w", short(prop.Revision), out.Message, rerr)
+			return failed(stepRecord, reasonApply, fmt.Errorf("applying revision %s: %s; %w", short(prop.Revision), out.Message, rerr))
 		}
-		return fmt.Errorf("applying revision %s: %s; rolled back", short(prop.Revision), out.Message)
+		return failed(stepRecord, reasonApply, fmt.Errorf("applying revision %s: %s; rolled back", short(prop.Revision), out.Message))
 	}
-	applied := w.recordApply(rctx, prop, out, resolvedManifest(s, envM))
+	applied := w.recordApply(rctx, prop, out, resolvedManifest(s, p.envM))
 	w.completed(rctx, prop, out)
 	log.Info("applied", "result", out.Result, "changes", applied, "duration", out.Finished.Sub(out.Started).String())
 	switch out.Result {
 	case approval.ResultFailed:
-		w.metrics.fail(w.env, "apply")
-		return fmt.Errorf("applying revision %s: %s", short(prop.Revision), out.Message)
+		return failed(stepRecord, reasonApply, fmt.Errorf("applying revision %s: %s", short(prop.Revision), out.Message))
 	case approval.ResultSucceeded:
 		// Desired is live now: the status follows from the plan without
 		// planning again.
 		if res != nil {
-			w.writeStatus(rctx, s, envM, appliedPlan(res), nil)
+			p.observe(p.envM, appliedPlan(res), nil)
 		}
 	}
 	return nil
@@ -288,7 +339,7 @@ func (w *worker) recordApply(ctx context.Context, prop approval.Proposal, out ap
 		}
 	})
 	if err != nil {
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		w.log.Error(err, "recording apply result", "environment", w.env, "planHash", e.PlanHash)
 	}
 	w.metrics.setPending(w.env, false)
@@ -305,7 +356,7 @@ func (w *worker) startedGate(ctx context.Context, prop approval.Proposal, approv
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := s.Started(ctx, prop, approver); err != nil {
-		w.metrics.fail(w.env, "gate")
+		w.metrics.fail(w.env, reasonGate)
 		w.log.Error(err, "reporting the start of the apply to the gate", "environment", w.env, "planHash", prop.Plan.PlanHash)
 	}
 }
@@ -314,29 +365,8 @@ func (w *worker) startedGate(ctx context.Context, prop approval.Proposal, approv
 // the state to report again (unreported.go).
 func (w *worker) completed(ctx context.Context, prop approval.Proposal, out approval.Outcome) {
 	if err := w.gate.Completed(ctx, prop, out); err != nil {
-		w.metrics.fail(w.env, "gate")
+		w.metrics.fail(w.env, reasonGate)
 		w.log.Error(err, "reporting the outcome to the gate", "environment", w.env, "planHash", prop.Plan.PlanHash, "result", out.Result)
 		w.owe(ctx, unreportedOutcome(prop, out), err)
 	}
-}
-
-// subset reports whether every change in part was approved in whole: same
-// workload, container and target image (the running image, From, may differ
-// when an apply was cut short).
-func subset(part, whole []reconcile.Change) bool {
-	type key struct {
-		w         reconcile.WorkloadKey
-		container string
-		to        string
-	}
-	in := make(map[key]bool, len(whole))
-	for _, c := range whole {
-		in[key{c.Key(), c.Container, c.To}] = true
-	}
-	for _, c := range part {
-		if !in[key{c.Key(), c.Container, c.To}] {
-			return false
-		}
-	}
-	return true
 }

@@ -39,6 +39,7 @@ func benchmarkLatency(b *testing.B, interval time.Duration, webhook bool) {
 	applied := 1
 	testenv.WaitFor(b, 30*time.Second, "first apply recorded", func() bool { return len(r.storeHistory(b, "devel")) == applied })
 	var lat []time.Duration
+	before := stepSeconds(b, r, "devel")
 	b.ResetTimer()
 	for i := range b.N {
 		want := fmt.Sprintf("%sweb:2.0.%d", imageRepo, i)
@@ -67,6 +68,44 @@ func benchmarkLatency(b *testing.B, interval time.Duration, webhook bool) {
 	b.ReportMetric(pct(0.5), "p50-ms")
 	b.ReportMetric(pct(0.9), "p90-ms")
 	b.ReportMetric(float64(lat[len(lat)-1].Milliseconds()), "max-ms")
+	// Where the time goes: each step's time per commit, over every pass
+	// the commits caused (the apply step runs on past the patch: it waits
+	// for the rollout, and record writes the history after it).
+	after := stepSeconds(b, r, "devel")
+	for _, s := range stepNames {
+		b.ReportMetric((after[s]-before[s])*1000/float64(b.N), string(s)+"-ms/op")
+	}
+}
+
+// stepSeconds is the time env's passes spent in each step so far
+// (stagehand_step_duration_seconds' sums).
+func stepSeconds(t testing.TB, r *running, env string) map[stepName]float64 {
+	t.Helper()
+	mfs, err := r.d.Metrics().Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[stepName]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "stagehand_step_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var e, s string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "environment":
+					e = l.GetValue()
+				case "step":
+					s = l.GetValue()
+				}
+			}
+			if e == env {
+				out[stepName(s)] += m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return out
 }
 
 // BenchmarkApprovalClickToPatch measures an approval over the real API

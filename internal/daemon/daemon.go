@@ -395,7 +395,7 @@ func (d *Daemon) snapshot() (gitsource.Snapshot, bool) {
 func (d *Daemon) Once(ctx context.Context) error {
 	s, err := d.source.Poll(ctx)
 	if err != nil {
-		d.metrics.fail("", "fetch")
+		d.metrics.fail("", reasonFetch)
 		return fmt.Errorf("fetching %s: %w", d.cfg.Source.Branch, err)
 	}
 	d.mu.Lock()

@@ -17,7 +17,6 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
-	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
@@ -334,7 +333,8 @@ func TestHTTPEndpoints(t *testing.T) {
 	}
 	code, b := r.call(t, "GET", "/metrics", "", nil)
 	for _, m := range []string{"stagehand_reconcile_duration_seconds", "stagehand_revision_age_seconds",
-		"stagehand_pending_approvals", "stagehand_changes_applied_total", "stagehand_leader 1"} {
+		"stagehand_pending_approvals", "stagehand_changes_applied_total", "stagehand_leader 1",
+		"stagehand_step_duration_seconds_count{", `step="plan"}`, `step="gate"}`} {
 		if code != http.StatusOK || !strings.Contains(string(b), m) {
 			t.Errorf("GET /metrics = %d, missing %s", code, m)
 		}
@@ -489,14 +489,5 @@ func TestDeadLeadersDeployLockIsTakenOver(t *testing.T) {
 	})
 	if got := cluster.Env(t).Image(t, h.ns["qa"], "web"); got != imageRepo+"web:0.9.0" {
 		t.Errorf("qa runs %s under alice's deploy lock", got)
-	}
-}
-
-// TestLockAuthorIsTheReconciler: the daemon's apply lock is written as the
-// reconciler's typed identity, which pkg/lock (importing nothing of
-// internal/) spells on its own.
-func TestLockAuthorIsTheReconciler(t *testing.T) {
-	if LockAuthor != identity.Reconciler.String() || !identity.Parse(LockAuthor).Equal(identity.Reconciler) {
-		t.Errorf("LockAuthor = %q, want %q", LockAuthor, identity.Reconciler)
 	}
 }

@@ -41,7 +41,7 @@ type decisionReply struct {
 func (w *worker) approvalFailed(ctx context.Context, dec state.Handover, cause error) {
 	st, err := w.store.Load(ctx, w.env)
 	if err != nil {
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		w.log.Error(err, "reading the state to report a failed approval", "environment", w.env, "planHash", dec.PlanHash)
 		return
 	}
@@ -50,7 +50,7 @@ func (w *worker) approvalFailed(ctx context.Context, dec state.Handover, cause e
 	}
 	plan, err := w.decodePlan(st.Pending)
 	if err != nil { // reported all the same, on the plan's revision and hash
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		w.log.Error(err, "reporting a failed approval", "environment", w.env)
 	}
 	now := w.now().UTC()
@@ -100,7 +100,7 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 	fresh, err := w.poll(ctx)
 	switch {
 	case err != nil: // decide on the newest revision seen; the poll loop retries
-		w.metrics.fail(w.env, "fetch")
+		w.metrics.fail(w.env, reasonFetch)
 		w.log.Error(err, "asking the remote for the newest revision before deciding", "environment", w.env)
 	case !ok || fresh.Revision != s.Revision:
 		s, ok = fresh, true
@@ -127,13 +127,13 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 	}
 	plan, err := w.decodePlan(p)
 	if err != nil {
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		reply(nil, err)
 		return
 	}
 	prop := approval.Proposal{Environment: w.env, Revision: p.Revision, RevisionTime: s.Time, Plan: plan}
 	if st.Phase == status.PhaseAwaitingRelease {
-		w.decideRelease(ctx, s, prop, p, dc, reply)
+		w.decideRelease(ctx, s, dc, decided{prop: prop, pending: p, reply: reply})
 		return
 	}
 	if !dc.approve {
@@ -160,34 +160,43 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 		w.log.Info("approval counted", "environment", w.env, "planHash", p.PlanHash, "by", dc.who.String(), "approvals", p.Tally())
 		return
 	}
+	// The approved plan is applied by the steps from apply on, over a pass
+	// of its own.
+	dp := &pass{snap: s}
+	defer w.endPass(ctx, dp)
 	// The pin is read afresh, not from st: a rollback may have pinned the
 	// environment while the remote was asked.
 	envM, err := w.resolve(ctx, s, nil)
 	if err != nil {
-		w.metrics.fail(w.env, "resolve")
-		w.writeStatus(ctx, s, nil, nil, err)
+		w.metrics.fail(w.env, reasonResolve)
+		dp.observe(nil, nil, err)
 		reply(nil, fmt.Errorf("resolving manifest at %s: %w", short(s.Revision), err))
 		return
 	}
-	_, err = w.apply(ctx, s, envM, prop, p.Approvers(), func() {
+	dp.envM = envM
+	dp.job = &applyJob{prop: prop, approvers: p.Approvers(), started: func() {
 		reply(p, nil)
 		w.log.Info("plan approved", "environment", w.env, "planHash", p.PlanHash, "by", approval.JoinApprovers(p.Approvers()))
-	}, nil)
+	}}
+	err = w.runSteps(ctx, dp, w.applySteps())
 	var stale *reconcile.StalePlanError
 	switch {
 	case errors.As(err, &stale):
 		// The cluster or the locks changed since the plan was proposed:
-		// propose the plan Apply made instead, and refuse.
-		w.writeStatus(ctx, s, envM, stale.Plan, nil)
+		// propose the plan Apply made instead (the steps from the gate
+		// on), and refuse.
 		st, lerr := w.store.Load(ctx, w.env)
 		if lerr != nil {
-			w.metrics.fail(w.env, "state")
+			w.metrics.fail(w.env, reasonState)
 			reply(nil, lerr)
 			return
 		}
-		if err := w.act(ctx, s, envM, stale.Plan, st); err != nil && ctx.Err() == nil {
+		gp := &pass{snap: s, st: st, envM: envM, plan: stale.Plan}
+		gp.observe(envM, stale.Plan, nil)
+		if err := w.runSteps(ctx, gp, w.stepsFrom(stepGate)); err != nil && ctx.Err() == nil {
 			w.log.Error(err, "proposing the changed plan", "environment", w.env)
 		}
+		w.endPass(ctx, gp)
 		notPending()
 	case err != nil:
 		reply(nil, err) // before the apply began; after, the reply is sent and the error recorded
@@ -204,7 +213,7 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 func (w *worker) stillPending(ctx context.Context, p *approval.Pending) bool {
 	st, err := w.store.Load(ctx, w.env)
 	if err != nil {
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		return false
 	}
 	q := st.Pending
@@ -219,7 +228,7 @@ func (w *worker) tally(ctx context.Context, prop approval.Proposal, p *approval.
 		return
 	}
 	if err := t.Tally(ctx, prop, p.Approvers(), p.Needed()); err != nil {
-		w.metrics.fail(w.env, "gate")
+		w.metrics.fail(w.env, reasonGate)
 		w.log.Error(err, "showing the approvals so far on the gate", "environment", w.env, "planHash", p.PlanHash)
 	}
 }
@@ -233,7 +242,7 @@ func (w *worker) recordRejection(ctx context.Context, s gitsource.Snapshot, prop
 	e := approval.Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: changesJSON(prop.Plan.Changes), Approver: dc.who.ID.String(),
 		Result: out.Result, Message: out.Message, HistoryRewritten: prop.Plan.HistoryRewritten, Started: now, Finished: now}
 	if envM, err := w.resolve(ctx, s, nil); err != nil {
-		w.metrics.fail(w.env, "resolve")
+		w.metrics.fail(w.env, reasonResolve)
 		w.log.Error(err, "resolving the rejected revision for the history; recording it without its manifest", "environment", w.env, "revision", short(s.Revision))
 	} else {
 		e.Manifest = resolvedManifest(s, envM)

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"errors"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -9,14 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
-	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
-	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
 // metricValue reads one sample of /metrics ("name" or "name{labels}").
@@ -76,43 +71,4 @@ func TestSourceDownIsReported(t *testing.T) {
 	h.commit("devel", true, map[string]string{"web": "2.0.0"})
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:2.0.0")
 	testenv.WaitFor(t, 20*time.Second, "devel's status to wait no more", func() bool { return len(r.environment(t, "devel").Waiting) == 0 })
-}
-
-// TestWaiting: the faults a status names, each with when it began or ends;
-// a rate limit that has ended is not named.
-func TestWaiting(t *testing.T) {
-	now := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
-	down := gitsource.Status{Failures: 3, FailingSince: now.Add(-time.Minute), LastError: "dial tcp: connection refused"}
-	limited := &approval.RateLimitedError{Service: "GitHub", Until: now.Add(time.Hour), Err: errors.New("403")}
-	unreachable := &reconcile.Plan{Problems: []reconcile.Problem{
-		{Service: "web", Target: "eu", Message: "target eu unreachable since 07:59:00: timeout", Unreachable: true},
-		{Service: "api", Target: "eu", Message: "target eu unreachable since 07:59:00: timeout", Unreachable: true},
-		{Service: "web", Target: "us", Message: "forbidden"},
-	}}
-	for _, tc := range []struct {
-		name    string
-		source  gitsource.Status
-		limited *approval.RateLimitedError
-		plan    *reconcile.Plan
-		want    []string
-	}{
-		{name: "nothing", plan: &reconcile.Plan{}},
-		{name: "source down", source: down,
-			want: []string{"source unreachable since 2026-11-24T07:59:00Z: dial tcp: connection refused"}},
-		{name: "rate limited", limited: limited, want: []string{"GitHub rate limited until 2026-11-24T09:00:00Z"}},
-		{name: "rate limit over", limited: &approval.RateLimitedError{Service: "GitHub", Until: now.Add(-time.Second)}},
-		{name: "all", source: down, limited: limited, plan: unreachable, want: []string{
-			"GitHub rate limited until 2026-11-24T09:00:00Z",
-			"source unreachable since 2026-11-24T07:59:00Z: dial tcp: connection refused",
-			"API server of target eu unreachable: target eu unreachable since 07:59:00: timeout",
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			w := &worker{workerDeps: workerDeps{now: func() time.Time { return now },
-				sourceStatus: func() gitsource.Status { return tc.source }}, rateLimited: tc.limited}
-			if diff := cmp.Diff(tc.want, w.waiting(tc.plan)); diff != "" {
-				t.Errorf("waiting (-want +got):\n%s", diff)
-			}
-		})
-	}
 }

@@ -84,24 +84,3 @@ func TestFourEyesAfterPinnedRollback(t *testing.T) {
 	approve(fix, "bob")
 	waitImage(t, h.ns["prod"], "web", imageRepo+"web:2.0.1")
 }
-
-func TestFourEyesBase(t *testing.T) {
-	ok, pinned, rejected := approval.ResultSucceeded, approval.ResultSucceeded, approval.ResultRejected
-	for _, tt := range []struct {
-		name    string
-		history []approval.Entry
-		want    string
-	}{
-		{name: "nothing applied", history: nil, want: ""},
-		{name: "the last apply", history: []approval.Entry{{Revision: "c", Result: rejected}, {Revision: "b", Result: ok}, {Revision: "a", Result: ok}}, want: "b"},
-		{name: "a pinned apply measures from the revision rolled back to",
-			history: []approval.Entry{{Revision: "c", Result: pinned, PinnedTo: "a"}, {Revision: "c", Result: ok}, {Revision: "a", Result: ok}}, want: "a"},
-		{name: "an apply after the pin", history: []approval.Entry{{Revision: "d", Result: ok}, {Revision: "c", Result: pinned, PinnedTo: "a"}}, want: "d"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := fourEyesBase(tt.history); got != tt.want {
-				t.Errorf("fourEyesBase = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}

@@ -167,7 +167,7 @@ func (w *worker) pickUp(ctx context.Context) {
 	// Checked every second: decode the state only when a handover is there.
 	if has, err := w.store.HasHandover(ctx, w.env); err != nil || !has {
 		if err != nil {
-			w.metrics.fail(w.env, "state")
+			w.metrics.fail(w.env, reasonState)
 			w.log.Error(err, "reading the state for decisions handed over", "environment", w.env)
 		}
 		return
@@ -178,7 +178,7 @@ func (w *worker) pickUp(ctx context.Context) {
 		}
 		st, err := w.store.Load(ctx, w.env)
 		if err != nil {
-			w.metrics.fail(w.env, "state")
+			w.metrics.fail(w.env, reasonState)
 			w.log.Error(err, "reading the state for decisions handed over", "environment", w.env)
 			return
 		}
@@ -187,7 +187,7 @@ func (w *worker) pickUp(ctx context.Context) {
 			return
 		}
 		if err := w.store.Update(ctx, w.env, takeHandover(dec)); err != nil {
-			w.metrics.fail(w.env, "state")
+			w.metrics.fail(w.env, reasonState)
 			w.log.Error(err, "taking a decision handed over", "environment", w.env, "planHash", dec.PlanHash)
 			return
 		}

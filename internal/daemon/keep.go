@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
-	"github.com/stagehand-gitops/stagehand/internal/state"
+	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -30,9 +30,10 @@ import (
 // newer revision that changes nothing in the environment (see above);
 // ok is false otherwise, and whenever something cannot be read: the plan
 // is then superseded, as a plan for an older revision always was.
-func (w *worker) keepPending(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, plan *reconcile.Plan, st *state.EnvState) (gitsource.Snapshot, *manifest.Environment, *reconcile.Plan, bool) {
+func (w *worker) keepPending(ctx context.Context, pa *pass) (gitsource.Snapshot, *manifest.Environment, *reconcile.Plan, bool) {
+	s, envM, plan, st := pa.snap, pa.envM, pa.plan, pa.st
 	p := st.Pending
-	if p == nil || p.Release || p.Revision == s.Revision || plan.Empty() || w.at == nil ||
+	if p == nil || st.Phase == status.PhaseAwaitingRelease || p.Revision == s.Revision || plan.Empty() || w.at == nil ||
 		reconcile.Hash(w.env, p.Revision, plan.Changes) != p.PlanHash {
 		return gitsource.Snapshot{}, nil, nil, false
 	}

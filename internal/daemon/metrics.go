@@ -18,6 +18,7 @@ type Metrics struct {
 	Registry *prometheus.Registry
 
 	reconcileDuration *prometheus.HistogramVec
+	stepDuration      *prometheus.HistogramVec
 	pending           *prometheus.GaugeVec
 	changesApplied    *prometheus.CounterVec
 	failures          *prometheus.CounterVec
@@ -44,6 +45,11 @@ func NewMetrics() *Metrics {
 			Help:    "Time one pass over an environment took: resolve, plan and, when approved, apply.",
 			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300},
 		}, []string{"environment", "result"}),
+		stepDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "stagehand_step_duration_seconds",
+			Help:    "Time one step of a pass over an environment took (fetch, resolve, plan, gate, apply, verify, release, record).",
+			Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
+		}, []string{"environment", "step"}),
 		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "stagehand_pending_approvals",
 			Help: "1 when the environment has a plan waiting for approval.",
@@ -91,7 +97,7 @@ func NewMetrics() *Metrics {
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.reconcileDuration, m.pending, m.changesApplied, m.failures, m.leader, m.envHeld, m.leaderChanges,
+		m.reconcileDuration, m.stepDuration, m.pending, m.changesApplied, m.failures, m.leader, m.envHeld, m.leaderChanges,
 		m.verifications, m.verifyDuration, m.unreported, m.reportsDropped,
 		revisionAge{m},
 	)
@@ -145,7 +151,12 @@ func (m *Metrics) setUnreported(env string, n int) { m.unreported.WithLabelValue
 
 func (m *Metrics) reportDropped(env string) { m.reportsDropped.WithLabelValues(env).Inc() }
 
-func (m *Metrics) fail(env, stage string) { m.failures.WithLabelValues(env, stage).Inc() }
+func (m *Metrics) fail(env string, r reason) { m.failures.WithLabelValues(env, string(r)).Inc() }
+
+// observeStep records how long a step of a pass took.
+func (m *Metrics) observeStep(env string, step stepName, d time.Duration) {
+	m.stepDuration.WithLabelValues(env, string(step)).Observe(d.Seconds())
+}
 
 func (m *Metrics) setLeader(leading bool) {
 	if leading {

@@ -9,7 +9,6 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
-	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
 // An incident rollback (`reconciler rollback --now`) pins the versions it
@@ -89,14 +88,4 @@ func (d *Daemon) proposalNotes(ctx context.Context, lockPath string, st *state.E
 			st.Pin.PR, st.Pin.URL, short(st.Pin.Revision)))
 	}
 	return notes
-}
-
-// pinnedBy is who placed pin when plan is its plan and nothing else (changes,
-// all of them the pin's: approval.Pin.Foreign), so that a skipConfirmation
-// environment's history names the person who rolled back; "" otherwise.
-func pinnedBy(pin *approval.Pin, plan *reconcile.Plan) string {
-	if pin == nil || plan == nil || len(plan.Changes) == 0 || len(pin.Foreign(plan.Changes)) > 0 {
-		return ""
-	}
-	return pin.By
 }

@@ -237,26 +237,6 @@ func (c *counter) count(ctx context.Context, store *state.Store, planHash string
 	return out, nil
 }
 
-// fourEyesBase is where four-eyes starts its range of commits: the revision
-// whose versions the cluster runs as git says them. That is the last apply's
-// revision, unless an incident rollback's pin stood when it was recorded
-// (PinnedTo): it then ran the versions of the revision rolled back to, not
-// its own, and the range starts there, so that the authors of the changes
-// rolled back are kept out of approving the fix-forward that ships them
-// again ("" when nothing was applied: the pending commit alone).
-func fourEyesBase(history []approval.Entry) string {
-	for _, e := range history {
-		if !appliedEntry(e) {
-			continue
-		}
-		if e.PinnedTo != "" {
-			return e.PinnedTo
-		}
-		return e.Revision
-	}
-	return ""
-}
-
 // fourEyes refuses who when they wrote or committed any commit after base up to head (head alone when
 // base is ""). who is matched as the person it is for every rule (a token acting for github:alice as
 // alice), automation by its own name.
@@ -282,46 +262,4 @@ func (c *counter) fourEyes(ctx context.Context, base, head string, who identity.
 		return &approval.RefusedError{Environment: c.env, Approver: who.String(), Reason: why}
 	}
 	return nil
-}
-
-// authorName is the name of who that commit authors are matched against: the person's (a GitHub login),
-// or, for automation, its own name.
-func authorName(who identity.Principal) string {
-	if person, ok := who.Person(); ok {
-		return person.Name
-	}
-	return who.ID.Name
-}
-
-// authorMatch reports the author naming who: the same GitHub login or e-mail address, or an e-mail address
-// whose local part is who (alice for alice@acme.com), compared without case.
-func authorMatch(who string, authors []string) (string, bool) {
-	who = strings.TrimPrefix(strings.TrimSpace(who), "@")
-	if who == "" {
-		return "", false
-	}
-	for _, a := range authors {
-		local, _, isEmail := strings.Cut(a, "@")
-		if strings.EqualFold(a, who) || (isEmail && strings.EqualFold(local, who)) {
-			return a, true
-		}
-	}
-	return "", false
-}
-
-// automationRefused says why who, acting for no person, may not approve under policy.
-func automationRefused(policy config.Approvals, who identity.Principal) string {
-	why := "approvals.automation is deny"
-	if policy.Automation == "" {
-		var rules []string
-		if policy.Required > 1 {
-			rules = append(rules, fmt.Sprintf("approvals.required is %d", policy.Required))
-		}
-		if policy.ForbidAuthors {
-			rules = append(rules, "forbidAuthors is set")
-		}
-		why = strings.Join(rules, " and ") + ", so approvals.automation defaults to deny"
-	}
-	return fmt.Sprintf("%s acts for no person (automation), and %s: give the credential the person it acts for "+
-		"(actsFor: github:<login>), or set approvals.automation: allow", who.ID, why)
 }

@@ -82,29 +82,6 @@ func TestTwoOfTwoWithFourEyes(t *testing.T) {
 	}
 }
 
-func TestAuthorMatch(t *testing.T) {
-	authors := []string{"alice@acme.example", "bob", "carol@users.noreply.github.com"}
-	for _, tc := range []struct {
-		who, want string
-	}{
-		{"alice", "alice@acme.example"},
-		{"Alice@ACME.example", "alice@acme.example"},
-		{"@bob", "bob"},
-		{"BOB", "bob"},
-		{"carol", "carol@users.noreply.github.com"},
-		{"dave", ""},
-		{"acme.example", ""},
-		{"", ""},
-	} {
-		t.Run(tc.who, func(t *testing.T) {
-			got, ok := authorMatch(tc.who, authors)
-			if got != tc.want || ok != (tc.want != "") {
-				t.Errorf("authorMatch(%q) = %q, %v; want %q", tc.who, got, ok, tc.want)
-			}
-		})
-	}
-}
-
 // ghUser is the principal of the GitHub user login, as a click or the web page passes it.
 func ghUser(login string) identity.Principal {
 	return identity.Principal{ID: identity.ID{Kind: identity.GitHub, Name: login}}

@@ -12,7 +12,6 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
-	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -67,7 +66,7 @@ func (w *worker) awaitRelease(ctx context.Context, prop approval.Proposal, i int
 	w.waitMark.Store(&releaseMark{planHash: prop.Plan.PlanHash, since: time.Now()})
 	p, err := w.writeRelease(ctx, prop)
 	if err != nil {
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		w.log.Error(err, "recording the wait for the release approval; trying again at the next pass", "environment", w.env, "revision", short(prop.Revision))
 		return
 	}
@@ -76,7 +75,7 @@ func (w *worker) awaitRelease(ctx context.Context, prop approval.Proposal, i int
 	w.log.Info("deployed and verified; waiting for the release approval", "environment", w.env, "revision", short(prop.Revision), "planHash", p.PlanHash)
 	st, err := w.store.Load(ctx, w.env)
 	if err != nil { // shown without its notes; the next repropose has them
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		st = nil
 	}
 	w.proposeRelease(ctx, prop, p, st)
@@ -139,7 +138,8 @@ func (w *worker) proposeRelease(ctx context.Context, prop approval.Proposal, p *
 // supersedes the wait and the pass goes on (false), with st kept in step.
 // (Ending the wait for a revision with nothing to apply would leave the
 // deployed versions never released, with no plan left to release them.)
-func (w *worker) holdRelease(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, plan *reconcile.Plan, st *state.EnvState) bool {
+func (w *worker) holdRelease(ctx context.Context, p *pass) bool {
+	s, envM, plan, st := p.snap, p.envM, p.plan, p.st
 	r, f := st.Sequence, st.InFlight
 	if st.Phase != status.PhaseAwaitingRelease || r == nil || f == nil || f.Revision != r.Revision {
 		return false
@@ -151,22 +151,22 @@ func (w *worker) holdRelease(ctx context.Context, s gitsource.Snapshot, envM *ma
 	w.seq, w.versions = r, versions(envM)
 	prop, err := w.inFlightProposal(s, st)
 	if err != nil {
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		w.log.Error(err, "reading the plan waiting for its release approval", "environment", w.env)
 	}
-	p := st.Pending
-	if p == nil || !p.Release || p.Revision != r.Revision {
-		if p, err = w.writeRelease(ctx, prop); err != nil {
-			w.metrics.fail(w.env, "state")
+	pend := st.Pending
+	if pend == nil || !pend.Release || pend.Revision != r.Revision {
+		if pend, err = w.writeRelease(ctx, prop); err != nil {
+			w.metrics.fail(w.env, reasonState)
 			w.log.Error(err, "recording the wait for the release approval", "environment", w.env)
 			return true
 		}
-		st.Pending = p
+		st.Pending = pend
 		w.proposed = ""
 	}
 	w.metrics.setPending(w.env, true)
 	if w.proposed != proposalKey(prop) || w.now().Sub(w.proposedAt) >= w.repropose {
-		w.proposeRelease(ctx, prop, p, st)
+		w.proposeRelease(ctx, prop, pend, st)
 	}
 	return true
 }
@@ -218,7 +218,7 @@ func (w *worker) supersedeRelease(ctx context.Context, st *state.EnvState, by st
 		}
 		st.Phase = notApplying(st)
 	}); err != nil {
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		w.log.Error(err, "recording the apply whose release approval was superseded", "environment", w.env)
 		return
 	}
@@ -227,17 +227,26 @@ func (w *worker) supersedeRelease(ctx context.Context, st *state.EnvState, by st
 	w.metrics.setPending(w.env, false)
 	w.finishRun(ctx, sequence.StatusAborted, promote.ResultFail, "aborted: "+why)
 	if err := w.gate.Superseded(ctx, prop, by); err != nil {
-		w.metrics.fail(w.env, "gate")
+		w.metrics.fail(w.env, reasonGate)
 		w.log.Error(err, "reporting the superseded release", "environment", w.env, "planHash", f.PlanHash)
 		w.owe(ctx, unreportedSuperseded(prop, by), err) // reported again until GitHub takes it
 	}
 	w.log.Info("release approval superseded", "environment", w.env, "revision", short(f.Revision), "by", short(by))
 }
 
-// decideRelease carries out dc on the pending release p (prop) at s: a
+// decided is a decision's pending plan, as a proposal, and how it is
+// answered (once).
+type decided struct {
+	prop    approval.Proposal
+	pending *approval.Pending
+	reply   func(*approval.Pending, error)
+}
+
+// decideRelease carries out dc on the pending release d at s: a
 // rejection, or an approval counted under the policy; once decided, the
 // rest of the run goes on (resumeRun): the release, or the failure.
-func (w *worker) decideRelease(ctx context.Context, s gitsource.Snapshot, prop approval.Proposal, p *approval.Pending, dc decision, reply func(*approval.Pending, error)) {
+func (w *worker) decideRelease(ctx context.Context, s gitsource.Snapshot, dc decision, d decided) {
+	prop, p, reply := d.prop, d.pending, d.reply
 	who := dc.who.ID.String()
 	if dc.approve {
 		var err error
@@ -254,7 +263,7 @@ func (w *worker) decideRelease(ctx context.Context, s gitsource.Snapshot, prop a
 		}
 		who = approval.JoinApprovers(p.Approvers())
 	}
-	if err := w.decideReleaseTask(ctx, p, dc.approve, who, dc.reason); err != nil {
+	if err := w.decideReleaseTask(ctx, p, dc, who); err != nil {
 		reply(nil, err)
 		return
 	}
@@ -263,26 +272,31 @@ func (w *worker) decideRelease(ctx context.Context, s gitsource.Snapshot, prop a
 	envM, err := w.resolve(ctx, s, nil)
 	if err != nil {
 		// The decision is kept: the next pass continues the run.
-		w.metrics.fail(w.env, "resolve")
+		w.metrics.fail(w.env, reasonResolve)
 		w.log.Error(err, "resolving the manifest to continue the released run; the next pass does", "environment", w.env)
 		w.wakeUp()
 		return
 	}
 	st, err := w.store.Load(ctx, w.env)
 	if err != nil {
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		w.wakeUp()
 		return
 	}
-	if _, err := w.resumeRun(ctx, s, envM, st); err != nil && ctx.Err() == nil {
-		w.log.Error(err, "releasing", "environment", w.env)
+	rp := &pass{snap: s, st: st, envM: envM}
+	if w.continueRun(rp) {
+		if err := w.runSteps(ctx, rp, w.stepsFrom(stepVerify)); err != nil && ctx.Err() == nil {
+			w.log.Error(err, "releasing", "environment", w.env)
+		}
 	}
+	w.endPass(ctx, rp)
 }
 
 // decideReleaseTask finishes the run's release approval with the decision
 // (pass, approved by who; or fail, rejected by who: reason) and clears the
 // pending release p, in one state write, and announces it.
-func (w *worker) decideReleaseTask(ctx context.Context, p *approval.Pending, approve bool, who, reason string) error {
+func (w *worker) decideReleaseTask(ctx context.Context, p *approval.Pending, dc decision, who string) error {
+	approve, reason := dc.approve, dc.reason
 	st, err := w.store.Load(ctx, w.env)
 	if err != nil {
 		return err
@@ -305,7 +319,7 @@ func (w *worker) decideReleaseTask(ctx context.Context, p *approval.Pending, app
 	}
 	before := w.runCopy()
 	r.Approver = who
-	announce := w.finishTask(i, result, msg, outputs)
+	announce := w.finishTask(i, sequence.Result{Result: result, Message: msg, Outputs: outputs})
 	run := w.runCopy()
 	if err := w.store.Update(ctx, w.env, func(st *state.EnvState) {
 		st.Sequence = run
@@ -315,7 +329,7 @@ func (w *worker) decideReleaseTask(ctx context.Context, p *approval.Pending, app
 		st.Phase = status.PhaseVerifying // the rest of the run: the release, or the failure
 	}); err != nil {
 		*r = *before
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		return fmt.Errorf("recording the release decision: %w", err)
 	}
 	w.metrics.setPending(w.env, false)

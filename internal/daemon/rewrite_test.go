@@ -12,6 +12,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
@@ -94,10 +95,13 @@ func TestForcePushToOlderSignedCommit(t *testing.T) {
 			if err := json.Unmarshal(p.Plan, &plan); err != nil || plan.HistoryRewritten != newer {
 				t.Errorf("pending plan historyRewritten = %q (%v), want %s", plan.HistoryRewritten, err, newer)
 			}
-			v := r.environment(t, "devel")
-			if !slices.ContainsFunc(v.Warnings, func(w string) bool { return strings.Contains(w, "history rewritten") }) {
-				t.Errorf("status warnings %q, want one saying history rewritten", v.Warnings)
+			// The status is written as the pass that proposed the plan ends.
+			var v status.Environment
+			rewritten := func() bool {
+				v = r.environment(t, "devel")
+				return slices.ContainsFunc(v.Warnings, func(w string) bool { return strings.Contains(w, "history rewritten") })
 			}
+			testenv.WaitFor(t, 10*time.Second, "a status warning that the history was rewritten", rewritten)
 			time.Sleep(time.Second)
 			if got := cluster.Env(t).Image(t, h.ns["devel"], "web"); got != imageRepo+"web:1.1.0" {
 				t.Errorf("devel runs %s after a force-push to an older commit, want web:1.1.0 until approved", got)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
@@ -84,22 +83,11 @@ func (w *worker) rollBack(ctx context.Context, e approval.Entry, cause string) e
 		st.Rollback, st.Phase = &rb, status.PhaseRollingBack
 	})
 	if err != nil {
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		return fmt.Errorf("recording the rollback of revision %s before starting it: %w", short(e.Revision), err)
 	}
 	w.log.Info("rolling back a failed apply", "environment", w.env, "revision", short(e.Revision), "cause", cause)
 	return w.continueRollback(ctx, rb)
-}
-
-// lastAppliedBefore is the revision of the newest entry that applied
-// something and is not rev.
-func lastAppliedBefore(history []approval.Entry, rev string) string {
-	for _, e := range history {
-		if (e.Result == approval.ResultSucceeded || e.Result == approval.ResultInterrupted) && e.Revision != rev {
-			return e.Revision
-		}
-	}
-	return ""
 }
 
 // continueRollback restores what rb's apply replaced and records it: the
@@ -114,7 +102,7 @@ func (w *worker) continueRollback(ctx context.Context, rb state.Rollback) error 
 	var changes []reconcile.Change
 	if err := json.Unmarshal(e.Changes, &changes); err != nil {
 		// Nothing can be restored without them; record what happened.
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		log.Error(err, "decoding the changes of the apply to roll back")
 	}
 	rev := rb.Before
@@ -130,7 +118,7 @@ func (w *worker) continueRollback(ctx context.Context, rb state.Rollback) error 
 	}
 	restored, msg := rollbackSummary(rb.Cause, res, err)
 	if err != nil || res.Failed() {
-		w.metrics.fail(w.env, "rollback")
+		w.metrics.fail(w.env, reasonRollback)
 	}
 	now := w.now().UTC()
 	e.Result, e.Message, e.Finished = approval.ResultRolledBack, msg, now
@@ -150,7 +138,7 @@ func (w *worker) continueRollback(ctx context.Context, rb state.Rollback) error 
 		}
 	})
 	if uerr != nil {
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		return fmt.Errorf("recording the rollback of revision %s: %w", short(e.Revision), uerr)
 	}
 	if id == 0 {
@@ -160,13 +148,13 @@ func (w *worker) continueRollback(ctx context.Context, rb state.Rollback) error 
 	w.metrics.setPending(w.env, false)
 	prop, out, err := rolledBackOutcome(w.env, e, changes)
 	if err != nil {
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		log.Error(err, "reporting the rollback without the failed apply's workload results", "entry", id)
 	}
 	w.completed(rctx, prop, out)
 	if w.rollbackHook != nil {
 		if err := w.rollbackHook(rctx, w.env, id, rb.Cause); err != nil {
-			w.metrics.fail(w.env, "rollback")
+			w.metrics.fail(w.env, reasonRollback)
 			log.Error(err, "calling the rollback hook (the rollback pull request)", "entry", id)
 		}
 	}
@@ -245,27 +233,4 @@ func (w *worker) skipFailed(ctx context.Context, st *state.EnvState, revision st
 	w.supersede(ctx, st, revision)
 	w.metrics.setPending(w.env, false)
 	return true
-}
-
-// rejectedAgain reports whether plan deploys nothing but what the rollback
-// in st put back after a person rejected its release: a revision newer than
-// the rejected one that changes nothing of it (a commit for another
-// environment, made while the release waited) does not undo the decision.
-// (After a failed rollout, a newer revision is applied again as before.)
-func rejectedAgain(st *state.EnvState, plan *reconcile.Plan) bool {
-	f := st.Failed
-	if f == nil || plan == nil || plan.Empty() || !strings.HasPrefix(f.Cause, "release rejected by ") {
-		return false
-	}
-	for _, e := range st.History {
-		if e.ID != f.EntryID {
-			continue
-		}
-		var rejected []reconcile.Change
-		if json.Unmarshal(e.Changes, &rejected) != nil {
-			return false
-		}
-		return subset(plan.Changes, rejected)
-	}
-	return false
 }

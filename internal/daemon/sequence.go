@@ -130,11 +130,20 @@ func (w *worker) runState(ctx context.Context, st *state.EnvState) (*state.EnvSt
 	}
 	st, err := w.store.Load(ctx, w.env)
 	if err != nil {
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		w.log.Error(err, "reading the sequence state", "environment", w.env)
 		return nil, false
 	}
 	return st, true
+}
+
+// newRun is a run to begin: prop's, with the tasks of its sequence, kept
+// in the state at once when save (a person approves it) or with the
+// deployment's first write (an auto-approved plan).
+type newRun struct {
+	prop  approval.Proposal
+	tasks []promote.Task
+	save  bool
 }
 
 // beginRun starts the run of prop (or continues the one kept for its
@@ -143,7 +152,8 @@ func (w *worker) runState(ctx context.Context, st *state.EnvState) (*state.EnvSt
 // (nil: read it). With save false a new run is only kept in memory:
 // an auto-approved plan begins its deployment at once, and that write keeps
 // the run (one state write fewer before the first patch).
-func (w *worker) beginRun(ctx context.Context, st *state.EnvState, envM *manifest.Environment, prop approval.Proposal, tasks []promote.Task, save bool) {
+func (w *worker) beginRun(ctx context.Context, p *pass, nr newRun) {
+	st, envM, prop, tasks, save := p.st, p.envM, nr.prop, nr.tasks, nr.save
 	w.versions = versions(envM)
 	if r := w.loadRun(ctx, st, prop.Revision); r != nil {
 		if r.PlanHash != prop.Plan.PlanHash {
@@ -157,7 +167,7 @@ func (w *worker) beginRun(ctx context.Context, st *state.EnvState, envM *manifes
 	if save {
 		w.saveRun(ctx)
 	}
-	w.emit(ctx, -1, sequence.KindStarted, "", "", "")
+	w.emit(ctx, -1, sequence.KindStarted, ending{})
 	if i := w.seq.PreApproval(); i == 0 {
 		w.begin(ctx, i)
 	}
@@ -186,7 +196,8 @@ func (w *worker) abortRun(ctx context.Context, st *state.EnvState, why string) {
 // announcing either step: the apply has one write to wait for
 // before its first patch, not three. An error is that write's; nothing was
 // announced then.
-func (w *worker) approved(ctx context.Context, envM *manifest.Environment, prop approval.Proposal, approver string, f *approval.InFlight) error {
+func (w *worker) approved(ctx context.Context, envM *manifest.Environment, j *applyJob, f *approval.InFlight) error {
+	prop, approver := j.prop, j.approver
 	r := w.loadRun(ctx, nil, prop.Revision)
 	if r == nil {
 		// Proposed before this reconciler ran sequences, or its state was lost.
@@ -194,7 +205,7 @@ func (w *worker) approved(ctx context.Context, envM *manifest.Environment, prop 
 		if !approval.IsAuto(approver) {
 			tasks = withApproval(tasks, true)
 		}
-		w.beginRun(ctx, nil, envM, prop, tasks, true)
+		w.beginRun(ctx, &pass{envM: envM}, newRun{prop: prop, tasks: tasks, save: true})
 		r = w.seq
 	}
 	w.versions = versions(envM)
@@ -202,7 +213,7 @@ func (w *worker) approved(ctx context.Context, envM *manifest.Environment, prop 
 	r.Approver = approver
 	var announce []func(context.Context)
 	if i := r.PreApproval(); i >= 0 && r.Tasks[i].Status != sequence.StatusFinished {
-		announce = append(announce, w.finishTask(i, promote.ResultPass, "approved by "+approver, nil))
+		announce = append(announce, w.finishTask(i, sequence.Result{Result: promote.ResultPass, Message: "approved by " + approver}))
 	}
 	if i := r.Index(promote.TaskDeployment); i >= 0 {
 		announce = append(announce, w.beginTask(i))
@@ -235,7 +246,7 @@ func (w *worker) rejectedRun(ctx context.Context, prop approval.Proposal, who, r
 		msg += ": " + reason
 	}
 	if i := r.PreApproval(); i >= 0 {
-		w.finish(ctx, i, promote.ResultFail, msg, nil)
+		w.finish(ctx, i, sequence.Result{Result: promote.ResultFail, Message: msg})
 	}
 	w.finishRun(ctx, sequence.StatusFinished, promote.ResultFail, msg)
 }
@@ -257,7 +268,7 @@ func (w *worker) deployed(ctx context.Context, prop approval.Proposal, res *reco
 			result = promote.ResultFail
 		}
 		// Deployed: the tasks after the deployment run (Verifying).
-		announce := w.finishTask(i, result, out.Message, nil)
+		announce := w.finishTask(i, sequence.Result{Result: result, Message: out.Message})
 		phase := status.Phase("")
 		if result == promote.ResultPass {
 			phase = status.PhaseVerifying
@@ -290,7 +301,7 @@ func (w *worker) runRest(ctx context.Context, prop approval.Proposal, res *recon
 		}
 		w.begin(ctx, i)
 		if t.Name == promote.TaskRelease {
-			w.finish(ctx, i, promote.ResultPass, "released", nil)
+			w.finish(ctx, i, sequence.Result{Result: promote.ResultPass, Message: "released"})
 			continue
 		}
 		result, err := w.runTask(ctx, prop, res, i)
@@ -299,7 +310,7 @@ func (w *worker) runRest(ctx context.Context, prop approval.Proposal, res *recon
 			out.Message = fmt.Sprintf("shut down during the %s task; the next leader runs it again", t.Name)
 			return out, false
 		}
-		w.finish(ctx, i, result.Result, result.Message, result.Outputs)
+		w.finish(ctx, i, result)
 	}
 	result := r.Outcome()
 	msg := ""
@@ -350,35 +361,35 @@ func (w *worker) runTask(ctx context.Context, prop approval.Proposal, res *recon
 	return got, nil
 }
 
-// resumeRun continues, on an environment in sync at s, the tasks after the
-// deployment of a run the previous leader left in flight (or a release
-// approval decided), and records, reports and, when a task failed and the
-// environment says so, rolls it back exactly as apply would have. It
-// reports whether there was one, and the apply's error (see settle). The
-// run may be of a revision older than s: s then changes nothing here (the
-// environment is in sync at s), and the run is still the deployed one's.
-func (w *worker) resumeRun(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, st *state.EnvState) (bool, error) {
+// continueRun makes p's job the run the previous leader left in flight
+// after its deployment (or a release approval decided), on an environment
+// in sync at p's snapshot: the steps from verify on run what is left of its
+// tasks and record, report and, when a task failed and the environment says
+// so, roll it back exactly as after an apply. It reports whether there was
+// one. The run may be of a revision older than the snapshot: the snapshot
+// then changes nothing here (the environment is in sync at it), and the run
+// is still the deployed one's.
+func (w *worker) continueRun(p *pass) bool {
+	st := p.st
 	f, r := st.InFlight, st.Sequence
 	if st.Phase != status.PhaseVerifying || f == nil || r == nil || r.Done() || f.Revision != r.Revision {
-		return false, nil
+		return false
 	}
 	i := r.Index(promote.TaskDeployment)
 	if i < 0 || r.Tasks[i].Status != sequence.StatusFinished || r.Tasks[i].Result != promote.ResultPass {
-		return false, nil
+		return false
 	}
 	var changes []reconcile.Change
 	if err := json.Unmarshal(f.Changes, &changes); err != nil {
 		w.log.Error(err, "decoding the changes of the apply in flight", "environment", w.env)
 	}
-	w.seq, w.versions = r, versions(envM)
+	w.seq, w.versions = r, versions(p.envM)
 	plan := &reconcile.Plan{Environment: w.env, Revision: f.Revision, PlanHash: f.PlanHash, Changes: changes}
-	prop := approval.Proposal{Environment: w.env, Revision: f.Revision, RevisionTime: s.Time, Plan: plan}
+	prop := approval.Proposal{Environment: w.env, Revision: f.Revision, RevisionTime: p.snap.Time, Plan: plan}
 	w.log.Info("continuing the sequence after the deployment", "environment", w.env, "revision", short(f.Revision), "task", r.Tasks[r.Next()%len(r.Tasks)].Name)
-	out, waiting := w.runRest(ctx, prop, nil, approval.Outcome{Result: approval.ResultSucceeded, Approver: f.Approver, Approvers: f.Approvers, Started: f.Started})
-	if waiting || out.Result == approval.ResultInterrupted {
-		return true, nil // left in flight: for the release approval, or the next leader
-	}
-	return true, w.settle(ctx, s, envM, prop, nil, out)
+	p.job = &applyJob{prop: prop, continued: true,
+		out: approval.Outcome{Result: approval.ResultSucceeded, Approver: f.Approver, Approvers: f.Approvers, Started: f.Started}}
+	return true
 }
 
 // begin triggers and starts the run's task i: one state write, two events.
@@ -394,28 +405,30 @@ func (w *worker) beginTask(i int) func(context.Context) {
 	t.Status, t.Started = sequence.StatusStarted, w.now().UTC()
 	t.Finished, t.Result, t.Message, t.Outputs = time.Time{}, "", "", nil
 	return func(ctx context.Context) {
-		w.emit(ctx, i, sequence.KindTriggered, "", "", "")
-		w.emit(ctx, i, sequence.KindStarted, "", "", "")
+		w.emit(ctx, i, sequence.KindTriggered, ending{})
+		w.emit(ctx, i, sequence.KindStarted, ending{})
 	}
 }
 
-// finish ends the run's task i with result, message and outputs, keeps it
-// and announces it.
-func (w *worker) finish(ctx context.Context, i int, result, msg string, outputs json.RawMessage) {
-	announce := w.finishTask(i, result, msg, outputs)
+// finish ends the run's task i with res (result, message and outputs),
+// keeps it and announces it.
+func (w *worker) finish(ctx context.Context, i int, res sequence.Result) {
+	announce := w.finishTask(i, res)
 	w.saveRun(ctx)
 	announce(ctx)
 }
 
 // finishTask ends the run's task i and returns what announces it.
-func (w *worker) finishTask(i int, result, msg string, outputs json.RawMessage) func(context.Context) {
+func (w *worker) finishTask(i int, res sequence.Result) func(context.Context) {
 	t := &w.seq.Tasks[i]
-	t.Status, t.Finished, t.Result, t.Message, t.Outputs = sequence.StatusFinished, w.now().UTC(), result, msg, outputs
+	t.Status, t.Finished, t.Result, t.Message, t.Outputs = sequence.StatusFinished, w.now().UTC(), res.Result, res.Message, res.Outputs
 	status := sequence.EventSucceeded
-	if result == promote.ResultFail && t.Name == promote.TaskDeployment {
+	if res.Result == promote.ResultFail && t.Name == promote.TaskDeployment {
 		status = sequence.EventErrored // it could not deploy; a failed check succeeded in finding a fault
 	}
-	return func(ctx context.Context) { w.emit(ctx, i, sequence.KindFinished, result, status, msg) }
+	return func(ctx context.Context) {
+		w.emit(ctx, i, sequence.KindFinished, ending{res.Result, status, res.Message})
+	}
 }
 
 // finishRun ends the run with status (finished or aborted) and result.
@@ -430,7 +443,7 @@ func (w *worker) finishRun(ctx context.Context, status, result, msg string) {
 	}
 	r.Status, r.Result, r.Message, r.Finished = status, result, msg, w.now().UTC()
 	w.saveRun(ctx)
-	w.emit(ctx, -1, sequence.KindFinished, result, eventStatus, msg)
+	w.emit(ctx, -1, sequence.KindFinished, ending{result, eventStatus, msg})
 }
 
 // saveRun keeps the run in the state; a failure is logged and counted.
@@ -449,7 +462,7 @@ func (w *worker) saveRunIn(ctx context.Context, phase status.Phase) {
 			st.Phase = phase
 		}
 	}); err != nil {
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		w.log.Error(err, "recording the sequence state", "environment", w.env, "revision", short(r.Revision))
 	}
 }
@@ -461,8 +474,13 @@ func (w *worker) runCopy() *sequence.State {
 	return &r
 }
 
+// ending is how a run or task ended, as its finished event says (empty for
+// the other events).
+type ending struct{ result, status, msg string }
+
 // emit announces a step of the run: the run itself (task -1) or task i.
-func (w *worker) emit(ctx context.Context, i int, kind, result, status, msg string) {
+func (w *worker) emit(ctx context.Context, i int, kind string, end ending) {
+	result, status, msg := end.result, end.status, end.msg
 	if w.listener == nil {
 		return
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
-	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -99,10 +98,11 @@ func (d *Daemon) envLocks(ctx context.Context, path string) ([]lock.Lock, error)
 	return out, nil
 }
 
-// writeStatus records what a pass observed, when it differs from the last write.
-func (w *worker) writeStatus(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, plan *reconcile.Plan, perr error) {
-	st := status.Observe(s, envM, plan, w.statusTargets, perr)
-	st.Waiting = w.waiting(plan)
+// writeStatus records what a pass observed at s, when it differs from the
+// last write; endPass is its one caller.
+func (w *worker) writeStatus(ctx context.Context, s gitsource.Snapshot, o *observation) {
+	st := status.Observe(s, o.envM, o.plan, w.statusTargets, o.err)
+	st.Waiting = w.waiting(o.plan)
 	cmp, err := json.Marshal(st)
 	if err == nil && bytes.Equal(cmp, w.lastStatus) {
 		return
@@ -110,12 +110,12 @@ func (w *worker) writeStatus(ctx context.Context, s gitsource.Snapshot, envM *ma
 	st.ObservedAt = w.now().UTC()
 	raw, rerr := json.Marshal(st)
 	if err = errors.Join(err, rerr); err != nil {
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		w.log.Error(err, "encoding status", "environment", w.env)
 		return
 	}
 	if err := w.store.SetStatus(ctx, w.env, raw); err != nil {
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		w.log.Error(err, "recording status", "environment", w.env)
 		return
 	}

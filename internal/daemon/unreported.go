@@ -86,7 +86,7 @@ func (w *worker) owe(ctx context.Context, u state.Unreported, cause error) {
 		st.Unreported, left = q, len(q)
 	})
 	if err != nil {
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		w.log.Error(err, "keeping an outcome the gate refused; it is lost", "environment", w.env, "planHash", u.PlanHash(), "kind", u.Kind)
 		return
 	}
@@ -137,7 +137,7 @@ func (w *worker) reportOwed(ctx context.Context) {
 	w.reportAt = time.Time{}
 	st, err := w.store.Load(ctx, w.env)
 	if err != nil {
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		w.log.Error(err, "reading the outcomes to report again", "environment", w.env)
 		w.scheduleReport(1)
 		return
@@ -163,7 +163,7 @@ func (w *worker) reportOwed(ctx context.Context) {
 		if err != nil {
 			// Still refused: the others wait for the next attempt rather than hold up the worker for
 			// another round of the client's retries each.
-			w.metrics.fail(w.env, "gate")
+			w.metrics.fail(w.env, reasonGate)
 			break
 		}
 	}
@@ -201,7 +201,7 @@ func (w *worker) reportOwed(ctx context.Context) {
 		st.Unreported = left
 	})
 	if err != nil {
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		w.log.Error(err, "recording the outcomes reported again", "environment", w.env)
 		w.scheduleReport(1)
 		return

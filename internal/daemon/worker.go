@@ -194,222 +194,19 @@ func (w *worker) run(ctx context.Context) {
 	}
 }
 
-// passAndLog runs a pass and logs its error (already counted by the step
-// that failed).
-func (w *worker) passAndLog(ctx context.Context) {
-	if err := w.pass(ctx); err != nil && ctx.Err() == nil {
-		w.log.Error(err, "reconciling environment", "environment", w.env)
-	}
-}
-
-// pass plans the newest snapshot and acts on the plan: apply (skipConfirmation,
-// or an interrupted approved apply), propose, or nothing.
-func (w *worker) pass(ctx context.Context) error {
-	s, ok := w.snapshot()
-	if !ok {
-		return nil
-	}
-	start := w.now()
-	result := "ok"
-	defer func() { w.metrics.observePass(w.env, result, w.now().Sub(start)) }()
-	st, err := w.store.Load(ctx, w.env)
-	if err != nil {
-		result = "error"
-		w.metrics.fail(w.env, "state")
-		return err
-	}
-	w.noteUnreported(st)
-	if rb := st.Rollback; st.Phase == status.PhaseRollingBack && rb != nil {
-		// A rollback cut short (a restart, the other replica): finish it
-		// before planning anything.
-		w.log.Info("continuing an interrupted rollback", "environment", w.env, "revision", short(rb.Entry.Revision))
-		if err := w.continueRollback(ctx, *rb); err != nil {
-			result = "error"
-			return err
-		}
-		if st, err = w.store.Load(ctx, w.env); err != nil {
-			result = "error"
-			w.metrics.fail(w.env, "state")
-			return err
-		}
-	}
-	envM, plan, err := w.plan(ctx, s, st)
-	if err != nil {
-		result = "error"
-		// The pending plan, if any, is not for the newest revision any more.
-		w.supersede(ctx, st, s.Revision)
-		return err
-	}
-	if err := w.act(ctx, s, envM, plan, st); err != nil {
-		result = "error"
-		return err
-	}
-	return nil
-}
-
-// plan resolves and plans env at s and records the status; st is the
-// state read at the start of the pass (its history says what was applied).
-func (w *worker) plan(ctx context.Context, s gitsource.Snapshot, st *state.EnvState) (*manifest.Environment, *reconcile.Plan, error) {
-	envM, err := w.resolve(ctx, s, st)
-	if err != nil {
-		w.metrics.fail(w.env, "resolve")
-		w.writeStatus(ctx, s, nil, nil, err)
-		return nil, nil, fmt.Errorf("resolving manifest at %s: %w", short(s.Revision), err)
-	}
-	plan, err := w.reconcilePlan(ctx, w.request(s, envM))
-	if err != nil {
-		w.metrics.fail(w.env, "plan")
-		w.writeStatus(ctx, s, envM, nil, err)
-		return nil, nil, fmt.Errorf("planning revision %s: %w", short(s.Revision), err)
-	}
-	plan.HistoryRewritten = w.rewritten(ctx, s.Revision, st.History)
-	w.writeStatus(ctx, s, envM, plan, nil)
-	return envM, plan, nil
-}
-
-func (w *worker) request(s gitsource.Snapshot, envM *manifest.Environment) reconcile.Request {
-	return reconcile.Request{Environment: envM, Revision: s.Revision, Targets: w.targets,
-		LockPath: w.lockPath}
-}
-
-// act acts on plan. st is the state read at the start of the pass; act and
-// the steps it calls keep it in step with what they write (the pending plan,
-// the in-flight record, the sequence run), so that the run is decided from
-// it without reading the state again before the first patch.
-func (w *worker) act(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, plan *reconcile.Plan, st *state.EnvState) error {
-	log := w.log.WithValues("environment", w.env, "revision", short(s.Revision))
-	if w.holdRelease(ctx, s, envM, plan, st) {
-		return nil // waiting for the release approval
-	}
-	if plan.Empty() {
-		if resumed, err := w.resumeRun(ctx, s, envM, st); resumed {
-			return err
-		}
-		if st.InFlight != nil {
-			w.recordLanded(ctx, s, envM, st)
-			// It may have written the history and cleared the in-flight
-			// record and the pending plan its entry settles: the rest of
-			// this branch goes on from the state as it is now.
-			fresh, err := w.store.Load(ctx, w.env)
-			if err != nil {
-				w.metrics.fail(w.env, "state")
-				return err
-			}
-			st = fresh
-		}
-		w.supersede(ctx, st, "")
-		if st.InFlight != nil {
-			// What was in flight is in place, and nothing is pending.
-			if err := w.store.Update(ctx, w.env, func(st *state.EnvState) { st.InFlight, st.Phase = nil, st.AtRest() }); err != nil {
-				return err
-			}
-		}
-		w.metrics.setPending(w.env, false)
-		return nil
-	}
-	if ks, kEnv, kPlan, ok := w.keepPending(ctx, s, envM, plan, st); ok {
-		// A newer revision that changes nothing here: the pending plan
-		// stays, at the revision reviewed.
-		s, envM, plan = ks, kEnv, kPlan
-	} else {
-		w.kept, w.keptEnv = "", nil
-	}
-	if w.skipFailed(ctx, st, s.Revision, plan) {
-		// Rolled back once: not applied again until a new revision.
-		return nil
-	}
-	prop := approval.Proposal{Environment: w.env, Revision: s.Revision, RevisionTime: s.Time, Plan: plan}
-	if approvers, resume, err := w.resumable(ctx, st.InFlight, prop); err != nil || resume {
-		if err != nil {
-			return err
-		}
-		log.Info("continuing an interrupted apply", "approvers", approvers, "changes", len(plan.Changes))
-		return w.applyOrReplan(ctx, s, envM, prop, approvers, st.InFlight)
-	}
-	st.InFlight, st.Phase = nil, notApplying(st) // resumable cleared it
-	tasks, err := w.sequenceTasks(s)
-	if err != nil {
-		w.metrics.fail(w.env, "resolve")
-		w.writeStatus(ctx, s, envM, plan, err)
-		return fmt.Errorf("reading the sequence at %s: %w", short(s.Revision), err)
-	}
-	// A rewritten history needs a person even where skipConfirmation is
-	// set, and so does a sequence with an approval task.
-	auto := envM.SkipConfirmation && (plan.HistoryRewritten == "" || w.allowRewrite) && !preApproval(tasks)
-	tasks = withApproval(tasks, !auto)
-	gate := w.gate
-	if auto {
-		gate = autoGate
-		if by := pinnedBy(st.Pin, plan); by != "" {
-			gate = approval.AutoAs(by) // the history names who rolled back, not skipConfirmation
-		}
-	} else if w.notes != nil {
-		// Only a plan awaiting approval shows its notes (the gate's
-		// Propose): an auto-approved one goes to its first patch without
-		// reading the hold (a lock read of ~100 ms: a consistent list).
-		prop.Notes = w.notes(ctx, st)
-	}
-	if p := st.Pending; p != nil && p.PlanHash == plan.PlanHash && p.Revision == s.Revision {
-		w.metrics.setPending(w.env, true)
-		if w.proposed == proposalKey(prop) && w.now().Sub(w.proposedAt) < w.repropose {
-			return nil // proposed already; waiting for a decision
-		}
-		// Stored but not (yet) accepted by the gate: GitHub was down when it
-		// was proposed, or this process is new; or it was proposed a
-		// repropose period ago. Gates' Propose is idempotent.
-		if p.Needed() > 1 && len(p.Approvals) > 0 {
-			// A run the gate makes again shows the approvals counted so far.
-			prop.Notes = append(slices.Clip(prop.Notes), "**"+p.Tally()+".**")
-		}
-		w.beginRun(ctx, st, envM, prop, tasks, !auto)
-		if dec := w.propose(ctx, gate, prop); dec.Approved {
-			return w.applyOrReplan(ctx, s, envM, prop, []string{dec.Approver}, nil)
-		}
-		return nil
-	}
-	if rejected(st.History, s.Revision, plan.PlanHash) {
-		// Rejected once: never proposed again. A new revision or a plan that
-		// differs (the cluster drifted) has another hash and is proposed.
-		w.supersede(ctx, st, s.Revision)
-		w.metrics.setPending(w.env, false)
-		return nil
-	}
-	w.supersede(ctx, st, s.Revision)
-	if !auto {
-		raw, err := json.Marshal(plan)
-		if err != nil {
-			return fmt.Errorf("encoding plan: %w", err)
-		}
-		p := &approval.Pending{Revision: s.Revision, PlanHash: plan.PlanHash, Plan: raw, ProposedAt: w.now().UTC(),
-			Required: w.approvals.policy.Required}
-		w.approvals.shows(ctx, st, p)
-		if err := w.store.Update(ctx, w.env, func(st *state.EnvState) { st.Pending, st.Phase = p, status.PhaseAwaitingApproval }); err != nil {
-			w.metrics.fail(w.env, "state")
-			return err
-		}
-		st.Phase = status.PhaseAwaitingApproval
-	}
-	w.beginRun(ctx, st, envM, prop, tasks, !auto)
-	if dec := w.propose(ctx, gate, prop); dec.Approved {
-		return w.applyOrReplan(ctx, s, envM, prop, []string{dec.Approver}, nil)
-	}
-	w.metrics.setPending(w.env, true)
-	log.Info("plan waiting for approval", "planHash", plan.PlanHash, "changes", len(plan.Changes))
-	return nil
-}
-
-// resumable reports whether prop continues the interrupted apply f (cut
-// short by a shutdown) without asking again: same revision, and what is left
-// is part of what was approved; it returns f's approvers. Otherwise it clears
-// the in-flight record.
-func (w *worker) resumable(ctx context.Context, f *approval.InFlight, prop approval.Proposal) ([]string, bool, error) {
+// resumable reports whether prop continues the interrupted apply in
+// flight in st (cut short by a shutdown) without asking again: same
+// revision, and what is left is part of what was approved; it returns its
+// approvers. Otherwise it clears the in-flight record (in st too).
+func (w *worker) resumable(ctx context.Context, st *state.EnvState, prop approval.Proposal) ([]string, bool, error) {
+	f := st.InFlight
 	if f == nil {
 		return nil, false, nil
 	}
 	var approved []reconcile.Change
 	if err := json.Unmarshal(f.Changes, &approved); err != nil {
 		// Unreadable: nothing can be continued without asking again.
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		w.log.Error(err, "decoding the changes of the interrupted apply; planning afresh", "environment", w.env, "planHash", f.PlanHash)
 	} else if f.Revision == prop.Revision && subset(prop.Plan.Changes, approved) {
 		if len(f.Approvers) == 0 { // written before approvals were counted
@@ -417,17 +214,11 @@ func (w *worker) resumable(ctx context.Context, f *approval.InFlight, prop appro
 		}
 		return f.Approvers, true, nil
 	}
-	return nil, false, w.store.Update(ctx, w.env, func(st *state.EnvState) { st.InFlight, st.Phase = nil, notApplying(st) })
-}
-
-// notApplying is the phase of st once its apply in flight is dropped
-// unrecorded (it did not start, or what is left of it was not approved):
-// the pending plan's, or at rest.
-func notApplying(st *state.EnvState) status.Phase {
-	if st.Pending != nil && !st.Pending.Release {
-		return status.PhaseAwaitingApproval
+	if err := w.store.Update(ctx, w.env, func(st *state.EnvState) { st.InFlight, st.Phase = nil, notApplying(st) }); err != nil {
+		return nil, false, err
 	}
-	return st.AtRest()
+	st.InFlight, st.Phase = nil, notApplying(st)
+	return nil, false, nil
 }
 
 // propose asks gate about prop and remembers a plan it accepted, so that a
@@ -443,7 +234,7 @@ func (w *worker) propose(ctx context.Context, gate approval.Gate, prop approval.
 	}
 	if err != nil {
 		w.proposed = ""
-		w.metrics.fail(w.env, "gate")
+		w.metrics.fail(w.env, reasonGate)
 		w.log.Error(err, "proposing plan; proposing it again at the next pass", "environment", w.env,
 			"revision", short(prop.Revision), "planHash", prop.Plan.PlanHash)
 		return dec
@@ -466,7 +257,7 @@ func (w *worker) supersede(ctx context.Context, st *state.EnvState, by string) {
 	plan, perr := w.decodePlan(pending)
 	if perr != nil {
 		// The gate still hears of it, by revision alone.
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		w.log.Error(perr, "decoding the superseded plan", "environment", w.env, "planHash", pending.PlanHash)
 	}
 	if err := w.store.Update(ctx, w.env, func(st *state.EnvState) {
@@ -477,7 +268,7 @@ func (w *worker) supersede(ctx context.Context, st *state.EnvState, by string) {
 			}
 		}
 	}); err != nil {
-		w.metrics.fail(w.env, "state")
+		w.metrics.fail(w.env, reasonState)
 		w.log.Error(err, "clearing superseded plan", "environment", w.env)
 		return
 	}
@@ -491,7 +282,7 @@ func (w *worker) supersede(ctx context.Context, st *state.EnvState, by string) {
 	}
 	prop := approval.Proposal{Environment: w.env, Revision: pending.Revision, Plan: plan}
 	if err := w.gate.Superseded(ctx, prop, by); err != nil {
-		w.metrics.fail(w.env, "gate")
+		w.metrics.fail(w.env, reasonGate)
 		w.log.Error(err, "reporting superseded plan", "environment", w.env, "planHash", pending.PlanHash)
 		w.owe(ctx, unreportedSuperseded(prop, by), err)
 	}
@@ -554,23 +345,13 @@ func short(rev string) string {
 	return rev
 }
 
-// rejected reports whether the plan planHash at revision was rejected: its
-// rejection is in history.
-func rejected(history []approval.Entry, revision, planHash string) bool {
-	for _, e := range history {
-		if e.Result == approval.ResultRejected && e.Revision == revision && e.PlanHash == planHash {
-			return true
-		}
-	}
-	return false
-}
-
 // recordLanded records an approved apply whose every patch landed before its
 // process was killed (no graceful shutdown recorded it as interrupted): the
 // plan is empty now, and without this the approval, its approvers and its
 // changes would leave no history entry and no completed check run. Its
 // rollouts were not watched to the end, and the entry says so.
-func (w *worker) recordLanded(ctx context.Context, s gitsource.Snapshot, envM *manifest.Environment, st *state.EnvState) {
+func (w *worker) recordLanded(ctx context.Context, p *pass) {
+	s, envM, st := p.snap, p.envM, p.st
 	f := st.InFlight
 	if f == nil || f.Revision != s.Revision || slices.ContainsFunc(st.History, func(e approval.Entry) bool { return e.PlanHash == f.PlanHash }) {
 		return
