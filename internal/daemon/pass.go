@@ -118,6 +118,10 @@ type pass struct {
 // observation is what a pass observed, for the status: the manifest, the
 // plan, or why either could not be had.
 type observation struct {
+	// snap is the snapshot observed: the newest when the plan step
+	// observed it, though a pending plan kept at a newer revision then
+	// makes the pass go on at the plan's own.
+	snap gitsource.Snapshot
 	envM *manifest.Environment
 	plan *reconcile.Plan
 	err  error
@@ -125,7 +129,7 @@ type observation struct {
 
 // observe makes the status at the end of the pass say envM, plan and err.
 func (p *pass) observe(envM *manifest.Environment, plan *reconcile.Plan, err error) {
-	p.observed = &observation{envM: envM, plan: plan, err: err}
+	p.observed = &observation{snap: p.snap, envM: envM, plan: plan, err: err}
 }
 
 // applyJob is an apply under way in a pass: what was approved, and what
@@ -178,6 +182,6 @@ func (w *worker) runSteps(ctx context.Context, p *pass, steps []step) error {
 // writes it).
 func (w *worker) endPass(ctx context.Context, p *pass) {
 	if o := p.observed; o != nil {
-		w.writeStatus(ctx, p.snap, o)
+		w.writeStatus(ctx, o.snap, o)
 	}
 }
