@@ -141,3 +141,26 @@ func (s *Store) FencedTerm(ctx context.Context, env string) (int64, error) {
 	}
 	return fenceTerm(cm.Annotations[annoFence]), nil
 }
+
+// Holds reports whether s may still write env's state: nil for a Store that
+// is not fenced, or when env's state ConfigMap names s's term; ErrFenced
+// (and lost called) when it names another. Writers of what the holder alone
+// writes beside the state (the Environment resource's status) ask it first.
+func (s *Store) Holds(ctx context.Context, env string) error {
+	if s.fence == nil {
+		return nil
+	}
+	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, ConfigMapName(env), metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading state of environment %q: %w", env, err)
+	}
+	return s.checkFence(cm, false)
+}
+
+// Term is the token s writes under ("" when s is not fenced).
+func (s *Store) Term() string {
+	if s.fence == nil {
+		return ""
+	}
+	return s.fence.token
+}

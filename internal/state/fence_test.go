@@ -129,3 +129,38 @@ func TestClaim(t *testing.T) {
 		t.Errorf("FencedTerm of a state never written = %d, %v; want -1", term, err)
 	}
 }
+
+// TestHolds: a fenced Store holds env while its state names the Store's term,
+// and no longer once a later term claimed it (told once it lost it); an
+// unfenced Store holds everything without reading.
+func TestHolds(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset()
+	s := NewStore(client, "stagehand")
+	if err := s.Holds(ctx, "prod"); err != nil {
+		t.Errorf("unfenced Holds = %v, want nil", err)
+	}
+	mine := FenceToken(1, "a")
+	lost := 0
+	a := s.Fenced(mine, func() { lost++ })
+	if a.Term() != mine || s.Term() != "" {
+		t.Errorf("Term = %q and %q, want %q and \"\"", a.Term(), s.Term(), mine)
+	}
+	if _, err := s.Claim(ctx, "prod", mine); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Holds(ctx, "prod"); err != nil {
+		t.Errorf("Holds in its own term = %v, want nil", err)
+	}
+	if _, err := s.Claim(ctx, "prod", FenceToken(2, "b")); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := a.Holds(ctx, "prod"); !errors.Is(err, ErrFenced) {
+			t.Errorf("Holds after a later claim = %v, want ErrFenced", err)
+		}
+	}
+	if lost != 1 {
+		t.Errorf("told %d times it lost the state, want 1", lost)
+	}
+}
