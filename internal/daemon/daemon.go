@@ -328,7 +328,7 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		snapshot: d.snapshot,
 		poll:     d.pollNow, at: d.source.At, sourceStatus: d.source.Status,
 		descends: d.source.Descends, allowRewrite: d.cfg.Source.AllowRewrite,
-		rollback: ec.RollsBack(), restore: d.rec.Restore, rollbackHook: d.o.rollbackHook,
+		rollback: ec.RollsBack(), restore: d.rec.Restore, rollbackHook: d.o.rollbackHook, recorded: d.o.recordHook,
 		approvals: &counter{env: env, policy: d.cfg.ApprovalPolicy(env), rules: d.rules[env], ruleApprover: d.o.ruleApprover,
 			authors: d.authors(), locks: d.policyLocks(ec.LockPath), now: d.clock.Now},
 		metrics: d.metrics, log: d.log, now: d.clock.Now,

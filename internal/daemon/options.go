@@ -43,6 +43,7 @@ type options struct {
 	verifier     *verify.Verifier
 	listener     sequence.Listener
 	rollbackHook RollbackHook
+	recordHook   RecordHook
 	authors      approval.Authors
 	ruleApprover RuleApprover
 	// reportBackoff, reportBackoffMax: WithOutcomeRetry.
@@ -325,6 +326,27 @@ func WithSequenceListener(l sequence.Listener) Option {
 			return errors.New("configuring daemon: nil sequence listener")
 		}
 		o.listener = l
+		return nil
+	}
+}
+
+// RecordHook is told, on the replica working env and in its worker, after
+// each pass and each decision, that env's records may have changed: the
+// Environment resource (internal/envresource) is written from them. term
+// names this replica's hold of env ("" with one leader: the worker runs only
+// while it leads), and holds, asked right before a write, refuses once the
+// term is over (state.Store.Holds). A hook must not write when nothing
+// changed, and its errors are its own: the worker goes on.
+type RecordHook func(ctx context.Context, env, term string, holds func(context.Context) error)
+
+// WithRecordHook calls h after each pass and decision of every environment's
+// worker (see RecordHook).
+func WithRecordHook(h RecordHook) Option {
+	return func(o *options) error {
+		if h == nil {
+			return errors.New("configuring daemon: nil record hook")
+		}
+		o.recordHook = h
 		return nil
 	}
 }

@@ -66,6 +66,8 @@ type workerDeps struct {
 	rollback     bool
 	restore      func(ctx context.Context, req reconcile.Request, changes []reconcile.Change, reason string, opts ...reconcile.Option) (*reconcile.Result, error)
 	rollbackHook RollbackHook
+	// recorded, when set, hears after each pass and decision that the records may have changed.
+	recorded RecordHook
 	// approvals counts approvals under the environment's policy (see counter).
 	approvals *counter
 	metrics   *Metrics
@@ -182,6 +184,7 @@ func (w *worker) run(ctx context.Context) {
 			return
 		case dc := <-w.decisions:
 			w.decide(ctx, dc)
+			w.told(ctx)
 			continue
 		case <-handed.C:
 			w.pickUp(ctx)
@@ -191,7 +194,17 @@ func (w *worker) run(ctx context.Context) {
 		case <-tick:
 		}
 		w.passAndLog(ctx)
+		w.told(ctx)
 	}
+}
+
+// told tells the record hook, if any, that the records may have changed.
+func (w *worker) told(ctx context.Context) {
+	if w.recorded == nil || ctx.Err() != nil {
+		return
+	}
+	store := w.store
+	w.recorded(ctx, w.env, store.Term(), func(ctx context.Context) error { return store.Holds(ctx, w.env) })
 }
 
 // resumable reports whether prop continues the interrupted apply in
