@@ -146,6 +146,10 @@ func TestRBACAllowsWhatTheReconcilerNeeds(t *testing.T) {
 		access{in.rel, "create", "stagehand.io", "locks", ""},
 		access{in.rel, "update", "stagehand.io", "locks", ""},
 		access{in.rel, "delete", "stagehand.io", "locks", ""},
+		access{in.rel, "create", "stagehand.io", "environments", "prod"},
+		access{in.rel, "patch", "stagehand.io", "environments", "prod"},
+		access{in.rel, "patch", "stagehand.io", "environments/status", "prod"},
+		access{in.rel, "delete", "stagehand.io", "environments", "gone"},
 		access{in.rel, "create", "", "events", ""},
 		// The Secrets describing target clusters, by name, watched for rotation.
 		access{in.rel, "get", "", "secrets", "cluster-prod-c"}, access{in.rel, "watch", "", "secrets", "cluster-prod-c"},
@@ -160,6 +164,9 @@ func TestRBACAllowsWhatTheReconcilerNeeds(t *testing.T) {
 		access{in.rel, "update", "coordination.k8s.io", "leases", "someone-elses-lease"},
 		access{in.rel, "delete", "coordination.k8s.io", "leases", "stagehand-reconciler"},
 		access{"", "list", "stagehand.io", "locks", ""}, access{in.other, "create", "stagehand.io", "locks", ""},
+		access{in.other, "patch", "stagehand.io", "environments", "prod"},
+		// The approve verb is for people (SubjectAccessReviews), never the reconciler's own.
+		access{in.rel, "approve", "stagehand.io", "environments", "prod"},
 		access{in.other, "list", "", "configmaps", ""},
 		access{in.rel, "create", "rbac.authorization.k8s.io", "roles", ""},
 		access{in.rel, "create", "rbac.authorization.k8s.io", "rolebindings", ""},
@@ -226,6 +233,8 @@ func TestRBACExactRules(t *testing.T) {
 		"core/events:create", "core/events:patch", "events.k8s.io/events:create", "events.k8s.io/events:patch",
 		"stagehand.io/locks:create", "stagehand.io/locks:delete", "stagehand.io/locks:get", "stagehand.io/locks:list",
 		"stagehand.io/locks:patch", "stagehand.io/locks:update", "stagehand.io/locks:watch",
+		"stagehand.io/environments:create", "stagehand.io/environments:delete", "stagehand.io/environments:get",
+		"stagehand.io/environments:list", "stagehand.io/environments:patch", "stagehand.io/environments/status:patch",
 		"core/secrets/cluster-prod-c:get", "core/secrets/cluster-prod-c:list", "core/secrets/cluster-prod-c:watch",
 		"core/secrets/kubeconfig-prod-d:get", "core/secrets/kubeconfig-prod-d:list", "core/secrets/kubeconfig-prod-d:watch",
 	}

@@ -18,10 +18,12 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
+	"github.com/stagehand-gitops/stagehand/internal/envresource"
 	"github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/notify"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/internal/rollback"
+	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/ui"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/verify"
@@ -192,6 +194,15 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		// ... and every step of each environment's sequence.
 		opts = append(opts, daemon.WithSequenceListener(nt))
 	}
+	// The Environment resources, written by each environment's worker from the daemon's view of it.
+	var view envresource.ViewFunc
+	if !rf.once {
+		envOpts, err := environmentResources(cmd.Context(), b, &view, log.WithName("envresource"))
+		if err != nil {
+			return err
+		}
+		opts = append(opts, envOpts...)
+	}
 	parts, err := DaemonParts(b)
 	if err != nil {
 		return err
@@ -199,6 +210,13 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	d, err := daemon.New(cfg, append(parts, opts...)...)
 	if err != nil {
 		return err
+	}
+	view = func(ctx context.Context, env string) (*status.Environment, status.Phase, error) {
+		v, err := d.Environment(ctx, env)
+		if err != nil {
+			return nil, "", err
+		}
+		return v, viewPhase(v), nil
 	}
 	if nt != nil {
 		// stagehand_notifications_total{sink,result}, beside the daemon's metrics.

@@ -15,5 +15,6 @@ var cluster testenv.Shared
 
 func TestMain(m *testing.M) {
 	klog.SetLogger(logr.Discard()) // client-go's leader election logs every acquisition
-	os.Exit(cluster.Main(m, testenv.WithRollouts(), testenv.WithCRDs("../../pkg/lock/crd")))
+	os.Exit(cluster.Main(m, testenv.WithRollouts(), testenv.WithAuditLog(),
+		testenv.WithCRDs("../../pkg/lock/crd", "../crds/environments.stagehand.io.yaml")))
 }

@@ -8,8 +8,9 @@ import (
 	"path/filepath"
 )
 
-// auditPolicy records the writes to workloads, at the Metadata level, once
-// their response is sent; nothing else.
+// auditPolicy records the writes to workloads and to Environment resources
+// (stagehand.io environments, their status included), at the Metadata
+// level, once their response is sent; nothing else.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived, ResponseStarted, Panic]
@@ -19,6 +20,11 @@ rules:
   resources:
   - group: apps
     resources: [deployments, statefulsets, daemonsets]
+- level: Metadata
+  verbs: [create, update, patch, delete]
+  resources:
+  - group: stagehand.io
+    resources: [environments, environments/status]
 - level: None
 `
 

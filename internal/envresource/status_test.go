@@ -1,0 +1,150 @@
+package envresource
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/sequence"
+	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
+)
+
+const rev = "0123456789abcdef0123456789abcdef01234567"
+
+func inSync() []status.Service {
+	return []status.Service{{Name: "web", Targets: []status.ServiceTarget{{Target: "a", State: status.StateInSync}}}}
+}
+
+// reasons lists each condition as Type=Status/Reason.
+func reasons(s Status) []string {
+	var out []string
+	for _, c := range s.Conditions {
+		out = append(out, c.Type+"="+string(c.Status)+"/"+c.Reason)
+	}
+	return out
+}
+
+// TestStatusOf: the conditions say, with a reason, what the environment view
+// shows, and Deployed is True only for the observed revision deployed with its
+// sequence passed.
+func TestStatusOf(t *testing.T) {
+	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	env := func(mut func(v *status.Environment)) *status.Environment {
+		v := &status.Environment{Name: "prod", Observation: status.Observation{Revision: rev, Services: inSync()}, Locks: []lock.Lock{}}
+		mut(v)
+		return v
+	}
+	tests := []struct {
+		name string
+		v    *status.Environment
+		want []string
+	}{{
+		name: "deployed",
+		v: env(func(v *status.Environment) {
+			v.LastResult = &approval.Entry{ID: 3, Revision: rev, Result: approval.ResultSucceeded, Finished: at}
+		}),
+		want: []string{"Ready=True/Observed", "Deployed=True/Deployed", "AwaitingApproval=False/NothingPending", "Locked=False/NoLocks", "Degraded=False/Healthy"},
+	}, {
+		name: "nothing observed",
+		v:    &status.Environment{Name: "prod"},
+		want: []string{"Ready=False/NotObserved", "Deployed=False/NotObserved", "AwaitingApproval=False/NothingPending", "Locked=False/NoLocks", "Degraded=False/Healthy"},
+	}, {
+		name: "awaiting approval",
+		v: env(func(v *status.Environment) {
+			v.Services[0].Targets[0].State = status.StateOutOfSync
+			v.PlanHash = "sha256:p"
+			v.Pending = &approval.Pending{Revision: rev, PlanHash: "sha256:p", Required: 2, Approvals: []approval.Approval{{Approver: "github:alice"}}}
+		}),
+		want: []string{"Ready=True/Observed", "Deployed=False/AwaitingApproval", "AwaitingApproval=True/PlanProposed", "Locked=False/NoLocks", "Degraded=False/Healthy"},
+	}, {
+		name: "applying",
+		v:    env(func(v *status.Environment) { v.InFlight = &approval.InFlight{Revision: rev, PlanHash: "sha256:p"} }),
+		want: []string{"Ready=True/Observed", "Deployed=False/Applying", "AwaitingApproval=False/NothingPending", "Locked=False/NoLocks", "Degraded=False/Healthy"},
+	}, {
+		name: "verifying",
+		v: env(func(v *status.Environment) {
+			v.Sequence = &sequence.State{Revision: rev, Status: sequence.StatusStarted, Tasks: []sequence.TaskState{{Name: "deployment", Status: sequence.StatusFinished}, {Name: "test", Status: sequence.StatusStarted}}}
+		}),
+		want: []string{"Ready=True/Observed", "Deployed=False/Verifying", "AwaitingApproval=False/NothingPending", "Locked=False/NoLocks", "Degraded=False/Healthy"},
+	}, {
+		name: "failed",
+		v: env(func(v *status.Environment) {
+			v.LastResult = &approval.Entry{ID: 4, Revision: rev, Result: approval.ResultFailed, Message: "rollout timed out"}
+		}),
+		want: []string{"Ready=True/Observed", "Deployed=False/Failed", "AwaitingApproval=False/NothingPending", "Locked=False/NoLocks", "Degraded=True/Failed"},
+	}, {
+		name: "rejected",
+		v: env(func(v *status.Environment) {
+			v.LastResult = &approval.Entry{ID: 5, Revision: rev, Result: approval.ResultRejected, Approver: "github:bob"}
+		}),
+		want: []string{"Ready=True/Observed", "Deployed=False/Rejected", "AwaitingApproval=False/NothingPending", "Locked=False/NoLocks", "Degraded=True/Rejected"},
+	}, {
+		name: "rolled back",
+		v: env(func(v *status.Environment) {
+			v.LastResult = &approval.Entry{ID: 6, Revision: rev, Result: approval.ResultRolledBack}
+		}),
+		want: []string{"Ready=True/Observed", "Deployed=False/RolledBack", "AwaitingApproval=False/NothingPending", "Locked=False/NoLocks", "Degraded=True/RolledBack"},
+	}, {
+		name: "an older revision failed: the new one is judged alone",
+		v: env(func(v *status.Environment) {
+			v.LastResult = &approval.Entry{ID: 6, Revision: "older", Result: approval.ResultFailed}
+		}),
+		want: []string{"Ready=True/Observed", "Deployed=True/Deployed", "AwaitingApproval=False/NothingPending", "Locked=False/NoLocks", "Degraded=False/Healthy"},
+	}, {
+		name: "sequence failed",
+		v: env(func(v *status.Environment) {
+			v.Sequence = &sequence.State{Revision: rev, Status: sequence.StatusFinished, Result: "fail", Message: "smoke test failed"}
+		}),
+		want: []string{"Ready=True/Observed", "Deployed=False/Failed", "AwaitingApproval=False/NothingPending", "Locked=False/NoLocks", "Degraded=True/Failed"},
+	}, {
+		name: "locked and blocked",
+		v: env(func(v *status.Environment) {
+			v.Services[0].Targets[0].State = status.StateBlocked
+			v.Locks = []lock.Lock{{Path: "apps/prod", Type: lock.Freeze, Author: "github:carol"}}
+		}),
+		want: []string{"Ready=True/Observed", "Deployed=False/Blocked", "AwaitingApproval=False/NothingPending", "Locked=True/LockHeld", "Degraded=False/Healthy"},
+	}, {
+		name: "plan error",
+		v:    env(func(v *status.Environment) { v.Error = "resolving environments/prod/manifest.json: bad" }),
+		want: []string{"Ready=False/PlanFailed", "Deployed=False/PlanFailed", "AwaitingApproval=False/NothingPending", "Locked=False/NoLocks", "Degraded=True/PlanFailed"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := StatusOf(tt.v, status.PhaseIdle, 2, nil, at)
+			if diff := cmp.Diff(tt.want, reasons(got)); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+			for _, c := range got.Conditions {
+				if c.ObservedGeneration != 2 || c.Message == "" || !c.LastTransitionTime.Time.Equal(at) {
+					t.Errorf("condition %s: observedGeneration %d, message %q, transition %v; want 2, a message, %v", c.Type, c.ObservedGeneration, c.Message, c.LastTransitionTime, at)
+				}
+			}
+		})
+	}
+}
+
+// TestStatusOfKeepsTransitions: a condition whose status did not change
+// keeps its lastTransitionTime, so a status computed again is the same bytes.
+func TestStatusOfKeepsTransitions(t *testing.T) {
+	v := &status.Environment{Name: "devel", Observation: status.Observation{Revision: rev, Services: inSync()}}
+	first := StatusOf(v, status.PhaseIdle, 1, nil, time.Unix(100, 0))
+	again := StatusOf(v, status.PhaseIdle, 1, first.Conditions, time.Unix(200, 0))
+	if diff := cmp.Diff(first, again); diff != "" {
+		t.Errorf("status computed again later (-first +again):\n%s", diff)
+	}
+	v.Pending = &approval.Pending{Revision: rev, PlanHash: "sha256:p"}
+	changed := StatusOf(v, status.PhaseAwaitingApproval, 1, first.Conditions, time.Unix(300, 0))
+	for _, c := range changed.Conditions {
+		moved := c.Type == ConditionDeployed || c.Type == ConditionAwaitingApproval
+		if got := c.LastTransitionTime.Equal(&metav1.Time{Time: time.Unix(300, 0)}); got != moved {
+			t.Errorf("condition %s transition at %v; moved: %v", c.Type, c.LastTransitionTime, moved)
+		}
+	}
+	if changed.Pending.Summary != "0123456789ab 0/1" || changed.Phase != "AwaitingApproval" {
+		t.Errorf("pending summary %q, phase %q", changed.Pending.Summary, changed.Phase)
+	}
+}
