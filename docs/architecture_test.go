@@ -49,6 +49,8 @@ var layering = []struct {
 	{"internal/auth", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/approval"}, "who is calling is decided below the API; the approver policy comes in as an interface"},
 	{"internal/state", []string{"internal/lease", "internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify", "internal/testenv", "internal/gitserver", "internal/githubtest"}, "the state store keeps the daemon's records and knows no component; its tests start nothing"},
 	{"internal/lease", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify", "internal/testenv", "internal/gitserver", "internal/githubtest"}, "who works which environment knows no component; what runs while one is held is the caller's; its tests start nothing"},
+	{"internal/envresource", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify"}, "the Environment writer is fed the daemon's view through daemon.RecordHook, which internal/cli wires"},
+	{"internal/waiter", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify"}, "a wait judges views, whoever reads them (the API client, a kubeconfig)"},
 	{"internal/testenv", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "pkg/"}, "test servers stand under everything"},
 }
 

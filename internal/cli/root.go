@@ -61,7 +61,7 @@ func isUsage(err error) bool {
 func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
 
 // reconcilerCommands lists the constructors of the reconciler's subcommands.
-var reconcilerCommands = []func() *cobra.Command{newManifestCommand, newPolicyCommand, newLockCommand, newUnlockCommand, newCheckCommand, newPruneCommand, newListCommand, newPlanCommand, newApplyCommand, newRunCommand, newApproveCommand, newRejectCommand, newHistoryCommand, newStatusCommand, newRollbackCommand, newReleaseCommand, newLoginCommand, newVersionCommand}
+var reconcilerCommands = []func() *cobra.Command{newManifestCommand, newPolicyCommand, newLockCommand, newUnlockCommand, newCheckCommand, newPruneCommand, newListCommand, newPlanCommand, newApplyCommand, newRunCommand, newApproveCommand, newRejectCommand, newHistoryCommand, newStatusCommand, newRollbackCommand, newReleaseCommand, newLoginCommand, newVersionCommand, newWaitCommand}
 
 // prbotCommands lists the constructors of prbot's subcommands.
 var prbotCommands = []func() *cobra.Command{newPrbotBumpCommand, newPrbotPromoteCommand, newPrbotServeCommand, newVersionCommand}

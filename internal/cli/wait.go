@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stagehand-gitops/stagehand/internal/api"
+	"github.com/stagehand-gitops/stagehand/internal/waiter"
+)
+
+// waitFlags are the flags of `reconciler wait`.
+type waitFlags struct {
+	server, tokenFile string
+	env, revision     string
+	service           string
+	timeout, interval time.Duration
+}
+
+// newWaitCommand is `reconciler wait --env ENV [--revision SHA | --service NAME=VERSION] [--timeout 10m]`.
+func newWaitCommand() *cobra.Command {
+	var f waitFlags
+	cmd := &cobra.Command{
+		Use:   "wait --env ENV [--revision SHA | --service NAME=VERSION] [--timeout 10m]",
+		Short: "Wait until a revision (or a service's version) is deployed and verified in an environment",
+		Long: `Wait, through the API (a read-only token is enough), until the environment has
+deployed a revision and its sequence passed: --revision SHA (a commit hash or a
+prefix of at least 7 hex digits), --service NAME=VERSION (the revision that asks
+for that version), or, with neither, the revision the environment observes now.
+Progress is printed as it changes. Exit 0: deployed and verified. Exit 1:
+failed, rejected, rolled back or superseded by a newer revision before it was
+deployed (the message says which). Exit 2: timed out (also for bad flags).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
+	}
+	fl := cmd.Flags()
+	addAPIFlags(fl, &f.server, &f.tokenFile)
+	fl.StringVar(&f.env, "env", "", "environment (required)")
+	fl.StringVar(&f.revision, "revision", "", "commit to wait for")
+	fl.StringVar(&f.service, "service", "", "NAME=VERSION: wait for the revision that deploys this version of the service")
+	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "how long to wait")
+	fl.DurationVar(&f.interval, "interval", 2*time.Second, "how often to read the environment")
+	return cmd
+}
+
+func (f *waitFlags) run(cmd *cobra.Command) error {
+	if f.env == "" {
+		return usagef("--env is required")
+	}
+	if f.timeout <= 0 || f.interval <= 0 {
+		return usagef("--timeout and --interval must be positive")
+	}
+	t := waiter.Target{Revision: f.revision}
+	if f.service != "" {
+		name, version, ok := strings.Cut(f.service, "=")
+		if !ok || name == "" || version == "" {
+			return usagef("--service %q: want NAME=VERSION", f.service)
+		}
+		t.Service, t.Version = name, version
+	}
+	j, err := waiter.New(t)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	client, err := apiClient(f.server, f.tokenFile, readTimeout)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	defer cancel()
+	out := cmd.OutOrStdout()
+	last := ""
+	for {
+		v, err := client.Environment(ctx, f.env)
+		var refusal *api.Error
+		switch {
+		case err == nil:
+			verdict := j.Judge(v)
+			if verdict.Message != last {
+				fmt.Fprintf(out, "%s %s: %s\n", time.Now().UTC().Format(time.TimeOnly), f.env, verdict.Message)
+				last = verdict.Message
+			}
+			if verdict.Done {
+				if verdict.Code() != 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "Error: %s: %s\n", verdict.Outcome, verdict.Message)
+				}
+				return exitCode(verdict.Code(), nil)
+			}
+		case ctx.Err() != nil:
+		case errors.As(err, &refusal) && refusal.Status != http.StatusTooManyRequests && refusal.Status < 500:
+			// An unknown environment, a token refused: waiting longer does not help.
+			return refused(cmd, "reading environment "+f.env, err)
+		default:
+			// The server restarting or unreachable for a moment: keep waiting.
+			if msg := "reading the environment: " + err.Error(); msg != last {
+				fmt.Fprintf(out, "%s %s: %s\n", time.Now().UTC().Format(time.TimeOnly), f.env, msg)
+				last = msg
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if cmd.Context().Err() != nil {
+				return cmd.Context().Err()
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "Error: timed out after %s: %s\n", f.timeout, last)
+			return exitCode(2, nil)
+		case <-time.After(f.interval):
+		}
+	}
+}
+
+// readTimeout bounds each read of the environment.
+const readTimeout = 30 * time.Second
