@@ -78,8 +78,3 @@ func environmentSpecs(cfg *config.Config) map[string]envresource.Spec {
 	}
 	return out
 }
-
-// viewPhase is the phase the daemon keeps for v (status.Environment.Phase);
-// the view names none until the daemon keeps it, and the Environment's
-// phase is then left out.
-func viewPhase(v *status.Environment) status.Phase { return "" }

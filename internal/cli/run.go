@@ -216,7 +216,7 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		if err != nil {
 			return nil, "", err
 		}
-		return v, viewPhase(v), nil
+		return v, v.Phase, nil
 	}
 	if nt != nil {
 		// stagehand_notifications_total{sink,result}, beside the daemon's metrics.

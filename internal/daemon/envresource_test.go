@@ -234,7 +234,7 @@ func TestEnvironmentResource(t *testing.T) {
 }
 
 // phaseOf is the phase the daemon keeps for v.
-func phaseOf(v *status.Environment) status.Phase { return "" }
+func phaseOf(v *status.Environment) status.Phase { return v.Phase }
 
 // TestEnvironmentResourceHolderWrites: with a Lease per environment and two
 // replicas, each Environment is written only by the replica holding its
