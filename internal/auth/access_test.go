@@ -39,4 +39,3 @@ func TestCachedAccess(t *testing.T) {
 		t.Errorf("after an error: %v, %d calls; want the policy asked again", err, calls)
 	}
 }
-
