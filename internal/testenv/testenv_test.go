@@ -31,14 +31,14 @@ func TestDeploymentRollsOut(t *testing.T) {
 	if _, err := deps.Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitRolledOut(t, env.Clientset, ns, "web", 2)
+	waitRolledOut(t, env, ns, "web", 2)
 
 	// An image change rolls out again, through a new ReplicaSet.
 	patch := `{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"registry.example.com/web:1.1.0"}]}}}}`
 	if _, err := deps.Patch(ctx, "web", "application/strategic-merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitRolledOut(t, env.Clientset, ns, "web", 2)
+	waitRolledOut(t, env, ns, "web", 2)
 	pods, err := env.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -54,10 +54,13 @@ func TestDeploymentRollsOut(t *testing.T) {
 	}
 }
 
-func waitRolledOut(t *testing.T, cs kubernetes.Interface, ns, name string, replicas int32) {
+// waitRolledOut waits for the rollout for up to two minutes: the
+// controller-manager, scheduler and kwok share two cores with the other
+// packages' control planes under `make test`.
+func waitRolledOut(t *testing.T, env *testenv.Env, ns, name string, replicas int32) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		d, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		d, err := env.Clientset.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -66,7 +69,7 @@ func waitRolledOut(t *testing.T, cs kubernetes.Interface, ns, name string, repli
 			s.AvailableReplicas == replicas && s.Replicas == replicas, nil
 	})
 	if err != nil {
-		t.Fatalf("deployment %s/%s did not roll out: %v", ns, name, err)
+		t.Fatalf("deployment %s/%s did not roll out: %v\n%s", ns, name, err, env.DescribeRollout(context.Background(), ns, name))
 	}
 }
 

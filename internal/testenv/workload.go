@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,4 +66,51 @@ func WaitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// DescribeRollout says where a Deployment's rollout stands, for a test that
+// gave up waiting on it: the Deployment's status, its ReplicaSets, its
+// namespace's pods, and the end of the logs of the processes that move a
+// rollout (controller-manager, scheduler, kwok) when WithRollouts runs them.
+func (e *Env) DescribeRollout(ctx context.Context, ns, name string) string {
+	var b strings.Builder
+	if d, err := e.Clientset.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+		fmt.Fprintf(&b, "deployment %s/%s: %v\n", ns, name, err)
+	} else {
+		s := d.Status
+		fmt.Fprintf(&b, "deployment %s/%s: generation %d observed %d, replicas %d updated %d ready %d available %d\n",
+			ns, name, d.Generation, s.ObservedGeneration, s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas)
+		for _, c := range s.Conditions {
+			fmt.Fprintf(&b, "  condition %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+		}
+	}
+	if rss, err := e.Clientset.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, rs := range rss.Items {
+			fmt.Fprintf(&b, "replicaset %s: spec %d, replicas %d ready %d available %d\n",
+				rs.Name, ptrOr(rs.Spec.Replicas), rs.Status.Replicas, rs.Status.ReadyReplicas, rs.Status.AvailableReplicas)
+		}
+	}
+	if pods, err := e.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, p := range pods.Items {
+			fmt.Fprintf(&b, "pod %s: node %q phase %s deleting %t", p.Name, p.Spec.NodeName, p.Status.Phase, p.DeletionTimestamp != nil)
+			for _, c := range p.Status.Conditions {
+				fmt.Fprintf(&b, " %s=%s", c.Type, c.Status)
+			}
+			b.WriteString("\n")
+		}
+	}
+	for _, p := range e.procs {
+		switch p.name {
+		case "kube-controller-manager", "kube-scheduler", "kwok":
+			fmt.Fprintf(&b, "--- %s (running %t), last lines:\n%s\n", p.name, p.running(), p.tail(3000))
+		}
+	}
+	return b.String()
+}
+
+func ptrOr(n *int32) int32 {
+	if n == nil {
+		return 1
+	}
+	return *n
 }
