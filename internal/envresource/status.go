@@ -179,7 +179,12 @@ func StatusOf(v *status.Environment, phase status.Phase, generation int64, prev 
 	if e := v.LastResult; e != nil {
 		s.LastDeploy = &Deploy{ID: e.ID, Revision: e.Revision, PlanHash: e.PlanHash, Result: e.Result, Message: clip(e.Message, maxMessage),
 			Started: e.Started.UTC(), Finished: e.Finished.UTC()}
-		for i, a := range e.Approvers {
+		approvers := e.Approvers
+		if len(approvers) == 0 && e.Approver != "" && e.Result != approval.ResultRejected {
+			// One approver is kept in Approver alone (a rejection's names who rejected).
+			approvers = []string{e.Approver}
+		}
+		for i, a := range approvers {
 			if i == maxList {
 				break
 			}

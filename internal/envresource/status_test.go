@@ -148,3 +148,28 @@ func TestStatusOfKeepsTransitions(t *testing.T) {
 		t.Errorf("pending summary %q, phase %q", changed.Pending.Summary, changed.Phase)
 	}
 }
+
+// TestStatusOfApprovers: the last deploy lists its approvers, one approver
+// too (a history entry keeps one in Approver alone), never who rejected.
+func TestStatusOfApprovers(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		e    approval.Entry
+		want []string
+	}{
+		{name: "one", e: approval.Entry{Result: approval.ResultSucceeded, Approver: "github:alice"}, want: []string{"github:alice"}},
+		{name: "two", e: approval.Entry{Result: approval.ResultSucceeded, Approver: "github:alice, github:bob", Approvers: []string{"github:alice", "github:bob"}},
+			want: []string{"github:alice", "github:bob"}},
+		{name: "rejected", e: approval.Entry{Result: approval.ResultRejected, Approver: "github:bob"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := tt.e
+			e.Revision = rev
+			v := &status.Environment{Name: "prod", Observation: status.Observation{Revision: rev, Services: inSync()}, LastResult: &e}
+			got := StatusOf(v, status.PhaseIdle, 1, nil, time.Unix(0, 0))
+			if diff := cmp.Diff(tt.want, got.LastDeploy.Approvers); diff != "" {
+				t.Errorf("lastDeploy.approvers (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
