@@ -22,6 +22,8 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/envresource"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
 // envRes is an Environment writer hooked to a daemon as `reconciler run`
@@ -272,5 +274,33 @@ func TestEnvironmentResourceHolderWrites(t *testing.T) {
 				t.Errorf("replica-%d does not hold %s and wrote its Environment %d times, want 0", i, env, n)
 			}
 		}
+	}
+}
+
+// TestEnvironmentResourceAfterHandover: a plan approved on a replica that
+// does not lead is handed over, and once the leader has applied it the
+// Environment shows it deployed without waiting for the next pass (the
+// resync here is an hour away): the record hook is called after a decision
+// handed over as after one taken by the leader itself.
+func TestEnvironmentResourceAfterHandover(t *testing.T) {
+	h := newHarness(t, "prod")
+	e := newEnvRes(t, h)
+	r := h.start(e.option())
+	e.d.Store(r.d)
+	head := h.git.Head(t, "manifests", "main")
+	p := r.waitPending(t, "prod", head)
+	waitCondition(t, h, "prod", envresource.ConditionAwaitingApproval, metav1.ConditionTrue)
+
+	standby, err := build(h.cfg, []wire.Option{wire.WithRESTConfig(cluster.Env(t).Config), wire.WithSourceOptions(gitsource.WithCacheDir(t.TempDir()))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := standby.Approve(context.Background(), "prod", p.PlanHash, ghUser("alice")); err != nil {
+		t.Fatalf("approving on the standby: %v", err)
+	}
+	testenv.WaitFor(t, 30*time.Second, "the leader's apply of the decision handed over recorded", func() bool { return len(r.history(t, "prod")) == 1 })
+	o := waitCondition(t, h, "prod", envresource.ConditionDeployed, metav1.ConditionTrue)
+	if got, _, _ := unstructured.NestedStringSlice(o.Object, "status", "lastDeploy", "approvers"); !cmp.Equal(got, []string{"github:alice"}) {
+		t.Errorf("prod's lastDeploy.approvers = %q, want [github:alice]", got)
 	}
 }

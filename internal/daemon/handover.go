@@ -162,37 +162,40 @@ func takeHandover(dec state.Handover) func(*state.EnvState) {
 // pickUp acts on the decisions other replicas handed over through the
 // Store, one at a time (nextHandover's order), each taken from the queue
 // before it is acted on. It stops after maxHandovers: those handed over
-// meanwhile wait for the next look.
-func (w *worker) pickUp(ctx context.Context) {
+// meanwhile wait for the next look. It reports whether it took any: the
+// records may have changed then, as after a decision of this replica's.
+func (w *worker) pickUp(ctx context.Context) (took bool) {
 	// Checked every second: decode the state only when a handover is there.
 	if has, err := w.store.HasHandover(ctx, w.env); err != nil || !has {
 		if err != nil {
 			w.metrics.fail(w.env, reasonState)
 			w.log.Error(err, "reading the state for decisions handed over", "environment", w.env)
 		}
-		return
+		return took
 	}
 	for range maxHandovers {
 		if ctx.Err() != nil {
-			return
+			return took
 		}
 		st, err := w.store.Load(ctx, w.env)
 		if err != nil {
 			w.metrics.fail(w.env, reasonState)
 			w.log.Error(err, "reading the state for decisions handed over", "environment", w.env)
-			return
+			return took
 		}
 		dec, ok := nextHandover(st.Handovers)
 		if !ok {
-			return
+			return took
 		}
 		if err := w.store.Update(ctx, w.env, takeHandover(dec)); err != nil {
 			w.metrics.fail(w.env, reasonState)
 			w.log.Error(err, "taking a decision handed over", "environment", w.env, "planHash", dec.PlanHash)
-			return
+			return took
 		}
+		took = true
 		w.actOn(ctx, dec)
 	}
+	return took
 }
 
 // actOn carries out dec, a decision taken from the queue.

@@ -187,7 +187,9 @@ func (w *worker) run(ctx context.Context) {
 			w.told(ctx)
 			continue
 		case <-handed.C:
-			w.pickUp(ctx)
+			if w.pickUp(ctx) {
+				w.told(ctx) // a decision handed over: the records changed as after one taken here
+			}
 			w.reportOwed(ctx)
 			continue
 		case <-w.wake:
