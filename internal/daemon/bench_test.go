@@ -36,15 +36,14 @@ func benchmarkLatency(b *testing.B, interval time.Duration, webhook bool) {
 	h.cfg.Source.Interval = config.Duration{Duration: interval}
 	r := h.start()
 	waitImage(b, h.ns["devel"], "web", imageRepo+"web:1.0.0")
-	applied := 1
-	testenv.WaitFor(b, 30*time.Second, "first apply recorded", func() bool { return len(r.storeHistory(b, "devel")) == applied })
+	testenv.WaitFor(b, 30*time.Second, "first apply recorded", func() bool { return len(r.storeHistory(b, "devel")) == 1 })
 	var lat []time.Duration
 	before := stepSeconds(b, r, "devel")
 	b.ResetTimer()
 	for i := range b.N {
 		want := fmt.Sprintf("%sweb:2.0.%d", imageRepo, i)
 		start := time.Now()
-		h.commit("devel", true, map[string]string{"web": fmt.Sprintf("2.0.%d", i)})
+		rev := h.commit("devel", true, map[string]string{"web": fmt.Sprintf("2.0.%d", i)})
 		if webhook {
 			r.push(b, h, fmt.Sprintf("bench-%d", i))
 		}
@@ -56,10 +55,10 @@ func benchmarkLatency(b *testing.B, interval time.Duration, webhook bool) {
 			time.Sleep(2 * time.Millisecond)
 		}
 		lat = append(lat, time.Since(start))
-		// Let the apply finish (rollout, history) before the next commit.
+		// Let the apply finish (rollout, history) before the next commit:
+		// by its revision, since the history keeps only the newest 100.
 		b.StopTimer()
-		applied++
-		testenv.WaitFor(b, 30*time.Second, "apply recorded", func() bool { return len(r.storeHistory(b, "devel")) >= applied })
+		r.waitRecorded(b, "devel", rev)
 		b.StartTimer()
 	}
 	b.StopTimer()
