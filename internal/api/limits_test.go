@@ -11,6 +11,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+
+	"github.com/stagehand-gitops/stagehand/internal/httpserve"
+	"github.com/stagehand-gitops/stagehand/internal/httpserve/httpservetest"
+	"github.com/stagehand-gitops/stagehand/internal/webhook"
 )
 
 // TestRateLimit: one token may make its burst of requests, then gets 429
@@ -37,7 +41,7 @@ func TestRateLimit(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" ||
-		string(body) != "{\n  \"error\": \"too many requests for this token; retry after the Retry-After seconds\"\n}\n" {
+		string(body) != "{\n  \"error\": \"too many requests for this token; retry after the Retry-After seconds\",\n  \"code\": \"TooManyRequests\"\n}\n" {
 		t.Errorf("over the limit: %d Retry-After %q %s, want 429 with Retry-After 1", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
 	if code, _ := call(t, srv, "GET", "/healthz", "", ""); code != 200 {
@@ -66,7 +70,7 @@ func TestReadyzKeepsTheCause(t *testing.T) {
 	cause := errors.New(`configmaps is forbidden: User "system:serviceaccount:stagehand:reconciler" cannot list resource "configmaps" in namespace "stagehand"`)
 	srv := newServer(t, &backend{ready: cause}, WithLog(log))
 	code, body := call(t, srv, "GET", "/readyz", "", "")
-	if code != 503 || body != "{\n  \"error\": \"not ready\"\n}\n" {
+	if code != 503 || body != "{\n  \"error\": \"not ready\",\n  \"code\": \"Unavailable\"\n}\n" {
 		t.Errorf("readyz = %d %q, want 503 not ready", code, body)
 	}
 	if len(logged) != 1 || !strings.Contains(logged[0], "cannot list resource") {
@@ -78,8 +82,8 @@ func TestReadyzKeepsTheCause(t *testing.T) {
 // the read-header timeout, and one that sends headers but not the body it
 // announced after the read timeout; a normal request is still answered.
 func TestServerTimeouts(t *testing.T) {
-	short := Timeouts{ReadHeader: 200 * time.Millisecond, Read: 400 * time.Millisecond, Write: time.Second, Idle: time.Second}
-	s, err := New(&backend{}, withOps(t), WithTimeouts(short))
+	short := httpserve.Limits{ReadHeaderTimeout: 200 * time.Millisecond, ReadTimeout: 400 * time.Millisecond, WriteTimeout: time.Second, IdleTimeout: time.Second, MaxHeaderBytes: 64 << 10}
+	s, err := New(&backend{}, withOps(t), WithLimits(short))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +124,40 @@ func TestServerTimeouts(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Errorf("healthz = %d", resp.StatusCode)
 	}
-	if _, err := New(&backend{}, WithTimeouts(Timeouts{ReadHeader: time.Second})); err == nil {
+	if _, err := New(&backend{}, WithLimits(httpserve.Limits{ReadHeaderTimeout: time.Second})); err == nil {
 		t.Error("zero timeouts were accepted")
+	}
+}
+
+// TestDoorContract: the API answers an unknown route, a wrong method and a
+// body over its cap with the JSON error body and code every door shares,
+// 431 to headers over its limit, and cuts off a client that trickles its
+// headers: httpservetest's checks, which prbot serve passes too.
+func TestDoorContract(t *testing.T) {
+	recv, err := webhook.New("secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := httpserve.DefaultLimits
+	l.ReadHeaderTimeout = 300 * time.Millisecond
+	s, err := New(&backend{}, withOps(t), WithWebhook(recv), WithLimits(l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	defer func() { cancel(); <-done }()
+	httpservetest.Check(t, httpservetest.Door{Addr: ln.Addr().String(), ReadHeaderTimeout: l.ReadHeaderTimeout,
+		TooLarge: "/webhook/github", MaxBody: webhook.DefaultMaxBodyBytes, Route: "/healthz",
+		Headers: map[string]string{"X-GitHub-Event": "push", "X-GitHub-Delivery": "d1"}})
+	// Under /api/ too, once authenticated: the route table's own mux.
+	srv := newServer(t, &backend{}, withOps(t))
+	if code, body := call(t, srv, "GET", "/api/v1/no-such-thing", token, ""); code != 404 || !strings.Contains(body, `"code": "NotFound"`) {
+		t.Errorf("an unknown /api/ route = %d %s, want 404 with code NotFound", code, body)
 	}
 }

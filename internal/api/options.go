@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stagehand-gitops/stagehand/internal/auth"
+	"github.com/stagehand-gitops/stagehand/internal/httpserve"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 )
 
@@ -21,7 +23,8 @@ type options struct {
 	metrics       *prometheus.Registry
 	webhook       *webhook.Receiver
 	log           logr.Logger
-	timeouts      Timeouts
+	limits        httpserve.Limits
+	shutdownGrace time.Duration
 	ratePerSecond float64
 	rateBurst     int
 	ui            http.Handler
@@ -35,14 +38,28 @@ func WithLog(l logr.Logger) Option {
 	return func(o *options) error { o.log = l; return nil }
 }
 
-// WithTimeouts sets the HTTP server's timeouts (default DefaultTimeouts);
-// each must be positive.
-func WithTimeouts(t Timeouts) Option {
+// WithLimits sets the HTTP server's limits (default
+// httpserve.DefaultLimits: server.http of reconciler.yaml); each must be
+// positive.
+func WithLimits(l httpserve.Limits) Option {
 	return func(o *options) error {
-		if t.ReadHeader <= 0 || t.Read <= 0 || t.Write <= 0 || t.Idle <= 0 {
-			return fmt.Errorf("server timeouts %+v: each must be positive", t)
+		if err := l.Check(); err != nil {
+			return err
 		}
-		o.timeouts = t
+		o.limits = l
+		return nil
+	}
+}
+
+// WithShutdownGrace sets how long requests in progress may finish once
+// serving stops (default httpserve.DefaultShutdownGrace); then their
+// connections are closed.
+func WithShutdownGrace(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("shutdown grace %s: want a positive duration", d)
+		}
+		o.shutdownGrace = d
 		return nil
 	}
 }

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/auth"
+	"github.com/stagehand-gitops/stagehand/internal/httpserve"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/version"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
@@ -90,7 +90,7 @@ func New(b Backend, opts ...Option) (*Server, error) {
 	if b == nil {
 		return nil, errors.New("configuring API: nil backend")
 	}
-	o := options{metrics: prometheus.NewRegistry(), log: logr.Discard(), timeouts: DefaultTimeouts,
+	o := options{metrics: prometheus.NewRegistry(), log: logr.Discard(), limits: httpserve.DefaultLimits, shutdownGrace: httpserve.DefaultShutdownGrace,
 		ratePerSecond: DefaultRatePerSecond, rateBurst: DefaultRateBurst}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -155,7 +155,9 @@ func (s *Server) table() []route {
 }
 
 // Handler returns the API: the public routes on the server's mux, the
-// others under /api/, behind authentication and each route's scope.
+// others under /api/, behind authentication and each route's scope. A path
+// no route serves, or a method a route does not take, gets the error body
+// (httpserve.Routes).
 func (s *Server) Handler() http.Handler {
 	mux, api := http.NewServeMux(), http.NewServeMux()
 	for _, r := range s.routes {
@@ -165,25 +167,14 @@ func (s *Server) Handler() http.Handler {
 			mux.Handle(r.pattern, r.handler)
 		}
 	}
-	mux.Handle("/api/", s.authenticate(api))
-	return mux
+	mux.Handle("/api/", s.authenticate(httpserve.Routes(api)))
+	return httpserve.Routes(mux)
 }
 
-// Serve serves the API on ln until ctx ends, then shuts down (letting
-// requests in progress finish for up to five seconds).
+// Serve serves the API on ln with its limits until ctx ends, then shuts
+// down, letting requests in progress finish for up to the shutdown grace.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	srv := s.httpServer()
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	select {
-	case err := <-serveErr:
-		return fmt.Errorf("serving HTTP on %s: %w", ln.Addr(), err)
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(shutdown)
-	return nil
+	return httpserve.Serve(ctx, httpserve.New(s.Handler(), s.o.limits), ln, s.o.shutdownGrace)
 }
 
 // ServeWhile serves the API on ln while run (the daemon's Run) runs, and
@@ -291,16 +282,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	_, _ = fmt.Fprintf(w, "ok (%s)\n", role)
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v) // the client is gone if this fails
-}
+func writeJSON(w http.ResponseWriter, code int, v any) { httpserve.WriteJSON(w, code, v) }
 
+// writeError writes the error body, its code the status's (httpserve.CodeOf).
 func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]string{"error": msg})
+	httpserve.WriteError(w, code, httpserve.CodeOf(code), msg)
 }
 
 func short(rev string) string {

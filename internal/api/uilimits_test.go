@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/httpserve"
 	"github.com/stagehand-gitops/stagehand/internal/ui"
 )
 
@@ -25,8 +26,8 @@ func TestWebPageBehindTheServersLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	short := Timeouts{ReadHeader: 200 * time.Millisecond, Read: 400 * time.Millisecond, Write: 600 * time.Millisecond, Idle: time.Second}
-	s, err := New(&backend{}, withOps(t), WithTimeouts(short), WithUI(page, ui.Patterns()...))
+	short := httpserve.Limits{ReadHeaderTimeout: 200 * time.Millisecond, ReadTimeout: 400 * time.Millisecond, WriteTimeout: 600 * time.Millisecond, IdleTimeout: time.Second, MaxHeaderBytes: 64 << 10}
+	s, err := New(&backend{}, withOps(t), WithLimits(short), WithUI(page, ui.Patterns()...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,14 +111,14 @@ func TestWebPageBehindTheServersLimits(t *testing.T) {
 			}
 		}
 		// Three write timeouts later the server has not closed it: reading waits for the next event.
-		_ = c.SetReadDeadline(time.Now().Add(3 * short.Write))
+		_ = c.SetReadDeadline(time.Now().Add(3 * short.WriteTimeout))
 		for {
 			_, err := br.ReadString('\n')
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				return
 			}
 			if err != nil {
-				t.Fatalf("the stream ended after %s: %v", 3*short.Write, err)
+				t.Fatalf("the stream ended after %s: %v", 3*short.WriteTimeout, err)
 			}
 		}
 	})

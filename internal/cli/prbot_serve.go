@@ -2,8 +2,8 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -12,6 +12,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/logger"
 	"github.com/spf13/cobra"
 
+	"github.com/stagehand-gitops/stagehand/internal/httpserve"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/internal/version"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
@@ -104,15 +105,6 @@ type serveLogger interface {
 	Error(error, string, ...any)
 }
 
-// prbotHTTPServer is prbot serve's HTTP server on addr. Short timeouts for
-// everyone (the bump API extends its own request's deadlines while a bump,
-// and an auto-merge, runs), and headers of at most 64 KiB: an ID token is
-// about 1 KiB, and a larger one is refused (431) before it is parsed.
-func prbotHTTPServer(addr string, h http.Handler) *http.Server {
-	return &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
-}
-
 // runServe evaluates promotions and serves webhooks until ctx ends or
 // an interrupt arrives, then shuts the HTTP server down.
 func runServe(ctx context.Context, c *prbot.Config, log serveLogger, d prbotDeps) error {
@@ -120,34 +112,39 @@ func runServe(ctx context.Context, c *prbot.Config, log serveLogger, d prbotDeps
 	if err != nil {
 		return err
 	}
-	hs := prbotHTTPServer(c.Listen, handler)
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s (listen): %w", c.Listen, err)
+	}
+	// The limits of http (reconciler.yaml's server.http): the bump API extends its own request's
+	// deadlines while a bump, and an auto-merge, runs.
+	hs := httpserve.New(handler, c.HTTP.Limits())
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Run(ctx) }()
-	go func() {
-		if err := hs.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
-			errc <- fmt.Errorf("serving %s: %w", c.Listen, err)
-			return
-		}
-		errc <- nil
-	}()
-	log.Info("prbot serving", "listen", c.Listen, "webhook", c.WebhookPath, "repo", c.GitHub.Owner+"/"+c.GitHub.Repo, "base", c.Base)
+	go func() { errc <- httpserve.Serve(ctx, hs, ln, prbotShutdownGrace) }()
+	log.Info("prbot serving", "listen", ln.Addr().String(), "webhook", c.WebhookPath, "repo", c.GitHub.Owner+"/"+c.GitHub.Repo, "base", c.Base)
 	var first error
+	got := 0
 	select {
 	case <-ctx.Done():
 	case first = <-errc:
+		got++
 	}
 	stop()
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = hs.Shutdown(shutdown)
-	if first == nil {
-		first = <-errc
+	for ; got < 2; got++ {
+		if err := <-errc; first == nil {
+			first = err
+		}
 	}
 	return first
 }
+
+// prbotShutdownGrace is how long requests in progress may finish when
+// prbot serve stops.
+const prbotShutdownGrace = 10 * time.Second
 
 // newServe builds prbot serve from its configuration: the bot, the
 // promotion server logging each evaluation, and the HTTP handler with the
@@ -191,7 +188,7 @@ func newServe(c *prbot.Config, log serveLogger, d prbotDeps) (*prbot.Server, htt
 	for _, r := range prbotRoutes(c, rcv, bumps) {
 		mux.Handle(r.pattern, r.handler)
 	}
-	return srv, mux, nil
+	return srv, httpserve.Routes(mux), nil
 }
 
 // prbotRoute is one route of prbot serve.

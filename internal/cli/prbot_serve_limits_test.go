@@ -1,63 +1,65 @@
 package cli
 
 import (
-	"io"
-	"net"
+	"bytes"
+	"context"
+	"fmt"
 	"net/http"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/gitserver"
+	"github.com/stagehand-gitops/stagehand/internal/httpserve/httpservetest"
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
+	"github.com/stagehand-gitops/stagehand/internal/webhook"
 )
 
-// TestPrbotServerRefusesHugeTokens: prbot serve's server refuses an
-// Authorization header of 10 MB (an "ID token" nobody issues) with 431
-// before any handler reads it, cuts off headers that never end, and serves
-// an ordinary request.
-func TestPrbotServerRefusesHugeTokens(t *testing.T) {
-	var handled atomic.Int64
-	hs := prbotHTTPServer("", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { handled.Add(1) }))
-	hs.ReadHeaderTimeout = 300 * time.Millisecond
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = hs.Serve(ln) }()
-	t.Cleanup(func() { hs.Close() })
-	base := "http://" + ln.Addr().String()
+// TestPrbotServeDoorContract: prbot serve, configured with prbot.yaml's
+// http limits, answers an unknown route, a wrong method and a webhook body
+// over its cap with the API's JSON error body and status, 431 to headers
+// over its limit, and cuts off a client that trickles its headers within
+// http.readHeaderTimeout: the checks internal/api's TestDoorContract runs.
+func TestPrbotServeDoorContract(t *testing.T) {
+	srv, environ := prbotRepo(t)
+	dir := t.TempDir()
+	write := func(name, content string) string { return gitserver.WriteFile(t, dir, name, content) }
+	addr := testenv.FreeAddr(t)
+	cfg := write("prbot.yaml", fmt.Sprintf(`github:
+  apiURL: %s
+  owner: acme
+  repo: manifests
+  tokenFile: %s
+  webhookSecretFile: %s
+listen: %q
+resync: 0s
+http: {readHeaderTimeout: 300ms}
+`, srv.URL(), write("token", environ["GITHUB_TOKEN"]), write("secret", "s3cret\n"), addr))
 
-	req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/bumps", strings.NewReader(`{}`))
-	req.Header.Set("Authorization", "Bearer eyJ"+strings.Repeat("A", 10<<20))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || handled.Load() != 0 {
-		t.Errorf("a 10 MB token = %d, handled %d times; want 431, never handled", resp.StatusCode, handled.Load())
-	}
-
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := io.WriteString(c, "POST /api/v1/bumps HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer eyJ"); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	_, _ = io.Copy(io.Discard, c)
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("headers that never end held the connection %s", took)
-	}
-
-	resp, err = http.Post(base+"/api/v1/bumps", "application/json", strings.NewReader(`{}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if handled.Load() != 1 {
-		t.Errorf("an ordinary request was handled %d times", handled.Load())
-	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		var out, errOut bytes.Buffer
+		root := NewPrbot(&out, &errOut)
+		root.SetArgs([]string{"serve", "--config", cfg, "--log-encoding", "console"})
+		done <- Code(root.ExecuteContext(withPrbotDeps(ctx, prbotDeps{lookup: func(string) (string, bool) { return "", false }, now: time.Now})))
+	}()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("serve did not stop")
+		}
+	}()
+	testenv.WaitFor(t, 20*time.Second, "prbot serve answering /healthz", func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	httpservetest.Check(t, httpservetest.Door{Addr: addr, ReadHeaderTimeout: 300 * time.Millisecond,
+		TooLarge: "/webhook/github", MaxBody: webhook.DefaultMaxBodyBytes, Route: "/healthz",
+		Headers: map[string]string{"X-GitHub-Event": "push", "X-GitHub-Delivery": "d1"}})
 }

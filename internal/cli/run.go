@@ -286,7 +286,7 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	apiOpts := []api.Option{api.WithAuthenticator(authn), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(recv),
-		api.WithLog(log.WithName("api"))}
+		api.WithLog(log.WithName("api")), api.WithLimits(cfg.Server.HTTP.Limits()), api.WithShutdownGrace(grace / 2)}
 	if page != nil {
 		apiOpts = append(apiOpts, api.WithUI(page, ui.Patterns()...))
 	}

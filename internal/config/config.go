@@ -215,6 +215,9 @@ type Server struct {
 	// DefaultShutdownGrace); keep it under the Pod's
 	// terminationGracePeriodSeconds.
 	ShutdownGrace Duration `json:"shutdownGrace"`
+	// HTTP is the server's limits (timeouts, header size), the keys of
+	// prbot.yaml's http.
+	HTTP HTTP `json:"http"`
 }
 
 // DefaultShutdownGrace is server.shutdownGrace's default: under the chart's
@@ -391,6 +394,7 @@ func (c *Config) Default() {
 	if c.Server.KubernetesAudience == "" {
 		c.Server.KubernetesAudience = DefaultKubernetesAudience
 	}
+	c.Server.HTTP.Default()
 	if c.Server.ShutdownGrace.Duration == 0 {
 		c.Server.ShutdownGrace.Duration = DefaultShutdownGrace
 	}

@@ -25,6 +25,7 @@ func (c *Config) validateServer(bad func(field, format string, a ...any)) {
 		bad("server.kubernetesAudience", "%q: want an audience of at most 253 characters without white space (default %s)", a, DefaultKubernetesAudience)
 	}
 	c.validateActsFor(bad)
+	c.Server.HTTP.Validate("server.http", bad)
 	if g := c.Server.ShutdownGrace.Duration; g < time.Second || g > 10*time.Minute {
 		bad("server.shutdownGrace", "%s: want a duration from 1s to 10m (default %s)", g, DefaultShutdownGrace)
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/httpserve"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
@@ -50,6 +51,10 @@ type BumpBody struct {
 type BumpError struct {
 	// Error says what was wrong, for people.
 	Error string `json:"error"`
+	// Code is the kind of error as every Stagehand door names it
+	// (httpserve.Error's code: BadRequest, Unauthorized, Forbidden,
+	// NotFound, Conflict, TooLarge, Unavailable…).
+	Code string `json:"code,omitempty"`
 	// Reason is a stable word for programs: Unauthorized, Replayed,
 	// IssuerUnavailable, BadRequest, NotOwner, UntrustedRepository,
 	// EnvironmentRefused, ClaimRefused, UnknownService, NoFile,
@@ -192,10 +197,10 @@ func (a *BumpAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rf = &refusal{status: http.StatusBadGateway, reason: "Failed", err: err}
 		}
 		lg.Status, lg.Reason, lg.Err = rf.status, rf.reason, rf.err
-		writeJSON(w, rf.status, BumpError{Error: rf.err.Error(), Reason: rf.reason, Result: rf.result})
+		httpserve.WriteJSON(w, rf.status, BumpError{Error: rf.err.Error(), Code: httpserve.CodeOf(rf.status), Reason: rf.reason, Result: rf.result})
 	} else {
 		lg.Status = http.StatusOK
-		writeJSON(w, http.StatusOK, res)
+		httpserve.WriteJSON(w, http.StatusOK, res)
 	}
 	a.onBump(lg)
 }
@@ -444,10 +449,4 @@ func orNothing(files []string) string {
 		return "nothing"
 	}
 	return strings.Join(files, ", ")
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }

@@ -80,7 +80,7 @@ func TestBumpAPIRefusesABadImageBeforeWriting(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out := e.post(t, e.gh.Sign(t, nil, e.github("acme/checkout-api")), tc.body)
-			if code != http.StatusBadRequest || !strings.Contains(string(out), tc.want) || !strings.Contains(string(out), `"reason":"BadRequest"`) {
+			if code != http.StatusBadRequest || !strings.Contains(string(out), tc.want) || !strings.Contains(string(out), `"reason": "BadRequest"`) {
 				t.Errorf("answered %d %s, want 400 BadRequest saying %q", code, out, tc.want)
 			}
 		})

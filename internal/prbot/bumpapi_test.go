@@ -176,7 +176,7 @@ func TestBumpAPIBumpsTheCallersOwnFile(t *testing.T) {
 
 	// The same token again is a replay.
 	code, out = e.post(t, token, BumpBody{Environment: "devel", Service: "checkout-api", Tag: "1.6.1"})
-	if code != http.StatusUnauthorized || !strings.Contains(string(out), `"reason":"Replayed"`) {
+	if code != http.StatusUnauthorized || !strings.Contains(string(out), `"reason": "Replayed"`) {
 		t.Errorf("replayed token answered %d: %s", code, out)
 	}
 

@@ -39,6 +39,7 @@ import (
 //	resync: 10m                           # re-evaluate everything this often (0s: only on events)
 //	manifest:
 //	  allowUnknownKeys: false             # as in reconciler.yaml: unknown keys in manifest files are errors
+//	http: {readHeaderTimeout: 10s, readTimeout: 30s, writeTimeout: 1m, idleTimeout: 2m, maxHeaderBytes: 65536}   # as reconciler.yaml's server.http
 //	oidc:                                 # optional: the keyless bump API, POST /api/v1/bumps
 //	  issuers:                            # CI systems whose ID tokens are trusted
 //	    - url: https://token.actions.githubusercontent.com
@@ -65,6 +66,9 @@ type Config struct {
 	// so the bot refuses what the reconciler would refuse.
 	Manifest config.Manifest `json:"manifest"`
 	OIDC     *OIDCConfig     `json:"oidc,omitempty"`
+	// HTTP is the server's limits, with the keys and defaults of
+	// reconciler.yaml's server.http.
+	HTTP config.HTTP `json:"http"`
 }
 
 // OIDCConfig turns on the keyless bump API.
@@ -149,6 +153,7 @@ func (c *Config) defaults() {
 	if c.Resync == nil {
 		c.Resync = &config.Duration{Duration: 10 * time.Minute}
 	}
+	c.HTTP.Default()
 	if c.OIDC != nil && c.OIDC.KeyRefresh == nil {
 		c.OIDC.KeyRefresh = &config.Duration{Duration: minRefresh}
 	}
@@ -230,6 +235,7 @@ func (c *Config) validate() error {
 	if c.OIDC != nil {
 		c.OIDC.validate(bad)
 	}
+	c.HTTP.Validate("http", func(field, format string, a ...any) { bad(field+": "+format, a...) })
 	if len(errs) > 0 {
 		return errors.New("invalid prbot config: " + strings.Join(errs, "; "))
 	}

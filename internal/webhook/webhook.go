@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/httpserve"
 )
 
 // DefaultMaxBodyBytes caps a webhook body (5 MiB): GitHub's payloads for the
@@ -193,20 +195,20 @@ func (r *Receiver) Handle(eventType string, h Handler) {
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		fail(w, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
 	if ct, _, err := mime.ParseMediaType(req.Header.Get("Content-Type")); err != nil || ct != "application/json" {
-		http.Error(w, "Content-Type must be application/json (set the hook's content type to application/json)", http.StatusUnsupportedMediaType)
+		fail(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json (set the hook's content type to application/json)")
 		return
 	}
 	e := Event{Type: req.Header.Get("X-GitHub-Event"), Delivery: req.Header.Get("X-GitHub-Delivery")}
 	if e.Type == "" || e.Delivery == "" {
-		http.Error(w, "X-GitHub-Event and X-GitHub-Delivery are required", http.StatusBadRequest)
+		fail(w, http.StatusBadRequest, "X-GitHub-Event and X-GitHub-Delivery are required")
 		return
 	}
 	if req.ContentLength > r.opts.maxBody {
-		http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
+		fail(w, http.StatusRequestEntityTooLarge, "payload too large")
 		return
 	}
 	body, held, code := r.read(w, req)
@@ -214,24 +216,24 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	switch code {
 	case 0:
 	case http.StatusUnauthorized:
-		http.Error(w, "missing or invalid X-Hub-Signature-256", code)
+		fail(w, code, "missing or invalid X-Hub-Signature-256")
 		return
 	case http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", "1")
-		http.Error(w, "too many webhook deliveries at once; retry later", code)
+		fail(w, code, "too many webhook deliveries at once; retry later")
 		return
 	default:
-		http.Error(w, http.StatusText(code), code)
+		fail(w, code, http.StatusText(code))
 		return
 	}
 	if !r.acquire(req.Context()) {
 		w.Header().Set("Retry-After", "1")
-		http.Error(w, "too many webhook deliveries at once; retry later", http.StatusServiceUnavailable)
+		fail(w, http.StatusServiceUnavailable, "too many webhook deliveries at once; retry later")
 		return
 	}
 	defer func() { <-r.slots }()
 	if err := checkShape(e.Type, body); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		fail(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	e.Payload = body
@@ -252,7 +254,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			if r.opts.onError != nil {
 				r.opts.onError(e, err)
 			}
-			http.Error(w, "processing the event failed", http.StatusInternalServerError)
+			fail(w, http.StatusInternalServerError, "processing the event failed")
 			return
 		}
 	}
@@ -425,4 +427,10 @@ func (l *lru) remove(id string) {
 		l.order.Remove(el)
 		delete(l.items, id)
 	}
+}
+
+// fail answers with the error body every Stagehand door answers with
+// (httpserve.Error).
+func fail(w http.ResponseWriter, status int, msg string) {
+	httpserve.WriteError(w, status, httpserve.CodeOf(status), msg)
 }
