@@ -61,6 +61,8 @@ type options struct {
 	local        func() time.Time
 	keyRefresh   time.Duration
 	onBump       func(BumpLog)
+	bumpRate     float64
+	bumpBurst    int
 }
 
 // Option configures a Bot, a Server or a BumpAPI; each reads the options

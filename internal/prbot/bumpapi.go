@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/auth"
 	"github.com/stagehand-gitops/stagehand/internal/httpserve"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
@@ -19,6 +22,15 @@ import (
 
 // BumpsPath is the route of the keyless bump API.
 const BumpsPath = "/api/v1/bumps"
+
+// Default per-caller rate limit of the bump API: a steady bump a second, in
+// bursts of up to 10 (a CI run bumping several services at once). The
+// caller is the token's issuer and repository, as for the ownership rules:
+// one repository's runs share one bucket, whoever started them.
+const (
+	DefaultBumpRatePerSecond = 1
+	DefaultBumpRateBurst     = 10
+)
 
 // maxBumpBody caps a bump request body.
 const maxBumpBody = 64 << 10
@@ -58,7 +70,7 @@ type BumpError struct {
 	// Reason is a stable word for programs: Unauthorized, Replayed,
 	// IssuerUnavailable, BadRequest, NotOwner, UntrustedRepository,
 	// EnvironmentRefused, ClaimRefused, UnknownService, NoFile,
-	// NotMerged, Locked, Conflict, Failed.
+	// NotMerged, Locked, Conflict, TooManyRequests, Failed.
 	Reason string `json:"reason"`
 	// Result is the bump's result when the pull request was opened but an
 	// auto-merge did not happen.
@@ -133,6 +145,21 @@ func WithBumpLog(f func(BumpLog)) Option {
 	return func(o *options) error { o.onBump = f; return nil }
 }
 
+// WithBumpRateLimit sets how many bumps a second one caller (a
+// repository of an issuer) may ask for, in bursts of up to burst (default
+// DefaultBumpRatePerSecond, DefaultBumpRateBurst); a verified request over
+// it is answered 429 with Retry-After before its body is read. A rate of 0
+// turns the limit off.
+func WithBumpRateLimit(perSecond float64, burst int) Option {
+	return func(o *options) error {
+		if perSecond < 0 || burst < 1 {
+			return fmt.Errorf("setting the bump rate limit %v/s with burst %d: want a non-negative rate and a burst of at least 1", perSecond, burst)
+		}
+		o.bumpRate, o.bumpBurst = perSecond, burst
+		return nil
+	}
+}
+
 // BumpAPI serves POST /api/v1/bumps: upstream CI proves who it is with its
 // OIDC ID token and may bump only the file its repository owns, in a stage
 // that accepts bumps, from a run the stage's bumpClaims allow. The bot then
@@ -141,11 +168,14 @@ type BumpAPI struct {
 	bot    *Bot
 	ver    *verifier
 	onBump func(BumpLog)
+	limit  *auth.Limiter
+	local  func() time.Time
 }
 
 // NewBumpAPI returns the bump API of bot; it needs at least one WithIssuer.
 func NewBumpAPI(bot *Bot, opts ...Option) (*BumpAPI, error) {
-	o := options{now: time.Now, local: time.Now, keyRefresh: minRefresh, issuerClient: &http.Client{Timeout: 10 * time.Second}, onBump: func(BumpLog) {}}
+	o := options{now: time.Now, local: time.Now, keyRefresh: minRefresh, issuerClient: &http.Client{Timeout: 10 * time.Second}, onBump: func(BumpLog) {},
+		bumpRate: DefaultBumpRatePerSecond, bumpBurst: DefaultBumpRateBurst}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("creating bump API: %w", err)
@@ -169,7 +199,8 @@ func NewBumpAPI(bot *Bot, opts ...Option) (*BumpAPI, error) {
 		}
 		issuers[i] = is
 	}
-	return &BumpAPI{bot: bot, ver: newVerifier(issuers, o.issuerClient, o.keyRefresh, o.local), onBump: o.onBump}, nil
+	return &BumpAPI{bot: bot, ver: newVerifier(issuers, o.issuerClient, o.keyRefresh, o.local), onBump: o.onBump,
+		limit: auth.NewLimiter(o.bumpRate, o.bumpBurst), local: o.local}, nil
 }
 
 // refusal is an answer other than 200.
@@ -178,6 +209,8 @@ type refusal struct {
 	reason string
 	err    error
 	result *BumpResult
+	// retryAfter, when positive, is sent as Retry-After (whole seconds).
+	retryAfter time.Duration
 }
 
 func (r *refusal) Error() string { return r.err.Error() }
@@ -197,6 +230,9 @@ func (a *BumpAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rf = &refusal{status: http.StatusBadGateway, reason: "Failed", err: err}
 		}
 		lg.Status, lg.Reason, lg.Err = rf.status, rf.reason, rf.err
+		if rf.retryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Max(1, math.Ceil(rf.retryAfter.Seconds())))))
+		}
 		httpserve.WriteJSON(w, rf.status, BumpError{Error: rf.err.Error(), Code: httpserve.CodeOf(rf.status), Reason: rf.reason, Result: rf.result})
 	} else {
 		lg.Status = http.StatusOK
@@ -220,6 +256,10 @@ func (a *BumpAPI) serve(w http.ResponseWriter, r *http.Request, lg *BumpLog) (*B
 			lg.Claimed = claimedCaller(raw)
 		}
 		return nil, verifyRefusal(err)
+	}
+	if ok, wait := a.limit.Allow(caller.Issuer+" "+caller.Repository, a.local()); !ok {
+		return nil, &refusal{status: http.StatusTooManyRequests, reason: "TooManyRequests", retryAfter: wait,
+			err: fmt.Errorf("too many bumps from %s; retry after the Retry-After seconds", caller.Repository)}
 	}
 	body, err := decodeBump(w, r)
 	lg.Body = body

@@ -72,16 +72,20 @@ func newBumpEnv(t testing.TB) *bumpEnv {
 	return newBumpEnvWith(t, bumpFiles())
 }
 
-// newBumpEnvWith is newBumpEnv over the manifests repository files.
-func newBumpEnvWith(t testing.TB, files map[string]string) *bumpEnv {
+// newBumpEnvWith is newBumpEnv over the manifests repository files, with
+// more options for the bump API.
+func newBumpEnvWith(t testing.TB, files map[string]string, opts ...Option) *bumpEnv {
 	t.Helper()
 	e := &bumpEnv{f: newFixture(t, files), gh: oidctest.New(t), gl: oidctest.New(t), clk: &clock{}}
 	b := e.f.bot(t, WithClock(e.clk.now))
-	api, err := NewBumpAPI(b,
+	api, err := NewBumpAPI(b, append([]Option{
 		WithIssuer(Issuer{URL: e.gh.URL(), Audience: "stagehand", Claims: ClaimsGitHub}),
 		WithIssuer(Issuer{URL: e.gl.URL(), Audience: "stagehand", Claims: ClaimsGitLab, Namespaces: []string{"acme-group"}}),
 		WithIssuerClient(oidctest.Client(e.gh, e.gl)), WithLocalClock(e.clk.now),
-		WithBumpLog(func(l BumpLog) { e.mu.Lock(); defer e.mu.Unlock(); e.logs = append(e.logs, l) }))
+		WithBumpLog(func(l BumpLog) { e.mu.Lock(); defer e.mu.Unlock(); e.logs = append(e.logs, l) }),
+		// The tests send many bumps from one repository on a clock that stands
+		// still: no limit unless a test sets one (TestBumpAPIRateLimitPerCaller).
+		WithBumpRateLimit(0, 1)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,6 +212,67 @@ func TestBumpAPIBumpsTheCallersOwnFile(t *testing.T) {
 	}
 	if lg := e.lastLog(); lg.Caller.Repository != "acme-group/payments-api" || lg.Caller.Event != "push" || lg.Caller.Ref != "refs/heads/main" {
 		t.Errorf("GitLab caller = %+v", lg.Caller)
+	}
+}
+
+// TestBumpAPIRateLimitPerCaller: a repository's verified bumps past its
+// burst are answered 429 with Retry-After, the reason and code
+// TooManyRequests, before anything is bumped; another repository, and a
+// request whose token does not verify, are not held by that bucket; the
+// bucket refills on prbot's clock.
+func TestBumpAPIRateLimitPerCaller(t *testing.T) {
+	e := newBumpEnvWith(t, bumpFiles(), WithBumpRateLimit(1, 2))
+	// staging accepts no bumps: a verified request refused without touching GitHub.
+	body := BumpBody{Environment: "staging", Service: "checkout-api", Tag: "1.6.0"}
+	send := func(repo string) (int, string, BumpError) {
+		t.Helper()
+		data, _ := json.Marshal(body)
+		req, err := http.NewRequest(http.MethodPost, e.url, bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if repo != "" {
+			req.Header.Set("Authorization", "Bearer "+e.gh.Sign(t, nil, e.github(repo)))
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var be BumpError
+		if err := json.NewDecoder(resp.Body).Decode(&be); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, resp.Header.Get("Retry-After"), be
+	}
+	for i := range 2 {
+		if code, _, be := send("acme/checkout-api"); code != http.StatusForbidden || be.Reason != "EnvironmentRefused" {
+			t.Fatalf("bump %d within the burst: %d %+v, want 403 EnvironmentRefused", i+1, code, be)
+		}
+	}
+	code, retry, be := send("acme/checkout-api")
+	want := BumpError{Error: "too many bumps from acme/checkout-api; retry after the Retry-After seconds", Code: "TooManyRequests", Reason: "TooManyRequests"}
+	if code != http.StatusTooManyRequests || retry != "1" {
+		t.Errorf("third bump: %d Retry-After %q, want 429 with Retry-After 1", code, retry)
+	}
+	if diff := cmp.Diff(want, be); diff != "" {
+		t.Errorf("third bump's error (-want +got):\n%s", diff)
+	}
+	if lg := e.lastLog(); lg.Status != http.StatusTooManyRequests || lg.Caller == nil || lg.Caller.Repository != "acme/checkout-api" {
+		t.Errorf("log of the refused bump = %+v", lg)
+	}
+	if code, _, be := send("acme/payments-api"); code != http.StatusForbidden || be.Reason != "EnvironmentRefused" {
+		t.Errorf("another repository: %d %+v, want its own answer (403 EnvironmentRefused)", code, be)
+	}
+	if code, _, be := send(""); code != http.StatusUnauthorized {
+		t.Errorf("no token: %d %+v, want 401 (unverified requests are not counted, nor limited)", code, be)
+	}
+	e.clk.add(time.Second)
+	if code, _, be := send("acme/checkout-api"); code != http.StatusForbidden {
+		t.Errorf("a second later: %d %+v, want the bucket refilled by one", code, be)
+	}
+	if code, _, _ := send("acme/checkout-api"); code != http.StatusTooManyRequests {
+		t.Errorf("right after: %d, want 429 again", code)
 	}
 }
 
@@ -403,6 +468,8 @@ func TestNewBumpAPIOptions(t *testing.T) {
 		{"twice", []Option{WithIssuer(gh), WithIssuer(gh)}, "trusted twice"},
 		{"negative refresh", []Option{WithIssuer(gh), WithKeyRefresh(-time.Second)}, "is less than 1s"},
 		{"no refresh interval", []Option{WithIssuer(gh), WithKeyRefresh(0)}, "is less than 1s"},
+		{"negative bump rate", []Option{WithIssuer(gh), WithBumpRateLimit(-1, 10)}, "want a non-negative rate"},
+		{"no bump burst", []Option{WithIssuer(gh), WithBumpRateLimit(1, 0)}, "a burst of at least 1"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := NewBumpAPI(b, tt.opts...); err == nil || !strings.Contains(err.Error(), tt.want) {
