@@ -35,7 +35,7 @@ func newStatusCommand() *cobra.Command {
 		Use:   "status --server URL [--env E]... [--service S]... [-o text|wide|json]",
 		Short: "Show every service in every environment: version and state (the web page's overview)",
 		Long: `Show the matrix of services × environments that the web page shows: per
-environment its lifecycle phase (Idle, AwaitingApproval, Applying, Verifying,
+environment its lifecycle phase (Idle, AwaitingApproval, Deferred, Applying, Verifying,
 AwaitingRelease, RollingBack, Failed); per cell the version and state
 (✓ in sync, ◔ pending approval, ↻ rolling out, ≠ out of sync, ⊘ blocked by a
 lock, ⚠ problem, ✗ failed, ? unknown); then each environment's pending plan,

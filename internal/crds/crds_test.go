@@ -205,7 +205,7 @@ func TestApplyShipped(t *testing.T) {
 	}
 	want := []crds.Result{
 		{Name: "locks.stagehand.io", Action: crds.Created, Want: 1},
-		{Name: "environments.stagehand.io", Action: crds.Created, Want: 1},
+		{Name: "environments.stagehand.io", Action: crds.Created, Want: 2},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("first Apply (-want +got):\n%s", diff)
@@ -216,7 +216,7 @@ func TestApplyShipped(t *testing.T) {
 	}
 	want = []crds.Result{
 		{Name: "locks.stagehand.io", Action: crds.Current, Have: 1, Want: 1},
-		{Name: "environments.stagehand.io", Action: crds.Current, Have: 1, Want: 1},
+		{Name: "environments.stagehand.io", Action: crds.Current, Have: 2, Want: 2},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("second Apply (-want +got):\n%s", diff)

@@ -17,6 +17,10 @@ const (
 	// PhaseAwaitingApproval: a plan is proposed and waits for the approvals
 	// its policy requires.
 	PhaseAwaitingApproval Phase = "AwaitingApproval"
+	// PhaseDeferred: an approved (or auto-approved) plan waits for the
+	// environment's deploy window (environments.<env>.windows): nothing is
+	// applied until the windows open.
+	PhaseDeferred Phase = "Deferred"
 	// PhaseApplying: an approved (or auto-approved) plan is being patched
 	// into the targets and their rollouts awaited.
 	PhaseApplying Phase = "Applying"
@@ -36,7 +40,7 @@ const (
 
 // Phases lists every phase, in lifecycle order.
 var Phases = []Phase{
-	PhaseIdle, PhaseAwaitingApproval, PhaseApplying, PhaseVerifying,
+	PhaseIdle, PhaseAwaitingApproval, PhaseDeferred, PhaseApplying, PhaseVerifying,
 	PhaseAwaitingRelease, PhaseRollingBack, PhaseFailed,
 }
 
@@ -63,10 +67,16 @@ var follows = map[Phase][]Phase{
 	// A plan proposed, or applied at once (skipConfirmation); a rollback
 	// left by a crash between the failed apply's record and its restore is
 	// continued.
-	PhaseIdle: {PhaseAwaitingApproval, PhaseApplying},
+	// An auto-approved plan outside the deploy window waits (Deferred).
+	PhaseIdle: {PhaseAwaitingApproval, PhaseApplying, PhaseDeferred},
 	// Approved; superseded, rejected, or nothing left to apply; its
-	// revision rolled back meanwhile (by another replica's pass).
-	PhaseAwaitingApproval: {PhaseApplying, PhaseIdle, PhaseFailed},
+	// revision rolled back meanwhile (by another replica's pass); approved
+	// outside the deploy window (Deferred).
+	PhaseAwaitingApproval: {PhaseApplying, PhaseIdle, PhaseFailed, PhaseDeferred},
+	// The window opened: applied; superseded
+	// by a newer revision, proposed (AwaitingApproval) or with nothing left
+	// to apply (Idle); its revision rolled back meanwhile (Failed).
+	PhaseDeferred: {PhaseApplying, PhaseAwaitingApproval, PhaseIdle, PhaseFailed},
 	// Deployed, with tasks after the deployment (Verifying); recorded
 	// (Idle); failed with onFailedRollout: rollback (RollingBack); refused
 	// because the plan changed since it was approved, the new one proposed
@@ -81,8 +91,8 @@ var follows = map[Phase][]Phase{
 	PhaseAwaitingRelease: {PhaseVerifying, PhaseIdle, PhaseRollingBack},
 	// The images restored and the rollback recorded.
 	PhaseRollingBack: {PhaseFailed},
-	// A new revision: proposed, applied, or nothing to do.
-	PhaseFailed: {PhaseAwaitingApproval, PhaseApplying, PhaseIdle},
+	// A new revision: proposed, applied, deferred, or nothing to do.
+	PhaseFailed: {PhaseAwaitingApproval, PhaseApplying, PhaseIdle, PhaseDeferred},
 }
 
 // CanFollow reports whether an environment in phase from may move to phase

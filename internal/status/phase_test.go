@@ -21,14 +21,16 @@ func TestParsePhase(t *testing.T) {
 // which. It starts nothing.
 func TestPhaseTransitions(t *testing.T) {
 	I, AA, A, V, AR, RB, F := PhaseIdle, PhaseAwaitingApproval, PhaseApplying, PhaseVerifying, PhaseAwaitingRelease, PhaseRollingBack, PhaseFailed
+	D := PhaseDeferred
 	allowed := map[[2]Phase]bool{
-		{I, AA}: true, {I, A}: true,
-		{AA, A}: true, {AA, I}: true, {AA, F}: true,
+		{I, AA}: true, {I, A}: true, {I, D}: true,
+		{AA, A}: true, {AA, I}: true, {AA, F}: true, {AA, D}: true,
+		{D, A}: true, {D, AA}: true, {D, I}: true, {D, F}: true,
 		{A, V}: true, {A, I}: true, {A, RB}: true, {A, AA}: true, {A, F}: true,
 		{V, AR}: true, {V, I}: true, {V, RB}: true,
 		{AR, V}: true, {AR, I}: true, {AR, RB}: true,
 		{RB, F}: true,
-		{F, AA}: true, {F, A}: true, {F, I}: true,
+		{F, AA}: true, {F, A}: true, {F, I}: true, {F, D}: true,
 	}
 	for _, from := range Phases {
 		for _, to := range Phases {
