@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/stagehand-gitops/stagehand/internal/policy"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
@@ -84,6 +85,10 @@ type Environment struct {
 	Targets  []Target `json:"targets"`
 	// Approvals is who, and how many, must approve the environment's plans.
 	Approvals Approvals `json:"approvals,omitempty"`
+	// Windows are when the environment's plans may be applied (deploy
+	// windows and freezes, internal/policy): outside them an approved or
+	// auto-approved plan waits, deferred.
+	Windows policy.Windows `json:"windows,omitempty"`
 	// OnFailedRollout is what an apply whose rollout failed leaves behind:
 	// OnFailedRolloutStay (the default, "") or OnFailedRolloutRollback.
 	OnFailedRollout string `json:"onFailedRollout,omitempty"`
@@ -444,6 +449,9 @@ func (c *Config) Validate() error {
 			t.validateCluster(f, bad)
 		}
 		e.Approvals.validate("environments."+n+".approvals", bad)
+		if _, err := policy.NewCalendar(e.Windows); err != nil {
+			bad("environments."+n+".windows", "%v", err)
+		}
 		switch e.OnFailedRollout {
 		case "", OnFailedRolloutStay, OnFailedRolloutRollback:
 		default:
