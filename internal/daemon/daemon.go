@@ -53,8 +53,10 @@ type Daemon struct {
 	clock    *clock.Remote
 	envNames []string
 	// rules are each environment's approval rules, compiled once.
-	rules   map[string]*policy.Set
-	workers map[string]*worker
+	rules map[string]*policy.Set
+	// calendars are each environment's deploy windows (nil: always open).
+	calendars map[string]*policy.Calendar
+	workers   map[string]*worker
 	// shard holds the environments' Leases with
 	// leaderElection.perEnvironment; nil with one leader.
 	shard *lease.Shard
@@ -102,6 +104,14 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 			return nil, fmt.Errorf("configuring daemon: environments.%s.approvals.rules: %w", env, err)
 		}
 		d.rules[env] = set
+	}
+	d.calendars = map[string]*policy.Calendar{}
+	for _, env := range d.envNames {
+		cal, err := policy.NewCalendar(cfg.Environments[env].Windows)
+		if err != nil {
+			return nil, fmt.Errorf("configuring daemon: environments.%s.windows: %w", env, err)
+		}
+		d.calendars[env] = cal
 	}
 	d.metrics.Registry.MustRegister(clockOffset{d.clock})
 	d.metrics.now = d.clock.Now
@@ -314,8 +324,12 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 	default:
 		resync = time.Minute
 	}
+	var ws *windows
+	if cal := d.calendars[env]; cal != nil {
+		ws = &windows{cal: cal, now: d.clock.Now}
+	}
 	return workerDeps{
-		env: env, store: d.store, gate: d.o.gate, reconcilePlan: d.rec.Plan, reconcileApply: d.rec.Apply, targets: d.targets[env], lockPath: ec.LockPath,
+		env: env, windows: ws, store: d.store, gate: d.o.gate, reconcilePlan: d.rec.Plan, reconcileApply: d.rec.Apply, targets: d.targets[env], lockPath: ec.LockPath,
 		statusTargets: ec.Targets,
 		resolve: func(ctx context.Context, s gitsource.Snapshot, st *state.EnvState) (*manifest.Environment, error) {
 			envM, err := d.resolve(ctx, s, env)

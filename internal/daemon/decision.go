@@ -160,6 +160,12 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 		w.log.Info("approval counted", "environment", w.env, "planHash", p.PlanHash, "by", dc.who.String(), "approvals", p.Tally())
 		return
 	}
+	if v := w.windows.judge(); !v.Open {
+		// Approved outside the deploy windows: applied when they open.
+		dp, err := w.deferApproval(ctx, p, v)
+		reply(dp, err)
+		return
+	}
 	// The approved plan is applied by the steps from apply on, over a pass
 	// of its own.
 	dp := &pass{snap: s}

@@ -31,6 +31,7 @@ func (w *worker) gateStep(ctx context.Context, p *pass) error {
 		p.done = true
 		return w.inSync(ctx, p)
 	}
+
 	if ks, kEnv, kPlan, ok := w.keepPending(ctx, p); ok {
 		// A newer revision that changes nothing here: the pending plan
 		// stays, at the revision reviewed.
@@ -61,6 +62,9 @@ func (w *worker) gateStep(ctx context.Context, p *pass) error {
 		p.observe(envM, plan, err)
 		p.done = true
 		return failed(stepGate, reasonResolve, fmt.Errorf("reading the sequence at %s: %w", short(s.Revision), err))
+	}
+	if w.deferredApproved(ctx, p, tasks) {
+		return nil // still deferred, or applied now that the windows opened
 	}
 	// A rewritten history needs a person even where skipConfirmation is
 	// set, and so does a sequence with an approval task.
@@ -103,6 +107,11 @@ func (w *worker) gateStep(ctx context.Context, p *pass) error {
 		return nil
 	}
 	w.supersede(ctx, st, s.Revision)
+	if auto {
+		if v := w.windows.judge(); !v.Open {
+			return w.deferPlan(ctx, p, v) // applied when the windows open
+		}
+	}
 	if !auto {
 		raw, err := json.Marshal(plan)
 		if err != nil {
@@ -155,6 +164,17 @@ func (w *worker) inSync(ctx context.Context, p *pass) error {
 		st, p.st = fresh, fresh
 	}
 	w.supersede(ctx, st, "")
+	if st.InFlight == nil && st.Phase == status.PhaseDeferred {
+		// Deferred, and nothing is left to apply (someone else deployed it).
+		if err := w.store.Update(ctx, w.env, func(st *state.EnvState) {
+			if st.Phase == status.PhaseDeferred && st.Pending == nil {
+				st.Phase = st.AtRest()
+			}
+		}); err != nil {
+			return failed(stepGate, reasonState, err)
+		}
+		st.Phase = st.AtRest()
+	}
 	if st.InFlight != nil {
 		// What was in flight is in place, and nothing is pending.
 		if err := w.store.Update(ctx, w.env, func(st *state.EnvState) { st.InFlight, st.Phase = nil, st.AtRest() }); err != nil {

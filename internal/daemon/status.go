@@ -52,6 +52,9 @@ func (d *Daemon) Environment(ctx context.Context, env string) (*status.Environme
 			return nil, fmt.Errorf("decoding status of environment %q: %w", env, err)
 		}
 	}
+	if verdict := d.calendars[env].Judge(d.clock.Now()); st.Phase == status.PhaseDeferred && !verdict.Open {
+		v.Waiting = append(v.Waiting, verdict.Message())
+	}
 	if r := st.Sequence; r != nil && r.AwaitingRelease() {
 		v.Waiting = append(v.Waiting, "waiting for release approval of "+short(r.Revision))
 	}

@@ -26,6 +26,8 @@ import (
 // (see newWorkerDeps); a worker has no way back to the Daemon.
 type workerDeps struct {
 	env string
+	// windows are the environment's deploy windows (nil: always open).
+	windows *windows
 	// store keeps the pending plan, the apply in flight, the history and the status.
 	store *state.Store
 	// gate is told about every plan (Auto replaces it to decide for
@@ -154,7 +156,11 @@ func (w *worker) takenBefore(p *approval.Pending, at time.Time) bool {
 }
 
 func newWorker(deps workerDeps) *worker {
-	return &worker{workerDeps: deps, wake: make(chan struct{}, 1), decisions: make(chan decision)}
+	w := &worker{workerDeps: deps, wake: make(chan struct{}, 1), decisions: make(chan decision)}
+	if w.windows != nil {
+		w.windows.wake = w.wakeUp
+	}
+	return w
 }
 
 // wakeUp asks the worker to plan the newest snapshot; wake-ups coalesce.
@@ -167,6 +173,7 @@ func (w *worker) wakeUp() {
 
 // run handles wake-ups, resyncs and decisions until ctx ends.
 func (w *worker) run(ctx context.Context) {
+	defer w.windows.stop()
 	var tick <-chan time.Time
 	if w.resync > 0 {
 		t := time.NewTicker(w.resync)
@@ -278,7 +285,7 @@ func (w *worker) supersede(ctx context.Context, st *state.EnvState, by string) {
 	if err := w.store.Update(ctx, w.env, func(st *state.EnvState) {
 		if st.Pending != nil && st.Pending.PlanHash == pending.PlanHash {
 			st.Pending = nil
-			if st.Phase == status.PhaseAwaitingApproval {
+			if st.Phase == status.PhaseAwaitingApproval || st.Phase == status.PhaseDeferred {
 				st.Phase = st.AtRest()
 			}
 		}
@@ -288,7 +295,7 @@ func (w *worker) supersede(ctx context.Context, st *state.EnvState, by string) {
 		return
 	}
 	st.Pending = nil
-	if st.Phase == status.PhaseAwaitingApproval {
+	if st.Phase == status.PhaseAwaitingApproval || st.Phase == status.PhaseDeferred {
 		st.Phase = st.AtRest()
 	}
 	w.metrics.setPending(w.env, false)
