@@ -102,6 +102,9 @@ func (w *worker) applyStep(ctx context.Context, p *pass) error {
 			if j.started != nil {
 				j.started()
 			}
+			// Applying, shown once the first patch is out: the record hook
+			// then reads and writes beside the apply, never in front of it.
+			w.rec.moved()
 			// The gate hears of it beside the apply, and before its outcome.
 			go func() {
 				defer close(j.reported)

@@ -22,19 +22,36 @@ import (
 // server (target p50 < 150ms), as BenchmarkWebhookToPatchReplicas does. The
 // source polls hourly, so only the webhook can wake it.
 func BenchmarkWebhookToPatch(b *testing.B) {
-	benchmarkLatency(b, time.Hour, true)
+	benchmarkLatency(b, time.Hour, true, false)
+}
+
+// BenchmarkWebhookToPatchEnvironment is BenchmarkWebhookToPatch with the
+// Environment resource written as `reconciler run` writes it: after each
+// pass and decision, and as the phase moves (Applying before the first
+// patch, from a goroutine of its own).
+func BenchmarkWebhookToPatchEnvironment(b *testing.B) {
+	benchmarkLatency(b, time.Hour, true, true)
 }
 
 // BenchmarkPollOnly measures the same without a webhook, with a 1s poll
 // interval (target: within interval + 1s).
 func BenchmarkPollOnly(b *testing.B) {
-	benchmarkLatency(b, time.Second, false)
+	benchmarkLatency(b, time.Second, false, false)
 }
 
-func benchmarkLatency(b *testing.B, interval time.Duration, webhook bool) {
+func benchmarkLatency(b *testing.B, interval time.Duration, webhook, environment bool) {
 	h := newHarness(b, "devel")
 	h.cfg.Source.Interval = config.Duration{Duration: interval}
-	r := h.start()
+	var opts []Option
+	var e *envRes
+	if environment {
+		e = newEnvRes(b, h)
+		opts = append(opts, e.option())
+	}
+	r := h.start(opts...)
+	if e != nil {
+		e.d.Store(r.d)
+	}
 	waitImage(b, h.ns["devel"], "web", imageRepo+"web:1.0.0")
 	testenv.WaitFor(b, 30*time.Second, "first apply recorded", func() bool { return len(r.storeHistory(b, "devel")) == 1 })
 	var lat []time.Duration

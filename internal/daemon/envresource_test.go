@@ -16,14 +16,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/envresource"
+	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
+	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
 
 // envRes is an Environment writer hooked to a daemon as `reconciler run`
@@ -302,5 +305,73 @@ func TestEnvironmentResourceAfterHandover(t *testing.T) {
 	o := waitCondition(t, h, "prod", envresource.ConditionDeployed, metav1.ConditionTrue)
 	if got, _, _ := unstructured.NestedStringSlice(o.Object, "status", "lastDeploy", "approvers"); !cmp.Equal(got, []string{"github:alice"}) {
 		t.Errorf("prod's lastDeploy.approvers = %q, want [github:alice]", got)
+	}
+}
+
+// TestEnvironmentResourcePhases: the Environment follows the phase during
+// a pass, not only at its end: Applying while the patched Deployment's
+// rollout waits (its pods cannot be scheduled), then Verifying while the
+// sequence's test task runs, then Deployed once it passed.
+func TestEnvironmentResourcePhases(t *testing.T) {
+	env := cluster.Env(t)
+	h := newHarness(t, "devel")
+	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": `stages:
+  - name: devel
+    sequence:
+      - deployment
+      - name: test
+        properties: {kind: http, url: "http://web/healthz"}
+`}, "sequence")
+	deps := env.Clientset.AppsV1().Deployments(h.ns["devel"])
+	unschedulable := func(on bool) {
+		t.Helper()
+		patch := `{"spec":{"template":{"spec":{"nodeSelector":null}}}}`
+		if on {
+			patch = `{"spec":{"template":{"spec":{"nodeSelector":{"stagehand.io/no-such-node":"true"}}}}}`
+		}
+		if _, err := deps.Patch(context.Background(), "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unschedulable(true)
+	release := make(chan struct{})
+	var testRan atomic.Bool
+	test := func(ctx context.Context, _ sequence.Request) (sequence.Result, error) {
+		testRan.Store(true)
+		select {
+		case <-release:
+			return sequence.Result{Result: promote.ResultPass, Message: "healthy"}, nil
+		case <-ctx.Done():
+			return sequence.Result{}, ctx.Err()
+		}
+	}
+	e := newEnvRes(t, h)
+	r := h.start(e.option(), WithTask(promote.TaskTest, test))
+	e.d.Store(r.d)
+	phase := func() string {
+		o, err := getEnvObject(t, h, "devel")
+		if err != nil {
+			return ""
+		}
+		p, _, _ := unstructured.NestedString(o.Object, "status", "phase")
+		return p
+	}
+
+	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
+	testenv.WaitFor(t, 30*time.Second, "devel's Environment in phase Applying while its rollout waits", func() bool { return phase() == string(status.PhaseApplying) })
+	if c := condition(envObject(t, h, "devel"), envresource.ConditionDeployed); c == nil || c.Reason != "Applying" {
+		t.Errorf("devel's Deployed condition while applying = %+v, want False/Applying", c)
+	}
+
+	unschedulable(false) // the rollout finishes: the test task runs, and waits
+	testenv.WaitFor(t, 60*time.Second, "devel's Environment in phase Verifying while its test runs", func() bool { return testRan.Load() && phase() == string(status.PhaseVerifying) })
+	if c := condition(envObject(t, h, "devel"), envresource.ConditionDeployed); c == nil || c.Reason != "Verifying" {
+		t.Errorf("devel's Deployed condition while verifying = %+v, want False/Verifying", c)
+	}
+
+	close(release)
+	waitCondition(t, h, "devel", envresource.ConditionDeployed, metav1.ConditionTrue)
+	if p := phase(); p != string(status.PhaseIdle) {
+		t.Errorf("devel's phase once deployed = %q, want Idle", p)
 	}
 }

@@ -109,6 +109,7 @@ func (w *worker) writeRelease(ctx context.Context, prop approval.Proposal) (*app
 	if err != nil {
 		return nil, fmt.Errorf("recording the pending release of %s: %w", short(prop.Revision), err)
 	}
+	w.rec.moved() // AwaitingRelease
 	return p, nil
 }
 
@@ -333,6 +334,7 @@ func (w *worker) decideReleaseTask(ctx context.Context, p *approval.Pending, dc 
 		return fmt.Errorf("recording the release decision: %w", err)
 	}
 	w.metrics.setPending(w.env, false)
+	w.rec.moved() // Verifying: the rest of the run
 	announce(ctx)
 	return nil
 }

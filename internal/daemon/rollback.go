@@ -86,6 +86,7 @@ func (w *worker) rollBack(ctx context.Context, e approval.Entry, cause string) e
 		w.metrics.fail(w.env, reasonState)
 		return fmt.Errorf("recording the rollback of revision %s before starting it: %w", short(e.Revision), err)
 	}
+	w.rec.moved() // RollingBack
 	w.log.Info("rolling back a failed apply", "environment", w.env, "revision", short(e.Revision), "cause", cause)
 	return w.continueRollback(ctx, rb)
 }

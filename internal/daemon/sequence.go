@@ -464,6 +464,12 @@ func (w *worker) saveRunIn(ctx context.Context, phase status.Phase) {
 	}); err != nil {
 		w.metrics.fail(w.env, reasonState)
 		w.log.Error(err, "recording the sequence state", "environment", w.env, "revision", short(r.Revision))
+		return
+	}
+	if !r.Done() && r.Next() < len(r.Tasks) {
+		// Verifying, and each task's progress; a run with nothing left to
+		// run is told as its pass ends.
+		w.rec.moved()
 	}
 }
 

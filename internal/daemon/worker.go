@@ -137,6 +137,9 @@ type worker struct {
 	// when kept was decided: both revisions' content never changes, so a
 	// later pass with the same key neither resolves nor compares again.
 	keptEnv *manifest.Environment
+	// rec calls the record hook, after each pass and decision and when the
+	// phase moves during one.
+	rec *recorder
 }
 
 // releaseMark is when a release approval of planHash began to wait in this
@@ -156,7 +159,8 @@ func (w *worker) takenBefore(p *approval.Pending, at time.Time) bool {
 }
 
 func newWorker(deps workerDeps) *worker {
-	w := &worker{workerDeps: deps, wake: make(chan struct{}, 1), decisions: make(chan decision)}
+	w := &worker{workerDeps: deps, wake: make(chan struct{}, 1), decisions: make(chan decision),
+		rec: newRecorder(deps.recorded, deps.env, deps.store)}
 	if w.windows != nil {
 		w.windows.wake = w.wakeUp
 	}
@@ -185,6 +189,7 @@ func (w *worker) run(ctx context.Context) {
 	}
 	handed := time.NewTicker(time.Second)
 	defer handed.Stop()
+	defer w.rec.follow(ctx, w.store)()
 	for {
 		select {
 		case <-ctx.Done():
@@ -208,13 +213,7 @@ func (w *worker) run(ctx context.Context) {
 }
 
 // told tells the record hook, if any, that the records may have changed.
-func (w *worker) told(ctx context.Context) {
-	if w.recorded == nil || ctx.Err() != nil {
-		return
-	}
-	store := w.store
-	w.recorded(ctx, w.env, store.Term(), func(ctx context.Context) error { return store.Holds(ctx, w.env) })
-}
+func (w *worker) told(ctx context.Context) { w.rec.tell(ctx) }
 
 // resumable reports whether prop continues the interrupted apply in
 // flight in st (cut short by a shutdown) without asking again: same

@@ -315,11 +315,21 @@ func deployed(v *status.Environment, s Status) (dep, deg metav1.Condition) {
 	if v.Error != "" && deg.Status != metav1.ConditionTrue {
 		deg = metav1.Condition{Type: ConditionDegraded, Status: metav1.ConditionTrue, Reason: "PlanFailed", Message: v.Error}
 	}
+	// The phase moves during a pass, before the observation is written at
+	// its end (the first pass has none): an apply or a sequence under way
+	// says so whatever the revision last observed.
 	switch {
-	case v.Revision == "":
-		return no("NotObserved", "no revision observed yet"), deg
+	case s.Phase == string(status.PhaseVerifying) && v.Sequence != nil && !v.Sequence.Done():
+		// The in-flight record stays until the run ends.
+		return no("Verifying", "sequence of "+short(v.Sequence.Revision)+" running: "+s.Sequence.Current), deg
+	case s.Phase == string(status.PhaseRollingBack):
+		return no("RollingBack", "rolling back a failed deploy"), deg
 	case s.InFlight != nil:
 		return no("Applying", "applying "+short(s.InFlight.Revision)), deg
+	case s.Phase == string(status.PhaseApplying):
+		return no("Applying", "applying a plan"), deg
+	case v.Revision == "":
+		return no("NotObserved", "no revision observed yet"), deg
 	case deg.Status == metav1.ConditionTrue && deg.Reason != "PlanFailed":
 		return no(deg.Reason, deg.Message), deg
 	case v.Error != "":

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
@@ -169,6 +170,34 @@ func TestStatusOfApprovers(t *testing.T) {
 			got := StatusOf(v, status.PhaseIdle, 1, nil, time.Unix(0, 0))
 			if diff := cmp.Diff(tt.want, got.LastDeploy.Approvers); diff != "" {
 				t.Errorf("lastDeploy.approvers (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestStatusOfDuringPass: while a pass applies or verifies, before it
+// writes what it observed (nothing yet in a first pass, the revision before
+// otherwise), the Deployed condition follows the phase.
+func TestStatusOfDuringPass(t *testing.T) {
+	running := &sequence.State{Revision: "new", Status: sequence.StatusStarted, Tasks: []sequence.TaskState{{Name: "deployment", Status: sequence.StatusFinished}, {Name: "test", Status: sequence.StatusStarted}}}
+	for _, tt := range []struct {
+		name  string
+		v     *status.Environment
+		phase status.Phase
+		want  string
+	}{
+		{name: "applying, nothing observed yet", v: &status.Environment{Name: "devel", InFlight: &approval.InFlight{Revision: rev}}, phase: status.PhaseApplying, want: "Applying"},
+		{name: "applying, the in-flight record not read", v: &status.Environment{Name: "devel"}, phase: status.PhaseApplying, want: "Applying"},
+		{name: "verifying a revision newer than the one observed", v: &status.Environment{Name: "devel", Observation: status.Observation{Revision: rev, Services: inSync()}, Sequence: running},
+			phase: status.PhaseVerifying, want: "Verifying"},
+		{name: "rolling back", v: &status.Environment{Name: "devel", Observation: status.Observation{Revision: rev, Services: inSync()}}, phase: status.PhaseRollingBack, want: "RollingBack"},
+		{name: "idle, nothing observed", v: &status.Environment{Name: "devel"}, phase: status.PhaseIdle, want: "NotObserved"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := StatusOf(tt.v, tt.phase, 1, nil, time.Unix(0, 0))
+			c := meta.FindStatusCondition(got.Conditions, ConditionDeployed)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != tt.want {
+				t.Errorf("Deployed = %+v, want False/%s", c, tt.want)
 			}
 		})
 	}
