@@ -21,6 +21,7 @@ func main() {
 	o := options{out: os.Stdout, in: os.Stdin}
 	flag.BoolVar(&o.auto, "auto", os.Getenv("STAGEHAND_DEMO_AUTO") != "", "run every step without waiting, approve prod, then exit")
 	flag.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address of the reconciler's API (a free port is used when it is taken)")
+	flag.StringVar(&o.envFile, "env-file", "", "where to write the server, token and kubeconfig for another terminal (default bin/demo.env in the repository)")
 	flag.Parse()
 	err := run(ctx, o)
 	stop()
@@ -31,8 +32,9 @@ func main() {
 }
 
 type options struct {
-	auto   bool
-	listen string
-	out    io.Writer
-	in     io.Reader
+	auto    bool
+	listen  string
+	envFile string
+	out     io.Writer
+	in      io.Reader
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -10,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/stagehand-gitops/stagehand/internal/cli"
 )
 
 // startStorefront serves the local stand-in for the shop's health endpoint
@@ -86,38 +83,18 @@ func (x *demo) approveStaging(ctx context.Context) error {
 	x.p.step("Approve staging",
 		"staging's sequence in pipeline.yaml is [deployment, test, evaluation, release]: approved, it is deployed,",
 		"the storefront is requested and its error ratio evaluated, and the deploy counts once both pass.")
-	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
-	defer cancel()
-	var hash string
-	for hash == "" {
-		v, err := x.d.Environment(ctx, "staging")
-		if err == nil && v.Pending != nil {
-			hash = v.Pending.PlanHash
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for staging's plan: %w", ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
+	p, err := x.waitPending(ctx, "staging", false)
+	if err != nil {
+		return err
 	}
-	x.p.say("%s approve --env staging --plan-hash %s --wait", x.reconBin, hash)
-	var out, errOut bytes.Buffer
-	cmd := cli.NewReconciler(&out, &errOut)
-	cmd.SetArgs([]string{"approve", "--server", x.server, "--token-file", x.files.tokenFile, "--env", "staging",
-		"--plan-hash", hash, "--as", "demo", "--wait"})
-	err := cmd.ExecuteContext(ctx)
-	for _, l := range strings.Split(strings.TrimSpace(out.String()+errOut.String()), "\n") {
-		x.p.say("> %s", l)
+	if err := x.decide(ctx, "staging", p.PlanHash, false); err != nil {
+		return err
 	}
-	if err != nil || cli.Code(err) != 0 {
-		return fmt.Errorf("reconciler approve (staging): %v (exit %d)", err, cli.Code(err))
+	who, result, err := x.waitDeployed(ctx, "staging", p.PlanHash, false)
+	if err != nil {
+		return err
 	}
-	v, err := x.d.Environment(ctx, "staging")
-	if err != nil || v.LastResult == nil || v.LastResult.PlanHash != hash {
-		return fmt.Errorf("staging's deploy is not in its history: %v", err)
-	}
-	x.p.ok("staging approved by %s, deployed and verified: %s", v.LastResult.Approver, v.LastResult.Result)
+	x.p.ok("staging approved by %s, deployed and verified: %s", who, result)
 	return nil
 }
 
@@ -128,37 +105,17 @@ func (x *demo) releaseProd(ctx context.Context) error {
 	x.p.step("Release prod",
 		"prod's sequence in pipeline.yaml is [approval, deployment, test, approval, release]: the deploy was verified",
 		"(the storefront answered), and waits for a second decision before it counts and promotion may follow.")
-	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
-	defer cancel()
-	var hash string
-	for hash == "" {
-		v, err := x.d.Environment(ctx, "prod")
-		if err == nil && v.Pending != nil && v.Pending.Release {
-			hash = v.Pending.PlanHash
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for prod's release approval: %w", ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
+	p, err := x.waitPending(ctx, "prod", true)
+	if err != nil {
+		return err
 	}
-	x.p.say("%s approve --env prod --plan-hash %s --wait", x.reconBin, hash)
-	var out, errOut bytes.Buffer
-	cmd := cli.NewReconciler(&out, &errOut)
-	cmd.SetArgs([]string{"approve", "--server", x.server, "--token-file", x.files.tokenFile, "--env", "prod",
-		"--plan-hash", hash, "--as", "demo", "--wait"})
-	err := cmd.ExecuteContext(ctx)
-	for _, l := range strings.Split(strings.TrimSpace(out.String()+errOut.String()), "\n") {
-		x.p.say("> %s", l)
+	if err := x.decide(ctx, "prod", p.PlanHash, true); err != nil {
+		return err
 	}
-	if err != nil || cli.Code(err) != 0 {
-		return fmt.Errorf("reconciler approve (release): %v (exit %d)", err, cli.Code(err))
+	who, result, err := x.waitDeployed(ctx, "prod", p.PlanHash, true)
+	if err != nil {
+		return err
 	}
-	v, err := x.d.Environment(ctx, "prod")
-	if err != nil || v.LastResult == nil || v.LastResult.PlanHash != hash {
-		return fmt.Errorf("prod's release is not in its history: %v", err)
-	}
-	x.p.ok("released by %s: %s", v.LastResult.ReleasedBy, v.LastResult.Result)
+	x.p.ok("released by %s: %s", who, result)
 	return nil
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,6 +67,10 @@ type demo struct {
 	// storefront is the local stand-in for the shop's health endpoint
 	// that prod's test task of pipeline.yaml requests.
 	storefront string
+	// envFile is where a second terminal finds the server, token and
+	// kubeconfig (source bin/demo.env); enter hears Enter on the demo's.
+	envFile string
+	enter   chan struct{}
 }
 
 func run(ctx context.Context, o options) (err error) {
@@ -81,7 +83,16 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	x := &demo{o: o, p: &printer{w: o.out, of: 11}, root: root, dir: dir}
+	x := &demo{o: o, p: &printer{w: o.out, of: 11}, root: root, dir: dir, envFile: o.envFile, enter: make(chan struct{}, 1)}
+	if x.envFile == "" {
+		x.envFile = filepath.Join(root, "bin", "demo.env")
+	}
+	if err := os.MkdirAll(filepath.Dir(x.envFile), 0o755); err != nil {
+		return err
+	}
+	if !o.auto {
+		go x.readEnter(o.in)
+	}
 	x.reconBin = "go run ./cmd/reconciler"
 	if _, err := os.Stat(filepath.Join(root, "bin", "reconciler")); err == nil {
 		x.reconBin = "bin/reconciler"
@@ -151,6 +162,11 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	defer stopDaemon()
+	if err := x.writeEnvFile(kenv.Kubeconfig); err != nil {
+		return err
+	}
+	defer os.Remove(x.envFile)
+	x.p.say("env      %s  (source it in another terminal: STAGEHAND_SERVER, STAGEHAND_TOKEN, KUBECONFIG)", x.rel(x.envFile))
 
 	steps := []func(context.Context) error{x.develDeploys, x.bumpDevel, x.prodPending, x.approveProd, x.releaseProd, x.approveStaging}
 	for _, s := range steps {
@@ -419,33 +435,14 @@ func (x *demo) prodPending(ctx context.Context) error {
 func tagOf(image string) string { return image[strings.LastIndex(image, ":")+1:] }
 
 func (x *demo) approveProd(ctx context.Context) error {
-	v, err := x.d.Environment(ctx, "prod")
-	if err != nil || v.Pending == nil {
-		return errors.Join(errors.New("prod has no pending plan"), err)
+	p, err := x.waitPending(ctx, "prod", false)
+	if err != nil {
+		return err
 	}
-	hash := v.Pending.PlanHash
 	x.p.step("Approve prod with the CLI",
 		"The approval names the plan hash: if the plan changed meanwhile, the reconciler refuses.")
-	x.p.say("export STAGEHAND_SERVER=%s STAGEHAND_TOKEN=$(cat %s)", x.server, x.files.tokenFile)
-	x.p.say("%s approve --env prod --plan-hash %s --wait", x.reconBin, hash)
-	args := []string{"approve", "--server", x.server, "--token-file", x.files.tokenFile, "--env", "prod",
-		"--plan-hash", hash, "--as", "demo", "--wait"}
-	if !x.o.auto {
-		x.p.say("Run it in another terminal (from %s), click Approve on %s/environments/prod,", x.root, x.server)
-		x.p.say("or press Enter and the demo runs it for you.")
-		if ran, err := x.waitEnterOrApplied(ctx, hash); err != nil || ran {
-			return err
-		}
-	}
-	var out, errOut bytes.Buffer
-	cmd := cli.NewReconciler(&out, &errOut)
-	cmd.SetArgs(args)
-	err = cmd.ExecuteContext(ctx)
-	for _, l := range strings.Split(strings.TrimSpace(out.String()+errOut.String()), "\n") {
-		x.p.say("> %s", l)
-	}
-	if err != nil || cli.Code(err) != 0 {
-		return fmt.Errorf("reconciler approve: %v (exit %d)", err, cli.Code(err))
+	if err := x.decide(ctx, "prod", p.PlanHash, false); err != nil {
+		return err
 	}
 	want, err := x.desired(ctx, "prod")
 	if err != nil {
@@ -458,34 +455,12 @@ func (x *demo) approveProd(ctx context.Context) error {
 	return nil
 }
 
-// waitEnterOrApplied returns true once the plan was applied (approved
-// elsewhere), false when Enter was pressed.
-func (x *demo) waitEnterOrApplied(ctx context.Context, hash string) (bool, error) {
-	enter := make(chan struct{}, 1)
-	go func() {
-		if _, err := bufio.NewReader(x.o.in).ReadString('\n'); err == nil {
-			enter <- struct{}{}
-		} // no terminal (EOF): only an approval from elsewhere, or Ctrl-C, goes on
-	}()
-	for {
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-enter:
-			return false, nil
-		case <-time.After(200 * time.Millisecond):
-		}
-		v, err := x.d.Environment(ctx, "prod")
-		if err != nil || v.LastResult == nil || v.LastResult.PlanHash != hash {
-			continue
-		}
-		x.p.ok("approved by %s: %s", v.LastResult.Approver, v.LastResult.Result)
-		want, err := x.desired(ctx, "prod")
-		if err != nil {
-			return true, err
-		}
-		return true, x.waitImages(ctx, "apps-prod", want, true)
+// rel is path relative to the repository when it is inside it (bin/demo.env), else path.
+func (x *demo) rel(path string) string {
+	if r, err := filepath.Rel(x.root, path); err == nil && !strings.HasPrefix(r, "..") {
+		return r
 	}
+	return path
 }
 
 func (x *demo) whereToLook(kubeconfig string) {
