@@ -58,7 +58,7 @@ image: ## Build the image without Docker and push it: make image IMAGE=registry/
 	go run ./hack/image --ref "$(IMAGE)" --platform "$(PLATFORMS)" --revision "$$(git rev-parse HEAD 2>/dev/null)" $(IMAGE_FLAGS)
 
 .PHONY: test
-test: large-files testbin helm prometheus chromium fuzz-short ## Run every test against the real test control plane, and each fuzz target briefly.
+test: large-files testbin helm prometheus chromium shell-tools fuzz-short ## Run every test against the real test control plane, and each fuzz target briefly.
 	PATH="$(BIN):$$PATH" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: faults
@@ -80,6 +80,14 @@ chromium: ## Install Debian's chromium package when no Chromium is found (the we
 		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium; fi
 	@$${STAGEHAND_CHROMIUM:-$$(command -v chromium || echo /usr/bin/chromium)} --version 2>/dev/null | head -1
+
+.PHONY: shell-tools
+shell-tools: ## Install Debian's kubectl, openssl and curl when missing (the documentation's runnable blocks use them).
+	@missing=; for t in kubectl openssl curl; do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "not found:$$missing: installing Debian's packages"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; fi
 
 .PHONY: fuzz-short
 fuzz-short: ## Run each fuzz target for FUZZ_SHORT_TIME (3s); part of make test.

@@ -10,8 +10,12 @@
 // exported error has an entry in reference/errors.md; every link and anchor
 // resolves; every YAML and JSON example parses, those marked with a loader's
 // name (<!-- reconciler.yaml -->) with the binaries' own parsers; every
-// reconciler and prbot command line parses with their command trees; and
-// the import graph keeps the layering that ARCHITECTURE.md draws.
+// reconciler and prbot command line parses with their command trees; every
+// shell block is tagged runnable or not-runnable with a reason, and the
+// runnable ones run, page by page, against an environment of the demo's
+// parts (contributing.md); the recipes beside Helm, Argo CD and Flux are
+// shown on the real API server; and the import graph keeps the layering
+// that ARCHITECTURE.md draws.
 package docs
 
 //go:generate go run ../hack/docsgen -root ..

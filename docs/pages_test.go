@@ -45,6 +45,9 @@ type block struct {
 	info   string // the fence's info string: yaml, json, sh, text…
 	marker string
 	body   string
+	// run is how a shell block is run by TestRunnableBlocks: "runnable", or "not-runnable" with the reason
+	// (<!-- runnable -->, <!-- not-runnable: REASON -->); "" when the line before the block says neither.
+	run, reason string
 }
 
 // pages reads README.md, ARCHITECTURE.md and every Markdown file under docs/.
@@ -71,7 +74,10 @@ func pages(t *testing.T) []page {
 	return out
 }
 
-var markerLine = regexp.MustCompile(`^<!--\s*([a-zA-Z.\-]+)\s*-->$`)
+var (
+	markerLine      = regexp.MustCompile(`^<!--\s*([a-zA-Z.\-]+)\s*-->$`)
+	notRunnableLine = regexp.MustCompile(`^<!--\s*not-runnable:\s*(.*?)\s*-->$`)
+)
 
 func parsePage(file, text string) page {
 	p := page{path: file, text: text}
@@ -83,8 +89,12 @@ func parsePage(file, text string) page {
 		case cur == nil && strings.HasPrefix(trimmed, "```"):
 			fence = trimmed[:strings.LastIndex(trimmed, "`")+1]
 			cur = &block{line: i + 1, info: strings.TrimSpace(strings.TrimPrefix(trimmed, fence))}
-			if m := markerLine.FindStringSubmatch(prev); m != nil {
+			if m := markerLine.FindStringSubmatch(prev); m != nil && m[1] == runnable {
+				cur.run = runnable
+			} else if m != nil {
 				cur.marker = m[1]
+			} else if m := notRunnableLine.FindStringSubmatch(prev); m != nil {
+				cur.run, cur.reason = notRunnable, m[1]
 			}
 		case cur != nil && trimmed == fence:
 			p.blocks = append(p.blocks, *cur)
