@@ -56,7 +56,7 @@ func (x *demo) waitPending(ctx context.Context, env string, release bool) (*appr
 // the page), which it notices. It returns once the decision is taken, not its outcome.
 func (x *demo) decide(ctx context.Context, env, hash string, release bool) error {
 	x.p.say("In another terminal, from %s:", x.root)
-	x.p.say("  source %s", x.envFile)
+	x.p.say("  source %s", x.rel(x.envFile))
 	x.p.say("  %s approve --env %s --wait        (shows the pending %s and asks)", x.reconBin, env, map[bool]string{false: "plan", true: "release"}[release])
 	x.p.say("or with the hash: %s approve --env %s --plan-hash %s --wait", x.reconBin, env, hash)
 	if !x.o.auto {
