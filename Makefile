@@ -127,7 +127,7 @@ docs-gen: ## Write the generated reference pages (docs/reference/commands.md, me
 
 .PHONY: demo
 demo: testbin build ## Run Stagehand end to end on a local embedded cluster and git server.
-	go run ./hack/demo
+	go run -trimpath ./hack/demo
 
 .PHONY: clean
 clean: ## Remove bin/.
