@@ -178,3 +178,22 @@ type Runner func(ctx context.Context, r Request) (Result, error)
 type Listener interface {
 	SequenceEvent(ctx context.Context, e Event)
 }
+
+// Listeners is a Listener that tells each of ls in turn (nil ones skipped).
+func Listeners(ls ...Listener) Listener {
+	var out listeners
+	for _, l := range ls {
+		if l != nil {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+type listeners []Listener
+
+func (ls listeners) SequenceEvent(ctx context.Context, e Event) {
+	for _, l := range ls {
+		l.SequenceEvent(ctx, e)
+	}
+}
