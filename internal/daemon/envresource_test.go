@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,11 +15,17 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/envresource"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
@@ -26,6 +33,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
 
@@ -374,4 +382,214 @@ func TestEnvironmentResourcePhases(t *testing.T) {
 	if p := phase(); p != string(status.PhaseIdle) {
 		t.Errorf("devel's phase once deployed = %q, want Idle", p)
 	}
+}
+
+// withEvents gives e Events on the Environments, emitted to the test
+// cluster by client-go's core/v1 recorder as `reconciler run` emits them;
+// the options hook them to the daemon as its gate (beside Manual) and
+// sequence listener.
+func (e *envRes) withEvents(t testing.TB, h *harness) (*envresource.Events, record.EventRecorder, []Option) {
+	t.Helper()
+	eb := record.NewBroadcaster(record.WithCorrelatorOptions(record.CorrelatorOptions{BurstSize: 200, QPS: 1}))
+	eb.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cluster.Env(t).Clientset.CoreV1().Events(h.stateNS)})
+	t.Cleanup(eb.Shutdown)
+	rec := eb.NewRecorder(scheme.Scheme, corev1.EventSource{Component: envresource.EventSource})
+	ev := envresource.NewEvents(rec)
+	specs := map[string]envresource.Spec{}
+	for name, ec := range h.cfg.Environments {
+		specs[name] = envresource.Spec{LockPath: ec.LockPath}
+		for _, tg := range ec.Targets {
+			s := specs[name]
+			s.Targets = append(s.Targets, envresource.Target{Name: tg.Name, Namespace: tg.Namespace, Context: tg.Context})
+			specs[name] = s
+		}
+	}
+	w, err := envresource.New(dynamic.NewForConfigOrDie(cluster.Env(t).Config), h.stateNS, specs, envresource.WithEvents(ev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.w = w
+	return ev, rec, []Option{WithGate(approval.Gates(approval.Manual(), ev)), WithSequenceListener(ev)}
+}
+
+// environmentEvents lists the Events of env's Environment as `kubectl
+// describe` finds them: by the object's name, kind and UID.
+func environmentEvents(t testing.TB, h *harness, env string) []corev1.Event {
+	t.Helper()
+	o := envObject(t, h, env)
+	sel := fields.Set{"involvedObject.name": env, "involvedObject.kind": "Environment", "involvedObject.uid": string(o.GetUID())}.AsSelector().String()
+	list, err := cluster.Env(t).Clientset.CoreV1().Events(h.stateNS).List(context.Background(), metav1.ListOptions{FieldSelector: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortStableFunc(list.Items, func(a, b corev1.Event) int { return a.FirstTimestamp.Compare(b.FirstTimestamp.Time) })
+	return list.Items
+}
+
+// reasonsOf are the reasons of evs, each once, in order of first sight.
+func reasonsOf(evs []corev1.Event) []string {
+	var out []string
+	for _, e := range evs {
+		if !slices.Contains(out, e.Reason) {
+			out = append(out, e.Reason)
+		}
+	}
+	return out
+}
+
+// findEvent is the Event of evs with reason whose message holds all of parts.
+func findEvent(evs []corev1.Event, reason string, parts ...string) *corev1.Event {
+	for i, e := range evs {
+		if e.Reason != reason {
+			continue
+		}
+		ok := true
+		for _, p := range parts {
+			ok = ok && strings.Contains(e.Message, p)
+		}
+		if ok {
+			return &evs[i]
+		}
+	}
+	return nil
+}
+
+// TestEnvironmentResourceEvents: the Environments' Events tell the story:
+// devel deploys on its own (ApplyStarted, Applied); prod's plan is proposed,
+// approved by alice and applied; its next plan is rejected by bob; a lock is
+// placed and lifted. `kubectl describe` shows them; ten idle passes, each
+// proposing a pending plan again, add none (nor count any again).
+func TestEnvironmentResourceEvents(t *testing.T) {
+	h := newHarness(t)
+	e := newEnvRes(t, h)
+	_, rec, opts := e.withEvents(t, h)
+	// Every pass proposes a plan still pending again, as a new process does.
+	r := h.start(append(opts, e.option(), WithRepropose(time.Millisecond))...)
+	e.d.Store(r.d)
+	head := h.git.Head(t, "manifests", "main")
+	p := r.waitPending(t, "prod", head)
+	waitCondition(t, h, "devel", envresource.ConditionDeployed, metav1.ConditionTrue)
+
+	waitEvents := func(env string, want ...[]string) []corev1.Event {
+		t.Helper()
+		var evs []corev1.Event
+		defer func() {
+			if t.Failed() {
+				for _, e := range evs {
+					t.Logf("%s Event %s %s: %s", env, e.Type, e.Reason, e.Message)
+				}
+			}
+		}()
+		testenv.WaitFor(t, 30*time.Second, fmt.Sprintf("%s's Events %v", env, want), func() bool {
+			evs = environmentEvents(t, h, env)
+			for _, w := range want {
+				if findEvent(evs, w[0], w[1:]...) == nil {
+					return false
+				}
+			}
+			return true
+		})
+		return evs
+	}
+	waitEvents("devel", []string{envresource.ReasonApplyStarted, short(head), "web → 1.0.0"}, []string{envresource.ReasonApplied, short(head), "web → 1.0.0"})
+	waitEvents("prod", []string{envresource.ReasonPlanProposed, short(head), shortHash(p.PlanHash), "web → 1.0.0"})
+
+	code, body := r.call(t, "POST", "/api/v1/environments/prod/approve", tokenOf("alice"), map[string]any{"planHash": p.PlanHash})
+	if code != http.StatusAccepted {
+		t.Fatalf("approve prod: %d %s", code, body)
+	}
+	waitEvents("prod", []string{envresource.ReasonApproved, "token:alice", shortHash(p.PlanHash)}, []string{envresource.ReasonApplied, short(head), "token:alice"})
+
+	next := h.commit("prod", false, map[string]string{"web": "1.1.0"})
+	r.push(t, h, "events-next")
+	q := r.waitPending(t, "prod", next)
+	code, body = r.call(t, "POST", "/api/v1/environments/prod/reject", tokenOf("bob"), map[string]any{"planHash": q.PlanHash, "reason": "not today"})
+	if code != http.StatusAccepted && code != http.StatusOK {
+		t.Fatalf("reject prod: %d %s", code, body)
+	}
+	evs := waitEvents("prod", []string{envresource.ReasonPlanProposed, short(next), "web → 1.1.0"}, []string{envresource.ReasonRejected, "token:bob", "not today", short(next)})
+	if r := findEvent(evs, envresource.ReasonRejected); r.Type != corev1.EventTypeWarning || r.Source.Component != envresource.EventSource {
+		t.Errorf("Rejected Event of type %s from %q, want Warning from %s", r.Type, r.Source.Component, envresource.EventSource)
+	}
+
+	ctx := context.Background()
+	now := time.Now()
+	if _, err := r.d.lockSvc.Lock(ctx, lock.Lock{Path: "apps/prod", Type: lock.Freeze, Author: "github:carol", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 30*time.Second, "prod locked", func() bool {
+		r.d.workers["prod"].wakeUp()
+		return len(r.environment(t, "prod").Locks) == 1
+	})
+	waitCondition(t, h, "prod", envresource.ConditionLocked, metav1.ConditionTrue)
+	waitEvents("prod", []string{envresource.ReasonLocked, "apps/prod", "github:carol"})
+	if _, err := r.d.lockSvc.Unlock(ctx, "apps/prod", lock.Freeze, false); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 30*time.Second, "prod unlocked", func() bool {
+		r.d.workers["prod"].wakeUp()
+		return len(r.environment(t, "prod").Locks) == 0
+	})
+	waitCondition(t, h, "prod", envresource.ConditionLocked, metav1.ConditionFalse)
+	evs = waitEvents("prod", []string{envresource.ReasonUnlocked})
+	if diff := cmp.Diff([]string{envresource.ReasonPlanProposed, envresource.ReasonApproved, envresource.ReasonApplyStarted, envresource.ReasonApplied,
+		envresource.ReasonRejected, envresource.ReasonLocked, envresource.ReasonUnlocked}, reasonsOf(evs)); diff != "" {
+		t.Errorf("prod's Events (-want +got):\n%s", diff)
+	}
+
+	// `kubectl describe` finds them the same way.
+	out, err := kubectl(t, "describe", "environment", "prod", "-n", h.stateNS)
+	if err != nil {
+		t.Fatalf("kubectl describe: %v\n%s", err, out)
+	}
+	_, section, _ := strings.Cut(out, "\nEvents:")
+	for _, reason := range []string{envresource.ReasonPlanProposed, envresource.ReasonApproved, envresource.ReasonApplied, envresource.ReasonRejected, envresource.ReasonLocked} {
+		if !strings.Contains(section, reason) {
+			t.Errorf("kubectl describe environment prod: no %s in its Events:\n%s", reason, out)
+		}
+	}
+
+	// Ten idle passes of both environments, a plan pending in prod (proposed
+	// again at each): no Event, none counted again.
+	third := h.commit("prod", false, map[string]string{"web": "1.2.0"})
+	r.push(t, h, "events-third")
+	r.waitPending(t, "prod", third)
+	waitEvents("prod", []string{envresource.ReasonPlanProposed, short(third), "web → 1.2.0"})
+	seen := func() map[string]int32 {
+		m := map[string]int32{}
+		for _, env := range []string{"devel", "prod"} {
+			for _, e := range environmentEvents(t, h, env) {
+				m[e.Name] = e.Count
+			}
+		}
+		return m
+	}
+	before := seen()
+	for i := range 10 {
+		calls := e.calls.Load()
+		for _, env := range []string{"devel", "prod"} {
+			r.d.workers[env].wakeUp()
+		}
+		testenv.WaitFor(t, 30*time.Second, fmt.Sprintf("idle pass %d of both environments", i+1), func() bool { return e.calls.Load() >= calls+2 })
+	}
+	// The recorder writes in order: once a marker is there, so is anything
+	// the passes would have emitted before it.
+	rec.Event(objectRefOf(envObject(t, h, "prod")), corev1.EventTypeNormal, "TestMarker", "after ten idle passes")
+	testenv.WaitFor(t, 30*time.Second, "the marker Event", func() bool { return findEvent(environmentEvents(t, h, "prod"), "TestMarker") != nil })
+	after := seen()
+	delete(after, findEvent(environmentEvents(t, h, "prod"), "TestMarker").Name)
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("Events after ten idle passes (-before +after):\n%s", diff)
+	}
+}
+
+// objectRefOf is the reference of an object's Events.
+func objectRefOf(o *unstructured.Unstructured) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName(), UID: o.GetUID()}
+}
+
+// shortHash is how Events name a planHash: its algorithm and twelve digits.
+func shortHash(h string) string {
+	alg, digest, _ := strings.Cut(h, ":")
+	return alg + ":" + short(digest)
 }

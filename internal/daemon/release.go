@@ -109,7 +109,6 @@ func (w *worker) writeRelease(ctx context.Context, prop approval.Proposal) (*app
 	if err != nil {
 		return nil, fmt.Errorf("recording the pending release of %s: %w", short(prop.Revision), err)
 	}
-	w.rec.moved() // AwaitingRelease
 	return p, nil
 }
 

@@ -53,9 +53,12 @@ type Target struct {
 // A Writer is safe for concurrent use by the workers of several
 // environments.
 type Writer struct {
-	client dynamic.ResourceInterface
-	specs  map[string]Spec
-	now    func() time.Time
+	client    dynamic.ResourceInterface
+	namespace string
+	specs     map[string]Spec
+	now       func() time.Time
+	// events, when set, are emitted on the objects after each Write.
+	events *Events
 
 	mu   sync.Mutex
 	objs map[string]*known
@@ -66,13 +69,15 @@ type Writer struct {
 // known is what the Writer knows an Environment object holds.
 type known struct {
 	term       string
+	uid        types.UID
 	generation int64
 	conditions []metav1.Condition
 	status     []byte // the status as last read or written, JSON
 }
 
 type options struct {
-	now func() time.Time
+	now    func() time.Time
+	events *Events
 }
 
 // Option configures New.
@@ -90,6 +95,18 @@ func WithClock(now func() time.Time) Option {
 	}
 }
 
+// WithEvents emits e's Events on the objects, after each Write of their
+// environment (see Events).
+func WithEvents(e *Events) Option {
+	return func(o *options) error {
+		if e == nil {
+			return errors.New("WithEvents: nil Events")
+		}
+		o.events = e
+		return nil
+	}
+}
+
 // New returns the writer of the Environments in namespace, one per entry of
 // specs (environment name → spec).
 func New(client dynamic.Interface, namespace string, specs map[string]Spec, opts ...Option) (*Writer, error) {
@@ -102,7 +119,8 @@ func New(client dynamic.Interface, namespace string, specs map[string]Spec, opts
 	if client == nil || namespace == "" {
 		return nil, errors.New("configuring Environment writer: a client and a namespace are required")
 	}
-	return &Writer{client: client.Resource(GVR).Namespace(namespace), specs: specs, now: o.now, objs: map[string]*known{}}, nil
+	return &Writer{client: client.Resource(GVR).Namespace(namespace), namespace: namespace, specs: specs, now: o.now, events: o.events,
+		objs: map[string]*known{}}, nil
 }
 
 // Writes is how many writes the Writer made so far.
@@ -141,6 +159,7 @@ func (w *Writer) Write(ctx context.Context, v *status.Environment, phase status.
 		return wrote, fmt.Errorf("encoding status of Environment %q: %w", env, err)
 	}
 	if bytes.Equal(raw, k.status) {
+		w.emit(env, k, &st, &st)
 		return wrote, nil
 	}
 	if err := holds(ctx); err != nil {
@@ -160,7 +179,13 @@ func (w *Writer) Write(ctx context.Context, v *status.Environment, phase status.
 		w.forget(env)
 		return true, fmt.Errorf("writing status of Environment %q: %w", env, err)
 	}
-	w.remember(env, term, obj, raw)
+	var prev Status
+	if len(k.status) > 0 {
+		if err := json.Unmarshal(k.status, &prev); err != nil {
+			prev = Status{}
+		}
+	}
+	w.emit(env, w.remember(env, term, obj, raw), &prev, &st)
 	return true, nil
 }
 
@@ -201,7 +226,7 @@ func (w *Writer) load(ctx context.Context, env string, spec Spec, term string, h
 
 // remember keeps what obj holds, its status as raw.
 func (w *Writer) remember(env, term string, obj *unstructured.Unstructured, raw []byte) *known {
-	k := &known{term: term, generation: obj.GetGeneration(), status: raw}
+	k := &known{term: term, uid: obj.GetUID(), generation: obj.GetGeneration(), status: raw}
 	var st Status
 	if err := json.Unmarshal(raw, &st); err == nil {
 		k.conditions = st.Conditions
@@ -210,6 +235,15 @@ func (w *Writer) remember(env, term string, obj *unstructured.Unstructured, raw 
 	w.objs[env] = k
 	w.mu.Unlock()
 	return k
+}
+
+// emit emits the Events of env on its object k, after a write that moved
+// its status from prev to next (equal: nothing written).
+func (w *Writer) emit(env string, k *known, prev, next *Status) {
+	if w.events == nil || k.uid == "" {
+		return
+	}
+	w.events.emit(env, objectRef(w.namespace, env, k.uid), prev, next)
 }
 
 func (w *Writer) forget(env string) {
