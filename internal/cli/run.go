@@ -23,6 +23,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/notify"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/internal/rollback"
+	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/ui"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
@@ -178,6 +179,21 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	// The Environment resources, written by each environment's worker from the daemon's view of it, and
+	// their Events, which hear every plan, outcome and sequence step as a gate and a listener.
+	var view envresource.ViewFunc
+	var envEvents *envresource.Events
+	if !rf.once {
+		er, err := environmentResources(cmd.Context(), b, &view, log.WithName("envresource"))
+		if err != nil {
+			return err
+		}
+		defer er.stop()
+		opts = append(opts, er.opts...)
+		if er.events != nil {
+			gates, envEvents = append(gates, er.events), er.events
+		}
+	}
 	opts = append(opts, daemon.WithGate(approval.Gates(gates...)), daemon.WithVerifier(vf))
 	// An automatic rollback of a failed rollout opens the rollback pull request and places the hold (with
 	// github.app); rb is built below, before the daemon runs.
@@ -190,18 +206,14 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 			return rb.Automatic(ctx, env, id, cause)
 		}))
 	}
-	if nt != nil {
-		// ... and every step of each environment's sequence.
+	// ... and every step of each environment's sequence.
+	switch {
+	case nt != nil && envEvents != nil:
+		opts = append(opts, daemon.WithSequenceListener(sequence.Listeners(nt, envEvents)))
+	case nt != nil:
 		opts = append(opts, daemon.WithSequenceListener(nt))
-	}
-	// The Environment resources, written by each environment's worker from the daemon's view of it.
-	var view envresource.ViewFunc
-	if !rf.once {
-		envOpts, err := environmentResources(cmd.Context(), b, &view, log.WithName("envresource"))
-		if err != nil {
-			return err
-		}
-		opts = append(opts, envOpts...)
+	case envEvents != nil:
+		opts = append(opts, daemon.WithSequenceListener(envEvents))
 	}
 	parts, err := DaemonParts(b)
 	if err != nil {
