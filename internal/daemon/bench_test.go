@@ -5,15 +5,19 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/envresource"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
@@ -214,4 +218,100 @@ func (r *running) storeHistory(t testing.TB, name string) []approval.Entry {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// finishGate notes when each revision's deploy finished: the worker tells
+// the gate's Completed right after it recorded the history entry.
+type finishGate struct {
+	approval.Gate
+	mu       sync.Mutex
+	finished map[string]time.Time
+}
+
+func (g *finishGate) Completed(ctx context.Context, p approval.Proposal, o approval.Outcome) error {
+	if o.Result == approval.ResultSucceeded {
+		g.mu.Lock()
+		g.finished[p.Revision] = time.Now()
+		g.mu.Unlock()
+	}
+	return g.Gate.Completed(ctx, p, o)
+}
+
+func (g *finishGate) at(rev string) (time.Time, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t, ok := g.finished[rev]
+	return t, ok
+}
+
+// BenchmarkDeployedVisible measures the time from a deploy finishing (its
+// history recorded and the gate told) to a watcher of the Environment
+// seeing its Deployed condition True at that revision, with the Environment
+// written as `reconciler run` writes it (goal p50 < 200 ms).
+func BenchmarkDeployedVisible(b *testing.B) {
+	h := newHarness(b, "devel")
+	e := newEnvRes(b, h)
+	gate := &finishGate{Gate: approval.Manual(), finished: map[string]time.Time{}}
+	r := h.start(e.option(), WithGate(gate))
+	e.d.Store(r.d)
+	waitImage(b, h.ns["devel"], "web", imageRepo+"web:1.0.0")
+
+	// The watcher: when each revision was first seen Deployed.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wi, err := dynamic.NewForConfigOrDie(cluster.Env(b).Config).Resource(envresource.GVR).Namespace(h.stateNS).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer wi.Stop()
+	var mu sync.Mutex
+	seen := map[string]time.Time{}
+	go func() {
+		for ev := range wi.ResultChan() {
+			o, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok || o.GetName() != "devel" {
+				continue
+			}
+			if c := condition(o, envresource.ConditionDeployed); c != nil && c.Status == metav1.ConditionTrue {
+				rev, _, _ := unstructured.NestedString(o.Object, "status", "observedRevision")
+				mu.Lock()
+				if _, ok := seen[rev]; !ok {
+					seen[rev] = time.Now()
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	seenAt := func(rev string) (time.Time, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		t, ok := seen[rev]
+		return t, ok
+	}
+	testenv.WaitFor(b, 30*time.Second, "the first deploy visible", func() bool {
+		_, ok := seenAt(h.git.Head(b, "manifests", "main"))
+		return ok
+	})
+	var lat []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		rev := h.commit("devel", true, map[string]string{"web": fmt.Sprintf("3.0.%d", i)})
+		r.push(b, h, fmt.Sprintf("visible-%d", i))
+		var done, visible time.Time
+		testenv.WaitFor(b, 60*time.Second, "deploy of "+short(rev)+" visible", func() bool {
+			var ok1, ok2 bool
+			done, ok1 = gate.at(rev)
+			visible, ok2 = seenAt(rev)
+			return ok1 && ok2
+		})
+		lat = append(lat, max(visible.Sub(done), 0))
+		b.StartTimer()
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(pct(0.5), "p50-ms")
+	b.ReportMetric(pct(0.9), "p90-ms")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
 }
