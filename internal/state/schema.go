@@ -3,6 +3,7 @@ package state
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -52,8 +53,37 @@ type schema struct {
 	OldestReader int `json:"oldestReader"`
 }
 
-// current is the schema this build writes.
-var current = schema{Version: SchemaVersion, OldestReader: schemaOldestReader}
+// schemaStamp, when the linker sets it (-ldflags "-X
+// github.com/stagehand-gitops/stagehand/internal/state.schemaStamp=N", which
+// hack/release's --state-schema N passes), makes this build write state
+// schema N, above SchemaVersion, with N as its oldest reader: the same
+// records, marked as a schema that builds of SchemaVersion must refuse. It
+// is a test's knob, never set in a release: with it two builds of one
+// commit are a release and the next one that raised the schema, which
+// internal/chart's TestInstallRelease upgrades to and rolls back from.
+var schemaStamp string
+
+// current is the schema this build writes: SchemaVersion, unless stamped.
+var current = func() schema {
+	s, err := stamped(schemaStamp)
+	if err != nil {
+		panic(err) // a build linked with a malformed stamp must not run
+	}
+	return s
+}()
+
+// stamped is the schema a build stamped with stamp writes: this source's
+// when stamp is empty, else {stamp, stamp} for a number above SchemaVersion.
+func stamped(stamp string) (schema, error) {
+	if stamp == "" {
+		return schema{Version: SchemaVersion, OldestReader: schemaOldestReader}, nil
+	}
+	n, err := strconv.Atoi(stamp)
+	if err != nil || n <= SchemaVersion {
+		return schema{}, fmt.Errorf("stamped state schema %q: want a version above this source's %d", stamp, SchemaVersion)
+	}
+	return schema{Version: n, OldestReader: n}, nil
+}
 
 // SchemaError is a state this build must not read or write: it was written
 // with a newer schema whose oldest reader is newer than this build's. A

@@ -324,3 +324,38 @@ func withoutPhase(st *EnvState) *EnvState {
 	cp.Phase = ""
 	return &cp
 }
+
+// TestStampedSchema: a build stamped by the linker (schemaStamp, a test's
+// knob) writes the stamped schema as its own oldest reader; an empty stamp
+// is this source's schema; a stamp that is not a number above it is refused
+// (the build panics at start rather than claim an older schema).
+func TestStampedSchema(t *testing.T) {
+	for _, c := range []struct {
+		stamp   string
+		want    schema
+		wantErr bool
+	}{
+		{stamp: "", want: schema{Version: SchemaVersion, OldestReader: schemaOldestReader}},
+		{stamp: "2", want: schema{Version: 2, OldestReader: 2}},
+		{stamp: "17", want: schema{Version: 17, OldestReader: 17}},
+		{stamp: "1", wantErr: true},
+		{stamp: "0", wantErr: true},
+		{stamp: "-3", wantErr: true},
+		{stamp: "2.0", wantErr: true},
+		{stamp: " 2", wantErr: true},
+		{stamp: "99999999999999999999999", wantErr: true},
+	} {
+		t.Run(c.stamp, func(t *testing.T) {
+			got, err := stamped(c.stamp)
+			if (err != nil) != c.wantErr {
+				t.Fatalf("stamped(%q) = %v, %v; want an error: %v", c.stamp, got, err, c.wantErr)
+			}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("stamped(%q) (-want +got):\n%s", c.stamp, diff)
+			}
+		})
+	}
+	if current != (schema{Version: SchemaVersion, OldestReader: schemaOldestReader}) {
+		t.Errorf("this unstamped test build writes %+v, want schema %d", current, SchemaVersion)
+	}
+}
