@@ -109,6 +109,11 @@ func (s *Store) Claim(ctx context.Context, env, token string) (int64, error) {
 		if err != nil {
 			return err
 		}
+		// A state of a schema this build must not read is not claimed
+		// either: claiming writes to it.
+		if _, err := readSchema(cm, s.schema); err != nil {
+			return err
+		}
 		cur := cm.Annotations[annoFence]
 		prev = fenceTerm(cur)
 		if prev > fenceTerm(token) {

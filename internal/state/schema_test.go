@@ -130,9 +130,10 @@ func TestReadsGoldenState(t *testing.T) {
 }
 
 // TestNewerSchemaRefused: a state written by a build whose schema this one
-// must not read (its oldest reader is newer) is refused by Load and Update
-// with an error naming both versions, and Update writes nothing: not the
-// state, not a part.
+// must not read (its oldest reader is newer) is refused by Load, Update,
+// Record and Claim (leaderElection.perEnvironment's start of a term) with an
+// error naming both versions, and none of them writes anything: not the
+// state, not a part, not the claim's annotation.
 func TestNewerSchemaRefused(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset()
@@ -150,7 +151,8 @@ func TestNewerSchemaRefused(t *testing.T) {
 	mutated := false
 	updateErr := older.Update(ctx, "prod", func(st *EnvState) { mutated, st.Pending = true, nil })
 	_, recordErr := older.Record(ctx, "prod", approval.Entry{PlanHash: "sha256:p2", Result: approval.ResultSucceeded})
-	for name, err := range map[string]error{"Load": loadErr, "Update": updateErr, "Record": recordErr} {
+	_, claimErr := older.Claim(ctx, "prod", FenceToken(7, "older"))
+	for name, err := range map[string]error{"Load": loadErr, "Update": updateErr, "Record": recordErr, "Claim": claimErr} {
 		var se *SchemaError
 		if !errors.As(err, &se) {
 			t.Fatalf("%s: %v, want a SchemaError", name, err)
