@@ -79,6 +79,9 @@ func provenance(o options, r *built, started, finished time.Time) (*statement, e
 		platforms = append(platforms, pl.String())
 	}
 	p.BuildDefinition.ExternalParameters = map[string]any{"version": o.version, "platforms": platforms}
+	if o.stateSchema != 0 {
+		p.BuildDefinition.ExternalParameters["stateSchema"] = o.stateSchema
+	}
 	p.BuildDefinition.InternalParameters = map[string]any{"goVersion": runtime.Version(), "sourceDateEpoch": o.created.Unix(),
 		"flags": "-trimpath -buildvcs=false CGO_ENABLED=0"}
 	p.BuildDefinition.ResolvedDependencies = []resourceDescriptor{{URI: "git+" + source, Digest: map[string]string{"gitCommit": o.commit}}}

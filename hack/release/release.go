@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/state"
 )
 
 // binaries are the commands a release ships.
@@ -28,6 +30,9 @@ const defaultPlatforms = "linux/amd64,linux/arm64,darwin/amd64,darwin/arm64"
 
 // versionPkg is where the binaries read their stamped version.
 const versionPkg = "github.com/stagehand-gitops/stagehand/internal/version"
+
+// statePkg is where the binaries read a stamped state schema (--state-schema).
+const statePkg = "github.com/stagehand-gitops/stagehand/internal/state"
 
 // source is where the provenance and the image labels say the code is from.
 const source = "https://github.com/stagehand-gitops/stagehand"
@@ -50,6 +55,9 @@ type options struct {
 	registry  string
 	insecure  bool
 	helm      string
+	// stateSchema, when above 0, is the state schema the binaries are
+	// stamped to write (internal/state's schemaStamp): a test's knob.
+	stateSchema int
 }
 
 // platform is one os/arch.
@@ -96,6 +104,7 @@ func parseFlags(ctx context.Context, args []string, stderr io.Writer) (options, 
 	fs.StringVar(&o.registry, "registry", "", "registry and namespace pushed to, e.g. ghcr.io/acme: the image goes to <registry>/stagehand, the chart to oci://<registry>/charts")
 	fs.BoolVar(&o.insecure, "insecure", false, "allow a plain-HTTP registry")
 	fs.StringVar(&o.helm, "helm", "", "helm binary (default: helm in $PATH, else <module>/bin/helm)")
+	fs.IntVar(&o.stateSchema, "state-schema", 0, "for tests of upgrades only: stamp the binaries to write this state schema, above the source's, which builds without it refuse (never set in a release)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -104,6 +113,9 @@ func parseFlags(ctx context.Context, args []string, stderr io.Writer) (options, 
 	}
 	if !semver.MatchString(o.version) {
 		return o, fmt.Errorf("invalid --version %q: want vMAJOR.MINOR.PATCH, e.g. v0.2.0", o.version)
+	}
+	if o.stateSchema != 0 && o.stateSchema <= state.SchemaVersion {
+		return o, fmt.Errorf("invalid --state-schema %d: want a version above this source's state schema %d", o.stateSchema, state.SchemaVersion)
 	}
 	if o.push && o.registry == "" {
 		return o, errors.New("--push needs --registry, e.g. --registry ghcr.io/acme")
@@ -261,6 +273,9 @@ func goBuild(ctx context.Context, o options, pkg string, p platform, out string)
 	}
 	ldflags := fmt.Sprintf("-s -w -X %[1]s.version=%[2]s -X %[1]s.commit=%[3]s -X %[1]s.date=%[4]s",
 		versionPkg, o.version, o.commit, o.created.Format(time.RFC3339))
+	if o.stateSchema != 0 {
+		ldflags += fmt.Sprintf(" -X %s.schemaStamp=%d", statePkg, o.stateSchema)
+	}
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags="+ldflags, "-o", abs, pkg)
 	cmd.Dir = o.module
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.os, "GOARCH="+p.arch, "GOFLAGS=")

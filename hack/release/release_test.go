@@ -247,6 +247,8 @@ func TestFlags(t *testing.T) {
 		{"push without registry", []string{"--version", "v0.2.0", "--push", "--commit", "abc", "--source-date-epoch", "1"}, "--push needs --registry"},
 		{"bad platform", []string{"--version", "v0.2.0", "--platform", "linux", "--commit", "abc", "--source-date-epoch", "1"}, `invalid --platform "linux"`},
 		{"bad epoch", []string{"--version", "v0.2.0", "--commit", "abc", "--source-date-epoch", "yesterday"}, `invalid source date epoch "yesterday"`},
+		{"state schema not newer", []string{"--version", "v0.2.0", "--commit", "abc", "--source-date-epoch", "1", "--state-schema", "1"}, "invalid --state-schema 1"},
+		{"state schema negative", []string{"--version", "v0.2.0", "--commit", "abc", "--source-date-epoch", "1", "--state-schema", "-2"}, "invalid --state-schema -2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseFlags(context.Background(), tc.args, io.Discard)
