@@ -20,7 +20,6 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/auth"
-	"github.com/stagehand-gitops/stagehand/internal/cli"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
@@ -232,7 +231,7 @@ func (x *demo) startReconciler(ctx context.Context, ln net.Listener, kubeconfig 
 		logFile.Close()
 		return nil, err
 	}
-	parts, err := cli.DaemonParts(b)
+	parts, err := daemon.PartsOf(b)
 	if err != nil {
 		ln.Close()
 		logFile.Close()

@@ -61,7 +61,7 @@ func approveWorld(t *testing.T, files ...map[string]string) (server, tokenFile, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	parts, err := DaemonParts(b)
+	parts, err := daemon.PartsOf(b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -215,7 +215,7 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	case envEvents != nil:
 		opts = append(opts, daemon.WithSequenceListener(envEvents))
 	}
-	parts, err := DaemonParts(b)
+	parts, err := daemon.PartsOf(b)
 	if err != nil {
 		return err
 	}
@@ -315,42 +315,6 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	}
 	log.WithName("reconciler").Info("serving HTTP API", "address", ln.Addr().String())
 	return srv.ServeWhile(cmd.Context(), ln, d.Run)
-}
-
-// DaemonParts builds (once, through b) what the daemon runs on: the state
-// store and its API server's clock, the targets, the lock service, the reconciler, the
-// git source, and where pushes arrive.
-func DaemonParts(b *wire.Builder) ([]daemon.Option, error) {
-	st, err := b.Store()
-	if err != nil {
-		return nil, err
-	}
-	targets, err := b.AllTargets()
-	if err != nil {
-		return nil, err
-	}
-	svc, err := b.LockService()
-	if err != nil {
-		return nil, err
-	}
-	rec, err := b.Reconciler()
-	if err != nil {
-		return nil, err
-	}
-	src, err := b.Source()
-	if err != nil {
-		return nil, err
-	}
-	pushes, err := b.Pushes()
-	if err != nil {
-		return nil, err
-	}
-	opts := []daemon.Option{daemon.WithStore(st, b.StateClock()), daemon.WithTargets(targets), daemon.WithLockService(svc),
-		daemon.WithReconciler(rec), daemon.WithSource(src), daemon.WithManifestOptions(b.ManifestOptions()...)}
-	if pushes != nil {
-		opts = append(opts, daemon.WithPushes(pushes))
-	}
-	return opts, nil
 }
 
 // newRollbacker builds the rollbacker of `reconciler run` over the

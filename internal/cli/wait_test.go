@@ -63,7 +63,7 @@ func waitWorld(t *testing.T) (base []string, git *gitserver.Server, d *daemon.Da
 	if err != nil {
 		t.Fatal(err)
 	}
-	parts, err := DaemonParts(b)
+	parts, err := daemon.PartsOf(b)
 	if err != nil {
 		t.Fatal(err)
 	}

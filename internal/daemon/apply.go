@@ -345,7 +345,6 @@ func (w *worker) recordApply(ctx context.Context, prop approval.Proposal, out ap
 		w.metrics.fail(w.env, reasonState)
 		w.log.Error(err, "recording apply result", "environment", w.env, "planHash", e.PlanHash)
 	}
-	w.metrics.setPending(w.env, false)
 	return applied
 }
 

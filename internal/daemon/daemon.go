@@ -307,7 +307,7 @@ func (d *Daemon) logE(err error, msg string, kv ...any) {
 // token's term (lost is called when a write is refused).
 func (d *Daemon) workEnvironment(ctx context.Context, env, token string, lost func()) {
 	w := d.workers[env]
-	w.store = d.store.Fenced(token, lost)
+	w.store = observed(d.store.Fenced(token, lost), d.metrics, env)
 	// A new term: propose again what is pending, write the status afresh.
 	w.proposed, w.lastStatus = "", nil
 	w.run(ctx)
@@ -329,7 +329,7 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		ws = &windows{cal: cal, now: d.clock.Now}
 	}
 	return workerDeps{
-		env: env, windows: ws, store: d.store, gate: d.o.gate, reconcilePlan: d.rec.Plan, reconcileApply: d.rec.Apply, targets: d.targets[env], lockPath: ec.LockPath,
+		env: env, windows: ws, store: observed(d.store, d.metrics, env), gate: d.o.gate, reconcilePlan: d.rec.Plan, reconcileApply: d.rec.Apply, targets: d.targets[env], lockPath: ec.LockPath,
 		statusTargets: ec.Targets,
 		resolve: func(ctx context.Context, s gitsource.Snapshot, st *state.EnvState) (*manifest.Environment, error) {
 			envM, err := d.resolve(ctx, s, env)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -95,6 +97,7 @@ func TestApproveOverAPI(t *testing.T) {
 	if v := r.environment(t, "prod"); v.Phase != status.PhaseAwaitingApproval {
 		t.Errorf("phase with a plan pending = %q, want AwaitingApproval", v.Phase)
 	}
+	waitPendingGauge(t, r.d, "prod", 1)
 	var plan struct {
 		Changes []struct{ From, To string }
 	}
@@ -140,6 +143,7 @@ func TestApproveOverAPI(t *testing.T) {
 	if v := r.environment(t, "prod"); v.Pending != nil || v.Phase != status.PhaseIdle {
 		t.Errorf("after the apply: pending %+v, phase %q; want nothing pending, Idle", v.Pending, v.Phase)
 	}
+	waitPendingGauge(t, r.d, "prod", 0)
 	// Approving again: nothing is pending.
 	code, b = r.call(t, "POST", "/api/v1/environments/prod/approve", testToken, body)
 	if code != http.StatusConflict || !strings.Contains(string(b), "nothing is pending") {
@@ -165,6 +169,7 @@ func TestRejectAndSupersede(t *testing.T) {
 	if v := r.environment(t, "prod"); v.Pending != nil {
 		t.Errorf("pending after reject: %+v", v.Pending)
 	}
+	waitPendingGauge(t, r.d, "prod", 0)
 
 	rev2 := h.commit("prod", false, map[string]string{"web": "1.1.0"})
 	r.push(t, h, "d2")
@@ -197,6 +202,8 @@ func TestRestartKeepsState(t *testing.T) {
 	if got := r2.environment(t, "prod").Pending; got == nil || got.PlanHash != p.PlanHash {
 		t.Fatalf("pending after restart = %+v, want plan %s", got, p.PlanHash)
 	}
+	// The new holder's gauge is the state it read, with no proposal of its own.
+	waitPendingGauge(t, r2.d, "prod", 1)
 	if hist := r2.history(t, "devel"); len(hist) != 1 || hist[0].Revision != rev {
 		t.Errorf("devel history after restart = %+v", hist)
 	}
@@ -490,4 +497,13 @@ func TestDeadLeadersDeployLockIsTakenOver(t *testing.T) {
 	if got := cluster.Env(t).Image(t, h.ns["qa"], "web"); got != imageRepo+"web:0.9.0" {
 		t.Errorf("qa runs %s under alice's deploy lock", got)
 	}
+}
+
+// waitPendingGauge waits for d's stagehand_pending_approvals of env to be
+// want.
+func waitPendingGauge(t *testing.T, d *Daemon, env string, want float64) {
+	t.Helper()
+	testenv.WaitFor(t, 30*time.Second, fmt.Sprintf("stagehand_pending_approvals{environment=%q} %v", env, want), func() bool {
+		return testutil.ToFloat64(d.metrics.pending.WithLabelValues(env)) == want
+	})
 }

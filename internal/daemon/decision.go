@@ -149,7 +149,7 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 		return
 	}
 	// Counted first: a plan that needs more approvers stays pending, showing how many it has.
-	p, err = w.approvals.count(ctx, w.store, dc.planHash, dc.who, nil)
+	p, err = w.approvals.count(ctx, w.store.Store, dc.planHash, dc.who, nil)
 	if err != nil {
 		reply(nil, err)
 		return
@@ -265,6 +265,5 @@ func (w *worker) recordRejection(ctx context.Context, s gitsource.Snapshot, prop
 	}); err != nil {
 		return out, err
 	}
-	w.metrics.setPending(w.env, false)
 	return out, nil
 }

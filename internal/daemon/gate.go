@@ -83,7 +83,6 @@ func (w *worker) gateStep(ctx context.Context, p *pass) error {
 		prop.Notes = w.notes(ctx, st)
 	}
 	if pp := st.Pending; st.Phase == status.PhaseAwaitingApproval && pp != nil && pp.PlanHash == plan.PlanHash && pp.Revision == s.Revision {
-		w.metrics.setPending(w.env, true)
 		if w.proposed == proposalKey(prop) && w.now().Sub(w.proposedAt) < w.repropose {
 			p.done = true
 			return nil // proposed already; waiting for a decision
@@ -102,7 +101,6 @@ func (w *worker) gateStep(ctx context.Context, p *pass) error {
 		// Rejected once: never proposed again. A new revision or a plan that
 		// differs (the cluster drifted) has another hash and is proposed.
 		w.supersede(ctx, st, s.Revision)
-		w.metrics.setPending(w.env, false)
 		p.done = true
 		return nil
 	}
@@ -131,7 +129,6 @@ func (w *worker) gateStep(ctx context.Context, p *pass) error {
 	if err := w.proposeOrApply(ctx, p, gate, prop); err != nil || p.job != nil {
 		return err
 	}
-	w.metrics.setPending(w.env, true)
 	log.Info("plan waiting for approval", "planHash", plan.PlanHash, "changes", len(plan.Changes))
 	return nil
 }
@@ -181,6 +178,5 @@ func (w *worker) inSync(ctx context.Context, p *pass) error {
 			return failed(stepGate, reasonState, err)
 		}
 	}
-	w.metrics.setPending(w.env, false)
 	return nil
 }

@@ -173,8 +173,10 @@ func WithIdentity(id string) Option {
 
 // Pushes is where the daemon hears of pushes to the source's branch
 // (internal/wire's push events of the webhook receiver): OnPush registers
-// trigger, called for every push.
-type Pushes interface {
+// trigger, called for every push. An alias of the interface, not a type of
+// its own, so that internal/wire's Builder.Pushes, which cannot name it,
+// returns this very type and the Builder is a Parts.
+type Pushes = interface {
 	OnPush(trigger func()) error
 }
 

@@ -26,43 +26,9 @@ func build(cfg *config.Config, wopts []wire.Option, opts ...Option) (*Daemon, er
 	if err != nil {
 		return nil, err
 	}
-	parts, err := partsOf(b)
+	parts, err := PartsOf(b)
 	if err != nil {
 		return nil, err
 	}
 	return New(cfg, append(parts, opts...)...)
-}
-
-// partsOf is what the daemon takes from b.
-func partsOf(b *wire.Builder) ([]Option, error) {
-	st, err := b.Store()
-	if err != nil {
-		return nil, err
-	}
-	targets, err := b.AllTargets()
-	if err != nil {
-		return nil, err
-	}
-	svc, err := b.LockService()
-	if err != nil {
-		return nil, err
-	}
-	rec, err := b.Reconciler()
-	if err != nil {
-		return nil, err
-	}
-	src, err := b.Source()
-	if err != nil {
-		return nil, err
-	}
-	p, err := b.Pushes()
-	if err != nil {
-		return nil, err
-	}
-	opts := []Option{WithStore(st, b.StateClock()), WithTargets(targets), WithLockService(svc), WithReconciler(rec),
-		WithSource(src), WithManifestOptions(b.ManifestOptions()...)}
-	if p != nil {
-		opts = append(opts, WithPushes(p))
-	}
-	return opts, nil
 }

@@ -126,7 +126,6 @@ func (w *worker) proposeRelease(ctx context.Context, prop approval.Proposal, p *
 		prop.Notes = append(prop.Notes[:len(prop.Notes):len(prop.Notes)], "**"+p.Tally()+".**")
 	}
 	w.propose(ctx, w.gate, prop)
-	w.metrics.setPending(w.env, true)
 }
 
 // holdRelease handles, at the start of a pass at s (planned as plan), a
@@ -164,7 +163,6 @@ func (w *worker) holdRelease(ctx context.Context, p *pass) bool {
 		st.Pending = pend
 		w.proposed = ""
 	}
-	w.metrics.setPending(w.env, true)
 	if w.proposed != proposalKey(prop) || w.now().Sub(w.proposedAt) >= w.repropose {
 		w.proposeRelease(ctx, prop, pend, st)
 	}
@@ -224,7 +222,6 @@ func (w *worker) supersedeRelease(ctx context.Context, st *state.EnvState, by st
 	}
 	st.InFlight, st.Pending = nil, nil
 	st.Phase = st.AtRest()
-	w.metrics.setPending(w.env, false)
 	w.finishRun(ctx, sequence.StatusAborted, promote.ResultFail, "aborted: "+why)
 	if err := w.gate.Superseded(ctx, prop, by); err != nil {
 		w.metrics.fail(w.env, reasonGate)
@@ -250,7 +247,7 @@ func (w *worker) decideRelease(ctx context.Context, s gitsource.Snapshot, dc dec
 	who := dc.who.ID.String()
 	if dc.approve {
 		var err error
-		if p, err = w.approvals.count(ctx, w.store, dc.planHash, dc.who, nil); err != nil {
+		if p, err = w.approvals.count(ctx, w.store.Store, dc.planHash, dc.who, nil); err != nil {
 			reply(nil, err)
 			return
 		}
@@ -332,7 +329,6 @@ func (w *worker) decideReleaseTask(ctx context.Context, p *approval.Pending, dc 
 		w.metrics.fail(w.env, reasonState)
 		return fmt.Errorf("recording the release decision: %w", err)
 	}
-	w.metrics.setPending(w.env, false)
 	w.rec.moved() // Verifying: the rest of the run
 	announce(ctx)
 	return nil

@@ -146,7 +146,6 @@ func (w *worker) continueRollback(ctx context.Context, rb state.Rollback) error 
 		return nil
 	}
 	log.Info("rolled back", "entry", id, "workloads", restored, "message", msg)
-	w.metrics.setPending(w.env, false)
 	prop, out, err := rolledBackOutcome(w.env, e, changes)
 	if err != nil {
 		w.metrics.fail(w.env, reasonState)
@@ -232,6 +231,5 @@ func (w *worker) skipFailed(ctx context.Context, st *state.EnvState, revision st
 		return false
 	}
 	w.supersede(ctx, st, revision)
-	w.metrics.setPending(w.env, false)
 	return true
 }

@@ -29,7 +29,7 @@ type workerDeps struct {
 	// windows are the environment's deploy windows (nil: always open).
 	windows *windows
 	// store keeps the pending plan, the apply in flight, the history and the status.
-	store *state.Store
+	store phaseStore
 	// gate is told about every plan (Auto replaces it to decide for
 	// skipConfirmation environments, but it still hears Superseded and Completed).
 	gate approval.Gate
@@ -160,7 +160,7 @@ func (w *worker) takenBefore(p *approval.Pending, at time.Time) bool {
 
 func newWorker(deps workerDeps) *worker {
 	w := &worker{workerDeps: deps, wake: make(chan struct{}, 1), decisions: make(chan decision),
-		rec: newRecorder(deps.recorded, deps.env, deps.store)}
+		rec: newRecorder(deps.recorded, deps.env, deps.store.Store)}
 	if w.windows != nil {
 		w.windows.wake = w.wakeUp
 	}
@@ -189,7 +189,7 @@ func (w *worker) run(ctx context.Context) {
 	}
 	handed := time.NewTicker(time.Second)
 	defer handed.Stop()
-	defer w.rec.follow(ctx, w.store)()
+	defer w.rec.follow(ctx, w.store.Store)()
 	for {
 		select {
 		case <-ctx.Done():
@@ -297,7 +297,6 @@ func (w *worker) supersede(ctx context.Context, st *state.EnvState, by string) {
 	if st.Phase == status.PhaseAwaitingApproval || st.Phase == status.PhaseDeferred {
 		st.Phase = st.AtRest()
 	}
-	w.metrics.setPending(w.env, false)
 	if by != pending.Revision {
 		w.abortRun(ctx, st, supersededWhy(by))
 	}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
-	"github.com/stagehand-gitops/stagehand/internal/cli"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/github"
@@ -188,7 +187,7 @@ func (f *flow) startReplica(le daemon.LeaderElection) *replica {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	parts, err := cli.DaemonParts(b)
+	parts, err := daemon.PartsOf(b)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -359,9 +359,11 @@ func (b *Builder) Webhook() (*webhook.Receiver, error) {
 }
 
 // Pushes returns where the daemon hears of pushes to source.url's
-// source.branch: the webhook receiver's "push" events; nil without a
-// receiver (the source is polled only).
-func (b *Builder) Pushes() (*Pushes, error) {
+// source.branch: the webhook receiver's "push" events (a *Pushes); nil
+// without a receiver (the source is polled only). Its type is the
+// interface daemon.Pushes names, written out (the builder imports no
+// daemon), so that a Builder is a daemon.Parts.
+func (b *Builder) Pushes() (interface{ OnPush(trigger func()) error }, error) {
 	r, err := b.Webhook()
 	if err != nil || r == nil {
 		return nil, err
