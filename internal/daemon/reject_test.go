@@ -47,8 +47,9 @@ func TestRejectionSticks(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("reject = %d %s", code, b)
 	}
-	before := gate.count(p.PlanHash)
-	time.Sleep(6 * resync) // five resyncs and then some
+	before, passes := gate.count(p.PlanHash), passesOf(t, r, "prod")
+	// Six passes (five resyncs, and the one the rejection was taken in) end after the rejection.
+	waitPasses(t, r, "prod", passes, 6)
 	if v := r.environment(t, "prod"); v.Pending != nil {
 		t.Errorf("pending again after five resyncs: %s %s", short(v.Pending.Revision), v.Pending.PlanHash)
 	}
@@ -59,7 +60,7 @@ func TestRejectionSticks(t *testing.T) {
 
 	gate2 := &countingGate{Gate: approval.Manual(), proposed: map[string]int{}}
 	r2 := h.start(WithGate(gate2), WithResync(resync))
-	time.Sleep(6 * resync)
+	waitPasses(t, r2, "prod", 0, 5)
 	if v := r2.environment(t, "prod"); v.Pending != nil || gate2.count(p.PlanHash) != 0 {
 		t.Errorf("after a restart: pending %v, proposed %d times; want still rejected", v.Pending != nil, gate2.count(p.PlanHash))
 	}

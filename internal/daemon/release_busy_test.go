@@ -81,7 +81,12 @@ func TestReleaseApprovalBusyHandover(t *testing.T) {
 		defer gate.mu.Unlock()
 		return gate.proposed >= 2
 	})
-	time.Sleep(1500 * time.Millisecond) // a handover would be taken within a second
+	// Bob's answer came (err above): no decision of his is handed over after it. One left in the
+	// state would be taken within a second and counted; none is there, so none can be.
+	testenv.WaitFor(t, 10*time.Second, "no decision handed over in prod's state", func() bool {
+		has, err := r.d.store.HasHandover(ctx, "prod")
+		return err == nil && !has
+	})
 	v := r.environment(t, "prod")
 	if v.Pending == nil || !v.Pending.Release || len(v.Pending.Approvals) != 0 || len(r.history(t, "prod")) != 0 {
 		t.Errorf("pending %+v, history %+v; want the release still waiting with no approval counted", v.Pending, r.history(t, "prod"))

@@ -141,10 +141,11 @@ func TestKilledAfterEveryPatchRecordsApprovedPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2 := h.start()
+	r2 := h.start(WithResync(200 * time.Millisecond)) // a pass every 200 ms: each could record it again
 	var hist []approval.Entry
 	testenv.WaitFor(t, 30*time.Second, "prod's history entry", func() bool { hist = r2.history(t, "prod"); return len(hist) > 0 })
-	time.Sleep(1500 * time.Millisecond) // later passes (the harness polls often) must not record it again
+	// Later passes must not record it again: three more end, the first of them begun after the entry.
+	waitPasses(t, r2, "prod", passesOf(t, r2, "prod"), 3)
 	if hist = r2.history(t, "prod"); len(hist) != 1 {
 		t.Fatalf("prod history = %+v, want one entry", hist)
 	}

@@ -162,24 +162,7 @@ func (w *rollbackWorld) passes(t *testing.T) uint64 { return passesOf(t, w.r, "d
 // passesOf counts the passes r made over env so far.
 func passesOf(t *testing.T, r *running, env string) uint64 {
 	t.Helper()
-	mfs, err := r.d.Metrics().Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n uint64
-	for _, mf := range mfs {
-		if mf.GetName() != "stagehand_reconcile_duration_seconds" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "environment" && l.GetValue() == env {
-					n += m.GetHistogram().GetSampleCount()
-				}
-			}
-		}
-	}
-	return n
+	return testenv.Observations(t, r.d.Metrics().Registry, "stagehand_reconcile_duration_seconds", "environment", env)
 }
 
 // waitPasses waits for n more passes over devel.

@@ -270,10 +270,10 @@ func TestFlowRejectionSticks(t *testing.T) {
 	f.waitRun(sha, "cancelled", concluded("cancelled"))
 	const create = "/repos/{owner}/{repo}/check-runs"
 	before := f.gh.CountRequests("POST", create)
-	time.Sleep(6 * f.resync)
+	f.waitPasses(6) // five resyncs after the one the rejection was taken in
 	f.stop()
 	f.start()
-	time.Sleep(6 * f.resync)
+	f.waitPasses(5)
 	if got := f.gh.CountRequests("POST", create) - before; got != 0 {
 		t.Errorf("%d check runs created after the rejection, want 0", got)
 	}

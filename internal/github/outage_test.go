@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
 const (
@@ -17,24 +18,7 @@ const (
 // passes counts the daemon's finished passes over prod (from its reconcile duration histogram).
 func (f *flow) passes() uint64 {
 	f.t.Helper()
-	mfs, err := f.d.Metrics().Registry.Gather()
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	var n uint64
-	for _, mf := range mfs {
-		if mf.GetName() != "stagehand_reconcile_duration_seconds" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "environment" && l.GetValue() == "prod" {
-					n += m.GetHistogram().GetSampleCount()
-				}
-			}
-		}
-	}
-	return n
+	return testenv.Observations(f.t, f.d.Metrics().Registry, "stagehand_reconcile_duration_seconds", "environment", "prod")
 }
 
 // waitPasses waits until the daemon has finished n more passes over prod.
