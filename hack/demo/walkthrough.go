@@ -249,7 +249,7 @@ func (x *demo) startReconciler(ctx context.Context, ln net.Listener, kubeconfig 
 		logFile.Close()
 		return nil, err
 	}
-	page, err := ui.New(d, ui.WithDemoLogin(cfg.Server.UI.DemoLogin))
+	page, err := ui.New(d, ui.WithDemoLogin(cfg.Server.UI.DemoLogin), ui.WithErrorStatus(api.StatusOf))
 	if err != nil {
 		ln.Close()
 		logFile.Close()

@@ -130,12 +130,17 @@ func NewClient(server, token string, opts ...ClientOption) (*Client, error) {
 // Server is the URL the Client calls.
 func (c *Client) Server() string { return c.base.String() }
 
-// Error is an error answer of the API: its HTTP status and the message of
-// its {"error": ...} body (the body itself, trimmed, when it is not JSON).
+// Error is an error answer of the API: its HTTP status and the message
+// and code of its {"error": ..., "code": ...} body (the body itself,
+// trimmed, when it is not JSON).
 type Error struct {
 	Method, Path string
 	Status       int
 	Message      string
+	// Code is the kind of error (CodeUnknownEnvironment, CodeNotPending,
+	// httpserve.CodeBadRequest…): what a program matches on. Empty from a
+	// server that sends none.
+	Code string
 	// Pending is the plan pending now, in the 409 answer to a decision on
 	// another plan.
 	Pending *approval.Pending
@@ -150,6 +155,7 @@ func (e *Error) Error() string {
 // errorBody is the API's error answer.
 type errorBody struct {
 	Error   string            `json:"error"`
+	Code    string            `json:"code,omitempty"`
 	Pending *approval.Pending `json:"pending,omitempty"`
 }
 
@@ -215,7 +221,7 @@ func answerError(method, path string, resp *http.Response, b []byte) *Error {
 	e := &Error{Method: method, Path: path, Status: resp.StatusCode}
 	var eb errorBody
 	if json.Unmarshal(b, &eb) == nil && eb.Error != "" {
-		e.Message, e.Pending = eb.Error, eb.Pending
+		e.Message, e.Code, e.Pending = eb.Error, eb.Code, eb.Pending
 	} else {
 		e.Message = strings.TrimSpace(string(b))
 		if len(e.Message) > 512 {

@@ -119,29 +119,30 @@ func TestClientErrors(t *testing.T) {
 		call       func(*Client) error
 		wantStatus int
 		wantMsg    string
+		wantCode   string
 	}{
-		{"unknown environment", token, func(c *Client) error { _, err := c.Environment(ctx, "qa"); return err }, 404, `unknown environment "qa"`},
-		{"unknown history entry", token, func(c *Client) error { _, err := c.HistoryEntry(ctx, "prod", 9); return err }, 404, "unknown history entry 9"},
-		{"a token the server does not know", "not-a-known-token-00001", func(c *Client) error { _, err := c.Matrix(ctx); return err }, 401, ""},
+		{"unknown environment", token, func(c *Client) error { _, err := c.Environment(ctx, "qa"); return err }, 404, `unknown environment "qa"`, CodeUnknownEnvironment},
+		{"unknown history entry", token, func(c *Client) error { _, err := c.HistoryEntry(ctx, "prod", 9); return err }, 404, "unknown history entry 9", CodeUnknownHistoryEntry},
+		{"a token the server does not know", "not-a-known-token-00001", func(c *Client) error { _, err := c.Matrix(ctx); return err }, 401, "", "Unauthorized"},
 		{"a reader approves", viewerToken, func(c *Client) error {
 			_, err := c.Approve(ctx, "prod", DecisionRequest{PlanHash: "sha256:p"})
 			return err
-		}, 403, "needs scope approve:prod"},
+		}, 403, "needs scope approve:prod", "Forbidden"},
 		{"another plan", token, func(c *Client) error {
 			_, err := c.Approve(ctx, "prod", DecisionRequest{PlanHash: "sha256:old"})
 			return err
-		}, 409, "sha256:old"},
+		}, 409, "sha256:old", CodeNotPending},
 		{"an unknown rollback target", token, func(c *Client) error {
 			_, err := c.Rollback(ctx, "prod", RollbackRequest{To: "999", Reason: "x"})
 			return err
-		}, 404, "unknown history entry 999"},
-		{"nothing to release", token, func(c *Client) error { _, err := c.Release(ctx, "prod", ReleaseRequest{}); return err }, 404, "no hold to release"},
+		}, 404, "unknown history entry 999", CodeUnknownRollbackTarget},
+		{"nothing to release", token, func(c *Client) error { _, err := c.Release(ctx, "prod", ReleaseRequest{}); return err }, 404, "no hold to release", CodeLockNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := apiError(t, tt.call(newClient(t, srv, tt.token)))
-			if e.Status != tt.wantStatus || !strings.Contains(e.Message, tt.wantMsg) {
-				t.Errorf("error %d %q, want %d saying %q", e.Status, e.Message, tt.wantStatus, tt.wantMsg)
+			if e.Status != tt.wantStatus || !strings.Contains(e.Message, tt.wantMsg) || e.Code != tt.wantCode {
+				t.Errorf("error %d %q code %q, want %d saying %q, code %q", e.Status, e.Message, e.Code, tt.wantStatus, tt.wantMsg, tt.wantCode)
 			}
 			if tt.wantStatus == 409 && (e.Pending == nil || e.Pending.PlanHash != "sha256:p") {
 				t.Errorf("409 pending = %+v, want the plan pending now", e.Pending)

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -21,7 +20,7 @@ func (s *Server) listEnvironments(w http.ResponseWriter, r *http.Request) {
 	for _, env := range names {
 		v, err := s.b.Environment(r.Context(), env)
 		if err != nil {
-			writeError(w, http.StatusInternalServerError, err.Error())
+			fail(w, err)
 			return
 		}
 		v.Layout = nil
@@ -47,7 +46,7 @@ func (s *Server) getLayout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if v.Layout == nil {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no layout for environment %q yet: it has not been resolved", v.Name))
+		fail(w, refuse(kindNoLayout, "no layout for environment %q yet: it has not been resolved", v.Name))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"environment": v.Name, "revision": v.Revision, "layout": v.Layout})
@@ -56,7 +55,8 @@ func (s *Server) getLayout(w http.ResponseWriter, r *http.Request) {
 func (s *Server) getHistory(w http.ResponseWriter, r *http.Request) {
 	env := r.PathValue("env")
 	h, err := s.b.History(r.Context(), env)
-	if !s.historyError(w, err) {
+	if err != nil {
+		fail(w, err)
 		return
 	}
 	out := make([]approval.Entry, 0, len(h))
@@ -70,28 +70,15 @@ func (s *Server) getHistoryEntry(w http.ResponseWriter, r *http.Request) {
 	env, raw := r.PathValue("env"), r.PathValue("id")
 	id, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || id < 1 {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("history entry id %q: want a positive integer, as the history list shows", truncate(raw, 64)))
+		fail(w, refuse(kindBadRequest, "history entry id %q: want a positive integer, as the history list shows", truncate(raw, 64)))
 		return
 	}
 	e, err := s.b.HistoryEntry(r.Context(), env, id)
-	if !s.historyError(w, err) {
+	if err != nil {
+		fail(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, HistoryEntryResponse{Environment: env, Entry: e})
-}
-
-// historyError answers err (404 for an unknown environment or entry, 500
-// otherwise) and reports whether there was none.
-func (s *Server) historyError(w http.ResponseWriter, err error) bool {
-	switch {
-	case err == nil:
-		return true
-	case errors.Is(err, approval.ErrUnknownEnvironment), errors.Is(err, approval.ErrUnknownEntry):
-		writeError(w, http.StatusNotFound, err.Error())
-	default:
-		writeError(w, http.StatusInternalServerError, err.Error())
-	}
-	return false
 }
 
 func truncate(s string, n int) string {
@@ -103,12 +90,8 @@ func truncate(s string, n int) string {
 
 func (s *Server) environmentOr404(w http.ResponseWriter, r *http.Request) (*status.Environment, bool) {
 	v, err := s.b.Environment(r.Context(), r.PathValue("env"))
-	switch {
-	case errors.Is(err, approval.ErrUnknownEnvironment):
-		writeError(w, http.StatusNotFound, err.Error())
-		return nil, false
-	case err != nil:
-		writeError(w, http.StatusInternalServerError, err.Error())
+	if err != nil {
+		fail(w, err)
 		return nil, false
 	}
 	return v, true
@@ -162,15 +145,16 @@ func (s *Server) decisionHandler(approve bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		env := r.PathValue("env")
 		var req DecisionRequest
-		if !decodeStrict(w, r, &req, `{"planHash": "..."}`) {
+		if err := decodeStrict(w, r, &req, `{"planHash": "..."}`); err != nil {
+			fail(w, err)
 			return
 		}
 		if req.PlanHash == "" {
-			writeError(w, http.StatusBadRequest, `planHash is required; want {"planHash": "..."}`)
+			fail(w, refuse(kindBadRequest, `planHash is required; want {"planHash": "..."}`))
 			return
 		}
 		if msg := req.check(); msg != "" {
-			writeError(w, http.StatusBadRequest, msg)
+			fail(w, refuse(kindBadRequest, "%s", msg))
 			return
 		}
 		who, ok := verifiedPrincipal(w, r, "approver", req.Approver)
@@ -186,19 +170,9 @@ func (s *Server) decisionHandler(approve bool) http.HandlerFunc {
 		} else {
 			p, err = s.b.Reject(r.Context(), env, req.PlanHash, who, req.Reason)
 		}
-		var np *approval.NotPendingError
 		switch {
-		case errors.Is(err, approval.ErrUnknownEnvironment):
-			writeError(w, http.StatusNotFound, err.Error())
-		case errors.As(err, &np):
-			writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error(), "pending": np.Pending})
-		case errors.Is(err, approval.ErrRefused):
-			writeError(w, http.StatusForbidden, err.Error())
-		case errors.Is(err, approval.ErrBusy):
-			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusServiceUnavailable, err.Error())
 		case err != nil:
-			writeError(w, http.StatusInternalServerError, err.Error())
+			fail(w, err)
 		case approve && p.Needed() > 1 && !p.Complete():
 			writeJSON(w, http.StatusAccepted, DecisionResponse{Environment: env, Revision: p.Revision, PlanHash: p.PlanHash,
 				Status: "pending", Approvers: p.Approvers(), Required: p.Needed(),
@@ -224,7 +198,7 @@ func (s *Server) decisionHandler(approve bool) http.HandlerFunc {
 func verifiedPrincipal(w http.ResponseWriter, r *http.Request, field, typed string) (identity.Principal, bool) {
 	caller, _ := auth.FromContext(r.Context())
 	if typed != "" && typed != caller.Name && !identity.Parse(typed).Equal(caller.ID()) {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("%s comes from your credentials: you are %s; leave %s out", field, caller.ID(), field))
+		fail(w, refuse(kindBadRequest, "%s comes from your credentials: you are %s; leave %s out", field, caller.ID(), field))
 		return identity.Principal{}, false
 	}
 	return caller.Identity(), true
@@ -236,7 +210,7 @@ func verifiedPrincipal(w http.ResponseWriter, r *http.Request, field, typed stri
 func verifiedName(w http.ResponseWriter, r *http.Request, field, typed string) (string, bool) {
 	caller, _ := auth.FromContext(r.Context())
 	if typed != "" && typed != caller.Name {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("%s comes from your credentials: you are %s; leave %s out", field, caller, field))
+		fail(w, refuse(kindBadRequest, "%s comes from your credentials: you are %s; leave %s out", field, caller, field))
 		return "", false
 	}
 	return caller.Name, true

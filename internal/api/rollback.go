@@ -107,28 +107,26 @@ type ReleaseResponse struct {
 const maxRollbackTo = 64
 
 // decodeStrict decodes one JSON object of at most maxBody bytes into v,
-// refusing unknown fields and trailing data; it answers the error itself.
-func decodeStrict(w http.ResponseWriter, r *http.Request, v any, want string) bool {
+// refusing unknown fields and trailing data; its error says why, for fail
+// (a body over the cap is too large, anything else a bad request).
+func decodeStrict(w http.ResponseWriter, r *http.Request, v any, want string) error {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		if tooBig := new(http.MaxBytesError); errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("decoding request body: larger than %d bytes; want %s", maxBody, want))
-			return false
+	err := dec.Decode(v)
+	if err == nil {
+		// Anything but white space after the object is refused: More alone would take a stray "}" or "]" for the end.
+		if _, err = dec.Token(); errors.Is(err, io.EOF) {
+			return nil
 		}
-		writeError(w, http.StatusBadRequest, "decoding request body: "+err.Error()+"; want "+want)
-		return false
-	}
-	// Anything but white space after the object is refused: More alone would take a stray "}" or "]" for the end.
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if tooBig := new(http.MaxBytesError); errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("decoding request body: larger than %d bytes; want %s", maxBody, want))
-			return false
+		if tooBig := new(http.MaxBytesError); !errors.As(err, &tooBig) {
+			err = errors.New("data after the JSON object")
 		}
-		writeError(w, http.StatusBadRequest, "decoding request body: data after the JSON object; want "+want)
-		return false
 	}
-	return true
+	msg := err.Error()
+	if tooBig := new(http.MaxBytesError); errors.As(err, &tooBig) {
+		msg = fmt.Sprintf("larger than %d bytes", tooBig.Limit)
+	}
+	return &requestError{kind: kindBadRequest, msg: fmt.Sprintf("decoding request body: %s; want %s", msg, want), cause: err}
 }
 
 // tooLong returns why one of the fields is longer than allowed, or "".
@@ -150,23 +148,24 @@ type field struct {
 func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
 	const want = `{"to": "previous | <history id> | <revision>", "reason": "..."}`
 	if s.o.rollback == nil {
-		writeError(w, http.StatusNotImplemented, "rollback needs github.app in reconciler.yaml: the rollback pull request is opened through the GitHub App")
+		fail(w, refuse(kindNotImplemented, "rollback needs github.app in reconciler.yaml: the rollback pull request is opened through the GitHub App"))
 		return
 	}
 	var req RollbackRequest
-	if !decodeStrict(w, r, &req, want) {
+	if err := decodeStrict(w, r, &req, want); err != nil {
+		fail(w, err)
 		return
 	}
 	if msg := tooLong(field{"to", req.To, maxRollbackTo}, field{"reason", req.Reason, maxReason}, field{"requestedBy", req.RequestedBy, maxApprover}); msg != "" {
-		writeError(w, http.StatusBadRequest, msg)
+		fail(w, refuse(kindBadRequest, "%s", msg))
 		return
 	}
 	switch {
 	case strings.TrimSpace(req.To) == "":
-		writeError(w, http.StatusBadRequest, "to is required; want "+want)
+		fail(w, refuse(kindBadRequest, "to is required; want %s", want))
 		return
 	case strings.TrimSpace(req.Reason) == "":
-		writeError(w, http.StatusBadRequest, "reason is required: it titles the rollback pull request; want "+want)
+		fail(w, refuse(kindBadRequest, "reason is required: it titles the rollback pull request; want %s", want))
 		return
 	}
 	who, ok := verifiedName(w, r, "requestedBy", req.RequestedBy)
@@ -178,33 +177,26 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
 		req.Caller = caller.Identity()
 	}
 	res, err := s.o.rollback.Rollback(r.Context(), r.PathValue("env"), req)
-	var le *lock.LockedError
-	switch {
-	case errors.Is(err, approval.ErrUnknownEnvironment), errors.Is(err, ErrUnknownRollbackTarget):
-		writeError(w, http.StatusNotFound, err.Error())
-	case errors.Is(err, ErrRollbackNotConfigured):
-		writeError(w, http.StatusConflict, err.Error())
-	case errors.As(err, &le):
-		writeError(w, http.StatusConflict, err.Error())
-	case err != nil:
-		writeError(w, http.StatusInternalServerError, err.Error())
-	default:
-		writeJSON(w, http.StatusOK, res)
+	if err != nil {
+		fail(w, err)
+		return
 	}
+	writeJSON(w, http.StatusOK, res)
 }
 
 func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 	const want = `{"reason": "...", "requestedBy": "..."}`
 	if s.o.rollback == nil {
-		writeError(w, http.StatusNotImplemented, "release needs github.app in reconciler.yaml (holds are placed by rollbacks); `reconciler unlock <lockPath>/hold --type hold` removes one")
+		fail(w, refuse(kindNotImplemented, "release needs github.app in reconciler.yaml (holds are placed by rollbacks); `reconciler unlock <lockPath>/hold --type hold` removes one"))
 		return
 	}
 	var req ReleaseRequest
-	if !decodeStrict(w, r, &req, want) {
+	if err := decodeStrict(w, r, &req, want); err != nil {
+		fail(w, err)
 		return
 	}
 	if msg := tooLong(field{"reason", req.Reason, maxReason}, field{"requestedBy", req.RequestedBy, maxApprover}); msg != "" {
-		writeError(w, http.StatusBadRequest, msg)
+		fail(w, refuse(kindBadRequest, "%s", msg))
 		return
 	}
 	who, ok := verifiedName(w, r, "requestedBy", req.RequestedBy)
@@ -213,14 +205,9 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 	}
 	req.RequestedBy = who
 	res, err := s.o.rollback.Release(r.Context(), r.PathValue("env"), req)
-	switch {
-	case errors.Is(err, approval.ErrUnknownEnvironment), errors.Is(err, lock.ErrNotFound):
-		writeError(w, http.StatusNotFound, err.Error())
-	case errors.Is(err, ErrRollbackNotConfigured):
-		writeError(w, http.StatusConflict, err.Error())
-	case err != nil:
-		writeError(w, http.StatusInternalServerError, err.Error())
-	default:
-		writeJSON(w, http.StatusOK, res)
+	if err != nil {
+		fail(w, err)
+		return
 	}
+	writeJSON(w, http.StatusOK, res)
 }

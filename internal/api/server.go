@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -200,27 +198,21 @@ func (s *Server) ServeWhile(ctx context.Context, ln net.Listener, run func(conte
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.o.auth.Enabled() {
-			writeError(w, http.StatusServiceUnavailable, "the API is disabled: no credentials configured (server.tokensFile, server.apiTokenFile, github or server.kubernetesAuth)")
+			fail(w, refuse(kindDisabled, "the API is disabled: no credentials configured (server.tokensFile, server.apiTokenFile, github or server.kubernetesAuth)"))
 			return
 		}
 		p, err := s.o.auth.Authenticate(r.Context(), auth.BearerToken(r))
 		if err != nil {
-			var ae *auth.Error
-			if errors.As(err, &ae) {
-				if ae.RetryAfter > 0 {
-					w.Header().Set("Retry-After", strconv.Itoa(int(math.Max(1, math.Ceil(ae.RetryAfter.Seconds())))))
-				} else {
-					w.Header().Set("WWW-Authenticate", `Bearer realm="stagehand"`)
-				}
-				writeError(w, ae.Status, ae.Message)
-				return
+			if _, known := StatusOf(err); known == httpserve.CodeInternal {
+				// Not a refusal of the credentials: the source failed to answer.
+				s.o.log.Error(err, "verifying credentials")
+				err = refuse(kindUnavailable, "verifying your credentials failed; try again later")
 			}
-			s.o.log.Error(err, "verifying credentials")
-			writeError(w, http.StatusServiceUnavailable, "verifying your credentials failed; try again later")
+			fail(w, err)
 			return
 		}
 		if ok, wait := s.limit.Allow(string(p.Kind)+":"+p.Name, time.Now()); !ok {
-			tooMany(w, wait)
+			fail(w, &requestError{kind: kindTooMany, msg: "too many requests for this token; retry after the Retry-After seconds", wait: wait})
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(auth.NewContext(r.Context(), p)))
@@ -236,11 +228,11 @@ func (s *Server) require(scope string, next http.Handler) http.Handler {
 		ok, why, err := s.o.auth.Authorize(r.Context(), p, want)
 		if err != nil {
 			s.o.log.Error(err, "authorizing", "principal", p.String(), "scope", want)
-			writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("checking whether %s may %s failed; try again later", p.Name, want))
+			fail(w, refuse(kindUnavailable, "checking whether %s may %s failed; try again later", p.Name, want))
 			return
 		}
 		if !ok {
-			writeError(w, http.StatusForbidden, fmt.Sprintf("%s needs scope %s: %s", r.Method+" "+r.URL.Path, want, why))
+			fail(w, refuse(kindForbidden, "%s needs scope %s: %s", r.Method+" "+r.URL.Path, want, why))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -267,7 +259,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		// The cause (Kubernetes' error text, names of namespaces) is for the operator's log, not for whoever probes.
 		s.o.log.Error(err, "not ready")
-		writeError(w, http.StatusServiceUnavailable, "not ready")
+		fail(w, refuse(kindUnavailable, "not ready"))
 		return
 	}
 	role := "standby"
@@ -283,11 +275,6 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) { httpserve.WriteJSON(w, code, v) }
-
-// writeError writes the error body, its code the status's (httpserve.CodeOf).
-func writeError(w http.ResponseWriter, code int, msg string) {
-	httpserve.WriteError(w, code, httpserve.CodeOf(code), msg)
-}
 
 func short(rev string) string {
 	if len(rev) > 12 {

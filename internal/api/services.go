@@ -1,7 +1,6 @@
 package api
 
 import (
-	"fmt"
 	"net/http"
 	"time"
 
@@ -18,14 +17,14 @@ type ServiceResponse struct {
 func (s *Server) getService(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if len(name) > 253 {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("service name is %d bytes long; at most 253 are accepted", len(name)))
+		fail(w, refuse(kindBadRequest, "service name is %d bytes long; at most 253 are accepted", len(name)))
 		return
 	}
 	envs := make([]*status.Environment, 0)
 	for _, env := range s.b.EnvironmentNames() {
 		v, err := s.b.Environment(r.Context(), env)
 		if err != nil {
-			writeError(w, http.StatusInternalServerError, err.Error())
+			fail(w, err)
 			return
 		}
 		envs = append(envs, v)
@@ -37,7 +36,7 @@ func (s *Server) getService(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(out.Placements) == 0 {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no service %q in any environment (%v)", name, s.b.EnvironmentNames()))
+		fail(w, refuse(kindUnknownService, "no service %q in any environment (%v)", name, s.b.EnvironmentNames()))
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -51,7 +50,7 @@ func (s *Server) getMatrix(w http.ResponseWriter, r *http.Request) {
 	for _, env := range s.b.EnvironmentNames() {
 		v, err := s.b.Environment(r.Context(), env)
 		if err != nil {
-			writeError(w, http.StatusInternalServerError, err.Error())
+			fail(w, err)
 			return
 		}
 		envs = append(envs, v)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/ui"
@@ -77,6 +78,8 @@ func webPage(b *wire.Builder, d *daemon.Daemon) (*ui.Server, error) {
 	opts = append(opts, ui.WithStages(stageOrder(d, cfg.Source.Root)))
 	// "pending for 5m", sessions: on the clock the daemon records times with (the API server's).
 	opts = append(opts, ui.WithClock(d.Now, time.Local))
+	// An error's page has the status the API answers it with: one table (api.StatusOf).
+	opts = append(opts, ui.WithErrorStatus(api.StatusOf))
 	return ui.New(d, opts...)
 }
 

@@ -47,9 +47,23 @@ type options struct {
 	now        func() time.Time
 	loc        *time.Location
 	stages     func(ctx context.Context) []string
+	statusOf   func(error) (int, string)
 
 	ratePerSecond float64
 	rateBurst     int
+}
+
+// WithErrorStatus sets the status of an error the page meets (the API's
+// one table, api.StatusOf, which internal/cli gives it): its page is shown
+// with that status. Without it, every error is a 500.
+func WithErrorStatus(statusOf func(error) (int, string)) Option {
+	return func(o *options) error {
+		if statusOf == nil {
+			return errors.New("error status: nil")
+		}
+		o.statusOf = statusOf
+		return nil
+	}
 }
 
 // WithPolicy decides who may read and who may approve. Without it, every

@@ -130,12 +130,8 @@ func (s *Server) environment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e, err := s.b.Environment(r.Context(), r.PathValue("env"))
-	if errors.Is(err, approval.ErrUnknownEnvironment) {
-		s.fail(w, r, http.StatusNotFound, err.Error())
-		return
-	}
 	if err != nil {
-		s.fail(w, r, http.StatusInternalServerError, err.Error())
+		s.failErr(w, r, err)
 		return
 	}
 	if v = s.in(w, r, v, e.Name); v == nil {
@@ -223,8 +219,8 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 		}
 		var np *approval.NotPendingError
 		switch {
-		case errors.Is(err, approval.ErrUnknownEnvironment):
-			s.fail(w, r, http.StatusNotFound, err.Error())
+		case err != nil && notFound(s.o.statusOf(err)):
+			s.failErr(w, r, err) // the environment went from the configuration
 			return
 		case errors.Is(err, approval.ErrRefused):
 			s.flashNext(w, r, "Not approved: "+err.Error(), true)
@@ -273,3 +269,7 @@ func short(rev string) string {
 	}
 	return rev
 }
+
+// notFound says whether an error's status (WithErrorStatus) is 404: what
+// the form names is gone, and the page says so instead of a flash.
+func notFound(status int, _ string) bool { return status == http.StatusNotFound }

@@ -59,7 +59,8 @@ func New(b Backend, opts ...Option) (*Server, error) {
 	o := options{poll: time.Second, recheck: recheck, now: time.Now, loc: time.Local, ratePerSecond: DefaultRatePerSecond, rateBurst: DefaultRateBurst,
 		policy: func(context.Context, string, string) (Access, error) {
 			return Access{Read: true, Approve: true, Why: "no approver policy is configured"}, nil
-		}}
+		},
+		statusOf: func(error) (int, string) { return http.StatusInternalServerError, "Internal" }}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("configuring web page: %w", err)
@@ -322,6 +323,13 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name s
 }
 
 // fail answers a page saying msg.
+// failErr shows err's page with the status the API's table gives it
+// (WithErrorStatus).
+func (s *Server) failErr(w http.ResponseWriter, r *http.Request, err error) {
+	status, _ := s.o.statusOf(err)
+	s.fail(w, r, status, err.Error())
+}
+
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	s.render(w, r, code, "message", page{Title: http.StatusText(code), Flash: &flash{Msg: msg, Err: true}})
 }
