@@ -3,8 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +27,35 @@ type nowWorld struct {
 	git        *gitserver.Server
 	ns, server string
 	tokenFile  string
+}
+
+// passes is how many passes over prod the reconciler has ended, from its
+// /metrics (the count of stagehand_reconcile_duration_seconds).
+func (w *nowWorld) passes(t *testing.T) uint64 {
+	t.Helper()
+	resp, err := http.Get(w.server + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for line := range strings.Lines(string(b)) {
+		name, rest, _ := strings.Cut(line, "{")
+		labels, value, _ := strings.Cut(rest, "} ")
+		if name != "stagehand_reconcile_duration_seconds_count" || !strings.Contains(labels, `environment="prod"`) {
+			continue
+		}
+		c, err := strconv.ParseUint(strings.TrimSpace(value), 10, 64)
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		n += c
+	}
+	return n
 }
 
 // startNowWorld commits each of commits in turn (files, mirrored into GitHub), creates the Deployments
@@ -136,7 +168,9 @@ func TestRollbackNowRefusesMoreThanThePin(t *testing.T) {
 	if !ok || v.Pending == nil || len(v.Pending.Approvals) != 0 || v.PinnedBy != "pinned by rollback #1" {
 		t.Fatalf("status: %+v, want the pinned plan pending without approvals", v)
 	}
-	time.Sleep(2 * time.Second) // two resyncs
+	// Two passes over prod end (a resync a second) before the images are looked at.
+	from := w.passes(t)
+	testenv.WaitFor(t, 30*time.Second, "two more passes over prod", func() bool { return w.passes(t) >= from+2 })
 	if img := w.env.Image(t, w.ns, "worker"); img != "example.com/worker:0.1.0" {
 		t.Errorf("worker = %s, want 0.1.0: deployed with the rollback", img)
 	}
