@@ -191,6 +191,12 @@ func printMatrix(w io.Writer, m status.Matrix) error {
 				what = "deployed; release approval pending"
 			}
 			notes = append(notes, fmt.Sprintf("◔ %s%s: revision %s, plan %s", what, tally, shortRev(e.PendingRevision), e.Pending))
+			for _, r := range e.Reasons {
+				notes = append(notes, "  approval rule: "+r)
+			}
+		}
+		for _, wt := range e.Waiting {
+			notes = append(notes, "⏸ "+wt)
 		}
 		if e.Rolling != "" {
 			notes = append(notes, "↻ rolling out plan "+e.Rolling)

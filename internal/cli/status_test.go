@@ -72,3 +72,24 @@ func TestStatusReleaseWait(t *testing.T) {
 		t.Errorf("status:\n%s\nwant its last line %q", b.String(), want)
 	}
 }
+
+// TestStatusShowsWhy: `reconciler status` prints, under an environment's pending plan, the messages of
+// the approval rules that apply to it, and what the environment waits for (its deploy window).
+func TestStatusShowsWhy(t *testing.T) {
+	m := status.Matrix{Environments: []status.MatrixEnvironment{{Name: "prod", Phase: status.PhaseDeferred, Pending: "h2", PendingRevision: "3f2a9c1d",
+		Approvals: 2, Required: 2, Reasons: []string{"payments-api changes need 2 approvers from acme/payments"},
+		Waiting: []string{"waiting for the deploy window (inside the deny window year-end): opens Mon 4 Jan 2027 08:00 Europe/Berlin"}}}}
+	var b strings.Builder
+	if err := printMatrix(&b, m); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"prod: ◔ approval pending (2 of 2 approvals): revision 3f2a9c1d, plan h2\n",
+		"prod:   approval rule: payments-api changes need 2 approvers from acme/payments\n",
+		"prod: ⏸ waiting for the deploy window (inside the deny window year-end): opens Mon 4 Jan 2027 08:00 Europe/Berlin\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("status does not say %q:\n%s", want, b.String())
+		}
+	}
+}

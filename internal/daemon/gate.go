@@ -93,6 +93,8 @@ func (w *worker) gateStep(ctx context.Context, p *pass) error {
 		if pp.Needed() > 1 && len(pp.Approvals) > 0 {
 			// A run the gate makes again shows the approvals counted so far.
 			prop.Notes = append(slices.Clip(prop.Notes), "**"+pp.Tally()+".**")
+		} else {
+			prop.Notes = append(slices.Clip(prop.Notes), rulesNote(pp)...)
 		}
 		w.beginRun(ctx, p, newRun{prop: prop, tasks: tasks, save: !auto})
 		return w.proposeOrApply(ctx, p, gate, prop)
@@ -119,6 +121,7 @@ func (w *worker) gateStep(ctx context.Context, p *pass) error {
 		pend := &approval.Pending{Revision: s.Revision, PlanHash: plan.PlanHash, Plan: raw, ProposedAt: w.now().UTC(),
 			Required: w.approvals.policy.Required}
 		w.approvals.shows(ctx, st, pend)
+		prop.Notes = append(slices.Clip(prop.Notes), rulesNote(pend)...) // the check run's first text says them
 		if err := w.store.Update(ctx, w.env, func(st *state.EnvState) { st.Pending, st.Phase = pend, status.PhaseAwaitingApproval }); err != nil {
 			p.done = true
 			return failed(stepGate, reasonState, err)

@@ -263,3 +263,12 @@ func (c *counter) fourEyes(ctx context.Context, base, head string, who identity.
 	}
 	return nil
 }
+
+// rulesNote is what the gate shows beside a plan the approval rules apply to (none when no rule applies):
+// "**Approval rules:** 0 of 2 approvals (payments-api changes need 2 approvers from acme/payments)."
+func rulesNote(p *approval.Pending) []string {
+	if len(p.Reasons) == 0 {
+		return nil
+	}
+	return []string{"**Approval rules:** " + p.Tally() + "."}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+	"github.com/stagehand-gitops/stagehand/internal/policy"
 )
 
 // setPolicy gives prod the approval policy a.
@@ -196,6 +197,20 @@ func TestFlowTwoOfTwoAcrossReplicas(t *testing.T) {
 	f.d = leader.d
 	if h := f.history(); len(h) != 1 || !cmp.Equal(h[0].Approvers, []string{"github:maria", "github:mark"}) {
 		t.Errorf("history = %+v, want one apply approved by maria and mark", h)
+	}
+}
+
+// TestFlowRuleMessageOnTheCheckRun: the first text of the check run of a plan an approval rule applies to
+// says what the rule asks, with its message, before anyone approves.
+func TestFlowRuleMessageOnTheCheckRun(t *testing.T) {
+	f := newFlow(t)
+	const msg = "any change to prod needs 2 approvers"
+	f.setPolicy(config.Approvals{Rules: []policy.Rule{{Name: "two", When: "size(plan.changes) > 0", Required: 2, Message: msg}}})
+	sha := f.commit("1.0.1")
+	f.start()
+	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
+	if want := "**Approval rules:** 0 of 2 approvals (" + msg + ")."; !strings.Contains(run.Summary, want) {
+		t.Errorf("the proposed run does not say %q:\n%s", want, run.Summary)
 	}
 }
 

@@ -48,6 +48,13 @@ type MatrixEnvironment struct {
 	// ("1 of 2 approvals"); Required is 0 without a pending plan.
 	Approvals int `json:"approvals,omitempty"`
 	Required  int `json:"required,omitempty"`
+	// Reasons are the messages of the approval rules that apply to the
+	// pending plan ("payments-api changes need 2 approvers from
+	// acme/payments"), or why every approval of it is refused.
+	Reasons []string `json:"reasons,omitempty"`
+	// Waiting is what the environment waits for (Environment.Waiting):
+	// its deploy window, an unreachable source or target.
+	Waiting []string `json:"waiting,omitempty"`
 	// Rolling is the planHash being applied ("" when none).
 	Rolling    string   `json:"rolling,omitempty"`
 	LastResult string   `json:"lastResult,omitempty"`
@@ -174,7 +181,9 @@ func head(e *Environment, loc *time.Location) MatrixEnvironment {
 	if e.Pending != nil && e.Pending.PlanHash != h.Rolling {
 		h.Pending, h.PendingRevision, h.Release = e.Pending.PlanHash, e.Pending.Revision, e.Pending.Release
 		h.Approvals, h.Required = len(e.Pending.Approvals), e.Pending.Needed()
+		h.Reasons = e.Pending.Reasons
 	}
+	h.Waiting = e.Waiting
 	if e.LastResult != nil {
 		h.LastResult = e.LastResult.Result
 	}

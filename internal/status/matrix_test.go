@@ -126,3 +126,18 @@ func TestMatrixReleaseWait(t *testing.T) {
 		t.Errorf("cells (-want +got):\n%s", diff)
 	}
 }
+
+// TestMatrixShowsWhy: the head of an environment says what its pending plan's approval rules ask and
+// what it waits for (its deploy window), as the page and `reconciler status` show them.
+func TestMatrixShowsWhy(t *testing.T) {
+	const rule = "payments-api changes need 2 approvers from acme/payments"
+	const window = "waiting for the deploy window (inside the deny window year-end): opens Mon 4 Jan 2027 08:00 Europe/Berlin"
+	env := &Environment{Name: "prod", Phase: PhaseDeferred, Observation: Observation{Waiting: []string{window}},
+		Pending: &approval.Pending{Revision: "r2", PlanHash: "h2", Required: 2, Reasons: []string{rule}}}
+	m := NewMatrix([]*Environment{env}, time.UTC)
+	want := MatrixEnvironment{Name: "prod", Phase: PhaseDeferred, Pending: "h2", PendingRevision: "r2", Required: 2,
+		Reasons: []string{rule}, Waiting: []string{window}}
+	if diff := cmp.Diff(want, m.Environments[0]); diff != "" {
+		t.Errorf("head (-want +got):\n%s", diff)
+	}
+}

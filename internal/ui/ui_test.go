@@ -479,3 +479,36 @@ func TestSignInRefusesReservedLogins(t *testing.T) {
 		})
 	}
 }
+
+// TestRulesAndWaitingShown: the overview's head of an environment and its page show the messages of the
+// approval rules that apply to the pending plan and what the environment waits for (its deploy window).
+func TestRulesAndWaitingShown(t *testing.T) {
+	const rule = "checkout-api changes need 2 approvers from acme/payments"
+	const window = "waiting for the deploy window (inside the deny window year-end): opens Mon 4 Jan 2027 08:00 Europe/Berlin"
+	b := newBackend(t)
+	prod := *b.envs["prod"]
+	pending := *prod.Pending
+	pending.Required, pending.Reasons = 2, []string{rule}
+	prod.Pending, prod.Waiting = &pending, []string{window}
+	b.envs["prod"] = &prod
+	base := serve(t, b, WithDemoLogin("demo"))
+	br := signedIn(t, base)
+	for _, tc := range []struct {
+		path string
+		want []string
+	}{
+		{"/", []string{`approval pending (0 of 2)</a><span class="rule">` + rule + `</span>`, `<span aria-hidden="true">⏸</span> ` + window}},
+		{"/environments/prod", []string{`<li>Approval rule: ` + rule + `</li>`, `<strong>0 of 2 approvals (` + rule + `)</strong>`,
+			`<p class="flash warn waiting"><span aria-hidden="true">⏸</span> ` + window + `</p>`}},
+	} {
+		code, body := br.get(tc.path)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s = %d %s", tc.path, code, body)
+		}
+		for _, want := range tc.want {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s lacks %q:\n%s", tc.path, want, body)
+			}
+		}
+	}
+}
