@@ -81,6 +81,15 @@ type Starter interface {
 	Started(ctx context.Context, p Proposal, approver string) error
 }
 
+// Deferrer is what a Gate may also implement to hear that an approved (or auto-approved) plan waits for
+// its environment's deploy window (environments.<env>.windows) instead of being applied: why says so and
+// until when ("waiting for the deploy window (inside the deny window year-end): opens …"). The worker calls
+// it when it defers the plan (again after a restart: it must be idempotent); errors are logged and counted
+// like Completed's.
+type Deferrer interface {
+	Deferred(ctx context.Context, p Proposal, why string) error
+}
+
 // Tallier is what a Gate may also implement to show the approvals of a plan that needs more than one: the
 // worker calls Tally after each approval that leaves p pending (approvers so far, of required), so that
 // the gate can show "1 of 2 approvals: alice" and keep asking. Errors are logged and counted like
@@ -189,10 +198,22 @@ func (m multiGate) Started(ctx context.Context, p Proposal, approver string) err
 	return errors.Join(errs...)
 }
 
+// Deferred tells every gate that implements Deferrer.
+func (m multiGate) Deferred(ctx context.Context, p Proposal, why string) error {
+	var errs []error
+	for _, g := range m {
+		if d, ok := g.(Deferrer); ok {
+			errs = append(errs, d.Deferred(ctx, p, why))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 var (
-	_ Gate    = autoGate{}
-	_ Gate    = manualGate{}
-	_ Gate    = multiGate{}
-	_ Starter = multiGate{}
-	_ Tallier = multiGate{}
+	_ Deferrer = multiGate{}
+	_ Gate     = autoGate{}
+	_ Gate     = manualGate{}
+	_ Gate     = multiGate{}
+	_ Starter  = multiGate{}
+	_ Tallier  = multiGate{}
 )

@@ -162,7 +162,7 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 	}
 	if v := w.windows.judge(); !v.Open {
 		// Approved outside the deploy windows: applied when they open.
-		dp, err := w.deferApproval(ctx, p, v)
+		dp, err := w.deferApproval(ctx, prop, p, v)
 		reply(dp, err)
 		return
 	}

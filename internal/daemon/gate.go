@@ -109,7 +109,7 @@ func (w *worker) gateStep(ctx context.Context, p *pass) error {
 	w.supersede(ctx, st, s.Revision)
 	if auto {
 		if v := w.windows.judge(); !v.Open {
-			return w.deferPlan(ctx, p, v) // applied when the windows open
+			return w.deferPlan(ctx, p, prop, v) // applied when the windows open
 		}
 	}
 	if !auto {

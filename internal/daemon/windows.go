@@ -75,10 +75,10 @@ func (ws *windows) stop() {
 	}
 }
 
-// deferPlan keeps p's plan from being applied while the windows are closed (v): the phase becomes
-// Deferred (in st too), and the pass ends. The phase is written once; a pass that finds it deferred
-// already writes nothing.
-func (w *worker) deferPlan(ctx context.Context, p *pass, v policy.Verdict) error {
+// deferPlan keeps p's plan (prop) from being applied while the windows are closed (v): the phase becomes
+// Deferred (in st too), the gate hears it (deploy.deferred), and the pass ends. The phase is written
+// once; a pass that finds it deferred already writes nothing.
+func (w *worker) deferPlan(ctx context.Context, p *pass, prop approval.Proposal, v policy.Verdict) error {
 	p.done = true
 	if p.st.Phase != status.PhaseDeferred {
 		if err := w.store.Update(ctx, w.env, func(st *state.EnvState) { st.Phase = status.PhaseDeferred }); err != nil {
@@ -87,8 +87,22 @@ func (w *worker) deferPlan(ctx context.Context, p *pass, v policy.Verdict) error
 		p.st.Phase = status.PhaseDeferred
 		w.log.Info("plan deferred", "environment", w.env, "revision", short(p.snap.Revision), "planHash", p.plan.PlanHash,
 			"why", v.Message())
+		w.deferred(ctx, prop, v)
 	}
 	return nil
+}
+
+// deferred tells the gates that hear it (approval.Deferrer: the notifications) that prop waits for the
+// deploy window; an error is counted and logged, and the plan waits all the same.
+func (w *worker) deferred(ctx context.Context, prop approval.Proposal, v policy.Verdict) {
+	d, ok := w.gate.(approval.Deferrer)
+	if !ok {
+		return
+	}
+	if err := d.Deferred(ctx, prop, v.Message()); err != nil {
+		w.metrics.fail(w.env, reasonGate)
+		w.log.Error(err, "telling the gate the plan is deferred", "environment", w.env, "planHash", prop.Plan.PlanHash)
+	}
 }
 
 // deferredApproved goes on with an approved plan the windows deferred (decide): while they are closed
@@ -116,7 +130,7 @@ func (w *worker) deferredApproved(ctx context.Context, p *pass, tasks []promote.
 // deferApproval keeps the plan p, just approved, from being applied while the windows are closed (v):
 // the phase becomes Deferred beside the pending plan and its approvals, and the approver is answered
 // with the plan and why it waits.
-func (w *worker) deferApproval(ctx context.Context, p *approval.Pending, v policy.Verdict) (*approval.Pending, error) {
+func (w *worker) deferApproval(ctx context.Context, prop approval.Proposal, p *approval.Pending, v policy.Verdict) (*approval.Pending, error) {
 	err := w.store.Update(ctx, w.env, func(st *state.EnvState) {
 		if st.Pending != nil && st.Pending.PlanHash == p.PlanHash {
 			st.Phase = status.PhaseDeferred
@@ -126,6 +140,7 @@ func (w *worker) deferApproval(ctx context.Context, p *approval.Pending, v polic
 		return nil, fmt.Errorf("deferring the approved plan %s: %w", p.PlanHash, err)
 	}
 	w.log.Info("approved plan deferred", "environment", w.env, "planHash", p.PlanHash, "why", v.Message())
+	w.deferred(ctx, prop, v)
 	cp := *p
 	cp.Reasons = append(slices.Clip(cp.Reasons), v.Message())
 	return &cp, nil

@@ -2,10 +2,15 @@ package daemon
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/policy"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
@@ -34,14 +39,41 @@ func (r *running) waitPhase(t testing.TB, env string, want status.Phase) status.
 	return v
 }
 
+// deferGate decides nothing and records what it hears of deferred plans (approval.Deferrer), as the
+// notifications hear it.
+type deferGate struct {
+	mu       sync.Mutex
+	deferred []string // environment: why
+}
+
+func (g *deferGate) Propose(context.Context, approval.Proposal) (approval.Decision, error) {
+	return approval.Decision{}, nil
+}
+func (g *deferGate) Superseded(context.Context, approval.Proposal, string) error          { return nil }
+func (g *deferGate) Completed(context.Context, approval.Proposal, approval.Outcome) error { return nil }
+func (g *deferGate) Deferred(_ context.Context, p approval.Proposal, why string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.deferred = append(g.deferred, p.Environment+": "+why)
+	return nil
+}
+
+func (g *deferGate) heard() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.deferred)
+}
+
 // TestWindowDefersSkipConfirmation: a skipConfirmation environment inside a freeze does not apply its plan:
-// it is Deferred, says why and when the freeze ends, and patches nothing; when the freeze ends, the
-// worker's timer (no push, no resync: the resync is an hour) wakes it and the plan is applied, once.
+// it is Deferred, says why and when the freeze ends (in the API and to the gates: deploy.deferred), and
+// patches nothing; when the freeze ends, the worker's timer (no push, no resync: the resync is an hour)
+// wakes it and the plan is applied, once.
 func TestWindowDefersSkipConfirmation(t *testing.T) {
 	h := newHarness(t, "devel")
 	end := time.Now().Add(12 * time.Second).Truncate(time.Second)
 	h.freeze("devel", end)
-	r := h.start(WithResync(time.Hour))
+	gate := &deferGate{}
+	r := h.start(WithResync(time.Hour), WithGate(gate))
 
 	v := r.waitPhase(t, "devel", status.PhaseDeferred)
 	if got := cluster.Env(t).Image(t, h.ns["devel"], "web"); got != imageRepo+"web:0.9.0" {
@@ -54,6 +86,9 @@ func TestWindowDefersSkipConfirmation(t *testing.T) {
 	if hist := r.history(t, "devel"); len(hist) != 0 {
 		t.Errorf("history inside the freeze: %+v", hist)
 	}
+	if diff := cmp.Diff([]string{"devel: " + want}, gate.heard()); diff != "" {
+		t.Errorf("the gate heard (-want +got):\n%s", diff)
+	}
 
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
 	if now := time.Now(); now.Before(end) {
@@ -65,6 +100,9 @@ func TestWindowDefersSkipConfirmation(t *testing.T) {
 	}
 	if len(v.Waiting) != 0 {
 		t.Errorf("waiting after the freeze = %q", v.Waiting)
+	}
+	if n := len(gate.heard()); n != 1 {
+		t.Errorf("the gate heard %d deferrals, want the one", n)
 	}
 }
 

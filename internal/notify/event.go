@@ -23,6 +23,7 @@ const (
 	DeploySucceeded   = "deploy.succeeded"
 	DeployFailed      = "deploy.failed"
 	DeployInterrupted = "deploy.interrupted"
+	DeployDeferred    = "deploy.deferred"
 	LockTaken         = "lock.taken"
 	LockReleased      = "lock.released"
 )
@@ -34,7 +35,7 @@ const TypePrefix = "sh.stagehand."
 // the stage and the task (see SequenceEvent).
 func Events() []string {
 	return []string{PlanPending, PlanApproved, PlanRejected, PlanSuperseded, DeploySucceeded, DeployFailed, DeployInterrupted,
-		LockTaken, LockReleased}
+		DeployDeferred, LockTaken, LockReleased}
 }
 
 // Data is the data of every event (application/json).
@@ -153,6 +154,8 @@ func (m message) title() string {
 		return "Deploy failed in " + env
 	case DeployInterrupted:
 		return "Deploy interrupted in " + env
+	case DeployDeferred:
+		return "Deploy deferred in " + env + " until its deploy window"
 	}
 	return m.name + " in " + env
 }

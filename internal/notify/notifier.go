@@ -52,14 +52,17 @@ type Notifier struct {
 	// started is, per environment, the plan whose approval was announced
 	// when its apply started (Started).
 	started map[string]string
+	// deferred is, per environment, the plan announced deferred (Deferred).
+	deferred map[string]string
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 }
 
 var (
-	_ approval.Gate    = (*Notifier)(nil)
-	_ approval.Starter = (*Notifier)(nil)
+	_ approval.Gate     = (*Notifier)(nil)
+	_ approval.Starter  = (*Notifier)(nil)
+	_ approval.Deferrer = (*Notifier)(nil)
 )
 
 // FromConfig makes the notifier of reconciler.yaml's notifications:,
@@ -94,7 +97,7 @@ func New(sinks []Sink, opts ...Option) (*Notifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Notifier{o: o, pending: map[string]string{}, started: map[string]string{},
+	n := &Notifier{o: o, pending: map[string]string{}, started: map[string]string{}, deferred: map[string]string{},
 		total: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "stagehand_notifications_total",
 			Help: "Notifications by sink and result: sent, failed (after every retry) or dropped (the sink's queue was full)."},
 			[]string{"sink", "result"})}
@@ -197,6 +200,20 @@ func (n *Notifier) Propose(_ context.Context, p approval.Proposal) (approval.Dec
 	// A release approval waits on the applied plan: same revision and
 	// planHash as its approval before it was applied, and told apart here.
 	return approval.Decision{}, n.publish(PlanPending, p, Data{Release: !p.Release.IsZero()}, n.o.now())
+}
+
+// Deferred announces that an approved (or auto-approved) plan waits for its environment's deploy window,
+// once per plan; why says until when.
+func (n *Notifier) Deferred(_ context.Context, p approval.Proposal, why string) error {
+	k := key(p)
+	n.mu.Lock()
+	seen := n.deferred[p.Environment] == k
+	n.deferred[p.Environment] = k
+	n.mu.Unlock()
+	if seen {
+		return nil
+	}
+	return n.publish(DeployDeferred, p, Data{Message: why}, n.o.now())
 }
 
 // Superseded announces that a pending plan was replaced by revision by.

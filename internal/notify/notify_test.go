@@ -711,3 +711,53 @@ func TestReleaseWaitAnnounced(t *testing.T) {
 		t.Errorf("data.release of plan.pending, plan.approved, plan.pending (-want +got):\n%s", diff)
 	}
 }
+
+// TestDeferredAnnounced: a plan deferred to its deploy window is announced once as deploy.deferred to
+// every sink, the data's message saying until when, Slack's headline saying it waits.
+func TestDeferredAnnounced(t *testing.T) {
+	key := []byte("k")
+	var mu sync.Mutex
+	var data []Data
+	var types []string
+	_, hookSrv := newReceiver(t, func(t *testing.T, r *http.Request, body []byte) string {
+		e := event.New()
+		if err := json.Unmarshal(body, &e); err != nil {
+			t.Fatal(err)
+		}
+		var d Data
+		strict(t, e.Data(), &d)
+		mu.Lock()
+		data, types = append(data, d), append(types, e.Type())
+		mu.Unlock()
+		return checkWebhook(key)(t, r, body)
+	})
+	slack, slackSrv := newReceiver(t, checkSlack)
+	bus, busSrv := newReceiver(t, checkBinary)
+	n := newNotifier(t, []Sink{{Name: "hook", Kind: KindWebhook, URL: hookSrv.URL, Secret: key},
+		{Name: "slack", Kind: KindSlack, URL: slackSrv.URL}, {Name: "bus", Kind: KindCloudEvents, URL: busSrv.URL}})
+	ctx := context.Background()
+	p := proposal("prod", 1)
+	const why = "waiting for the deploy window (inside the deny window year-end): opens Mon 4 Jan 2027 08:00 Europe/Berlin"
+	for range 2 { // deferred again (a restart): announced once
+		if err := n.Deferred(ctx, p, why); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"Deploy deferred in prod until its deploy window"}, slack.list()); diff != "" {
+		t.Errorf("Slack headers (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{TypePrefix + DeployDeferred}, bus.list()); diff != "" {
+		t.Errorf("CloudEvents (-want +got):\n%s", diff)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]string{TypePrefix + "deploy.deferred"}, types); diff != "" {
+		t.Errorf("webhook events (-want +got):\n%s", diff)
+	}
+	if len(data) != 1 || data[0].Message != why || data[0].Environment != "prod" {
+		t.Errorf("event data = %+v, want prod's plan saying %q", data, why)
+	}
+}
