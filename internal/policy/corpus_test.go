@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -62,6 +63,14 @@ func TestCorpus(t *testing.T) {
 				Now: tc.Now, History: tc.History, Locks: tc.Locks}
 			start := time.Now()
 			got, outcomes, err := set.Evaluate(context.Background(), in)
+			// Every rule tracked comes to the same decision, outcome by outcome, as the untracked
+			// programs of the rules whose estimate is within the cost limit.
+			tracked := *set
+			tracked.tracked = true
+			tgot, toutcomes, terr := tracked.Evaluate(context.Background(), in)
+			if diff := cmp.Diff(fmt.Sprint(got, outcomes, err), fmt.Sprint(tgot, toutcomes, terr)); diff != "" {
+				t.Errorf("untracked and tracked decisions differ (-untracked +tracked):\n%s", diff)
+			}
 			if took := time.Since(start); took > 5*time.Second {
 				t.Errorf("evaluating took %v: the cost limit must stop a rule long before", took)
 			}

@@ -63,6 +63,11 @@ type Program struct {
 	Rule
 	prg      cel.Program
 	provider *provider
+	// fast is the rule without the runtime cost tracking (nil: none): planned only when CEL's static
+	// estimate of its cost, over inputs within the bounds (boundedInput), is within CostLimit. Such an
+	// input cannot make it cost more than the tracked program would allow, so it comes to the same
+	// decision; tracking costs about as much as the evaluation itself.
+	fast cel.Program
 }
 
 // env is the CEL environment rules are compiled in: the variables of Input and the helpers.
@@ -160,7 +165,13 @@ func (c *Compiler) Compile(r Rule) (*Program, error) {
 	if err != nil {
 		return nil, &CompileError{Message: err.Error()}
 	}
-	return &Program{Rule: r, prg: prg, provider: c.provider}, nil
+	out := &Program{Rule: r, prg: prg, provider: c.provider}
+	if est, err := c.env.EstimateCost(ast, boundsEstimator{}); err == nil && est.Max <= CostLimit {
+		if out.fast, err = c.env.Program(ast, cel.InterruptCheckFrequency(100), cel.EvalOptions(cel.OptOptimize)); err != nil {
+			return nil, &CompileError{Message: err.Error()}
+		}
+	}
+	return out, nil
 }
 
 // compileError is the first of iss's errors with its place (1-based).

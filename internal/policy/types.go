@@ -124,7 +124,7 @@ func (p *provider) FindStructFieldType(name, fieldName string) (*types.FieldType
 			if !ok {
 				return nil, fmt.Errorf("reading field %s of %s: not a %s", fieldName, reflect.TypeOf(obj), name)
 			}
-			return r.fields[i], nil
+			return r.get(i), nil
 		}}, true
 }
 
@@ -144,28 +144,41 @@ func (p *provider) NativeToValue(v any) ref.Val {
 	return p.Registry.NativeToValue(v)
 }
 
-// record is a value of a declared type: its Go pointer and its fields' CEL values in declared order.
+// record is a value of a declared type: its Go pointer and its fields' CEL values in declared order,
+// each made when a rule first reads it (a rule reads a field or two of 500 changes; making every field's
+// value of every change for each decision cost more than the rules). A record belongs to one decision's
+// activation, read by one rule at a time.
 type record struct {
 	typ    *types.Type
 	v      any
+	p      *provider
+	fs     []field
 	fields []ref.Val
+}
+
+// get is the value of field i, made on its first read.
+func (r *record) get(i int) ref.Val {
+	if r.fields[i] == nil {
+		r.fields[i] = r.fs[i].val(r.p, r.v)
+	}
+	return r.fields[i]
 }
 
 // record makes the CEL value of v, a pointer to a value of the declared type t.
 func (p *provider) record(t *types.Type, v any) ref.Val {
 	fs := structs[t.TypeName()]
-	r := &record{typ: t, v: v, fields: make([]ref.Val, len(fs))}
-	for i, f := range fs {
-		r.fields[i] = f.val(p, v)
-	}
-	return obj{r}
+	return obj{&record{typ: t, v: v, p: p, fs: fs, fields: make([]ref.Val, len(fs))}}
 }
 
-// list makes the CEL list of a slice of values of the declared type t.
+// list makes the CEL list of a slice of values of the declared type t: its records and their fields'
+// room in one allocation each.
 func list[T any](p *provider, t *types.Type, s []T) ref.Val {
-	vals := make([]ref.Val, len(s))
+	fs := structs[t.TypeName()]
+	n := len(fs)
+	recs, vals, room := make([]record, len(s)), make([]ref.Val, len(s)), make([]ref.Val, len(s)*n)
 	for i := range s {
-		vals[i] = p.record(t, &s[i])
+		recs[i] = record{typ: t, v: &s[i], p: p, fs: fs, fields: room[i*n : (i+1)*n : (i+1)*n]}
+		vals[i] = obj{&recs[i]}
 	}
 	return types.NewRefValList(p, vals)
 }
