@@ -291,6 +291,15 @@ func (c *Client) Applying(ctx context.Context, p *reconcile.Plan, approver strin
 	return c.upsert(ctx, p, "in_progress", "", out)
 }
 
+// Deferred shows on plan p's check run (creating it for environments that skip confirmation) that the
+// plan, approved, waits for its environment's deploy window: queued, why saying until when ("waiting for
+// the deploy window (inside the deny window year-end): opens Mon 4 Jan 2027 08:00 Europe/Berlin").
+func (c *Client) Deferred(ctx context.Context, p *reconcile.Plan, why string) error {
+	out := RenderPlan(p, "**Deferred:** "+why+". It is applied when the window opens.", c.DetailsURL(p.Environment))
+	out.Title = "Deferred: " + why
+	return c.upsert(ctx, p, "queued", "", out)
+}
+
 // Finished completes the check run of res.Plan as success or failure with per-workload results.
 func (c *Client) Finished(ctx context.Context, res *reconcile.Result, approver string, applyErr error) error {
 	conclusion := ConclusionSuccess

@@ -22,7 +22,10 @@ import (
 // GitHub are found again by commit, name and planHash, so a restart loses nothing.
 type Gate struct{ c *Client }
 
-var _ approval.Gate = (*Gate)(nil)
+var (
+	_ approval.Gate     = (*Gate)(nil)
+	_ approval.Deferrer = (*Gate)(nil)
+)
 
 // NewGate returns the gate for client c.
 func NewGate(c *Client) *Gate { return &Gate{c: c} }
@@ -39,6 +42,11 @@ func (g *Gate) Propose(ctx context.Context, p approval.Proposal) (approval.Decis
 		return approval.Decision{}, rateLimited(err, g.c.Now())
 	}
 	return approval.Decision{}, nil
+}
+
+// Deferred shows on the plan's run that it waits for its deploy window.
+func (g *Gate) Deferred(ctx context.Context, p approval.Proposal, why string) error {
+	return g.c.Deferred(ctx, p.Plan, why)
 }
 
 // Superseded completes the withdrawn plan's run as neutral (superseded by a newer commit, replaced by a

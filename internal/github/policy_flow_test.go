@@ -214,6 +214,33 @@ func TestFlowRuleMessageOnTheCheckRun(t *testing.T) {
 	}
 }
 
+// TestFlowDeferredOnTheCheckRun: a plan approved inside a freeze is not applied, and its check run says it
+// waits for the deploy window and until when.
+func TestFlowDeferredOnTheCheckRun(t *testing.T) {
+	f := newFlow(t)
+	e := f.cfg.Environments["prod"]
+	e.Windows = policy.Windows{Deny: []policy.Window{{Name: "year-end", From: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339),
+		To: time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}}}
+	f.cfg.Environments["prod"] = e
+	if err := f.cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	sha := f.commit("1.0.1")
+	f.start()
+	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
+	if code, _ := f.click(run.ID, "approve", "maria", secret); code != http.StatusOK {
+		t.Fatalf("approve: %d", code)
+	}
+	run = f.waitRun(sha, "deferred", func(r githubtest.CheckRun) bool { return r.Status == "queued" })
+	const why = "waiting for the deploy window (inside the deny window year-end): opens "
+	if !strings.HasPrefix(run.Title, "Deferred: "+why) || !strings.Contains(run.Summary, "**Deferred:** "+why) {
+		t.Errorf("deferred run %q:\n%s", run.Title, run.Summary)
+	}
+	if f.image() != f.reg.Ref("team/api", "1.0.0") {
+		t.Errorf("applied inside the freeze: %s", f.image())
+	}
+}
+
 // TestFlowEnvironmentTeams: prod's own approvers (a team) replace github.approvers: a maintainer who is not
 // in the team is refused, and the run says prod's rule; a team member without repository access approves.
 func TestFlowEnvironmentTeams(t *testing.T) {
