@@ -328,6 +328,12 @@ func deployed(v *status.Environment, s Status) (dep, deg metav1.Condition) {
 		return no("Applying", "applying "+short(s.InFlight.Revision)), deg
 	case s.Phase == string(status.PhaseApplying):
 		return no("Applying", "applying a plan"), deg
+	case s.Phase == string(status.PhaseDeferred):
+		why := "waiting for the deploy window"
+		if len(v.Waiting) > 0 {
+			why = strings.Join(v.Waiting, "; ")
+		}
+		return no("Deferred", why), deg
 	case v.Revision == "":
 		return no("NotObserved", "no revision observed yet"), deg
 	case deg.Status == metav1.ConditionTrue && deg.Reason != "PlanFailed":

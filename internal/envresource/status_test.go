@@ -192,6 +192,10 @@ func TestStatusOfDuringPass(t *testing.T) {
 			phase: status.PhaseVerifying, want: "Verifying"},
 		{name: "rolling back", v: &status.Environment{Name: "devel", Observation: status.Observation{Revision: rev, Services: inSync()}}, phase: status.PhaseRollingBack, want: "RollingBack"},
 		{name: "idle, nothing observed", v: &status.Environment{Name: "devel"}, phase: status.PhaseIdle, want: "NotObserved"},
+		{name: "deferred to the deploy window, approved and pending", v: &status.Environment{Name: "prod", Observation: status.Observation{Revision: rev,
+			Services: inSync(), PlanHash: "h", Waiting: []string{"waiting for the deploy window (inside the deny window year-end): opens …"}},
+			Pending: &approval.Pending{Revision: rev, PlanHash: "h", Required: 1, Approvals: []approval.Approval{{Approver: "github:alice"}}}},
+			phase: status.PhaseDeferred, want: "Deferred"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := StatusOf(tt.v, tt.phase, 1, nil, time.Unix(0, 0))
