@@ -238,8 +238,9 @@ func (c *Client) Supersede(ctx context.Context, env, revision, planHash, newer s
 	for _, r := range runs {
 		mine := ofPlan(r.GetExternalID(), planHash)
 		// A run of this plan in progress was clicked (approved) but the plan was withdrawn before it could
-		// be applied, e.g. on the leader after the click reached another replica: it is superseded too.
-		clicked := mine && r.GetStatus() == "in_progress"
+		// be applied, e.g. on the leader after the click reached another replica, or queued, approved and
+		// deferred to its deploy window: it is superseded too.
+		clicked := mine && (r.GetStatus() == "in_progress" || r.GetStatus() == "queued")
 		if !clicked && (!awaiting(r) || (planHash != "" && !mine)) {
 			continue
 		}
@@ -291,13 +292,18 @@ func (c *Client) Applying(ctx context.Context, p *reconcile.Plan, approver strin
 	return c.upsert(ctx, p, "in_progress", "", out)
 }
 
-// Deferred shows on plan p's check run (creating it for environments that skip confirmation) that the
-// plan, approved, waits for its environment's deploy window: queued, why saying until when ("waiting for
-// the deploy window (inside the deny window year-end): opens Mon 4 Jan 2027 08:00 Europe/Berlin").
+// Deferred shows on plan p's check run that the plan, approved, waits for its environment's deploy
+// window: queued, why saying until when ("waiting for the deploy window (inside the deny window year-end):
+// opens Mon 4 Jan 2027 08:00 Europe/Berlin"). A plan without a run (one that skips confirmation, whose
+// run is made when it is applied) gets none: nothing would complete it if a newer revision replaced it.
 func (c *Client) Deferred(ctx context.Context, p *reconcile.Plan, why string) error {
+	r, err := c.run(ctx, p.Environment, p.Revision, p.PlanHash)
+	if err != nil || r == nil {
+		return err
+	}
 	out := RenderPlan(p, "**Deferred:** "+why+". It is applied when the window opens.", c.DetailsURL(p.Environment))
 	out.Title = "Deferred: " + why
-	return c.upsert(ctx, p, "queued", "", out)
+	return c.update(ctx, r.GetID(), runUpdate{Status: "queued", Output: output(out)})
 }
 
 // Finished completes the check run of res.Plan as success or failure with per-workload results.

@@ -215,7 +215,7 @@ func TestFlowRuleMessageOnTheCheckRun(t *testing.T) {
 }
 
 // TestFlowDeferredOnTheCheckRun: a plan approved inside a freeze is not applied, and its check run says it
-// waits for the deploy window and until when.
+// waits for the deploy window and until when; a newer commit supersedes it, completing that run.
 func TestFlowDeferredOnTheCheckRun(t *testing.T) {
 	f := newFlow(t)
 	e := f.cfg.Environments["prod"]
@@ -239,6 +239,11 @@ func TestFlowDeferredOnTheCheckRun(t *testing.T) {
 	if f.image() != f.reg.Ref("team/api", "1.0.0") {
 		t.Errorf("applied inside the freeze: %s", f.image())
 	}
+	// A newer commit replaces the deferred plan: its run is completed as superseded, not left queued.
+	sha2 := f.commit("1.0.2")
+	f.trigger()
+	f.waitRun(sha2, "the newer plan awaiting approval", awaitingApproval)
+	f.waitRun(sha, "the deferred run superseded", concluded("neutral"))
 }
 
 // TestFlowEnvironmentTeams: prod's own approvers (a team) replace github.approvers: a maintainer who is not
