@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -45,10 +47,10 @@ func (b decidingBackend) LockService() *lock.Service        { return b.locks }
 
 // TestExampleRoles: rbac.exampleRoles renders a viewer, a locker and an
 // approver of prod; three ServiceAccounts bound to them each, on the real
-// API server, are answered by RBAC (a SubjectAccessReview as `kubectl auth
-// can-i --as system:serviceaccount:<ns>:<sa>` asks; kubectl itself is not
-// built here) exactly as the reconciler's API lets their tokens read,
-// lock and approve each environment (2xx or 403).
+// API server, are answered by RBAC (the real `kubectl auth can-i --as
+// system:serviceaccount:<ns>:<sa>`, and the SubjectAccessReview it sends)
+// exactly as the reconciler's API lets their tokens read, lock and approve
+// each environment (2xx or 403).
 func TestExampleRoles(t *testing.T) {
 	env := cluster.Env(t)
 	ctx := t.Context()
@@ -125,7 +127,10 @@ func TestExampleRoles(t *testing.T) {
 					wantOK = wantOK || m == a.name
 				}
 				if canI != wantOK {
-					t.Errorf("kubectl auth can-i %s %s.stagehand.io/%s --as system:serviceaccount:%s:%s = %v, want %v", a.verb, a.resource, a.resName, in.rel, sa, canI, wantOK)
+					t.Errorf("SubjectAccessReview %s %s.stagehand.io/%s as system:serviceaccount:%s:%s = %v, want %v", a.verb, a.resource, a.resName, in.rel, sa, canI, wantOK)
+				}
+				if got := kubectlCanI(t, env.Kubeconfig, in.rel, sa, a.verb, a.resource, a.resName); got != canI {
+					t.Errorf("kubectl auth can-i %s %s.stagehand.io/%s --as system:serviceaccount:%s:%s = %v, the SubjectAccessReview says %v", a.verb, a.resource, a.resName, in.rel, sa, got, canI)
 				}
 				req, err := http.NewRequestWithContext(ctx, a.method, ts.URL+a.path, bytes.NewBufferString(a.body))
 				if err != nil {
@@ -147,4 +152,31 @@ func TestExampleRoles(t *testing.T) {
 			})
 		}
 	}
+}
+
+// kubectlCanI runs the real `kubectl auth can-i` (Debian's kubectl, which
+// `make test` installs: make shell-tools) as the ServiceAccount sa of ns:
+// exit 0 and "yes" is allowed, exit 1 and "no" is not.
+func kubectlCanI(t *testing.T, kubeconfig, ns, sa, verb, resource, name string) bool {
+	t.Helper()
+	path, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatalf("kubectl is not installed (make shell-tools installs it): %v", err)
+	}
+	what := resource + ".stagehand.io"
+	if name != "" {
+		what += "/" + name
+	}
+	out, err := exec.CommandContext(t.Context(), path, "--kubeconfig", kubeconfig, "auth", "can-i", verb, what,
+		"-n", ns, "--as", "system:serviceaccount:"+ns+":"+sa).Output()
+	answer := strings.TrimSpace(string(out))
+	var exit *exec.ExitError
+	switch {
+	case err == nil && answer == "yes":
+		return true
+	case errors.As(err, &exit) && exit.ExitCode() == 1 && answer == "no":
+		return false
+	}
+	t.Fatalf("kubectl auth can-i %s %s as %s: %v: %q", verb, what, sa, err, out)
+	return false
 }
