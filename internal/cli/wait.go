@@ -73,16 +73,33 @@ func (f *waitFlags) run(cmd *cobra.Command) error {
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
+	return deployWait{client: client, env: f.env, judge: j, interval: f.interval, timeout: f.timeout}.run(ctx, cmd)
+}
+
+// deployWait is one wait for a deploy through the reconciler's API, read
+// every interval and judged by internal/waiter: `reconciler wait`'s, and
+// `prbot bump --wait`'s once the bump is merged. ctx's deadline is the end
+// of the wait (timeout is only said); it prints progress lines on cmd's
+// stdout and exits as `reconciler wait` does: 0 deployed, 1 failed,
+// rejected, rolled back, superseded or refused, 2 timed out.
+type deployWait struct {
+	client            *api.Client
+	env               string
+	judge             *waiter.Judge
+	interval, timeout time.Duration
+}
+
+func (w deployWait) run(ctx context.Context, cmd *cobra.Command) error {
 	out := cmd.OutOrStdout()
 	last := ""
 	for {
-		v, err := client.Environment(ctx, f.env)
+		v, err := w.client.Environment(ctx, w.env)
 		var refusal *api.Error
 		switch {
 		case err == nil:
-			verdict := j.Judge(v)
+			verdict := w.judge.Judge(v)
 			if verdict.Message != last {
-				fmt.Fprintf(out, "%s %s: %s\n", time.Now().UTC().Format(time.TimeOnly), f.env, verdict.Message)
+				fmt.Fprintf(out, "%s %s: %s\n", time.Now().UTC().Format(time.TimeOnly), w.env, verdict.Message)
 				last = verdict.Message
 			}
 			if verdict.Done {
@@ -94,11 +111,11 @@ func (f *waitFlags) run(cmd *cobra.Command) error {
 		case ctx.Err() != nil:
 		case errors.As(err, &refusal) && refusal.Status != http.StatusTooManyRequests && refusal.Status < 500:
 			// An unknown environment, a token refused: waiting longer does not help.
-			return refused(cmd, "reading environment "+f.env, err)
+			return refused(cmd, "reading environment "+w.env, err)
 		default:
 			// The server restarting or unreachable for a moment: keep waiting.
 			if msg := "reading the environment: " + err.Error(); msg != last {
-				fmt.Fprintf(out, "%s %s: %s\n", time.Now().UTC().Format(time.TimeOnly), f.env, msg)
+				fmt.Fprintf(out, "%s %s: %s\n", time.Now().UTC().Format(time.TimeOnly), w.env, msg)
 				last = msg
 			}
 		}
@@ -107,9 +124,9 @@ func (f *waitFlags) run(cmd *cobra.Command) error {
 			if cmd.Context().Err() != nil {
 				return cmd.Context().Err()
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "Error: timed out after %s: %s\n", f.timeout, last)
+			fmt.Fprintf(cmd.ErrOrStderr(), "Error: timed out after %s: %s\n", w.timeout, last)
 			return exitCode(2, nil)
-		case <-time.After(f.interval):
+		case <-time.After(w.interval):
 		}
 	}
 }
