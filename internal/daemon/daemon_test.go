@@ -380,7 +380,8 @@ func counterValue(c prometheus.Counter) float64 {
 
 // TestShutdownDuringApply: a shutdown while an apply waits for a rollout lets
 // the patch stand, records the apply as interrupted, and the next leader
-// re-plans (nothing left) without patching again.
+// re-plans (nothing left) without patching again and records the approved
+// plan succeeded, once, after the interrupted entry.
 func TestShutdownDuringApply(t *testing.T) {
 	env := cluster.Env(t)
 	h := newHarness(t, "devel")
@@ -421,8 +422,13 @@ func TestShutdownDuringApply(t *testing.T) {
 	if again.Generation != patched.Generation {
 		t.Errorf("generation %d → %d: the restart patched again", patched.Generation, again.Generation)
 	}
-	if hist := r2.history(t, "devel"); len(hist) != 1 {
-		t.Errorf("history after restart = %+v, want only the interrupted apply", hist)
+	var got []string
+	for _, e := range r2.history(t, "devel") {
+		got = append(got, e.Result+" "+e.PlanHash)
+	}
+	want := []string{approval.ResultSucceeded + " " + st.InFlight.PlanHash, approval.ResultInterrupted + " " + st.InFlight.PlanHash}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("history after restart (-want +got):\n%s", diff)
 	}
 }
 

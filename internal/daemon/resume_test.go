@@ -172,3 +172,39 @@ func TestKilledAfterEveryPatchRecordsApprovedPlan(t *testing.T) {
 		t.Error("the approved plan is still in flight")
 	}
 }
+
+// TestInterruptedAfterEveryPatchRecordsApprovedPlan: a leader stopped
+// (SIGTERM, as a rolling upgrade does) while it watched the rollouts of its
+// last patches records the apply interrupted and leaves it in flight; the
+// next leader finds nothing left to patch and records the plan carol
+// approved as succeeded, once, instead of clearing the in-flight record
+// with the interrupted entry as the only word on it.
+func TestInterruptedAfterEveryPatchRecordsApprovedPlan(t *testing.T) {
+	env := cluster.Env(t)
+	h := newHarness(t)
+	f, _ := killedMidApply(t, h)
+	if _, err := env.Clientset.AppsV1().Deployments(h.ns["prod"]).Patch(context.Background(), "web", types.StrategicMergePatchType,
+		[]byte(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"`+imageRepo+`web:1.0.0"}]}}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// What the stopped leader's recordApply wrote: the interrupted entry,
+	// the in-flight record kept for the next leader.
+	interrupted := approval.Entry{Revision: f.Revision, PlanHash: f.PlanHash, Changes: f.Changes, Approver: f.Approver,
+		Result: approval.ResultInterrupted, Message: "shut down during the apply", Started: f.Started, Finished: f.Started.Add(time.Second)}
+	err := state.NewStore(env.Clientset, h.stateNS).Update(context.Background(), "prod", func(st *state.EnvState) {
+		st.Record(interrupted, state.DefaultHistoryLimit)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2 := h.start()
+	testenv.WaitFor(t, 30*time.Second, "prod's apply no longer in flight", func() bool { return r2.environment(t, "prod").InFlight == nil })
+	var got []string
+	for _, e := range r2.history(t, "prod") {
+		got = append(got, e.Result+" "+e.PlanHash)
+	}
+	want := []string{approval.ResultSucceeded + " " + f.PlanHash, approval.ResultInterrupted + " " + f.PlanHash}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("prod history (-want +got):\n%s", diff)
+	}
+}

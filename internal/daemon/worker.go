@@ -366,14 +366,17 @@ func short(rev string) string {
 }
 
 // recordLanded records an approved apply whose every patch landed before its
-// process was killed (no graceful shutdown recorded it as interrupted): the
-// plan is empty now, and without this the approval, its approvers and its
-// changes would leave no history entry and no completed check run. Its
-// rollouts were not watched to the end, and the entry says so.
+// process ended: killed (no entry), or stopped while it watched the rollouts
+// (an interrupted entry, the in-flight record kept for the next leader, as a
+// rolling upgrade leaves it). The plan is empty now, and without this the
+// approval, its approvers and its changes would leave no history entry but
+// the interruption, and no completed check run. Its rollouts were not
+// watched to the end, and the entry says so.
 func (w *worker) recordLanded(ctx context.Context, p *pass) {
 	s, envM, st := p.snap, p.envM, p.st
 	f := st.InFlight
-	if f == nil || f.Revision != s.Revision || slices.ContainsFunc(st.History, func(e approval.Entry) bool { return e.PlanHash == f.PlanHash }) {
+	settled := func(e approval.Entry) bool { return e.PlanHash == f.PlanHash && e.Result != approval.ResultInterrupted }
+	if f == nil || f.Revision != s.Revision || slices.ContainsFunc(st.History, settled) {
 		return
 	}
 	var changes []reconcile.Change
