@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// auditPolicy records the writes to workloads and to Environment resources
-// (stagehand.io environments, their status included), at the Metadata
-// level, once their response is sent; nothing else.
+// auditPolicy records the writes to workloads, to ConfigMaps (the state),
+// and to Environment resources (stagehand.io environments, their status
+// included), at the Metadata level, once their response is sent; nothing
+// else.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived, ResponseStarted, Panic]
@@ -20,6 +23,11 @@ rules:
   resources:
   - group: apps
     resources: [deployments, statefulsets, daemonsets]
+- level: Metadata
+  verbs: [create, update, patch, delete]
+  resources:
+  - group: ""
+    resources: [configmaps]
 - level: Metadata
   verbs: [create, update, patch, delete]
   resources:
@@ -44,6 +52,8 @@ type AuditEvent struct {
 	ResponseStatus struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
+	// RequestReceivedTimestamp is when the API server received the request.
+	RequestReceivedTimestamp metav1.MicroTime `json:"requestReceivedTimestamp"`
 }
 
 // AuditEvents reads the audit log written so far (WithAuditLog); none when
