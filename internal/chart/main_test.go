@@ -28,7 +28,8 @@ func TestMain(m *testing.M) {
 	if binDir, err = os.MkdirTemp("", "stagehand-chart-test-"); err != nil {
 		panic(err)
 	}
-	code := cluster.Main(m, testenv.WithRollouts(), testenv.WithCRDs(crds...))
+	// The audit log counts the reconciler's patches and state writes (TestInstallRelease).
+	code := cluster.Main(m, testenv.WithRollouts(), testenv.WithCRDs(crds...), testenv.WithAuditLog())
 	os.RemoveAll(binDir)
 	os.Exit(code)
 }
