@@ -119,7 +119,7 @@ func (w *worker) applyStep(ctx context.Context, p *pass) error {
 		return w.notApplied(ctx, p, err)
 	}
 	underWay()
-	out := outcome(j.approver, res, err, ctx.Err() != nil, begun, w.now().UTC())
+	out := outcome(approval.Outcome{Approver: j.approver, Started: begun, Finished: w.now().UTC()}, res, err, ctx.Err() != nil)
 	if len(j.approvers) > 1 {
 		out.Approvers = j.approvers
 	}
@@ -265,9 +265,11 @@ func (w *worker) applyWithGrace(ctx context.Context, req reconcile.Request, plan
 	return w.reconcileApply(actx, req, planHash, reconcile.WithProgress(progress))
 }
 
-// outcome is how an apply that started at started ended at finished.
-func outcome(approver string, res *reconcile.Result, err error, interrupted bool, started, finished time.Time) approval.Outcome {
-	out := approval.Outcome{Approver: approver, Apply: res, Started: started, Finished: finished, Result: approval.ResultSucceeded}
+// outcome is how an apply ended: out says who approved it, when it started
+// and when it finished; res and err are pkg/reconcile's answer, interrupted
+// whether a shutdown cut it short.
+func outcome(out approval.Outcome, res *reconcile.Result, err error, interrupted bool) approval.Outcome {
+	out.Apply, out.Result = res, approval.ResultSucceeded
 	switch {
 	case interrupted:
 		out.Result, out.Message = approval.ResultInterrupted, "shut down during the apply; the next leader plans again and applies what is left"

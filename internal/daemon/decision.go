@@ -149,7 +149,7 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 		return
 	}
 	// Counted first: a plan that needs more approvers stays pending, showing how many it has.
-	p, err = w.approvals.count(ctx, w.store.Store, dc.planHash, dc.who, nil)
+	p, err = w.approvals.count(ctx, w.store.Store, dc, nil)
 	if err != nil {
 		reply(nil, err)
 		return

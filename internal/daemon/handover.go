@@ -59,7 +59,7 @@ func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*approv
 	// judges it (decide).
 	stale := func(p *approval.Pending) bool { return w.takenBefore(p, dc.at) }
 	if dc.approve {
-		p, err := w.approvals.count(ctx, d.store, dc.planHash, dc.who, stale)
+		p, err := w.approvals.count(ctx, d.store, dc, stale)
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/internal/version"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
+	"github.com/stagehand-gitops/stagehand/pkg/verify"
 )
 
 // Metrics are the daemon's Prometheus metrics, registered on a private
@@ -185,9 +186,9 @@ func change(leading bool) string {
 }
 
 // observeVerification counts a verification task's result and its duration.
-func (m *Metrics) observeVerification(env, task, kind, result string, d time.Duration) {
-	m.verifications.WithLabelValues(env, task, kind, result).Inc()
-	m.verifyDuration.WithLabelValues(env, kind).Observe(d.Seconds())
+func (m *Metrics) observeVerification(env string, task verify.Task, tr verify.TaskResult) {
+	m.verifications.WithLabelValues(env, task.Name, task.Kind, tr.Result).Inc()
+	m.verifyDuration.WithLabelValues(env, task.Kind).Observe(tr.Duration().Seconds())
 }
 
 var (

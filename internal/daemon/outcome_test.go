@@ -36,7 +36,7 @@ func TestOutcome(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			now := time.Now()
-			out := outcome("alice", tt.res, tt.err, tt.interrupted, now, now)
+			out := outcome(approval.Outcome{Approver: "alice", Started: now, Finished: now}, tt.res, tt.err, tt.interrupted)
 			if out.Result != tt.result {
 				t.Fatalf("result %q (%s), want %q", out.Result, out.Message, tt.result)
 			}

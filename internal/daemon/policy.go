@@ -173,13 +173,14 @@ func ruleNeeds(req policy.Requirement) string {
 	return fmt.Sprintf("approval rule %s needs %s", strings.Join(rules, ", "), strings.Join(who, ", or "))
 }
 
-// count checks that who may approve the pending plan planHash (four-eyes) and adds who to its approvals
+// count checks that dc's approver may approve the pending plan dc.planHash (four-eyes) and adds them to its approvals
 // (once: the same person approving again changes nothing). It returns the pending plan with its approvals
 // and required count: Complete when it may be applied. A plan no longer pending gives a
 // *approval.NotPendingError, an author under forbidAuthors an *approval.RefusedError, and authors that
 // cannot be listed an error: nothing is counted then. store is the holder's (fenced) Store on the
 // replica that leads the environment, the plain one on another.
-func (c *counter) count(ctx context.Context, store *state.Store, planHash string, who identity.Principal, stale func(*approval.Pending) bool) (*approval.Pending, error) {
+func (c *counter) count(ctx context.Context, store *state.Store, dc decision, stale func(*approval.Pending) bool) (*approval.Pending, error) {
+	planHash, who := dc.planHash, dc.who
 	if stale == nil {
 		stale = func(*approval.Pending) bool { return false }
 	}

@@ -247,7 +247,7 @@ func (w *worker) decideRelease(ctx context.Context, s gitsource.Snapshot, dc dec
 	who := dc.who.ID.String()
 	if dc.approve {
 		var err error
-		if p, err = w.approvals.count(ctx, w.store.Store, dc.planHash, dc.who, nil); err != nil {
+		if p, err = w.approvals.count(ctx, w.store.Store, dc, nil); err != nil {
 			reply(nil, err)
 			return
 		}

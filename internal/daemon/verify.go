@@ -81,7 +81,7 @@ func verifyRunner(v *verify.Verifier, env string, targets []reconcile.Target, m 
 			return sequence.Result{}, err // ctx ended: the next leader runs the task again
 		}
 		tr := rep.Tasks[0]
-		m.observeVerification(env, task.Name, task.Kind, tr.Result, tr.Duration())
+		m.observeVerification(env, task, tr)
 		out, err := json.Marshal(verifyOutputs{Verification: tr})
 		if err != nil {
 			return sequence.Result{}, fmt.Errorf("encoding the verification result: %w", err)
