@@ -4,4 +4,6 @@
 // rolled back or superseded by a newer revision, or still on its way. It reads
 // the Deployed condition the Environment resource shows (internal/envresource),
 // so `reconciler wait` and `kubectl wait --for=condition=Deployed` agree.
+// Judge.Object reads the Environment object's status instead, by the same
+// rules, for `reconciler wait --kubeconfig`.
 package waiter

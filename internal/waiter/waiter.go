@@ -151,7 +151,13 @@ func (j *Judge) service(v *status.Environment) Verdict {
 // deployed judges the observed revision by its Deployed condition.
 func (j *Judge) deployed(v *status.Environment, what string) Verdict {
 	st := envresource.StatusOf(v, "", 0, nil, time.Time{})
-	c := meta.FindStatusCondition(st.Conditions, envresource.ConditionDeployed)
+	return byCondition(st.Conditions, what)
+}
+
+// byCondition judges the observed revision by the Deployed condition among
+// conds.
+func byCondition(conds []metav1.Condition, what string) Verdict {
+	c := meta.FindStatusCondition(conds, envresource.ConditionDeployed)
 	switch {
 	case c == nil:
 		return Verdict{Message: what + ": no Deployed condition"}
@@ -165,6 +171,47 @@ func (j *Judge) deployed(v *status.Environment, what string) Verdict {
 		return Verdict{Done: true, Outcome: RolledBack, Message: what + ": " + c.Message}
 	}
 	return Verdict{Message: what + ": " + c.Reason + ": " + c.Message}
+}
+
+// Object reads one status of the environment's Environment object (as
+// `reconciler wait --kubeconfig` watches it), by the rules Judge reads the
+// API's view with. The object carries the last deploy only, not the
+// history, nor the services' versions: a wait for a service's version is
+// refused, and a revision deployed before the last deploy (and since
+// followed by others) is not recognised: it is waited for until the timeout.
+func (j *Judge) Object(st *envresource.Status) (Verdict, error) {
+	if j.t.Service != "" {
+		return Verdict{}, fmt.Errorf("waiting for service %s=%s: the Environment object carries no service versions", j.t.Service, j.t.Version)
+	}
+	if j.first == "" {
+		j.first = st.ObservedRevision
+		if j.t.Revision == "" && st.ObservedRevision != "" {
+			j.t.Revision = st.ObservedRevision
+		}
+	}
+	want := short(j.t.Revision)
+	if want == "" {
+		return Verdict{Message: "waiting for a revision to be observed"}, nil
+	}
+	if d := st.LastDeploy; d != nil && j.is(d.Revision) && !j.is(st.ObservedRevision) {
+		// Recorded, and the environment moved on since.
+		if d.Result == approval.ResultSucceeded {
+			return Verdict{Done: true, Outcome: Deployed, Message: fmt.Sprintf("%s deployed (#%d), since followed by %s", want, d.ID, short(st.ObservedRevision))}, nil
+		}
+		return ended(&approval.Entry{ID: d.ID, Revision: d.Revision, Result: d.Result, Message: d.Message}, want), nil
+	}
+	if j.is(st.ObservedRevision) {
+		j.seen = true
+		return byCondition(st.Conditions, want), nil
+	}
+	if (st.Pending != nil && j.is(st.Pending.Revision)) || (st.InFlight != nil && j.is(st.InFlight.Revision)) {
+		j.seen = true
+		return Verdict{Message: fmt.Sprintf("%s: plan pending or applying while %s is observed", want, short(st.ObservedRevision))}, nil
+	}
+	if j.seen || (j.first != "" && st.ObservedRevision != j.first) {
+		return Verdict{Done: true, Outcome: Superseded, Message: fmt.Sprintf("%s superseded by %s before it was deployed", want, short(st.ObservedRevision))}, nil
+	}
+	return Verdict{Message: fmt.Sprintf("waiting for %s to be observed (now %s)", want, orNone(short(st.ObservedRevision)))}, nil
 }
 
 // ended is the verdict of a history entry that did not succeed.

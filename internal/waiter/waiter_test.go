@@ -2,10 +2,12 @@ package waiter
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/envresource"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
@@ -140,6 +142,21 @@ func TestJudge(t *testing.T) {
 					t.Fatalf("step %d: %+v (-want +got done, outcome):\n%s", i, got, diff)
 				}
 			}
+			if tt.target.Service != "" {
+				return // the Environment object carries no versions (TestObject)
+			}
+			// The same reads as the Environment object shows them.
+			o, err := New(tt.target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, s := range tt.steps {
+				st := envresource.StatusOf(s.v, "", 1, nil, time.Time{})
+				got, err := o.Object(&st)
+				if diff := cmp.Diff([]any{s.done, s.outcome}, []any{got.Done, got.Outcome}); diff != "" || got.Message == "" || err != nil {
+					t.Fatalf("Object, step %d: %+v, %v (-want +got done, outcome):\n%s", i, got, err, diff)
+				}
+			}
 		})
 	}
 }
@@ -154,4 +171,76 @@ func TestNewRefuses(t *testing.T) {
 			t.Errorf("New(%+v) accepted", tt)
 		}
 	}
+}
+
+// TestObject: what only the Environment object's reader meets: a status not
+// written yet, a deploy known by the last deploy alone, a verification
+// under way then passed, and a wait for a service's version, refused.
+func TestObject(t *testing.T) {
+	type step struct {
+		st      envresource.Status
+		done    bool
+		outcome string
+	}
+	of := func(v *status.Environment, phase status.Phase) envresource.Status {
+		return envresource.StatusOf(v, phase, 1, nil, time.Time{})
+	}
+	verifying := func(v *status.Environment) {
+		v.Sequence = &sequence.State{Revision: r1, Status: sequence.StatusStarted, Tasks: []sequence.TaskState{{Name: "test", Status: sequence.StatusStarted}}}
+	}
+	passed := func(v *status.Environment) {
+		v.Sequence = &sequence.State{Revision: r1, Status: sequence.StatusFinished, Result: "pass", Tasks: []sequence.TaskState{{Name: "test", Status: sequence.StatusFinished}}}
+	}
+	tests := []struct {
+		name   string
+		target Target
+		steps  []step
+	}{{
+		name:   "no status written yet, then the revision observed and deployed",
+		target: Target{},
+		steps: []step{
+			{st: envresource.Status{}},
+			{st: of(view(r1, "1.0.0", status.StateOutOfSync, func(v *status.Environment) { v.InFlight = &approval.InFlight{Revision: r1} }), status.PhaseApplying)},
+			{st: of(view(r1, "1.0.0", status.StateInSync, last(1, r1, approval.ResultSucceeded)), status.PhaseIdle), done: true, outcome: Deployed},
+		},
+	}, {
+		name:   "applied, verifying, then verified",
+		target: Target{Revision: r1[:7]},
+		steps: []step{
+			{st: of(view(r1, "1.0.0", status.StateInSync, last(1, r1, approval.ResultSucceeded), verifying), status.PhaseVerifying)},
+			{st: of(view(r1, "1.0.0", status.StateInSync, last(1, r1, approval.ResultSucceeded), passed), status.PhaseIdle), done: true, outcome: Deployed},
+		},
+	}, {
+		name:   "failed, known by the last deploy once a newer revision is observed",
+		target: Target{Revision: r1},
+		steps:  []step{{st: of(view(r2, "2.0.0", status.StateOutOfSync, last(2, r1, approval.ResultFailed)), status.PhaseIdle), done: true, outcome: Failed}},
+	}, {
+		name:   "a revision deployed before the last deploy is not known: still waiting",
+		target: Target{Revision: r1},
+		steps:  []step{{st: of(view(r2, "2.0.0", status.StateInSync, last(3, r2, approval.ResultSucceeded)), status.PhaseIdle)}},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j, err := New(tt.target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, s := range tt.steps {
+				got, err := j.Object(&s.st)
+				if diff := cmp.Diff([]any{s.done, s.outcome}, []any{got.Done, got.Outcome}); diff != "" || got.Message == "" || err != nil {
+					t.Fatalf("step %d: %+v, %v (-want +got done, outcome):\n%s", i, got, err, diff)
+				}
+			}
+		})
+	}
+	t.Run("a service's version is refused", func(t *testing.T) {
+		j, err := New(Target{Service: "web", Version: "2.0.0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := of(view(r1, "2.0.0", status.StateInSync), status.PhaseIdle)
+		if got, err := j.Object(&st); err == nil {
+			t.Errorf("Object for a service's version: %+v, want an error", got)
+		}
+	})
 }
