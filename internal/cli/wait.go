@@ -20,6 +20,10 @@ type waitFlags struct {
 	env, revision     string
 	service           string
 	timeout, interval time.Duration
+	// kubeconfig, namespace and watchTimeout: the Environment object
+	// watched instead of the API (waitkube.go).
+	kubeconfig, namespace string
+	watchTimeout          time.Duration
 }
 
 // newWaitCommand is `reconciler wait --env ENV [--revision SHA | --service NAME=VERSION] [--timeout 10m]`.
@@ -34,7 +38,14 @@ prefix of at least 7 hex digits), --service NAME=VERSION (the revision that asks
 for that version), or, with neither, the revision the environment observes now.
 Progress is printed as it changes. Exit 0: deployed and verified. Exit 1:
 failed, rejected, rolled back or superseded by a newer revision before it was
-deployed (the message says which). Exit 2: timed out (also for bad flags).`,
+deployed (the message says which). Exit 2: timed out (also for bad flags).
+
+With --kubeconfig it watches the environment's Environment object
+(environments.stagehand.io, in the reconciler's state namespace: --namespace,
+else the kubeconfig context's) instead of calling the API, by the same rules;
+RBAC needs get, list and watch on environments. The object carries no service
+versions: --service needs the API. It knows the last deploy only: wait for
+the revision just pushed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
@@ -44,7 +55,10 @@ deployed (the message says which). Exit 2: timed out (also for bad flags).`,
 	fl.StringVar(&f.revision, "revision", "", "commit to wait for")
 	fl.StringVar(&f.service, "service", "", "NAME=VERSION: wait for the revision that deploys this version of the service")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "how long to wait")
-	fl.DurationVar(&f.interval, "interval", 2*time.Second, "how often to read the environment")
+	fl.DurationVar(&f.interval, "interval", 2*time.Second, "how often to read the environment (with --kubeconfig: the pause before a failed watch is retried)")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "watch the Environment object through this kubeconfig instead of calling the API")
+	fl.StringVar(&f.namespace, "namespace", "", "with --kubeconfig: the reconciler's state namespace (default: the kubeconfig context's)")
+	fl.DurationVar(&f.watchTimeout, "watch-timeout", 5*time.Minute, "with --kubeconfig: how long each watch lasts before it is renewed by a new list")
 	return cmd
 }
 
@@ -66,6 +80,9 @@ func (f *waitFlags) run(cmd *cobra.Command) error {
 	j, err := waiter.New(t)
 	if err != nil {
 		return usagef("%v", err)
+	}
+	if f.kubeconfig != "" || f.namespace != "" {
+		return f.runObject(cmd, j)
 	}
 	client, err := apiClient(f.server, f.tokenFile, readTimeout)
 	if err != nil {

@@ -29,7 +29,8 @@ const waitToken = "wait-test-token-readonly"
 // waitWorld runs a real daemon (leader, no rollout wait, polling git every
 // 200ms) over devel (skipConfirmation) and prod, each asking for web:2.0.0
 // while the cluster runs web:1.0.0, and the API with a read-only token.
-func waitWorld(t *testing.T) (base []string, git *gitserver.Server, d *daemon.Daemon) {
+// extra are more options of the daemon, given its configuration.
+func waitWorld(t *testing.T, extra ...func(*config.Config) daemon.Option) (base []string, git *gitserver.Server, d *daemon.Daemon) {
 	t.Helper()
 	env := cluster.Env(t)
 	git = gitserver.New(t)
@@ -67,7 +68,11 @@ func waitWorld(t *testing.T) (base []string, git *gitserver.Server, d *daemon.Da
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, err = daemon.New(cfg, append(parts, daemon.WithLeaderElection(daemon.LeaderElection{}))...); err != nil {
+	parts = append(parts, daemon.WithLeaderElection(daemon.LeaderElection{}))
+	for _, x := range extra {
+		parts = append(parts, x(cfg))
+	}
+	if d, err = daemon.New(cfg, parts...); err != nil {
 		t.Fatal(err)
 	}
 	authn, err := auth.New(auth.WithTokens(auth.Token{Name: "ci", Token: waitToken, Scopes: []string{"read"}}))
