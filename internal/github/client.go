@@ -51,6 +51,10 @@ func New(cfg config.GitHub, opts ...Option) (*Client, error) {
 		retried: b.retried, now: ghClock.Now}, budget: b}
 	var hc *http.Client
 	switch {
+	case o.token != "" && o.anonymous:
+		return nil, errors.New("configuring GitHub client: a token and anonymous reads exclude each other")
+	case o.anonymous:
+		hc = &http.Client{Transport: base}
 	case o.token != "":
 		hc = &http.Client{Transport: &tokenTransport{base: base, token: o.token}}
 	case cfg.App != nil:

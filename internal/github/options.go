@@ -19,6 +19,7 @@ type options struct {
 	transport      http.RoundTripper
 	now            func() time.Time
 	token          string
+	anonymous      bool
 	retry          RetryPolicy
 	lostClickAfter time.Duration
 	policies       map[string]config.Approvals
@@ -84,6 +85,17 @@ func WithToken(token string) Option {
 			return errors.New("empty token")
 		}
 		o.token = token
+		return nil
+	}
+}
+
+// WithAnonymous reads GitHub without credentials instead of with the
+// GitHub App (client): public repositories only, within GitHub's
+// anonymous rate limit (prbot bump --via --wait, which holds no GitHub
+// credential, following a pull request).
+func WithAnonymous() Option {
+	return func(o *options) error {
+		o.anonymous = true
 		return nil
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/github"
 )
 
-// GitHub returns the GitHub client of github: (nil without github.app or
-// WithGitHubToken): over HTTPTransport, with every environment's approvals:
+// GitHub returns the GitHub client of github: (nil without github.app,
+// WithGitHubToken or WithAnonymousGitHub): over HTTPTransport, with every environment's approvals:
 // policy, on GitHub's clock followed from this host's (WithLocalClock), then
 // WithGitHubOptions.
 func (b *Builder) GitHub() (*github.Client, error) {
@@ -19,7 +19,7 @@ func (b *Builder) githubLocked() (*github.Client, error) {
 	if b.ghDone {
 		return b.gh, nil
 	}
-	if b.cfg.GitHub.App == nil && b.o.githubToken == "" {
+	if b.cfg.GitHub.App == nil && b.o.githubToken == "" && !b.o.githubAnonymous {
 		b.ghDone = true
 		return nil, nil
 	}
@@ -34,6 +34,9 @@ func (b *Builder) githubLocked() (*github.Client, error) {
 	opts := []github.Option{github.WithTransport(rt), github.WithApprovals(policies), github.WithClock(b.o.localNow())}
 	if b.o.githubToken != "" {
 		opts = append(opts, github.WithToken(b.o.githubToken))
+	}
+	if b.o.githubAnonymous {
+		opts = append(opts, github.WithAnonymous())
 	}
 	gh, err := github.New(b.cfg.GitHub, append(opts, b.o.githubOpts...)...)
 	if err != nil {

@@ -61,6 +61,7 @@ type options struct {
 	webhook          *webhook.Receiver
 	githubOpts       []github.Option
 	githubToken      string
+	githubAnonymous  bool
 	authLog          logr.Logger
 }
 
@@ -226,6 +227,12 @@ func WithWebhook(r *webhook.Receiver) Option {
 // derived from the configuration (transport, approvals, clock).
 func WithGitHubOptions(opts ...github.Option) Option {
 	return func(o *options) error { o.githubOpts = append(o.githubOpts, opts...); return nil }
+}
+
+// WithAnonymousGitHub makes the Builder's GitHub client read without
+// credentials (github.WithAnonymous): public repositories only.
+func WithAnonymousGitHub() Option {
+	return func(o *options) error { o.githubAnonymous = true; return nil }
 }
 
 // WithGitHubToken makes the Builder's GitHub client authenticate with a
