@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"fmt"
 	"maps"
+	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -17,13 +18,15 @@ type repo struct {
 	branches      map[string]string // branch → commit sha
 	commits       map[string]*commit
 	collaborators map[string]string // login → role (read, triage, write, maintain, admin)
-	pulls         []*pull
-	checkRuns     []*CheckRun
-	statuses      map[string][]*Status // commit sha → statuses, oldest first
-	comments      []*Comment
-	labels        map[int][]string
-	deployments   []*Deployment // oldest first (deployments.go)
-	seq           int           // commit counter, makes shas unique
+	// public lets anyone read the repository without credentials (SetPublic).
+	public      bool
+	pulls       []*pull
+	checkRuns   []*CheckRun
+	statuses    map[string][]*Status // commit sha → statuses, oldest first
+	comments    []*Comment
+	labels      map[int][]string
+	deployments []*Deployment // oldest first (deployments.go)
+	seq         int           // commit counter, makes shas unique
 }
 
 type commit struct {
@@ -174,6 +177,25 @@ func (s *Server) SetPermission(owner, name, login, role string) {
 	default:
 		s.tb.Fatalf("githubtest: unknown role %q", role)
 	}
+}
+
+// SetPublic lets requests without credentials read owner/name (GET), as GitHub shows a public repository
+// to anyone; other repositories answer them 401, and writes still need a token.
+func (s *Server) SetPublic(owner, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mustRepo(owner, name).public = true
+}
+
+// publicRead reports whether an unauthenticated request reads a public repository.
+func (s *Server) publicRead(r *http.Request, params map[string]string) bool {
+	if r.Method != http.MethodGet || r.Header.Get("Authorization") != "" {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rp := s.repos[params["owner"]+"/"+params["repo"]]
+	return rp != nil && rp.public
 }
 
 // AddTeamMember makes login an active member of the team org/slug.

@@ -341,7 +341,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var res response
 	if strings.HasPrefix(route.Path, "/app/") {
 		res = s.handleApp(c, r.Header.Get("Authorization"))
-	} else if !s.authorized(r.Header.Get("Authorization")) {
+	} else if !s.authorized(r.Header.Get("Authorization")) && !s.publicRead(r, params) {
 		res = errorf(http.StatusUnauthorized, "Bad credentials")
 	} else if h, ok := s.handlers[route.Method+" "+route.Path]; ok {
 		s.mu.Lock()
