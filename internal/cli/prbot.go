@@ -238,6 +238,7 @@ func newPrbotBumpCommand() *cobra.Command {
 		checks       []string
 		mergeMethod  string
 		pollInterval time.Duration
+		wait         bumpWaitFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "bump (--repo OWNER/NAME | --via URL) --env ENV --service S --tag T [--digest D] [--container C] [--file F.json]",
@@ -256,8 +257,20 @@ read from the variable --token-env names (default STAGEHAND_ID_TOKEN, defined wi
 stored in the upstream repository; prbot serve decides which file the repository may bump and bumps it with its
 own. --repo and the GitHub, lock and merge flags do not apply.
 
+With --wait the command then waits, within --timeout (default 30m, counted from the bump's answer), for the
+pull request to merge (read from GitHub from every --interval, backing off to a minute, the rate limit's reset
+and Retry-After honoured) and then for the deploy of --service at --tag in --env, read through the reconciler's
+API at --server ($STAGEHAND_SERVER) with the token of --server-token-file ($STAGEHAND_TOKEN; read-only is
+enough), as "reconciler wait --service NAME=VERSION" waits: the service at its tag, whatever the merge method
+and whatever merged after it. Progress lines go to stdout (-o json: stderr). With --via the pull request is read
+without GitHub credentials (at --github-url or $GITHUB_API_URL): only a public manifests repository shows it, a
+private one ends the wait with exit 1 saying so (bump with --auto-merge instead: prbot serve merges and says
+so, and only the deploy is waited for).
+
 Prints the pull request URL (-o json: the whole result). Exit 1 on errors (a refused --via bump included), or
-when --auto-merge could not merge (failed checks, timeout, a lock); 2 on usage errors.`,
+when --auto-merge could not merge (failed checks, timeout, a lock); 2 on usage errors. With --wait, as
+"reconciler wait": 0 deployed and verified; 1 failed, rejected, rolled back, superseded, or the pull request
+closed without merging (the message says which); 2 timed out.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			d, err := prbotDepsFrom(cmd.Context())
@@ -267,8 +280,26 @@ when --auto-merge could not merge (failed checks, timeout, a lock); 2 on usage e
 			if req.Env == "" || req.Service == "" || req.Tag == "" {
 				return usagef("--env, --service and --tag are required")
 			}
+			dw, err := wait.prepare(cmd, d, req, f.output)
+			if err != nil {
+				return err
+			}
 			if via.url != "" {
-				return via.bump(cmd, d, req, f.output)
+				res, err := via.bump(cmd, d, req, f.output)
+				if err != nil || dw == nil {
+					return err
+				}
+				var merges mergeReader
+				if res.PR != 0 && !res.Merged {
+					apiURL := f.githubURL
+					if apiURL == "" {
+						apiURL = d.env("GITHUB_API_URL")
+					}
+					if merges, err = anonymousMerges(d, apiURL, res.URL); err != nil {
+						return err
+					}
+				}
+				return dw.then(cmd, res, merges)
 			}
 			if req.File == "" {
 				req.File = ownedFile(d)
@@ -291,7 +322,10 @@ when --auto-merge could not merge (failed checks, timeout, a lock); 2 on usage e
 			if err != nil {
 				return err
 			}
-			return printBump(cmd, f.output, req.AutoMerge, res)
+			if err := printBump(cmd, f.output, req.AutoMerge, res); err != nil || dw == nil {
+				return err
+			}
+			return dw.then(cmd, res, b.WaitMerged)
 		},
 	}
 	f.register(cmd)
@@ -308,6 +342,7 @@ when --auto-merge could not merge (failed checks, timeout, a lock); 2 on usage e
 	fl.StringArrayVar(&checks, "require-check", nil, "check run or status that must have succeeded before merging (repeatable)")
 	fl.StringVar(&mergeMethod, "merge-method", "merge", "merge, squash or rebase")
 	via.register(cmd)
+	wait.register(cmd)
 	return cmd
 }
 

@@ -441,6 +441,26 @@ oidc:
 		t.Errorf("bump --via --token-env: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 
+	// --wait after a keyless bump reads the pull request without GitHub
+	// credentials: a repository GitHub does not show to anyone is refused,
+	// exit 1, saying why and what to do instead.
+	waiting := map[string]string{"CI_PROJECT_NAME": "checkout-api", "STAGEHAND_TOKEN": "read-only", "STAGEHAND_ID_TOKEN": iss.Sign(t, nil, iss.GitHubClaims("acme/checkout-api", "stagehand", time.Now()))}
+	out, errOut, code = runPrbot(t, waiting, "bump", "--via", via, "--token-env", "STAGEHAND_ID_TOKEN", "--env", "devel", "--service", "checkout-api", "--tag", "1.7.2",
+		"--github-url", srv.URL(), "--wait", "--server", "http://127.0.0.1:1", "--interval", "10ms", "--timeout", "30s")
+	if code != 1 || !strings.HasSuffix(strings.TrimSpace(out), "/pull/1") || !strings.Contains(errOut, "without GitHub credentials") || !strings.Contains(errOut, "answered 401") || !strings.Contains(errOut, "--auto-merge") {
+		t.Errorf("bump --via --wait of a private repository: exit %d, want 1\nstdout %q\nstderr %q", code, out, errOut)
+	}
+
+	// A public repository shows the pull request to anyone: the wait
+	// follows it, here past its --timeout (exit 2).
+	srv.SetPublic("acme", "manifests")
+	waiting["STAGEHAND_ID_TOKEN"] = iss.Sign(t, nil, iss.GitHubClaims("acme/checkout-api", "stagehand", time.Now()))
+	out, errOut, code = runPrbot(t, waiting, "bump", "--via", via, "--token-env", "STAGEHAND_ID_TOKEN", "--env", "devel", "--service", "checkout-api", "--tag", "1.7.3",
+		"--github-url", srv.URL(), "--wait", "--server", "http://127.0.0.1:1", "--interval", "10ms", "--timeout", "1s")
+	if code != 2 || !strings.Contains(out, "acme/manifests#1 open, waiting for it to merge") || !strings.Contains(errOut, "timed out") {
+		t.Errorf("bump --via --wait of a public repository: exit %d, want 2\nstdout %q\nstderr %q", code, out, errOut)
+	}
+
 	// A redirect is not followed: the token stays with the --via URL.
 	var leaked []string
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

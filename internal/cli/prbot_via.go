@@ -29,19 +29,20 @@ func (v *viaFlags) register(cmd *cobra.Command) {
 // viaTimeout bounds a --via request beyond the auto-merge wait.
 const viaTimeout = 2 * time.Minute
 
-// bump posts req to the bump API and prints the answer like a local bump.
-func (v *viaFlags) bump(cmd *cobra.Command, d prbotDeps, req prbot.BumpRequest, output string) error {
+// bump posts req to the bump API and prints the answer like a local bump,
+// returning it when it was accepted.
+func (v *viaFlags) bump(cmd *cobra.Command, d prbotDeps, req prbot.BumpRequest, output string) (*prbot.BumpResult, error) {
 	if output != "text" && output != "json" {
-		return usagef("invalid --output %q: want text or json", output)
+		return nil, usagef("invalid --output %q: want text or json", output)
 	}
 	for _, name := range []string{"repo", "token-file", "app-id", "installation-id", "private-key-file", "lock-server", "lock-token-file", "require-check", "merge-method", "poll-interval"} {
 		if cmd.Flags().Changed(name) {
-			return usagef("--%s does not apply with --via: prbot serve's configuration decides", name)
+			return nil, usagef("--%s does not apply with --via: prbot serve's configuration decides", name)
 		}
 	}
 	client, err := bumpclient.New(v.url)
 	if err != nil {
-		return usagef("--via %v", err)
+		return nil, usagef("--via %v", err)
 	}
 	body := prbot.BumpBody{Environment: req.Env, Service: req.Service, Container: req.Container, Tag: req.Tag, Digest: req.Digest, File: req.File, AutoMerge: req.AutoMerge}
 	wait := time.Duration(0)
@@ -49,7 +50,7 @@ func (v *viaFlags) bump(cmd *cobra.Command, d prbotDeps, req prbot.BumpRequest, 
 		wait = prbot.DefaultBumpMergeWait
 		if cmd.Flags().Changed("merge-timeout") {
 			if req.MergeTimeout > prbot.MaxBumpMergeWait {
-				return usagef("--merge-timeout %s: with --via at most %s", req.MergeTimeout, prbot.MaxBumpMergeWait)
+				return nil, usagef("--merge-timeout %s: with --via at most %s", req.MergeTimeout, prbot.MaxBumpMergeWait)
 			}
 			body.MergeTimeout, wait = req.MergeTimeout.String(), req.MergeTimeout
 		}
@@ -59,22 +60,22 @@ func (v *viaFlags) bump(cmd *cobra.Command, d prbotDeps, req prbot.BumpRequest, 
 	token, err := bumpclient.IDToken(ctx, d.env, v.tokenEnv, v.audience)
 	var setup *bumpclient.UsageError
 	if errors.As(err, &setup) {
-		return usageError{err}
+		return nil, usageError{err}
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	res, err := client.Bump(ctx, token, body)
 	var refused *bumpclient.RefusedError
 	if errors.As(err, &refused) && refused.Result != nil {
 		// Opened but not merged (a lock, failed checks, the wait ran out).
 		if perr := printBump(cmd, output, req.AutoMerge, refused.Result); perr != nil {
-			return perr
+			return nil, perr
 		}
-		return exitCode(1, nil)
+		return nil, exitCode(1, nil)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return printBump(cmd, output, req.AutoMerge, res)
+	return res, printBump(cmd, output, req.AutoMerge, res)
 }

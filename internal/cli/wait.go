@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -104,10 +105,15 @@ type deployWait struct {
 	env               string
 	judge             *waiter.Judge
 	interval, timeout time.Duration
+	// out takes the progress lines (nil: cmd's stdout).
+	out io.Writer
 }
 
 func (w deployWait) run(ctx context.Context, cmd *cobra.Command) error {
-	out := cmd.OutOrStdout()
+	out := w.out
+	if out == nil {
+		out = cmd.OutOrStdout()
+	}
 	last := ""
 	for {
 		v, err := w.client.Environment(ctx, w.env)
