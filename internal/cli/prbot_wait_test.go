@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/go-github/v60/github"
 
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
@@ -80,9 +82,12 @@ func TestPrbotBumpWait(t *testing.T) {
 		t.Errorf("bump --wait, closed unmerged: exit %d, want 1 saying closed without merging\n%s%s", r.code, r.out, r.errOut)
 	}
 
-	// Open past the timeout.
-	if out, errOut, code := bump("5.0.0", "--timeout", "1s"); code != 2 || !strings.Contains(errOut, "timed out") || !strings.Contains(out, "waiting for it to merge") {
-		t.Errorf("bump --wait, pull request left open: exit %d, want 2\n%s%s", code, out, errOut)
+	// Open past the timeout; with -o json stdout holds only the result,
+	// the progress lines go to stderr.
+	out, errOut, code := bump("5.0.0", "--timeout", "1s", "-o", "json")
+	var res prbot.BumpResult
+	if err := json.Unmarshal([]byte(out), &res); code != 2 || err != nil || res.PR == 0 || !strings.Contains(errOut, "timed out") || !strings.Contains(errOut, "waiting for it to merge") {
+		t.Errorf("bump --wait -o json, pull request left open: exit %d, want 2 (stdout a result: %v)\nstdout %q\nstderr %q", code, err, out, errOut)
 	}
 	if v := gh.TakeViolations(); len(v) > 0 {
 		t.Errorf("GitHub API violations: %v", v)
