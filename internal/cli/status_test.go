@@ -15,7 +15,12 @@ func TestStatusCommand(t *testing.T) {
 	server, tokenFile, _, _ := approveWorld(t)
 	base := []string{"status", "--server", server, "--token-file", tokenFile}
 	var out string
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out, "pending"); time.Sleep(100 * time.Millisecond) {
+	// The pending plan is kept at the gate and the services' observation as
+	// the pass ends: wait for both (the web row, and the plan pending).
+	shown := func(out string) bool {
+		return strings.Contains(out, "approval pending") && strings.Contains(out, "\nweb ")
+	}
+	for deadline := time.Now().Add(30 * time.Second); !shown(out); time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("status never showed the pending plan:\n%s", out)
 		}
