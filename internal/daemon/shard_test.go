@@ -326,10 +326,7 @@ func BenchmarkEnvironmentHandover(b *testing.B) {
 				b.StartTimer()
 			}
 			b.StopTimer()
-			slices.Sort(lat)
-			pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
-			b.ReportMetric(pct(0.5), "p50-ms")
-			b.ReportMetric(pct(0.95), "p95-ms")
+			reportLatency(b, lat, 0.95)
 		})
 	}
 }
