@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +22,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/auth"
 	"github.com/stagehand-gitops/stagehand/internal/identity"
 	envstatus "github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
@@ -112,6 +114,12 @@ func TestExampleRoles(t *testing.T) {
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: in.rel}}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The API server's RBAC authorizer learns of the bindings through its
+	// informers, a moment after they are made: every SA may read.
+	for sa := range want {
+		read := access{ns: in.rel, verb: "get", group: "stagehand.io", resource: "environments"}
+		testenv.WaitFor(t, 30*time.Second, sa+"'s RoleBinding in force", func() bool { return allowed(t, in.rel, sa, read) })
 	}
 	for sa, may := range want {
 		tr, err := env.Clientset.CoreV1().ServiceAccounts(in.rel).CreateToken(ctx, sa,

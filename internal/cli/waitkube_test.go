@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,6 +87,15 @@ func TestWaitKubeconfig(t *testing.T) {
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "waiter", Namespace: stateNS}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The API server's RBAC authorizer learns of the binding through its
+	// informers: a moment later, not at once (CI's run was refused 403).
+	testenv.WaitFor(t, 30*time.Second, "the waiter's RoleBinding in force", func() bool {
+		sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "system:serviceaccount:" + stateNS + ":waiter", Groups: []string{"system:serviceaccounts", "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: stateNS, Verb: "watch", Group: "stagehand.io", Resource: "environments"},
+		}}, metav1.CreateOptions{})
+		return err == nil && sar.Status.Allowed
+	})
 	kube := kubeconfigAs(t, env, stateNS, "waiter")
 	run := func(args ...string) (string, string, int) {
 		return runReconciler(t, append([]string{"wait", "--kubeconfig", kube, "--interval", "100ms"}, args...)...)
