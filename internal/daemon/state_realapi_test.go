@@ -59,8 +59,8 @@ func TestStoreUpdateFromSeenRealAPI(t *testing.T) {
 }
 
 // TestStoreRefusesNewerSchemaRealAPI: a state ConfigMap whose schema.json
-// says only a newer build may read it is refused by Load, Update and Record,
-// and the ConfigMap is not written (its resourceVersion stays).
+// says only a newer build may read it is refused by Load, Update, Record and
+// Claim, and the ConfigMap is not written (its resourceVersion stays).
 func TestStoreRefusesNewerSchemaRealAPI(t *testing.T) {
 	env := cluster.Env(t)
 	ctx := context.Background()
@@ -83,7 +83,8 @@ func TestStoreRefusesNewerSchemaRealAPI(t *testing.T) {
 	_, loadErr := older.Load(ctx, "prod")
 	updateErr := older.Update(ctx, "prod", func(st *state.EnvState) { st.Pending = nil })
 	_, recordErr := older.Record(ctx, "prod", approval.Entry{Revision: "r2", Result: approval.ResultSucceeded})
-	for name, err := range map[string]error{"Load": loadErr, "Update": updateErr, "Record": recordErr} {
+	_, claimErr := older.Claim(ctx, "prod", state.FenceToken(1, "older")) // leaderElection.perEnvironment's term
+	for name, err := range map[string]error{"Load": loadErr, "Update": updateErr, "Record": recordErr, "Claim": claimErr} {
 		var se *state.SchemaError
 		if !errors.As(err, &se) || se.Found != newer || se.Build != state.SchemaVersion {
 			t.Errorf("%s: %v, want a SchemaError naming schema %d and this build's %d", name, err, newer, state.SchemaVersion)
