@@ -34,6 +34,8 @@ type Config struct {
 	Notifications []Notification `json:"notifications,omitempty"`
 	// Verification configures the http and prometheus tasks of sequences.
 	Verification Verification `json:"verification"`
+	// DORA configures the DORA figures.
+	DORA DORA `json:"dora"`
 }
 
 // Source says where the manifests repository is and how to reach it.
@@ -490,6 +492,7 @@ func (c *Config) Validate() error {
 	c.Registry.validate(bad)
 	c.validateNotifications(bad)
 	c.Verification.validate(bad)
+	c.DORA.validate(bad)
 	return errors.Join(errs...)
 }
 
