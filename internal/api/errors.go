@@ -10,6 +10,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/auth"
+	"github.com/stagehand-gitops/stagehand/internal/dora"
 	"github.com/stagehand-gitops/stagehand/internal/httpserve"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
@@ -58,6 +59,7 @@ func errorKinds() []errorKind {
 		{"rollback not configured for the environment", is(ErrRollbackNotConfigured), http.StatusConflict, CodeRollbackNotConfigured},
 		{"body over its cap", as[*http.MaxBytesError], http.StatusRequestEntityTooLarge, httpserve.CodeTooLarge},
 		{"credentials refused", as[*auth.Error], 0, ""}, // the status the authenticator names, its code
+		{"invalid DORA window", is(dora.ErrWindow), http.StatusBadRequest, CodeInvalidWindow},
 		{"bad request", isKind(kindBadRequest), http.StatusBadRequest, httpserve.CodeBadRequest},
 		{"scope missing", isKind(kindForbidden), http.StatusForbidden, httpserve.CodeForbidden},
 		{"unknown service", isKind(kindUnknownService), http.StatusNotFound, CodeUnknownService},

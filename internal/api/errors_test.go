@@ -19,6 +19,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/auth"
+	"github.com/stagehand-gitops/stagehand/internal/dora"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
@@ -55,6 +56,7 @@ func TestErrorTable(t *testing.T) {
 			header: map[string]string{"WWW-Authenticate": `Bearer realm="stagehand"`}},
 		{row: "credentials refused", err: &auth.Error{Status: 429, Message: "too many new tokens", RetryAfter: 1500 * time.Millisecond}, status: 429, code: "TooManyRequests",
 			header: map[string]string{"Retry-After": "2"}},
+		{row: "invalid DORA window", err: fmt.Errorf("reading the window: %w %q", dora.ErrWindow, "400d"), status: 400, code: "InvalidWindow"},
 		{row: "bad request", err: refuse(kindBadRequest, "planHash is required"), status: 400, code: "BadRequest"},
 		{row: "scope missing", err: refuse(kindForbidden, "needs scope read"), status: 403, code: "Forbidden"},
 		{row: "unknown service", err: refuse(kindUnknownService, "no service %q", "x"), status: 404, code: "UnknownService"},

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stagehand-gitops/stagehand/internal/auth"
+	"github.com/stagehand-gitops/stagehand/internal/dora"
 	"github.com/stagehand-gitops/stagehand/internal/httpserve"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 )
@@ -30,6 +31,7 @@ type options struct {
 	ui            http.Handler
 	uiPatterns    []string
 	rollback      Rollbacker
+	dora          *dora.Reporter
 }
 
 // WithLog receives what the API keeps from its callers: why /readyz

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/auth"
+	"github.com/stagehand-gitops/stagehand/internal/dora"
 	"github.com/stagehand-gitops/stagehand/internal/httpserve"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/version"
@@ -98,6 +99,13 @@ func New(b Backend, opts ...Option) (*Server, error) {
 	if err := o.check(); err != nil {
 		return nil, fmt.Errorf("configuring API: %w", err)
 	}
+	if o.dora == nil {
+		r, err := dora.NewReporter()
+		if err != nil {
+			return nil, fmt.Errorf("configuring API: %w", err)
+		}
+		o.dora = r
+	}
 	s := &Server{b: b, o: o, limit: auth.NewLimiter(o.ratePerSecond, o.rateBurst)}
 	if svc := b.LockService(); svc != nil && o.auth.Enabled() {
 		h, err := lock.NewHandler(svc, "", lock.WithCaller(s.lockCaller))
@@ -127,6 +135,7 @@ func (s *Server) table() []route {
 		route{"GET /api/v1/environments/{env}/layout", read, http.HandlerFunc(s.getLayout)},
 		route{"GET /api/v1/environments/{env}/history", read, http.HandlerFunc(s.getHistory)},
 		route{"GET /api/v1/environments/{env}/history/{id}", read, http.HandlerFunc(s.getHistoryEntry)},
+		route{"GET /api/v1/environments/{env}/dora", read, http.HandlerFunc(s.getDORA)},
 		route{"GET /api/v1/services/{name}", read, http.HandlerFunc(s.getService)},
 		route{"GET /api/v1/matrix", read, http.HandlerFunc(s.getMatrix)},
 		route{"POST /api/v1/environments/{env}/approve", approveEnv, s.decisionHandler(true)},
