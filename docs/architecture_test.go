@@ -55,6 +55,12 @@ var layering = []struct {
 	{"internal/envresource", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify"}, "the Environment writer is fed the daemon's view through daemon.RecordHook, which internal/cli wires"},
 	{"internal/dora", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify"}, "the DORA figures are computed from the history any door reads, and counted through daemon.RecordHook, which internal/cli wires"},
 	{"internal/waiter", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify"}, "a wait judges views, whoever reads them (the API client, a kubeconfig)"},
+	{"internal/delivery", []string{"internal/daemon", "internal/lease", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify", "internal/outbox", "internal/window"}, "the run of a delivery sequence is a room the daemon's worker drives: it is given its store, runners and listener"},
+	{"internal/outbox", []string{"internal/daemon", "internal/lease", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify", "internal/delivery", "internal/window"}, "the outcomes a gate refused are kept and reported by a room the daemon's worker drives: it is given its store, gate and counter"},
+	{"internal/window", []string{"internal/daemon", "internal/lease", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify", "internal/delivery", "internal/outbox"}, "deploy windows are a room the daemon's worker asks: it is given its calendar, clock, store and gate"},
+	{"internal/tally", []string{"internal/daemon", "internal/lease", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify", "internal/delivery", "internal/outbox", "internal/window"}, "approvals are counted by a room the daemon's worker asks: it is given the policy, the authors, the locks and the GitHub approver check"},
+	{"internal/revert", []string{"internal/daemon", "internal/lease", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify", "internal/rollback", "internal/delivery", "internal/outbox", "internal/window", "internal/tally"}, "the rollback of a failed apply is a room the daemon's worker drives: it is given its store, the restore, the gate's report and the hook"},
+	{"internal/wake", []string{"internal/daemon", "internal/lease", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify", "internal/webhook"}, "wake-ups are rung and watched on the state cluster, for whoever polls"},
 	{"internal/testenv", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "pkg/"}, "test servers stand under everything"},
 }
 
@@ -145,7 +151,7 @@ func TestFoundations(t *testing.T) {
 
 // pureRooms are the packages whose tests start nothing: `go test` of them on
 // a fresh clone builds and starts no control plane or other test server.
-var pureRooms = []string{"internal/state", "internal/lease"}
+var pureRooms = []string{"internal/state", "internal/lease", "internal/delivery", "internal/outbox", "internal/window", "internal/tally", "internal/revert", "internal/wake"}
 
 // testServers are the packages that start a server for tests.
 var testServers = []string{"internal/testenv", "internal/gitserver", "internal/githubtest", "internal/registrytest", "internal/promtest", "internal/oidctest"}

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/delivery"
+	"github.com/stagehand-gitops/stagehand/internal/lease"
+	"github.com/stagehand-gitops/stagehand/internal/outbox"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -82,7 +85,7 @@ func (w *worker) applyStep(ctx context.Context, p *pass) error {
 	// The in-flight record (unless resumed) and the run's deployment task
 	// begun, in one write, before the first patch: a leader that dies
 	// during the apply leaves the next one what it was applying.
-	if err := w.approved(ctx, p.envM, j, f); err != nil {
+	if err := w.seq.Approved(ctx, delivery.Approval{Env: p.envM, Prop: j.prop, Approver: j.approver, InFlight: f}); err != nil {
 		if f != nil {
 			p.done = true
 			return failed(stepApply, reasonState, fmt.Errorf("recording apply before starting it: %w", err))
@@ -170,13 +173,16 @@ func (w *worker) verifyStep(ctx context.Context, p *pass) error {
 		return nil
 	}
 	if j.continued {
-		j.out, j.waiting = w.runRest(ctx, j.prop, nil, j.out)
+		var release int
+		j.out, release = w.seq.Rest(ctx, j.prop, nil, j.out)
+		j.waiting = w.awaitRelease(ctx, j.prop, release)
 		if !j.waiting && j.out.Result == approval.ResultInterrupted {
 			p.done = true // left in flight for the next leader
 		}
 		return nil
 	}
-	j.out, j.waiting = w.deployed(ctx, j.prop, j.res, j.out)
+	out, release := w.seq.Deployed(ctx, j.prop, j.res, j.out)
+	j.out, j.waiting = out, w.awaitRelease(ctx, j.prop, release)
 	<-j.reported
 	return nil
 }
@@ -212,8 +218,8 @@ func (w *worker) recordStep(ctx context.Context, p *pass) error {
 	if cause, ok := w.rollbackCause(prop, out, res); ok {
 		log.Info("apply failed; rolling it back", "message", out.Message)
 		e := entryOf(prop, out, resolvedManifest(s, p.envM))
-		e.Verification = w.verifications(prop.Revision)
-		if rerr := w.rollBack(ctx, e, cause); rerr != nil {
+		e.Verification = w.seq.Verifications(prop.Revision)
+		if rerr := w.reverter.Start(ctx, e, cause); rerr != nil {
 			return failed(stepRecord, reasonApply, fmt.Errorf("applying revision %s: %s; %w", short(prop.Revision), out.Message, rerr))
 		}
 		return failed(stepRecord, reasonApply, fmt.Errorf("applying revision %s: %s; rolled back", short(prop.Revision), out.Message))
@@ -260,7 +266,7 @@ func appliedPlan(res *reconcile.Result) *reconcile.Plan {
 // patches in flight get the apply grace to finish before the apply is
 // cancelled (none when the Lease was lost: see graceful).
 func (w *worker) applyWithGrace(ctx context.Context, req reconcile.Request, planHash string, progress func(reconcile.Progress)) (*reconcile.Result, error) {
-	actx, cancel := w.graceful(ctx)
+	actx, cancel := graceful(ctx, w.applyGrace)
 	defer cancel()
 	return w.reconcileApply(actx, req, planHash, reconcile.WithProgress(progress))
 }
@@ -314,7 +320,7 @@ func unreachableSummary(res *reconcile.Result) string {
 func (w *worker) recordApply(ctx context.Context, prop approval.Proposal, out approval.Outcome, m *approval.Manifest) int {
 	e := approval.Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: changesJSON(prop.Plan.Changes), Approver: out.Approver,
 		Approvers: out.Approvers, Result: out.Result, Message: out.Message, HistoryRewritten: prop.Plan.HistoryRewritten, Started: out.Started, Finished: out.Finished,
-		Manifest: m, Verification: w.verifications(prop.Revision), ReleasedBy: w.releasedBy(prop.Revision)}
+		Manifest: m, Verification: w.seq.Verifications(prop.Revision), ReleasedBy: w.seq.ReleasedBy(prop.Revision)}
 	applied := 0
 	if out.Apply != nil {
 		var err error
@@ -366,11 +372,28 @@ func (w *worker) startedGate(ctx context.Context, prop approval.Proposal, approv
 }
 
 // completed reports how prop ended to the gate; a failure is logged and counted, and the outcome kept in
-// the state to report again (unreported.go).
+// the state to report again (internal/outbox).
 func (w *worker) completed(ctx context.Context, prop approval.Proposal, out approval.Outcome) {
 	if err := w.gate.Completed(ctx, prop, out); err != nil {
 		w.metrics.fail(w.env, reasonGate)
 		w.log.Error(err, "reporting the outcome to the gate", "environment", w.env, "planHash", prop.Plan.PlanHash, "result", out.Result)
-		w.owe(ctx, unreportedOutcome(prop, out), err)
+		w.owed.Owe(ctx, outbox.Completed(prop, out), err)
 	}
+}
+
+// graceful is ctx, but cancelled only grace after ctx ends, so that patches
+// in flight finish and the state is recorded; at once when ctx ended because
+// this replica lost its Lease (lease.ErrLost): another replica may be
+// applying already, and no patch may follow.
+func graceful(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		if errors.Is(context.Cause(ctx), lease.ErrLost) {
+			cancel()
+			return
+		}
+		t := time.AfterFunc(grace, cancel)
+		context.AfterFunc(gctx, func() { t.Stop() })
+	})
+	return gctx, func() { stop(); cancel() }
 }

@@ -16,10 +16,13 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/delivery"
 	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/lease"
 	"github.com/stagehand-gitops/stagehand/internal/policy"
 	"github.com/stagehand-gitops/stagehand/internal/state"
+	"github.com/stagehand-gitops/stagehand/internal/tally"
+	"github.com/stagehand-gitops/stagehand/internal/wake"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
@@ -73,6 +76,8 @@ type Daemon struct {
 	// deliveries records the webhook deliveries that reached an approval
 	// path (deliveries.go).
 	deliveries *state.Deliveries
+	// bell wakes the replicas that poll (wake.go).
+	bell *wake.Bell
 }
 
 // New makes a Daemon of the configuration over the parts given as options,
@@ -117,6 +122,7 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	d.metrics.now = d.clock.Now
 	d.store = o.store
 	d.deliveries = state.NewDeliveries(d.store.Client(), d.store.Namespace(), state.DefaultMaxDeliveries)
+	d.bell = &wake.Bell{Client: d.store.Client(), Namespace: d.store.Namespace(), Identity: d.o.identity, Now: d.clock.Now, Log: d.log}
 	if o.pushes != nil {
 		// Push events trigger the source: on the leader directly, on any
 		// other replica through a wake-up the leader watches (wake.go).
@@ -269,7 +275,7 @@ func (d *Daemon) leadingLoop(ctx context.Context) {
 		go func() { defer wg.Done(); w.run(ctx) }()
 	}
 	wg.Add(1)
-	go func() { defer wg.Done(); d.watchWake(ctx) }()
+	go func() { defer wg.Done(); d.bell.Watch(ctx, d.source.Trigger) }()
 	err := d.source.Run(ctx, func(_ context.Context, s gitsource.Snapshot) { d.offer(s) })
 	if err != nil && !errors.Is(err, context.Canceled) {
 		d.log.Error(err, "git source stopped")
@@ -284,7 +290,7 @@ func (d *Daemon) runSharded(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); d.shard.Run(ctx) }()
-	go func() { defer wg.Done(); d.watchWake(ctx) }()
+	go func() { defer wg.Done(); d.bell.Watch(ctx, d.source.Trigger) }()
 	err := d.source.Run(ctx, func(_ context.Context, s gitsource.Snapshot) { d.offer(s) })
 	if err != nil && !errors.Is(err, context.Canceled) {
 		d.log.Error(err, "git source stopped")
@@ -324,12 +330,8 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 	default:
 		resync = time.Minute
 	}
-	var ws *windows
-	if cal := d.calendars[env]; cal != nil {
-		ws = &windows{cal: cal, now: d.clock.Now}
-	}
 	return workerDeps{
-		env: env, windows: ws, store: observed(d.store, d.metrics, env), gate: d.o.gate, reconcilePlan: d.rec.Plan, reconcileApply: d.rec.Apply, targets: d.targets[env], lockPath: ec.LockPath,
+		env: env, calendar: d.calendars[env], store: observed(d.store, d.metrics, env), gate: d.o.gate, reconcilePlan: d.rec.Plan, reconcileApply: d.rec.Apply, targets: d.targets[env], lockPath: ec.LockPath,
 		statusTargets: ec.Targets,
 		resolve: func(ctx context.Context, s gitsource.Snapshot, st *state.EnvState) (*manifest.Environment, error) {
 			envM, err := d.resolve(ctx, s, env)
@@ -343,13 +345,14 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		poll:     d.pollNow, at: d.source.At, sourceStatus: d.source.Status,
 		descends: d.source.Descends, allowRewrite: d.cfg.Source.AllowRewrite,
 		rollback: ec.RollsBack(), restore: d.rec.Restore, rollbackHook: d.o.rollbackHook, recorded: d.o.recordHook,
-		approvals: &counter{env: env, policy: d.cfg.ApprovalPolicy(env), rules: d.rules[env], ruleApprover: d.o.ruleApprover,
-			authors: d.authors(), locks: d.policyLocks(ec.LockPath), now: d.clock.Now},
+		approvals: &tally.Counter{Env: env, Policy: d.cfg.ApprovalPolicy(env), Rules: d.rules[env], RuleApprover: d.o.ruleApprover,
+			Authors: d.authors(), Locks: d.policyLocks(ec.LockPath), Now: d.clock.Now},
 		metrics: d.metrics, log: d.log, now: d.clock.Now,
 		resync: resync, repropose: d.o.repropose, applyGrace: d.o.applyGrace,
 		reportBackoff: d.o.reportBackoff, reportBackoffMax: d.o.reportBackoffMax,
-		pipeline: func(s gitsource.Snapshot) (*promote.Pipeline, error) { return promote.Load(s.FS, d.cfg.Source.Root) },
-		tasks:    d.envTasks(env), checkTask: d.checkTask, listener: d.o.listener,
+		sequence: delivery.Config{
+			Pipeline: func(s gitsource.Snapshot) (*promote.Pipeline, error) { return promote.Load(s.FS, d.cfg.Source.Root) },
+			Tasks:    d.envTasks(env), CheckTask: d.checkTask, Listener: d.o.listener},
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/internal/tally"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -143,13 +144,13 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 			return
 		}
 		reply(p, nil)
-		w.rejectedRun(ctx, prop, dc.who.ID.String(), dc.reason)
+		w.seq.Rejected(ctx, prop, dc.who.ID.String(), dc.reason)
 		w.completed(ctx, prop, out)
 		w.log.Info("plan rejected", "environment", w.env, "planHash", p.PlanHash, "by", dc.who.String())
 		return
 	}
 	// Counted first: a plan that needs more approvers stays pending, showing how many it has.
-	p, err = w.approvals.count(ctx, w.store.Store, dc, nil)
+	p, err = w.approvals.Count(ctx, w.store.Store, tally.Vote{PlanHash: dc.planHash, Who: dc.who})
 	if err != nil {
 		reply(nil, err)
 		return
@@ -160,9 +161,9 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 		w.log.Info("approval counted", "environment", w.env, "planHash", p.PlanHash, "by", dc.who.String(), "approvals", p.Tally())
 		return
 	}
-	if v := w.windows.judge(); !v.Open {
+	if v := w.windows.Judge(); !v.Open {
 		// Approved outside the deploy windows: applied when they open.
-		dp, err := w.deferApproval(ctx, prop, p, v)
+		dp, err := w.windows.DeferApproved(ctx, prop, p, v)
 		reply(dp, err)
 		return
 	}

@@ -57,17 +57,6 @@ func subset(part, whole []reconcile.Change) bool {
 	return true
 }
 
-// lastAppliedBefore is the revision of the newest entry that applied
-// something and is not rev.
-func lastAppliedBefore(history []approval.Entry, rev string) string {
-	for _, e := range history {
-		if (e.Result == approval.ResultSucceeded || e.Result == approval.ResultInterrupted) && e.Revision != rev {
-			return e.Revision
-		}
-	}
-	return ""
-}
-
 // rejectedAgain reports whether plan deploys nothing but what the rollback
 // in st put back after a person rejected its release: a revision newer than
 // the rejected one that changes nothing of it (a commit for another

@@ -7,8 +7,10 @@ import (
 	"slices"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/delivery"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/internal/tally"
 )
 
 // gateStep decides what the plan calls for, from the environment's phase
@@ -57,7 +59,7 @@ func (w *worker) gateStep(ctx context.Context, p *pass) error {
 		p.job = &applyJob{prop: prop, approvers: approvers, resumed: st.InFlight}
 		return nil
 	}
-	tasks, err := w.sequenceTasks(s)
+	tasks, err := w.seq.Tasks(s)
 	if err != nil {
 		p.observe(envM, plan, err)
 		p.done = true
@@ -68,8 +70,8 @@ func (w *worker) gateStep(ctx context.Context, p *pass) error {
 	}
 	// A rewritten history needs a person even where skipConfirmation is
 	// set, and so does a sequence with an approval task.
-	auto := envM.SkipConfirmation && (plan.HistoryRewritten == "" || w.allowRewrite) && !preApproval(tasks)
-	tasks = withApproval(tasks, !auto)
+	auto := envM.SkipConfirmation && (plan.HistoryRewritten == "" || w.allowRewrite) && !delivery.PreApproval(tasks)
+	tasks = delivery.WithApproval(tasks, !auto)
 	gate := w.gate
 	if auto {
 		gate = autoGate
@@ -94,9 +96,9 @@ func (w *worker) gateStep(ctx context.Context, p *pass) error {
 			// A run the gate makes again shows the approvals counted so far.
 			prop.Notes = append(slices.Clip(prop.Notes), "**"+pp.Tally()+".**")
 		} else {
-			prop.Notes = append(slices.Clip(prop.Notes), rulesNote(pp)...)
+			prop.Notes = append(slices.Clip(prop.Notes), tally.Note(pp)...)
 		}
-		w.beginRun(ctx, p, newRun{prop: prop, tasks: tasks, save: !auto})
+		w.seq.Begin(ctx, delivery.Start{State: p.st, Env: p.envM, Prop: prop, Tasks: tasks, Save: !auto})
 		return w.proposeOrApply(ctx, p, gate, prop)
 	}
 	if rejected(st.History, s.Revision, plan.PlanHash) {
@@ -108,8 +110,12 @@ func (w *worker) gateStep(ctx context.Context, p *pass) error {
 	}
 	w.supersede(ctx, st, s.Revision)
 	if auto {
-		if v := w.windows.judge(); !v.Open {
-			return w.deferPlan(ctx, p, prop, v) // applied when the windows open
+		if v := w.windows.Judge(); !v.Open {
+			p.done = true // applied when the windows open
+			if err := w.windows.Defer(ctx, p.st, prop, v); err != nil {
+				return failed(stepGate, reasonState, err)
+			}
+			return nil
 		}
 	}
 	if !auto {
@@ -119,16 +125,16 @@ func (w *worker) gateStep(ctx context.Context, p *pass) error {
 			return failed(stepGate, reasonState, fmt.Errorf("encoding plan: %w", err))
 		}
 		pend := &approval.Pending{Revision: s.Revision, PlanHash: plan.PlanHash, Plan: raw, ProposedAt: w.now().UTC(),
-			Required: w.approvals.policy.Required}
-		w.approvals.shows(ctx, st, pend)
-		prop.Notes = append(slices.Clip(prop.Notes), rulesNote(pend)...) // the check run's first text says them
+			Required: w.approvals.Policy.Required}
+		w.approvals.Shows(ctx, st, pend)
+		prop.Notes = append(slices.Clip(prop.Notes), tally.Note(pend)...) // the check run's first text says them
 		if err := w.store.Update(ctx, w.env, func(st *state.EnvState) { st.Pending, st.Phase = pend, status.PhaseAwaitingApproval }); err != nil {
 			p.done = true
 			return failed(stepGate, reasonState, err)
 		}
 		st.Phase = status.PhaseAwaitingApproval
 	}
-	w.beginRun(ctx, p, newRun{prop: prop, tasks: tasks, save: !auto})
+	w.seq.Begin(ctx, delivery.Start{State: p.st, Env: p.envM, Prop: prop, Tasks: tasks, Save: !auto})
 	if err := w.proposeOrApply(ctx, p, gate, prop); err != nil || p.job != nil {
 		return err
 	}

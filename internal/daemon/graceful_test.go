@@ -23,9 +23,9 @@ func TestGracefulLeaseLost(t *testing.T) {
 		{"lease lost, wrapped", errors.Join(errors.New("state claimed"), lease.ErrLost), true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			w := &worker{workerDeps: workerDeps{applyGrace: time.Hour}}
+			grace := time.Hour
 			ctx, cancel := context.WithCancelCause(context.Background())
-			gctx, stop := w.graceful(ctx)
+			gctx, stop := graceful(ctx, grace)
 			defer stop()
 			cancel(c.cause)
 			if c.atOnce {

@@ -10,6 +10,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/state"
+	"github.com/stagehand-gitops/stagehand/internal/tally"
 )
 
 // A replica that does not lead an environment hands the approvals and
@@ -59,7 +60,7 @@ func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*approv
 	// judges it (decide).
 	stale := func(p *approval.Pending) bool { return w.takenBefore(p, dc.at) }
 	if dc.approve {
-		p, err := w.approvals.count(ctx, d.store, dc, stale)
+		p, err := w.approvals.Count(ctx, d.store, tally.Vote{PlanHash: dc.planHash, Who: dc.who, Stale: stale})
 		if err != nil {
 			return nil, err
 		}
@@ -110,7 +111,7 @@ func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*approv
 	return pending, nil
 }
 
-// handoverID is a random identity for a decision handed over (or an outcome kept to report).
+// handoverID is a random identity for a decision handed over.
 func handoverID() string {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b) // never fails (crypto/rand)

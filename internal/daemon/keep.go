@@ -67,11 +67,11 @@ func (w *worker) keepPending(ctx context.Context, pa *pass) (gitsource.Snapshot,
 	if !sameManifest(pEnv, envM) {
 		return gitsource.Snapshot{}, nil, nil, false
 	}
-	pTasks, err := w.sequenceTasks(ps)
+	pTasks, err := w.seq.Tasks(ps)
 	if err != nil {
 		return gitsource.Snapshot{}, nil, nil, false
 	}
-	sTasks, err := w.sequenceTasks(s)
+	sTasks, err := w.seq.Tasks(s)
 	if err != nil || !sameJSON(pTasks, sTasks) {
 		return gitsource.Snapshot{}, nil, nil, false
 	}

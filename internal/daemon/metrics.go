@@ -152,6 +152,24 @@ func (m *Metrics) setUnreported(env string, n int) { m.unreported.WithLabelValue
 
 func (m *Metrics) reportDropped(env string) { m.reportsDropped.WithLabelValues(env).Inc() }
 
+// envCounter counts env's outcome reports in m (an outbox.Counter).
+type envCounter struct {
+	m   *Metrics
+	env string
+}
+
+func (c envCounter) Waiting(n int) { c.m.setUnreported(c.env, n) }
+
+func (c envCounter) Dropped() { c.m.reportDropped(c.env) }
+
+func (c envCounter) Failed(gate bool) {
+	if gate {
+		c.m.fail(c.env, reasonGate)
+		return
+	}
+	c.m.fail(c.env, reasonState)
+}
+
 func (m *Metrics) fail(env string, r reason) { m.failures.WithLabelValues(env, string(r)).Inc() }
 
 // observeStep records how long a step of a pass took.

@@ -14,6 +14,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/lease"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/internal/state"
+	"github.com/stagehand-gitops/stagehand/internal/tally"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
@@ -120,8 +121,9 @@ func WithGate(g approval.Gate) Option {
 }
 
 // RuleApprover says whether a person (a GitHub login) passes the teams and minPermission of the approval
-// rules that apply to a plan (rule): the GitHub client's approver check, asked with the rules' values.
-type RuleApprover func(ctx context.Context, env, login string, rule config.Approvers) (ok bool, why string, err error)
+// rules that apply to a plan (rule): the GitHub client's approver check, asked with the rules' values
+// (internal/tally's Counter asks it).
+type RuleApprover = tally.RuleApprover
 
 // WithRuleApprover sets how an approver is checked against the teams and minPermission of
 // environments.<env>.approvals.rules. Without it, an approval of a plan whose rules name teams or a
@@ -282,7 +284,7 @@ func WithRepropose(d time.Duration) Option {
 
 // WithOutcomeRetry sets how an outcome the gate refused (GitHub down beyond
 // its client's retries) is reported again: first after base, the wait
-// doubling per failure up to max (defaults 10s and 10m; see unreported.go).
+// doubling per failure up to max (defaults 10s and 10m; see internal/outbox).
 func WithOutcomeRetry(base, max time.Duration) Option {
 	return func(o *options) error {
 		if base <= 0 || max <= 0 {

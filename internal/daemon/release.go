@@ -4,13 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/delivery"
+	"github.com/stagehand-gitops/stagehand/internal/outbox"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/internal/tally"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -39,36 +41,22 @@ import (
 // the wait began (a second approval of the plan before its deployment,
 // queued while it was applied) is refused as stale.
 
-// preApproval reports whether tasks hold an approval before the deployment.
-func preApproval(tasks []promote.Task) bool {
-	for _, t := range tasks {
-		switch t.Name {
-		case promote.TaskDeployment:
-			return false
-		case promote.TaskApproval:
-			return true
-		}
-	}
-	return false
-}
-
-// approvers is the reserved space of a release approval's outputs.
-type approvers struct {
-	Approvers []string `json:"approvers"`
-}
-
 // awaitRelease starts the run's release approval task i for prop (applied
 // and verified): the task started and the pending release written in one
 // state write, then announced and shown on the gate. When the write fails
-// the next pass reaches the task again.
-func (w *worker) awaitRelease(ctx context.Context, prop approval.Proposal, i int) {
-	announce := w.beginTask(i)
+// the next pass reaches the task again. It reports whether the run waits
+// (i < 0: the run reached no release approval, nothing to wait for).
+func (w *worker) awaitRelease(ctx context.Context, prop approval.Proposal, i int) bool {
+	if i < 0 {
+		return false
+	}
+	announce := w.seq.BeginTask(i)
 	w.waitMark.Store(&releaseMark{planHash: prop.Plan.PlanHash, since: time.Now()})
-	p, err := w.writeRelease(ctx, prop)
+	p, err := w.seq.WriteRelease(ctx, prop, w.approvals.Policy.Required)
 	if err != nil {
 		w.metrics.fail(w.env, reasonState)
 		w.log.Error(err, "recording the wait for the release approval; trying again at the next pass", "environment", w.env, "revision", short(prop.Revision))
-		return
+		return true
 	}
 	w.releaseHash, w.releaseSince = p.PlanHash, time.Now()
 	announce(ctx)
@@ -79,37 +67,7 @@ func (w *worker) awaitRelease(ctx context.Context, prop approval.Proposal, i int
 		st = nil
 	}
 	w.proposeRelease(ctx, prop, p, st)
-}
-
-// writeRelease keeps the run and the pending release of prop in one state
-// write (a pending release already there for the plan is kept, with its
-// approvals) and returns the pending release. Decisions on the plan handed
-// over before (a second approval of it, queued while it was applied) are
-// dropped in the same write: they were not for its release.
-func (w *worker) writeRelease(ctx context.Context, prop approval.Proposal) (*approval.Pending, error) {
-	raw, err := json.Marshal(prop.Plan)
-	if err != nil {
-		return nil, fmt.Errorf("encoding plan: %w", err)
-	}
-	p := &approval.Pending{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Plan: raw, ProposedAt: w.now().UTC(),
-		Required: w.approvals.policy.Required, Release: true}
-	run := w.runCopy()
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	err = w.store.Update(sctx, w.env, func(st *state.EnvState) {
-		st.Sequence, st.Phase = run, status.PhaseAwaitingRelease
-		if q := st.Pending; q != nil && q.Release && q.PlanHash == p.PlanHash && q.Revision == p.Revision {
-			cp := *q
-			p = &cp
-			return
-		}
-		st.Pending = p
-		st.Handovers = slices.DeleteFunc(st.Handovers, func(h state.Handover) bool { return h.PlanHash == p.PlanHash })
-	})
-	if err != nil {
-		return nil, fmt.Errorf("recording the pending release of %s: %w", short(prop.Revision), err)
-	}
-	return p, nil
+	return true
 }
 
 // proposeRelease shows the pending release p of prop on the gate, with the
@@ -147,7 +105,7 @@ func (w *worker) holdRelease(ctx context.Context, p *pass) bool {
 		w.supersedeRelease(ctx, st, s.Revision)
 		return false
 	}
-	w.seq, w.versions = r, versions(envM)
+	w.seq.Adopt(r, envM)
 	prop, err := w.inFlightProposal(s, st)
 	if err != nil {
 		w.metrics.fail(w.env, reasonState)
@@ -155,7 +113,7 @@ func (w *worker) holdRelease(ctx context.Context, p *pass) bool {
 	}
 	pend := st.Pending
 	if pend == nil || !pend.Release || pend.Revision != r.Revision {
-		if pend, err = w.writeRelease(ctx, prop); err != nil {
+		if pend, err = w.seq.WriteRelease(ctx, prop, w.approvals.Policy.Required); err != nil {
 			w.metrics.fail(w.env, reasonState)
 			w.log.Error(err, "recording the wait for the release approval", "environment", w.env)
 			return true
@@ -195,16 +153,16 @@ func (w *worker) inFlightProposal(s gitsource.Snapshot, st *state.EnvState) (app
 // aborted saying why, and the gate told the plan was superseded.
 func (w *worker) supersedeRelease(ctx context.Context, st *state.EnvState, by string) {
 	f, r := st.InFlight, st.Sequence
-	w.seq = r
+	w.seq.Adopt(r, nil)
 	prop, err := w.inFlightProposal(gitsource.Snapshot{}, st)
 	if err != nil {
 		w.log.Error(err, "reading the plan superseded while waiting for its release approval", "environment", w.env)
 	}
-	why := "its release approval was " + supersededWhy(by)
+	why := "its release approval was " + delivery.SupersededWhy(by)
 	now := w.now().UTC()
 	e := approval.Entry{Revision: f.Revision, PlanHash: f.PlanHash, Changes: f.Changes, Approver: f.Approver, Approvers: f.Approvers,
 		Result: approval.ResultSucceeded, Message: "deployed and verified, never released: " + why, HistoryRewritten: prop.Plan.HistoryRewritten,
-		Started: f.Started, Finished: now, Verification: w.verifications(r.Revision)}
+		Started: f.Started, Finished: now, Verification: w.seq.Verifications(r.Revision)}
 	if err := w.store.Update(ctx, w.env, func(st *state.EnvState) {
 		if st.InFlight == nil || st.InFlight.PlanHash != f.PlanHash {
 			return // recorded by someone else already
@@ -222,11 +180,11 @@ func (w *worker) supersedeRelease(ctx context.Context, st *state.EnvState, by st
 	}
 	st.InFlight, st.Pending = nil, nil
 	st.Phase = st.AtRest()
-	w.finishRun(ctx, sequence.StatusAborted, promote.ResultFail, "aborted: "+why)
+	w.seq.Finish(ctx, sequence.StatusAborted, delivery.Ending{Result: promote.ResultFail, Message: "aborted: " + why})
 	if err := w.gate.Superseded(ctx, prop, by); err != nil {
 		w.metrics.fail(w.env, reasonGate)
 		w.log.Error(err, "reporting the superseded release", "environment", w.env, "planHash", f.PlanHash)
-		w.owe(ctx, unreportedSuperseded(prop, by), err) // reported again until GitHub takes it
+		w.owed.Owe(ctx, outbox.Superseded(prop, by), err) // reported again until GitHub takes it
 	}
 	w.log.Info("release approval superseded", "environment", w.env, "revision", short(f.Revision), "by", short(by))
 }
@@ -247,7 +205,7 @@ func (w *worker) decideRelease(ctx context.Context, s gitsource.Snapshot, dc dec
 	who := dc.who.ID.String()
 	if dc.approve {
 		var err error
-		if p, err = w.approvals.count(ctx, w.store.Store, dc, nil); err != nil {
+		if p, err = w.approvals.Count(ctx, w.store.Store, tally.Vote{PlanHash: dc.planHash, Who: dc.who}); err != nil {
 			reply(nil, err)
 			return
 		}
@@ -260,7 +218,7 @@ func (w *worker) decideRelease(ctx context.Context, s gitsource.Snapshot, dc dec
 		}
 		who = approval.JoinApprovers(p.Approvers())
 	}
-	if err := w.decideReleaseTask(ctx, p, dc, who); err != nil {
+	if err := w.seq.Decide(ctx, delivery.Release{Pending: p, Approve: dc.approve, Who: who, Reason: dc.reason}); err != nil {
 		reply(nil, err)
 		return
 	}
@@ -287,81 +245,4 @@ func (w *worker) decideRelease(ctx context.Context, s gitsource.Snapshot, dc dec
 		}
 	}
 	w.endPass(ctx, rp)
-}
-
-// decideReleaseTask finishes the run's release approval with the decision
-// (pass, approved by who; or fail, rejected by who: reason) and clears the
-// pending release p, in one state write, and announces it.
-func (w *worker) decideReleaseTask(ctx context.Context, p *approval.Pending, dc decision, who string) error {
-	approve, reason := dc.approve, dc.reason
-	st, err := w.store.Load(ctx, w.env)
-	if err != nil {
-		return err
-	}
-	r := st.Sequence
-	if r == nil || !r.AwaitingRelease() || r.Revision != p.Revision {
-		return &approval.NotPendingError{Environment: w.env, PlanHash: p.PlanHash}
-	}
-	w.seq = r
-	i := r.ReleaseApproval()
-	result, msg := promote.ResultPass, "approved by "+who
-	var outputs json.RawMessage
-	if approve {
-		outputs, _ = json.Marshal(approvers{Approvers: p.Approvers()}) // strings
-	} else {
-		result, msg = promote.ResultFail, "rejected by "+who
-		if reason != "" {
-			msg += ": " + reason
-		}
-	}
-	before := w.runCopy()
-	r.Approver = who
-	announce := w.finishTask(i, sequence.Result{Result: result, Message: msg, Outputs: outputs})
-	run := w.runCopy()
-	if err := w.store.Update(ctx, w.env, func(st *state.EnvState) {
-		st.Sequence = run
-		if q := st.Pending; q != nil && q.Release && q.PlanHash == p.PlanHash {
-			st.Pending = nil
-		}
-		st.Phase = status.PhaseVerifying // the rest of the run: the release, or the failure
-	}); err != nil {
-		*r = *before
-		w.metrics.fail(w.env, reasonState)
-		return fmt.Errorf("recording the release decision: %w", err)
-	}
-	w.rec.moved() // Verifying: the rest of the run
-	announce(ctx)
-	return nil
-}
-
-// releasedBy is who approved the release of the run of revision ("" when
-// it has no release approval, or it was not approved).
-func (w *worker) releasedBy(revision string) string {
-	r := w.seq
-	if r == nil || r.Revision != revision {
-		return ""
-	}
-	i := r.ReleaseApproval()
-	if i < 0 || r.Tasks[i].Result != promote.ResultPass {
-		return ""
-	}
-	var a approvers
-	if json.Unmarshal(r.Tasks[i].Outputs, &a) != nil {
-		return ""
-	}
-	return approval.JoinApprovers(a.Approvers)
-}
-
-// releaseRejected returns the message of the run's release approval when
-// it was rejected.
-func (w *worker) releaseRejected(revision string) (string, bool) {
-	r := w.seq
-	if r == nil || r.Revision != revision {
-		return "", false
-	}
-	i := r.ReleaseApproval()
-	if i < 0 || r.Tasks[i].Result != promote.ResultFail {
-		return "", false
-	}
-	return r.Tasks[i].Message, true
 }

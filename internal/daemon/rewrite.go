@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/tally"
 )
 
 // rewritten returns the last revision applied to the environment (per
@@ -33,15 +34,9 @@ func (w *worker) rewritten(ctx context.Context, rev string, history []approval.E
 // something (succeeded, or interrupted part way), "" when none did.
 func lastApplied(history []approval.Entry) string {
 	for _, e := range history {
-		if appliedEntry(e) {
+		if tally.Applied(e) {
 			return e.Revision
 		}
 	}
 	return ""
-}
-
-// appliedEntry reports whether e's versions went into the cluster (succeeded, or
-// interrupted and continued by the next leader).
-func appliedEntry(e approval.Entry) bool {
-	return e.Result == approval.ResultSucceeded || e.Result == approval.ResultInterrupted
 }

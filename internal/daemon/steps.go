@@ -63,10 +63,10 @@ func (w *worker) fetch(ctx context.Context, p *pass) error {
 	if err != nil {
 		return failed(stepFetch, reasonState, err)
 	}
-	w.noteUnreported(st)
+	w.owed.Note(st)
 	if rb := st.Rollback; st.Phase == status.PhaseRollingBack && rb != nil {
 		w.log.Info("continuing an interrupted rollback", "environment", w.env, "revision", short(rb.Entry.Revision))
-		if err := w.continueRollback(ctx, *rb); err != nil {
+		if err := w.reverter.Continue(ctx, *rb); err != nil {
 			return err
 		}
 		if st, err = w.store.Load(ctx, w.env); err != nil {

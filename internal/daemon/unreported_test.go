@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/outbox"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
@@ -53,8 +54,8 @@ func (g *downGate) Completed(_ context.Context, p approval.Proposal, o approval.
 	return nil
 }
 
-// TestUnreportedBounded: outcomes the gate refuses are kept in the state, at most maxUnreported (the
-// oldest go), each tried at most maxReportAttempts times, a refused one going to the back of the queue;
+// TestUnreportedBounded: outcomes the gate refuses are kept in the state, at most outbox.MaxKept (the
+// oldest go), each tried at most outbox.MaxAttempts times, a refused one going to the back of the queue;
 // once the gate answers, each kept one is
 // reported once (a completed one with the plan its apply names) and removed.
 func TestUnreportedBounded(t *testing.T) {
@@ -70,11 +71,11 @@ func TestUnreportedBounded(t *testing.T) {
 	prop := func(i int) approval.Proposal {
 		return approval.Proposal{Environment: "prod", Revision: "r", Plan: &reconcile.Plan{Environment: "prod", PlanHash: fmt.Sprintf("sha256:%02d", i)}}
 	}
-	for i := range maxUnreported + 1 {
+	for i := range outbox.MaxKept + 1 {
 		p := prop(i)
 		w.completed(ctx, p, approval.Outcome{Result: approval.ResultSucceeded, Apply: &reconcile.Result{Plan: p.Plan}})
 	}
-	w.owe(ctx, unreportedSuperseded(prop(50), "r2"), errors.New("502 Bad Gateway"))
+	w.owed.Owe(ctx, outbox.Superseded(prop(50), "r2"), errors.New("502 Bad Gateway"))
 	st, err := d.store.Load(ctx, "prod")
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +83,7 @@ func TestUnreportedBounded(t *testing.T) {
 	var kept []string
 	for _, u := range st.Unreported {
 		kept = append(kept, u.Kind+" "+u.PlanHash())
-		if u.Kind == reportCompleted && u.Outcome.Apply.Plan != nil {
+		if u.Kind == outbox.KindCompleted && u.Outcome.Apply.Plan != nil {
 			t.Errorf("the plan of %s is kept twice (in the outcome's apply too)", u.PlanHash())
 		}
 	}
@@ -93,20 +94,18 @@ func TestUnreportedBounded(t *testing.T) {
 	}
 
 	// One has failed all but its last attempt: the next refusal gives it up.
-	if err := d.store.Update(ctx, "prod", func(st *state.EnvState) { st.Unreported[0].Attempts = maxReportAttempts - 1 }); err != nil {
+	if err := d.store.Update(ctx, "prod", func(st *state.EnvState) { st.Unreported[0].Attempts = outbox.MaxAttempts - 1 }); err != nil {
 		t.Fatal(err)
 	}
-	w.reportAt = w.now()
-	w.reportOwed(ctx)
+	w.owed.Report(ctx)
 	st, err = d.store.Load(ctx, "prod")
-	if err != nil || len(st.Unreported) != maxUnreported-1 || st.Unreported[0].Attempts != 1 {
+	if err != nil || len(st.Unreported) != outbox.MaxKept-1 || st.Unreported[0].Attempts != 1 {
 		t.Fatalf("after a refused report: %+v, %v; want 7 left, the others not tried again (the first was refused)", st.Unreported, err)
 	}
 	// The next refused goes to the back of the queue.
-	w.reportAt = w.now()
-	w.reportOwed(ctx)
+	w.owed.Report(ctx)
 	st, err = d.store.Load(ctx, "prod")
-	if err != nil || len(st.Unreported) != maxUnreported-1 || st.Unreported[len(st.Unreported)-1].PlanHash() != "sha256:03" ||
+	if err != nil || len(st.Unreported) != outbox.MaxKept-1 || st.Unreported[len(st.Unreported)-1].PlanHash() != "sha256:03" ||
 		st.Unreported[len(st.Unreported)-1].Attempts != 2 || st.Unreported[len(st.Unreported)-1].LastError != "502 Bad Gateway" {
 		t.Fatalf("after a second refused report: %+v, %v; want sha256:03 last, tried twice", st.Unreported, err)
 	}
@@ -114,10 +113,8 @@ func TestUnreportedBounded(t *testing.T) {
 	gate.mu.Lock()
 	gate.down = false
 	gate.mu.Unlock()
-	w.reportAt = w.now()
-	w.reportOwed(ctx)
-	w.reportAt = w.now()
-	w.reportOwed(ctx) // nothing left: reports nothing again
+	w.owed.Report(ctx)
+	w.owed.Report(ctx) // nothing left: reports nothing again
 	st, err = d.store.Load(ctx, "prod")
 	if err != nil || len(st.Unreported) != 0 {
 		t.Fatalf("after GitHub answered: %+v, %v; want nothing left", st.Unreported, err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/stagehand-gitops/stagehand/internal/delivery"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -60,11 +61,6 @@ func (d *Daemon) checkTask(t promote.Task) error {
 	return err
 }
 
-// verifyOutputs is what a verification adds to its task's reserved space.
-type verifyOutputs struct {
-	Verification verify.TaskResult `json:"verification"`
-}
-
 // verifyRunner runs one verification task of env in targets and counts it.
 func verifyRunner(v *verify.Verifier, env string, targets []reconcile.Target, m *Metrics) sequence.Runner {
 	vt := make([]verify.Target, len(targets))
@@ -82,27 +78,10 @@ func verifyRunner(v *verify.Verifier, env string, targets []reconcile.Target, m 
 		}
 		tr := rep.Tasks[0]
 		m.observeVerification(env, task, tr)
-		out, err := json.Marshal(verifyOutputs{Verification: tr})
+		out, err := json.Marshal(delivery.VerifyOutputs{Verification: tr})
 		if err != nil {
 			return sequence.Result{}, fmt.Errorf("encoding the verification result: %w", err)
 		}
 		return sequence.Result{Result: tr.Result, Message: fmt.Sprintf("%s check: %s", task.Kind, tr.Message), Outputs: out}, nil
 	}
-}
-
-// verifications returns the verification results of the sequence run of
-// revision, in task order (nil when it ran none).
-func (w *worker) verifications(revision string) []verify.TaskResult {
-	if w.seq == nil || w.seq.Revision != revision {
-		return nil
-	}
-	var out []verify.TaskResult
-	for _, t := range w.seq.Tasks {
-		var o verifyOutputs
-		if len(t.Outputs) == 0 || json.Unmarshal(t.Outputs, &o) != nil || o.Verification.Kind == "" {
-			continue
-		}
-		out = append(out, o.Verification)
-	}
-	return out
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/delivery"
 	"github.com/stagehand-gitops/stagehand/internal/promtest"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
@@ -118,7 +119,7 @@ func TestVerificationAfterRollout(t *testing.T) {
 	if seq == nil || seq.Revision != hist[0].Revision || seq.Result != "pass" || len(seq.Tasks) != 5 {
 		t.Fatalf("the status' sequence after a pass: %+v", seq)
 	}
-	var out verifyOutputs
+	var out delivery.VerifyOutputs
 	if err := json.Unmarshal(seq.Tasks[3].Outputs, &out); err != nil || out.Verification.Kind != "prometheus" || out.Verification.Result != "pass" ||
 		!strings.Contains(out.Verification.Message, "shop_error_ratio") {
 		t.Errorf("the status' evaluation task outputs %s (%v): want the prometheus check's pass", seq.Tasks[3].Outputs, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
+	"github.com/stagehand-gitops/stagehand/internal/wake"
 )
 
 // startPair starts two replicas of h with a 10-minute poll interval, waits
@@ -53,8 +54,8 @@ func TestPushToStandby(t *testing.T) {
 	if err != nil {
 		t.Fatalf("wake configmap: %v", err)
 	}
-	if v := cm.Annotations[annoWake]; !strings.HasSuffix(v, " "+standby.d.o.identity) {
-		t.Errorf("%s = %q, want a time and the standby's identity %q", annoWake, v, standby.d.o.identity)
+	if v := cm.Annotations[wake.Annotation]; !strings.HasSuffix(v, " "+standby.d.o.identity) {
+		t.Errorf("%s = %q, want a time and the standby's identity %q", wake.Annotation, v, standby.d.o.identity)
 	}
 	if len(cm.Data) != 0 || cm.Labels[state.LabelManagedBy] != "stagehand" {
 		t.Errorf("wake configmap: data %v, labels %v; want no data, managed by stagehand", cm.Data, cm.Labels)

@@ -13,12 +13,16 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
-	"github.com/stagehand-gitops/stagehand/internal/sequence"
+	"github.com/stagehand-gitops/stagehand/internal/delivery"
+	"github.com/stagehand-gitops/stagehand/internal/outbox"
+	"github.com/stagehand-gitops/stagehand/internal/policy"
+	"github.com/stagehand-gitops/stagehand/internal/revert"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/internal/tally"
+	"github.com/stagehand-gitops/stagehand/internal/window"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
-	"github.com/stagehand-gitops/stagehand/pkg/promote"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -26,8 +30,8 @@ import (
 // (see newWorkerDeps); a worker has no way back to the Daemon.
 type workerDeps struct {
 	env string
-	// windows are the environment's deploy windows (nil: always open).
-	windows *windows
+	// calendar is the environment's deploy windows (nil: always open).
+	calendar *policy.Calendar
 	// store keeps the pending plan, the apply in flight, the history and the status.
 	store phaseStore
 	// gate is told about every plan (Auto replaces it to decide for
@@ -70,22 +74,16 @@ type workerDeps struct {
 	rollbackHook RollbackHook
 	// recorded, when set, hears after each pass and decision that the records may have changed.
 	recorded RecordHook
-	// approvals counts approvals under the environment's policy (see counter).
-	approvals *counter
+	// approvals counts approvals under the environment's policy (internal/tally).
+	approvals *tally.Counter
 	metrics   *Metrics
 	log       logr.Logger
 	now       func() time.Time
-	// pipeline reads pipeline.yaml in a snapshot (nil: every environment
-	// runs the default sequence); tasks are the Runners of the task kinds
-	// implemented (test, evaluation); listener hears every step (may be nil).
-	pipeline func(gitsource.Snapshot) (*promote.Pipeline, error)
-	tasks    map[string]sequence.Runner
-	// checkTask (may be nil) checks a test or evaluation task's properties
-	// when the environment is planned, before anything is applied.
-	checkTask func(promote.Task) error
-	listener  sequence.Listener
+	// sequence is how the environment's delivery sequence runs: its
+	// Pipeline, Tasks, CheckTask and Listener (the worker fills in the rest).
+	sequence delivery.Config
 	// reportBackoff and reportBackoffMax space the reports of outcomes the
-	// gate refused (unreported.go).
+	// gate refused (internal/outbox).
 	reportBackoff, reportBackoffMax time.Duration
 	// resync is how often to plan without a new revision (0: never);
 	// repropose how often a plan still pending is proposed again; applyGrace
@@ -107,10 +105,8 @@ type worker struct {
 	// repair what it shows (a check run whose click was lost with its replica).
 	proposed   string
 	proposedAt time.Time
-	// seq is the sequence run of the newest plan (also kept in the state),
-	// versions its revision's service versions for its events.
-	seq      *sequence.State
-	versions map[string]string
+	// seq is the sequence run of the newest plan (also kept in the state).
+	seq *delivery.Run
 	// rateLimited is the gate's last refusal for a rate limit (nil once
 	// a Propose went through); the status names it until it ends.
 	rateLimited *approval.RateLimitedError
@@ -123,9 +119,12 @@ type worker struct {
 	// busy worker did not take in time is handed over, see
 	// Daemon.decide), set before the pending release is written.
 	waitMark atomic.Pointer[releaseMark]
-	// reportAt is when the outcomes the gate refused are reported again;
-	// zero when none are known to wait.
-	reportAt time.Time
+	// owed are the outcomes the gate refused, reported again later.
+	owed *outbox.Queue
+	// windows are the environment's deploy windows.
+	windows *window.Guard
+	// reverter rolls back a failed apply (with rollback set).
+	reverter *revert.Reverter
 	// applying is true while an apply is under way (read by other
 	// goroutines: a replica gives back an environment that is not applying).
 	applying atomic.Bool
@@ -161,10 +160,43 @@ func (w *worker) takenBefore(p *approval.Pending, at time.Time) bool {
 func newWorker(deps workerDeps) *worker {
 	w := &worker{workerDeps: deps, wake: make(chan struct{}, 1), decisions: make(chan decision),
 		rec: newRecorder(deps.recorded, deps.env, deps.store.Store)}
-	if w.windows != nil {
-		w.windows.wake = w.wakeUp
-	}
+	store := termStore{w}
+	c := deps.sequence
+	c.Env, c.Store, c.Now, c.Log = deps.env, store, deps.now, deps.log
+	c.Failed = func() { w.metrics.fail(w.env, reasonState) }
+	c.Moved = w.rec.moved
+	w.seq = delivery.New(c)
+	w.owed = outbox.New(outbox.Config{Env: deps.env, Store: store, Gate: deps.gate, Counter: envCounter{deps.metrics, deps.env},
+		Now: deps.now, Log: deps.log, Backoff: deps.reportBackoff, BackoffMax: deps.reportBackoffMax})
+	w.windows = window.New(window.Config{Env: deps.env, Calendar: deps.calendar, Now: deps.now, Store: store, Gate: deps.gate,
+		Log: deps.log, GateFailed: func() { w.metrics.fail(w.env, reasonGate) }})
+	w.windows.OnOpen(w.wakeUp)
+	w.reverter = revert.New(revert.Config{Env: deps.env, Targets: deps.targets, LockPath: deps.lockPath, Store: store,
+		Restore: deps.restore, Grace: func(ctx context.Context) (context.Context, context.CancelFunc) { return graceful(ctx, w.applyGrace) },
+		Completed: w.completed, Hook: deps.rollbackHook, Now: deps.now, Log: deps.log, Moved: w.rec.moved,
+		Failed: func(f revert.Failure) {
+			if f == revert.FailedRollback {
+				w.metrics.fail(w.env, reasonRollback)
+				return
+			}
+			w.metrics.fail(w.env, reasonState)
+		}})
 	return w
+}
+
+// termStore is the worker's store as it is at each call: each term of the
+// worker fences it anew (Daemon.work), and the rooms the worker drives
+// (delivery.Run, outbox.Queue) write under the term in force.
+type termStore struct{ w *worker }
+
+func (s termStore) Load(ctx context.Context, env string) (*state.EnvState, error) {
+	return s.w.store.Load(ctx, env)
+}
+
+func (s termStore) HistoryLimit() int { return s.w.store.HistoryLimit() }
+
+func (s termStore) Update(ctx context.Context, env string, mutate func(*state.EnvState)) error {
+	return s.w.store.Update(ctx, env, mutate)
 }
 
 // wakeUp asks the worker to plan the newest snapshot; wake-ups coalesce.
@@ -177,7 +209,7 @@ func (w *worker) wakeUp() {
 
 // run handles wake-ups, resyncs and decisions until ctx ends.
 func (w *worker) run(ctx context.Context) {
-	defer w.windows.stop()
+	defer w.windows.Stop()
 	var tick <-chan time.Time
 	if w.resync > 0 {
 		t := time.NewTicker(w.resync)
@@ -202,7 +234,7 @@ func (w *worker) run(ctx context.Context) {
 			if w.pickUp(ctx) {
 				w.told(ctx) // a decision handed over: the records changed as after one taken here
 			}
-			w.reportOwed(ctx)
+			w.owed.ReportDue(ctx)
 			continue
 		case <-w.wake:
 		case <-tick:
@@ -298,13 +330,13 @@ func (w *worker) supersede(ctx context.Context, st *state.EnvState, by string) {
 		st.Phase = st.AtRest()
 	}
 	if by != pending.Revision {
-		w.abortRun(ctx, st, supersededWhy(by))
+		w.seq.Abort(ctx, st, delivery.SupersededWhy(by))
 	}
 	prop := approval.Proposal{Environment: w.env, Revision: pending.Revision, Plan: plan}
 	if err := w.gate.Superseded(ctx, prop, by); err != nil {
 		w.metrics.fail(w.env, reasonGate)
 		w.log.Error(err, "reporting superseded plan", "environment", w.env, "planHash", pending.PlanHash)
-		w.owe(ctx, unreportedSuperseded(prop, by), err)
+		w.owed.Owe(ctx, outbox.Superseded(prop, by), err)
 	}
 	w.log.Info("pending plan superseded", "environment", w.env, "planHash", pending.PlanHash, "by", by)
 }
