@@ -305,6 +305,11 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("history entry: %q", got)
 	}
 
+	// The DORA panel over the same history: one deploy, succeeded, no change failure.
+	if got := text(t, ctx, "#dora"); !strings.Contains(got, "1 succeeded of 1 deploy") || !strings.Contains(got, "Change failure rate\n0%\n0 of 1") {
+		t.Errorf("prod's DORA panel: %q; want 1 succeeded of 1 deploy and a change failure rate of 0%%", got)
+	}
+
 	// A lock, taken and removed.
 	run(t, ctx, "taking a lock", chromedp.Navigate(s.base+"/locks"), chromedp.WaitVisible("#lock-form", chromedp.ByID),
 		chromedp.SetValue("#path", "apps/prod", chromedp.ByID), chromedp.SetValue("#lreason", "release freeze for the sale", chromedp.ByID),

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/auth"
+	"github.com/stagehand-gitops/stagehand/internal/dora"
 )
 
 // Access is what one signed-in login may do on the page (read; approve and
@@ -47,6 +48,7 @@ type options struct {
 	now        func() time.Time
 	loc        *time.Location
 	stages     func(ctx context.Context) []string
+	dora       *dora.Reporter
 	statusOf   func(error) (int, string)
 
 	ratePerSecond float64

@@ -94,9 +94,11 @@ type environmentView struct {
 	// Rolling is the apply under way (nil when none is, or when it is
 	// deployed and waits for its release approval: Pending then), and
 	// InFlight its changes.
-	Rolling   *approval.InFlight
-	InFlight  []planRow
-	History   []historyView
+	Rolling  *approval.InFlight
+	InFlight []planRow
+	History  []historyView
+	// DORA is the panel of the environment's DORA figures over 30 days.
+	DORA      doraView
 	Layout    *manifest.Layout
 	Commit    func(string) string
 	LockTypes []lock.Type
@@ -154,6 +156,7 @@ func (s *Server) environment(w http.ResponseWriter, r *http.Request) {
 		_ = json.Unmarshal(e.InFlight.Changes, &cs)
 		ev.InFlight = rows(cs)
 	}
+	ev.DORA = s.doraPanel(r.Context(), e)
 	for _, h := range e.History {
 		var cs []reconcile.Change
 		_ = json.Unmarshal(h.Changes, &cs)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/auth"
+	"github.com/stagehand-gitops/stagehand/internal/dora"
 	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
@@ -65,6 +66,13 @@ func New(b Backend, opts ...Option) (*Server, error) {
 		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("configuring web page: %w", err)
 		}
+	}
+	if o.dora == nil {
+		r, err := dora.NewReporter(dora.WithClock(o.now))
+		if err != nil {
+			return nil, fmt.Errorf("configuring web page: %w", err)
+		}
+		o.dora = r
 	}
 	if o.sessionKey == nil {
 		o.sessionKey = make([]byte, 32)
