@@ -47,6 +47,10 @@ release: helm ## Build a release into dist/: make release VERSION=vX.Y.Z [KEY=si
 testbin: ## Build the test control plane (kube-apiserver, etcd, controller-manager, scheduler, kwok) into bin/k8s.
 	@bash hack/testbin/build.sh $(TESTBIN)
 
+.PHONY: flagger
+flagger: ## Build Flagger (github.com/fluxcd/flagger, pinned by hack/flagger/go.mod) and its CRDs into bin/flagger.
+	@bash hack/flagger/build.sh $(BIN)/flagger
+
 .PHONY: helm
 helm: $(BIN)/helm ## Build helm (pinned) into bin/ for the chart tests.
 $(BIN)/helm:
@@ -58,7 +62,7 @@ image: ## Build the image without Docker and push it: make image IMAGE=registry/
 	go run ./hack/image --ref "$(IMAGE)" --platform "$(PLATFORMS)" --revision "$$(git rev-parse HEAD 2>/dev/null)" $(IMAGE_FLAGS)
 
 .PHONY: test
-test: large-files testbin helm prometheus chromium shell-tools fuzz-short ## Run every test against the real test control plane, and each fuzz target briefly.
+test: large-files testbin flagger helm prometheus chromium shell-tools fuzz-short ## Run every test against the real test control plane, and each fuzz target briefly.
 	PATH="$(BIN):$$PATH" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: faults
