@@ -62,12 +62,17 @@ type process struct {
 }
 
 func (e *Env) run(name string, args ...string) (*process, error) {
+	return e.runPath(name, e.binary(name), args...)
+}
+
+// runPath runs the binary at path, logging to <dir>/<name>.log.
+func (e *Env) runPath(name, path string, args ...string) (*process, error) {
 	logPath := fmt.Sprintf("%s/%s.log", e.dir, name)
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("creating log of %s: %w", name, err)
 	}
-	cmd := exec.Command(e.binary(name), args...)
+	cmd := exec.Command(path, args...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.Dir = e.dir

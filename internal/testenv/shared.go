@@ -72,6 +72,11 @@ func (s *Shared) Env(tb testing.TB) *Env {
 			fmt.Fprintln(os.Stderr, s.skip)
 			return
 		}
+		if wantsFlagger(opts) && !flaggerInstalled() && os.Getenv(BuildEnv) == "" && os.Getenv("CI") == "" {
+			s.skip = fmt.Sprintf("testenv: %s and the package's other cluster tests need Flagger, and it is not built: run `make flagger` (or `make test`), or set %s=1 to build it now", name, BuildEnv)
+			fmt.Fprintln(os.Stderr, s.skip)
+			return
+		}
 		reason := withReason(name + " needs a kube-apiserver")
 		s.env, s.err = Start(context.Background(), append(opts, reason)...)
 		if s.err != nil {
@@ -92,4 +97,10 @@ func (s *Shared) stop() {
 	// cannot exist: m.Run waits for every test.
 	s.once.Do(func() { s.err = errors.New("testenv: the tests have ended") })
 	s.env.Stop() // nil-safe: nothing to stop when no test asked
+}
+
+// wantsFlagger reports whether opts ask for Flagger.
+func wantsFlagger(opts []Option) bool {
+	o, err := makeOptions(opts...)
+	return err == nil && o.flagger
 }

@@ -54,6 +54,7 @@ type options struct {
 	keep     bool
 	audit    bool
 	reason   string // why the binaries are needed, said when they must be built
+	flagger  bool   // Flagger too (WithFlagger)
 }
 
 // Option configures Start.
@@ -184,6 +185,11 @@ func start(ctx context.Context, opts ...Option) (_ *Env, err error) {
 	}
 	if len(e.opts.crds) > 0 {
 		if err := e.installCRDs(ctx, e.opts.crds); err != nil {
+			return nil, err
+		}
+	}
+	if e.opts.flagger {
+		if err := e.startFlagger(ctx); err != nil {
 			return nil, err
 		}
 	}
