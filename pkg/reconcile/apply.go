@@ -27,6 +27,7 @@ type job struct {
 	start   time.Time
 	obj     runtime.Object // the patched object
 	gen     int64
+	canary  *canaryRef // the Flagger Canary that judges the rollout (flagger.go)
 }
 
 // Apply plans req again and applies the plan if its hash is planHash;
@@ -59,6 +60,7 @@ func (r *Reconciler) Apply(ctx context.Context, req Request, planHash string, op
 
 	release := r.holdTargets(ctx, req, jobs, rep.report)
 	defer release() // after the Events are written: deferred calls run last first
+	findCanaries(ctx, jobs, rep.report)
 	patched, deployingWritten := r.patchAll(ctx, req, jobs, rep.report)
 	defer deployingWritten()
 	r.finishRollouts(ctx, req, patched, deployingWritten, rep.report)

@@ -78,6 +78,9 @@ func newInventory(t Target, label string) *inventory {
 }
 
 func (inv *inventory) add(w *workload) {
+	if w.canaryPrimary {
+		return // Flagger's copy of a Canary's target, not a workload of a service
+	}
 	inv.workloads = append(inv.workloads, w)
 	if v, ok := w.Labels[inv.label]; ok {
 		inv.byLabel[v] = append(inv.byLabel[v], w)
@@ -161,7 +164,7 @@ func (r *Reconciler) getUnlabelled(ctx context.Context, inv *inventory, services
 			if err != nil {
 				return unreachable(inv.target.Name, start, err)
 			}
-			if _, labelled := w.Labels[r.o.selectorLabel]; !labelled {
+			if _, labelled := w.Labels[r.o.selectorLabel]; !labelled && !w.canaryPrimary {
 				found[i] = append(found[i], w)
 			}
 		}

@@ -52,6 +52,17 @@ func (r *Reconciler) Restore(ctx context.Context, req Request, changes []Change,
 		if len(j.changes) == 0 {
 			continue // nothing of the apply runs there (any more)
 		}
+		// A Canary Flagger failed was rolled back by Flagger: its primary
+		// serves the images from before, and the target, scaled to zero,
+		// keeps the failed ones. Patching it back would be a second
+		// rollback (flagger.go).
+		if _, failed, err := canaryFailedFor(ctx, t.Client, j.key); err != nil || failed {
+			if err != nil {
+				res.Workloads = append(res.Workloads, WorkloadResult{WorkloadKey: j.key, Service: j.service, Changes: j.changes,
+					Outcome: OutcomeFailed, Message: err.Error()})
+			}
+			continue
+		}
 		res.Plan.Changes = append(res.Plan.Changes, j.changes...)
 		jobs = append(jobs, j)
 	}
@@ -68,6 +79,7 @@ func (r *Reconciler) Restore(ctx context.Context, req Request, changes []Change,
 	}
 	release := r.holdTargets(ctx, req, jobs, rep.report)
 	defer release()
+	findCanaries(ctx, jobs, rep.report)
 	patched, deployingWritten := r.patchAll(ctx, req, jobs, rep.report)
 	defer deployingWritten()
 	for _, j := range patched {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // eventGap is the least time between two reads of the watched rollouts.
@@ -28,8 +26,7 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(
 		pending[j.key] = j
 		last[j.key] = "waiting for the controller"
 	}
-	judge := func(k WorkloadKey, j *job, obj runtime.Object) {
-		st := rolloutStatus(obj, j.gen)
+	judge := func(k WorkloadKey, j *job, st rollout) {
 		changed := st.msg != last[k]
 		last[k] = st.msg
 		switch {
@@ -63,9 +60,15 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(
 		type tk struct{ target, namespace, kind string }
 		lists := map[tk]Target{}
 		for k, j := range pending {
+			if j.canary != nil { // judged by its Flagger Canary, not its own status
+				if st, ok := r.canaryRollout(ctx, j); ok {
+					judge(k, j, st)
+					continue
+				}
+			}
 			if tw := r.watching(j.target); tw != nil {
 				if obj, ok := tw.get(k.Kind, k.Namespace, k.Name); ok {
-					judge(k, j, obj)
+					judge(k, j, rolloutStatus(obj, j.gen))
 					continue
 				}
 			}
@@ -84,7 +87,7 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(
 			for _, w := range ws {
 				k := WorkloadKey{Target: l.target, Namespace: w.Namespace, Kind: w.Kind, Name: w.Name}
 				if j, ok := pending[k]; ok {
-					judge(k, j, w.obj)
+					judge(k, j, rolloutStatus(w.obj, j.gen))
 				}
 			}
 		}

@@ -20,6 +20,7 @@ type workload struct {
 	Containers            []podContainer // init containers first
 	ServiceAccount        string         // the pod template's
 	PullSecrets           []corev1.LocalObjectReference
+	canaryPrimary         bool           // a Flagger Canary's primary (flagger.go): never planned
 	obj                   runtime.Object // the typed object, for rollout status (nil from a watch)
 }
 
@@ -61,6 +62,7 @@ func fromMeta(kind, apiVersion string, m *metav1.ObjectMeta, pod *corev1.PodSpec
 	return &workload{
 		Kind: kind, APIVersion: apiVersion, Namespace: m.Namespace, Name: m.Name, UID: string(m.UID),
 		Labels: m.Labels, Containers: cs, ServiceAccount: pod.ServiceAccountName, PullSecrets: pod.ImagePullSecrets, obj: obj,
+		canaryPrimary: canaryPrimary(m),
 	}
 }
 

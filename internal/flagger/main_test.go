@@ -1,0 +1,16 @@
+package flagger_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
+)
+
+var cluster testenv.Shared
+
+// TestMain sets up one control plane for the package, with Flagger and an
+// audit log of every workload write, started by the first test that needs it.
+func TestMain(m *testing.M) {
+	os.Exit(cluster.Main(m, testenv.WithFlagger(), testenv.WithAuditLog()))
+}
