@@ -555,6 +555,29 @@ func TestRBACVerificationJobs(t *testing.T) {
 	}
 }
 
+// TestRBACFlaggerCanaries: rbac.flaggerCanaries adds exactly get and list
+// of Flagger's Canaries (what pkg/reconcile reads to judge a workload a
+// Canary targets) in the targets, and nowhere else; without it
+// TestRBACExactRules shows none.
+func TestRBACFlaggerCanaries(t *testing.T) {
+	in := installFull(t, valuesFile(t, map[string]any{"rbac": map[string]any{"flaggerCanaries": true}}))
+	for _, ns := range []string{in.devel, in.prod} {
+		for _, a := range []access{{ns, "get", "flagger.app", "canaries", "web"}, {ns, "list", "flagger.app", "canaries", ""}} {
+			if !allowed(t, in.rel, "sh-stagehand", a) {
+				t.Errorf("reconciler may not %s with rbac.flaggerCanaries", a)
+			}
+		}
+	}
+	for _, a := range []access{{in.other, "list", "flagger.app", "canaries", ""}, {in.rel, "get", "flagger.app", "canaries", "web"},
+		{in.devel, "watch", "flagger.app", "canaries", ""}, {in.devel, "patch", "flagger.app", "canaries", "web"},
+		{in.devel, "update", "flagger.app", "canaries", "web"}, {in.devel, "delete", "flagger.app", "canaries", "web"},
+		{in.devel, "list", "flagger.app", "metrictemplates", ""}} {
+		if allowed(t, in.rel, "sh-stagehand", a) {
+			t.Errorf("reconciler may %s", a)
+		}
+	}
+}
+
 // TestRBACPerEnvironmentLeases: leaderElection.perEnvironment adds what the
 // replicas need of the Leases of every environment and replica (get, list,
 // update, delete of its own member Lease) in the release namespace only;

@@ -352,6 +352,12 @@ Secrets it may read are those named in rbac.pullSecrets; any Secret only with rb
   resources: ["pods"]
   verbs: ["list"]
 {{- end }}
+{{- if .Values.rbac.flaggerCanaries }}
+# rbac.flaggerCanaries: a workload a Flagger Canary targets is judged by the Canary, only read.
+- apiGroups: ["flagger.app"]
+  resources: ["canaries"]
+  verbs: ["get", "list"]
+{{- end }}
 {{- end -}}
 
 {{/*
