@@ -70,12 +70,13 @@ faults: testbin ## Run the fault suite on real processes with the issue's long o
 	STAGEHAND_FAULTS=long PATH="$(BIN):$$PATH" go test $(GO_TEST_FLAGS) -count=1 -v ./internal/faults
 
 .PHONY: prometheus
-prometheus: ## Install Debian's prometheus package when prometheus is not on PATH (the verification tests run a real one).
-	@command -v prometheus >/dev/null 2>&1 || { \
-		echo "prometheus not found: installing Debian's prometheus package"; \
+prometheus: ## Install Debian's prometheus package when prometheus or promtool is not on PATH (the verification tests run a real one; the chart's alert tests run promtool).
+	@{ command -v prometheus && command -v promtool; } >/dev/null 2>&1 || { \
+		echo "prometheus or promtool not found: installing Debian's prometheus package"; \
 		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus; }
 	@prometheus --version 2>&1 | head -1
+	@promtool --version 2>&1 | head -1
 
 .PHONY: chromium
 chromium: ## Install Debian's chromium package when no Chromium is found (the web page's tests drive a real one).

@@ -42,17 +42,41 @@ func Binary() (string, error) {
 // would prove nothing.
 func Start(t testing.TB, targets ...string) *Server {
 	t.Helper()
+	return StartWith(t, Config{Targets: targets})
+}
+
+// Config is what StartWith's Prometheus scrapes and evaluates.
+type Config struct {
+	// Targets are the host:port targets scraped every second (job "test",
+	// path /metrics).
+	Targets []string
+	// RuleFiles are Prometheus rule files (recording and alerting rules),
+	// evaluated every second.
+	RuleFiles []string
+	// Storage is the TSDB directory to serve (data made beforehand, such
+	// as blocks backfilled by promtool); empty: a new one.
+	Storage string
+}
+
+// StartWith runs Prometheus as c says and stops it when the test ends; a
+// missing binary fails the test, as Start's.
+func StartWith(t testing.TB, c Config) *Server {
+	t.Helper()
 	bin, err := Binary()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	q := make([]string, len(targets))
-	for i, tg := range targets {
+	q := make([]string, len(c.Targets))
+	for i, tg := range c.Targets {
 		q[i] = fmt.Sprintf("%q", tg)
 	}
-	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: test\n    scrape_interval: 1s\n    static_configs:\n      - targets: [%s]\n",
-		strings.Join(q, ", "))
+	rules := make([]string, len(c.RuleFiles))
+	for i, f := range c.RuleFiles {
+		rules[i] = fmt.Sprintf("%q", f)
+	}
+	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files: [%s]\nscrape_configs:\n  - job_name: test\n    scrape_interval: 1s\n    static_configs:\n      - targets: [%s]\n",
+		strings.Join(rules, ", "), strings.Join(q, ", "))
 	cfgFile := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -60,7 +84,11 @@ func Start(t testing.TB, targets ...string) *Server {
 	addr := testenv.FreeAddr(t)
 	var logs strings.Builder
 	var mu sync.Mutex
-	cmd := exec.Command(bin, "--config.file="+cfgFile, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+	storage := c.Storage
+	if storage == "" {
+		storage = filepath.Join(dir, "data")
+	}
+	cmd := exec.Command(bin, "--config.file="+cfgFile, "--storage.tsdb.path="+storage,
 		"--web.listen-address="+addr, "--log.level=warn")
 	cmd.Stdout, cmd.Stderr = lockedWriter{&mu, &logs}, lockedWriter{&mu, &logs}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -97,6 +125,19 @@ func Start(t testing.TB, targets ...string) *Server {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// Promtool finds the promtool binary (Debian's prometheus package ships it
+// beside prometheus): $PROMTOOL, else promtool on PATH.
+func Promtool() (string, error) {
+	if p := os.Getenv("PROMTOOL"); p != "" {
+		return p, nil
+	}
+	p, err := exec.LookPath("promtool")
+	if err != nil {
+		return "", fmt.Errorf("finding promtool: %w; run `make prometheus` (Debian's prometheus package) or set PROMTOOL", err)
+	}
+	return p, nil
 }
 
 // WaitFor waits until query returns at least one series, so that a check
