@@ -76,6 +76,7 @@ func TestTemplateObjects(t *testing.T) {
 				"NetworkPolicy rel/sh-stagehand",
 				"NetworkPolicy rel/sh-stagehand-prbot",
 				"PodDisruptionBudget rel/sh-stagehand",
+				"PrometheusRule rel/sh-stagehand",
 				"Role apps-devel/sh-stagehand-workloads",
 				"Role apps-extra/sh-stagehand-workloads",
 				"Role apps-prod/sh-stagehand-workloads",
