@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -80,7 +81,10 @@ func (f *fixture) applied(t *testing.T, r *replica, n int, version, rev string, 
 // `make faults`: 30 s), then flaps up and down. The reconciler keeps the
 // last good revision deployed, says "source unreachable since …" in the
 // status and counts the errors, and deploys the next revision once the
-// server answers again, without a restart.
+// server answers again, without a restart. A real Prometheus scraping it
+// and evaluating the chart's alerts (the threshold lowered to 2 s) fires
+// StagehandSourceUnreachable during the outage, and not before, and it
+// resolves once the source answers again.
 func TestGitDownThenFlapping(t *testing.T) {
 	const n = 3
 	f := newFixture(t, manifest(n, "1.0.0"))
@@ -88,8 +92,13 @@ func TestGitDownThenFlapping(t *testing.T) {
 	ctx := t.Context()
 	a := f.start(t, "replica-a", nil)
 	pid := a.cmd.Process.Pid
+	prom := alerting(t, map[string]any{"sourceUnreachableSeconds": 2}, a)
 	good := f.git.Commit(t, "manifests", "main", manifest(n, "2.0.0"), "to 2.0.0")
 	f.applied(t, a, n, "2.0.0", good, 2*time.Minute)
+	prom.WaitFor(t, "stagehand_source_failing_seconds == 0")
+	if got, err := firing(ctx, prom, "StagehandSourceUnreachable"); err != nil || len(got) > 0 {
+		t.Errorf("StagehandSourceUnreachable before the outage: %v, %v; want none", got, err)
+	}
 
 	f.git.Stop(t)
 	down := time.Now()
@@ -99,6 +108,11 @@ func TestGitDownThenFlapping(t *testing.T) {
 	})
 	if got := a.metric(ctx, "stagehand_source_errors_total"); got < 1 {
 		t.Errorf("stagehand_source_errors_total = %v while the git server is down, want ≥ 1", got)
+	}
+	alert := waitFiring(t, prom, "StagehandSourceUnreachable", 30*time.Second)
+	fired := time.Since(down)
+	if alert.Labels["severity"] != "critical" || alert.Annotations["summary"] == "" {
+		t.Errorf("StagehandSourceUnreachable: labels %v, annotations %v; want severity critical and a summary", alert.Labels, alert.Annotations)
 	}
 	time.Sleep(time.Until(down.Add(outage())))
 	// Flapping: up a second, down a second, while a new revision arrives.
@@ -129,6 +143,7 @@ func TestGitDownThenFlapping(t *testing.T) {
 	if !a.alive() || a.cmd.Process.Pid != pid {
 		t.Errorf("the reconciler was restarted (pid %d, was %d)", a.cmd.Process.Pid, pid)
 	}
+	waitResolved(t, prom, "StagehandSourceUnreachable", 30*time.Second)
 	h, _ := f.history(ctx, a)
 	for _, e := range h {
 		if e.Result != "succeeded" {
@@ -136,5 +151,5 @@ func TestGitDownThenFlapping(t *testing.T) {
 		}
 	}
 	table.add(t, row{fault: "3 git server down " + outage().String() + ", then flapping", survived: true, recover: recovered,
-		note: "recovered without a restart; seconds from the outage's end (flapping) to the next revision applied"})
+		note: fmt.Sprintf("recovered without a restart; seconds from the outage's end (flapping) to the next revision applied; StagehandSourceUnreachable (threshold 2 s) fired %.1f s into the outage and resolved", fired.Seconds())})
 }
