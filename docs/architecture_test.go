@@ -44,6 +44,7 @@ var layering = []struct {
 	{"internal/sequence", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/notify", "internal/approval"}, "the sequence contract sits below the daemon that runs it, the tasks and the listeners"},
 	{"internal/webhook", []string{"internal/"}, "the receiver knows no component"},
 	{"internal/httpserve", []string{"internal/"}, "how a binary serves HTTP (limits, the error body) sits below every door, so every door may import it"},
+	{"internal/tracing", []string{"internal/"}, "how a process traces its work sits below every door and step it traces, so every one may import it"},
 	{"internal/policy", []string{"internal/"}, "approval rules are judged below the configuration that compiles them and the daemon that asks them"},
 	{"internal/clock", []string{"internal/"}, "where time comes from sits below every component"},
 	{"internal/identity", []string{"internal/"}, "who someone is sits below every door and every rule that compares people"},
@@ -67,7 +68,7 @@ var layering = []struct {
 // foundations are the packages every package under internal/ may import,
 // whatever its rule forbids: each imports nothing of internal/ itself (its
 // own rule in layering), so importing it joins no component.
-var foundations = []string{"internal/httpserve"}
+var foundations = []string{"internal/httpserve", "internal/tracing"}
 
 // TestImportLayering keeps the import graph that ARCHITECTURE.md draws: it
 // reads the imports of every non-test Go file and fails on an import that
