@@ -10,24 +10,26 @@ import (
 // suffix are allowed, missing minor and patch read as 0 (v2 is 2.0.0).
 type version struct{ major, minor, patch int }
 
-// parseVersion reads tag as a version; ok is false for a tag that is none (latest, a commit SHA).
+// parseVersion reads tag as a version; ok is false for a tag that is none (latest, a commit SHA). It
+// allocates nothing: isMajorBump reads the tags of every change of a plan.
 func parseVersion(tag string) (version, bool) {
 	s := strings.TrimPrefix(strings.TrimPrefix(tag, "v"), "V")
 	if i := strings.IndexAny(s, "-+"); i >= 0 {
 		s = s[:i]
 	}
-	parts := strings.Split(s, ".")
-	if len(parts) == 0 || len(parts) > 3 {
-		return version{}, false
-	}
 	var n [3]int
-	for i, p := range parts {
-		if p == "" || len(p) > 9 || strings.Trim(p, "0123456789") != "" {
+	for i := range n {
+		part, rest, more := strings.Cut(s, ".")
+		if part == "" || len(part) > 9 || strings.Trim(part, "0123456789") != "" {
 			return version{}, false
 		}
-		n[i], _ = strconv.Atoi(p)
+		n[i], _ = strconv.Atoi(part)
+		if !more {
+			return version{n[0], n[1], n[2]}, true
+		}
+		s = rest
 	}
-	return version{n[0], n[1], n[2]}, true
+	return version{}, false
 }
 
 // bump says which part of the version went up from from to to: "major", "minor", "patch", or "" when

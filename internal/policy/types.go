@@ -1,12 +1,14 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
 )
 
 // The CEL types of the variables. They are declared by hand rather than through reflection, and each
@@ -48,7 +50,7 @@ func declared() map[string][]field {
 	return map[string][]field{
 		planT.TypeName(): {
 			{"environment", types.StringType, str(func(v any) string { return v.(*Plan).Environment })},
-			{"changes", types.NewListType(changeT), func(p *provider, v any) ref.Val { return list(p, changeT, v.(*Plan).Changes) }},
+			{"changes", types.NewListType(changeT), func(p *provider, v any) ref.Val { return changeList(p, v.(*Plan).Changes) }},
 			{"services", stringsT, strs(func(v any) []string { return v.(*Plan).Services })},
 		},
 		changeT.TypeName(): {
@@ -86,9 +88,25 @@ func declared() map[string][]field {
 // provider declares the types of structs over an empty registry.
 type provider struct {
 	*types.Registry
+	// shapes are the declared types' shapes, by type name.
+	shapes map[string]*shape
 }
 
-func newProvider() *provider { return &provider{Registry: types.NewEmptyRegistry()} }
+func newProvider() *provider {
+	p := &provider{Registry: types.NewEmptyRegistry(), shapes: map[string]*shape{}}
+	for name, fs := range structs {
+		p.shapes[name] = &shape{typ: types.NewObjectType(name), fs: fs, p: p}
+	}
+	return p
+}
+
+// shape is what the records of one declared type share: the type, its fields, the provider their
+// values are made with.
+type shape struct {
+	typ *types.Type
+	fs  []field
+	p   *provider
+}
 
 func (p *provider) FindStructType(name string) (*types.Type, bool) {
 	if _, ok := structs[name]; ok {
@@ -149,10 +167,8 @@ func (p *provider) NativeToValue(v any) ref.Val {
 // value of every change for each decision cost more than the rules). A record belongs to one decision's
 // activation, read by one rule at a time.
 type record struct {
-	typ    *types.Type
+	*shape
 	v      any
-	p      *provider
-	fs     []field
 	fields []ref.Val
 }
 
@@ -166,22 +182,100 @@ func (r *record) get(i int) ref.Val {
 
 // record makes the CEL value of v, a pointer to a value of the declared type t.
 func (p *provider) record(t *types.Type, v any) ref.Val {
-	fs := structs[t.TypeName()]
-	return obj{&record{typ: t, v: v, p: p, fs: fs, fields: make([]ref.Val, len(fs))}}
+	sh := p.shapes[t.TypeName()]
+	return obj{&record{shape: sh, v: v, fields: make([]ref.Val, len(sh.fs))}}
 }
 
 // list makes the CEL list of a slice of values of the declared type t: its records and their fields'
 // room in one allocation each.
 func list[T any](p *provider, t *types.Type, s []T) ref.Val {
-	fs := structs[t.TypeName()]
-	n := len(fs)
+	sh := p.shapes[t.TypeName()]
+	n := len(sh.fs)
 	recs, vals, room := make([]record, len(s)), make([]ref.Val, len(s)), make([]ref.Val, len(s)*n)
 	for i := range s {
-		recs[i] = record{typ: t, v: &s[i], p: p, fs: fs, fields: room[i*n : (i+1)*n : (i+1)*n]}
+		recs[i] = record{shape: sh, v: &s[i], fields: room[i*n : (i+1)*n : (i+1)*n]}
 		vals[i] = obj{&recs[i]}
 	}
-	return types.NewRefValList(p, vals)
+	return newRecords(p, vals)
 }
+
+// changeList is list for plan.changes, with the records of each change's from and to images made in
+// the same allocations (a rule reading c.to.tag of 500 changes would otherwise allocate 1000 records
+// and their room one by one).
+func changeList(p *provider, s []Change) ref.Val {
+	cs, is := p.shapes[changeT.TypeName()], p.shapes[imageT.TypeName()]
+	n, m := len(cs.fs), len(is.fs)
+	recs, imgs, vals := make([]record, len(s)), make([]record, 2*len(s)), make([]ref.Val, len(s))
+	room, imgRoom := make([]ref.Val, len(s)*n), make([]ref.Val, 2*len(s)*m)
+	from, to := fieldIndex(changeT, "from"), fieldIndex(changeT, "to")
+	for i := range s {
+		c := &s[i]
+		recs[i] = record{shape: cs, v: c, fields: room[i*n : (i+1)*n : (i+1)*n]}
+		for j, img := range []*Image{&c.From, &c.To} {
+			k := 2*i + j
+			imgs[k] = record{shape: is, v: img, fields: imgRoom[k*m : (k+1)*m : (k+1)*m]}
+		}
+		recs[i].fields[from], recs[i].fields[to] = obj{&imgs[2*i]}, obj{&imgs[2*i+1]}
+		vals[i] = obj{&recs[i]}
+	}
+	return newRecords(p, vals)
+}
+
+// fieldIndex is the index of the field name among the declared type t's.
+func fieldIndex(t *types.Type, name string) int {
+	return slices.IndexFunc(structs[t.TypeName()], func(f field) bool { return f.name == name })
+}
+
+// records is a CEL list of records. It is CEL's own list over the same values, but hands its elements
+// out as they are: CEL's iterator boxes every index (an allocation past 255) and adapts every element it
+// reads, in each rule's scan of 500 changes.
+type records struct {
+	traits.Lister
+	vals []ref.Val
+}
+
+func newRecords(p *provider, vals []ref.Val) records {
+	return records{Lister: types.NewRefValList(p, vals).(traits.Lister), vals: vals}
+}
+
+// Get is element i.
+func (l records) Get(i ref.Val) ref.Val {
+	if n, ok := i.(types.Int); ok && n >= 0 && int64(n) < int64(len(l.vals)) {
+		return l.vals[n]
+	}
+	return l.Lister.Get(i)
+}
+
+// Iterator walks the elements in order.
+func (l records) Iterator() traits.Iterator { return &recordIterator{vals: l.vals} }
+
+// recordIterator is an iterator over records: an iterator is a CEL value only to be passed around.
+type recordIterator struct {
+	vals []ref.Val
+	next int
+}
+
+func (it *recordIterator) HasNext() ref.Val { return types.Bool(it.next < len(it.vals)) }
+
+func (it *recordIterator) Next() ref.Val {
+	if it.next >= len(it.vals) {
+		return nil
+	}
+	it.next++
+	return it.vals[it.next-1]
+}
+
+func (*recordIterator) ConvertToNative(reflect.Type) (any, error) {
+	return nil, errors.New("type conversion on iterators not supported")
+}
+
+func (*recordIterator) ConvertToType(ref.Type) ref.Val { return types.NewErr("no such overload") }
+
+func (*recordIterator) Equal(ref.Val) ref.Val { return types.NewErr("no such overload") }
+
+func (*recordIterator) Type() ref.Type { return types.IteratorType }
+
+func (*recordIterator) Value() any { return nil }
 
 // obj is a record as a CEL value.
 type obj struct{ *record }
