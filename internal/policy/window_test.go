@@ -113,3 +113,37 @@ func TestNewCalendarErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestExplain: the explanation names the window that decides and when that changes, in the windows' zone.
+func TestExplain(t *testing.T) {
+	office := Window{Name: "office-hours", Schedule: "CRON_TZ=Europe/London 0 8 * * 1-5", Duration: "9h"}
+	yearEnd := Window{Name: "year-end", From: "2026-12-19", To: "2027-01-04T08:00", TimeZone: "Europe/London"}
+	for _, tc := range []struct {
+		name string
+		w    Windows
+		now  string
+		want string
+	}{
+		{"no windows", Windows{}, "2026-11-27T12:00:00Z", "open: no window is configured"},
+		{"inside an allow window", Windows{Allow: []Window{office}}, "2026-11-27T12:00:00Z",
+			"open: inside the allow window office-hours; closes Fri 27 Nov 2026 17:00 Europe/London"},
+		{"outside every allow window", Windows{Allow: []Window{office}}, "2026-11-28T12:00:00Z",
+			"closed: outside every allow window; opens Mon 30 Nov 2026 08:00 Europe/London"},
+		{"inside a freeze", Windows{Allow: []Window{office}, Deny: []Window{yearEnd}}, "2026-12-24T12:00:00Z",
+			"closed: inside the deny window year-end; opens Mon 4 Jan 2027 08:00 Europe/London"},
+		{"before a freeze", Windows{Deny: []Window{yearEnd}}, "2026-12-18T12:00:00Z",
+			"open: no deny window is in force and no allow window is configured; closes Sat 19 Dec 2026 00:00 Europe/London"},
+		{"after the last freeze", Windows{Deny: []Window{yearEnd}}, "2027-02-01T12:00:00Z",
+			"open: no deny window is in force and no allow window is configured"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := NewCalendar(tc.w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Explain(utc(tc.now)).String(); got != tc.want {
+				t.Errorf("Explain = %q\nwant       %q", got, tc.want)
+			}
+		})
+	}
+}
