@@ -268,7 +268,7 @@ func appliedPlan(res *reconcile.Result) *reconcile.Plan {
 func (w *worker) applyWithGrace(ctx context.Context, req reconcile.Request, planHash string, progress func(reconcile.Progress)) (*reconcile.Result, error) {
 	actx, cancel := graceful(ctx, w.applyGrace)
 	defer cancel()
-	return w.reconcileApply(actx, req, planHash, reconcile.WithProgress(progress))
+	return w.reconciler.Apply(actx, req, planHash, reconcile.WithProgress(progress))
 }
 
 // outcome is how an apply ended: out says who approved it, when it started

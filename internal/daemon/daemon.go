@@ -70,8 +70,8 @@ type Daemon struct {
 	// rollout) before it is handed over through the state (30s).
 	busyWait time.Duration
 
-	mu     sync.Mutex
-	latest *gitsource.Snapshot
+	// snaps are the newest snapshot, handed to every worker.
+	snaps *snapshots
 
 	// deliveries records the webhook deliveries that reached an approval
 	// path (deliveries.go).
@@ -131,6 +131,11 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 		}
 	}
 	d.metrics.Registry.MustRegister(sourceHealth{status: d.source.Status, now: d.clock.Now})
+	d.snaps = &snapshots{src: d.source, metrics: d.metrics, envs: d.envNames, log: d.log, wake: func() {
+		for _, w := range d.workers {
+			w.wakeUp()
+		}
+	}}
 	for _, name := range d.envNames {
 		d.workers[name] = newWorker(d.workerDeps(name))
 	}
@@ -276,7 +281,7 @@ func (d *Daemon) leadingLoop(ctx context.Context) {
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); d.bell.Watch(ctx, d.source.Trigger) }()
-	err := d.source.Run(ctx, func(_ context.Context, s gitsource.Snapshot) { d.offer(s) })
+	err := d.source.Run(ctx, func(_ context.Context, s gitsource.Snapshot) { d.snaps.offer(s) })
 	if err != nil && !errors.Is(err, context.Canceled) {
 		d.log.Error(err, "git source stopped")
 	}
@@ -291,7 +296,7 @@ func (d *Daemon) runSharded(ctx context.Context) {
 	wg.Add(2)
 	go func() { defer wg.Done(); d.shard.Run(ctx) }()
 	go func() { defer wg.Done(); d.bell.Watch(ctx, d.source.Trigger) }()
-	err := d.source.Run(ctx, func(_ context.Context, s gitsource.Snapshot) { d.offer(s) })
+	err := d.source.Run(ctx, func(_ context.Context, s gitsource.Snapshot) { d.snaps.offer(s) })
 	if err != nil && !errors.Is(err, context.Canceled) {
 		d.log.Error(err, "git source stopped")
 	}
@@ -331,20 +336,11 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		resync = time.Minute
 	}
 	return workerDeps{
-		env: env, calendar: d.calendars[env], store: observed(d.store, d.metrics, env), gate: d.o.gate, reconcilePlan: d.rec.Plan, reconcileApply: d.rec.Apply, targets: d.targets[env], lockPath: ec.LockPath,
-		statusTargets: ec.Targets,
-		resolve: func(ctx context.Context, s gitsource.Snapshot, st *state.EnvState) (*manifest.Environment, error) {
-			envM, err := d.resolve(ctx, s, env)
-			if err != nil {
-				return nil, err
-			}
-			return d.pinned(ctx, env, envM, st)
-		},
-		notes:    func(ctx context.Context, st *state.EnvState) []string { return d.proposalNotes(ctx, ec.LockPath, st) },
-		snapshot: d.snapshot,
-		poll:     d.pollNow, at: d.source.At, sourceStatus: d.source.Status,
-		descends: d.source.Descends, allowRewrite: d.cfg.Source.AllowRewrite,
-		rollback: ec.RollsBack(), restore: d.rec.Restore, rollbackHook: d.o.rollbackHook, recorded: d.o.recordHook,
+		env: env, calendar: d.calendars[env], store: observed(d.store, d.metrics, env), gate: d.o.gate,
+		reconciler: d.rec, targets: d.targets[env], lockPath: ec.LockPath, statusTargets: ec.Targets,
+		manifests: envManifests{d: d, env: env, lockPath: ec.LockPath},
+		source:    d.snaps, allowRewrite: d.cfg.Source.AllowRewrite,
+		rollback: ec.RollsBack(), rollbackHook: d.o.rollbackHook, recorded: d.o.recordHook,
 		approvals: &tally.Counter{Env: env, Policy: d.cfg.ApprovalPolicy(env), Rules: d.rules[env], RuleApprover: d.o.ruleApprover,
 			Authors: d.authors(), Locks: d.policyLocks(ec.LockPath), Now: d.clock.Now},
 		metrics: d.metrics, log: d.log, now: d.clock.Now,
@@ -365,47 +361,6 @@ func (d *Daemon) authors() approval.Authors {
 	return d.source
 }
 
-// pollNow asks the remote for the newest revision and, when it is new,
-// hands it to every worker.
-func (d *Daemon) pollNow(ctx context.Context) (gitsource.Snapshot, error) {
-	s, err := d.source.Poll(ctx)
-	if err != nil {
-		return s, err
-	}
-	if cur, ok := d.snapshot(); !ok || cur.Revision != s.Revision {
-		d.offer(s)
-	}
-	return s, nil
-}
-
-// offer makes s the newest snapshot and wakes every worker.
-func (d *Daemon) offer(s gitsource.Snapshot) {
-	d.mu.Lock()
-	d.latest = &s
-	d.mu.Unlock()
-	d.metricsRevision(s)
-	d.log.Info("new revision", "revision", s.Revision, "commitTime", s.Time)
-	for _, w := range d.workers {
-		w.wakeUp()
-	}
-}
-
-func (d *Daemon) metricsRevision(s gitsource.Snapshot) {
-	for _, name := range d.envNames {
-		d.metrics.observeRevision(name, s.Time)
-	}
-}
-
-// snapshot returns the newest snapshot the leader has seen.
-func (d *Daemon) snapshot() (gitsource.Snapshot, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.latest == nil {
-		return gitsource.Snapshot{}, false
-	}
-	return *d.latest, true
-}
-
 // Once polls the source once and runs one pass over every environment:
 // skipConfirmation environments are applied, the others' plans are left
 // pending. It returns an error naming every environment that failed.
@@ -415,10 +370,7 @@ func (d *Daemon) Once(ctx context.Context) error {
 		d.metrics.fail("", reasonFetch)
 		return fmt.Errorf("fetching %s: %w", d.cfg.Source.Branch, err)
 	}
-	d.mu.Lock()
-	d.latest = &s
-	d.mu.Unlock()
-	d.metricsRevision(s)
+	d.snaps.keep(s)
 	var errs []error
 	for _, name := range d.envNames {
 		if err := d.workers[name].pass(ctx); err != nil {

@@ -97,8 +97,8 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 		return
 	}
 	// The revision must still be the newest: ask the remote now.
-	s, ok := w.snapshot()
-	fresh, err := w.poll(ctx)
+	s, ok := w.source.Latest()
+	fresh, err := w.source.Poll(ctx)
 	switch {
 	case err != nil: // decide on the newest revision seen; the poll loop retries
 		w.metrics.fail(w.env, reasonFetch)
@@ -118,7 +118,7 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 			return
 		}
 		if kept {
-			ps, err := w.at(p.Revision)
+			ps, err := w.source.At(p.Revision)
 			if err != nil {
 				reply(nil, fmt.Errorf("reading revision %s of the pending plan: %w", short(p.Revision), err))
 				return
@@ -173,7 +173,7 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 	defer w.endPass(ctx, dp)
 	// The pin is read afresh, not from st: a rollback may have pinned the
 	// environment while the remote was asked.
-	envM, err := w.resolve(ctx, s, nil)
+	envM, err := w.manifests.Resolve(ctx, s, nil)
 	if err != nil {
 		w.metrics.fail(w.env, reasonResolve)
 		dp.observe(nil, nil, err)
@@ -248,7 +248,7 @@ func (w *worker) recordRejection(ctx context.Context, s gitsource.Snapshot, prop
 	out := approval.Outcome{Result: approval.ResultRejected, Approver: dc.who.ID.String(), Message: dc.reason, Started: now, Finished: now}
 	e := approval.Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: changesJSON(prop.Plan.Changes), Approver: dc.who.ID.String(),
 		Result: out.Result, Message: out.Message, HistoryRewritten: prop.Plan.HistoryRewritten, Started: now, Finished: now}
-	if envM, err := w.resolve(ctx, s, nil); err != nil {
+	if envM, err := w.manifests.Resolve(ctx, s, nil); err != nil {
 		w.metrics.fail(w.env, reasonResolve)
 		w.log.Error(err, "resolving the rejected revision for the history; recording it without its manifest", "environment", w.env, "revision", short(s.Revision))
 	} else {

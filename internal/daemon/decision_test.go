@@ -62,9 +62,7 @@ func TestHandedOverApprovalThatFailsIsReported(t *testing.T) {
 	}
 	pending := *st.Pending
 	// The newest revision is unchanged, but its files cannot be resolved any more.
-	d.mu.Lock()
-	d.latest = &gitsource.Snapshot{Revision: pending.Revision, FS: fstest.MapFS{}, Time: time.Now()}
-	d.mu.Unlock()
+	d.snaps.keep(gitsource.Snapshot{Revision: pending.Revision, FS: fstest.MapFS{}, Time: time.Now()})
 	if _, err := d.handOver(ctx, "prod", decision{approve: true, planHash: pending.PlanHash, who: ghUser("maria")}); err != nil {
 		t.Fatal(err)
 	}
@@ -97,15 +95,7 @@ func TestApprovalPlansOnce(t *testing.T) {
 	}
 	w := d.workers["prod"]
 	var plans, applies atomic.Int64
-	plan, apply := w.reconcilePlan, w.reconcileApply
-	w.reconcilePlan = func(ctx context.Context, req reconcile.Request) (*reconcile.Plan, error) {
-		plans.Add(1)
-		return plan(ctx, req)
-	}
-	w.reconcileApply = func(ctx context.Context, req reconcile.Request, hash string, opts ...reconcile.Option) (*reconcile.Result, error) {
-		applies.Add(1)
-		return apply(ctx, req, hash, opts...)
-	}
+	w.reconciler = countingReconciler{reconciler: w.reconciler, plans: &plans, applies: &applies}
 	if err := d.Once(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -133,4 +123,20 @@ func TestApprovalPlansOnce(t *testing.T) {
 		v.Services[0].Targets[0].State != status.StateInSync || v.PlanHash != "" {
 		t.Errorf("after the apply: history %+v, status %+v; want one success and web in sync with no plan left", v.History, v.Observation)
 	}
+}
+
+// countingReconciler counts the Plans and Applies of the reconciler it wraps.
+type countingReconciler struct {
+	reconciler
+	plans, applies *atomic.Int64
+}
+
+func (c countingReconciler) Plan(ctx context.Context, req reconcile.Request) (*reconcile.Plan, error) {
+	c.plans.Add(1)
+	return c.reconciler.Plan(ctx, req)
+}
+
+func (c countingReconciler) Apply(ctx context.Context, req reconcile.Request, hash string, opts ...reconcile.Option) (*reconcile.Result, error) {
+	c.applies.Add(1)
+	return c.reconciler.Apply(ctx, req, hash, opts...)
 }

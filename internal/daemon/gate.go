@@ -78,11 +78,11 @@ func (w *worker) gateStep(ctx context.Context, p *pass) error {
 		if by := pinnedBy(st.Pin, plan); by != "" {
 			gate = approval.AutoAs(by) // the history names who rolled back, not skipConfirmation
 		}
-	} else if w.notes != nil {
+	} else if w.manifests != nil {
 		// Only a plan awaiting approval shows its notes (the gate's
 		// Propose): an auto-approved one goes to its first patch without
 		// reading the hold (a lock read of ~100 ms: a consistent list).
-		prop.Notes = w.notes(ctx, st)
+		prop.Notes = w.manifests.Notes(ctx, st)
 	}
 	if pp := st.Pending; st.Phase == status.PhaseAwaitingApproval && pp != nil && pp.PlanHash == plan.PlanHash && pp.Revision == s.Revision {
 		if w.proposed == proposalKey(prop) && w.now().Sub(w.proposedAt) < w.repropose {

@@ -33,12 +33,12 @@ import (
 func (w *worker) keepPending(ctx context.Context, pa *pass) (gitsource.Snapshot, *manifest.Environment, *reconcile.Plan, bool) {
 	s, envM, plan, st := pa.snap, pa.envM, pa.plan, pa.st
 	p := st.Pending
-	if p == nil || st.Phase == status.PhaseAwaitingRelease || p.Revision == s.Revision || plan.Empty() || w.at == nil ||
+	if p == nil || st.Phase == status.PhaseAwaitingRelease || p.Revision == s.Revision || plan.Empty() || w.source == nil ||
 		reconcile.Hash(w.env, p.Revision, plan.Changes) != p.PlanHash {
 		return gitsource.Snapshot{}, nil, nil, false
 	}
 	log := w.log.WithValues("environment", w.env, "revision", short(s.Revision), "pending", short(p.Revision), "planHash", p.PlanHash)
-	ps, err := w.at(p.Revision)
+	ps, err := w.source.At(p.Revision)
 	if err != nil {
 		log.Error(err, "reading the pending plan's revision to compare it with the newer one; superseding the plan")
 		return gitsource.Snapshot{}, nil, nil, false
@@ -53,13 +53,13 @@ func (w *worker) keepPending(ctx context.Context, pa *pass) (gitsource.Snapshot,
 		// checked above against the planHash, depends on the cluster).
 		return ps, w.keptEnv, keptPlan(plan, p, reviewed), true
 	}
-	if ok, err := w.descends(ctx, s.Revision, p.Revision); err != nil || !ok {
+	if ok, err := w.source.Descends(ctx, s.Revision, p.Revision); err != nil || !ok {
 		if err != nil {
 			log.Error(err, "checking that the newer revision descends from the pending plan's; superseding the plan")
 		}
 		return gitsource.Snapshot{}, nil, nil, false
 	}
-	pEnv, err := w.resolve(ctx, ps, st)
+	pEnv, err := w.manifests.Resolve(ctx, ps, st)
 	if err != nil {
 		log.Error(err, "resolving the pending plan's revision to compare it with the newer one; superseding the plan")
 		return gitsource.Snapshot{}, nil, nil, false

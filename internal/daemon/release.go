@@ -77,8 +77,8 @@ func (w *worker) awaitRelease(ctx context.Context, prop approval.Proposal, i int
 func (w *worker) proposeRelease(ctx context.Context, prop approval.Proposal, p *approval.Pending, st *state.EnvState) {
 	prop.Release = p.ProposedAt
 	prop.Notes = nil
-	if w.notes != nil {
-		prop.Notes = w.notes(ctx, st)
+	if w.manifests != nil {
+		prop.Notes = w.manifests.Notes(ctx, st)
 	}
 	if p.Needed() > 1 && len(p.Approvals) > 0 {
 		prop.Notes = append(prop.Notes[:len(prop.Notes):len(prop.Notes)], "**"+p.Tally()+".**")
@@ -224,7 +224,7 @@ func (w *worker) decideRelease(ctx context.Context, s gitsource.Snapshot, dc dec
 	}
 	reply(p, nil)
 	w.log.Info("release decided", "environment", w.env, "planHash", p.PlanHash, "approved", dc.approve, "by", who)
-	envM, err := w.resolve(ctx, s, nil)
+	envM, err := w.manifests.Resolve(ctx, s, nil)
 	if err != nil {
 		// The decision is kept: the next pass continues the run.
 		w.metrics.fail(w.env, reasonResolve)

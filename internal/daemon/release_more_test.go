@@ -127,12 +127,12 @@ func TestReleaseApprovalShowsNotes(t *testing.T) {
 	h := newHarness(t, "devel")
 	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": releasePipeline}, "release approval")
 	const held = "**Held by a rollback:** prod-incident."
-	notes := func(context.Context, *state.EnvState) []string { return []string{held} }
 	for i := range 2 { // the process that deploys, then a restart
 		gate := &notesGate{}
 		pass := &runner{result: sequence.Result{Result: promote.ResultPass}}
 		d, _, _ := sequenceDaemon(t, h, WithTask(promote.TaskTest, pass.run), WithGate(gate))
-		d.workers["devel"].notes = notes
+		w := d.workers["devel"]
+		w.manifests = heldNotes{manifests: w.manifests, note: held}
 		if err := d.Once(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -248,3 +248,11 @@ func TestReleaseRejectedAfterUnrelatedCommit(t *testing.T) {
 		t.Errorf("devel runs %s after a revision changing web, want web:1.1.0", got)
 	}
 }
+
+// heldNotes are manifests whose proposals show note.
+type heldNotes struct {
+	manifests
+	note string
+}
+
+func (h heldNotes) Notes(context.Context, *state.EnvState) []string { return []string{h.note} }

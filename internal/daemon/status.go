@@ -133,8 +133,8 @@ func (w *worker) waiting(plan *reconcile.Plan) []string {
 	if rl := w.rateLimited; rl != nil && w.now().Before(rl.Until) {
 		out = append(out, fmt.Sprintf("%s rate limited until %s", rl.Service, rl.Until.UTC().Format(time.RFC3339)))
 	}
-	if w.sourceStatus != nil {
-		if src := w.sourceStatus(); src.Failures > 0 {
+	if w.source != nil {
+		if src := w.source.Status(); src.Failures > 0 {
 			out = append(out, fmt.Sprintf("source unreachable since %s: %s", src.FailingSince.UTC().Format(time.RFC3339), src.LastError))
 		}
 	}

@@ -34,7 +34,7 @@ func (w *worker) passSteps() []step {
 // pass plans the newest snapshot and acts on the plan: apply (skipConfirmation,
 // or an interrupted approved apply), propose, or nothing.
 func (w *worker) pass(ctx context.Context) error {
-	if _, ok := w.snapshot(); !ok {
+	if _, ok := w.source.Latest(); !ok {
 		return nil
 	}
 	start := w.now()
@@ -53,7 +53,7 @@ func (w *worker) pass(ctx context.Context) error {
 // a rollback cut short (a restart, the other replica) is finished before
 // anything is planned.
 func (w *worker) fetch(ctx context.Context, p *pass) error {
-	s, ok := w.snapshot()
+	s, ok := w.source.Latest()
 	if !ok {
 		p.done = true
 		return nil
@@ -79,7 +79,7 @@ func (w *worker) fetch(ctx context.Context, p *pass) error {
 
 // resolveStep resolves the environment's manifest at the snapshot.
 func (w *worker) resolveStep(ctx context.Context, p *pass) error {
-	envM, err := w.resolve(ctx, p.snap, p.st) // the pin of the state the pass read
+	envM, err := w.manifests.Resolve(ctx, p.snap, p.st) // the pin of the state the pass read
 	if err != nil {
 		p.observe(nil, nil, err)
 		err = fmt.Errorf("resolving manifest at %s: %w", short(p.snap.Revision), err)
@@ -93,7 +93,7 @@ func (w *worker) resolveStep(ctx context.Context, p *pass) error {
 // planStep plans the manifest against the live targets; the state's
 // history says whether the revision rewrites what was applied.
 func (w *worker) planStep(ctx context.Context, p *pass) error {
-	plan, err := w.reconcilePlan(ctx, w.request(p.snap, p.envM))
+	plan, err := w.reconciler.Plan(ctx, w.request(p.snap, p.envM))
 	if err != nil {
 		p.observe(p.envM, nil, err)
 		err = fmt.Errorf("planning revision %s: %w", short(p.snap.Revision), err)

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -43,10 +44,19 @@ func TestWaiting(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &worker{workerDeps: workerDeps{now: func() time.Time { return now },
-				sourceStatus: func() gitsource.Status { return tc.source }}, rateLimited: tc.limited}
+				source: health{tc.source}}, rateLimited: tc.limited}
 			if diff := cmp.Diff(tc.want, w.waiting(tc.plan)); diff != "" {
 				t.Errorf("waiting (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
+
+// health is a source that only says how it is.
+type health struct{ st gitsource.Status }
+
+func (health) Latest() (gitsource.Snapshot, bool)                     { return gitsource.Snapshot{}, false }
+func (health) Poll(context.Context) (gitsource.Snapshot, error)       { return gitsource.Snapshot{}, nil }
+func (health) At(string) (gitsource.Snapshot, error)                  { return gitsource.Snapshot{}, nil }
+func (h health) Status() gitsource.Status                             { return h.st }
+func (health) Descends(context.Context, string, string) (bool, error) { return false, nil }

@@ -21,13 +21,13 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/tally"
 	"github.com/stagehand-gitops/stagehand/internal/window"
-	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
 // workerDeps is everything a worker uses, given explicitly by the Daemon
-// (see newWorkerDeps); a worker has no way back to the Daemon.
+// (built in one place, Daemon.workerDeps; its roles are in roles.go); a
+// worker has no way back to the Daemon.
 type workerDeps struct {
 	env string
 	// calendar is the environment's deploy windows (nil: always open).
@@ -37,40 +37,26 @@ type workerDeps struct {
 	// gate is told about every plan (Auto replaces it to decide for
 	// skipConfirmation environments, but it still hears Superseded and Completed).
 	gate approval.Gate
-	// reconcilePlan and reconcileApply are the reconciler's Plan and Apply (Apply plans again
-	// and refuses a changed plan); targets and lockPath are the environment's.
-	reconcilePlan  func(context.Context, reconcile.Request) (*reconcile.Plan, error)
-	reconcileApply func(context.Context, reconcile.Request, string, ...reconcile.Option) (*reconcile.Result, error)
-	targets        []reconcile.Target
-	lockPath       string
+	// reconciler plans, applies and restores in targets, under the locks
+	// of lockPath (the environment's).
+	reconciler reconciler
+	targets    []reconcile.Target
+	lockPath   string
 	// statusTargets are the configured targets the status lists.
 	statusTargets []config.Target
-	// resolve resolves the environment's manifest in a snapshot, with the
-	// pin of st (the state a pass or decision read; nil: read it) applied.
-	resolve func(context.Context, gitsource.Snapshot, *state.EnvState) (*manifest.Environment, error)
-	// notes says what a proposal shows beside its plan (a rollback's hold
-	// and pin, see pin.go); nil: nothing.
-	notes func(context.Context, *state.EnvState) []string
-	// snapshot is the newest snapshot the leader has seen; poll asks the
-	// remote for the newest now (and hands a new one to every worker).
-	snapshot func() (gitsource.Snapshot, bool)
-	poll     func(context.Context) (gitsource.Snapshot, error)
-	// at is the snapshot of an earlier fetched revision (a pending plan's,
-	// kept at a newer revision that changes nothing here: keep.go); nil:
-	// a pending plan is superseded by any newer revision.
-	at func(rev string) (gitsource.Snapshot, error)
-	// sourceStatus is the source's health, for the faults the status names.
-	sourceStatus func() gitsource.Status
-	// descends reports whether rev descends from ancestor in the source;
-	// unless allowRewrite, a plan whose revision does not descend from the
-	// last applied one needs an approval even in a skipConfirmation environment.
-	descends     func(ctx context.Context, rev, ancestor string) (bool, error)
+	// manifests resolves the environment's manifest and the notes shown
+	// beside a proposal (nil: none).
+	manifests manifests
+	// source is where revisions come from (the Daemon's snapshots); unless
+	// allowRewrite, a plan whose revision does not descend from the last
+	// applied one needs an approval even in a skipConfirmation environment.
+	source       source
 	allowRewrite bool
 	// rollback (environments.<env>.onFailedRollout: rollback) makes an
-	// apply whose workloads failed undo itself through restore (pkg/reconcile's
-	// Restore); rollbackHook, when set, hears of each rollback recorded.
+	// apply whose workloads failed undo itself through the reconciler's
+	// Restore (internal/revert); rollbackHook, when set, hears of each
+	// rollback recorded.
 	rollback     bool
-	restore      func(ctx context.Context, req reconcile.Request, changes []reconcile.Change, reason string, opts ...reconcile.Option) (*reconcile.Result, error)
 	rollbackHook RollbackHook
 	// recorded, when set, hears after each pass and decision that the records may have changed.
 	recorded RecordHook
@@ -172,7 +158,10 @@ func newWorker(deps workerDeps) *worker {
 		Log: deps.log, GateFailed: func() { w.metrics.fail(w.env, reasonGate) }})
 	w.windows.OnOpen(w.wakeUp)
 	w.reverter = revert.New(revert.Config{Env: deps.env, Targets: deps.targets, LockPath: deps.lockPath, Store: store,
-		Restore: deps.restore, Grace: func(ctx context.Context) (context.Context, context.CancelFunc) { return graceful(ctx, w.applyGrace) },
+		Restore: func(ctx context.Context, req reconcile.Request, changes []reconcile.Change, reason string, opts ...reconcile.Option) (*reconcile.Result, error) {
+			return w.reconciler.Restore(ctx, req, changes, reason, opts...)
+		},
+		Grace:     func(ctx context.Context) (context.Context, context.CancelFunc) { return graceful(ctx, w.applyGrace) },
 		Completed: w.completed, Hook: deps.rollbackHook, Now: deps.now, Log: deps.log, Moved: w.rec.moved,
 		Failed: func(f revert.Failure) {
 			if f == revert.FailedRollback {
@@ -216,7 +205,7 @@ func (w *worker) run(ctx context.Context) {
 		defer t.Stop()
 		tick = t.C
 	}
-	if _, ok := w.snapshot(); ok {
+	if _, ok := w.source.Latest(); ok {
 		w.wakeUp() // leading again: the state may hold a pending plan or an interrupted apply
 	}
 	handed := time.NewTicker(time.Second)
