@@ -280,15 +280,10 @@ func judgeCanary(c *canaryObject, before string, primary func() (name string, ru
 	case !taken:
 		return rollout{msg: fmt.Sprintf("waiting for Flagger to start the analysis of canary %s (%s)", name, phaseOr(st.Phase))}
 	}
+	if msg, ok := analysing(c); ok {
+		return rollout{msg: msg}
+	}
 	switch st.Phase {
-	case canaryProgressing:
-		return rollout{msg: "canary analysing: " + analysisProgress(c)}
-	case canaryWaiting:
-		return rollout{msg: fmt.Sprintf("canary %s waiting for its confirm-rollout webhook to start the analysis", name)}
-	case canaryWaitingPromotion:
-		return rollout{msg: fmt.Sprintf("canary %s analysed, waiting for its confirm-promotion webhook", name)}
-	case canaryPromoting, canaryFinalising:
-		return rollout{msg: fmt.Sprintf("canary %s passed its analysis: Flagger is promoting it (%s)", name, st.Phase)}
 	case canarySucceeded:
 		p, runs, err := primary()
 		switch {
@@ -306,6 +301,66 @@ func judgeCanary(c *canaryObject, before string, primary func() (name string, ru
 		return rollout{failed: true, msg: msg + "; Flagger rolled back: its primary serves the images from before"}
 	}
 	return rollout{msg: fmt.Sprintf("canary %s: %s", name, phaseOr(st.Phase))}
+}
+
+// analysing says where Flagger's analysis of c stands while it runs
+// (Progressing, the phases that wait for a webhook, the promotion); ok is
+// false in the other phases.
+func analysing(c *canaryObject) (msg string, ok bool) {
+	name := c.Metadata.Name
+	switch p := c.Status.Phase; p {
+	case canaryProgressing:
+		return "canary analysing: " + analysisProgress(c), true
+	case canaryWaiting:
+		return fmt.Sprintf("canary %s waiting for its confirm-rollout webhook to start the analysis", name), true
+	case canaryWaitingPromotion:
+		return fmt.Sprintf("canary %s analysed, waiting for its confirm-promotion webhook", name), true
+	case canaryPromoting, canaryFinalising:
+		return fmt.Sprintf("canary %s passed its analysis: Flagger is promoting it (%s)", name, p), true
+	}
+	return "", false
+}
+
+// CanaryProgress says where Flagger's analysis stands of each workload of
+// changes that a Canary targets and that Flagger is analysing now: "Deployment
+// web on a: canary analysing: 3 of 5 iterations", in the order of changes.
+// It lists the Canaries of each target namespace once; a workload whose
+// Canary is at rest (Succeeded, Failed, Initialized), that no Canary targets,
+// or whose namespace's Canaries cannot be read says nothing. What an
+// apply in flight shows while it waits for Flagger (the daemon's status).
+func CanaryProgress(ctx context.Context, targets []Target, changes []Change) []string {
+	byName := map[string]Target{}
+	for _, t := range targets {
+		byName[t.Name] = t
+	}
+	type tn struct{ target, namespace string }
+	read := map[tn][]canaryObject{}
+	var out []string
+	seen := map[WorkloadKey]bool{}
+	for _, ch := range changes {
+		k := ch.Key()
+		t, ok := byName[k.Target]
+		if seen[k] || !ok || !isCanaryKind(k.Kind) {
+			continue
+		}
+		seen[k] = true
+		ns := tn{k.Target, k.Namespace}
+		cs, ok := read[ns]
+		if !ok {
+			cs, _ = readCanaries(ctx, t.Client, k.Namespace) // unreadable: nothing to say
+			read[ns] = cs
+		}
+		for i := range cs {
+			if cs[i].Spec.TargetRef.Kind != k.Kind || cs[i].Spec.TargetRef.Name != k.Name {
+				continue
+			}
+			if msg, ok := analysing(&cs[i]); ok {
+				out = append(out, fmt.Sprintf("%s %s on %s: %s", k.Kind, k.Name, k.Target, msg))
+			}
+			break
+		}
+	}
+	return out
 }
 
 // analysisProgress is where an analysis stands: "3 of 5 iterations" (the
