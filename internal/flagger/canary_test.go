@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/revert"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -199,7 +203,8 @@ func (p *progress) all() []string {
 // targets, with a passing analysis of two iterations: the plan patches the
 // target (never the primary, labelled like it), the apply waits through
 // Flagger's analysis, showing where it stands ("canary analysing: 1 of 2
-// iterations"), and is done only once Flagger promoted the image: the
+// iterations", in its progress and in CanaryProgress, the status of the
+// apply in flight), and is done only once Flagger promoted the image: the
 // Canary Succeeded and web-primary runs it. Planned again, nothing is left.
 func TestCanaryPassesIsDone(t *testing.T) {
 	t.Parallel()
@@ -210,7 +215,13 @@ func TestCanaryPassesIsDone(t *testing.T) {
 	plan := planWeb(t, r, req, "registry.example/team/web:1.0", "registry.example/team/web:2.0")
 
 	var prog progress
-	res, err := r.Apply(context.Background(), req, plan.PlanHash, reconcile.WithProgress(prog.add))
+	var shown []string // what the status of the apply in flight says meanwhile (reconcile.CanaryProgress)
+	res, err := r.Apply(context.Background(), req, plan.PlanHash, reconcile.WithProgress(func(p reconcile.Progress) {
+		prog.add(p)
+		if shown == nil && strings.HasPrefix(p.Message, "canary analysing: ") {
+			shown = reconcile.CanaryProgress(context.Background(), req.Targets, plan.Changes)
+		}
+	}))
 	if err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
@@ -233,6 +244,14 @@ func TestCanaryPassesIsDone(t *testing.T) {
 		t.Errorf("no progress says where the analysis stands (%s); progress:\n%s", analysing, strings.Join(msgs, "\n"))
 	}
 
+	inFlight := regexp.MustCompile(`^Deployment web on a: canary analysing: [0-2] of 2 iterations$`)
+	if len(shown) != 1 || !inFlight.MatchString(shown[0]) {
+		t.Errorf("CanaryProgress during the analysis = %q, want one line matching %s", shown, inFlight)
+	}
+	if after := reconcile.CanaryProgress(context.Background(), req.Targets, plan.Changes); len(after) != 0 {
+		t.Errorf("CanaryProgress once promoted = %q, want nothing", after)
+	}
+
 	again, err := r.Plan(context.Background(), req)
 	if err != nil {
 		t.Fatalf("Plan: %v", err)
@@ -245,10 +264,12 @@ func TestCanaryPassesIsDone(t *testing.T) {
 // TestCanaryFailsNoSecondRollback applies a new image to a Deployment a
 // Canary targets whose analysis webhook fails: Flagger fails the canary and
 // rolls it back itself (web-primary keeps web:1.0, web is scaled to zero).
-// The apply is a failed rollout with Flagger's message, and the restore a
-// rollback (onFailedRollout: rollback) asks for patches nothing: the
-// Deployment's image history is Stagehand's one patch (audit log) and two
-// ReplicaSets, 1.0 then 2.0, with no third revision putting 1.0 back.
+// The apply is a failed rollout with Flagger's message, and the daemon's
+// rollback of it (onFailedRollout: rollback: internal/revert over the state)
+// records it rolled back, the revision not applied again, and patches
+// nothing: the Deployment's image history is Stagehand's one patch (audit
+// log) and two ReplicaSets, 1.0 then 2.0, with no third revision putting 1.0
+// back.
 func TestCanaryFailsNoSecondRollback(t *testing.T) {
 	t.Parallel()
 	hook := newWebhook(t, true)
@@ -273,14 +294,12 @@ func TestCanaryFailsNoSecondRollback(t *testing.T) {
 		t.Error("the failing analysis webhook was never called")
 	}
 
-	// The daemon's rollback of the failed apply.
-	back := request(t, ns, "1.0", "fedcba9876543210")
-	rb, err := r.Restore(context.Background(), back, plan.Changes, "rollout failed: "+want)
-	if err != nil {
-		t.Fatalf("Restore: %v", err)
-	}
-	if len(rb.Workloads) != 0 || len(rb.Plan.Changes) != 0 {
-		t.Errorf("the restore patched %s (changes %v); want nothing: Flagger rolled back already", describe(rb.Workloads), rb.Plan.Changes)
+	// The daemon's rollback of the failed apply (onFailedRollout: rollback),
+	// recorded in the environment's state on the API server.
+	entry := rollBack(t, r, req, plan, res, "rollout failed: "+want)
+	if entry.Result != approval.ResultRolledBack || entry.Message != "rollout failed: "+want+
+		"; rolled back: the workloads run the images from before the apply (nothing was left to patch)" {
+		t.Errorf("history entry %s: %q; want rolled back, nothing left to patch", entry.Result, entry.Message)
 	}
 
 	env := cluster.Env(t)
@@ -314,6 +333,45 @@ func TestCanaryFailsNoSecondRollback(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"1": "registry.example/team/web:1.0", "2": "registry.example/team/web:2.0"}, history); diff != "" {
 		t.Errorf("web's revisions (ReplicaSets; -want +got):\n%s", diff)
 	}
+}
+
+// rollBack rolls the failed apply of plan (res) back as the daemon does with
+// onFailedRollout: rollback (internal/revert, over the environment's state
+// in a namespace of its own, pkg/reconcile's Restore on req's targets), and
+// returns the history entry it recorded.
+func rollBack(t *testing.T, r *reconcile.Reconciler, req reconcile.Request, plan *reconcile.Plan, res *reconcile.Result, cause string) approval.Entry {
+	t.Helper()
+	env := cluster.Env(t)
+	store := state.NewStore(env.Clientset, env.Namespace(t))
+	ctx := context.Background()
+	changes, err := json.Marshal(plan.Changes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	workloads, err := json.Marshal(res.Workloads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var completed []approval.Outcome
+	rv := revert.New(revert.Config{
+		Env: "test", Targets: req.Targets, Store: store, Restore: r.Restore,
+		Grace:     func(ctx context.Context) (context.Context, context.CancelFunc) { return context.WithCancel(ctx) },
+		Completed: func(_ context.Context, _ approval.Proposal, out approval.Outcome) { completed = append(completed, out) },
+		Now:       time.Now, Log: logr.Discard(),
+	})
+	e := approval.Entry{Revision: req.Revision, PlanHash: plan.PlanHash, Changes: changes, Workloads: workloads,
+		Result: approval.ResultFailed, Message: cause, Started: time.Now(), Finished: time.Now()}
+	if err := rv.Start(ctx, e, cause); err != nil {
+		t.Fatalf("rolling back: %v", err)
+	}
+	st, err := store.Load(ctx, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.History) != 1 || st.Failed == nil || st.Failed.Revision != req.Revision || len(completed) != 1 {
+		t.Fatalf("after the rollback: %d history entries, failed %+v, %d outcomes reported; want one of each", len(st.History), st.Failed, len(completed))
+	}
+	return st.History[0]
 }
 
 // describe is each workload result: key, outcome and message.
