@@ -335,6 +335,7 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 	default:
 		resync = time.Minute
 	}
+	verification := delivery.Verification{Verifier: d.o.verifier, Own: d.o.tasks, Observe: d.metrics.observeVerification}
 	return workerDeps{
 		env: env, calendar: d.calendars[env], store: observed(d.store, d.metrics, env), gate: d.o.gate,
 		reconciler: d.rec, targets: d.targets[env], lockPath: ec.LockPath, statusTargets: ec.Targets,
@@ -342,23 +343,23 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		source:    d.snaps, allowRewrite: d.cfg.Source.AllowRewrite,
 		rollback: ec.RollsBack(), rollbackHook: d.o.rollbackHook, recorded: d.o.recordHook,
 		approvals: &tally.Counter{Env: env, Policy: d.cfg.ApprovalPolicy(env), Rules: d.rules[env], RuleApprover: d.o.ruleApprover,
-			Authors: d.authors(), Locks: d.policyLocks(ec.LockPath), Now: d.clock.Now},
+			Authors: authorsOf(d.o.authors, d.source), Locks: policyLocks(d.lockSvc, ec.LockPath), Now: d.clock.Now},
 		metrics: d.metrics, log: d.log, now: d.clock.Now,
 		resync: resync, repropose: d.o.repropose, applyGrace: d.o.applyGrace,
 		reportBackoff: d.o.reportBackoff, reportBackoffMax: d.o.reportBackoffMax,
 		sequence: delivery.Config{
 			Pipeline: func(s gitsource.Snapshot) (*promote.Pipeline, error) { return promote.Load(s.FS, d.cfg.Source.Root) },
-			Tasks:    d.envTasks(env), CheckTask: d.checkTask, Listener: d.o.listener},
+			Tasks:    verification.Runners(env, d.targets[env]), CheckTask: verification.Check, Listener: d.o.listener},
 	}
 }
 
-// authors lists commit authors for four-eyes: WithAuthors' (GitHub logins), else the git source's e-mail
-// addresses.
-func (d *Daemon) authors() approval.Authors {
-	if d.o.authors != nil {
-		return d.o.authors
+// authorsOf lists commit authors for four-eyes: given's (WithAuthors: GitHub logins), else the git
+// source's e-mail addresses.
+func authorsOf(given approval.Authors, src *gitsource.Source) approval.Authors {
+	if given != nil {
+		return given
 	}
-	return d.source
+	return src
 }
 
 // Once polls the source once and runs one pass over every environment:

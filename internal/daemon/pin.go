@@ -39,11 +39,12 @@ func (d *Daemon) Pin(ctx context.Context, env string, p *approval.Pin) error {
 	return nil
 }
 
-// pinned returns envM with the pin of env's state st applied, removing a pin
+// pinned returns envM with the pin of the environment's state st applied, removing a pin
 // that expired or that git has caught up with. st is the state the caller
 // read a moment ago (a pass reads it first: reading it again would delay
 // every pass's first patch by a round trip), or nil to read it.
-func (d *Daemon) pinned(ctx context.Context, env string, envM *manifest.Environment, st *state.EnvState) (*manifest.Environment, error) {
+func (m envManifests) pinned(ctx context.Context, envM *manifest.Environment, st *state.EnvState) (*manifest.Environment, error) {
+	d, env := m.d, m.env
 	if st == nil {
 		var err error
 		if st, err = d.store.Load(ctx, env); err != nil {
@@ -71,11 +72,12 @@ func (d *Daemon) pinned(ctx context.Context, env string, envM *manifest.Environm
 	return envM, nil
 }
 
-// proposalNotes says, beside a plan awaiting approval, that the environment
+// Notes says, beside a plan awaiting approval, that the environment
 // is held by a rollback (the bots hold off; merged changes still deploy) and
 // that an incident rollback pins versions. A hold that cannot be read is
 // left out: the plan is shown without the note.
-func (d *Daemon) proposalNotes(ctx context.Context, lockPath string, st *state.EnvState) []string {
+func (m envManifests) Notes(ctx context.Context, st *state.EnvState) []string {
+	d, lockPath := m.d, m.lockPath
 	var notes []string
 	if d.lockSvc != nil && lockPath != "" {
 		h, err := d.lockSvc.Get(ctx, lock.HoldPath(lockPath))

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/stagehand-gitops/stagehand/internal/policy"
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
 // Approvals are counted under the environment's policy by internal/tally's
@@ -13,16 +14,16 @@ import (
 
 // policyLocks lists the locks in force at and beneath lockPath, as approval rules see them; nil without a
 // lock service or lockPath.
-func (d *Daemon) policyLocks(lockPath string) func(ctx context.Context) ([]policy.Lock, error) {
-	if d.lockSvc == nil || lockPath == "" {
+func policyLocks(svc *lock.Service, lockPath string) func(ctx context.Context) ([]policy.Lock, error) {
+	if svc == nil || lockPath == "" {
 		return nil
 	}
 	return func(ctx context.Context) ([]policy.Lock, error) {
-		ls, err := d.lockSvc.List(ctx, lockPath)
+		ls, err := svc.List(ctx, lockPath)
 		if err != nil {
 			return nil, err
 		}
-		now := d.lockSvc.Now()
+		now := svc.Now()
 		out := []policy.Lock{}
 		for _, l := range ls {
 			if l.Expired(now) {

@@ -54,7 +54,9 @@ type manifests interface {
 	Notes(ctx context.Context, st *state.EnvState) []string
 }
 
-// envManifests are env's manifests as the Daemon resolves and pins them.
+// envManifests are env's manifests as the Daemon resolves them, with an
+// incident rollback's pin applied, and the notes of its holds and pins
+// (pin.go).
 type envManifests struct {
 	d             *Daemon
 	env, lockPath string
@@ -65,9 +67,5 @@ func (m envManifests) Resolve(ctx context.Context, s gitsource.Snapshot, st *sta
 	if err != nil {
 		return nil, err
 	}
-	return m.d.pinned(ctx, m.env, envM, st)
-}
-
-func (m envManifests) Notes(ctx context.Context, st *state.EnvState) []string {
-	return m.d.proposalNotes(ctx, m.lockPath, st)
+	return m.pinned(ctx, envM, st)
 }
