@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
-	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 	"github.com/stagehand-gitops/stagehand/pkg/verify"
 )
@@ -31,7 +30,7 @@ func TestConfigurationDocumented(t *testing.T) {
 	}{
 		{"reconciler.yaml", jsonKeys("", reflect.TypeFor[config.Config]())},
 		{"pipeline.yaml", promote.Keys()},
-		{"prbot.yaml", jsonKeys("", reflect.TypeFor[prbot.Config]())},
+		{"prbot.yaml", jsonKeys("", reflect.TypeFor[config.Prbot]())},
 		{"verification tasks", verify.Keys()},
 	} {
 		t.Run(tc.section, func(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
-	"github.com/stagehand-gitops/stagehand/internal/prbot"
+	"github.com/stagehand-gitops/stagehand/internal/keyless"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
@@ -31,7 +31,7 @@ func TestPrbotConfig(t *testing.T) {
 		Owner, Repo, APIURL, TokenFile, WebhookSecretFile string
 		App                                               *config.GitHubApp
 		Base, Root, Listen, WebhookPath                   string
-		Locks                                             *prbot.LocksConfig
+		Locks                                             *config.PrbotLocks
 		MergeMethod                                       string
 		Secrets                                           []string
 		Token                                             bool
@@ -50,7 +50,7 @@ func TestPrbotConfig(t *testing.T) {
 				App: &config.GitHubApp{AppID: 123456, InstallationID: 98765432,
 					PrivateKeyFile: "/etc/stagehand/secrets/github-app/private-key.pem"},
 				Base: "main", Root: "deploy", Listen: ":8080", WebhookPath: "/prbot/webhook",
-				Locks:       &prbot.LocksConfig{Server: "http://sh-stagehand.rel.svc:80", TokenFile: "/etc/stagehand/secrets/api-token/token"},
+				Locks:       &config.PrbotLocks{Server: "http://sh-stagehand.rel.svc:80", TokenFile: "/etc/stagehand/secrets/api-token/token"},
 				MergeMethod: "squash",
 				Secrets:     []string{"stagehand-api", "stagehand-github-app", "stagehand-prbot-webhook"}},
 		},
@@ -77,9 +77,9 @@ func TestPrbotConfig(t *testing.T) {
 			objs := render(t, "rel", tc.values(t)...)
 			cm := find(t, objs, "ConfigMap", "rel", "sh-stagehand-prbot")
 			raw, _, _ := unstructured.NestedString(cm.Object, "data", "prbot.yaml")
-			c, err := prbot.ParseConfig([]byte(raw))
+			c, err := config.ParsePrbot([]byte(raw))
 			if err != nil {
-				t.Fatalf("prbot.ParseConfig(rendered prbot.yaml): %v\n%s", err, raw)
+				t.Fatalf("config.ParsePrbot(rendered prbot.yaml): %v\n%s", err, raw)
 			}
 			d := find(t, objs, "Deployment", "rel", "sh-stagehand-prbot")
 			spec, _, _ := unstructured.NestedMap(d.Object, "spec", "template", "spec")
@@ -121,7 +121,7 @@ func TestSchemaCoversPrbotConfig(t *testing.T) {
 	p := schema["properties"].(map[string]any)["prbot"].(map[string]any)["properties"].(map[string]any)["config"].(map[string]any)
 	got := append(schemaLeaves(p, ""), prbotChartOwned...)
 	sort.Strings(got)
-	want := structLeaves(reflect.TypeFor[prbot.Config](), "")
+	want := structLeaves(reflect.TypeFor[config.Prbot](), "")
 	sort.Strings(want)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("prbot config fields (-internal/prbot +schema and chart-owned):\n%s", diff)
@@ -230,7 +230,7 @@ func TestPrbotBumpAPI(t *testing.T) {
 		for _, r := range rules {
 			paths, _, _ := unstructured.NestedSlice(r.(map[string]any), "http", "paths")
 			for _, p := range paths {
-				if p.(map[string]any)["path"] == prbot.BumpsPath {
+				if p.(map[string]any)["path"] == keyless.BumpsPath {
 					name, _, _ := unstructured.NestedString(p.(map[string]any), "backend", "service", "name")
 					return name
 				}
@@ -238,11 +238,11 @@ func TestPrbotBumpAPI(t *testing.T) {
 		}
 		return ""
 	}
-	prbotYAML := func(objs []*unstructured.Unstructured) *prbot.Config {
+	prbotYAML := func(objs []*unstructured.Unstructured) *config.Prbot {
 		raw, _, _ := unstructured.NestedString(find(t, objs, "ConfigMap", "rel", "sh-stagehand-prbot").Object, "data", "prbot.yaml")
-		c, err := prbot.ParseConfig([]byte(raw))
+		c, err := config.ParsePrbot([]byte(raw))
 		if err != nil {
-			t.Fatalf("prbot.ParseConfig(rendered prbot.yaml): %v\n%s", err, raw)
+			t.Fatalf("config.ParsePrbot(rendered prbot.yaml): %v\n%s", err, raw)
 		}
 		return c
 	}
@@ -252,7 +252,7 @@ func TestPrbotBumpAPI(t *testing.T) {
 		t.Errorf("prbot.yaml without prbot.config.oidc has oidc %+v", c.OIDC)
 	}
 	if b := bumpsBackend(objs); b != "" {
-		t.Errorf("without oidc the Ingress routes %s to %s", prbot.BumpsPath, b)
+		t.Errorf("without oidc the Ingress routes %s to %s", keyless.BumpsPath, b)
 	}
 
 	issuer := map[string]any{"url": "https://token.actions.githubusercontent.com", "audience": "stagehand", "claims": "github"}
@@ -261,6 +261,6 @@ func TestPrbotBumpAPI(t *testing.T) {
 		t.Errorf("prbot.yaml oidc = %+v, want the issuer", c.OIDC)
 	}
 	if b := bumpsBackend(objs); b != "sh-stagehand-prbot" {
-		t.Errorf("the Ingress routes %s to %q, want prbot's Service", prbot.BumpsPath, b)
+		t.Errorf("the Ingress routes %s to %q, want prbot's Service", keyless.BumpsPath, b)
 	}
 }

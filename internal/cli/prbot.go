@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -105,19 +104,6 @@ func readSecret(path, what string) (string, error) {
 	return s, nil
 }
 
-// webRoot derives the web root from an API URL: api.github.com → github.com,
-// https://ghe/api/v3 → https://ghe.
-func webRoot(apiURL string) string {
-	u, err := url.Parse(apiURL)
-	if apiURL == "" || err != nil || u.Host == "" {
-		return "https://github.com"
-	}
-	if u.Host == "api.github.com" {
-		return "https://github.com"
-	}
-	return u.Scheme + "://" + u.Host + strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/api/v3")
-}
-
 // bot builds the GitHub client (through internal/github), the lock checker
 // and the bot.
 func (f *botFlags) bot(d prbotDeps, extra ...prbot.Option) (*prbot.Bot, error) {
@@ -146,7 +132,7 @@ func (f *botFlags) bot(d prbotDeps, extra ...prbot.Option) (*prbot.Bot, error) {
 	}
 	web := f.webURL
 	if web == "" {
-		web = webRoot(apiURL)
+		web = prbot.WebRoot(apiURL)
 	}
 	bopts := []prbot.Option{prbot.WithBase(f.base), prbot.WithRoot(f.root), prbot.WithWebURL(web),
 		// Soak, windows of merges, blocked-check times: on GitHub's clock, which check runs' times are on.

@@ -3,25 +3,28 @@ package cli
 import (
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/auth/oidc"
+	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/keyless"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
 )
 
 // newBumpAPI builds the keyless bump API of prbot serve's oidc section,
 // logging every request with the caller's identity (never the token).
 // Each issuer's clock, which tokens are judged on, is followed from local.
-func newBumpAPI(c *prbot.Config, b *prbot.Bot, log serveLogger, local func() time.Time) (*prbot.BumpAPI, error) {
-	client, err := prbot.IssuerClient(c.OIDC.CAFile)
+func newBumpAPI(c *config.Prbot, b *prbot.Bot, log serveLogger, local func() time.Time) (*keyless.BumpAPI, error) {
+	client, err := oidc.IssuerClient(c.OIDC.CAFile)
 	if err != nil {
 		return nil, err
 	}
-	opts := []prbot.Option{prbot.WithIssuerClient(client), prbot.WithKeyRefresh(c.OIDC.KeyRefresh.Duration), prbot.WithLocalClock(local), prbot.WithBumpLog(func(l prbot.BumpLog) { logBump(log, l) })}
+	opts := []keyless.Option{keyless.WithIssuerClient(client), keyless.WithKeyRefresh(c.OIDC.KeyRefresh.Duration), keyless.WithLocalClock(local), keyless.WithBumpLog(func(l keyless.BumpLog) { logBump(log, l) })}
 	for _, is := range c.OIDC.Issuers {
-		opts = append(opts, prbot.WithIssuer(is))
+		opts = append(opts, keyless.WithIssuer(is))
 	}
-	return prbot.NewBumpAPI(b, opts...)
+	return keyless.NewBumpAPI(b, opts...)
 }
 
-func logBump(log serveLogger, l prbot.BumpLog) {
+func logBump(log serveLogger, l keyless.BumpLog) {
 	kv := []any{"status", l.Status}
 	if c := l.Caller; c != nil {
 		kv = append(kv, "issuer", c.Issuer, "repository", c.Repository, "ref", c.Ref, "event", c.Event, "workflow", c.WorkflowRef, "actor", c.Actor, "run", c.Run)

@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/stagehand-gitops/stagehand/internal/prbot"
+	"github.com/stagehand-gitops/stagehand/internal/config"
 )
 
 // TestPrbotRoutesDocumented fails when prbot serve has a route that
@@ -22,7 +22,7 @@ func TestPrbotRoutesDocumented(t *testing.T) {
 	for _, m := range regexp.MustCompile(`(?m)^### prbot serve: ([A-Z]+ /\S*)$`).FindAllStringSubmatch(string(b), -1) {
 		docs[m[1]] = false
 	}
-	c, err := prbot.ParseConfig([]byte("github: {owner: acme, repo: manifests, tokenFile: /t, webhookSecretFile: /s}\n" +
+	c, err := config.ParsePrbot([]byte("github: {owner: acme, repo: manifests, tokenFile: /t, webhookSecretFile: /s}\n" +
 		"oidc:\n  issuers:\n    - {url: https://token.actions.githubusercontent.com, audience: stagehand, claims: github}\n"))
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,9 @@ import (
 	"github.com/fluxcd/pkg/runtime/logger"
 	"github.com/spf13/cobra"
 
+	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/httpserve"
+	"github.com/stagehand-gitops/stagehand/internal/keyless"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/internal/version"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
@@ -66,7 +68,7 @@ its repository owns, in stages of pipeline.yaml with acceptsBumps: true.`,
 			if path == "" {
 				return usagef("--config is required")
 			}
-			c, err := prbot.LoadConfig(path)
+			c, err := config.LoadPrbot(path)
 			if err != nil {
 				return err
 			}
@@ -84,7 +86,7 @@ its repository owns, in stages of pipeline.yaml with acceptsBumps: true.`,
 
 // serveFlags are the one-shot commands' flags that prbot serve's
 // configuration amounts to.
-func serveFlags(c *prbot.Config) botFlags {
+func serveFlags(c *config.Prbot) botFlags {
 	f := botFlags{repo: c.GitHub.Owner + "/" + c.GitHub.Repo, githubURL: c.GitHub.APIURL, webURL: c.WebURL, tokenFile: c.GitHub.TokenFile,
 		base: c.Base, root: c.Root, upstreamOwner: c.UpstreamOwner, output: "text", allowUnknownKeys: c.Manifest.AllowUnknownKeys}
 	if a := c.GitHub.App; a != nil {
@@ -107,7 +109,7 @@ type serveLogger interface {
 
 // runServe evaluates promotions and serves webhooks until ctx ends or
 // an interrupt arrives, then shuts the HTTP server down.
-func runServe(ctx context.Context, c *prbot.Config, log serveLogger, d prbotDeps) error {
+func runServe(ctx context.Context, c *config.Prbot, log serveLogger, d prbotDeps) error {
 	srv, handler, err := newServe(c, log, d)
 	if err != nil {
 		return err
@@ -149,7 +151,7 @@ const prbotShutdownGrace = 10 * time.Second
 // newServe builds prbot serve from its configuration: the bot, the
 // promotion server logging each evaluation, and the HTTP handler with the
 // verified webhook receiver, the keyless bump API (with oidc) and /healthz.
-func newServe(c *prbot.Config, log serveLogger, d prbotDeps) (*prbot.Server, http.Handler, error) {
+func newServe(c *config.Prbot, log serveLogger, d prbotDeps) (*prbot.Server, http.Handler, error) {
 	f := serveFlags(c)
 	b, err := f.bot(d, prbot.WithMergeMethod(c.Merge.Method), prbot.WithRequiredChecks(c.Merge.RequiredChecks...), prbot.WithHistoryDepth(c.HistoryDepth))
 	if err != nil {
@@ -200,10 +202,10 @@ type prbotRoute struct {
 // prbotRoutes are prbot serve's routes: the webhook receiver, the keyless
 // bump API (nil bumps: none), /healthz and /version. docs/reference/api.md documents each under
 // "### prbot serve: METHOD /path" (TestPrbotRoutesDocumented).
-func prbotRoutes(c *prbot.Config, webhook, bumps http.Handler) []prbotRoute {
+func prbotRoutes(c *config.Prbot, webhook, bumps http.Handler) []prbotRoute {
 	rs := []prbotRoute{{"POST " + c.WebhookPath, webhook}}
 	if bumps != nil {
-		rs = append(rs, prbotRoute{"POST " + prbot.BumpsPath, bumps})
+		rs = append(rs, prbotRoute{"POST " + keyless.BumpsPath, bumps})
 	}
 	return append(rs, prbotRoute{"GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })},
 		prbotRoute{"GET /version", version.Handler(version.Get())})

@@ -14,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/auth/oidc"
+	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
+	"github.com/stagehand-gitops/stagehand/internal/keyless"
 	"github.com/stagehand-gitops/stagehand/internal/oidctest"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
@@ -204,19 +207,6 @@ func TestPrbotServeConfigErrors(t *testing.T) {
 	}
 }
 
-func TestWebRoot(t *testing.T) {
-	for in, want := range map[string]string{
-		"":                                "https://github.com",
-		"https://api.github.com":          "https://github.com",
-		"https://ghe.example.com/api/v3":  "https://ghe.example.com",
-		"https://ghe.example.com/api/v3/": "https://ghe.example.com",
-	} {
-		if got := webRoot(in); got != want {
-			t.Errorf("webRoot(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestPrbotGitHubAppAuth(t *testing.T) {
 	srv, environ := prbotRepo(t)
 	key := filepath.Join(t.TempDir(), "app.pem")
@@ -327,7 +317,7 @@ func TestPrbotUnknownManifestKeys(t *testing.T) {
 		{yaml: "", want: false},
 		{yaml: "manifest: {allowUnknownKeys: true}\n", want: true},
 	} {
-		c, err := prbot.ParseConfig([]byte("github: {owner: acme, repo: manifests, tokenFile: /t, webhookSecretFile: /s}\n" + tt.yaml))
+		c, err := config.ParsePrbot([]byte("github: {owner: acme, repo: manifests, tokenFile: /t, webhookSecretFile: /s}\n" + tt.yaml))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -508,12 +498,12 @@ func (r *recordLog) Error(err error, msg string, kv ...any) {
 
 func TestLogBumpNamesTheCaller(t *testing.T) {
 	var log recordLog
-	caller := &prbot.Caller{Issuer: "https://token.actions.githubusercontent.com", Repository: "acme/checkout-api", Ref: "refs/heads/main", Event: "push", Actor: "octocat", Run: "42", TokenID: "jti-secret"}
-	body := &prbot.BumpBody{Environment: "devel", File: "payments-api.json", Service: "payments-api", Tag: "9.9.9"}
-	logBump(&log, prbot.BumpLog{Caller: caller, Body: body, Status: 403, Reason: "NotOwner", Err: fmt.Errorf("repository acme/checkout-api may bump only checkout-api.json")})
-	logBump(&log, prbot.BumpLog{Claimed: &prbot.Caller{Issuer: "https://gitlab.com", Repository: "evil/x"}, Status: 401, Reason: "Unauthorized", Err: prbot.ErrExpired})
-	logBump(&log, prbot.BumpLog{Caller: caller, Body: body, Status: 502, Reason: "Failed", Err: fmt.Errorf("github down")})
-	logBump(&log, prbot.BumpLog{Caller: caller, Body: body, Status: 200, Result: &prbot.BumpResult{PR: 3, Changed: true}})
+	caller := &oidc.Caller{Issuer: "https://token.actions.githubusercontent.com", Repository: "acme/checkout-api", Ref: "refs/heads/main", Event: "push", Actor: "octocat", Run: "42", TokenID: "jti-secret"}
+	body := &keyless.BumpBody{Environment: "devel", File: "payments-api.json", Service: "payments-api", Tag: "9.9.9"}
+	logBump(&log, keyless.BumpLog{Caller: caller, Body: body, Status: 403, Reason: "NotOwner", Err: fmt.Errorf("repository acme/checkout-api may bump only checkout-api.json")})
+	logBump(&log, keyless.BumpLog{Claimed: &oidc.Caller{Issuer: "https://gitlab.com", Repository: "evil/x"}, Status: 401, Reason: "Unauthorized", Err: oidc.ErrExpired})
+	logBump(&log, keyless.BumpLog{Caller: caller, Body: body, Status: 502, Reason: "Failed", Err: fmt.Errorf("github down")})
+	logBump(&log, keyless.BumpLog{Caller: caller, Body: body, Status: 200, Result: &prbot.BumpResult{PR: 3, Changed: true}})
 	if len(log.lines) != 4 {
 		t.Fatalf("lines = %q", log.lines)
 	}

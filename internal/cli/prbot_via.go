@@ -7,8 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stagehand-gitops/stagehand/internal/keyless"
+	"github.com/stagehand-gitops/stagehand/internal/keyless/bumpclient"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
-	"github.com/stagehand-gitops/stagehand/internal/prbot/bumpclient"
 )
 
 // viaFlags send a bump to prbot serve's keyless bump API with the CI's
@@ -44,13 +45,13 @@ func (v *viaFlags) bump(cmd *cobra.Command, d prbotDeps, req prbot.BumpRequest, 
 	if err != nil {
 		return nil, usagef("--via %v", err)
 	}
-	body := prbot.BumpBody{Environment: req.Env, Service: req.Service, Container: req.Container, Tag: req.Tag, Digest: req.Digest, File: req.File, AutoMerge: req.AutoMerge}
+	body := keyless.BumpBody{Environment: req.Env, Service: req.Service, Container: req.Container, Tag: req.Tag, Digest: req.Digest, File: req.File, AutoMerge: req.AutoMerge}
 	wait := time.Duration(0)
 	if req.AutoMerge {
-		wait = prbot.DefaultBumpMergeWait
+		wait = keyless.DefaultBumpMergeWait
 		if cmd.Flags().Changed("merge-timeout") {
-			if req.MergeTimeout > prbot.MaxBumpMergeWait {
-				return nil, usagef("--merge-timeout %s: with --via at most %s", req.MergeTimeout, prbot.MaxBumpMergeWait)
+			if req.MergeTimeout > keyless.MaxBumpMergeWait {
+				return nil, usagef("--merge-timeout %s: with --via at most %s", req.MergeTimeout, keyless.MaxBumpMergeWait)
 			}
 			body.MergeTimeout, wait = req.MergeTimeout.String(), req.MergeTimeout
 		}

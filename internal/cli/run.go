@@ -325,7 +325,7 @@ func newRollbacker(cfg *config.Config, gh *github.Client, d *daemon.Daemon) (*ro
 		return nil, nil
 	}
 	bot, err := prbot.New(gh.REST(), cfg.GitHub.Owner, cfg.GitHub.Repo, prbot.WithBase(cfg.Source.Branch), prbot.WithRoot(cfg.Source.Root),
-		prbot.WithWebURL(webRoot(cfg.GitHub.APIURL)), prbot.WithManifestOptions(wire.ManifestOptions(cfg.Manifest)...), prbot.WithClock(gh.Now))
+		prbot.WithWebURL(prbot.WebRoot(cfg.GitHub.APIURL)), prbot.WithManifestOptions(wire.ManifestOptions(cfg.Manifest)...), prbot.WithClock(gh.Now))
 	if err != nil {
 		return nil, fmt.Errorf("configuring rollbacks: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -54,19 +55,10 @@ type options struct {
 	// Server
 	resync   time.Duration
 	onResult func(*PromoteResult, error)
-
-	// BumpAPI
-	issuers      []Issuer
-	issuerClient *http.Client
-	local        func() time.Time
-	keyRefresh   time.Duration
-	onBump       func(BumpLog)
-	bumpRate     float64
-	bumpBurst    int
 }
 
-// Option configures a Bot, a Server or a BumpAPI; each reads the options
-// meant for it and ignores the others.
+// Option configures a Bot or a Server; each reads the options meant for it
+// and ignores the others.
 type Option func(*options) error
 
 // WithBase sets the base branch of the manifests repository (default "main").
@@ -82,6 +74,19 @@ func WithRoot(root string) Option {
 // WithLocks makes the bot consult locks before opening and merging.
 func WithLocks(l LockChecker) Option {
 	return func(o *options) error { o.locks = l; return nil }
+}
+
+// WebRoot derives the web root from an API URL: api.github.com → https://github.com,
+// https://ghe/api/v3 → https://ghe.
+func WebRoot(apiURL string) string {
+	u, err := url.Parse(apiURL)
+	if apiURL == "" || err != nil || u.Host == "" {
+		return "https://github.com"
+	}
+	if u.Host == "api.github.com" {
+		return "https://github.com"
+	}
+	return u.Scheme + "://" + u.Host + strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/api/v3")
 }
 
 // WithWebURL sets the GitHub web root used in compare links (default https://github.com).
@@ -237,7 +242,7 @@ func (b *Bot) file(ctx context.Context, path, ref string) ([]byte, string, error
 }
 
 // putFile writes content to path on branch; sha is the blob being replaced
-// ("" to create). A conflict (someone else wrote first) matches errConflict.
+// ("" to create). A conflict (someone else wrote first) matches ErrConflict.
 func (b *Bot) putFile(ctx context.Context, branch, path, sha, message string, content []byte) (string, error) {
 	opts := &github.RepositoryContentFileOptions{Message: github.String(message), Content: content, Branch: github.String(branch)}
 	if sha != "" {
@@ -245,7 +250,7 @@ func (b *Bot) putFile(ctx context.Context, branch, path, sha, message string, co
 	}
 	res, _, err := b.gh.Repositories.UpdateFile(ctx, b.owner, b.repo, path, opts)
 	if isStatus(err, http.StatusConflict) || isStatus(err, http.StatusUnprocessableEntity) {
-		return "", fmt.Errorf("writing %s on %s: %w: %w", path, branch, errConflict, err)
+		return "", fmt.Errorf("writing %s on %s: %w: %w", path, branch, ErrConflict, err)
 	}
 	if err != nil {
 		return "", fmt.Errorf("writing %s on %s: %w", path, branch, err)
@@ -253,7 +258,8 @@ func (b *Bot) putFile(ctx context.Context, branch, path, sha, message string, co
 	return res.Commit.GetSHA(), nil
 }
 
-var errConflict = errors.New("changed concurrently")
+// ErrConflict is a write refused because someone else wrote the file first.
+var ErrConflict = errors.New("changed concurrently")
 
 // openPull returns the open pull request from branch into the base branch (nil if none).
 func (b *Bot) openPull(ctx context.Context, branch string) (*github.PullRequest, error) {

@@ -97,7 +97,7 @@ func (b *Bot) ensureFile(ctx context.Context, branch, name string, content []byt
 			return false, nil
 		}
 		_, err = b.putFile(ctx, branch, name, sha, message, content)
-		if errors.Is(err, errConflict) && attempt < maxWriteAttempts {
+		if errors.Is(err, ErrConflict) && attempt < maxWriteAttempts {
 			continue
 		}
 		return err == nil, err

@@ -186,7 +186,7 @@ func (b *Bot) writeBump(ctx context.Context, file, branch string, req BumpReques
 		}
 		msg := fmt.Sprintf("Bump %s to %s in %s", containerLabel(req), req.Tag, req.Env)
 		commit, err := b.putFile(ctx, branch, file, sha, msg, out)
-		if errors.Is(err, errConflict) && attempt < maxWriteAttempts {
+		if errors.Is(err, ErrConflict) && attempt < maxWriteAttempts {
 			// Another bump wrote first: read its result and apply ours on top.
 			if err := sleep(ctx, time.Duration(attempt*attempt)*50*time.Millisecond); err != nil {
 				return "", "", err

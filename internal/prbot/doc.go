@@ -4,7 +4,8 @@
 // environment and file; Promote opens, updates or closes the single
 // promotion pull request between two stages of pipeline.yaml, applying the
 // gates of pkg/promote; Server evaluates promotions as webhooks and promotion
-// windows make them possible.
+// windows make them possible. The keyless bump API in front of Bump is
+// internal/keyless.
 //
 // Everything goes through the GitHub REST API (contents, refs, pulls, check
 // runs, statuses, issue comments); nothing is cloned. Edits use the

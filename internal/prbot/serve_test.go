@@ -181,25 +181,6 @@ func TestServeReevaluatesWhenSoakEnds(t *testing.T) {
 	}
 }
 
-func TestParseConfig(t *testing.T) {
-	c, err := ParseConfig([]byte("github: {owner: acme, repo: manifests, tokenFile: /t, webhookSecretFile: /s}\nresync: 1m\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Base != "main" || c.Listen != ":8080" || c.WebhookPath != "/webhook/github" || c.Resync.Duration != time.Minute || c.HistoryDepth != 50 {
-		t.Errorf("defaults = %+v", c)
-	}
-	for in, want := range map[string]string{
-		"github: {owner: acme}\n": "github.owner and github.repo are required; github.app (appID, installationID, privateKeyFile) or github.tokenFile is required; github.webhookSecretFile is required",
-		"github: {owner: a, repo: b, tokenFile: t, webhookSecretFile: s}\nbranch: x\n":           `unknown field "branch"`,
-		"github: {owner: a, repo: b, tokenFile: t, webhookSecretFile: s}\nmerge: {method: ff}\n": `merge.method "ff"`,
-	} {
-		if _, err := ParseConfig([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ParseConfig(%q) = %v, want an error containing %q", in, err, want)
-		}
-	}
-}
-
 func TestServeAutoMergesWhenThePullRequestsChecksPass(t *testing.T) {
 	f := newFixture(t, spread("stages:\n  - name: devel\n  - name: staging\n    promoteFrom: devel\n    autoMerge: true\n    requires: {healthy: false}\n"))
 	b := f.bot(t, WithClock(func() time.Time { return now }), WithRequiredChecks("ci/test"))

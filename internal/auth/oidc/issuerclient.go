@@ -1,4 +1,4 @@
-package prbot
+package oidc
 
 import (
 	"crypto/tls"

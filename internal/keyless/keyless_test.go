@@ -1,4 +1,4 @@
-package prbot
+package keyless
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package prbot
+package oidc
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/coreos/go-oidc/v3/oidc"
+	gooidc "github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
 
 	shclock "github.com/stagehand-gitops/stagehand/internal/clock"
@@ -84,11 +84,11 @@ var (
 	ErrBusy = errors.New("too many tokens in use; try again later")
 )
 
-// minRefresh is the default least time between two fetches of an issuer's
+// MinRefresh is the default least time between two fetches of an issuer's
 // discovery document or key set: a token naming an unknown key triggers a
 // refetch at most this often, so forged key ids cannot make the bot hammer
 // the issuer.
-const minRefresh = 30 * time.Second
+const MinRefresh = 30 * time.Second
 
 // maxKeySet caps a discovery document or key set response.
 const maxKeySet = 1 << 20
@@ -104,8 +104,8 @@ const nbfLeeway = 5 * time.Minute
 // withdrew stops verifying, and a step of this host's clock since is learnt.
 const keyMaxAge = time.Hour
 
-// verifier checks CI ID tokens against the trusted issuers.
-type verifier struct {
+// Verifier checks CI ID tokens against the trusted issuers.
+type Verifier struct {
 	issuers map[string]*trustedIssuer
 }
 
@@ -125,17 +125,18 @@ type trustedIssuer struct {
 	refresh time.Duration
 
 	mu      sync.Mutex
-	v       *oidc.IDTokenVerifier
+	v       *gooidc.IDTokenVerifier
 	keys    *keySet
 	tried   time.Time // last discovery attempt
 	lastErr error
 }
 
-// newVerifier trusts issuers, fetching their documents with client at most
-// every refresh; local is this host's clock, from which each issuer's is
+// New returns a Verifier that trusts issuers, fetching their documents
+// with client at most every refresh (MinRefresh unless a caller asks for
+// another); local is this host's clock, from which each issuer's is
 // followed.
-func newVerifier(issuers []Issuer, client *http.Client, refresh time.Duration, local func() time.Time) *verifier {
-	v := &verifier{issuers: map[string]*trustedIssuer{}}
+func New(issuers []Issuer, client *http.Client, refresh time.Duration, local func() time.Time) *Verifier {
+	v := &Verifier{issuers: map[string]*trustedIssuer{}}
 	client = cappedClient(client)
 	for _, is := range issuers {
 		ic := *client
@@ -146,10 +147,19 @@ func newVerifier(issuers []Issuer, client *http.Client, refresh time.Duration, l
 	return v
 }
 
-// verify checks the token's signature, issuer, audience and expiry, reads
+// Issuer returns the issuer trusted at url, as New was given it.
+func (v *Verifier) Issuer(url string) (Issuer, bool) {
+	is, ok := v.issuers[url]
+	if !ok {
+		return Issuer{}, false
+	}
+	return is.Issuer, true
+}
+
+// Verify checks the token's signature, issuer, audience and expiry, reads
 // the caller's identity from its claims and remembers its jti so the same
 // token is refused the next time.
-func (v *verifier) verify(ctx context.Context, raw string) (*Caller, error) {
+func (v *Verifier) Verify(ctx context.Context, raw string) (*Caller, error) {
 	iss, err := unverifiedIssuer(raw)
 	if err != nil {
 		return nil, err
@@ -234,9 +244,9 @@ func unverifiedIssuer(raw string) (string, error) {
 	return c.Iss, nil
 }
 
-// claimedCaller is who an unverified token claims to be (nil when it says
+// Claimed is who an unverified token claims to be (nil when it says
 // nothing readable), for logging refusals.
-func claimedCaller(raw string) *Caller {
+func Claimed(raw string) *Caller {
 	c, err := readUnverified(raw)
 	if err != nil {
 		return nil
@@ -250,7 +260,7 @@ func claimedCaller(raw string) *Caller {
 
 // verifier discovers the issuer once (retrying at most every refresh after
 // a failure) and returns its token verifier.
-func (is *trustedIssuer) verifier(ctx context.Context) (*oidc.IDTokenVerifier, error) {
+func (is *trustedIssuer) verifier(ctx context.Context) (*gooidc.IDTokenVerifier, error) {
 	is.mu.Lock()
 	defer is.mu.Unlock()
 	if is.v != nil {
@@ -262,7 +272,7 @@ func (is *trustedIssuer) verifier(ctx context.Context) (*oidc.IDTokenVerifier, e
 	is.tried = is.now()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	p, err := oidc.NewProvider(oidc.ClientContext(ctx, is.client), is.URL)
+	p, err := gooidc.NewProvider(gooidc.ClientContext(ctx, is.client), is.URL)
 	if err != nil {
 		// go-oidc quotes a failed answer's body: keep the head of it.
 		is.lastErr = fmt.Errorf("%w: discovering %s: %s", ErrIssuerUnavailable, is.URL, clip(err.Error(), 300))
@@ -286,13 +296,13 @@ func (is *trustedIssuer) verifier(ctx context.Context) (*oidc.IDTokenVerifier, e
 	// The audience is checked by verify (any of an array), exp and nbf by
 	// validAt (with typed errors); keySet accepts only asymmetric
 	// algorithms, whatever the document advertises.
-	is.v = oidc.NewVerifier(is.URL, ks, &oidc.Config{SkipClientIDCheck: true, SkipExpiryCheck: true, SupportedSigningAlgs: doc.Algs})
+	is.v = gooidc.NewVerifier(is.URL, ks, &gooidc.Config{SkipClientIDCheck: true, SkipExpiryCheck: true, SupportedSigningAlgs: doc.Algs})
 	return is.v, nil
 }
 
 // validAt checks the token's exp (required), nbf and iat (when present,
 // with nbfLeeway) against now, the issuer's time.
-func validAt(tok *oidc.IDToken, now time.Time) error {
+func validAt(tok *gooidc.IDToken, now time.Time) error {
 	if tok.Expiry.IsZero() {
 		return fmt.Errorf("%w: it has no exp", ErrExpired)
 	}
@@ -336,7 +346,7 @@ func checkRepository(claims, claim, repo string) error {
 }
 
 // caller reads the identity claims of the issuer's claim set.
-func (is *trustedIssuer) caller(tok *oidc.IDToken) (*Caller, error) {
+func (is *trustedIssuer) caller(tok *gooidc.IDToken) (*Caller, error) {
 	var cl struct {
 		JTI string `json:"jti"`
 		// GitHub Actions
@@ -407,11 +417,11 @@ type keySet struct {
 	gen     int       // successful fetches
 }
 
-var _ oidc.KeySet = (*keySet)(nil)
+var _ gooidc.KeySet = (*keySet)(nil)
 
 var signingAlgs = []jose.SignatureAlgorithm{jose.RS256, jose.RS384, jose.RS512, jose.ES256, jose.ES384, jose.ES512, jose.PS256, jose.PS384, jose.PS512, jose.EdDSA}
 
-// VerifySignature implements oidc.KeySet. Its error is also stored where
+// VerifySignature implements gooidc.KeySet. Its error is also stored where
 // the context's keyErrKey points (go-oidc flattens it into a string).
 func (k *keySet) VerifySignature(ctx context.Context, raw string) ([]byte, error) {
 	payload, err := k.verifySignature(ctx, raw)
@@ -675,4 +685,14 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// underNamespace reports whether repo (a/b or a/b/c) lies under one of the namespaces.
+func underNamespace(repo string, namespaces []string) bool {
+	for _, ns := range namespaces {
+		if ns != "" && len(repo) > len(ns) && strings.EqualFold(repo[:len(ns)], ns) && repo[len(ns)] == '/' {
+			return true
+		}
+	}
+	return false
 }

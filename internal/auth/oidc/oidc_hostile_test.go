@@ -1,4 +1,4 @@
-package prbot
+package oidc
 
 import (
 	"context"
@@ -53,7 +53,7 @@ func TestVerifyHostileTokens(t *testing.T) {
 	})
 	gl := oidctest.New(t)
 	clk := &clock{}
-	v := newVerifier([]Issuer{
+	v := New([]Issuer{
 		{URL: is.URL(), Audience: "stagehand", Claims: ClaimsGitHub, Namespaces: []string{"acme"}},
 		{URL: gl.URL(), Audience: "stagehand", Claims: ClaimsGitLab, Namespaces: []string{"acme-group"}},
 	}, oidctest.Client(is, gl), 30*time.Second, clk.now)
@@ -67,7 +67,7 @@ func TestVerifyHostileTokens(t *testing.T) {
 	}
 	// Warm the caches with a genuine token, so that every refusal below is
 	// the token's and not a cold issuer's.
-	if _, err := v.verify(ctx, is.Sign(t, nil, claims())); err != nil {
+	if _, err := v.Verify(ctx, is.Sign(t, nil, claims())); err != nil {
 		t.Fatal(err)
 	}
 	pub := is.Current().Public()
@@ -111,7 +111,7 @@ func TestVerifyHostileTokens(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := v.verify(ctx, tt.token)
+			c, err := v.Verify(ctx, tt.token)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("verify = %+v, %v; want %v", c, err, tt.want)
 			}
@@ -122,24 +122,24 @@ func TestVerifyHostileTokens(t *testing.T) {
 	}
 
 	t.Run("aud: an array holding ours and others is ours", func(t *testing.T) {
-		c, err := v.verify(ctx, is.Sign(t, nil, with(claims(), "aud", []string{"vault", "stagehand"})))
+		c, err := v.Verify(ctx, is.Sign(t, nil, with(claims(), "aud", []string{"vault", "stagehand"})))
 		if err != nil || c.Repository != "acme/checkout-api" {
 			t.Errorf("verify = %+v, %v", c, err)
 		}
 	})
 	t.Run("iat ahead with nbf behind: the issuer's nbf rules (GitHub backdates nbf)", func(t *testing.T) {
-		if _, err := v.verify(ctx, is.Sign(t, nil, with(claims(), "iat", now.Add(3*time.Minute).Unix()))); err != nil {
+		if _, err := v.Verify(ctx, is.Sign(t, nil, with(claims(), "iat", now.Add(3*time.Minute).Unix()))); err != nil {
 			t.Errorf("verify = %v", err)
 		}
 	})
 	t.Run("GitLab subgroups are one repository path", func(t *testing.T) {
-		c, err := v.verify(ctx, gl.Sign(t, nil, gl.GitLabClaims("acme-group/platform/team-a/checkout-api", "stagehand", now)))
+		c, err := v.Verify(ctx, gl.Sign(t, nil, gl.GitLabClaims("acme-group/platform/team-a/checkout-api", "stagehand", now)))
 		if err != nil || c.Repository != "acme-group/platform/team-a/checkout-api" {
 			t.Errorf("verify = %+v, %v", c, err)
 		}
 	})
 	t.Run("a repository in another case is the same repository", func(t *testing.T) {
-		c, err := v.verify(ctx, is.Sign(t, nil, is.GitHubClaims("Acme/Checkout-API", "stagehand", now)))
+		c, err := v.Verify(ctx, is.Sign(t, nil, is.GitHubClaims("Acme/Checkout-API", "stagehand", now)))
 		if err != nil || c.Repository != "Acme/Checkout-API" {
 			t.Errorf("verify = %+v, %v", c, err)
 		}
@@ -152,8 +152,8 @@ func TestVerifyHostileTokens(t *testing.T) {
 func TestVerifyHostileIssuer(t *testing.T) {
 	ctx := context.Background()
 	clk := &clock{}
-	newV := func(is *oidctest.Issuer, client *http.Client) *verifier {
-		return newVerifier([]Issuer{{URL: is.URL(), Audience: "stagehand", Claims: ClaimsGitHub, Namespaces: []string{"acme"}}}, client, 30*time.Second, clk.now)
+	newV := func(is *oidctest.Issuer, client *http.Client) *Verifier {
+		return New([]Issuer{{URL: is.URL(), Audience: "stagehand", Claims: ClaimsGitHub, Namespaces: []string{"acme"}}}, client, 30*time.Second, clk.now)
 	}
 	token := func(is *oidctest.Issuer, key *oidctest.Key) string {
 		return is.Sign(t, key, is.GitHubClaims("acme/checkout-api", "stagehand", clk.now()))
@@ -172,7 +172,7 @@ func TestVerifyHostileIssuer(t *testing.T) {
 			}
 			_, _ = w.Write([]byte(`"}`))
 		})
-		_, err := newV(is, oidctest.Client(is)).verify(ctx, token(is, nil))
+		_, err := newV(is, oidctest.Client(is)).Verify(ctx, token(is, nil))
 		if !errors.Is(err, ErrIssuerUnavailable) || !strings.Contains(err.Error(), "larger than 1048576 bytes") {
 			t.Errorf("verify = %v, want ErrIssuerUnavailable saying the key set is too large", err)
 		}
@@ -183,7 +183,7 @@ func TestVerifyHostileIssuer(t *testing.T) {
 		is.ServeDiscovery(func(w http.ResponseWriter, _ *http.Request) {
 			oidctest.WriteJSON(w, is.Discovery(map[string]any{"pad": strings.Repeat("x", 2<<20)}))
 		})
-		_, err := newV(is, oidctest.Client(is)).verify(ctx, token(is, nil))
+		_, err := newV(is, oidctest.Client(is)).Verify(ctx, token(is, nil))
 		if !errors.Is(err, ErrIssuerUnavailable) || !strings.Contains(err.Error(), "larger than 1048576 bytes") {
 			t.Errorf("verify = %v, want ErrIssuerUnavailable saying the document is too large", err)
 		}
@@ -197,7 +197,7 @@ func TestVerifyHostileIssuer(t *testing.T) {
 		is.ServeDiscovery(func(w http.ResponseWriter, _ *http.Request) {
 			oidctest.WriteJSON(w, is.Discovery(map[string]any{"jwks_uri": strings.Replace(is.URL(), "https://", "http://", 1) + "/.well-known/jwks"}))
 		})
-		_, err := newV(is, oidctest.Client(is)).verify(ctx, token(is, nil))
+		_, err := newV(is, oidctest.Client(is)).Verify(ctx, token(is, nil))
 		if !errors.Is(err, ErrIssuerUnavailable) || !strings.Contains(err.Error(), "is not an https:// URL") {
 			t.Errorf("verify = %v, want ErrIssuerUnavailable naming the http jwks_uri", err)
 		}
@@ -211,7 +211,7 @@ func TestVerifyHostileIssuer(t *testing.T) {
 		client := oidctest.Client(is)
 		client.Timeout = 2 * time.Second
 		v := newV(is, client)
-		if _, err := v.verify(ctx, token(is, nil)); err != nil {
+		if _, err := v.Verify(ctx, token(is, nil)); err != nil {
 			t.Fatal(err)
 		}
 		entered, release := make(chan struct{}, 1), make(chan struct{})
@@ -227,14 +227,14 @@ func TestVerifyHostileIssuer(t *testing.T) {
 		clk.add(time.Minute) // past the last fetch: an unknown key refetches
 		done := make(chan error, 1)
 		start := time.Now()
-		go func() { _, err := v.verify(ctx, unknown); done <- err }()
+		go func() { _, err := v.Verify(ctx, unknown); done <- err }()
 		select {
 		case <-entered: // the refetch hangs in the issuer
 		case <-time.After(5 * time.Second):
 			t.Fatal("the unknown key did not refetch the key set")
 		}
 		knownStart := time.Now()
-		if _, err := v.verify(ctx, known); err != nil {
+		if _, err := v.Verify(ctx, known); err != nil {
 			t.Errorf("a token of a cached key during a slow refetch: %v", err)
 		}
 		if d := time.Since(knownStart); d > time.Second {
@@ -254,7 +254,7 @@ func TestVerifyHostileIssuer(t *testing.T) {
 		is := oidctest.New(t)
 		v := newV(is, oidctest.Client(is))
 		old := is.Current()
-		if _, err := v.verify(ctx, token(is, old)); err != nil {
+		if _, err := v.Verify(ctx, token(is, old)); err != nil {
 			t.Fatal(err)
 		}
 		fetches := is.KeySetFetches()
@@ -271,7 +271,7 @@ func TestVerifyHostileIssuer(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := v.verify(ctx, tok); err != nil {
+				if _, err := v.Verify(ctx, tok); err != nil {
 					errs <- err
 				}
 			}()
@@ -288,10 +288,10 @@ func TestVerifyHostileIssuer(t *testing.T) {
 		// again (another new key's token), the old key's tokens are refused.
 		newest := is.Rotate(t, false)
 		clk.add(time.Minute)
-		if _, err := v.verify(ctx, token(is, newest)); err != nil {
+		if _, err := v.Verify(ctx, token(is, newest)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := v.verify(ctx, token(is, old)); !errors.Is(err, ErrUnknownKey) {
+		if _, err := v.Verify(ctx, token(is, old)); !errors.Is(err, ErrUnknownKey) {
 			t.Errorf("a retired key's token = %v, want ErrUnknownKey", err)
 		}
 	})

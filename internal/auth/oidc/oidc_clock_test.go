@@ -1,4 +1,4 @@
-package prbot
+package oidc
 
 import (
 	"context"
@@ -33,19 +33,19 @@ func TestVerifyOnIssuersClock(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			is := oidctest.New(t)
 			clk := &clock{off: c.skew}
-			v := newVerifier([]Issuer{{URL: is.URL(), Audience: "stagehand", Claims: ClaimsGitHub, Namespaces: []string{"acme"}}},
+			v := New([]Issuer{{URL: is.URL(), Audience: "stagehand", Claims: ClaimsGitHub, Namespaces: []string{"acme"}}},
 				oidctest.Client(is), 30*time.Second, clk.now)
 			ctx := context.Background()
 			for _, u := range c.uses {
 				t.Run(fmt.Sprintf("issued %s", u.iat), func(t *testing.T) {
 					tok := is.Sign(t, nil, is.GitHubClaims("acme/checkout-api", "stagehand", time.Now().Add(u.iat)))
-					if _, err := v.verify(ctx, tok); !errors.Is(err, u.want) || (u.want == nil && err != nil) {
+					if _, err := v.Verify(ctx, tok); !errors.Is(err, u.want) || (u.want == nil && err != nil) {
 						t.Fatalf("verify = %v, want %v", err, u.want)
 					}
 					if u.want != nil {
 						return
 					}
-					if _, err := v.verify(ctx, tok); !errors.Is(err, ErrReplayed) {
+					if _, err := v.Verify(ctx, tok); !errors.Is(err, ErrReplayed) {
 						t.Errorf("the same token again = %v, want %v (remembered until it expires on the issuer's clock)", err, ErrReplayed)
 					}
 				})
@@ -61,21 +61,21 @@ func TestVerifyOnIssuersClock(t *testing.T) {
 func TestVerifyRelearnsTheIssuersClock(t *testing.T) {
 	is := oidctest.New(t)
 	clk := &clock{}
-	v := newVerifier([]Issuer{{URL: is.URL(), Audience: "stagehand", Claims: ClaimsGitHub, Namespaces: []string{"acme"}}},
+	v := New([]Issuer{{URL: is.URL(), Audience: "stagehand", Claims: ClaimsGitHub, Namespaces: []string{"acme"}}},
 		oidctest.Client(is), 30*time.Second, clk.now)
 	ctx := context.Background()
-	if _, err := v.verify(ctx, is.Sign(t, nil, is.GitHubClaims("acme/checkout-api", "stagehand", time.Now()))); err != nil {
+	if _, err := v.Verify(ctx, is.Sign(t, nil, is.GitHubClaims("acme/checkout-api", "stagehand", time.Now()))); err != nil {
 		t.Fatal(err)
 	}
 	fetches := is.KeySetFetches()
 	clk.add(keyMaxAge + time.Minute) // the host's clock stepped forward
-	if _, err := v.verify(ctx, is.Sign(t, nil, is.GitHubClaims("acme/checkout-api", "stagehand", time.Now()))); err != nil {
+	if _, err := v.Verify(ctx, is.Sign(t, nil, is.GitHubClaims("acme/checkout-api", "stagehand", time.Now()))); err != nil {
 		t.Errorf("a fresh token after the host's clock stepped %s: %v", keyMaxAge+time.Minute, err)
 	}
 	if got := is.KeySetFetches() - fetches; got != 1 {
 		t.Errorf("key set read %d times after it grew older than %s, want 1", got, keyMaxAge)
 	}
-	if _, err := v.verify(ctx, is.Sign(t, nil, is.GitHubClaims("acme/checkout-api", "stagehand", time.Now()))); err != nil {
+	if _, err := v.Verify(ctx, is.Sign(t, nil, is.GitHubClaims("acme/checkout-api", "stagehand", time.Now()))); err != nil {
 		t.Fatal(err)
 	}
 	if got := is.KeySetFetches() - fetches; got != 1 {

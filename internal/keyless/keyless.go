@@ -1,4 +1,4 @@
-package prbot
+package keyless
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
@@ -24,7 +25,7 @@ import (
 func conventionalFile(repo string) string {
 	seg := repo[strings.LastIndex(repo, "/")+1:]
 	name := seg + ".json"
-	if seg == "." || seg == ".." || !fileNameRE.MatchString(name) {
+	if seg == "." || seg == ".." || !prbot.ValidFileName(name) {
 		return ""
 	}
 	return name
@@ -45,13 +46,13 @@ func conventionalFile(repo string) string {
 //     may be bumped keylessly.
 //
 // A refusal is a 403 NotOwner naming the file and the rule.
-func (a *BumpAPI) byName(ctx context.Context, pl *promote.Pipeline, req BumpRequest, repo, ref string) error {
+func (a *BumpAPI) byName(ctx context.Context, pl *promote.Pipeline, req prbot.BumpRequest, repo, ref string) error {
 	rel := path.Join("environments", req.Env, req.File)
-	file := a.bot.path(rel)
+	file := a.bot.Path(rel)
 	if req.File == "manifest.json" {
 		return refuse(http.StatusForbidden, "NotOwner", "repository %s may not bump %s: a root manifest is never owned by a repository's name, only by an entry in %s's owners", repo, file, pl.File)
 	}
-	fsys, err := a.bot.snapshot(ctx, ref)
+	fsys, err := a.bot.Snapshot(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -63,7 +64,7 @@ func (a *BumpAPI) byName(ctx context.Context, pl *promote.Pipeline, req BumpRequ
 		return fmt.Errorf("reading %s at %s: %w", file, ref, err)
 	}
 
-	envs, err := manifest.Environments(fsys, a.bot.root)
+	envs, err := manifest.Environments(fsys, a.bot.Root())
 	if err != nil {
 		return fmt.Errorf("listing environments at %s: %w", ref, err)
 	}
@@ -73,7 +74,7 @@ func (a *BumpAPI) byName(ctx context.Context, pl *promote.Pipeline, req BumpRequ
 		resolved  = map[string]*manifest.Environment{}
 	)
 	for _, env := range envs {
-		e, err := manifest.Resolve(ctx, fsys, a.bot.root, env, a.bot.manifestOpts...)
+		e, err := manifest.Resolve(ctx, fsys, a.bot.Root(), env, a.bot.ManifestOptions()...)
 		if err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("resolving environment %s at %s: %w", env, ref, err)

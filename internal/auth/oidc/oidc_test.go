@@ -1,4 +1,4 @@
-package prbot
+package oidc
 
 import (
 	"context"
@@ -30,13 +30,13 @@ func TestVerify(t *testing.T) {
 	is := oidctest.New(t)
 	gl := oidctest.New(t)
 	clk := &clock{}
-	v := newVerifier([]Issuer{
+	v := New([]Issuer{
 		{URL: is.URL(), Audience: "stagehand", Claims: ClaimsGitHub, Namespaces: []string{"acme"}},
 		{URL: gl.URL(), Audience: "stagehand", Claims: ClaimsGitLab, Namespaces: []string{"acme-group"}},
 	}, oidctest.Client(is, gl), 30*time.Second, clk.now)
 	ctx := context.Background()
 
-	c, err := v.verify(ctx, is.Sign(t, nil, is.GitHubClaims("acme/checkout-api", "stagehand", clk.now())))
+	c, err := v.Verify(ctx, is.Sign(t, nil, is.GitHubClaims("acme/checkout-api", "stagehand", clk.now())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestVerify(t *testing.T) {
 	if *c != want {
 		t.Errorf("GitHub caller = %+v\nwant %+v", *c, want)
 	}
-	c, err = v.verify(ctx, gl.Sign(t, nil, gl.GitLabClaims("acme-group/platform/checkout-api", "stagehand", clk.now())))
+	c, err = v.Verify(ctx, gl.Sign(t, nil, gl.GitLabClaims("acme-group/platform/checkout-api", "stagehand", clk.now())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := v.verify(ctx, tt.token); !errors.Is(err, tt.want) {
+			if _, err := v.Verify(ctx, tt.token); !errors.Is(err, tt.want) {
 				t.Errorf("verify = %v, want %v", err, tt.want)
 			}
 		})
@@ -84,10 +84,10 @@ func TestVerify(t *testing.T) {
 
 	t.Run("replay", func(t *testing.T) {
 		tok := is.Sign(t, nil, is.GitHubClaims("acme/checkout-api", "stagehand", clk.now()))
-		if _, err := v.verify(ctx, tok); err != nil {
+		if _, err := v.Verify(ctx, tok); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := v.verify(ctx, tok); !errors.Is(err, ErrReplayed) {
+		if _, err := v.Verify(ctx, tok); !errors.Is(err, ErrReplayed) {
 			t.Errorf("second use = %v, want ErrReplayed", err)
 		}
 	})
@@ -96,7 +96,7 @@ func TestVerify(t *testing.T) {
 		before := len(v.issuers[is.URL()].replay.seen)
 		for range 3 {
 			tok := is.Sign(t, nil, is.GitHubClaims("evil/checkout-api", "stagehand", clk.now()))
-			if _, err := v.verify(ctx, tok); !errors.Is(err, ErrUntrustedRepository) {
+			if _, err := v.Verify(ctx, tok); !errors.Is(err, ErrUntrustedRepository) {
 				t.Fatalf("verify = %v, want ErrUntrustedRepository", err)
 			}
 		}
@@ -109,7 +109,7 @@ func TestVerify(t *testing.T) {
 		clk.add(time.Minute) // past the refetch the unknown key above caused
 		hits := int32(is.KeySetFetches())
 		for i := 0; i < 5; i++ {
-			if _, err := v.verify(ctx, is.Sign(t, unpublished, is.GitHubClaims("acme/checkout-api", "stagehand", clk.now()))); !errors.Is(err, ErrUnknownKey) {
+			if _, err := v.Verify(ctx, is.Sign(t, unpublished, is.GitHubClaims("acme/checkout-api", "stagehand", clk.now()))); !errors.Is(err, ErrUnknownKey) {
 				t.Fatalf("verify = %v, want ErrUnknownKey", err)
 			}
 		}
@@ -120,7 +120,7 @@ func TestVerify(t *testing.T) {
 		// the new key's first token fetches it.
 		k := is.Rotate(t, false)
 		clk.add(31 * time.Second)
-		if _, err := v.verify(ctx, is.Sign(t, k, is.GitHubClaims("acme/checkout-api", "stagehand", clk.now()))); err != nil {
+		if _, err := v.Verify(ctx, is.Sign(t, k, is.GitHubClaims("acme/checkout-api", "stagehand", clk.now()))); err != nil {
 			t.Fatalf("token of the rotated key: %v", err)
 		}
 		if got := is.DiscoveryFetches(); got != 1 {
@@ -130,17 +130,17 @@ func TestVerify(t *testing.T) {
 
 	t.Run("issuer down after the first token: its cached keys still verify", func(t *testing.T) {
 		flaky := oidctest.New(t)
-		v := newVerifier([]Issuer{{URL: flaky.URL(), Audience: "stagehand", Claims: ClaimsGitHub, Namespaces: []string{"acme"}}}, oidctest.Client(flaky), 30*time.Second, clk.now)
-		if _, err := v.verify(ctx, flaky.Sign(t, nil, flaky.GitHubClaims("acme/checkout-api", "stagehand", clk.now()))); err != nil {
+		v := New([]Issuer{{URL: flaky.URL(), Audience: "stagehand", Claims: ClaimsGitHub, Namespaces: []string{"acme"}}}, oidctest.Client(flaky), 30*time.Second, clk.now)
+		if _, err := v.Verify(ctx, flaky.Sign(t, nil, flaky.GitHubClaims("acme/checkout-api", "stagehand", clk.now()))); err != nil {
 			t.Fatal(err)
 		}
 		tok := flaky.Sign(t, nil, flaky.GitHubClaims("acme/checkout-api", "stagehand", clk.now()))
 		unknown := flaky.Sign(t, oidctest.NewKey(t, "rotated-while-down"), flaky.GitHubClaims("acme/checkout-api", "stagehand", clk.now()))
 		flaky.Close()
-		if _, err := v.verify(ctx, tok); err != nil {
+		if _, err := v.Verify(ctx, tok); err != nil {
 			t.Errorf("token of a cached key with the issuer down: %v", err)
 		}
-		if _, err := v.verify(ctx, unknown); !errors.Is(err, ErrUnknownKey) {
+		if _, err := v.Verify(ctx, unknown); !errors.Is(err, ErrUnknownKey) {
 			t.Errorf("token of an unknown key with the issuer down = %v, want ErrUnknownKey", err)
 		}
 	})
@@ -150,8 +150,8 @@ func TestVerify(t *testing.T) {
 		tok := down.Sign(t, nil, down.GitHubClaims("acme/checkout-api", "stagehand", clk.now()))
 		url := down.URL()
 		down.Close()
-		v := newVerifier([]Issuer{{URL: url, Audience: "stagehand", Claims: ClaimsGitHub, Namespaces: []string{"acme"}}}, oidctest.Client(down), 30*time.Second, clk.now)
-		if _, err := v.verify(ctx, tok); !errors.Is(err, ErrIssuerUnavailable) {
+		v := New([]Issuer{{URL: url, Audience: "stagehand", Claims: ClaimsGitHub, Namespaces: []string{"acme"}}}, oidctest.Client(down), 30*time.Second, clk.now)
+		if _, err := v.Verify(ctx, tok); !errors.Is(err, ErrIssuerUnavailable) {
 			t.Errorf("verify = %v, want ErrIssuerUnavailable", err)
 		}
 	})
@@ -162,7 +162,7 @@ func TestVerify(t *testing.T) {
 // ("full"), against the bare signature check it cannot avoid ("signature").
 func BenchmarkVerify(b *testing.B) {
 	is := oidctest.New(b)
-	v := newVerifier([]Issuer{{URL: is.URL(), Audience: "stagehand", Claims: ClaimsGitHub, Namespaces: []string{"acme"}}}, oidctest.Client(is), 30*time.Second, time.Now)
+	v := New([]Issuer{{URL: is.URL(), Audience: "stagehand", Claims: ClaimsGitHub, Namespaces: []string{"acme"}}}, oidctest.Client(is), 30*time.Second, time.Now)
 	ctx := context.Background()
 	// Signing is slow: sign a pool of distinct tokens and forget the used
 	// ids each round (a real request carries a fresh token).
@@ -170,7 +170,7 @@ func BenchmarkVerify(b *testing.B) {
 	for i := range tokens {
 		tokens[i] = is.Sign(b, nil, is.GitHubClaims("acme/checkout-api", "stagehand", time.Now()))
 	}
-	if _, err := v.verify(ctx, tokens[0]); err != nil { // warm the caches
+	if _, err := v.Verify(ctx, tokens[0]); err != nil { // warm the caches
 		b.Fatal(err)
 	}
 	b.Run("full", func(b *testing.B) {
@@ -179,7 +179,7 @@ func BenchmarkVerify(b *testing.B) {
 			if i%len(tokens) == 0 {
 				v.issuers[is.URL()].replay = newReplayCache(v.issuers[is.URL()].clock.Now)
 			}
-			if _, err := v.verify(ctx, tokens[i%len(tokens)]); err != nil {
+			if _, err := v.Verify(ctx, tokens[i%len(tokens)]); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -217,16 +217,16 @@ func TestVerifyTriesFewKeys(t *testing.T) {
 		set = append(set, k.Public())
 	}
 	is.ServeKeySet(func(w http.ResponseWriter, _ *http.Request) { oidctest.WriteJSON(w, jose.JSONWebKeySet{Keys: set}) })
-	v := newVerifier([]Issuer{{URL: is.URL(), Audience: "stagehand", Claims: ClaimsGitHub, Namespaces: []string{"acme"}}},
+	v := New([]Issuer{{URL: is.URL(), Audience: "stagehand", Claims: ClaimsGitHub, Namespaces: []string{"acme"}}},
 		oidctest.Client(is), 30*time.Second, clk.now)
 	ctx := context.Background()
-	if _, err := v.verify(ctx, is.Sign(t, keys[0], is.GitHubClaims("acme/checkout-api", "stagehand", clk.now()))); err != nil {
+	if _, err := v.Verify(ctx, is.Sign(t, keys[0], is.GitHubClaims("acme/checkout-api", "stagehand", clk.now()))); err != nil {
 		t.Errorf("signed by the first key: %v", err)
 	}
-	if _, err := v.verify(ctx, is.Sign(t, keys[maxKeysTried-1], is.GitHubClaims("acme/checkout-api", "stagehand", clk.now()))); err != nil {
+	if _, err := v.Verify(ctx, is.Sign(t, keys[maxKeysTried-1], is.GitHubClaims("acme/checkout-api", "stagehand", clk.now()))); err != nil {
 		t.Errorf("signed by the 8th key: %v", err)
 	}
-	_, err := v.verify(ctx, is.Sign(t, keys[maxKeysTried+1], is.GitHubClaims("acme/checkout-api", "stagehand", clk.now())))
+	_, err := v.Verify(ctx, is.Sign(t, keys[maxKeysTried+1], is.GitHubClaims("acme/checkout-api", "stagehand", clk.now())))
 	if !errors.Is(err, ErrBadSignature) {
 		t.Errorf("signed by the 10th key = %v, want %v", err, ErrBadSignature)
 	}

@@ -1,4 +1,4 @@
-package prbot
+package oidc
 
 import (
 	"context"
@@ -15,11 +15,11 @@ import (
 // the fuzzing starts, so even a variant that still verifies is a replay.
 func FuzzVerify(f *testing.F) {
 	is := oidctest.New(f)
-	v := newVerifier([]Issuer{{URL: is.URL(), Audience: "stagehand", Claims: ClaimsGitHub, Namespaces: []string{"acme"}}},
+	v := New([]Issuer{{URL: is.URL(), Audience: "stagehand", Claims: ClaimsGitHub, Namespaces: []string{"acme"}}},
 		oidctest.Client(is), 30*time.Second, time.Now)
 	ctx := context.Background()
 	genuine := is.Sign(f, nil, is.GitHubClaims("acme/checkout-api", "stagehand", time.Now()))
-	if _, err := v.verify(ctx, genuine); err != nil {
+	if _, err := v.Verify(ctx, genuine); err != nil {
 		f.Fatal(err)
 	}
 	parts := strings.Split(genuine, ".")
@@ -34,7 +34,7 @@ func FuzzVerify(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		if c, err := v.verify(ctx, raw); err == nil {
+		if c, err := v.Verify(ctx, raw); err == nil {
 			t.Fatalf("accepted %q as %+v", raw, c)
 		}
 	})

@@ -1,4 +1,4 @@
-package prbot
+package keyless
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/auth/oidc"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
@@ -128,26 +129,26 @@ func TestBumpAPIOwnershipAttacks(t *testing.T) {
 // narrows, a named event replaces the default refusal of runs that people
 // without write access may start.
 func TestClaimsAllowed(t *testing.T) {
-	push := Caller{Ref: "refs/heads/main", WorkflowRef: "acme/checkout-api/.github/workflows/release.yml@refs/heads/main", Event: "push"}
-	with := func(c Caller, f func(*Caller)) *Caller { f(&c); return &c }
+	push := oidc.Caller{Ref: "refs/heads/main", WorkflowRef: "acme/checkout-api/.github/workflows/release.yml@refs/heads/main", Event: "push"}
+	with := func(c oidc.Caller, f func(*oidc.Caller)) *oidc.Caller { f(&c); return &c }
 	deploy := promote.BumpClaims{Ref: []string{"refs/heads/main"}, WorkflowRef: []string{"acme/checkout-api/.github/workflows/release.yml@"}, Event: []string{"push", "workflow_run"}}
 	tests := []struct {
 		name   string
 		rules  promote.BumpClaims
-		caller *Caller
+		caller *oidc.Caller
 		want   string // "" allowed, else part of the refusal
 	}{
 		{"no rules, a push", promote.BumpClaims{}, &push, ""},
-		{"no rules, a pull request", promote.BumpClaims{}, with(push, func(c *Caller) { c.Event = "pull_request" }), `event "pull_request"`},
-		{"no rules, a workflow_run", promote.BumpClaims{}, with(push, func(c *Caller) { c.Event = "workflow_run" }), `event "workflow_run"`},
-		{"no rules, a GitLab external pull request", promote.BumpClaims{}, with(push, func(c *Caller) { c.Event = "external_pull_request_event" }), `event "external_pull_request_event"`},
-		{"workflow_run named", deploy, with(push, func(c *Caller) { c.Event = "workflow_run" }), ""},
-		{"an event not named", deploy, with(push, func(c *Caller) { c.Event = "workflow_dispatch" }), `event "workflow_dispatch" is not allowed; bumpClaims.event allows push, workflow_run`},
-		{"a pull request named", promote.BumpClaims{Event: []string{"pull_request"}}, with(push, func(c *Caller) { c.Event = "pull_request" }), ""},
-		{"another workflow", deploy, with(push, func(c *Caller) { c.WorkflowRef = "acme/checkout-api/.github/workflows/evil.yml@refs/heads/main" }), "bumpClaims.workflowRef allows prefixes"},
-		{"the workflow of another repository", deploy, with(push, func(c *Caller) { c.WorkflowRef = "acme/other/.github/workflows/release.yml@refs/heads/main" }), "bumpClaims.workflowRef"},
-		{"a tag", deploy, with(push, func(c *Caller) { c.Ref = "refs/tags/v1" }), `ref "refs/tags/v1" is not allowed`},
-		{"a ref that only starts like main", deploy, with(push, func(c *Caller) { c.Ref = "refs/heads/main-evil" }), `ref "refs/heads/main-evil" is not allowed`},
+		{"no rules, a pull request", promote.BumpClaims{}, with(push, func(c *oidc.Caller) { c.Event = "pull_request" }), `event "pull_request"`},
+		{"no rules, a workflow_run", promote.BumpClaims{}, with(push, func(c *oidc.Caller) { c.Event = "workflow_run" }), `event "workflow_run"`},
+		{"no rules, a GitLab external pull request", promote.BumpClaims{}, with(push, func(c *oidc.Caller) { c.Event = "external_pull_request_event" }), `event "external_pull_request_event"`},
+		{"workflow_run named", deploy, with(push, func(c *oidc.Caller) { c.Event = "workflow_run" }), ""},
+		{"an event not named", deploy, with(push, func(c *oidc.Caller) { c.Event = "workflow_dispatch" }), `event "workflow_dispatch" is not allowed; bumpClaims.event allows push, workflow_run`},
+		{"a pull request named", promote.BumpClaims{Event: []string{"pull_request"}}, with(push, func(c *oidc.Caller) { c.Event = "pull_request" }), ""},
+		{"another workflow", deploy, with(push, func(c *oidc.Caller) { c.WorkflowRef = "acme/checkout-api/.github/workflows/evil.yml@refs/heads/main" }), "bumpClaims.workflowRef allows prefixes"},
+		{"the workflow of another repository", deploy, with(push, func(c *oidc.Caller) { c.WorkflowRef = "acme/other/.github/workflows/release.yml@refs/heads/main" }), "bumpClaims.workflowRef"},
+		{"a tag", deploy, with(push, func(c *oidc.Caller) { c.Ref = "refs/tags/v1" }), `ref "refs/tags/v1" is not allowed`},
+		{"a ref that only starts like main", deploy, with(push, func(c *oidc.Caller) { c.Ref = "refs/heads/main-evil" }), `ref "refs/heads/main-evil" is not allowed`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stagehand-gitops/stagehand/internal/keyless"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
 )
 
@@ -35,7 +36,7 @@ func TestNewRefusesWhereTheTokenWouldLeak(t *testing.T) {
 		t.Run(tt.base, func(t *testing.T) {
 			c, err := New(tt.base)
 			if tt.want == "" {
-				if err != nil || !strings.HasSuffix(c.Endpoint(), prbot.BumpsPath) || strings.Contains(c.Endpoint(), "//api") {
+				if err != nil || !strings.HasSuffix(c.Endpoint(), keyless.BumpsPath) || strings.Contains(c.Endpoint(), "//api") {
 					t.Fatalf("New(%q) = %v, %v", tt.base, c, err)
 				}
 				return
@@ -53,14 +54,14 @@ func TestNewRefusesWhereTheTokenWouldLeak(t *testing.T) {
 // merged); a redirect is not followed, an answer past the cap or not JSON
 // is an error.
 func TestBumpAnswers(t *testing.T) {
-	body := prbot.BumpBody{Environment: "devel", Service: "web", Tag: "1.2.3"}
+	body := keyless.BumpBody{Environment: "devel", Service: "web", Tag: "1.2.3"}
 	tests := []struct {
 		name    string
 		handler http.HandlerFunc
 		check   func(*testing.T, *prbot.BumpResult, error)
 	}{
 		{"accepted", func(w http.ResponseWriter, r *http.Request) {
-			var got prbot.BumpBody
+			var got keyless.BumpBody
 			if r.Header.Get("Authorization") != "Bearer id-token" || json.NewDecoder(r.Body).Decode(&got) != nil || got != body {
 				http.Error(w, `{"error": "bad request", "reason": "BadRequest"}`, http.StatusBadRequest)
 				return

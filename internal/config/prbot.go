@@ -1,4 +1,4 @@
-package prbot
+package config
 
 import (
 	"errors"
@@ -10,10 +10,10 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/auth/oidc"
 )
 
-// Config is the file `prbot serve --config` reads (strict YAML: unknown keys
+// Prbot is the file `prbot serve --config` reads (strict YAML: unknown keys
 // are errors). Secrets come from files, never inline.
 //
 //	github:
@@ -49,77 +49,77 @@ import (
 //	    - {url: https://gitlab.com, audience: stagehand, claims: gitlab, namespaces: [acme-group]}
 //	  keyRefresh: 30s                     # least time between two key set fetches triggered by an unknown key
 //	  caFile: ""                          # PEM bundle trusted for the issuers' TLS besides the system roots
-type Config struct {
-	GitHub        GitHubConfig     `json:"github"`
-	Base          string           `json:"base"`
-	Root          string           `json:"root"`
-	Listen        string           `json:"listen"`
-	WebhookPath   string           `json:"webhookPath"`
-	UpstreamOwner string           `json:"upstreamOwner"`
-	WebURL        string           `json:"webURL"`
-	Locks         *LocksConfig     `json:"locks,omitempty"`
-	Merge         MergeConfig      `json:"merge"`
-	HistoryDepth  int              `json:"historyDepth"`
-	Resync        *config.Duration `json:"resync,omitempty"`
+type Prbot struct {
+	GitHub        PrbotGitHub `json:"github"`
+	Base          string      `json:"base"`
+	Root          string      `json:"root"`
+	Listen        string      `json:"listen"`
+	WebhookPath   string      `json:"webhookPath"`
+	UpstreamOwner string      `json:"upstreamOwner"`
+	WebURL        string      `json:"webURL"`
+	Locks         *PrbotLocks `json:"locks,omitempty"`
+	Merge         PrbotMerge  `json:"merge"`
+	HistoryDepth  int         `json:"historyDepth"`
+	Resync        *Duration   `json:"resync,omitempty"`
 	// Manifest is reconciler.yaml's manifest: section, with the same keys
 	// and defaults: set it as the reconciler of the same repository has it,
 	// so the bot refuses what the reconciler would refuse.
-	Manifest config.Manifest `json:"manifest"`
-	OIDC     *OIDCConfig     `json:"oidc,omitempty"`
+	Manifest Manifest   `json:"manifest"`
+	OIDC     *PrbotOIDC `json:"oidc,omitempty"`
 	// HTTP is the server's limits, with the keys and defaults of
 	// reconciler.yaml's server.http.
-	HTTP config.HTTP `json:"http"`
+	HTTP HTTP `json:"http"`
 }
 
-// OIDCConfig turns on the keyless bump API.
-type OIDCConfig struct {
-	Issuers    []Issuer         `json:"issuers"`
-	KeyRefresh *config.Duration `json:"keyRefresh,omitempty"`
+// PrbotOIDC turns on the keyless bump API.
+type PrbotOIDC struct {
+	Issuers    []oidc.Issuer `json:"issuers"`
+	KeyRefresh *Duration     `json:"keyRefresh,omitempty"`
 	// CAFile is a PEM bundle of certificate authorities trusted for the
 	// issuers' TLS, beside the system roots (GitHub Enterprise Server or a
 	// self-managed GitLab behind a private CA).
 	CAFile string `json:"caFile,omitempty"`
 }
 
-// GitHubConfig says which repository the bot works on and how it authenticates.
-type GitHubConfig struct {
-	APIURL            string            `json:"apiURL"`
-	Owner             string            `json:"owner"`
-	Repo              string            `json:"repo"`
-	App               *config.GitHubApp `json:"app,omitempty"`
-	TokenFile         string            `json:"tokenFile"`
-	WebhookSecretFile string            `json:"webhookSecretFile"`
+// PrbotGitHub says which repository the bot works on and how it authenticates.
+type PrbotGitHub struct {
+	APIURL            string     `json:"apiURL"`
+	Owner             string     `json:"owner"`
+	Repo              string     `json:"repo"`
+	App               *GitHubApp `json:"app,omitempty"`
+	TokenFile         string     `json:"tokenFile"`
+	WebhookSecretFile string     `json:"webhookSecretFile"`
 }
 
-// LocksConfig points at the reconciler's lock API.
-type LocksConfig struct {
+// PrbotLocks points at the reconciler's lock API.
+type PrbotLocks struct {
 	Server    string `json:"server"`
 	TokenFile string `json:"tokenFile"`
 }
 
-// MergeConfig says how the bot merges.
-type MergeConfig struct {
+// PrbotMerge says how the bot merges.
+type PrbotMerge struct {
 	Method         string   `json:"method"`
 	RequiredChecks []string `json:"requiredChecks"`
 }
 
-// LoadConfig reads and checks a serve configuration file.
-func LoadConfig(path string) (*Config, error) {
+// LoadPrbot reads and checks a serve configuration file.
+func LoadPrbot(path string) (*Prbot, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading prbot config: %w", err)
 	}
-	c, err := ParseConfig(data)
+	c, err := ParsePrbot(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return c, nil
 }
 
-// ParseConfig parses a serve configuration strictly, fills in defaults and
+// ParsePrbot parses a serve configuration strictly, fills in defaults and
 // checks it; all problems are reported together.
-func ParseConfig(data []byte) (*Config, error) {
-	var c Config
+func ParsePrbot(data []byte) (*Prbot, error) {
+	var c Prbot
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
 		return nil, fmt.Errorf("parsing prbot config: %w", err)
 	}
@@ -131,7 +131,7 @@ func ParseConfig(data []byte) (*Config, error) {
 }
 
 // defaults fills in what the configuration leaves out (see prbot serve --help).
-func (c *Config) defaults() {
+func (c *Prbot) defaults() {
 	if c.Base == "" {
 		c.Base = "main"
 	}
@@ -151,15 +151,15 @@ func (c *Config) defaults() {
 		c.HistoryDepth = 50
 	}
 	if c.Resync == nil {
-		c.Resync = &config.Duration{Duration: 10 * time.Minute}
+		c.Resync = &Duration{Duration: 10 * time.Minute}
 	}
 	c.HTTP.Default()
 	if c.OIDC != nil && c.OIDC.KeyRefresh == nil {
-		c.OIDC.KeyRefresh = &config.Duration{Duration: minRefresh}
+		c.OIDC.KeyRefresh = &Duration{Duration: oidc.MinRefresh}
 	}
 }
 
-func (o *OIDCConfig) validate(bad func(string, ...any)) {
+func (o *PrbotOIDC) validate(bad func(string, ...any)) {
 	if len(o.Issuers) == 0 {
 		bad("oidc.issuers: want at least one issuer (or leave oidc out to turn the bump API off)")
 	}
@@ -177,8 +177,8 @@ func (o *OIDCConfig) validate(bad func(string, ...any)) {
 			bad("%s.audience: required (the aud the CI job requests, e.g. stagehand)", at)
 		}
 		switch is.Claims {
-		case ClaimsGitHub:
-		case ClaimsGitLab:
+		case oidc.ClaimsGitHub:
+		case oidc.ClaimsGitLab:
 			if len(is.Namespaces) == 0 {
 				bad("%s.namespaces: required for gitlab issuers (the groups whose projects may bump)", at)
 			}
@@ -197,7 +197,7 @@ func (o *OIDCConfig) validate(bad func(string, ...any)) {
 }
 
 // validate reports every problem of a defaulted configuration together.
-func (c *Config) validate() error {
+func (c *Prbot) validate() error {
 	var errs []string
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Sprintf(format, a...)) }
 	g := c.GitHub

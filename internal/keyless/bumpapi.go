@@ -1,4 +1,4 @@
-package prbot
+package keyless
 
 import (
 	"context"
@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/auth"
+	"github.com/stagehand-gitops/stagehand/internal/auth/oidc"
 	"github.com/stagehand-gitops/stagehand/internal/httpserve"
+	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
@@ -74,34 +76,47 @@ type BumpError struct {
 	Reason string `json:"reason"`
 	// Result is the bump's result when the pull request was opened but an
 	// auto-merge did not happen.
-	Result *BumpResult `json:"result,omitempty"`
+	Result *prbot.BumpResult `json:"result,omitempty"`
 }
 
 // BumpLog is one request of the bump API, for the binary to log: who
 // asked (nil Caller when the token did not verify), what, and the answer.
 type BumpLog struct {
-	Caller *Caller
+	Caller *oidc.Caller
 	// Claimed is what a token that did not verify says about its sender,
 	// for the log of a 401 only: never trust it.
-	Claimed *Caller
+	Claimed *oidc.Caller
 	Body    *BumpBody
 	Status  int
 	Reason  string
 	Err     error
-	Result  *BumpResult
+	Result  *prbot.BumpResult
 }
 
+type options struct {
+	issuers      []oidc.Issuer
+	issuerClient *http.Client
+	local        func() time.Time
+	keyRefresh   time.Duration
+	onBump       func(BumpLog)
+	bumpRate     float64
+	bumpBurst    int
+}
+
+// Option configures a BumpAPI.
+type Option func(*options) error
+
 // WithIssuer trusts a CI OIDC issuer for the bump API (repeatable).
-func WithIssuer(is Issuer) Option {
+func WithIssuer(is oidc.Issuer) Option {
 	return func(o *options) error {
 		switch {
 		case !strings.HasPrefix(is.URL, "https://"):
 			return fmt.Errorf("trusting issuer %q: want an https:// URL", is.URL)
 		case is.Audience == "":
 			return fmt.Errorf("trusting issuer %s: no audience", is.URL)
-		case is.Claims != ClaimsGitHub && is.Claims != ClaimsGitLab:
+		case is.Claims != oidc.ClaimsGitHub && is.Claims != oidc.ClaimsGitLab:
 			return fmt.Errorf("trusting issuer %s: claims %q: want github or gitlab", is.URL, is.Claims)
-		case is.Claims == ClaimsGitLab && len(is.Namespaces) == 0:
+		case is.Claims == oidc.ClaimsGitLab && len(is.Namespaces) == 0:
 			return fmt.Errorf("trusting issuer %s: gitlab issuers need namespaces (the groups whose projects are trusted)", is.URL)
 		}
 		o.issuers = append(o.issuers, is)
@@ -165,16 +180,16 @@ func WithBumpRateLimit(perSecond float64, burst int) Option {
 // that accepts bumps, from a run the stage's bumpClaims allow. The bot then
 // bumps with its own credentials, exactly as Bot.Bump.
 type BumpAPI struct {
-	bot    *Bot
-	ver    *verifier
+	bot    *prbot.Bot
+	ver    *oidc.Verifier
 	onBump func(BumpLog)
 	limit  *auth.Limiter
 	local  func() time.Time
 }
 
 // NewBumpAPI returns the bump API of bot; it needs at least one WithIssuer.
-func NewBumpAPI(bot *Bot, opts ...Option) (*BumpAPI, error) {
-	o := options{now: time.Now, local: time.Now, keyRefresh: minRefresh, issuerClient: &http.Client{Timeout: 10 * time.Second}, onBump: func(BumpLog) {},
+func NewBumpAPI(bot *prbot.Bot, opts ...Option) (*BumpAPI, error) {
+	o := options{local: time.Now, keyRefresh: oidc.MinRefresh, issuerClient: &http.Client{Timeout: 10 * time.Second}, onBump: func(BumpLog) {},
 		bumpRate: DefaultBumpRatePerSecond, bumpBurst: DefaultBumpRateBurst}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -188,18 +203,18 @@ func NewBumpAPI(bot *Bot, opts ...Option) (*BumpAPI, error) {
 		return nil, errors.New("creating bump API: no trusted issuer")
 	}
 	seen := map[string]bool{}
-	issuers := make([]Issuer, len(o.issuers))
+	issuers := make([]oidc.Issuer, len(o.issuers))
 	for i, is := range o.issuers {
 		if seen[is.URL] {
 			return nil, fmt.Errorf("creating bump API: issuer %s trusted twice", is.URL)
 		}
 		seen[is.URL] = true
 		if len(is.Namespaces) == 0 {
-			is.Namespaces = []string{bot.links.Owner}
+			is.Namespaces = []string{bot.UpstreamOwner()}
 		}
 		issuers[i] = is
 	}
-	return &BumpAPI{bot: bot, ver: newVerifier(issuers, o.issuerClient, o.keyRefresh, o.local), onBump: o.onBump,
+	return &BumpAPI{bot: bot, ver: oidc.New(issuers, o.issuerClient, o.keyRefresh, o.local), onBump: o.onBump,
 		limit: auth.NewLimiter(o.bumpRate, o.bumpBurst), local: o.local}, nil
 }
 
@@ -208,7 +223,7 @@ type refusal struct {
 	status int
 	reason string
 	err    error
-	result *BumpResult
+	result *prbot.BumpResult
 	// retryAfter, when positive, is sent as Retry-After (whole seconds).
 	retryAfter time.Duration
 }
@@ -241,19 +256,19 @@ func (a *BumpAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.onBump(lg)
 }
 
-func (a *BumpAPI) serve(w http.ResponseWriter, r *http.Request, lg *BumpLog) (*BumpResult, error) {
+func (a *BumpAPI) serve(w http.ResponseWriter, r *http.Request, lg *BumpLog) (*prbot.BumpResult, error) {
 	if r.Method != http.MethodPost {
 		return nil, refuse(http.StatusMethodNotAllowed, "BadRequest", "%s %s: only POST", r.Method, r.URL.Path)
 	}
 	raw, ok := bearer(r)
 	if !ok {
-		return nil, refuse(http.StatusUnauthorized, "Unauthorized", "%w: send the CI's OIDC ID token as Authorization: Bearer <token>", ErrNoToken)
+		return nil, refuse(http.StatusUnauthorized, "Unauthorized", "%w: send the CI's OIDC ID token as Authorization: Bearer <token>", oidc.ErrNoToken)
 	}
-	caller, err := a.ver.verify(r.Context(), raw)
+	caller, err := a.ver.Verify(r.Context(), raw)
 	lg.Caller = caller
 	if err != nil {
 		if caller == nil {
-			lg.Claimed = claimedCaller(raw)
+			lg.Claimed = oidc.Claimed(raw)
 		}
 		return nil, verifyRefusal(err)
 	}
@@ -282,7 +297,7 @@ func (a *BumpAPI) serve(w http.ResponseWriter, r *http.Request, lg *BumpLog) (*B
 	_ = rc.SetWriteDeadline(time.Now().Add(hold))
 	res, err := a.bot.Bump(r.Context(), req)
 	switch {
-	case errors.Is(err, errConflict):
+	case errors.Is(err, prbot.ErrConflict):
 		return nil, &refusal{status: http.StatusConflict, reason: "Conflict", err: err}
 	case err != nil:
 		return nil, err
@@ -301,11 +316,11 @@ func (a *BumpAPI) serve(w http.ResponseWriter, r *http.Request, lg *BumpLog) (*B
 // verifyRefusal maps a verification error to its answer.
 func verifyRefusal(err error) *refusal {
 	switch {
-	case errors.Is(err, ErrIssuerUnavailable), errors.Is(err, ErrBusy):
+	case errors.Is(err, oidc.ErrIssuerUnavailable), errors.Is(err, oidc.ErrBusy):
 		return &refusal{status: http.StatusServiceUnavailable, reason: "IssuerUnavailable", err: err}
-	case errors.Is(err, ErrUntrustedRepository):
+	case errors.Is(err, oidc.ErrUntrustedRepository):
 		return &refusal{status: http.StatusForbidden, reason: "UntrustedRepository", err: err}
-	case errors.Is(err, ErrReplayed):
+	case errors.Is(err, oidc.ErrReplayed):
 		return &refusal{status: http.StatusUnauthorized, reason: "Replayed", err: fmt.Errorf("%w: every request needs a fresh ID token", err)}
 	}
 	return &refusal{status: http.StatusUnauthorized, reason: "Unauthorized", err: err}
@@ -338,8 +353,8 @@ func decodeBump(w http.ResponseWriter, r *http.Request) (*BumpBody, error) {
 
 // authorize turns a verified caller's body into the bump it may do, or
 // says why not.
-func (a *BumpAPI) authorize(ctx context.Context, c *Caller, body *BumpBody) (BumpRequest, error) {
-	req := BumpRequest{Env: body.Environment, File: body.File, Service: body.Service, Container: body.Container, Tag: body.Tag, Digest: body.Digest, AutoMerge: body.AutoMerge, MergeTimeout: DefaultBumpMergeWait}
+func (a *BumpAPI) authorize(ctx context.Context, c *oidc.Caller, body *BumpBody) (prbot.BumpRequest, error) {
+	req := prbot.BumpRequest{Env: body.Environment, File: body.File, Service: body.Service, Container: body.Container, Tag: body.Tag, Digest: body.Digest, AutoMerge: body.AutoMerge, MergeTimeout: DefaultBumpMergeWait}
 	if body.MergeTimeout != "" {
 		d, err := time.ParseDuration(body.MergeTimeout)
 		if err != nil || d <= 0 || d > MaxBumpMergeWait {
@@ -347,15 +362,15 @@ func (a *BumpAPI) authorize(ctx context.Context, c *Caller, body *BumpBody) (Bum
 		}
 		req.MergeTimeout = d
 	}
-	if err := req.validateFields(req.File != ""); err != nil {
+	if err := req.Validate(req.File != ""); err != nil {
 		return req, refuse(http.StatusBadRequest, "BadRequest", "%v", err)
 	}
-	pl, err := a.bot.pipeline(ctx, a.bot.base)
+	pl, err := a.bot.Pipeline(ctx, a.bot.Base())
 	if err != nil {
 		return req, fmt.Errorf("reading the pipeline: %w", err)
 	}
 	if pl == nil {
-		return req, refuse(http.StatusForbidden, "EnvironmentRefused", "no %s on %s: no environment accepts bumps", promote.FileName, a.bot.base)
+		return req, refuse(http.StatusForbidden, "EnvironmentRefused", "no %s on %s: no environment accepts bumps", promote.FileName, a.bot.Base())
 	}
 	st, ok := pl.Stage(req.Env)
 	if !ok || !st.AcceptsBumps {
@@ -379,12 +394,12 @@ func (a *BumpAPI) authorize(ctx context.Context, c *Caller, body *BumpBody) (Bum
 	}
 	// Resolved once: the rules of a file owned by name and the file's
 	// existence are judged on the same commit.
-	ref, err := a.bot.headRef(ctx, a.bot.base)
+	ref, err := a.bot.HeadRef(ctx, a.bot.Base())
 	if err != nil {
 		return req, err
 	}
 	if ref == "" {
-		return req, fmt.Errorf("bumping: base branch %s does not exist", a.bot.base)
+		return req, fmt.Errorf("bumping: base branch %s does not exist", a.bot.Base())
 	}
 	if req.File == conv {
 		if err := a.byName(ctx, pl, req, c.Repository, ref); err != nil {
@@ -398,26 +413,26 @@ func (a *BumpAPI) authorize(ctx context.Context, c *Caller, body *BumpBody) (Bum
 // defined checks that the file exists at ref (the base branch's head) and,
 // unless the owners mapping allows adding, already defines the service and
 // container.
-func (a *BumpAPI) defined(ctx context.Context, req *BumpRequest, ref string, allowNew bool) error {
-	file := a.bot.path(path.Join("environments", req.Env, req.File))
-	data, _, err := a.bot.file(ctx, file, ref)
+func (a *BumpAPI) defined(ctx context.Context, req *prbot.BumpRequest, ref string, allowNew bool) error {
+	file := a.bot.Path(path.Join("environments", req.Env, req.File))
+	data, err := a.bot.File(ctx, file, ref)
 	if err != nil {
 		return err
 	}
 	if data == nil {
-		return refuse(http.StatusNotFound, "NoFile", "%s does not exist on %s; create it (and include it from environments/%s/manifest.json) first", file, a.bot.base, req.Env)
+		return refuse(http.StatusNotFound, "NoFile", "%s does not exist on %s; create it (and include it from environments/%s/manifest.json) first", file, a.bot.Base(), req.Env)
 	}
 	if allowNew {
 		return nil
 	}
-	ed, err := manifest.Edit(file, data, a.bot.manifestOpts...)
+	ed, err := manifest.Edit(file, data, a.bot.ManifestOptions()...)
 	if err != nil {
-		return refuse(http.StatusConflict, "Conflict", "%s on %s does not parse: %v", file, a.bot.base, err)
+		return refuse(http.StatusConflict, "Conflict", "%s on %s does not parse: %v", file, a.bot.Base(), err)
 	}
 	if _, err := ed.Container(req.Service, req.Container); errors.Is(err, manifest.ErrNotFound) {
-		return refuse(http.StatusForbidden, "UnknownService", "%s defines no %s; a bump may only change a service and container the file already has (owners.%s.allowNewServices lets it add)", file, containerLabel(*req), req.File)
+		return refuse(http.StatusForbidden, "UnknownService", "%s defines no %s; a bump may only change a service and container the file already has (owners.%s.allowNewServices lets it add)", file, req.Label(), req.File)
 	} else if err != nil {
-		return refuse(http.StatusConflict, "Conflict", "reading %s in %s: %v", containerLabel(*req), file, err)
+		return refuse(http.StatusConflict, "Conflict", "reading %s in %s: %v", req.Label(), file, err)
 	}
 	return nil
 }
@@ -447,16 +462,6 @@ func ownedFiles(pl *promote.Pipeline, repo string) (owned []string, allowNew map
 	return owned, allowNew, conv
 }
 
-// underNamespace reports whether repo (a/b or a/b/c) lies under one of the namespaces.
-func underNamespace(repo string, namespaces []string) bool {
-	for _, ns := range namespaces {
-		if ns != "" && len(repo) > len(ns) && strings.EqualFold(repo[:len(ns)], ns) && repo[len(ns)] == '/' {
-			return true
-		}
-	}
-	return false
-}
-
 // pullRequestEvents start runs that someone without write access may
 // cause, for code that is not (yet) on a branch of the repository: a pull
 // request (a fork's included), a review or comment on one, and GitHub's
@@ -467,7 +472,7 @@ var pullRequestEvents = []string{"pull_request", "pull_request_target", "pull_re
 	"merge_request_event", "external_pull_request_event"}
 
 // claimsAllowed applies the stage's bumpClaims to the caller.
-func claimsAllowed(c *Caller, st *promote.Stage) error {
+func claimsAllowed(c *oidc.Caller, st *promote.Stage) error {
 	rules := st.BumpClaims
 	if len(rules.Ref) > 0 && !slices.Contains(rules.Ref, c.Ref) {
 		return fmt.Errorf("ref %q is not allowed; bumpClaims.ref allows %s", c.Ref, strings.Join(rules.Ref, ", "))

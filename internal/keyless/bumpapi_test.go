@@ -1,4 +1,4 @@
-package prbot
+package keyless
 
 import (
 	"bytes"
@@ -14,7 +14,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-github/v60/github"
 
+	"github.com/stagehand-gitops/stagehand/internal/auth/oidc"
 	"github.com/stagehand-gitops/stagehand/internal/oidctest"
+	"github.com/stagehand-gitops/stagehand/internal/prbot"
 )
 
 const bumpPipeline = `stages:
@@ -77,10 +79,10 @@ func newBumpEnv(t testing.TB) *bumpEnv {
 func newBumpEnvWith(t testing.TB, files map[string]string, opts ...Option) *bumpEnv {
 	t.Helper()
 	e := &bumpEnv{f: newFixture(t, files), gh: oidctest.New(t), gl: oidctest.New(t), clk: &clock{}}
-	b := e.f.bot(t, WithClock(e.clk.now))
+	b := e.f.bot(t, prbot.WithClock(e.clk.now))
 	api, err := NewBumpAPI(b, append([]Option{
-		WithIssuer(Issuer{URL: e.gh.URL(), Audience: "stagehand", Claims: ClaimsGitHub}),
-		WithIssuer(Issuer{URL: e.gl.URL(), Audience: "stagehand", Claims: ClaimsGitLab, Namespaces: []string{"acme-group"}}),
+		WithIssuer(oidc.Issuer{URL: e.gh.URL(), Audience: "stagehand", Claims: oidc.ClaimsGitHub}),
+		WithIssuer(oidc.Issuer{URL: e.gl.URL(), Audience: "stagehand", Claims: oidc.ClaimsGitLab, Namespaces: []string{"acme-group"}}),
 		WithIssuerClient(oidctest.Client(e.gh, e.gl)), WithLocalClock(e.clk.now),
 		WithBumpLog(func(l BumpLog) { e.mu.Lock(); defer e.mu.Unlock(); e.logs = append(e.logs, l) }),
 		// The tests send many bumps from one repository on a clock that stands
@@ -142,9 +144,9 @@ func (e *bumpEnv) github(repo string) map[string]any {
 	return e.gh.GitHubClaims(repo, "stagehand", e.clk.now())
 }
 
-func decodeResult(t *testing.T, data []byte) *BumpResult {
+func decodeResult(t *testing.T, data []byte) *prbot.BumpResult {
 	t.Helper()
-	var res BumpResult
+	var res prbot.BumpResult
 	if err := json.Unmarshal(data, &res); err != nil {
 		t.Fatalf("not a bump result: %v\n%s", err, data)
 	}
@@ -161,7 +163,7 @@ func TestBumpAPIBumpsTheCallersOwnFile(t *testing.T) {
 	}
 	branch := "stagehand/bump-devel-checkout-api"
 	res := decodeResult(t, out)
-	want := &BumpResult{File: checkoutFile, Branch: branch, PR: 1, URL: res.URL, Commit: e.f.srv.Branch(owner, repo, branch), Changed: true, Created: true}
+	want := &prbot.BumpResult{File: checkoutFile, Branch: branch, PR: 1, URL: res.URL, Commit: e.f.srv.Branch(owner, repo, branch), Changed: true, Created: true}
 	if diff := cmp.Diff(want, res); diff != "" {
 		t.Errorf("result (-want +got):\n%s", diff)
 	}
@@ -419,52 +421,22 @@ func TestBumpAPIRefusesLockedEnvironment(t *testing.T) {
 	}
 }
 
-func TestParseConfigOIDC(t *testing.T) {
-	const head = "github: {owner: acme, repo: manifests, tokenFile: /t, webhookSecretFile: /s}\n"
-	c, err := ParseConfig([]byte(head + "oidc:\n  issuers:\n    - {url: https://token.actions.githubusercontent.com, audience: stagehand, claims: github}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := &OIDCConfig{Issuers: []Issuer{{URL: "https://token.actions.githubusercontent.com", Audience: "stagehand", Claims: "github"}}, KeyRefresh: c.OIDC.KeyRefresh}
-	if diff := cmp.Diff(want, c.OIDC); diff != "" || c.OIDC.KeyRefresh.Duration != 30*time.Second {
-		t.Errorf("oidc (-want +got):\n%s\nkeyRefresh %v, want 30s", diff, c.OIDC.KeyRefresh)
-	}
-	if c, err := ParseConfig([]byte(head)); err != nil || c.OIDC != nil {
-		t.Errorf("no oidc: %+v, %v; want the bump API off", c, err)
-	}
-	for _, tt := range []struct{ in, want string }{
-		{"oidc: {issuers: []}\n", "oidc.issuers: want at least one issuer"},
-		{"oidc:\n  issuers:\n    - {url: http://gitlab.example.com, audience: stagehand, claims: gitlab, namespaces: [acme]}\n", `oidc.issuers[0].url "http://gitlab.example.com": want an https:// issuer URL`},
-		{"oidc:\n  issuers:\n    - {url: https://gitlab.com, claims: gitlab}\n", "oidc.issuers[0].audience: required (the aud the CI job requests, e.g. stagehand); oidc.issuers[0].namespaces: required for gitlab issuers"},
-		{"oidc:\n  issuers:\n    - {url: https://x.example.com, audience: a, claims: jenkins}\n", `oidc.issuers[0].claims "jenkins": want github or gitlab`},
-		{"oidc:\n  issuers:\n    - {url: https://x.example.com, audience: a, claims: github, namespaces: [acme/]}\n    - {url: https://x.example.com, audience: b, claims: github}\n",
-			`oidc.issuers[0].namespaces[0] "acme/": want an owner or group path such as acme or acme/platform; oidc.issuers[1].url "https://x.example.com": issuer listed twice`},
-		{"oidc:\n  issuers:\n    - {url: https://x.example.com, audience: a, claims: github}\n  keyRefresh: -1s\n", "oidc.keyRefresh -1s: want at least 1s"},
-		{"oidc:\n  issuers:\n    - {url: https://x.example.com, audience: a, claims: github}\n  keyRefresh: 0s\n", "oidc.keyRefresh 0s: want at least 1s"},
-		{"oidc:\n  issuers:\n    - {url: https://x.example.com, audience: a, claim: github}\n", `unknown field "claim"`},
-	} {
-		if _, err := ParseConfig([]byte(head + tt.in)); err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("ParseConfig(%q) = %v\nwant an error containing %q", tt.in, err, tt.want)
-		}
-	}
-}
-
 func TestNewBumpAPIOptions(t *testing.T) {
-	b, err := New(github.NewClient(nil), owner, repo)
+	b, err := prbot.New(github.NewClient(nil), owner, repo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gh := Issuer{URL: "https://token.actions.githubusercontent.com", Audience: "stagehand", Claims: ClaimsGitHub}
+	gh := oidc.Issuer{URL: "https://token.actions.githubusercontent.com", Audience: "stagehand", Claims: oidc.ClaimsGitHub}
 	for _, tt := range []struct {
 		name string
 		opts []Option
 		want string
 	}{
 		{"no issuer", nil, "no trusted issuer"},
-		{"http issuer", []Option{WithIssuer(Issuer{URL: "http://127.0.0.1:1", Audience: "a", Claims: ClaimsGitHub})}, "want an https:// URL"},
-		{"no audience", []Option{WithIssuer(Issuer{URL: gh.URL, Claims: ClaimsGitHub})}, "no audience"},
-		{"unknown claims", []Option{WithIssuer(Issuer{URL: gh.URL, Audience: "a", Claims: "circleci"})}, `claims "circleci"`},
-		{"gitlab without namespaces", []Option{WithIssuer(Issuer{URL: "https://gitlab.com", Audience: "a", Claims: ClaimsGitLab})}, "gitlab issuers need namespaces"},
+		{"http issuer", []Option{WithIssuer(oidc.Issuer{URL: "http://127.0.0.1:1", Audience: "a", Claims: oidc.ClaimsGitHub})}, "want an https:// URL"},
+		{"no audience", []Option{WithIssuer(oidc.Issuer{URL: gh.URL, Claims: oidc.ClaimsGitHub})}, "no audience"},
+		{"unknown claims", []Option{WithIssuer(oidc.Issuer{URL: gh.URL, Audience: "a", Claims: "circleci"})}, `claims "circleci"`},
+		{"gitlab without namespaces", []Option{WithIssuer(oidc.Issuer{URL: "https://gitlab.com", Audience: "a", Claims: oidc.ClaimsGitLab})}, "gitlab issuers need namespaces"},
 		{"twice", []Option{WithIssuer(gh), WithIssuer(gh)}, "trusted twice"},
 		{"negative refresh", []Option{WithIssuer(gh), WithKeyRefresh(-time.Second)}, "is less than 1s"},
 		{"no refresh interval", []Option{WithIssuer(gh), WithKeyRefresh(0)}, "is less than 1s"},
@@ -481,7 +453,11 @@ func TestNewBumpAPIOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{owner}, api.ver.issuers[gh.URL].Namespaces); diff != "" {
+	is, ok := api.ver.Issuer(gh.URL)
+	if !ok {
+		t.Fatalf("%s not trusted", gh.URL)
+	}
+	if diff := cmp.Diff([]string{owner}, is.Namespaces); diff != "" {
 		t.Errorf("trusted namespaces (-want +got):\n%s", diff)
 	}
 }

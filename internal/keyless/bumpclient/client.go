@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/keyless"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
 )
 
@@ -45,7 +46,7 @@ func New(base string) (*Client, error) {
 	if u.Scheme == "http" && !loopback(u.Hostname()) {
 		return nil, usagef("%q: the ID token is a credential; want https (http only to localhost)", base)
 	}
-	return &Client{endpoint: strings.TrimRight(u.String(), "/") + prbot.BumpsPath,
+	return &Client{endpoint: strings.TrimRight(u.String(), "/") + keyless.BumpsPath,
 		// The ID token goes to the URL given only: Go's client keeps the
 		// Authorization header on a redirect to the same host name, another
 		// port or plain http included.
@@ -64,11 +65,11 @@ func loopback(host string) bool {
 }
 
 // RefusedError is an answer of the bump API other than 200, with its body
-// (prbot.BumpError): the reason, and the result when a pull request was
+// (keyless.BumpError): the reason, and the result when a pull request was
 // opened but not merged.
 type RefusedError struct {
 	Status int
-	prbot.BumpError
+	keyless.BumpError
 }
 
 func (e *RefusedError) Error() string {
@@ -78,7 +79,7 @@ func (e *RefusedError) Error() string {
 // Bump posts body with the ID token and returns the bump's result; a
 // refusal is a *RefusedError. ctx bounds the call, an auto-merge's wait
 // included.
-func (c *Client) Bump(ctx context.Context, token string, body prbot.BumpBody) (*prbot.BumpResult, error) {
+func (c *Client) Bump(ctx context.Context, token string, body keyless.BumpBody) (*prbot.BumpResult, error) {
 	data, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the bump: %w", err)

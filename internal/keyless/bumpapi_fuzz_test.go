@@ -1,8 +1,9 @@
-package prbot
+package keyless
 
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"net/http"
 	"slices"
 	"strings"
@@ -47,7 +48,7 @@ func FuzzBumpBody(f *testing.F) {
 		code, out := e.post(t, e.gh.Sign(t, nil, e.github("acme/checkout-api")), string(body))
 		switch code {
 		case http.StatusOK:
-			var res BumpResult
+			var res prbot.BumpResult
 			if err := json.Unmarshal(out, &res); err != nil || !decoded || sent.Environment != "devel" || res.File != checkoutFile {
 				t.Fatalf("200 for %q: %s (decoded %v)", body, out, decoded)
 			}
@@ -126,7 +127,7 @@ func FuzzBumpRepository(f *testing.F) {
 		code, out := e.post(t, e.gh.Sign(t, nil, e.github(repo)), body)
 		switch code {
 		case http.StatusOK:
-			var res BumpResult
+			var res prbot.BumpResult
 			if err := json.Unmarshal(out, &res); err != nil {
 				t.Fatalf("200 is no result: %s", out)
 			}
