@@ -64,6 +64,9 @@ var layering = []struct {
 	{"internal/tally", []string{"internal/daemon", "internal/lease", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify", "internal/delivery", "internal/outbox", "internal/window"}, "approvals are counted by a room the daemon's worker asks: it is given the policy, the authors, the locks and the GitHub approver check"},
 	{"internal/revert", []string{"internal/daemon", "internal/lease", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify", "internal/rollback", "internal/delivery", "internal/outbox", "internal/window", "internal/tally"}, "the rollback of a failed apply is a room the daemon's worker drives: it is given its store, the restore, the gate's report and the hook"},
 	{"internal/wake", []string{"internal/daemon", "internal/lease", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify", "internal/webhook"}, "wake-ups are rung and watched on the state cluster, for whoever polls"},
+	{"internal/cli/command", []string{"internal/cli/bot", "internal/cli/locks", "internal/daemon", "internal/wire", "internal/prbot", "internal/github"}, "what both binaries' commands share sits below the commands and builds nothing"},
+	{"internal/cli/bot", []string{"internal/cli/locks", "internal/daemon", "internal/github", "internal/ui", "internal/notify"}, "prbot's commands compose prbot's parts; internal/cli composes them into the binary"},
+	{"internal/cli/locks", []string{"internal/cli/bot", "internal/daemon", "internal/github", "internal/prbot", "internal/ui", "internal/notify"}, "the lock commands talk to the API's locks or to the Lock objects, nothing of the reconciler"},
 	{"internal/testenv", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "pkg/"}, "test servers stand under everything"},
 }
 
@@ -342,13 +345,19 @@ func parentRoom(p string, named map[string]bool) string {
 // api.Client.
 var cliBuildsNothing = []string{"kubernetes.NewForConfig", "github.NewClient", "wire.NewClients", "http.DefaultClient", "http.DefaultTransport", "auth.New("}
 
-// TestCLIBuildsNoClient: no non-test file of internal/cli builds a client
-// itself.
+// TestCLIBuildsNoClient: no non-test file of internal/cli, or of the
+// packages of commands under it (internal/cli/bot, internal/cli/locks,
+// internal/cli/command), builds a client itself.
 func TestCLIBuildsNoClient(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "internal", "cli", "*.go"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("internal/cli: %v, %d files", err, len(files))
 	}
+	under, err := filepath.Glob(filepath.Join("..", "internal", "cli", "*", "*.go"))
+	if err != nil || len(under) == 0 {
+		t.Fatalf("internal/cli/*: %v, %d files", err, len(under))
+	}
+	files = append(files, under...)
 	for _, path := range files {
 		if strings.HasSuffix(path, "_test.go") {
 			continue

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/cli"
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 )
 
 // readEnter sends on x.enter each time a line is read from in (Enter on the demo's terminal), until in
@@ -93,8 +94,8 @@ func (x *demo) approve(ctx context.Context, env, hash string) error {
 	for _, l := range strings.Split(strings.TrimSpace(out.String()+errOut.String()), "\n") {
 		x.p.say("> %s", l)
 	}
-	if err != nil || cli.Code(err) != 0 {
-		return fmt.Errorf("reconciler approve --env %s: %v (exit %d)", env, err, cli.Code(err))
+	if err != nil || command.Code(err) != 0 {
+		return fmt.Errorf("reconciler approve --env %s: %v (exit %d)", env, err, command.Code(err))
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -32,7 +33,7 @@ matches --plan-hash (nothing is applied).`,
 				return err
 			}
 			if (planHash == "") == !yes {
-				return usagef("pass exactly one of --plan-hash H and --yes")
+				return command.Usagef("pass exactly one of --plan-hash H and --yes")
 			}
 			return runApply(cmd, &f, planHash)
 		},
@@ -68,20 +69,20 @@ func runApply(cmd *cobra.Command, f *planFlags, planHash string) error {
 	if errors.As(err, &stale) {
 		fmt.Fprintf(errOut, "%v\nNothing was applied. Review the new plan:\n", err)
 		printPlan(errOut, stale.Plan)
-		return exitCode(3, nil)
+		return command.Exit(3, nil)
 	}
 	if err != nil {
 		return err
 	}
 	if f.output == "json" {
-		if err := writeJSON(out, res); err != nil {
+		if err := command.WriteJSON(out, res); err != nil {
 			return err
 		}
 	} else {
 		printResult(out, res)
 	}
 	if res.Failed() || len(res.Plan.Blocked) > 0 || len(res.Plan.Problems) > 0 {
-		return exitCode(1, nil) // what was not deployed is printed above
+		return command.Exit(1, nil) // what was not deployed is printed above
 	}
 	return nil
 }

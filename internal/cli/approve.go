@@ -15,6 +15,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -64,7 +65,7 @@ server from --server or $STAGEHAND_SERVER.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, approve) },
 	}
 	fl := cmd.Flags()
-	addAPIFlags(fl, &f.server, &f.tokenFile)
+	command.AddAPIFlags(fl, &f.server, &f.tokenFile)
 	fl.StringVar(&f.env, "env", "", "environment (required)")
 	fl.StringVar(&f.planHash, "plan-hash", "", "planHash of the plan you reviewed (default: show the pending plan and ask)")
 	fl.BoolVar(&f.yes, "yes", false, "decide on the plan pending now without asking (for scripts; --plan-hash is safer)")
@@ -79,16 +80,16 @@ server from --server or $STAGEHAND_SERVER.`,
 }
 
 func (f *decisionFlags) run(cmd *cobra.Command, approve bool) error {
-	if _, err := apiServer(f.server); err != nil {
+	if _, err := command.APIServer(f.server); err != nil {
 		return err
 	}
 	switch {
 	case f.env == "":
-		return usagef("--env is required")
+		return command.Usagef("--env is required")
 	case f.planHash != "" && f.yes:
-		return usagef("--plan-hash and --yes are mutually exclusive")
+		return command.Usagef("--plan-hash and --yes are mutually exclusive")
 	}
-	c, err := apiClient(f.server, f.tokenFile, f.timeout)
+	c, err := command.APIClient(f.server, f.tokenFile, f.timeout)
 	if err != nil {
 		return err
 	}
@@ -111,7 +112,7 @@ func (f *decisionFlags) run(cmd *cobra.Command, approve bool) error {
 	}
 	resp, err := decide(ctx, f.env, api.DecisionRequest{PlanHash: f.planHash, Approver: who, Reason: f.reason})
 	if err != nil {
-		return refused(cmd, verb, err)
+		return command.Refused(cmd, verb, err)
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), resp.Message)
 	// A plan that needs more approvers (approvals.required) is not applied yet: nothing to wait for here.
@@ -136,7 +137,7 @@ func (f *decisionFlags) waitApplied(ctx context.Context, cmd *cobra.Command, c *
 				e.Finished.Sub(e.Started).Round(time.Millisecond))
 			if e.Result != approval.ResultSucceeded {
 				fmt.Fprintln(cmd.ErrOrStderr(), "Error:", e.Message)
-				return exitCode(1, nil)
+				return command.Exit(1, nil)
 			}
 			return nil
 		}
@@ -176,15 +177,15 @@ func (f *decisionFlags) releaseWaiting(ctx context.Context, c *api.Client) (stri
 // plan shown, so the decision is refused if another plan is pending by then.
 func (f *decisionFlags) confirm(ctx context.Context, cmd *cobra.Command, c *api.Client, verb string) error {
 	if !f.yes && !isTerminal(ctx, cmd.InOrStdin()) {
-		return usagef("no terminal to confirm on: pass --plan-hash with the hash of the plan you reviewed, or --yes")
+		return command.Usagef("no terminal to confirm on: pass --plan-hash with the hash of the plan you reviewed, or --yes")
 	}
 	v, err := c.Environment(ctx, f.env)
 	if err != nil {
-		return refused(cmd, "reading "+f.env, err)
+		return command.Refused(cmd, "reading "+f.env, err)
 	}
 	if v.Pending == nil {
 		fmt.Fprintf(cmd.ErrOrStderr(), "Error: nothing is pending in %s\n", f.env)
-		return exitCode(1, nil)
+		return command.Exit(1, nil)
 	}
 	var plan reconcile.Plan
 	if err := json.Unmarshal(v.Pending.Plan, &plan); err != nil {
@@ -203,5 +204,5 @@ func (f *decisionFlags) confirm(ctx context.Context, cmd *cobra.Command, c *api.
 		return nil
 	}
 	fmt.Fprintln(cmd.ErrOrStderr(), "Not "+map[string]string{"approve": "approved", "reject": "rejected"}[verb]+": nothing was changed.")
-	return exitCode(1, nil)
+	return command.Exit(1, nil)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/auth"
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
@@ -176,7 +177,7 @@ func runDecision(t *testing.T, terminal bool, stdin string, args ...string) (str
 	if err != nil && err.Error() != "" {
 		errOut.WriteString("Error: " + err.Error() + "\n")
 	}
-	return out.String(), errOut.String(), Code(err)
+	return out.String(), errOut.String(), command.Code(err)
 }
 
 // TestApproveWaitRelease: where prod's sequence has a release approval

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -41,7 +42,7 @@ $STAGEHAND_SERVER.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
 	fl := cmd.Flags()
-	addAPIFlags(fl, &f.server, &f.tokenFile)
+	command.AddAPIFlags(fl, &f.server, &f.tokenFile)
 	fl.StringVar(&f.env, "env", "", "environment (required)")
 	fl.Int64Var(&f.id, "id", 0, "show this history entry in full, with its resolved manifest")
 	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
@@ -52,13 +53,13 @@ $STAGEHAND_SERVER.`,
 func (f *historyFlags) run(cmd *cobra.Command) error {
 	switch {
 	case f.env == "":
-		return usagef("--env is required")
+		return command.Usagef("--env is required")
 	case f.output != "text" && f.output != "json":
-		return usagef("--output %q: want text or json", f.output)
+		return command.Usagef("--output %q: want text or json", f.output)
 	case cmd.Flags().Changed("id") && f.id < 1:
-		return usagef("--id %d: want a positive history entry id, as the history list shows", f.id)
+		return command.Usagef("--id %d: want a positive history entry id, as the history list shows", f.id)
 	}
-	client, err := apiClient(f.server, f.tokenFile, f.timeout)
+	client, err := command.APIClient(f.server, f.tokenFile, f.timeout)
 	if err != nil {
 		return err
 	}
@@ -69,7 +70,7 @@ func (f *historyFlags) run(cmd *cobra.Command) error {
 	if f.id > 0 {
 		e, err := client.HistoryEntry(ctx, f.env, f.id)
 		if err != nil {
-			return refused(cmd, what, err)
+			return command.Refused(cmd, what, err)
 		}
 		if f.output == "json" {
 			return writeIndented(out, e)
@@ -78,7 +79,7 @@ func (f *historyFlags) run(cmd *cobra.Command) error {
 	}
 	history, err := client.History(ctx, f.env)
 	if err != nil {
-		return refused(cmd, what, err)
+		return command.Refused(cmd, what, err)
 	}
 	if f.output == "json" {
 		if history == nil {

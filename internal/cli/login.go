@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stagehand-gitops/stagehand/internal/auth/login"
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 )
 
 // loginFlags are the flags of `reconciler login`.
@@ -52,14 +53,14 @@ func (f *loginFlags) run(cmd *cobra.Command) error {
 		f.clientID = os.Getenv("STAGEHAND_GITHUB_CLIENT_ID")
 	}
 	if f.clientID == "" {
-		return usagef("--client-id is required (or set $STAGEHAND_GITHUB_CLIENT_ID): the OAuth client ID your operators configured for the device flow")
+		return command.Usagef("--client-id is required (or set $STAGEHAND_GITHUB_CLIENT_ID): the OAuth client ID your operators configured for the device flow")
 	}
 	if u, err := url.Parse(f.githubURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usagef("--github-url %q: want an http(s) URL such as https://github.com", f.githubURL)
+		return command.Usagef("--github-url %q: want an http(s) URL such as https://github.com", f.githubURL)
 	}
 	flow, err := login.NewDeviceFlow(f.githubURL, f.clientID, login.WithScope(f.scope))
 	if err != nil {
-		return usagef("%v", err)
+		return command.Usagef("%v", err)
 	}
 	path, err := login.TokenPath(os.LookupEnv)
 	if err != nil {

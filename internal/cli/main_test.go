@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
@@ -17,15 +18,15 @@ var cluster testenv.Shared
 
 func TestMain(m *testing.M) {
 	os.Exit(cluster.Main(m,
-		testenv.WithCRDs("../../pkg/lock/crd/locks.stagehand.io.yaml"), // reconciler lock|unlock|check|prune|list
+		testenv.WithCRDs("../../pkg/lock/crd/locks.stagehand.io.yaml"), // the reconciler's lock service (Kubernetes storage)
 	))
 }
 
 // testClient is the API client the commands build for server with the
-// token of tokenFile (else the environment's, in userToken's order).
+// token of tokenFile (else the environment's, in command.UserToken's order).
 func testClient(t *testing.T, server, tokenFile string) *api.Client {
 	t.Helper()
-	c, err := apiClient(server, tokenFile, 30*time.Second)
+	c, err := command.APIClient(server, tokenFile, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
@@ -41,7 +41,7 @@ func (f *manifestFlags) register(cmd *cobra.Command) {
 
 func (f *manifestFlags) check() error {
 	if f.output != "text" && f.output != "json" {
-		return usagef("invalid --output %q: expected text or json", f.output)
+		return command.Usagef("invalid --output %q: expected text or json", f.output)
 	}
 	return nil
 }
@@ -55,11 +55,11 @@ func (f *manifestFlags) options() []manifest.Option {
 // manifestDir checks the <dir> argument: a directory holding environments/.
 func manifestDir(args []string) (string, error) {
 	if len(args) != 1 {
-		return "", usagef("expected one argument, the directory holding environments/, got %d", len(args))
+		return "", command.Usagef("expected one argument, the directory holding environments/, got %d", len(args))
 	}
 	fi, err := os.Stat(args[0])
 	if err != nil || !fi.IsDir() {
-		return "", usagef("%s is not a directory", args[0])
+		return "", command.Usagef("%s is not a directory", args[0])
 	}
 	return args[0], nil
 }
@@ -87,14 +87,14 @@ problem is listed), 2 on a usage error.`,
 				return err
 			}
 			if env == "" || strings.ContainsAny(env, `/\`) || env == "." || env == ".." {
-				return usagef("--env must name one environment directory, got %q", env)
+				return command.Usagef("--env must name one environment directory, got %q", env)
 			}
 			e, err := manifest.Resolve(cmd.Context(), os.DirFS(dir), ".", env, flags.options()...)
 			if err != nil {
 				return reportManifestErrors(cmd, flags.output, err)
 			}
 			if flags.output == "json" {
-				return writeJSON(cmd.OutOrStdout(), e)
+				return command.WriteJSON(cmd.OutOrStdout(), e)
 			}
 			printWarnings(cmd.ErrOrStderr(), e.Warnings)
 			return printEnvironment(cmd.OutOrStdout(), e)
@@ -113,23 +113,13 @@ func reportManifestErrors(cmd *cobra.Command, output string, err error) error {
 		return err
 	}
 	if output == "json" {
-		if werr := writeJSON(cmd.OutOrStdout(), list); werr != nil {
+		if werr := command.WriteJSON(cmd.OutOrStdout(), list); werr != nil {
 			return werr
 		}
-		return exitCode(1, nil)
+		return command.Exit(1, nil)
 	}
 	fmt.Fprintln(cmd.ErrOrStderr(), list.Error())
-	return exitCode(1, nil)
-}
-
-// writeJSON prints v as indented JSON (every -o json of the CLIs).
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("writing JSON: %w", err)
-	}
-	return nil
+	return command.Exit(1, nil)
 }
 
 func printWarnings(w io.Writer, warnings []manifest.Error) {
@@ -225,13 +215,13 @@ Exit 0 only if all environments are valid, 1 otherwise, 2 on a usage error.`,
 			fsys := os.DirFS(dir)
 			envs, err := manifest.Environments(fsys, ".")
 			if errors.Is(err, fs.ErrNotExist) {
-				return exitCode(1, fmt.Errorf("no environments found: %s has no environments/ directory", dir))
+				return command.Exit(1, fmt.Errorf("no environments found: %s has no environments/ directory", dir))
 			}
 			if err != nil {
-				return exitCode(1, err)
+				return command.Exit(1, err)
 			}
 			if len(envs) == 0 {
-				return exitCode(1, fmt.Errorf("no environments found: no %s/environments/*/manifest.json", dir))
+				return command.Exit(1, fmt.Errorf("no environments found: no %s/environments/*/manifest.json", dir))
 			}
 			results := struct {
 				Valid        bool         `json:"valid"`
@@ -253,14 +243,14 @@ Exit 0 only if all environments are valid, 1 otherwise, 2 on a usage error.`,
 				results.Environments = append(results.Environments, v)
 			}
 			if flags.output == "json" {
-				if err := writeJSON(cmd.OutOrStdout(), results); err != nil {
+				if err := command.WriteJSON(cmd.OutOrStdout(), results); err != nil {
 					return err
 				}
 			} else {
 				printValidation(cmd, results.Environments)
 			}
 			if !results.Valid {
-				return exitCode(1, nil)
+				return command.Exit(1, nil)
 			}
 			return nil
 		},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 )
 
@@ -26,7 +27,7 @@ func runReconciler(t *testing.T, args ...string) (string, string, int) {
 	if err != nil && err.Error() != "" {
 		errOut.WriteString("Error: " + err.Error() + "\n")
 	}
-	return out.String(), errOut.String(), Code(err)
+	return out.String(), errOut.String(), command.Code(err)
 }
 
 // manifestRepo writes files (relative to environments/) into a temporary

@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/spf13/cobra"
 
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
@@ -35,17 +36,17 @@ func (f *planFlags) register(cmd *cobra.Command) {
 func (f *planFlags) check(args []string) error {
 	switch {
 	case len(args) > 0:
-		return usagef("unexpected arguments %q", args)
+		return command.Usagef("unexpected arguments %q", args)
 	case f.config == "":
-		return usagef("--config is required")
+		return command.Usagef("--config is required")
 	case f.env == "":
-		return usagef("--env is required")
+		return command.Usagef("--env is required")
 	case f.output != "text" && f.output != "json":
-		return usagef("invalid --output %q: expected text or json", f.output)
+		return command.Usagef("invalid --output %q: expected text or json", f.output)
 	}
 	if f.dir != "" {
 		if fi, err := os.Stat(f.dir); err != nil || !fi.IsDir() {
-			return usagef("--dir %s is not a directory", f.dir)
+			return command.Usagef("--dir %s is not a directory", f.dir)
 		}
 	}
 	return nil
@@ -68,7 +69,7 @@ func (f *planFlags) setup(cmd *cobra.Command) (*planSetup, error) {
 	}
 	envCfg, ok := cfg.Environments[f.env]
 	if !ok {
-		return nil, usagef("unknown environment %q; configured: %s", f.env, strings.Join(cfg.EnvironmentNames(), ", "))
+		return nil, command.Usagef("unknown environment %q; configured: %s", f.env, strings.Join(cfg.EnvironmentNames(), ", "))
 	}
 	// Every part built once, as reconciler run builds them; deploy locks and Events are this command's author's.
 	b, err := wire.New(cfg, wire.WithAuthor(author()))
@@ -84,7 +85,7 @@ func (f *planFlags) setup(cmd *cobra.Command) (*planSetup, error) {
 		var list *manifest.ErrorList
 		if errors.As(err, &list) {
 			fmt.Fprintln(cmd.ErrOrStderr(), list.Error())
-			return nil, exitCode(1, nil)
+			return nil, command.Exit(1, nil)
 		}
 		return nil, err
 	}
@@ -120,7 +121,7 @@ func (f *planFlags) manifests(ctx context.Context, b *wire.Builder) (fs.FS, stri
 		return os.DirFS(f.dir), rev, nil
 	}
 	if cfg.Source.URL == "" {
-		return nil, "", usagef("source.url is not configured; pass --dir CHECKOUT")
+		return nil, "", command.Usagef("source.url is not configured; pass --dir CHECKOUT")
 	}
 	src, err := b.Source()
 	if err != nil {
@@ -167,7 +168,7 @@ with problems), 1 on errors, 2 on usage errors.`,
 				return err
 			}
 			if f.output == "json" {
-				return writeJSON(cmd.OutOrStdout(), p)
+				return command.WriteJSON(cmd.OutOrStdout(), p)
 			}
 			printPlan(cmd.OutOrStdout(), p)
 			return nil

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -105,7 +106,7 @@ func (w *planWorld) run(t *testing.T, args ...string) (stdout, stderr string, co
 	if err != nil && err.Error() != "" {
 		errOut.WriteString("Error: " + err.Error() + "\n")
 	}
-	return out.String(), errOut.String(), Code(err)
+	return out.String(), errOut.String(), command.Code(err)
 }
 
 func TestPlanAndApplyCommands(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/policy"
@@ -81,18 +82,18 @@ type policyReport struct {
 func runPolicyTest(ctx context.Context, w io.Writer, f policyTestFlags) error {
 	switch {
 	case f.config == "" || f.env == "" || f.plan == "" || f.as == "":
-		return usagef("--config, --env, --plan and --as are required")
+		return command.Usagef("--config, --env, --plan and --as are required")
 	case f.output != "text" && f.output != "json":
-		return usagef("invalid --output %q: expected text or json", f.output)
+		return command.Usagef("invalid --output %q: expected text or json", f.output)
 	}
 	who, err := identity.ParseTyped(f.as)
 	if err != nil {
-		return usagef("--as: %v", err)
+		return command.Usagef("--as: %v", err)
 	}
 	now := time.Now()
 	if f.now != "" {
 		if now, err = time.Parse(time.RFC3339, f.now); err != nil {
-			return usagef("--now %q: want RFC 3339, e.g. 2026-12-24T16:00:00Z", f.now)
+			return command.Usagef("--now %q: want RFC 3339, e.g. 2026-12-24T16:00:00Z", f.now)
 		}
 	}
 	cfg, err := config.Load(f.config)
@@ -100,7 +101,7 @@ func runPolicyTest(ctx context.Context, w io.Writer, f policyTestFlags) error {
 		return err
 	}
 	if _, ok := cfg.Environments[f.env]; !ok {
-		return usagef("--env %q: not an environment of %s (%s)", f.env, f.config, strings.Join(cfg.EnvironmentNames(), ", "))
+		return command.Usagef("--env %q: not an environment of %s (%s)", f.env, f.config, strings.Join(cfg.EnvironmentNames(), ", "))
 	}
 	plan, err := readPlanFile(f.plan)
 	if err != nil {
@@ -135,7 +136,7 @@ func runPolicyTest(ctx context.Context, w io.Writer, f policyTestFlags) error {
 		r.Reason += "; at approval, GitHub is asked that " + who.String() + " passes: " + restriction(req)
 	}
 	if f.output == "json" {
-		if err := writeJSON(w, r); err != nil {
+		if err := command.WriteJSON(w, r); err != nil {
 			return err
 		}
 	} else {

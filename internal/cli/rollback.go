@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 )
 
 // rollbackFlags are the flags of `reconciler rollback` and `reconciler release`.
@@ -20,7 +21,7 @@ type rollbackFlags struct {
 
 func (f *rollbackFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	addAPIFlags(fl, &f.server, &f.tokenFile)
+	command.AddAPIFlags(fl, &f.server, &f.tokenFile)
 	fl.StringVar(&f.env, "env", "", "environment (required)")
 	fl.StringVar(&f.as, "as", "", "assert who you are: the server refuses unless your token is this principal (who asks always comes from the token)")
 	fl.DurationVar(&f.timeout, "timeout", 2*time.Minute, "how long to wait for the server")
@@ -79,9 +80,9 @@ open, gets a comment saying who released the hold and why.`,
 
 // client checks the common flags and returns the API client.
 func (f *rollbackFlags) client() (*api.Client, error) {
-	c, err := apiClient(f.server, f.tokenFile, f.timeout)
+	c, err := command.APIClient(f.server, f.tokenFile, f.timeout)
 	if err == nil && f.env == "" {
-		err = usagef("--env is required")
+		err = command.Usagef("--env is required")
 	}
 	return c, err
 }
@@ -89,11 +90,11 @@ func (f *rollbackFlags) client() (*api.Client, error) {
 func (f *rollbackFlags) rollback(cmd *cobra.Command) error {
 	switch {
 	case strings.TrimSpace(f.to) == "":
-		return usagef("--to is required: previous, a history entry id or a revision")
+		return command.Usagef("--to is required: previous, a history entry id or a revision")
 	case strings.TrimSpace(f.reason) == "":
-		return usagef("--reason is required: it titles the rollback pull request")
+		return command.Usagef("--reason is required: it titles the rollback pull request")
 	case f.output != "text" && f.output != "json":
-		return usagef("--output %q: want text or json", f.output)
+		return command.Usagef("--output %q: want text or json", f.output)
 	}
 	c, err := f.client()
 	if err != nil {
@@ -103,7 +104,7 @@ func (f *rollbackFlags) rollback(cmd *cobra.Command) error {
 	defer cancel()
 	res, err := c.Rollback(ctx, f.env, api.RollbackRequest{To: f.to, Reason: f.reason, RequestedBy: f.as, Now: f.now})
 	if err != nil {
-		return refused(cmd, "rollback", err)
+		return command.Refused(cmd, "rollback", err)
 	}
 	out := cmd.OutOrStdout()
 	if f.output == "json" {
@@ -128,7 +129,7 @@ func (f *rollbackFlags) release(cmd *cobra.Command) error {
 	defer cancel()
 	res, err := c.Release(ctx, f.env, api.ReleaseRequest{Reason: f.reason, RequestedBy: f.as})
 	if err != nil {
-		return refused(cmd, "release", err)
+		return command.Refused(cmd, "release", err)
 	}
 	fmt.Fprintln(cmd.OutOrStdout(), res.Message)
 	return nil

@@ -2,69 +2,28 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/stagehand-gitops/stagehand/internal/cli/bot"
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
+	"github.com/stagehand-gitops/stagehand/internal/cli/locks"
 )
 
-// ExitError carries a process exit code through cobra; the mains exit with Code.
-type ExitError struct {
-	Code int
-	Err  error
-}
+// reconcilerCommands lists the constructors of the reconciler's
+// subcommands; the lock commands (lock, unlock, check, prune, list) are
+// internal/cli/locks'.
+var reconcilerCommands = slices.Concat([]func() *cobra.Command{newManifestCommand, newPolicyCommand}, locks.Commands(), []func() *cobra.Command{newPlanCommand, newApplyCommand, newRunCommand, newApproveCommand, newRejectCommand, newHistoryCommand, newStatusCommand, newRollbackCommand, newReleaseCommand, newLoginCommand, newVersionCommand, newWaitCommand})
 
-func (e *ExitError) Error() string {
-	if e.Err == nil {
-		return "" // already reported; the main prints nothing more
-	}
-	return e.Err.Error()
-}
-
-func (e *ExitError) Unwrap() error { return e.Err }
-
-// exitCode wraps err so that the binary exits with code.
-func exitCode(code int, err error) error { return &ExitError{Code: code, Err: err} }
-
-// Code returns the exit code err asks for: 0 for nil, the ExitError's code,
-// 2 for a usage error, 1 otherwise.
-func Code(err error) int {
-	if err == nil {
-		return 0
-	}
-	var ee *ExitError
-	if errors.As(err, &ee) {
-		return ee.Code
-	}
-	if isUsage(err) {
-		return 2
-	}
-	return 1
-}
-
-// usageError marks an error in the command line itself (exit code 2).
-type usageError struct{ err error }
-
-func (u usageError) Error() string { return u.err.Error() }
-func (u usageError) Unwrap() error { return u.err }
-
-func isUsage(err error) bool {
-	var u usageError
-	return errors.As(err, &u)
-}
-
-// usagef returns a usage error (exit code 2).
-func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
-
-// reconcilerCommands lists the constructors of the reconciler's subcommands.
-var reconcilerCommands = []func() *cobra.Command{newManifestCommand, newPolicyCommand, newLockCommand, newUnlockCommand, newCheckCommand, newPruneCommand, newListCommand, newPlanCommand, newApplyCommand, newRunCommand, newApproveCommand, newRejectCommand, newHistoryCommand, newStatusCommand, newRollbackCommand, newReleaseCommand, newLoginCommand, newVersionCommand, newWaitCommand}
-
-// prbotCommands lists the constructors of prbot's subcommands.
-var prbotCommands = []func() *cobra.Command{newPrbotBumpCommand, newPrbotPromoteCommand, newPrbotServeCommand, newVersionCommand}
+// prbotCommands lists the constructors of prbot's subcommands: its own
+// (internal/cli/bot) and the version both binaries have.
+var prbotCommands = append(bot.Commands(), newVersionCommand)
 
 // NewReconciler returns the root command of the reconciler binary.
 func NewReconciler(stdout, stderr io.Writer) *cobra.Command {
@@ -74,7 +33,7 @@ func NewReconciler(stdout, stderr io.Writer) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	return finish(root, stdout, stderr, reconcilerCommands)
+	return command.Root(root, stdout, stderr, reconcilerCommands)
 }
 
 // NewPrbot returns the root command of the prbot binary.
@@ -85,17 +44,7 @@ func NewPrbot(stdout, stderr io.Writer) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	return finish(root, stdout, stderr, prbotCommands)
-}
-
-func finish(root *cobra.Command, stdout, stderr io.Writer, cmds []func() *cobra.Command) *cobra.Command {
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	for _, c := range cmds {
-		root.AddCommand(c())
-	}
-	return root
+	return command.Root(root, stdout, stderr, prbotCommands)
 }
 
 // Main runs the command tree that newRoot builds with the process's
@@ -108,5 +57,5 @@ func Main(newRoot func(stdout, stderr io.Writer) *cobra.Command) int {
 	if err != nil && err.Error() != "" {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 	}
-	return Code(err)
+	return command.Code(err)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
@@ -73,7 +74,7 @@ leader election; exit 1 if any environment failed.`,
 // run loads the configuration and runs the daemon (or one pass with --once).
 func (rf *runFlags) run(cmd *cobra.Command) error {
 	if rf.configPath == "" {
-		return usagef("--config is required")
+		return command.Usagef("--config is required")
 	}
 	cfg, err := config.Load(rf.configPath)
 	if err != nil {
@@ -81,7 +82,7 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	}
 	// Every part of the process (and client-go, through klog) logs through log: what a stop cancels
 	// (the last Lease renewal, a state read in progress) is not an error.
-	log := quietOnStop(cmd.Context(), logger.NewLogger(rf.logOpts))
+	log := command.QuietOnStop(cmd.Context(), logger.NewLogger(rf.logOpts))
 	logger.SetLogger(log)
 	if rf.once {
 		rf.le.Enable = false
@@ -284,7 +285,7 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	if rf.once {
 		if err := d.Once(cmd.Context()); err != nil {
 			fmt.Fprintln(cmd.ErrOrStderr(), "Error:", err)
-			return exitCode(1, nil)
+			return command.Exit(1, nil)
 		}
 		fmt.Fprintln(cmd.OutOrStdout(), "all environments reconciled")
 		return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 )
 
@@ -48,7 +49,7 @@ images and what blocks them; -o json the matrix as GET /api/v1/matrix answers.
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
 	fl := cmd.Flags()
-	addAPIFlags(fl, &f.server, &f.tokenFile)
+	command.AddAPIFlags(fl, &f.server, &f.tokenFile)
 	fl.StringSliceVar(&f.envs, "env", nil, "only these environments (repeatable)")
 	fl.StringSliceVar(&f.services, "service", nil, "only these services (repeatable)")
 	fl.StringVarP(&f.output, "output", "o", "text", "output format: text, wide or json")
@@ -59,9 +60,9 @@ images and what blocks them; -o json the matrix as GET /api/v1/matrix answers.
 func (f *statusFlags) run(cmd *cobra.Command) error {
 	switch {
 	case f.output != "text" && f.output != "wide" && f.output != "json":
-		return usagef("--output %q: want text, wide or json", f.output)
+		return command.Usagef("--output %q: want text, wide or json", f.output)
 	}
-	client, err := apiClient(f.server, f.tokenFile, f.timeout)
+	client, err := command.APIClient(f.server, f.tokenFile, f.timeout)
 	if err != nil {
 		return err
 	}
@@ -69,7 +70,7 @@ func (f *statusFlags) run(cmd *cobra.Command) error {
 	defer cancel()
 	got, err := client.Matrix(ctx)
 	if err != nil {
-		return refused(cmd, "reading the environments", err)
+		return command.Refused(cmd, "reading the environments", err)
 	}
 	m, err := f.narrow(*got)
 	if err != nil {
@@ -97,12 +98,12 @@ func (f *statusFlags) narrow(m status.Matrix) (status.Matrix, error) {
 	}
 	for _, e := range f.envs {
 		if !slices.Contains(names, e) {
-			return m, usagef("--env %q: no such environment; configured: %s", e, strings.Join(names, ", "))
+			return m, command.Usagef("--env %q: no such environment; configured: %s", e, strings.Join(names, ", "))
 		}
 	}
 	for _, s := range f.services {
 		if !slices.Contains(services, s) {
-			return m, usagef("--service %q: in no environment; services: %s", s, strings.Join(services, ", "))
+			return m, command.Usagef("--service %q: in no environment; services: %s", s, strings.Join(services, ", "))
 		}
 	}
 	keep := make([]bool, len(m.Environments))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/internal/version"
 )
 
@@ -27,7 +28,7 @@ func newVersionCommand() *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(i)
 			}
-			return usagef("--output %q: want json, or nothing for one line", output)
+			return command.Usagef("--output %q: want json, or nothing for one line", output)
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "json: the fields as a JSON object")

@@ -2,16 +2,12 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/stagehand-gitops/stagehand/internal/api"
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/internal/waiter"
 )
 
@@ -51,7 +47,7 @@ the revision just pushed.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
 	fl := cmd.Flags()
-	addAPIFlags(fl, &f.server, &f.tokenFile)
+	command.AddAPIFlags(fl, &f.server, &f.tokenFile)
 	fl.StringVar(&f.env, "env", "", "environment (required)")
 	fl.StringVar(&f.revision, "revision", "", "commit to wait for")
 	fl.StringVar(&f.service, "service", "", "NAME=VERSION: wait for the revision that deploys this version of the service")
@@ -65,94 +61,31 @@ the revision just pushed.`,
 
 func (f *waitFlags) run(cmd *cobra.Command) error {
 	if f.env == "" {
-		return usagef("--env is required")
+		return command.Usagef("--env is required")
 	}
 	if f.timeout <= 0 || f.interval <= 0 {
-		return usagef("--timeout and --interval must be positive")
+		return command.Usagef("--timeout and --interval must be positive")
 	}
 	t := waiter.Target{Revision: f.revision}
 	if f.service != "" {
 		name, version, ok := strings.Cut(f.service, "=")
 		if !ok || name == "" || version == "" {
-			return usagef("--service %q: want NAME=VERSION", f.service)
+			return command.Usagef("--service %q: want NAME=VERSION", f.service)
 		}
 		t.Service, t.Version = name, version
 	}
 	j, err := waiter.New(t)
 	if err != nil {
-		return usagef("%v", err)
+		return command.Usagef("%v", err)
 	}
 	if f.kubeconfig != "" || f.namespace != "" {
 		return f.runObject(cmd, j)
 	}
-	client, err := apiClient(f.server, f.tokenFile, readTimeout)
+	client, err := command.APIClient(f.server, f.tokenFile, command.ReadTimeout)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
-	return deployWait{client: client, env: f.env, judge: j, interval: f.interval, timeout: f.timeout}.run(ctx, cmd)
+	return command.DeployWait{Client: client, Env: f.env, Judge: j, Interval: f.interval, Timeout: f.timeout}.Run(ctx, cmd)
 }
-
-// deployWait is one wait for a deploy through the reconciler's API, read
-// every interval and judged by internal/waiter: `reconciler wait`'s, and
-// `prbot bump --wait`'s once the bump is merged. ctx's deadline is the end
-// of the wait (timeout is only said); it prints progress lines on cmd's
-// stdout and exits as `reconciler wait` does: 0 deployed, 1 failed,
-// rejected, rolled back, superseded or refused, 2 timed out.
-type deployWait struct {
-	client            *api.Client
-	env               string
-	judge             *waiter.Judge
-	interval, timeout time.Duration
-	// out takes the progress lines (nil: cmd's stdout).
-	out io.Writer
-}
-
-func (w deployWait) run(ctx context.Context, cmd *cobra.Command) error {
-	out := w.out
-	if out == nil {
-		out = cmd.OutOrStdout()
-	}
-	last := ""
-	for {
-		v, err := w.client.Environment(ctx, w.env)
-		var refusal *api.Error
-		switch {
-		case err == nil:
-			verdict := w.judge.Judge(v)
-			if verdict.Message != last {
-				fmt.Fprintf(out, "%s %s: %s\n", time.Now().UTC().Format(time.TimeOnly), w.env, verdict.Message)
-				last = verdict.Message
-			}
-			if verdict.Done {
-				if verdict.Code() != 0 {
-					fmt.Fprintf(cmd.ErrOrStderr(), "Error: %s: %s\n", verdict.Outcome, verdict.Message)
-				}
-				return exitCode(verdict.Code(), nil)
-			}
-		case ctx.Err() != nil:
-		case errors.As(err, &refusal) && refusal.Status != http.StatusTooManyRequests && refusal.Status < 500:
-			// An unknown environment, a token refused: waiting longer does not help.
-			return refused(cmd, "reading environment "+w.env, err)
-		default:
-			// The server restarting or unreachable for a moment: keep waiting.
-			if msg := "reading the environment: " + err.Error(); msg != last {
-				fmt.Fprintf(out, "%s %s: %s\n", time.Now().UTC().Format(time.TimeOnly), w.env, msg)
-				last = msg
-			}
-		}
-		select {
-		case <-ctx.Done():
-			if cmd.Context().Err() != nil {
-				return cmd.Context().Err()
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "Error: timed out after %s: %s\n", w.timeout, last)
-			return exitCode(2, nil)
-		case <-time.After(w.interval):
-		}
-	}
-}
-
-// readTimeout bounds each read of the environment.
-const readTimeout = 30 * time.Second

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/internal/envresource"
 	"github.com/stagehand-gitops/stagehand/internal/waiter"
 )
@@ -27,12 +28,12 @@ func (f *waitFlags) environmentClient() (dynamic.ResourceInterface, string, erro
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
 	rc, err := cc.ClientConfig()
 	if err != nil {
-		return nil, "", usagef("--kubeconfig %q: %v", f.kubeconfig, err)
+		return nil, "", command.Usagef("--kubeconfig %q: %v", f.kubeconfig, err)
 	}
 	ns := f.namespace
 	if ns == "" {
 		if ns, _, err = cc.Namespace(); err != nil {
-			return nil, "", usagef("--kubeconfig %q: %v", f.kubeconfig, err)
+			return nil, "", command.Usagef("--kubeconfig %q: %v", f.kubeconfig, err)
 		}
 	}
 	dyn, err := dynamic.NewForConfig(rc)
@@ -82,7 +83,7 @@ func (f *waitFlags) watchObject(ctx context.Context, cmd *cobra.Command, j *wait
 		if err != nil && ctx.Err() == nil {
 			if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsNotFound(err) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "Error: watching Environment %s in namespace %s refused (%d): %v\n", f.env, ns, statusCode(err), err)
-				return exitCode(1, nil)
+				return command.Exit(1, nil)
 			}
 			p.say("watching the Environment: " + err.Error())
 		}
@@ -97,7 +98,7 @@ func (f *waitFlags) watchObject(ctx context.Context, cmd *cobra.Command, j *wait
 				return cmd.Context().Err()
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "Error: timed out after %s: %s\n", f.timeout, p.last)
-			return exitCode(2, nil)
+			return command.Exit(2, nil)
 		}
 	}
 }
@@ -180,7 +181,7 @@ func (p *progress) judge(j *waiter.Judge, obj *unstructured.Unstructured) (bool,
 	}
 	verdict, err := j.Object(&st)
 	if err != nil {
-		return true, usagef("%v", err)
+		return true, command.Usagef("%v", err)
 	}
 	p.say(verdict.Message)
 	if !verdict.Done {
@@ -189,7 +190,7 @@ func (p *progress) judge(j *waiter.Judge, obj *unstructured.Unstructured) (bool,
 	if verdict.Code() != 0 {
 		fmt.Fprintf(p.cmd.ErrOrStderr(), "Error: %s: %s\n", verdict.Outcome, verdict.Message)
 	}
-	return true, exitCode(verdict.Code(), nil)
+	return true, command.Exit(verdict.Code(), nil)
 }
 
 // runObject is `reconciler wait --kubeconfig`: its flags checked, the wait
@@ -197,13 +198,13 @@ func (p *progress) judge(j *waiter.Judge, obj *unstructured.Unstructured) (bool,
 func (f *waitFlags) runObject(cmd *cobra.Command, j *waiter.Judge) error {
 	switch {
 	case f.kubeconfig == "":
-		return usagef("--namespace needs --kubeconfig")
+		return command.Usagef("--namespace needs --kubeconfig")
 	case f.server != "" || f.tokenFile != "":
-		return usagef("--kubeconfig watches the Environment object, --server and --token-file call the API: give one or the other")
+		return command.Usagef("--kubeconfig watches the Environment object, --server and --token-file call the API: give one or the other")
 	case f.service != "":
-		return usagef("--service cannot be used with --kubeconfig: the Environment object carries no service versions (use --revision, or --server)")
+		return command.Usagef("--service cannot be used with --kubeconfig: the Environment object carries no service versions (use --revision, or --server)")
 	case f.watchTimeout < time.Second:
-		return usagef("--watch-timeout %s: want at least 1s", f.watchTimeout)
+		return command.Usagef("--watch-timeout %s: want at least 1s", f.watchTimeout)
 	}
 	c, ns, err := f.environmentClient()
 	if err != nil {

@@ -1,4 +1,4 @@
-package cli
+package command
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"github.com/go-logr/logr"
 )
 
-// quietOnStop returns l, except that once ctx has ended (the process
+// QuietOnStop returns l, except that once ctx has ended (the process
 // stops) an error caused by the stop itself (errors.Is context.Canceled) is
 // logged at info level with stopping=true: nothing failed. Every part of
 // the process logs through it, and client-go's leader election too
@@ -15,14 +15,14 @@ import (
 // released, and a state read the stop cancels would otherwise read as
 // errors on every normal shutdown. Errors the stop does not cause stay
 // errors.
-func quietOnStop(ctx context.Context, l logr.Logger) logr.Logger {
+func QuietOnStop(ctx context.Context, l logr.Logger) logr.Logger {
 	if l.GetSink() == nil {
 		return l
 	}
 	return logr.New(stopSink{LogSink: l.GetSink(), ctx: ctx})
 }
 
-// stopSink is quietOnStop's sink.
+// stopSink is QuietOnStop's sink.
 type stopSink struct {
 	logr.LogSink
 	ctx context.Context

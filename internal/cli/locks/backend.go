@@ -1,16 +1,16 @@
-package cli
+package locks
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
@@ -87,7 +87,7 @@ type backendFlags struct {
 
 func (f *backendFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	addAPIFlags(fl, &f.server, &f.tokenFile)
+	command.AddAPIFlags(fl, &f.server, &f.tokenFile)
 	fl.StringVar(&f.storage, "storage", "", "talk to the storage directly instead of --server: kubernetes (the seed's dynamodb is not supported)")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for --storage kubernetes (default $KUBECONFIG, else in-cluster or ~/.kube/config)")
 	fl.StringVar(&f.namespace, "namespace", "stagehand", "namespace of the lock objects for --storage kubernetes")
@@ -125,19 +125,19 @@ func (f *backendFlags) backend(ctx context.Context, d lockDeps) (lockBackend, er
 	}
 	switch {
 	case f.table != "":
-		return nil, usagef("--table %q: %s", f.table, noDynamoDB)
+		return nil, command.Usagef("--table %q: %s", f.table, noDynamoDB)
 	case f.storage == "dynamodb":
-		return nil, usagef("--storage dynamodb: %s", noDynamoDB)
+		return nil, command.Usagef("--storage dynamodb: %s", noDynamoDB)
 	case server != "" && f.storage != "":
-		return nil, usagef("--server and --storage are mutually exclusive")
+		return nil, command.Usagef("--server and --storage are mutually exclusive")
 	case server != "":
-		token, err := userToken(context.Background(), d.lookup, f.tokenFile, "--token-file", "--server")
+		token, err := command.UserToken(context.Background(), d.lookup, f.tokenFile, "--token-file", "--server")
 		if err != nil {
 			return nil, err
 		}
 		c, err := api.NewClient(server, token)
 		if err != nil {
-			return nil, usagef("--server: %v", err)
+			return nil, command.Usagef("--server: %v", err)
 		}
 		return c.Locks()
 	case f.storage == "kubernetes":
@@ -147,29 +147,11 @@ func (f *backendFlags) backend(ctx context.Context, d lockDeps) (lockBackend, er
 		}
 		return serviceBackend{svc}, nil
 	case f.storage == "memory":
-		return nil, usagef("--storage memory keeps locks in one process only; use --server with a reconciler configured with locks.storage: memory")
+		return nil, command.Usagef("--storage memory keeps locks in one process only; use --server with a reconciler configured with locks.storage: memory")
 	case f.storage != "":
-		return nil, usagef("invalid --storage %q: expected kubernetes (or use --server URL)", f.storage)
+		return nil, command.Usagef("invalid --storage %q: expected kubernetes (or use --server URL)", f.storage)
 	}
-	return nil, usagef("no lock store: pass --server URL (or set $STAGEHAND_SERVER) or --storage kubernetes")
-}
-
-// apiToken is the bearer token of the reconciler's API, shared by the lock
-// commands and prbot: read from file (passed with the flag named flag), else
-// $STAGEHAND_TOKEN. Without either it is a usage error that says how to pass
-// one to the flag user (such as --server).
-func apiToken(lookup func(string) (string, bool), file, flag, user string) (string, error) {
-	if file != "" {
-		t, err := readSecret(file, flag)
-		if err != nil {
-			return "", usageError{err}
-		}
-		return t, nil
-	}
-	if t, _ := lookup("STAGEHAND_TOKEN"); strings.TrimSpace(t) != "" {
-		return strings.TrimSpace(t), nil
-	}
-	return "", usagef("%s needs a token: pass %s or set $STAGEHAND_TOKEN", user, flag)
+	return nil, command.Usagef("no lock store: pass --server URL (or set $STAGEHAND_SERVER) or --storage kubernetes")
 }
 
 // service is the lock service over the Kubernetes objects in --namespace
@@ -220,15 +202,15 @@ func lockFailure(cmd *cobra.Command, d lockDeps, err error) error {
 		for _, l := range le.Locks {
 			fmt.Fprintln(w, "Error:", l.BlockingMessage(d.loc))
 		}
-		return exitCode(1, nil)
+		return command.Exit(1, nil)
 	case errors.As(err, &ie):
-		return usageError{ie}
+		return command.Usage(ie)
 	case errors.As(err, &te):
 		fmt.Fprintln(w, "Error:", te.Error())
-		return exitCode(1, nil)
+		return command.Exit(1, nil)
 	case errors.As(err, &ae) && ae.StatusCode == 409:
 		fmt.Fprintln(w, "Error:", ae.Message)
-		return exitCode(1, nil)
+		return command.Exit(1, nil)
 	}
 	return err
 }

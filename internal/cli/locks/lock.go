@@ -1,4 +1,4 @@
-package cli
+package locks
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
@@ -29,13 +30,13 @@ func lockPaths(args, flagPaths []string, allowNone bool) ([]string, error) {
 		if allowNone {
 			return []string{""}, nil
 		}
-		return nil, usagef("expected a lock path such as apps/staging/a/auth-app (argument or --path)")
+		return nil, command.Usagef("expected a lock path such as apps/staging/a/auth-app (argument or --path)")
 	}
 	out := make([]string, 0, len(raw))
 	for _, p := range raw {
 		n, err := lock.NormalizePath(p)
 		if err != nil {
-			return nil, usagef("%v", err)
+			return nil, command.Usagef("%v", err)
 		}
 		out = append(out, n)
 	}
@@ -45,7 +46,7 @@ func lockPaths(args, flagPaths []string, allowNone bool) ([]string, error) {
 func parseTypeFlag(name, v string) (lock.Type, error) {
 	t, err := lock.ParseType(v)
 	if err != nil {
-		return "", usagef("--%s: %v", name, err)
+		return "", command.Usagef("--%s: %v", name, err)
 	}
 	return t, nil
 }
@@ -83,7 +84,7 @@ func (f *lockDataFlags) register(cmd *cobra.Command) {
 // from this process's environment.
 func (f *lockDataFlags) request(path string, d lockDeps) (lock.LockRequest, error) {
 	if f.duration != "" && f.until != "" {
-		return lock.LockRequest{}, usagef("--duration and --until are mutually exclusive")
+		return lock.LockRequest{}, command.Usagef("--duration and --until are mutually exclusive")
 	}
 	t, err := parseTypeFlag("type", f.typ)
 	if err != nil {
@@ -92,7 +93,7 @@ func (f *lockDataFlags) request(path string, d lockDeps) (lock.LockRequest, erro
 	l := lock.Lock{Path: path, Type: t, Author: strings.TrimSpace(f.author),
 		Env: lock.Env{Cluster: f.envCluster, Account: f.envAccount, Target: f.envTarget}}
 	if f.envTarget != "" && !envTargetRE.MatchString(f.envTarget) {
-		return lock.LockRequest{}, usagef("invalid --env-target %q: want one lowercase letter, such as a", f.envTarget)
+		return lock.LockRequest{}, command.Usagef("invalid --env-target %q: want one lowercase letter, such as a", f.envTarget)
 	}
 	for _, a := range f.allow {
 		at, err := parseTypeFlag("allow", a)
@@ -104,7 +105,7 @@ func (f *lockDataFlags) request(path string, d lockDeps) (lock.LockRequest, erro
 	for _, kv := range f.links {
 		name, url, ok := strings.Cut(kv, "=")
 		if !ok || strings.TrimSpace(name) == "" || strings.TrimSpace(url) == "" {
-			return lock.LockRequest{}, usagef("invalid --link %q: want name=url", kv)
+			return lock.LockRequest{}, command.Usagef("invalid --link %q: want name=url", kv)
 		}
 		if l.Links == nil {
 			l.Links = map[string]string{}
@@ -116,28 +117,35 @@ func (f *lockDataFlags) request(path string, d lockDeps) (lock.LockRequest, erro
 	}
 	l.Default(d.lookup)
 	if l.Author == "" {
-		return lock.LockRequest{}, usagef("no author: pass --author (or set $USER)")
+		return lock.LockRequest{}, command.Usagef("no author: pass --author (or set $USER)")
 	}
 	if err := lock.CheckReservedAuthor(l.Author); err != nil {
-		return lock.LockRequest{}, usagef("--author: %v", err)
+		return lock.LockRequest{}, command.Usagef("--author: %v", err)
 	}
 	req := lock.LockRequest{Lock: l}
 	switch {
 	case f.until != "":
 		u, err := lock.ParseUntil(f.until, d.loc)
 		if err != nil {
-			return lock.LockRequest{}, usagef("--until: %v", err)
+			return lock.LockRequest{}, command.Usagef("--until: %v", err)
 		}
 		req.ExpiresAt = u // checked against the store's clock, not this host's
 	case f.duration != "":
 		if _, err := lock.ParseDuration(f.duration); err != nil {
-			return lock.LockRequest{}, usagef("--duration: %v", err)
+			return lock.LockRequest{}, command.Usagef("--duration: %v", err)
 		}
 		req.Duration = f.duration
 	default:
 		req.Duration = defaultLockDuration
 	}
 	return req, nil
+}
+
+// Commands lists the constructors of the reconciler's lock commands: lock,
+// unlock, check, prune and list; internal/cli composes them into the
+// reconciler's tree.
+func Commands() []func() *cobra.Command {
+	return []func() *cobra.Command{newLockCommand, newUnlockCommand, newCheckCommand, newPruneCommand, newListCommand}
 }
 
 func newLockCommand() *cobra.Command {
@@ -166,7 +174,7 @@ are printed (exit 1). With several paths, all are locked or none.`,
 				return err
 			}
 			if recursive {
-				return usagef("--recursive is not available for lock: a lock is written at exactly one path")
+				return command.Usagef("--recursive is not available for lock: a lock is written at exactly one path")
 			}
 			reqs := make([]lock.LockRequest, len(ps))
 			for i, p := range ps {
@@ -238,7 +246,7 @@ With --recursive, remove every lock of that type at and beneath the path.`,
 					continue
 				}
 				if err != nil {
-					if err := lockFailure(cmd, d, err); isUsage(err) || !isExit(err) {
+					if err := lockFailure(cmd, d, err); command.IsUsage(err) || !isExit(err) {
 						return err
 					}
 					failed = true
@@ -249,7 +257,7 @@ With --recursive, remove every lock of that type at and beneath the path.`,
 				}
 			}
 			if failed {
-				return exitCode(1, nil)
+				return command.Exit(1, nil)
 			}
 			return nil
 		},
@@ -262,7 +270,7 @@ With --recursive, remove every lock of that type at and beneath the path.`,
 }
 
 func isExit(err error) bool {
-	var ee *ExitError
+	var ee *command.ExitError
 	return errors.As(err, &ee)
 }
 
@@ -367,7 +375,7 @@ func newListCommand() *cobra.Command {
 		Short: "List the locks at and beneath a path (all without one)",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {
-				return usagef("invalid --output %q: expected text or json", output)
+				return command.Usagef("invalid --output %q: expected text or json", output)
 			}
 			d, ps, b, err := bf.open(cmd, args, paths, true)
 			if err != nil {
@@ -382,7 +390,7 @@ func newListCommand() *cobra.Command {
 				all = append(all, ls...)
 			}
 			if output == "json" {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"locks": all})
+				return command.WriteJSON(cmd.OutOrStdout(), map[string]any{"locks": all})
 			}
 			return writeLockTable(cmd.OutOrStdout(), all, d.now(), d.loc)
 		},

@@ -1,4 +1,4 @@
-package cli
+package bot
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
 	"github.com/stagehand-gitops/stagehand/internal/httpserve/httpservetest"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
@@ -39,9 +40,9 @@ http: {readHeaderTimeout: 300ms}
 	done := make(chan int, 1)
 	go func() {
 		var out, errOut bytes.Buffer
-		root := NewPrbot(&out, &errOut)
+		root := newRoot(&out, &errOut)
 		root.SetArgs([]string{"serve", "--config", cfg, "--log-encoding", "console"})
-		done <- Code(root.ExecuteContext(withPrbotDeps(ctx, prbotDeps{lookup: func(string) (string, bool) { return "", false }, now: time.Now})))
+		done <- command.Code(root.ExecuteContext(withPrbotDeps(ctx, prbotDeps{lookup: func(string) (string, bool) { return "", false }, now: time.Now})))
 	}()
 	defer func() {
 		cancel()

@@ -1,4 +1,4 @@
-package cli
+package bot
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
@@ -86,29 +87,16 @@ func (f *botFlags) register(cmd *cobra.Command) {
 func splitRepo(s string) (string, string, error) {
 	o, n, ok := strings.Cut(s, "/")
 	if !ok || o == "" || n == "" || strings.Contains(n, "/") {
-		return "", "", usagef("--repo %q: want OWNER/NAME", s)
+		return "", "", command.Usagef("--repo %q: want OWNER/NAME", s)
 	}
 	return o, n, nil
-}
-
-// readSecret reads a secret file, trimming surrounding whitespace.
-func readSecret(path, what string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("reading %s: %w", what, err)
-	}
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		return "", fmt.Errorf("reading %s: %s is empty", what, path)
-	}
-	return s, nil
 }
 
 // bot builds the GitHub client (through internal/github), the lock checker
 // and the bot.
 func (f *botFlags) bot(d prbotDeps, extra ...prbot.Option) (*prbot.Bot, error) {
 	if f.output != "text" && f.output != "json" {
-		return nil, usagef("invalid --output %q: want text or json", f.output)
+		return nil, command.Usagef("invalid --output %q: want text or json", f.output)
 	}
 	owner, name, err := splitRepo(f.repo)
 	if err != nil {
@@ -159,11 +147,11 @@ func (f *botFlags) builder(d prbotDeps, cfg *config.Config) (*wire.Builder, erro
 	switch {
 	case f.appID != 0 || f.installationID != 0 || f.privateKeyFile != "":
 		if f.appID == 0 || f.installationID == 0 || f.privateKeyFile == "" {
-			return nil, usagef("--app-id, --installation-id and --private-key-file go together")
+			return nil, command.Usagef("--app-id, --installation-id and --private-key-file go together")
 		}
 		cfg.GitHub.App = &config.GitHubApp{AppID: f.appID, InstallationID: f.installationID, PrivateKeyFile: f.privateKeyFile}
 	case f.tokenFile != "":
-		tok, err := readSecret(f.tokenFile, "--token-file")
+		tok, err := command.ReadSecret(f.tokenFile, "--token-file")
 		if err != nil {
 			return nil, err
 		}
@@ -171,7 +159,7 @@ func (f *botFlags) builder(d prbotDeps, cfg *config.Config) (*wire.Builder, erro
 	case d.env("GITHUB_TOKEN") != "":
 		opts = append(opts, wire.WithGitHubToken(d.env("GITHUB_TOKEN")))
 	default:
-		return nil, usagef("no GitHub credentials: pass --token-file, set $GITHUB_TOKEN, or use --app-id/--installation-id/--private-key-file")
+		return nil, command.Usagef("no GitHub credentials: pass --token-file, set $GITHUB_TOKEN, or use --app-id/--installation-id/--private-key-file")
 	}
 	return wire.New(cfg, opts...)
 }
@@ -186,13 +174,13 @@ func (f *botFlags) locks(d prbotDeps, now func() time.Time) (prbot.LockChecker, 
 	if server == "" {
 		return nil, nil
 	}
-	token, err := apiToken(d.lookup, f.lockTokenFile, "--lock-token-file", "--lock-server")
+	token, err := command.APIToken(d.lookup, f.lockTokenFile, "--lock-token-file", "--lock-server")
 	if err != nil {
 		return nil, err
 	}
 	c, err := api.NewClient(server, token)
 	if err != nil {
-		return nil, usagef("--lock-server: %v", err)
+		return nil, command.Usagef("--lock-server: %v", err)
 	}
 	lc, err := c.Locks()
 	if err != nil {
@@ -214,6 +202,12 @@ func ownedFile(d prbotDeps) string {
 		return p + ".json"
 	}
 	return ""
+}
+
+// Commands lists the constructors of prbot's own subcommands (bump,
+// promote, serve); internal/cli composes them into the prbot binary's tree.
+func Commands() []func() *cobra.Command {
+	return []func() *cobra.Command{newPrbotBumpCommand, newPrbotPromoteCommand, newPrbotServeCommand}
 }
 
 func newPrbotBumpCommand() *cobra.Command {
@@ -264,7 +258,7 @@ closed without merging (the message says which); 2 timed out.`,
 				return err
 			}
 			if req.Env == "" || req.Service == "" || req.Tag == "" {
-				return usagef("--env, --service and --tag are required")
+				return command.Usagef("--env, --service and --tag are required")
 			}
 			dw, err := wait.prepare(cmd, d, req, f.output)
 			if err != nil {
@@ -290,7 +284,7 @@ closed without merging (the message says which); 2 timed out.`,
 			if req.File == "" {
 				req.File = ownedFile(d)
 				if req.File == "" {
-					return usagef("no --file and neither $GITHUB_REPOSITORY nor $CI_PROJECT_NAME is set to name the owned file")
+					return command.Usagef("no --file and neither $GITHUB_REPOSITORY nor $CI_PROJECT_NAME is set to name the owned file")
 				}
 			}
 			opts := []prbot.Option{prbot.WithRequiredChecks(checks...)}
@@ -337,7 +331,7 @@ closed without merging (the message says which); 2 timed out.`,
 // or an auto-merge did not merge.
 func printBump(cmd *cobra.Command, output string, autoMerge bool, res *prbot.BumpResult) error {
 	if output == "json" {
-		if err := writeJSON(cmd.OutOrStdout(), res); err != nil {
+		if err := command.WriteJSON(cmd.OutOrStdout(), res); err != nil {
 			return err
 		}
 	} else {
@@ -355,7 +349,7 @@ func printBump(cmd *cobra.Command, output string, autoMerge bool, res *prbot.Bum
 		if output == "json" {
 			fmt.Fprintf(cmd.ErrOrStderr(), "not merged: %s\n", res.Reason)
 		}
-		return exitCode(1, nil)
+		return command.Exit(1, nil)
 	}
 	return nil
 }
@@ -382,7 +376,7 @@ prints the pull request it would open.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from == "" || to == "" {
-				return usagef("--from and --to are required")
+				return command.Usagef("--from and --to are required")
 			}
 			d, err := prbotDepsFrom(cmd.Context())
 			if err != nil {
@@ -397,7 +391,7 @@ prints the pull request it would open.`,
 				return err
 			}
 			if f.output == "json" {
-				return writeJSON(cmd.OutOrStdout(), res)
+				return command.WriteJSON(cmd.OutOrStdout(), res)
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "%s → %s: %s", from, to, res.Action)

@@ -1,4 +1,4 @@
-package cli
+package bot
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/auth/oidc"
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
@@ -29,7 +30,7 @@ import (
 func runPrbot(t *testing.T, environ map[string]string, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	root := NewPrbot(&out, &errOut)
+	root := newRoot(&out, &errOut)
 	root.SetArgs(args)
 	deps := prbotDeps{
 		lookup: func(k string) (string, bool) { v, ok := environ[k]; return v, ok },
@@ -39,7 +40,7 @@ func runPrbot(t *testing.T, environ map[string]string, args ...string) (string, 
 	if err != nil && err.Error() != "" {
 		errOut.WriteString("Error: " + err.Error() + "\n")
 	}
-	return out.String(), errOut.String(), Code(err)
+	return out.String(), errOut.String(), command.Code(err)
 }
 
 func prbotRepo(t *testing.T) (*githubtest.Server, map[string]string) {
@@ -243,9 +244,9 @@ resync: 0s
 	done := make(chan int, 1)
 	go func() {
 		var out, errOut bytes.Buffer
-		root := NewPrbot(&out, &errOut)
+		root := newRoot(&out, &errOut)
 		root.SetArgs([]string{"serve", "--config", cfg, "--log-encoding", "console"})
-		done <- Code(root.ExecuteContext(withPrbotDeps(ctx, prbotDeps{lookup: func(string) (string, bool) { return "", false }, now: time.Now})))
+		done <- command.Code(root.ExecuteContext(withPrbotDeps(ctx, prbotDeps{lookup: func(string) (string, bool) { return "", false }, now: time.Now})))
 	}()
 	// The first evaluation at start opens the promotion (staging does not require health).
 	testenv.WaitFor(t, 20*time.Second, "the promotion pull request", func() bool { return len(srv.PullRequests("acme", "manifests")) == 1 })
@@ -358,9 +359,9 @@ oidc:
 	done := make(chan int, 1)
 	go func() {
 		var out, errOut bytes.Buffer
-		root := NewPrbot(&out, &errOut)
+		root := newRoot(&out, &errOut)
 		root.SetArgs([]string{"serve", "--config", cfg, "--log-encoding", "console"})
-		done <- Code(root.ExecuteContext(withPrbotDeps(ctx, prbotDeps{lookup: func(string) (string, bool) { return "", false }, now: time.Now})))
+		done <- command.Code(root.ExecuteContext(withPrbotDeps(ctx, prbotDeps{lookup: func(string) (string, bool) { return "", false }, now: time.Now})))
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -1,4 +1,4 @@
-package cli
+package bot
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/internal/waiter"
@@ -43,44 +44,48 @@ func (w *bumpWaitFlags) prepare(cmd *cobra.Command, d prbotDeps, req prbot.BumpR
 	if !w.wait {
 		for _, name := range []string{"timeout", "interval", "server", "server-token-file"} {
 			if cmd.Flags().Changed(name) {
-				return nil, usagef("--%s applies only with --wait", name)
+				return nil, command.Usagef("--%s applies only with --wait", name)
 			}
 		}
 		return nil, nil
 	}
 	if w.timeout <= 0 || w.interval <= 0 {
-		return nil, usagef("--timeout and --interval must be positive")
+		return nil, command.Usagef("--timeout and --interval must be positive")
 	}
 	server := w.server
 	if server == "" {
 		server = d.env("STAGEHAND_SERVER")
 	}
 	if server == "" {
-		return nil, usagef("--wait needs the reconciler's API: pass --server or set $STAGEHAND_SERVER")
+		return nil, command.Usagef("--wait needs the reconciler's API: pass --server or set $STAGEHAND_SERVER")
 	}
-	if _, err := apiServer(server); err != nil {
+	if _, err := command.APIServer(server); err != nil {
 		return nil, err
 	}
-	token, err := apiToken(d.lookup, w.tokenFile, "--server-token-file", "--wait")
+	token, err := command.APIToken(d.lookup, w.tokenFile, "--server-token-file", "--wait")
 	if err != nil {
 		return nil, err
 	}
-	client, err := api.NewClient(server, token, api.WithClientTimeout(readTimeout))
+	client, err := api.NewClient(server, token, api.WithClientTimeout(command.ReadTimeout))
 	if err != nil {
-		return nil, usagef("--server: %v", err)
+		return nil, command.Usagef("--server: %v", err)
 	}
 	// The service at the tag: what the bump knows, whatever the merge
 	// method and whatever else merged after it.
 	j, err := waiter.New(waiter.Target{Service: req.Service, Version: req.Tag})
 	if err != nil {
-		return nil, usagef("%v", err)
+		return nil, command.Usagef("%v", err)
 	}
 	var out io.Writer = cmd.OutOrStdout()
 	if output == "json" {
 		out = cmd.ErrOrStderr() // stdout holds the result
 	}
-	return &deployWait{client: client, env: req.Env, judge: j, interval: w.interval, timeout: w.timeout, out: out}, nil
+	return &deployWait{command.DeployWait{Client: client, Env: req.Env, Judge: j, Interval: w.interval, Timeout: w.timeout, Out: out}}, nil
 }
+
+// deployWait is `reconciler wait`'s wait for a deploy, after a bump's
+// merge.
+type deployWait struct{ command.DeployWait }
 
 // mergeReader waits for a pull request to merge: the bot's GitHub client,
 // or an anonymous one for a --via bump.
@@ -89,23 +94,23 @@ type mergeReader func(ctx context.Context, w prbot.MergeWatch) (string, error)
 // then waits, after a bump that answered res, for its pull request to
 // merge (read with merged) and for the deploy, within the timeout.
 func (dw *deployWait) then(cmd *cobra.Command, res *prbot.BumpResult, merged mergeReader) error {
-	ctx, cancel := context.WithTimeout(cmd.Context(), dw.timeout)
+	ctx, cancel := context.WithTimeout(cmd.Context(), dw.Timeout)
 	defer cancel()
 	if res.PR != 0 && !res.Merged {
-		progress := func(msg string) { fmt.Fprintf(dw.out, "%s %s\n", time.Now().UTC().Format(time.TimeOnly), msg) }
-		_, err := merged(ctx, prbot.MergeWatch{Number: res.PR, Interval: dw.interval, Progress: progress})
+		progress := func(msg string) { fmt.Fprintf(dw.Out, "%s %s\n", time.Now().UTC().Format(time.TimeOnly), msg) }
+		_, err := merged(ctx, prbot.MergeWatch{Number: res.PR, Interval: dw.Interval, Progress: progress})
 		switch {
 		case errors.Is(err, prbot.ErrClosedUnmerged), errors.Is(err, prbot.ErrUnreadable):
 			fmt.Fprintf(cmd.ErrOrStderr(), "Error: %v\n", err)
-			return exitCode(1, nil)
+			return command.Exit(1, nil)
 		case err != nil && ctx.Err() != nil && cmd.Context().Err() == nil:
-			fmt.Fprintf(cmd.ErrOrStderr(), "Error: timed out after %s: pull request #%d not merged\n", dw.timeout, res.PR)
-			return exitCode(2, nil)
+			fmt.Fprintf(cmd.ErrOrStderr(), "Error: timed out after %s: pull request #%d not merged\n", dw.Timeout, res.PR)
+			return command.Exit(2, nil)
 		case err != nil:
 			return err
 		}
 	}
-	return dw.run(ctx, cmd)
+	return dw.Run(ctx, cmd)
 }
 
 // anonymousMerges reads the pull request of a --via bump at prURL without

@@ -1,4 +1,4 @@
-package cli
+package bot
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/internal/keyless"
 	"github.com/stagehand-gitops/stagehand/internal/keyless/bumpclient"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
@@ -34,16 +35,16 @@ const viaTimeout = 2 * time.Minute
 // returning it when it was accepted.
 func (v *viaFlags) bump(cmd *cobra.Command, d prbotDeps, req prbot.BumpRequest, output string) (*prbot.BumpResult, error) {
 	if output != "text" && output != "json" {
-		return nil, usagef("invalid --output %q: want text or json", output)
+		return nil, command.Usagef("invalid --output %q: want text or json", output)
 	}
 	for _, name := range []string{"repo", "token-file", "app-id", "installation-id", "private-key-file", "lock-server", "lock-token-file", "require-check", "merge-method", "poll-interval"} {
 		if cmd.Flags().Changed(name) {
-			return nil, usagef("--%s does not apply with --via: prbot serve's configuration decides", name)
+			return nil, command.Usagef("--%s does not apply with --via: prbot serve's configuration decides", name)
 		}
 	}
 	client, err := bumpclient.New(v.url)
 	if err != nil {
-		return nil, usagef("--via %v", err)
+		return nil, command.Usagef("--via %v", err)
 	}
 	body := keyless.BumpBody{Environment: req.Env, Service: req.Service, Container: req.Container, Tag: req.Tag, Digest: req.Digest, File: req.File, AutoMerge: req.AutoMerge}
 	wait := time.Duration(0)
@@ -51,7 +52,7 @@ func (v *viaFlags) bump(cmd *cobra.Command, d prbotDeps, req prbot.BumpRequest, 
 		wait = keyless.DefaultBumpMergeWait
 		if cmd.Flags().Changed("merge-timeout") {
 			if req.MergeTimeout > keyless.MaxBumpMergeWait {
-				return nil, usagef("--merge-timeout %s: with --via at most %s", req.MergeTimeout, keyless.MaxBumpMergeWait)
+				return nil, command.Usagef("--merge-timeout %s: with --via at most %s", req.MergeTimeout, keyless.MaxBumpMergeWait)
 			}
 			body.MergeTimeout, wait = req.MergeTimeout.String(), req.MergeTimeout
 		}
@@ -61,7 +62,7 @@ func (v *viaFlags) bump(cmd *cobra.Command, d prbotDeps, req prbot.BumpRequest, 
 	token, err := bumpclient.IDToken(ctx, d.env, v.tokenEnv, v.audience)
 	var setup *bumpclient.UsageError
 	if errors.As(err, &setup) {
-		return nil, usageError{err}
+		return nil, command.Usage(err)
 	}
 	if err != nil {
 		return nil, err
@@ -73,7 +74,7 @@ func (v *viaFlags) bump(cmd *cobra.Command, d prbotDeps, req prbot.BumpRequest, 
 		if perr := printBump(cmd, output, req.AutoMerge, refused.Result); perr != nil {
 			return nil, perr
 		}
-		return nil, exitCode(1, nil)
+		return nil, command.Exit(1, nil)
 	}
 	if err != nil {
 		return nil, err

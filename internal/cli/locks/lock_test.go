@@ -1,4 +1,4 @@
-package cli
+package locks
 
 import (
 	"bytes"
@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
 
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
@@ -77,7 +79,8 @@ func (w *lockWorld) setEnv(kv ...string) {
 	}
 }
 
-// exec runs `reconciler args...` in process, as the main would.
+// exec runs `reconciler args...` in process, as the main would (with the
+// lock commands only).
 func (w *lockWorld) exec(args ...string) (stdout, stderr string, code int) {
 	w.t.Helper()
 	var out, errOut bytes.Buffer
@@ -87,13 +90,13 @@ func (w *lockWorld) exec(args ...string) (stdout, stderr string, code int) {
 		lookup: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
 		loc:    time.UTC,
 	}
-	root := NewReconciler(&out, &errOut)
+	root := command.Root(&cobra.Command{Use: "reconciler", SilenceUsage: true, SilenceErrors: true}, &out, &errOut, Commands())
 	root.SetArgs(args)
 	err := root.ExecuteContext(withLockDeps(context.Background(), deps))
 	if err != nil && err.Error() != "" {
 		errOut.WriteString("Error: " + err.Error() + "\n")
 	}
-	return out.String(), errOut.String(), Code(err)
+	return out.String(), errOut.String(), command.Code(err)
 }
 
 // api runs a lock command against the REST server.

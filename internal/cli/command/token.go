@@ -1,4 +1,4 @@
-package cli
+package command
 
 import (
 	"context"
@@ -11,16 +11,16 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/auth/login"
 )
 
-// userToken is the bearer token a person's (or a job's) command sends to
+// UserToken is the bearer token a person's (or a job's) command sends to
 // the reconciler's API, from the first of: the file of the flag named flag,
 // $STAGEHAND_TOKEN, $GITHUB_TOKEN, `gh auth token` when gh is on PATH, and
 // the token `reconciler login` saved. Without any it is a usage error that
 // says how to get one to the flag user (such as --server).
-func userToken(ctx context.Context, lookup func(string) (string, bool), file, flag, user string) (string, error) {
+func UserToken(ctx context.Context, lookup func(string) (string, bool), file, flag, user string) (string, error) {
 	if file != "" {
-		t, err := readSecret(file, flag)
+		t, err := ReadSecret(file, flag)
 		if err != nil {
-			return "", usageError{err}
+			return "", Usage(err)
 		}
 		return t, nil
 	}
@@ -35,7 +35,7 @@ func userToken(ctx context.Context, lookup func(string) (string, bool), file, fl
 	if t := login.SavedToken(lookup); t != "" {
 		return t, nil
 	}
-	return "", usagef("%s needs a token: pass %s, set $STAGEHAND_TOKEN or $GITHUB_TOKEN, log in to gh, or run reconciler login", user, flag)
+	return "", Usagef("%s needs a token: pass %s, set $STAGEHAND_TOKEN or $GITHUB_TOKEN, log in to gh, or run reconciler login", user, flag)
 }
 
 // ghAuthToken asks the GitHub CLI for its token, if gh is on $PATH and

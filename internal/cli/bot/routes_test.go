@@ -1,4 +1,4 @@
-package cli
+package bot
 
 import (
 	"net/http"
@@ -14,7 +14,7 @@ import (
 // when it documents one prbot serve does not have (default configuration,
 // with the keyless bump API).
 func TestPrbotRoutesDocumented(t *testing.T) {
-	b, err := os.ReadFile("../../docs/reference/api.md")
+	b, err := os.ReadFile("../../../docs/reference/api.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package cli
+package bot
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/logger"
 	"github.com/spf13/cobra"
 
+	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/httpserve"
 	"github.com/stagehand-gitops/stagehand/internal/keyless"
@@ -66,7 +67,7 @@ its repository owns, in stages of pipeline.yaml with acceptsBumps: true.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if path == "" {
-				return usagef("--config is required")
+				return command.Usagef("--config is required")
 			}
 			c, err := config.LoadPrbot(path)
 			if err != nil {
@@ -76,7 +77,7 @@ its repository owns, in stages of pipeline.yaml with acceptsBumps: true.`,
 			if err != nil {
 				return err
 			}
-			return runServe(cmd.Context(), c, quietOnStop(cmd.Context(), logger.NewLogger(logs)), d)
+			return runServe(cmd.Context(), c, command.QuietOnStop(cmd.Context(), logger.NewLogger(logs)), d)
 		},
 	}
 	cmd.Flags().StringVar(&path, "config", "", "prbot serve configuration file (required)")
@@ -157,7 +158,7 @@ func newServe(c *config.Prbot, log serveLogger, d prbotDeps) (*prbot.Server, htt
 	if err != nil {
 		return nil, nil, err
 	}
-	secret, err := readSecret(c.GitHub.WebhookSecretFile, "github.webhookSecretFile")
+	secret, err := command.ReadSecret(c.GitHub.WebhookSecretFile, "github.webhookSecretFile")
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,4 +1,4 @@
-package cli
+package bot
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ func TestPrbotSoakOnGitHubsClock(t *testing.T) {
 				srv.AddCheckRun("acme", "manifests", githubtest.CheckRun{Name: "stagehand/devel", HeadSHA: head, Status: "completed",
 					Conclusion: "success", CompletedAt: time.Now().UTC().Add(-c.age)})
 				var out, errOut bytes.Buffer
-				root := NewPrbot(&out, &errOut)
+				root := newRoot(&out, &errOut)
 				root.SetArgs([]string{"promote", "--repo", "acme/manifests", "--from", "devel", "--to", "staging"})
 				deps := prbotDeps{
 					lookup: func(k string) (string, bool) { v, ok := environ[k]; return v, ok },

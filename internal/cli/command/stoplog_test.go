@@ -1,4 +1,4 @@
-package cli
+package command
 
 import (
 	"context"
@@ -16,7 +16,7 @@ func TestQuietOnStop(t *testing.T) {
 	var lines []string
 	base := funcr.New(func(prefix, args string) { lines = append(lines, prefix+" "+args) }, funcr.Options{})
 	ctx, stop := context.WithCancel(t.Context())
-	l := quietOnStop(ctx, base).WithName("runtime").WithValues("lock", "ns/l")
+	l := QuietOnStop(ctx, base).WithName("runtime").WithValues("lock", "ns/l")
 	canceled := fmt.Errorf("retrieving lease: %w", context.Canceled)
 	l.Error(canceled, "before")
 	stop()
