@@ -115,7 +115,10 @@ func (w *worker) applyStep(ctx context.Context, p *pass) error {
 			}()
 		})
 	}
-	res, err := w.applyWithGrace(ctx, w.request(s, p.envM), applyHash, func(reconcile.Progress) { underWay() })
+	res, err := w.applyWithGrace(ctx, w.request(s, p.envM), applyHash, func(reconcile.Progress) {
+		w.metrics.patched(w.env, s.Revision)
+		underWay()
+	})
 	var stale *reconcile.StalePlanError
 	if errors.As(err, &stale) || (err != nil && res == nil && j.started != nil) {
 		p.done = true

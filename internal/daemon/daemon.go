@@ -147,6 +147,7 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 			Logf: func(msg string, kv ...any) { d.log.Info(msg, append(kv, "identity", d.o.identity)...) },
 			LogE: d.logE,
 		})
+		d.metrics.unheld(d.envNames)
 	}
 	return d, nil
 }
@@ -280,7 +281,7 @@ func (d *Daemon) leadingLoop(ctx context.Context) {
 		go func() { defer wg.Done(); w.run(ctx) }()
 	}
 	wg.Add(1)
-	go func() { defer wg.Done(); d.bell.Watch(ctx, d.source.Trigger) }()
+	go func() { defer wg.Done(); d.bell.Watch(ctx, func() { d.metrics.pushed(); d.source.Trigger() }) }()
 	err := d.source.Run(ctx, func(_ context.Context, s gitsource.Snapshot) { d.snaps.offer(s) })
 	if err != nil && !errors.Is(err, context.Canceled) {
 		d.log.Error(err, "git source stopped")
@@ -295,7 +296,7 @@ func (d *Daemon) runSharded(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); d.shard.Run(ctx) }()
-	go func() { defer wg.Done(); d.bell.Watch(ctx, d.source.Trigger) }()
+	go func() { defer wg.Done(); d.bell.Watch(ctx, func() { d.metrics.pushed(); d.source.Trigger() }) }()
 	err := d.source.Run(ctx, func(_ context.Context, s gitsource.Snapshot) { d.snaps.offer(s) })
 	if err != nil && !errors.Is(err, context.Canceled) {
 		d.log.Error(err, "git source stopped")

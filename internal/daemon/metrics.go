@@ -30,6 +30,12 @@ type Metrics struct {
 	verifyDuration    *prometheus.HistogramVec
 	unreported        *prometheus.GaugeVec
 	reportsDropped    *prometheus.CounterVec
+	pendingSince      *prometheus.GaugeVec
+	webhookToPatch    *prometheus.HistogramVec
+
+	// pushes follows push webhooks to the patches they cause
+	// (pushlatency.go).
+	pushes pushTimes
 
 	mu        sync.Mutex
 	revisions map[string]time.Time // environment → commit time of the revision last reconciled
@@ -92,6 +98,15 @@ func NewMetrics() *Metrics {
 			Name: "stagehand_outcome_reports_dropped_total",
 			Help: "Unreported outcomes given up: tried 30 times, or pushed out by more than 8 waiting.",
 		}, []string{"environment"}),
+		pendingSince: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "stagehand_pending_approval_timestamp_seconds",
+			Help: "When the plan (or the release) waiting for a person in the environment was proposed, in Unix seconds on the API server's clock; absent while none waits. Its age is time() minus it.",
+		}, []string{"environment"}),
+		webhookToPatch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "stagehand_webhook_to_patch_seconds",
+			Help:    "Time from a push webhook (received by this replica, or handed to it by another's wake-up) to the first patch of the revision it brought, in each environment that revision changed without waiting for a person.",
+			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
+		}, []string{"environment"}),
 		revisions: map[string]time.Time{},
 		now:       time.Now,
 	}
@@ -99,7 +114,7 @@ func NewMetrics() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.reconcileDuration, m.stepDuration, m.pending, m.changesApplied, m.failures, m.leader, m.envHeld, m.leaderChanges,
-		m.verifications, m.verifyDuration, m.unreported, m.reportsDropped,
+		m.verifications, m.verifyDuration, m.unreported, m.reportsDropped, m.pendingSince, m.webhookToPatch,
 		revisionAge{m},
 	)
 	return m
@@ -142,6 +157,43 @@ func (m *Metrics) setPending(env string, pending bool) {
 		v = 1
 	}
 	m.pending.WithLabelValues(env).Set(v)
+}
+
+// setPendingSince records when the plan waiting for a person in env was
+// proposed; zero: none waits.
+func (m *Metrics) setPendingSince(env string, at time.Time) {
+	if at.IsZero() {
+		m.pendingSince.DeleteLabelValues(env)
+		return
+	}
+	m.pendingSince.WithLabelValues(env).Set(float64(at.UnixNano()) / 1e9)
+}
+
+// pushed records a push webhook received now (here, or at another replica
+// that woke this one).
+func (m *Metrics) pushed() { m.pushes.push(time.Now()) }
+
+// offered records that the source offers revision to envs.
+func (m *Metrics) offered(revision string, envs []string) { m.pushes.offered(revision, envs) }
+
+// patched records env's first patch of revision: the time since the push
+// that brought it, if one did.
+func (m *Metrics) patched(env, revision string) {
+	if d, ok := m.pushes.patched(env, revision, time.Now()); ok {
+		m.webhookToPatch.WithLabelValues(env).Observe(d.Seconds())
+	}
+}
+
+// passed records that a pass over env's revision ended.
+func (m *Metrics) passed(env, revision string) { m.pushes.passed(env, revision) }
+
+// unheld shows every environment as not held by this replica, until its
+// Lease is (leaderElection.perEnvironment): an environment nobody holds
+// then shows as 0 on every replica, not as no series at all.
+func (m *Metrics) unheld(envs []string) {
+	for _, env := range envs {
+		m.envHeld.WithLabelValues(env).Set(0)
+	}
 }
 
 func (m *Metrics) addApplied(env string, n int) {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/status"
@@ -19,7 +20,14 @@ type phaseStore struct {
 // observed is st for env's worker, setting m's pending gauge from each
 // state seen.
 func observed(st *state.Store, m *Metrics, env string) phaseStore {
-	return phaseStore{Store: st, seen: func(es *state.EnvState) { m.setPending(env, awaitsPerson(es)) }}
+	return phaseStore{Store: st, seen: func(es *state.EnvState) {
+		m.setPending(env, awaitsPerson(es))
+		var since time.Time
+		if awaitsPerson(es) && es.Pending != nil {
+			since = es.Pending.ProposedAt
+		}
+		m.setPendingSince(env, since)
+	}}
 }
 
 // Load is state.Store's Load, the state read seen.

@@ -110,6 +110,25 @@ func TestPerEnvironment(t *testing.T) {
 		}
 		return true
 	})
+	// Every replica shows every environment in stagehand_environment_held,
+	// 0 where it does not hold it: an environment nobody holds would show.
+	testenv.WaitFor(t, 30*time.Second, "stagehand_environment_held of every environment on every replica", func() bool {
+		for _, r := range rs {
+			if testutil.CollectAndCount(r.d.metrics.envHeld) != len(sixEnvs) {
+				return false
+			}
+			for _, env := range sixEnvs {
+				want := 0.0
+				if slices.Contains(r.d.Held(), env) {
+					want = 1
+				}
+				if testutil.ToFloat64(r.d.metrics.envHeld.WithLabelValues(env)) != want {
+					return false
+				}
+			}
+		}
+		return true
+	})
 	for i, r := range rs {
 		code, body := r.call(t, "GET", "/readyz", "", nil)
 		if want := "ok (holds " + strings.Join(r.d.Held(), ", ") + ")\n"; code != http.StatusOK || string(body) != want {
@@ -132,7 +151,12 @@ func TestPerEnvironment(t *testing.T) {
 	start := time.Now()
 	other.push(t, h, "push-to-non-holder")
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:2.0.0")
-	t.Logf("push to a replica not holding devel: patched in %v", time.Since(start))
+	pushed := time.Since(start)
+	t.Logf("push to a replica not holding devel: patched in %v", pushed)
+	// The holder, woken by the push, timed it to its patch.
+	if n, sum := webhookToPatch(t, rs[holderOfEnv(rs, "devel")].d, "devel"); n != 1 || sum > pushed.Seconds() {
+		t.Errorf("devel's holder: stagehand_webhook_to_patch_seconds has %d observations summing %vs, want 1 within %v", n, sum, pushed)
+	}
 
 	// The replica holding prod dies, with prod's plan approved and half
 	// applied (in flight, as a kill mid-apply leaves it).

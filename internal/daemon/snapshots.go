@@ -46,6 +46,7 @@ func (s *snapshots) keep(snap gitsource.Snapshot) {
 // offer makes snap the newest snapshot and wakes every worker.
 func (s *snapshots) offer(snap gitsource.Snapshot) {
 	s.keep(snap)
+	s.metrics.offered(snap.Revision, s.envs)
 	s.log.Info("new revision", "revision", snap.Revision, "commitTime", snap.Time)
 	s.wake()
 }

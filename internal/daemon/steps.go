@@ -41,6 +41,7 @@ func (w *worker) pass(ctx context.Context) error {
 	p := &pass{}
 	err := w.runSteps(ctx, p, w.passSteps())
 	w.endPass(ctx, p)
+	w.metrics.passed(w.env, p.snap.Revision)
 	result := "ok"
 	if err != nil {
 		result = "error"

@@ -1,0 +1,101 @@
+package daemon
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/stagehand-gitops/stagehand/internal/api"
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/state"
+	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
+)
+
+// TestPendingSinceFollowsThePhase: stagehand_pending_approval_timestamp_seconds
+// is the pending plan's (or release's) proposal time exactly while the state
+// waits for a person, and absent otherwise.
+func TestPendingSinceFollowsThePhase(t *testing.T) {
+	m := NewMetrics()
+	s := observed(nil, m, "prod")
+	at := time.Date(2026, 11, 29, 3, 0, 0, 500_000_000, time.UTC)
+	for _, tc := range []struct {
+		phase   status.Phase
+		pending *approval.Pending
+		want    float64 // -1: no series
+	}{
+		{status.PhaseAwaitingApproval, &approval.Pending{ProposedAt: at}, float64(at.UnixNano()) / 1e9},
+		{status.PhaseApplying, nil, -1},
+		{status.PhaseAwaitingRelease, &approval.Pending{ProposedAt: at.Add(time.Hour), Release: true}, float64(at.Add(time.Hour).UnixNano()) / 1e9},
+		{status.PhaseIdle, nil, -1},
+		// A pending plan kept while a deploy window defers it is not a person's to decide.
+		{status.PhaseIdle, &approval.Pending{ProposedAt: at}, -1},
+	} {
+		s.seen(&state.EnvState{Phase: tc.phase, Pending: tc.pending})
+		got := -1.0
+		if testutil.CollectAndCount(m.pendingSince) == 1 {
+			got = testutil.ToFloat64(m.pendingSince.WithLabelValues("prod"))
+		}
+		if got != tc.want {
+			t.Errorf("phase %q: stagehand_pending_approval_timestamp_seconds = %v, want %v", tc.phase, got, tc.want)
+		}
+	}
+}
+
+// webhookToPatch returns how many observations env's
+// stagehand_webhook_to_patch_seconds holds, and their sum.
+func webhookToPatch(t testing.TB, d *Daemon, env string) (uint64, float64) {
+	t.Helper()
+	var m dto.Metric
+	if err := d.metrics.webhookToPatch.WithLabelValues(env).(interface{ Write(*dto.Metric) error }).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+}
+
+// TestWebhookToPatchObserved: a push webhook is timed to devel's first patch
+// of the revision it brought (skipConfirmation), once; prod, whose plan
+// waits for approval, is not timed, neither when proposed nor once approved
+// and applied. The pending plan's proposal time is its gauge until then.
+func TestWebhookToPatchObserved(t *testing.T) {
+	h := newHarness(t, "devel", "prod")
+	r := h.start()
+	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
+	p := r.waitPending(t, "prod", h.git.Head(t, "manifests", "main"))
+	if n, _ := webhookToPatch(t, r.d, "devel"); n != 0 {
+		t.Fatalf("before any push: %d observations", n)
+	}
+	if got, want := testutil.ToFloat64(r.d.metrics.pendingSince.WithLabelValues("prod")), float64(p.ProposedAt.UnixNano())/1e9; got != want {
+		t.Errorf("prod's stagehand_pending_approval_timestamp_seconds = %v, want its proposal %v", got, want)
+	}
+
+	h.commit("devel", true, map[string]string{"web": "2.0.0"})
+	start := time.Now()
+	r.push(t, h, "bump-devel")
+	waitImage(t, h.ns["devel"], "web", imageRepo+"web:2.0.0")
+	took := time.Since(start)
+	n, sum := webhookToPatch(t, r.d, "devel")
+	if n != 1 || sum <= 0 || sum > took.Seconds() {
+		t.Errorf("devel: %d observations summing %vs, want 1 within the %v from the push to the patch seen", n, sum, took)
+	}
+
+	rev := h.commit("prod", false, map[string]string{"web": "2.0.0"})
+	r.push(t, h, "bump-prod")
+	p = r.waitPending(t, "prod", rev)
+	if code, b := r.call(t, "POST", "/api/v1/environments/prod/approve", testToken, api.DecisionRequest{PlanHash: p.PlanHash}); code != http.StatusAccepted {
+		t.Fatalf("approve = %d %s", code, b)
+	}
+	waitImage(t, h.ns["prod"], "web", imageRepo+"web:2.0.0")
+	testenv.WaitFor(t, 30*time.Second, "prod's pending approval gauge gone", func() bool {
+		return testutil.CollectAndCount(r.d.metrics.pendingSince) == 0
+	})
+	if n, _ := webhookToPatch(t, r.d, "prod"); n != 0 {
+		t.Errorf("prod, patched after an approval: %d observations, want none", n)
+	}
+	if n, _ := webhookToPatch(t, r.d, "devel"); n != 1 {
+		t.Errorf("devel, which the prod bump did not change: %d observations, want still 1", n)
+	}
+}
