@@ -48,14 +48,17 @@ func NewMetrics() *Metrics {
 	m := &Metrics{
 		Registry: newRegistry(),
 		reconcileDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "stagehand_reconcile_duration_seconds",
-			Help:    "Time one pass over an environment took: resolve, plan and, when approved, apply.",
-			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300},
+			Name: "stagehand_reconcile_duration_seconds",
+			Help: "Time one pass over an environment took: resolve, plan and, when approved, apply.",
+			// Few buckets: every one is a series per environment and result
+			// (the series budget: docs/observability.md).
+			Buckets: []float64{0.05, 0.25, 1, 2.5, 10, 60, 300},
 		}, []string{"environment", "result"}),
 		stepDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "stagehand_step_duration_seconds",
-			Help:    "Time one step of a pass over an environment took (fetch, resolve, plan, gate, apply, verify, release, record).",
-			Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
+			Name: "stagehand_step_duration_seconds",
+			Help: "Time one step of a pass over an environment took (fetch, resolve, plan, gate, apply, verify, release, record).",
+			// A series per bucket, environment and step: the most of any metric.
+			Buckets: []float64{0.005, 0.025, 0.1, 0.25, 1, 2.5, 10, 60, 300},
 		}, []string{"environment", "step"}),
 		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "stagehand_pending_approvals",
@@ -88,7 +91,7 @@ func NewMetrics() *Metrics {
 		verifyDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "stagehand_verification_duration_seconds",
 			Help:    "Time a verification task took, by environment and kind.",
-			Buckets: []float64{0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1200},
+			Buckets: []float64{1, 5, 30, 120, 300, 1200},
 		}, []string{"environment", "kind"}),
 		unreported: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "stagehand_outcome_reports_unreported",
