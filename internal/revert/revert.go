@@ -12,6 +12,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+	"github.com/stagehand-gitops/stagehand/pkg/promote"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -159,6 +160,38 @@ func (r *Reverter) Continue(ctx context.Context, rb state.Rollback) error {
 		}
 	}
 	return nil
+}
+
+// Cause says whether the apply of prop that ended as out (res; nil
+// when the run was continued by another process or after its release
+// approval) is rolled back, and why, in an environment whose failed
+// rollouts roll back (onFailedRollout: rollback): a workload failed (a
+// rollout past its deadline or not ready in time, or a patch; a blocked
+// workload alone is not a failure of what was applied), or
+// everything rolled out and a test or evaluation task of the delivery
+// sequence after it failed, or its release was rejected (rejected: the
+// release approval's message, "" when it was not rejected).
+func Cause(prop approval.Proposal, out approval.Outcome, res *reconcile.Result, rejected string) (string, bool) {
+	if out.Result != approval.ResultFailed {
+		return "", false
+	}
+	if res != nil {
+		for _, wr := range res.Workloads {
+			if wr.Outcome == reconcile.OutcomeFailed {
+				return "rollout failed: " + out.Message, true
+			}
+		}
+	}
+	// Something was applied: the workloads res patched or, continued, the
+	// changes of the apply in flight.
+	applied := (res != nil && len(res.Workloads) > 0) || (res == nil && len(prop.Plan.Changes) > 0)
+	if out.Sequence != promote.ResultFail || !applied {
+		return "", false
+	}
+	if rejected != "" {
+		return "release " + rejected, true
+	}
+	return "verification failed: " + out.Message, true
 }
 
 // appliedBefore is the revision of the newest entry of history that applied
