@@ -12,6 +12,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/delivery"
 	"github.com/stagehand-gitops/stagehand/internal/lease"
 	"github.com/stagehand-gitops/stagehand/internal/outbox"
+	"github.com/stagehand-gitops/stagehand/internal/revert"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -206,7 +207,7 @@ func (w *worker) releaseStep(_ context.Context, p *pass) error {
 }
 
 // recordStep ends the job as its outcome says: rolled back when it failed
-// and the environment says so (see rollbackCause), else recorded in the
+// and the environment says so (see revert.Cause), else recorded in the
 // history and reported to the gate. The error says why the apply failed.
 func (w *worker) recordStep(ctx context.Context, p *pass) error {
 	j := p.job
@@ -218,10 +219,11 @@ func (w *worker) recordStep(ctx context.Context, p *pass) error {
 	// Recorded and reported even when ctx has ended (a shutdown).
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer rcancel()
-	if cause, ok := w.rollbackCause(prop, out, res); ok {
+	rejected, _ := delivery.ReleaseRejected(w.seq.State(), prop.Revision)
+	if cause, ok := revert.Cause(prop, out, res, rejected); w.rollback && ok {
 		log.Info("apply failed; rolling it back", "message", out.Message)
 		e := entryOf(prop, out, resolvedManifest(s, p.envM))
-		e.Verification = w.seq.Verifications(prop.Revision)
+		e.Verification = delivery.Verifications(w.seq.State(), prop.Revision)
 		if rerr := w.reverter.Start(ctx, e, cause); rerr != nil {
 			return failed(stepRecord, reasonApply, fmt.Errorf("applying revision %s: %s; %w", short(prop.Revision), out.Message, rerr))
 		}
@@ -323,7 +325,7 @@ func unreachableSummary(res *reconcile.Result) string {
 func (w *worker) recordApply(ctx context.Context, prop approval.Proposal, out approval.Outcome, m *approval.Manifest) int {
 	e := approval.Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: changesJSON(prop.Plan.Changes), Approver: out.Approver,
 		Approvers: out.Approvers, Result: out.Result, Message: out.Message, HistoryRewritten: prop.Plan.HistoryRewritten, Started: out.Started, Finished: out.Finished,
-		Manifest: m, Verification: w.seq.Verifications(prop.Revision), ReleasedBy: w.seq.ReleasedBy(prop.Revision)}
+		Manifest: m, Verification: delivery.Verifications(w.seq.State(), prop.Revision), ReleasedBy: delivery.ReleasedBy(w.seq.State(), prop.Revision)}
 	applied := 0
 	if out.Apply != nil {
 		var err error

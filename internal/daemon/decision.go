@@ -49,7 +49,7 @@ func (w *worker) approvalFailed(ctx context.Context, dec state.Handover, cause e
 	if st.Pending == nil || st.Pending.PlanHash != dec.PlanHash {
 		return
 	}
-	plan, err := w.decodePlan(st.Pending)
+	plan, err := decodePlan(w.env, st.Pending)
 	if err != nil { // reported all the same, on the plan's revision and hash
 		w.metrics.fail(w.env, reasonState)
 		w.log.Error(err, "reporting a failed approval", "environment", w.env)
@@ -126,7 +126,7 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 			s = ps
 		}
 	}
-	plan, err := w.decodePlan(p)
+	plan, err := decodePlan(w.env, p)
 	if err != nil {
 		w.metrics.fail(w.env, reasonState)
 		reply(nil, err)

@@ -65,7 +65,7 @@ func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*approv
 			return nil, err
 		}
 		if !p.Complete() {
-			plan, perr := w.decodePlan(p)
+			plan, perr := decodePlan(w.env, p)
 			if perr != nil {
 				d.log.Error(perr, "showing the approvals so far", "environment", env)
 			}

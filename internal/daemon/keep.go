@@ -43,7 +43,7 @@ func (w *worker) keepPending(ctx context.Context, pa *pass) (gitsource.Snapshot,
 		log.Error(err, "reading the pending plan's revision to compare it with the newer one; superseding the plan")
 		return gitsource.Snapshot{}, nil, nil, false
 	}
-	reviewed, err := w.decodePlan(p)
+	reviewed, err := decodePlan(w.env, p)
 	if err != nil {
 		return gitsource.Snapshot{}, nil, nil, false
 	}

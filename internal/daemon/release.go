@@ -106,7 +106,7 @@ func (w *worker) holdRelease(ctx context.Context, p *pass) bool {
 		return false
 	}
 	w.seq.Adopt(r, envM)
-	prop, err := w.inFlightProposal(s, st)
+	prop, err := inFlightProposal(w.env, s, st)
 	if err != nil {
 		w.metrics.fail(w.env, reasonState)
 		w.log.Error(err, "reading the plan waiting for its release approval", "environment", w.env)
@@ -127,14 +127,14 @@ func (w *worker) holdRelease(ctx context.Context, p *pass) bool {
 	return true
 }
 
-// inFlightProposal is the proposal of the apply in flight in st at s: the
+// inFlightProposal is the proposal of the apply in flight in env's state st at s: the
 // pending release's plan when there is one, else the in-flight record's
 // planHash and changes.
-func (w *worker) inFlightProposal(s gitsource.Snapshot, st *state.EnvState) (approval.Proposal, error) {
+func inFlightProposal(env string, s gitsource.Snapshot, st *state.EnvState) (approval.Proposal, error) {
 	f := st.InFlight
-	prop := approval.Proposal{Environment: w.env, Revision: f.Revision, RevisionTime: s.Time}
+	prop := approval.Proposal{Environment: env, Revision: f.Revision, RevisionTime: s.Time}
 	if p := st.Pending; p != nil && p.Release && p.PlanHash == f.PlanHash {
-		plan, err := w.decodePlan(p)
+		plan, err := decodePlan(env, p)
 		prop.Plan = plan
 		return prop, err
 	}
@@ -143,7 +143,7 @@ func (w *worker) inFlightProposal(s gitsource.Snapshot, st *state.EnvState) (app
 	if err != nil {
 		err = fmt.Errorf("decoding the changes of the apply in flight: %w", err)
 	}
-	prop.Plan = &reconcile.Plan{Environment: w.env, Revision: f.Revision, PlanHash: f.PlanHash, Changes: changes}
+	prop.Plan = &reconcile.Plan{Environment: env, Revision: f.Revision, PlanHash: f.PlanHash, Changes: changes}
 	return prop, err
 }
 
@@ -154,7 +154,7 @@ func (w *worker) inFlightProposal(s gitsource.Snapshot, st *state.EnvState) (app
 func (w *worker) supersedeRelease(ctx context.Context, st *state.EnvState, by string) {
 	f, r := st.InFlight, st.Sequence
 	w.seq.Adopt(r, nil)
-	prop, err := w.inFlightProposal(gitsource.Snapshot{}, st)
+	prop, err := inFlightProposal(w.env, gitsource.Snapshot{}, st)
 	if err != nil {
 		w.log.Error(err, "reading the plan superseded while waiting for its release approval", "environment", w.env)
 	}
@@ -162,7 +162,7 @@ func (w *worker) supersedeRelease(ctx context.Context, st *state.EnvState, by st
 	now := w.now().UTC()
 	e := approval.Entry{Revision: f.Revision, PlanHash: f.PlanHash, Changes: f.Changes, Approver: f.Approver, Approvers: f.Approvers,
 		Result: approval.ResultSucceeded, Message: "deployed and verified, never released: " + why, HistoryRewritten: prop.Plan.HistoryRewritten,
-		Started: f.Started, Finished: now, Verification: w.seq.Verifications(r.Revision)}
+		Started: f.Started, Finished: now, Verification: delivery.Verifications(w.seq.State(), r.Revision)}
 	if err := w.store.Update(ctx, w.env, func(st *state.EnvState) {
 		if st.InFlight == nil || st.InFlight.PlanHash != f.PlanHash {
 			return // recorded by someone else already

@@ -217,11 +217,11 @@ func (w *worker) run(ctx context.Context) {
 			return
 		case dc := <-w.decisions:
 			w.decide(ctx, dc)
-			w.told(ctx)
+			w.rec.tell(ctx)
 			continue
 		case <-handed.C:
 			if w.pickUp(ctx) {
-				w.told(ctx) // a decision handed over: the records changed as after one taken here
+				w.rec.tell(ctx) // a decision handed over: the records changed as after one taken here
 			}
 			w.owed.ReportDue(ctx)
 			continue
@@ -229,12 +229,9 @@ func (w *worker) run(ctx context.Context) {
 		case <-tick:
 		}
 		w.passAndLog(ctx)
-		w.told(ctx)
+		w.rec.tell(ctx)
 	}
 }
-
-// told tells the record hook, if any, that the records may have changed.
-func (w *worker) told(ctx context.Context) { w.rec.tell(ctx) }
 
 // resumable reports whether prop continues the interrupted apply in
 // flight in st (cut short by a shutdown) without asking again: same
@@ -296,7 +293,7 @@ func (w *worker) supersede(ctx context.Context, st *state.EnvState, by string) {
 		// (holdRelease), never with the plan that found it.
 		return
 	}
-	plan, perr := w.decodePlan(pending)
+	plan, perr := decodePlan(w.env, pending)
 	if perr != nil {
 		// The gate still hears of it, by revision alone.
 		w.metrics.fail(w.env, reasonState)
@@ -333,13 +330,13 @@ func (w *worker) supersede(ctx context.Context, st *state.EnvState, by string) {
 // autoGate decides for skipConfirmation environments.
 var autoGate = approval.Auto()
 
-// decodePlan reads the plan of p; when it cannot, it says why and returns
+// decodePlan reads the plan of p, env's pending plan; when it cannot, it says why and returns
 // a plan that has only p's environment, revision and planHash.
-func (w *worker) decodePlan(p *approval.Pending) (*reconcile.Plan, error) {
+func decodePlan(env string, p *approval.Pending) (*reconcile.Plan, error) {
 	var plan reconcile.Plan
 	if err := json.Unmarshal(p.Plan, &plan); err != nil {
-		return &reconcile.Plan{Environment: w.env, Revision: p.Revision, PlanHash: p.PlanHash},
-			fmt.Errorf("decoding the pending plan %s of environment %s: %w", p.PlanHash, w.env, err)
+		return &reconcile.Plan{Environment: env, Revision: p.Revision, PlanHash: p.PlanHash},
+			fmt.Errorf("decoding the pending plan %s of environment %s: %w", p.PlanHash, env, err)
 	}
 	return &plan, nil
 }

@@ -126,10 +126,9 @@ func (r *Run) Decide(ctx context.Context, d Release) error {
 	return nil
 }
 
-// ReleasedBy is who approved the release of the run of revision ("" when
-// it has no release approval, or it was not approved).
-func (r *Run) ReleasedBy(revision string) string {
-	run := r.seq
+// ReleasedBy is who approved the release of run, if it is revision's (""
+// when it has no release approval, or it was not approved).
+func ReleasedBy(run *sequence.State, revision string) string {
 	if run == nil || run.Revision != revision {
 		return ""
 	}
@@ -144,10 +143,9 @@ func (r *Run) ReleasedBy(revision string) string {
 	return approval.JoinApprovers(a.Approvers)
 }
 
-// ReleaseRejected returns the message of the run's release approval when
-// it was rejected.
-func (r *Run) ReleaseRejected(revision string) (string, bool) {
-	run := r.seq
+// ReleaseRejected returns the message of run's release approval, if run
+// is revision's, when it was rejected.
+func ReleaseRejected(run *sequence.State, revision string) (string, bool) {
 	if run == nil || run.Revision != revision {
 		return "", false
 	}
@@ -164,14 +162,14 @@ type VerifyOutputs struct {
 	Verification verify.TaskResult `json:"verification"`
 }
 
-// Verifications returns the verification results of the run of revision,
-// in task order (nil when it ran none).
-func (r *Run) Verifications(revision string) []verify.TaskResult {
-	if r.seq == nil || r.seq.Revision != revision {
+// Verifications returns the verification results of run, if it is
+// revision's, in task order (nil when it ran none).
+func Verifications(run *sequence.State, revision string) []verify.TaskResult {
+	if run == nil || run.Revision != revision {
 		return nil
 	}
 	var out []verify.TaskResult
-	for _, t := range r.seq.Tasks {
+	for _, t := range run.Tasks {
 		var o VerifyOutputs
 		if len(t.Outputs) == 0 || json.Unmarshal(t.Outputs, &o) != nil || o.Verification.Kind == "" {
 			continue

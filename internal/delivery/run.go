@@ -65,15 +65,15 @@ type Run struct {
 // New is the Run of c.Env.
 func New(c Config) *Run { return &Run{Config: c} }
 
-func (r *Run) failed() {
-	if r.Failed != nil {
-		r.Failed()
+func (c Config) failed() {
+	if c.Failed != nil {
+		c.Failed()
 	}
 }
 
-func (r *Run) moved() {
-	if r.Moved != nil {
-		r.Moved()
+func (c Config) moved() {
+	if c.Moved != nil {
+		c.Moved()
 	}
 }
 
@@ -233,14 +233,14 @@ func (r *Run) Begin(ctx context.Context, s Start) {
 	if run := r.Load(ctx, s.State, prop.Revision); run != nil {
 		if run.PlanHash != prop.Plan.PlanHash {
 			run.PlanHash = prop.Plan.PlanHash
-			r.save(ctx)
+			r.SaveIn(ctx, "")
 		}
 		return
 	}
 	r.Abort(ctx, s.State, "replaced by revision "+short(prop.Revision))
 	r.seq = sequence.New(r.Env, prop.Revision, prop.Plan.PlanHash, s.Tasks, r.Now().UTC())
 	if s.Save {
-		r.save(ctx)
+		r.SaveIn(ctx, "")
 	}
 	r.emit(ctx, -1, sequence.KindStarted, ending{})
 	if i := r.seq.PreApproval(); i == 0 {
@@ -448,7 +448,7 @@ func (r *Run) runTask(ctx context.Context, prop approval.Proposal, res *reconcil
 // begin triggers and starts the run's task i: one state write, two events.
 func (r *Run) begin(ctx context.Context, i int) {
 	announce := r.BeginTask(i)
-	r.save(ctx)
+	r.SaveIn(ctx, "")
 	announce(ctx)
 }
 
@@ -467,7 +467,7 @@ func (r *Run) BeginTask(i int) func(context.Context) {
 // keeps it and announces it.
 func (r *Run) finish(ctx context.Context, i int, res sequence.Result) {
 	announce := r.FinishTask(i, res)
-	r.save(ctx)
+	r.SaveIn(ctx, "")
 	announce(ctx)
 }
 
@@ -502,15 +502,13 @@ func (r *Run) Finish(ctx context.Context, status string, e Ending) {
 		eventStatus, status = sequence.EventErrored, sequence.StatusFinished
 	}
 	run.Status, run.Result, run.Message, run.Finished = status, e.Result, e.Message, r.Now().UTC()
-	r.save(ctx)
+	r.SaveIn(ctx, "")
 	r.emit(ctx, -1, sequence.KindFinished, ending{e.Result, eventStatus, e.Message})
 }
 
-// save keeps the run in the state; a failure is logged and counted.
-func (r *Run) save(ctx context.Context) { r.SaveIn(ctx, "") }
-
 // SaveIn keeps the run in the state, moving the environment to phase
-// (unless ""), in one write; a failure is logged and counted.
+// (unless "": the phase stays), in one write; a failure is logged and
+// counted.
 func (r *Run) SaveIn(ctx context.Context, phase status.Phase) {
 	// Kept during a shutdown too: the next leader continues from here.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

@@ -232,14 +232,14 @@ func TestRelease(t *testing.T) {
 				t.Errorf("deciding again: %v; want a NotPendingError", err)
 			}
 			out, _ = r.Rest(ctx, prop, nil, approval.Outcome{Result: approval.ResultSucceeded})
-			msg, rejected := r.ReleaseRejected("r1")
+			msg, rejected := ReleaseRejected(r.State(), "r1")
 			if approve {
-				if got := r.ReleasedBy("r1"); got != "github:bob" || rejected || out.Result != approval.ResultSucceeded {
+				if got := ReleasedBy(r.State(), "r1"); got != "github:bob" || rejected || out.Result != approval.ResultSucceeded {
 					t.Errorf("approved: released by %q, rejected %v, outcome %+v; want github:bob, false, succeeded", got, rejected, out)
 				}
 				return
 			}
-			if !rejected || msg != "rejected by github:bob: not today" || out.Result != approval.ResultFailed || r.ReleasedBy("r1") != "" {
+			if !rejected || msg != "rejected by github:bob: not today" || out.Result != approval.ResultFailed || ReleasedBy(r.State(), "r1") != "" {
 				t.Errorf("rejected: %q %v, outcome %+v; want the rejection and a failed outcome", msg, rejected, out)
 			}
 		})
