@@ -31,6 +31,9 @@ const (
 	CodeRollbackNotConfigured = "RollbackNotConfigured"
 	CodeNotImplemented        = "NotImplemented"
 	CodeDisabled              = "Disabled"
+	// CodeLockTypeMismatch: a lock removed, or asked for, by another type
+	// than it has (pkg/lock's code, for the lock routes).
+	CodeLockTypeMismatch = lock.CodeLockTypeMismatch
 )
 
 // errorKind is one row of the API's error table: the errors it matches
@@ -57,6 +60,11 @@ func errorKinds() []errorKind {
 		{"too many decisions waiting", is(approval.ErrBusy), http.StatusServiceUnavailable, CodeBusy},
 		{"locked", as[*lock.LockedError], http.StatusConflict, CodeLocked},
 		{"rollback not configured for the environment", is(ErrRollbackNotConfigured), http.StatusConflict, CodeRollbackNotConfigured},
+		{"someone else's lock", as[*lock.ForbiddenError], http.StatusForbidden, httpserve.CodeForbidden},
+		{"the lock rule refuses", as[*lock.RefusedError], http.StatusForbidden, httpserve.CodeForbidden},
+		{"a lock of another type", as[*lock.TypeError], http.StatusConflict, CodeLockTypeMismatch},
+		{"an invalid lock request", as[*lock.InvalidError], http.StatusBadRequest, httpserve.CodeBadRequest},
+		{"a lock changed concurrently", is(lock.ErrConflict), http.StatusConflict, httpserve.CodeConflict},
 		{"body over its cap", as[*http.MaxBytesError], http.StatusRequestEntityTooLarge, httpserve.CodeTooLarge},
 		{"credentials refused", as[*auth.Error], 0, ""}, // the status the authenticator names, its code
 		{"invalid DORA window", is(dora.ErrWindow), http.StatusBadRequest, CodeInvalidWindow},

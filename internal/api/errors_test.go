@@ -50,6 +50,11 @@ func TestErrorTable(t *testing.T) {
 		{row: "too many decisions waiting", err: fmt.Errorf("deciding: %w", approval.ErrBusy), status: 503, code: "Busy", header: map[string]string{"Retry-After": "1"}},
 		{row: "locked", err: fmt.Errorf("placing the hold: %w", &lock.LockedError{Path: "apps/prod"}), status: 409, code: "Locked"},
 		{row: "rollback not configured for the environment", err: fmt.Errorf("%w: prod has no lockPath", ErrRollbackNotConfigured), status: 409, code: "RollbackNotConfigured"},
+		{row: "someone else's lock", err: &lock.ForbiddenError{Caller: lock.Caller{Name: "token:ci"}, Locks: []lock.Lock{{Path: "apps/prod", Author: "github:alice"}}}, status: 403, code: "Forbidden"},
+		{row: "the lock rule refuses", err: fmt.Errorf("locking: %w", &lock.RefusedError{Reason: "github:mallory may not lock"}), status: 403, code: "Forbidden"},
+		{row: "a lock of another type", err: &lock.TypeError{Lock: lock.Lock{Path: "apps/prod", Type: lock.Automation}, Want: lock.Incident}, status: 409, code: "LockTypeMismatch"},
+		{row: "an invalid lock request", err: &lock.InvalidError{Err: errors.New("query parameter type is required")}, status: 400, code: "BadRequest"},
+		{row: "a lock changed concurrently", err: fmt.Errorf("writing lock apps/prod: %w", lock.ErrConflict), status: 409, code: "Conflict"},
 		{row: "body over its cap", err: fmt.Errorf("reading: %w", &http.MaxBytesError{Limit: 10}), status: 413, code: "TooLarge"},
 		{row: "body over its cap", err: &requestError{kind: kindBadRequest, msg: "decoding request body: larger than 10 bytes", cause: &http.MaxBytesError{Limit: 10}}, status: 413, code: "TooLarge"},
 		{row: "credentials refused", err: &auth.Error{Status: 401, Message: "unknown bearer token"}, status: 401, code: "Unauthorized",
@@ -118,6 +123,56 @@ func TestErrorTable(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestCodesDocumented: every code of the error table, and pkg/lock's
+// Locked (the lock routes' 423), has its row in docs/reference/api.md's
+// table of codes, with its status.
+func TestCodesDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/reference/api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		status int
+		code   string
+	}
+	want := []row{{http.StatusLocked, lock.CodeLocked}}
+	for _, k := range errorKinds() {
+		if k.code != "" {
+			want = append(want, row{k.status, k.code})
+		}
+	}
+	for _, r := range want {
+		if line := fmt.Sprintf("| `%d` | `%s` |", r.status, r.code); !strings.Contains(string(b), line) {
+			t.Errorf("docs/reference/api.md's table of codes has no row %q", line)
+		}
+	}
+}
+
+// TestLockErrorsAgree: the lock routes answer pkg/lock's errors through
+// this table (lock.WithErrorWriter), and pkg/lock's own table, which
+// answers them where the handler is served alone, gives each the same
+// status and code; a lock refusing a request is 423 with the locks on the
+// lock routes (the handler's answer), 409 Locked elsewhere (a rollback's
+// hold).
+func TestLockErrorsAgree(t *testing.T) {
+	for _, err := range []error{
+		&lock.ForbiddenError{Caller: lock.Caller{Name: "token:ci"}},
+		&lock.RefusedError{Reason: "refused"},
+		&lock.TypeError{Lock: lock.Lock{Path: "apps/prod", Type: lock.Automation}, Want: lock.Incident},
+		&lock.InvalidError{Err: errors.New("bad path")},
+		fmt.Errorf("getting: %w", lock.ErrNotFound),
+		fmt.Errorf("writing: %w", lock.ErrConflict),
+		fmt.Errorf("reading: %w", &http.MaxBytesError{Limit: 10}),
+		errors.New("the storage failed"),
+	} {
+		ls, lc := lock.StatusOf(err)
+		as, ac := StatusOf(err)
+		if ls != as || lc != ac {
+			t.Errorf("%v: pkg/lock answers %d %s, the API %d %s", err, ls, lc, as, ac)
+		}
+	}
 }
 
 // TestNoHandlerMapsErrors: outside errors.go (and client.go, the client's

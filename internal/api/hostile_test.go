@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"runtime/metrics"
 	"strings"
 	"testing"
@@ -146,6 +147,11 @@ func TestHostileRequests(t *testing.T) {
 			took, alloc := time.Since(start), allocated()-before
 			if code != tc.wantCode || !strings.Contains(body, tc.wantBody) {
 				t.Errorf("%s %s: %d %q, want %d with %q", tc.method, tc.path, code, clip(body), tc.wantCode, tc.wantBody)
+			}
+			// Every route, the lock routes included, answers an error the same way.
+			var e struct{ Error, Code string }
+			if code >= 400 && (json.Unmarshal([]byte(body), &e) != nil || e.Error == "" || e.Code == "") {
+				t.Errorf("%s %s: %d %q, want the error body {\"error\", \"code\"}", tc.method, tc.path, code, clip(body))
 			}
 			if took > 2*time.Second {
 				t.Errorf("took %s, want under 2s", took)

@@ -108,7 +108,7 @@ func New(b Backend, opts ...Option) (*Server, error) {
 	}
 	s := &Server{b: b, o: o, limit: auth.NewLimiter(o.ratePerSecond, o.rateBurst)}
 	if svc := b.LockService(); svc != nil && o.auth.Enabled() {
-		h, err := lock.NewHandler(svc, "", lock.WithCaller(s.lockCaller))
+		h, err := lock.NewHandler(svc, "", lock.WithCaller(s.lockCaller), lock.WithErrorWriter(fail))
 		if err != nil {
 			return nil, fmt.Errorf("configuring API: %w", err)
 		}

@@ -24,7 +24,9 @@ import (
 //
 // Every request needs "Authorization: Bearer <token>" (or, with WithCaller,
 // whatever the server that mounts the handler verifies). Errors are
-// {"error": "..."}; locked responses are a CheckResponse.
+// {"error": "...", "code": "..."} with the status and code StatusOf gives
+// them (or, with WithErrorWriter, the mounting server's answer); a locked
+// response is a CheckResponse, with error and code Locked.
 
 // LockRequest is the body of POST /api/v1/locks: a lock, with its expiry
 // given either as expires_at (in the lock) or as a duration such as "90m".
@@ -80,10 +82,16 @@ type CheckResponse struct {
 	Locked   bool     `json:"locked"`
 	Locks    []Lock   `json:"locks"`
 	Messages []string `json:"messages"`
+	// Error and Code are those of every error answer, set on a 423: what
+	// is locked, for people, and CodeLocked.
+	Error string `json:"error,omitempty"`
+	Code  string `json:"code,omitempty"`
 }
 
+// errorResponse is every error answer but a 423.
 type errorResponse struct {
 	Error string `json:"error"`
+	Code  string `json:"code,omitempty"`
 }
 
 // maxBody caps request bodies.
@@ -94,6 +102,7 @@ type Handler struct {
 	svc    *Service
 	token  []byte
 	caller func(*http.Request) (Caller, error)
+	errors func(http.ResponseWriter, error)
 	loc    *time.Location
 	mux    *http.ServeMux
 }
@@ -104,7 +113,7 @@ type Handler struct {
 // the author of the locks taken and the only one (with Caller.Admin, anyone)
 // who may remove them. Messages in responses use the server's local time.
 func NewHandler(svc *Service, token string, opts ...Option) (*Handler, error) {
-	o, err := newOptions("NewHandler", opts, optCaller)
+	o, err := newOptions("NewHandler", opts, optCaller, optErrorWriter)
 	if err != nil {
 		return nil, fmt.Errorf("creating lock API: %w", err)
 	}
@@ -114,7 +123,10 @@ func NewHandler(svc *Service, token string, opts ...Option) (*Handler, error) {
 	if token == "" && o.caller == nil {
 		return nil, errors.New("creating lock API: a bearer token (or WithCaller) is required")
 	}
-	h := &Handler{svc: svc, token: []byte(token), caller: o.caller, loc: time.Local, mux: http.NewServeMux()}
+	h := &Handler{svc: svc, token: []byte(token), caller: o.caller, errors: o.errorWriter, loc: time.Local, mux: http.NewServeMux()}
+	if h.errors == nil {
+		h.errors = h.writeError
+	}
 	h.mux.HandleFunc("GET /api/v1/locks", h.list)
 	h.mux.HandleFunc("POST /api/v1/locks", h.lock)
 	h.mux.HandleFunc("DELETE /api/v1/locks", h.prune)
@@ -141,8 +153,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	auth := r.Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(auth, "Bearer ")
 	if !ok || subtle.ConstantTimeCompare([]byte(tok), h.token) != 1 {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="stagehand"`)
-		writeJSON(w, http.StatusUnauthorized, errorResponse{"missing or wrong bearer token"})
+		h.fail(w, errBadToken)
 		return
 	}
 	h.mux.ServeHTTP(w, r)
@@ -154,30 +165,18 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v) // the client is gone if this fails
 }
 
+// fail answers err: a 423 with the locks when locks refused the request
+// (the lock API's answer about locks, whoever serves it), else as the
+// handler's error writer says (writeError, or WithErrorWriter's).
 func (h *Handler) fail(w http.ResponseWriter, err error) {
-	var (
-		le *LockedError
-		te *TypeError
-		ie *InvalidError
-		fe *ForbiddenError
-		re *RefusedError
-	)
-	switch {
-	case errors.As(err, &fe), errors.As(err, &re):
-		writeJSON(w, http.StatusForbidden, errorResponse{err.Error()})
-	case errors.As(err, &le):
-		writeJSON(w, http.StatusLocked, h.checkResponse(le.Path, le.Type, le.Locks))
-	case errors.As(err, &te):
-		writeJSON(w, http.StatusConflict, errorResponse{err.Error()})
-	case errors.As(err, &ie):
-		writeJSON(w, http.StatusBadRequest, errorResponse{err.Error()})
-	case errors.Is(err, ErrNotFound):
-		writeJSON(w, http.StatusNotFound, errorResponse{err.Error()})
-	case errors.Is(err, ErrConflict):
-		writeJSON(w, http.StatusConflict, errorResponse{err.Error()})
-	default:
-		writeJSON(w, http.StatusInternalServerError, errorResponse{err.Error()})
+	var le *LockedError
+	if errors.As(err, &le) {
+		cr := h.checkResponse(le.Path, le.Type, le.Locks)
+		cr.Error, cr.Code = err.Error(), CodeLocked
+		writeJSON(w, http.StatusLocked, cr)
+		return
 	}
+	h.errors(w, err)
 }
 
 func (h *Handler) checkResponse(path string, t Type, locks []Lock) CheckResponse {
@@ -185,7 +184,11 @@ func (h *Handler) checkResponse(path string, t Type, locks []Lock) CheckResponse
 	for i, l := range locks {
 		msgs[i] = l.BlockingMessage(h.loc)
 	}
-	return CheckResponse{Path: path, Type: t, Locked: len(locks) > 0, Locks: locks, Messages: msgs}
+	cr := CheckResponse{Path: path, Type: t, Locked: len(locks) > 0, Locks: locks, Messages: msgs}
+	if cr.Locked {
+		cr.Error, cr.Code = (&LockedError{Path: path, Type: t, Locks: locks}).Error(), CodeLocked
+	}
+	return cr
 }
 
 func boolParam(r *http.Request, name string, def bool) (bool, error) {
@@ -229,7 +232,7 @@ func (h *Handler) lock(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	if err := dec.Decode(&req); err != nil {
 		if tooBig := new(http.MaxBytesError); errors.As(err, &tooBig) {
-			writeJSON(w, http.StatusRequestEntityTooLarge, errorResponse{fmt.Sprintf("decoding lock request: the body is larger than %d bytes", maxBody)})
+			h.fail(w, &bodyError{msg: fmt.Sprintf("decoding lock request: the body is larger than %d bytes", maxBody), cause: tooBig})
 			return
 		}
 		h.fail(w, invalid(fmt.Errorf("decoding lock request: %w", err)))

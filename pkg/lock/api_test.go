@@ -98,7 +98,7 @@ func TestAPIAuth(t *testing.T) {
 	srv := newAPI(t, newMemoryService(t, newFakeClock()))
 	for _, tok := range []string{"", "wrong", testToken + "x"} {
 		code, body := call(t, srv, "GET", "/api/v1/locks", tok, "")
-		if code != http.StatusUnauthorized || body["error"] != "missing or wrong bearer token" {
+		if code != http.StatusUnauthorized || body["error"] != "missing or wrong bearer token" || body["code"] != CodeUnauthorized {
 			t.Errorf("token %q: %d %v, want 401", tok, code, body)
 		}
 	}
@@ -149,11 +149,19 @@ func TestAPIRaw(t *testing.T) {
 		{name: "check free", method: "GET", path: "/api/v1/check/apps/acceptance/a/saas-app/develop", code: 200,
 			want: map[string]any{"locked": false}},
 	}
+	// Every error answer names its kind, as every route of the API does.
+	codes := map[int]string{400: CodeBadRequest, 404: CodeLockNotFound, 409: CodeLockTypeMismatch, 423: CodeLocked}
 	for _, st := range steps {
 		code, body := call(t, srv, st.method, st.path, testToken, st.body)
 		if code != st.code {
 			t.Errorf("%s: %s %s = %d %v, want %d", st.name, st.method, st.path, code, body, st.code)
 			continue
+		}
+		if want := codes[code]; code >= 400 && (body["code"] != want || body["error"] == nil || body["error"] == "") {
+			t.Errorf("%s: %s %s = %d %v, want code %q and an error", st.name, st.method, st.path, code, body, want)
+		}
+		if code < 400 && body["code"] != nil {
+			t.Errorf("%s: %s %s = %d %v, want no code", st.name, st.method, st.path, code, body)
 		}
 		for k, v := range st.want {
 			if diff := cmp.Diff(v, body[k]); diff != "" {

@@ -44,6 +44,9 @@ func NewClient(baseURL, token string, opts ...Option) (*Client, error) {
 type APIError struct {
 	StatusCode int
 	Message    string
+	// Code is the kind of error the server named (CodeLockNotFound…; ""
+	// from a server that names none).
+	Code string
 }
 
 func (e *APIError) Error() string {
@@ -103,7 +106,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 		if json.Unmarshal(b, &er) != nil || er.Error == "" {
 			er.Error = strings.TrimSpace(string(b))
 		}
-		apiErr := &APIError{StatusCode: resp.StatusCode, Message: er.Error}
+		apiErr := &APIError{StatusCode: resp.StatusCode, Message: er.Error, Code: er.Code}
 		if resp.StatusCode == http.StatusBadRequest {
 			return invalid(apiErr)
 		}

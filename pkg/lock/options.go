@@ -22,6 +22,8 @@ type options struct {
 	owner    string
 	formerly []string // TakeOverOwnLocks: the owner's names in older builds
 	caller   func(*http.Request) (Caller, error)
+	// errorWriter answers a handler's errors (WithErrorWriter).
+	errorWriter func(http.ResponseWriter, error)
 	// ownerEqual and maxDurations are the Service's rules for verified callers (rules.go).
 	ownerEqual   OwnerEqual
 	maxDurations map[Type]time.Duration
@@ -33,6 +35,7 @@ const (
 	optHTTPClient   = "WithHTTPClient"
 	optTakeOver     = "TakeOverOwnLocks"
 	optCaller       = "WithCaller"
+	optErrorWriter  = "WithErrorWriter"
 	optObserver     = "WithObserver"
 	optOwnerEqual   = "WithOwnerEqual"
 	optMaxDurations = "WithMaxDurations"
@@ -49,6 +52,22 @@ func WithCaller(who func(*http.Request) (Caller, error)) Option {
 		}
 		o.caller = who
 		o.given = append(o.given, optCaller)
+		return nil
+	}
+}
+
+// WithErrorWriter makes NewHandler answer its errors with write: the
+// status, code and body of the server that mounts the handler, so that the
+// lock routes answer as its other routes do. Locks refusing a request are
+// still answered 423 with the locks (a CheckResponse). Without it, errors
+// are answered {"error", "code"} with StatusOf's status and code.
+func WithErrorWriter(write func(w http.ResponseWriter, err error)) Option {
+	return func(o *options) error {
+		if write == nil {
+			return errors.New("WithErrorWriter: nil function")
+		}
+		o.errorWriter = write
+		o.given = append(o.given, optErrorWriter)
 		return nil
 	}
 }
