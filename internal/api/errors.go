@@ -12,6 +12,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/auth"
 	"github.com/stagehand-gitops/stagehand/internal/dora"
 	"github.com/stagehand-gitops/stagehand/internal/httpserve"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
@@ -34,6 +35,9 @@ const (
 	// CodeLockTypeMismatch: a lock removed, or asked for, by another type
 	// than it has (pkg/lock's code, for the lock routes).
 	CodeLockTypeMismatch = lock.CodeLockTypeMismatch
+	// CodeNewerStateSchema: the environment's state was written by a newer
+	// release, whose schema this replica may not read: upgrade it.
+	CodeNewerStateSchema = "NewerStateSchema"
 )
 
 // errorKind is one row of the API's error table: the errors it matches
@@ -65,6 +69,7 @@ func errorKinds() []errorKind {
 		{"a lock of another type", as[*lock.TypeError], http.StatusConflict, CodeLockTypeMismatch},
 		{"an invalid lock request", as[*lock.InvalidError], http.StatusBadRequest, httpserve.CodeBadRequest},
 		{"a lock changed concurrently", is(lock.ErrConflict), http.StatusConflict, httpserve.CodeConflict},
+		{"the state written by a newer schema", as[*state.SchemaError], http.StatusServiceUnavailable, CodeNewerStateSchema},
 		{"body over its cap", as[*http.MaxBytesError], http.StatusRequestEntityTooLarge, httpserve.CodeTooLarge},
 		{"credentials refused", as[*auth.Error], 0, ""}, // the status the authenticator names, its code
 		{"invalid DORA window", is(dora.ErrWindow), http.StatusBadRequest, CodeInvalidWindow},

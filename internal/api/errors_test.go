@@ -20,6 +20,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/auth"
 	"github.com/stagehand-gitops/stagehand/internal/dora"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
@@ -55,6 +56,8 @@ func TestErrorTable(t *testing.T) {
 		{row: "a lock of another type", err: &lock.TypeError{Lock: lock.Lock{Path: "apps/prod", Type: lock.Automation}, Want: lock.Incident}, status: 409, code: "LockTypeMismatch"},
 		{row: "an invalid lock request", err: &lock.InvalidError{Err: errors.New("query parameter type is required")}, status: 400, code: "BadRequest"},
 		{row: "a lock changed concurrently", err: fmt.Errorf("writing lock apps/prod: %w", lock.ErrConflict), status: 409, code: "Conflict"},
+		{row: "the state written by a newer schema", err: fmt.Errorf("reading prod: %w", &state.SchemaError{ConfigMap: "stagehand/stagehand-state-prod", Found: 9, OldestReader: 9, Build: 8}),
+			status: 503, code: "NewerStateSchema"},
 		{row: "body over its cap", err: fmt.Errorf("reading: %w", &http.MaxBytesError{Limit: 10}), status: 413, code: "TooLarge"},
 		{row: "body over its cap", err: &requestError{kind: kindBadRequest, msg: "decoding request body: larger than 10 bytes", cause: &http.MaxBytesError{Limit: 10}}, status: 413, code: "TooLarge"},
 		{row: "credentials refused", err: &auth.Error{Status: 401, Message: "unknown bearer token"}, status: 401, code: "Unauthorized",
