@@ -90,12 +90,13 @@ func (s *Store) checkFence(cm *corev1.ConfigMap, create bool) error {
 // when missing) is annotated with token unless it names a later term, in
 // which case the claim is ErrFenced. It returns the term the state was
 // claimed by before (-1 for none).
-func (s *Store) Claim(ctx context.Context, env, token string) (int64, error) {
+func (s *Store) Claim(ctx context.Context, env, token string) (_ int64, err error) {
+	defer func() { s.counted(env, err) }()
 	name := ConfigMapName(env)
 	cms := s.client.CoreV1().ConfigMaps(s.namespace)
 	prev := int64(-1)
 	s.seen.put(name, nil) // the next Update reads the state as claimed
-	err := retryOnConflict(func() error {
+	err = retryOnConflict(func() error {
 		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			cm = newStateConfigMap(name, s.namespace, env)

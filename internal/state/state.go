@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -148,6 +149,9 @@ type Store struct {
 	// them (shared with its Fenced copies): an Update starts from them
 	// instead of reading again (see Update).
 	seen *seen
+	// writes counts the writes by environment and result (writes.go),
+	// shared with its Fenced copies.
+	writes *prometheus.CounterVec
 }
 
 // DefaultHistoryLimit is how many history entries each environment keeps.
@@ -177,6 +181,7 @@ func NewStore(client kubernetes.Interface, namespace string, opts ...Option) *St
 	}
 	s.parts = &partSource{get: s.getPart}
 	s.seen = &seen{cms: map[string]*corev1.ConfigMap{}}
+	s.writes = newWrites()
 	return s
 }
 
@@ -348,7 +353,8 @@ func (s *Store) History(ctx context.Context, env string) ([]approval.Entry, erro
 // resourceVersion, so the API server refuses it when anyone wrote since, and
 // Update then reads it and goes on as without. A pass's writes in front of
 // its first patch cost one round trip each, not two.
-func (s *Store) Update(ctx context.Context, env string, mutate func(*EnvState)) error {
+func (s *Store) Update(ctx context.Context, env string, mutate func(*EnvState)) (err error) {
+	defer func() { s.counted(env, err) }()
 	name := ConfigMapName(env)
 	cms := s.client.CoreV1().ConfigMaps(s.namespace)
 	if cm := s.seen.get(name); cm != nil && (s.fence == nil || cm.Annotations[annoFence] == s.fence.token) {
@@ -361,7 +367,7 @@ func (s *Store) Update(ctx context.Context, env string, mutate func(*EnvState)) 
 			return nil
 		}
 	}
-	err := retryOnConflict(func() error {
+	err = retryOnConflict(func() error {
 		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
 		create := apierrors.IsNotFound(err)
 		if err != nil && !create {
