@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/stagehand-gitops/stagehand/internal/auth"
@@ -56,6 +57,9 @@ type Builder struct {
 	ghDone      bool
 	access      auth.AccessPolicy
 	authn       *auth.Authenticator
+	// registryRequests counts the reconciler's registry requests
+	// (registrymetrics.go).
+	registryRequests *prometheus.CounterVec
 }
 
 // New returns the builder of cfg's components. Options given here reach
@@ -71,7 +75,8 @@ func New(cfg *config.Config, opts ...Option) (*Builder, error) {
 	// The state cluster's API server's clock, followed from the answers to
 	// the state client (StateClient), is what the lock service and the git
 	// source stamp times with.
-	return &Builder{cfg: cfg, o: o, stateClock: clock.NewRemote(o.localNow()), targets: map[string][]reconcile.Target{}}, nil
+	return &Builder{cfg: cfg, o: o, stateClock: clock.NewRemote(o.localNow()), targets: map[string][]reconcile.Target{},
+		registryRequests: registryRequests()}, nil
 }
 
 // Config is the configuration the builder builds from.
@@ -267,7 +272,9 @@ func (b *Builder) Reconciler() (*reconcile.Reconciler, error) {
 			return nil, fmt.Errorf("locks: %w", err)
 		}
 	}
-	ropts := []reconcile.Option{reconcile.WithLocks(b.checker, b.checker)}
+	// The options given with WithReconcileOptions come after: a test's
+	// registry transport replaces the counted one.
+	ropts := []reconcile.Option{reconcile.WithLocks(b.checker, b.checker), reconcile.WithRegistryTransport(b.registryTransport())}
 	if b.o.author != "" {
 		ropts = append(ropts, reconcile.WithAuthor(b.o.author))
 	}
