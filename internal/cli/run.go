@@ -231,6 +231,15 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		}
 		return v, v.Phase, nil
 	}
+	// stagehand_state_writes_total{environment,result} and stagehand_registry_requests_total{code}, beside the
+	// daemon's metrics.
+	st, err := b.Store()
+	if err != nil {
+		return err
+	}
+	if err := registerAll(d.Metrics().Registry, append(st.Collectors(), b.Collectors()...)); err != nil {
+		return fmt.Errorf("registering state and registry metrics: %w", err)
+	}
 	if nt != nil {
 		// stagehand_notifications_total{sink,result}, beside the daemon's metrics.
 		if err := registerAll(d.Metrics().Registry, nt.Collectors()); err != nil {

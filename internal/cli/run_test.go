@@ -150,6 +150,11 @@ notifications: [{name: hook, type: webhook, urlFile: hook-url, secretFile: hook-
 			t.Fatalf("/metrics never showed %s: %d %s", sent, code, body)
 		}
 	}
+	// The state's writes are served beside the daemon's metrics too.
+	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, `stagehand_state_writes_total{environment="`) ||
+		!strings.Contains(body, `result="written"}`) {
+		t.Errorf("/metrics = %d without stagehand_state_writes_total{…,result=\"written\"}:\n%s", code, body)
+	}
 	cancel()
 	select {
 	case err := <-done:
