@@ -237,6 +237,8 @@ func (m *Metrics) setLeader(leading bool) {
 		m.leader.Set(1)
 	} else {
 		m.leader.Set(0)
+		// What waits for a person is the next leader's to show.
+		m.pendingSince.Reset()
 	}
 	m.leaderChanges.WithLabelValues("", change(leading)).Inc()
 }
@@ -248,6 +250,10 @@ func (m *Metrics) leadership(env string, held bool) {
 		v = 1
 	}
 	m.envHeld.WithLabelValues(env).Set(v)
+	if !held {
+		// What waits for a person in env is its next holder's to show.
+		m.pendingSince.DeleteLabelValues(env)
+	}
 	m.leaderChanges.WithLabelValues(env, change(held)).Inc()
 }
 

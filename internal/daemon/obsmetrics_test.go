@@ -45,6 +45,27 @@ func TestPendingSinceFollowsThePhase(t *testing.T) {
 	}
 }
 
+// TestPendingSinceDroppedWithTheLease: a replica that stops holding an
+// environment (or stops leading) drops its pending approval's timestamp: the
+// next holder shows it, and a plan approved there does not stay pending
+// here.
+func TestPendingSinceDroppedWithTheLease(t *testing.T) {
+	m := NewMetrics()
+	at := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
+	for _, env := range []string{"devel", "prod"} {
+		m.leadership(env, true)
+		observed(nil, m, env).seen(&state.EnvState{Phase: status.PhaseAwaitingApproval, Pending: &approval.Pending{ProposedAt: at}})
+	}
+	m.leadership("prod", false)
+	if got := testutil.CollectAndCount(m.pendingSince); got != 1 || testutil.ToFloat64(m.pendingSince.WithLabelValues("devel")) == 0 {
+		t.Errorf("after prod's Lease was lost: %d series, want devel's only", got)
+	}
+	m.setLeader(false)
+	if got := testutil.CollectAndCount(m.pendingSince); got != 0 {
+		t.Errorf("after leading stopped: %d series, want none", got)
+	}
+}
+
 // webhookToPatch returns how many observations env's
 // stagehand_webhook_to_patch_seconds holds, and their sum.
 func webhookToPatch(t testing.TB, d *Daemon, env string) (uint64, float64) {
