@@ -174,7 +174,7 @@ func TestAlertRules(t *testing.T) {
 // reach the rendered rules, and the rule is opt-in.
 func TestAlertValues(t *testing.T) {
 	objs := render(t, "rel", valuesFile(t, map[string]any{"metrics": map[string]any{"prometheusRule": map[string]any{
-		"enabled": true, "sourceUnreachableSeconds": 30, "githubBudgetRatio": 0.25,
+		"enabled": true, "approvalPendingSeconds": 600, "sourceUnreachableSeconds": 30, "githubBudgetRatio": 0.25,
 		"clockOffsetSeconds": 2.5, "for": "1m", "alertLabels": map[string]any{"team": "platform"},
 		"labels": map[string]any{"release": "prometheus"},
 	}}}))
@@ -186,6 +186,7 @@ func TestAlertValues(t *testing.T) {
 		}
 	}
 	for alert, want := range map[string]string{
+		"StagehandApprovalPending":   "> 600",
 		"StagehandSourceUnreachable": "> 30",
 		"StagehandGitHubBudgetLow":   "< 0.25",
 		"StagehandClockOffset":       "> 2.5",
@@ -194,7 +195,7 @@ func TestAlertValues(t *testing.T) {
 			t.Errorf("alert %s: expr %q lacks %q", alert, byName[alert].Expr, want)
 		}
 	}
-	for _, alert := range []string{"StagehandNoLeader", "StagehandEnvironmentNotHeld", "StagehandClockOffset"} {
+	for _, alert := range []string{"StagehandNoLeader", "StagehandEnvironmentNotHeld", "StagehandStateWritesFailing", "StagehandClockOffset"} {
 		if got := byName[alert].For; got != "1m" {
 			t.Errorf("alert %s: for %q, want 1m", alert, got)
 		}
