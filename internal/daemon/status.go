@@ -15,6 +15,10 @@ import (
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
+// canaryReadTimeout bounds the reads of an apply's Flagger Canaries in a
+// status view: a target slow to answer leaves them out, not the view.
+const canaryReadTimeout = 2 * time.Second
+
 // Environment returns env as the API shows it, read from the Store (so every
 // replica answers the same).
 func (d *Daemon) Environment(ctx context.Context, env string) (*status.Environment, error) {
@@ -57,6 +61,16 @@ func (d *Daemon) Environment(ctx context.Context, env string) (*status.Environme
 	}
 	if r := st.Sequence; r != nil && r.AwaitingRelease() {
 		v.Waiting = append(v.Waiting, "waiting for release approval of "+short(r.Revision))
+	}
+	// An apply in flight waiting for Flagger says where each canary's
+	// analysis stands, read from the targets by whichever replica answers.
+	if f := st.InFlight; f != nil {
+		var changes []reconcile.Change
+		if json.Unmarshal(f.Changes, &changes) == nil {
+			cctx, cancel := context.WithTimeout(ctx, canaryReadTimeout)
+			v.Waiting = append(v.Waiting, reconcile.CanaryProgress(cctx, d.targets[env], changes)...)
+			cancel()
+		}
 	}
 	if v.Services == nil {
 		v.Services = []status.Service{}

@@ -10,7 +10,8 @@ import (
 var cluster testenv.Shared
 
 // TestMain sets up one control plane for the package, with Flagger and an
-// audit log of every workload write, started by the first test that needs it.
+// audit log of every workload write and the deploy locks' CRD (the daemon's
+// lock service), started by the first test that needs it.
 func TestMain(m *testing.M) {
-	os.Exit(cluster.Main(m, testenv.WithFlagger(), testenv.WithAuditLog()))
+	os.Exit(cluster.Main(m, testenv.WithFlagger(), testenv.WithAuditLog(), testenv.WithCRDs("../../pkg/lock/crd/locks.stagehand.io.yaml")))
 }

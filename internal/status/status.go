@@ -42,7 +42,9 @@ type Observation struct {
 	Error string `json:"error,omitempty"`
 	// Waiting names the faults the environment is waiting out, each with
 	// when it began: the git source unreachable, a target's API server
-	// unreachable. Empty when there are none.
+	// unreachable; and what an apply in flight waits for: a Flagger
+	// canary's analysis ("Deployment web on a: canary analysing: 3 of 5
+	// iterations"). Empty when there are none.
 	Waiting []string         `json:"waiting,omitempty"`
 	Layout  *manifest.Layout `json:"layout,omitempty"`
 	// LayoutOmitted is true when the layout was too large to keep.
