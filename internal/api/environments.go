@@ -15,7 +15,7 @@ import (
 const maxBody = 64 << 10
 
 func (s *Server) listEnvironments(w http.ResponseWriter, r *http.Request) {
-	names := s.b.EnvironmentNames()
+	names := s.order(r.Context())
 	out := make([]status.Environment, 0, len(names))
 	for _, env := range names {
 		v, err := s.b.Environment(r.Context(), env)

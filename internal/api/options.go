@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/auth"
 	"github.com/stagehand-gitops/stagehand/internal/dora"
 	"github.com/stagehand-gitops/stagehand/internal/httpserve"
+	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 )
 
@@ -32,6 +34,8 @@ type options struct {
 	uiPatterns    []string
 	rollback      Rollbacker
 	dora          *dora.Reporter
+	stages        func(context.Context) []string
+	promotions    func(context.Context) []status.Promotion
 }
 
 // WithLog receives what the API keeps from its callers: why /readyz

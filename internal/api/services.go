@@ -47,7 +47,7 @@ type MatrixResponse = status.Matrix
 
 func (s *Server) getMatrix(w http.ResponseWriter, r *http.Request) {
 	var envs []*status.Environment
-	for _, env := range s.b.EnvironmentNames() {
+	for _, env := range s.order(r.Context()) {
 		v, err := s.b.Environment(r.Context(), env)
 		if err != nil {
 			fail(w, err)
@@ -55,5 +55,9 @@ func (s *Server) getMatrix(w http.ResponseWriter, r *http.Request) {
 		}
 		envs = append(envs, v)
 	}
-	writeJSON(w, http.StatusOK, status.NewMatrix(envs, time.UTC))
+	m := status.NewMatrix(envs, time.UTC)
+	if s.o.promotions != nil {
+		m.Promotions = s.o.promotions(r.Context())
+	}
+	writeJSON(w, http.StatusOK, m)
 }

@@ -30,6 +30,42 @@ const (
 type Matrix struct {
 	Environments []MatrixEnvironment `json:"environments"`
 	Services     []MatrixRow         `json:"services"`
+	// Promotions say, between each two adjacent stages of pipeline.yaml, what
+	// the next promotion waits for (none without a pipeline.yaml).
+	Promotions []Promotion `json:"promotions,omitempty"`
+}
+
+// Promotion is what the promotion between two adjacent stages waits for
+// (internal/promotion words pkg/promote's decision).
+type Promotion struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Ready lists the services the next promotion moves now (none: it is
+	// blocked, or nothing may move yet, or nothing differs).
+	Ready []string `json:"ready,omitempty"`
+	// Says is the decision in words: "ready: web", "blocked: …", "web
+	// soaking: …", "in step: …".
+	Says string `json:"says"`
+}
+
+// String is p in one line: "staging → prod: ready: web".
+func (p Promotion) String() string { return p.From + " → " + p.To + ": " + p.Says }
+
+// InStageOrder is names with the stages (pipeline.yaml's order) first, in
+// that order, then the others as they come.
+func InStageOrder(names, stages []string) []string {
+	out := make([]string, 0, len(names))
+	for _, st := range stages {
+		if slices.Contains(names, st) && !slices.Contains(out, st) {
+			out = append(out, st)
+		}
+	}
+	for _, n := range names {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // MatrixEnvironment is the head of one environment's column.

@@ -141,3 +141,23 @@ func TestMatrixShowsWhy(t *testing.T) {
 		t.Errorf("head (-want +got):\n%s", diff)
 	}
 }
+
+func TestInStageOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		names, stages []string
+		want          []string
+	}{
+		{name: "no stages", names: []string{"devel", "prod", "staging"}, want: []string{"devel", "prod", "staging"}},
+		{name: "stage order", names: []string{"devel", "prod", "staging"}, stages: []string{"devel", "staging", "prod"},
+			want: []string{"devel", "staging", "prod"}},
+		{name: "stages not configured are left out, others follow", names: []string{"devel", "prod", "qa", "staging"},
+			stages: []string{"staging", "canary", "prod", "staging"}, want: []string{"staging", "prod", "devel", "qa"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, InStageOrder(tc.names, tc.stages)); diff != "" {
+				t.Errorf("InStageOrder (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

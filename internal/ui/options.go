@@ -11,6 +11,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/auth"
 	"github.com/stagehand-gitops/stagehand/internal/dora"
+	"github.com/stagehand-gitops/stagehand/internal/status"
 )
 
 // Access is what one signed-in login may do on the page (read; approve and
@@ -48,6 +49,7 @@ type options struct {
 	now        func() time.Time
 	loc        *time.Location
 	stages     func(ctx context.Context) []string
+	promotions func(ctx context.Context) []status.Promotion
 	dora       *dora.Reporter
 	statusOf   func(error) (int, string)
 
@@ -133,6 +135,12 @@ func WithCommitURL(tmpl string) Option {
 // others follow in configuration order.
 func WithStages(stages func(ctx context.Context) []string) Option {
 	return func(o *options) error { o.stages = stages; return nil }
+}
+
+// WithPromotions shows, under the overview's matrix, what each promotion
+// between adjacent stages waits for (internal/promotion).
+func WithPromotions(p func(ctx context.Context) []status.Promotion) Option {
+	return func(o *options) error { o.promotions = p; return nil }
 }
 
 // WithPollInterval sets how often the state is read for live updates while

@@ -26,7 +26,11 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusInternalServerError, err.Error())
 		return
 	}
-	s.render(w, r, http.StatusOK, "overview", page{Title: "Environments", Nav: "overview", Viewer: v, Data: newOverview(status.NewMatrix(envs, s.o.loc))})
+	m := status.NewMatrix(envs, s.o.loc)
+	if s.o.promotions != nil {
+		m.Promotions = s.o.promotions(r.Context())
+	}
+	s.render(w, r, http.StatusOK, "overview", page{Title: "Environments", Nav: "overview", Viewer: v, Data: newOverview(m)})
 }
 
 // overviewView is the matrix with each cell's words, symbol and class
@@ -35,6 +39,8 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 type overviewView struct {
 	Environments []status.MatrixEnvironment
 	Rows         []overviewRow
+	// Promotions are what each promotion between adjacent stages waits for.
+	Promotions []status.Promotion
 }
 
 type overviewRow struct {
@@ -51,7 +57,7 @@ type overviewCell struct {
 type overviewTarget struct{ Target, State, Text, Title string }
 
 func newOverview(m status.Matrix) overviewView {
-	v := overviewView{Environments: m.Environments, Rows: make([]overviewRow, 0, len(m.Services))}
+	v := overviewView{Environments: m.Environments, Rows: make([]overviewRow, 0, len(m.Services)), Promotions: m.Promotions}
 	for _, r := range m.Services {
 		row := overviewRow{Service: r.Service, Cells: make([]overviewCell, len(r.Cells))}
 		for i, c := range r.Cells {

@@ -12,7 +12,6 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -361,18 +360,7 @@ func (s *Server) order(ctx context.Context) []string {
 	if s.o.stages == nil {
 		return names
 	}
-	var out []string
-	for _, st := range s.o.stages(ctx) {
-		if slices.Contains(names, st) && !slices.Contains(out, st) {
-			out = append(out, st)
-		}
-	}
-	for _, n := range names {
-		if !slices.Contains(out, n) {
-			out = append(out, n)
-		}
-	}
-	return out
+	return status.InStageOrder(names, s.o.stages(ctx))
 }
 
 // demoFor is the demo login offered to r: only to a loopback client.
