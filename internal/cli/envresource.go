@@ -83,14 +83,14 @@ func environmentResources(ctx context.Context, b *wire.Builder, view *envresourc
 	}, func(env string, err error) {
 		log.Error(err, "writing Environment resource", "environment", env)
 	})
-	return &envResources{opts: []daemon.Option{daemon.WithRecordHook(hook)}, events: events, stop: eb.Shutdown}, nil
+	return &envResources{hook: hook, events: events, stop: eb.Shutdown}, nil
 }
 
 // envResources is what environmentResources hooks to the daemon: the record
-// hook, and the Events that hear the gate and the sequences (nil without
+// hook and the Events that hear the gate and the sequences (both nil without
 // the CRD); stop ends the Events' broadcaster once the daemon stopped.
 type envResources struct {
-	opts   []daemon.Option
+	hook   daemon.RecordHook
 	events *envresource.Events
 	stop   func()
 }

@@ -184,13 +184,20 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	// their Events, which hear every plan, outcome and sequence step as a gate and a listener.
 	var view envresource.ViewFunc
 	var envEvents *envresource.Events
+	// The DORA metrics, counted by each environment's worker after it recorded (not with --once: its metrics
+	// are served by nobody, and a deploy counted there would never be counted again).
+	counter := &doraCounter{log: log.WithName("dora")}
 	if !rf.once {
 		er, err := environmentResources(cmd.Context(), b, &view, log.WithName("envresource"))
 		if err != nil {
 			return err
 		}
 		defer er.stop()
-		opts = append(opts, er.opts...)
+		hooks := []daemon.RecordHook{counter.hook}
+		if er.hook != nil {
+			hooks = append(hooks, er.hook)
+		}
+		opts = append(opts, daemon.WithRecordHook(recordHooks(hooks...)))
 		if er.events != nil {
 			gates, envEvents = append(gates, er.events), er.events
 		}
@@ -223,6 +230,11 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	d, err := daemon.New(cfg, append(parts, opts...)...)
 	if err != nil {
 		return err
+	}
+	if !rf.once {
+		if err := counter.start(b, d); err != nil {
+			return err
+		}
 	}
 	view = func(ctx context.Context, env string) (*status.Environment, status.Phase, error) {
 		v, err := d.Environment(ctx, env)
@@ -299,7 +311,13 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		fmt.Fprintln(cmd.OutOrStdout(), "all environments reconciled")
 		return nil
 	}
-	page, err := webPage(b, d)
+	// The DORA figures of the API and the page, and what each promotion waits for, computed once for both.
+	reporter, err := doraReporter(b, d)
+	if err != nil {
+		return err
+	}
+	waits := promotions(b, d)
+	page, err := webPage(b, d, ui.WithDORA(reporter), ui.WithPromotions(waits))
 	if err != nil {
 		return err
 	}
@@ -308,7 +326,8 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	apiOpts := []api.Option{api.WithAuthenticator(authn), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(recv),
-		api.WithLog(log.WithName("api")), api.WithLimits(cfg.Server.HTTP.Limits()), api.WithShutdownGrace(grace / 2)}
+		api.WithLog(log.WithName("api")), api.WithLimits(cfg.Server.HTTP.Limits()), api.WithShutdownGrace(grace / 2),
+		api.WithDORA(reporter), api.WithStages(stageOrder(d, cfg.Source.Root)), api.WithPromotions(waits)}
 	if page != nil {
 		apiOpts = append(apiOpts, api.WithUI(page, ui.Patterns()...))
 	}

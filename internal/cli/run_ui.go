@@ -16,10 +16,11 @@ import (
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
 
-// webPage builds the web page of server.ui over the daemon, or nil when it
-// is off. With the GitHub App (gh), who may read and approve is decided as
+// webPage builds the web page of server.ui over the daemon (with more
+// options: the DORA panel's reporter, the promotions), or nil when it is
+// off. With the GitHub App (gh), who may read and approve is decided as
 // for check-run clicks: github.approvers and the environment's policy.
-func webPage(b *wire.Builder, d *daemon.Daemon) (*ui.Server, error) {
+func webPage(b *wire.Builder, d *daemon.Daemon, more ...ui.Option) (*ui.Server, error) {
 	cfg := b.Config()
 	u := cfg.Server.UI
 	if !u.On() {
@@ -80,7 +81,7 @@ func webPage(b *wire.Builder, d *daemon.Daemon) (*ui.Server, error) {
 	opts = append(opts, ui.WithClock(d.Now, time.Local))
 	// An error's page has the status the API answers it with: one table (api.StatusOf).
 	opts = append(opts, ui.WithErrorStatus(api.StatusOf))
-	return ui.New(d, opts...)
+	return ui.New(d, append(opts, more...)...)
 }
 
 // stageOrder reads the stage order from pipeline.yaml at the newest revision

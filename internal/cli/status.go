@@ -35,12 +35,13 @@ func newStatusCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status --server URL [--env E]... [--service S]... [-o text|wide|json]",
 		Short: "Show every service in every environment: version and state (the web page's overview)",
-		Long: `Show the matrix of services × environments that the web page shows: per
-environment its lifecycle phase (Idle, AwaitingApproval, Deferred, Applying, Verifying,
+		Long: `Show the matrix of services × environments that the web page shows, the
+environments in pipeline.yaml's stage order: per environment its lifecycle phase (Idle, AwaitingApproval, Deferred, Applying, Verifying,
 AwaitingRelease, RollingBack, Failed); per cell the version and state
 (✓ in sync, ◔ pending approval, ↻ rolling out, ≠ out of sync, ⊘ blocked by a
 lock, ⚠ problem, ✗ failed, ? unknown); then each environment's pending plan,
-apply in flight, locks and resolve error.
+apply in flight, locks and resolve error; then, between adjacent stages, what
+the next promotion waits for ("staging → prod: web soaking: …").
 -o wide prints one line per service and target with the live and desired
 images and what blocks them; -o json the matrix as GET /api/v1/matrix answers.
 --env and --service (repeatable) narrow it down. The token comes from
@@ -129,6 +130,12 @@ func (f *statusFlags) narrow(m status.Matrix) (status.Matrix, error) {
 			out.Services = append(out.Services, row)
 		}
 	}
+	// A promotion into or out of an environment kept.
+	for _, p := range m.Promotions {
+		if len(f.envs) == 0 || slices.Contains(f.envs, p.From) || slices.Contains(f.envs, p.To) {
+			out.Promotions = append(out.Promotions, p)
+		}
+	}
 	return out, nil
 }
 
@@ -212,6 +219,12 @@ func printMatrix(w io.Writer, m status.Matrix) error {
 			if _, err := fmt.Fprintf(w, "%s: %s\n", e.Name, n); err != nil {
 				return err
 			}
+		}
+	}
+	// Between adjacent stages, in stage order: what the next promotion waits for.
+	for _, p := range m.Promotions {
+		if _, err := fmt.Fprintln(w, p.String()); err != nil {
+			return err
 		}
 	}
 	return nil
