@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -114,7 +116,9 @@ func (r *Reconciler) patchAll(ctx context.Context, req Request, jobs []*job, rep
 	_ = forEach(len(todo), r.o.concurrency, func(i int) error {
 		j := todo[i]
 		j.start = time.Now()
-		if err := r.patchOne(ctx, req, j); err != nil {
+		pctx, span := startSpan(ctx, "patch", workloadAttrs(j)...)
+		defer endJob(span, j)
+		if err := r.patchOne(pctx, req, j); err != nil {
 			finish(j, OutcomeFailed, err.Error())
 			report(j, PhaseFailed, j.res.Message)
 			return nil
@@ -123,6 +127,7 @@ func (r *Reconciler) patchAll(ctx context.Context, req Request, jobs []*job, rep
 			report(j, PhaseBlocked, j.res.Message)
 			return nil
 		}
+		span.SetAttributes(attrOutcome.String("patched"))
 		report(j, PhasePatched, describe(j.changes))
 		mu.Lock()
 		patched = append(patched, j)
@@ -154,8 +159,13 @@ func (r *Reconciler) finishRollouts(ctx context.Context, req Request, patched []
 		}
 		return
 	}
+	ctx, span := startSpan(ctx, "rollout wait", attrWorkloads.Int(len(patched)))
+	defer span.End()
 	rollingOut := func(j *job, msg string) { report(j, PhaseRollingOut, msg) }
 	r.waitRollouts(ctx, patched, rollingOut, func(j *job, st rollout) {
+		defer func() { // once finished: with the workload's outcome
+			span.AddEvent("rolled out", trace.WithAttributes(append(workloadAttrs(j), attrOutcome.String(string(j.res.Outcome)))...))
+		}()
 		msg := st.msg
 		switch {
 		case st.done:
@@ -168,6 +178,7 @@ func (r *Reconciler) finishRollouts(ctx context.Context, req Request, patched []
 			return
 		}
 		finish(j, OutcomeFailed, msg)
+		span.SetStatus(codes.Error, j.key.Kind+" "+j.key.Namespace+"/"+j.key.Name+": "+msg)
 		deployingWritten()
 		r.event(ctx, req, j, corev1.EventTypeWarning, "RolloutFailed", fmt.Sprintf("Rollout of revision %s failed: %s", short(req.Revision), msg))
 		report(j, PhaseFailed, msg)
