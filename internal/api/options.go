@@ -15,6 +15,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/dora"
 	"github.com/stagehand-gitops/stagehand/internal/httpserve"
 	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/internal/tracing"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 )
 
@@ -36,6 +37,7 @@ type options struct {
 	dora          *dora.Reporter
 	stages        func(context.Context) []string
 	promotions    func(context.Context) []status.Promotion
+	tracing       *tracing.Provider
 }
 
 // WithLog receives what the API keeps from its callers: why /readyz
@@ -125,6 +127,14 @@ func WithMetrics(reg *prometheus.Registry) Option {
 // at POST /webhook/github; without it (or with nil) the route does not exist.
 func WithWebhook(r *webhook.Receiver) Option {
 	return func(o *options) error { o.webhook = r; return nil }
+}
+
+// WithTracing traces every request with p (internal/tracing): a server
+// span per request, continuing the caller's W3C traceparent, under which
+// the webhook's handlers and a decision's apply run. Without it (or when p
+// is off) nothing is traced.
+func WithTracing(p *tracing.Provider) Option {
+	return func(o *options) error { o.tracing = p; return nil }
 }
 
 // WithUI serves the web page h (internal/ui) on its patterns (ui.Patterns),

@@ -19,6 +19,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/dora"
 	"github.com/stagehand-gitops/stagehand/internal/httpserve"
 	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/internal/tracing"
 	"github.com/stagehand-gitops/stagehand/internal/version"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
@@ -175,7 +176,7 @@ func (s *Server) Handler() http.Handler {
 		}
 	}
 	mux.Handle("/api/", s.authenticate(httpserve.Routes(api)))
-	return httpserve.Routes(mux)
+	return s.o.tracing.Handler(httpserve.Routes(mux))
 }
 
 // Serve serves the API on ln with its limits until ctx ends, then shuts
@@ -232,6 +233,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 // principal has scope ("approve:{env}" is the environment of the path).
 func (s *Server) require(scope string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tracing.SetRoute(r.Context(), r.Pattern) // the route of the API's own mux names the request's span
 		want := strings.ReplaceAll(scope, "{env}", r.PathValue("env"))
 		p, _ := auth.FromContext(r.Context())
 		ok, why, err := s.o.auth.Authorize(r.Context(), p, want)

@@ -26,6 +26,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/rollback"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/internal/tracing"
 	"github.com/stagehand-gitops/stagehand/internal/ui"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/verify"
@@ -126,11 +127,24 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		// ... and every lock taken or removed through the API.
 		bopts = append(bopts, wire.WithLockObserver(nt.LockChanged))
 	}
+	// Traces (tracing:, or the OTEL_* variables; off by default), whose failed exports are logged.
+	tlog := log.WithName("tracing")
+	bopts = append(bopts, wire.WithTracingOptions(tracing.WithErrorHandler(func(err error) { tlog.Error(err, "traces not sent") })))
 	b, err := wire.New(cfg, bopts...)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
+	tp, err := b.Tracing()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// What is queued goes out within what is left of the stop's grace.
+		if err := tp.Shutdown(stopping); err != nil {
+			tlog.Error(err, "flushing traces")
+		}
+	}()
 	if rf.applyCRDs {
 		if err := applyCRDs(cmd.Context(), b, rlog); err != nil {
 			return err
@@ -327,7 +341,8 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	}
 	apiOpts := []api.Option{api.WithAuthenticator(authn), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(recv),
 		api.WithLog(log.WithName("api")), api.WithLimits(cfg.Server.HTTP.Limits()), api.WithShutdownGrace(grace / 2),
-		api.WithDORA(reporter), api.WithStages(stageOrder(d, cfg.Source.Root)), api.WithPromotions(waits)}
+		api.WithDORA(reporter), api.WithStages(stageOrder(d, cfg.Source.Root)), api.WithPromotions(waits),
+		api.WithTracing(tp)}
 	if page != nil {
 		apiOpts = append(apiOpts, api.WithUI(page, ui.Patterns()...))
 	}

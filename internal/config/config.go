@@ -36,6 +36,8 @@ type Config struct {
 	Verification Verification `json:"verification"`
 	// DORA configures the DORA figures.
 	DORA DORA `json:"dora"`
+	// Tracing is where the reconciler sends its traces (off by default).
+	Tracing Tracing `json:"tracing"`
 }
 
 // Source says where the manifests repository is and how to reach it.
@@ -493,6 +495,7 @@ func (c *Config) Validate() error {
 	c.validateNotifications(bad)
 	c.Verification.validate(bad)
 	c.DORA.validate(bad)
+	c.Tracing.Validate("tracing", bad)
 	return errors.Join(errs...)
 }
 

@@ -19,6 +19,9 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/envresource"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
+	"github.com/stagehand-gitops/stagehand/internal/tracing"
+	"github.com/stagehand-gitops/stagehand/internal/tracing/tracingtest"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 )
 
 // BenchmarkWebhookToPatch measures the push webhook of a commit already on
@@ -26,7 +29,16 @@ import (
 // server (target p50 < 150ms), as BenchmarkWebhookToPatchReplicas does. The
 // source polls hourly, so only the webhook can wake it.
 func BenchmarkWebhookToPatch(b *testing.B) {
-	benchmarkLatency(b, time.Hour, true, false)
+	benchmarkLatency(b, latencyBench{interval: time.Hour, webhook: true})
+}
+
+// BenchmarkWebhookToPatchTraced is BenchmarkWebhookToPatch with tracing on
+// (internal/tracing), exporting every span over OTLP/HTTP to an in-process
+// receiver as `reconciler run` exports them to a collector: the webhook's
+// receipt, the pass, its steps, the patch and the rollout wait (goal: p50
+// within 5 % of BenchmarkWebhookToPatch's). spans/op says what was exported.
+func BenchmarkWebhookToPatchTraced(b *testing.B) {
+	benchmarkLatency(b, latencyBench{interval: time.Hour, webhook: true, traced: true})
 }
 
 // BenchmarkWebhookToPatchEnvironment is BenchmarkWebhookToPatch with the
@@ -34,16 +46,25 @@ func BenchmarkWebhookToPatch(b *testing.B) {
 // pass and decision, and as the phase moves (Applying before the first
 // patch, from a goroutine of its own).
 func BenchmarkWebhookToPatchEnvironment(b *testing.B) {
-	benchmarkLatency(b, time.Hour, true, true)
+	benchmarkLatency(b, latencyBench{interval: time.Hour, webhook: true, environment: true})
 }
 
 // BenchmarkPollOnly measures the same without a webhook, with a 1s poll
 // interval (target: within interval + 1s).
 func BenchmarkPollOnly(b *testing.B) {
-	benchmarkLatency(b, time.Second, false, false)
+	benchmarkLatency(b, latencyBench{interval: time.Second})
 }
 
-func benchmarkLatency(b *testing.B, interval time.Duration, webhook, environment bool) {
+// latencyBench is what a latency benchmark runs: the source's poll
+// interval, whether a push webhook wakes it, whether the Environment
+// resource is written, whether the daemon and its API are traced.
+type latencyBench struct {
+	interval                     time.Duration
+	webhook, environment, traced bool
+}
+
+func benchmarkLatency(b *testing.B, lb latencyBench) {
+	interval, webhook, environment := lb.interval, lb.webhook, lb.environment
 	h := newHarness(b, "devel")
 	h.cfg.Source.Interval = config.Duration{Duration: interval}
 	var opts []Option
@@ -52,7 +73,16 @@ func benchmarkLatency(b *testing.B, interval time.Duration, webhook, environment
 		e = newEnvRes(b, h)
 		opts = append(opts, e.option())
 	}
-	r := h.start(opts...)
+	var wopts []wire.Option
+	var tp *tracing.Provider
+	var recv *tracingtest.Receiver
+	if lb.traced {
+		recv = tracingtest.Start(b)
+		tp = tracedTo(b, recv)
+		h.apiOpts = []api.Option{api.WithTracing(tp)}
+		wopts = append(wopts, wire.WithTracingProvider(tp))
+	}
+	r := h.startWith(wopts, opts...)
 	if e != nil {
 		e.d.Store(r.d)
 	}
@@ -88,6 +118,10 @@ func benchmarkLatency(b *testing.B, interval time.Duration, webhook, environment
 	}
 	b.StopTimer()
 	reportLatency(b, lat, 0.9)
+	if tp != nil {
+		r.stop()
+		b.ReportMetric(float64(len(flushSpans(b, tp, recv)))/float64(b.N), "spans/op")
+	}
 	// Where the time goes: each step's time per commit, over every pass
 	// the commits caused (the apply step runs on past the patch: it waits
 	// for the rollout, and record writes the history after it).

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -338,7 +339,7 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 	}
 	verification := delivery.Verification{Verifier: d.o.verifier, Own: d.o.tasks, Observe: d.metrics.observeVerification}
 	return workerDeps{
-		env: env, calendar: d.calendars[env], store: observed(d.store, d.metrics, env), gate: d.o.gate,
+		env: env, tracer: d.o.tracer, calendar: d.calendars[env], store: observed(d.store, d.metrics, env), gate: d.o.gate,
 		reconciler: d.rec, targets: d.targets[env], lockPath: ec.LockPath, statusTargets: ec.Targets,
 		manifests: envManifests{d: d, env: env, lockPath: ec.LockPath},
 		source:    d.snaps, allowRewrite: d.cfg.Source.AllowRewrite,
@@ -350,7 +351,7 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		reportBackoff: d.o.reportBackoff, reportBackoffMax: d.o.reportBackoffMax,
 		sequence: delivery.Config{
 			Pipeline: func(s gitsource.Snapshot) (*promote.Pipeline, error) { return promote.Load(s.FS, d.cfg.Source.Root) },
-			Tasks:    verification.Runners(env, d.targets[env]), CheckTask: verification.Check, Listener: d.o.listener},
+			Tasks:    tracedTasks(d.o.tracer, verification.Runners(env, d.targets[env])), CheckTask: verification.Check, Listener: d.o.listener},
 	}
 }
 
@@ -388,13 +389,13 @@ func (d *Daemon) Once(ctx context.Context) error {
 // checked it (the apply goes on in the background) or a *approval.NotPendingError
 // naming what is pending now.
 func (d *Daemon) Approve(ctx context.Context, env, planHash string, approver identity.Principal) (*approval.Pending, error) {
-	return d.decide(ctx, env, decision{approve: true, planHash: planHash, who: approver})
+	return d.decide(ctx, env, decision{approve: true, planHash: planHash, who: approver, caller: trace.SpanContextFromContext(ctx)})
 }
 
 // Reject rejects env's pending plan if planHash is its hash; it is recorded
 // in the history and not applied. The next revision is planned as usual.
 func (d *Daemon) Reject(ctx context.Context, env, planHash string, approver identity.Principal, reason string) (*approval.Pending, error) {
-	return d.decide(ctx, env, decision{planHash: planHash, who: approver, reason: reason})
+	return d.decide(ctx, env, decision{planHash: planHash, who: approver, reason: reason, caller: trace.SpanContextFromContext(ctx)})
 }
 
 func (d *Daemon) decide(ctx context.Context, env string, dc decision) (*approval.Pending, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"sync"
 	"time"
 
@@ -27,6 +28,10 @@ type decision struct {
 	// release approval began to wait here is not for it.
 	at    time.Time
 	reply chan decisionReply
+	// caller is the span of the request that took it (the API call, the
+	// check run's webhook): the decision's span is its child. Invalid when
+	// handed over by another replica.
+	caller trace.SpanContext
 }
 
 type decisionReply struct {
@@ -71,6 +76,8 @@ func (w *worker) approvalFailed(ctx context.Context, dec state.Handover, cause e
 // afresh and the decision refused. The approval is answered as soon as the
 // apply is under way (see apply), so the caller learns whether it was taken.
 func (w *worker) decide(ctx context.Context, dc decision) {
+	ctx, span := w.tracer.Decision(trace.ContextWithSpanContext(ctx, dc.caller), decisionName(dc), w.env, dc.planHash)
+	defer span.End()
 	var once sync.Once
 	reply := func(p *approval.Pending, err error) {
 		once.Do(func() { dc.reply <- decisionReply{pending: p, err: err} })
@@ -126,6 +133,7 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 			s = ps
 		}
 	}
+	w.tracer.Waited(ctx, w.env, p.PlanHash, p.ProposedAt)
 	plan, err := decodePlan(w.env, p)
 	if err != nil {
 		w.metrics.fail(w.env, reasonState)

@@ -135,6 +135,9 @@ func (w *worker) gateStep(ctx context.Context, p *pass) error {
 		st.Phase = status.PhaseAwaitingApproval
 	}
 	w.seq.Begin(ctx, delivery.Start{State: p.st, Env: p.envM, Prop: prop, Tasks: tasks, Save: !auto})
+	if !auto {
+		w.tracer.Proposed(ctx, w.env, plan.PlanHash) // the approval's wait links to this pass
+	}
 	if err := w.proposeOrApply(ctx, p, gate, prop); err != nil || p.job != nil {
 		return err
 	}

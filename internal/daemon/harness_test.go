@@ -71,6 +71,8 @@ type harness struct {
 	stateNS string
 	ns      map[string]string // environment → target namespace
 	cfg     *config.Config
+	// apiOpts are added to the API's options (start).
+	apiOpts []api.Option
 }
 
 func manifestJSON(skip bool, services map[string]string) string {
@@ -190,7 +192,8 @@ func (h *harness) startWith(wopts []wire.Option, opts ...Option) *running {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	srv, err := api.New(d, api.WithAuthenticator(authn), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(recv))
+	srv, err := api.New(d, append([]api.Option{api.WithAuthenticator(authn), api.WithMetrics(d.Metrics().Registry), api.WithWebhook(recv)},
+		h.apiOpts...)...)
 	if err != nil {
 		h.t.Fatalf("api.New: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/tally"
+	"github.com/stagehand-gitops/stagehand/internal/tracing"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
@@ -24,6 +25,7 @@ import (
 )
 
 type options struct {
+	tracer   *tracing.Deploys
 	log      logr.Logger
 	gate     approval.Gate
 	election LeaderElection
@@ -53,6 +55,7 @@ type options struct {
 
 func defaultOptions() options {
 	return options{
+		tracer:     tracing.Off().Deploys(),
 		log:        logr.Discard(),
 		gate:       approval.Manual(),
 		election:   DefaultLeaderElection(),

@@ -3,6 +3,7 @@ package daemon
 import (
 	"github.com/stagehand-gitops/stagehand/internal/clock"
 	"github.com/stagehand-gitops/stagehand/internal/state"
+	"github.com/stagehand-gitops/stagehand/internal/tracing"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
@@ -22,12 +23,14 @@ type Parts interface {
 	// only polled).
 	Pushes() (Pushes, error)
 	ManifestOptions() []manifest.Option
+	// Tracing is the process's tracer provider (off unless configured).
+	Tracing() (*tracing.Provider, error)
 }
 
 // PartsOf returns the options that give New what b builds: the state store
 // and its API server's clock, the targets, the lock service, the
-// reconciler, the git source, where pushes arrive, and the manifest
-// options.
+// reconciler, the git source, where pushes arrive, the manifest options,
+// and the deploy tracer of the process's tracer provider.
 func PartsOf(b Parts) ([]Option, error) {
 	st, err := b.Store()
 	if err != nil {
@@ -53,8 +56,12 @@ func PartsOf(b Parts) ([]Option, error) {
 	if err != nil {
 		return nil, err
 	}
+	tp, err := b.Tracing()
+	if err != nil {
+		return nil, err
+	}
 	opts := []Option{WithStore(st, b.StateClock()), WithTargets(targets), WithLockService(svc), WithReconciler(rec),
-		WithSource(src), WithManifestOptions(b.ManifestOptions()...)}
+		WithSource(src), WithManifestOptions(b.ManifestOptions()...), WithTracing(tp.Deploys())}
 	if pushes != nil {
 		opts = append(opts, WithPushes(pushes))
 	}

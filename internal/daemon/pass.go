@@ -163,7 +163,9 @@ func (w *worker) runSteps(ctx context.Context, p *pass, steps []step) error {
 			return nil
 		}
 		begun := time.Now()
-		err := s.run(ctx, p)
+		sctx, span := w.tracer.Step(ctx, string(s.name))
+		err := s.run(sctx, p)
+		endStep(span, p, err)
 		d := time.Since(begun)
 		p.times = append(p.times, stepTime{Step: s.name, Duration: d})
 		w.metrics.observeStep(w.env, s.name, d)

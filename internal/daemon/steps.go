@@ -34,14 +34,17 @@ func (w *worker) passSteps() []step {
 // pass plans the newest snapshot and acts on the plan: apply (skipConfirmation,
 // or an interrupted approved apply), propose, or nothing.
 func (w *worker) pass(ctx context.Context) error {
-	if _, ok := w.source.Latest(); !ok {
+	s, ok := w.source.Latest()
+	if !ok {
 		return nil
 	}
 	start := w.now()
 	p := &pass{}
+	ctx, span := w.tracer.Pass(ctx, w.env, s.Revision)
 	err := w.runSteps(ctx, p, w.passSteps())
 	w.endPass(ctx, p)
 	w.metrics.passed(w.env, p.snap.Revision)
+	w.tracer.EndPass(span, w.env, err)
 	result := "ok"
 	if err != nil {
 		result = "error"

@@ -20,6 +20,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/tally"
+	"github.com/stagehand-gitops/stagehand/internal/tracing"
 	"github.com/stagehand-gitops/stagehand/internal/window"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -30,6 +31,8 @@ import (
 // worker has no way back to the Daemon.
 type workerDeps struct {
 	env string
+	// tracer traces the passes, steps and decisions (WithTracing).
+	tracer *tracing.Deploys
 	// calendar is the environment's deploy windows (nil: always open).
 	calendar *policy.Calendar
 	// store keeps the pending plan, the apply in flight, the history and the status.

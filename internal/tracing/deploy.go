@@ -20,6 +20,10 @@ const (
 	AttrEnvironment = attribute.Key("stagehand.environment")
 	AttrRevision    = attribute.Key("stagehand.revision")
 	AttrPlanHash    = attribute.Key("stagehand.plan_hash")
+	// AttrTask is a verification task's index in its sequence, AttrResult
+	// its result (pass, warning, fail).
+	AttrTask   = attribute.Key("stagehand.task")
+	AttrResult = attribute.Key("stagehand.result")
 )
 
 // rememberedPushes and rememberedProposals bound what Deploys keeps: the

@@ -16,6 +16,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/internal/state"
+	"github.com/stagehand-gitops/stagehand/internal/tracing"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
@@ -60,6 +61,7 @@ type Builder struct {
 	// registryRequests counts the reconciler's registry requests
 	// (registrymetrics.go).
 	registryRequests *prometheus.CounterVec
+	tracing          *tracing.Provider
 }
 
 // New returns the builder of cfg's components. Options given here reach
@@ -361,6 +363,11 @@ func (b *Builder) Webhook() (*webhook.Receiver, error) {
 			return nil, err
 		}
 	}
+	tp, err := b.tracingLocked()
+	if err != nil {
+		return nil, err
+	}
+	tracePushes(r, tp)
 	b.webhook, b.webhookDone = r, true
 	return r, nil
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/transport"
 
 	"github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/tracing"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
@@ -63,6 +64,8 @@ type options struct {
 	githubToken      string
 	githubAnonymous  bool
 	authLog          logr.Logger
+	tracingOpts      []tracing.Option
+	tracing          *tracing.Provider
 }
 
 func defaultOptions() options {

@@ -224,6 +224,40 @@ func Names(spans []Span) string {
 	return strings.Join(names, ", ")
 }
 
+// Subtree is the span spanID and its descendants as Tree writes them.
+func Subtree(spans []Span, spanID string) []string {
+	for _, s := range spans {
+		if s.SpanID == spanID {
+			var in []Span
+			for _, o := range spans {
+				if o.TraceID == s.TraceID {
+					in = append(in, o)
+				}
+			}
+			return subtree(in, s)
+		}
+	}
+	return nil
+}
+
+func subtree(spans []Span, root Span) []string {
+	children := map[string][]Span{}
+	for _, s := range spans {
+		children[s.ParentSpanID] = append(children[s.ParentSpanID], s)
+	}
+	var out []string
+	var walk func(ss []Span, depth int)
+	walk = func(ss []Span, depth int) {
+		sort.SliceStable(ss, func(i, j int) bool { return ss[i].Start.Before(ss[j].Start) })
+		for _, s := range ss {
+			out = append(out, strings.Repeat("  ", depth)+s.Name)
+			walk(children[s.SpanID], depth+1)
+		}
+	}
+	walk([]Span{root}, 0)
+	return out
+}
+
 // Tree is a trace's spans as an indented outline of names, children in the
 // order they started, for comparing a trace's shape with cmp.Diff.
 func Tree(spans []Span, traceID string) []string {
