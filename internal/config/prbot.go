@@ -69,6 +69,9 @@ type Prbot struct {
 	// HTTP is the server's limits, with the keys and defaults of
 	// reconciler.yaml's server.http.
 	HTTP HTTP `json:"http"`
+	// Tracing is where prbot serve sends its traces, with the keys of
+	// reconciler.yaml's tracing (off by default).
+	Tracing Tracing `json:"tracing"`
 }
 
 // PrbotOIDC turns on the keyless bump API.
@@ -236,6 +239,7 @@ func (c *Prbot) validate() error {
 		c.OIDC.validate(bad)
 	}
 	c.HTTP.Validate("http", func(field, format string, a ...any) { bad(field+": "+format, a...) })
+	c.Tracing.Validate("tracing", func(field, format string, a ...any) { bad(field+": "+format, a...) })
 	if len(errs) > 0 {
 		return errors.New("invalid prbot config: " + strings.Join(errs, "; "))
 	}

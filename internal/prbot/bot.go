@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-github/v60/github"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
@@ -38,9 +39,11 @@ type Bot struct {
 	requireCheck []string
 	manifestOpts []manifest.Option
 	blobs        *blobCache
+	tracer       trace.Tracer
 }
 
 type options struct {
+	tracer        trace.Tracer
 	base, root    string
 	locks         LockChecker
 	webURL        string
@@ -178,6 +181,7 @@ func New(gh *github.Client, owner, repo string, opts ...Option) (*Bot, error) {
 		gh: gh, owner: owner, repo: repo, base: o.base, root: strings.Trim(o.root, "/"), locks: o.locks,
 		links: promote.Links{WebURL: o.webURL, Owner: o.upstreamOwner}, now: o.now, poll: o.poll, depth: o.depth,
 		mergeMethod: o.mergeMethod, requireCheck: o.requireCheck, manifestOpts: o.manifestOpts, blobs: &blobCache{m: map[string][]byte{}},
+		tracer: tracerOf(o),
 	}, nil
 }
 

@@ -62,13 +62,13 @@ const maxWriteAttempts = 8
 
 var fileNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*\.json$`)
 
-// Bump edits the service's container in environments/<env>/<file> on the
+// bump edits the service's container in environments/<env>/<file> on the
 // bump branch and opens the pull request for it, or updates the open one in
 // place. Running the same bump again changes nothing. Concurrent bumps of one
 // file converge on one pull request; a tag that is older (by SemVer) than the
 // one already on the branch does not replace it, so racing bumps end with the
 // newest.
-func (b *Bot) Bump(ctx context.Context, req BumpRequest) (*BumpResult, error) {
+func (b *Bot) bump(ctx context.Context, req BumpRequest) (*BumpResult, error) {
 	if err := req.validate(); err != nil {
 		return nil, err
 	}

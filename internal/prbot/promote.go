@@ -43,7 +43,7 @@ type PromoteResult struct {
 	Body  string `json:"-"`
 }
 
-// Promote evaluates the promotion from → to of pipeline.yaml on the base
+// promote evaluates the promotion from → to of pipeline.yaml on the base
 // branch and makes the promotion pull request match: opened or updated in
 // place on stagehand/promote-<from>-<to> when services are ready to move,
 // closed when nothing is left, left alone with a comment when the later
@@ -52,7 +52,7 @@ type PromoteResult struct {
 // says why instead). With autoMerge on the stage it is
 // merged once its checks are green. dryRun computes everything and writes
 // nothing.
-func (b *Bot) Promote(ctx context.Context, from, to string, dryRun bool) (*PromoteResult, error) {
+func (b *Bot) promote(ctx context.Context, from, to string, dryRun bool) (*PromoteResult, error) {
 	p, err := b.evaluatePromotion(ctx, from, to)
 	if err != nil {
 		return nil, err

@@ -17,8 +17,10 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/httpserve"
 	"github.com/stagehand-gitops/stagehand/internal/keyless"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
+	"github.com/stagehand-gitops/stagehand/internal/tracing"
 	"github.com/stagehand-gitops/stagehand/internal/version"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
+	"github.com/stagehand-gitops/stagehand/internal/wire"
 )
 
 func newPrbotServeCommand() *cobra.Command {
@@ -111,7 +113,20 @@ type serveLogger interface {
 // runServe evaluates promotions and serves webhooks until ctx ends or
 // an interrupt arrives, then shuts the HTTP server down.
 func runServe(ctx context.Context, c *config.Prbot, log serveLogger, d prbotDeps) error {
-	srv, handler, err := newServe(c, log, d)
+	// Traces (tracing:, or the OTEL_* variables; off by default), flushed on the way out.
+	tp, err := wire.Tracing(c.Tracing, "stagehand-prbot", tracing.WithLookupEnv(d.lookup),
+		tracing.WithErrorHandler(func(err error) { log.Error(err, "traces not sent") }))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), prbotShutdownGrace)
+		defer cancel()
+		if err := tp.Shutdown(flush); err != nil {
+			log.Error(err, "flushing traces")
+		}
+	}()
+	srv, handler, err := newServe(c, log, d, tp)
 	if err != nil {
 		return err
 	}
@@ -152,9 +167,10 @@ const prbotShutdownGrace = 10 * time.Second
 // newServe builds prbot serve from its configuration: the bot, the
 // promotion server logging each evaluation, and the HTTP handler with the
 // verified webhook receiver, the keyless bump API (with oidc) and /healthz.
-func newServe(c *config.Prbot, log serveLogger, d prbotDeps) (*prbot.Server, http.Handler, error) {
+func newServe(c *config.Prbot, log serveLogger, d prbotDeps, tp *tracing.Provider) (*prbot.Server, http.Handler, error) {
 	f := serveFlags(c)
-	b, err := f.bot(d, prbot.WithMergeMethod(c.Merge.Method), prbot.WithRequiredChecks(c.Merge.RequiredChecks...), prbot.WithHistoryDepth(c.HistoryDepth))
+	b, err := f.bot(d, prbot.WithMergeMethod(c.Merge.Method), prbot.WithRequiredChecks(c.Merge.RequiredChecks...), prbot.WithHistoryDepth(c.HistoryDepth),
+		prbot.WithTracerProvider(tp.TracerProvider()))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -191,7 +207,7 @@ func newServe(c *config.Prbot, log serveLogger, d prbotDeps) (*prbot.Server, htt
 	for _, r := range prbotRoutes(c, rcv, bumps) {
 		mux.Handle(r.pattern, r.handler)
 	}
-	return srv, httpserve.Routes(mux), nil
+	return srv, tp.Handler(httpserve.Routes(mux)), nil
 }
 
 // prbotRoute is one route of prbot serve.
