@@ -67,6 +67,8 @@ func TestTemplateObjects(t *testing.T) {
 				"ClusterRoleBinding /rel-sh-stagehand-auth",
 				"ClusterRoleBinding /rel-sh-stagehand-crds",
 				"ConfigMap rel/sh-stagehand",
+				// metrics.dashboard.
+				"ConfigMap rel/sh-stagehand-dashboard",
 				"ConfigMap rel/sh-stagehand-prbot",
 				"CustomResourceDefinition /environments.stagehand.io",
 				"CustomResourceDefinition /locks.stagehand.io",

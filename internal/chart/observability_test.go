@@ -20,12 +20,119 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/reference"
 )
 
+// dashboard is the part of the Grafana dashboard JSON the tests read.
+type dashboard struct {
+	Title  string  `json:"title"`
+	UID    string  `json:"uid"`
+	Panels []panel `json:"panels"`
+}
+
+type panel struct {
+	ID         int    `json:"id"`
+	Type       string `json:"type"`
+	Title      string `json:"title"`
+	Datasource struct {
+		UID string `json:"uid"`
+	} `json:"datasource"`
+	Targets []struct {
+		Expr string `json:"expr"`
+	} `json:"targets"`
+}
+
+// TestDashboardConfigMap: metrics.dashboard.enabled renders the dashboard
+// JSON of the chart, unchanged, into a ConfigMap carrying the label Grafana's
+// sidecar looks for (grafana_dashboard: "1" unless set otherwise), in the
+// namespace asked; every panel but the rows queries the data source variable.
+func TestDashboardConfigMap(t *testing.T) {
+	file, err := os.ReadFile(filepath.Join(chartDir(t), "dashboards", "stagehand.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		dashboard  map[string]any
+		wantNS     string
+		wantLabels map[string]string
+	}{
+		{name: "defaults", dashboard: map[string]any{"enabled": true}, wantNS: "rel",
+			wantLabels: map[string]string{"grafana_dashboard": "1"}},
+		{name: "another label too", wantNS: "rel",
+			dashboard:  map[string]any{"enabled": true, "labels": map[string]any{"dashboards": "stagehand"}},
+			wantLabels: map[string]string{"dashboards": "stagehand", "grafana_dashboard": "1"}},
+		// helm drops a default key set to null: the sidecar's own label only.
+		{name: "own label instead, own namespace", wantNS: "monitoring",
+			dashboard:  map[string]any{"enabled": true, "labels": map[string]any{"dashboards": "stagehand", "grafana_dashboard": nil}, "namespace": "monitoring"},
+			wantLabels: map[string]string{"dashboards": "stagehand"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := render(t, "rel", valuesFile(t, map[string]any{"metrics": map[string]any{"dashboard": tc.dashboard}}))
+			cm := find(t, objs, "ConfigMap", tc.wantNS, "sh-stagehand-dashboard")
+			labels := cm.GetLabels()
+			for k, v := range tc.wantLabels {
+				if labels[k] != v {
+					t.Errorf("label %s = %q, want %q (labels %v)", k, labels[k], v, labels)
+				}
+			}
+			if _, ok := labels["grafana_dashboard"]; ok && tc.wantLabels["grafana_dashboard"] == "" {
+				t.Errorf("labels %v: the default grafana_dashboard label is kept though metrics.dashboard.labels sets it to null", labels)
+			}
+			data, _, _ := unstructuredString(cm.Object, "data", "stagehand.json")
+			if data != strings.TrimRight(string(file), "\n") {
+				t.Errorf("the ConfigMap's stagehand.json differs from dashboards/stagehand.json")
+			}
+		})
+	}
+	if got := summary(render(t, "rel")); slices.Contains(got, "ConfigMap rel/sh-stagehand-dashboard") {
+		t.Errorf("the dashboard is rendered with the default values; it is opt-in")
+	}
+	var d dashboard
+	if err := json.Unmarshal(file, &d); err != nil {
+		t.Fatalf("dashboards/stagehand.json: %v", err)
+	}
+	ids := map[int]string{}
+	for _, p := range d.Panels {
+		if other, dup := ids[p.ID]; dup {
+			t.Errorf("panels %q and %q share id %d", other, p.Title, p.ID)
+		}
+		ids[p.ID] = p.Title
+		if p.Type == "row" {
+			continue
+		}
+		if p.Datasource.UID != "${datasource}" {
+			t.Errorf("panel %q queries data source %q, want the variable ${datasource}", p.Title, p.Datasource.UID)
+		}
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, q := range p.Targets {
+			if strings.TrimSpace(q.Expr) == "" {
+				t.Errorf("panel %q has an empty query", p.Title)
+			}
+		}
+	}
+}
+
+func unstructuredString(obj map[string]any, fields ...string) (string, bool, error) {
+	var v any = obj
+	for _, f := range fields {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return "", false, nil
+		}
+		v = m[f]
+	}
+	s, ok := v.(string)
+	return s, ok, nil
+}
+
 // metricName finds the metric names a PromQL expression reads.
 var metricName = regexp.MustCompile(`\bstagehand_[a-z_]+`)
 
-// TestObservabilityMetricsDefined: every metric the alerts read is one
-// Stagehand defines (docs/reference/metrics.md's list, read from the
-// source), so a renamed metric cannot leave an alert silently never firing.
+// TestObservabilityMetricsDefined: every metric the dashboard's panels and the
+// alerts read is one Stagehand defines (docs/reference/metrics.md's list,
+// read from the source), so a renamed metric cannot leave a panel or an alert
+// silently empty.
 func TestObservabilityMetricsDefined(t *testing.T) {
 	root, err := RepoRoot()
 	if err != nil {
@@ -41,6 +148,23 @@ func TestObservabilityMetricsDefined(t *testing.T) {
 		if m.Type == "histogram" {
 			for _, s := range []string{"_bucket", "_sum", "_count"} {
 				defined[m.Name+s] = true
+			}
+		}
+	}
+	file, err := os.ReadFile(filepath.Join(chartDir(t), "dashboards", "stagehand.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d dashboard
+	if err := json.Unmarshal(file, &d); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range d.Panels {
+		for _, q := range p.Targets {
+			for _, name := range metricName.FindAllString(q.Expr, -1) {
+				if !defined[name] {
+					t.Errorf("panel %q reads %s, which no Stagehand metric is", p.Title, name)
+				}
 			}
 		}
 	}
