@@ -24,6 +24,9 @@ import (
 //	   that does not know it drops it or carries it over stale, and it is
 //	   believed only beside the records it was written with (readPhase), so
 //	   its oldest reader stays 0.
+//	   breakglass.json (EnvState.BreakGlass) joined it too: a build that does
+//	   not know it carries it over and lets no plan through a freeze by it,
+//	   so its oldest reader stays 0.
 //
 // A later version that only adds keys a build of this version does not know
 // keeps OldestReader: builds of this version carry such keys over untouched
@@ -130,7 +133,7 @@ func readSchema(cm *corev1.ConfigMap, mine schema) (schema, error) {
 var knownKeys = func() map[string]bool {
 	keys := map[string]bool{keySchema: true}
 	for _, k := range []string{keyPending, keyInFlight, keyHistory, keyStatus, keyHandover, keyHandovers, keyUnreported,
-		keyLastID, keySequence, keyRollback, keyFailed, keyPin, keyTrimmed, keyPhase} {
+		keyLastID, keySequence, keyRollback, keyFailed, keyPin, keyTrimmed, keyPhase, keyBreakGlass} {
 		keys[k], keys[k+suffixGzip], keys[k+suffixParts] = true, true, true
 	}
 	return keys

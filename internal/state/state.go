@@ -40,6 +40,7 @@ const (
 	keyFailed     = "failed.json"
 	keyPin        = "pin.json"
 	keyPhase      = "phase.json"
+	keyBreakGlass = "breakglass.json"
 
 	// LabelManagedBy and LabelComponent mark what Stagehand keeps in the
 	// cluster (state ConfigMaps and their parts, Leases, wake-ups).
@@ -104,6 +105,37 @@ type EnvState struct {
 	Rollback *Rollback `json:"rollback,omitempty"`
 	// Failed is the last revision rolled back: not applied again.
 	Failed *approval.RolledBack `json:"failed,omitempty"`
+	// BreakGlass are the break-glasses of the environment's plans, newest first (at most
+	// MaxBreakGlass): each lets its one plan through closed deploy windows, and says so in the history
+	// of its apply. A key of its own (breakglass.json), so that a build that does not know it carries it
+	// over untouched.
+	BreakGlass []approval.BreakGlass `json:"breakGlass,omitempty"`
+}
+
+// MaxBreakGlass bounds the break-glasses an environment's state keeps.
+const MaxBreakGlass = 20
+
+// AddBreakGlass keeps b, newest first, within MaxBreakGlass; a break-glass for the same plan already
+// kept is left as it is (a request repeated, or replayed, adds nothing), and reported false.
+func (st *EnvState) AddBreakGlass(b approval.BreakGlass) bool {
+	if st.BreakGlassFor(b.PlanHash, b.Revision) != nil {
+		return false
+	}
+	st.BreakGlass = append([]approval.BreakGlass{b}, st.BreakGlass...)
+	if len(st.BreakGlass) > MaxBreakGlass {
+		st.BreakGlass = st.BreakGlass[:MaxBreakGlass]
+	}
+	return true
+}
+
+// BreakGlassFor is the break-glass kept for the plan planHash of revision (nil: none).
+func (st *EnvState) BreakGlassFor(planHash, revision string) *approval.BreakGlass {
+	for i := range st.BreakGlass {
+		if st.BreakGlass[i].For(planHash, revision) {
+			return &st.BreakGlass[i]
+		}
+	}
+	return nil
 }
 
 // Record adds e to the front of the history, numbered after the last entry

@@ -81,6 +81,8 @@ func fullState(t testing.TB, n int) *EnvState {
 		LastID:   7,
 		Rollback: &Rollback{Entry: entry, Cause: "rollout of web failed", Before: "r0", At: at},
 		Failed:   &approval.RolledBack{Revision: "r1", PlanHash: "sha256:p1", Cause: "rollout of web failed", EntryID: 7, At: at},
+		BreakGlass: []approval.BreakGlass{{PlanHash: "sha256:p2", Revision: "r2", By: "github:alice", Reason: "INC-42", At: at, Applied: at},
+			{PlanHash: "sha256:p1", Revision: "r1", By: "token:oncall", Reason: "payments outage", At: at}},
 	}
 }
 
@@ -111,7 +113,7 @@ func TestEncodeStateRoundTrip(t *testing.T) {
 		wantKeys []string
 	}{
 		{"plain", 40, true, maxStateBytes, []string{keyPending, keyInFlight, keyHandovers, keyHandover, keyUnreported, keySequence,
-			keyPin, keyHistory, keyStatus, keyLastID, keyRollback, keyFailed, keyPhase}},
+			keyPin, keyHistory, keyStatus, keyLastID, keyRollback, keyFailed, keyPhase, keyBreakGlass}},
 		{"compressed", 40, true, 8 << 10, []string{keyPending + suffixGzip, keyUnreported + suffixGzip, keyHistory}},
 		{"split", 2000, false, 64 << 10, []string{keyPending + suffixParts, keyHistory}},
 	} {
@@ -200,6 +202,25 @@ func TestHandoverSlot(t *testing.T) {
 // TestHandoverSame: two decisions are one by ID when both have one, else
 // (one written by an older replica) by every field, times compared as
 // instants.
+// TestAddBreakGlass: a break-glass is kept once per plan, newest first, within MaxBreakGlass.
+func TestAddBreakGlass(t *testing.T) {
+	var st EnvState
+	for i := range MaxBreakGlass + 3 {
+		if !st.AddBreakGlass(approval.BreakGlass{PlanHash: fmt.Sprintf("sha256:p%d", i), Revision: "r", By: "github:alice", Reason: "x"}) {
+			t.Fatalf("break-glass %d not added", i)
+		}
+	}
+	if st.AddBreakGlass(approval.BreakGlass{PlanHash: fmt.Sprintf("sha256:p%d", MaxBreakGlass+2), Revision: "r", By: "github:mallory", Reason: "again"}) {
+		t.Error("a second break-glass for the same plan was added")
+	}
+	if len(st.BreakGlass) != MaxBreakGlass || st.BreakGlass[0].PlanHash != fmt.Sprintf("sha256:p%d", MaxBreakGlass+2) || st.BreakGlass[0].By != "github:alice" {
+		t.Errorf("kept %d, the newest %+v; want %d, the newest p%d by github:alice", len(st.BreakGlass), st.BreakGlass[0], MaxBreakGlass, MaxBreakGlass+2)
+	}
+	if b := st.BreakGlassFor("sha256:p5", "other"); b != nil {
+		t.Errorf("BreakGlassFor another revision = %+v, want none: it is for one plan at one revision", b)
+	}
+}
+
 func TestHandoverSame(t *testing.T) {
 	at := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
 	a := Handover{ID: "a", Approve: true, PlanHash: "sha256:p", Approver: "alice", At: at}
