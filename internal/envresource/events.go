@@ -35,6 +35,8 @@ const (
 	ReasonReleased           = "Released"
 	ReasonLocked             = "Locked"
 	ReasonUnlocked           = "Unlocked"
+	ReasonDeferred           = "Deferred"
+	ReasonBreakGlass         = "BreakGlass"
 )
 
 // EventSource is the component the Events name as their source.
@@ -68,6 +70,8 @@ type Events struct {
 	// deployed is, per environment, the revision whose deployment task
 	// finished last: an approval task that finishes after it releases it.
 	deployed map[string]string
+	// deferred is, per environment, the plan told deferred last (told once).
+	deferred map[string]string
 }
 
 // story is an Event waiting for its object.
@@ -79,15 +83,17 @@ type story struct {
 }
 
 var (
-	_ approval.Gate     = (*Events)(nil)
-	_ approval.Starter  = (*Events)(nil)
-	_ sequence.Listener = (*Events)(nil)
+	_ approval.Gate         = (*Events)(nil)
+	_ approval.Starter      = (*Events)(nil)
+	_ sequence.Listener     = (*Events)(nil)
+	_ approval.Deferrer     = (*Events)(nil)
+	_ approval.GlassBreaker = (*Events)(nil)
 )
 
 // NewEvents returns the Events emitted through rec (client-go's
 // record.EventRecorder: core/v1 Events, see docs/environments.md).
 func NewEvents(rec record.EventRecorder) *Events {
-	return &Events{rec: rec, queued: map[string][]story{}, deployed: map[string]string{}}
+	return &Events{rec: rec, queued: map[string][]story{}, deployed: map[string]string{}, deferred: map[string]string{}}
 }
 
 func (e *Events) add(env string, s story) {
@@ -111,6 +117,28 @@ func (e *Events) Propose(_ context.Context, p approval.Proposal) (approval.Decis
 	e.add(p.Environment, story{typ: corev1.EventTypeNormal, reason: ReasonPlanProposed, proposed: planHash(p),
 		msg: fmt.Sprintf("plan %s of revision %s awaits approval: %s", shortHash(planHash(p)), short(p.Revision), changes(p.Plan))})
 	return approval.Decision{}, nil
+}
+
+// Deferred tells of an approved (or auto-approved) plan that waits for the deploy windows, once per plan;
+// why says until when.
+func (e *Events) Deferred(_ context.Context, p approval.Proposal, why string) error {
+	k := p.Revision + " " + planHash(p)
+	e.mu.Lock()
+	seen := e.deferred[p.Environment] == k
+	e.deferred[p.Environment] = k
+	e.mu.Unlock()
+	if !seen {
+		e.add(p.Environment, story{typ: corev1.EventTypeNormal, reason: ReasonDeferred,
+			msg: fmt.Sprintf("plan %s of revision %s deferred: %s", shortHash(planHash(p)), short(p.Revision), why)})
+	}
+	return nil
+}
+
+// BrokeGlass tells of a plan let through the closed deploy windows: who, and why.
+func (e *Events) BrokeGlass(_ context.Context, p approval.Proposal, b approval.BreakGlass) error {
+	e.add(p.Environment, story{typ: corev1.EventTypeWarning, reason: ReasonBreakGlass,
+		msg: fmt.Sprintf("plan %s of revision %s goes out through the closed deploy windows: %s", shortHash(planHash(p)), short(p.Revision), b.Message())})
+	return nil
 }
 
 // Superseded tells of a pending plan withdrawn.

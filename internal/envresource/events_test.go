@@ -87,6 +87,22 @@ func TestEvents(t *testing.T) {
 			"Normal Released revision 0123456789ab released by github:carol",
 		},
 	}, {
+		name: "a plan deferred to its deploy window, told once",
+		do: func(e *Events) {
+			for range 2 { // deferred again after a restart
+				_ = e.Deferred(ctx, prop, "waiting for the deploy window (inside the deny window year-end): opens Mon 4 Jan 2027 08:00 Europe/Berlin")
+			}
+		},
+		prev: &Status{}, next: &Status{},
+		want: []string{"Normal Deferred plan sha256:0123456789ab of revision 0123456789ab deferred: waiting for the deploy window (inside the deny window year-end): opens Mon 4 Jan 2027 08:00 Europe/Berlin"},
+	}, {
+		name: "a plan let through the freeze by a break-glass",
+		do: func(e *Events) {
+			_ = e.BrokeGlass(ctx, prop, approval.BreakGlass{PlanHash: plan.PlanHash, Revision: rev, By: "github:alice", Reason: "INC-42: payments down"})
+		},
+		prev: &Status{}, next: &Status{},
+		want: []string{"Warning BreakGlass plan sha256:0123456789ab of revision 0123456789ab goes out through the closed deploy windows: break-glass by github:alice: INC-42: payments down"},
+	}, {
 		name: "locks by people placed and lifted, the apply lock not",
 		prev: &Status{Locks: []Lock{{Path: "apps/prod", Type: "freeze", Author: "github:carol"}}},
 		next: &Status{Locks: []Lock{{Path: "apps/prod/a", Type: "deploy", Author: "stagehand:reconciler"}, {Path: "apps/prod/web", Type: "incident", Author: "github:dave"}}},
