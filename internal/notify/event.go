@@ -24,6 +24,7 @@ const (
 	DeployFailed      = "deploy.failed"
 	DeployInterrupted = "deploy.interrupted"
 	DeployDeferred    = "deploy.deferred"
+	DeployBreakGlass  = "deploy.break-glass"
 	LockTaken         = "lock.taken"
 	LockReleased      = "lock.released"
 )
@@ -35,7 +36,7 @@ const TypePrefix = "sh.stagehand."
 // the stage and the task (see SequenceEvent).
 func Events() []string {
 	return []string{PlanPending, PlanApproved, PlanRejected, PlanSuperseded, DeploySucceeded, DeployFailed, DeployInterrupted,
-		DeployDeferred, LockTaken, LockReleased}
+		DeployDeferred, DeployBreakGlass, LockTaken, LockReleased}
 }
 
 // Data is the data of every event (application/json).
@@ -55,6 +56,9 @@ type Data struct {
 	// waits for its release approval (an approval task after the
 	// deployment), not for the approval to apply it.
 	Release bool `json:"release,omitempty"`
+	// BreakGlass is who let the plan through the closed deploy windows, why and when
+	// (deploy.break-glass).
+	BreakGlass *approval.BreakGlass `json:"breakGlass,omitempty"`
 }
 
 // Change is one image change of a plan.
@@ -156,6 +160,8 @@ func (m message) title() string {
 		return "Deploy interrupted in " + env
 	case DeployDeferred:
 		return "Deploy deferred in " + env + " until its deploy window"
+	case DeployBreakGlass:
+		return "Break-glass: deploying to " + env + " through its closed deploy windows"
 	}
 	return m.name + " in " + env
 }

@@ -60,9 +60,10 @@ type Notifier struct {
 }
 
 var (
-	_ approval.Gate     = (*Notifier)(nil)
-	_ approval.Starter  = (*Notifier)(nil)
-	_ approval.Deferrer = (*Notifier)(nil)
+	_ approval.Gate         = (*Notifier)(nil)
+	_ approval.Starter      = (*Notifier)(nil)
+	_ approval.Deferrer     = (*Notifier)(nil)
+	_ approval.GlassBreaker = (*Notifier)(nil)
 )
 
 // FromConfig makes the notifier of reconciler.yaml's notifications:,
@@ -214,6 +215,12 @@ func (n *Notifier) Deferred(_ context.Context, p approval.Proposal, why string) 
 		return nil
 	}
 	return n.publish(DeployDeferred, p, Data{Message: why}, n.o.now())
+}
+
+// BrokeGlass announces that a plan goes out through its environment's closed deploy windows by a
+// break-glass (the worker tells it once per plan, as the apply starts).
+func (n *Notifier) BrokeGlass(_ context.Context, p approval.Proposal, b approval.BreakGlass) error {
+	return n.publish(DeployBreakGlass, p, Data{Approver: b.By, Message: b.Message(), BreakGlass: &b}, n.o.now())
 }
 
 // Superseded announces that a pending plan was replaced by revision by.
