@@ -11,8 +11,8 @@ import (
 // CostLimit runs without runtime cost tracking over an input within them (boundedInput); over a larger
 // input every rule's cost is tracked.
 const (
-	// boundList bounds every list of the input: changes, services, history, locks, authors, a deploy's
-	// services.
+	// boundList bounds every list and map of the input: changes, services, history, locks, authors,
+	// files, trailers and each trailer's values, a deploy's services.
 	boundList = 1000
 	// boundString bounds every string of the input, in code points.
 	boundString = 512
@@ -27,7 +27,7 @@ func (boundsEstimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 	switch t := n.Type(); {
 	case t.IsExactType(types.StringType):
 		return &checker.SizeEstimate{Min: 0, Max: boundString}
-	case t.Kind() == types.ListKind:
+	case t.Kind() == types.ListKind, t.Kind() == types.MapKind:
 		return &checker.SizeEstimate{Min: 0, Max: boundList}
 	}
 	return nil
@@ -44,9 +44,16 @@ func (boundsEstimator) EstimateCallCost(string, string, *checker.AstNode, []chec
 func boundedInput(in Input) bool {
 	p := in.Plan
 	lists := len(p.Changes) <= boundList && len(p.Services) <= boundList && len(in.History) <= boundList &&
-		len(in.Locks) <= boundList && len(in.Revision.Authors) <= boundList
-	if !lists || !short(p.Environment, in.Revision.SHA) || !short(p.Services...) || !short(in.Revision.Authors...) {
+		len(in.Locks) <= boundList && len(in.Revision.Authors) <= boundList && len(in.Revision.Files) <= boundList &&
+		len(in.Revision.Trailers) <= boundList
+	if !lists || !short(p.Environment, in.Revision.SHA) || !short(p.Services...) || !short(in.Revision.Authors...) ||
+		!short(in.Revision.Files...) {
 		return false
+	}
+	for k, vs := range in.Revision.Trailers {
+		if len(vs) > boundList || !short(k) || !short(vs...) {
+			return false
+		}
 	}
 	for _, c := range p.Changes {
 		if !short(c.Service, c.Target, c.Workload, c.Container, c.From.Image, c.From.Repository, c.From.Tag, c.From.Digest,

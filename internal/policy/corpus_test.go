@@ -19,15 +19,17 @@ import (
 type corpus struct {
 	Plans map[string]*reconcile.Plan `json:"plans"`
 	Cases []struct {
-		Name    string       `json:"name"`
-		Plan    string       `json:"plan"`
-		Now     time.Time    `json:"now"`
-		Authors []string     `json:"authors"`
-		History []Deploy     `json:"history"`
-		Locks   []Lock       `json:"locks"`
-		Rules   []Rule       `json:"rules"`
-		Want    *Requirement `json:"want"`
-		Error   string       `json:"error"`
+		Name     string              `json:"name"`
+		Plan     string              `json:"plan"`
+		Now      time.Time           `json:"now"`
+		Authors  []string            `json:"authors"`
+		Files    []string            `json:"files"`
+		Trailers map[string][]string `json:"trailers"`
+		History  []Deploy            `json:"history"`
+		Locks    []Lock              `json:"locks"`
+		Rules    []Rule              `json:"rules"`
+		Want     *Requirement        `json:"want"`
+		Error    string              `json:"error"`
 	} `json:"cases"`
 }
 
@@ -59,7 +61,8 @@ func TestCorpus(t *testing.T) {
 			if err != nil {
 				t.Fatalf("compiling: %v", err)
 			}
-			in := Input{Plan: FromPlan(plan), Revision: Revision{SHA: "3f2a9c1d", Authors: append([]string{"alice@acme.com", "dev@contractor.example"}, tc.Authors...)},
+			in := Input{Plan: FromPlan(plan), Revision: Revision{SHA: "3f2a9c1d", Authors: append([]string{"alice@acme.com", "dev@contractor.example"}, tc.Authors...),
+				Files: tc.Files, Trailers: tc.Trailers},
 				Now: tc.Now, History: tc.History, Locks: tc.Locks}
 			start := time.Now()
 			got, outcomes, err := set.Evaluate(context.Background(), in)

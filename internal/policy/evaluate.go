@@ -171,6 +171,9 @@ func activation(p *provider, in Input) (cel.Activation, error) {
 	if rev.Authors == nil {
 		rev.Authors = []string{}
 	}
+	if rev.Files == nil {
+		rev.Files = []string{}
+	}
 	vars, err := cel.NewActivation(map[string]any{
 		"plan":     p.record(planT, &plan),
 		"revision": p.record(revisionT, &rev),
@@ -218,6 +221,20 @@ func (s *Set) ReadsLocks() bool {
 	}
 	for _, p := range s.programs {
 		if strings.Contains(p.When, "locks") {
+			return true
+		}
+	}
+	return false
+}
+
+// ReadsRange reports whether a rule reads revision.files or revision.trailers, which cost a walk of the
+// commits and their trees: they are listed only then.
+func (s *Set) ReadsRange() bool {
+	if s == nil {
+		return false
+	}
+	for _, p := range s.programs {
+		if strings.Contains(p.When, "files") || strings.Contains(p.When, "trailers") {
 			return true
 		}
 	}

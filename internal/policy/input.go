@@ -47,12 +47,18 @@ type Image struct {
 	Digest     string `json:"digest"`
 }
 
-// Revision is the revision to deploy: its SHA and the authors of the commits since the last applied one.
+// Revision is the revision to deploy: its SHA, and of the commits since the last applied one their
+// authors, the files they change and their messages' trailers.
 type Revision struct {
 	SHA string `json:"sha"`
 	// Authors are the e-mail addresses (or GitHub logins) of the authors and committers of the commits to
 	// deploy, as four-eyes reads them.
 	Authors []string `json:"authors"`
+	// Files are the repository-relative paths the commits to deploy change (sorted).
+	Files []string `json:"files,omitempty"`
+	// Trailers are their messages' trailers by key in canonical case ("Change-Risk": ["low"]), each value
+	// once, the newest commit's first.
+	Trailers map[string][]string `json:"trailers,omitempty"`
 }
 
 // Deploy is one entry of the environment's history: revision.result is succeeded, failed, rejected or

@@ -27,6 +27,8 @@ func TestCompileErrors(t *testing.T) {
 		{"an unknown variable", `commit.author == "a"`, CompileError{Line: 1, Column: 1, Message: "undeclared reference to 'commit' (in container '')"}},
 		{"not a bool", `size(plan.changes)`, CompileError{Line: 1, Column: 1, Message: "has type int: want bool"}},
 		{"a helper given the wrong type", `isMajorBump(plan)`, CompileError{Line: 1, Column: 12, Message: "found no matching overload for 'isMajorBump' applied to '(stagehand.Plan)'"}},
+		{"a trailer's values are a list", `revision.trailers["Change-Risk"] == "low"`, CompileError{Line: 1, Column: 34, Message: "found no matching overload for '_==_' applied to '(list(string), string)'"}},
+		{"files are strings", `revision.files.exists(f, f > 1)`, CompileError{Line: 1, Column: 28, Message: "found no matching overload for '_>_' applied to '(string, int)'"}},
 		{"nested too deep", deep, CompileError{}},
 		{"too long", `"` + strings.Repeat("a", MaxExpressionLength) + `" != ""`, CompileError{Message: "4104 characters long: at most 4096"}},
 	} {

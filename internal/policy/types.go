@@ -23,6 +23,7 @@ var (
 	deployT   = types.NewObjectType("stagehand.Deploy")
 	lockT     = types.NewObjectType("stagehand.Lock")
 	stringsT  = types.NewListType(types.StringType)
+	trailersT = types.NewMapType(types.StringType, stringsT)
 )
 
 // field is one field of a declared type: its name, CEL type, and its CEL value made from the Go value.
@@ -70,6 +71,8 @@ func declared() map[string][]field {
 		revisionT.TypeName(): {
 			{"sha", types.StringType, str(func(v any) string { return v.(*Revision).SHA })},
 			{"authors", stringsT, strs(func(v any) []string { return v.(*Revision).Authors })},
+			{"files", stringsT, strs(func(v any) []string { return v.(*Revision).Files })},
+			{"trailers", trailersT, func(p *provider, v any) ref.Val { return trailerMap(p, v.(*Revision).Trailers) }},
 		},
 		deployT.TypeName(): {
 			{"revision", types.StringType, str(func(v any) string { return v.(*Deploy).Revision })},
@@ -83,6 +86,15 @@ func declared() map[string][]field {
 			{"type", types.StringType, str(func(v any) string { return v.(*Lock).Type })},
 		},
 	}
+}
+
+// trailerMap is revision.trailers: a map of string lists.
+func trailerMap(p *provider, m map[string][]string) ref.Val {
+	out := make(map[ref.Val]ref.Val, len(m))
+	for k, vs := range m {
+		out[types.String(k)] = types.NewStringList(p, vs)
+	}
+	return types.NewRefValMap(p, out)
 }
 
 // provider declares the types of structs over an empty registry.
