@@ -64,6 +64,7 @@ type options struct {
 	now           func() time.Time
 	verifyRate    float64
 	verifyBurst   int
+	breakGlass    func(env string) []string // breakglass.go
 }
 
 // WithTokensFile reads named tokens from path (server.tokensFile, a mounted
@@ -315,6 +316,9 @@ func (a *Authenticator) Authorize(ctx context.Context, p Principal, scope string
 		return a.authorizeRead(ctx, p)
 	case ScopeLock:
 		return a.authorizeLock(ctx, p)
+	}
+	if env, ok := strings.CutPrefix(scope, ScopeBreakGlass); ok {
+		return a.authorizeBreakGlass(ctx, p, env)
 	}
 	if !strings.HasPrefix(scope, ScopeApprove) {
 		return a.authorizeScope(ctx, p, scope)

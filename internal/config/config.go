@@ -456,6 +456,7 @@ func (c *Config) Validate() error {
 		if _, err := policy.NewCalendar(e.Windows); err != nil {
 			bad("environments."+n+".windows", "%v", err)
 		}
+		c.validateBreakGlass("environments."+n+".windows.breakGlass", e.Windows.BreakGlass, bad)
 		switch e.OnFailedRollout {
 		case "", OnFailedRolloutStay, OnFailedRolloutRollback:
 		default:

@@ -31,7 +31,7 @@ var NotificationTypes = []string{"slack", "teams", "webhook", "cloudevents"}
 // NotificationEvents are the accepted notifications[].events values: the
 // CloudEvents types without their "sh.stagehand." prefix.
 var NotificationEvents = []string{"plan.pending", "plan.approved", "plan.rejected", "plan.superseded",
-	"deploy.succeeded", "deploy.failed", "deploy.interrupted", "deploy.deferred", "lock.taken", "lock.released"}
+	"deploy.succeeded", "deploy.failed", "deploy.interrupted", "deploy.deferred", "deploy.break-glass", "lock.taken", "lock.released"}
 
 // sequenceEventRE matches the events of delivery sequences a filter may
 // name: <stage>.delivery.started|finished (* for any stage) and

@@ -20,6 +20,12 @@ func TestWindows(t *testing.T) {
 		{name: "a schedule without duration", windows: `{allow: [{schedule: "0 8 * * *"}]}`,
 			err: `environments.prod.windows: allow[0].duration: "": want a positive duration up to 366 days, e.g. 9h`},
 		{name: "an unknown key", windows: `{allow: [{cron: "0 8 * * *"}]}`, err: `unknown field "cron"`},
+		{name: "break-glass by lock admins and prod approvers", windows: `{deny: [{from: "2026-12-19", to: "2027-01-04"}], breakGlass: {scopes: [lock:admin, approve:prod]}}`, want: 1},
+		{name: "break-glass by nobody", windows: `{breakGlass: {scopes: []}}`},
+		{name: "break-glass by an unknown scope", windows: `{breakGlass: {scopes: [admin]}}`,
+			err: `environments.prod.windows.breakGlass.scopes[0]: unknown scope "admin"; accepted: lock, lock:admin, approve:<environment>`},
+		{name: "break-glass by approvers of an unknown environment", windows: `{breakGlass: {scopes: [lock, approve:staging]}}`,
+			err: `environments.prod.windows.breakGlass.scopes[1]: "approve:staging" names no configured environment`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkParse(t, fmt.Sprintf(env, tc.windows), tc.err, tc.want, func(c *Config) int {

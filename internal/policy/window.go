@@ -17,7 +17,20 @@ type Windows struct {
 	Allow []Window `json:"allow,omitempty"`
 	// Deny are the windows in which no plan is applied (freezes, holidays, the year-end).
 	Deny []Window `json:"deny,omitempty"`
+	// BreakGlass is who may let one plan through while the windows are closed (nil: a caller with
+	// lock:admin or approve:<env>), always with a reason.
+	BreakGlass *BreakGlass `json:"breakGlass,omitempty"`
 }
+
+// BreakGlass is environments.<env>.windows.breakGlass.
+type BreakGlass struct {
+	// Scopes are the API scopes any one of which lets a caller break the glass: lock, lock:admin,
+	// approve:<environment>. Empty: nobody.
+	Scopes []string `json:"scopes"`
+}
+
+// MaxBreakGlassScopes bounds windows.breakGlass.scopes.
+const MaxBreakGlassScopes = 20
 
 // Window is one deploy window: either a cron schedule (a leading CRON_TZ=Zone names its zone, UTC
 // otherwise) with the Duration it stays open after each firing, or a dated range [From, To).

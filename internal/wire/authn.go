@@ -95,7 +95,8 @@ func (b *Builder) Authenticator() (*auth.Authenticator, error) {
 		return b.authn, nil
 	}
 	cfg := b.cfg
-	opts := []auth.Option{auth.WithLog(b.o.authLog), auth.WithLegacyTokenFile(cfg.Server.APITokenFile)}
+	opts := []auth.Option{auth.WithLog(b.o.authLog), auth.WithLegacyTokenFile(cfg.Server.APITokenFile),
+		auth.WithBreakGlass(cfg.BreakGlassScopes)}
 	if cfg.Server.TokensFile != "" {
 		opts = append(opts, auth.WithTokensFile(cfg.Server.TokensFile))
 	}
