@@ -13,6 +13,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/policy"
 	"github.com/stagehand-gitops/stagehand/internal/state"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -29,7 +30,15 @@ type Counter struct {
 	Authors      approval.Authors
 	// Locks lists the environment's locks in force, for rules that read them (nil: none can be listed).
 	Locks func(ctx context.Context) ([]policy.Lock, error)
+	// Range lists what the commits to deploy change, for rules that read revision.files or
+	// revision.trailers (nil: nothing can list them): the git source.
+	Range Ranger
 	Now   func() time.Time
+}
+
+// Ranger lists what the commits after base up to head change (pkg/gitsource's Source.Range).
+type Ranger interface {
+	Range(ctx context.Context, base, head string) (gitsource.Range, error)
 }
 
 // RuleApprover says whether a person (a GitHub login) passes the teams and minPermission of the approval
@@ -72,6 +81,16 @@ func (c *Counter) requirement(ctx context.Context, st *state.EnvState, p *approv
 			return policy.Requirement{}, fmt.Errorf("listing the authors of the commits to deploy for the approval rules: %w", err)
 		}
 		in.Revision.Authors = authors
+	}
+	if c.Rules.ReadsRange() {
+		if c.Range == nil {
+			return policy.Requirement{}, fmt.Errorf("the approval rules read revision.files or revision.trailers, and there is no git source to list them")
+		}
+		r, err := c.Range.Range(ctx, fourEyesBase(st.History), p.Revision)
+		if err != nil {
+			return policy.Requirement{}, fmt.Errorf("listing the files and trailers of the commits to deploy for the approval rules: %w", err)
+		}
+		in.Revision.Files, in.Revision.Trailers = r.Files, r.Trailers
 	}
 	if c.Rules.ReadsLocks() {
 		if c.Locks == nil {
