@@ -8,6 +8,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/policy"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
@@ -139,6 +140,9 @@ type Environment struct {
 	Locks      []lock.Lock      `json:"locks"`
 	LocksError string           `json:"locksError,omitempty"`
 	History    []approval.Entry `json:"history,omitempty"`
+	// Windows is how the environment's deploy windows judge now, on the API server's clock: open or
+	// closed, which window decides, and when that changes (nil: the environment has no windows).
+	Windows *policy.Explanation `json:"windows,omitempty"`
 }
 
 // Target is a configured target.
