@@ -195,4 +195,8 @@ type Entry struct {
 	// pinned the environment's versions to when this entry was recorded
 	// (Pin.Revision): what it deployed is not what git said at Revision.
 	PinnedTo string `json:"pinnedTo,omitempty"`
+	// BreakGlass is the break-glass that let this plan through closed deploy windows, joined from the
+	// state's break-glass record when the history is read (never written into the history itself, so
+	// that a build that does not know it loses nothing).
+	BreakGlass *BreakGlass `json:"breakGlass,omitempty"`
 }

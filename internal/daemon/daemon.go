@@ -345,7 +345,7 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		source:    d.snaps, allowRewrite: d.cfg.Source.AllowRewrite,
 		rollback: ec.RollsBack(), rollbackHook: d.o.rollbackHook, recorded: d.o.recordHook,
 		approvals: &tally.Counter{Env: env, Policy: d.cfg.ApprovalPolicy(env), Rules: d.rules[env], RuleApprover: d.o.ruleApprover,
-			Authors: authorsOf(d.o.authors, d.source), Locks: policyLocks(d.lockSvc, ec.LockPath), Now: d.clock.Now},
+			Authors: authorsOf(d.o.authors, d.source), Locks: policyLocks(d.lockSvc, ec.LockPath), Range: d.source, Now: d.clock.Now},
 		metrics: d.metrics, log: d.log, now: d.clock.Now,
 		resync: resync, repropose: d.o.repropose, applyGrace: d.o.applyGrace,
 		reportBackoff: d.o.reportBackoff, reportBackoffMax: d.o.reportBackoffMax,

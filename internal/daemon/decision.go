@@ -169,11 +169,20 @@ func (w *worker) decide(ctx context.Context, dc decision) {
 		w.log.Info("approval counted", "environment", w.env, "planHash", p.PlanHash, "by", dc.who.String(), "approvals", p.Tally())
 		return
 	}
-	if v := w.windows.Judge(); !v.Open {
+	v, glass := w.windows.JudgeFor(st, p.PlanHash, p.Revision)
+	if !v.Open && glass == nil {
 		// Approved outside the deploy windows: applied when they open.
 		dp, err := w.windows.DeferApproved(ctx, prop, p, v)
 		reply(dp, err)
 		return
+	}
+	if glass != nil {
+		// A break-glass lets it through the closed windows, once.
+		if err := w.windows.Through(ctx, prop, *glass); err != nil {
+			w.metrics.fail(w.env, reasonState)
+			reply(nil, err)
+			return
+		}
 	}
 	// The approved plan is applied by the steps from apply on, over a pass
 	// of its own.

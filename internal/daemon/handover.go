@@ -167,11 +167,18 @@ func takeHandover(dec state.Handover) func(*state.EnvState) {
 // records may have changed then, as after a decision of this replica's.
 func (w *worker) pickUp(ctx context.Context) (took bool) {
 	// Checked every second: decode the state only when a handover is there.
-	if has, err := w.store.HasHandover(ctx, w.env); err != nil || !has {
-		if err != nil {
-			w.metrics.fail(w.env, reasonState)
-			w.log.Error(err, "reading the state for decisions handed over", "environment", w.env)
-		}
+	g, err := w.store.Glance(ctx, w.env)
+	if err != nil {
+		w.metrics.fail(w.env, reasonState)
+		w.log.Error(err, "reading the state for decisions handed over", "environment", w.env)
+		return took
+	}
+	if g.BreakGlass != w.glass {
+		// A break-glass kept by any replica (window.Guard.BreakGlass): a pass judges the plan again.
+		w.glass = g.BreakGlass
+		w.wakeUp()
+	}
+	if !g.Handover {
 		return took
 	}
 	for range maxHandovers {

@@ -40,7 +40,7 @@ func (d *Daemon) Environment(ctx context.Context, env string) (*status.Environme
 		v.Targets = append(v.Targets, status.Target{Name: t.Name, Namespace: t.Namespace, Context: t.Context})
 	}
 	// The resolved manifests are served one entry at a time (HistoryEntry).
-	for _, e := range st.History {
+	for _, e := range st.Shown() {
 		v.History = append(v.History, e.Summary())
 	}
 	if len(v.History) > 0 {
@@ -58,6 +58,10 @@ func (d *Daemon) Environment(ctx context.Context, env string) (*status.Environme
 	}
 	if verdict := d.calendars[env].Judge(d.clock.Now()); st.Phase == status.PhaseDeferred && !verdict.Open {
 		v.Waiting = append(v.Waiting, verdict.Message())
+	}
+	if cal := d.calendars[env]; cal != nil {
+		x := cal.Explain(d.clock.Now())
+		v.Windows = &x
 	}
 	if r := st.Sequence; r != nil && r.AwaitingRelease() {
 		v.Waiting = append(v.Waiting, "waiting for release approval of "+short(r.Revision))

@@ -112,6 +112,9 @@ type worker struct {
 	owed *outbox.Queue
 	// windows are the environment's deploy windows.
 	windows *window.Guard
+	// glass is the break-glasses' record as the last glance saw it (pickUp): a change, another
+	// replica keeping a break-glass, wakes the worker.
+	glass string
 	// reverter rolls back a failed apply (with rollback set).
 	reverter *revert.Reverter
 	// applying is true while an apply is under way (read by other

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -318,22 +319,38 @@ func (s *Store) Load(ctx context.Context, env string) (*EnvState, error) {
 // waits in env's state: one read of the ConfigMap, without decoding (or
 // inflating, or assembling) anything, for the leader's per-second look.
 func (s *Store) HasHandover(ctx context.Context, env string) (bool, error) {
+	g, err := s.Glance(ctx, env)
+	return g.Handover, err
+}
+
+// Glance is what the leader looks at every second without decoding the state: whether a decision
+// waits (Handover), and the break-glasses' record as it is encoded (BreakGlass: "" when none), which
+// changes when a replica keeps a new one.
+type Glance struct {
+	Handover   bool
+	BreakGlass string
+}
+
+// Glance reads env's state ConfigMap for its Glance (nothing when it does not exist).
+func (s *Store) Glance(ctx context.Context, env string) (Glance, error) {
 	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, ConfigMapName(env), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return false, nil
+		return Glance{}, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("reading state of environment %q: %w", env, err)
+		return Glance{}, fmt.Errorf("reading state of environment %q: %w", env, err)
 	}
+	var g Glance
 	for _, key := range []string{keyHandovers, keyHandover} {
 		_, plain := cm.Data[key]
 		_, zipped := cm.BinaryData[key+suffixGzip]
 		_, split := cm.Data[key+suffixParts]
 		if plain || zipped || split {
-			return true, nil
+			g.Handover = true
 		}
 	}
-	return false, nil
+	g.BreakGlass = cm.Data[keyBreakGlass] + string(cm.BinaryData[keyBreakGlass+suffixGzip]) + cm.Data[keyBreakGlass+suffixParts]
+	return g, nil
 }
 
 // SetPending records p as env's pending approval; nil clears it.
@@ -368,13 +385,31 @@ func (s *Store) Record(ctx context.Context, env string, e approval.Entry) (int64
 	return id, err
 }
 
-// History returns env's history, newest first.
+// History returns env's history, newest first, each entry with the break-glass that let it through
+// closed deploy windows (Shown).
 func (s *Store) History(ctx context.Context, env string) ([]approval.Entry, error) {
 	st, err := s.Load(ctx, env)
 	if err != nil {
 		return nil, err
 	}
-	return st.History, nil
+	return st.Shown(), nil
+}
+
+// Shown is the history as it is shown, newest first: a copy whose entries of plans a break-glass let
+// through closed deploy windows carry it (Entry.BreakGlass), joined from st.BreakGlass by planHash and
+// revision.
+func (st *EnvState) Shown() []approval.Entry {
+	if len(st.BreakGlass) == 0 || st.History == nil {
+		return st.History
+	}
+	out := slices.Clone(st.History)
+	for i := range out {
+		if b := st.BreakGlassFor(out[i].PlanHash, out[i].Revision); b != nil && !b.Applied.IsZero() && out[i].Result != approval.ResultRejected {
+			cp := *b
+			out[i].BreakGlass = &cp
+		}
+	}
+	return out
 }
 
 // Update reads env's state, lets mutate change it and writes it back,

@@ -1,0 +1,34 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/identity"
+)
+
+var _ approval.BreakGlasser = (*Daemon)(nil)
+
+// BreakGlass lets env's pending plan planHash through its closed deploy windows, once, as who, with
+// reason (approval.BreakGlasser; window.Guard.BreakGlass keeps it beside the plan in the state, on any
+// replica). The worker of the replica that works env sees it within a second (pickUp) and applies the
+// plan if it has its approvals.
+func (d *Daemon) BreakGlass(ctx context.Context, env, planHash string, who identity.Principal, reason string) (*approval.Pending, error) {
+	w, ok := d.workers[env]
+	if !ok {
+		return nil, fmt.Errorf("%w %q; configured: %v", approval.ErrUnknownEnvironment, env, d.envNames)
+	}
+	reason, err := approval.CheckReason(reason)
+	if err != nil {
+		return nil, err
+	}
+	p, err := w.windows.BreakGlass(ctx, d.store, planHash, who, reason)
+	if err != nil {
+		return nil, err
+	}
+	if d.leads(env) {
+		w.wakeUp()
+	}
+	return p, nil
+}
