@@ -5,6 +5,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/delivery"
+	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
@@ -21,9 +22,12 @@ import (
 // revision, the cluster changed): the gate goes on and supersedes it.
 func (w *worker) deferredApproved(ctx context.Context, p *pass, tasks []promote.Task) (ok bool) {
 	pp := p.st.Pending
-	if p.st.Phase != status.PhaseDeferred || pp == nil || pp.Release || !pp.Complete() ||
+	if p.st.Phase != status.PhaseDeferred || pp == nil || pp.Release ||
 		pp.PlanHash != p.plan.PlanHash || pp.Revision != p.snap.Revision {
 		return false
+	}
+	if !w.stillApproved(ctx, p) {
+		return false // awaiting approval again, with the approvals it had: the gate proposes it
 	}
 	v, glass := w.windows.JudgeFor(p.st, pp.PlanHash, pp.Revision)
 	if !v.Open && glass == nil {
@@ -45,4 +49,35 @@ func (w *worker) deferredApproved(ctx context.Context, p *pass, tasks []promote.
 	w.log.Info("the deploy window opened: applying the deferred plan", "environment", w.env, "planHash", pp.PlanHash,
 		"by", approval.JoinApprovers(pp.Approvers()))
 	return true
+}
+
+// stillApproved judges the deferred plan of p against the approval policy of now: a restart with a larger
+// approvals.required (or rules that ask more) may leave it short. It is then awaiting approval again,
+// in the state and in p, its approvals kept and its requirement shown ("1 of 2"), so that the gate
+// proposes it with its tally rather than replacing it with a plan of no approvals.
+func (w *worker) stillApproved(ctx context.Context, p *pass) bool {
+	pp := p.st.Pending
+	need := *pp
+	w.approvals.Shows(ctx, p.st, &need)
+	if need.Complete() {
+		return true
+	}
+	err := w.store.Update(ctx, w.env, func(st *state.EnvState) {
+		if sp := st.Pending; sp != nil && sp.PlanHash == pp.PlanHash && sp.Revision == pp.Revision && st.Phase == status.PhaseDeferred {
+			sp.Required, sp.Reasons = need.Required, need.Reasons
+			st.Phase = status.PhaseAwaitingApproval
+		}
+	})
+	if err != nil {
+		w.metrics.fail(w.env, reasonState)
+		w.log.Error(err, "asking the approvals of the deferred plan again", "environment", w.env, "planHash", pp.PlanHash)
+		p.done = true
+		return true // deferred still; the next pass tries again
+	}
+	pp.Required, pp.Reasons = need.Required, need.Reasons
+	p.st.Phase = status.PhaseAwaitingApproval
+	w.proposed = "" // proposed again, with its tally
+	w.log.Info("the deferred plan needs more approvals under the policy of now", "environment", w.env, "planHash", pp.PlanHash,
+		"approvals", pp.Tally())
+	return false
 }
