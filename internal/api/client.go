@@ -326,6 +326,19 @@ func (c *Client) decide(ctx context.Context, env, verb string, req DecisionReque
 	return &out, nil
 }
 
+// BreakGlass is POST /api/v1/environments/{env}/break-glass.
+func (c *Client) BreakGlass(ctx context.Context, env string, req BreakGlassRequest) (*DecisionResponse, error) {
+	p, err := envPath(env, "/break-glass")
+	if err != nil {
+		return nil, err
+	}
+	var out DecisionResponse
+	if err := c.do(ctx, http.MethodPost, p, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Rollback is POST /api/v1/environments/{env}/rollback.
 func (c *Client) Rollback(ctx context.Context, env string, req RollbackRequest) (*RollbackResponse, error) {
 	p, err := envPath(env, "/rollback")

@@ -74,6 +74,7 @@ func errorKinds() []errorKind {
 		{"credentials refused", as[*auth.Error], 0, ""}, // the status the authenticator names, its code
 		{"invalid DORA window", is(dora.ErrWindow), http.StatusBadRequest, CodeInvalidWindow},
 		{"bad request", isKind(kindBadRequest), http.StatusBadRequest, httpserve.CodeBadRequest},
+		{"a break-glass reason refused", is(approval.ErrBadReason), http.StatusBadRequest, httpserve.CodeBadRequest},
 		{"scope missing", isKind(kindForbidden), http.StatusForbidden, httpserve.CodeForbidden},
 		{"unknown service", isKind(kindUnknownService), http.StatusNotFound, CodeUnknownService},
 		{"no layout yet", isKind(kindNoLayout), http.StatusNotFound, CodeNoLayout},

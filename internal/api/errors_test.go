@@ -66,6 +66,7 @@ func TestErrorTable(t *testing.T) {
 			header: map[string]string{"Retry-After": "2"}},
 		{row: "invalid DORA window", err: fmt.Errorf("reading the window: %w %q", dora.ErrWindow, "400d"), status: 400, code: "InvalidWindow"},
 		{row: "bad request", err: refuse(kindBadRequest, "planHash is required"), status: 400, code: "BadRequest"},
+		{row: "a break-glass reason refused", err: fmt.Errorf("breaking the glass: %w: empty", approval.ErrBadReason), status: 400, code: "BadRequest"},
 		{row: "scope missing", err: refuse(kindForbidden, "needs scope read"), status: 403, code: "Forbidden"},
 		{row: "unknown service", err: refuse(kindUnknownService, "no service %q", "x"), status: 404, code: "UnknownService"},
 		{row: "no layout yet", err: refuse(kindNoLayout, "no layout"), status: 404, code: "NoLayout"},

@@ -79,10 +79,12 @@ type route struct {
 
 // Scopes of the route table (see internal/auth).
 const (
-	read        = auth.ScopeRead
-	lockScope   = auth.ScopeLock
-	approveEnv  = auth.ScopeApprove + "{env}"
-	publicRoute = ""
+	read       = auth.ScopeRead
+	lockScope  = auth.ScopeLock
+	approveEnv = auth.ScopeApprove + "{env}"
+	// breakGlassEnv is had through the environment's break-glass rule (internal/auth).
+	breakGlassEnv = auth.ScopeBreakGlass + "{env}"
+	publicRoute   = ""
 )
 
 // New returns the API over b.
@@ -143,6 +145,7 @@ func (s *Server) table() []route {
 		route{"POST /api/v1/environments/{env}/reject", approveEnv, s.decisionHandler(false)},
 		route{"POST /api/v1/environments/{env}/rollback", approveEnv, http.HandlerFunc(s.rollback)},
 		route{"POST /api/v1/environments/{env}/release", approveEnv, http.HandlerFunc(s.release)},
+		route{"POST /api/v1/environments/{env}/break-glass", breakGlassEnv, http.HandlerFunc(s.breakGlass)},
 	)
 	if s.locks != nil {
 		for _, p := range s.locks.Routes() {

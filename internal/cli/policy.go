@@ -16,6 +16,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/policy"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -32,8 +33,8 @@ func newPolicyCommand() *cobra.Command {
 
 // policyTestFlags are the flags of `reconciler policy test`.
 type policyTestFlags struct {
-	config, env, plan, as, now, output string
-	authors                            []string
+	config, env, plan, as, now, at, output string
+	authors, files, trailers               []string
 }
 
 // newPolicyTestCommand is `reconciler policy test`: the environment's rules over a plan file, and what
@@ -41,11 +42,13 @@ type policyTestFlags struct {
 func newPolicyTestCommand() *cobra.Command {
 	var f policyTestFlags
 	cmd := &cobra.Command{
-		Use:   "test --config FILE --env ENV --plan plan.json --as KIND:NAME [--authors a,b] [--now TIME] [-o json]",
-		Short: "Explain which approval rules apply to a plan and whether an approval would count",
+		Use:   "test --config FILE --env ENV --plan plan.json --as KIND:NAME [--authors a,b] [--files f,g] [--trailer K=V] [--at TIME] [-o json]",
+		Short: "Explain which approval rules apply to a plan, whether an approval would count, and the deploy windows",
 		Long: "Reads a plan written by `reconciler plan -o json`, evaluates the environment's approvals.rules over it " +
-			"(on this host's clock, or --now), and says which rules applied, the requirement they make together, and " +
-			"whether --as approving would be counted, refused (and why) or need more approvers. It reads no cluster: " +
+			"(on this host's clock, or --at), and says which rules applied, the requirement they make together, " +
+			"whether --as approving would be counted, refused (and why) or need more approvers, and how the " +
+			"environment's deploy windows judge at that time: which window allows or denies, and when they open " +
+			"or close (a plan approved while they are closed waits). It reads no cluster: " +
 			"history and locks are empty, and teams and minPermission are named, not asked of GitHub. Exit code 1 when " +
 			"the approval would be refused.",
 		Args: cobra.NoArgs,
@@ -58,7 +61,11 @@ func newPolicyTestCommand() *cobra.Command {
 	cmd.Flags().StringVar(&f.plan, "plan", "", "plan file from `reconciler plan -o json` (- for stdin)")
 	cmd.Flags().StringVar(&f.as, "as", "", "who approves, as kind:name (github:alice, token:ci)")
 	cmd.Flags().StringSliceVar(&f.authors, "authors", nil, "revision.authors: the commit authors to deploy (GitHub logins or e-mail addresses)")
-	cmd.Flags().StringVar(&f.now, "now", "", "the time to judge at, RFC 3339 (default: now)")
+	cmd.Flags().StringSliceVar(&f.files, "files", nil, "revision.files: the repository paths the commits to deploy change")
+	cmd.Flags().StringArrayVar(&f.trailers, "trailer", nil, "a revision.trailers entry of the commits to deploy, Key=Value (repeatable: Change-Risk=low)")
+	cmd.Flags().StringVar(&f.at, "at", "", "the time to judge the rules and the windows at, RFC 3339 (default: now)")
+	cmd.Flags().StringVar(&f.now, "now", "", "the same as --at")
+	_ = cmd.Flags().MarkDeprecated("now", "use --at")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "text", "text or json")
 	return cmd
 }
@@ -77,6 +84,9 @@ type policyReport struct {
 	// Decision is counted (the plan may be applied), more (counted; more approvers must approve) or refused.
 	Decision string `json:"decision"`
 	Reason   string `json:"reason"`
+	// At is the time judged; Windows is how the environment's deploy windows judge then.
+	At      time.Time          `json:"at"`
+	Windows policy.Explanation `json:"windows"`
 }
 
 func runPolicyTest(ctx context.Context, w io.Writer, f policyTestFlags) error {
@@ -91,10 +101,21 @@ func runPolicyTest(ctx context.Context, w io.Writer, f policyTestFlags) error {
 		return command.Usagef("--as: %v", err)
 	}
 	now := time.Now()
-	if f.now != "" {
-		if now, err = time.Parse(time.RFC3339, f.now); err != nil {
-			return command.Usagef("--now %q: want RFC 3339, e.g. 2026-12-24T16:00:00Z", f.now)
+	at := f.at
+	switch {
+	case f.at != "" && f.now != "":
+		return command.Usagef("--at and --now are the same flag: give one")
+	case f.now != "":
+		at = f.now
+	}
+	if at != "" {
+		if now, err = time.Parse(time.RFC3339, at); err != nil {
+			return command.Usagef("--at %q: want RFC 3339, e.g. 2026-12-24T16:00:00Z", at)
 		}
+	}
+	trailers, err := parseTrailers(f.trailers)
+	if err != nil {
+		return err
 	}
 	cfg, err := config.Load(f.config)
 	if err != nil {
@@ -112,9 +133,15 @@ func runPolicyTest(ctx context.Context, w io.Writer, f policyTestFlags) error {
 	if err != nil {
 		return fmt.Errorf("environments.%s.approvals.rules: %w", f.env, err)
 	}
-	in := policy.Input{Plan: policy.FromPlan(plan), Revision: policy.Revision{SHA: plan.Revision, Authors: f.authors}, Now: now}
+	cal, err := policy.NewCalendar(cfg.Environments[f.env].Windows)
+	if err != nil {
+		return fmt.Errorf("environments.%s.windows: %w", f.env, err)
+	}
+	in := policy.Input{Plan: policy.FromPlan(plan), Now: now,
+		Revision: policy.Revision{SHA: plan.Revision, Authors: f.authors, Files: f.files, Trailers: trailers}}
 	req, outcomes, evalErr := set.Evaluate(ctx, in)
-	r := policyReport{Environment: f.env, PlanHash: plan.PlanHash, Approver: who.String(), Rules: outcomes, Requirement: req}
+	r := policyReport{Environment: f.env, PlanHash: plan.PlanHash, Approver: who.String(), Rules: outcomes, Requirement: req,
+		At: now.UTC(), Windows: cal.Explain(now)}
 	eff := base.With(req)
 	r.Required, r.ForbidAuthors, r.Automation = eff.Required, eff.ForbidAuthors, eff.AutomationAllowed()
 	p := identity.Principal{ID: who}
@@ -134,6 +161,9 @@ func runPolicyTest(ctx context.Context, w io.Writer, f policyTestFlags) error {
 	}
 	if r.Decision != "refused" && req.Restricts() {
 		r.Reason += "; at approval, GitHub is asked that " + who.String() + " passes: " + restriction(req)
+	}
+	if r.Decision == "counted" && !r.Windows.Open {
+		r.Reason += "; it waits for the deploy windows, which are " + r.Windows.String()
 	}
 	if f.output == "json" {
 		if err := command.WriteJSON(w, r); err != nil {
@@ -206,7 +236,26 @@ func printPolicyReport(w io.Writer, r policyReport) {
 	if r.Requirement.Restricts() {
 		fmt.Fprint(w, "; "+restriction(r.Requirement))
 	}
-	fmt.Fprintf(w, "\n\n%s: %s: %s\n", r.Approver, r.Decision, r.Reason)
+	fmt.Fprintf(w, "\n\nWindows at %s: %s\n", r.At.Format(time.RFC3339), r.Windows)
+	fmt.Fprintf(w, "\n%s: %s: %s\n", r.Approver, r.Decision, r.Reason)
+}
+
+// parseTrailers reads --trailer Key=Value flags into revision.trailers, keys in canonical case as git
+// trailers are read (change-risk is Change-Risk).
+func parseTrailers(flags []string) (map[string][]string, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	out := map[string][]string{}
+	for _, kv := range flags {
+		k, v, ok := strings.Cut(kv, "=")
+		ts := gitsource.Trailers("x\n\n" + k + ": " + v)
+		if !ok || len(ts) != 1 || strings.TrimSpace(v) == "" {
+			return nil, command.Usagef("--trailer %q: want Key=Value, e.g. Change-Risk=low", kv)
+		}
+		out[ts[0].Key] = append(out[ts[0].Key], ts[0].Value)
+	}
+	return out, nil
 }
 
 // readPlanFile reads a plan written by `reconciler plan -o json` from path (- for stdin).

@@ -19,7 +19,7 @@ import (
 // reconcilerCommands lists the constructors of the reconciler's
 // subcommands; the lock commands (lock, unlock, check, prune, list) are
 // internal/cli/locks'.
-var reconcilerCommands = slices.Concat([]func() *cobra.Command{newManifestCommand, newPolicyCommand}, locks.Commands(), []func() *cobra.Command{newPlanCommand, newApplyCommand, newRunCommand, newApproveCommand, newRejectCommand, newHistoryCommand, newDORACommand, newStatusCommand, newRollbackCommand, newReleaseCommand, newLoginCommand, newVersionCommand, newWaitCommand})
+var reconcilerCommands = slices.Concat([]func() *cobra.Command{newManifestCommand, newPolicyCommand}, locks.Commands(), []func() *cobra.Command{newPlanCommand, newApplyCommand, newRunCommand, newApproveCommand, newRejectCommand, newBreakGlassCommand, newHistoryCommand, newDORACommand, newStatusCommand, newRollbackCommand, newReleaseCommand, newLoginCommand, newVersionCommand, newWaitCommand})
 
 // prbotCommands lists the constructors of prbot's subcommands: its own
 // (internal/cli/bot) and the version both binaries have.
