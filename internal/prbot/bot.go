@@ -24,6 +24,12 @@ type LockChecker interface {
 	Blocking(ctx context.Context, path, lockType string) ([]string, error)
 }
 
+// Freezes says whether an environment's deploy windows are closed now, and why ("": open): the
+// reconciler's view of it (GET /api/v1/environments/{env}, windows).
+type Freezes interface {
+	Frozen(ctx context.Context, env string) (string, error)
+}
+
 // Bot acts on one manifests repository.
 type Bot struct {
 	gh           *github.Client
@@ -31,6 +37,7 @@ type Bot struct {
 	base         string
 	root         string
 	locks        LockChecker
+	freezes      Freezes
 	links        promote.Links
 	now          func() time.Time
 	poll         time.Duration
@@ -46,6 +53,7 @@ type options struct {
 	tracer        trace.Tracer
 	base, root    string
 	locks         LockChecker
+	freezes       Freezes
 	webURL        string
 	upstreamOwner string
 	now           func() time.Time
@@ -72,6 +80,11 @@ func WithBase(branch string) Option {
 // WithRoot sets the directory holding environments/ and pipeline.yaml (default ".").
 func WithRoot(root string) Option {
 	return func(o *options) error { o.root = root; return nil }
+}
+
+// WithFreezes makes the bot hold promotions into a stage whose deploy windows are closed.
+func WithFreezes(f Freezes) Option {
+	return func(o *options) error { o.freezes = f; return nil }
 }
 
 // WithLocks makes the bot consult locks before opening and merging.
@@ -178,7 +191,7 @@ func New(gh *github.Client, owner, repo string, opts ...Option) (*Bot, error) {
 		o.upstreamOwner = owner
 	}
 	return &Bot{
-		gh: gh, owner: owner, repo: repo, base: o.base, root: strings.Trim(o.root, "/"), locks: o.locks,
+		gh: gh, owner: owner, repo: repo, base: o.base, root: strings.Trim(o.root, "/"), locks: o.locks, freezes: o.freezes,
 		links: promote.Links{WebURL: o.webURL, Owner: o.upstreamOwner}, now: o.now, poll: o.poll, depth: o.depth,
 		mergeMethod: o.mergeMethod, requireCheck: o.requireCheck, manifestOpts: o.manifestOpts, blobs: &blobCache{m: map[string][]byte{}},
 		tracer: tracerOf(o),

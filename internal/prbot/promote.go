@@ -139,6 +139,12 @@ func (b *Bot) evaluatePromotion(ctx context.Context, from, to string) (*promotio
 		return nil, err
 	}
 	in := promote.Input{Pair: pair, Stage: *stage, History: history, Target: target, Locks: locks, Now: b.now()}
+	if b.freezes != nil {
+		// The later stage's deploy windows: a promotion into a frozen stage waits, as its deploy would.
+		if in.Frozen, err = b.freezes.Frozen(ctx, to); err != nil {
+			return nil, fmt.Errorf("asking whether %s is frozen: %w", to, err)
+		}
+	}
 	d := promote.Evaluate(in)
 	if d.Blocked == "" && len(d.Changes) > 0 {
 		for _, c := range d.Changes {

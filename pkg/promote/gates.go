@@ -100,7 +100,10 @@ type Input struct {
 	Target *manifest.Environment
 	// Locks are the messages of locks blocking the later stage (empty: free).
 	Locks []string
-	Now   time.Time
+	// Frozen says why the later stage's deploy windows are closed now ("": open, or not known): a
+	// promotion into a frozen stage waits, as its deploy would.
+	Frozen string
+	Now    time.Time
 }
 
 // Decision is what may happen for a promotion now.
@@ -122,6 +125,7 @@ type Decision struct {
 //
 //   - window: outside the promotion window nothing is opened or merged;
 //   - locks: a locked later stage blocks opening and merging;
+//   - freeze: so do its deploy windows while they are closed (Frozen);
 //   - healthy: the versions promoted are those of the newest commit whose
 //     stagehand/<from> check succeeded (without it, those of the head);
 //   - soak: a service is promoted once its versions have run healthy for
@@ -189,6 +193,9 @@ func Evaluate(in Input) Decision {
 	}
 	if len(in.Locks) > 0 {
 		blocked = append(blocked, fmt.Sprintf("stage %s is locked: %s", in.Pair.To, strings.Join(in.Locks, "; ")))
+	}
+	if in.Frozen != "" {
+		blocked = append(blocked, fmt.Sprintf("stage %s is frozen: its deploy windows are %s", in.Pair.To, in.Frozen))
 	}
 	d.Blocked = strings.Join(blocked, "; ")
 	return d

@@ -54,6 +54,7 @@ func TestEvaluate(t *testing.T) {
 		stage   Stage
 		history []Observation
 		locks   []string
+		frozen  string
 		want    result
 	}{{
 		name:    "healthy head is promoted",
@@ -130,6 +131,13 @@ func TestEvaluate(t *testing.T) {
 		want: result{Source: "c3", Tags: []string{"checkout-api 1.1.0"},
 			Blocked: "stage staging is locked: apps/staging is locked until Mon 23 Nov, 13:00 by an incident."},
 	}, {
+		name:    "target frozen",
+		stage:   healthy,
+		history: []Observation{obs("c3", "1.1.0", ok(time.Minute))},
+		frozen:  "closed: inside the deny window year-end; opens Mon 4 Jan 2027 08:00 Europe/London",
+		want: result{Source: "c3", Tags: []string{"checkout-api 1.1.0"},
+			Blocked: "stage staging is frozen: its deploy windows are closed: inside the deny window year-end; opens Mon 4 Jan 2027 08:00 Europe/London"},
+	}, {
 		name:    "nothing differs",
 		stage:   healthy,
 		history: []Observation{obs("c3", "1.0.0", ok(time.Minute))},
@@ -137,7 +145,7 @@ func TestEvaluate(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := Evaluate(Input{Pair: pair, Stage: tt.stage, History: tt.history, Target: target, Locks: tt.locks, Now: now})
+			d := Evaluate(Input{Pair: pair, Stage: tt.stage, History: tt.history, Target: target, Locks: tt.locks, Frozen: tt.frozen, Now: now})
 			got := result{Blocked: d.Blocked, Source: d.Source, Held: d.Held}
 			for _, c := range d.Changes {
 				got.Tags = append(got.Tags, c.Service+" "+c.Containers[0].ToTag)

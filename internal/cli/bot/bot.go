@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -78,7 +79,7 @@ func (f *botFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.base, "base", "main", "base branch of the manifests repository")
 	fl.StringVar(&f.root, "root", ".", "directory of the manifests repository holding environments/ and pipeline.yaml")
 	fl.StringVar(&f.upstreamOwner, "upstream-owner", "", "organisation of the upstream repositories for compare links (default: the --repo owner)")
-	fl.StringVar(&f.lockServer, "lock-server", "", "URL of the reconciler's API for lock checks (default $STAGEHAND_SERVER; none: no lock checks)")
+	fl.StringVar(&f.lockServer, "lock-server", "", "URL of the reconciler's API for lock checks and its environments' deploy windows (a promotion into a frozen stage waits; default $STAGEHAND_SERVER; none: no such checks)")
 	fl.StringVar(&f.lockTokenFile, "lock-token-file", "", "file holding the reconciler API token (default: $STAGEHAND_TOKEN)")
 	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
 	fl.BoolVar(&f.allowUnknownKeys, "allow-unknown-keys", false, "accept keys in manifest files that Stagehand does not know (as manifest.allowUnknownKeys: true in reconciler.yaml); default: they are errors")
@@ -129,12 +130,13 @@ func (f *botFlags) bot(d prbotDeps, extra ...prbot.Option) (*prbot.Bot, error) {
 	if f.upstreamOwner != "" {
 		bopts = append(bopts, prbot.WithUpstreamOwner(f.upstreamOwner))
 	}
-	locks, err := f.locks(d, gh.Now)
+	locks, reconciler, err := f.locks(d, gh.Now)
 	if err != nil {
 		return nil, err
 	}
 	if locks != nil {
-		bopts = append(bopts, prbot.WithLocks(locks))
+		// The reconciler's API: its locks, and its environments' deploy windows (a frozen stage waits).
+		bopts = append(bopts, prbot.WithLocks(locks), prbot.WithFreezes(freezes{reconciler}))
 	}
 	return prbot.New(gh.REST(), owner, name, append(bopts, extra...)...)
 }
@@ -166,27 +168,45 @@ func (f *botFlags) builder(d prbotDeps, cfg *config.Config) (*wire.Builder, erro
 
 // locks is the reconciler's lock API at --lock-server (or
 // $STAGEHAND_SERVER); nil when neither is set: no lock checks.
-func (f *botFlags) locks(d prbotDeps, now func() time.Time) (prbot.LockChecker, error) {
+func (f *botFlags) locks(d prbotDeps, now func() time.Time) (prbot.LockChecker, *api.Client, error) {
 	server := f.lockServer
 	if server == "" {
 		server = d.env("STAGEHAND_SERVER")
 	}
 	if server == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	token, err := command.APIToken(d.lookup, f.lockTokenFile, "--lock-token-file", "--lock-server")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c, err := api.NewClient(server, token)
 	if err != nil {
-		return nil, command.Usagef("--lock-server: %v", err)
+		return nil, nil, command.Usagef("--lock-server: %v", err)
 	}
 	lc, err := c.Locks()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return prbot.LockClient(lc, now), nil
+	return prbot.LockClient(lc, now), c, nil
+}
+
+// freezes is prbot.Freezes over the reconciler's API: an environment is frozen while the windows the
+// environment view shows are closed.
+type freezes struct{ c *api.Client }
+
+func (f freezes) Frozen(ctx context.Context, env string) (string, error) {
+	v, err := f.c.Environment(ctx, env)
+	if ae := (*api.Error)(nil); errors.As(err, &ae) && ae.Code == api.CodeUnknownEnvironment {
+		return "", nil // a stage the reconciler does not deploy: no windows of its own
+	}
+	if err != nil {
+		return "", err
+	}
+	if v.Windows == nil || v.Windows.Open {
+		return "", nil
+	}
+	return v.Windows.String(), nil
 }
 
 // ownedFile is the file an upstream repository owns by the ownership
