@@ -61,7 +61,9 @@ func newBackend(t testing.TB) *backend {
 					{File: "environments/prod/checkout-api.json", Services: []manifest.LayoutService{{Name: "checkout-api", Line: 3}}}}}},
 			Pending: &approval.Pending{Revision: "c0ffee" + strings.Repeat("0", 34), PlanHash: "sha256:plan1", Plan: plan, ProposedAt: t0.Add(-time.Hour)},
 			History: []approval.Entry{{Revision: "abc123", PlanHash: "sha256:old", Changes: applied, Approver: "carol",
-				Result: approval.ResultSucceeded, Started: t0.Add(-48 * time.Hour), Finished: t0.Add(-48*time.Hour + 90*time.Second)}}},
+				Result: approval.ResultSucceeded, Started: t0.Add(-48 * time.Hour), Finished: t0.Add(-48*time.Hour + 90*time.Second),
+				BreakGlass: &approval.BreakGlass{PlanHash: "sha256:old", Revision: "abc123", By: "github:alice", Reason: "INC-42: <payments> down",
+					At: t0.Add(-48 * time.Hour), Applied: t0.Add(-48 * time.Hour)}}}},
 	}}
 }
 

@@ -72,6 +72,7 @@ func TestEnvironmentPage(t *testing.T) {
 	}
 	for _, want := range []string{"1.4.1</span> → <span", "1.4.2</span>", "sha256:abababababab…", "Deployment/checkout-api",
 		`id="approve"`, "environments/prod/checkout-api.json", "line 3", "by carol", "took 1m30s",
+		"<strong>Break-glass</strong> by github:alice: INC-42: &lt;payments&gt; down (through the closed deploy windows",
 		`href="https://github.example/acme/manifests/commit/abc123"`,
 		`<h1>prod <span class="phase" data-phase="AwaitingApproval" title="Lifecycle phase">AwaitingApproval</span></h1>`} {
 		if !strings.Contains(body, want) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -197,8 +198,10 @@ type freezes struct{ c *api.Client }
 
 func (f freezes) Frozen(ctx context.Context, env string) (string, error) {
 	v, err := f.c.Environment(ctx, env)
-	if ae := (*api.Error)(nil); errors.As(err, &ae) && ae.Code == api.CodeUnknownEnvironment {
-		return "", nil // a stage the reconciler does not deploy: no windows of its own
+	if ae := (*api.Error)(nil); errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		// A stage the reconciler does not deploy (UnknownEnvironment), or a server that serves only
+		// the lock API: no windows to judge.
+		return "", nil
 	}
 	if err != nil {
 		return "", err
