@@ -29,7 +29,7 @@ func TestCause(t *testing.T) {
 	}{
 		{name: "rollout failed", plan: changes, out: failed, res: failedRollout, want: "rollout failed: boom"},
 		{name: "succeeded", plan: changes, out: approval.Outcome{Result: approval.ResultSucceeded}, res: patched},
-		{name: "blocked alone", plan: changes, out: failed, res: blocked, },
+		{name: "blocked alone", plan: changes, out: failed, res: blocked},
 		{name: "verification failed", plan: changes, out: seqFailed, res: patched, want: "verification failed: task test failed"},
 		{name: "verification failed, continued", plan: changes, out: seqFailed, want: "verification failed: task test failed"},
 		{name: "nothing applied", plan: &reconcile.Plan{}, out: seqFailed},
