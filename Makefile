@@ -51,6 +51,10 @@ testbin: ## Build the test control plane (kube-apiserver, etcd, controller-manag
 flagger: ## Build Flagger (github.com/fluxcd/flagger, pinned by hack/flagger/go.mod) and its CRDs into bin/flagger.
 	@bash hack/flagger/build.sh $(BIN)/flagger
 
+.PHONY: rollouts
+rollouts: ## Build the Argo Rollouts controller and its CRDs (github.com/argoproj/argo-rollouts, pinned) into bin/rollouts.
+	@bash hack/rollouts/build.sh $(BIN)/rollouts
+
 .PHONY: helm
 helm: $(BIN)/helm ## Build helm (pinned) into bin/ for the chart tests.
 $(BIN)/helm:
@@ -62,7 +66,7 @@ image: ## Build the image without Docker and push it: make image IMAGE=registry/
 	go run ./hack/image --ref "$(IMAGE)" --platform "$(PLATFORMS)" --revision "$$(git rev-parse HEAD 2>/dev/null)" $(IMAGE_FLAGS)
 
 .PHONY: test
-test: large-files testbin flagger helm prometheus chromium shell-tools fuzz-short ## Run every test against the real test control plane, and each fuzz target briefly.
+test: large-files testbin flagger rollouts helm prometheus chromium shell-tools fuzz-short ## Run every test against the real test control plane, and each fuzz target briefly.
 	PATH="$(BIN):$$PATH" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: faults

@@ -77,6 +77,11 @@ func (s *Shared) Env(tb testing.TB) *Env {
 			fmt.Fprintln(os.Stderr, s.skip)
 			return
 		}
+		if wantsArgo(opts) && !argoInstalled() && os.Getenv(BuildEnv) == "" && os.Getenv("CI") == "" {
+			s.skip = fmt.Sprintf("testenv: %s and the package's other cluster tests need the Argo Rollouts controller, and it is not built: run `make rollouts` (or `make test`), or set %s=1 to build it now", name, BuildEnv)
+			fmt.Fprintln(os.Stderr, s.skip)
+			return
+		}
 		reason := withReason(name + " needs a kube-apiserver")
 		s.env, s.err = Start(context.Background(), append(opts, reason)...)
 		if s.err != nil {
@@ -103,4 +108,10 @@ func (s *Shared) stop() {
 func wantsFlagger(opts []Option) bool {
 	o, err := makeOptions(opts...)
 	return err == nil && o.flagger
+}
+
+// wantsArgo reports whether opts ask for the Argo Rollouts controller.
+func wantsArgo(opts []Option) bool {
+	o, err := makeOptions(opts...)
+	return err == nil && o.argo
 }

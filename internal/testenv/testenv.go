@@ -50,6 +50,7 @@ type Env struct {
 
 type options struct {
 	rollouts bool
+	argo     bool // the Argo Rollouts controller too (WithArgoRollouts)
 	crds     []string
 	keep     bool
 	audit    bool
@@ -180,6 +181,11 @@ func start(ctx context.Context, opts ...Option) (_ *Env, err error) {
 	}
 	if e.opts.rollouts {
 		if err := e.startRollouts(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if e.opts.argo {
+		if err := e.startArgoRollouts(ctx); err != nil {
 			return nil, err
 		}
 	}
