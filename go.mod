@@ -13,6 +13,7 @@ require (
 	github.com/chromedp/chromedp v0.14.2
 	github.com/cloudevents/sdk-go/v2 v2.16.2
 	github.com/coreos/go-oidc/v3 v3.21.0
+	github.com/evanphx/json-patch/v5 v5.9.11
 	github.com/fluxcd/pkg/runtime v0.110.3
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/gliderlabs/ssh v0.3.8
@@ -102,7 +103,6 @@ require (
 	github.com/docker/docker-credential-helpers v0.9.5 // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
 	github.com/emirpasic/gods v1.18.1 // indirect
-	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
 	github.com/fatih/color v1.19.0 // indirect
 	github.com/fluxcd/pkg/apis/event v0.27.2 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect

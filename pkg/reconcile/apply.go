@@ -161,7 +161,16 @@ func (r *Reconciler) finishRollouts(ctx context.Context, req Request, patched []
 	}
 	ctx, span := startSpan(ctx, "rollout wait", attrWorkloads.Int(len(patched)))
 	defer span.End()
-	rollingOut := func(j *job, msg string) { report(j, PhaseRollingOut, msg) }
+	rollingOut := func(j *job, st rollout) {
+		report(j, PhaseRollingOut, st.msg)
+		if st.paused && r.o.promotion == PromotionAuto {
+			if err := r.promote(ctx, req, j, st.msg); err != nil {
+				report(j, PhaseRollingOut, fmt.Sprintf("%s: %v", st.msg, err))
+				return
+			}
+			report(j, PhaseRollingOut, "promoted: "+st.msg)
+		}
+	}
 	r.waitRollouts(ctx, patched, rollingOut, func(j *job, st rollout) {
 		defer func() { // once finished: with the workload's outcome
 			span.AddEvent("rolled out", trace.WithAttributes(append(workloadAttrs(j), attrOutcome.String(string(j.res.Outcome)))...))
@@ -350,7 +359,14 @@ func patch(ctx context.Context, t Target, k WorkloadKey, body []byte) (runtime.O
 	if err != nil {
 		return nil, 0, err
 	}
-	o, err := kind.api(t.Client, k.Namespace).patch(ctx, k.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+	api, ok := kind.apiOf(t, k.Namespace)
+	if !ok {
+		return nil, 0, fmt.Errorf("target %s cannot reach %s", t.Name, kind.gvr.Resource)
+	}
+	if kind.patchFn != nil {
+		return kind.patchFn(ctx, t, k.Namespace, k.Name, body)
+	}
+	o, err := api.patch(ctx, k.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
 	if err != nil {
 		return nil, 0, err
 	}

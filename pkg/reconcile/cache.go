@@ -148,7 +148,11 @@ func (r *Reconciler) watchOf(t Target) *targetWatch {
 	tw := &targetWatch{name: t.Name}
 	label := r.o.selectorLabel
 	for i := range workloadKinds {
-		inf := newInformer(t.Client, t.Namespace, &workloadKinds[i], label, &tw.health[i])
+		api, ok := workloadKinds[i].apiOf(t, t.Namespace)
+		if !ok {
+			continue // a kind the target cannot see: no informer
+		}
+		inf := newInformer(api, &workloadKinds[i], label, &tw.health[i])
 		_ = inf.SetTransform(strip(label)) // cannot fail before Run
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { tw.version.Add(1); c.notify() },
@@ -195,8 +199,7 @@ func (c *watchCache) events() <-chan struct{} {
 	return c.changed
 }
 
-func newInformer(c kubernetes.Interface, ns string, k *workloadKind, label string, h *health) cache.SharedIndexInformer {
-	api := k.api(c, ns)
+func newInformer(api kindAPI, k *workloadKind, label string, h *health) cache.SharedIndexInformer {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = label
@@ -221,7 +224,7 @@ func newInformer(c kubernetes.Interface, ns string, k *workloadKind, label strin
 func (tw *targetWatch) inventory(ctx context.Context, t Target, label string, timeout time.Duration) (*inventory, error) {
 	synced := func() bool {
 		for _, inf := range tw.informers {
-			if !inf.HasSynced() {
+			if inf != nil && !inf.HasSynced() {
 				return false
 			}
 		}
@@ -250,6 +253,9 @@ func (tw *targetWatch) inventory(ctx context.Context, t Target, label string, ti
 	if tw.built == nil || tw.builtAt != version {
 		inv := newInventory(t, label)
 		for i := range workloadKinds {
+			if tw.informers[i] == nil {
+				continue
+			}
 			for _, o := range tw.informers[i].GetStore().List() {
 				if w := fromObject(o); w != nil {
 					inv.add(w)
@@ -266,7 +272,7 @@ func (tw *targetWatch) inventory(ctx context.Context, t Target, label string, ti
 // get reads the object of the informer of kind at namespace/name.
 func (tw *targetWatch) get(kind, namespace, name string) (runtime.Object, bool) {
 	_, i, err := kindNamed(kind)
-	if err != nil {
+	if err != nil || tw.informers[i] == nil {
 		return nil, false
 	}
 	o, ok, err := tw.informers[i].GetStore().GetByKey(namespace + "/" + name)

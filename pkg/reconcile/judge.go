@@ -14,7 +14,10 @@ import (
 // update strategy (pods change when deleted), or still going with why.
 type rollout struct {
 	done, failed, onDelete bool
-	msg                    string
+	// paused is a Rollout paused at a step for a promotion: still going,
+	// and promoted when the apply is told to (WithPromotion).
+	paused bool
+	msg    string
 }
 
 // onDeleteMessage starts the message of a rollout left to pod deletions.
@@ -45,6 +48,9 @@ func rolloutStatus(obj runtime.Object, gen int64) rollout {
 	meta, _, _ := k.pod(obj)
 	if meta.DeletionTimestamp != nil {
 		return rollout{failed: true, msg: fmt.Sprintf("the %s is being deleted", k.name)}
+	}
+	if k.judge != nil {
+		return k.judge(obj, gen)
 	}
 	if r, ok := observedAt(gen, meta.Generation, k.observed(obj)); !ok {
 		return r

@@ -26,8 +26,11 @@ type workloadKind struct {
 	gvr  schema.GroupVersionResource // its API group, version and resource
 	// example is an empty object of the kind: the type a watch holds.
 	example runtime.Object
-	// api reaches the kind in a target's namespace.
-	api func(c kubernetes.Interface, namespace string) kindAPI
+	// api reaches the kind in a target's namespace; crdAPI, for a kind
+	// served by a CustomResourceDefinition, reaches it through the target's
+	// dynamic client (a target without one does not see the kind).
+	api    func(c kubernetes.Interface, namespace string) kindAPI
+	crdAPI func(t Target, namespace string) kindAPI
 	// pod returns obj's metadata and pod template spec; ok is false when obj
 	// is not of this kind.
 	pod func(obj runtime.Object) (meta *metav1.ObjectMeta, spec *corev1.PodSpec, ok bool)
@@ -45,6 +48,14 @@ type workloadKind struct {
 	// before kstatus: ok is true when it decided (a paused Deployment, an
 	// OnDelete update strategy). nil: kstatus decides.
 	check func(obj runtime.Object) (r rollout, ok bool)
+	// judge, when set, is the whole judgement of a kind whose status says
+	// more than kstatus reads (a Rollout): gen is the generation of the
+	// object its patchFn patched.
+	judge func(obj runtime.Object, gen int64) rollout
+	// patchFn, when set, patches the kind instead of a strategic merge
+	// patch of body (patchBody's) on the object itself; gen is the
+	// generation judge waits for.
+	patchFn func(ctx context.Context, t Target, namespace, name string, body []byte) (obj runtime.Object, gen int64, err error)
 	// patched, when not empty, says a patch is the whole rollout (a
 	// CronJob): the rollout is done at once with this message.
 	patched string
@@ -204,6 +215,7 @@ var workloadKinds = [...]workloadKind{
 		templatePath: []string{"jobTemplate", "spec", "template"},
 		patched:      "job template updated",
 	},
+	rolloutKind(),
 }
 
 // kindNamed returns the kind named name and its index in workloadKinds.
@@ -224,6 +236,18 @@ func kindOfObject(obj runtime.Object) *workloadKind {
 		}
 	}
 	return nil
+}
+
+// apiOf reaches the kind in namespace of t; ok is false when t cannot see
+// it (a kind served by a CRD, on a target without a dynamic client).
+func (k *workloadKind) apiOf(t Target, namespace string) (api kindAPI, ok bool) {
+	if k.crdAPI != nil {
+		if t.Dynamic == nil {
+			return kindAPI{}, false
+		}
+		return k.crdAPI(t, namespace), true
+	}
+	return k.api(t.Client, namespace), true
 }
 
 // apiVersion is the kind's group/version, e.g. "apps/v1".

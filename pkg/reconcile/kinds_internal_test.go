@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,12 +47,17 @@ func TestWorkloadKinds(t *testing.T) {
 			if got := kindOfObject(k.example); got != k {
 				t.Errorf("kindOfObject(%T) = %v, want the %s entry", k.example, got, k.name)
 			}
-			gvks, _, err := scheme.Scheme.ObjectKinds(k.example)
-			if err != nil || len(gvks) != 1 {
-				t.Fatalf("the scheme's kinds of %T: %v, %v", k.example, gvks, err)
+			if (k.api == nil) == (k.crdAPI == nil) {
+				t.Errorf("a kind is reached by api (client-go's scheme) or crdAPI (a CRD), not both or neither")
 			}
-			if want := k.gvr.GroupVersion().WithKind(k.name); gvks[0] != want {
-				t.Errorf("the scheme calls %T %v, the table %v", k.example, gvks[0], want)
+			if k.api != nil {
+				gvks, _, err := scheme.Scheme.ObjectKinds(k.example)
+				if err != nil || len(gvks) != 1 {
+					t.Fatalf("the scheme's kinds of %T: %v, %v", k.example, gvks, err)
+				}
+				if want := k.gvr.GroupVersion().WithKind(k.name); gvks[0] != want {
+					t.Errorf("the scheme calls %T %v, the table %v", k.example, gvks[0], want)
+				}
 			}
 			if (k.keep == nil) != (k.object == nil) || (k.keep == nil) != (k.patched != "") || (k.observed == nil) != (k.patched != "") {
 				t.Errorf("keep, object and observed must be given for a kind with a rollout, and none for a kind done once patched (patched %q)", k.patched)
@@ -67,6 +73,17 @@ func TestWorkloadKinds(t *testing.T) {
 				t.Fatal(err)
 			}
 			patched, err := strategicpatch.StrategicMergePatch(original, body, k.example)
+			if k.name == KindRollout { // a custom resource: the JSON patch rolloutOps makes of body
+				var ops []byte
+				if ops, err = rolloutOps(obj.(*argoRollout), body); err != nil {
+					t.Fatal(err)
+				}
+				var p jsonpatch.Patch
+				if p, err = jsonpatch.DecodePatch(ops); err != nil {
+					t.Fatal(err)
+				}
+				patched, err = p.Apply(original)
+			}
 			if err != nil {
 				t.Fatalf("applying %s to a %s: %v", body, k.name, err)
 			}
@@ -104,7 +121,7 @@ func TestWorkloadKinds(t *testing.T) {
 			}
 		})
 	}
-	if got, want := kindNames(), "Deployment, StatefulSet, DaemonSet or CronJob"; got != want {
+	if got, want := kindNames(), "Deployment, StatefulSet, DaemonSet, CronJob or Rollout"; got != want {
 		t.Errorf("kindNames() = %q, want %q", got, want)
 	}
 }

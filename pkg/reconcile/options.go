@@ -48,6 +48,8 @@ type options struct {
 	author         string
 	progress       func(Progress)
 	targetTimeout  time.Duration
+	promotion      Promotion
+	approvedBy     string
 }
 
 // Option configures New, or one Apply (over what New was given).
@@ -206,6 +208,33 @@ func WithProgress(fn func(Progress)) Option {
 // WithAuthor names who applies, for locks and Events.
 func WithAuthor(a string) Option {
 	return func(o *options) error { o.author = a; return nil }
+}
+
+// Promotion is what an Apply does with an Argo Rollouts Rollout paused at a
+// step for a manual promotion.
+type Promotion string
+
+const (
+	// PromotionWait waits for someone to promote it (`kubectl argo rollouts
+	// promote`), within the rollout timeout; the default.
+	PromotionWait Promotion = "wait"
+	// PromotionAuto promotes it as `kubectl argo rollouts promote` does, with
+	// an Event naming who approved the plan.
+	PromotionAuto Promotion = "auto"
+)
+
+// WithPromotion says what an Apply does with a Rollout paused at a step for
+// a promotion, and who approved the plan (named in the Promoted Event).
+func WithPromotion(p Promotion, approvedBy string) Option {
+	return func(o *options) error {
+		switch p {
+		case "", PromotionWait, PromotionAuto:
+		default:
+			return fmt.Errorf("setting promotion %q: want %q or %q", p, PromotionWait, PromotionAuto)
+		}
+		o.promotion, o.approvedBy = p, approvedBy
+		return nil
+	}
 }
 
 // Reconciler plans and applies environments.

@@ -12,6 +12,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
@@ -24,6 +25,10 @@ type Target struct {
 	Name      string
 	Namespace string
 	Client    kubernetes.Interface
+	// Dynamic, when set, reaches the workload kinds served by a
+	// CustomResourceDefinition (Argo Rollouts' Rollout); without it the
+	// target has none of them.
+	Dynamic dynamic.Interface
 	// Recorder, when set, receives the per-workload Events (the daemon sets
 	// fluxcd's events.Recorder over an EventWriter). When nil, an EventWriter
 	// writes them through Client. Apply waits for its calls to return, so a
@@ -115,7 +120,7 @@ func (r *Reconciler) inventory(ctx context.Context, t Target, services []manifes
 	errs := make([]error, len(workloadKinds))
 	var wg sync.WaitGroup
 	for i := range workloadKinds {
-		wg.Go(func() { lists[i], errs[i] = listWorkloads(ctx, t.Client, t.Namespace, workloadKinds[i].name) })
+		wg.Go(func() { lists[i], errs[i] = listWorkloads(ctx, t, t.Namespace, workloadKinds[i].name) })
 	}
 	wg.Wait()
 	for i := range workloadKinds {
@@ -157,7 +162,7 @@ func (r *Reconciler) getUnlabelled(ctx context.Context, inv *inventory, services
 	found := make([][]*workload, len(names))
 	err := forEach(len(names), r.o.concurrency, func(i int) error {
 		for k := range workloadKinds {
-			w, err := getWorkload(ctx, inv.target.Client, inv.target.Namespace, workloadKinds[k].name, names[i])
+			w, err := getWorkload(ctx, inv.target, inv.target.Namespace, workloadKinds[k].name, names[i])
 			if apierrors.IsNotFound(err) {
 				continue
 			}

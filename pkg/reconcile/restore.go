@@ -42,7 +42,7 @@ func (r *Reconciler) Restore(ctx context.Context, req Request, changes []Change,
 		if !ok {
 			return nil, fmt.Errorf("restoring %s: target %q is not configured", j.key, j.key.Target)
 		}
-		w, err := getWorkload(ctx, t.Client, j.key.Namespace, j.key.Kind, j.key.Name)
+		w, err := getWorkload(ctx, t, j.key.Namespace, j.key.Kind, j.key.Name)
 		if err != nil {
 			res.Workloads = append(res.Workloads, WorkloadResult{WorkloadKey: j.key, Service: j.service, Changes: j.changes,
 				Outcome: OutcomeFailed, Message: fmt.Sprintf("reading %s %s/%s: %v", j.key.Kind, j.key.Namespace, j.key.Name, err)})

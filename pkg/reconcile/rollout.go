@@ -10,12 +10,12 @@ import (
 const eventGap = 20 * time.Millisecond
 
 // waitRollouts waits until every job's rollout finished or failed, or the
-// rollout timeout passes, calling status with each new status message of a
+// rollout timeout passes, calling status with each new status (message) of a
 // rollout still going and done once per job. A job whose target is watched
 // (Watch) is read from the watch, woken by its events; the others are polled
 // with one List per kind per target that still has a job of that kind
 // waiting, so the cost does not grow with the number of workloads.
-func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(j *job, msg string), done func(j *job, st rollout)) {
+func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(j *job, st rollout), done func(j *job, st rollout)) {
 	pending := map[WorkloadKey]*job{}
 	last := map[WorkloadKey]string{}
 	for _, j := range jobs {
@@ -34,7 +34,7 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(
 			delete(pending, k)
 			done(j, st)
 		case changed:
-			status(j, st.msg)
+			status(j, st)
 		}
 	}
 	deadline := time.Now().Add(r.o.rolloutTimeout)
@@ -75,7 +75,7 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(
 			lists[tk{j.key.Target, j.key.Namespace, j.key.Kind}] = j.target
 		}
 		for l, t := range lists {
-			ws, err := listWorkloads(ctx, t.Client, l.namespace, l.kind)
+			ws, err := listWorkloads(ctx, t, l.namespace, l.kind)
 			if err != nil {
 				for k := range pending {
 					if k.Target == l.target && k.Kind == l.kind {

@@ -5,12 +5,12 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 )
 
-// workload is the part of a Deployment, StatefulSet, DaemonSet or CronJob the
+// workload is the part of a Deployment, StatefulSet, DaemonSet, CronJob or Rollout the
 // planner and the registry keychain need.
 type workload struct {
 	Kind, Namespace, Name string
@@ -33,12 +33,16 @@ type podContainer struct {
 func (w *workload) containers() []podContainer { return w.Containers }
 
 // listWorkloads lists every workload of kind in namespace: one API call.
-func listWorkloads(ctx context.Context, c kubernetes.Interface, namespace, kind string) ([]*workload, error) {
+// A target that cannot see the kind has none of it.
+func listWorkloads(ctx context.Context, t Target, namespace, kind string) ([]*workload, error) {
 	k, _, err := kindNamed(kind)
 	if err != nil {
 		return nil, fmt.Errorf("listing workloads: %w", err)
 	}
-	api := k.api(c, namespace)
+	api, ok := k.apiOf(t, namespace)
+	if !ok {
+		return nil, nil
+	}
 	l, err := api.list(ctx, metav1.ListOptions{}) // a consistent read: a plan must see what was just applied
 	if err != nil {
 		return nil, fmt.Errorf("listing %s in %s: %w", k.gvr.Resource, namespace, err)
@@ -66,13 +70,18 @@ func fromMeta(kind, apiVersion string, m *metav1.ObjectMeta, pod *corev1.PodSpec
 	}
 }
 
-// getWorkload reads one workload of kind by name: one API call.
-func getWorkload(ctx context.Context, c kubernetes.Interface, namespace, kind, name string) (*workload, error) {
+// getWorkload reads one workload of kind by name: one API call. On a target
+// that cannot see the kind it is not found.
+func getWorkload(ctx context.Context, t Target, namespace, kind, name string) (*workload, error) {
 	k, _, err := kindNamed(kind)
 	if err != nil {
 		return nil, fmt.Errorf("getting workload: %w", err)
 	}
-	o, err := k.api(c, namespace).get(ctx, name, metav1.GetOptions{})
+	api, ok := k.apiOf(t, namespace)
+	if !ok {
+		return nil, apierrors.NewNotFound(k.gvr.GroupResource(), name)
+	}
+	o, err := api.get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
