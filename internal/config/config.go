@@ -96,6 +96,32 @@ type Environment struct {
 	// OnFailedRollout is what an apply whose rollout failed leaves behind:
 	// OnFailedRolloutStay (the default, "") or OnFailedRolloutRollback.
 	OnFailedRollout string `json:"onFailedRollout,omitempty"`
+	// Rollouts, when set, makes Argo Rollouts' Rollouts workloads of the
+	// environment's targets, and says what an apply does with one paused at
+	// a step for a promotion.
+	Rollouts *Rollouts `json:"rollouts,omitempty"`
+}
+
+// Rollouts is environments.<env>.rollouts: Argo Rollouts' Rollouts.
+type Rollouts struct {
+	// Promote is RolloutsPromoteWait (the default, "") or RolloutsPromoteAuto.
+	Promote string `json:"promote,omitempty"`
+}
+
+// Values of environments.<env>.rollouts.promote.
+const (
+	// RolloutsPromoteWait waits, within the rollout timeout, for someone to
+	// promote a Rollout paused at a step.
+	RolloutsPromoteWait = "wait"
+	// RolloutsPromoteAuto promotes it as `kubectl argo rollouts promote`
+	// does, recording who approved the plan.
+	RolloutsPromoteAuto = "auto"
+)
+
+// PromotesRollouts reports whether the environment's applies promote a
+// Rollout paused at a step.
+func (e Environment) PromotesRollouts() bool {
+	return e.Rollouts != nil && e.Rollouts.Promote == RolloutsPromoteAuto
 }
 
 // Values of environments.<env>.onFailedRollout.
@@ -461,6 +487,13 @@ func (c *Config) Validate() error {
 		case "", OnFailedRolloutStay, OnFailedRolloutRollback:
 		default:
 			bad("environments."+n+".onFailedRollout", "unknown value %q; accepted: stay, rollback", e.OnFailedRollout)
+		}
+		if e.Rollouts != nil {
+			switch e.Rollouts.Promote {
+			case "", RolloutsPromoteWait, RolloutsPromoteAuto:
+			default:
+				bad("environments."+n+".rollouts.promote", "unknown value %q; accepted: wait, auto", e.Rollouts.Promote)
+			}
 		}
 	}
 	switch c.Locks.Storage {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -20,6 +21,7 @@ type Clients struct {
 	clients map[[2]string]kubernetes.Interface
 	// Target clients (targetclient.go) and the Secret watches behind them.
 	targets   map[targetKey]kubernetes.Interface
+	dynamics  map[targetKey]dynamic.Interface
 	watches   map[[2]string]*secretWatch
 	stop      chan struct{}
 	closeOnce sync.Once
@@ -38,7 +40,7 @@ func NewClients(opts ...Option) (*Clients, error) {
 // newClients is NewClients with its options applied.
 func newClients(o options) (*Clients, error) {
 	return &Clients{o: o, configs: map[[2]string]*rest.Config{}, clients: map[[2]string]kubernetes.Interface{},
-		targets: map[targetKey]kubernetes.Interface{}, watches: map[[2]string]*secretWatch{}, stop: make(chan struct{})}, nil
+		targets: map[targetKey]kubernetes.Interface{}, dynamics: map[targetKey]dynamic.Interface{}, watches: map[[2]string]*secretWatch{}, stop: make(chan struct{})}, nil
 }
 
 // RESTConfig returns the client configuration for a kubeconfig path and

@@ -164,6 +164,33 @@ func TestTargetsShareClientsPerContext(t *testing.T) {
 	}
 }
 
+// TestTargetsDynamicWithRollouts: only an environment that sets rollouts
+// gets dynamic clients (the workload kinds served by a CRD, Argo Rollouts'
+// Rollouts, are read through them), shared per kubeconfig and context.
+func TestTargetsDynamicWithRollouts(t *testing.T) {
+	path := writeKubeconfig(t)
+	two := []config.Target{{Name: "a", Kubeconfig: path, Namespace: "apps-a"}, {Name: "b", Kubeconfig: path, Namespace: "apps-b"}}
+	cfg := &config.Config{Environments: map[string]config.Environment{
+		"plain": {Targets: two},
+		"argo":  {Targets: two, Rollouts: &config.Rollouts{Promote: config.RolloutsPromoteAuto}},
+	}}
+	c := newClients(t)
+	plain, err := c.Targets(cfg, "plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	argo, err := c.Targets(cfg, "argo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain[0].Dynamic != nil || plain[1].Dynamic != nil {
+		t.Errorf("an environment without rollouts got a dynamic client")
+	}
+	if argo[0].Dynamic == nil || argo[0].Dynamic != argo[1].Dynamic {
+		t.Errorf("the targets of an environment with rollouts: dynamic clients %v, %v; want one, shared", argo[0].Dynamic, argo[1].Dynamic)
+	}
+}
+
 func TestTargetsErrorsNameTheKey(t *testing.T) {
 	cfg := &config.Config{Environments: map[string]config.Environment{"prod": {Targets: []config.Target{
 		{Name: "a", Kubeconfig: writeKubeconfig(t), Namespace: "apps"},

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -21,10 +22,8 @@ type targetKey struct {
 	timeout                     time.Duration
 }
 
-// targetClient returns the (cached) client of target t of cfg: from its
-// kubeconfig file, or from the Secret it names in state.namespace of the
-// state cluster, with its per-request timeout. field names t in errors.
-func (c *Clients) targetClient(cfg *config.Config, t config.Target, field string) (kubernetes.Interface, error) {
+// targetKeyOf is the cache key of target t's clients.
+func targetKeyOf(t config.Target) targetKey {
 	k := targetKey{kubeconfig: t.Kubeconfig, context: t.Context, timeout: t.Timeout.Duration}
 	switch {
 	case t.KubeconfigSecret != nil:
@@ -32,6 +31,14 @@ func (c *Clients) targetClient(cfg *config.Config, t config.Target, field string
 	case t.ClusterSecret != "":
 		k.secretKind, k.secretName = "clusterSecret", t.ClusterSecret
 	}
+	return k
+}
+
+// targetClient returns the (cached) client of target t of cfg: from its
+// kubeconfig file, or from the Secret it names in state.namespace of the
+// state cluster, with its per-request timeout. field names t in errors.
+func (c *Clients) targetClient(cfg *config.Config, t config.Target, field string) (kubernetes.Interface, error) {
+	k := targetKeyOf(t)
 	if k.secretKind == "" && k.timeout == 0 {
 		return c.Client(t.Kubeconfig, t.Context)
 	}
@@ -41,6 +48,59 @@ func (c *Clients) targetClient(cfg *config.Config, t config.Target, field string
 	if ok {
 		return cs, nil
 	}
+	rc, err := c.targetConfig(cfg, t, field, k)
+	if err != nil {
+		return nil, err
+	}
+	cs, err = kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("building client: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.targets[k]; ok { // built concurrently
+		return old, nil
+	}
+	c.targets[k] = cs
+	return cs, nil
+}
+
+// targetDynamic returns the (cached) dynamic client of target t of cfg,
+// which reaches the cluster as its targetClient does: the workload kinds
+// served by a CRD (Argo Rollouts' Rollouts) are read through it, in JSON.
+func (c *Clients) targetDynamic(cfg *config.Config, t config.Target, field string) (dynamic.Interface, error) {
+	k := targetKeyOf(t)
+	c.mu.Lock()
+	d, ok := c.dynamics[k]
+	c.mu.Unlock()
+	if ok {
+		return d, nil
+	}
+	var rc *rest.Config
+	var err error
+	if k.secretKind == "" && k.timeout == 0 {
+		rc, err = c.RESTConfig(t.Kubeconfig, t.Context)
+	} else {
+		rc, err = c.targetConfig(cfg, t, field, k)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if d, err = dynamic.NewForConfig(rc); err != nil {
+		return nil, fmt.Errorf("building dynamic client: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.dynamics[k]; ok { // built concurrently
+		return old, nil
+	}
+	c.dynamics[k] = d
+	return d, nil
+}
+
+// targetConfig is the client configuration of target t, whose cache key is
+// k: from the Secret k names, or from its kubeconfig, with its timeout.
+func (c *Clients) targetConfig(cfg *config.Config, t config.Target, field string, k targetKey) (*rest.Config, error) {
 	var rc *rest.Config
 	if k.secretKind != "" {
 		state, err := c.Client(cfg.State.Kubeconfig, cfg.State.Context)
@@ -65,17 +125,7 @@ func (c *Clients) targetClient(cfg *config.Config, t config.Target, field string
 	if k.timeout > 0 {
 		rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return timeoutTransport{base: rt, timeout: k.timeout} })
 	}
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("building client: %w", err)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if old, ok := c.targets[k]; ok { // built concurrently
-		return old, nil
-	}
-	c.targets[k] = cs
-	return cs, nil
+	return rc, nil
 }
 
 // secretWatch returns the one watch of Secret namespace/name.

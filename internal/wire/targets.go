@@ -19,7 +19,8 @@ type Recorders func(kubernetes.Interface) (record.EventRecorder, error)
 
 // Targets returns the reconcile targets of environment env of cfg, in the
 // configured order, each with the cached client of its kubeconfig and
-// context; with recorders set, each also gets recorders(client) as its
+// context (and, when the environment sets rollouts, the dynamic client
+// that reads Argo Rollouts' Rollouts); with recorders set, each also gets recorders(client) as its
 // Recorder (nil: reconcile writes Events through the client itself).
 func (c *Clients) Targets(cfg *config.Config, env string, recorders Recorders) ([]reconcile.Target, error) {
 	e, ok := cfg.Environments[env]
@@ -33,6 +34,11 @@ func (c *Clients) Targets(cfg *config.Config, env string, recorders Recorders) (
 			return nil, fmt.Errorf("environments.%s.targets[%d]: %w", env, i, err)
 		}
 		tg := reconcile.Target{Name: t.Name, Namespace: t.Namespace, Client: cs}
+		if e.Rollouts != nil { // Argo Rollouts' Rollouts are workloads of the environment
+			if tg.Dynamic, err = c.targetDynamic(cfg, t, fmt.Sprintf("environments.%s.targets[%d]", env, i)); err != nil {
+				return nil, fmt.Errorf("environments.%s.targets[%d]: %w", env, i, err)
+			}
+		}
 		if recorders != nil {
 			if tg.Recorder, err = recorders(cs); err != nil {
 				return nil, fmt.Errorf("environments.%s.targets[%d]: event recorder: %w", env, i, err)
