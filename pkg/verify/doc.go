@@ -1,7 +1,8 @@
 // Package verify runs the verification tasks of an environment after a
 // rollout finished: a Kubernetes Job that must succeed, HTTP requests that
-// must answer as expected, and PromQL queries that must stay on the right
-// side of a threshold, each for a bounded time, each judged pass, warning or
+// must answer as expected, PromQL queries that must stay on the right
+// side of a threshold, and Argo Rollouts AnalysisTemplates run as
+// AnalysisRuns, each for a bounded time, each judged pass, warning or
 // fail with a message saying why.
 //
 // Tasks are parsed from the properties of a pipeline.yaml sequence task with

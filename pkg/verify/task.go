@@ -20,6 +20,7 @@ const (
 	KindJob        = "job"
 	KindHTTP       = "http"
 	KindPrometheus = "prometheus"
+	KindAnalysis   = "analysis"
 )
 
 // DefaultTimeout bounds a task that sets no timeout (an http or prometheus
@@ -35,6 +36,7 @@ type Task struct {
 	Job        *Job          `json:"job,omitempty"`
 	HTTP       *HTTP         `json:"http,omitempty"`
 	Prometheus *Prometheus   `json:"prometheus,omitempty"`
+	Analysis   *Analysis     `json:"analysis,omitempty"`
 }
 
 // Job runs a container to completion in one of the environment's targets.
@@ -110,6 +112,7 @@ type properties struct {
 	Job        *Job            `json:"job"`
 	HTTP       *httpProps      `json:"http"`
 	Prometheus *prometheusProp `json:"prometheus"`
+	Analysis   *Analysis       `json:"analysis"`
 }
 
 type httpProps struct {
@@ -136,14 +139,14 @@ type prometheusProp struct {
 }
 
 // Kinds reports whether properties declare a verification task: they hold
-// one of the keys job, http or prometheus, or a kind. A sequence task whose
+// one of the keys job, http, prometheus or analysis, or a kind. A sequence task whose
 // properties declare none is not one of this package's.
 func Kinds(properties json.RawMessage) bool {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(properties, &m) != nil {
 		return false
 	}
-	for _, k := range []string{"kind", KindJob, KindHTTP, KindPrometheus} {
+	for _, k := range []string{"kind", KindJob, KindHTTP, KindPrometheus, KindAnalysis} {
 		if _, ok := m[k]; ok {
 			return true
 		}
@@ -153,7 +156,7 @@ func Kinds(properties json.RawMessage) bool {
 
 // ParseTask reads the task name from its properties (a JSON object):
 //
-//	kind: http              # job | http | prometheus; optional when exactly one of the three keys is set
+//	kind: http              # job | http | prometheus | analysis; optional when exactly one of the four keys is set
 //	timeout: 2m             # the most the task may take (default 5m, and at least a check's duration + 1m)
 //	http: {url: https://shop.example.com/healthz, expectStatus: 200, bodyRegexp: ok, interval: 5s, duration: 1m, failureRatio: 0.1}
 //
@@ -184,15 +187,18 @@ func ParseTask(name string, props json.RawMessage) (Task, error) {
 	if p.Prometheus != nil {
 		set = append(set, KindPrometheus)
 	}
+	if p.Analysis != nil {
+		set = append(set, KindAnalysis)
+	}
 	switch {
-	case p.Kind != "" && !slices.Contains([]string{KindJob, KindHTTP, KindPrometheus}, p.Kind):
-		bad("kind", "want job, http or prometheus, got %q", p.Kind)
+	case p.Kind != "" && !slices.Contains([]string{KindJob, KindHTTP, KindPrometheus, KindAnalysis}, p.Kind):
+		bad("kind", "want job, http, prometheus or analysis, got %q", p.Kind)
 		return t, errors.Join(errs...)
 	case len(set) > 1:
-		bad("kind", "set exactly one of job, http and prometheus, got %s", strings.Join(set, " and "))
+		bad("kind", "set exactly one of job, http, prometheus and analysis, got %s", strings.Join(set, " and "))
 		return t, errors.Join(errs...)
 	case len(set) == 0 && p.Kind == "":
-		bad("kind", "set one of job, http and prometheus")
+		bad("kind", "set one of job, http, prometheus and analysis")
 		return t, errors.Join(errs...)
 	case len(set) == 0:
 		bad(p.Kind, "required with kind %s", p.Kind)
@@ -236,6 +242,8 @@ func ParseTask(name string, props json.RawMessage) (Task, error) {
 		if t.HTTP.Duration >= t.Timeout {
 			bad("http.duration", "%s must be shorter than the timeout %s", t.HTTP.Duration, t.Timeout)
 		}
+	case KindAnalysis:
+		t.Analysis = parseAnalysis(p.Analysis, bad)
 	case KindPrometheus:
 		t.Prometheus = parsePrometheus(p.Prometheus, bad)
 		atLeast(t.Prometheus.Duration)

@@ -29,6 +29,8 @@ func TestParseTask(t *testing.T) {
 		{"prometheus", `{"prometheus": {"address": "http://prometheus:9090", "query": "sum(rate(errors[1m]))", "op": "<", "threshold": 0.05, "warningRatio": 0.1, "failureRatio": 0.3}}`,
 			Task{Name: "prometheus", Kind: KindPrometheus, Timeout: DefaultTimeout, Prometheus: &Prometheus{Address: "http://prometheus:9090", Query: "sum(rate(errors[1m]))",
 				Op: "<", Threshold: 0.05, Interval: 30 * time.Second, Duration: 2 * time.Minute, WarningRatio: 0.1, FailureRatio: 0.3}}},
+		{"analysis", `{"timeout": "10m", "analysis": {"template": "error-rate", "args": {"service": "api"}, "target": "eu"}}`,
+			Task{Name: "analysis", Kind: KindAnalysis, Timeout: 10 * time.Minute, Analysis: &Analysis{Template: "error-rate", Args: map[string]string{"service": "api"}, Target: "eu"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParseTask(tc.name, []byte(tc.props))
@@ -47,9 +49,13 @@ func TestParseTaskErrors(t *testing.T) {
 		name, props string
 		want        []string // each in the error
 	}{
-		{"nothing", `{}`, []string{`task "nothing": kind: set one of job, http and prometheus`}},
-		{"two kinds", `{"job": {"image": "x"}, "http": {"url": "http://x"}}`, []string{"kind: set exactly one of job, http and prometheus, got job and http"}},
-		{"unknown kind", `{"kind": "dns"}`, []string{`kind: want job, http or prometheus, got "dns"`}},
+		{"nothing", `{}`, []string{`task "nothing": kind: set one of job, http, prometheus and analysis`}},
+		{"two kinds", `{"job": {"image": "x"}, "http": {"url": "http://x"}}`, []string{"kind: set exactly one of job, http, prometheus and analysis, got job and http"}},
+		{"unknown kind", `{"kind": "dns"}`, []string{`kind: want job, http, prometheus or analysis, got "dns"`}},
+		{"analysis without template", `{"analysis": {}}`, []string{"analysis.template: required"}},
+		{"analysis bad template", `{"analysis": {"template": "Not A Name"}}`, []string{`analysis.template: want the name of an AnalysisTemplate, got "Not A Name"`}},
+		{"analysis reserved arg", `{"analysis": {"template": "t", "args": {"stagehand-revision": "x"}}}`, []string{"analysis.args.stagehand-revision: the stagehand- prefix is reserved"}},
+		{"analysis unknown key", `{"analysis": {"template": "t", "metrics": []}}`, []string{`unknown field "metrics"`}},
 		{"kind without settings", `{"kind": "http"}`, []string{"http: required with kind http"}},
 		{"kind mismatch", `{"kind": "job", "http": {"url": "http://x"}}`, []string{`kind: is "job", but the settings are under http`}},
 		{"unknown key", `{"http": {"url": "http://x", "expect": 200}}`, []string{`unknown field "expect"`}},

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -19,11 +20,14 @@ const (
 	Fail    = "fail"
 )
 
-// Target is one cluster namespace of the environment; a Job runs in one.
+// Target is one cluster namespace of the environment; a Job or an
+// AnalysisRun runs in one.
 type Target struct {
 	Name      string
 	Namespace string
 	Client    kubernetes.Interface
+	// Dynamic reaches Argo Rollouts' analysis resources (analysis tasks).
+	Dynamic dynamic.Interface
 }
 
 // Run is what a verification is about.
@@ -202,6 +206,8 @@ func (v *Verifier) task(ctx context.Context, run Run, t Task) TaskResult {
 		res = v.http(tctx, t.HTTP)
 	case t.Kind == KindPrometheus && t.Prometheus != nil:
 		res = v.prometheus(tctx, t.Prometheus)
+	case t.Kind == KindAnalysis && t.Analysis != nil:
+		res = v.analysis(tctx, run, t)
 	default:
 		res = verdict{Fail, fmt.Sprintf("kind %q without its settings", t.Kind)}
 	}
