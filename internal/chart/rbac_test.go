@@ -578,6 +578,58 @@ func TestRBACFlaggerCanaries(t *testing.T) {
 	}
 }
 
+// TestRBACArgoRollouts: rbac.argoRollouts adds what Rollouts as workloads
+// need (get, list, watch, patch Rollouts; patch their status, the
+// promotion) and rbac.argoAnalysis what analysis tasks need (get
+// AnalysisTemplates; create, get, delete AnalysisRuns), each in the targets
+// and nowhere else; without them TestRBACExactRules shows none.
+func TestRBACArgoRollouts(t *testing.T) {
+	rollouts := []access{{"", "get", "argoproj.io", "rollouts", "api"}, {"", "list", "argoproj.io", "rollouts", ""},
+		{"", "watch", "argoproj.io", "rollouts", ""}, {"", "patch", "argoproj.io", "rollouts", "api"}, {"", "patch", "argoproj.io", "rollouts/status", "api"}}
+	analysis := []access{{"", "get", "argoproj.io", "analysistemplates", "error-rate"}, {"", "create", "argoproj.io", "analysisruns", ""},
+		{"", "get", "argoproj.io", "analysisruns", "stagehand-verify-x"}, {"", "delete", "argoproj.io", "analysisruns", "stagehand-verify-x"}}
+	never := []access{{"", "create", "argoproj.io", "rollouts", ""}, {"", "delete", "argoproj.io", "rollouts", "api"},
+		{"", "update", "argoproj.io", "rollouts", "api"}, {"", "create", "argoproj.io", "analysistemplates", ""},
+		{"", "patch", "argoproj.io", "analysisruns", "x"}, {"", "create", "argoproj.io", "experiments", ""}}
+	for _, tc := range []struct {
+		name       string
+		values     map[string]any
+		may, mayNo []access
+	}{
+		{"rollouts", map[string]any{"argoRollouts": true}, rollouts, append(analysis, never...)},
+		{"analysis", map[string]any{"argoAnalysis": true}, analysis, append(rollouts, never...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := installFull(t, valuesFile(t, map[string]any{"rbac": tc.values}))
+			in2 := func(ns string, as []access) []access {
+				out := make([]access, len(as))
+				for i, a := range as {
+					a.ns = ns
+					out[i] = a
+				}
+				return out
+			}
+			for _, ns := range []string{in.devel, in.prod} {
+				for _, a := range in2(ns, tc.may) {
+					if !allowed(t, in.rel, "sh-stagehand", a) {
+						t.Errorf("reconciler may not %s with rbac %v", a, tc.values)
+					}
+				}
+				for _, a := range in2(ns, tc.mayNo) {
+					if allowed(t, in.rel, "sh-stagehand", a) {
+						t.Errorf("reconciler may %s with rbac %v", a, tc.values)
+					}
+				}
+			}
+			for _, a := range in2(in.other, tc.may) {
+				if allowed(t, in.rel, "sh-stagehand", a) {
+					t.Errorf("reconciler may %s outside its targets", a)
+				}
+			}
+		})
+	}
+}
+
 // TestRBACPerEnvironmentLeases: leaderElection.perEnvironment adds what the
 // replicas need of the Leases of every environment and replica (get, list,
 // update, delete of its own member Lease) in the release namespace only;

@@ -357,6 +357,28 @@ Secrets it may read are those named in rbac.pullSecrets; any Secret only with rb
 - apiGroups: ["flagger.app"]
   resources: ["canaries"]
   verbs: ["get", "list"]
+{{- if .Values.rbac.argoRollouts }}
+# rbac.argoRollouts: Argo Rollouts' Rollouts as workloads, and the promotion of a paused step.
+- apiGroups: ["argoproj.io"]
+  resources: ["rollouts"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["argoproj.io"]
+  resources: ["rollouts/status"]
+  verbs: ["patch"]
+{{- end }}
+{{- if .Values.rbac.argoAnalysis }}
+# rbac.argoAnalysis: analysis verification tasks, an AnalysisTemplate run as an AnalysisRun.
+- apiGroups: ["argoproj.io"]
+  resources: ["analysistemplates"]
+  verbs: ["get"]
+- apiGroups: ["argoproj.io"]
+  resources: ["analysisruns"]
+  verbs: ["create", "get", "delete"]
+{{- if .Values.rbac.clusterWide }}
+- apiGroups: ["argoproj.io"]
+  resources: ["clusteranalysistemplates"]
+  verbs: ["get"]
+{{- end }}
 {{- end }}
 {{- end -}}
 
