@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"testing"
 )
 
 // ArgoRolloutsEnv names a directory holding the Argo Rollouts controller
@@ -95,4 +97,31 @@ func (e *Env) startArgoRollouts(ctx context.Context) error {
 		return err
 	}
 	return waitHTTP(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[0]), nil, "")
+}
+
+// ArgoRollouts starts the Argo Rollouts controller (and installs its CRDs)
+// on a control plane started without WithArgoRollouts, once, for the tests
+// of a package whose other tests do not need it. When the controller is not
+// built (and neither CI nor STAGEHAND_TESTENV_BUILD asks to build it) the
+// test is skipped, saying so; a failed start fails it.
+func (e *Env) ArgoRollouts(tb testing.TB) {
+	tb.Helper()
+	e.argoOnce.Do(func() {
+		if e.opts.argo {
+			return // started with the control plane
+		}
+		name, _, _ := strings.Cut(tb.Name(), "/")
+		if !argoInstalled() && os.Getenv(BuildEnv) == "" && os.Getenv("CI") == "" {
+			e.argoSkip = fmt.Sprintf("testenv: %s needs the Argo Rollouts controller, which is not built: run `make rollouts` (or `make test`), or set %s=1 to build it now", name, BuildEnv)
+			return
+		}
+		e.opts.reason = name + " needs the Argo Rollouts controller"
+		e.argoErr = e.startArgoRollouts(context.Background())
+	})
+	if e.argoSkip != "" {
+		tb.Skip(e.argoSkip)
+	}
+	if e.argoErr != nil {
+		tb.Fatalf("starting the Argo Rollouts controller: %v", e.argoErr)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -46,6 +47,11 @@ type Env struct {
 	pki     *pki
 	apiURL  string
 	apiArgs []string // kube-apiserver's flags, for RestartAPIServer
+
+	// The Argo Rollouts controller started by ArgoRollouts.
+	argoOnce sync.Once
+	argoSkip string
+	argoErr  error
 }
 
 type options struct {
