@@ -387,7 +387,10 @@ func judgeRollout(obj runtime.Object, gen int64) rollout {
 	}
 	switch st.Phase {
 	case "Healthy":
-		return rollout{done: true, msg: "healthy: " + orPhase(st)}
+		if st.StableRS != "" {
+			return rollout{done: true, msg: fmt.Sprintf("healthy: ReplicaSet %s-%s is stable", o.Name, st.StableRS)}
+		}
+		return rollout{done: true, msg: "healthy"}
 	case "Degraded":
 		return rollout{failed: true, msg: "degraded: " + orPhase(st)}
 	case "Paused":

@@ -27,7 +27,8 @@ func TestJudgeRollout(t *testing.T) {
 	}{
 		{"not observed", 3, func(o *argoRollout) { o.Status.ObservedGeneration, o.Status.Phase = "2", "Healthy" },
 			rollout{msg: "waiting for the controller to observe generation 3 (at 2)"}},
-		{"healthy", 3, func(o *argoRollout) { o.Status.Phase = "Healthy" }, rollout{done: true, msg: "healthy: Healthy"}},
+		{"healthy", 3, func(o *argoRollout) { o.Status.Phase, o.Status.StableRS = "Healthy", "5c9f8d7b6" },
+			rollout{done: true, msg: "healthy: ReplicaSet api-5c9f8d7b6 is stable"}},
 		{"progressing", 3, func(o *argoRollout) {
 			o.Status.Phase, o.Status.Message = "Progressing", "more replicas need to be updated"
 		},
@@ -54,7 +55,7 @@ func TestJudgeRollout(t *testing.T) {
 			o.Spec.WorkloadRef = &argoRef{Kind: KindDeployment, Name: "api"}
 			o.Annotations = map[string]string{workloadGenerationAnnotation: "7"}
 			o.Status.WorkloadObservedGeneration, o.Status.Phase = "7", "Healthy"
-		}, rollout{done: true, msg: "healthy: Healthy"}},
+		}, rollout{done: true, msg: "healthy"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := &argoRollout{ObjectMeta: metav1.ObjectMeta{Name: "api", Generation: 3}, Status: argoStatus{ObservedGeneration: "3"}}
