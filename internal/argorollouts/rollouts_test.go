@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -241,4 +242,32 @@ spec:
 	if !running {
 		t.Error("no ReplicaSet of the Rollout runs reg.example.com/api:2 with 2 ready replicas")
 	}
+}
+
+// TestWatchedRollouts: while Watch runs (the daemon's way), Plan reads
+// Rollouts from the watch cache, and an apply's rollout wait reads what the
+// cache keeps of a Rollout (status, steps, pause) and wakes on its events:
+// a promoted canary ends done, and the next plan, from the cache, has
+// nothing left to change.
+func TestWatchedRollouts(t *testing.T) {
+	env := cluster.Env(t)
+	ns := env.Namespace(t)
+	dyn := dynamicClient(t, env)
+	createRollout(t, dyn, ns, "api", "api", "reg.example.com/api:1", "[{setWeight: 50}, {pause: {}}, {setWeight: 100}]")
+	waitPhase(t, dyn, ns, "api", "Healthy")
+	r := newReconciler(t, reconcile.WithPollInterval(time.Hour)) // only the watch's events wake the wait
+	ctx, cancel := context.WithCancel(context.Background())
+	watching := make(chan error, 1)
+	go func() { watching <- r.Watch(ctx) }()
+	t.Cleanup(func() { cancel(); <-watching })
+
+	req := reconcile.Request{Environment: environment(svc("api", "api", "2")), Revision: "rev2", Targets: []reconcile.Target{target(t, env, ns)}}
+	w := apply(t, r, req, "api", reconcile.WithPromotion(reconcile.PromotionAuto, "github:alice"))
+	if w.Outcome != reconcile.OutcomeSucceeded {
+		t.Fatalf("outcome %s %q, want succeeded", w.Outcome, w.Message)
+	}
+	testenv.WaitFor(t, 30*time.Second, "the watched plan to see the new image", func() bool {
+		plan, err := r.Plan(ctx, req)
+		return err == nil && len(plan.Changes) == 0 && len(plan.Problems) == 0
+	})
 }

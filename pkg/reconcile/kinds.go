@@ -241,14 +241,17 @@ func kindOfObject(obj runtime.Object) *workloadKind {
 // apiOf reaches the kind in namespace of t; ok is false when t cannot see
 // it (a kind served by a CRD, on a target without a dynamic client).
 func (k *workloadKind) apiOf(t Target, namespace string) (api kindAPI, ok bool) {
-	if k.crdAPI != nil {
-		if t.Dynamic == nil {
-			return kindAPI{}, false
-		}
+	switch {
+	case !k.seenBy(t):
+		return kindAPI{}, false
+	case k.crdAPI != nil:
 		return k.crdAPI(t, namespace), true
 	}
 	return k.api(t.Client, namespace), true
 }
+
+// seenBy reports whether t can see the kind.
+func (k *workloadKind) seenBy(t Target) bool { return k.crdAPI == nil || t.Dynamic != nil }
 
 // apiVersion is the kind's group/version, e.g. "apps/v1".
 func (k *workloadKind) apiVersion() string { return k.gvr.GroupVersion().String() }
@@ -259,18 +262,25 @@ func (k *workloadKind) workload(obj runtime.Object) *workload {
 	return fromMeta(k.name, k.apiVersion(), m, pod, obj)
 }
 
-// kindNames is "Deployment, StatefulSet, DaemonSet or CronJob".
-func kindNames() string {
-	var b strings.Builder
+// kindNames is "Deployment, StatefulSet, DaemonSet or CronJob": the kinds t
+// can see (", CronJob or Rollout" with a dynamic client).
+func kindNames(t Target) string {
+	var names []string
 	for i := range workloadKinds {
+		if workloadKinds[i].seenBy(t) {
+			names = append(names, workloadKinds[i].name)
+		}
+	}
+	var b strings.Builder
+	for i, n := range names {
 		switch {
 		case i == 0:
-		case i == len(workloadKinds)-1:
+		case i == len(names)-1:
 			b.WriteString(" or ")
 		default:
 			b.WriteString(", ")
 		}
-		b.WriteString(workloadKinds[i].name)
+		b.WriteString(n)
 	}
 	return b.String()
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -121,7 +122,10 @@ func TestWorkloadKinds(t *testing.T) {
 			}
 		})
 	}
-	if got, want := kindNames(), "Deployment, StatefulSet, DaemonSet, CronJob or Rollout"; got != want {
+	if got, want := kindNames(Target{}), "Deployment, StatefulSet, DaemonSet or CronJob"; got != want {
 		t.Errorf("kindNames() = %q, want %q", got, want)
+	}
+	if got, want := kindNames(Target{Dynamic: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())}), "Deployment, StatefulSet, DaemonSet, CronJob or Rollout"; got != want {
+		t.Errorf("kindNames() with a dynamic client = %q, want %q", got, want)
 	}
 }

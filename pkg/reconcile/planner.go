@@ -337,7 +337,7 @@ func (r *Reconciler) mapServices(p *Plan, invs []*inventory, services []manifest
 			ws := r.workloadsOf(inv, s.Name)
 			if len(ws) == 0 {
 				problem(s.Name, t.Name, "no %s labelled %s=%s or named %s in namespace %s",
-					kindNames(), r.o.selectorLabel, s.Name, s.Name, t.Namespace)
+					kindNames(t), r.o.selectorLabel, s.Name, s.Name, t.Namespace)
 				continue
 			}
 			bindings = append(bindings, r.bind(s, t, ws, problem)...)
