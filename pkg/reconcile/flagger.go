@@ -230,7 +230,7 @@ func (r *Reconciler) canaryRollout(ctx context.Context, j *job) (st rollout, ok 
 // (<name>-primary) runs every image j's changes set, and its name.
 func primaryRuns(ctx context.Context, j *job, c *canaryObject) (string, bool, error) {
 	name := c.Spec.TargetRef.Name + "-primary"
-	w, err := getWorkload(ctx, j.target.Client, j.key.Namespace, j.key.Kind, name)
+	w, err := getWorkload(ctx, j.target, j.key.Namespace, j.key.Kind, name)
 	if err != nil {
 		return name, false, fmt.Errorf("reading %s %s/%s: %w", j.key.Kind, j.key.Namespace, name, err)
 	}
