@@ -156,7 +156,7 @@ func target(t *testing.T, env *testenv.Env, ns string) reconcile.Target {
 
 func newReconciler(t *testing.T, opts ...reconcile.Option) *reconcile.Reconciler {
 	t.Helper()
-	opts = append([]reconcile.Option{reconcile.WithPollInterval(200 * time.Millisecond), reconcile.WithRolloutTimeout(2 * time.Minute)}, opts...)
+	opts = append([]reconcile.Option{reconcile.WithPollInterval(200 * time.Millisecond), reconcile.WithRolloutTimeout(time.Minute)}, opts...)
 	r, err := reconcile.New(opts...)
 	if err != nil {
 		t.Fatalf("reconcile.New: %v", err)

@@ -246,14 +246,14 @@ spec:
 
 // TestWatchedRollouts: while Watch runs (the daemon's way), Plan reads
 // Rollouts from the watch cache, and an apply's rollout wait reads what the
-// cache keeps of a Rollout (status, steps, pause) and wakes on its events:
-// a promoted canary ends done, and the next plan, from the cache, has
-// nothing left to change.
+// cache keeps of a Rollout (status, steps) and wakes on its events only: a
+// canary ends done, and the next plan, from the cache, has nothing left to
+// change.
 func TestWatchedRollouts(t *testing.T) {
 	env := cluster.Env(t)
 	ns := env.Namespace(t)
 	dyn := dynamicClient(t, env)
-	createRollout(t, dyn, ns, "api", "api", "reg.example.com/api:1", "[{setWeight: 50}, {pause: {}}, {setWeight: 100}]")
+	createRollout(t, dyn, ns, "api", "api", "reg.example.com/api:1", "[{setWeight: 50}, {setWeight: 100}]")
 	waitPhase(t, dyn, ns, "api", "Healthy")
 	r := newReconciler(t, reconcile.WithPollInterval(time.Hour)) // only the watch's events wake the wait
 	ctx, cancel := context.WithCancel(context.Background())
@@ -262,9 +262,10 @@ func TestWatchedRollouts(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-watching })
 
 	req := reconcile.Request{Environment: environment(svc("api", "api", "2")), Revision: "rev2", Targets: []reconcile.Target{target(t, env, ns)}}
-	w := apply(t, r, req, "api", reconcile.WithPromotion(reconcile.PromotionAuto, "github:alice"))
+	w := apply(t, r, req, "api", reconcile.WithProgress(func(p reconcile.Progress) { t.Logf("progress: %s %s", p.Phase, p.Message) }))
 	if w.Outcome != reconcile.OutcomeSucceeded {
-		t.Fatalf("outcome %s %q, want succeeded", w.Outcome, w.Message)
+		image, phase, msg := rolloutOf(t, dyn, ns, "api")
+		t.Fatalf("outcome %s %q, want succeeded (the Rollout: %s %s %s)", w.Outcome, w.Message, image, phase, msg)
 	}
 	testenv.WaitFor(t, 30*time.Second, "the watched plan to see the new image", func() bool {
 		plan, err := r.Plan(ctx, req)

@@ -30,6 +30,10 @@ type job struct {
 	obj     runtime.Object // the patched object
 	gen     int64
 	canary  *canaryRef // the Flagger Canary that judges the rollout (flagger.go)
+	// promoted is when a Rollout paused at the step promotedAt (its status
+	// message) was last promoted (argo.go, promoteStep).
+	promoted   time.Time
+	promotedAt string
 }
 
 // Apply plans req again and applies the plan if its hash is planHash;
@@ -161,14 +165,12 @@ func (r *Reconciler) finishRollouts(ctx context.Context, req Request, patched []
 	}
 	ctx, span := startSpan(ctx, "rollout wait", attrWorkloads.Int(len(patched)))
 	defer span.End()
-	rollingOut := func(j *job, st rollout) {
-		report(j, PhaseRollingOut, st.msg)
+	rollingOut := func(j *job, st rollout, changed bool) {
+		if changed {
+			report(j, PhaseRollingOut, st.msg)
+		}
 		if st.paused && r.o.promotion == PromotionAuto {
-			if err := r.promote(ctx, req, j, st.msg); err != nil {
-				report(j, PhaseRollingOut, fmt.Sprintf("%s: %v", st.msg, err))
-				return
-			}
-			report(j, PhaseRollingOut, "promoted: "+st.msg)
+			r.promoteStep(ctx, req, j, st.msg, report)
 		}
 	}
 	r.waitRollouts(ctx, patched, rollingOut, func(j *job, st rollout) {

@@ -11,11 +11,11 @@ const eventGap = 20 * time.Millisecond
 
 // waitRollouts waits until every job's rollout finished or failed, or the
 // rollout timeout passes, calling status with each new status (message) of a
-// rollout still going and done once per job. A job whose target is watched
+// rollout still going (and every round for a Rollout paused for a promotion) and done once per job. A job whose target is watched
 // (Watch) is read from the watch, woken by its events; the others are polled
 // with one List per kind per target that still has a job of that kind
 // waiting, so the cost does not grow with the number of workloads.
-func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(j *job, st rollout), done func(j *job, st rollout)) {
+func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(j *job, st rollout, changed bool), done func(j *job, st rollout)) {
 	pending := map[WorkloadKey]*job{}
 	last := map[WorkloadKey]string{}
 	for _, j := range jobs {
@@ -33,8 +33,8 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(
 		case st.done || st.failed || st.onDelete:
 			delete(pending, k)
 			done(j, st)
-		case changed:
-			status(j, st)
+		case changed || st.paused: // a paused Rollout is heard every round: its promotion may need sending again
+			status(j, st, changed)
 		}
 	}
 	deadline := time.Now().Add(r.o.rolloutTimeout)
@@ -97,6 +97,10 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(
 			}
 			return
 		}
-		timer.Reset(min(r.o.pollInterval, time.Until(deadline)+time.Millisecond))
+		next := r.o.pollInterval
+		if r.o.promotion == PromotionAuto && anyPaused(pending, last) {
+			next = min(next, promoteAgain) // read again to see the promotion taken, or send it again
+		}
+		timer.Reset(min(next, time.Until(deadline)+time.Millisecond))
 	}
 }
