@@ -357,6 +357,7 @@ Secrets it may read are those named in rbac.pullSecrets; any Secret only with rb
 - apiGroups: ["flagger.app"]
   resources: ["canaries"]
   verbs: ["get", "list"]
+{{- end }}
 {{- if .Values.rbac.argoRollouts }}
 # rbac.argoRollouts: Argo Rollouts' Rollouts as workloads, and the promotion of a paused step.
 - apiGroups: ["argoproj.io"]
