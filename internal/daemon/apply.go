@@ -116,10 +116,10 @@ func (w *worker) applyStep(ctx context.Context, p *pass) error {
 			}()
 		})
 	}
-	res, err := w.applyWithGrace(ctx, w.request(s, p.envM), applyHash, func(reconcile.Progress) {
+	res, err := w.applyWithGrace(ctx, w.request(s, p.envM), applyHash, reconcile.WithProgress(func(reconcile.Progress) {
 		w.metrics.patched(w.env, s.Revision)
 		underWay()
-	})
+	}), reconcile.WithPromotion(w.promotion, j.approver))
 	var stale *reconcile.StalePlanError
 	if errors.As(err, &stale) || (err != nil && res == nil && j.started != nil) {
 		p.done = true
@@ -267,13 +267,14 @@ func appliedPlan(res *reconcile.Result) *reconcile.Plan {
 	return &p
 }
 
-// applyWithGrace applies planHash, reporting progress; when ctx ends, the
-// patches in flight get the apply grace to finish before the apply is
-// cancelled (none when the Lease was lost: see graceful).
-func (w *worker) applyWithGrace(ctx context.Context, req reconcile.Request, planHash string, progress func(reconcile.Progress)) (*reconcile.Result, error) {
+// applyWithGrace applies planHash with opts (progress, the promotion of
+// Rollouts); when ctx ends, the patches in flight get the apply grace to
+// finish before the apply is cancelled (none when the Lease was lost: see
+// graceful).
+func (w *worker) applyWithGrace(ctx context.Context, req reconcile.Request, planHash string, opts ...reconcile.Option) (*reconcile.Result, error) {
 	actx, cancel := graceful(ctx, w.applyGrace)
 	defer cancel()
-	return w.reconciler.Apply(actx, req, planHash, reconcile.WithProgress(progress))
+	return w.reconciler.Apply(actx, req, planHash, opts...)
 }
 
 // outcome is how an apply ended: out says who approved it, when it started

@@ -343,7 +343,7 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		reconciler: d.rec, targets: d.targets[env], lockPath: ec.LockPath, statusTargets: ec.Targets,
 		manifests: envManifests{d: d, env: env, lockPath: ec.LockPath},
 		source:    d.snaps, allowRewrite: d.cfg.Source.AllowRewrite,
-		rollback: ec.RollsBack(), rollbackHook: d.o.rollbackHook, recorded: d.o.recordHook,
+		rollback: ec.RollsBack(), rollbackHook: d.o.rollbackHook, recorded: d.o.recordHook, promotion: promotionOf(ec),
 		approvals: &tally.Counter{Env: env, Policy: d.cfg.ApprovalPolicy(env), Rules: d.rules[env], RuleApprover: d.o.ruleApprover,
 			Authors: authorsOf(d.o.authors, d.source), Locks: policyLocks(d.lockSvc, ec.LockPath), Range: d.source, Now: d.clock.Now},
 		metrics: d.metrics, log: d.log, now: d.clock.Now,
@@ -446,3 +446,11 @@ func (d *Daemon) Plan(ctx context.Context, s gitsource.Snapshot, env string) (*r
 }
 
 var _ approval.Decider = (*Daemon)(nil)
+
+// promotionOf is what env's applies do with a Rollout paused at a step.
+func promotionOf(ec config.Environment) reconcile.Promotion {
+	if ec.PromotesRollouts() {
+		return reconcile.PromotionAuto
+	}
+	return reconcile.PromotionWait
+}

@@ -61,6 +61,10 @@ type workerDeps struct {
 	// rollback recorded.
 	rollback     bool
 	rollbackHook RollbackHook
+	// promotion is what an apply does with an Argo Rollouts Rollout paused
+	// at a step (environments.<env>.rollouts.promote), named with who
+	// approved the plan.
+	promotion reconcile.Promotion
 	// recorded, when set, hears after each pass and decision that the records may have changed.
 	recorded RecordHook
 	// approvals counts approvals under the environment's policy (internal/tally).
