@@ -61,7 +61,7 @@ func (v Verification) Check(t promote.Task) error {
 func (v Verification) runner(env string, targets []reconcile.Target) sequence.Runner {
 	vt := make([]verify.Target, len(targets))
 	for i, t := range targets {
-		vt[i] = verify.Target{Name: t.Name, Namespace: t.Namespace, Client: t.Client}
+		vt[i] = verify.Target{Name: t.Name, Namespace: t.Namespace, Client: t.Client, Dynamic: t.Dynamic}
 	}
 	return func(ctx context.Context, r sequence.Request) (sequence.Result, error) {
 		task, err := verify.ParseTask(r.Task.Name, r.Task.Properties)
