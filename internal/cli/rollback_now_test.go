@@ -124,10 +124,12 @@ state: {namespace: %s, kubeconfig: %q}
 	}
 	testenv.WaitFor(t, 30*time.Second, "web back on 1.0.0", func() bool { return env.Image(t, ns, "web") == "example.com/web:1.0.0" })
 	// The apply is over once its result is in the history (this control plane runs no controllers, so its rollout
-	// times out: what matters is the image the pin keeps).
-	testenv.WaitFor(t, 30*time.Second, "the rollback's apply recorded", func() bool {
+	// times out: what matters is the image the pin keeps), and a pass after it has observed prod in sync: until
+	// then the status shows the last pass's observation, which planned the pinned plan (its planHash).
+	testenv.WaitFor(t, 30*time.Second, "the rollback's apply recorded and observed in sync", func() bool {
 		v, ok := prodStatus(t, server, tokenFile)
-		return ok && v.Pending == nil && v.InFlight == nil && v.LastResult != nil && strings.Contains(v.LastResult.Approver, "alice")
+		return ok && v.Pending == nil && v.InFlight == nil && v.LastResult != nil && strings.Contains(v.LastResult.Approver, "alice") &&
+			v.PlanHash == ""
 	})
 
 	// Resyncs (every second) while the pull request is open keep 1.0.0 and propose nothing.
