@@ -80,7 +80,12 @@ func TestGitHubErrorsAndRateLimits(t *testing.T) {
 	if runsOfRev != 1 {
 		t.Errorf("%d check runs stagehand/devel on %s, want 1", runsOfRev, rev[:8])
 	}
-	// Four faults and the call that succeeds; more is a storm.
+	// Four faults and the call that succeeds; more is a storm. githubtest
+	// records a request when its answer is written, a moment after the run it
+	// created is visible: wait for the fifth before counting.
+	testenv.WaitFor(t, 10*time.Second, "the fifth POST check-runs recorded", func() bool {
+		return gh.CountRequests(http.MethodPost, checkRuns) >= 4+1
+	})
 	if posts, patches := gh.CountRequests(http.MethodPost, checkRuns), gh.CountRequests(http.MethodPatch, checkRun); posts != 4+1 || patches > 1 {
 		t.Errorf("requests: %d POST check-runs, want 5 (4 faults, then the run); %d PATCH check-run", posts, patches)
 	}
