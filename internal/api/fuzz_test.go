@@ -24,6 +24,9 @@ func FuzzDecisionBody(f *testing.F) {
 	f.Add([]byte(`{"planHash":"sha256:p"} trailing`), true)
 	f.Add([]byte(`{"planHash":"sha256:p"}}`), true)
 	f.Add([]byte(`[`+strings.Repeat("[", 100)), true)
+	f.Add([]byte(`{"planHash":"sha256:p"}`), true)
+	f.Add([]byte(`{"planHash":"sha256:p","approver":"token:ops"}`), false)
+	f.Add([]byte(`{"plAnHAsh":"sha256:p"}`), true) // encoding/json matches field names case-insensitively
 	s, err := New(&backend{}, withOps(f), WithRateLimit(0, 0))
 	if err != nil {
 		f.Fatal(err)
@@ -45,8 +48,10 @@ func FuzzDecisionBody(f *testing.F) {
 			if err := json.Unmarshal(body, &sent); err != nil || sent.PlanHash != "sha256:p" || len(b.decided) != 1 {
 				t.Fatalf("%d for %q: decided %v", w.Code, body, b.decided)
 			}
-			// Whatever the body says, the decision is the token's: ops.
-			if sent.Approver != "" && sent.Approver != opsName || !strings.HasPrefix(b.decided[0], map[bool]string{true: "approve ", false: "reject "}[approve]+opsName) {
+			// Whatever the body says, the decision is the token's: token:ops.
+			want := map[bool]string{true: "approve ", false: "reject "}[approve] + "token:" + opsName
+			typedOK := sent.Approver == "" || sent.Approver == opsName || sent.Approver == "token:"+opsName
+			if !typedOK || b.decided[0] != want && !strings.HasPrefix(b.decided[0], want+" ") {
 				t.Fatalf("decided %q for %q", b.decided[0], body)
 			}
 		case http.StatusBadRequest, http.StatusConflict, http.StatusRequestEntityTooLarge:
