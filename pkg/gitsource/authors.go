@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -117,7 +118,8 @@ func ancestors(repo *git.Repository, from plumbing.Hash, visit func(*object.Comm
 // CoAuthors returns the e-mail addresses (lower case, in order, once each) of the "Co-authored-by: Name
 // <e-mail>" trailers of a commit message, the key without case, on any line of it (git's trailer block is
 // the last paragraph, but GitHub and people write them elsewhere too, and for four-eyes more is safer).
-// A trailer without an e-mail address names nobody.
+// A trailer without an e-mail address names nobody, and neither does one whose address holds a space or a
+// control character (a lone carriage return inside a line, say): no mailbox is written that way.
 func CoAuthors(message string) []string {
 	var out []string
 	seen := map[string]bool{}
@@ -131,7 +133,7 @@ func CoAuthors(message string) []string {
 			value = value[i+1 : j]
 		}
 		e := strings.ToLower(strings.TrimSpace(value))
-		if !strings.Contains(e, "@") || seen[e] {
+		if !strings.Contains(e, "@") || strings.IndexFunc(e, notInAddress) >= 0 || seen[e] {
 			continue
 		}
 		seen[e] = true
@@ -139,3 +141,6 @@ func CoAuthors(message string) []string {
 	}
 	return out
 }
+
+// notInAddress reports whether r cannot be part of an e-mail address as written in a trailer.
+func notInAddress(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }
