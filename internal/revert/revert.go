@@ -84,12 +84,12 @@ func (r *Reverter) Start(ctx context.Context, e approval.Entry, cause string) er
 	})
 	if err != nil {
 		r.failed(FailedState)
-		return fmt.Errorf("recording the rollback of revision %s before starting it: %w", short(e.Revision), err)
+		return fmt.Errorf("recording the rollback of revision %s before starting it: %w", approval.ShortRevision(e.Revision), err)
 	}
 	if r.c.Moved != nil {
 		r.c.Moved() // RollingBack
 	}
-	r.c.Log.Info("rolling back a failed apply", "environment", r.c.Env, "revision", short(e.Revision), "cause", cause)
+	r.c.Log.Info("rolling back a failed apply", "environment", r.c.Env, "revision", approval.ShortRevision(e.Revision), "cause", cause)
 	return r.Continue(ctx, rb)
 }
 
@@ -100,7 +100,7 @@ func (r *Reverter) Start(ctx context.Context, e approval.Entry, cause string) er
 // restore leaves rb in the state for the next leader, after the apply grace.
 func (r *Reverter) Continue(ctx context.Context, rb state.Rollback) error {
 	env, e := r.c.Env, rb.Entry
-	log := r.c.Log.WithValues("environment", env, "revision", short(e.Revision), "planHash", e.PlanHash)
+	log := r.c.Log.WithValues("environment", env, "revision", approval.ShortRevision(e.Revision), "planHash", e.PlanHash)
 	var changes []reconcile.Change
 	if err := json.Unmarshal(e.Changes, &changes); err != nil {
 		// Nothing can be restored without them; record what happened.
@@ -116,7 +116,7 @@ func (r *Reverter) Continue(ctx context.Context, rb state.Rollback) error {
 	res, err := r.c.Restore(gctx, req, changes, rb.Cause)
 	cancel()
 	if ctx.Err() != nil {
-		return fmt.Errorf("rolling back revision %s: interrupted by shutdown; the next leader continues: %w", short(e.Revision), ctx.Err())
+		return fmt.Errorf("rolling back revision %s: interrupted by shutdown; the next leader continues: %w", approval.ShortRevision(e.Revision), ctx.Err())
 	}
 	restored, msg := summary(rb.Cause, res, err)
 	if err != nil || res.Failed() {
@@ -141,7 +141,7 @@ func (r *Reverter) Continue(ctx context.Context, rb state.Rollback) error {
 	})
 	if uerr != nil {
 		r.failed(FailedState)
-		return fmt.Errorf("recording the rollback of revision %s: %w", short(e.Revision), uerr)
+		return fmt.Errorf("recording the rollback of revision %s: %w", approval.ShortRevision(e.Revision), uerr)
 	}
 	if id == 0 {
 		return nil
@@ -225,7 +225,7 @@ func summary(cause string, res *reconcile.Result, err error) (int, string) {
 		}
 	}
 	if len(failed) > 0 {
-		return restored, fmt.Sprintf("%s; rolled back %d workload(s) to the images before, %d not: %s", cause, restored, len(failed), joinMax(failed, 5))
+		return restored, fmt.Sprintf("%s; rolled back %d workload(s) to the images before, %d not: %s", cause, restored, len(failed), approval.JoinMax(failed, 5))
 	}
 	return restored, fmt.Sprintf("%s; rolled back %d workload(s) to the images before", cause, restored)
 }
@@ -248,25 +248,4 @@ func outcome(env string, e approval.Entry, changes []reconcile.Change) (approval
 	out := approval.Outcome{Result: approval.ResultRolledBack, Approver: e.Approver, Message: e.Message, Apply: res,
 		Started: e.Started, Finished: e.Finished}
 	return approval.Proposal{Environment: env, Revision: e.Revision, Plan: plan}, out, err
-}
-
-func joinMax(ss []string, n int) string {
-	out := ""
-	for i, s := range ss {
-		if i == n {
-			return out + fmt.Sprintf("; and %d more", len(ss)-n)
-		}
-		if i > 0 {
-			out += "; "
-		}
-		out += s
-	}
-	return out
-}
-
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
 }

@@ -1,0 +1,25 @@
+package approval
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ShortRevision is rev as an outcome's message and the logs abbreviate it:
+// its first 12 characters.
+func ShortRevision(rev string) string {
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return rev
+}
+
+// JoinMax joins the first n of msgs with "; " for an outcome's message,
+// saying how many more there were: a thousand failed workloads make one
+// readable line, not a thousand.
+func JoinMax(msgs []string, n int) string {
+	if len(msgs) <= n {
+		return strings.Join(msgs, "; ")
+	}
+	return strings.Join(msgs[:n], "; ") + fmt.Sprintf("; and %d more", len(msgs)-n)
+}
