@@ -228,7 +228,7 @@ func BenchmarkApprovalClickToPatch(b *testing.B) {
 // which a benchmark run with -count passes.)
 func (r *running) waitRecorded(t testing.TB, name, rev string) {
 	t.Helper()
-	testenv.WaitFor(t, 30*time.Second, "apply of "+short(rev)+" recorded", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "apply of "+approval.ShortRevision(rev)+" recorded", func() bool {
 		h := r.storeHistory(t, name)
 		return len(h) > 0 && h[0].Revision == rev
 	})
@@ -325,7 +325,7 @@ func BenchmarkDeployedVisible(b *testing.B) {
 		rev := h.commit("devel", true, map[string]string{"web": fmt.Sprintf("3.0.%d", i)})
 		r.push(b, h, fmt.Sprintf("visible-%d", i))
 		var done, visible time.Time
-		testenv.WaitFor(b, 60*time.Second, "deploy of "+short(rev)+" visible", func() bool {
+		testenv.WaitFor(b, 60*time.Second, "deploy of "+approval.ShortRevision(rev)+" visible", func() bool {
 			var ok1, ok2 bool
 			done, ok1 = gate.at(rev)
 			visible, ok2 = seenAt(rev)

@@ -14,20 +14,20 @@ var _ approval.BreakGlasser = (*Daemon)(nil)
 // reason (approval.BreakGlasser; window.Guard.BreakGlass keeps it beside the plan in the state, on any
 // replica). The worker of the replica that works env sees it within a second (pickUp) and applies the
 // plan if it has its approvals.
-func (d *Daemon) BreakGlass(ctx context.Context, env, planHash string, who identity.Principal, reason string) (*approval.Pending, error) {
-	w, ok := d.workers[env]
+func (ds *dispatcher) BreakGlass(ctx context.Context, env, planHash string, who identity.Principal, reason string) (*approval.Pending, error) {
+	w, ok := ds.workers[env]
 	if !ok {
-		return nil, fmt.Errorf("%w %q; configured: %v", approval.ErrUnknownEnvironment, env, d.envNames)
+		return nil, fmt.Errorf("%w %q; configured: %v", approval.ErrUnknownEnvironment, env, ds.envNames)
 	}
 	reason, err := approval.CheckReason(reason)
 	if err != nil {
 		return nil, err
 	}
-	p, err := w.windows.BreakGlass(ctx, d.store, planHash, who, reason)
+	p, err := w.windows.BreakGlass(ctx, ds.store, planHash, who, reason)
 	if err != nil {
 		return nil, err
 	}
-	if d.leads(env) {
+	if ds.leads(env) {
 		w.wakeUp()
 	}
 	return p, nil

@@ -6,11 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"go.opentelemetry.io/otel/trace"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/go-logr/logr"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/delivery"
 	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/lease"
+	"github.com/stagehand-gitops/stagehand/internal/meter"
 	"github.com/stagehand-gitops/stagehand/internal/policy"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/tally"
@@ -42,11 +44,15 @@ const LockAuthor = lock.ReconcilerAuthor
 
 // Daemon is a running reconciler: see the package documentation.
 type Daemon struct {
+	// views answers the API's reads; dispatcher takes its decisions.
+	*views
+	*dispatcher
+
 	cfg     *config.Config
 	o       options
 	log     logr.Logger
 	store   *state.Store
-	metrics *Metrics
+	metrics *meter.Metrics
 	source  *gitsource.Source
 	rec     *reconcile.Reconciler
 	targets map[string][]reconcile.Target
@@ -67,16 +73,9 @@ type Daemon struct {
 
 	leading atomic.Bool
 	ready   atomic.Bool
-	// busyWait is how long a decision waits for its busy worker (a long
-	// rollout) before it is handed over through the state (30s).
-	busyWait time.Duration
 
 	// snaps are the newest snapshot, handed to every worker.
 	snaps *snapshots
-
-	// deliveries records the webhook deliveries that reached an approval
-	// path (deliveries.go).
-	deliveries *state.Deliveries
 	// bell wakes the replicas that poll (wake.go).
 	bell *wake.Bell
 }
@@ -97,8 +96,8 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	if err := o.check(cfg); err != nil {
 		return nil, fmt.Errorf("configuring daemon: %w", err)
 	}
-	d := &Daemon{cfg: cfg, o: o, log: o.log, metrics: NewMetrics(), targets: o.targets,
-		workers: map[string]*worker{}, envNames: cfg.EnvironmentNames(), busyWait: 30 * time.Second,
+	d := &Daemon{cfg: cfg, o: o, log: o.log, targets: o.targets,
+		workers: map[string]*worker{}, envNames: cfg.EnvironmentNames(),
 		clock: o.clock, lockSvc: o.lockSvc, rec: o.rec, source: o.source}
 	if o.identity == "" {
 		d.o.identity = DefaultIdentity()
@@ -119,10 +118,9 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 		}
 		d.calendars[env] = cal
 	}
-	d.metrics.Registry.MustRegister(clockOffset{d.clock})
-	d.metrics.now = d.clock.Now
+	d.metrics = meter.New(d.clock.Now)
+	d.metrics.WatchClock(d.clock)
 	d.store = o.store
-	d.deliveries = state.NewDeliveries(d.store.Client(), d.store.Namespace(), state.DefaultMaxDeliveries)
 	d.bell = &wake.Bell{Client: d.store.Client(), Namespace: d.store.Namespace(), Identity: d.o.identity, Now: d.clock.Now, Log: d.log}
 	if o.pushes != nil {
 		// Push events trigger the source: on the leader directly, on any
@@ -131,7 +129,7 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 			return nil, err
 		}
 	}
-	d.metrics.Registry.MustRegister(sourceHealth{status: d.source.Status, now: d.clock.Now})
+	d.metrics.WatchSource(d.source.Status, d.clock.Now)
 	d.snaps = &snapshots{src: d.source, metrics: d.metrics, envs: d.envNames, log: d.log, wake: func() {
 		for _, w := range d.workers {
 			w.wakeUp()
@@ -143,13 +141,17 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	if cfg.LeaderElection.PerEnvironment && d.o.election.Enable {
 		d.shard = lease.NewShard(lease.Deps{
 			Leases: d.store.Client().CoordinationV1().Leases(d.store.Namespace()), Store: d.store,
-			Identity: d.o.identity, Election: d.o.election, Envs: d.envNames, Leadership: d.metrics.leadership, Now: d.clock.Now,
-			Start: d.workEnvironment, Applying: func(env string) bool { return d.workers[env].applying.Load() },
+			Identity: d.o.identity, Election: d.o.election, Envs: d.envNames, Leadership: d.metrics.Leadership, Now: d.clock.Now,
+			Start: d.workEnvironment, Applying: func(env string) bool { return d.workers[env].apply.applying.Load() },
 			Logf: func(msg string, kv ...any) { d.log.Info(msg, append(kv, "identity", d.o.identity)...) },
 			LogE: d.logE,
 		})
-		d.metrics.unheld(d.envNames)
+		d.metrics.Unheld(d.envNames)
 	}
+	d.views = &views{cfg: cfg, envNames: d.envNames, store: d.store, clock: d.clock, calendars: d.calendars, targets: d.targets,
+		lockSvc: d.lockSvc, shard: d.shard, deliveries: state.NewDeliveries(d.store.Client(), d.store.Namespace(), state.DefaultMaxDeliveries)}
+	d.dispatcher = &dispatcher{envNames: d.envNames, workers: d.workers, store: d.store, clock: d.clock, log: d.log,
+		leads: d.leads, leading: &d.leading, busyWait: 30 * time.Second}
 	return d, nil
 }
 
@@ -162,12 +164,8 @@ func DefaultIdentity() string {
 	return host + "-" + hex.EncodeToString(b)
 }
 
-// Now is the time on the state cluster's API server's clock, which every
-// time the daemon records is on (the local clock until its first response).
-func (d *Daemon) Now() time.Time { return d.clock.Now() }
-
 // Metrics returns the daemon's metrics (and their private registry).
-func (d *Daemon) Metrics() *Metrics { return d.metrics }
+func (d *Daemon) Metrics() *meter.Metrics { return d.metrics }
 
 // Store returns the daemon's state store.
 func (d *Daemon) Store() *state.Store { return d.store }
@@ -255,7 +253,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			if !leading {
 				d.leading.Store(false) // true once it works (leadingLoop)
 			}
-			d.metrics.setLeader(leading)
+			d.metrics.SetLeader(leading)
 			if leading {
 				d.log.Info("leading: fetching and applying", "identity", d.o.identity)
 			} else {
@@ -282,7 +280,7 @@ func (d *Daemon) leadingLoop(ctx context.Context) {
 		go func() { defer wg.Done(); w.run(ctx) }()
 	}
 	wg.Add(1)
-	go func() { defer wg.Done(); d.bell.Watch(ctx, func() { d.metrics.pushed(); d.source.Trigger() }) }()
+	go func() { defer wg.Done(); d.bell.Watch(ctx, func() { d.metrics.Pushed(); d.source.Trigger() }) }()
 	err := d.source.Run(ctx, func(_ context.Context, s gitsource.Snapshot) { d.snaps.offer(s) })
 	if err != nil && !errors.Is(err, context.Canceled) {
 		d.log.Error(err, "git source stopped")
@@ -297,7 +295,7 @@ func (d *Daemon) runSharded(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); d.shard.Run(ctx) }()
-	go func() { defer wg.Done(); d.bell.Watch(ctx, func() { d.metrics.pushed(); d.source.Trigger() }) }()
+	go func() { defer wg.Done(); d.bell.Watch(ctx, func() { d.metrics.Pushed(); d.source.Trigger() }) }()
 	err := d.source.Run(ctx, func(_ context.Context, s gitsource.Snapshot) { d.snaps.offer(s) })
 	if err != nil && !errors.Is(err, context.Canceled) {
 		d.log.Error(err, "git source stopped")
@@ -322,7 +320,8 @@ func (d *Daemon) workEnvironment(ctx context.Context, env, token string, lost fu
 	w := d.workers[env]
 	w.store = observed(d.store.Fenced(token, lost), d.metrics, env)
 	// A new term: propose again what is pending, write the status afresh.
-	w.proposed, w.lastStatus = "", nil
+	w.lastStatus = nil
+	w.tell.forget()
 	w.run(ctx)
 }
 
@@ -337,7 +336,7 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 	default:
 		resync = time.Minute
 	}
-	verification := delivery.Verification{Verifier: d.o.verifier, Own: d.o.tasks, Observe: d.metrics.observeVerification}
+	verification := delivery.Verification{Verifier: d.o.verifier, Own: d.o.tasks, Observe: d.metrics.ObserveVerification}
 	return workerDeps{
 		env: env, tracer: d.o.tracer, calendar: d.calendars[env], store: observed(d.store, d.metrics, env), gate: d.o.gate,
 		reconciler: d.rec, targets: d.targets[env], lockPath: ec.LockPath, statusTargets: ec.Targets,
@@ -370,7 +369,7 @@ func authorsOf(given approval.Authors, src *gitsource.Source) approval.Authors {
 func (d *Daemon) Once(ctx context.Context) error {
 	s, err := d.source.Poll(ctx)
 	if err != nil {
-		d.metrics.fail("", reasonFetch)
+		d.metrics.Fail("", reasonFetch)
 		return fmt.Errorf("fetching %s: %w", d.cfg.Source.Branch, err)
 	}
 	d.snaps.keep(s)
@@ -388,34 +387,34 @@ func (d *Daemon) Once(ctx context.Context) error {
 // newest, applies it. It returns the approved plan once the worker has
 // checked it (the apply goes on in the background) or a *approval.NotPendingError
 // naming what is pending now.
-func (d *Daemon) Approve(ctx context.Context, env, planHash string, approver identity.Principal) (*approval.Pending, error) {
-	return d.decide(ctx, env, decision{approve: true, planHash: planHash, who: approver, caller: trace.SpanContextFromContext(ctx)})
+func (ds *dispatcher) Approve(ctx context.Context, env, planHash string, approver identity.Principal) (*approval.Pending, error) {
+	return ds.decide(ctx, env, decision{approve: true, planHash: planHash, who: approver, caller: trace.SpanContextFromContext(ctx)})
 }
 
 // Reject rejects env's pending plan if planHash is its hash; it is recorded
 // in the history and not applied. The next revision is planned as usual.
-func (d *Daemon) Reject(ctx context.Context, env, planHash string, approver identity.Principal, reason string) (*approval.Pending, error) {
-	return d.decide(ctx, env, decision{planHash: planHash, who: approver, reason: reason, caller: trace.SpanContextFromContext(ctx)})
+func (ds *dispatcher) Reject(ctx context.Context, env, planHash string, approver identity.Principal, reason string) (*approval.Pending, error) {
+	return ds.decide(ctx, env, decision{planHash: planHash, who: approver, reason: reason, caller: trace.SpanContextFromContext(ctx)})
 }
 
-func (d *Daemon) decide(ctx context.Context, env string, dc decision) (*approval.Pending, error) {
-	w, ok := d.workers[env]
+func (ds *dispatcher) decide(ctx context.Context, env string, dc decision) (*approval.Pending, error) {
+	w, ok := ds.workers[env]
 	if !ok {
-		return nil, fmt.Errorf("%w %q; configured: %v", approval.ErrUnknownEnvironment, env, d.envNames)
+		return nil, fmt.Errorf("%w %q; configured: %v", approval.ErrUnknownEnvironment, env, ds.envNames)
 	}
-	if !d.leads(env) {
-		return d.handOver(ctx, env, dc)
+	if !ds.leads(env) {
+		return ds.handOver(ctx, env, dc)
 	}
 	dc.at = time.Now() // local and monotonic: compared with the worker's releaseSince
 	dc.reply = make(chan decisionReply, 1)
-	busy := time.NewTimer(d.busyWait)
+	busy := time.NewTimer(ds.busyWait)
 	defer busy.Stop()
 	select {
 	case w.decisions <- dc:
 	case <-busy.C:
 		// The worker is busy (a long rollout) or leadership is changing
 		// hands: leave the decision in the Store for whoever leads next.
-		return d.handOver(ctx, env, dc)
+		return ds.handOver(ctx, env, dc)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

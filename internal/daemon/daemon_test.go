@@ -11,9 +11,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -66,7 +63,7 @@ func TestSkipConfirmationDeploys(t *testing.T) {
 	if diff := cmp.Diff(wantImages, prod.Services[0].Targets[0].Images); diff != "" {
 		t.Errorf("prod pending: images (-want +got):\n%s", diff)
 	}
-	if n := counterValue(r.d.metrics.changesApplied.WithLabelValues("devel")); n != 2 {
+	if n := metricValue(t, r.d.metrics, "stagehand_changes_applied_total", "environment=devel"); n != 2 {
 		t.Errorf("stagehand_changes_applied_total{environment=devel} = %v, want 2", n)
 	}
 	events, err := env.Clientset.CoreV1().Events(h.ns["devel"]).List(context.Background(), metav1.ListOptions{})
@@ -261,7 +258,9 @@ func TestTwoReplicas(t *testing.T) {
 	if b.d.Leading() {
 		leader, standby = b, a
 	}
-	applied := func(r *running) float64 { return counterValue(r.d.metrics.changesApplied.WithLabelValues("devel")) }
+	applied := func(r *running) float64 {
+		return metricValue(t, r.d.metrics, "stagehand_changes_applied_total", "environment=devel")
+	}
 	if applied(leader) != 1 || applied(standby) != 0 {
 		t.Errorf("changes applied: leader %v, standby %v; want 1 and 0", applied(leader), applied(standby))
 	}
@@ -314,7 +313,7 @@ func TestBrokenEnvironment(t *testing.T) {
 	if got := cluster.Env(t).Image(t, h.ns["staging"], "web"); got != imageRepo+"web:0.9.0" {
 		t.Errorf("broken staging was applied: %s", got)
 	}
-	if n := counterValue(r.d.metrics.failures.WithLabelValues("staging", "resolve")); n < 1 {
+	if n := metricValue(t, r.d.metrics, "stagehand_failures_total", "environment=staging", "stage=resolve"); n < 1 {
 		t.Errorf("resolve failures for staging = %v, want ≥ 1", n)
 	}
 	// Fixing it deploys it.
@@ -368,14 +367,6 @@ func TestHTTPEndpoints(t *testing.T) {
 	if code, _ := r.call(t, "GET", "/api/v1/locks", "", nil); code != http.StatusUnauthorized {
 		t.Errorf("GET /api/v1/locks without token = %d, want 401", code)
 	}
-}
-
-func counterValue(c prometheus.Counter) float64 {
-	var m dto.Metric
-	if err := c.Write(&m); err != nil {
-		return -1
-	}
-	return m.GetCounter().GetValue()
 }
 
 // TestShutdownDuringApply: a shutdown while an apply waits for a rollout lets
@@ -510,6 +501,6 @@ func TestDeadLeadersDeployLockIsTakenOver(t *testing.T) {
 func waitPendingGauge(t *testing.T, d *Daemon, env string, want float64) {
 	t.Helper()
 	testenv.WaitFor(t, 30*time.Second, fmt.Sprintf("stagehand_pending_approvals{environment=%q} %v", env, want), func() bool {
-		return testutil.ToFloat64(d.metrics.pending.WithLabelValues(env)) == want
+		return metricValue(t, d.metrics, "stagehand_pending_approvals", "environment="+env) == want
 	})
 }

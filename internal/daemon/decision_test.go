@@ -67,7 +67,7 @@ func TestHandedOverApprovalThatFailsIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := d.workers["prod"]
-	w.pickUp(ctx)
+	w.desk.pickUp(ctx)
 
 	if len(gate.completed) != 1 || gate.completed[0].Result != approval.ResultFailed || gate.completed[0].Approver != "github:maria" ||
 		gate.completed[0].Apply != nil || !strings.Contains(gate.completed[0].Message, "approving failed, nothing was applied") {
@@ -77,8 +77,8 @@ func TestHandedOverApprovalThatFailsIsReported(t *testing.T) {
 	if err != nil || st.Pending == nil || st.Pending.PlanHash != pending.PlanHash || len(st.Handovers) != 0 || len(st.History) != 0 {
 		t.Errorf("state after the failed approval: %+v, %v; want the plan still pending, no hand-over, no history", st, err)
 	}
-	if w.proposed != "" {
-		t.Errorf("the failed plan is remembered as proposed (%q): it would not be proposed again", w.proposed)
+	if w.tell.proposed != "" {
+		t.Errorf("the failed plan is remembered as proposed (%q): it would not be proposed again", w.tell.proposed)
 	}
 }
 
@@ -96,6 +96,7 @@ func TestApprovalPlansOnce(t *testing.T) {
 	w := d.workers["prod"]
 	var plans, applies atomic.Int64
 	w.reconciler = countingReconciler{reconciler: w.reconciler, plans: &plans, applies: &applies}
+	w.apply.reconciler = w.reconciler // the applier applies through it
 	if err := d.Once(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestApprovalPlansOnce(t *testing.T) {
 	if _, err := d.Approve(ctx, "prod", st.Pending.PlanHash, ghUser("alice")); err != nil {
 		t.Fatal(err)
 	}
-	w.pickUp(ctx)
+	w.desk.pickUp(ctx)
 	if got := cluster.Env(t).Image(t, h.ns["prod"], "web"); got != imageRepo+"web:1.0.0" {
 		t.Fatalf("prod runs %s after the approval, want web:1.0.0", got)
 	}

@@ -190,7 +190,7 @@ func TestEnvironmentResource(t *testing.T) {
 	}
 	prod := envObject(t, h, "prod")
 	summary, _, _ := unstructured.NestedString(prod.Object, "status", "pending", "summary")
-	if want := short(head) + " 0/1"; summary != want {
+	if want := approval.ShortRevision(head) + " 0/1"; summary != want {
 		t.Errorf("prod's pending summary = %q, want %q", summary, want)
 	}
 	if c := condition(prod, envresource.ConditionDeployed); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "AwaitingApproval" || c.ObservedGeneration != prod.GetGeneration() {
@@ -205,8 +205,8 @@ func TestEnvironmentResource(t *testing.T) {
 	if diff := cmp.Diff([]string{"NAME", "REVISION", "PHASE", "PENDING", "LOCKED", "LAST", "DEPLOY", "AGE"}, strings.Fields(lines[0])); diff != "" {
 		t.Errorf("kubectl get environments columns (-want +got):\n%s\n%s", diff, out)
 	}
-	if len(lines) != 3 || !strings.Contains(lines[2], short(head)+" 0/1") || !strings.HasPrefix(lines[1], "devel ") {
-		t.Errorf("kubectl get environments:\n%s\nwant devel, then prod pending %s 0/1", out, short(head))
+	if len(lines) != 3 || !strings.Contains(lines[2], approval.ShortRevision(head)+" 0/1") || !strings.HasPrefix(lines[1], "devel ") {
+		t.Errorf("kubectl get environments:\n%s\nwant devel, then prod pending %s 0/1", out, approval.ShortRevision(head))
 	}
 	if out, err := kubectl(t, "wait", "-n", h.stateNS, "--for=condition=Deployed", "environment/devel", "--timeout=30s"); err != nil {
 		t.Errorf("kubectl wait for devel: %v\n%s", err, out)
@@ -491,14 +491,14 @@ func TestEnvironmentResourceEvents(t *testing.T) {
 		})
 		return evs
 	}
-	waitEvents("devel", []string{envresource.ReasonApplyStarted, short(head), "web → 1.0.0"}, []string{envresource.ReasonApplied, short(head), "web → 1.0.0"})
-	waitEvents("prod", []string{envresource.ReasonPlanProposed, short(head), shortHash(p.PlanHash), "web → 1.0.0"})
+	waitEvents("devel", []string{envresource.ReasonApplyStarted, approval.ShortRevision(head), "web → 1.0.0"}, []string{envresource.ReasonApplied, approval.ShortRevision(head), "web → 1.0.0"})
+	waitEvents("prod", []string{envresource.ReasonPlanProposed, approval.ShortRevision(head), shortHash(p.PlanHash), "web → 1.0.0"})
 
 	code, body := r.call(t, "POST", "/api/v1/environments/prod/approve", tokenOf("alice"), map[string]any{"planHash": p.PlanHash})
 	if code != http.StatusAccepted {
 		t.Fatalf("approve prod: %d %s", code, body)
 	}
-	waitEvents("prod", []string{envresource.ReasonApproved, "token:alice", shortHash(p.PlanHash)}, []string{envresource.ReasonApplied, short(head), "token:alice"})
+	waitEvents("prod", []string{envresource.ReasonApproved, "token:alice", shortHash(p.PlanHash)}, []string{envresource.ReasonApplied, approval.ShortRevision(head), "token:alice"})
 
 	next := h.commit("prod", false, map[string]string{"web": "1.1.0"})
 	r.push(t, h, "events-next")
@@ -507,7 +507,7 @@ func TestEnvironmentResourceEvents(t *testing.T) {
 	if code != http.StatusAccepted && code != http.StatusOK {
 		t.Fatalf("reject prod: %d %s", code, body)
 	}
-	evs := waitEvents("prod", []string{envresource.ReasonPlanProposed, short(next), "web → 1.1.0"}, []string{envresource.ReasonRejected, "token:bob", "not today", short(next)})
+	evs := waitEvents("prod", []string{envresource.ReasonPlanProposed, approval.ShortRevision(next), "web → 1.1.0"}, []string{envresource.ReasonRejected, "token:bob", "not today", approval.ShortRevision(next)})
 	if r := findEvent(evs, envresource.ReasonRejected); r.Type != corev1.EventTypeWarning || r.Source.Component != envresource.EventSource {
 		t.Errorf("Rejected Event of type %s from %q, want Warning from %s", r.Type, r.Source.Component, envresource.EventSource)
 	}
@@ -554,7 +554,7 @@ func TestEnvironmentResourceEvents(t *testing.T) {
 	third := h.commit("prod", false, map[string]string{"web": "1.2.0"})
 	r.push(t, h, "events-third")
 	r.waitPending(t, "prod", third)
-	waitEvents("prod", []string{envresource.ReasonPlanProposed, short(third), "web → 1.2.0"})
+	waitEvents("prod", []string{envresource.ReasonPlanProposed, approval.ShortRevision(third), "web → 1.2.0"})
 	seen := func() map[string]int32 {
 		m := map[string]int32{}
 		for _, env := range []string{"devel", "prod"} {
@@ -591,5 +591,5 @@ func objectRefOf(o *unstructured.Unstructured) *corev1.ObjectReference {
 // shortHash is how Events name a planHash: its algorithm and twelve digits.
 func shortHash(h string) string {
 	alg, digest, _ := strings.Cut(h, ":")
-	return alg + ":" + short(digest)
+	return alg + ":" + approval.ShortRevision(digest)
 }

@@ -29,7 +29,7 @@ func TestFourEyesAfterPinnedRollback(t *testing.T) {
 		p := r.waitPending(t, "prod", rev)
 		got, err := r.d.Approve(ctx, "prod", p.PlanHash, ghUser(who))
 		if err != nil || !got.Complete() {
-			t.Fatalf("Approve %s by %s = %+v, %v; want complete", short(rev), who, got, err)
+			t.Fatalf("Approve %s by %s = %+v, %v; want complete", approval.ShortRevision(rev), who, got, err)
 		}
 	}
 	applied := func(n int) []approval.Entry {
@@ -68,7 +68,7 @@ func TestFourEyesAfterPinnedRollback(t *testing.T) {
 	approve(bad, "bob")
 	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.0.0")
 	if hist := applied(3); hist[0].Revision != bad || hist[0].PinnedTo != first {
-		t.Fatalf("pinned apply recorded at %s pinned to %q; want at %s pinned to %s", short(hist[0].Revision), hist[0].PinnedTo, short(bad), short(first))
+		t.Fatalf("pinned apply recorded at %s pinned to %q; want at %s pinned to %s", approval.ShortRevision(hist[0].Revision), hist[0].PinnedTo, approval.ShortRevision(bad), approval.ShortRevision(first))
 	}
 
 	// carol's fix-forward ships web again: mallory's change is among what it deploys.
@@ -78,7 +78,7 @@ func TestFourEyesAfterPinnedRollback(t *testing.T) {
 	p := r.waitPending(t, "prod", fix)
 	_, err := r.d.Approve(ctx, "prod", p.PlanHash, ghUser("mallory"))
 	var refused *approval.RefusedError
-	if !errors.As(err, &refused) || !strings.Contains(refused.Reason, "mallory wrote or committed the commits after "+short(first)+" up to "+short(fix)) {
+	if !errors.As(err, &refused) || !strings.Contains(refused.Reason, "mallory wrote or committed the commits after "+approval.ShortRevision(first)+" up to "+approval.ShortRevision(fix)) {
 		t.Fatalf("Approve by mallory (her rolled-back change ships again) = %v, want a four-eyes refusal from the revision rolled back to", err)
 	}
 	approve(fix, "bob")

@@ -21,35 +21,35 @@ import (
 // kept in step with what it writes (the pending plan, the in-flight record,
 // the run), so that the run is decided without reading the state again
 // before the first patch.
-func (w *worker) gateStep(ctx context.Context, p *pass) error {
-	if w.holdRelease(ctx, p) {
+func (k *gatekeeper) gateStep(ctx context.Context, p *pass) error {
+	if k.release.hold(ctx, p) {
 		p.done = true // waiting for the release approval
 		return nil
 	}
 	if p.plan.Empty() {
-		if w.continueRun(p) {
+		if k.passes.continueRun(p) {
 			return nil // the steps after the deployment go on
 		}
 		p.done = true
-		return w.inSync(ctx, p)
+		return k.inSync(ctx, p)
 	}
 
-	if ks, kEnv, kPlan, ok := w.keepPending(ctx, p); ok {
+	if ks, kEnv, kPlan, ok := k.keepPending(ctx, p); ok {
 		// A newer revision that changes nothing here: the pending plan
 		// stays, at the revision reviewed.
 		p.snap, p.envM, p.plan = ks, kEnv, kPlan
 	} else {
-		w.kept, w.keptEnv = "", nil
+		k.kept, k.keptEnv = "", nil
 	}
 	s, envM, plan, st := p.snap, p.envM, p.plan, p.st
-	log := w.log.WithValues("environment", w.env, "revision", short(s.Revision))
-	if w.skipFailed(ctx, st, s.Revision, plan) {
+	log := k.log.WithValues("environment", k.env, "revision", approval.ShortRevision(s.Revision))
+	if k.skipFailed(ctx, st, s.Revision, plan) {
 		// Rolled back once: not applied again until a new revision.
 		p.done = true
 		return nil
 	}
-	prop := approval.Proposal{Environment: w.env, Revision: s.Revision, RevisionTime: s.Time, Plan: plan}
-	approvers, resume, err := w.resumable(ctx, st, prop)
+	prop := approval.Proposal{Environment: k.env, Revision: s.Revision, RevisionTime: s.Time, Plan: plan}
+	approvers, resume, err := k.resumable(ctx, st, prop)
 	if err != nil {
 		p.done = true
 		return failed(stepGate, reasonState, err)
@@ -59,33 +59,33 @@ func (w *worker) gateStep(ctx context.Context, p *pass) error {
 		p.job = &applyJob{prop: prop, approvers: approvers, resumed: st.InFlight}
 		return nil
 	}
-	tasks, err := w.seq.Tasks(s)
+	tasks, err := k.seq.Tasks(s)
 	if err != nil {
 		p.observe(envM, plan, err)
 		p.done = true
-		return failed(stepGate, reasonResolve, fmt.Errorf("reading the sequence at %s: %w", short(s.Revision), err))
+		return failed(stepGate, reasonResolve, fmt.Errorf("reading the sequence at %s: %w", approval.ShortRevision(s.Revision), err))
 	}
-	if w.deferredApproved(ctx, p, tasks) {
+	if k.deferredApproved(ctx, p, tasks) {
 		return nil // still deferred, or applied now that the windows opened
 	}
 	// A rewritten history needs a person even where skipConfirmation is
 	// set, and so does a sequence with an approval task.
-	auto := envM.SkipConfirmation && (plan.HistoryRewritten == "" || w.allowRewrite) && !delivery.PreApproval(tasks)
+	auto := envM.SkipConfirmation && (plan.HistoryRewritten == "" || k.allowRewrite) && !delivery.PreApproval(tasks)
 	tasks = delivery.WithApproval(tasks, !auto)
-	gate := w.gate
+	gate := k.gate
 	if auto {
 		gate = autoGate
 		if by := pinnedBy(st.Pin, plan); by != "" {
 			gate = approval.AutoAs(by) // the history names who rolled back, not skipConfirmation
 		}
-	} else if w.manifests != nil {
+	} else if k.manifests != nil {
 		// Only a plan awaiting approval shows its notes (the gate's
 		// Propose): an auto-approved one goes to its first patch without
 		// reading the hold (a lock read of ~100 ms: a consistent list).
-		prop.Notes = w.manifests.Notes(ctx, st)
+		prop.Notes = k.manifests.Notes(ctx, st)
 	}
 	if pp := st.Pending; st.Phase == status.PhaseAwaitingApproval && pp != nil && pp.PlanHash == plan.PlanHash && pp.Revision == s.Revision {
-		if w.proposed == proposalKey(prop) && w.now().Sub(w.proposedAt) < w.repropose {
+		if !k.tell.due(prop) {
 			p.done = true
 			return nil // proposed already; waiting for a decision
 		}
@@ -98,21 +98,21 @@ func (w *worker) gateStep(ctx context.Context, p *pass) error {
 		} else {
 			prop.Notes = append(slices.Clip(prop.Notes), tally.Note(pp)...)
 		}
-		w.seq.Begin(ctx, delivery.Start{State: p.st, Env: p.envM, Prop: prop, Tasks: tasks, Save: !auto})
-		return w.proposeOrApply(ctx, p, gate, prop)
+		k.seq.Begin(ctx, delivery.Start{State: p.st, Env: p.envM, Prop: prop, Tasks: tasks, Save: !auto})
+		return k.proposeOrApply(ctx, p, gate, prop)
 	}
 	if rejected(st.History, s.Revision, plan.PlanHash) {
 		// Rejected once: never proposed again. A new revision or a plan that
 		// differs (the cluster drifted) has another hash and is proposed.
-		w.supersede(ctx, st, s.Revision)
+		k.supersede(ctx, st, s.Revision)
 		p.done = true
 		return nil
 	}
-	w.supersede(ctx, st, s.Revision)
+	k.supersede(ctx, st, s.Revision)
 	if auto {
-		if v := w.windows.Judge(); !v.Open {
+		if v := k.windows.Judge(); !v.Open {
 			p.done = true // applied when the windows open
-			if err := w.windows.Defer(ctx, p.st, prop, v); err != nil {
+			if err := k.windows.Defer(ctx, p.st, prop, v); err != nil {
 				return failed(stepGate, reasonState, err)
 			}
 			return nil
@@ -124,21 +124,21 @@ func (w *worker) gateStep(ctx context.Context, p *pass) error {
 			p.done = true
 			return failed(stepGate, reasonState, fmt.Errorf("encoding plan: %w", err))
 		}
-		pend := &approval.Pending{Revision: s.Revision, PlanHash: plan.PlanHash, Plan: raw, ProposedAt: w.now().UTC(),
-			Required: w.approvals.Policy.Required}
-		w.approvals.Shows(ctx, st, pend)
+		pend := &approval.Pending{Revision: s.Revision, PlanHash: plan.PlanHash, Plan: raw, ProposedAt: k.now().UTC(),
+			Required: k.approvals.Policy.Required}
+		k.approvals.Shows(ctx, st, pend)
 		prop.Notes = append(slices.Clip(prop.Notes), tally.Note(pend)...) // the check run's first text says them
-		if err := w.store.Update(ctx, w.env, func(st *state.EnvState) { st.Pending, st.Phase = pend, status.PhaseAwaitingApproval }); err != nil {
+		if err := k.store.Update(ctx, k.env, func(st *state.EnvState) { st.Pending, st.Phase = pend, status.PhaseAwaitingApproval }); err != nil {
 			p.done = true
 			return failed(stepGate, reasonState, err)
 		}
 		st.Phase = status.PhaseAwaitingApproval
 	}
-	w.seq.Begin(ctx, delivery.Start{State: p.st, Env: p.envM, Prop: prop, Tasks: tasks, Save: !auto})
+	k.seq.Begin(ctx, delivery.Start{State: p.st, Env: p.envM, Prop: prop, Tasks: tasks, Save: !auto})
 	if !auto {
-		w.tracer.Proposed(ctx, w.env, plan.PlanHash) // the approval's wait links to this pass
+		k.tracer.Proposed(ctx, k.env, plan.PlanHash) // the approval's wait links to this pass
 	}
-	if err := w.proposeOrApply(ctx, p, gate, prop); err != nil || p.job != nil {
+	if err := k.proposeOrApply(ctx, p, gate, prop); err != nil || p.job != nil {
 		return err
 	}
 	log.Info("plan waiting for approval", "planHash", plan.PlanHash, "changes", len(plan.Changes))
@@ -147,8 +147,8 @@ func (w *worker) gateStep(ctx context.Context, p *pass) error {
 
 // proposeOrApply proposes prop to gate: a gate that approves at once (Auto)
 // lets the apply through, else the pass ends waiting for a decision.
-func (w *worker) proposeOrApply(ctx context.Context, p *pass, gate approval.Gate, prop approval.Proposal) error {
-	if dec := w.propose(ctx, gate, prop); dec.Approved {
+func (k *gatekeeper) proposeOrApply(ctx context.Context, p *pass, gate approval.Gate, prop approval.Proposal) error {
+	if dec := k.tell.propose(ctx, gate, prop); dec.Approved {
 		p.job = &applyJob{prop: prop, approvers: []string{dec.Approver}}
 		return nil
 	}
@@ -159,23 +159,23 @@ func (w *worker) proposeOrApply(ctx context.Context, p *pass, gate approval.Gate
 // inSync settles an environment whose plan is empty: an apply in flight
 // whose patches all landed is recorded (recordLanded), a pending plan
 // withdrawn (nothing is left to apply) and the in-flight record cleared.
-func (w *worker) inSync(ctx context.Context, p *pass) error {
+func (k *gatekeeper) inSync(ctx context.Context, p *pass) error {
 	st := p.st
 	if st.InFlight != nil {
-		w.recordLanded(ctx, p)
+		k.apply.recordLanded(ctx, p)
 		// It may have written the history and cleared the in-flight
 		// record and the pending plan its entry settles: the rest goes on
 		// from the state as it is now.
-		fresh, err := w.store.Load(ctx, w.env)
+		fresh, err := k.store.Load(ctx, k.env)
 		if err != nil {
 			return failed(stepGate, reasonState, err)
 		}
 		st, p.st = fresh, fresh
 	}
-	w.supersede(ctx, st, "")
+	k.supersede(ctx, st, "")
 	if st.InFlight == nil && st.Phase == status.PhaseDeferred {
 		// Deferred, and nothing is left to apply (someone else deployed it).
-		if err := w.store.Update(ctx, w.env, func(st *state.EnvState) {
+		if err := k.store.Update(ctx, k.env, func(st *state.EnvState) {
 			if st.Phase == status.PhaseDeferred && st.Pending == nil {
 				st.Phase = st.AtRest()
 			}
@@ -186,7 +186,7 @@ func (w *worker) inSync(ctx context.Context, p *pass) error {
 	}
 	if st.InFlight != nil {
 		// What was in flight is in place, and nothing is pending.
-		if err := w.store.Update(ctx, w.env, func(st *state.EnvState) { st.InFlight, st.Phase = nil, st.AtRest() }); err != nil {
+		if err := k.store.Update(ctx, k.env, func(st *state.EnvState) { st.InFlight, st.Phase = nil, st.AtRest() }); err != nil {
 			return failed(stepGate, reasonState, err)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
@@ -52,33 +51,33 @@ const maxHandovers = 16
 // An approval is counted here first, into the pending record every replica shares (see counter): one that
 // leaves the plan short of its required approvers is answered with the tally, and the leader hears only of
 // an approval that completes it.
-func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*approval.Pending, error) {
-	w := d.workers[env]
+func (ds *dispatcher) handOver(ctx context.Context, env string, dc decision) (*approval.Pending, error) {
+	w := ds.workers[env]
 	// A decision this leader's busy worker did not take in time (dc.at
 	// set) that finds a release approval which began to wait after it was
 	// taken was for the plan before its deployment: stale, as the worker
 	// judges it (decide).
-	stale := func(p *approval.Pending) bool { return w.takenBefore(p, dc.at) }
+	stale := func(p *approval.Pending) bool { return w.release.takenBefore(p, dc.at) }
 	if dc.approve {
-		p, err := w.approvals.Count(ctx, d.store, tally.Vote{PlanHash: dc.planHash, Who: dc.who, Stale: stale})
+		p, err := w.approvals.Count(ctx, ds.store, tally.Vote{PlanHash: dc.planHash, Who: dc.who, Stale: stale})
 		if err != nil {
 			return nil, err
 		}
 		if !p.Complete() {
 			plan, perr := decodePlan(w.env, p)
 			if perr != nil {
-				d.log.Error(perr, "showing the approvals so far", "environment", env)
+				ds.log.Error(perr, "showing the approvals so far", "environment", env)
 			}
 			prop := approval.Proposal{Environment: env, Revision: p.Revision, Plan: plan}
 			if p.Release {
 				prop.Release = p.ProposedAt
 			}
-			w.tally(ctx, prop, p)
+			w.tell.tally(ctx, prop, p)
 			return p, nil
 		}
 	}
 	h := state.Handover{ID: handoverID(), Approve: dc.approve, PlanHash: dc.planHash, Approver: dc.who.ID.String(),
-		Reason: dc.reason, At: d.clock.Now().UTC()}
+		Reason: dc.reason, At: ds.clock.Now().UTC()}
 	if !dc.who.ActsFor.IsZero() {
 		h.ActsFor = dc.who.ActsFor.String()
 	}
@@ -86,7 +85,7 @@ func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*approv
 		pending *approval.Pending
 		full    bool
 	)
-	err := d.store.Update(ctx, env, func(st *state.EnvState) {
+	err := ds.store.Update(ctx, env, func(st *state.EnvState) {
 		pending, full = st.Pending, false
 		if st.Pending == nil || st.Pending.PlanHash != dc.planHash || stale(st.Pending) {
 			return
@@ -107,7 +106,7 @@ func (d *Daemon) handOver(ctx context.Context, env string, dc decision) (*approv
 		return nil, fmt.Errorf("handing the decision of %s on plan %s to the leader of environment %s: %d decisions wait for it already: %w",
 			dc.who.String(), dc.planHash, env, maxHandovers, approval.ErrBusy)
 	}
-	d.log.Info("decision handed to the leader", "environment", env, "planHash", dc.planHash, "approve", dc.approve, "by", dc.who.String())
+	ds.log.Info("decision handed to the leader", "environment", env, "planHash", dc.planHash, "approve", dc.approve, "by", dc.who.String())
 	return pending, nil
 }
 
@@ -157,68 +156,5 @@ func takeHandover(dec state.Handover) func(*state.EnvState) {
 			q = nil
 		}
 		st.Handovers = q
-	}
-}
-
-// pickUp acts on the decisions other replicas handed over through the
-// Store, one at a time (nextHandover's order), each taken from the queue
-// before it is acted on. It stops after maxHandovers: those handed over
-// meanwhile wait for the next look. It reports whether it took any: the
-// records may have changed then, as after a decision of this replica's.
-func (w *worker) pickUp(ctx context.Context) (took bool) {
-	// Checked every second: decode the state only when a handover is there.
-	g, err := w.store.Glance(ctx, w.env)
-	if err != nil {
-		w.metrics.fail(w.env, reasonState)
-		w.log.Error(err, "reading the state for decisions handed over", "environment", w.env)
-		return took
-	}
-	if g.BreakGlass != w.glass {
-		// A break-glass kept by any replica (window.Guard.BreakGlass): a pass judges the plan again.
-		w.glass = g.BreakGlass
-		w.wakeUp()
-	}
-	if !g.Handover {
-		return took
-	}
-	for range maxHandovers {
-		if ctx.Err() != nil {
-			return took
-		}
-		st, err := w.store.Load(ctx, w.env)
-		if err != nil {
-			w.metrics.fail(w.env, reasonState)
-			w.log.Error(err, "reading the state for decisions handed over", "environment", w.env)
-			return took
-		}
-		dec, ok := nextHandover(st.Handovers)
-		if !ok {
-			return took
-		}
-		if err := w.store.Update(ctx, w.env, takeHandover(dec)); err != nil {
-			w.metrics.fail(w.env, reasonState)
-			w.log.Error(err, "taking a decision handed over", "environment", w.env, "planHash", dec.PlanHash)
-			return took
-		}
-		took = true
-		w.actOn(ctx, dec)
-	}
-	return took
-}
-
-// actOn carries out dec, a decision taken from the queue.
-func (w *worker) actOn(ctx context.Context, dec state.Handover) {
-	dc := decision{approve: dec.Approve, planHash: dec.PlanHash, who: handoverPrincipal(dec), reason: dec.Reason,
-		reply: make(chan decisionReply, 1)}
-	w.decide(ctx, dc)
-	r := <-dc.reply
-	if r.err == nil {
-		return
-	}
-	w.log.Error(r.err, "decision handed over by another replica", "environment", w.env, "planHash", dec.PlanHash,
-		"approve", dec.Approve, "by", dec.Approver)
-	if dec.Approve && !errors.Is(r.err, approval.ErrNotPending) && !errors.Is(r.err, approval.ErrRefused) {
-		// The replica that took the approval has answered already: report on the gate (the check run).
-		w.approvalFailed(ctx, dec, r.err)
 	}
 }

@@ -106,8 +106,8 @@ func TestHandoverTwoStandbysTwoOfTwo(t *testing.T) {
 				if err := approve(0, "alice"); err != nil {
 					t.Fatal(err)
 				}
-				leader.workers["prod"].pickUp(ctx) // nothing handed over yet: 1 of 2
-				leader = w.newDaemo()              // the leader restarts
+				leader.workers["prod"].desk.pickUp(ctx) // nothing handed over yet: 1 of 2
+				leader = w.newDaemo()                   // the leader restarts
 				if err := approve(1, "bob"); err != nil {
 					t.Fatal(err)
 				}
@@ -122,11 +122,11 @@ func TestHandoverTwoStandbysTwoOfTwo(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			leader.workers["prod"].pickUp(ctx)
+			leader.workers["prod"].desk.pickUp(ctx)
 			if got := cluster.Env(t).Image(t, w.h.ns["prod"], "web"); got != imageRepo+"web:1.0.0" {
 				t.Fatalf("prod runs %s after both approvals, want web:1.0.0", got)
 			}
-			leader.workers["prod"].pickUp(ctx) // anything left over must not act again
+			leader.workers["prod"].desk.pickUp(ctx) // anything left over must not act again
 			st, err := leader.store.Load(ctx, "prod")
 			if err != nil {
 				t.Fatal(err)
@@ -175,7 +175,7 @@ func TestHandoverApproveAndReject(t *testing.T) {
 				t.Fatalf("handovers waiting: %+v, %v; want both decisions", st.Handovers, err)
 			}
 			leader := w.newDaemo()
-			leader.workers["prod"].pickUp(ctx)
+			leader.workers["prod"].desk.pickUp(ctx)
 			if got := cluster.Env(t).Image(t, w.h.ns["prod"], "web"); got != imageRepo+"web:0.9.0" {
 				t.Errorf("prod runs %s, want web:0.9.0 (rejected)", got)
 			}
@@ -218,7 +218,7 @@ func TestHandoverQueueFull(t *testing.T) {
 			t.Fatalf("the refused approval was queued: %+v", h)
 		}
 	}
-	w.newDaemo().workers["prod"].pickUp(ctx)
+	w.newDaemo().workers["prod"].desk.pickUp(ctx)
 	st, err = d.store.Load(ctx, "prod")
 	if err != nil || len(st.Handovers) != 0 || len(st.History) != 1 || st.History[0].Approver != "github:p0" {
 		t.Fatalf("after the pick-up: handovers %+v, history %+v, %v; want none and p0's rejection", st.Handovers, st.History, err)
@@ -270,7 +270,7 @@ func TestHandoverOlderReplica(t *testing.T) {
 	if has, err := d.store.HasHandover(ctx, "prod"); err != nil || !has {
 		t.Fatalf("HasHandover with an older replica's decision = %v, %v; want true", has, err)
 	}
-	w.newDaemo().workers["prod"].pickUp(ctx)
+	w.newDaemo().workers["prod"].desk.pickUp(ctx)
 	waitImage(t, w.h.ns["prod"], "web", imageRepo+"web:1.0.0")
 	cm, err = cms.Get(ctx, state.ConfigMapName("prod"), metav1.GetOptions{})
 	if err != nil {
@@ -301,7 +301,7 @@ func TestHandoverTyped(t *testing.T) {
 	if len(st.Handovers) != 1 || st.Handovers[0].Approver != "token:alice-cli" || st.Handovers[0].ActsFor != "github:alice" {
 		t.Fatalf("handovers %+v, want token:alice-cli acting for github:alice", st.Handovers)
 	}
-	w.newDaemo().workers["prod"].pickUp(ctx)
+	w.newDaemo().workers["prod"].desk.pickUp(ctx)
 	waitImage(t, w.h.ns["prod"], "web", imageRepo+"web:1.0.0")
 	st, err = w.standby[0].store.Load(ctx, "prod")
 	if err != nil || len(st.History) != 1 || st.History[0].Approver != "token:alice-cli" {

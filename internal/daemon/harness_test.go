@@ -288,7 +288,7 @@ func (r *running) history(t testing.TB, name string) []approval.Entry {
 func (r *running) waitPending(t testing.TB, name, revision string) approval.Pending {
 	t.Helper()
 	var p *approval.Pending
-	testenv.WaitFor(t, 30*time.Second, "a pending plan in "+name+" for "+short(revision), func() bool {
+	testenv.WaitFor(t, 30*time.Second, "a pending plan in "+name+" for "+approval.ShortRevision(revision), func() bool {
 		p = r.environment(t, name).Pending
 		return p != nil && p.Revision == revision
 	})

@@ -16,11 +16,11 @@ import (
 // History returns env's history, newest first, each entry with its resolved
 // manifest; an error wrapping approval.ErrUnknownEnvironment for an
 // environment not in the configuration. Any replica answers from the Store.
-func (d *Daemon) History(ctx context.Context, env string) ([]approval.Entry, error) {
-	if _, ok := d.cfg.Environments[env]; !ok {
-		return nil, fmt.Errorf("%w %q; configured: %v", approval.ErrUnknownEnvironment, env, d.envNames)
+func (vw *views) History(ctx context.Context, env string) ([]approval.Entry, error) {
+	if _, ok := vw.cfg.Environments[env]; !ok {
+		return nil, fmt.Errorf("%w %q; configured: %v", approval.ErrUnknownEnvironment, env, vw.envNames)
 	}
-	h, err := d.store.History(ctx, env)
+	h, err := vw.store.History(ctx, env)
 	if err != nil {
 		return nil, err
 	}
@@ -33,8 +33,8 @@ func (d *Daemon) History(ctx context.Context, env string) ([]approval.Entry, err
 // HistoryEntry returns env's history entry numbered id, with its resolved
 // manifest: the versions that ran (or were to run) at that point. The error
 // wraps approval.ErrUnknownEnvironment or approval.ErrUnknownEntry.
-func (d *Daemon) HistoryEntry(ctx context.Context, env string, id int64) (*approval.Entry, error) {
-	h, err := d.History(ctx, env)
+func (vw *views) HistoryEntry(ctx context.Context, env string, id int64) (*approval.Entry, error) {
+	h, err := vw.History(ctx, env)
 	if err != nil {
 		return nil, err
 	}

@@ -79,7 +79,7 @@ func TestHistoryKeepsResolvedManifest(t *testing.T) {
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.2.0")
 	testenv.WaitFor(t, 30*time.Second, "the second history entry", func() bool { list = r.history(t, "devel"); return len(list) == 2 })
 	if list[0].ID != 2 || list[0].Revision != rev2 || list[1].ID != 1 {
-		t.Errorf("history after the restart = %d for %s, %d; want 2 for %s, 1", list[0].ID, short(list[0].Revision), list[1].ID, short(rev2))
+		t.Errorf("history after the restart = %d for %s, %d; want 2 for %s, 1", list[0].ID, approval.ShortRevision(list[0].Revision), list[1].ID, approval.ShortRevision(rev2))
 	}
 	e2 := r.entry(t, "devel", 2)
 	if e2.Manifest == nil || e2.Manifest.Files[1].Blob != gitBlob(web("1.2.0")) || e2.Manifest.Files[0].Blob != gitBlob(root) {

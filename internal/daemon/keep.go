@@ -25,61 +25,6 @@ import (
 // change, as for any plan). A newer revision that changes anything of that
 // supersedes it as before.
 
-// keepPending returns the snapshot, manifest and plan of st's pending plan
-// p at its own revision when s (resolved as envM, planned as plan) is a
-// newer revision that changes nothing in the environment (see above);
-// ok is false otherwise, and whenever something cannot be read: the plan
-// is then superseded, as a plan for an older revision always was.
-func (w *worker) keepPending(ctx context.Context, pa *pass) (gitsource.Snapshot, *manifest.Environment, *reconcile.Plan, bool) {
-	s, envM, plan, st := pa.snap, pa.envM, pa.plan, pa.st
-	p := st.Pending
-	if p == nil || st.Phase == status.PhaseAwaitingRelease || p.Revision == s.Revision || plan.Empty() || w.source == nil ||
-		reconcile.Hash(w.env, p.Revision, plan.Changes) != p.PlanHash {
-		return gitsource.Snapshot{}, nil, nil, false
-	}
-	log := w.log.WithValues("environment", w.env, "revision", short(s.Revision), "pending", short(p.Revision), "planHash", p.PlanHash)
-	ps, err := w.source.At(p.Revision)
-	if err != nil {
-		log.Error(err, "reading the pending plan's revision to compare it with the newer one; superseding the plan")
-		return gitsource.Snapshot{}, nil, nil, false
-	}
-	reviewed, err := decodePlan(w.env, p)
-	if err != nil {
-		return gitsource.Snapshot{}, nil, nil, false
-	}
-	key := keptKey(s.Revision, p)
-	if w.kept == key && w.keptEnv != nil {
-		// Compared at an earlier pass: the two revisions' content is the same as then (only the plan,
-		// checked above against the planHash, depends on the cluster).
-		return ps, w.keptEnv, keptPlan(plan, p, reviewed), true
-	}
-	if ok, err := w.source.Descends(ctx, s.Revision, p.Revision); err != nil || !ok {
-		if err != nil {
-			log.Error(err, "checking that the newer revision descends from the pending plan's; superseding the plan")
-		}
-		return gitsource.Snapshot{}, nil, nil, false
-	}
-	pEnv, err := w.manifests.Resolve(ctx, ps, st)
-	if err != nil {
-		log.Error(err, "resolving the pending plan's revision to compare it with the newer one; superseding the plan")
-		return gitsource.Snapshot{}, nil, nil, false
-	}
-	if !sameManifest(pEnv, envM) {
-		return gitsource.Snapshot{}, nil, nil, false
-	}
-	pTasks, err := w.seq.Tasks(ps)
-	if err != nil {
-		return gitsource.Snapshot{}, nil, nil, false
-	}
-	sTasks, err := w.seq.Tasks(s)
-	if err != nil || !sameJSON(pTasks, sTasks) {
-		return gitsource.Snapshot{}, nil, nil, false
-	}
-	log.Info("a newer revision changes nothing here: the pending plan stays pending, at its revision")
-	w.kept, w.keptEnv = key, pEnv
-	return ps, pEnv, keptPlan(plan, p, reviewed), true
-}
-
 // keptPlan is plan (planned at the newer revision) as the pending plan p: at p's revision and planHash, with
 // the reviewed plan's history-rewritten flag.
 func keptPlan(plan *reconcile.Plan, p *approval.Pending, reviewed *reconcile.Plan) *reconcile.Plan {
@@ -116,4 +61,59 @@ func sameJSON(a, b any) bool {
 	}
 	y, err := json.Marshal(b)
 	return err == nil && bytes.Equal(x, y)
+}
+
+// keepPending returns the snapshot, manifest and plan of st's pending plan
+// p at its own revision when s (resolved as envM, planned as plan) is a
+// newer revision that changes nothing in the environment (see above);
+// ok is false otherwise, and whenever something cannot be read: the plan
+// is then superseded, as a plan for an older revision always was.
+func (k *gatekeeper) keepPending(ctx context.Context, pa *pass) (gitsource.Snapshot, *manifest.Environment, *reconcile.Plan, bool) {
+	s, envM, plan, st := pa.snap, pa.envM, pa.plan, pa.st
+	p := st.Pending
+	if p == nil || st.Phase == status.PhaseAwaitingRelease || p.Revision == s.Revision || plan.Empty() || k.source == nil ||
+		reconcile.Hash(k.env, p.Revision, plan.Changes) != p.PlanHash {
+		return gitsource.Snapshot{}, nil, nil, false
+	}
+	log := k.log.WithValues("environment", k.env, "revision", approval.ShortRevision(s.Revision), "pending", approval.ShortRevision(p.Revision), "planHash", p.PlanHash)
+	ps, err := k.source.At(p.Revision)
+	if err != nil {
+		log.Error(err, "reading the pending plan's revision to compare it with the newer one; superseding the plan")
+		return gitsource.Snapshot{}, nil, nil, false
+	}
+	reviewed, err := decodePlan(k.env, p)
+	if err != nil {
+		return gitsource.Snapshot{}, nil, nil, false
+	}
+	key := keptKey(s.Revision, p)
+	if k.kept == key && k.keptEnv != nil {
+		// Compared at an earlier pass: the two revisions' content is the same as then (only the plan,
+		// checked above against the planHash, depends on the cluster).
+		return ps, k.keptEnv, keptPlan(plan, p, reviewed), true
+	}
+	if ok, err := k.source.Descends(ctx, s.Revision, p.Revision); err != nil || !ok {
+		if err != nil {
+			log.Error(err, "checking that the newer revision descends from the pending plan's; superseding the plan")
+		}
+		return gitsource.Snapshot{}, nil, nil, false
+	}
+	pEnv, err := k.manifests.Resolve(ctx, ps, st)
+	if err != nil {
+		log.Error(err, "resolving the pending plan's revision to compare it with the newer one; superseding the plan")
+		return gitsource.Snapshot{}, nil, nil, false
+	}
+	if !sameManifest(pEnv, envM) {
+		return gitsource.Snapshot{}, nil, nil, false
+	}
+	pTasks, err := k.seq.Tasks(ps)
+	if err != nil {
+		return gitsource.Snapshot{}, nil, nil, false
+	}
+	sTasks, err := k.seq.Tasks(s)
+	if err != nil || !sameJSON(pTasks, sTasks) {
+		return gitsource.Snapshot{}, nil, nil, false
+	}
+	log.Info("a newer revision changes nothing here: the pending plan stays pending, at its revision")
+	k.kept, k.keptEnv = key, pEnv
+	return ps, pEnv, keptPlan(plan, p, reviewed), true
 }

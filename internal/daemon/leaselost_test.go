@@ -98,7 +98,7 @@ func TestEnvLeaseDeletedByHand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := applied(rs, "devel")
+	before := applied(t, rs, "devel")
 	if err := leases.Delete(ctx, old.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestEnvLeaseDeletedByHand(t *testing.T) {
 	rs[1-holderOfEnv(rs, "devel")].push(t, h, "push-after-delete")
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:2.0.0")
 	testenv.WaitFor(t, 30*time.Second, "the apply recorded", func() bool { return len(rs[0].history(t, "devel")) == 2 })
-	if got := applied(rs, "devel") - before; got != 1 {
+	if got := applied(t, rs, "devel") - before; got != 1 {
 		t.Errorf("%v changes applied after the deletion, want 1", got)
 	}
 }

@@ -5,21 +5,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/meter"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
+// pendingSince is the metric of when the plan waiting for a person was proposed.
+const pendingSince = "stagehand_pending_approval_timestamp_seconds"
+
 // TestPendingSinceFollowsThePhase: stagehand_pending_approval_timestamp_seconds
 // is the pending plan's (or release's) proposal time exactly while the state
 // waits for a person, and absent otherwise.
 func TestPendingSinceFollowsThePhase(t *testing.T) {
-	m := NewMetrics()
+	m := meter.New(nil)
 	s := observed(nil, m, "prod")
 	at := time.Date(2026, 11, 29, 3, 0, 0, 500_000_000, time.UTC)
 	for _, tc := range []struct {
@@ -36,8 +37,8 @@ func TestPendingSinceFollowsThePhase(t *testing.T) {
 	} {
 		s.seen(&state.EnvState{Phase: tc.phase, Pending: tc.pending})
 		got := -1.0
-		if testutil.CollectAndCount(m.pendingSince) == 1 {
-			got = testutil.ToFloat64(m.pendingSince.WithLabelValues("prod"))
+		if seriesCount(t, m, pendingSince) == 1 {
+			got = metricValue(t, m, pendingSince, "environment=prod")
 		}
 		if got != tc.want {
 			t.Errorf("phase %q: stagehand_pending_approval_timestamp_seconds = %v, want %v", tc.phase, got, tc.want)
@@ -50,18 +51,18 @@ func TestPendingSinceFollowsThePhase(t *testing.T) {
 // next holder shows it, and a plan approved there does not stay pending
 // here.
 func TestPendingSinceDroppedWithTheLease(t *testing.T) {
-	m := NewMetrics()
+	m := meter.New(nil)
 	at := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
 	for _, env := range []string{"devel", "prod"} {
-		m.leadership(env, true)
+		m.Leadership(env, true)
 		observed(nil, m, env).seen(&state.EnvState{Phase: status.PhaseAwaitingApproval, Pending: &approval.Pending{ProposedAt: at}})
 	}
-	m.leadership("prod", false)
-	if got := testutil.CollectAndCount(m.pendingSince); got != 1 || testutil.ToFloat64(m.pendingSince.WithLabelValues("devel")) == 0 {
+	m.Leadership("prod", false)
+	if got := seriesCount(t, m, pendingSince); got != 1 || metricValue(t, m, pendingSince, "environment=devel") == 0 {
 		t.Errorf("after prod's Lease was lost: %d series, want devel's only", got)
 	}
-	m.setLeader(false)
-	if got := testutil.CollectAndCount(m.pendingSince); got != 0 {
+	m.SetLeader(false)
+	if got := seriesCount(t, m, pendingSince); got != 0 {
 		t.Errorf("after leading stopped: %d series, want none", got)
 	}
 }
@@ -70,11 +71,7 @@ func TestPendingSinceDroppedWithTheLease(t *testing.T) {
 // stagehand_webhook_to_patch_seconds holds, and their sum.
 func webhookToPatch(t testing.TB, d *Daemon, env string) (uint64, float64) {
 	t.Helper()
-	var m dto.Metric
-	if err := d.metrics.webhookToPatch.WithLabelValues(env).(interface{ Write(*dto.Metric) error }).Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+	return histogramOf(t, d.metrics, "stagehand_webhook_to_patch_seconds", "environment="+env)
 }
 
 // TestWebhookToPatchObserved: a push webhook is timed to devel's first patch
@@ -89,7 +86,7 @@ func TestWebhookToPatchObserved(t *testing.T) {
 	if n, _ := webhookToPatch(t, r.d, "devel"); n != 0 {
 		t.Fatalf("before any push: %d observations", n)
 	}
-	if got, want := testutil.ToFloat64(r.d.metrics.pendingSince.WithLabelValues("prod")), float64(p.ProposedAt.UnixNano())/1e9; got != want {
+	if got, want := metricValue(t, r.d.metrics, pendingSince, "environment=prod"), float64(p.ProposedAt.UnixNano())/1e9; got != want {
 		t.Errorf("prod's stagehand_pending_approval_timestamp_seconds = %v, want its proposal %v", got, want)
 	}
 
@@ -111,7 +108,7 @@ func TestWebhookToPatchObserved(t *testing.T) {
 	}
 	waitImage(t, h.ns["prod"], "web", imageRepo+"web:2.0.0")
 	testenv.WaitFor(t, 30*time.Second, "prod's pending approval gauge gone", func() bool {
-		return testutil.CollectAndCount(r.d.metrics.pendingSince) == 0
+		return seriesCount(t, r.d.metrics, pendingSince) == 0
 	})
 	if n, _ := webhookToPatch(t, r.d, "prod"); n != 0 {
 		t.Errorf("prod, patched after an approval: %d observations, want none", n)

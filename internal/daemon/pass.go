@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/meter"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
@@ -49,16 +50,16 @@ const (
 var stepNames = []stepName{stepFetch, stepResolve, stepPlan, stepGate, stepApply, stepVerify, stepRelease, stepRecord}
 
 // reason is why something failed: the stage label of stagehand_failures_total.
-type reason string
+type reason = meter.Reason
 
 const (
-	reasonFetch    reason = "fetch"
-	reasonResolve  reason = "resolve"
-	reasonPlan     reason = "plan"
-	reasonApply    reason = "apply"
-	reasonState    reason = "state"
-	reasonGate     reason = "gate"
-	reasonRollback reason = "rollback"
+	reasonFetch    = meter.ReasonFetch
+	reasonResolve  = meter.ReasonResolve
+	reasonPlan     = meter.ReasonPlan
+	reasonApply    = meter.ReasonApply
+	reasonState    = meter.ReasonState
+	reasonGate     = meter.ReasonGate
+	reasonRollback = meter.ReasonRollback
 )
 
 // stepError is a step's failure: which step, why (counted under that
@@ -168,11 +169,11 @@ func (w *worker) runSteps(ctx context.Context, p *pass, steps []step) error {
 		endStep(span, p, err)
 		d := time.Since(begun)
 		p.times = append(p.times, stepTime{Step: s.name, Duration: d})
-		w.metrics.observeStep(w.env, s.name, d)
+		w.metrics.ObserveStep(w.env, string(s.name), d)
 		if err != nil {
 			var se *stepError
 			if errors.As(err, &se) && se.Reason != "" {
-				w.metrics.fail(w.env, se.Reason)
+				w.metrics.Fail(w.env, se.Reason)
 			}
 			return err
 		}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stagehand-gitops/stagehand/internal/meter"
 )
 
 // TestRunSteps: the steps run in order over one pass until one sets done or
@@ -33,7 +33,7 @@ func TestRunSteps(t *testing.T) {
 		{name: "an error without a reason is not counted", failAt: stepRecord, failWith: boom, wantRun: stepNames},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newWorker(workerDeps{env: "prod", metrics: NewMetrics(), log: logr.Discard()})
+			w := newWorker(workerDeps{env: "prod", metrics: meter.New(nil), log: logr.Discard()})
 			var ran []stepName
 			var steps []step
 			for _, n := range stepNames {
@@ -61,11 +61,11 @@ func TestRunSteps(t *testing.T) {
 			if diff := cmp.Diff(tc.wantRun, timed); diff != "" {
 				t.Errorf("steps timed in the pass (-want +got):\n%s", diff)
 			}
-			if got := testutil.CollectAndCount(w.metrics.stepDuration, "stagehand_step_duration_seconds"); got != len(tc.wantRun) {
+			if got := seriesCount(t, w.metrics, "stagehand_step_duration_seconds"); got != len(tc.wantRun) {
 				t.Errorf("stagehand_step_duration_seconds has %d series, want one per step run (%d)", got, len(tc.wantRun))
 			}
 			for _, r := range []reason{reasonFetch, reasonResolve, reasonPlan, reasonApply, reasonState, reasonGate, reasonRollback} {
-				if got := testutil.ToFloat64(w.metrics.failures.WithLabelValues("prod", string(r))); got != tc.wantFail[r] {
+				if got := metricValue(t, w.metrics, "stagehand_failures_total", "environment=prod", "stage="+string(r)); got != tc.wantFail[r] {
 					t.Errorf("stagehand_failures_total{stage=%q} = %v, want %v", r, got, tc.wantFail[r])
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/meter"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 )
@@ -19,14 +20,14 @@ type phaseStore struct {
 
 // observed is st for env's worker, setting m's pending gauge from each
 // state seen.
-func observed(st *state.Store, m *Metrics, env string) phaseStore {
+func observed(st *state.Store, m *meter.Metrics, env string) phaseStore {
 	return phaseStore{Store: st, seen: func(es *state.EnvState) {
-		m.setPending(env, awaitsPerson(es))
+		m.SetPending(env, awaitsPerson(es))
 		var since time.Time
 		if awaitsPerson(es) && es.Pending != nil {
 			since = es.Pending.ProposedAt
 		}
-		m.setPendingSince(env, since)
+		m.SetPendingSince(env, since)
 	}}
 }
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/stagehand-gitops/stagehand/internal/meter"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 )
@@ -16,7 +16,7 @@ import (
 // TestPendingGaugeFollowsThePhase: the gauge a worker's store sets from a
 // state seen is 1 exactly while the state waits for a person.
 func TestPendingGaugeFollowsThePhase(t *testing.T) {
-	m := NewMetrics()
+	m := meter.New(nil)
 	s := observed(nil, m, "prod")
 	for _, tc := range []struct {
 		phase status.Phase
@@ -26,7 +26,7 @@ func TestPendingGaugeFollowsThePhase(t *testing.T) {
 		{status.PhaseAwaitingRelease, 1}, {status.PhaseRollingBack, 0}, {status.PhaseFailed, 0}, {"", 0},
 	} {
 		s.seen(&state.EnvState{Phase: tc.phase})
-		if got := testutil.ToFloat64(m.pending.WithLabelValues("prod")); got != tc.want {
+		if got := metricValue(t, m, "stagehand_pending_approvals", "environment=prod"); got != tc.want {
 			t.Errorf("phase %q: stagehand_pending_approvals = %v, want %v", tc.phase, got, tc.want)
 		}
 	}
@@ -48,7 +48,7 @@ func TestPendingGaugeSetOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(string(b), ".setPending(") {
+		if strings.Contains(string(b), ".SetPending(") {
 			setters = append(setters, f)
 		}
 	}

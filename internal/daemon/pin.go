@@ -25,15 +25,15 @@ import (
 // environment's worker to plan with it at once; other replicas' leader
 // plans with it at its next resync. The error wraps
 // approval.ErrUnknownEnvironment for an environment not in the configuration.
-func (d *Daemon) Pin(ctx context.Context, env string, p *approval.Pin) error {
-	w, ok := d.workers[env]
+func (ds *dispatcher) Pin(ctx context.Context, env string, p *approval.Pin) error {
+	w, ok := ds.workers[env]
 	if !ok {
-		return fmt.Errorf("%w %q; configured: %v", approval.ErrUnknownEnvironment, env, d.envNames)
+		return fmt.Errorf("%w %q; configured: %v", approval.ErrUnknownEnvironment, env, ds.envNames)
 	}
-	if err := d.store.Update(ctx, env, func(st *state.EnvState) { st.Pin = p }); err != nil {
+	if err := ds.store.Update(ctx, env, func(st *state.EnvState) { st.Pin = p }); err != nil {
 		return fmt.Errorf("storing the pin of %s: %w", env, err)
 	}
-	if d.leading.Load() {
+	if ds.leading.Load() {
 		w.wakeUp()
 	}
 	return nil
@@ -87,7 +87,7 @@ func (m envManifests) Notes(ctx context.Context, st *state.EnvState) []string {
 	}
 	if st != nil && st.Pin != nil {
 		notes = append(notes, fmt.Sprintf("**Pinned by rollback #%d** (%s): its services keep the versions of `%s` until it merges.",
-			st.Pin.PR, st.Pin.URL, short(st.Pin.Revision)))
+			st.Pin.PR, st.Pin.URL, approval.ShortRevision(st.Pin.Revision)))
 	}
 	return notes
 }

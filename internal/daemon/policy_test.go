@@ -34,7 +34,7 @@ func TestTwoOfTwoWithFourEyes(t *testing.T) {
 	// Nothing applied yet: the authors are the pending commit's (test@stagehand.invalid, by gitserver).
 	_, err := r.d.Approve(ctx, "prod", p.PlanHash, ghUser("test"))
 	var refused *approval.RefusedError
-	if !errors.As(err, &refused) || !strings.Contains(refused.Reason, "four-eyes: github:test wrote or committed commit "+short(first)) {
+	if !errors.As(err, &refused) || !strings.Contains(refused.Reason, "four-eyes: github:test wrote or committed commit "+approval.ShortRevision(first)) {
 		t.Fatalf("Approve by the author = %v, want a four-eyes refusal naming the commit", err)
 	}
 	bob, err := r.d.Approve(ctx, "prod", p.PlanHash, ghUser("bob"))
@@ -55,7 +55,7 @@ func TestTwoOfTwoWithFourEyes(t *testing.T) {
 		}
 	}
 	if _, err := r.d.Approve(ctx, "prod", p.PlanHash, ghUser("ALICE")); !errors.Is(err, approval.ErrRefused) {
-		t.Fatalf("Approve by alice (alice@acme.example wrote %s) = %v, want refused", short(second), err)
+		t.Fatalf("Approve by alice (alice@acme.example wrote %s) = %v, want refused", approval.ShortRevision(second), err)
 	}
 	r.stop()
 

@@ -51,7 +51,7 @@ func TestRejectionSticks(t *testing.T) {
 	// Six passes (five resyncs, and the one the rejection was taken in) end after the rejection.
 	waitPasses(t, r, "prod", passes, 6)
 	if v := r.environment(t, "prod"); v.Pending != nil {
-		t.Errorf("pending again after five resyncs: %s %s", short(v.Pending.Revision), v.Pending.PlanHash)
+		t.Errorf("pending again after five resyncs: %s %s", approval.ShortRevision(v.Pending.Revision), v.Pending.PlanHash)
 	}
 	if n := gate.count(p.PlanHash); n != before {
 		t.Errorf("the rejected plan was proposed %d more times after five resyncs, want 0", n-before)

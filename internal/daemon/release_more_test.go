@@ -39,7 +39,7 @@ func TestReleaseApprovalOutlivesUnrelatedCommit(t *testing.T) {
 	}
 	h := w.history(t, w.d)
 	if len(h) != 1 || h[0].Revision != w.rev || h[0].Result != approval.ResultSucceeded || h[0].ReleasedBy != "github:carol" {
-		t.Errorf("history %+v; want %s recorded succeeded, released by carol", h, short(w.rev))
+		t.Errorf("history %+v; want %s recorded succeeded, released by carol", h, approval.ShortRevision(w.rev))
 	}
 	if c := completedOf(w.gate); len(c) != 1 || c[0].Result != approval.ResultSucceeded || c[0].Sequence != promote.ResultPass {
 		t.Errorf("gate heard %+v, want one Completed succeeded with sequence pass", c)
@@ -93,10 +93,10 @@ func TestContinuedRunAfterUnrelatedCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	if st.InFlight != nil || st.Sequence == nil || st.Sequence.Revision != rev || !st.Sequence.Done() || st.Sequence.Result != promote.ResultPass {
-		t.Errorf("in flight %+v, sequence %+v; want the run of %s finished with pass", st.InFlight, st.Sequence, short(rev))
+		t.Errorf("in flight %+v, sequence %+v; want the run of %s finished with pass", st.InFlight, st.Sequence, approval.ShortRevision(rev))
 	}
 	if len(st.History) == 0 || st.History[0].Revision != rev || st.History[0].Result != approval.ResultSucceeded {
-		t.Errorf("history %+v; want %s recorded succeeded", st.History, short(rev))
+		t.Errorf("history %+v; want %s recorded succeeded", st.History, approval.ShortRevision(rev))
 	}
 	if c := completedOf(gate2); len(c) != 1 || c[0].Result != approval.ResultSucceeded || c[0].Sequence != promote.ResultPass {
 		t.Errorf("gate heard %+v, want one Completed succeeded with sequence pass", c)
@@ -133,6 +133,7 @@ func TestReleaseApprovalShowsNotes(t *testing.T) {
 		d, _, _ := sequenceDaemon(t, h, WithTask(promote.TaskTest, pass.run), WithGate(gate))
 		w := d.workers["devel"]
 		w.manifests = heldNotes{manifests: w.manifests, note: held}
+		w.release.manifests, w.keeper.manifests, w.desk.manifests = w.manifests, w.manifests, w.manifests // each shows notes
 		if err := d.Once(ctx); err != nil {
 			t.Fatal(err)
 		}

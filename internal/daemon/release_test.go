@@ -79,21 +79,21 @@ func (w *releaseWorld) waiting(t *testing.T, d *Daemon, rev string) *approval.Pe
 	}
 	p := st.Pending
 	if p == nil || !p.Release || p.Revision != rev || st.InFlight == nil || p.PlanHash != st.InFlight.PlanHash {
-		t.Fatalf("pending %+v, in flight %+v; want a pending release of %s on the applied plan's planHash", p, st.InFlight, short(rev))
+		t.Fatalf("pending %+v, in flight %+v; want a pending release of %s on the applied plan's planHash", p, st.InFlight, approval.ShortRevision(rev))
 	}
 	if st.Sequence == nil || !st.Sequence.AwaitingRelease() || st.Sequence.Revision != rev {
 		t.Fatalf("sequence %+v, want it waiting for its release approval", st.Sequence)
 	}
 	for _, e := range st.History {
 		if e.Revision == rev {
-			t.Errorf("history has %s already: %+v; the apply is recorded once released", short(rev), e)
+			t.Errorf("history has %s already: %+v; the apply is recorded once released", approval.ShortRevision(rev), e)
 		}
 	}
 	v, err := d.Environment(ctx, "devel")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "waiting for release approval of " + short(rev); !slices.Contains(v.Waiting, want) {
+	if want := "waiting for release approval of " + approval.ShortRevision(rev); !slices.Contains(v.Waiting, want) {
 		t.Errorf("status waiting = %q, want it to say %q", v.Waiting, want)
 	}
 	return p
@@ -107,7 +107,7 @@ func decideNow(t *testing.T, d *Daemon, dc decision) (*approval.Pending, error) 
 		dc.at = time.Now()
 	}
 	dc.reply = make(chan decisionReply, 1)
-	d.workers["devel"].decide(context.Background(), dc)
+	d.workers["devel"].desk.decide(context.Background(), dc)
 	r := <-dc.reply
 	return r.pending, r.err
 }
@@ -160,14 +160,14 @@ func TestReleaseApprovalReleases(t *testing.T) {
 
 	// An approval of the plan taken before it was applied (queued while it
 	// was) is not the release's.
-	since := w.d.workers["devel"].releaseSince
+	since := w.d.workers["devel"].release.releaseSince
 	if _, err := decideNow(t, w.d, decision{approve: true, planHash: p.PlanHash, who: ghUser("bob"), at: since.Add(-time.Millisecond)}); !errors.Is(err, approval.ErrNotPending) {
 		t.Errorf("a decision from before the wait = %v, want ErrNotPending", err)
 	}
 	if _, err := w.d.Approve(ctx, "devel", p.PlanHash, ghUser("alice")); err != nil {
 		t.Fatal(err)
 	}
-	w.d.workers["devel"].pickUp(ctx)
+	w.d.workers["devel"].desk.pickUp(ctx)
 
 	want := append(slices.Clone(untilRelease), "approval.finished pass", "release.triggered", "release.started", "release.finished pass", "devel.delivery.finished pass")
 	if diff := cmp.Diff(want, w.l.names()); diff != "" {
@@ -220,7 +220,7 @@ func TestReleaseApprovalRejected(t *testing.T) {
 			if _, err := w.d.Reject(ctx, "devel", p.PlanHash, ghUser("alice"), "not before the sale"); err != nil {
 				t.Fatal(err)
 			}
-			w.d.workers["devel"].pickUp(ctx)
+			w.d.workers["devel"].desk.pickUp(ctx)
 			want := append(slices.Clone(untilRelease), "approval.finished fail", "devel.delivery.finished fail")
 			if diff := cmp.Diff(want, w.l.names()); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
@@ -274,7 +274,7 @@ func TestReleaseApprovalSuperseded(t *testing.T) {
 			aborted = e
 		}
 	}
-	if want := "aborted: its release approval was superseded by revision " + short(rev2); aborted.Data.Status != sequence.EventAborted || aborted.Data.Message != want {
+	if want := "aborted: its release approval was superseded by revision " + approval.ShortRevision(rev2); aborted.Data.Status != sequence.EventAborted || aborted.Data.Message != want {
 		t.Errorf("the old run finished %q: %q; want aborted: %q", aborted.Data.Status, aborted.Data.Message, want)
 	}
 	w.waiting(t, w.d, rev2)
@@ -316,7 +316,7 @@ func TestReleaseApprovalAfterRestart(t *testing.T) {
 	if _, err := d2.Approve(ctx, "devel", p.PlanHash, ghUser("carol")); err != nil {
 		t.Fatal(err)
 	}
-	d2.workers["devel"].pickUp(ctx)
+	d2.workers["devel"].desk.pickUp(ctx)
 	want := []string{"approval.finished pass", "release.triggered", "release.started", "release.finished pass", "devel.delivery.finished pass"}
 	if diff := cmp.Diff(want, l2.names()); diff != "" {
 		t.Errorf("events of the new process (-want +got):\n%s", diff)
@@ -371,7 +371,7 @@ func TestReleaseApprovalTwoOfThree(t *testing.T) {
 	if v.Pending == nil || len(v.Pending.Approvals) != 1 || v.Sequence == nil || !v.Sequence.AwaitingRelease() {
 		t.Fatalf("after alice twice: pending %+v, sequence %+v; want one approval counted and the release still waiting", v.Pending, v.Sequence)
 	}
-	if b := approve("bob", p.PlanHash, http.StatusAccepted); !strings.Contains(b, "approved by token:bob (for github:bob); releasing revision "+short(p.Revision)+" in devel") {
+	if b := approve("bob", p.PlanHash, http.StatusAccepted); !strings.Contains(b, "approved by token:bob (for github:bob); releasing revision "+approval.ShortRevision(p.Revision)+" in devel") {
 		t.Errorf("bob's approval answered %s; want it to say the revision is released", b)
 	}
 	var hist []approval.Entry
@@ -432,7 +432,7 @@ func TestContinuedRunFailureRollsBack(t *testing.T) {
 	}
 	if len(st.History) == 0 || !strings.Contains(st.History[0].Message, "verification failed: task test finished with fail: 2 of 3 requests answered 503") ||
 		st.InFlight != nil || st.Failed == nil || st.Failed.Revision != rev {
-		t.Errorf("newest entry %q, in flight %+v, failed %+v; want rolled back for the verification and %s kept out", st.History[0].Message, st.InFlight, st.Failed, short(rev))
+		t.Errorf("newest entry %q, in flight %+v, failed %+v; want rolled back for the verification and %s kept out", st.History[0].Message, st.InFlight, st.Failed, approval.ShortRevision(rev))
 	}
 	if c := completedOf(gate2); len(c) != 1 || c[0].Result != approval.ResultRolledBack {
 		t.Errorf("gate heard %+v, want rolled back", c)
@@ -469,7 +469,7 @@ func TestReleaseApprovalIgnoresEarlierApprovals(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d.workers["prod"].pickUp(ctx)
+	d.workers["prod"].desk.pickUp(ctx)
 	want := []string{"prod.delivery.started", "approval.triggered", "approval.started", "approval.finished pass",
 		"deployment.triggered", "deployment.started", "deployment.finished pass",
 		"test.triggered", "test.started", "test.finished pass",
@@ -516,7 +516,7 @@ func TestReleaseApprovalNewLeader(t *testing.T) {
 		return gate.proposed > 0
 	})
 	v := r2.environment(t, "devel")
-	if v.Pending == nil || v.Pending.PlanHash != p.PlanHash || !slices.Contains(v.Waiting, "waiting for release approval of "+short(p.Revision)) {
+	if v.Pending == nil || v.Pending.PlanHash != p.PlanHash || !slices.Contains(v.Waiting, "waiting for release approval of "+approval.ShortRevision(p.Revision)) {
 		t.Fatalf("new leader: pending %+v, waiting %q; want the same release waiting", v.Pending, v.Waiting)
 	}
 	if code, b := r2.call(t, "POST", "/api/v1/environments/devel/approve", tokenOf("erin"), api.DecisionRequest{PlanHash: p.PlanHash}); code != http.StatusAccepted {

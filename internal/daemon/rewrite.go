@@ -21,7 +21,7 @@ func (w *worker) rewritten(ctx context.Context, rev string, history []approval.E
 	ok, err := w.source.Descends(ctx, rev, last)
 	if err != nil {
 		w.log.Error(err, "checking that the revision descends from the last applied one; treating the history as rewritten",
-			"environment", w.env, "revision", short(rev), "lastApplied", short(last))
+			"environment", w.env, "revision", approval.ShortRevision(rev), "lastApplied", approval.ShortRevision(last))
 		return last
 	}
 	if ok {

@@ -30,11 +30,11 @@ func entryOf(prop approval.Proposal, out approval.Outcome, m *approval.Manifest)
 // skipFailed reports whether s's revision was rolled back (its plans are not
 // applied again), or plan would deploy again what a person rejected at its
 // release (rejectedAgain), withdrawing a plan pending for it.
-func (w *worker) skipFailed(ctx context.Context, st *state.EnvState, revision string, plan *reconcile.Plan) bool {
+func (k *gatekeeper) skipFailed(ctx context.Context, st *state.EnvState, revision string, plan *reconcile.Plan) bool {
 	f := st.Failed
 	if f == nil || (f.Revision != revision && !rejectedAgain(st, plan)) {
 		return false
 	}
-	w.supersede(ctx, st, revision)
+	k.supersede(ctx, st, revision)
 	return true
 }

@@ -195,7 +195,7 @@ func TestRollbackOfAFailedRollout(t *testing.T) {
 	if e.ID != 2 || e.Result != approval.ResultRolledBack || e.Revision != rev ||
 		!strings.Contains(e.Message, "rollout failed: 1 workload(s) not deployed") ||
 		!strings.Contains(e.Message, "rolled back 1 workload(s) to the images before") {
-		t.Errorf("rolled-back entry = %d %s %s: %s", e.ID, e.Result, short(e.Revision), e.Message)
+		t.Errorf("rolled-back entry = %d %s %s: %s", e.ID, e.Result, approval.ShortRevision(e.Revision), e.Message)
 	}
 	if e.Manifest == nil || e.Manifest.Services[0].Containers[0].DockerTag != "2.0.0" {
 		t.Errorf("rolled-back entry's manifest = %+v; want the failed revision's", e.Manifest)
@@ -223,7 +223,7 @@ func TestRollbackOfAFailedRollout(t *testing.T) {
 	}
 	if v := w.r.environment(t, "devel"); v.RolledBack == nil || v.RolledBack.Revision != rev || v.RolledBack.EntryID != 2 ||
 		!strings.HasPrefix(v.RolledBack.Cause, "rollout failed: ") || v.Phase != status.PhaseFailed {
-		t.Errorf("the environment's rolledBack = %+v, phase %q; want revision %s, entry 2 and the cause, Failed", v.RolledBack, v.Phase, short(rev))
+		t.Errorf("the environment's rolledBack = %+v, phase %q; want revision %s, entry 2 and the cause, Failed", v.RolledBack, v.Phase, approval.ShortRevision(rev))
 	}
 	st, err := w.r.d.Store().Load(ctx, "devel")
 	if err != nil || st.Failed == nil || st.Failed.Revision != rev || st.Failed.EntryID != 2 || st.Rollback != nil || st.InFlight != nil {
@@ -321,7 +321,7 @@ func TestRollbackContinuesAfterARestart(t *testing.T) {
 	testenv.WaitFor(t, 30*time.Second, "the rolled-back entry", func() bool { hist = w.history(t); return len(hist) == 2 })
 	w.waitPasses(t, 3)
 	if hist[0].Result != approval.ResultRolledBack || hist[0].Revision != rev || !strings.HasPrefix(hist[0].Message, "rollout failed: web stuck; rolled back 1 workload(s)") {
-		t.Errorf("entry = %s %s: %s", hist[0].Result, short(hist[0].Revision), hist[0].Message)
+		t.Errorf("entry = %s %s: %s", hist[0].Result, approval.ShortRevision(hist[0].Revision), hist[0].Message)
 	}
 	if n := w.patches.Load() - before; n != 1 {
 		t.Errorf("%d patches of web; want 1 (the rollback), and the failed revision never applied", n)

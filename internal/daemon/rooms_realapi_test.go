@@ -12,6 +12,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/delivery"
+	"github.com/stagehand-gitops/stagehand/internal/meter"
 	"github.com/stagehand-gitops/stagehand/internal/outbox"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
@@ -25,7 +26,7 @@ func TestRoomsWriteUnderTheWorkersTermRealAPI(t *testing.T) {
 	env := cluster.Env(t)
 	ctx := context.Background()
 	firstNS, secondNS := env.Namespace(t), env.Namespace(t)
-	m := NewMetrics()
+	m := meter.New(nil)
 	w := newWorker(workerDeps{env: "prod", store: observed(state.NewStore(env.Clientset, firstNS), m, "prod"), gate: approval.Manual(),
 		metrics: m, log: logr.Discard(), now: time.Now, reportBackoff: time.Second, reportBackoffMax: time.Minute})
 	w.store = observed(state.NewStore(env.Clientset, secondNS), m, "prod") // a new term

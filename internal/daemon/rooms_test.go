@@ -11,6 +11,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/delivery"
+	"github.com/stagehand-gitops/stagehand/internal/meter"
 	"github.com/stagehand-gitops/stagehand/internal/outbox"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
@@ -25,7 +26,7 @@ import (
 func TestRoomsWriteUnderTheWorkersTerm(t *testing.T) {
 	ctx := context.Background()
 	first, second := fake.NewClientset(), fake.NewClientset()
-	m := NewMetrics()
+	m := meter.New(nil)
 	w := newWorker(workerDeps{env: "prod", store: observed(state.NewStore(first, "stagehand"), m, "prod"), gate: approval.Manual(),
 		metrics: m, log: logr.Discard(), now: time.Now, reportBackoff: time.Second, reportBackoffMax: time.Minute})
 	w.store = observed(state.NewStore(second, "stagehand"), m, "prod") // a new term

@@ -43,7 +43,7 @@ func (w *worker) continueRun(p *pass) bool {
 	w.seq.Adopt(r, p.envM)
 	plan := &reconcile.Plan{Environment: w.env, Revision: f.Revision, PlanHash: f.PlanHash, Changes: changes}
 	prop := approval.Proposal{Environment: w.env, Revision: f.Revision, RevisionTime: p.snap.Time, Plan: plan}
-	w.log.Info("continuing the sequence after the deployment", "environment", w.env, "revision", short(f.Revision), "task", r.Tasks[r.Next()%len(r.Tasks)].Name)
+	w.log.Info("continuing the sequence after the deployment", "environment", w.env, "revision", approval.ShortRevision(f.Revision), "task", r.Tasks[r.Next()%len(r.Tasks)].Name)
 	p.job = &applyJob{prop: prop, continued: true,
 		out: approval.Outcome{Result: approval.ResultSucceeded, Approver: f.Approver, Approvers: f.Approvers, Started: f.Started}}
 	return true

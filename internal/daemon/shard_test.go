@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
@@ -80,10 +79,10 @@ func holderOfEnv(rs []*running, env string) int {
 	return -1
 }
 
-func applied(rs []*running, env string) float64 {
+func applied(t testing.TB, rs []*running, env string) float64 {
 	n := 0.0
 	for _, r := range rs {
-		n += testutil.ToFloat64(r.d.metrics.changesApplied.WithLabelValues(env))
+		n += metricValue(t, r.d.metrics, "stagehand_changes_applied_total", "environment="+env)
 	}
 	return n
 }
@@ -114,7 +113,7 @@ func TestPerEnvironment(t *testing.T) {
 	// 0 where it does not hold it: an environment nobody holds would show.
 	testenv.WaitFor(t, 30*time.Second, "stagehand_environment_held of every environment on every replica", func() bool {
 		for _, r := range rs {
-			if testutil.CollectAndCount(r.d.metrics.envHeld) != len(sixEnvs) {
+			if seriesCount(t, r.d.metrics, "stagehand_environment_held") != len(sixEnvs) {
 				return false
 			}
 			for _, env := range sixEnvs {
@@ -122,7 +121,7 @@ func TestPerEnvironment(t *testing.T) {
 				if slices.Contains(r.d.Held(), env) {
 					want = 1
 				}
-				if testutil.ToFloat64(r.d.metrics.envHeld.WithLabelValues(env)) != want {
+				if metricValue(t, r.d.metrics, "stagehand_environment_held", "environment="+env) != want {
 					return false
 				}
 			}
@@ -211,7 +210,7 @@ func TestPerEnvironment(t *testing.T) {
 	}
 	for _, env := range lost {
 		want := float64(len(survivors[0].history(t, env)))
-		if got := applied(rs, env); got != want {
+		if got := applied(t, rs, env); got != want {
 			t.Errorf("%s: %v changes applied over all replicas, want %v (one per apply recorded)", env, got, want)
 		}
 	}
@@ -283,20 +282,20 @@ func TestFencedStateWrites(t *testing.T) {
 	if !slices.Contains(a.d.Held(), "devel") {
 		t.Fatal("a stopped holding devel while paused; the test wants it unaware")
 	}
-	stateFailures := testutil.ToFloat64(a.d.metrics.failures.WithLabelValues("devel", "state"))
+	stateFailures := metricValue(t, a.d.metrics, "stagehand_failures_total", "environment=devel", "stage=state")
 	h.commit("devel", true, map[string]string{"web": "2.0.0"})
 	a.push(t, h, "push-to-paused")
 	testenv.WaitFor(t, 20*time.Second, "a to stop working devel", func() bool { return !slices.Contains(a.d.Held(), "devel") })
 	testenv.WaitFor(t, 10*time.Second, "a's refused state write counted", func() bool {
-		return testutil.ToFloat64(a.d.metrics.failures.WithLabelValues("devel", "state")) > stateFailures
+		return metricValue(t, a.d.metrics, "stagehand_failures_total", "environment=devel", "stage=state") > stateFailures
 	})
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:2.0.0")
 	var hist []approval.Entry
 	testenv.WaitFor(t, 20*time.Second, "b's apply recorded", func() bool { hist = b.history(t, "devel"); return len(hist) == 2 })
-	if got := testutil.ToFloat64(a.d.metrics.changesApplied.WithLabelValues("devel")); got != 1 {
+	if got := metricValue(t, a.d.metrics, "stagehand_changes_applied_total", "environment=devel"); got != 1 {
 		t.Errorf("a applied %v changes, want 1 (the first revision only)", got)
 	}
-	if got := testutil.ToFloat64(b.d.metrics.changesApplied.WithLabelValues("devel")); got != 1 {
+	if got := metricValue(t, b.d.metrics, "stagehand_changes_applied_total", "environment=devel"); got != 1 {
 		t.Errorf("b applied %v changes, want 1", got)
 	}
 	cm, err := cluster.Env(t).Clientset.CoreV1().ConfigMaps(h.stateNS).Get(context.Background(), state.ConfigMapName("devel"), metav1.GetOptions{})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/stagehand-gitops/stagehand/internal/meter"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
@@ -13,7 +14,7 @@ import (
 // handed to every worker: each worker's source.
 type snapshots struct {
 	src     *gitsource.Source
-	metrics *Metrics
+	metrics *meter.Metrics
 	envs    []string
 	log     logr.Logger
 	// wake wakes every worker.
@@ -39,14 +40,14 @@ func (s *snapshots) keep(snap gitsource.Snapshot) {
 	s.latest = &snap
 	s.mu.Unlock()
 	for _, name := range s.envs {
-		s.metrics.observeRevision(name, snap.Time)
+		s.metrics.ObserveRevision(name, snap.Time)
 	}
 }
 
 // offer makes snap the newest snapshot and wakes every worker.
 func (s *snapshots) offer(snap gitsource.Snapshot) {
 	s.keep(snap)
-	s.metrics.offered(snap.Revision, s.envs)
+	s.metrics.Offered(snap.Revision, s.envs)
 	s.log.Info("new revision", "revision", snap.Revision, "commitTime", snap.Time)
 	s.wake()
 }

@@ -21,12 +21,12 @@ const canaryReadTimeout = 2 * time.Second
 
 // Environment returns env as the API shows it, read from the Store (so every
 // replica answers the same).
-func (d *Daemon) Environment(ctx context.Context, env string) (*status.Environment, error) {
-	ec, ok := d.cfg.Environments[env]
+func (vw *views) Environment(ctx context.Context, env string) (*status.Environment, error) {
+	ec, ok := vw.cfg.Environments[env]
 	if !ok {
-		return nil, fmt.Errorf("%w %q; configured: %v", approval.ErrUnknownEnvironment, env, d.envNames)
+		return nil, fmt.Errorf("%w %q; configured: %v", approval.ErrUnknownEnvironment, env, vw.envNames)
 	}
-	st, err := d.store.Load(ctx, env)
+	st, err := vw.store.Load(ctx, env)
 	if err != nil {
 		return nil, err
 	}
@@ -46,8 +46,8 @@ func (d *Daemon) Environment(ctx context.Context, env string) (*status.Environme
 	if len(v.History) > 0 {
 		v.LastResult = &v.History[0]
 	}
-	if d.shard != nil {
-		if v.Holder, err = d.shard.HolderOf(ctx, env); err != nil {
+	if vw.shard != nil {
+		if v.Holder, err = vw.shard.HolderOf(ctx, env); err != nil {
 			return nil, err
 		}
 	}
@@ -56,15 +56,15 @@ func (d *Daemon) Environment(ctx context.Context, env string) (*status.Environme
 			return nil, fmt.Errorf("decoding status of environment %q: %w", env, err)
 		}
 	}
-	if verdict := d.calendars[env].Judge(d.clock.Now()); st.Phase == status.PhaseDeferred && !verdict.Open {
+	if verdict := vw.calendars[env].Judge(vw.clock.Now()); st.Phase == status.PhaseDeferred && !verdict.Open {
 		v.Waiting = append(v.Waiting, verdict.Message())
 	}
-	if cal := d.calendars[env]; cal != nil {
-		x := cal.Explain(d.clock.Now())
+	if cal := vw.calendars[env]; cal != nil {
+		x := cal.Explain(vw.clock.Now())
 		v.Windows = &x
 	}
 	if r := st.Sequence; r != nil && r.AwaitingRelease() {
-		v.Waiting = append(v.Waiting, "waiting for release approval of "+short(r.Revision))
+		v.Waiting = append(v.Waiting, "waiting for release approval of "+approval.ShortRevision(r.Revision))
 	}
 	// An apply in flight waiting for Flagger says where each canary's
 	// analysis stands, read from the targets by whichever replica answers.
@@ -72,7 +72,7 @@ func (d *Daemon) Environment(ctx context.Context, env string) (*status.Environme
 		var changes []reconcile.Change
 		if json.Unmarshal(f.Changes, &changes) == nil {
 			cctx, cancel := context.WithTimeout(ctx, canaryReadTimeout)
-			v.Waiting = append(v.Waiting, reconcile.CanaryProgress(cctx, d.targets[env], changes)...)
+			v.Waiting = append(v.Waiting, reconcile.CanaryProgress(cctx, vw.targets[env], changes)...)
 			cancel()
 		}
 	}
@@ -87,7 +87,7 @@ func (d *Daemon) Environment(ctx context.Context, env string) (*status.Environme
 	}
 	v.Locks = []lock.Lock{}
 	if ec.LockPath != "" {
-		if v.Locks, err = d.envLocks(ctx, ec.LockPath); err != nil {
+		if v.Locks, err = vw.envLocks(ctx, ec.LockPath); err != nil {
 			v.LocksError = err.Error()
 		}
 	}
@@ -95,8 +95,8 @@ func (d *Daemon) Environment(ctx context.Context, env string) (*status.Environme
 }
 
 // envLocks returns the unexpired locks at, beneath and above path.
-func (d *Daemon) envLocks(ctx context.Context, path string) ([]lock.Lock, error) {
-	beneath, err := d.lockSvc.List(ctx, path)
+func (vw *views) envLocks(ctx context.Context, path string) ([]lock.Lock, error) {
+	beneath, err := vw.lockSvc.List(ctx, path)
 	if err != nil {
 		return []lock.Lock{}, err
 	}
@@ -105,11 +105,11 @@ func (d *Daemon) envLocks(ctx context.Context, path string) ([]lock.Lock, error)
 		if p == path {
 			continue
 		}
-		if l, err := d.lockSvc.Get(ctx, p); err == nil {
+		if l, err := vw.lockSvc.Get(ctx, p); err == nil {
 			above = append(above, l)
 		}
 	}
-	now := d.lockSvc.Now()
+	now := vw.lockSvc.Now()
 	out := []lock.Lock{}
 	for _, l := range append(above, beneath...) {
 		if !l.Expired(now) {
@@ -131,12 +131,12 @@ func (w *worker) writeStatus(ctx context.Context, s gitsource.Snapshot, o *obser
 	st.ObservedAt = w.now().UTC()
 	raw, rerr := json.Marshal(st)
 	if err = errors.Join(err, rerr); err != nil {
-		w.metrics.fail(w.env, reasonState)
+		w.metrics.Fail(w.env, reasonState)
 		w.log.Error(err, "encoding status", "environment", w.env)
 		return
 	}
 	if err := w.store.SetStatus(ctx, w.env, raw); err != nil {
-		w.metrics.fail(w.env, reasonState)
+		w.metrics.Fail(w.env, reasonState)
 		w.log.Error(err, "recording status", "environment", w.env)
 		return
 	}
@@ -148,7 +148,7 @@ func (w *worker) writeStatus(ctx context.Context, s gitsource.Snapshot, o *obser
 // limit (until it ends), and targets plan could not reach.
 func (w *worker) waiting(plan *reconcile.Plan) []string {
 	var out []string
-	if rl := w.rateLimited; rl != nil && w.now().Before(rl.Until) {
+	if rl := w.tell.limited(); rl != nil {
 		out = append(out, fmt.Sprintf("%s rate limited until %s", rl.Service, rl.Until.UTC().Format(time.RFC3339)))
 	}
 	if w.source != nil {

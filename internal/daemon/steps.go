@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
@@ -26,8 +27,8 @@ func (w *worker) request(s gitsource.Snapshot, envM *manifest.Environment) recon
 // passSteps are the steps of a pass (see pass.go).
 func (w *worker) passSteps() []step {
 	return []step{
-		{stepFetch, w.fetch}, {stepResolve, w.resolveStep}, {stepPlan, w.planStep}, {stepGate, w.gateStep},
-		{stepApply, w.applyStep}, {stepVerify, w.verifyStep}, {stepRelease, w.releaseStep}, {stepRecord, w.recordStep},
+		{stepFetch, w.fetch}, {stepResolve, w.resolveStep}, {stepPlan, w.planStep}, {stepGate, w.keeper.gateStep},
+		{stepApply, w.apply.applyStep}, {stepVerify, w.apply.verifyStep}, {stepRelease, w.apply.releaseStep}, {stepRecord, w.apply.recordStep},
 	}
 }
 
@@ -43,13 +44,13 @@ func (w *worker) pass(ctx context.Context) error {
 	ctx, span := w.tracer.Pass(ctx, w.env, s.Revision)
 	err := w.runSteps(ctx, p, w.passSteps())
 	w.endPass(ctx, p)
-	w.metrics.passed(w.env, p.snap.Revision)
+	w.metrics.Passed(w.env, p.snap.Revision)
 	w.tracer.EndPass(span, w.env, err)
 	result := "ok"
 	if err != nil {
 		result = "error"
 	}
-	w.metrics.observePass(w.env, result, w.now().Sub(start))
+	w.metrics.ObservePass(w.env, result, w.now().Sub(start))
 	return err
 }
 
@@ -69,7 +70,7 @@ func (w *worker) fetch(ctx context.Context, p *pass) error {
 	}
 	w.owed.Note(st)
 	if rb := st.Rollback; st.Phase == status.PhaseRollingBack && rb != nil {
-		w.log.Info("continuing an interrupted rollback", "environment", w.env, "revision", short(rb.Entry.Revision))
+		w.log.Info("continuing an interrupted rollback", "environment", w.env, "revision", approval.ShortRevision(rb.Entry.Revision))
 		if err := w.reverter.Continue(ctx, *rb); err != nil {
 			return err
 		}
@@ -86,8 +87,8 @@ func (w *worker) resolveStep(ctx context.Context, p *pass) error {
 	envM, err := w.manifests.Resolve(ctx, p.snap, p.st) // the pin of the state the pass read
 	if err != nil {
 		p.observe(nil, nil, err)
-		err = fmt.Errorf("resolving manifest at %s: %w", short(p.snap.Revision), err)
-		w.supersede(ctx, p.st, p.snap.Revision) // the pending plan, if any, is not for the newest revision any more
+		err = fmt.Errorf("resolving manifest at %s: %w", approval.ShortRevision(p.snap.Revision), err)
+		w.keeper.supersede(ctx, p.st, p.snap.Revision) // the pending plan, if any, is not for the newest revision any more
 		return failed(stepResolve, reasonResolve, err)
 	}
 	p.envM = envM
@@ -100,8 +101,8 @@ func (w *worker) planStep(ctx context.Context, p *pass) error {
 	plan, err := w.reconciler.Plan(ctx, w.request(p.snap, p.envM))
 	if err != nil {
 		p.observe(p.envM, nil, err)
-		err = fmt.Errorf("planning revision %s: %w", short(p.snap.Revision), err)
-		w.supersede(ctx, p.st, p.snap.Revision)
+		err = fmt.Errorf("planning revision %s: %w", approval.ShortRevision(p.snap.Revision), err)
+		w.keeper.supersede(ctx, p.st, p.snap.Revision)
 		return failed(stepPlan, reasonPlan, err)
 	}
 	plan.HistoryRewritten = w.rewritten(ctx, p.snap.Revision, p.st.History)

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
@@ -81,7 +82,7 @@ func TestTraceOfAPush(t *testing.T) {
 	}
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.1.0")
 	pend := r.waitPending(t, "prod", rev)
-	testenv.WaitFor(t, 30*time.Second, "devel's deploy of "+short(rev)+" recorded", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "devel's deploy of "+approval.ShortRevision(rev)+" recorded", func() bool {
 		hist := r.history(t, "devel")
 		return len(hist) > 0 && hist[0].Revision == rev
 	})
@@ -102,7 +103,7 @@ func TestTraceOfAPush(t *testing.T) {
 		t.Fatalf("approve: %d", resp.StatusCode)
 	}
 	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.1.0")
-	testenv.WaitFor(t, 30*time.Second, "prod's deploy of "+short(rev)+" recorded", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "prod's deploy of "+approval.ShortRevision(rev)+" recorded", func() bool {
 		hist := r.history(t, "prod")
 		return len(hist) > 0 && hist[0].Revision == rev
 	})

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/outbox"
@@ -73,7 +72,7 @@ func TestUnreportedBounded(t *testing.T) {
 	}
 	for i := range outbox.MaxKept + 1 {
 		p := prop(i)
-		w.completed(ctx, p, approval.Outcome{Result: approval.ResultSucceeded, Apply: &reconcile.Result{Plan: p.Plan}})
+		w.tell.completed(ctx, p, approval.Outcome{Result: approval.ResultSucceeded, Apply: &reconcile.Result{Plan: p.Plan}})
 	}
 	w.owed.Owe(ctx, outbox.Superseded(prop(50), "r2"), errors.New("502 Bad Gateway"))
 	st, err := d.store.Load(ctx, "prod")
@@ -119,10 +118,10 @@ func TestUnreportedBounded(t *testing.T) {
 	if err != nil || len(st.Unreported) != 0 {
 		t.Fatalf("after GitHub answered: %+v, %v; want nothing left", st.Unreported, err)
 	}
-	if got := testutil.ToFloat64(d.metrics.reportsDropped.WithLabelValues("prod")); got != 3 {
+	if got := metricValue(t, d.metrics, "stagehand_outcome_reports_dropped_total", "environment=prod"); got != 3 {
 		t.Errorf("stagehand_outcome_reports_dropped_total = %v, want 3 (two pushed out, one given up)", got)
 	}
-	if got := testutil.ToFloat64(d.metrics.unreported.WithLabelValues("prod")); got != 0 {
+	if got := metricValue(t, d.metrics, "stagehand_outcome_reports_unreported", "environment=prod"); got != 0 {
 		t.Errorf("stagehand_outcome_reports_unreported = %v, want 0", got)
 	}
 	wantCompleted := []string{"sha256:04 succeeded", "sha256:05 succeeded", "sha256:06 succeeded",

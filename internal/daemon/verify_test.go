@@ -134,7 +134,7 @@ func TestVerificationAfterRollout(t *testing.T) {
 		}
 	}
 	for _, kind := range []struct{ task, kind string }{{"test", "job"}, {"test", "http"}, {"evaluation", "prometheus"}} {
-		if n := counterValue(r.d.metrics.verifications.WithLabelValues("devel", kind.task, kind.kind, "pass")); n != 1 {
+		if n := metricValue(t, r.d.metrics, "stagehand_verifications_total", "environment=devel", "task="+kind.task, "kind="+kind.kind, "result=pass"); n != 1 {
 			t.Errorf("stagehand_verifications_total{devel,%s,%s,pass} = %v, want 1", kind.task, kind.kind, n)
 		}
 	}
@@ -144,7 +144,7 @@ func TestVerificationAfterRollout(t *testing.T) {
 	r.push(t, h, "delivery-1")
 	testenv.WaitFor(t, 60*time.Second, "the second deploy recorded", func() bool { hist = history(); return len(hist) == 2 })
 	if e := hist[0]; e.Revision != rev || e.Result != approval.ResultFailed || !strings.Contains(e.Message, "status 503, want 200") {
-		t.Errorf("deploy with a broken health endpoint: %s %s: %s; want failed saying status 503", short(e.Revision), e.Result, e.Message)
+		t.Errorf("deploy with a broken health endpoint: %s %s: %s; want failed saying status 503", approval.ShortRevision(e.Revision), e.Result, e.Message)
 	}
 	checkVerifications(t, "broken health endpoint", hist[0], "job pass", "http fail")
 
@@ -154,10 +154,10 @@ func TestVerificationAfterRollout(t *testing.T) {
 	r.push(t, h, "delivery-2")
 	testenv.WaitFor(t, 60*time.Second, "the third deploy recorded", func() bool { hist = history(); return len(hist) == 3 })
 	if e := hist[0]; e.Revision != rev || e.Result != approval.ResultFailed || !strings.Contains(e.Message, "= 0.2, want < 0.05") {
-		t.Errorf("deploy breaching the error ratio: %s %s: %s; want failed quoting the value", short(e.Revision), e.Result, e.Message)
+		t.Errorf("deploy breaching the error ratio: %s %s: %s; want failed quoting the value", approval.ShortRevision(e.Revision), e.Result, e.Message)
 	}
 	checkVerifications(t, "error ratio breached", hist[0], "job pass", "http pass", "prometheus fail")
-	if n := counterValue(r.d.metrics.verifications.WithLabelValues("devel", "evaluation", "prometheus", "fail")); n != 1 {
+	if n := metricValue(t, r.d.metrics, "stagehand_verifications_total", "environment=devel", "task=evaluation", "kind=prometheus", "result=fail"); n != 1 {
 		t.Errorf("stagehand_verifications_total{devel,evaluation,prometheus,fail} = %v, want 1", n)
 	}
 	// The history is recorded before the gate hears the outcome: wait for it.
@@ -288,7 +288,7 @@ func failedVerificationRollsBack(t *testing.T, w *verifyWorld, task, breach, kin
 	e := hist[0]
 	if e.Revision != rev || e.Result != approval.ResultRolledBack || !strings.Contains(e.Message, "verification failed") ||
 		!strings.Contains(e.Message, breach) {
-		t.Errorf("history: %s %s: %s; want rolled-back for the failed verification (%q)", short(e.Revision), e.Result, e.Message, breach)
+		t.Errorf("history: %s %s: %s; want rolled-back for the failed verification (%q)", approval.ShortRevision(e.Revision), e.Result, e.Message, breach)
 	}
 	checkVerifications(t, "rolled back", e, kind+" fail")
 	if got := cluster.Env(t).Image(t, h.ns["devel"], "web"); got != imageRepo+"web:1.0.0" {

@@ -44,7 +44,7 @@ func TestWaiting(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &worker{workerDeps: workerDeps{now: func() time.Time { return now },
-				source: health{tc.source}}, rateLimited: tc.limited}
+				source: health{tc.source}}, tell: &herald{rateLimited: tc.limited, now: func() time.Time { return now }}}
 			if diff := cmp.Diff(tc.want, w.waiting(tc.plan)); diff != "" {
 				t.Errorf("waiting (-want +got):\n%s", diff)
 			}

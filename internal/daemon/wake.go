@@ -24,7 +24,7 @@ const (
 // replica wakes the leader. With leaderElection.perEnvironment the replica
 // polls and wakes all others (each holds some environments).
 func (d *Daemon) pushed() {
-	d.metrics.pushed()
+	d.metrics.Pushed()
 	if d.shard != nil {
 		// Every replica polls, and each works only what it holds: poll
 		// here, and wake the holders of the others.

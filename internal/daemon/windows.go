@@ -20,33 +20,33 @@ import (
 // through them) it is applied by the steps from apply on,
 // with the approvers counted. It is not that plan (ok false) when the pass planned another (a newer
 // revision, the cluster changed): the gate goes on and supersedes it.
-func (w *worker) deferredApproved(ctx context.Context, p *pass, tasks []promote.Task) (ok bool) {
+func (k *gatekeeper) deferredApproved(ctx context.Context, p *pass, tasks []promote.Task) (ok bool) {
 	pp := p.st.Pending
 	if p.st.Phase != status.PhaseDeferred || pp == nil || pp.Release ||
 		pp.PlanHash != p.plan.PlanHash || pp.Revision != p.snap.Revision {
 		return false
 	}
-	if !w.stillApproved(ctx, p) {
+	if !k.stillApproved(ctx, p) {
 		return false // awaiting approval again, with the approvals it had: the gate proposes it
 	}
-	v, glass := w.windows.JudgeFor(p.st, pp.PlanHash, pp.Revision)
+	v, glass := k.windows.JudgeFor(p.st, pp.PlanHash, pp.Revision)
 	if !v.Open && glass == nil {
 		p.done = true
 		return true
 	}
-	prop := approval.Proposal{Environment: w.env, Revision: p.snap.Revision, RevisionTime: p.snap.Time, Plan: p.plan}
+	prop := approval.Proposal{Environment: k.env, Revision: p.snap.Revision, RevisionTime: p.snap.Time, Plan: p.plan}
 	if glass != nil {
 		// A break-glass lets this plan through the closed windows, once.
-		if err := w.windows.Through(ctx, prop, *glass); err != nil {
-			w.metrics.fail(w.env, reasonState)
-			w.log.Error(err, "letting the deferred plan through by its break-glass", "environment", w.env, "planHash", pp.PlanHash)
+		if err := k.windows.Through(ctx, prop, *glass); err != nil {
+			k.metrics.Fail(k.env, reasonState)
+			k.log.Error(err, "letting the deferred plan through by its break-glass", "environment", k.env, "planHash", pp.PlanHash)
 			p.done = true
 			return true
 		}
 	}
-	w.seq.Begin(ctx, delivery.Start{State: p.st, Env: p.envM, Prop: prop, Tasks: delivery.WithApproval(tasks, true), Save: true})
+	k.seq.Begin(ctx, delivery.Start{State: p.st, Env: p.envM, Prop: prop, Tasks: delivery.WithApproval(tasks, true), Save: true})
 	p.job = &applyJob{prop: prop, approvers: pp.Approvers()}
-	w.log.Info("the deploy window opened: applying the deferred plan", "environment", w.env, "planHash", pp.PlanHash,
+	k.log.Info("the deploy window opened: applying the deferred plan", "environment", k.env, "planHash", pp.PlanHash,
 		"by", approval.JoinApprovers(pp.Approvers()))
 	return true
 }
@@ -55,29 +55,29 @@ func (w *worker) deferredApproved(ctx context.Context, p *pass, tasks []promote.
 // approvals.required (or rules that ask more) may leave it short. It is then awaiting approval again,
 // in the state and in p, its approvals kept and its requirement shown ("1 of 2"), so that the gate
 // proposes it with its tally rather than replacing it with a plan of no approvals.
-func (w *worker) stillApproved(ctx context.Context, p *pass) bool {
+func (k *gatekeeper) stillApproved(ctx context.Context, p *pass) bool {
 	pp := p.st.Pending
 	need := *pp
-	w.approvals.Shows(ctx, p.st, &need)
+	k.approvals.Shows(ctx, p.st, &need)
 	if need.Complete() {
 		return true
 	}
-	err := w.store.Update(ctx, w.env, func(st *state.EnvState) {
+	err := k.store.Update(ctx, k.env, func(st *state.EnvState) {
 		if sp := st.Pending; sp != nil && sp.PlanHash == pp.PlanHash && sp.Revision == pp.Revision && st.Phase == status.PhaseDeferred {
 			sp.Required, sp.Reasons = need.Required, need.Reasons
 			st.Phase = status.PhaseAwaitingApproval
 		}
 	})
 	if err != nil {
-		w.metrics.fail(w.env, reasonState)
-		w.log.Error(err, "asking the approvals of the deferred plan again", "environment", w.env, "planHash", pp.PlanHash)
+		k.metrics.Fail(k.env, reasonState)
+		k.log.Error(err, "asking the approvals of the deferred plan again", "environment", k.env, "planHash", pp.PlanHash)
 		p.done = true
 		return true // deferred still; the next pass tries again
 	}
 	pp.Required, pp.Reasons = need.Required, need.Reasons
 	p.st.Phase = status.PhaseAwaitingApproval
-	w.proposed = "" // proposed again, with its tally
-	w.log.Info("the deferred plan needs more approvals under the policy of now", "environment", w.env, "planHash", pp.PlanHash,
+	k.tell.forget() // proposed again, with its tally
+	k.log.Info("the deferred plan needs more approvals under the policy of now", "environment", k.env, "planHash", pp.PlanHash,
 		"approvals", pp.Tally())
 	return false
 }

@@ -3,10 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -14,15 +11,13 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/delivery"
+	"github.com/stagehand-gitops/stagehand/internal/meter"
 	"github.com/stagehand-gitops/stagehand/internal/outbox"
 	"github.com/stagehand-gitops/stagehand/internal/policy"
 	"github.com/stagehand-gitops/stagehand/internal/revert"
-	"github.com/stagehand-gitops/stagehand/internal/state"
-	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/tally"
 	"github.com/stagehand-gitops/stagehand/internal/tracing"
 	"github.com/stagehand-gitops/stagehand/internal/window"
-	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -69,7 +64,7 @@ type workerDeps struct {
 	recorded RecordHook
 	// approvals counts approvals under the environment's policy (internal/tally).
 	approvals *tally.Counter
-	metrics   *Metrics
+	metrics   *meter.Metrics
 	log       logr.Logger
 	now       func() time.Time
 	// sequence is how the environment's delivery sequence runs: its
@@ -91,111 +86,70 @@ type worker struct {
 	decisions chan decision
 	// lastStatus is the last status written, without its observation time.
 	lastStatus []byte
-	// proposed is the pending plan (revision and planHash) the gate last
-	// accepted, at proposedAt; a pending plan the gate has not accepted
-	// (Propose failed, or a restart) is proposed again at each pass, and one
-	// it accepted again after WithRepropose's period, so that the gate can
-	// repair what it shows (a check run whose click was lost with its replica).
-	proposed   string
-	proposedAt time.Time
+	// tell is what the gate is told, and what it was told last.
+	tell *herald
+	// apply carries out what a pass or a decision lets through; release
+	// is the release approval; desk takes the decisions.
+	apply   *applier
+	release *releaser
+	desk    *decider
+	keeper  *gatekeeper
 	// seq is the sequence run of the newest plan (also kept in the state).
 	seq *delivery.Run
-	// rateLimited is the gate's last refusal for a rate limit (nil once
-	// a Propose went through); the status names it until it ends.
-	rateLimited *approval.RateLimitedError
-	// releaseHash is the plan whose release approval began to wait in
-	// this process at releaseSince (local, monotonic): a decision sent to
-	// the worker before then is not for it.
-	releaseHash  string
-	releaseSince time.Time
-	// waitMark is the same, for the Daemon's goroutines (a decision the
-	// busy worker did not take in time is handed over, see
-	// Daemon.decide), set before the pending release is written.
-	waitMark atomic.Pointer[releaseMark]
 	// owed are the outcomes the gate refused, reported again later.
 	owed *outbox.Queue
 	// windows are the environment's deploy windows.
 	windows *window.Guard
-	// glass is the break-glasses' record as the last glance saw it (pickUp): a change, another
-	// replica keeping a break-glass, wakes the worker.
-	glass string
 	// reverter rolls back a failed apply (with rollback set).
 	reverter *revert.Reverter
-	// applying is true while an apply is under way (read by other
-	// goroutines: a replica gives back an environment that is not applying).
-	applying atomic.Bool
-	// kept names the pending plan the last pass kept at a newer revision
-	// that changes nothing here, and that revision (keepPending); a
-	// decision on it is taken at the plan's revision.
-	kept string
-	// keptEnv is the pending plan's environment resolved at its revision
-	// when kept was decided: both revisions' content never changes, so a
-	// later pass with the same key neither resolves nor compares again.
-	keptEnv *manifest.Environment
 	// rec calls the record hook, after each pass and decision and when the
 	// phase moves during one.
 	rec *recorder
 }
 
-// releaseMark is when a release approval of planHash began to wait in this
-// process (local, monotonic).
-type releaseMark struct {
-	planHash string
-	since    time.Time
-}
-
-// takenBefore reports whether a decision taken at at (on this process's
-// monotonic clock; zero: another replica's) on p was taken before p, a
-// release approval, began to wait here: it was for the plan before its
-// deployment, not for its release.
-func (w *worker) takenBefore(p *approval.Pending, at time.Time) bool {
-	m := w.waitMark.Load()
-	return p != nil && p.Release && !at.IsZero() && m != nil && m.planHash == p.PlanHash && at.Before(m.since)
-}
-
 func newWorker(deps workerDeps) *worker {
 	w := &worker{workerDeps: deps, wake: make(chan struct{}, 1), decisions: make(chan decision),
 		rec: newRecorder(deps.recorded, deps.env, deps.store.Store)}
-	store := termStore{w}
+	// The rooms and helpers read the store in force at each call: each
+	// term of the worker fences it anew (Daemon.workEnvironment).
+	store := &w.store
 	c := deps.sequence
 	c.Env, c.Store, c.Now, c.Log = deps.env, store, deps.now, deps.log
-	c.Failed = func() { w.metrics.fail(w.env, reasonState) }
+	c.Failed = func() { w.metrics.Fail(w.env, reasonState) }
 	c.Moved = w.rec.moved
 	w.seq = delivery.New(c)
-	w.owed = outbox.New(outbox.Config{Env: deps.env, Store: store, Gate: deps.gate, Counter: envCounter{deps.metrics, deps.env},
+	w.owed = outbox.New(outbox.Config{Env: deps.env, Store: store, Gate: deps.gate, Counter: deps.metrics.Reports(deps.env),
 		Now: deps.now, Log: deps.log, Backoff: deps.reportBackoff, BackoffMax: deps.reportBackoffMax})
+	w.tell = &herald{env: deps.env, gate: deps.gate, owed: w.owed, metrics: deps.metrics, log: deps.log, now: deps.now, repropose: deps.repropose}
 	w.windows = window.New(window.Config{Env: deps.env, Calendar: deps.calendar, Now: deps.now, Store: store, Gate: deps.gate,
-		Log: deps.log, GateFailed: func() { w.metrics.fail(w.env, reasonGate) }})
+		Log: deps.log, GateFailed: func() { w.metrics.Fail(w.env, reasonGate) }})
 	w.windows.OnOpen(w.wakeUp)
 	w.reverter = revert.New(revert.Config{Env: deps.env, Targets: deps.targets, LockPath: deps.lockPath, Store: store,
 		Restore: func(ctx context.Context, req reconcile.Request, changes []reconcile.Change, reason string, opts ...reconcile.Option) (*reconcile.Result, error) {
 			return w.reconciler.Restore(ctx, req, changes, reason, opts...)
 		},
 		Grace:     func(ctx context.Context) (context.Context, context.CancelFunc) { return graceful(ctx, w.applyGrace) },
-		Completed: w.completed, Hook: deps.rollbackHook, Now: deps.now, Log: deps.log, Moved: w.rec.moved,
+		Completed: w.tell.completed, Hook: deps.rollbackHook, Now: deps.now, Log: deps.log, Moved: w.rec.moved,
 		Failed: func(f revert.Failure) {
 			if f == revert.FailedRollback {
-				w.metrics.fail(w.env, reasonRollback)
+				w.metrics.Fail(w.env, reasonRollback)
 				return
 			}
-			w.metrics.fail(w.env, reasonState)
+			w.metrics.Fail(w.env, reasonState)
 		}})
+	w.release = &releaser{env: deps.env, log: deps.log, now: deps.now, metrics: deps.metrics, store: store, seq: w.seq, tell: w.tell,
+		approvals: deps.approvals, manifests: deps.manifests, passes: w}
+	w.apply = &applier{env: deps.env, log: deps.log, now: deps.now, metrics: deps.metrics, store: store, reconciler: deps.reconciler,
+		request: w.request, promotion: deps.promotion, applyGrace: deps.applyGrace, seq: w.seq, tell: w.tell, release: w.release,
+		rec: w.rec, reverter: w.reverter, rollback: deps.rollback, wake: w.wakeUp}
+	w.desk = &decider{env: deps.env, log: deps.log, now: deps.now, metrics: deps.metrics, tracer: deps.tracer, store: store,
+		source: deps.source, manifests: deps.manifests, approvals: deps.approvals, windows: w.windows, seq: w.seq, tell: w.tell,
+		release: w.release, passes: w}
+	w.keeper = &gatekeeper{env: deps.env, log: deps.log, now: deps.now, metrics: deps.metrics, tracer: deps.tracer, store: store,
+		source: deps.source, manifests: deps.manifests, approvals: deps.approvals, windows: w.windows, seq: w.seq, tell: w.tell,
+		gate: deps.gate, allowRewrite: deps.allowRewrite, apply: w.apply, release: w.release, passes: w}
+	w.desk.keeper = w.keeper
 	return w
-}
-
-// termStore is the worker's store as it is at each call: each term of the
-// worker fences it anew (Daemon.work), and the rooms the worker drives
-// (delivery.Run, outbox.Queue) write under the term in force.
-type termStore struct{ w *worker }
-
-func (s termStore) Load(ctx context.Context, env string) (*state.EnvState, error) {
-	return s.w.store.Load(ctx, env)
-}
-
-func (s termStore) HistoryLimit() int { return s.w.store.HistoryLimit() }
-
-func (s termStore) Update(ctx context.Context, env string, mutate func(*state.EnvState)) error {
-	return s.w.store.Update(ctx, env, mutate)
 }
 
 // wakeUp asks the worker to plan the newest snapshot; wake-ups coalesce.
@@ -226,11 +180,11 @@ func (w *worker) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case dc := <-w.decisions:
-			w.decide(ctx, dc)
+			w.desk.decide(ctx, dc)
 			w.rec.tell(ctx)
 			continue
 		case <-handed.C:
-			if w.pickUp(ctx) {
+			if w.desk.pickUp(ctx) {
 				w.rec.tell(ctx) // a decision handed over: the records changed as after one taken here
 			}
 			w.owed.ReportDue(ctx)
@@ -241,100 +195,6 @@ func (w *worker) run(ctx context.Context) {
 		w.passAndLog(ctx)
 		w.rec.tell(ctx)
 	}
-}
-
-// resumable reports whether prop continues the interrupted apply in
-// flight in st (cut short by a shutdown) without asking again: same
-// revision, and what is left is part of what was approved; it returns its
-// approvers. Otherwise it clears the in-flight record (in st too).
-func (w *worker) resumable(ctx context.Context, st *state.EnvState, prop approval.Proposal) ([]string, bool, error) {
-	f := st.InFlight
-	if f == nil {
-		return nil, false, nil
-	}
-	var approved []reconcile.Change
-	if err := json.Unmarshal(f.Changes, &approved); err != nil {
-		// Unreadable: nothing can be continued without asking again.
-		w.metrics.fail(w.env, reasonState)
-		w.log.Error(err, "decoding the changes of the interrupted apply; planning afresh", "environment", w.env, "planHash", f.PlanHash)
-	} else if f.Revision == prop.Revision && subset(prop.Plan.Changes, approved) {
-		if len(f.Approvers) == 0 { // written before approvals were counted
-			return []string{f.Approver}, true, nil
-		}
-		return f.Approvers, true, nil
-	}
-	if err := w.store.Update(ctx, w.env, func(st *state.EnvState) { st.InFlight, st.Phase = nil, notApplying(st) }); err != nil {
-		return nil, false, err
-	}
-	st.InFlight, st.Phase = nil, notApplying(st)
-	return nil, false, nil
-}
-
-// propose asks gate about prop and remembers a plan it accepted, so that a
-// plan whose Propose failed is proposed again at the next pass. A failure is
-// logged and counted and leaves the plan pending.
-func (w *worker) propose(ctx context.Context, gate approval.Gate, prop approval.Proposal) approval.Decision {
-	dec, err := gate.Propose(ctx, prop)
-	var rl *approval.RateLimitedError
-	if errors.As(err, &rl) {
-		w.rateLimited = rl
-	} else if err == nil {
-		w.rateLimited = nil
-	}
-	if err != nil {
-		w.proposed = ""
-		w.metrics.fail(w.env, reasonGate)
-		w.log.Error(err, "proposing plan; proposing it again at the next pass", "environment", w.env,
-			"revision", short(prop.Revision), "planHash", prop.Plan.PlanHash)
-		return dec
-	}
-	w.proposed, w.proposedAt = proposalKey(prop), w.now()
-	return dec
-}
-
-func proposalKey(p approval.Proposal) string { return p.Revision + " " + p.Plan.PlanHash }
-
-// supersede withdraws st's pending plan (if any): by is the revision that
-// replaces it. st is the pass's state, kept in step.
-func (w *worker) supersede(ctx context.Context, st *state.EnvState, by string) {
-	pending := st.Pending
-	if pending == nil || st.Phase == status.PhaseAwaitingRelease {
-		// A release approval ends by a decision or a newer revision
-		// (holdRelease), never with the plan that found it.
-		return
-	}
-	plan, perr := decodePlan(w.env, pending)
-	if perr != nil {
-		// The gate still hears of it, by revision alone.
-		w.metrics.fail(w.env, reasonState)
-		w.log.Error(perr, "decoding the superseded plan", "environment", w.env, "planHash", pending.PlanHash)
-	}
-	if err := w.store.Update(ctx, w.env, func(st *state.EnvState) {
-		if st.Pending != nil && st.Pending.PlanHash == pending.PlanHash {
-			st.Pending = nil
-			if st.Phase == status.PhaseAwaitingApproval || st.Phase == status.PhaseDeferred {
-				st.Phase = st.AtRest()
-			}
-		}
-	}); err != nil {
-		w.metrics.fail(w.env, reasonState)
-		w.log.Error(err, "clearing superseded plan", "environment", w.env)
-		return
-	}
-	st.Pending = nil
-	if st.Phase == status.PhaseAwaitingApproval || st.Phase == status.PhaseDeferred {
-		st.Phase = st.AtRest()
-	}
-	if by != pending.Revision {
-		w.seq.Abort(ctx, st, delivery.SupersededWhy(by))
-	}
-	prop := approval.Proposal{Environment: w.env, Revision: pending.Revision, Plan: plan}
-	if err := w.gate.Superseded(ctx, prop, by); err != nil {
-		w.metrics.fail(w.env, reasonGate)
-		w.log.Error(err, "reporting superseded plan", "environment", w.env, "planHash", pending.PlanHash)
-		w.owed.Owe(ctx, outbox.Superseded(prop, by), err)
-	}
-	w.log.Info("pending plan superseded", "environment", w.env, "planHash", pending.PlanHash, "by", by)
 }
 
 // autoGate decides for skipConfirmation environments.
@@ -369,56 +229,5 @@ func failureSummary(res *reconcile.Result) string {
 			msgs = append(msgs, fmt.Sprintf("%s %s: %s", wr.WorkloadKey, wr.Outcome, wr.Message))
 		}
 	}
-	return fmt.Sprint(len(msgs), " workload(s) not deployed: ", joinMax(msgs, 5))
-}
-
-func joinMax(ss []string, n int) string {
-	out := ""
-	for i, s := range ss {
-		if i == n {
-			return out + fmt.Sprintf("; and %d more", len(ss)-n)
-		}
-		if i > 0 {
-			out += "; "
-		}
-		out += s
-	}
-	return out
-}
-
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
-}
-
-// recordLanded records an approved apply whose every patch landed before its
-// process ended: killed (no entry), or stopped while it watched the rollouts
-// (an interrupted entry, the in-flight record kept for the next leader, as a
-// rolling upgrade leaves it). The plan is empty now, and without this the
-// approval, its approvers and its changes would leave no history entry but
-// the interruption, and no completed check run. Its rollouts were not
-// watched to the end, and the entry says so.
-func (w *worker) recordLanded(ctx context.Context, p *pass) {
-	s, envM, st := p.snap, p.envM, p.st
-	f := st.InFlight
-	settled := func(e approval.Entry) bool { return e.PlanHash == f.PlanHash && e.Result != approval.ResultInterrupted }
-	if f == nil || f.Revision != s.Revision || slices.ContainsFunc(st.History, settled) {
-		return
-	}
-	var changes []reconcile.Change
-	if err := json.Unmarshal(f.Changes, &changes); err != nil {
-		w.log.Error(err, "decoding the changes of the apply in flight", "environment", w.env)
-		return
-	}
-	plan := &reconcile.Plan{Environment: w.env, Revision: f.Revision, PlanHash: f.PlanHash, Changes: changes}
-	prop := approval.Proposal{Environment: w.env, Revision: f.Revision, RevisionTime: s.Time, Plan: plan}
-	out := approval.Outcome{Result: approval.ResultSucceeded, Approver: f.Approver, Approvers: f.Approvers, Started: f.Started,
-		Finished: w.now().UTC(),
-		Message:  "the apply was cut short after its last patch (the process ended); every approved change is in place, its rollouts were not watched to the end"}
-	w.log.Info("recording an apply whose patches all landed before its process ended", "environment", w.env,
-		"revision", short(f.Revision), "planHash", f.PlanHash)
-	w.recordApply(ctx, prop, out, resolvedManifest(s, envM))
-	w.completed(ctx, prop, out)
+	return fmt.Sprint(len(msgs), " workload(s) not deployed: ", approval.JoinMax(msgs, 5))
 }

@@ -1,4 +1,4 @@
-package daemon
+package meter
 
 import (
 	"sync"
@@ -13,7 +13,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/pkg/verify"
 )
 
-// Metrics are the daemon's Prometheus metrics, registered on a private
+// Metrics are the reconciler's Prometheus metrics, registered on a private
 // registry (never the global default one).
 type Metrics struct {
 	Registry *prometheus.Registry
@@ -42,9 +42,13 @@ type Metrics struct {
 	now       func() time.Time
 }
 
-// NewMetrics creates the metrics and registers them, with the Go and process
-// collectors, on a new private registry.
-func NewMetrics() *Metrics {
+// New creates the metrics and registers them, with the Go and process
+// collectors, on a new private registry. now is the clock of the commit
+// times the revision age is measured from (nil: the local clock).
+func New(now func() time.Time) *Metrics {
+	if now == nil {
+		now = time.Now
+	}
 	m := &Metrics{
 		Registry: newRegistry(),
 		reconcileDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -111,7 +115,7 @@ func NewMetrics() *Metrics {
 			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
 		}, []string{"environment"}),
 		revisions: map[string]time.Time{},
-		now:       time.Now,
+		now:       now,
 	}
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
@@ -141,7 +145,8 @@ func (r revisionAge) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func (m *Metrics) observeRevision(env string, commitTime time.Time) {
+// ObserveRevision records the commit time of the revision env reconciles.
+func (m *Metrics) ObserveRevision(env string, commitTime time.Time) {
 	if commitTime.IsZero() {
 		return
 	}
@@ -150,11 +155,14 @@ func (m *Metrics) observeRevision(env string, commitTime time.Time) {
 	m.mu.Unlock()
 }
 
-func (m *Metrics) observePass(env, result string, d time.Duration) {
+// ObservePass records how long a pass over env took and how it ended (ok,
+// error).
+func (m *Metrics) ObservePass(env, result string, d time.Duration) {
 	m.reconcileDuration.WithLabelValues(env, result).Observe(d.Seconds())
 }
 
-func (m *Metrics) setPending(env string, pending bool) {
+// SetPending says whether env has a plan waiting for a person.
+func (m *Metrics) SetPending(env string, pending bool) {
 	v := 0.0
 	if pending {
 		v = 1
@@ -164,7 +172,7 @@ func (m *Metrics) setPending(env string, pending bool) {
 
 // setPendingSince records when the plan waiting for a person in env was
 // proposed; zero: none waits.
-func (m *Metrics) setPendingSince(env string, at time.Time) {
+func (m *Metrics) SetPendingSince(env string, at time.Time) {
 	if at.IsZero() {
 		m.pendingSince.DeleteLabelValues(env)
 		return
@@ -174,65 +182,74 @@ func (m *Metrics) setPendingSince(env string, at time.Time) {
 
 // pushed records a push webhook received now (here, or at another replica
 // that woke this one).
-func (m *Metrics) pushed() { m.pushes.push(time.Now()) }
+func (m *Metrics) Pushed() { m.pushes.push(time.Now()) }
 
 // offered records that the source offers revision to envs.
-func (m *Metrics) offered(revision string, envs []string) { m.pushes.offered(revision, envs) }
+func (m *Metrics) Offered(revision string, envs []string) { m.pushes.offered(revision, envs) }
 
 // patched records env's first patch of revision: the time since the push
 // that brought it, if one did.
-func (m *Metrics) patched(env, revision string) {
+func (m *Metrics) Patched(env, revision string) {
 	if d, ok := m.pushes.patched(env, revision, time.Now()); ok {
 		m.webhookToPatch.WithLabelValues(env).Observe(d.Seconds())
 	}
 }
 
 // passed records that a pass over env's revision ended.
-func (m *Metrics) passed(env, revision string) { m.pushes.passed(env, revision) }
+func (m *Metrics) Passed(env, revision string) { m.pushes.passed(env, revision) }
 
 // unheld shows every environment as not held by this replica, until its
 // Lease is (leaderElection.perEnvironment): an environment nobody holds
 // then shows as 0 on every replica, not as no series at all.
-func (m *Metrics) unheld(envs []string) {
+func (m *Metrics) Unheld(envs []string) {
 	for _, env := range envs {
 		m.envHeld.WithLabelValues(env).Set(0)
 	}
 }
 
-func (m *Metrics) addApplied(env string, n int) {
+// AddApplied counts n container image changes patched in env.
+func (m *Metrics) AddApplied(env string, n int) {
 	m.changesApplied.WithLabelValues(env).Add(float64(n))
 }
 
-func (m *Metrics) setUnreported(env string, n int) { m.unreported.WithLabelValues(env).Set(float64(n)) }
+// Reports counts env's outcome reports the gate refused (internal/outbox's
+// Counter).
+func (m *Metrics) Reports(env string) Reports { return Reports{m: m, env: env} }
 
-func (m *Metrics) reportDropped(env string) { m.reportsDropped.WithLabelValues(env).Inc() }
-
-// envCounter counts env's outcome reports in m (an outbox.Counter).
-type envCounter struct {
+// Reports counts one environment's outcome reports the gate refused: those
+// waiting, those given up, and the failures of reporting or keeping them.
+type Reports struct {
 	m   *Metrics
 	env string
 }
 
-func (c envCounter) Waiting(n int) { c.m.setUnreported(c.env, n) }
+// Waiting sets how many outcomes wait to be reported again.
+func (c Reports) Waiting(n int) { c.m.unreported.WithLabelValues(c.env).Set(float64(n)) }
 
-func (c envCounter) Dropped() { c.m.reportDropped(c.env) }
+// Dropped counts an outcome given up.
+func (c Reports) Dropped() { c.m.reportsDropped.WithLabelValues(c.env).Inc() }
 
-func (c envCounter) Failed(gate bool) {
+// Failed counts a failure to report an outcome (gate) or to keep it in the
+// state.
+func (c Reports) Failed(gate bool) {
 	if gate {
-		c.m.fail(c.env, reasonGate)
+		c.m.Fail(c.env, ReasonGate)
 		return
 	}
-	c.m.fail(c.env, reasonState)
+	c.m.Fail(c.env, ReasonState)
 }
 
-func (m *Metrics) fail(env string, r reason) { m.failures.WithLabelValues(env, string(r)).Inc() }
+// Fail counts a failure in env for r.
+func (m *Metrics) Fail(env string, r Reason) { m.failures.WithLabelValues(env, string(r)).Inc() }
 
 // observeStep records how long a step of a pass took.
-func (m *Metrics) observeStep(env string, step stepName, d time.Duration) {
-	m.stepDuration.WithLabelValues(env, string(step)).Observe(d.Seconds())
+func (m *Metrics) ObserveStep(env, step string, d time.Duration) {
+	m.stepDuration.WithLabelValues(env, step).Observe(d.Seconds())
 }
 
-func (m *Metrics) setLeader(leading bool) {
+// SetLeader records that this replica began or stopped leading (one leader
+// Lease).
+func (m *Metrics) SetLeader(leading bool) {
 	if leading {
 		m.leader.Set(1)
 	} else {
@@ -244,7 +261,7 @@ func (m *Metrics) setLeader(leading bool) {
 }
 
 // leadership records that this replica began or stopped holding env.
-func (m *Metrics) leadership(env string, held bool) {
+func (m *Metrics) Leadership(env string, held bool) {
 	v := 0.0
 	if held {
 		v = 1
@@ -265,7 +282,7 @@ func change(leading bool) string {
 }
 
 // observeVerification counts a verification task's result and its duration.
-func (m *Metrics) observeVerification(env string, task verify.Task, tr verify.TaskResult) {
+func (m *Metrics) ObserveVerification(env string, task verify.Task, tr verify.TaskResult) {
 	m.verifications.WithLabelValues(env, task.Name, task.Kind, tr.Result).Inc()
 	m.verifyDuration.WithLabelValues(env, task.Kind).Observe(tr.Duration().Seconds())
 }
@@ -276,6 +293,12 @@ var (
 	sourceFailingDesc = prometheus.NewDesc("stagehand_source_failing_seconds",
 		"Seconds since the first of the git source's current run of failed polls; 0 while it answers.", nil, nil)
 )
+
+// WatchSource adds the git source's health, read from status at scrape time
+// (its times on the clock now), to the registry.
+func (m *Metrics) WatchSource(status func() gitsource.Status, now func() time.Time) {
+	m.Registry.MustRegister(sourceHealth{status: status, now: now})
+}
 
 // sourceHealth reads the source's status at scrape time.
 type sourceHealth struct {
@@ -301,6 +324,10 @@ func (h sourceHealth) Collect(ch chan<- prometheus.Metric) {
 var clockOffsetDesc = prometheus.NewDesc("stagehand_clock_offset_seconds",
 	"How far the state cluster's API server's clock is ahead of this replica's (negative: behind), from the Date headers of its responses; the daemon records times on the API server's clock.",
 	nil, nil)
+
+// WatchClock adds the offset of the state cluster's API server's clock c to
+// the registry.
+func (m *Metrics) WatchClock(c *clock.Remote) { m.Registry.MustRegister(clockOffset{c}) }
 
 // clockOffset reports the offset of the API server's clock, once known.
 type clockOffset struct{ c *clock.Remote }
