@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
@@ -70,10 +71,11 @@ type Program struct {
 	fast cel.Program
 }
 
-// env is the CEL environment rules are compiled in: the variables of Input and the helpers.
-func env() (*cel.Env, *provider, error) {
+// env is the CEL environment rules are compiled in: the variables of Input and the helpers, with the
+// zones of the timestamp accessors loaded once (z).
+func env(z *zones) (*cel.Env, *provider, error) {
 	p := newProvider()
-	e, err := cel.NewEnv(
+	opts := []cel.EnvOption{
 		cel.CustomTypeProvider(p),
 		cel.CustomTypeAdapter(p),
 		ext.Strings(ext.StringsVersion(3)),
@@ -92,7 +94,8 @@ func env() (*cel.Env, *provider, error) {
 			cel.BinaryBinding(failures))),
 		cel.ParserRecursionLimit(MaxNesting),
 		cel.ParserExpressionSizeLimit(MaxExpressionLength),
-	)
+	}
+	e, err := cel.NewEnv(append(opts, z.functions()...)...)
 	return e, p, err
 }
 
@@ -136,8 +139,11 @@ type Compiler struct {
 }
 
 // NewCompiler builds the CEL environment of rules.
-func NewCompiler() (*Compiler, error) {
-	e, p, err := env()
+func NewCompiler() (*Compiler, error) { return newCompiler(newZones(time.LoadLocation)) }
+
+// newCompiler is NewCompiler with the zones z.
+func newCompiler(z *zones) (*Compiler, error) {
+	e, p, err := env(z)
 	if err != nil {
 		return nil, fmt.Errorf("building the CEL environment of approval rules: %w", err)
 	}
