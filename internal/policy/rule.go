@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/decls"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
@@ -84,13 +85,15 @@ func env(z *zones) (*cel.Env, *provider, error) {
 		cel.Variable("now", cel.TimestampType),
 		cel.Variable("history", cel.ListType(deployT)),
 		cel.Variable("locks", cel.ListType(lockT)),
-		cel.Function("isMajorBump", cel.Overload("isMajorBump_change", []*cel.Type{changeT}, cel.BoolType,
-			cel.UnaryBinding(bumpIs("major")))),
-		cel.Function("isMinorBump", cel.Overload("isMinorBump_change", []*cel.Type{changeT}, cel.BoolType,
-			cel.UnaryBinding(bumpIs("minor")))),
-		cel.Function("isPatchBump", cel.Overload("isPatchBump_change", []*cel.Type{changeT}, cel.BoolType,
-			cel.UnaryBinding(bumpIs("patch")))),
-		cel.Function("failures", cel.Overload("failures_history_int", []*cel.Type{cel.ListType(deployT), cel.IntType}, cel.IntType,
+		// The helpers check their arguments themselves: CEL's guard, which compares every argument's type
+		// with the overload's at each call, is left out (an error or unknown argument is still passed on).
+		cel.Function("isMajorBump", decls.DisableTypeGuards(true), cel.Overload("isMajorBump_change", []*cel.Type{changeT}, cel.BoolType,
+			cel.UnaryBinding(bumpIs("isMajorBump", "major")))),
+		cel.Function("isMinorBump", decls.DisableTypeGuards(true), cel.Overload("isMinorBump_change", []*cel.Type{changeT}, cel.BoolType,
+			cel.UnaryBinding(bumpIs("isMinorBump", "minor")))),
+		cel.Function("isPatchBump", decls.DisableTypeGuards(true), cel.Overload("isPatchBump_change", []*cel.Type{changeT}, cel.BoolType,
+			cel.UnaryBinding(bumpIs("isPatchBump", "patch")))),
+		cel.Function("failures", decls.DisableTypeGuards(true), cel.Overload("failures_history_int", []*cel.Type{cel.ListType(deployT), cel.IntType}, cel.IntType,
 			cel.BinaryBinding(failures))),
 		cel.ParserRecursionLimit(MaxNesting),
 		cel.ParserExpressionSizeLimit(MaxExpressionLength),
@@ -99,8 +102,8 @@ func env(z *zones) (*cel.Env, *provider, error) {
 	return e, p, err
 }
 
-// bumpIs is isMajorBump, isMinorBump or isPatchBump: whether the change's tag went up by that part.
-func bumpIs(part string) func(ref.Val) ref.Val {
+// bumpIs is isMajorBump, isMinorBump or isPatchBump (name): whether the change's tag went up by that part.
+func bumpIs(name, part string) func(ref.Val) ref.Val {
 	return func(v ref.Val) ref.Val {
 		r, _ := v.Value().(*record)
 		c, ok := (*Change)(nil), false
@@ -108,7 +111,7 @@ func bumpIs(part string) func(ref.Val) ref.Val {
 			c, ok = r.v.(*Change)
 		}
 		if !ok {
-			return types.NewErr("isMajorBump: want a change, got %s", v.Type())
+			return types.NewErr("%s: want a change, got %s", name, v.Type())
 		}
 		return types.Bool(bump(c.From.Tag, c.To.Tag) == part)
 	}
@@ -124,8 +127,16 @@ func failures(list, n ref.Val) ref.Val {
 	size, _ := l.Size().Value().(int64)
 	count := 0
 	for i := int64(0); i < size && i < limit; i++ {
-		r, _ := l.Get(types.Int(i)).Value().(*record)
-		if d, ok := r.v.(*Deploy); r != nil && ok && d.Result == "failed" {
+		e := l.Get(types.Int(i))
+		r, _ := e.Value().(*record)
+		d, ok := (*Deploy)(nil), false
+		if r != nil {
+			d, ok = r.v.(*Deploy)
+		}
+		if !ok {
+			return types.NewErr("failures: want the history, got a list of %s", e.Type())
+		}
+		if d.Result == "failed" {
 			count++
 		}
 	}

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -11,25 +10,29 @@ import (
 type version struct{ major, minor, patch int }
 
 // parseVersion reads tag as a version; ok is false for a tag that is none (latest, a commit SHA). It
-// allocates nothing: isMajorBump reads the tags of every change of a plan.
+// reads the tag in one pass and allocates nothing: isMajorBump reads the tags of every change of a plan.
 func parseVersion(tag string) (version, bool) {
 	s := strings.TrimPrefix(strings.TrimPrefix(tag, "v"), "V")
 	if i := strings.IndexAny(s, "-+"); i >= 0 {
 		s = s[:i]
 	}
 	var n [3]int
-	for i := range n {
-		part, rest, more := strings.Cut(s, ".")
-		if part == "" || len(part) > 9 || strings.Trim(part, "0123456789") != "" {
+	part, digits := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9' && digits < 9:
+			n[part] = n[part]*10 + int(c-'0')
+			digits++
+		case c == '.' && digits > 0 && part < len(n)-1:
+			part, digits = part+1, 0
+		default:
 			return version{}, false
 		}
-		n[i], _ = strconv.Atoi(part)
-		if !more {
-			return version{n[0], n[1], n[2]}, true
-		}
-		s = rest
 	}
-	return version{}, false
+	if digits == 0 {
+		return version{}, false
+	}
+	return version{n[0], n[1], n[2]}, true
 }
 
 // bump says which part of the version went up from from to to: "major", "minor", "patch", or "" when
