@@ -14,6 +14,8 @@ import (
 // Set is one environment's compiled rules, in their configured order.
 type Set struct {
 	programs []*Program
+	// arenas keep the memory of the variables' values between decisions.
+	arenas *arenas
 	// tracked evaluates every rule with its cost tracked (tests compare both ways).
 	tracked bool
 }
@@ -23,7 +25,7 @@ func NewSet(c *Compiler, rules []Rule) (*Set, error) {
 	if len(rules) > MaxRules {
 		return nil, fmt.Errorf("%d approval rules: at most %d", len(rules), MaxRules)
 	}
-	s := &Set{}
+	s := &Set{arenas: newArenas(c.provider)}
 	for i, r := range rules {
 		p, err := c.Compile(r)
 		if err != nil {
@@ -103,7 +105,8 @@ func (s *Set) Evaluate(ctx context.Context, in Input) (Requirement, []Outcome, e
 	if s.Len() == 0 {
 		return req, nil, nil
 	}
-	vars, err := activation(s.programs[0].provider, in)
+	a := s.arenas.get()
+	vars, err := activation(a, in)
 	if err != nil {
 		return req, nil, err
 	}
@@ -130,8 +133,10 @@ func (s *Set) Evaluate(ctx context.Context, in Input) (Requirement, []Outcome, e
 		outcomes = append(outcomes, o)
 	}
 	if first != nil {
+		// The arena is left to the collector: an error may refer to a value made in it.
 		return Requirement{}, outcomes, first
 	}
+	s.arenas.release(a)
 	return req, outcomes, nil
 }
 
@@ -151,8 +156,8 @@ func eval(ctx context.Context, prg cel.Program, vars cel.Activation) (bool, erro
 	return bool(b), nil
 }
 
-// activation binds in's values to the variables, once for every rule of a decision.
-func activation(p *provider, in Input) (cel.Activation, error) {
+// activation binds in's values, made in a, to the variables, once for every rule of a decision.
+func activation(a *arena, in Input) (cel.Activation, error) {
 	history, locks := in.History, in.Locks
 	if history == nil {
 		history = []Deploy{}
@@ -175,11 +180,11 @@ func activation(p *provider, in Input) (cel.Activation, error) {
 		rev.Files = []string{}
 	}
 	vars, err := cel.NewActivation(map[string]any{
-		"plan":     p.record(planT, &plan),
-		"revision": p.record(revisionT, &rev),
+		"plan":     a.record(planT, &plan),
+		"revision": a.record(revisionT, &rev),
 		"now":      types.Timestamp{Time: in.Now},
-		"history":  list(p, deployT, history),
-		"locks":    list(p, lockT, locks),
+		"history":  list(a, deployT, history),
+		"locks":    list(a, lockT, locks),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("binding the variables of approval rules: %w", err)

@@ -63,8 +63,7 @@ func (e *CompileError) Error() string {
 // Program is one compiled rule.
 type Program struct {
 	Rule
-	prg      cel.Program
-	provider *provider
+	prg cel.Program
 	// fast is the rule without the runtime cost tracking (nil: none): planned only when CEL's static
 	// estimate of its cost, over inputs within the bounds (boundedInput), is within CostLimit. Such an
 	// input cannot make it cost more than the tracked program would allow, so it comes to the same
@@ -182,7 +181,7 @@ func (c *Compiler) Compile(r Rule) (*Program, error) {
 	if err != nil {
 		return nil, &CompileError{Message: err.Error()}
 	}
-	out := &Program{Rule: r, prg: prg, provider: c.provider}
+	out := &Program{Rule: r, prg: prg}
 	if est, err := c.env.EstimateCost(ast, boundsEstimator{}); err == nil && est.Max <= CostLimit {
 		if out.fast, err = c.env.Program(ast, cel.InterruptCheckFrequency(100), cel.EvalOptions(cel.OptOptimize)); err != nil {
 			return nil, &CompileError{Message: err.Error()}

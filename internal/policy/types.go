@@ -26,19 +26,20 @@ var (
 	trailersT = types.NewMapType(types.StringType, stringsT)
 )
 
-// field is one field of a declared type: its name, CEL type, and its CEL value made from the Go value.
+// field is one field of a declared type: its name, CEL type, and its CEL value made from the Go value
+// in a decision's arena.
 type field struct {
 	name string
 	typ  *types.Type
-	val  func(p *provider, v any) ref.Val
+	val  func(a *arena, v any) ref.Val
 }
 
-func str(get func(v any) string) func(*provider, any) ref.Val {
-	return func(_ *provider, v any) ref.Val { return types.String(get(v)) }
+func str(get func(v any) string) func(*arena, any) ref.Val {
+	return func(_ *arena, v any) ref.Val { return types.String(get(v)) }
 }
 
-func strs(get func(v any) []string) func(*provider, any) ref.Val {
-	return func(p *provider, v any) ref.Val { return types.NewStringList(p, get(v)) }
+func strs(get func(v any) []string) func(*arena, any) ref.Val {
+	return func(a *arena, v any) ref.Val { return types.NewStringList(a.p, get(v)) }
 }
 
 // structs are the declared types' fields in order, by type name. It is set once by init (its fields'
@@ -51,7 +52,7 @@ func declared() map[string][]field {
 	return map[string][]field{
 		planT.TypeName(): {
 			{"environment", types.StringType, str(func(v any) string { return v.(*Plan).Environment })},
-			{"changes", types.NewListType(changeT), func(p *provider, v any) ref.Val { return changeList(p, v.(*Plan).Changes) }},
+			{"changes", types.NewListType(changeT), func(a *arena, v any) ref.Val { return changeList(a, v.(*Plan).Changes) }},
 			{"services", stringsT, strs(func(v any) []string { return v.(*Plan).Services })},
 		},
 		changeT.TypeName(): {
@@ -59,8 +60,8 @@ func declared() map[string][]field {
 			{"target", types.StringType, str(func(v any) string { return v.(*Change).Target })},
 			{"workload", types.StringType, str(func(v any) string { return v.(*Change).Workload })},
 			{"container", types.StringType, str(func(v any) string { return v.(*Change).Container })},
-			{"from", imageT, func(p *provider, v any) ref.Val { return p.record(imageT, &v.(*Change).From) }},
-			{"to", imageT, func(p *provider, v any) ref.Val { return p.record(imageT, &v.(*Change).To) }},
+			{"from", imageT, func(a *arena, v any) ref.Val { return a.record(imageT, &v.(*Change).From) }},
+			{"to", imageT, func(a *arena, v any) ref.Val { return a.record(imageT, &v.(*Change).To) }},
 		},
 		imageT.TypeName(): {
 			{"image", types.StringType, str(func(v any) string { return v.(*Image).Image })},
@@ -72,13 +73,13 @@ func declared() map[string][]field {
 			{"sha", types.StringType, str(func(v any) string { return v.(*Revision).SHA })},
 			{"authors", stringsT, strs(func(v any) []string { return v.(*Revision).Authors })},
 			{"files", stringsT, strs(func(v any) []string { return v.(*Revision).Files })},
-			{"trailers", trailersT, func(p *provider, v any) ref.Val { return trailerMap(p, v.(*Revision).Trailers) }},
+			{"trailers", trailersT, func(a *arena, v any) ref.Val { return trailerMap(a.p, v.(*Revision).Trailers) }},
 		},
 		deployT.TypeName(): {
 			{"revision", types.StringType, str(func(v any) string { return v.(*Deploy).Revision })},
 			{"result", types.StringType, str(func(v any) string { return v.(*Deploy).Result })},
 			{"services", stringsT, strs(func(v any) []string { return v.(*Deploy).Services })},
-			{"finished", types.TimestampType, func(_ *provider, v any) ref.Val { return types.Timestamp{Time: v.(*Deploy).Finished} }},
+			{"finished", types.TimestampType, func(_ *arena, v any) ref.Val { return types.Timestamp{Time: v.(*Deploy).Finished} }},
 		},
 		lockT.TypeName(): {
 			{"service", types.StringType, str(func(v any) string { return v.(*Lock).Service })},
@@ -107,17 +108,15 @@ type provider struct {
 func newProvider() *provider {
 	p := &provider{Registry: types.NewEmptyRegistry(), shapes: map[string]*shape{}}
 	for name, fs := range structs {
-		p.shapes[name] = &shape{typ: types.NewObjectType(name), fs: fs, p: p}
+		p.shapes[name] = &shape{typ: types.NewObjectType(name), fs: fs}
 	}
 	return p
 }
 
-// shape is what the records of one declared type share: the type, its fields, the provider their
-// values are made with.
+// shape is what the records of one declared type share: the type and its fields.
 type shape struct {
 	typ *types.Type
 	fs  []field
-	p   *provider
 }
 
 func (p *provider) FindStructType(name string) (*types.Type, bool) {
@@ -177,9 +176,10 @@ func (p *provider) NativeToValue(v any) ref.Val {
 // record is a value of a declared type: its Go pointer and its fields' CEL values in declared order,
 // each made when a rule first reads it (a rule reads a field or two of 500 changes; making every field's
 // value of every change for each decision cost more than the rules). A record belongs to one decision's
-// activation, read by one rule at a time.
+// activation, read by one rule at a time, and lives in its arena.
 type record struct {
 	*shape
+	a      *arena
 	v      any
 	fields []ref.Val
 }
@@ -187,50 +187,52 @@ type record struct {
 // get is the value of field i, made on its first read.
 func (r *record) get(i int) ref.Val {
 	if r.fields[i] == nil {
-		r.fields[i] = r.fs[i].val(r.p, r.v)
+		r.fields[i] = r.fs[i].val(r.a, r.v)
 	}
 	return r.fields[i]
 }
 
 // record makes the CEL value of v, a pointer to a value of the declared type t.
-func (p *provider) record(t *types.Type, v any) ref.Val {
-	sh := p.shapes[t.TypeName()]
-	return obj{&record{shape: sh, v: v, fields: make([]ref.Val, len(sh.fs))}}
+func (a *arena) record(t *types.Type, v any) ref.Val {
+	sh := a.p.shapes[t.TypeName()]
+	r := &a.records(1)[0]
+	*r = record{shape: sh, a: a, v: v, fields: a.values(len(sh.fs))}
+	return obj{r}
 }
 
 // list makes the CEL list of a slice of values of the declared type t: its records and their fields'
-// room in one allocation each.
-func list[T any](p *provider, t *types.Type, s []T) ref.Val {
-	sh := p.shapes[t.TypeName()]
+// room taken from the arena in one piece each.
+func list[T any](a *arena, t *types.Type, s []T) ref.Val {
+	sh := a.p.shapes[t.TypeName()]
 	n := len(sh.fs)
-	recs, vals, room := make([]record, len(s)), make([]ref.Val, len(s)), make([]ref.Val, len(s)*n)
+	recs, vals, room := a.records(len(s)), a.values(len(s)), a.values(len(s)*n)
 	for i := range s {
-		recs[i] = record{shape: sh, v: &s[i], fields: room[i*n : (i+1)*n : (i+1)*n]}
+		recs[i] = record{shape: sh, a: a, v: &s[i], fields: room[i*n : (i+1)*n : (i+1)*n]}
 		vals[i] = obj{&recs[i]}
 	}
-	return newRecords(p, vals)
+	return newRecords(a.p, vals)
 }
 
 // changeList is list for plan.changes, with the records of each change's from and to images made in
-// the same allocations (a rule reading c.to.tag of 500 changes would otherwise allocate 1000 records
-// and their room one by one).
-func changeList(p *provider, s []Change) ref.Val {
-	cs, is := p.shapes[changeT.TypeName()], p.shapes[imageT.TypeName()]
+// the same pieces (a rule reading c.to.tag of 500 changes would otherwise make 1000 records and their
+// room one by one).
+func changeList(a *arena, s []Change) ref.Val {
+	cs, is := a.p.shapes[changeT.TypeName()], a.p.shapes[imageT.TypeName()]
 	n, m := len(cs.fs), len(is.fs)
-	recs, imgs, vals := make([]record, len(s)), make([]record, 2*len(s)), make([]ref.Val, len(s))
-	room, imgRoom := make([]ref.Val, len(s)*n), make([]ref.Val, 2*len(s)*m)
+	recs, imgs, vals := a.records(len(s)), a.records(2*len(s)), a.values(len(s))
+	room, imgRoom := a.values(len(s)*n), a.values(2*len(s)*m)
 	from, to := fieldIndex(changeT, "from"), fieldIndex(changeT, "to")
 	for i := range s {
 		c := &s[i]
-		recs[i] = record{shape: cs, v: c, fields: room[i*n : (i+1)*n : (i+1)*n]}
+		recs[i] = record{shape: cs, a: a, v: c, fields: room[i*n : (i+1)*n : (i+1)*n]}
 		for j, img := range []*Image{&c.From, &c.To} {
 			k := 2*i + j
-			imgs[k] = record{shape: is, v: img, fields: imgRoom[k*m : (k+1)*m : (k+1)*m]}
+			imgs[k] = record{shape: is, a: a, v: img, fields: imgRoom[k*m : (k+1)*m : (k+1)*m]}
 		}
 		recs[i].fields[from], recs[i].fields[to] = obj{&imgs[2*i]}, obj{&imgs[2*i+1]}
 		vals[i] = obj{&recs[i]}
 	}
-	return newRecords(p, vals)
+	return newRecords(a.p, vals)
 }
 
 // fieldIndex is the index of the field name among the declared type t's.
