@@ -15,7 +15,7 @@ FUZZ_SHORT_TIME ?= 3s
 # testdata/fuzz/<Target>) also run as plain tests in `go test`.
 FUZZ_TARGETS := ./pkg/manifest:FuzzResolve ./pkg/manifest:FuzzEdit ./pkg/manifest:FuzzPosition \
 	./pkg/promote:FuzzParse ./internal/webhook:FuzzShape ./internal/webhook:FuzzReceiver ./internal/api:FuzzDecisionBody \
-	./internal/api:FuzzRollbackBody ./pkg/gitsource:FuzzCoAuthors ./internal/keyless:FuzzBumpBody ./internal/keyless:FuzzBumpRepository ./internal/auth/oidc:FuzzVerify ./internal/ui:FuzzForm ./internal/policy:FuzzEvaluate
+	./internal/api:FuzzRollbackBody ./pkg/gitsource:FuzzCoAuthors ./internal/keyless:FuzzBumpBody ./internal/keyless:FuzzBumpRepository ./internal/auth/oidc:FuzzVerify ./internal/ui:FuzzForm ./internal/policy:FuzzEvaluate ./internal/policy:FuzzParseVersion
 IMAGE ?=
 PLATFORMS ?= linux/$(shell go env GOARCH)
 IMAGE_FLAGS ?=
