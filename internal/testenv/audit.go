@@ -10,7 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// auditPolicy records the writes to workloads, to ConfigMaps (the state),
+// auditPolicy records the writes to workloads (Argo Rollouts' Rollouts and
+// their status included), to ConfigMaps (the state),
 // and to Environment resources (stagehand.io environments, their status
 // included), at the Metadata level, once their response is sent; nothing
 // else.
@@ -23,6 +24,8 @@ rules:
   resources:
   - group: apps
     resources: [deployments, statefulsets, daemonsets]
+  - group: argoproj.io
+    resources: [rollouts, rollouts/status]
 - level: Metadata
   verbs: [create, update, patch, delete]
   resources:

@@ -96,7 +96,7 @@ func WithCRDs(paths ...string) Option {
 
 // WithAuditLog makes kube-apiserver write an audit log (Env.AuditLog) of
 // every create, update and patch of a workload (Deployments, StatefulSets,
-// DaemonSets), and every write to a ConfigMap or an Environment resource, so
+// DaemonSets, Argo Rollouts' Rollouts and their status), and every write to a ConfigMap or an Environment resource, so
 // that a test can count the writes a process made.
 func WithAuditLog() Option {
 	return func(o *options) error {
