@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -13,9 +12,10 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/stagehand-gitops/stagehand/pkg/workload"
 )
 
 // job is one workload to patch.
@@ -29,9 +29,9 @@ type job struct {
 	start   time.Time
 	obj     runtime.Object // the patched object
 	gen     int64
-	canary  *canaryRef // the Flagger Canary that judges the rollout (flagger.go)
+	canary  *canaryRef // the Flagger Canary that judges the rollout (canary.go)
 	// promoted is when a Rollout paused at the step promotedAt (its status
-	// message) was last promoted (argo.go, promoteStep).
+	// message) was last promoted (promote.go, promoteStep).
 	promoted   time.Time
 	promotedAt string
 }
@@ -165,25 +165,25 @@ func (r *Reconciler) finishRollouts(ctx context.Context, req Request, patched []
 	}
 	ctx, span := startSpan(ctx, "rollout wait", attrWorkloads.Int(len(patched)))
 	defer span.End()
-	rollingOut := func(j *job, st rollout, changed bool) {
+	rollingOut := func(j *job, st workload.Status, changed bool) {
 		if changed {
-			report(j, PhaseRollingOut, st.msg)
+			report(j, PhaseRollingOut, st.Message)
 		}
-		if st.paused && r.o.promotion == PromotionAuto {
-			r.promoteStep(ctx, req, j, st.msg, report)
+		if st.Paused && r.o.promotion == PromotionAuto {
+			r.promoteStep(ctx, req, j, st.Message, report)
 		}
 	}
-	r.waitRollouts(ctx, patched, rollingOut, func(j *job, st rollout) {
+	r.waitRollouts(ctx, patched, rollingOut, func(j *job, st workload.Status) {
 		defer func() { // once finished: with the workload's outcome
 			span.AddEvent("rolled out", trace.WithAttributes(append(workloadAttrs(j), attrOutcome.String(string(j.res.Outcome)))...))
 		}()
-		msg := st.msg
+		msg := st.Message
 		switch {
-		case st.done:
+		case st.Done:
 			finish(j, OutcomeSucceeded, msg)
 			report(j, PhaseSucceeded, msg)
 			return
-		case st.onDelete:
+		case st.OnDelete:
 			finish(j, OutcomeOnDelete, msg)
 			report(j, PhaseOnDelete, msg)
 			return
@@ -319,61 +319,23 @@ func (r *Reconciler) patchOne(ctx context.Context, req Request, j *job) error {
 	return nil
 }
 
-// patchBody is a strategic merge patch naming only the changed containers
-// (merged by name) and the revision annotation.
+// patchBody is workload.PatchBody of changes: a strategic merge patch
+// naming only the changed containers (merged by name) and the revision
+// annotation.
 func patchBody(kind, revision string, changes []Change) ([]byte, error) {
-	var containers, inits []map[string]string
-	for _, c := range changes {
-		e := map[string]string{"name": c.ContainerName(), "image": c.To}
-		if c.IsInit() {
-			inits = append(inits, e)
-		} else {
-			containers = append(containers, e)
-		}
+	images := make([]workload.Container, len(changes))
+	for i, c := range changes {
+		images[i] = workload.Container{Name: c.Container, Image: c.To}
 	}
-	pod := map[string]any{}
-	if containers != nil {
-		pod["containers"] = containers
-	}
-	if inits != nil {
-		pod["initContainers"] = inits
-	}
-	k, _, err := kindNamed(kind)
-	if err != nil {
-		return nil, fmt.Errorf("encoding patch: %w", err)
-	}
-	spec := map[string]any{"spec": pod} // the pod template, under the kind's path in spec
-	for i := len(k.templatePath) - 1; i >= 0; i-- {
-		spec = map[string]any{k.templatePath[i]: spec}
-	}
-	b, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"annotations": map[string]string{RevisionAnnotation: revision}},
-		"spec":     spec,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("encoding patch: %w", err)
-	}
-	return b, nil
+	return workload.PatchBody(kind, revision, images)
 }
 
 func patch(ctx context.Context, t Target, k WorkloadKey, body []byte) (runtime.Object, int64, error) {
-	kind, _, err := kindNamed(k.Kind)
+	kind, _, err := workload.Named(k.Kind)
 	if err != nil {
 		return nil, 0, err
 	}
-	api, ok := kind.apiOf(t, k.Namespace)
-	if !ok {
-		return nil, 0, fmt.Errorf("target %s cannot reach %s", t.Name, kind.gvr.Resource)
-	}
-	if kind.patchFn != nil {
-		return kind.patchFn(ctx, t, k.Namespace, k.Name, body)
-	}
-	o, err := api.patch(ctx, k.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
-	if err != nil {
-		return nil, 0, err
-	}
-	m, _, _ := kind.pod(o)
-	return o, m.Generation, nil
+	return kind.Patch(ctx, t.cluster(), types.NamespacedName{Namespace: k.Namespace, Name: k.Name}, body)
 }
 
 // withRecorders returns targets with an EventWriter as the Recorder of each

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/stagehand-gitops/stagehand/pkg/workload"
 )
 
 // ErrUnreachable is matched (errors.Is) by an *UnreachableError.
@@ -54,10 +56,10 @@ type targetKey struct {
 // targetWatch is the watches of one target.
 type targetWatch struct {
 	name      string
-	informers [len(workloadKinds)]cache.SharedIndexInformer
+	informers [workload.Count]cache.SharedIndexInformer
 	// health is per kind: one kind's watch answering must not hide
 	// another's failing.
-	health  [len(workloadKinds)]health
+	health  [workload.Count]health
 	version atomic.Uint64 // bumped by every event
 
 	mu      sync.Mutex
@@ -147,13 +149,13 @@ func (r *Reconciler) watchOf(t Target) *targetWatch {
 	}
 	tw := &targetWatch{name: t.Name}
 	label := r.o.selectorLabel
-	for i := range workloadKinds {
-		api, ok := workloadKinds[i].apiOf(t, t.Namespace)
+	for i := range workload.Count {
+		api, ok := workload.At(i).API(t.cluster(), t.Namespace)
 		if !ok {
 			continue // a kind the target cannot see: no informer
 		}
-		inf := newInformer(api, &workloadKinds[i], label, &tw.health[i])
-		_ = inf.SetTransform(strip(label)) // cannot fail before Run
+		inf := newInformer(api, workload.At(i), label, &tw.health[i])
+		_ = inf.SetTransform(workload.Strip(label)) // cannot fail before Run
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { tw.version.Add(1); c.notify() },
 			UpdateFunc: func(any, any) { tw.version.Add(1); c.notify() },
@@ -199,22 +201,22 @@ func (c *watchCache) events() <-chan struct{} {
 	return c.changed
 }
 
-func newInformer(api kindAPI, k *workloadKind, label string, h *health) cache.SharedIndexInformer {
+func newInformer(api workload.API, k *workload.Kind, label string, h *health) cache.SharedIndexInformer {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = label
-			obj, err := api.list(ctx, o)
+			obj, err := api.List(ctx, o)
 			h.observe(err)
 			return obj, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.LabelSelector = label
-			w, err := api.watch(ctx, o)
+			w, err := api.Watch(ctx, o)
 			h.observe(err)
 			return w, err
 		},
 	}
-	return cache.NewSharedIndexInformerWithOptions(lw, k.example, cache.SharedIndexInformerOptions{ObjectDescription: k.gvr.Resource})
+	return cache.NewSharedIndexInformerWithOptions(lw, k.Example(), cache.SharedIndexInformerOptions{ObjectDescription: k.GVR().Resource})
 }
 
 // inventory returns t's workloads from the watches, waiting at most
@@ -252,7 +254,7 @@ func (tw *targetWatch) inventory(ctx context.Context, t Target, label string, ti
 	defer tw.mu.Unlock()
 	if tw.built == nil || tw.builtAt != version {
 		inv := newInventory(t, label)
-		for i := range workloadKinds {
+		for i := range workload.Count {
 			if tw.informers[i] == nil {
 				continue
 			}
@@ -271,7 +273,7 @@ func (tw *targetWatch) inventory(ctx context.Context, t Target, label string, ti
 
 // get reads the object of the informer of kind at namespace/name.
 func (tw *targetWatch) get(kind, namespace, name string) (runtime.Object, bool) {
-	_, i, err := kindNamed(kind)
+	_, i, err := workload.Named(kind)
 	if err != nil || tw.informers[i] == nil {
 		return nil, false
 	}
@@ -279,20 +281,20 @@ func (tw *targetWatch) get(kind, namespace, name string) (runtime.Object, bool) 
 	if err != nil || !ok {
 		return nil, false
 	}
-	c, ok := o.(*cached)
+	c, ok := o.(*workload.Cached)
 	if !ok {
 		return nil, false
 	}
-	return c.object(), true
+	return c.Object(), true
 }
 
-func fromObject(o any) *workload {
+func fromObject(o any) *workload.Workload {
 	switch o := o.(type) {
-	case *cached:
-		return o.w
+	case *workload.Cached:
+		return o.Workload()
 	case runtime.Object:
-		if k := kindOfObject(o); k != nil {
-			return k.workload(o)
+		if k := workload.Of(o); k != nil {
+			return k.Workload(o)
 		}
 	}
 	return nil

@@ -23,7 +23,7 @@
 // that verification (a dockerDigest must be what the registry serves for the
 // tag) or pinning (a tag without digest is deployed as repo:tag@digest) needs.
 // While Reconciler.Watch runs (the daemon) it costs no List at all: each
-// target's kinds (one table, kinds.go) are watched, restricted to the selector label and
+// target's kinds (one table, pkg/workload) are watched, restricted to the selector label and
 // stripped of every field Stagehand does not read, and a plan reads those
 // watches (plus one Get per kind for a service mapped by name to an
 // unlabelled workload). Each target is read within the target timeout; one

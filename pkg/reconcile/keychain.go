@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	k8sauthn "github.com/google/go-containerregistry/pkg/authn/kubernetes"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/stagehand-gitops/stagehand/pkg/workload"
 )
 
 // PullContext is whose credentials pull a workload's images: the pod
@@ -54,7 +56,7 @@ type pullKey struct{ target, namespace, serviceAccount, secrets string }
 
 // pullOf returns the pull context of w in t; the zero key when credentials
 // are not per workload.
-func (r *Reconciler) pullOf(t Target, w *workload) (pullKey, PullContext) {
+func (r *Reconciler) pullOf(t Target, w *workload.Workload) (pullKey, PullContext) {
 	if r.o.registry.keychains == nil {
 		return pullKey{}, PullContext{}
 	}

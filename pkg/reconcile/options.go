@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/stagehand-gitops/stagehand/pkg/workload"
 )
 
 // Defaults of New.
@@ -27,9 +29,9 @@ const (
 	// DefaultDigestCacheTTL is how long a resolved digest is reused.
 	DefaultDigestCacheTTL = 5 * time.Minute
 	// RevisionAnnotation records on each patched workload the git revision it was deployed from.
-	RevisionAnnotation = "stagehand.io/revision"
+	RevisionAnnotation = workload.RevisionAnnotation
 	// FieldManager is the field manager of every patch.
-	FieldManager = "stagehand"
+	FieldManager = workload.FieldManager
 	// ReportingController names Stagehand in the Events it writes.
 	ReportingController = "stagehand.io/reconciler"
 )

@@ -8,19 +8,25 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/stagehand-gitops/stagehand/pkg/workload"
 )
 
 // Workload kinds a service maps to.
 const (
-	KindDeployment  = "Deployment"
-	KindStatefulSet = "StatefulSet"
-	KindDaemonSet   = "DaemonSet"
-	KindCronJob     = "CronJob"
+	KindDeployment  = workload.KindDeployment
+	KindStatefulSet = workload.KindStatefulSet
+	KindDaemonSet   = workload.KindDaemonSet
+	KindCronJob     = workload.KindCronJob
+	KindRollout     = workload.KindRollout // Argo Rollouts' Rollout
 )
+
+// RolloutGVR is the resource of Argo Rollouts' Rollouts.
+var RolloutGVR = workload.RolloutGVR
 
 // InitPrefix marks an init container in Change.Container ("init:migrate");
 // Kubernetes container names cannot contain a colon, so it never collides.
-const InitPrefix = "init:"
+const InitPrefix = workload.InitPrefix
 
 // Plan is what applying an environment's manifest at a revision would change.
 // Its JSON is the `reconciler plan -o json` contract.

@@ -11,13 +11,14 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+	"github.com/stagehand-gitops/stagehand/pkg/workload"
 )
 
 // Target is one cluster and namespace an environment deploys to.
@@ -34,6 +35,11 @@ type Target struct {
 	// writes them through Client. Apply waits for its calls to return, so a
 	// recorder that writes before returning has every Event written by then.
 	Recorder record.EventRecorder
+}
+
+// cluster is what reaches t's workloads.
+func (t Target) cluster() workload.Cluster {
+	return workload.Cluster{Client: t.Client, Dynamic: t.Dynamic}
 }
 
 // Request is what to plan or apply: an environment's resolved manifest at a
@@ -71,19 +77,19 @@ func (req Request) validate() error {
 // target.
 type inventory struct {
 	target    Target
-	workloads []*workload
-	byLabel   map[string][]*workload
-	byName    map[string][]*workload
+	workloads []*workload.Workload
+	byLabel   map[string][]*workload.Workload
+	byName    map[string][]*workload.Workload
 	label     string
 	err       error // the target could not be read: every service has this problem
 }
 
 func newInventory(t Target, label string) *inventory {
-	return &inventory{target: t, label: label, byLabel: map[string][]*workload{}, byName: map[string][]*workload{}}
+	return &inventory{target: t, label: label, byLabel: map[string][]*workload.Workload{}, byName: map[string][]*workload.Workload{}}
 }
 
-func (inv *inventory) add(w *workload) {
-	if w.canaryPrimary {
+func (inv *inventory) add(w *workload.Workload) {
+	if w.CanaryPrimary {
 		return // Flagger's copy of a Canary's target, not a workload of a service
 	}
 	inv.workloads = append(inv.workloads, w)
@@ -116,14 +122,14 @@ func (r *Reconciler) inventory(ctx context.Context, t Target, services []manifes
 	start := time.Now()
 	// The kinds are listed at once: an apply's plan waits for the slowest
 	// List, not for the sum of four round trips.
-	lists := make([][]*workload, len(workloadKinds))
-	errs := make([]error, len(workloadKinds))
+	lists := make([][]*workload.Workload, workload.Count)
+	errs := make([]error, workload.Count)
 	var wg sync.WaitGroup
-	for i := range workloadKinds {
-		wg.Go(func() { lists[i], errs[i] = listWorkloads(ctx, t, t.Namespace, workloadKinds[i].name) })
+	for i := range workload.Count {
+		wg.Go(func() { lists[i], errs[i] = workload.List(ctx, t.cluster(), t.Namespace, workload.At(i).Name()) })
 	}
 	wg.Wait()
-	for i := range workloadKinds {
+	for i := range workload.Count {
 		if errs[i] != nil {
 			inv.err = unreachable(t.Name, start, errs[i])
 			return inv
@@ -159,17 +165,17 @@ func (r *Reconciler) getUnlabelled(ctx context.Context, inv *inventory, services
 	ctx, cancel := context.WithTimeout(ctx, r.o.targetTimeout)
 	defer cancel()
 	start := time.Now()
-	found := make([][]*workload, len(names))
+	found := make([][]*workload.Workload, len(names))
 	err := forEach(len(names), r.o.concurrency, func(i int) error {
-		for k := range workloadKinds {
-			w, err := getWorkload(ctx, inv.target, inv.target.Namespace, workloadKinds[k].name, names[i])
+		for k := range workload.Count {
+			w, err := workload.Get(ctx, inv.target.cluster(), workload.At(k).Name(), types.NamespacedName{Namespace: inv.target.Namespace, Name: names[i]})
 			if apierrors.IsNotFound(err) {
 				continue
 			}
 			if err != nil {
 				return unreachable(inv.target.Name, start, err)
 			}
-			if _, labelled := w.Labels[r.o.selectorLabel]; !labelled && !w.canaryPrimary {
+			if _, labelled := w.Labels[r.o.selectorLabel]; !labelled && !w.CanaryPrimary {
 				found[i] = append(found[i], w)
 			}
 		}
@@ -178,7 +184,7 @@ func (r *Reconciler) getUnlabelled(ctx context.Context, inv *inventory, services
 	if err != nil {
 		return nil, err
 	}
-	var more []*workload
+	var more []*workload.Workload
 	for _, ws := range found {
 		more = append(more, ws...)
 	}
@@ -208,11 +214,11 @@ func (r *Reconciler) inventories(ctx context.Context, targets []Target, services
 
 // workloadsOf returns the workloads of service in inv: those labelled with
 // it, else those named like it that carry no selector label.
-func (r *Reconciler) workloadsOf(inv *inventory, service string) []*workload {
+func (r *Reconciler) workloadsOf(inv *inventory, service string) []*workload.Workload {
 	if ws := inv.byLabel[service]; len(ws) > 0 {
 		return ws
 	}
-	var out []*workload
+	var out []*workload.Workload
 	for _, w := range inv.byName[service] {
 		if _, labelled := w.Labels[r.o.selectorLabel]; !labelled {
 			out = append(out, w)
@@ -225,8 +231,8 @@ func (r *Reconciler) workloadsOf(inv *inventory, service string) []*workload {
 type binding struct {
 	service string
 	target  Target
-	w       *workload
-	pc      podContainer
+	w       *workload.Workload
+	pc      workload.Container
 	running imageRef
 	want    manifest.Container
 }
@@ -337,7 +343,7 @@ func (r *Reconciler) mapServices(p *Plan, invs []*inventory, services []manifest
 			ws := r.workloadsOf(inv, s.Name)
 			if len(ws) == 0 {
 				problem(s.Name, t.Name, "no %s labelled %s=%s or named %s in namespace %s",
-					kindNames(t), r.o.selectorLabel, s.Name, s.Name, t.Namespace)
+					workload.Names(t.cluster()), r.o.selectorLabel, s.Name, s.Name, t.Namespace)
 				continue
 			}
 			bindings = append(bindings, r.bind(s, t, ws, problem)...)
@@ -348,7 +354,7 @@ func (r *Reconciler) mapServices(p *Plan, invs []*inventory, services []manifest
 
 // bind matches each container of s to exactly one pod-template container in
 // the service's workloads, reporting missing and ambiguous matches.
-func (r *Reconciler) bind(s manifest.Service, t Target, ws []*workload, problem func(service, target, format string, a ...any)) []binding {
+func (r *Reconciler) bind(s manifest.Service, t Target, ws []*workload.Workload, problem func(service, target, format string, a ...any)) []binding {
 	var out []binding
 	claimed := map[string]string{} // workload kind/name/container -> dockerName
 	for _, mc := range s.Containers {
@@ -358,8 +364,8 @@ func (r *Reconciler) bind(s manifest.Service, t Target, ws []*workload, problem 
 		}
 		found := 0
 		for _, w := range ws {
-			var hits []podContainer
-			for _, pc := range w.containers() {
+			var hits []workload.Container
+			for _, pc := range w.Containers {
 				if parseImage(pc.Image).matches(dockerName) {
 					hits = append(hits, pc)
 				}

@@ -5,6 +5,9 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/stagehand-gitops/stagehand/pkg/workload"
 )
 
 // Restore puts the workloads of an apply back on the images they ran before
@@ -42,7 +45,7 @@ func (r *Reconciler) Restore(ctx context.Context, req Request, changes []Change,
 		if !ok {
 			return nil, fmt.Errorf("restoring %s: target %q is not configured", j.key, j.key.Target)
 		}
-		w, err := getWorkload(ctx, t, j.key.Namespace, j.key.Kind, j.key.Name)
+		w, err := workload.Get(ctx, t.cluster(), j.key.Kind, types.NamespacedName{Namespace: j.key.Namespace, Name: j.key.Name})
 		if err != nil {
 			res.Workloads = append(res.Workloads, WorkloadResult{WorkloadKey: j.key, Service: j.service, Changes: j.changes,
 				Outcome: OutcomeFailed, Message: fmt.Sprintf("reading %s %s/%s: %v", j.key.Kind, j.key.Namespace, j.key.Name, err)})
@@ -55,7 +58,7 @@ func (r *Reconciler) Restore(ctx context.Context, req Request, changes []Change,
 		// A Canary Flagger failed was rolled back by Flagger: its primary
 		// serves the images from before, and the target, scaled to zero,
 		// keeps the failed ones. Patching it back would be a second
-		// rollback (flagger.go).
+		// rollback (canary.go).
 		if _, failed, err := canaryFailedFor(ctx, t.Client, j.key); err != nil || failed {
 			if err != nil {
 				res.Workloads = append(res.Workloads, WorkloadResult{WorkloadKey: j.key, Service: j.service, Changes: j.changes,
@@ -105,9 +108,9 @@ func reversed(changes []Change) []Change {
 
 // stillFailed keeps the changes whose container in w runs their From (the
 // image the apply set) now.
-func stillFailed(w *workload, changes []Change) []Change {
+func stillFailed(w *workload.Workload, changes []Change) []Change {
 	running := map[string]string{}
-	for _, c := range w.containers() {
+	for _, c := range w.Containers {
 		running[c.Name] = c.Image
 	}
 	var out []Change

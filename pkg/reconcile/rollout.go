@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/stagehand-gitops/stagehand/pkg/workload"
 )
 
 // eventGap is the least time between two reads of the watched rollouts.
@@ -15,25 +17,25 @@ const eventGap = 20 * time.Millisecond
 // (Watch) is read from the watch, woken by its events; the others are polled
 // with one List per kind per target that still has a job of that kind
 // waiting, so the cost does not grow with the number of workloads.
-func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(j *job, st rollout, changed bool), done func(j *job, st rollout)) {
+func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(j *job, st workload.Status, changed bool), done func(j *job, st workload.Status)) {
 	pending := map[WorkloadKey]*job{}
 	last := map[WorkloadKey]string{}
 	for _, j := range jobs {
-		if k, _, err := kindNamed(j.key.Kind); err == nil && k.patched != "" { // rolled out once its spec is updated (a CronJob)
-			done(j, rollout{done: true, msg: k.patched})
+		if k, _, err := workload.Named(j.key.Kind); err == nil && k.Patched() != "" { // rolled out once its spec is updated (a CronJob)
+			done(j, workload.Status{Done: true, Message: k.Patched()})
 			continue
 		}
 		pending[j.key] = j
 		last[j.key] = "waiting for the controller"
 	}
-	judge := func(k WorkloadKey, j *job, st rollout) {
-		changed := st.msg != last[k]
-		last[k] = st.msg
+	judge := func(k WorkloadKey, j *job, st workload.Status) {
+		changed := st.Message != last[k]
+		last[k] = st.Message
 		switch {
-		case st.done || st.failed || st.onDelete:
+		case st.Done || st.Failed || st.OnDelete:
 			delete(pending, k)
 			done(j, st)
-		case changed || st.paused: // a paused Rollout is heard every round: its promotion may need sending again
+		case changed || st.Paused: // a paused Rollout is heard every round: its promotion may need sending again
 			status(j, st, changed)
 		}
 	}
@@ -46,7 +48,7 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(
 		select {
 		case <-ctx.Done():
 			for k, j := range pending {
-				done(j, rollout{failed: true, msg: fmt.Sprintf("stopped waiting: %v (last status: %s)", ctx.Err(), last[k])})
+				done(j, workload.Status{Failed: true, Message: fmt.Sprintf("stopped waiting: %v (last status: %s)", ctx.Err(), last[k])})
 			}
 			return
 		case <-timer.C:
@@ -68,14 +70,14 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(
 			}
 			if tw := r.watching(j.target); tw != nil {
 				if obj, ok := tw.get(k.Kind, k.Namespace, k.Name); ok {
-					judge(k, j, rolloutStatus(obj, j.gen))
+					judge(k, j, workload.Judge(obj, j.gen))
 					continue
 				}
 			}
 			lists[tk{j.key.Target, j.key.Namespace, j.key.Kind}] = j.target
 		}
 		for l, t := range lists {
-			ws, err := listWorkloads(ctx, t, l.namespace, l.kind)
+			ws, err := workload.List(ctx, t.cluster(), l.namespace, l.kind)
 			if err != nil {
 				for k := range pending {
 					if k.Target == l.target && k.Kind == l.kind {
@@ -87,13 +89,13 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(
 			for _, w := range ws {
 				k := WorkloadKey{Target: l.target, Namespace: w.Namespace, Kind: w.Kind, Name: w.Name}
 				if j, ok := pending[k]; ok {
-					judge(k, j, rolloutStatus(w.obj, j.gen))
+					judge(k, j, workload.Judge(w.Object, j.gen))
 				}
 			}
 		}
 		if time.Now().After(deadline) {
 			for k, j := range pending {
-				done(j, rollout{failed: true, msg: fmt.Sprintf("rollout not finished after %s: %s", r.o.rolloutTimeout, last[k])})
+				done(j, workload.Status{Failed: true, Message: fmt.Sprintf("rollout not finished after %s: %s", r.o.rolloutTimeout, last[k])})
 			}
 			return
 		}

@@ -1,4 +1,4 @@
-package reconcile
+package workload
 
 import (
 	"strings"
@@ -17,10 +17,10 @@ import (
 // annotations, the rest of the pod template, a CronJob's status — is
 // dropped as the object arrives: a Deployment takes about a third of the
 // memory of the typed object.
-type cached struct {
+type Cached struct {
 	metav1.ObjectMeta // name, namespace, UID, resourceVersion, generation, deletionTimestamp, the selector label
-	w                 *workload
-	kind              *workloadKind
+	w                 *Workload
+	kind              *Kind
 	replicas          *int32
 	progressDeadline  *int32
 	paused            bool
@@ -30,19 +30,19 @@ type cached struct {
 }
 
 // strip returns the transform of the watch cache: typed workloads in,
-// *cached out. It leaves anything else (a *cached again, a tombstone) as it is.
-func strip(label string) cache.TransformFunc {
+// *Cached out. It leaves anything else (a *Cached again, a tombstone) as it is.
+func Strip(label string) cache.TransformFunc {
 	return func(obj any) (any, error) {
 		o, ok := obj.(runtime.Object)
 		if !ok {
 			return obj, nil
 		}
-		k := kindOfObject(o)
+		k := Of(o)
 		if k == nil {
 			return obj, nil
 		}
 		m, _, _ := k.pod(o)
-		c := newCached(m, label, k.workload(o))
+		c := newCached(m, label, k.Workload(o))
 		c.kind = k
 		if k.keep != nil {
 			k.keep(o, c)
@@ -51,8 +51,8 @@ func strip(label string) cache.TransformFunc {
 	}
 }
 
-func newCached(m *metav1.ObjectMeta, label string, w *workload) *cached {
-	c := &cached{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+func newCached(m *metav1.ObjectMeta, label string, w *Workload) *Cached {
+	c := &Cached{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
 		Generation: m.Generation, DeletionTimestamp: m.DeletionTimestamp}}
 	if v, ok := m.Labels[label]; ok {
 		c.Labels = map[string]string{label: v}
@@ -65,13 +65,13 @@ func newCached(m *metav1.ObjectMeta, label string, w *workload) *cached {
 			c.Annotations[k] = v
 		}
 	}
-	w.Labels, w.obj = c.Labels, nil // not the typed object: it is what is dropped
+	w.Labels, w.Object = c.Labels, nil // not the typed object: it is what is dropped
 	c.w = w
 	return c
 }
 
 // object rebuilds the typed object the rollout judgement reads.
-func (c *cached) object() runtime.Object {
+func (c *Cached) Object() runtime.Object {
 	meta := metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, UID: c.UID, Generation: c.Generation, DeletionTimestamp: c.DeletionTimestamp}
 	if c.kind.object == nil {
 		o := c.kind.example.DeepCopyObject()
@@ -81,3 +81,6 @@ func (c *cached) object() runtime.Object {
 	}
 	return c.kind.object(c, meta)
 }
+
+// Workload is the workload the watch kept.
+func (c *Cached) Workload() *Workload { return c.w }

@@ -1,4 +1,4 @@
-package reconcile
+package workload
 
 import (
 	"encoding/json"
@@ -19,7 +19,7 @@ const kindsLabel = "app.kubernetes.io/name"
 
 // newOfKind returns an object of k named api with an init container and a
 // container, as a target would hold it.
-func newOfKind(t *testing.T, k *workloadKind) runtime.Object {
+func newOfKind(t *testing.T, k *Kind) runtime.Object {
 	t.Helper()
 	o := k.example.DeepCopyObject()
 	m, pod, ok := k.pod(o)
@@ -39,14 +39,14 @@ func newOfKind(t *testing.T, k *workloadKind) runtime.Object {
 // template, and what the watch cache keeps of it rebuilds an object of the
 // same kind.
 func TestWorkloadKinds(t *testing.T) {
-	for i := range workloadKinds {
-		k := &workloadKinds[i]
+	for i := range kinds {
+		k := &kinds[i]
 		t.Run(k.name, func(t *testing.T) {
-			if got, j, err := kindNamed(k.name); err != nil || got != k || j != i {
-				t.Errorf("kindNamed(%q) = %v, %d, %v", k.name, got, j, err)
+			if got, j, err := Named(k.name); err != nil || got != k || j != i {
+				t.Errorf("Named(%q) = %v, %d, %v", k.name, got, j, err)
 			}
-			if got := kindOfObject(k.example); got != k {
-				t.Errorf("kindOfObject(%T) = %v, want the %s entry", k.example, got, k.name)
+			if got := Of(k.example); got != k {
+				t.Errorf("Of(%T) = %v, want the %s entry", k.example, got, k.name)
 			}
 			if (k.api == nil) == (k.crdAPI == nil) {
 				t.Errorf("a kind is reached by api (client-go's scheme) or crdAPI (a CRD), not both or neither")
@@ -69,7 +69,7 @@ func TestWorkloadKinds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			body, err := patchBody(k.name, "rev2", []Change{{Container: "app", To: "reg/api:2"}, {Container: InitPrefix + "migrate", To: "reg/m:2"}})
+			body, err := PatchBody(k.name, "rev2", []Container{{Name: "app", Image: "reg/api:2"}, {Name: InitPrefix + "migrate", Image: "reg/m:2"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,8 +92,8 @@ func TestWorkloadKinds(t *testing.T) {
 			if err := json.Unmarshal(patched, out); err != nil {
 				t.Fatal(err)
 			}
-			w := k.workload(out)
-			want := []podContainer{{Name: InitPrefix + "migrate", Image: "reg/m:2"}, {Name: "app", Image: "reg/api:2"}, {Name: "side", Image: "reg/side:1"}}
+			w := k.Workload(out)
+			want := []Container{{Name: InitPrefix + "migrate", Image: "reg/m:2"}, {Name: "app", Image: "reg/api:2"}, {Name: "side", Image: "reg/side:1"}}
 			if diff := cmp.Diff(want, w.Containers); diff != "" {
 				t.Errorf("containers after the image patch (-want +got):\n%s", diff)
 			}
@@ -101,20 +101,20 @@ func TestWorkloadKinds(t *testing.T) {
 			if m.Annotations[RevisionAnnotation] != "rev2" {
 				t.Errorf("revision annotation after the patch: %v", m.Annotations)
 			}
-			if w.Kind != k.name || w.APIVersion != k.apiVersion() {
-				t.Errorf("workload kind %s %s, want %s %s", w.Kind, w.APIVersion, k.name, k.apiVersion())
+			if w.Kind != k.name || w.APIVersion != k.APIVersion() {
+				t.Errorf("workload kind %s %s, want %s %s", w.Kind, w.APIVersion, k.name, k.APIVersion())
 			}
 
-			stripped, err := strip(kindsLabel)(obj)
+			stripped, err := Strip(kindsLabel)(obj)
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, ok := stripped.(*cached)
+			c, ok := stripped.(*Cached)
 			if !ok {
 				t.Fatalf("strip left a %T as %T", obj, stripped)
 			}
-			rebuilt := c.object()
-			if kindOfObject(rebuilt) != k {
+			rebuilt := c.Object()
+			if Of(rebuilt) != k {
 				t.Fatalf("the cache rebuilt a %s as %T", k.name, rebuilt)
 			}
 			if m, _, _ := k.pod(rebuilt); m.Name != "api" || m.Namespace != "ns" || m.Generation != 4 {
@@ -122,10 +122,10 @@ func TestWorkloadKinds(t *testing.T) {
 			}
 		})
 	}
-	if got, want := kindNames(Target{}), "Deployment, StatefulSet, DaemonSet or CronJob"; got != want {
-		t.Errorf("kindNames() = %q, want %q", got, want)
+	if got, want := Names(Cluster{}), "Deployment, StatefulSet, DaemonSet or CronJob"; got != want {
+		t.Errorf("Names() = %q, want %q", got, want)
 	}
-	if got, want := kindNames(Target{Dynamic: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())}), "Deployment, StatefulSet, DaemonSet, CronJob or Rollout"; got != want {
-		t.Errorf("kindNames() with a dynamic client = %q, want %q", got, want)
+	if got, want := Names(Cluster{Dynamic: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())}), "Deployment, StatefulSet, DaemonSet, CronJob or Rollout"; got != want {
+		t.Errorf("Names() with a dynamic client = %q, want %q", got, want)
 	}
 }

@@ -1,13 +1,11 @@
-package reconcile
+package workload
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -123,8 +121,8 @@ type argoKept struct {
 // patch, and a merge patch would replace the whole container list); a Rollout
 // whose pod template lives in a Deployment (workloadRef) is patched through
 // that Deployment and judged by the Rollout.
-func rolloutKind() workloadKind {
-	return workloadKind{
+func rolloutKind() Kind {
+	return Kind{
 		name:    KindRollout,
 		gvr:     RolloutGVR,
 		example: &argoRollout{},
@@ -136,13 +134,13 @@ func rolloutKind() workloadKind {
 			return nil, nil, false
 		},
 		templatePath: []string{"template"},
-		keep: func(obj runtime.Object, c *cached) {
+		keep: func(obj runtime.Object, c *Cached) {
 			o := obj.(*argoRollout)
 			spec := o.Spec
 			spec.Template = corev1.PodTemplateSpec{}
 			c.status = &argoKept{spec: spec, status: o.Status, workloadAt: o.Annotations[workloadGenerationAnnotation]}
 		},
-		object: func(c *cached, meta metav1.ObjectMeta) runtime.Object {
+		object: func(c *Cached, meta metav1.ObjectMeta) runtime.Object {
 			k := c.status.(*argoKept)
 			if k.workloadAt != "" {
 				meta.Annotations = map[string]string{workloadGenerationAnnotation: k.workloadAt}
@@ -158,7 +156,7 @@ func rolloutKind() workloadKind {
 // rolloutAPI reaches Rollouts through t's dynamic client, converting them
 // to argoRollout; a Rollout with a workloadRef gets the pod template of the
 // Deployment it references (one Get through t's client).
-func rolloutAPI(t Target, ns string) kindAPI {
+func rolloutAPI(t Cluster, ns string) API {
 	ri := t.Dynamic.Resource(RolloutGVR).Namespace(ns)
 	resolve := func(ctx context.Context, u *unstructured.Unstructured) (*argoRollout, error) {
 		o, err := toRollout(u)
@@ -167,8 +165,8 @@ func rolloutAPI(t Target, ns string) kindAPI {
 		}
 		return o, resolveRef(ctx, t, o)
 	}
-	return kindAPI{
-		list: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	return API{
+		List: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			l, err := ri.List(ctx, opts)
 			if err != nil {
 				return nil, err
@@ -184,13 +182,13 @@ func rolloutAPI(t Target, ns string) kindAPI {
 			}
 			return out, nil
 		},
-		items: func(l runtime.Object) []runtime.Object {
+		Items: func(l runtime.Object) []runtime.Object {
 			if l, ok := l.(*argoRolloutList); ok {
 				return pointers(l.Items)
 			}
 			return nil
 		},
-		watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		Watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			w, err := ri.Watch(ctx, opts)
 			if err != nil {
 				return nil, err
@@ -210,14 +208,14 @@ func rolloutAPI(t Target, ns string) kindAPI {
 				return e, true
 			}), nil
 		},
-		get: func(ctx context.Context, name string, opts metav1.GetOptions) (runtime.Object, error) {
+		Get: func(ctx context.Context, name string, opts metav1.GetOptions) (runtime.Object, error) {
 			u, err := ri.Get(ctx, name, opts)
 			if err != nil {
 				return nil, err
 			}
 			return resolve(ctx, u)
 		},
-		patch: func(ctx context.Context, name string, pt types.PatchType, body []byte, opts metav1.PatchOptions) (runtime.Object, error) {
+		Patch: func(ctx context.Context, name string, pt types.PatchType, body []byte, opts metav1.PatchOptions) (runtime.Object, error) {
 			u, err := ri.Patch(ctx, name, pt, body, opts)
 			if err != nil {
 				return nil, err
@@ -238,7 +236,7 @@ func toRollout(u *unstructured.Unstructured) (*argoRollout, error) {
 // resolveRef fills o's pod template from the Deployment its workloadRef
 // names. Argo Rollouts references Deployments, ReplicaSets and PodTemplates;
 // Stagehand patches through Deployments only, and says so for the others.
-func resolveRef(ctx context.Context, t Target, o *argoRollout) error {
+func resolveRef(ctx context.Context, t Cluster, o *argoRollout) error {
 	ref := o.Spec.WorkloadRef
 	if ref == nil {
 		return nil
@@ -258,7 +256,7 @@ func resolveRef(ctx context.Context, t Target, o *argoRollout) error {
 // strategic merge patch) says: a Rollout with a workloadRef through its
 // Deployment (gen is then the Deployment's generation), any other by a JSON
 // patch of the Rollout itself.
-func patchRollout(ctx context.Context, t Target, ns, name string, body []byte) (runtime.Object, int64, error) {
+func patchRollout(ctx context.Context, t Cluster, ns, name string, body []byte) (runtime.Object, int64, error) {
 	api := rolloutAPI(t, ns)
 	u, err := t.Dynamic.Resource(RolloutGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -281,7 +279,7 @@ func patchRollout(ctx context.Context, t Target, ns, name string, body []byte) (
 		if err != nil {
 			return nil, 0, err
 		}
-		obj, err := api.patch(ctx, name, types.MergePatchType, rev, opts)
+		obj, err := api.Patch(ctx, name, types.MergePatchType, rev, opts)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -291,7 +289,7 @@ func patchRollout(ctx context.Context, t Target, ns, name string, body []byte) (
 	if err != nil {
 		return nil, 0, err
 	}
-	obj, err := api.patch(ctx, name, types.JSONPatchType, ops, opts)
+	obj, err := api.Patch(ctx, name, types.JSONPatchType, ops, opts)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -306,8 +304,8 @@ type strategicBody struct {
 	Spec struct {
 		Template struct {
 			Spec struct {
-				Containers     []podContainer `json:"containers"`
-				InitContainers []podContainer `json:"initContainers"`
+				Containers     []Container `json:"containers"`
+				InitContainers []Container `json:"initContainers"`
 			} `json:"spec"`
 		} `json:"template"`
 	} `json:"spec"`
@@ -328,7 +326,7 @@ func rolloutOps(o *argoRollout, body []byte) ([]byte, error) {
 		Value any    `json:"value"`
 	}
 	var ops []op
-	images := func(field string, have []corev1.Container, want []podContainer) error {
+	images := func(field string, have []corev1.Container, want []Container) error {
 		for _, w := range want {
 			i := -1
 			for j := range have {
@@ -366,7 +364,7 @@ func rolloutOps(o *argoRollout, body []byte) ([]byte, error) {
 // patch, or with a workloadRef the referenced Deployment's. Healthy is done;
 // Degraded or aborted (a failed analysis, a progress deadline) has failed;
 // paused at a canary step for a promotion is still going, marked paused.
-func judgeRollout(obj runtime.Object, gen int64) rollout {
+func judgeRollout(obj runtime.Object, gen int64) Status {
 	o := obj.(*argoRollout)
 	st := o.Status
 	if o.Spec.WorkloadRef != nil {
@@ -374,51 +372,51 @@ func judgeRollout(obj runtime.Object, gen int64) rollout {
 			return r
 		}
 		if at := atoi(o.Annotations[workloadGenerationAnnotation]); at < gen || atoi(st.WorkloadObservedGeneration) < gen {
-			return rollout{msg: fmt.Sprintf("waiting for Argo Rollouts to observe generation %d of the Deployment %s (at %d)",
+			return Status{Message: fmt.Sprintf("waiting for Argo Rollouts to observe generation %d of the Deployment %s (at %d)",
 				gen, o.Spec.WorkloadRef.Name, min(at, atoi(st.WorkloadObservedGeneration)))}
 		}
 	} else if r, ok := observedAt(gen, o.Generation, atoi(st.ObservedGeneration)); !ok {
 		return r
 	}
 	if st.ControllerPause && len(st.PauseConditions) == 0 {
-		return rollout{msg: "waiting for the Rollout to resume"}
+		return Status{Message: "waiting for the Rollout to resume"}
 	}
 	if st.Abort {
-		return rollout{failed: true, msg: "aborted: " + orPhase(st)}
+		return Status{Failed: true, Message: "aborted: " + orPhase(st)}
 	}
 	switch st.Phase {
 	case "Healthy":
 		if st.StableRS != "" {
-			return rollout{done: true, msg: fmt.Sprintf("healthy: ReplicaSet %s-%s is stable", o.Name, st.StableRS)}
+			return Status{Done: true, Message: fmt.Sprintf("healthy: ReplicaSet %s-%s is stable", o.Name, st.StableRS)}
 		}
-		return rollout{done: true, msg: "healthy"}
+		return Status{Done: true, Message: "healthy"}
 	case "Degraded":
-		return rollout{failed: true, msg: "degraded: " + orPhase(st)}
+		return Status{Failed: true, Message: "degraded: " + orPhase(st)}
 	case "Paused":
 		return pausedRollout(o)
 	}
-	return rollout{msg: strings.ToLower(orPhase(st))}
+	return Status{Message: strings.ToLower(orPhase(st))}
 }
 
-// pausedForPromotion ends the message of a Rollout paused at a step.
-const pausedForPromotion = "waiting for promotion"
+// PausedForPromotion ends the message of a Rollout paused at a step.
+const PausedForPromotion = "waiting for promotion"
 
 // pausedRollout says where o is paused: at a canary step for a promotion
 // ("paused at step 3 of 5: waiting for promotion", which Stagehand may
 // promote), or by its spec (someone paused it: waited for, never promoted).
-func pausedRollout(o *argoRollout) rollout {
+func pausedRollout(o *argoRollout) Status {
 	if o.Spec.Paused {
-		return rollout{msg: "paused by spec.paused: waiting for someone to resume it"}
+		return Status{Message: "paused by spec.paused: waiting for someone to resume it"}
 	}
 	for _, c := range o.Status.PauseConditions {
 		if c.Reason != "CanaryPauseStep" && c.Reason != "BlueGreenPause" {
-			return rollout{msg: fmt.Sprintf("paused (%s): %s", c.Reason, orPhase(o.Status))}
+			return Status{Message: fmt.Sprintf("paused (%s): %s", c.Reason, orPhase(o.Status))}
 		}
 	}
 	if c := o.Spec.Strategy.Canary; c != nil && o.Status.CurrentStepIndex != nil {
-		return rollout{paused: true, msg: fmt.Sprintf("paused at step %d of %d: %s", *o.Status.CurrentStepIndex+1, len(c.Steps), pausedForPromotion)}
+		return Status{Paused: true, Message: fmt.Sprintf("paused at step %d of %d: %s", *o.Status.CurrentStepIndex+1, len(c.Steps), PausedForPromotion)}
 	}
-	return rollout{paused: true, msg: "paused: " + pausedForPromotion}
+	return Status{Paused: true, Message: "paused: " + PausedForPromotion}
 }
 
 func orPhase(st argoStatus) string {
@@ -438,71 +436,4 @@ func atoi(s string) int64 {
 		return 0
 	}
 	return n
-}
-
-// promoteAgain is how long after promoting a paused step the promotion is
-// sent again while the Rollout still shows it paused there: a promotion
-// written in the instant the controller writes the pause (from its cache)
-// can be lost, as `kubectl argo rollouts promote` can.
-const promoteAgain = 2 * time.Second
-
-// promoteDelay is how long a Rollout is seen paused at a step before it is
-// promoted: a promotion in the instant the controller writes the pause is
-// lost to its next status write.
-const promoteDelay = time.Second
-
-// anyPaused reports whether a pending job's last status is a pause for a
-// promotion.
-func anyPaused(pending map[WorkloadKey]*job, last map[WorkloadKey]string) bool {
-	for k := range pending {
-		if strings.HasSuffix(last[k], pausedForPromotion) {
-			return true
-		}
-	}
-	return false
-}
-
-// promoteStep promotes j's Rollout, paused at step msg, unless it was
-// promoted at that step less than promoteAgain ago; the first promotion of
-// a step is reported and recorded in an Event, a failed one reported.
-func (r *Reconciler) promoteStep(ctx context.Context, req Request, j *job, msg string, report func(*job, Phase, string)) {
-	first := j.promotedAt != msg
-	if !first && time.Since(j.promoted) < promoteAgain {
-		return
-	}
-	if first { // the controller may still be writing the pause: a promotion now would be lost
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(promoteDelay):
-		}
-	}
-	j.promoted, j.promotedAt = time.Now(), msg
-	if err := r.promote(ctx, j); err != nil {
-		report(j, PhaseRollingOut, fmt.Sprintf("%s: %v", msg, err))
-		return
-	}
-	if first {
-		r.event(ctx, req, j, corev1.EventTypeNormal, "Promoted", fmt.Sprintf("Promoted revision %s (%s): environments.<env>.rollouts.promote is auto; plan approved by %s",
-			short(req.Revision), msg, r.o.approvedBy))
-		report(j, PhaseRollingOut, "promoted: "+msg)
-	}
-}
-
-// promotePatch is what `kubectl argo rollouts promote` patches into the status
-// of a Rollout paused at a step: its pause conditions cleared.
-const promotePatch = `{"status":{"pauseConditions":null}}`
-
-// promote promotes the Rollout of j as `kubectl argo rollouts promote` does
-// a Rollout paused at a step: its status's pause conditions cleared.
-func (r *Reconciler) promote(ctx context.Context, j *job) error {
-	if j.target.Dynamic == nil {
-		return errors.New("promoting: no dynamic client")
-	}
-	_, err := j.target.Dynamic.Resource(RolloutGVR).Namespace(j.key.Namespace).Patch(ctx, j.key.Name, types.MergePatchType,
-		[]byte(promotePatch), metav1.PatchOptions{FieldManager: FieldManager}, "status")
-	if err != nil {
-		return fmt.Errorf("promoting Rollout %s/%s: %w", j.key.Namespace, j.key.Name, err)
-	}
-	return nil
 }

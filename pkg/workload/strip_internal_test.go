@@ -1,4 +1,4 @@
-package reconcile
+package workload
 
 import (
 	"math/rand/v2"
@@ -29,33 +29,33 @@ func TestStripKeepsWhatIsRead(t *testing.T) {
 				ServiceAccountName: "api", ImagePullSecrets: []corev1.LocalObjectReference{{Name: "pull"}},
 			}}},
 	}
-	out, err := strip(label)(d.DeepCopy())
+	out, err := Strip(label)(d.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := out.(*cached)
-	want := &workload{Kind: KindDeployment, APIVersion: "apps/v1", Namespace: "ns", Name: "api", UID: "u1",
+	c := out.(*Cached)
+	want := &Workload{Kind: KindDeployment, APIVersion: "apps/v1", Namespace: "ns", Name: "api", UID: "u1",
 		Labels:         map[string]string{label: "api"},
-		Containers:     []podContainer{{Name: "init:migrate", Image: "reg/m:1"}, {Name: "app", Image: "reg/api:1"}},
+		Containers:     []Container{{Name: "init:migrate", Image: "reg/m:1"}, {Name: "app", Image: "reg/api:1"}},
 		ServiceAccount: "api", PullSecrets: []corev1.LocalObjectReference{{Name: "pull"}}}
-	if diff := cmp.Diff(want, c.w, cmp.AllowUnexported(workload{})); diff != "" {
+	if diff := cmp.Diff(want, c.w, cmp.AllowUnexported(Workload{})); diff != "" {
 		t.Errorf("workload (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(map[string]string{RevisionAnnotation: "r1"}, c.Annotations); diff != "" || c.ManagedFields != nil {
 		t.Errorf("annotations (-want +got):\n%s; managed fields %v", diff, c.ManagedFields)
 	}
-	if again, _ := strip(label)(c); again != c {
+	if again, _ := Strip(label)(c); again != c {
 		t.Error("strip is not idempotent on its own output")
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 2000 {
 		obj, gen := randomWorkload(rng)
 		full := obj.DeepCopyObject()
-		out, err := strip(label)(obj)
+		out, err := Strip(label)(obj)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(rolloutStatus(full, gen), rolloutStatus(out.(*cached).object(), gen), cmp.AllowUnexported(rollout{})); diff != "" {
+		if diff := cmp.Diff(Judge(full, gen), Judge(out.(*Cached).Object(), gen), cmp.AllowUnexported(Status{})); diff != "" {
 			t.Fatalf("%d: judgement of the stripped object differs (-full +stripped):\n%s\n%+v", i, diff, full)
 		}
 	}

@@ -1,4 +1,4 @@
-package reconcile
+package workload
 
 import (
 	"fmt"
@@ -10,20 +10,21 @@ import (
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 )
 
-// rollout is one status read: done, failed, patched under an OnDelete
-// update strategy (pods change when deleted), or still going with why.
-type rollout struct {
-	done, failed, onDelete bool
-	// paused is a Rollout paused at a step for a promotion: still going,
-	// and promoted when the apply is told to (WithPromotion).
-	paused bool
-	msg    string
+// Status is one judgement of a rollout: done, failed, patched under an
+// OnDelete update strategy (pods change when deleted), or still going with
+// why.
+type Status struct {
+	Done, Failed, OnDelete bool
+	// Paused is a Rollout paused at a step for a promotion: still going,
+	// and promoted when the apply is told to.
+	Paused  bool
+	Message string
 }
 
 // onDeleteMessage starts the message of a rollout left to pod deletions.
 const onDeleteMessage = "patched, pods change when deleted"
 
-// rolloutStatus judges a workload's rollout. gen is the generation our patch
+// Judge judges a workload's rollout. gen is the generation our patch
 // produced. kstatus (sigs.k8s.io/cli-utils, what Flux uses) decides, after
 // three checks where Stagehand is deliberately stricter or more precise:
 //
@@ -37,17 +38,17 @@ const onDeleteMessage = "patched, pods change when deleted"
 //     StatefulSet current) nor waited for (its pods change when deleted).
 //
 // A workload being deleted has failed (kstatus: Terminating).
-func rolloutStatus(obj runtime.Object, gen int64) rollout {
-	k := kindOfObject(obj)
+func Judge(obj runtime.Object, gen int64) Status {
+	k := Of(obj)
 	if k == nil {
-		return rollout{failed: true, msg: fmt.Sprintf("cannot judge the rollout of a %T", obj)}
+		return Status{Failed: true, Message: fmt.Sprintf("cannot judge the rollout of a %T", obj)}
 	}
 	if k.patched != "" {
-		return rollout{done: true, msg: k.patched}
+		return Status{Done: true, Message: k.patched}
 	}
 	meta, _, _ := k.pod(obj)
 	if meta.DeletionTimestamp != nil {
-		return rollout{failed: true, msg: fmt.Sprintf("the %s is being deleted", k.name)}
+		return Status{Failed: true, Message: fmt.Sprintf("the %s is being deleted", k.name)}
 	}
 	if k.judge != nil {
 		return k.judge(obj, gen)
@@ -65,52 +66,52 @@ func rolloutStatus(obj runtime.Object, gen int64) rollout {
 
 // observedAt is Stagehand's generation check: the controller has observed
 // the generation of our patch and the object's own.
-func observedAt(gen, current, observed int64) (rollout, bool) {
+func observedAt(gen, current, observed int64) (Status, bool) {
 	if want := max(gen, current); observed < want {
-		return rollout{msg: fmt.Sprintf("waiting for the controller to observe generation %d (at %d)", want, observed)}, false
+		return Status{Message: fmt.Sprintf("waiting for the controller to observe generation %d (at %d)", want, observed)}, false
 	}
-	return rollout{}, true
+	return Status{}, true
 }
 
 // statefulSetOnDelete judges an OnDelete StatefulSet: done once every pod
 // runs the new revision and is ready, else onDelete. ok is false for other
 // update strategies.
-func statefulSetOnDelete(obj runtime.Object) (rollout, bool) {
+func statefulSetOnDelete(obj runtime.Object) (Status, bool) {
 	o := obj.(*appsv1.StatefulSet)
 	if o.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
-		return rollout{}, false
+		return Status{}, false
 	}
 	want, s := replicas(o.Spec.Replicas), o.Status
 	if s.UpdatedReplicas >= want && s.ReadyReplicas >= want && s.Replicas <= want {
-		return rollout{done: true, msg: fmt.Sprintf("%d of %d pods run the new revision and are ready (updateStrategy OnDelete)", want, want)}, true
+		return Status{Done: true, Message: fmt.Sprintf("%d of %d pods run the new revision and are ready (updateStrategy OnDelete)", want, want)}, true
 	}
-	return rollout{onDelete: true, msg: fmt.Sprintf("%s (updateStrategy OnDelete): %d of %d pods run the new revision", onDeleteMessage, s.UpdatedReplicas, want)}, true
+	return Status{OnDelete: true, Message: fmt.Sprintf("%s (updateStrategy OnDelete): %d of %d pods run the new revision", onDeleteMessage, s.UpdatedReplicas, want)}, true
 }
 
 // daemonSetOnDelete judges an OnDelete DaemonSet as statefulSetOnDelete
 // does a StatefulSet.
-func daemonSetOnDelete(obj runtime.Object) (rollout, bool) {
+func daemonSetOnDelete(obj runtime.Object) (Status, bool) {
 	o := obj.(*appsv1.DaemonSet)
 	if o.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType {
-		return rollout{}, false
+		return Status{}, false
 	}
 	s := o.Status
 	if s.UpdatedNumberScheduled >= s.DesiredNumberScheduled && s.NumberReady >= s.DesiredNumberScheduled &&
 		s.NumberAvailable >= s.DesiredNumberScheduled && s.CurrentNumberScheduled >= s.DesiredNumberScheduled {
-		return rollout{done: true, msg: fmt.Sprintf("%d of %d pods run the new revision and are ready (updateStrategy OnDelete)", s.DesiredNumberScheduled, s.DesiredNumberScheduled)}, true
+		return Status{Done: true, Message: fmt.Sprintf("%d of %d pods run the new revision and are ready (updateStrategy OnDelete)", s.DesiredNumberScheduled, s.DesiredNumberScheduled)}, true
 	}
-	return rollout{onDelete: true, msg: fmt.Sprintf("%s (updateStrategy OnDelete): %d of %d pods run the new revision", onDeleteMessage, s.UpdatedNumberScheduled, s.DesiredNumberScheduled)}, true
+	return Status{OnDelete: true, Message: fmt.Sprintf("%s (updateStrategy OnDelete): %d of %d pods run the new revision", onDeleteMessage, s.UpdatedNumberScheduled, s.DesiredNumberScheduled)}, true
 }
 
 // fromKstatus computes kstatus on obj.
-func fromKstatus(obj runtime.Object, k *workloadKind) rollout {
+func fromKstatus(obj runtime.Object, k *Kind) Status {
 	u, err := toUnstructured(obj, k)
 	if err != nil {
-		return rollout{msg: fmt.Sprintf("reading status: %v", err)}
+		return Status{Message: fmt.Sprintf("reading status: %v", err)}
 	}
 	res, err := kstatus.Compute(u)
 	if err != nil {
-		return rollout{msg: fmt.Sprintf("reading status: %v", err)}
+		return Status{Message: fmt.Sprintf("reading status: %v", err)}
 	}
 	return fromResult(res, k.name)
 }
@@ -119,34 +120,34 @@ func fromKstatus(obj runtime.Object, k *workloadKind) rollout {
 // have failed, anything else is still going.
 // Messages are kstatus's, begun in lower case like Stagehand's own; a
 // failure carries the message of the condition that failed it.
-func fromResult(res *kstatus.Result, kind string) rollout {
+func fromResult(res *kstatus.Result, kind string) Status {
 	msg := res.Message
 	if msg != "" {
 		msg = strings.ToLower(msg[:1]) + msg[1:]
 	}
 	switch res.Status {
 	case kstatus.CurrentStatus:
-		return rollout{done: true, msg: msg}
+		return Status{Done: true, Message: msg}
 	case kstatus.FailedStatus:
 		for _, c := range res.Conditions {
 			if c.Type == kstatus.ConditionStalled && c.Message != "" {
 				msg += ": " + c.Message
 			}
 		}
-		return rollout{failed: true, msg: msg}
+		return Status{Failed: true, Message: msg}
 	case kstatus.TerminatingStatus:
-		return rollout{failed: true, msg: fmt.Sprintf("the %s is being deleted", kind)}
+		return Status{Failed: true, Message: fmt.Sprintf("the %s is being deleted", kind)}
 	}
-	return rollout{msg: msg}
+	return Status{Message: msg}
 }
 
-func toUnstructured(obj runtime.Object, k *workloadKind) (*unstructured.Unstructured, error) {
+func toUnstructured(obj runtime.Object, k *Kind) (*unstructured.Unstructured, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, fmt.Errorf("converting %s: %w", k.name, err)
 	}
 	u := &unstructured.Unstructured{Object: m}
-	u.SetAPIVersion(k.apiVersion())
+	u.SetAPIVersion(k.APIVersion())
 	u.SetKind(k.name)
 	return u, nil
 }

@@ -1,4 +1,4 @@
-package reconcile
+package workload
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestJudgeCanary holds judgeCanary's reading of each phase. The statuses
+// TestJudgeCanary holds JudgeCanary's reading of each phase. The statuses
 // are those Flagger 1.36 wrote in internal/flagger's runs (a Canary of
 // Deployment web, three iterations, the kubernetes provider), with the
 // weights of a mesh's canary for the weight case; internal/flagger proves
@@ -19,12 +19,12 @@ func TestJudgeCanary(t *testing.T) {
 		before = "99fc45864"  // lastAppliedSpec at initialisation (web:1.0)
 		after  = "547f97bd9f" // after the patch to web:2.0
 	)
-	canary := func(status string, analysis string) *canaryObject {
+	canary := func(status string, analysis string) *Canary {
 		t.Helper()
 		doc := `{"metadata": {"name": "web", "namespace": "shop"},
 			"spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "analysis": ` + analysis + `},
 			"status": ` + status + `}`
-		var c canaryObject
+		var c Canary
 		if err := json.Unmarshal([]byte(doc), &c); err != nil {
 			t.Fatal(err)
 		}
@@ -36,85 +36,85 @@ func TestJudgeCanary(t *testing.T) {
 	}
 	tests := []struct {
 		name     string
-		c        *canaryObject
+		c        *Canary
 		primary  func() (string, bool, error)
-		want     rollout
+		want     Status
 		deleting bool
 	}{
 		{
 			name:    "initialized, not taken up yet",
 			c:       canary(`{"phase": "Initialized", "lastAppliedSpec": "`+before+`", "lastPromotedSpec": "`+before+`"}`, iterations),
 			primary: runs(false, nil),
-			want:    rollout{msg: "waiting for Flagger to start the analysis of canary web (Initialized)"},
+			want:    Status{Message: "waiting for Flagger to start the analysis of canary web (Initialized)"},
 		},
 		{
 			name:    "failed before, not taken up yet: not this apply's failure",
 			c:       canary(`{"phase": "Failed", "lastAppliedSpec": "`+before+`"}`, iterations),
 			primary: runs(false, nil),
-			want:    rollout{msg: "waiting for Flagger to start the analysis of canary web (Failed)"},
+			want:    Status{Message: "waiting for Flagger to start the analysis of canary web (Failed)"},
 		},
 		{
 			name:    "the template Flagger promoted last: nothing to analyse",
 			c:       canary(`{"phase": "Failed", "lastAppliedSpec": "`+before+`"}`, iterations),
 			primary: runs(true, nil),
-			want:    rollout{done: true, msg: "canary web: the primary web-primary runs the new images already (nothing for Flagger to analyse)"},
+			want:    Status{Done: true, Message: "canary web: the primary web-primary runs the new images already (nothing for Flagger to analyse)"},
 		},
 		{
 			name: "progressing",
 			c: canary(`{"phase": "Progressing", "iterations": 2, "lastAppliedSpec": "`+after+`",
 				"conditions": [{"type": "Promoted", "status": "Unknown", "reason": "Progressing", "message": "New revision detected, progressing canary analysis."}]}`, iterations),
-			want: rollout{msg: "canary analysing: 2 of 3 iterations"},
+			want: Status{Message: "canary analysing: 2 of 3 iterations"},
 		},
 		{
 			name: "progressing with a failed check",
 			c:    canary(`{"phase": "Progressing", "iterations": 1, "failedChecks": 1, "lastAppliedSpec": "`+after+`"}`, iterations),
-			want: rollout{msg: "canary analysing: 1 of 3 iterations, 1 of 2 failed checks allowed"},
+			want: Status{Message: "canary analysing: 1 of 3 iterations, 1 of 2 failed checks allowed"},
 		},
 		{
 			name: "progressing by weight",
 			c:    canary(`{"phase": "Progressing", "canaryWeight": 20, "lastAppliedSpec": "`+after+`"}`, `{"interval": "1m", "maxWeight": 50, "stepWeight": 10}`),
-			want: rollout{msg: "canary analysing: weight 20 of 50"},
+			want: Status{Message: "canary analysing: weight 20 of 50"},
 		},
 		{
 			name: "waiting for promotion",
 			c:    canary(`{"phase": "WaitingPromotion", "iterations": 2, "lastAppliedSpec": "`+after+`"}`, iterations),
-			want: rollout{msg: "canary web analysed, waiting for its confirm-promotion webhook"},
+			want: Status{Message: "canary web analysed, waiting for its confirm-promotion webhook"},
 		},
 		{
 			name: "finalising",
 			c:    canary(`{"phase": "Finalising", "lastAppliedSpec": "`+after+`"}`, iterations),
-			want: rollout{msg: "canary web passed its analysis: Flagger is promoting it (Finalising)"},
+			want: Status{Message: "canary web passed its analysis: Flagger is promoting it (Finalising)"},
 		},
 		{
 			name:    "succeeded",
 			c:       canary(`{"phase": "Succeeded", "lastAppliedSpec": "`+after+`", "lastPromotedSpec": "`+after+`"}`, iterations),
 			primary: runs(true, nil),
-			want:    rollout{done: true, msg: "canary web succeeded: Flagger promoted the new images to web-primary"},
+			want:    Status{Done: true, Message: "canary web succeeded: Flagger promoted the new images to web-primary"},
 		},
 		{
 			name:    "succeeded with another template",
 			c:       canary(`{"phase": "Succeeded", "lastAppliedSpec": "7bf8f59bc4", "lastPromotedSpec": "7bf8f59bc4"}`, iterations),
 			primary: runs(false, nil),
-			want: rollout{failed: true, msg: "canary web succeeded, but its primary web-primary does not run the images of this apply: " +
+			want: Status{Failed: true, Message: "canary web succeeded, but its primary web-primary does not run the images of this apply: " +
 				"Flagger promoted another pod template"},
 		},
 		{
 			name:    "succeeded, primary unreadable",
 			c:       canary(`{"phase": "Succeeded", "lastAppliedSpec": "`+after+`"}`, iterations),
 			primary: runs(false, errors.New("reading Deployment shop/web-primary: timeout")),
-			want:    rollout{msg: "reading status: reading Deployment shop/web-primary: timeout"},
+			want:    Status{Message: "reading status: reading Deployment shop/web-primary: timeout"},
 		},
 		{
 			name: "failed",
 			c: canary(`{"phase": "Failed", "lastAppliedSpec": "`+after+`",
 				"conditions": [{"type": "Promoted", "status": "False", "reason": "Failed", "message": "Canary analysis failed, Deployment scaled to zero."}]}`, iterations),
-			want: rollout{failed: true, msg: "canary web failed: Canary analysis failed, Deployment scaled to zero; Flagger rolled back: its primary serves the images from before"},
+			want: Status{Failed: true, Message: "canary web failed: Canary analysis failed, Deployment scaled to zero; Flagger rolled back: its primary serves the images from before"},
 		},
 		{
 			name:     "being deleted",
 			c:        canary(`{"phase": "Succeeded", "lastAppliedSpec": "`+after+`"}`, iterations),
 			deleting: true,
-			want:     rollout{failed: true, msg: "the Flagger Canary web is being deleted"},
+			want:     Status{Failed: true, Message: "the Flagger Canary web is being deleted"},
 		},
 	}
 	for _, tc := range tests {
@@ -126,9 +126,9 @@ func TestJudgeCanary(t *testing.T) {
 			if primary == nil {
 				primary = func() (string, bool, error) { t.Fatal("the primary was read"); return "", false, nil }
 			}
-			got := judgeCanary(tc.c, before, primary)
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(rollout{})); diff != "" {
-				t.Errorf("judgeCanary (-want +got):\n%s", diff)
+			got := JudgeCanary(tc.c, before, primary)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(Status{})); diff != "" {
+				t.Errorf("JudgeCanary (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package reconcile
+package workload
 
 import (
 	"encoding/json"
@@ -23,44 +23,44 @@ func TestJudgeRollout(t *testing.T) {
 		name string
 		gen  int64
 		set  func(*argoRollout)
-		want rollout
+		want Status
 	}{
 		{"not observed", 3, func(o *argoRollout) { o.Status.ObservedGeneration, o.Status.Phase = "2", "Healthy" },
-			rollout{msg: "waiting for the controller to observe generation 3 (at 2)"}},
+			Status{Message: "waiting for the controller to observe generation 3 (at 2)"}},
 		{"healthy", 3, func(o *argoRollout) { o.Status.Phase, o.Status.StableRS = "Healthy", "5c9f8d7b6" },
-			rollout{done: true, msg: "healthy: ReplicaSet api-5c9f8d7b6 is stable"}},
+			Status{Done: true, Message: "healthy: ReplicaSet api-5c9f8d7b6 is stable"}},
 		{"progressing", 3, func(o *argoRollout) {
 			o.Status.Phase, o.Status.Message = "Progressing", "more replicas need to be updated"
 		},
-			rollout{msg: "more replicas need to be updated"}},
+			Status{Message: "more replicas need to be updated"}},
 		{"degraded", 3, func(o *argoRollout) {
 			o.Status.Phase, o.Status.Message = "Degraded", `RolloutAborted: Rollout aborted update to revision 2: Metric "ok" assessed Failed`
-		}, rollout{failed: true, msg: `degraded: RolloutAborted: Rollout aborted update to revision 2: Metric "ok" assessed Failed`}},
-		{"aborted", 3, func(o *argoRollout) { o.Status.Abort, o.Status.Phase = true, "Progressing" }, rollout{failed: true, msg: "aborted: Progressing"}},
+		}, Status{Failed: true, Message: `degraded: RolloutAborted: Rollout aborted update to revision 2: Metric "ok" assessed Failed`}},
+		{"aborted", 3, func(o *argoRollout) { o.Status.Abort, o.Status.Phase = true, "Progressing" }, Status{Failed: true, Message: "aborted: Progressing"}},
 		{"paused at a step", 3, func(o *argoRollout) {
 			canary(o)
 			o.Status.Phase, o.Status.CurrentStepIndex = "Paused", step(2)
 			o.Status.PauseConditions = []argoPause{{Reason: "CanaryPauseStep"}}
-		}, rollout{paused: true, msg: "paused at step 3 of 5: waiting for promotion"}},
+		}, Status{Paused: true, Message: "paused at step 3 of 5: waiting for promotion"}},
 		{"paused by spec", 3, func(o *argoRollout) { canary(o); o.Spec.Paused, o.Status.Phase = true, "Paused" },
-			rollout{msg: "paused by spec.paused: waiting for someone to resume it"}},
+			Status{Message: "paused by spec.paused: waiting for someone to resume it"}},
 		{"unpausing", 3, func(o *argoRollout) { o.Status.ControllerPause, o.Status.Phase = true, "Paused" },
-			rollout{msg: "waiting for the Rollout to resume"}},
+			Status{Message: "waiting for the Rollout to resume"}},
 		{"workloadRef not seen", 7, func(o *argoRollout) {
 			o.Spec.WorkloadRef = &argoRef{Kind: KindDeployment, Name: "api"}
 			o.Annotations = map[string]string{workloadGenerationAnnotation: "7"}
 			o.Status.WorkloadObservedGeneration, o.Status.Phase = "6", "Healthy"
-		}, rollout{msg: "waiting for Argo Rollouts to observe generation 7 of the Deployment api (at 6)"}},
+		}, Status{Message: "waiting for Argo Rollouts to observe generation 7 of the Deployment api (at 6)"}},
 		{"workloadRef seen", 7, func(o *argoRollout) {
 			o.Spec.WorkloadRef = &argoRef{Kind: KindDeployment, Name: "api"}
 			o.Annotations = map[string]string{workloadGenerationAnnotation: "7"}
 			o.Status.WorkloadObservedGeneration, o.Status.Phase = "7", "Healthy"
-		}, rollout{done: true, msg: "healthy"}},
+		}, Status{Done: true, Message: "healthy"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := &argoRollout{ObjectMeta: metav1.ObjectMeta{Name: "api", Generation: 3}, Status: argoStatus{ObservedGeneration: "3"}}
 			tc.set(o)
-			if diff := cmp.Diff(tc.want, rolloutStatus(o, tc.gen), cmp.AllowUnexported(rollout{})); diff != "" {
+			if diff := cmp.Diff(tc.want, Judge(o, tc.gen), cmp.AllowUnexported(Status{})); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

@@ -1,4 +1,4 @@
-package reconcile
+package workload
 
 import (
 	"math/rand/v2"
@@ -51,41 +51,41 @@ func TestRolloutStatus(t *testing.T) {
 		name string
 		obj  runtime.Object
 		gen  int64
-		want rollout
+		want Status
 	}{
-		{"deployment not observed", dep(3, 2, nil), 3, rollout{msg: "waiting for the controller to observe generation 3 (at 2)"}},
-		{"deployment read before the patch", dep(2, 2, nil), 3, rollout{msg: "waiting for the controller to observe generation 3 (at 2)"}},
-		{"deployment done", dep(3, 3, nil), 3, rollout{done: true, msg: "deployment is available. Replicas: 2"}},
-		{"deployment old replicas", dep(3, 3, func(d *appsv1.Deployment) { d.Status.Replicas = 3 }), 3, rollout{msg: "pending termination: 1"}},
-		{"deployment unavailable", dep(3, 3, func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 1 }), 3, rollout{msg: "available: 1/2"}},
-		{"deployment paused", dep(3, 3, func(d *appsv1.Deployment) { d.Spec.Paused = true }), 3, rollout{failed: true, msg: "the Deployment is paused: its rollout cannot progress"}},
+		{"deployment not observed", dep(3, 2, nil), 3, Status{Message: "waiting for the controller to observe generation 3 (at 2)"}},
+		{"deployment read before the patch", dep(2, 2, nil), 3, Status{Message: "waiting for the controller to observe generation 3 (at 2)"}},
+		{"deployment done", dep(3, 3, nil), 3, Status{Done: true, Message: "deployment is available. Replicas: 2"}},
+		{"deployment old replicas", dep(3, 3, func(d *appsv1.Deployment) { d.Status.Replicas = 3 }), 3, Status{Message: "pending termination: 1"}},
+		{"deployment unavailable", dep(3, 3, func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 1 }), 3, Status{Message: "available: 1/2"}},
+		{"deployment paused", dep(3, 3, func(d *appsv1.Deployment) { d.Spec.Paused = true }), 3, Status{Failed: true, Message: "the Deployment is paused: its rollout cannot progress"}},
 		{"deployment deadline", dep(3, 3, func(d *appsv1.Deployment) {
 			d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: "too slow"}}
-		}), 3, rollout{failed: true, msg: "progress deadline exceeded: too slow"}},
-		{"deployment being deleted", dep(3, 3, func(d *appsv1.Deployment) { d.DeletionTimestamp = &metav1.Time{Time: time.Unix(1e9, 0)} }), 3, rollout{failed: true, msg: "the Deployment is being deleted"}},
-		{"statefulset done", sts(func(*appsv1.StatefulSet) {}), 2, rollout{done: true, msg: "all replicas scheduled as expected. Replicas: 2"}},
-		{"statefulset pod terminating", sts(func(s *appsv1.StatefulSet) { s.Status.Replicas = 3 }), 2, rollout{msg: "pending termination: 1"}},
+		}), 3, Status{Failed: true, Message: "progress deadline exceeded: too slow"}},
+		{"deployment being deleted", dep(3, 3, func(d *appsv1.Deployment) { d.DeletionTimestamp = &metav1.Time{Time: time.Unix(1e9, 0)} }), 3, Status{Failed: true, Message: "the Deployment is being deleted"}},
+		{"statefulset done", sts(func(*appsv1.StatefulSet) {}), 2, Status{Done: true, Message: "all replicas scheduled as expected. Replicas: 2"}},
+		{"statefulset pod terminating", sts(func(s *appsv1.StatefulSet) { s.Status.Replicas = 3 }), 2, Status{Message: "pending termination: 1"}},
 		{"statefulset partition", sts(func(s *appsv1.StatefulSet) {
 			s.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType, RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: &part}}
 			s.Status.UpdatedReplicas, s.Status.CurrentRevision = 1, "a"
-		}), 2, rollout{done: true, msg: "partition rollout complete. updated: 1"}},
-		{"statefulset revisions differ", sts(func(s *appsv1.StatefulSet) { s.Status.CurrentRevision = "a" }), 2, rollout{msg: "waiting for updated revision to match current"}},
+		}), 2, Status{Done: true, Message: "partition rollout complete. updated: 1"}},
+		{"statefulset revisions differ", sts(func(s *appsv1.StatefulSet) { s.Status.CurrentRevision = "a" }), 2, Status{Message: "waiting for updated revision to match current"}},
 		{"statefulset on delete, old pods", sts(func(s *appsv1.StatefulSet) { onDeleteSTS(s); s.Status.UpdatedReplicas = 0 }), 2,
-			rollout{onDelete: true, msg: "patched, pods change when deleted (updateStrategy OnDelete): 0 of 2 pods run the new revision"}},
+			Status{OnDelete: true, Message: "patched, pods change when deleted (updateStrategy OnDelete): 0 of 2 pods run the new revision"}},
 		{"statefulset on delete, pods replaced", sts(onDeleteSTS), 2,
-			rollout{done: true, msg: "2 of 2 pods run the new revision and are ready (updateStrategy OnDelete)"}},
+			Status{Done: true, Message: "2 of 2 pods run the new revision and are ready (updateStrategy OnDelete)"}},
 		{"statefulset on delete, a replaced pod not ready", sts(func(s *appsv1.StatefulSet) { onDeleteSTS(s); s.Status.ReadyReplicas = 1 }), 2,
-			rollout{onDelete: true, msg: "patched, pods change when deleted (updateStrategy OnDelete): 2 of 2 pods run the new revision"}},
+			Status{OnDelete: true, Message: "patched, pods change when deleted (updateStrategy OnDelete): 2 of 2 pods run the new revision"}},
 		{"daemonset on delete", ds(func(d *appsv1.DaemonSet) {
 			d.Spec.UpdateStrategy.Type = appsv1.OnDeleteDaemonSetStrategyType
 			d.Status.UpdatedNumberScheduled = 1
-		}), 2, rollout{onDelete: true, msg: "patched, pods change when deleted (updateStrategy OnDelete): 1 of 3 pods run the new revision"}},
-		{"daemonset updating", ds(func(d *appsv1.DaemonSet) { d.Status.UpdatedNumberScheduled = 1 }), 2, rollout{msg: "updated: 1/3"}},
-		{"daemonset done", ds(func(*appsv1.DaemonSet) {}), 2, rollout{done: true, msg: "all replicas scheduled as expected. Replicas: 3"}},
+		}), 2, Status{OnDelete: true, Message: "patched, pods change when deleted (updateStrategy OnDelete): 1 of 3 pods run the new revision"}},
+		{"daemonset updating", ds(func(d *appsv1.DaemonSet) { d.Status.UpdatedNumberScheduled = 1 }), 2, Status{Message: "updated: 1/3"}},
+		{"daemonset done", ds(func(*appsv1.DaemonSet) {}), 2, Status{Done: true, Message: "all replicas scheduled as expected. Replicas: 3"}},
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, rolloutStatus(tt.obj, tt.gen), cmp.AllowUnexported(rollout{})); diff != "" {
+			if diff := cmp.Diff(tt.want, Judge(tt.obj, tt.gen), cmp.AllowUnexported(Status{})); diff != "" {
 				t.Errorf("status (-want +got):\n%s", diff)
 			}
 		})
@@ -111,8 +111,8 @@ func TestRolloutStatusAgreesWithKstatus(t *testing.T) {
 	stricter := map[string]int{}
 	for i := range n {
 		obj, gen := randomWorkload(rng)
-		got := rolloutStatus(obj, gen)
-		u, err := toUnstructured(obj, kindOfObject(obj))
+		got := Judge(obj, gen)
+		u, err := toUnstructured(obj, Of(obj))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,11 +120,11 @@ func TestRolloutStatusAgreesWithKstatus(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%d: kstatus: %v", i, err)
 		}
-		if got.done && ks.Status != kstatus.CurrentStatus {
+		if got.Done && ks.Status != kstatus.CurrentStatus {
 			t.Errorf("%d: Stagehand calls done what kstatus calls %s (%s): %+v", i, ks.Status, ks.Message, obj)
 		}
-		want := fromResult(ks, kindOfObject(obj).name)
-		if got.done == want.done && got.failed == want.failed && !got.onDelete {
+		want := fromResult(ks, Of(obj).name)
+		if got.Done == want.Done && got.Failed == want.Failed && !got.OnDelete {
 			agree++
 			continue
 		}
@@ -144,7 +144,7 @@ func TestRolloutStatusAgreesWithKstatus(t *testing.T) {
 }
 
 // deliberate names the deliberate difference that applies to obj, or "".
-func deliberate(obj runtime.Object, gen int64, got rollout) string {
+func deliberate(obj runtime.Object, gen int64, got Status) string {
 	var meta metav1.Object
 	var observed int64
 	switch o := obj.(type) {
@@ -158,13 +158,13 @@ func deliberate(obj runtime.Object, gen int64, got rollout) string {
 	if meta.GetDeletionTimestamp() != nil {
 		return ""
 	}
-	if observed < max(gen, meta.GetGeneration()) && !got.done && !got.failed {
+	if observed < max(gen, meta.GetGeneration()) && !got.Done && !got.Failed {
 		return stricterGeneration
 	}
-	if d, ok := obj.(*appsv1.Deployment); ok && d.Spec.Paused && got.failed {
+	if d, ok := obj.(*appsv1.Deployment); ok && d.Spec.Paused && got.Failed {
 		return stricterPaused
 	}
-	if got.onDelete {
+	if got.OnDelete {
 		return stricterOnDelete
 	}
 	return ""
