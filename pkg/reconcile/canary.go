@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -49,9 +48,6 @@ func findCanaries(ctx context.Context, jobs []*job, report func(*job, Phase, str
 	for _, k := range order {
 		js := byNS[k]
 		cs, err := workload.ReadCanaries(ctx, js[0].target.Client, k.namespace)
-		if errors.Is(err, workload.ErrNoCanaries) {
-			continue
-		}
 		if err != nil {
 			for _, j := range js {
 				finish(j, OutcomeFailed, err.Error())
@@ -162,9 +158,6 @@ func canaryFailedFor(ctx context.Context, c kubernetes.Interface, key WorkloadKe
 		return "", false, nil
 	}
 	cs, err := workload.ReadCanaries(ctx, c, key.Namespace)
-	if errors.Is(err, workload.ErrNoCanaries) {
-		return "", false, nil
-	}
 	if err != nil {
 		return "", false, err
 	}

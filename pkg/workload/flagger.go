@@ -3,7 +3,6 @@ package workload
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -92,21 +91,17 @@ func canaryClient(c kubernetes.Interface) (rest.Interface, bool) {
 	return rc, true
 }
 
-// ErrNoCanaries is a namespace where Canaries cannot be read: Flagger's CRD
-// is not installed, or Stagehand is not allowed to read them (the chart's
-// flagger.enabled is off).
-var ErrNoCanaries = errors.New("no Canaries")
-
-// ReadCanaries lists the Canaries of namespace; ErrNoCanaries when there
-// are none to read.
+// ReadCanaries lists the Canaries of namespace. A namespace where Canaries
+// cannot be read — Flagger's CRD is not installed, or Stagehand is not
+// allowed to read them (the chart's flagger.enabled is off) — has none.
 func ReadCanaries(ctx context.Context, c kubernetes.Interface, namespace string) ([]Canary, error) {
 	rc, ok := canaryClient(c)
 	if !ok {
-		return nil, ErrNoCanaries
+		return nil, nil
 	}
 	b, err := rc.Get().AbsPath(canaryPath, namespace, "canaries").SetHeader("Accept", "application/json").Do(ctx).Raw()
 	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
-		return nil, ErrNoCanaries
+		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("listing Flagger Canaries in %s: %w", namespace, err)
