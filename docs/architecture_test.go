@@ -27,6 +27,7 @@ var layering = []struct {
 }{
 	{"pkg/", []string{"internal/", "cmd/", "hack/"}, "pkg/ takes only its own types, so it is usable outside this module"},
 	{"pkg/workload", []string{"pkg/"}, "the workload kinds know no plan, lock, registry or manifest: pkg/reconcile plans and applies over them"},
+	{"pkg/registry", []string{"pkg/"}, "resolving tags knows no plan, workload kind or manifest: pkg/reconcile asks it with the pull contexts it found"},
 	{"internal/approval", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire"}, "the approval contract sits below every approval path"},
 	{"internal/status", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot"}, "status is what the daemon writes and the API serves"},
 	{"internal/wire", []string{"internal/daemon", "internal/api", "internal/cli", "internal/prbot", "internal/approval", "internal/ui", "internal/notify"}, "the builder builds parts (clients, GitHub, the authenticator) for the components that run them, and imports none of those"},
@@ -160,7 +161,7 @@ func TestFoundations(t *testing.T) {
 
 // pureRooms are the packages whose tests start nothing: `go test` of them on
 // a fresh clone builds and starts no control plane or other test server.
-var pureRooms = []string{"internal/state", "internal/lease", "internal/delivery", "internal/outbox", "internal/window", "internal/tally", "internal/revert", "internal/wake", "internal/meter", "pkg/workload"}
+var pureRooms = []string{"internal/state", "internal/lease", "internal/delivery", "internal/outbox", "internal/window", "internal/tally", "internal/revert", "internal/wake", "internal/meter", "pkg/workload", "pkg/registry"}
 
 // testServers are the packages that start a server for tests.
 var testServers = []string{"internal/testenv", "internal/gitserver", "internal/githubtest", "internal/registrytest", "internal/promtest", "internal/oidctest"}

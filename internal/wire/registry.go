@@ -9,7 +9,6 @@ import (
 
 	ecr "github.com/awslabs/amazon-ecr-credential-helper/ecr-login"
 	acr "github.com/chrismellard/docker-credential-acr-env/pkg/credhelper"
-
 	"github.com/google/go-containerregistry/pkg/authn"
 	k8sauthn "github.com/google/go-containerregistry/pkg/authn/kubernetes"
 	"github.com/google/go-containerregistry/pkg/v1/google"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+	"github.com/stagehand-gitops/stagehand/pkg/registry"
 )
 
 // registryOptions translates registry: into the reconciler's credentials,
@@ -38,7 +38,7 @@ func registryOptions(r config.Registry) ([]reconcile.Option, error) {
 	fallback = append(fallback, cloudKeychains()...)
 	var opts []reconcile.Option
 	if r.WorkloadCredentials == nil || *r.WorkloadCredentials {
-		opts = append(opts, reconcile.WithWorkloadKeychains(reconcile.ClusterKeychains(fallback...)))
+		opts = append(opts, reconcile.WithWorkloadKeychains(registry.ClusterKeychains(fallback...)))
 	} else {
 		opts = append(opts, reconcile.WithKeychain(authn.NewMultiKeychain(fallback...)))
 	}

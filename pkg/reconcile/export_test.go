@@ -1,9 +1,17 @@
 package reconcile
 
-import "time"
+import (
+	"time"
+
+	"github.com/stagehand-gitops/stagehand/pkg/registry"
+)
 
 // SetRegistryClock makes r's digest cache read the time from now.
-func SetRegistryClock(r *Reconciler, now func() time.Time) { r.o.registry.state.now = now }
+// It starts r's digest cache afresh: call it before r plans.
+func SetRegistryClock(r *Reconciler, now func() time.Time) {
+	r.o.registry.Now = now
+	r.o.resolver = registry.New(r.o.registry)
+}
 
 // Watching reports whether r.Watch has begun and not ended (for tests that
 // must know their plans read the watches).

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/stagehand-gitops/stagehand/pkg/registry"
 	"github.com/stagehand-gitops/stagehand/pkg/workload"
 )
 
@@ -40,7 +41,8 @@ type options struct {
 	selectorLabel  string
 	verifyDigests  bool
 	pinDigests     bool
-	registry       registry
+	registry       registry.Config
+	resolver       *registry.Resolver // New's, shared with every Apply unless the rate limit or TTL changes
 	locks          LockChecker
 	holder         LockHolder
 	lockTTL        time.Duration
@@ -83,11 +85,11 @@ func WithPinDigests(on bool) Option {
 // WithInsecureRegistries lists registry hosts (host[:port]) reached over plain HTTP.
 func WithInsecureRegistries(hosts ...string) Option {
 	return func(o *options) error {
-		insecure := maps.Clone(o.registry.insecure) // New's map is shared with every Apply
+		insecure := maps.Clone(o.registry.Insecure) // New's map is shared with every Apply
 		for _, h := range hosts {
 			insecure[h] = true
 		}
-		o.registry.insecure = insecure
+		o.registry.Insecure = insecure
 		return nil
 	}
 }
@@ -95,14 +97,14 @@ func WithInsecureRegistries(hosts ...string) Option {
 // WithKeychain sets the registry credentials (default authn.DefaultKeychain,
 // the docker config).
 func WithKeychain(k authn.Keychain) Option {
-	return func(o *options) error { o.registry.keychain = k; return nil }
+	return func(o *options) error { o.registry.Keychain = k; return nil }
 }
 
 // WithWorkloadKeychains resolves each workload's images with the keychain
-// k returns for its pull context (see ClusterKeychains), instead of the one
+// k returns for its pull context (see registry.ClusterKeychains), instead of the one
 // keychain of WithKeychain.
-func WithWorkloadKeychains(k Keychains) Option {
-	return func(o *options) error { o.registry.keychains = k; return nil }
+func WithWorkloadKeychains(k registry.Keychains) Option {
+	return func(o *options) error { o.registry.Keychains = k; return nil }
 }
 
 // WithRegistryRateLimit bounds the requests sent to each registry host to
@@ -112,7 +114,7 @@ func WithRegistryRateLimit(perSecond float64) Option {
 		if perSecond < 0 {
 			return fmt.Errorf("setting registry rate limit: %v requests a second is negative", perSecond)
 		}
-		o.registry.rateLimit = perSecond
+		o.registry.RateLimit = perSecond
 		return nil
 	}
 }
@@ -129,14 +131,14 @@ func WithDigestCacheTTL(d time.Duration) Option {
 		if d < 0 {
 			return fmt.Errorf("setting digest cache TTL: %s is negative", d)
 		}
-		o.registry.cacheTTL = d
+		o.registry.CacheTTL = d
 		return nil
 	}
 }
 
 // WithRegistryTransport sets the HTTP transport for registry requests.
 func WithRegistryTransport(t http.RoundTripper) Option {
-	return func(o *options) error { o.registry.transport = t; return nil }
+	return func(o *options) error { o.registry.Transport = t; return nil }
 }
 
 // WithRegistryTimeout bounds each image's resolution (default 30s); a
@@ -146,7 +148,7 @@ func WithRegistryTimeout(d time.Duration) Option {
 		if d <= 0 {
 			return fmt.Errorf("setting registry timeout: %s is not positive", d)
 		}
-		o.registry.timeout = d
+		o.registry.Timeout = d
 		return nil
 	}
 }
@@ -171,7 +173,7 @@ func WithConcurrency(n int) Option {
 			return fmt.Errorf("setting concurrency: %d is not positive", n)
 		}
 		o.concurrency = n
-		o.registry.concurrency = n
+		o.registry.Concurrency = n
 		return nil
 	}
 }
@@ -254,19 +256,19 @@ func New(opts ...Option) (*Reconciler, error) {
 		targetTimeout:  DefaultTargetTimeout,
 		pollInterval:   DefaultPollInterval,
 		author:         DefaultAuthor,
-		registry: registry{
-			keychain:    authn.DefaultKeychain,
-			insecure:    map[string]bool{},
-			concurrency: DefaultRegistryConcurrency,
-			timeout:     DefaultRegistryTimeout,
-			rateLimit:   DefaultRegistryRateLimit,
-			cacheTTL:    DefaultDigestCacheTTL,
+		registry: registry.Config{
+			Keychain:    authn.DefaultKeychain,
+			Insecure:    map[string]bool{},
+			Concurrency: DefaultRegistryConcurrency,
+			Timeout:     DefaultRegistryTimeout,
+			RateLimit:   DefaultRegistryRateLimit,
+			CacheTTL:    DefaultDigestCacheTTL,
 		},
 	}
 	if err := o.apply(opts); err != nil {
 		return nil, err
 	}
-	o.registry.state = newRegistryState(o.registry.rateLimit, o.registry.cacheTTL)
+	o.resolver = registry.New(o.registry)
 	return &Reconciler{o: o, cache: &watchCache{}}, nil
 }
 
@@ -303,8 +305,6 @@ func (r *Reconciler) with(opts []Option) (*Reconciler, error) {
 	if err := o.apply(opts); err != nil {
 		return nil, err
 	}
-	if st := o.registry.state; st.rateLimit != o.registry.rateLimit || st.ttl != o.registry.cacheTTL {
-		o.registry.state = newRegistryState(o.registry.rateLimit, o.registry.cacheTTL)
-	}
+	o.resolver = r.o.resolver.With(o.registry)
 	return &Reconciler{o: o, cache: r.cache}, nil
 }

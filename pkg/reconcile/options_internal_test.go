@@ -20,10 +20,10 @@ func TestApplyOptionsOverNew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(map[string]bool{"a:5000": true, "b:5000": true}, one.o.registry.insecure); diff != "" {
+	if diff := cmp.Diff(map[string]bool{"a:5000": true, "b:5000": true}, one.o.registry.Insecure); diff != "" {
 		t.Errorf("per-call insecure registries (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]bool{"a:5000": true}, r.o.registry.insecure); diff != "" {
+	if diff := cmp.Diff(map[string]bool{"a:5000": true}, r.o.registry.Insecure); diff != "" {
 		t.Errorf("New's insecure registries changed (-want +got):\n%s", diff)
 	}
 	if one.o.rolloutTimeout != 0 || r.o.rolloutTimeout != time.Minute || r.o.progress != nil {

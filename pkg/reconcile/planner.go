@@ -18,6 +18,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
+	"github.com/stagehand-gitops/stagehand/pkg/registry"
 	"github.com/stagehand-gitops/stagehand/pkg/workload"
 )
 
@@ -406,29 +407,28 @@ func (r *Reconciler) bind(s manifest.Service, t Target, ws []*workload.Workload,
 
 // resolveBindings asks the registry about each distinct repository:tag that
 // verification or pinning needs, once per pull context when credentials are
-// per workload (keychain.go). A cached digest that disagrees with a
+// per workload (pkg/registry). A cached digest that disagrees with a
 // dockerDigest to verify is asked again, so a tag moved within the cache's
 // TTL is never reported as a mismatch.
-func (r *Reconciler) resolveBindings(ctx context.Context, bs []binding) map[imageKey]resolution {
-	seen := map[imageKey]bool{}
-	var keys []imageKey
-	kcs := &keychainSet{static: r.o.registry.keychain, keychains: r.o.registry.keychains, state: r.o.registry.state,
-		pulls: map[pullKey]PullContext{}, built: map[pullKey]*builtKeychain{}}
+func (r *Reconciler) resolveBindings(ctx context.Context, bs []binding) map[registry.Key]registry.Resolution {
+	seen := map[registry.Key]bool{}
+	var keys []registry.Key
+	kcs := r.o.resolver.Session()
 	for _, b := range bs {
 		if (b.want.DockerDigest != "" && r.o.verifyDigests) || (b.want.DockerDigest == "" && r.o.pinDigests) {
 			k := r.imageKeyOf(b)
 			if !seen[k] {
 				seen[k] = true
 				keys = append(keys, k)
-				_, kcs.pulls[k.pull] = r.pullOf(b.target, b.w)
+				kcs.Add(r.pullOf(b.target, b.w))
 			}
 		}
 	}
 	if len(keys) == 0 {
 		return nil
 	}
-	res := r.o.registry.resolveAll(ctx, keys, kcs, false)
-	var again []imageKey
+	res := kcs.ResolveAll(ctx, keys, false)
+	var again []registry.Key
 	for _, b := range bs {
 		k := r.imageKeyOf(b)
 		if got, ok := res[k]; ok && got.Cached && b.want.DockerDigest != "" && got.Digest != b.want.DockerDigest && !slices.Contains(again, k) {
@@ -436,25 +436,40 @@ func (r *Reconciler) resolveBindings(ctx context.Context, bs []binding) map[imag
 		}
 	}
 	if len(again) > 0 {
-		maps.Copy(res, r.o.registry.resolveAll(ctx, again, kcs, true))
+		maps.Copy(res, kcs.ResolveAll(ctx, again, true))
 	}
 	return res
 }
 
+// pullOf returns the pull context of w in t; the zero key when credentials
+// are not per workload.
+func (r *Reconciler) pullOf(t Target, w *workload.Workload) (registry.Pull, registry.PullContext) {
+	if r.o.registry.Keychains == nil {
+		return registry.Pull{}, registry.PullContext{}
+	}
+	pc := registry.PullContext{Target: t.Name, Client: t.Client, Namespace: w.Namespace, ServiceAccount: w.ServiceAccount}
+	for _, s := range w.PullSecrets {
+		if s.Name != "" && !slices.Contains(pc.ImagePullSecrets, s.Name) {
+			pc.ImagePullSecrets = append(pc.ImagePullSecrets, s.Name)
+		}
+	}
+	return pc.Key(), pc
+}
+
 // imageKeyOf is what b's wanted image is resolved as.
-func (r *Reconciler) imageKeyOf(b binding) imageKey {
+func (r *Reconciler) imageKeyOf(b binding) registry.Key {
 	pk, _ := r.pullOf(b.target, b.w)
-	return imageKey{Repository: b.running.Repository, Tag: b.want.DockerTag, pull: pk}
+	return registry.Key{Repository: b.running.Repository, Tag: b.want.DockerTag, Pull: pk}
 }
 
 // desired returns the image b should run, or a problem message.
-func (r *Reconciler) desired(b binding, res map[imageKey]resolution) (string, string) {
+func (r *Reconciler) desired(b binding, res map[registry.Key]registry.Resolution) (string, string) {
 	want := imageRef{Repository: b.running.Repository, Tag: b.want.DockerTag, Digest: b.want.DockerDigest}
 	k := r.imageKeyOf(b)
 	switch {
 	case want.Digest != "" && r.o.verifyDigests:
 		got := res[k]
-		if errors.Is(got.Err, ErrTagNotFound) {
+		if errors.Is(got.Err, registry.ErrTagNotFound) {
 			return "", fmt.Sprintf("cannot verify dockerDigest %s: the registry has no tag %s", want.Digest, k)
 		}
 		if got.Err != nil {
@@ -465,7 +480,7 @@ func (r *Reconciler) desired(b binding, res map[imageKey]resolution) (string, st
 		}
 	case want.Digest == "" && r.o.pinDigests:
 		got := res[k]
-		if errors.Is(got.Err, ErrTagNotFound) {
+		if errors.Is(got.Err, registry.ErrTagNotFound) {
 			return "", fmt.Sprintf("cannot pin a digest: the registry has no tag %s", k)
 		}
 		if got.Err != nil {

@@ -9,17 +9,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-
 	"github.com/stagehand-gitops/stagehand/internal/registrytest"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+	"github.com/stagehand-gitops/stagehand/pkg/registry"
 )
 
 // clock is a settable time for the digest cache.
@@ -55,7 +55,7 @@ func TestDigestCache(t *testing.T) {
 	})
 	clk := &clock{now: time.Unix(1_700_000_000, 0)}
 	r := newReconciler(t, reconcile.WithPinDigests(true), reconcile.WithVerifyDigests(true),
-		reconcile.WithWorkloadKeychains(reconcile.ClusterKeychains()), reconcile.WithDigestCacheTTL(5*time.Minute))
+		reconcile.WithWorkloadKeychains(registry.ClusterKeychains()), reconcile.WithDigestCacheTTL(5*time.Minute))
 	reconcile.SetRegistryClock(r, clk.Now)
 	reads, client := pathCountingClient(t, "/serviceaccounts/", "/secrets/")
 	tg := reconcile.Target{Name: "a", Namespace: ns, Client: client}
@@ -95,7 +95,7 @@ func TestDigestCache(t *testing.T) {
 
 	t.Run("other credentials do not share the entry", func(t *testing.T) {
 		other := newReconciler(t, reconcile.WithPinDigests(true), reconcile.WithDigestCacheTTL(time.Hour),
-			reconcile.WithWorkloadKeychains(reconcile.ClusterKeychains()))
+			reconcile.WithWorkloadKeychains(registry.ClusterKeychains()))
 		reqNS := env.Namespace(t)
 		pullSecret(t, reqNS, "a", host, "puller", "s3cret")
 		pullSecret(t, reqNS, "b", host, "puller", "wrong")
@@ -197,7 +197,7 @@ func TestPullSecretsReadAgainAfterRefusal(t *testing.T) {
 	pullSecret(t, ns, "regcred", reg.Host(), "puller", "wrong")
 	serviceAccount(t, ns, "default", "regcred")
 	createDeployment(t, env.Clientset, ns, "app", "app", 0, pod{containers: [][2]string{{"app", reg.Host() + "/team/app:1"}}})
-	r := newReconciler(t, reconcile.WithPinDigests(true), reconcile.WithWorkloadKeychains(reconcile.ClusterKeychains()), reconcile.WithDigestCacheTTL(time.Hour))
+	r := newReconciler(t, reconcile.WithPinDigests(true), reconcile.WithWorkloadKeychains(registry.ClusterKeychains()), reconcile.WithDigestCacheTTL(time.Hour))
 	req := reconcile.Request{Environment: environment(svc("app", [3]string{"team/app", "2", ""})), Revision: "r", Targets: []reconcile.Target{target(t, "a", ns)}}
 	if got := onlyOutcome(t, mustPlan(t, r, req)); !strings.Contains(got, "answered 401 Unauthorized to a request made as user \"puller\"") {
 		t.Fatalf("with the wrong password: %q", got)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/registrytest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+	"github.com/stagehand-gitops/stagehand/pkg/registry"
 )
 
 // pullSecret creates a kubernetes.io/dockerconfigjson Secret holding
@@ -91,7 +92,7 @@ func TestDeployPrivateRegistryPinnedByDigest(t *testing.T) {
 	)
 	req := reconcile.Request{Environment: e, Revision: "r1", Targets: []reconcile.Target{target(t, "a", ns)}}
 	r := newReconciler(t, reconcile.WithPinDigests(true), reconcile.WithVerifyDigests(true),
-		reconcile.WithWorkloadKeychains(reconcile.ClusterKeychains()), reconcile.WithRolloutTimeout(0))
+		reconcile.WithWorkloadKeychains(registry.ClusterKeychains()), reconcile.WithRolloutTimeout(0))
 	plan := mustPlan(t, r, req)
 
 	pinned := host + "/team/api:2@" + d
@@ -135,9 +136,9 @@ func TestClusterKeychainsForbidden(t *testing.T) {
 	createDeployment(t, env.Clientset, ns, "api", "api", 0, pod{containers: [][2]string{{"api", reg.Host() + "/team/api:1"}}})
 	tg := reconcile.Target{Name: "a", Namespace: ns, Client: impersonate(t, "system:serviceaccount:"+ns+":nobody")}
 	req := reconcile.Request{Environment: environment(svc("api", [3]string{"team/api", "2", ""})), Revision: "r", Targets: []reconcile.Target{target(t, "a", ns)}}
-	r := newReconciler(t, reconcile.WithPinDigests(true), reconcile.WithWorkloadKeychains(func(ctx context.Context, pc reconcile.PullContext) (authn.Keychain, error) {
+	r := newReconciler(t, reconcile.WithPinDigests(true), reconcile.WithWorkloadKeychains(func(ctx context.Context, pc registry.PullContext) (authn.Keychain, error) {
 		pc.Client = tg.Client // reads through a client without rights on ServiceAccounts
-		return reconcile.ClusterKeychains()(ctx, pc)
+		return registry.ClusterKeychains()(ctx, pc)
 	}))
 	got := onlyOutcome(t, mustPlan(t, r, req))
 	want := "cannot pin a digest for " + reg.Host() + "/team/api:2: resolving " + reg.Host() + "/team/api:2: reading image pull secrets of serviceaccount " + ns + "/default in target a: "

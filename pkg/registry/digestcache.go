@@ -1,4 +1,4 @@
-package reconcile
+package registry
 
 import (
 	"context"
@@ -14,9 +14,10 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// registryState is what every Plan and Apply of one Reconciler shares:
-// a rate limiter per registry host and the digest cache.
-type registryState struct {
+// store is what every Session of one Resolver (every Plan and Apply of one
+// Reconciler) shares: a rate limiter per registry host, the digest cache,
+// the keychains and the credentials they answered.
+type store struct {
 	rateLimit float64
 	ttl       time.Duration
 	now       func() time.Time
@@ -50,7 +51,7 @@ type cachedAuth struct {
 // share target names, never clients).
 type keychainKey struct {
 	client any // the target's kubernetes.Interface
-	pull   pullKey
+	pull   Pull
 }
 
 type cachedKeychain struct {
@@ -60,7 +61,7 @@ type cachedKeychain struct {
 
 // keychain returns the keychain built for k within the TTL, so a pass
 // whose digests are cached reads no ServiceAccount or Secret either.
-func (s *registryState) keychain(k keychainKey) (authn.Keychain, bool) {
+func (s *store) keychain(k keychainKey) (authn.Keychain, bool) {
 	if s.ttl <= 0 {
 		return nil, false
 	}
@@ -74,7 +75,7 @@ func (s *registryState) keychain(k keychainKey) (authn.Keychain, bool) {
 	return c.kc, true
 }
 
-func (s *registryState) rememberKeychain(k keychainKey, kc authn.Keychain) {
+func (s *store) rememberKeychain(k keychainKey, kc authn.Keychain) {
 	if s.ttl <= 0 {
 		return
 	}
@@ -83,7 +84,7 @@ func (s *registryState) rememberKeychain(k keychainKey, kc authn.Keychain) {
 	s.keychains[k] = cachedKeychain{kc: kc, expires: s.now().Add(s.ttl)}
 }
 
-func (s *registryState) forgetKeychain(k keychainKey) {
+func (s *store) forgetKeychain(k keychainKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.keychains, k)
@@ -97,7 +98,7 @@ func (s *registryState) forgetKeychain(k keychainKey) {
 // credentials returns what kc sends to repo, with an identity of it (a
 // hash, for the digest cache's key) and a description for errors, reusing
 // kc's answer for k within the TTL.
-func (s *registryState) credentials(ctx context.Context, k authKey, kc authn.Keychain, repo authn.Resource) (authn.Authenticator, string, string, error) {
+func (s *store) credentials(ctx context.Context, k authKey, kc authn.Keychain, repo authn.Resource) (authn.Authenticator, string, string, error) {
 	if s.ttl > 0 {
 		s.mu.Lock()
 		c, ok := s.auths[k]
@@ -143,8 +144,8 @@ type cachedDigest struct {
 	expires time.Time
 }
 
-func newRegistryState(rateLimit float64, ttl time.Duration) *registryState {
-	return &registryState{
+func newStore(rateLimit float64, ttl time.Duration) *store {
+	return &store{
 		rateLimit: rateLimit, ttl: ttl, now: time.Now,
 		limiters: map[string]*rate.Limiter{}, digests: map[cacheKey]cachedDigest{}, keychains: map[keychainKey]cachedKeychain{},
 		auths: map[authKey]cachedAuth{},
@@ -152,7 +153,7 @@ func newRegistryState(rateLimit float64, ttl time.Duration) *registryState {
 }
 
 // cached returns the digest cached for k, if it has not expired.
-func (s *registryState) cached(k cacheKey) (string, bool) {
+func (s *store) cached(k cacheKey) (string, bool) {
 	if s.ttl <= 0 {
 		return "", false
 	}
@@ -174,7 +175,7 @@ func (s *registryState) cached(k cacheKey) (string, bool) {
 // so the cache holds at most what was resolved within two TTLs, and a pass
 // of n images costs n, not n² (the sweep is under the lock every registry
 // request's limiter takes).
-func (s *registryState) remember(k cacheKey, digest string) {
+func (s *store) remember(k cacheKey, digest string) {
 	if s.ttl <= 0 {
 		return
 	}
@@ -204,7 +205,7 @@ func (s *registryState) remember(k cacheKey, digest string) {
 
 // limiter returns the token bucket of a registry host: rateLimit requests
 // a second, bursts of as many.
-func (s *registryState) limiter(host string) *rate.Limiter {
+func (s *store) limiter(host string) *rate.Limiter {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l, ok := s.limiters[host]
@@ -220,7 +221,7 @@ func (s *registryState) limiter(host string) *rate.Limiter {
 // than the rate limit from this process however many images a plan holds.
 type limited struct {
 	base  http.RoundTripper
-	state *registryState
+	state *store
 }
 
 func (l limited) RoundTrip(req *http.Request) (*http.Response, error) {

@@ -1,4 +1,4 @@
-package reconcile
+package registry
 
 import (
 	"fmt"
@@ -11,9 +11,9 @@ import (
 // and a pass of many images does not sweep the whole map per image.
 func TestRegistryStateSweeps(t *testing.T) {
 	now := time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
-	s := newRegistryState(20, time.Minute)
+	s := newStore(20, time.Minute)
 	s.now = func() time.Time { return now }
-	s.keychains[keychainKey{pull: pullKey{target: "gone"}}] = cachedKeychain{expires: now.Add(time.Minute)}
+	s.keychains[keychainKey{pull: Pull{target: "gone"}}] = cachedKeychain{expires: now.Add(time.Minute)}
 	for i := range 100 {
 		s.remember(cacheKey{image: fmt.Sprint("old", i)}, "sha256:a")
 	}

@@ -1,17 +1,14 @@
-package reconcile
+package registry
 
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	k8sauthn "github.com/google/go-containerregistry/pkg/authn/kubernetes"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/stagehand-gitops/stagehand/pkg/workload"
 )
 
 // PullContext is whose credentials pull a workload's images: the pod
@@ -50,35 +47,34 @@ func ClusterKeychains(fallback ...authn.Keychain) Keychains {
 	}
 }
 
-// pullKey identifies a PullContext; workloads with equal keys share a
-// keychain within one plan.
-type pullKey struct{ target, namespace, serviceAccount, secrets string }
+// Pull identifies a PullContext (PullContext.Key); workloads with equal
+// keys share a keychain within one plan. The zero Pull is the static
+// keychain's, when credentials are not per workload.
+type Pull struct{ target, namespace, serviceAccount, secrets string }
 
-// pullOf returns the pull context of w in t; the zero key when credentials
-// are not per workload.
-func (r *Reconciler) pullOf(t Target, w *workload.Workload) (pullKey, PullContext) {
-	if r.o.registry.keychains == nil {
-		return pullKey{}, PullContext{}
-	}
-	pc := PullContext{Target: t.Name, Client: t.Client, Namespace: w.Namespace, ServiceAccount: w.ServiceAccount}
-	for _, s := range w.PullSecrets {
-		if s.Name != "" && !slices.Contains(pc.ImagePullSecrets, s.Name) {
-			pc.ImagePullSecrets = append(pc.ImagePullSecrets, s.Name)
-		}
-	}
-	return pullKey{t.Name, pc.Namespace, pc.ServiceAccount, strings.Join(pc.ImagePullSecrets, ",")}, pc
+// Key is pc's key: pull contexts with equal keys share a keychain within
+// one Session.
+func (pc PullContext) Key() Pull {
+	return Pull{pc.Target, pc.Namespace, pc.ServiceAccount, strings.Join(pc.ImagePullSecrets, ",")}
 }
 
-// keychainSet builds each pull context's keychain once per plan, or takes
-// it from the registry state's cache (see registryState.keychain).
-type keychainSet struct {
-	static    authn.Keychain
-	keychains Keychains
-	state     *registryState
-	pulls     map[pullKey]PullContext
-	mu        sync.Mutex
-	built     map[pullKey]*builtKeychain
+// Session is one plan's resolution: it builds each pull context's keychain
+// once, or takes it from the Resolver's cache (see store.keychain).
+type Session struct {
+	r     *Resolver
+	pulls map[Pull]PullContext
+	mu    sync.Mutex
+	built map[Pull]*builtKeychain
 }
+
+// Session begins a plan's resolution.
+func (r *Resolver) Session() *Session {
+	return &Session{r: r, pulls: map[Pull]PullContext{}, built: map[Pull]*builtKeychain{}}
+}
+
+// Add says whose credentials resolve the keys of pull: pc, of which pull is
+// the key (or the zero Pull for the static keychain).
+func (s *Session) Add(pull Pull, pc PullContext) { s.pulls[pull] = pc }
 
 type builtKeychain struct {
 	once sync.Once
@@ -86,9 +82,9 @@ type builtKeychain struct {
 	err  error
 }
 
-func (s *keychainSet) get(ctx context.Context, k pullKey) (authn.Keychain, error) {
-	if s.keychains == nil {
-		return s.static, nil
+func (s *Session) get(ctx context.Context, k Pull) (authn.Keychain, error) {
+	if s.r.cfg.Keychains == nil {
+		return s.r.cfg.Keychain, nil
 	}
 	s.mu.Lock()
 	b, ok := s.built[k]
@@ -100,12 +96,12 @@ func (s *keychainSet) get(ctx context.Context, k pullKey) (authn.Keychain, error
 	b.once.Do(func() {
 		pc := s.pulls[k]
 		ck := keychainKey{client: pc.Client, pull: k}
-		if kc, ok := s.state.keychain(ck); ok {
+		if kc, ok := s.r.store.keychain(ck); ok {
 			b.kc = kc
 			return
 		}
-		if b.kc, b.err = s.keychains(ctx, pc); b.err == nil {
-			s.state.rememberKeychain(ck, b.kc)
+		if b.kc, b.err = s.r.cfg.Keychains(ctx, pc); b.err == nil {
+			s.r.store.rememberKeychain(ck, b.kc)
 		}
 	})
 	return b.kc, b.err
@@ -113,8 +109,8 @@ func (s *keychainSet) get(ctx context.Context, k pullKey) (authn.Keychain, error
 
 // key is the registry state's key of k's keychain: the zero key for the
 // static keychain every pull context shares.
-func (s *keychainSet) key(k pullKey) keychainKey {
-	if s.keychains == nil {
+func (s *Session) key(k Pull) keychainKey {
+	if s.r.cfg.Keychains == nil {
 		return keychainKey{}
 	}
 	return keychainKey{client: s.pulls[k].Client, pull: k}
@@ -122,6 +118,6 @@ func (s *keychainSet) key(k pullKey) keychainKey {
 
 // forget drops k's cached keychain, after a registry refused what it sent:
 // the next plan reads the pull secrets again.
-func (s *keychainSet) forget(k pullKey) {
-	s.state.forgetKeychain(s.key(k))
+func (s *Session) forget(k Pull) {
+	s.r.store.forgetKeychain(s.key(k))
 }

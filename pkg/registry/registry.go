@@ -1,4 +1,4 @@
-package reconcile
+package registry
 
 import (
 	"context"
@@ -17,48 +17,74 @@ import (
 // ErrTagNotFound is returned (wrapped) when the registry does not serve a tag.
 var ErrTagNotFound = errors.New("tag not found")
 
-// imageKey is one repository:tag to resolve with one pull context's
-// credentials.
-type imageKey struct {
+// Key is one repository:tag to resolve with one pull context's credentials.
+type Key struct {
 	Repository, Tag string
-	pull            pullKey
+	Pull            Pull
 }
 
-func (k imageKey) String() string { return k.Repository + ":" + k.Tag }
+func (k Key) String() string { return k.Repository + ":" + k.Tag }
 
-// resolution is the registry's answer for one imageKey.
-type resolution struct {
+// Resolution is the registry's answer for one Key.
+type Resolution struct {
 	Digest string
 	Err    error
 	Cached bool // Digest came from the digest cache
 }
 
-// registry resolves tags to digests through go-containerregistry.
-type registry struct {
-	keychain    authn.Keychain // every workload's, unless keychains is set
-	keychains   Keychains      // per workload
-	insecure    map[string]bool
-	transport   http.RoundTripper
-	concurrency int
-	timeout     time.Duration // per image
-	rateLimit   float64       // requests a second per registry host; 0: none
-	cacheTTL    time.Duration // 0: no digest cache
-	state       *registryState
+// Config is how a Resolver reaches registries.
+type Config struct {
+	Keychain    authn.Keychain // every workload's, unless Keychains is set
+	Keychains   Keychains      // per workload
+	Insecure    map[string]bool
+	Transport   http.RoundTripper // nil: go-containerregistry's default
+	Concurrency int               // resolutions at once
+	Timeout     time.Duration     // per image; 0: none
+	RateLimit   float64           // requests a second per registry host; 0: none
+	CacheTTL    time.Duration     // 0: no digest cache
+	// Now is where the digest cache reads the time (nil: time.Now).
+	Now func() time.Time
 }
 
-// resolveAll resolves every key once, at most r.concurrency at a time;
-// fresh skips the digest cache.
-func (r *registry) resolveAll(ctx context.Context, keys []imageKey, kcs *keychainSet, fresh bool) map[imageKey]resolution {
-	out := make(map[imageKey]resolution, len(keys))
+// Resolver resolves tags to digests through go-containerregistry. What
+// every plan of one Resolver shares — a rate limiter per registry host, the
+// digest cache, the credentials read — lives as long as it does.
+type Resolver struct {
+	cfg   Config
+	store *store
+}
+
+// New returns a Resolver of cfg.
+func New(cfg Config) *Resolver {
+	s := newStore(cfg.RateLimit, cfg.CacheTTL)
+	if cfg.Now != nil {
+		s.now = cfg.Now
+	}
+	return &Resolver{cfg: cfg, store: s}
+}
+
+// With returns a Resolver of cfg that shares r's rate limiters, digest
+// cache and credentials unless cfg changes the rate limit or the TTL.
+func (r *Resolver) With(cfg Config) *Resolver {
+	if cfg.RateLimit != r.cfg.RateLimit || cfg.CacheTTL != r.cfg.CacheTTL {
+		return New(cfg)
+	}
+	return &Resolver{cfg: cfg, store: r.store}
+}
+
+// ResolveAll resolves every key once, at most Config.Concurrency at a
+// time; fresh skips the digest cache.
+func (s *Session) ResolveAll(ctx context.Context, keys []Key, fresh bool) map[Key]Resolution {
+	out := make(map[Key]Resolution, len(keys))
 	var mu sync.Mutex
-	sem := make(chan struct{}, max(1, r.concurrency))
+	sem := make(chan struct{}, max(1, s.r.cfg.Concurrency))
 	var wg sync.WaitGroup
 	for _, k := range keys {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			res := r.resolve(ctx, k, kcs, fresh)
+			res := s.resolve(ctx, k, fresh)
 			mu.Lock()
 			out[k] = res
 			mu.Unlock()
@@ -70,49 +96,50 @@ func (r *registry) resolveAll(ctx context.Context, keys []imageKey, kcs *keychai
 
 // resolve returns the digest the registry serves for k, from the cache
 // unless fresh.
-func (r *registry) resolve(ctx context.Context, k imageKey, kcs *keychainSet, fresh bool) resolution {
-	if r.timeout > 0 {
+func (s *Session) resolve(ctx context.Context, k Key, fresh bool) Resolution {
+	r, kcs := s.r, s
+	if r.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, r.timeout)
+		ctx, cancel = context.WithTimeout(ctx, r.cfg.Timeout)
 		defer cancel()
 	}
-	fail := func(err error) resolution { return resolution{Err: err} }
+	fail := func(err error) Resolution { return Resolution{Err: err} }
 	ref, err := name.NewTag(k.String())
 	if err != nil {
 		return fail(fmt.Errorf("parsing image %q: %w", k, err))
 	}
-	if r.insecure[ref.RegistryStr()] {
+	if r.cfg.Insecure[ref.RegistryStr()] {
 		if ref, err = name.NewTag(k.String(), name.Insecure); err != nil {
 			return fail(fmt.Errorf("parsing image %q: %w", k, err))
 		}
 	}
-	kc, err := kcs.get(ctx, k.pull)
+	kc, err := kcs.get(ctx, k.Pull)
 	if err != nil {
 		return fail(fmt.Errorf("resolving %s: %w", k, err))
 	}
-	auth, id, who, err := r.state.credentials(ctx, authKey{keychain: kcs.key(k.pull), repository: ref.Context().String()}, kc, ref.Context())
+	auth, id, who, err := r.store.credentials(ctx, authKey{keychain: kcs.key(k.Pull), repository: ref.Context().String()}, kc, ref.Context())
 	if err != nil {
 		return fail(fmt.Errorf("resolving %s: %w", k, err))
 	}
 	ck := cacheKey{image: ref.String(), credentials: id}
 	if !fresh {
-		if d, ok := r.state.cached(ck); ok {
-			return resolution{Digest: d, Cached: true}
+		if d, ok := r.store.cached(ck); ok {
+			return Resolution{Digest: d, Cached: true}
 		}
 	}
-	base := r.transport
+	base := r.cfg.Transport
 	if base == nil {
 		base = remote.DefaultTransport
 	}
-	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuth(auth), remote.WithTransport(limited{base: base, state: r.state})}
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuth(auth), remote.WithTransport(limited{base: base, state: r.store})}
 	desc, err := remote.Head(ref, opts...)
 	if err != nil && !notFound(err) {
 		// Some registries refuse HEAD or omit Docker-Content-Digest; GET
 		// always answers, and its error has a body that says why.
 		d, gerr := remote.Get(ref, opts...)
 		if gerr == nil {
-			r.state.remember(ck, d.Digest.String())
-			return resolution{Digest: d.Digest.String()}
+			r.store.remember(ck, d.Digest.String())
+			return Resolution{Digest: d.Digest.String()}
 		}
 		err = gerr
 	}
@@ -122,14 +149,14 @@ func (r *registry) resolve(ctx context.Context, k imageKey, kcs *keychainSet, fr
 		}
 		var te *transport.Error
 		if errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden) {
-			kcs.forget(k.pull)
+			kcs.forget(k.Pull)
 			return fail(fmt.Errorf("resolving %s: registry %s answered %d %s to a request made %s: %w",
 				k, ref.RegistryStr(), te.StatusCode, http.StatusText(te.StatusCode), who, err))
 		}
 		return fail(fmt.Errorf("resolving %s: %w", k, err))
 	}
-	r.state.remember(ck, desc.Digest.String())
-	return resolution{Digest: desc.Digest.String()}
+	r.store.remember(ck, desc.Digest.String())
+	return Resolution{Digest: desc.Digest.String()}
 }
 
 func notFound(err error) bool {
