@@ -183,7 +183,8 @@ func (c *Compiler) Compile(r Rule) (*Program, error) {
 	}
 	out := &Program{Rule: r, prg: prg}
 	if est, err := c.env.EstimateCost(ast, boundsEstimator{}); err == nil && est.Max <= CostLimit {
-		if out.fast, err = c.env.Program(ast, cel.InterruptCheckFrequency(100), cel.EvalOptions(cel.OptOptimize)); err != nil {
+		if out.fast, err = c.env.Program(ast, cel.InterruptCheckFrequency(100), cel.EvalOptions(cel.OptOptimize),
+			shortcuts(c.provider, ast)); err != nil {
 			return nil, &CompileError{Message: err.Error()}
 		}
 	}

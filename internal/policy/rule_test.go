@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -110,7 +111,8 @@ func TestEvaluateGoal(t *testing.T) {
 }
 
 // FuzzEvaluate: any expression either fails to compile with a *CompileError, or evaluates over a plan of
-// 50 changes to a bool or an *EvalError, within the cost limit's bound of time; it never panics.
+// 50 changes to a bool or an *EvalError, within the cost limit's bound of time; it never panics. The
+// untracked program, with its shortcuts through CEL's interpreter, comes to what the tracked one does.
 func FuzzEvaluate(f *testing.F) {
 	for _, r := range benchRules() {
 		f.Add(r.When)
@@ -138,6 +140,12 @@ func FuzzEvaluate(f *testing.F) {
 		}
 		if len(outcomes) != 1 {
 			t.Fatalf("%d outcomes for one rule", len(outcomes))
+		}
+		tracked := *s
+		tracked.tracked = true
+		treq, toutcomes, terr := tracked.Evaluate(context.Background(), in)
+		if diff := cmp.Diff(fmt.Sprint(req, outcomes, err), fmt.Sprint(treq, toutcomes, terr)); diff != "" {
+			t.Fatalf("%q: untracked and tracked decisions differ (-untracked +tracked):\n%s", when, diff)
 		}
 		if err != nil {
 			if !errors.Is(err, ErrEval) || req.Required != 0 {
