@@ -15,7 +15,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/status"
-	"github.com/stagehand-gitops/stagehand/pkg/lock"
+	"github.com/stagehand-gitops/stagehand/pkg/lock/lockapi"
 )
 
 // The answers of the routes whose JSON is an envelope around the backend's
@@ -367,6 +367,6 @@ func (c *Client) Release(ctx context.Context, env string, req ReleaseRequest) (*
 
 // Locks is the client of the lock routes (/api/v1/locks, /api/v1/check/),
 // over the same server, token and HTTP client.
-func (c *Client) Locks() (*lock.Client, error) {
-	return lock.NewClient(c.base.String(), c.token, lock.WithHTTPClient(c.http))
+func (c *Client) Locks() (*lockapi.Client, error) {
+	return lockapi.NewClient(c.base.String(), c.token, lockapi.WithHTTPClient(c.http))
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
+	"github.com/stagehand-gitops/stagehand/pkg/lock/lockapi"
 )
 
 // newClient is a Client of srv with tok.
@@ -98,7 +99,7 @@ func TestClientRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := locks.Lock(ctx, lock.LockRequest{Lock: lock.Lock{Path: "apps/prod", Type: lock.Deploy}, Duration: "1h"}); err != nil {
+	if _, err := locks.Lock(ctx, lockapi.LockRequest{Lock: lock.Lock{Path: "apps/prod", Type: lock.Deploy}, Duration: "1h"}); err != nil {
 		t.Fatal(err)
 	}
 	ls, err := locks.List(ctx, "")

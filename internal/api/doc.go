@@ -3,7 +3,7 @@
 // webhook endpoint (HMAC-signed); and, under /api/v1 with the bearer token of
 // server.apiTokenFile, the environments as internal/status shows them, their
 // layout and history, approving and rejecting the pending plan through the
-// Backend's approval.Decider, and pkg/lock's REST API. Every route is listed
+// Backend's approval.Decider, and pkg/lock/lockapi's REST API. Every route is listed
 // in one table (routes), documented in docs/reference/api.md; a test keeps the two in
 // step.
 //

@@ -14,6 +14,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/httpserve"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
+	"github.com/stagehand-gitops/stagehand/pkg/lock/lockapi"
 )
 
 // Codes of the API's error bodies beyond the ones every door shares
@@ -34,7 +35,7 @@ const (
 	CodeDisabled              = "Disabled"
 	// CodeLockTypeMismatch: a lock removed, or asked for, by another type
 	// than it has (pkg/lock's code, for the lock routes).
-	CodeLockTypeMismatch = lock.CodeLockTypeMismatch
+	CodeLockTypeMismatch = lockapi.CodeLockTypeMismatch
 	// CodeNewerStateSchema: the environment's state was written by a newer
 	// release, whose schema this replica may not read: upgrade it.
 	CodeNewerStateSchema = "NewerStateSchema"

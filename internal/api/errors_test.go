@@ -22,6 +22,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/dora"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
+	"github.com/stagehand-gitops/stagehand/pkg/lock/lockapi"
 )
 
 // TestErrorTable: every error the API's handlers meet, wrapped as the
@@ -141,7 +142,7 @@ func TestCodesDocumented(t *testing.T) {
 		status int
 		code   string
 	}
-	want := []row{{http.StatusLocked, lock.CodeLocked}}
+	want := []row{{http.StatusLocked, lockapi.CodeLocked}}
 	for _, k := range errorKinds() {
 		if k.code != "" {
 			want = append(want, row{k.status, k.code})
@@ -155,7 +156,7 @@ func TestCodesDocumented(t *testing.T) {
 }
 
 // TestLockErrorsAgree: the lock routes answer pkg/lock's errors through
-// this table (lock.WithErrorWriter), and pkg/lock's own table, which
+// this table (lockapi.WithErrorWriter), and pkg/lock's own table, which
 // answers them where the handler is served alone, gives each the same
 // status and code; a lock refusing a request is 423 with the locks on the
 // lock routes (the handler's answer), 409 Locked elsewhere (a rollback's
@@ -171,7 +172,7 @@ func TestLockErrorsAgree(t *testing.T) {
 		fmt.Errorf("reading: %w", &http.MaxBytesError{Limit: 10}),
 		errors.New("the storage failed"),
 	} {
-		ls, lc := lock.StatusOf(err)
+		ls, lc := lockapi.StatusOf(err)
 		as, ac := StatusOf(err)
 		if ls != as || lc != ac {
 			t.Errorf("%v: pkg/lock answers %d %s, the API %d %s", err, ls, lc, as, ac)

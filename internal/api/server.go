@@ -22,6 +22,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/tracing"
 	"github.com/stagehand-gitops/stagehand/internal/version"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
+	"github.com/stagehand-gitops/stagehand/pkg/lock/lockapi"
 )
 
 // Backend is what the API serves: the daemon implements it. Every replica
@@ -62,7 +63,7 @@ type holder interface {
 type Server struct {
 	b     Backend
 	o     options
-	locks *lock.Handler
+	locks *lockapi.Handler
 	limit *auth.Limiter // per principal; nil when unlimited
 	// routes is every route the server serves; Handler mounts them.
 	routes []route
@@ -111,7 +112,7 @@ func New(b Backend, opts ...Option) (*Server, error) {
 	}
 	s := &Server{b: b, o: o, limit: auth.NewLimiter(o.ratePerSecond, o.rateBurst)}
 	if svc := b.LockService(); svc != nil && o.auth.Enabled() {
-		h, err := lock.NewHandler(svc, "", lock.WithCaller(s.lockCaller), lock.WithErrorWriter(fail))
+		h, err := lockapi.NewHandler(svc, "", lockapi.WithCaller(s.lockCaller), lockapi.WithErrorWriter(fail))
 		if err != nil {
 			return nil, fmt.Errorf("configuring API: %w", err)
 		}

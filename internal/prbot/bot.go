@@ -18,7 +18,7 @@ import (
 )
 
 // LockChecker reports the locks that forbid an action of type lockType
-// ("deploy") at path, checking every prefix (pkg/lock's REST client and
+// ("deploy") at path, checking every prefix (pkg/lock/lockapi's REST client and
 // pkg/reconcile's LockChecker have this shape).
 type LockChecker interface {
 	Blocking(ctx context.Context, path, lockType string) ([]string, error)

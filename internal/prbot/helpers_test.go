@@ -14,6 +14,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
+	"github.com/stagehand-gitops/stagehand/pkg/lock/lockapi"
 )
 
 const (
@@ -46,13 +47,13 @@ func newFixture(t testing.TB, files map[string]string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := lock.NewHandler(svc, "lock-token")
+	h, err := lockapi.NewHandler(svc, "lock-token")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ls := httptest.NewServer(h)
 	t.Cleanup(ls.Close)
-	lc, err := lock.NewClient(ls.URL, "lock-token")
+	lc, err := lockapi.NewClient(ls.URL, "lock-token")
 	if err != nil {
 		t.Fatal(err)
 	}

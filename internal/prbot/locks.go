@@ -5,14 +5,15 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
+	"github.com/stagehand-gitops/stagehand/pkg/lock/lockapi"
 )
 
-// LockClient adapts pkg/lock's REST client (the reconciler's
+// LockClient adapts pkg/lock/lockapi's REST client (the reconciler's
 // GET /api/v1/check/{path}: 200 free, 423 locked) to a LockChecker. now
 // (time.Now when nil) judges the expiry of the locks it lists: a clock
 // that follows true time (the bot's, GitHub's), since the reconciler
 // writes expiries on its API server's.
-func LockClient(c *lock.Client, now func() time.Time) LockChecker {
+func LockClient(c *lockapi.Client, now func() time.Time) LockChecker {
 	if now == nil {
 		now = time.Now
 	}
@@ -20,7 +21,7 @@ func LockClient(c *lock.Client, now func() time.Time) LockChecker {
 }
 
 type restLocks struct {
-	c   *lock.Client
+	c   *lockapi.Client
 	now func() time.Time
 }
 

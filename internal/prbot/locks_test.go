@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
+	"github.com/stagehand-gitops/stagehand/pkg/lock/lockapi"
 )
 
 // TestLockClientJudgesExpiryOnItsClock: a lock beneath a stage, listed by
@@ -21,13 +22,13 @@ func TestLockClientJudgesExpiryOnItsClock(t *testing.T) {
 	if _, err := svc.Lock(context.Background(), lock.Lock{Path: "apps/prod/web", Type: lock.Deploy, Author: "ops", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	h, err := lock.NewHandler(svc, "lock-token")
+	h, err := lockapi.NewHandler(svc, "lock-token")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ls := httptest.NewServer(h)
 	t.Cleanup(ls.Close)
-	lc, err := lock.NewClient(ls.URL, "lock-token")
+	lc, err := lockapi.NewClient(ls.URL, "lock-token")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,11 +60,6 @@ func TestConcurrentLockKubernetes(t *testing.T) {
 	testConcurrentLock(t, newKubeService(t, c), c)
 }
 
-func TestConcurrentLockRESTKubernetes(t *testing.T) {
-	srv := newAPI(t, newKubeService(t, newFakeClock()))
-	testConcurrentREST(context.Background(), t, srv)
-}
-
 func TestObjectName(t *testing.T) {
 	seen := map[string]string{}
 	for _, p := range []string{

@@ -3,7 +3,6 @@ package lock
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -18,12 +17,8 @@ type Option func(*options) error
 type options struct {
 	now      func() time.Time
 	observer Observer
-	http     *http.Client
 	owner    string
 	formerly []string // TakeOverOwnLocks: the owner's names in older builds
-	caller   func(*http.Request) (Caller, error)
-	// errorWriter answers a handler's errors (WithErrorWriter).
-	errorWriter func(http.ResponseWriter, error)
 	// ownerEqual and maxDurations are the Service's rules for verified callers (rules.go).
 	ownerEqual   OwnerEqual
 	maxDurations map[Type]time.Duration
@@ -32,45 +27,11 @@ type options struct {
 
 const (
 	optClock        = "WithClock"
-	optHTTPClient   = "WithHTTPClient"
 	optTakeOver     = "TakeOverOwnLocks"
-	optCaller       = "WithCaller"
-	optErrorWriter  = "WithErrorWriter"
 	optObserver     = "WithObserver"
 	optOwnerEqual   = "WithOwnerEqual"
 	optMaxDurations = "WithMaxDurations"
 )
-
-// WithCaller makes NewHandler take the caller of each request from who:
-// the server mounting the handler has verified it. The caller is the
-// author of the locks it takes (an author in the request body is
-// ignored), and removes only its own live locks unless Caller.Admin.
-func WithCaller(who func(*http.Request) (Caller, error)) Option {
-	return func(o *options) error {
-		if who == nil {
-			return errors.New("WithCaller: nil function")
-		}
-		o.caller = who
-		o.given = append(o.given, optCaller)
-		return nil
-	}
-}
-
-// WithErrorWriter makes NewHandler answer its errors with write: the
-// status, code and body of the server that mounts the handler, so that the
-// lock routes answer as its other routes do. Locks refusing a request are
-// still answered 423 with the locks (a CheckResponse). Without it, errors
-// are answered {"error", "code"} with StatusOf's status and code.
-func WithErrorWriter(write func(w http.ResponseWriter, err error)) Option {
-	return func(o *options) error {
-		if write == nil {
-			return errors.New("WithErrorWriter: nil function")
-		}
-		o.errorWriter = write
-		o.given = append(o.given, optErrorWriter)
-		return nil
-	}
-}
 
 // WithClock sets the Service's clock for timestamps and expiry (default
 // time.Now).
@@ -99,19 +60,6 @@ func WithObserver(o Observer) Option {
 	}
 }
 
-// WithHTTPClient sets the Client's HTTP client (default
-// http.DefaultClient).
-func WithHTTPClient(c *http.Client) Option {
-	return func(o *options) error {
-		if c == nil {
-			return errors.New("WithHTTPClient: http client must not be nil")
-		}
-		o.http = c
-		o.given = append(o.given, optHTTPClient)
-		return nil
-	}
-}
-
 // TakeOverOwnLocks makes author's deploy locks the Checker's own: Blocking
 // and BlockingWithin ignore them, and Hold by author takes over one at
 // exactly its path (see Hold). The locks of formerly, names the same holder
@@ -134,7 +82,7 @@ func TakeOverOwnLocks(author string, formerly ...string) Option {
 // newOptions applies the defaults, then opts, then checks that ctor accepts
 // every option given.
 func newOptions(ctor string, opts []Option, accepted ...string) (options, error) {
-	o := options{now: time.Now, http: http.DefaultClient, ownerEqual: exactOwner}
+	o := options{now: time.Now, ownerEqual: exactOwner}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return options{}, err

@@ -1,7 +1,6 @@
 package lock
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +14,6 @@ func TestOptionsBelongToOneConstructor(t *testing.T) {
 		t.Fatal(err)
 	}
 	newSvc := func(opts ...Option) error { _, err := New(NewMemory(), opts...); return err }
-	newClient := func(opts ...Option) error { _, err := NewClient("http://127.0.0.1:1", "tok", opts...); return err }
 	newChecker := func(opts ...Option) error { _, err := NewChecker(svc, time.UTC, opts...); return err }
 	for _, tc := range []struct {
 		name    string
@@ -25,10 +23,7 @@ func TestOptionsBelongToOneConstructor(t *testing.T) {
 	}{
 		{"service with clock", newSvc, []Option{WithClock(time.Now)}, ""},
 		{"service with nil clock", newSvc, []Option{WithClock(nil)}, "WithClock: clock must not be nil"},
-		{"service with http client", newSvc, []Option{WithHTTPClient(http.DefaultClient)}, "New does not take WithHTTPClient; it takes WithClock"},
-		{"client with http client", newClient, []Option{WithHTTPClient(&http.Client{})}, ""},
-		{"client with nil http client", newClient, []Option{WithHTTPClient(nil)}, "WithHTTPClient: http client must not be nil"},
-		{"client with take-over", newClient, []Option{TakeOverOwnLocks("bot")}, "NewClient does not take TakeOverOwnLocks"},
+		{"service with take-over", newSvc, []Option{TakeOverOwnLocks("bot")}, "New does not take TakeOverOwnLocks; it takes WithClock"},
 		{"checker with take-over", newChecker, []Option{TakeOverOwnLocks("bot")}, ""},
 		{"checker with empty author", newChecker, []Option{TakeOverOwnLocks(" ")}, "TakeOverOwnLocks: author must not be empty"},
 		{"checker with clock", newChecker, []Option{WithClock(time.Now)}, "NewChecker does not take WithClock"},

@@ -85,6 +85,15 @@ func testConcurrentLock(t *testing.T, s *Service, c *fakeClock) {
 	race("expired lock")
 }
 
+func newMemoryService(t *testing.T, c *fakeClock) *Service {
+	t.Helper()
+	s, err := New(NewMemory(), WithClock(c.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // checkOneWins runs 50 lockers at once and fails t unless exactly one
 // succeeds and every other is refused with a *LockedError.
 func checkOneWins(t *testing.T, round string, lockNo func(i int) error) {

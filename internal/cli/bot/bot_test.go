@@ -24,6 +24,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
+	"github.com/stagehand-gitops/stagehand/pkg/lock/lockapi"
 )
 
 // runPrbot executes the prbot binary's command tree with the given environment variables.
@@ -162,7 +163,7 @@ func TestPrbotPromoteLockedStage(t *testing.T) {
 	if _, err := svc.Lock(context.Background(), lock.Lock{Path: "apps", Type: lock.Incident, Author: "oncall", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	h, err := lock.NewHandler(svc, "lock-token")
+	h, err := lockapi.NewHandler(svc, "lock-token")
 	if err != nil {
 		t.Fatal(err)
 	}

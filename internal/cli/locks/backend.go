@@ -15,6 +15,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
+	"github.com/stagehand-gitops/stagehand/pkg/lock/lockapi"
 )
 
 // lockDeps are what the lock commands read from the world; tests replace
@@ -43,10 +44,10 @@ func lockDepsFrom(ctx context.Context) (lockDeps, error) {
 	return lockDeps{now: now, lookup: os.LookupEnv, loc: time.Local}, nil
 }
 
-// lockBackend is what the commands need from a lock store: pkg/lock's REST
+// lockBackend is what the commands need from a lock store: pkg/lock/lockapi's REST
 // Client, or its Service over Kubernetes storage (serviceBackend).
 type lockBackend interface {
-	Lock(ctx context.Context, req lock.LockRequest) (lock.Lock, error)
+	Lock(ctx context.Context, req lockapi.LockRequest) (lock.Lock, error)
 	Check(ctx context.Context, path string, t lock.Type, recursive bool) ([]lock.Lock, error)
 	Unlock(ctx context.Context, path string, t lock.Type, recursive bool) ([]lock.Lock, error)
 	Prune(ctx context.Context, prefix string) ([]lock.Lock, error)
@@ -54,7 +55,7 @@ type lockBackend interface {
 }
 
 var (
-	_ lockBackend = (*lock.Client)(nil)
+	_ lockBackend = (*lockapi.Client)(nil)
 	_ lockBackend = serviceBackend{}
 )
 
@@ -63,7 +64,7 @@ type serviceBackend struct{ *lock.Service }
 
 // Lock takes req's lock, turning a relative --duration into an expiry by
 // the service's clock (the REST server does the same on its side).
-func (s serviceBackend) Lock(ctx context.Context, req lock.LockRequest) (lock.Lock, error) {
+func (s serviceBackend) Lock(ctx context.Context, req lockapi.LockRequest) (lock.Lock, error) {
 	l := req.Lock
 	if req.Duration != "" {
 		d, err := lock.ParseDuration(req.Duration)
@@ -194,7 +195,7 @@ func lockFailure(cmd *cobra.Command, d lockDeps, err error) error {
 		le *lock.LockedError
 		te *lock.TypeError
 		ie *lock.InvalidError
-		ae *lock.APIError
+		ae *lockapi.APIError
 	)
 	w := cmd.ErrOrStderr()
 	switch {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
+	"github.com/stagehand-gitops/stagehand/pkg/lock/lockapi"
 )
 
 // The deploy-lock commands of seed 002: reconciler lock|unlock|check|prune|list.
@@ -82,30 +83,30 @@ func (f *lockDataFlags) register(cmd *cobra.Command) {
 
 // request builds the lock request for path; the CI and env defaults come
 // from this process's environment.
-func (f *lockDataFlags) request(path string, d lockDeps) (lock.LockRequest, error) {
+func (f *lockDataFlags) request(path string, d lockDeps) (lockapi.LockRequest, error) {
 	if f.duration != "" && f.until != "" {
-		return lock.LockRequest{}, command.Usagef("--duration and --until are mutually exclusive")
+		return lockapi.LockRequest{}, command.Usagef("--duration and --until are mutually exclusive")
 	}
 	t, err := parseTypeFlag("type", f.typ)
 	if err != nil {
-		return lock.LockRequest{}, err
+		return lockapi.LockRequest{}, err
 	}
 	l := lock.Lock{Path: path, Type: t, Author: strings.TrimSpace(f.author),
 		Env: lock.Env{Cluster: f.envCluster, Account: f.envAccount, Target: f.envTarget}}
 	if f.envTarget != "" && !envTargetRE.MatchString(f.envTarget) {
-		return lock.LockRequest{}, command.Usagef("invalid --env-target %q: want one lowercase letter, such as a", f.envTarget)
+		return lockapi.LockRequest{}, command.Usagef("invalid --env-target %q: want one lowercase letter, such as a", f.envTarget)
 	}
 	for _, a := range f.allow {
 		at, err := parseTypeFlag("allow", a)
 		if err != nil {
-			return lock.LockRequest{}, err
+			return lockapi.LockRequest{}, err
 		}
 		l.Allow = append(l.Allow, at)
 	}
 	for _, kv := range f.links {
 		name, url, ok := strings.Cut(kv, "=")
 		if !ok || strings.TrimSpace(name) == "" || strings.TrimSpace(url) == "" {
-			return lock.LockRequest{}, command.Usagef("invalid --link %q: want name=url", kv)
+			return lockapi.LockRequest{}, command.Usagef("invalid --link %q: want name=url", kv)
 		}
 		if l.Links == nil {
 			l.Links = map[string]string{}
@@ -117,22 +118,22 @@ func (f *lockDataFlags) request(path string, d lockDeps) (lock.LockRequest, erro
 	}
 	l.Default(d.lookup)
 	if l.Author == "" {
-		return lock.LockRequest{}, command.Usagef("no author: pass --author (or set $USER)")
+		return lockapi.LockRequest{}, command.Usagef("no author: pass --author (or set $USER)")
 	}
 	if err := lock.CheckReservedAuthor(l.Author); err != nil {
-		return lock.LockRequest{}, command.Usagef("--author: %v", err)
+		return lockapi.LockRequest{}, command.Usagef("--author: %v", err)
 	}
-	req := lock.LockRequest{Lock: l}
+	req := lockapi.LockRequest{Lock: l}
 	switch {
 	case f.until != "":
 		u, err := lock.ParseUntil(f.until, d.loc)
 		if err != nil {
-			return lock.LockRequest{}, command.Usagef("--until: %v", err)
+			return lockapi.LockRequest{}, command.Usagef("--until: %v", err)
 		}
 		req.ExpiresAt = u // checked against the store's clock, not this host's
 	case f.duration != "":
 		if _, err := lock.ParseDuration(f.duration); err != nil {
-			return lock.LockRequest{}, command.Usagef("--duration: %v", err)
+			return lockapi.LockRequest{}, command.Usagef("--duration: %v", err)
 		}
 		req.Duration = f.duration
 	default:
@@ -176,7 +177,7 @@ are printed (exit 1). With several paths, all are locked or none.`,
 			if recursive {
 				return command.Usagef("--recursive is not available for lock: a lock is written at exactly one path")
 			}
-			reqs := make([]lock.LockRequest, len(ps))
+			reqs := make([]lockapi.LockRequest, len(ps))
 			for i, p := range ps {
 				if reqs[i], err = df.request(p, d); err != nil {
 					return err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
+	"github.com/stagehand-gitops/stagehand/pkg/lock/lockapi"
 )
 
 const lockTestToken = "cli-test-token"
@@ -46,7 +47,7 @@ func newLockWorld(t *testing.T) *lockWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := lock.NewHandler(svc, lockTestToken)
+	h, err := lockapi.NewHandler(svc, lockTestToken)
 	if err != nil {
 		t.Fatal(err)
 	}

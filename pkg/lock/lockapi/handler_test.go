@@ -1,4 +1,4 @@
-package lock
+package lockapi
 
 import (
 	"context"
@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
 const testToken = "s3cret-token"
 
-func newAPI(t *testing.T, s *Service) *httptest.Server {
+func newAPI(t *testing.T, s *lock.Service) *httptest.Server {
 	t.Helper()
 	h, err := NewHandler(s, testToken)
 	if err != nil {
@@ -27,9 +29,9 @@ func newAPI(t *testing.T, s *Service) *httptest.Server {
 	return srv
 }
 
-func newMemoryService(t *testing.T, c *fakeClock) *Service {
+func newMemoryService(t *testing.T, c *fakeClock) *lock.Service {
 	t.Helper()
-	s, err := New(NewMemory(), WithClock(c.Now))
+	s, err := lock.New(lock.NewMemory(), lock.WithClock(c.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,39 +181,39 @@ func TestClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := cl.Lock(ctx, LockRequest{Lock: Lock{Path: "apps/production", Type: Incident, Author: "oncall", Allow: []Type{Deploy}}, Duration: "6h"})
+	l, err := cl.Lock(ctx, LockRequest{Lock: lock.Lock{Path: "apps/production", Type: lock.Incident, Author: "oncall", Allow: []lock.Type{lock.Deploy}}, Duration: "6h"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Lock{Path: "apps/production", Type: Incident, Author: "oncall", Allow: []Type{Deploy}, Links: map[string]string{},
-		CreatedAt: c.Now(), UpdatedAt: c.Now(), ExpiresAt: c.Now().Add(6 * time.Hour), Env: Env{Cluster: "apps", Account: "production"}}
+	want := lock.Lock{Path: "apps/production", Type: lock.Incident, Author: "oncall", Allow: []lock.Type{lock.Deploy}, Links: map[string]string{},
+		CreatedAt: c.Now(), UpdatedAt: c.Now(), ExpiresAt: c.Now().Add(6 * time.Hour), Env: lock.Env{Cluster: "apps", Account: "production"}}
 	if diff := cmp.Diff(want, l); diff != "" {
 		t.Errorf("Lock (-want +got):\n%s", diff)
 	}
 	if got, err := cl.Get(ctx, "apps/production"); err != nil || !cmp.Equal(want, got) {
 		t.Errorf("Get = %+v, %v", got, err)
 	}
-	if _, err := cl.Get(ctx, "apps/nothing"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("Get(none) error = %v, want ErrNotFound", err)
+	if _, err := cl.Get(ctx, "apps/nothing"); !errors.Is(err, lock.ErrNotFound) {
+		t.Errorf("Get(none) error = %v, want lock.ErrNotFound", err)
 	}
-	var le *LockedError
-	if _, err := cl.Lock(ctx, LockRequest{Lock: Lock{Path: "apps/production/a", Type: Automation, Author: "qa"}, Duration: "1h"}); !errors.As(err, &le) || len(le.Locks) != 1 || le.Locks[0].Path != "apps/production" {
-		t.Errorf("Lock beneath an incident: error = %v, want *LockedError", err)
+	var le *lock.LockedError
+	if _, err := cl.Lock(ctx, LockRequest{Lock: lock.Lock{Path: "apps/production/a", Type: lock.Automation, Author: "qa"}, Duration: "1h"}); !errors.As(err, &le) || len(le.Locks) != 1 || le.Locks[0].Path != "apps/production" {
+		t.Errorf("Lock beneath an incident: error = %v, want *lock.LockedError", err)
 	}
-	if got, err := cl.Check(ctx, "apps/production/a/auth-app", Automation, true); err != nil || len(got) != 1 {
+	if got, err := cl.Check(ctx, "apps/production/a/auth-app", lock.Automation, true); err != nil || len(got) != 1 {
 		t.Errorf("Check(automation) = %v, %v; want 1 lock", got, err)
 	}
-	if got, err := cl.Check(ctx, "apps/production/a/auth-app", Deploy, true); err != nil || len(got) != 0 {
+	if got, err := cl.Check(ctx, "apps/production/a/auth-app", lock.Deploy, true); err != nil || len(got) != 0 {
 		t.Errorf("Check(deploy) through a lock allowing deploys = %v, %v; want none", got, err)
 	}
-	var ie *InvalidError
-	if _, err := cl.Check(ctx, "apps//a", Deploy, true); !errors.As(err, &ie) {
-		t.Errorf("Check(bad path) error = %v, want *InvalidError", err)
+	var ie *lock.InvalidError
+	if _, err := cl.Check(ctx, "apps//a", lock.Deploy, true); !errors.As(err, &ie) {
+		t.Errorf("Check(bad path) error = %v, want *lock.InvalidError", err)
 	}
-	if _, err := cl.Lock(ctx, LockRequest{Lock: Lock{Path: "apps/x", Type: Deploy, Author: "a"}, Duration: "soon"}); !errors.As(err, &ie) {
-		t.Errorf("Lock(bad duration) error = %v, want *InvalidError", err)
+	if _, err := cl.Lock(ctx, LockRequest{Lock: lock.Lock{Path: "apps/x", Type: lock.Deploy, Author: "a"}, Duration: "soon"}); !errors.As(err, &ie) {
+		t.Errorf("Lock(bad duration) error = %v, want *lock.InvalidError", err)
 	}
-	if _, err := cl.Unlock(ctx, "apps/production", Deploy, false); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "refusing to unlock") {
+	if _, err := cl.Unlock(ctx, "apps/production", lock.Deploy, false); !errors.Is(err, lock.ErrConflict) || !strings.Contains(err.Error(), "refusing to unlock") {
 		t.Errorf("Unlock(wrong type) error = %v", err)
 	}
 	c.Advance(7 * time.Hour)
@@ -247,7 +249,7 @@ func testConcurrentREST(ctx context.Context, t *testing.T, srv *httptest.Server)
 		t.Fatal(err)
 	}
 	checkOneWins(t, "through the API", func(int) error {
-		_, err := cl.Lock(ctx, LockRequest{Lock: Lock{Path: "apps/staging/a/chat-app", Type: Deploy, Author: "job"}, Duration: "5m"})
+		_, err := cl.Lock(ctx, LockRequest{Lock: lock.Lock{Path: "apps/staging/a/chat-app", Type: lock.Deploy, Author: "job"}, Duration: "5m"})
 		return err
 	})
 }

@@ -1,4 +1,4 @@
-package lock
+package lockapi
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
 // TestStatusOf: each error the lock API meets, wrapped as the service
@@ -18,14 +20,14 @@ func TestStatusOf(t *testing.T) {
 		status int
 		code   string
 	}{
-		{&ForbiddenError{Caller: Caller{Name: "token:ci"}, Locks: []Lock{{Path: "apps/x", Author: "github:alice"}}}, 403, CodeForbidden},
-		{fmt.Errorf("locking: %w", &RefusedError{Reason: "locks.rule refuses"}), 403, CodeForbidden},
-		{fmt.Errorf("locking: %w", &LockedError{Path: "apps/x", Type: Deploy}), 423, CodeLocked},
-		{&TypeError{Lock: Lock{Path: "apps/x", Type: Automation}, Want: Incident}, 409, CodeLockTypeMismatch},
+		{&lock.ForbiddenError{Caller: lock.Caller{Name: "token:ci"}, Locks: []lock.Lock{{Path: "apps/x", Author: "github:alice"}}}, 403, CodeForbidden},
+		{fmt.Errorf("locking: %w", &lock.RefusedError{Reason: "locks.rule refuses"}), 403, CodeForbidden},
+		{fmt.Errorf("locking: %w", &lock.LockedError{Path: "apps/x", Type: lock.Deploy}), 423, CodeLocked},
+		{&lock.TypeError{Lock: lock.Lock{Path: "apps/x", Type: lock.Automation}, Want: lock.Incident}, 409, CodeLockTypeMismatch},
 		{&bodyError{msg: "decoding lock request: the body is larger than 65536 bytes", cause: &http.MaxBytesError{Limit: maxBody}}, 413, CodeTooLarge},
 		{invalid(errors.New("query parameter type is required")), 400, CodeBadRequest},
-		{fmt.Errorf("getting lock apps/x: %w", ErrNotFound), 404, CodeLockNotFound},
-		{fmt.Errorf("writing lock apps/x: %w", ErrConflict), 409, CodeConflict},
+		{fmt.Errorf("getting lock apps/x: %w", lock.ErrNotFound), 404, CodeLockNotFound},
+		{fmt.Errorf("writing lock apps/x: %w", lock.ErrConflict), 409, CodeConflict},
 		{errBadToken, 401, CodeUnauthorized},
 		{errors.New("listing locks: the server is currently unable to handle the request"), 500, CodeInternal},
 	}
@@ -75,8 +77,8 @@ func TestHandlerErrorBodies(t *testing.T) {
 	mounted := httptest.NewServer(h)
 	t.Cleanup(mounted.Close)
 	if code, body := call(t, mounted, "GET", "/api/v1/locks/apps/none", testToken, ""); code != http.StatusTeapot || body["code"] != "Mine" ||
-		len(seen) != 1 || !errors.Is(seen[0], ErrNotFound) {
-		t.Errorf("with the server's writer: %d %v (errors %v), want its answer to ErrNotFound", code, body, seen)
+		len(seen) != 1 || !errors.Is(seen[0], lock.ErrNotFound) {
+		t.Errorf("with the server's writer: %d %v (errors %v), want its answer to lock.ErrNotFound", code, body, seen)
 	}
 	if code, _ := call(t, mounted, "POST", "/api/v1/locks", testToken, `{"path":"apps/x","type":"incident","author":"a","duration":"1h"}`); code != 201 {
 		t.Fatalf("lock: %d", code)

@@ -1,4 +1,4 @@
-package lock
+package lockapi
 
 import (
 	"crypto/subtle"
@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
 // The REST API, served by Handler under these routes (mount the handler at
@@ -31,7 +33,7 @@ import (
 // LockRequest is the body of POST /api/v1/locks: a lock, with its expiry
 // given either as expires_at (in the lock) or as a duration such as "90m".
 type LockRequest struct {
-	Lock
+	lock.Lock
 	Duration string `json:"duration,omitempty"`
 }
 
@@ -65,23 +67,23 @@ func (r LockRequest) MarshalJSON() ([]byte, error) {
 
 // LockResponse is the answer to POST /api/v1/locks and GET /api/v1/locks/{path}.
 type LockResponse struct {
-	Lock    Lock   `json:"lock"`
-	Message string `json:"message,omitempty"`
+	Lock    lock.Lock `json:"lock"`
+	Message string    `json:"message,omitempty"`
 }
 
 // ListResponse is the answer to GET /api/v1/locks and to the DELETEs.
 type ListResponse struct {
-	Locks []Lock `json:"locks"`
+	Locks []lock.Lock `json:"locks"`
 }
 
 // CheckResponse is the answer to GET /api/v1/check/{path} and the body of
 // every 423 response.
 type CheckResponse struct {
-	Path     string   `json:"path"`
-	Type     Type     `json:"type"`
-	Locked   bool     `json:"locked"`
-	Locks    []Lock   `json:"locks"`
-	Messages []string `json:"messages"`
+	Path     string      `json:"path"`
+	Type     lock.Type   `json:"type"`
+	Locked   bool        `json:"locked"`
+	Locks    []lock.Lock `json:"locks"`
+	Messages []string    `json:"messages"`
 	// Error and Code are those of every error answer, set on a 423: what
 	// is locked, for people, and CodeLocked.
 	Error string `json:"error,omitempty"`
@@ -99,9 +101,9 @@ const maxBody = 64 << 10
 
 // Handler serves the lock REST API.
 type Handler struct {
-	svc    *Service
+	svc    *lock.Service
 	token  []byte
-	caller func(*http.Request) (Caller, error)
+	caller func(*http.Request) (lock.Caller, error)
 	errors func(http.ResponseWriter, error)
 	loc    *time.Location
 	mux    *http.ServeMux
@@ -110,9 +112,9 @@ type Handler struct {
 // NewHandler returns the REST API over svc. Every request must carry token
 // as a bearer token, unless token is "" and WithCaller is given: then the
 // server mounting the handler authenticates, and the caller it verified is
-// the author of the locks taken and the only one (with Caller.Admin, anyone)
+// the author of the locks taken and the only one (with lock.Caller.Admin, anyone)
 // who may remove them. Messages in responses use the server's local time.
-func NewHandler(svc *Service, token string, opts ...Option) (*Handler, error) {
+func NewHandler(svc *lock.Service, token string, opts ...Option) (*Handler, error) {
 	o, err := newOptions("NewHandler", opts, optCaller, optErrorWriter)
 	if err != nil {
 		return nil, fmt.Errorf("creating lock API: %w", err)
@@ -169,7 +171,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // (the lock API's answer about locks, whoever serves it), else as the
 // handler's error writer says (writeError, or WithErrorWriter's).
 func (h *Handler) fail(w http.ResponseWriter, err error) {
-	var le *LockedError
+	var le *lock.LockedError
 	if errors.As(err, &le) {
 		cr := h.checkResponse(le.Path, le.Type, le.Locks)
 		cr.Error, cr.Code = err.Error(), CodeLocked
@@ -179,14 +181,14 @@ func (h *Handler) fail(w http.ResponseWriter, err error) {
 	h.errors(w, err)
 }
 
-func (h *Handler) checkResponse(path string, t Type, locks []Lock) CheckResponse {
+func (h *Handler) checkResponse(path string, t lock.Type, locks []lock.Lock) CheckResponse {
 	msgs := make([]string, len(locks))
 	for i, l := range locks {
 		msgs[i] = l.BlockingMessage(h.loc)
 	}
 	cr := CheckResponse{Path: path, Type: t, Locked: len(locks) > 0, Locks: locks, Messages: msgs}
 	if cr.Locked {
-		cr.Error, cr.Code = (&LockedError{Path: path, Type: t, Locks: locks}).Error(), CodeLocked
+		cr.Error, cr.Code = (&lock.LockedError{Path: path, Type: t, Locks: locks}).Error(), CodeLocked
 	}
 	return cr
 }
@@ -203,7 +205,7 @@ func boolParam(r *http.Request, name string, def bool) (bool, error) {
 	return b, nil
 }
 
-func typeParam(r *http.Request, def Type) (Type, error) {
+func typeParam(r *http.Request, def lock.Type) (lock.Type, error) {
 	v := r.URL.Query().Get("type")
 	if v == "" {
 		if def == "" {
@@ -211,7 +213,7 @@ func typeParam(r *http.Request, def Type) (Type, error) {
 		}
 		return def, nil
 	}
-	t, err := ParseType(v)
+	t, err := lock.ParseType(v)
 	if err != nil {
 		return "", invalid(fmt.Errorf("query parameter type: %w", err))
 	}
@@ -248,18 +250,18 @@ func (h *Handler) lock(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, invalid(errors.New("duration and expires_at are mutually exclusive")))
 			return
 		}
-		d, err := ParseDuration(req.Duration)
+		d, err := lock.ParseDuration(req.Duration)
 		if err != nil {
 			h.fail(w, invalid(err))
 			return
 		}
 		l.ExpiresAt = h.svc.Now().Add(d)
 	}
-	if p, err := NormalizePath(l.Path); err == nil {
+	if p, err := lock.NormalizePath(l.Path); err == nil {
 		l.Path = p
 		l.Default(nil) // env fields from the path when the client sent none
 	}
-	var got Lock
+	var got lock.Lock
 	var err error
 	if h.caller != nil {
 		// The author is who the server verified, whatever the body says, and
@@ -271,7 +273,7 @@ func (h *Handler) lock(w http.ResponseWriter, r *http.Request) {
 		}
 		got, err = h.svc.LockBy(r.Context(), c, l)
 	} else {
-		if err := CheckReservedAuthor(l.Author); err != nil {
+		if err := lock.CheckReservedAuthor(l.Author); err != nil {
 			h.fail(w, invalid(err))
 			return
 		}
@@ -303,7 +305,7 @@ func (h *Handler) prune(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
-	var t Type
+	var t lock.Type
 	if r.URL.Query().Has("type") {
 		var err error
 		if t, err = typeParam(r, ""); err != nil {
@@ -313,7 +315,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 	}
 	l, err := h.svc.Get(r.Context(), r.PathValue("path"))
 	if err == nil && t != "" && l.Type != t {
-		err = fmt.Errorf("getting lock %s: %w of type %s (it is locked for %s)", l.Path, ErrNotFound, t, l.Type.Friendly())
+		err = fmt.Errorf("getting lock %s: %w of type %s (it is locked for %s)", l.Path, lock.ErrNotFound, t, l.Type.Friendly())
 	}
 	if err != nil {
 		h.fail(w, err)
@@ -333,7 +335,7 @@ func (h *Handler) unlock(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	var ls []Lock
+	var ls []lock.Lock
 	if h.caller != nil {
 		c, cerr := h.caller(r)
 		if cerr != nil {
@@ -352,7 +354,7 @@ func (h *Handler) unlock(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) check(w http.ResponseWriter, r *http.Request) {
-	t, err := typeParam(r, Deploy)
+	t, err := typeParam(r, lock.Deploy)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -368,7 +370,7 @@ func (h *Handler) check(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	p, _ := NormalizePath(path)
+	p, _ := lock.NormalizePath(path)
 	code := http.StatusOK
 	if len(ls) > 0 {
 		code = http.StatusLocked

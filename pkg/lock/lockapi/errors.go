@@ -1,8 +1,10 @@
-package lock
+package lockapi
 
 import (
 	"errors"
 	"net/http"
+
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
 // Codes of the lock API's error answers: the kind of error, for programs,
@@ -35,14 +37,14 @@ type errorKind struct {
 // error no row matches is 500 Internal.
 func errorKinds() []errorKind {
 	return []errorKind{
-		{as[*ForbiddenError], http.StatusForbidden, CodeForbidden},
-		{as[*RefusedError], http.StatusForbidden, CodeForbidden},
-		{as[*LockedError], http.StatusLocked, CodeLocked},
-		{as[*TypeError], http.StatusConflict, CodeLockTypeMismatch},
+		{as[*lock.ForbiddenError], http.StatusForbidden, CodeForbidden},
+		{as[*lock.RefusedError], http.StatusForbidden, CodeForbidden},
+		{as[*lock.LockedError], http.StatusLocked, CodeLocked},
+		{as[*lock.TypeError], http.StatusConflict, CodeLockTypeMismatch},
 		{as[*http.MaxBytesError], http.StatusRequestEntityTooLarge, CodeTooLarge},
-		{as[*InvalidError], http.StatusBadRequest, CodeBadRequest},
-		{is(ErrNotFound), http.StatusNotFound, CodeLockNotFound},
-		{is(ErrConflict), http.StatusConflict, CodeConflict},
+		{as[*lock.InvalidError], http.StatusBadRequest, CodeBadRequest},
+		{is(lock.ErrNotFound), http.StatusNotFound, CodeLockNotFound},
+		{is(lock.ErrConflict), http.StatusConflict, CodeConflict},
 		{is(errBadToken), http.StatusUnauthorized, CodeUnauthorized},
 	}
 }
@@ -85,3 +87,6 @@ type bodyError struct {
 
 func (e *bodyError) Error() string { return e.msg }
 func (e *bodyError) Unwrap() error { return e.cause }
+
+// invalid is a request the handler refuses as malformed (400).
+func invalid(err error) error { return &lock.InvalidError{Err: err} }

@@ -1,4 +1,4 @@
-package lock
+package lockapi
 
 import (
 	"context"
@@ -10,18 +10,22 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
 // callerHeader names the test's caller; in the API server the caller is the
 // verified principal instead. "!" at the end marks an admin.
 const callerHeader = "X-Test-Caller"
 
-func newOwnedAPI(t *testing.T, s *Service) *httptest.Server {
+func newOwnedAPI(t *testing.T, s *lock.Service) *httptest.Server {
 	t.Helper()
-	h, err := NewHandler(s, "", WithCaller(func(r *http.Request) (Caller, error) {
+	h, err := NewHandler(s, "", WithCaller(func(r *http.Request) (lock.Caller, error) {
 		name, admin := strings.CutSuffix(r.Header.Get(callerHeader), "!")
-		return Caller{Name: name, Admin: admin}, nil
+		return lock.Caller{Name: name, Admin: admin}, nil
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -52,14 +56,11 @@ func TestNewHandlerCaller(t *testing.T) {
 	if _, err := NewHandler(s, "", WithCaller(nil)); err == nil || !strings.Contains(err.Error(), "nil function") {
 		t.Errorf("WithCaller(nil) = %v", err)
 	}
-	if _, err := NewHandler(s, "", WithClock(time.Now)); err == nil || !strings.Contains(err.Error(), "NewHandler does not take WithClock") {
-		t.Errorf("NewHandler(WithClock) = %v", err)
-	}
 }
 
 func TestOwnershipMemory(t *testing.T) {
-	m, c := NewMemory(), newFakeClock()
-	s, err := New(m, WithClock(c.Now))
+	m, c := lock.NewMemory(), newFakeClock()
+	s, err := lock.New(m, lock.WithClock(c.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,13 +68,18 @@ func TestOwnershipMemory(t *testing.T) {
 }
 
 func TestOwnershipKubernetes(t *testing.T) {
-	k, c := newKubeStorage(t), newFakeClock()
-	s, err := New(k, WithClock(c.Now))
+	k, cfg, ns := newKubeStorage(t)
+	c := newFakeClock()
+	s, err := lock.New(k, lock.WithClock(c.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	testOwnership(t, s, c, func(t *testing.T) []string {
-		evs, err := k.events.Namespace(k.namespace).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=" + UnlockedReason})
+		evs, err := events.Resource(corev1.SchemeGroupVersion.WithResource("events")).Namespace(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=" + lock.UnlockedReason})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +108,7 @@ func unstructuredString(o map[string]any, keys ...string) (string, bool, error) 
 
 // testOwnership: a lock belongs to whoever the server says took it; only
 // they, or an admin (recorded), remove it while it lives.
-func testOwnership(t *testing.T, s *Service, clock *fakeClock, recorded func(*testing.T) []string) {
+func testOwnership(t *testing.T, s *lock.Service, clock *fakeClock, recorded func(*testing.T) []string) {
 	ctx := context.Background()
 	srv := newOwnedAPI(t, s)
 	// The body's author is not who took the lock.
@@ -111,11 +117,11 @@ func testOwnership(t *testing.T, s *Service, clock *fakeClock, recorded func(*te
 		t.Fatalf("alice locks = %d %s, want 201 by alice", code, body)
 	}
 	// Nor can anyone lock as the reconciler, whatever their verified name.
-	if code, body := callAs(t, srv, ReservedAuthor, "POST", "/api/v1/locks", `{"path":"apps/qa","type":"deploy","duration":"1h"}`); code != http.StatusBadRequest || !strings.Contains(body, "reserved") {
-		t.Errorf("a caller named %s locks = %d %s, want 400", ReservedAuthor, code, body)
+	if code, body := callAs(t, srv, lock.ReservedAuthor, "POST", "/api/v1/locks", `{"path":"apps/qa","type":"deploy","duration":"1h"}`); code != http.StatusBadRequest || !strings.Contains(body, "reserved") {
+		t.Errorf("a caller named %s locks = %d %s, want 400", lock.ReservedAuthor, code, body)
 	}
 	// The reconciler's own apply lock, taken as the daemon does.
-	if _, err := s.Lock(ctx, Lock{Path: "apps/staging", Type: Deploy, Author: ReservedAuthor, ExpiresAt: s.Now().Add(time.Hour)}); err != nil {
+	if _, err := s.Lock(ctx, lock.Lock{Path: "apps/staging", Type: lock.Deploy, Author: lock.ReservedAuthor, ExpiresAt: s.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -158,7 +164,7 @@ func testOwnership(t *testing.T, s *Service, clock *fakeClock, recorded func(*te
 		t.Errorf("recorded unlocks (-want +got):\n%s", diff)
 	}
 	// An expired lock of someone else blocks nothing, and anyone may clear it.
-	if _, err := s.Lock(ctx, Lock{Path: "apps/dev", Type: Deploy, Author: "dave", ExpiresAt: s.Now().Add(time.Second)}); err != nil {
+	if _, err := s.Lock(ctx, lock.Lock{Path: "apps/dev", Type: lock.Deploy, Author: "dave", ExpiresAt: s.Now().Add(time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Minute)

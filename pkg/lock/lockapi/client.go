@@ -1,4 +1,4 @@
-package lock
+package lockapi
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
 // Client talks to the lock REST API served by Handler.
@@ -40,7 +42,7 @@ func NewClient(baseURL, token string, opts ...Option) (*Client, error) {
 }
 
 // APIError is an error answer of the server other than 423 Locked. It
-// wraps ErrNotFound (404) or ErrConflict (409) when it means those.
+// wraps lock.ErrNotFound (404) or lock.ErrConflict (409) when it means those.
 type APIError struct {
 	StatusCode int
 	Message    string
@@ -57,9 +59,9 @@ func (e *APIError) Error() string {
 func (e *APIError) Unwrap() error {
 	switch e.StatusCode {
 	case http.StatusNotFound:
-		return ErrNotFound
+		return lock.ErrNotFound
 	case http.StatusConflict:
-		return ErrConflict
+		return lock.ErrConflict
 	}
 	return nil
 }
@@ -100,7 +102,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 		if err := json.Unmarshal(b, &cr); err != nil {
 			return fmt.Errorf("decoding 423 response: %w", err)
 		}
-		return &LockedError{Path: cr.Path, Type: cr.Type, Locks: cr.Locks}
+		return &lock.LockedError{Path: cr.Path, Type: cr.Type, Locks: cr.Locks}
 	case resp.StatusCode >= 300:
 		var er errorResponse
 		if json.Unmarshal(b, &er) != nil || er.Error == "" {
@@ -108,7 +110,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 		}
 		apiErr := &APIError{StatusCode: resp.StatusCode, Message: er.Error, Code: er.Code}
 		if resp.StatusCode == http.StatusBadRequest {
-			return invalid(apiErr)
+			return &lock.InvalidError{Err: apiErr}
 		}
 		return apiErr
 	}
@@ -122,9 +124,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 
 // escapePath validates and lowercases p and escapes it for a URL.
 func escapePath(p string) (string, error) {
-	p, err := NormalizePath(p)
+	p, err := lock.NormalizePath(p)
 	if err != nil {
-		return "", invalid(err)
+		return "", &lock.InvalidError{Err: err}
 	}
 	segs := strings.Split(p, "/")
 	for i, s := range segs {
@@ -133,30 +135,30 @@ func escapePath(p string) (string, error) {
 	return strings.Join(segs, "/"), nil
 }
 
-// Lock takes a lock; a *LockedError when the path is locked.
-func (c *Client) Lock(ctx context.Context, req LockRequest) (Lock, error) {
+// lock.Lock takes a lock; a *lock.LockedError when the path is locked.
+func (c *Client) Lock(ctx context.Context, req LockRequest) (lock.Lock, error) {
 	var out LockResponse
 	if err := c.do(ctx, http.MethodPost, "/api/v1/locks", nil, req, &out); err != nil {
-		return Lock{}, err
+		return lock.Lock{}, err
 	}
 	return out.Lock, nil
 }
 
 // Get returns the lock at exactly path.
-func (c *Client) Get(ctx context.Context, path string) (Lock, error) {
+func (c *Client) Get(ctx context.Context, path string) (lock.Lock, error) {
 	ep, err := escapePath(path)
 	if err != nil {
-		return Lock{}, err
+		return lock.Lock{}, err
 	}
 	var out LockResponse
 	if err := c.do(ctx, http.MethodGet, "/api/v1/locks/"+ep, nil, nil, &out); err != nil {
-		return Lock{}, err
+		return lock.Lock{}, err
 	}
 	return out.Lock, nil
 }
 
 // Check returns the locks that block an action of type t at path.
-func (c *Client) Check(ctx context.Context, path string, t Type, recursive bool) ([]Lock, error) {
+func (c *Client) Check(ctx context.Context, path string, t lock.Type, recursive bool) ([]lock.Lock, error) {
 	ep, err := escapePath(path)
 	if err != nil {
 		return nil, err
@@ -164,7 +166,7 @@ func (c *Client) Check(ctx context.Context, path string, t Type, recursive bool)
 	q := url.Values{"type": {string(t)}, "recursive": {strconv.FormatBool(recursive)}}
 	var out CheckResponse
 	err = c.do(ctx, http.MethodGet, "/api/v1/check/"+ep, q, nil, &out)
-	var le *LockedError
+	var le *lock.LockedError
 	if errors.As(err, &le) {
 		return le.Locks, nil
 	}
@@ -175,7 +177,7 @@ func (c *Client) Check(ctx context.Context, path string, t Type, recursive bool)
 }
 
 // Unlock removes the lock of type t at path (every one beneath it with recursive).
-func (c *Client) Unlock(ctx context.Context, path string, t Type, recursive bool) ([]Lock, error) {
+func (c *Client) Unlock(ctx context.Context, path string, t lock.Type, recursive bool) ([]lock.Lock, error) {
 	ep, err := escapePath(path)
 	if err != nil {
 		return nil, err
@@ -189,7 +191,7 @@ func (c *Client) Unlock(ctx context.Context, path string, t Type, recursive bool
 }
 
 // Prune removes the expired locks at and beneath prefix ("" for all).
-func (c *Client) Prune(ctx context.Context, prefix string) ([]Lock, error) {
+func (c *Client) Prune(ctx context.Context, prefix string) ([]lock.Lock, error) {
 	q := url.Values{"expired": {"true"}}
 	if prefix != "" {
 		q.Set("path", prefix)
@@ -202,7 +204,7 @@ func (c *Client) Prune(ctx context.Context, prefix string) ([]Lock, error) {
 }
 
 // List returns the locks at and beneath prefix ("" for all).
-func (c *Client) List(ctx context.Context, prefix string) ([]Lock, error) {
+func (c *Client) List(ctx context.Context, prefix string) ([]lock.Lock, error) {
 	q := url.Values{}
 	if prefix != "" {
 		q.Set("path", prefix)
