@@ -25,6 +25,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/policy"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/tally"
+	"github.com/stagehand-gitops/stagehand/internal/view"
 	"github.com/stagehand-gitops/stagehand/internal/wake"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
@@ -44,8 +45,9 @@ const LockAuthor = lock.ReconcilerAuthor
 
 // Daemon is a running reconciler: see the package documentation.
 type Daemon struct {
-	// views answers the API's reads; dispatcher takes its decisions.
-	*views
+	// Views answers the API's reads (internal/view); dispatcher takes its
+	// decisions.
+	*view.Views
 	*dispatcher
 
 	cfg     *config.Config
@@ -148,8 +150,12 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 		})
 		d.metrics.Unheld(d.envNames)
 	}
-	d.views = &views{cfg: cfg, envNames: d.envNames, store: d.store, clock: d.clock, calendars: d.calendars, targets: d.targets,
-		lockSvc: d.lockSvc, shard: d.shard, deliveries: state.NewDeliveries(d.store.Client(), d.store.Namespace(), state.DefaultMaxDeliveries)}
+	vc := view.Config{Config: cfg, Store: d.store, Clock: d.clock, Calendars: d.calendars, Targets: d.targets, Locks: d.lockSvc,
+		Deliveries: state.NewDeliveries(d.store.Client(), d.store.Namespace(), state.DefaultMaxDeliveries)}
+	if d.shard != nil {
+		vc.Holders = d.shard
+	}
+	d.Views = view.New(vc)
 	d.dispatcher = &dispatcher{envNames: d.envNames, workers: d.workers, store: d.store, clock: d.clock, log: d.log,
 		leads: d.leads, leading: &d.leading, busyWait: 30 * time.Second}
 	return d, nil
@@ -444,7 +450,10 @@ func (d *Daemon) Plan(ctx context.Context, s gitsource.Snapshot, env string) (*r
 	return d.rec.Plan(ctx, d.workers[env].request(s, envM))
 }
 
-var _ approval.Decider = (*Daemon)(nil)
+var (
+	_ approval.Decider    = (*Daemon)(nil)
+	_ approval.Deliveries = (*Daemon)(nil)
+)
 
 // promotionOf is what env's applies do with a Rollout paused at a step.
 func promotionOf(ec config.Environment) reconcile.Promotion {

@@ -1,8 +1,6 @@
 package daemon
 
 import (
-	"context"
-	"fmt"
 	"io/fs"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -12,34 +10,6 @@ import (
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 )
-
-// History returns env's history, newest first, each entry with its resolved
-// manifest; an error wrapping approval.ErrUnknownEnvironment for an
-// environment not in the configuration. Any replica answers from the Store.
-func (vw *views) History(ctx context.Context, env string) ([]approval.Entry, error) {
-	if _, ok := vw.cfg.Environments[env]; !ok {
-		return nil, fmt.Errorf("%w %q; configured: %v", approval.ErrUnknownEnvironment, env, vw.envNames)
-	}
-	h, err := vw.store.History(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	if h == nil {
-		h = []approval.Entry{}
-	}
-	return h, nil
-}
-
-// HistoryEntry returns env's history entry numbered id, with its resolved
-// manifest: the versions that ran (or were to run) at that point. The error
-// wraps approval.ErrUnknownEnvironment or approval.ErrUnknownEntry.
-func (vw *views) HistoryEntry(ctx context.Context, env string, id int64) (*approval.Entry, error) {
-	h, err := vw.History(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	return approval.FindEntry(h, env, id)
-}
 
 // resolvedManifest is envM as a history entry keeps it, with the git blob
 // hash of every file it read in s. nil when envM is nil. A file whose hash
