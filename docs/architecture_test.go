@@ -67,6 +67,7 @@ var layering = []struct {
 	{"internal/tally", []string{"internal/daemon", "internal/lease", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify", "internal/delivery", "internal/outbox", "internal/window"}, "approvals are counted by a room the daemon's worker asks: it is given the policy, the authors, the locks and the GitHub approver check"},
 	{"internal/revert", []string{"internal/daemon", "internal/lease", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify", "internal/rollback", "internal/delivery", "internal/outbox", "internal/window", "internal/tally"}, "the rollback of a failed apply is a room the daemon's worker drives: it is given its store, the restore, the gate's report and the hook"},
 	{"internal/meter", []string{"internal/daemon", "internal/lease", "internal/state", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify", "internal/testenv"}, "the metrics are counted by the daemon, which owns them: they know no component, and their tests start nothing"},
+	{"internal/herald", []string{"internal/daemon", "internal/lease", "internal/state", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify", "internal/testenv"}, "what the gate is told is a room the daemon's worker drives: it is given the gate, the outbox and the metrics, and its tests start nothing"},
 	{"internal/view", []string{"internal/daemon", "internal/lease", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify", "internal/testenv"}, "what the doors read of the environments is answered from the records and parts it is given: it knows no component, and its tests start nothing"},
 	{"internal/wake", []string{"internal/daemon", "internal/lease", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify", "internal/webhook"}, "wake-ups are rung and watched on the state cluster, for whoever polls"},
 	{"internal/cli/command", []string{"internal/cli/bot", "internal/cli/locks", "internal/daemon", "internal/wire", "internal/prbot", "internal/github"}, "what both binaries' commands share sits below the commands and builds nothing"},
@@ -162,7 +163,7 @@ func TestFoundations(t *testing.T) {
 
 // pureRooms are the packages whose tests start nothing: `go test` of them on
 // a fresh clone builds and starts no control plane or other test server.
-var pureRooms = []string{"internal/state", "internal/lease", "internal/delivery", "internal/outbox", "internal/window", "internal/tally", "internal/revert", "internal/wake", "internal/meter", "pkg/workload", "pkg/registry", "internal/view"}
+var pureRooms = []string{"internal/state", "internal/lease", "internal/delivery", "internal/outbox", "internal/window", "internal/tally", "internal/revert", "internal/wake", "internal/meter", "pkg/workload", "pkg/registry", "internal/view", "internal/herald"}
 
 // testServers are the packages that start a server for tests.
 var testServers = []string{"internal/testenv", "internal/gitserver", "internal/githubtest", "internal/registrytest", "internal/promtest", "internal/oidctest"}

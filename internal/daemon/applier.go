@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/delivery"
+	"github.com/stagehand-gitops/stagehand/internal/herald"
 	"github.com/stagehand-gitops/stagehand/internal/meter"
 	"github.com/stagehand-gitops/stagehand/internal/revert"
 	"github.com/stagehand-gitops/stagehand/internal/state"
@@ -45,7 +46,7 @@ type applier struct {
 	promotion  reconcile.Promotion
 	applyGrace time.Duration
 	seq        *delivery.Run
-	tell       *herald
+	tell       *herald.Herald
 	release    *releaser
 	// rec hears that the phase moved (Applying, once the first patch is out).
 	rec *recorder
@@ -139,7 +140,7 @@ func (a *applier) applyStep(ctx context.Context, p *pass) error {
 			// The gate hears of it beside the apply, and before its outcome.
 			go func() {
 				defer close(j.reported)
-				a.tell.started(context.WithoutCancel(ctx), prop, j.approver)
+				a.tell.Started(context.WithoutCancel(ctx), prop, j.approver)
 			}()
 		})
 	}
@@ -257,7 +258,7 @@ func (a *applier) recordStep(ctx context.Context, p *pass) error {
 		return failed(stepRecord, reasonApply, fmt.Errorf("applying revision %s: %s; rolled back", approval.ShortRevision(prop.Revision), out.Message))
 	}
 	applied := a.recordApply(rctx, prop, out, resolvedManifest(s, p.envM))
-	a.tell.completed(rctx, prop, out)
+	a.tell.Completed(rctx, prop, out)
 	log.Info("applied", "result", out.Result, "changes", applied, "duration", out.Finished.Sub(out.Started).String())
 	switch out.Result {
 	case approval.ResultFailed:
@@ -352,5 +353,5 @@ func (a *applier) recordLanded(ctx context.Context, p *pass) {
 	a.log.Info("recording an apply whose patches all landed before its process ended", "environment", a.env,
 		"revision", approval.ShortRevision(f.Revision), "planHash", f.PlanHash)
 	a.recordApply(ctx, prop, out, resolvedManifest(s, envM))
-	a.tell.completed(ctx, prop, out)
+	a.tell.Completed(ctx, prop, out)
 }

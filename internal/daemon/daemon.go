@@ -327,7 +327,7 @@ func (d *Daemon) workEnvironment(ctx context.Context, env, token string, lost fu
 	w.store = observed(d.store.Fenced(token, lost), d.metrics, env)
 	// A new term: propose again what is pending, write the status afresh.
 	w.lastStatus = nil
-	w.tell.forget()
+	w.tell.Forget()
 	w.run(ctx)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/delivery"
+	"github.com/stagehand-gitops/stagehand/internal/herald"
 	"github.com/stagehand-gitops/stagehand/internal/meter"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/status"
@@ -38,7 +39,7 @@ type decider struct {
 	approvals *tally.Counter
 	windows   *window.Guard
 	seq       *delivery.Run
-	tell      *herald
+	tell      *herald.Herald
 	release   *releaser
 	passes    passes
 	// keeper says whether the last pass kept the pending plan at a newer
@@ -146,7 +147,7 @@ func (d *decider) decide(ctx context.Context, dc decision) {
 		}
 		reply(p, nil)
 		d.seq.Rejected(ctx, prop, dc.who.ID.String(), dc.reason)
-		d.tell.completed(ctx, prop, out)
+		d.tell.Completed(ctx, prop, out)
 		d.log.Info("plan rejected", "environment", d.env, "planHash", p.PlanHash, "by", dc.who.String())
 		return
 	}
@@ -158,7 +159,7 @@ func (d *decider) decide(ctx context.Context, dc decision) {
 	}
 	if !p.Complete() {
 		reply(p, nil)
-		d.tell.tally(ctx, prop, p)
+		d.tell.Tally(ctx, prop, p)
 		d.log.Info("approval counted", "environment", d.env, "planHash", p.PlanHash, "by", dc.who.String(), "approvals", p.Tally())
 		return
 	}
@@ -249,8 +250,8 @@ func (d *decider) approvalFailed(ctx context.Context, dec state.Handover, cause 
 	prop := approval.Proposal{Environment: d.env, Revision: st.Pending.Revision, Plan: plan}
 	out := approval.Outcome{Result: approval.ResultFailed, Approver: dec.Approver, Started: now, Finished: now,
 		Message: "approving failed, nothing was applied: " + cause.Error()}
-	d.tell.completed(ctx, prop, out)
-	d.tell.forget()
+	d.tell.Completed(ctx, prop, out)
+	d.tell.Forget()
 	d.passes.wakeUp()
 }
 

@@ -77,8 +77,8 @@ func TestHandedOverApprovalThatFailsIsReported(t *testing.T) {
 	if err != nil || st.Pending == nil || st.Pending.PlanHash != pending.PlanHash || len(st.Handovers) != 0 || len(st.History) != 0 {
 		t.Errorf("state after the failed approval: %+v, %v; want the plan still pending, no hand-over, no history", st, err)
 	}
-	if w.tell.proposed != "" {
-		t.Errorf("the failed plan is remembered as proposed (%q): it would not be proposed again", w.tell.proposed)
+	if prop := (approval.Proposal{Revision: pending.Revision, Plan: &reconcile.Plan{PlanHash: pending.PlanHash}}); !w.tell.Due(prop) {
+		t.Errorf("the failed plan is remembered as proposed: it would not be proposed again")
 	}
 }
 

@@ -85,7 +85,7 @@ func (k *gatekeeper) gateStep(ctx context.Context, p *pass) error {
 		prop.Notes = k.manifests.Notes(ctx, st)
 	}
 	if pp := st.Pending; st.Phase == status.PhaseAwaitingApproval && pp != nil && pp.PlanHash == plan.PlanHash && pp.Revision == s.Revision {
-		if !k.tell.due(prop) {
+		if !k.tell.Due(prop) {
 			p.done = true
 			return nil // proposed already; waiting for a decision
 		}
@@ -148,7 +148,7 @@ func (k *gatekeeper) gateStep(ctx context.Context, p *pass) error {
 // proposeOrApply proposes prop to gate: a gate that approves at once (Auto)
 // lets the apply through, else the pass ends waiting for a decision.
 func (k *gatekeeper) proposeOrApply(ctx context.Context, p *pass, gate approval.Gate, prop approval.Proposal) error {
-	if dec := k.tell.propose(ctx, gate, prop); dec.Approved {
+	if dec := k.tell.Propose(ctx, gate, prop); dec.Approved {
 		p.job = &applyJob{prop: prop, approvers: []string{dec.Approver}}
 		return nil
 	}

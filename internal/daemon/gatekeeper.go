@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/delivery"
+	"github.com/stagehand-gitops/stagehand/internal/herald"
 	"github.com/stagehand-gitops/stagehand/internal/meter"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/status"
@@ -38,7 +39,7 @@ type gatekeeper struct {
 	approvals *tally.Counter
 	windows   *window.Guard
 	seq       *delivery.Run
-	tell      *herald
+	tell      *herald.Herald
 	// gate is told about every plan; allowRewrite (source.allowRewrite)
 	// lets a skipConfirmation environment apply a rewritten history.
 	gate         approval.Gate
@@ -122,7 +123,7 @@ func (k *gatekeeper) supersede(ctx context.Context, st *state.EnvState, by strin
 		k.seq.Abort(ctx, st, delivery.SupersededWhy(by))
 	}
 	prop := approval.Proposal{Environment: k.env, Revision: pending.Revision, Plan: plan}
-	k.tell.superseded(ctx, prop, by)
+	k.tell.Superseded(ctx, prop, by)
 	k.log.Info("pending plan superseded", "environment", k.env, "planHash", pending.PlanHash, "by", by)
 }
 

@@ -72,7 +72,7 @@ func (ds *dispatcher) handOver(ctx context.Context, env string, dc decision) (*a
 			if p.Release {
 				prop.Release = p.ProposedAt
 			}
-			w.tell.tally(ctx, prop, p)
+			w.tell.Tally(ctx, prop, p)
 			return p, nil
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/delivery"
+	"github.com/stagehand-gitops/stagehand/internal/herald"
 	"github.com/stagehand-gitops/stagehand/internal/meter"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/internal/state"
@@ -23,13 +24,15 @@ import (
 // change nothing here, superseded by one that does, and decided by a
 // person; the rest of the run then goes on through the worker's steps.
 type releaser struct {
-	env       string
-	log       logr.Logger
-	now       func() time.Time
-	metrics   *meter.Metrics
-	store     *phaseStore
-	seq       *delivery.Run
-	tell      *herald
+	env     string
+	log     logr.Logger
+	now     func() time.Time
+	metrics *meter.Metrics
+	store   *phaseStore
+	seq     *delivery.Run
+	tell    *herald.Herald
+	// gate is the environment's, which shows the pending release.
+	gate      approval.Gate
 	approvals *tally.Counter
 	manifests manifests
 	// passes runs the rest of a run decided (the worker).
@@ -102,7 +105,7 @@ func (rl *releaser) propose(ctx context.Context, prop approval.Proposal, p *appr
 	if p.Needed() > 1 && len(p.Approvals) > 0 {
 		prop.Notes = append(prop.Notes[:len(prop.Notes):len(prop.Notes)], "**"+p.Tally()+".**")
 	}
-	rl.tell.propose(ctx, rl.tell.gate, prop)
+	rl.tell.Propose(ctx, rl.gate, prop)
 }
 
 // holdRelease handles, at the start of a pass at s (planned as plan), a
@@ -138,9 +141,9 @@ func (rl *releaser) hold(ctx context.Context, p *pass) bool {
 			return true
 		}
 		st.Pending = pend
-		rl.tell.forget()
+		rl.tell.Forget()
 	}
-	if rl.tell.due(prop) {
+	if rl.tell.Due(prop) {
 		rl.propose(ctx, prop, pend, st)
 	}
 	return true
@@ -180,7 +183,7 @@ func (rl *releaser) supersede(ctx context.Context, st *state.EnvState, by string
 	st.InFlight, st.Pending = nil, nil
 	st.Phase = st.AtRest()
 	rl.seq.Finish(ctx, sequence.StatusAborted, delivery.Ending{Result: promote.ResultFail, Message: "aborted: " + why})
-	rl.tell.superseded(ctx, prop, by) // reported again until GitHub takes it
+	rl.tell.Superseded(ctx, prop, by) // reported again until GitHub takes it
 	rl.log.Info("release approval superseded", "environment", rl.env, "revision", approval.ShortRevision(f.Revision), "by", approval.ShortRevision(by))
 }
 
@@ -199,7 +202,7 @@ func (rl *releaser) decide(ctx context.Context, s gitsource.Snapshot, dc decisio
 		if !p.Complete() {
 			reply(p, nil)
 			prop.Release = p.ProposedAt
-			rl.tell.tally(ctx, prop, p)
+			rl.tell.Tally(ctx, prop, p)
 			rl.log.Info("release approval counted", "environment", rl.env, "planHash", p.PlanHash, "by", dc.who.String(), "approvals", p.Tally())
 			return
 		}

@@ -42,7 +42,7 @@ func (w *worker) writeStatus(ctx context.Context, s gitsource.Snapshot, o *obser
 // limit (until it ends), and targets plan could not reach.
 func (w *worker) waiting(plan *reconcile.Plan) []string {
 	var out []string
-	if rl := w.tell.limited(); rl != nil {
+	if rl := w.tell.Limited(); rl != nil {
 		out = append(out, fmt.Sprintf("%s rate limited until %s", rl.Service, rl.Until.UTC().Format(time.RFC3339)))
 	}
 	if w.source != nil {

@@ -72,7 +72,7 @@ func TestUnreportedBounded(t *testing.T) {
 	}
 	for i := range outbox.MaxKept + 1 {
 		p := prop(i)
-		w.tell.completed(ctx, p, approval.Outcome{Result: approval.ResultSucceeded, Apply: &reconcile.Result{Plan: p.Plan}})
+		w.tell.Completed(ctx, p, approval.Outcome{Result: approval.ResultSucceeded, Apply: &reconcile.Result{Plan: p.Plan}})
 	}
 	w.owed.Owe(ctx, outbox.Superseded(prop(50), "r2"), errors.New("502 Bad Gateway"))
 	st, err := d.store.Load(ctx, "prod")

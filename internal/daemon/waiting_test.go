@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/herald"
+	"github.com/stagehand-gitops/stagehand/internal/meter"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -44,7 +47,7 @@ func TestWaiting(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &worker{workerDeps: workerDeps{now: func() time.Time { return now },
-				source: health{tc.source}}, tell: &herald{rateLimited: tc.limited, now: func() time.Time { return now }}}
+				source: health{tc.source}}, tell: limitedBy(t, tc.limited, now)}
 			if diff := cmp.Diff(tc.want, w.waiting(tc.plan)); diff != "" {
 				t.Errorf("waiting (-want +got):\n%s", diff)
 			}
@@ -60,3 +63,26 @@ func (health) Poll(context.Context) (gitsource.Snapshot, error)       { return g
 func (health) At(string) (gitsource.Snapshot, error)                  { return gitsource.Snapshot{}, nil }
 func (h health) Status() gitsource.Status                             { return h.st }
 func (health) Descends(context.Context, string, string) (bool, error) { return false, nil }
+
+// limitedBy is a herald whose gate last answered a Propose with rl (nil: it
+// took the plan), at now.
+func limitedBy(t *testing.T, rl *approval.RateLimitedError, now time.Time) *herald.Herald {
+	t.Helper()
+	var err error
+	if rl != nil {
+		err = rl
+	}
+	h := herald.New(herald.Config{Env: "prod", Gate: failingGate{err}, Metrics: meter.New(nil), Log: logr.Discard(),
+		Now: func() time.Time { return now }})
+	h.Propose(context.Background(), failingGate{err}, approval.Proposal{Environment: "prod", Plan: &reconcile.Plan{PlanHash: "sha256:p"}})
+	return h
+}
+
+// failingGate answers every Propose with err.
+type failingGate struct{ err error }
+
+func (g failingGate) Propose(context.Context, approval.Proposal) (approval.Decision, error) {
+	return approval.Decision{}, g.err
+}
+func (failingGate) Superseded(context.Context, approval.Proposal, string) error          { return nil }
+func (failingGate) Completed(context.Context, approval.Proposal, approval.Outcome) error { return nil }

@@ -76,7 +76,7 @@ func (k *gatekeeper) stillApproved(ctx context.Context, p *pass) bool {
 	}
 	pp.Required, pp.Reasons = need.Required, need.Reasons
 	p.st.Phase = status.PhaseAwaitingApproval
-	k.tell.forget() // proposed again, with its tally
+	k.tell.Forget() // proposed again, with its tally
 	k.log.Info("the deferred plan needs more approvals under the policy of now", "environment", k.env, "planHash", pp.PlanHash,
 		"approvals", pp.Tally())
 	return false

@@ -11,6 +11,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/delivery"
+	"github.com/stagehand-gitops/stagehand/internal/herald"
 	"github.com/stagehand-gitops/stagehand/internal/meter"
 	"github.com/stagehand-gitops/stagehand/internal/outbox"
 	"github.com/stagehand-gitops/stagehand/internal/policy"
@@ -87,7 +88,7 @@ type worker struct {
 	// lastStatus is the last status written, without its observation time.
 	lastStatus []byte
 	// tell is what the gate is told, and what it was told last.
-	tell *herald
+	tell *herald.Herald
 	// apply carries out what a pass or a decision lets through; release
 	// is the release approval; desk takes the decisions.
 	apply   *applier
@@ -120,7 +121,8 @@ func newWorker(deps workerDeps) *worker {
 	w.seq = delivery.New(c)
 	w.owed = outbox.New(outbox.Config{Env: deps.env, Store: store, Gate: deps.gate, Counter: deps.metrics.Reports(deps.env),
 		Now: deps.now, Log: deps.log, Backoff: deps.reportBackoff, BackoffMax: deps.reportBackoffMax})
-	w.tell = &herald{env: deps.env, gate: deps.gate, owed: w.owed, metrics: deps.metrics, log: deps.log, now: deps.now, repropose: deps.repropose}
+	w.tell = herald.New(herald.Config{Env: deps.env, Gate: deps.gate, Owed: w.owed, Metrics: deps.metrics, Log: deps.log, Now: deps.now,
+		Repropose: deps.repropose})
 	w.windows = window.New(window.Config{Env: deps.env, Calendar: deps.calendar, Now: deps.now, Store: store, Gate: deps.gate,
 		Log: deps.log, GateFailed: func() { w.metrics.Fail(w.env, reasonGate) }})
 	w.windows.OnOpen(w.wakeUp)
@@ -129,7 +131,7 @@ func newWorker(deps workerDeps) *worker {
 			return w.reconciler.Restore(ctx, req, changes, reason, opts...)
 		},
 		Grace:     func(ctx context.Context) (context.Context, context.CancelFunc) { return graceful(ctx, w.applyGrace) },
-		Completed: w.tell.completed, Hook: deps.rollbackHook, Now: deps.now, Log: deps.log, Moved: w.rec.moved,
+		Completed: w.tell.Completed, Hook: deps.rollbackHook, Now: deps.now, Log: deps.log, Moved: w.rec.moved,
 		Failed: func(f revert.Failure) {
 			if f == revert.FailedRollback {
 				w.metrics.Fail(w.env, reasonRollback)
@@ -137,7 +139,7 @@ func newWorker(deps workerDeps) *worker {
 			}
 			w.metrics.Fail(w.env, reasonState)
 		}})
-	w.release = &releaser{env: deps.env, log: deps.log, now: deps.now, metrics: deps.metrics, store: store, seq: w.seq, tell: w.tell,
+	w.release = &releaser{env: deps.env, log: deps.log, now: deps.now, metrics: deps.metrics, store: store, seq: w.seq, tell: w.tell, gate: deps.gate,
 		approvals: deps.approvals, manifests: deps.manifests, passes: w}
 	w.apply = &applier{env: deps.env, log: deps.log, now: deps.now, metrics: deps.metrics, store: store, reconciler: deps.reconciler,
 		request: w.request, promotion: deps.promotion, applyGrace: deps.applyGrace, seq: w.seq, tell: w.tell, release: w.release,
