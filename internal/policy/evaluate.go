@@ -111,12 +111,16 @@ func (s *Set) Evaluate(ctx context.Context, in Input) (Requirement, []Outcome, e
 		return req, nil, err
 	}
 	outcomes := make([]Outcome, 0, len(s.programs))
-	fast := !s.tracked && boundedInput(in)
+	bounded := !s.tracked && boundedInput(in)
+	var sz sizes
+	if bounded {
+		sz = measure(in)
+	}
 	var first error
 	for _, p := range s.programs {
 		o := Outcome{Rule: p.Name}
 		prg := p.prg
-		if fast && p.fast != nil {
+		if bounded && p.untracked(sz) {
 			prg = p.fast
 		}
 		applies, err := eval(ctx, prg, vars)

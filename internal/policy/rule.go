@@ -64,11 +64,20 @@ func (e *CompileError) Error() string {
 type Program struct {
 	Rule
 	prg cel.Program
-	// fast is the rule without the runtime cost tracking (nil: none): planned only when CEL's static
-	// estimate of its cost, over inputs within the bounds (boundedInput), is within CostLimit. Such an
-	// input cannot make it cost more than the tracked program would allow, so it comes to the same
-	// decision; tracking costs about as much as the evaluation itself.
-	fast cel.Program
+	// fast is the rule without the runtime cost tracking, taking shortcuts through CEL's interpreter
+	// (shortcuts). It runs over an input within the bounds (boundedInput) when CEL's static estimate of
+	// the rule's cost is within CostLimit over every such input (bounded) or over inputs of its sizes
+	// (estimates, asked only when not bounded). Such an input cannot make it cost more than the tracked
+	// program would allow, so it comes to the same decision; tracking costs about as much as the
+	// evaluation itself.
+	fast      cel.Program
+	bounded   bool
+	estimates *estimates
+}
+
+// untracked reports whether the rule runs untracked over an input within the bounds of sizes s.
+func (p *Program) untracked(s sizes) bool {
+	return p.bounded || p.estimates.within(s)
 }
 
 // env is the CEL environment rules are compiled in: the variables of Input and the helpers, with the
@@ -181,12 +190,13 @@ func (c *Compiler) Compile(r Rule) (*Program, error) {
 	if err != nil {
 		return nil, &CompileError{Message: err.Error()}
 	}
-	out := &Program{Rule: r, prg: prg}
+	out := &Program{Rule: r, prg: prg, estimates: &estimates{env: c.env, ast: ast, fit: map[sizes]bool{}}}
 	if est, err := c.env.EstimateCost(ast, boundsEstimator{}); err == nil && est.Max <= CostLimit {
-		if out.fast, err = c.env.Program(ast, cel.InterruptCheckFrequency(100), cel.EvalOptions(cel.OptOptimize),
-			shortcuts(c.provider, ast)); err != nil {
-			return nil, &CompileError{Message: err.Error()}
-		}
+		out.bounded = true
+	}
+	if out.fast, err = c.env.Program(ast, cel.InterruptCheckFrequency(100), cel.EvalOptions(cel.OptOptimize),
+		shortcuts(c.provider, ast)); err != nil {
+		return nil, &CompileError{Message: err.Error()}
 	}
 	return out, nil
 }
