@@ -72,6 +72,7 @@ var layering = []struct {
 	{"internal/wake", []string{"internal/daemon", "internal/lease", "internal/api", "internal/github", "internal/cli", "internal/prbot", "internal/wire", "internal/ui", "internal/notify", "internal/webhook"}, "wake-ups are rung and watched on the state cluster, for whoever polls"},
 	{"internal/cli/command", []string{"internal/cli/bot", "internal/cli/locks", "internal/daemon", "internal/wire", "internal/prbot", "internal/github"}, "what both binaries' commands share sits below the commands and builds nothing"},
 	{"internal/cli/bot", []string{"internal/cli/locks", "internal/daemon", "internal/github", "internal/ui", "internal/notify"}, "prbot's commands compose prbot's parts; internal/cli composes them into the binary"},
+	{"internal/cli/authoring", []string{"internal/cli/bot", "internal/cli/locks", "internal/daemon", "internal/api", "internal/github", "internal/prbot", "internal/ui", "internal/notify"}, "the authoring commands read a checkout and a plan file, no cluster and no API"},
 	{"internal/cli/locks", []string{"internal/cli/bot", "internal/daemon", "internal/github", "internal/prbot", "internal/ui", "internal/notify"}, "the lock commands talk to the API's locks or to the Lock objects, nothing of the reconciler"},
 	{"internal/testenv", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/prbot", "pkg/"}, "test servers stand under everything"},
 }

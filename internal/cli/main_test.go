@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"os"
 	"testing"
 	"time"
@@ -31,4 +32,18 @@ func testClient(t *testing.T, server, tokenFile string) *api.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// run executes the reconciler with args and returns stdout, stderr and the
+// exit code the binary would use.
+func runReconciler(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := NewReconciler(&out, &errOut)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	if err != nil && err.Error() != "" {
+		errOut.WriteString("Error: " + err.Error() + "\n")
+	}
+	return out.String(), errOut.String(), command.Code(err)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stagehand-gitops/stagehand/internal/cli/authoring"
 	"github.com/stagehand-gitops/stagehand/internal/cli/bot"
 	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/internal/cli/locks"
@@ -19,7 +20,7 @@ import (
 // reconcilerCommands lists the constructors of the reconciler's
 // subcommands; the lock commands (lock, unlock, check, prune, list) are
 // internal/cli/locks'.
-var reconcilerCommands = slices.Concat([]func() *cobra.Command{newManifestCommand, newPolicyCommand}, locks.Commands(), []func() *cobra.Command{newPlanCommand, newApplyCommand, newRunCommand, newApproveCommand, newRejectCommand, newBreakGlassCommand, newHistoryCommand, newDORACommand, newStatusCommand, newRollbackCommand, newReleaseCommand, newLoginCommand, newVersionCommand, newWaitCommand})
+var reconcilerCommands = slices.Concat(authoring.Commands(), locks.Commands(), []func() *cobra.Command{newPlanCommand, newApplyCommand, newRunCommand, newApproveCommand, newRejectCommand, newBreakGlassCommand, newHistoryCommand, newDORACommand, newStatusCommand, newRollbackCommand, newReleaseCommand, newLoginCommand, newVersionCommand, newWaitCommand})
 
 // prbotCommands lists the constructors of prbot's subcommands: its own
 // (internal/cli/bot) and the version both binaries have.

@@ -1,4 +1,4 @@
-package cli
+package authoring
 
 import (
 	"context"

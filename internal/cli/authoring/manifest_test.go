@@ -1,8 +1,9 @@
-package cli
+package authoring
 
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -11,17 +12,25 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
 
 	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 )
+
+// newReconciler is the reconciler's command tree as far as these commands
+// go: a root of Commands, finished as internal/cli finishes it.
+func newReconciler(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{Use: "reconciler", SilenceUsage: true, SilenceErrors: true}
+	return command.Root(root, stdout, stderr, Commands())
+}
 
 // run executes the reconciler with args and returns stdout, stderr and the
 // exit code the binary would use.
 func runReconciler(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	cmd := NewReconciler(&out, &errOut)
+	cmd := newReconciler(&out, &errOut)
 	cmd.SetArgs(args)
 	err := cmd.Execute()
 	if err != nil && err.Error() != "" {
@@ -47,7 +56,7 @@ func manifestRepo(t *testing.T, files map[string]string) string {
 	return dir
 }
 
-const manifestExamples = "../../examples"
+const manifestExamples = "../../../examples"
 
 func TestManifestResolveJSON(t *testing.T) {
 	stdout, stderr, code := runReconciler(t, "manifest", "resolve", manifestExamples, "--env", "devel", "-o", "json")

@@ -1,4 +1,4 @@
-package cli
+package authoring
 
 import (
 	"bytes"
@@ -74,7 +74,7 @@ environments:
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			cmd := NewReconciler(&out, &errOut)
+			cmd := newReconciler(&out, &errOut)
 			cmd.SetArgs(append([]string{"policy", "test", "--config", cfg, "--env", "prod", "-o", "json"}, tc.args...))
 			err := cmd.Execute()
 			if (err != nil) != tc.fails {
@@ -94,7 +94,7 @@ environments:
 	}
 	// The text form names each rule and what it did.
 	var out bytes.Buffer
-	cmd := NewReconciler(&out, &out)
+	cmd := newReconciler(&out, &out)
 	cmd.SetArgs([]string{"policy", "test", "--config", cfg, "--env", "prod", "--plan", plan("payments-api"), "--as", "github:alice", "--at", thursday})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
@@ -155,7 +155,7 @@ environments:
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			cmd := NewReconciler(&out, &errOut)
+			cmd := newReconciler(&out, &errOut)
 			cmd.SetArgs(append([]string{"policy", "test", "--config", cfg, "--env", "prod", "--plan", planFile, "--as", "github:alice", "-o", "json"}, tc.args...))
 			if err := cmd.Execute(); err != nil {
 				t.Fatalf("policy test: %v (stderr %s)", err, errOut.String())
@@ -170,7 +170,7 @@ environments:
 		})
 	}
 	var out, errOut bytes.Buffer
-	cmd := NewReconciler(&out, &errOut)
+	cmd := newReconciler(&out, &errOut)
 	cmd.SetArgs([]string{"policy", "test", "--config", cfg, "--env", "prod", "--plan", planFile, "--as", "github:alice", "--at", "2026-11-26T12:00:00Z"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
@@ -178,7 +178,7 @@ environments:
 	if want := "Windows at 2026-11-26T12:00:00Z: open: inside the allow window office-hours; closes Thu 26 Nov 2026 17:00 Europe/London"; !strings.Contains(out.String(), want) {
 		t.Errorf("text output lacks %q:\n%s", want, out.String())
 	}
-	cmd = NewReconciler(&out, &errOut)
+	cmd = newReconciler(&out, &errOut)
 	cmd.SetArgs([]string{"policy", "test", "--config", cfg, "--env", "prod", "--plan", planFile, "--as", "github:alice", "--trailer", "no equals sign"})
 	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "want Key=Value") {
 		t.Errorf("a malformed --trailer: %v; want refused", err)
