@@ -99,3 +99,28 @@ func cpuTime(b *testing.B) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkEvaluateTracked is BenchmarkEvaluate with every rule's cost counted, as it is over an input
+// beyond the bounds (more than 1000 changes, a string of more than 512 characters): what a decision
+// costs without the untracked programs and their shortcuts.
+func BenchmarkEvaluateTracked(b *testing.B) {
+	c, err := NewCompiler()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := NewSet(c, benchRules())
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.tracked = true
+	in := bigInput(500)
+	ctx := context.Background()
+	b.ReportAllocs()
+	start := cpuTime(b)
+	for b.Loop() {
+		if _, _, err := s.Evaluate(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
+}
