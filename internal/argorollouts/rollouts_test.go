@@ -244,29 +244,41 @@ spec:
 	}
 }
 
-// TestWatchedRollouts: while Watch runs (the daemon's way), Plan reads
-// Rollouts from the watch cache, and an apply's rollout wait reads what the
-// cache keeps of a Rollout (status, steps) and wakes on its events only: a
-// canary ends done, and the next plan, from the cache, has nothing left to
-// change.
+// TestWatchedRollouts: while Watch runs (the daemon's way), an apply's
+// rollout wait reads what the watch keeps of a Rollout (status, steps,
+// pause) and wakes on its events only (the poll interval is an hour, the
+// rollout timeout a minute): a canary paused at a step under promotion auto
+// is promoted at once and ends done, even though the plan was made where no
+// watch ran (the wait starts the target's watches itself), and the next
+// plan, from the watch, has nothing left to change.
 func TestWatchedRollouts(t *testing.T) {
 	env := cluster.Env(t)
 	ns := env.Namespace(t)
 	dyn := dynamicClient(t, env)
-	createRollout(t, dyn, ns, "api", "api", "reg.example.com/api:1", "[{setWeight: 50}, {setWeight: 100}]")
-	waitPhase(t, dyn, ns, "api", "Healthy")
 	r := newReconciler(t, reconcile.WithPollInterval(time.Hour)) // only the watch's events wake the wait
 	ctx, cancel := context.WithCancel(context.Background())
 	watching := make(chan error, 1)
 	go func() { watching <- r.Watch(ctx) }()
 	t.Cleanup(func() { cancel(); <-watching })
+	createRollout(t, dyn, ns, "api", "api", "reg.example.com/api:1", "[{setWeight: 50}, {pause: {}}, {setWeight: 100}]")
+	waitPhase(t, dyn, ns, "api", "Healthy")
 
 	req := reconcile.Request{Environment: environment(svc("api", "api", "2")), Revision: "rev2", Targets: []reconcile.Target{target(t, env, ns)}}
-	w := apply(t, r, req, "api", reconcile.WithProgress(func(p reconcile.Progress) { t.Logf("progress: %s %s", p.Phase, p.Message) }))
-	if w.Outcome != reconcile.OutcomeSucceeded {
-		image, phase, msg := rolloutOf(t, dyn, ns, "api")
-		t.Fatalf("outcome %s %q, want succeeded (the Rollout: %s %s %s)", w.Outcome, w.Message, image, phase, msg)
+	plan, err := newReconciler(t).Plan(ctx, req) // planned by lists: no watch of the target yet
+	if err != nil || len(plan.Changes) != 1 {
+		t.Fatalf("plan: %v, %+v", err, plan)
 	}
+	start := time.Now()
+	progress := newProgressLog()
+	res, err := r.Apply(ctx, req, plan.PlanHash, progress.option(), reconcile.WithPromotion(reconcile.PromotionAuto, "github:alice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := res.Workloads[0]; w.Outcome != reconcile.OutcomeSucceeded {
+		image, phase, msg := rolloutOf(t, dyn, ns, "api")
+		t.Fatalf("outcome %s %q after %s, want succeeded (the Rollout: %s %s %s)", w.Outcome, w.Message, time.Since(start), image, phase, msg)
+	}
+	progress.waitFor(t, "promoted: paused at step 2 of 3", time.Second)
 	testenv.WaitFor(t, 30*time.Second, "the watched plan to see the new image", func() bool {
 		plan, err := r.Plan(ctx, req)
 		return err == nil && len(plan.Changes) == 0 && len(plan.Problems) == 0

@@ -30,10 +30,9 @@ type job struct {
 	obj     runtime.Object // the patched object
 	gen     int64
 	canary  *canaryRef // the Flagger Canary that judges the rollout (canary.go)
-	// promoted is when a Rollout paused at the step promotedAt (its status
-	// message) was last promoted (promote.go, promoteStep).
-	promoted   time.Time
-	promotedAt string
+	// promoted is the pause of the Rollout that was promoted last, and
+	// promotedAt the step it paused at (its status message; promote.go).
+	promoted, promotedAt string
 }
 
 // Apply plans req again and applies the plan if its hash is planHash;
@@ -170,7 +169,7 @@ func (r *Reconciler) finishRollouts(ctx context.Context, req Request, patched []
 			report(j, PhaseRollingOut, st.Message)
 		}
 		if st.Paused && r.o.promotion == PromotionAuto {
-			r.promoteStep(ctx, req, j, st.Message, report)
+			r.promoteStep(ctx, req, j, st, report)
 		}
 	}
 	r.waitRollouts(ctx, patched, rollingOut, func(j *job, st workload.Status) {

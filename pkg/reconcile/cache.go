@@ -107,8 +107,9 @@ func (tw *targetWatch) failing() (time.Time, error) {
 }
 
 // Watch keeps, until ctx ends, a watch of the Deployments, StatefulSets,
-// DaemonSets and CronJobs labelled with the selector label in each target
-// that Plan is asked about (started by the first Plan for the target), and
+// DaemonSets, CronJobs (and Rollouts, for a target with a dynamic client)
+// labelled with the selector label in each target that Plan or a rollout
+// wait is asked about (started by the first of them for the target), and
 // returns once every watch has stopped. While Watch runs, Plan reads those
 // watches instead of listing (a steady-state pass sends no request to the
 // targets; unlabelled workloads named like a service that has no labelled
@@ -167,17 +168,6 @@ func (r *Reconciler) watchOf(t Target) *targetWatch {
 	}
 	c.targets[k] = tw
 	return tw
-}
-
-// watching returns t's watches if they run, without starting them.
-func (r *Reconciler) watching(t Target) *targetWatch {
-	c := r.cache
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.ctx == nil || c.ctx.Err() != nil {
-		return nil
-	}
-	return c.targets[targetKey{t.Name, t.Namespace, t.Client}]
 }
 
 // notify wakes every rollout wait.

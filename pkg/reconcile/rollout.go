@@ -13,10 +13,13 @@ const eventGap = 20 * time.Millisecond
 
 // waitRollouts waits until every job's rollout finished or failed, or the
 // rollout timeout passes, calling status with each new status (message) of a
-// rollout still going (and every round for a Rollout paused for a promotion) and done once per job. A job whose target is watched
-// (Watch) is read from the watch, woken by its events; the others are polled
-// with one List per kind per target that still has a job of that kind
-// waiting, so the cost does not grow with the number of workloads.
+// rollout still going (and every round for a Rollout paused for a
+// promotion) and done once per job. While Watch runs, a job is read from its
+// target's watches, which the wait starts if no plan has (a plan made before
+// Watch ran listed), and the wait wakes on their events; the others, and
+// every job without Watch, are polled with one List per kind per target
+// that still has a job of that kind waiting, so the cost does not grow with
+// the number of workloads.
 func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(j *job, st workload.Status, changed bool), done func(j *job, st workload.Status)) {
 	pending := map[WorkloadKey]*job{}
 	last := map[WorkloadKey]string{}
@@ -35,7 +38,7 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(
 		case st.Done || st.Failed || st.OnDelete:
 			delete(pending, k)
 			done(j, st)
-		case changed || st.Paused: // a paused Rollout is heard every round: its promotion may need sending again
+		case changed || st.Paused: // a paused Rollout is heard every round: a pause written again is promoted again
 			status(j, st, changed)
 		}
 	}
@@ -68,7 +71,7 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(
 					continue
 				}
 			}
-			if tw := r.watching(j.target); tw != nil {
+			if tw := r.watchOf(j.target); tw != nil {
 				if obj, ok := tw.get(k.Kind, k.Namespace, k.Name); ok {
 					judge(k, j, workload.Judge(obj, j.gen))
 					continue
@@ -99,10 +102,6 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(
 			}
 			return
 		}
-		next := r.o.pollInterval
-		if r.o.promotion == PromotionAuto && anyPaused(pending, last) {
-			next = min(next, promoteAgain) // read again to see the promotion taken, or send it again
-		}
-		timer.Reset(min(next, time.Until(deadline)+time.Millisecond))
+		timer.Reset(min(r.o.pollInterval, time.Until(deadline)+time.Millisecond))
 	}
 }

@@ -55,7 +55,16 @@ type argoCanary struct {
 
 // argoPause is one of a Rollout's status.pauseConditions.
 type argoPause struct {
-	Reason string `json:"reason"`
+	Reason    string `json:"reason"`
+	StartTime string `json:"startTime,omitempty"`
+}
+
+// argoCanaryStatus is a Rollout's status.canary: how the analysis of its
+// current step went.
+type argoCanaryStatus struct {
+	CurrentStepAnalysisRunStatus *struct {
+		Status string `json:"status,omitempty"`
+	} `json:"currentStepAnalysisRunStatus,omitempty"`
 }
 
 // argoRef is a Rollout's workloadRef.
@@ -66,16 +75,17 @@ type argoRef struct {
 }
 
 type argoStatus struct {
-	ObservedGeneration         string      `json:"observedGeneration,omitempty"`
-	WorkloadObservedGeneration string      `json:"workloadObservedGeneration,omitempty"`
-	Phase                      string      `json:"phase,omitempty"`
-	Message                    string      `json:"message,omitempty"`
-	Abort                      bool        `json:"abort,omitempty"`
-	ControllerPause            bool        `json:"controllerPause,omitempty"`
-	PauseConditions            []argoPause `json:"pauseConditions,omitempty"`
-	CurrentStepIndex           *int32      `json:"currentStepIndex,omitempty"`
-	CurrentPodHash             string      `json:"currentPodHash,omitempty"`
-	StableRS                   string      `json:"stableRS,omitempty"`
+	ObservedGeneration         string           `json:"observedGeneration,omitempty"`
+	WorkloadObservedGeneration string           `json:"workloadObservedGeneration,omitempty"`
+	Phase                      string           `json:"phase,omitempty"`
+	Message                    string           `json:"message,omitempty"`
+	Abort                      bool             `json:"abort,omitempty"`
+	ControllerPause            bool             `json:"controllerPause,omitempty"`
+	PauseConditions            []argoPause      `json:"pauseConditions,omitempty"`
+	CurrentStepIndex           *int32           `json:"currentStepIndex,omitempty"`
+	CurrentPodHash             string           `json:"currentPodHash,omitempty"`
+	StableRS                   string           `json:"stableRS,omitempty"`
+	Canary                     argoCanaryStatus `json:"canary,omitempty"`
 }
 
 // DeepCopyObject copies o through its JSON form: a Rollout is read once per
@@ -414,9 +424,9 @@ func pausedRollout(o *argoRollout) Status {
 		}
 	}
 	if c := o.Spec.Strategy.Canary; c != nil && o.Status.CurrentStepIndex != nil {
-		return Status{Paused: true, Message: fmt.Sprintf("paused at step %d of %d: %s", *o.Status.CurrentStepIndex+1, len(c.Steps), PausedForPromotion)}
+		return Status{Paused: true, Pause: pauseOf(o), Message: fmt.Sprintf("paused at step %d of %d: %s", *o.Status.CurrentStepIndex+1, len(c.Steps), PausedForPromotion)}
 	}
-	return Status{Paused: true, Message: "paused: " + PausedForPromotion}
+	return Status{Paused: true, Pause: pauseOf(o), Message: "paused: " + PausedForPromotion}
 }
 
 func orPhase(st argoStatus) string {

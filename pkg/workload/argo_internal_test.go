@@ -40,8 +40,8 @@ func TestJudgeRollout(t *testing.T) {
 		{"paused at a step", 3, func(o *argoRollout) {
 			canary(o)
 			o.Status.Phase, o.Status.CurrentStepIndex = "Paused", step(2)
-			o.Status.PauseConditions = []argoPause{{Reason: "CanaryPauseStep"}}
-		}, Status{Paused: true, Message: "paused at step 3 of 5: waiting for promotion"}},
+			o.Status.PauseConditions = []argoPause{{Reason: "CanaryPauseStep", StartTime: "2026-11-29T06:00:00Z"}}
+		}, Status{Paused: true, Pause: "CanaryPauseStep@2026-11-29T06:00:00Z", Message: "paused at step 3 of 5: waiting for promotion"}},
 		{"paused by spec", 3, func(o *argoRollout) { canary(o); o.Spec.Paused, o.Status.Phase = true, "Paused" },
 			Status{Message: "paused by spec.paused: waiting for someone to resume it"}},
 		{"unpausing", 3, func(o *argoRollout) { o.Status.ControllerPause, o.Status.Phase = true, "Paused" },

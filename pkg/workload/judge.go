@@ -16,8 +16,10 @@ import (
 type Status struct {
 	Done, Failed, OnDelete bool
 	// Paused is a Rollout paused at a step for a promotion: still going,
-	// and promoted when the apply is told to.
+	// and promoted when the apply is told to. Pause then names the pause
+	// (PromoteRollout promotes that one only).
 	Paused  bool
+	Pause   string
 	Message string
 }
 
