@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
@@ -23,6 +26,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
+	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
 // readToken is the API token the daemon tests read environments with.
@@ -42,7 +46,7 @@ type daemonWorld struct {
 // rollouts, with onFailedRollout: rollback and approvals as given; the
 // manifests repository holds service api at tag "1" (what the cluster
 // runs), so the first plan has nothing to change.
-func runDaemon(t *testing.T, ns string, rollouts *config.Rollouts, approvals config.Approvals, skip bool, opts ...daemon.Option) *daemonWorld {
+func runDaemon(t *testing.T, ns string, rollouts *config.Rollouts, approvals config.Approvals, skip bool) *daemonWorld {
 	t.Helper()
 	env := cluster.Env(t)
 	git := gitserver.New(t)
@@ -76,8 +80,8 @@ func runDaemon(t *testing.T, ns string, rollouts *config.Rollouts, approvals con
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := daemon.New(cfg, append(append(parts, daemon.WithIdentity(id), daemon.WithLogger(log), daemon.WithLeaderElection(daemon.LeaderElection{Enable: true,
-		ReleaseOnCancel: true, LeaseDuration: 10 * time.Second, RenewDeadline: 7 * time.Second, RetryPeriod: 250 * time.Millisecond})), opts...)...)
+	d, err := daemon.New(cfg, append(parts, daemon.WithIdentity(id), daemon.WithLogger(log), daemon.WithLeaderElection(daemon.LeaderElection{Enable: true,
+		ReleaseOnCancel: true, LeaseDuration: 10 * time.Second, RenewDeadline: 7 * time.Second, RetryPeriod: 250 * time.Millisecond}))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,6 +245,49 @@ func TestDaemonPromotesPausedCanary(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"patch api", "patch api/status"}, rolloutWrites(t, env, ns)); diff != "" {
 		t.Errorf("the daemon's writes to the namespace's Rollouts (-want +got):\n%s", diff)
+	}
+}
+
+// TestDaemonShowsPausedStep: under rollouts.promote: wait, a canary paused
+// at a step is shown where it waits, "Rollout api on a: paused at step 2 of
+// 3: waiting for promotion", in the environment's status and over the API;
+// a person's promotion (kubectl argo rollouts promote) lets the deploy end
+// succeeded, and the daemon promoted nothing itself.
+func TestDaemonShowsPausedStep(t *testing.T) {
+	env := cluster.Env(t)
+	ns := env.Namespace(t)
+	dyn := dynamicClient(t, env)
+	createRollout(t, dyn, ns, "api", "api", "reg.example.com/api:1", "[{setWeight: 50}, {pause: {}}, {setWeight: 100}]")
+	waitPhase(t, dyn, ns, "api", "Healthy")
+	w := runDaemon(t, ns, &config.Rollouts{Promote: config.RolloutsPromoteWait}, config.Approvals{}, true)
+
+	rev := w.push(t, "2", true)
+	const paused = "Rollout api on a: paused at step 2 of 3: waiting for promotion"
+	testenv.WaitFor(t, 2*time.Minute, "the status to say where the Rollout waits", func() bool {
+		v, err := w.d.Environment(context.Background(), "test")
+		return err == nil && slices.Contains(v.Waiting, paused)
+	})
+	v, err := w.api.Environment(context.Background(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(v.Waiting, paused) {
+		t.Errorf("GET /api/v1/environments/test: waiting %q; want %q", v.Waiting, paused)
+	}
+	if v.Phase != "Applying" && v.Phase != "Verifying" {
+		t.Errorf("phase %s while the Rollout waits; want Applying", v.Phase)
+	}
+	// A person promotes it, as `kubectl argo rollouts promote api` does.
+	if _, err := dyn.Resource(reconcile.RolloutGVR).Namespace(ns).Patch(context.Background(), "api", types.MergePatchType,
+		[]byte(`{"status":{"pauseConditions":null}}`), metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+	entry := w.entryAt(t, rev, 2*time.Minute)
+	if entry.Result != approval.ResultSucceeded {
+		t.Errorf("history entry %s: %q; want succeeded", entry.Result, entry.Message)
+	}
+	if evs := events(t, env.Clientset, ns, "api", "Promoted"); len(evs) != 0 {
+		t.Errorf("the daemon promoted under promote: wait: %q", evs)
 	}
 }
 

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -108,13 +109,16 @@ func primaryRuns(ctx context.Context, j *job, c *workload.Canary) (string, bool,
 	return name, true, nil
 }
 
-// CanaryProgress says where Flagger's analysis stands of each workload of
-// changes that a Canary targets and that Flagger is analysing now: "Deployment
-// web on a: canary analysing: 3 of 5 iterations", in the order of changes.
-// It lists the Canaries of each target namespace once; a workload whose
-// Canary is at rest (Succeeded, Failed, Initialized), that no Canary targets,
-// or whose namespace's Canaries cannot be read says nothing. What an
-// apply in flight shows while it waits for Flagger (the daemon's status).
+// CanaryProgress says where each canary of changes waits, in the order of
+// changes: a workload that a Canary targets and that Flagger is analysing
+// now ("Deployment web on a: canary analysing: 3 of 5 iterations"), and an
+// Argo Rollouts Rollout that is paused, at a step for a promotion ("Rollout
+// api on a: paused at step 2 of 3: waiting for promotion") or otherwise. It
+// lists the Canaries of each target namespace once and reads each Rollout
+// once; a workload whose Canary is at rest (Succeeded, Failed,
+// Initialized), that no Canary targets, a Rollout not paused, or what
+// cannot be read says nothing. What an apply in flight shows while it
+// waits for Flagger or a promotion (the daemon's status).
 func CanaryProgress(ctx context.Context, targets []Target, changes []Change) []string {
 	byName := map[string]Target{}
 	for _, t := range targets {
@@ -127,10 +131,19 @@ func CanaryProgress(ctx context.Context, targets []Target, changes []Change) []s
 	for _, ch := range changes {
 		k := ch.Key()
 		t, ok := byName[k.Target]
-		if seen[k] || !ok || !workload.IsCanaryKind(k.Kind) {
+		if seen[k] || !ok {
 			continue
 		}
 		seen[k] = true
+		if k.Kind == workload.KindRollout {
+			if msg, ok := rolloutPaused(ctx, t, k); ok {
+				out = append(out, fmt.Sprintf("%s %s on %s: %s", k.Kind, k.Name, k.Target, msg))
+			}
+			continue
+		}
+		if !workload.IsCanaryKind(k.Kind) {
+			continue
+		}
 		ns := tn{k.Target, k.Namespace}
 		cs, ok := read[ns]
 		if !ok {
@@ -148,6 +161,20 @@ func CanaryProgress(ctx context.Context, targets []Target, changes []Change) []s
 		}
 	}
 	return out
+}
+
+// rolloutPaused says where Rollout k of t is paused, if it is (read
+// through t's dynamic client; none without one).
+func rolloutPaused(ctx context.Context, t Target, k WorkloadKey) (string, bool) {
+	if t.Dynamic == nil {
+		return "", false
+	}
+	w, err := workload.Get(ctx, t.cluster(), k.Kind, types.NamespacedName{Namespace: k.Namespace, Name: k.Name})
+	if err != nil || w.Object == nil {
+		return "", false // unreadable: nothing to say
+	}
+	st := workload.Judge(w.Object, 0)
+	return st.Message, !st.Done && !st.Failed && strings.HasPrefix(st.Message, "paused")
 }
 
 // canaryFailed reports whether w's workload is the target of a Canary that
