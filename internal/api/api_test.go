@@ -84,7 +84,8 @@ func (b *backend) Approve(_ context.Context, env, hash string, who identity.Prin
 	return b.decide(env, hash, "approve "+who.String())
 }
 
-func (b *backend) Reject(_ context.Context, env, hash string, who identity.Principal, why string) (*approval.Pending, error) {
+func (b *backend) Reject(_ context.Context, env, hash string, w approval.Why) (*approval.Pending, error) {
+	who, why := w.By, w.Reason
 	return b.decide(env, hash, "reject "+who.String()+" "+why)
 }
 

@@ -47,7 +47,7 @@ func (s *Server) breakGlass(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	p, err := bg.BreakGlass(r.Context(), env, req.PlanHash, who, reason)
+	p, err := bg.BreakGlass(r.Context(), env, req.PlanHash, approval.Why{By: who, Reason: reason})
 	if err != nil {
 		fail(w, err)
 		return

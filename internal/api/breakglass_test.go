@@ -10,11 +10,11 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/auth"
-	"github.com/stagehand-gitops/stagehand/internal/identity"
 )
 
 // BreakGlass is the backend's approval.BreakGlasser: the pending plan named, by the verified caller.
-func (b *backend) BreakGlass(_ context.Context, env, hash string, who identity.Principal, reason string) (*approval.Pending, error) {
+func (b *backend) BreakGlass(_ context.Context, env, hash string, why approval.Why) (*approval.Pending, error) {
+	who, reason := why.By, why.Reason
 	if _, err := approval.CheckReason(reason); err != nil {
 		return nil, err
 	}

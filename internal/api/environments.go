@@ -168,7 +168,7 @@ func (s *Server) decisionHandler(approve bool) http.HandlerFunc {
 		if approve {
 			p, err = s.b.Approve(r.Context(), env, req.PlanHash, who)
 		} else {
-			p, err = s.b.Reject(r.Context(), env, req.PlanHash, who, req.Reason)
+			p, err = s.b.Reject(r.Context(), env, req.PlanHash, approval.Why{By: who, Reason: req.Reason})
 		}
 		switch {
 		case err != nil:

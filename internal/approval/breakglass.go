@@ -8,8 +8,6 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/stagehand-gitops/stagehand/internal/identity"
 )
 
 // MaxBreakGlassReason bounds a break-glass reason, in code points.
@@ -93,5 +91,5 @@ var _ GlassBreaker = multiGate{}
 // already). It returns the plan, with its approvals so far. A second break-glass of the same plan
 // changes nothing. Who may break the glass is the door's to check (the scope break-glass:<env>).
 type BreakGlasser interface {
-	BreakGlass(ctx context.Context, env, planHash string, who identity.Principal, reason string) (*Pending, error)
+	BreakGlass(ctx context.Context, env, planHash string, why Why) (*Pending, error)
 }

@@ -26,7 +26,15 @@ import (
 // that token. Records write its ID as kind:name ("github:alice", "token:ci-deployer").
 type Decider interface {
 	Approve(ctx context.Context, env, planHash string, approver identity.Principal) (*Pending, error)
-	Reject(ctx context.Context, env, planHash string, approver identity.Principal, reason string) (*Pending, error)
+	Reject(ctx context.Context, env, planHash string, why Why) (*Pending, error)
+}
+
+// Why is who takes a decision that carries a reason, and the reason: a
+// rejection (Decider.Reject; the reason may be empty) or a break-glass
+// (BreakGlasser.BreakGlass; the reason is required, see CheckReason).
+type Why struct {
+	By     identity.Principal
+	Reason string
 }
 
 // ErrRefused is matched (errors.Is) by a *RefusedError.

@@ -11,7 +11,7 @@
 //	  │
 //	  │    (a human decides, later, anywhere)
 //	  │ Decider.Approve(ctx, env, planHash, who) ◀── HTTP API (internal/api), CLI,
-//	  │ Decider.Reject(ctx, env, planHash, who, why)  GitHub check-run button
+//	  │ Decider.Reject(ctx, env, planHash, why)  GitHub check-run button
 //	  │
 //	  │ Superseded(ctx, old, newRevision) ──▶ a newer revision (or a changed plan)
 //	  │                                       replaced the pending one

@@ -33,7 +33,7 @@ type decidingBackend struct{ locks *lock.Service }
 func (decidingBackend) Approve(_ context.Context, env, planHash string, _ identity.Principal) (*approval.Pending, error) {
 	return &approval.Pending{PlanHash: planHash, Revision: "r"}, nil
 }
-func (decidingBackend) Reject(_ context.Context, env, planHash string, _ identity.Principal, _ string) (*approval.Pending, error) {
+func (decidingBackend) Reject(_ context.Context, env, planHash string, _ approval.Why) (*approval.Pending, error) {
 	return &approval.Pending{PlanHash: planHash, Revision: "r"}, nil
 }
 func (decidingBackend) EnvironmentNames() []string { return []string{"devel", "prod"} }

@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/auth"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
@@ -138,7 +139,7 @@ func TestWaitCommand(t *testing.T) {
 	// Rejected while waiting.
 	go func() {
 		time.Sleep(300 * time.Millisecond)
-		if _, err := d.Reject(context.Background(), "prod", hash, identity.Principal{ID: identity.Parse("token:ops")}, "not today"); err != nil {
+		if _, err := d.Reject(context.Background(), "prod", hash, approval.Why{By: identity.Principal{ID: identity.Parse("token:ops")}, Reason: "not today"}); err != nil {
 			t.Errorf("rejecting prod: %v", err)
 		}
 	}()

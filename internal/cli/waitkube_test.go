@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/crds"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
@@ -121,7 +122,7 @@ func TestWaitKubeconfig(t *testing.T) {
 		testenv.WaitFor(t, 30*time.Second, "two watches of environments ended and one open", func() bool {
 			return watches(t, cs, "apiserver_request_total") >= ended+2 && watches(t, cs, "apiserver_longrunning_requests") >= 1
 		})
-		if _, err := dm.Reject(context.Background(), "prod", hash, identity.Principal{ID: identity.Parse("token:ops")}, "not today"); err != nil {
+		if _, err := dm.Reject(context.Background(), "prod", hash, approval.Why{By: identity.Principal{ID: identity.Parse("token:ops")}, Reason: "not today"}); err != nil {
 			t.Errorf("rejecting prod: %v", err)
 		}
 	}()

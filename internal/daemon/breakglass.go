@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
-	"github.com/stagehand-gitops/stagehand/internal/identity"
 )
 
 var _ approval.BreakGlasser = (*Daemon)(nil)
@@ -14,16 +13,16 @@ var _ approval.BreakGlasser = (*Daemon)(nil)
 // reason (approval.BreakGlasser; window.Guard.BreakGlass keeps it beside the plan in the state, on any
 // replica). The worker of the replica that works env sees it within a second (pickUp) and applies the
 // plan if it has its approvals.
-func (ds *dispatcher) BreakGlass(ctx context.Context, env, planHash string, who identity.Principal, reason string) (*approval.Pending, error) {
+func (ds *dispatcher) BreakGlass(ctx context.Context, env, planHash string, why approval.Why) (*approval.Pending, error) {
 	w, ok := ds.workers[env]
 	if !ok {
 		return nil, fmt.Errorf("%w %q; configured: %v", approval.ErrUnknownEnvironment, env, ds.envNames)
 	}
-	reason, err := approval.CheckReason(reason)
+	reason, err := approval.CheckReason(why.Reason)
 	if err != nil {
 		return nil, err
 	}
-	p, err := w.windows.BreakGlass(ctx, ds.store, planHash, who, reason)
+	p, err := w.windows.BreakGlass(ctx, ds.store, planHash, approval.Why{By: why.By, Reason: reason})
 	if err != nil {
 		return nil, err
 	}

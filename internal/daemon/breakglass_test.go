@@ -121,7 +121,7 @@ func TestBreakGlass(t *testing.T) {
 		t.Errorf("the gate heard %d break-glasses, want the one", n)
 	}
 
-	if _, err := r.d.BreakGlass(ctx, "nope", p2.PlanHash, ghUser("alice"), "x"); !errors.Is(err, approval.ErrUnknownEnvironment) {
+	if _, err := r.d.BreakGlass(ctx, "nope", p2.PlanHash, approval.Why{By: ghUser("alice"), Reason: "x"}); !errors.Is(err, approval.ErrUnknownEnvironment) {
 		t.Errorf("another environment: %v; want unknown", err)
 	}
 	testenv.WaitFor(t, 10*time.Second, "the view showing the windows closed", func() bool {

@@ -399,8 +399,8 @@ func (ds *dispatcher) Approve(ctx context.Context, env, planHash string, approve
 
 // Reject rejects env's pending plan if planHash is its hash; it is recorded
 // in the history and not applied. The next revision is planned as usual.
-func (ds *dispatcher) Reject(ctx context.Context, env, planHash string, approver identity.Principal, reason string) (*approval.Pending, error) {
-	return ds.decide(ctx, env, decision{planHash: planHash, who: approver, reason: reason, caller: trace.SpanContextFromContext(ctx)})
+func (ds *dispatcher) Reject(ctx context.Context, env, planHash string, why approval.Why) (*approval.Pending, error) {
+	return ds.decide(ctx, env, decision{planHash: planHash, who: why.By, reason: why.Reason, caller: trace.SpanContextFromContext(ctx)})
 }
 
 func (ds *dispatcher) decide(ctx context.Context, env string, dc decision) (*approval.Pending, error) {

@@ -158,7 +158,7 @@ func TestHandoverApproveAndReject(t *testing.T) {
 					return err
 				},
 				func() error {
-					_, err := w.standby[1].Reject(ctx, "prod", w.pending.PlanHash, ghUser("bob"), "not on a Friday")
+					_, err := w.standby[1].Reject(ctx, "prod", w.pending.PlanHash, approval.Why{By: ghUser("bob"), Reason: "not on a Friday"})
 					return err
 				},
 			}
@@ -201,7 +201,7 @@ func TestHandoverQueueFull(t *testing.T) {
 	w := newHandoverWorld(t, 1)
 	d := w.standby[0]
 	for i := range maxHandovers {
-		if _, err := d.Reject(ctx, "prod", w.pending.PlanHash, ghUser(fmt.Sprintf("p%d", i)), "no"); err != nil {
+		if _, err := d.Reject(ctx, "prod", w.pending.PlanHash, approval.Why{By: ghUser(fmt.Sprintf("p%d", i)), Reason: "no"}); err != nil {
 			t.Fatalf("rejection %d: %v", i, err)
 		}
 	}
@@ -242,10 +242,10 @@ func TestHandoverOlderReplica(t *testing.T) {
 	d := w.standby[0]
 
 	// A newer standby's two decisions: the newest is in the older replicas' slot.
-	if _, err := d.Reject(ctx, "prod", w.pending.PlanHash, ghUser("carol"), "first"); err != nil {
+	if _, err := d.Reject(ctx, "prod", w.pending.PlanHash, approval.Why{By: ghUser("carol"), Reason: "first"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Reject(ctx, "prod", w.pending.PlanHash, ghUser("erin"), "second"); err != nil {
+	if _, err := d.Reject(ctx, "prod", w.pending.PlanHash, approval.Why{By: ghUser("erin"), Reason: "second"}); err != nil {
 		t.Fatal(err)
 	}
 	cm, err := cms.Get(ctx, state.ConfigMapName("prod"), metav1.GetOptions{})

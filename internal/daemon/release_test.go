@@ -217,7 +217,7 @@ func TestReleaseApprovalRejected(t *testing.T) {
 			ctx := context.Background()
 			w := newReleaseWorld(t, func(ec *config.Environment) { ec.OnFailedRollout = tc.onFailed })
 			p := w.waiting(t, w.d, w.rev)
-			if _, err := w.d.Reject(ctx, "devel", p.PlanHash, ghUser("alice"), "not before the sale"); err != nil {
+			if _, err := w.d.Reject(ctx, "devel", p.PlanHash, approval.Why{By: ghUser("alice"), Reason: "not before the sale"}); err != nil {
 				t.Fatal(err)
 			}
 			w.d.workers["devel"].desk.pickUp(ctx)

@@ -263,7 +263,7 @@ func TestSequenceApprovalRejected(t *testing.T) {
 	if err != nil || st.Pending == nil {
 		t.Fatalf("devel pending after one pass: %+v, %v (skipConfirmation must not skip an approval task)", st, err)
 	}
-	if _, err := d.Reject(ctx, "devel", st.Pending.PlanHash, ghUser("alice"), "not today"); err != nil {
+	if _, err := d.Reject(ctx, "devel", st.Pending.PlanHash, approval.Why{By: ghUser("alice"), Reason: "not today"}); err != nil {
 		t.Fatal(err)
 	}
 	d.workers["devel"].desk.pickUp(ctx)

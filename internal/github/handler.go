@@ -218,7 +218,7 @@ func (h *Handler) decide(ctx context.Context, run *gh.CheckRun, env string, reje
 	who := identity.Principal{ID: identity.ID{Kind: identity.GitHub, Name: login}}
 	var err error
 	if reject {
-		_, err = h.decider.Reject(ctx, env, hash, who, "rejected on GitHub")
+		_, err = h.decider.Reject(ctx, env, hash, approval.Why{By: who, Reason: "rejected on GitHub"})
 	} else {
 		_, err = h.decider.Approve(ctx, env, hash, who)
 	}

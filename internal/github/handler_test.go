@@ -193,7 +193,8 @@ func (d slowDecider) Approve(ctx context.Context, env, _ string, who identity.Pr
 	return nil, <-d.release
 }
 
-func (d slowDecider) Reject(ctx context.Context, env, _ string, who identity.Principal, _ string) (*approval.Pending, error) {
+func (d slowDecider) Reject(ctx context.Context, env, _ string, why approval.Why) (*approval.Pending, error) {
+	who := why.By
 	d.started <- "reject " + env + " " + who.String()
 	return nil, <-d.release
 }

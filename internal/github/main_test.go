@@ -121,7 +121,8 @@ func (d *decider) Approve(_ context.Context, env, hash string, who identity.Prin
 	return &approval.Pending{PlanHash: hash}, nil
 }
 
-func (d *decider) Reject(ctx context.Context, env, hash string, who identity.Principal, reason string) (*approval.Pending, error) {
+func (d *decider) Reject(ctx context.Context, env, hash string, why approval.Why) (*approval.Pending, error) {
+	who, reason := why.By, why.Reason
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.check(env, hash); err != nil {

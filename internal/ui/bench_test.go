@@ -54,7 +54,7 @@ func (b *bigBackend) Environment(_ context.Context, env string) (*status.Environ
 func (b *bigBackend) Approve(context.Context, string, string, identity.Principal) (*approval.Pending, error) {
 	return nil, nil
 }
-func (b *bigBackend) Reject(context.Context, string, string, identity.Principal, string) (*approval.Pending, error) {
+func (b *bigBackend) Reject(context.Context, string, string, approval.Why) (*approval.Pending, error) {
 	return nil, nil
 }
 func (b *bigBackend) LockService() *lock.Service { return nil }

@@ -119,7 +119,8 @@ func (b *backend) Approve(_ context.Context, env, hash string, who identity.Prin
 	return &c, nil
 }
 
-func (b *backend) Reject(_ context.Context, env, hash string, who identity.Principal, why string) (*approval.Pending, error) {
+func (b *backend) Reject(_ context.Context, env, hash string, w approval.Why) (*approval.Pending, error) {
+	who, why := w.By, w.Reason
 	return b.decide(env, hash, "reject "+env+" by "+who.String()+": "+why)
 }
 

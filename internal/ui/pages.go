@@ -218,7 +218,7 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 				s.fail(w, r, http.StatusBadRequest, fmt.Sprintf("The reason is %d bytes long; at most 4096 are accepted.", len(reason)))
 				return
 			}
-			p, err = s.b.Reject(r.Context(), env, hash, v.Principal(), reason)
+			p, err = s.b.Reject(r.Context(), env, hash, approval.Why{By: v.Principal(), Reason: reason})
 			switch {
 			case err == nil && p.Release:
 				msg = fmt.Sprintf("Rejected by %s: the deploy of revision %s to %s fails.", v.Login, short(p.Revision), env)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
-	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/policy"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 )
@@ -21,7 +20,8 @@ import (
 // are open now, and a plan that is not the one pending (or a release approval's, which no window holds)
 // with an *approval.NotPendingError. A second break-glass of the same plan keeps the first. It returns
 // the pending plan.
-func (g *Guard) BreakGlass(ctx context.Context, store Store, planHash string, who identity.Principal, reason string) (*approval.Pending, error) {
+func (g *Guard) BreakGlass(ctx context.Context, store Store, planHash string, why approval.Why) (*approval.Pending, error) {
+	who, reason := why.By, why.Reason
 	refuse := func(why string) error {
 		return &approval.RefusedError{Environment: g.c.Env, Approver: who.String(), Reason: why}
 	}

@@ -41,15 +41,15 @@ func TestBreakGlass(t *testing.T) {
 	g := New(Config{Env: "prod", Calendar: calendar(t, freeze), Now: func() time.Time { return now }, Store: store, Gate: gate, Log: logr.Discard()})
 	defer g.Stop()
 
-	if _, err := g.BreakGlass(ctx, store, "sha256:old", alice, "INC-42"); !errors.As(err, new(*approval.NotPendingError)) {
+	if _, err := g.BreakGlass(ctx, store, "sha256:old", approval.Why{By: alice, Reason: "INC-42"}); !errors.As(err, new(*approval.NotPendingError)) {
 		t.Errorf("a stale planHash: %v; want NotPending", err)
 	}
-	p, err := g.BreakGlass(ctx, store, "sha256:01", alice, "INC-42")
+	p, err := g.BreakGlass(ctx, store, "sha256:01", approval.Why{By: alice, Reason: "INC-42"})
 	if err != nil || p.PlanHash != "sha256:01" {
 		t.Fatalf("BreakGlass = %+v, %v", p, err)
 	}
 	mallory := identity.Principal{ID: identity.ID{Kind: identity.Token, Name: "mallory"}}
-	if _, err := g.BreakGlass(ctx, store, "sha256:01", mallory, "again"); err != nil { // a replay changes nothing
+	if _, err := g.BreakGlass(ctx, store, "sha256:01", approval.Why{By: mallory, Reason: "again"}); err != nil { // a replay changes nothing
 		t.Fatal(err)
 	}
 	want := []approval.BreakGlass{{PlanHash: "sha256:01", Revision: "r1", By: "github:alice", Reason: "INC-42", At: now}}
@@ -94,13 +94,13 @@ func TestBreakGlass(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var re *approval.RefusedError
-			if _, err := tc.g.BreakGlass(ctx, store, "sha256:02", alice, "INC-42"); !errors.As(err, &re) || !strings.Contains(re.Reason, tc.want) {
+			if _, err := tc.g.BreakGlass(ctx, store, "sha256:02", approval.Why{By: alice, Reason: "INC-42"}); !errors.As(err, &re) || !strings.Contains(re.Reason, tc.want) {
 				t.Errorf("BreakGlass = %v; want refused saying %q", err, tc.want)
 			}
 		})
 	}
 	store.st.Pending.Release = true
-	if _, err := g.BreakGlass(ctx, store, "sha256:02", alice, "INC-42"); !errors.As(err, new(*approval.NotPendingError)) {
+	if _, err := g.BreakGlass(ctx, store, "sha256:02", approval.Why{By: alice, Reason: "INC-42"}); !errors.As(err, new(*approval.NotPendingError)) {
 		t.Errorf("a release approval's plan: %v; want NotPending (no window holds it)", err)
 	}
 }
