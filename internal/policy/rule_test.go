@@ -120,6 +120,14 @@ func FuzzEvaluate(f *testing.F) {
 	f.Add(`[0,1,2,3,4,5,6,7,8,9].all(a, [0,1,2,3,4,5,6,7,8,9].all(b, [0,1,2,3,4,5,6,7,8,9].all(c, a+b+c >= 0)))`)
 	f.Add(`plan.changes[0].to.image.split("/").size() > 2`)
 	f.Add(`stagehand.Image{} == plan.changes[0].to`)
+	// Shapes the untracked program's shortcuts hand back to CEL's own steps.
+	f.Add(`has(plan.changes) && plan.changes.exists(c, has(c.to.tag) && !(c.to.tag == "x"))`)
+	f.Add(`dyn(plan).changes.size() > 0 || dyn(plan.changes[0]).to.tag == "1.0.0"`)
+	f.Add(`(size(plan.changes) > 1 ? plan.changes[0] : plan.changes[1]).to.repository.endsWith("svc-000")`)
+	f.Add(`[plan][0].changes[1].service == "svc-000" && !dyn(plan.changes[0].service)`)
+	f.Add(`plan.changes.exists(c, 1 / (size(c.service) - 7) > 0 || c.service == "svc-001")`)
+	f.Add(`plan.changes.map(c, c.to).exists(i, i.tag == "1.0.1") && plan.changes.filter(c, c.target == "eu").size() == 50`)
+	f.Add(`plan.services.exists(s, history.filter(d, d.result == "failed" && s in d.services).size() >= 2)`)
 	c, err := NewCompiler()
 	if err != nil {
 		f.Fatal(err)
