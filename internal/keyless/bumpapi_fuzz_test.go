@@ -86,7 +86,7 @@ func TestBumpAPIRefusesABadImageBeforeWriting(t *testing.T) {
 			}
 		})
 	}
-	if n := e.f.sent.count("POST", `/git/refs$`); n != 0 {
+	if n := e.f.Sent.Count("POST", `/git/refs$`); n != 0 {
 		t.Errorf("%d branches created for refused bumps", n)
 	}
 }

@@ -93,7 +93,7 @@ func TestBumpAPIOwnershipAttacks(t *testing.T) {
 		})
 	}
 	for _, route := range []struct{ method, path string }{{"PUT", "/contents/"}, {"POST", "/git/refs$"}, {"PATCH", "/git/refs/"}, {"POST", "/pulls$"}} {
-		if n := e.f.sent.count(route.method, route.path); n != 0 {
+		if n := e.f.Sent.Count(route.method, route.path); n != 0 {
 			t.Fatalf("%d %s %s requests after refusals, want none", n, route.method, route.path)
 		}
 	}
@@ -169,7 +169,7 @@ func TestClaimsAllowed(t *testing.T) {
 func TestBumpAPIRefusesUnderARollbackHold(t *testing.T) {
 	e := newBumpEnv(t)
 	ctx := context.Background()
-	if _, err := e.f.locks.PlaceHold(ctx, lock.NewHold("apps/devel", "alice", time.Now().Add(time.Hour), map[string]string{lock.HoldLinkPullRequest: "https://github.com/acme/manifests/pull/9"})); err != nil {
+	if _, err := e.f.Locks.PlaceHold(ctx, lock.NewHold("apps/devel", "alice", time.Now().Add(time.Hour), map[string]string{lock.HoldLinkPullRequest: "https://github.com/acme/manifests/pull/9"})); err != nil {
 		t.Fatal(err)
 	}
 	body := BumpBody{Environment: "devel", Service: "checkout-api", Tag: "1.6.0"}
@@ -182,13 +182,13 @@ func TestBumpAPIRefusesUnderARollbackHold(t *testing.T) {
 		!strings.Contains(got.Result.Reason, "apps/devel/hold is held by a rollback of alice") {
 		t.Fatalf("bump under a rollback hold answered %d: %s", code, out)
 	}
-	if prs := e.f.srv.PullRequests(owner, repo); len(prs) != 0 {
+	if prs := e.f.Srv.PullRequests(owner, repo); len(prs) != 0 {
 		t.Errorf("pull requests under a hold: %+v", prs)
 	}
 	if lg := e.lastLog(); lg.Status != http.StatusLocked || lg.Caller == nil || lg.Caller.Repository != "acme/checkout-api" {
 		t.Errorf("log = %+v", lg)
 	}
-	if _, err := e.f.locks.ReleaseHold(ctx, "apps/devel"); err != nil {
+	if _, err := e.f.Locks.ReleaseHold(ctx, "apps/devel"); err != nil {
 		t.Fatal(err)
 	}
 	if code, out := e.post(t, e.gh.Sign(t, nil, e.github("acme/checkout-api")), body); code != http.StatusOK || decodeResult(t, out).PR != 1 {

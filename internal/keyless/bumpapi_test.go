@@ -163,16 +163,16 @@ func TestBumpAPIBumpsTheCallersOwnFile(t *testing.T) {
 	}
 	branch := "stagehand/bump-devel-checkout-api"
 	res := decodeResult(t, out)
-	want := &prbot.BumpResult{File: checkoutFile, Branch: branch, PR: 1, URL: res.URL, Commit: e.f.srv.Branch(owner, repo, branch), Changed: true, Created: true}
+	want := &prbot.BumpResult{File: checkoutFile, Branch: branch, PR: 1, URL: res.URL, Commit: e.f.Srv.Branch(owner, repo, branch), Changed: true, Created: true}
 	if diff := cmp.Diff(want, res); diff != "" {
 		t.Errorf("result (-want +got):\n%s", diff)
 	}
 	digest := "sha256:" + strings.Repeat("ab", 32)
 	wantFile := strings.Replace(checkoutJSON, "\"dockerTag\": \"1.5.0\"\n        }", "\"dockerTag\": \"1.6.0\",\n          \"dockerDigest\": \""+digest+"\"\n        }", 1)
-	if diff := cmp.Diff(wantFile, e.f.file(t, branch, checkoutFile)); diff != "" {
+	if diff := cmp.Diff(wantFile, e.f.File(t, branch, checkoutFile)); diff != "" {
 		t.Errorf("%s on %s (-want +got):\n%s", checkoutFile, branch, diff)
 	}
-	if prs := e.f.openPulls(); len(prs) != 1 || prs[0].Head != branch {
+	if prs := e.f.OpenPulls(); len(prs) != 1 || prs[0].Head != branch {
 		t.Errorf("open pull requests = %+v, want one from %s", prs, branch)
 	}
 	lg := e.lastLog()
@@ -209,7 +209,7 @@ func TestBumpAPIBumpsTheCallersOwnFile(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("GitLab bump answered %d: %s", code, out)
 	}
-	if got := e.f.file(t, "stagehand/bump-devel-shared-jobs", "environments/devel/shared-jobs.json"); !strings.Contains(got, `"payments-export"`) {
+	if got := e.f.File(t, "stagehand/bump-devel-shared-jobs", "environments/devel/shared-jobs.json"); !strings.Contains(got, `"payments-export"`) {
 		t.Errorf("shared-jobs.json on its bump branch:\n%s", got)
 	}
 	if lg := e.lastLog(); lg.Caller.Repository != "acme-group/payments-api" || lg.Caller.Event != "push" || lg.Caller.Ref != "refs/heads/main" {
@@ -379,15 +379,15 @@ func TestBumpAPIRefusals(t *testing.T) {
 	}
 	// Nothing was written: no branch, no file, no pull request.
 	for _, route := range []struct{ method, path string }{{"PUT", "/contents/"}, {"POST", "/git/refs$"}, {"PATCH", "/git/refs/"}, {"POST", "/pulls$"}} {
-		if n := e.f.sent.count(route.method, route.path); n != 0 {
+		if n := e.f.Sent.Count(route.method, route.path); n != 0 {
 			t.Errorf("%d %s %s requests after refusals, want none", n, route.method, route.path)
 		}
 	}
-	if prs := e.f.srv.PullRequests(owner, repo); len(prs) != 0 {
+	if prs := e.f.Srv.PullRequests(owner, repo); len(prs) != 0 {
 		t.Errorf("pull requests after refusals: %+v", prs)
 	}
 	for _, b := range []string{"stagehand/bump-devel-checkout-api", "stagehand/bump-devel-payments-api", "stagehand/bump-devel-shared-jobs", "stagehand/bump-staging-checkout-api"} {
-		if sha := e.f.srv.Branch(owner, repo, b); sha != "" {
+		if sha := e.f.Srv.Branch(owner, repo, b); sha != "" {
 			t.Errorf("branch %s exists after refusals", b)
 		}
 	}
@@ -395,7 +395,7 @@ func TestBumpAPIRefusals(t *testing.T) {
 
 func TestBumpAPIRefusesLockedEnvironment(t *testing.T) {
 	e := newBumpEnv(t)
-	e.f.lock(t, "apps/devel")
+	e.f.Lock(t, "apps/devel")
 	token := e.gh.Sign(t, nil, e.github("acme/checkout-api"))
 	code, out := e.post(t, token, BumpBody{Environment: "devel", Service: "checkout-api", Tag: "1.6.0", AutoMerge: true, MergeTimeout: "300ms"})
 	var got BumpError
@@ -406,17 +406,17 @@ func TestBumpAPIRefusesLockedEnvironment(t *testing.T) {
 		!strings.Contains(got.Result.Reason, "blocked: apps/devel is locked until") {
 		t.Fatalf("bump into a locked environment answered %d: %s", code, out)
 	}
-	if prs := e.f.srv.PullRequests(owner, repo); len(prs) != 0 {
+	if prs := e.f.Srv.PullRequests(owner, repo); len(prs) != 0 {
 		t.Errorf("pull requests = %+v, want none opened into a locked environment", prs)
 	}
 
 	// Unlocked, with green checks: merged within the request.
-	e.f.unlock(t, "apps/devel")
+	e.f.Unlock(t, "apps/devel")
 	code, out = e.post(t, e.gh.Sign(t, nil, e.github("acme/checkout-api")), BumpBody{Environment: "devel", Service: "checkout-api", Tag: "1.6.0", AutoMerge: true, MergeTimeout: "5s"})
 	if code != http.StatusOK || !decodeResult(t, out).Merged {
 		t.Fatalf("bump after unlock answered %d: %s", code, out)
 	}
-	if got := e.f.file(t, "main", checkoutFile); !strings.Contains(got, `{ "dockerTag": "1.6.0" }`) {
+	if got := e.f.File(t, "main", checkoutFile); !strings.Contains(got, `{ "dockerTag": "1.6.0" }`) {
 		t.Errorf("main after the merge:\n%s", got)
 	}
 }

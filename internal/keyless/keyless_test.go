@@ -126,7 +126,7 @@ func TestBumpAPIOwnershipByName(t *testing.T) {
 		})
 	}
 	for _, route := range []struct{ method, path string }{{"PUT", "/contents/"}, {"POST", "/git/refs$"}, {"PATCH", "/git/refs/"}, {"POST", "/pulls$"}} {
-		if n := e.f.sent.count(route.method, route.path); n != 0 {
+		if n := e.f.Sent.Count(route.method, route.path); n != 0 {
 			t.Fatalf("%d %s %s requests after refusals, want none", n, route.method, route.path)
 		}
 	}

@@ -62,14 +62,9 @@ type options struct {
 	mergeMethod   string
 	requireCheck  []string
 	manifestOpts  []manifest.Option
-
-	// Server
-	resync   time.Duration
-	onResult func(*PromoteResult, error)
 }
 
-// Option configures a Bot or a Server; each reads the options meant for it
-// and ignores the others.
+// Option configures a Bot.
 type Option func(*options) error
 
 // WithBase sets the base branch of the manifests repository (default "main").

@@ -52,7 +52,7 @@ func TestBumpOpensUpdatesAndIsIdempotent(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, devel())
 	b := f.bot(t)
-	baseBefore := f.srv.Branch(owner, repo, "main")
+	baseBefore := f.Srv.Branch(owner, repo, "main")
 	req := BumpRequest{Env: "devel", File: "checkout-api.json", Service: "checkout-api", Tag: "1.6.0"}
 
 	// A new bump opens a pull request whose diff is the one tag line.
@@ -61,21 +61,21 @@ func TestBumpOpensUpdatesAndIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	branch := "stagehand/bump-devel-checkout-api"
-	want := &BumpResult{File: checkoutFile, Branch: branch, PR: 1, URL: res.URL, Commit: f.srv.Branch(owner, repo, branch), Changed: true, Created: true}
+	want := &BumpResult{File: checkoutFile, Branch: branch, PR: 1, URL: res.URL, Commit: f.Srv.Branch(owner, repo, branch), Changed: true, Created: true}
 	if diff := cmp.Diff(want, res); diff != "" {
 		t.Errorf("first bump (-want +got):\n%s", diff)
 	}
 	if !strings.HasSuffix(res.URL, "/acme/manifests/pull/1") {
 		t.Errorf("URL = %q, want the pull request's html URL", res.URL)
 	}
-	if got := f.srv.Branch(owner, repo, "main"); got != baseBefore {
+	if got := f.Srv.Branch(owner, repo, "main"); got != baseBefore {
 		t.Errorf("the base branch moved: %s → %s", baseBefore, got)
 	}
 	if diff := cmp.Diff([]string{`-        { "dockerTag": "1.5.0" },`, `+        { "dockerTag": "1.6.0" },`},
-		changedLines(t, checkoutJSON, f.file(t, branch, checkoutFile))); diff != "" {
+		changedLines(t, checkoutJSON, f.File(t, branch, checkoutFile))); diff != "" {
 		t.Errorf("diff of the bump (-want +got):\n%s", diff)
 	}
-	prs := f.openPulls()
+	prs := f.OpenPulls()
 	if len(prs) != 1 || prs[0].Head != branch || prs[0].Base != "main" {
 		t.Fatalf("open pull requests = %+v, want one from %s into main", prs, branch)
 	}
@@ -92,7 +92,7 @@ func TestBumpOpensUpdatesAndIsIdempotent(t *testing.T) {
 	if res2.PR != 1 || res2.Created || !res2.Changed {
 		t.Errorf("second bump = %+v, want PR 1 updated in place", res2)
 	}
-	got := f.file(t, branch, checkoutFile)
+	got := f.File(t, branch, checkoutFile)
 	wantFile := strings.Replace(strings.Replace(checkoutJSON, `{ "dockerTag": "1.5.0" }`, `{ "dockerTag": "1.6.0" }`, 1),
 		`          "dockerTag": "1.5.0"
 `, `          "dockerTag": "1.6.1",
@@ -101,7 +101,7 @@ func TestBumpOpensUpdatesAndIsIdempotent(t *testing.T) {
 	if diff := cmp.Diff(wantFile, got); diff != "" {
 		t.Errorf("file after two bumps (-want +got):\n%s", diff)
 	}
-	prs = f.openPulls()
+	prs = f.OpenPulls()
 	if len(prs) != 1 || prs[0].Title != "Bump checkout-api.json in devel: checkout-api 1.6.0, checkout-api/checkout-worker 1.6.1" {
 		t.Errorf("open pull requests = %+v, want PR 1 retitled for both bumps", prs)
 	}
@@ -110,9 +110,9 @@ func TestBumpOpensUpdatesAndIsIdempotent(t *testing.T) {
 	}
 
 	// The same bump again writes nothing and touches nothing.
-	head := f.srv.Branch(owner, repo, branch)
-	puts := f.sent.count("PUT", "/contents/")
-	patches := f.sent.count("PATCH", "/pulls/[0-9]+$")
+	head := f.Srv.Branch(owner, repo, branch)
+	puts := f.Sent.Count("PUT", "/contents/")
+	patches := f.Sent.Count("PATCH", "/pulls/[0-9]+$")
 	res3, err := b.Bump(ctx, BumpRequest{Env: "devel", File: "checkout-api.json", Service: "checkout-api", Container: "checkout-worker", Tag: "1.6.1", Digest: digest})
 	if err != nil {
 		t.Fatal(err)
@@ -120,16 +120,16 @@ func TestBumpOpensUpdatesAndIsIdempotent(t *testing.T) {
 	if res3.Changed || res3.Commit != "" || res3.PR != 1 || res3.Created {
 		t.Errorf("identical re-run = %+v, want no change on PR 1", res3)
 	}
-	if f.srv.Branch(owner, repo, branch) != head {
+	if f.Srv.Branch(owner, repo, branch) != head {
 		t.Error("identical re-run moved the branch")
 	}
-	if n := f.sent.count("PUT", "/contents/"); n != puts {
+	if n := f.Sent.Count("PUT", "/contents/"); n != puts {
 		t.Errorf("identical re-run wrote %d files", n-puts)
 	}
-	if n := f.sent.count("PATCH", "/pulls/[0-9]+$"); n != patches {
+	if n := f.Sent.Count("PATCH", "/pulls/[0-9]+$"); n != patches {
 		t.Errorf("identical re-run edited the pull request %d times", n-patches)
 	}
-	if n := len(f.srv.PullRequests(owner, repo)); n != 1 {
+	if n := len(f.Srv.PullRequests(owner, repo)); n != 1 {
 		t.Errorf("%d pull requests, want 1", n)
 	}
 }
@@ -177,7 +177,7 @@ func TestBumpAddsServiceAndOlderTagDoesNotWin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := f.file(t, "stagehand/bump-devel-checkout-api", checkoutFile)
+	got := f.File(t, "stagehand/bump-devel-checkout-api", checkoutFile)
 	if !res.Changed || !strings.Contains(got, `"name": "checkout-events"`) || !strings.Contains(got, `"dockerTag": "1.7.0"`) {
 		t.Errorf("after adding a service (%+v) the file is:\n%s", res, got)
 	}
@@ -186,7 +186,7 @@ func TestBumpAddsServiceAndOlderTagDoesNotWin(t *testing.T) {
 func TestRacingBumpsEndInOnePullRequestWithTheNewestTag(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, devel())
-	f.srv.SetLatency(2 * time.Millisecond) // widen the windows between read and write
+	f.Srv.SetLatency(2 * time.Millisecond) // widen the windows between read and write
 	const racers = 6
 	var wg sync.WaitGroup
 	errs := make([]error, racers)
@@ -204,11 +204,11 @@ func TestRacingBumpsEndInOnePullRequestWithTheNewestTag(t *testing.T) {
 			t.Errorf("racer %d: %v", i, err)
 		}
 	}
-	prs := f.srv.PullRequests(owner, repo)
+	prs := f.Srv.PullRequests(owner, repo)
 	if len(prs) != 1 || prs[0].State != "open" {
 		t.Fatalf("pull requests = %+v, want exactly one open", prs)
 	}
-	got := f.file(t, prs[0].Head, checkoutFile)
+	got := f.File(t, prs[0].Head, checkoutFile)
 	if diff := cmp.Diff([]string{`-        { "dockerTag": "1.5.0" },`, fmt.Sprintf(`+        { "dockerTag": "2.0.%d" },`, racers-1)}, changedLines(t, checkoutJSON, got)); diff != "" {
 		t.Errorf("racing bumps left (-want +got):\n%s", diff)
 	}
@@ -232,35 +232,35 @@ func TestBumpAutoMergeWaitsForChecksAndLocks(t *testing.T) {
 	}()
 
 	// Locked after the pull request was opened: the bot says why on it and does not merge.
-	testenv.WaitFor(t, 20*time.Second, "the bump pull request", func() bool { return len(f.srv.PullRequests(owner, repo)) == 1 })
-	f.lock(t, "apps/devel")
+	testenv.WaitFor(t, 20*time.Second, "the bump pull request", func() bool { return len(f.Srv.PullRequests(owner, repo)) == 1 })
+	f.Lock(t, "apps/devel")
 	testenv.WaitFor(t, 20*time.Second, "the lock comment", func() bool {
-		for _, c := range f.srv.Comments(owner, repo, 1) {
+		for _, c := range f.Srv.Comments(owner, repo, 1) {
 			if strings.Contains(c.Body, "apps/devel is locked") {
 				return true
 			}
 		}
 		return false
 	})
-	f.unlock(t, "apps/devel")
+	f.Unlock(t, "apps/devel")
 	// Unlocked but the required check has not reported: still waiting.
-	polls := f.sent.count("GET", "/check-runs$")
+	polls := f.Sent.Count("GET", "/check-runs$")
 	testenv.WaitFor(t, 20*time.Second, "more polls", func() bool {
-		return f.sent.count("GET", "/check-runs$") >= polls+3
+		return f.Sent.Count("GET", "/check-runs$") >= polls+3
 	})
-	if prs := f.srv.PullRequests(owner, repo); prs[0].Merged {
+	if prs := f.Srv.PullRequests(owner, repo); prs[0].Merged {
 		t.Fatal("merged before the required check succeeded")
 	}
-	head := f.srv.PullRequests(owner, repo)[0].HeadSHA
-	f.srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: "ci/test", HeadSHA: head, Status: "in_progress"})
-	polls = f.sent.count("GET", "/check-runs$")
+	head := f.Srv.PullRequests(owner, repo)[0].HeadSHA
+	f.Srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: "ci/test", HeadSHA: head, Status: "in_progress"})
+	polls = f.Sent.Count("GET", "/check-runs$")
 	testenv.WaitFor(t, 20*time.Second, "more polls", func() bool {
-		return f.sent.count("GET", "/check-runs$") >= polls+3
+		return f.Sent.Count("GET", "/check-runs$") >= polls+3
 	})
-	if prs := f.srv.PullRequests(owner, repo); prs[0].Merged {
+	if prs := f.Srv.PullRequests(owner, repo); prs[0].Merged {
 		t.Fatal("merged while the required check was in progress")
 	}
-	f.srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: "ci/test", HeadSHA: head, Status: "completed", Conclusion: "success", CompletedAt: time.Now()})
+	f.Srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: "ci/test", HeadSHA: head, Status: "completed", Conclusion: "success", CompletedAt: time.Now()})
 
 	var out outcome
 	select {
@@ -274,10 +274,10 @@ func TestBumpAutoMergeWaitsForChecksAndLocks(t *testing.T) {
 	if !out.res.Merged {
 		t.Fatalf("result = %+v, want merged", out.res)
 	}
-	if got := f.file(t, "main", checkoutFile); !strings.Contains(got, `{ "dockerTag": "1.6.0" }`) {
+	if got := f.File(t, "main", checkoutFile); !strings.Contains(got, `{ "dockerTag": "1.6.0" }`) {
 		t.Errorf("main after the merge:\n%s", got)
 	}
-	if f.srv.Branch(owner, repo, "stagehand/bump-devel-checkout-api") != "" {
+	if f.Srv.Branch(owner, repo, "stagehand/bump-devel-checkout-api") != "" {
 		t.Error("the bump branch was not deleted after merging")
 	}
 
@@ -298,8 +298,8 @@ func TestBumpAutoMergeGivesUpOnFailedChecks(t *testing.T) {
 	if _, err := b.Bump(ctx, BumpRequest{Env: "devel", File: "checkout-api.json", Service: "checkout-api", Tag: "1.6.0"}); err != nil {
 		t.Fatal(err)
 	}
-	head := f.srv.PullRequests(owner, repo)[0].HeadSHA
-	f.srv.SetStatus(owner, repo, head, "ci/lint", "failure")
+	head := f.Srv.PullRequests(owner, repo)[0].HeadSHA
+	f.Srv.SetStatus(owner, repo, head, "ci/lint", "failure")
 	res, err := b.Bump(ctx, BumpRequest{Env: "devel", File: "checkout-api.json", Service: "checkout-api", Tag: "1.6.0", AutoMerge: true, MergeTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -317,7 +317,7 @@ func TestBumpAfterARejectedPullRequestStartsOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A person closes the pull request without merging; the branch stays.
-	if _, _, err := f.gh.PullRequests.Edit(ctx, owner, repo, 1, &github.PullRequest{State: github.String("closed")}); err != nil {
+	if _, _, err := f.GH.PullRequests.Edit(ctx, owner, repo, 1, &github.PullRequest{State: github.String("closed")}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := b.Bump(ctx, BumpRequest{Env: "devel", File: "checkout-api.json", Service: "checkout-cron", Tag: "0.4.0"})
@@ -329,7 +329,7 @@ func TestBumpAfterARejectedPullRequestStartsOver(t *testing.T) {
 	}
 	// Only the new bump: the rejected 9.9.9 is gone.
 	if diff := cmp.Diff([]string{`-      "containers": [{"dockerTag": "0.3.0"}]`, `+      "containers": [{"dockerTag": "0.4.0"}]`},
-		changedLines(t, checkoutJSON, f.file(t, res.Branch, checkoutFile))); diff != "" {
+		changedLines(t, checkoutJSON, f.File(t, res.Branch, checkoutFile))); diff != "" {
 		t.Errorf("diff (-want +got):\n%s", diff)
 	}
 }
@@ -343,7 +343,7 @@ func TestBumpStaysMergeableWhenTheBaseEditsTheFile(t *testing.T) {
 	}
 	// Someone edits another service of the same file on main meanwhile.
 	edited := strings.Replace(checkoutJSON, `"0.3.0"`, `"0.3.1"`, 1)
-	f.srv.Commit(owner, repo, "main", map[string]string{checkoutFile: edited}, "hotfix checkout-cron")
+	f.Srv.Commit(owner, repo, "main", map[string]string{checkoutFile: edited}, "hotfix checkout-cron")
 
 	res, err := b.Bump(ctx, BumpRequest{Env: "devel", File: "checkout-api.json", Service: "checkout-api", Container: "checkout-worker", Tag: "1.6.1"})
 	if err != nil {
@@ -353,17 +353,17 @@ func TestBumpStaysMergeableWhenTheBaseEditsTheFile(t *testing.T) {
 		t.Fatalf("result = %+v, want PR 1 updated", res)
 	}
 	// The branch holds both bumps on top of the hotfix, so it merges cleanly.
-	got := f.file(t, res.Branch, checkoutFile)
+	got := f.File(t, res.Branch, checkoutFile)
 	if diff := cmp.Diff([]string{
 		`-        { "dockerTag": "1.5.0" },`, `+        { "dockerTag": "1.6.0" },`,
 		`-          "dockerTag": "1.5.0"`, `+          "dockerTag": "1.6.1"`,
 	}, changedLines(t, edited, got)); diff != "" {
 		t.Errorf("branch vs main (-want +got):\n%s", diff)
 	}
-	if _, _, err := f.gh.PullRequests.Merge(ctx, owner, repo, 1, "", nil); err != nil {
+	if _, _, err := f.GH.PullRequests.Merge(ctx, owner, repo, 1, "", nil); err != nil {
 		t.Fatalf("merging: %v", err)
 	}
-	if main := f.file(t, "main", checkoutFile); main != got {
+	if main := f.File(t, "main", checkoutFile); main != got {
 		t.Errorf("main after the merge:\n%s\nwant:\n%s", main, got)
 	}
 }

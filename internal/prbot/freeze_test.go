@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stagehand-gitops/stagehand/internal/prbot/prbottest"
 )
 
 // frozen is the reconciler's answer about a stage's deploy windows: why closed, "" open.
@@ -16,10 +18,10 @@ func (f frozen) Frozen(_ context.Context, env string) (string, error) { return f
 // opened, and a neutral check run on the base branch says so; once they open, it is opened.
 func TestPromoteTargetFrozen(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t, spread(healthyPipeline))
+	f := newFixture(t, prbottest.Spread(healthyPipeline))
 	freezes := frozen{"staging": "closed: inside the deny window year-end; opens Mon 4 Jan 2027 08:00 Europe/London"}
 	b := f.bot(t, WithClock(func() time.Time { return now }), WithFreezes(freezes))
-	healthyAt(f, "devel", f.srv.Branch(owner, repo, "main"), time.Hour)
+	healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), time.Hour)
 
 	res, err := b.Promote(ctx, "devel", "staging", false)
 	if err != nil {
@@ -29,7 +31,7 @@ func TestPromoteTargetFrozen(t *testing.T) {
 	if res.Action != ActionBlocked || res.Reason != why {
 		t.Errorf("frozen = %+v, want blocked: %s", res, why)
 	}
-	if n := len(f.srv.PullRequests(owner, repo)); n != 0 {
+	if n := len(f.Srv.PullRequests(owner, repo)); n != 0 {
 		t.Fatalf("%d pull requests opened into a frozen stage", n)
 	}
 	notes := blockedNotes(f)

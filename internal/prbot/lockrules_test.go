@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+	"github.com/stagehand-gitops/stagehand/internal/prbot/prbottest"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
 // checksNamed returns the check runs called name.
 func checksNamed(f *fixture, name string) []githubtest.CheckRun {
 	var out []githubtest.CheckRun
-	for _, r := range f.srv.CheckRuns(owner, repo) {
+	for _, r := range f.Srv.CheckRuns(owner, repo) {
 		if r.Name == name {
 			out = append(out, r)
 		}
@@ -40,7 +41,7 @@ func TestBumpRefusesLockedStageTargetAndService(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, devel())
 			b := f.bot(t)
-			f.lock(t, tt.path)
+			f.Lock(t, tt.path)
 			res, err := b.Bump(ctx, req)
 			if err != nil {
 				t.Fatal(err)
@@ -54,10 +55,10 @@ func TestBumpRefusesLockedStageTargetAndService(t *testing.T) {
 			if !res.Blocked || res.PR != 0 || res.Changed || !strings.Contains(res.Reason, "blocked: "+tt.path+" is locked until") {
 				t.Errorf("bump under a lock on %s = %+v, want blocked, nothing written, naming the lock", tt.path, res)
 			}
-			if prs := f.srv.PullRequests(owner, repo); len(prs) != 0 {
+			if prs := f.Srv.PullRequests(owner, repo); len(prs) != 0 {
 				t.Errorf("pull requests = %+v, want none", prs)
 			}
-			if sha := f.srv.Branch(owner, repo, res.Branch); sha != "" {
+			if sha := f.Srv.Branch(owner, repo, res.Branch); sha != "" {
 				t.Errorf("branch %s was created", res.Branch)
 			}
 			// Nothing to comment on: a neutral check run on main says why, once.
@@ -65,12 +66,12 @@ func TestBumpRefusesLockedStageTargetAndService(t *testing.T) {
 				t.Fatal(err)
 			}
 			runs := checksNamed(f, res.Branch)
-			if len(runs) != 1 || runs[0].Conclusion != "neutral" || runs[0].HeadSHA != f.srv.Branch(owner, repo, "main") ||
+			if len(runs) != 1 || runs[0].Conclusion != "neutral" || runs[0].HeadSHA != f.Srv.Branch(owner, repo, "main") ||
 				!strings.Contains(runs[0].Summary, "Not opening a bump of checkout-api to 1.6.0 in devel: blocked: "+tt.path) {
 				t.Errorf("check runs %s = %+v, want one neutral run on main saying why", res.Branch, runs)
 			}
 			// Unlocked: the bump goes through and the note says so.
-			f.unlock(t, tt.path)
+			f.Unlock(t, tt.path)
 			res, err = b.Bump(ctx, req)
 			if err != nil || res.Blocked || res.PR != 1 {
 				t.Fatalf("bump after unlocking = %+v, %v; want PR 1", res, err)
@@ -87,7 +88,7 @@ func TestHoldStopsBumpAndPromote(t *testing.T) {
 	const pr = "https://github.com/acme/manifests/pull/9"
 	hold := func(f *fixture, lockPath string) {
 		t.Helper()
-		if _, err := f.locks.PlaceHold(ctx, lock.NewHold(lockPath, "alice", time.Now().Add(time.Hour), map[string]string{lock.HoldLinkPullRequest: pr})); err != nil {
+		if _, err := f.Locks.PlaceHold(ctx, lock.NewHold(lockPath, "alice", time.Now().Add(time.Hour), map[string]string{lock.HoldLinkPullRequest: pr})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -100,7 +101,7 @@ func TestHoldStopsBumpAndPromote(t *testing.T) {
 		if err != nil || res.PR != 1 {
 			t.Fatalf("bump = %+v, %v", res, err)
 		}
-		head := f.srv.Branch(owner, repo, res.Branch)
+		head := f.Srv.Branch(owner, repo, res.Branch)
 		hold(f, "apps/devel")
 		// With a bump open, the hold leaves it untouched and says why on it.
 		res, err = b.Bump(ctx, BumpRequest{Env: "devel", File: "checkout-api.json", Service: "checkout-api", Tag: "1.7.0", AutoMerge: true, MergeTimeout: time.Second})
@@ -110,30 +111,30 @@ func TestHoldStopsBumpAndPromote(t *testing.T) {
 		if !res.Blocked || res.Merged || res.PR != 1 || !strings.Contains(res.Reason, "apps/devel/hold is held by a rollback of alice") {
 			t.Errorf("bump under a hold = %+v, want blocked by the hold", res)
 		}
-		if got := f.srv.Branch(owner, repo, res.Branch); got != head {
+		if got := f.Srv.Branch(owner, repo, res.Branch); got != head {
 			t.Errorf("the bump branch moved under a hold: %s → %s", head, got)
 		}
-		comments := f.srv.Comments(owner, repo, 1)
+		comments := f.Srv.Comments(owner, repo, 1)
 		if len(comments) != 1 || !strings.Contains(comments[0].Body, "Not updating or merging this bump of checkout-api to 1.7.0: blocked: apps/devel/hold is held by a rollback") ||
 			!strings.Contains(comments[0].Body, pr) {
 			t.Errorf("comments = %+v, want one naming the hold and its pull request", comments)
 		}
 		// Released: the same bump updates the pull request, and the comment says the block is gone.
-		if _, err := f.locks.ReleaseHold(ctx, "apps/devel"); err != nil {
+		if _, err := f.Locks.ReleaseHold(ctx, "apps/devel"); err != nil {
 			t.Fatal(err)
 		}
 		if res, err = b.Bump(ctx, BumpRequest{Env: "devel", File: "checkout-api.json", Service: "checkout-api", Tag: "1.7.0"}); err != nil || res.Blocked || !res.Changed {
 			t.Fatalf("bump after release = %+v, %v", res, err)
 		}
-		if c := f.srv.Comments(owner, repo, 1); len(c) != 1 || !strings.Contains(c[0].Body, "No lock or hold blocks this bump any more.") {
+		if c := f.Srv.Comments(owner, repo, 1); len(c) != 1 || !strings.Contains(c[0].Body, "No lock or hold blocks this bump any more.") {
 			t.Errorf("comments after release = %+v", c)
 		}
 	})
 
 	t.Run("promote", func(t *testing.T) {
-		f := newFixture(t, spread(healthyPipeline))
+		f := newFixture(t, prbottest.Spread(healthyPipeline))
 		b := f.bot(t, WithClock(func() time.Time { return now }))
-		healthyAt(f, "devel", f.srv.Branch(owner, repo, "main"), time.Hour)
+		healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), time.Hour)
 		hold(f, "apps/staging")
 		res, err := b.Promote(ctx, "devel", "staging", false)
 		if err != nil {
@@ -142,13 +143,13 @@ func TestHoldStopsBumpAndPromote(t *testing.T) {
 		if res.Action != ActionBlocked || !strings.Contains(res.Reason, "stage staging is locked: apps/staging/hold is held by a rollback of alice") {
 			t.Errorf("promotion under a hold = %+v, want blocked by the hold", res)
 		}
-		if n := len(f.srv.PullRequests(owner, repo)); n != 0 {
+		if n := len(f.Srv.PullRequests(owner, repo)); n != 0 {
 			t.Errorf("%d pull requests opened into a held stage", n)
 		}
 		if notes := blockedNotes(f); len(notes) != 1 || !strings.Contains(notes[0].Summary, "held by a rollback") {
 			t.Errorf("notes = %+v, want a neutral check run naming the hold", notes)
 		}
-		if _, err := f.locks.ReleaseHold(ctx, "apps/staging"); err != nil {
+		if _, err := f.Locks.ReleaseHold(ctx, "apps/staging"); err != nil {
 			t.Fatal(err)
 		}
 		if res, err = b.Promote(ctx, "devel", "staging", false); err != nil || res.Action != ActionOpened {
@@ -157,15 +158,15 @@ func TestHoldStopsBumpAndPromote(t *testing.T) {
 	})
 
 	t.Run("promote blocked by a service lock only for that service", func(t *testing.T) {
-		f := newFixture(t, spread(healthyPipeline))
+		f := newFixture(t, prbottest.Spread(healthyPipeline))
 		b := f.bot(t, WithClock(func() time.Time { return now }))
-		healthyAt(f, "devel", f.srv.Branch(owner, repo, "main"), time.Hour)
-		f.lock(t, "apps/staging/a/unrelated")
+		healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), time.Hour)
+		f.Lock(t, "apps/staging/a/unrelated")
 		if res, err := b.Promote(ctx, "devel", "staging", false); err != nil || res.Action != ActionOpened {
 			t.Fatalf("promotion beside another service's lock = %+v, %v; want opened", res, err)
 		}
-		f.lock(t, "apps/staging/a/payments-api")
-		sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
+		f.Lock(t, "apps/staging/a/payments-api")
+		sha := f.Srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
 		healthyAt(f, "devel", sha, time.Minute)
 		res, err := b.Promote(ctx, "devel", "staging", false)
 		if err != nil {

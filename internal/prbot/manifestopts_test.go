@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/prbot/prbottest"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 )
 
@@ -40,13 +41,13 @@ func TestManifestOptions(t *testing.T) {
 		},
 		{
 			name:    "promote, strict",
-			files:   withUnknownKey(spread(healthyPipeline)),
+			files:   withUnknownKey(prbottest.Spread(healthyPipeline)),
 			act:     promoteDevel,
 			wantErr: []string{file, `"ownerTeam"`},
 		},
 		{
 			name:  "promote, unknown keys allowed",
-			files: withUnknownKey(spread(healthyPipeline)),
+			files: withUnknownKey(prbottest.Spread(healthyPipeline)),
 			act:   promoteDevel,
 			opts:  []Option{WithManifestOptions(manifest.AllowUnknownKeys())},
 		},
@@ -57,15 +58,15 @@ func TestManifestOptions(t *testing.T) {
 				t.Fatalf("fixture has no unknown key in %s", file)
 			}
 			f := newFixture(t, tt.files)
-			healthyAt(f, "devel", f.srv.Branch(owner, repo, "main"), time.Hour)
+			healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), time.Hour)
 			b := f.bot(t, append([]Option{WithClock(func() time.Time { return now })}, tt.opts...)...)
 			err := tt.act(context.Background(), b)
 			if len(tt.wantErr) == 0 {
 				if err != nil {
 					t.Fatalf("error = %v, want success", err)
 				}
-				if len(f.openPulls()) != 1 {
-					t.Errorf("open pull requests = %+v, want one", f.openPulls())
+				if len(f.OpenPulls()) != 1 {
+					t.Errorf("open pull requests = %+v, want one", f.OpenPulls())
 				}
 				return
 			}
@@ -77,7 +78,7 @@ func TestManifestOptions(t *testing.T) {
 					t.Errorf("error = %v, want it to contain %q", err, w)
 				}
 			}
-			if prs := f.openPulls(); len(prs) != 0 {
+			if prs := f.OpenPulls(); len(prs) != 0 {
 				t.Errorf("open pull requests = %+v, want none after the error", prs)
 			}
 		})

@@ -15,17 +15,17 @@ import (
 // instead of reading every Interval and spending the last request.
 func TestMergeWatchHonoursTheRateLimit(t *testing.T) {
 	f := newFixture(t, map[string]string{"a.json": "{}"})
-	f.srv.Commit(owner, repo, "bump", map[string]string{"a.json": `{"b": 1}`}, "bump")
-	number := f.srv.OpenPullRequest(owner, repo, "bump", "main", "bump", "ci")
-	f.srv.SetRateLimit(60, 2)
+	f.Srv.Commit(owner, repo, "bump", map[string]string{"a.json": `{"b": 1}`}, "bump")
+	number := f.Srv.OpenPullRequest(owner, repo, "bump", "main", "bump", "ci")
+	f.Srv.SetRateLimit(60, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	var said []string
-	_, err := MergeWatch{Owner: owner, Repo: repo, Number: number, Interval: 10 * time.Millisecond, Progress: func(s string) { said = append(said, s) }}.Wait(ctx, f.gh)
+	_, err := MergeWatch{Owner: owner, Repo: repo, Number: number, Interval: 10 * time.Millisecond, Progress: func(s string) { said = append(said, s) }}.Wait(ctx, f.GH)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Wait = %v, want the context's deadline", err)
 	}
-	if n := f.srv.CountRequests("GET", "/repos/{owner}/{repo}/pulls/{pull_number}"); n != 1 {
+	if n := f.Srv.CountRequests("GET", "/repos/{owner}/{repo}/pulls/{pull_number}"); n != 1 {
 		t.Errorf("read the pull request %d times with one left after the first, want 1 (progress %q)", n, said)
 	}
 }

@@ -14,59 +14,25 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+	"github.com/stagehand-gitops/stagehand/internal/prbot/prbottest"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
 
 var now = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC) // a Tuesday
 
-// spread is a repository whose services live in several files per stage.
-func spread(pipeline string) map[string]string {
-	return map[string]string{
-		"pipeline.yaml":                    pipeline,
-		"environments/devel/manifest.json": `{"includes": ["checkout-api.json", "payments-api.json", "search.json"]}` + "\n",
-		"environments/devel/checkout-api.json": `{
-    "services": [
-        {"name": "checkout-api", "containers": [{"dockerTag": "1.5.0"}, {"dockerName": "checkout-worker", "dockerTag": "1.5.0"}]}
-    ]
-}
-`,
-		"environments/devel/payments-api.json": `{
-    "services": [
-        {"name": "payments-api", "containers": [{"dockerTag": "2.4.0"}]}
-    ]
-}
-`,
-		"environments/devel/search.json":     `{"services": [{"name": "search", "containers": [{"dockerTag": "0.1.0"}]}]}` + "\n",
-		"environments/staging/manifest.json": `{"includes": ["checkout-api.json", "payments-api.json"]}` + "\n",
-		"environments/staging/checkout-api.json": `{
-    "services": [
-        {"name": "checkout-api", "containers": [{"dockerTag": "1.4.0"}, {"dockerName": "checkout-worker", "dockerTag": "1.4.0"}]}
-    ]
-}
-`,
-		"environments/staging/payments-api.json": `{
-    "services": [
-        {"name": "payments-api", "containers": [{"dockerTag": "2.3.0"}]}
-    ]
-}
-`,
-	}
-}
-
-const healthyPipeline = "stages:\n  - name: devel\n  - name: staging\n    promoteFrom: devel\n    lockPath: apps/staging\n"
+const healthyPipeline = prbottest.HealthyPipeline
 
 // healthyAt records a successful stagehand/<env> check run on sha, completed ago before now.
 func healthyAt(f *fixture, env, sha string, ago time.Duration) {
-	f.srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: promote.CheckName(env), HeadSHA: sha, Status: "completed", Conclusion: "success",
-		StartedAt: now.Add(-ago - time.Minute), CompletedAt: now.Add(-ago)})
+	f.Healthy(env, sha, now.Add(-ago))
 }
 
 // stage resolves an environment from the repository's files at ref.
 func (f *fixture) stage(t *testing.T, ref, env string) *manifest.Environment {
 	t.Helper()
 	fsys := fstest.MapFS{}
-	for p, c := range f.srv.Files(owner, repo, ref) {
+	for p, c := range f.Srv.Files(owner, repo, ref) {
 		fsys[p] = &fstest.MapFile{Data: []byte(c)}
 	}
 	e, err := manifest.Resolve(t.Context(), fsys, ".", env)
@@ -78,9 +44,9 @@ func (f *fixture) stage(t *testing.T, ref, env string) *manifest.Environment {
 
 func TestPromoteSeveralServicesInSeveralFiles(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t, spread(healthyPipeline))
+	f := newFixture(t, prbottest.Spread(healthyPipeline))
 	b := f.bot(t, WithClock(func() time.Time { return now }))
-	healthyAt(f, "devel", f.srv.Branch(owner, repo, "main"), time.Hour)
+	healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), time.Hour)
 
 	res, err := b.Promote(ctx, "devel", "staging", false)
 	if err != nil {
@@ -100,10 +66,10 @@ func TestPromoteSeveralServicesInSeveralFiles(t *testing.T) {
 	if diff := cmp.Diff([]string{
 		`-        {"name": "payments-api", "containers": [{"dockerTag": "2.3.0"}]}`,
 		`+        {"name": "payments-api", "containers": [{"dockerTag": "2.4.0"}]}`,
-	}, changedLines(t, spread("")["environments/staging/payments-api.json"], f.file(t, res.Branch, "environments/staging/payments-api.json"))); diff != "" {
+	}, changedLines(t, prbottest.Spread("")["environments/staging/payments-api.json"], f.File(t, res.Branch, "environments/staging/payments-api.json"))); diff != "" {
 		t.Errorf("payments-api.json diff (-want +got):\n%s", diff)
 	}
-	pr := f.openPulls()[0]
+	pr := f.OpenPulls()[0]
 	if want := "Promote devel → staging: checkout-api 1.5.0, payments-api 2.4.0, search 0.1.0"; pr.Title != want {
 		t.Errorf("title = %q, want %q", pr.Title, want)
 	}
@@ -119,17 +85,17 @@ func TestPromoteSeveralServicesInSeveralFiles(t *testing.T) {
 	}
 
 	// Evaluating again changes nothing.
-	head := f.srv.Branch(owner, repo, res.Branch)
+	head := f.Srv.Branch(owner, repo, res.Branch)
 	res, err = b.Promote(ctx, "devel", "staging", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Action != ActionUnchanged || res.PR != 1 || f.srv.Branch(owner, repo, res.Branch) != head {
+	if res.Action != ActionUnchanged || res.PR != 1 || f.Srv.Branch(owner, repo, res.Branch) != head {
 		t.Errorf("re-run = %+v, want PR 1 unchanged", res)
 	}
 
 	// A newer healthy devel version updates the same pull request in place.
-	sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
+	sha := f.Srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
 	healthyAt(f, "devel", sha, 30*time.Minute)
 	res, err = b.Promote(ctx, "devel", "staging", false)
 	if err != nil {
@@ -138,20 +104,20 @@ func TestPromoteSeveralServicesInSeveralFiles(t *testing.T) {
 	if res.Action != ActionUpdated || res.PR != 1 {
 		t.Errorf("after a new devel version = %+v, want PR 1 updated", res)
 	}
-	if got := f.file(t, res.Branch, "environments/staging/manifest.json"); !strings.Contains(got, `"0.2.0"`) {
+	if got := f.File(t, res.Branch, "environments/staging/manifest.json"); !strings.Contains(got, `"0.2.0"`) {
 		t.Errorf("staging manifest on the branch:\n%s", got)
 	}
-	if n := len(f.srv.PullRequests(owner, repo)); n != 1 {
+	if n := len(f.Srv.PullRequests(owner, repo)); n != 1 {
 		t.Errorf("%d pull requests, want 1", n)
 	}
 }
 
 func TestPromoteClosesWhenNothingIsLeft(t *testing.T) {
 	ctx := context.Background()
-	files := spread(healthyPipeline)
+	files := prbottest.Spread(healthyPipeline)
 	f := newFixture(t, files)
 	b := f.bot(t, WithClock(func() time.Time { return now }))
-	healthyAt(f, "devel", f.srv.Branch(owner, repo, "main"), time.Hour)
+	healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), time.Hour)
 	res, err := b.Promote(ctx, "devel", "staging", false)
 	if err != nil || res.Action != ActionOpened {
 		t.Fatalf("Promote = %+v, %v; want opened", res, err)
@@ -159,9 +125,9 @@ func TestPromoteClosesWhenNothingIsLeft(t *testing.T) {
 	// Someone promotes by hand on main: staging now equals devel.
 	manual := map[string]string{}
 	for _, name := range res.Files {
-		manual[name] = f.file(t, res.Branch, name)
+		manual[name] = f.File(t, res.Branch, name)
 	}
-	sha := f.srv.Commit(owner, repo, "main", manual, "promote by hand")
+	sha := f.Srv.Commit(owner, repo, "main", manual, "promote by hand")
 	healthyAt(f, "devel", sha, time.Minute)
 
 	res, err = b.Promote(ctx, "devel", "staging", false)
@@ -171,14 +137,14 @@ func TestPromoteClosesWhenNothingIsLeft(t *testing.T) {
 	if res.Action != ActionClosed || res.Reason != "devel and staging run the same versions" {
 		t.Errorf("result = %+v, want closed", res)
 	}
-	if prs := f.srv.PullRequests(owner, repo); len(prs) != 1 || prs[0].State != "closed" || prs[0].Merged {
+	if prs := f.Srv.PullRequests(owner, repo); len(prs) != 1 || prs[0].State != "closed" || prs[0].Merged {
 		t.Errorf("pull requests = %+v, want PR 1 closed unmerged", prs)
 	}
-	comments := f.srv.Comments(owner, repo, 1)
+	comments := f.Srv.Comments(owner, repo, 1)
 	if len(comments) != 1 || !strings.Contains(comments[0].Body, "Nothing left to promote from devel to staging") {
 		t.Errorf("comments = %+v, want one saying why it was closed", comments)
 	}
-	if f.srv.Branch(owner, repo, res.Branch) != "" {
+	if f.Srv.Branch(owner, repo, res.Branch) != "" {
 		t.Error("the promotion branch outlived its pull request")
 	}
 	// And with nothing open, nothing happens.
@@ -190,14 +156,14 @@ func TestPromoteClosesWhenNothingIsLeft(t *testing.T) {
 
 func TestPromoteGatesNotMet(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t, spread(healthyPipeline))
+	f := newFixture(t, prbottest.Spread(healthyPipeline))
 	b := f.bot(t, WithClock(func() time.Time { return now }), WithHistoryDepth(3))
-	healthyAt(f, "devel", f.srv.Branch(owner, repo, "main"), time.Hour) // too old: three newer commits follow
+	healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), time.Hour) // too old: three newer commits follow
 	for _, tag := range []string{"0.2.0", "0.3.0", "0.4.0"} {
-		f.srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "` + tag + `"}]}]}` + "\n"}, "bump search")
+		f.Srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "` + tag + `"}]}]}` + "\n"}, "bump search")
 	}
-	head := f.srv.Branch(owner, repo, "main")
-	f.srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: "stagehand/devel", HeadSHA: head, Status: "completed", Conclusion: "failure", CompletedAt: now})
+	head := f.Srv.Branch(owner, repo, "main")
+	f.Srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: "stagehand/devel", HeadSHA: head, Status: "completed", Conclusion: "failure", CompletedAt: now})
 
 	res, err := b.Promote(ctx, "devel", "staging", false)
 	if err != nil {
@@ -209,17 +175,17 @@ func TestPromoteGatesNotMet(t *testing.T) {
 	if res.Action != ActionNone || res.Reason != want {
 		t.Errorf("result = %+v\nwant action none, reason %q", res, want)
 	}
-	if n := len(f.srv.PullRequests(owner, repo)); n != 0 {
+	if n := len(f.Srv.PullRequests(owner, repo)); n != 0 {
 		t.Errorf("%d pull requests opened, want none", n)
 	}
 }
 
 func TestPromoteSoak(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t, spread(healthyPipeline+"    requires: {soak: 1h}\n"))
+	f := newFixture(t, prbottest.Spread(healthyPipeline+"    requires: {soak: 1h}\n"))
 	clock := now
 	b := f.bot(t, WithClock(func() time.Time { return clock }))
-	healthyAt(f, "devel", f.srv.Branch(owner, repo, "main"), 10*time.Minute)
+	healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), 10*time.Minute)
 
 	res, err := b.Promote(ctx, "devel", "staging", false)
 	if err != nil {
@@ -228,7 +194,7 @@ func TestPromoteSoak(t *testing.T) {
 	if res.Action != ActionNone || len(res.Decision.Held) != 3 || !res.Decision.Held[0].Until.Equal(now.Add(50*time.Minute)) {
 		t.Errorf("while soaking = %+v, want nothing opened, 3 held until %s", res, now.Add(50*time.Minute))
 	}
-	if n := len(f.srv.PullRequests(owner, repo)); n != 0 {
+	if n := len(f.Srv.PullRequests(owner, repo)); n != 0 {
 		t.Fatalf("%d pull requests opened while soaking", n)
 	}
 	clock = now.Add(50 * time.Minute)
@@ -243,10 +209,10 @@ func TestPromoteSoak(t *testing.T) {
 
 func TestPromoteWindowClosed(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t, spread(healthyPipeline+"    window: {schedule: \"0 9 * * 1-5\", duration: 2h}\n"))
+	f := newFixture(t, prbottest.Spread(healthyPipeline+"    window: {schedule: \"0 9 * * 1-5\", duration: 2h}\n"))
 	clock := now.Add(-2 * time.Hour) // 08:00
 	b := f.bot(t, WithClock(func() time.Time { return clock }))
-	healthyAt(f, "devel", f.srv.Branch(owner, repo, "main"), 3*time.Hour)
+	healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), 3*time.Hour)
 
 	res, err := b.Promote(ctx, "devel", "staging", false)
 	if err != nil {
@@ -255,7 +221,7 @@ func TestPromoteWindowClosed(t *testing.T) {
 	if res.Action != ActionBlocked || !strings.Contains(res.Reason, "is closed; it opens at 2026-11-24T09:00:00Z") {
 		t.Errorf("outside the window = %+v, want blocked until 09:00", res)
 	}
-	if n := len(f.srv.PullRequests(owner, repo)); n != 0 {
+	if n := len(f.Srv.PullRequests(owner, repo)); n != 0 {
 		t.Fatalf("%d pull requests opened outside the window", n)
 	}
 	clock = now // 10:00, inside
@@ -266,10 +232,10 @@ func TestPromoteWindowClosed(t *testing.T) {
 
 func TestPromoteTargetLocked(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t, spread(healthyPipeline))
+	f := newFixture(t, prbottest.Spread(healthyPipeline))
 	b := f.bot(t, WithClock(func() time.Time { return now }))
-	healthyAt(f, "devel", f.srv.Branch(owner, repo, "main"), time.Hour)
-	f.lock(t, "apps")
+	healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), time.Hour)
+	f.Lock(t, "apps")
 
 	res, err := b.Promote(ctx, "devel", "staging", false)
 	if err != nil {
@@ -278,7 +244,7 @@ func TestPromoteTargetLocked(t *testing.T) {
 	if res.Action != ActionBlocked || !strings.Contains(res.Reason, "stage staging is locked: apps is locked until") {
 		t.Errorf("locked = %+v, want blocked by the lock on apps", res)
 	}
-	if n := len(f.srv.PullRequests(owner, repo)); n != 0 {
+	if n := len(f.Srv.PullRequests(owner, repo)); n != 0 {
 		t.Fatalf("%d pull requests opened into a locked stage", n)
 	}
 	// No pull request to comment on: a neutral check run on main says why,
@@ -286,7 +252,7 @@ func TestPromoteTargetLocked(t *testing.T) {
 	if _, err := b.Promote(ctx, "devel", "staging", false); err != nil {
 		t.Fatal(err)
 	}
-	mainHead := f.srv.Branch(owner, repo, "main")
+	mainHead := f.Srv.Branch(owner, repo, "main")
 	notes := blockedNotes(f)
 	if len(notes) != 1 || notes[0].HeadSHA != mainHead || notes[0].Status != "completed" || notes[0].Conclusion != "neutral" ||
 		notes[0].Updates != 0 || !strings.Contains(notes[0].Summary, "Not opening a promotion from devel to staging: stage staging is locked: apps is locked until") {
@@ -294,25 +260,25 @@ func TestPromoteTargetLocked(t *testing.T) {
 	}
 
 	// With a promotion already open, a lock leaves it untouched and says why on it.
-	f.unlock(t, "apps")
+	f.Unlock(t, "apps")
 	if res, err = b.Promote(ctx, "devel", "staging", false); err != nil || res.Action != ActionOpened {
 		t.Fatalf("unlocked = %+v, %v; want opened", res, err)
 	}
 	if notes := blockedNotes(f); len(notes) != 1 || notes[0].Conclusion != "neutral" || notes[0].Summary != "No lock or window blocks the promotion from devel to staging any more." {
 		t.Errorf("check runs stagehand/promote-devel-staging after unlocking = %+v, want the note cleared", notes)
 	}
-	branchHead := f.srv.Branch(owner, repo, res.Branch)
-	sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
+	branchHead := f.Srv.Branch(owner, repo, res.Branch)
+	sha := f.Srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
 	healthyAt(f, "devel", sha, time.Minute)
-	f.lock(t, "apps/staging")
+	f.Lock(t, "apps/staging")
 	res, err = b.Promote(ctx, "devel", "staging", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Action != ActionBlocked || f.srv.Branch(owner, repo, res.Branch) != branchHead {
+	if res.Action != ActionBlocked || f.Srv.Branch(owner, repo, res.Branch) != branchHead {
 		t.Errorf("locked with an open PR = %+v, want blocked and the branch untouched", res)
 	}
-	comments := f.srv.Comments(owner, repo, 1)
+	comments := f.Srv.Comments(owner, repo, 1)
 	if len(comments) != 1 || !strings.Contains(comments[0].Body, "Not updating or merging this promotion: stage staging is locked: apps/staging is locked until") {
 		t.Errorf("comments = %+v, want one about the lock", comments)
 	}
@@ -320,7 +286,7 @@ func TestPromoteTargetLocked(t *testing.T) {
 	if _, err := b.Promote(ctx, "devel", "staging", false); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(f.srv.Comments(owner, repo, 1)); n != 1 {
+	if n := len(f.Srv.Comments(owner, repo, 1)); n != 1 {
 		t.Errorf("%d comments after two blocked runs, want 1", n)
 	}
 }
@@ -329,7 +295,7 @@ func TestPromoteTargetLocked(t *testing.T) {
 // devel → staging promotion.
 func blockedNotes(f *fixture) []githubtest.CheckRun {
 	var out []githubtest.CheckRun
-	for _, cr := range f.srv.CheckRuns(owner, repo) {
+	for _, cr := range f.Srv.CheckRuns(owner, repo) {
 		if cr.Name == "stagehand/promote-devel-staging" {
 			out = append(out, cr)
 		}
@@ -339,9 +305,9 @@ func blockedNotes(f *fixture) []githubtest.CheckRun {
 
 func TestPromoteDryRunWritesNothing(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t, spread(healthyPipeline))
+	f := newFixture(t, prbottest.Spread(healthyPipeline))
 	b := f.bot(t, WithClock(func() time.Time { return now }))
-	healthyAt(f, "devel", f.srv.Branch(owner, repo, "main"), time.Hour)
+	healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), time.Hour)
 	res, err := b.Promote(ctx, "devel", "staging", true)
 	if err != nil {
 		t.Fatal(err)
@@ -349,7 +315,7 @@ func TestPromoteDryRunWritesNothing(t *testing.T) {
 	if res.Action != ActionDryRun || len(res.Files) != 3 || !strings.HasPrefix(res.Title, "Promote devel → staging") {
 		t.Errorf("dry run = %+v", res)
 	}
-	if n := len(f.srv.PullRequests(owner, repo)); n != 0 || f.srv.Branch(owner, repo, res.Branch) != "" {
+	if n := len(f.Srv.PullRequests(owner, repo)); n != 0 || f.Srv.Branch(owner, repo, res.Branch) != "" {
 		t.Error("a dry run wrote to the repository")
 	}
 	if _, err := b.Promote(ctx, "devel", "prod", true); err == nil || !strings.Contains(err.Error(), `finding stage "prod" in pipeline.yaml`) {
@@ -387,7 +353,7 @@ func TestExamplePipeline(t *testing.T) {
 	b := f.bot(t, WithClock(func() time.Time { return clock }))
 
 	// devel → staging auto-merges once healthy for 30m (no other checks on the PR).
-	healthyAt(f, "devel", f.srv.Branch(owner, repo, "main"), 40*time.Minute)
+	healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), 40*time.Minute)
 	res, err := b.Promote(ctx, "devel", "staging", false)
 	if err != nil {
 		t.Fatal(err)
@@ -406,12 +372,12 @@ func TestExamplePipeline(t *testing.T) {
 	if diff := cmp.Diff([]string{
 		`-            "version": "1.4.2",`, `+            "version": "1.5.0",`,
 		`-                    "dockerTag": "1.4.2"`, `+                    "dockerTag": "1.5.0"`,
-	}, changedLines(t, examples(t)["environments/staging/checkout-api.json"], f.file(t, "main", "environments/staging/checkout-api.json"))); diff != "" {
+	}, changedLines(t, examples(t)["environments/staging/checkout-api.json"], f.File(t, "main", "environments/staging/checkout-api.json"))); diff != "" {
 		t.Errorf("staging/checkout-api.json diff (-want +got):\n%s", diff)
 	}
 
 	// staging → prod: healthy and soaked, inside the window; prod does not auto-merge.
-	healthyAt(f, "staging", f.srv.Branch(owner, repo, "main"), 25*time.Hour)
+	healthyAt(f, "staging", f.Srv.Branch(owner, repo, "main"), 25*time.Hour)
 	res, err = b.Promote(ctx, "staging", "prod", false)
 	if err != nil {
 		t.Fatal(err)
@@ -422,13 +388,13 @@ func TestExamplePipeline(t *testing.T) {
 	if diff := cmp.Diff([]string{"environments/prod/manifest.json"}, res.Files); diff != "" {
 		t.Errorf("prod files (-want +got):\n%s", diff)
 	}
-	if n := len(changedLines(t, examples(t)["environments/prod/manifest.json"], f.file(t, res.Branch, "environments/prod/manifest.json"))); n != 2*6 {
+	if n := len(changedLines(t, examples(t)["environments/prod/manifest.json"], f.File(t, res.Branch, "environments/prod/manifest.json"))); n != 2*6 {
 		t.Errorf("prod/manifest.json: %d changed lines, want version and tag of three services", n/2)
 	}
 	if d := promote.Diff(f.stage(t, "main", "staging"), f.stage(t, res.Branch, "prod")); len(d) != 0 {
 		t.Errorf("prod on the branch still differs from staging: %+v", d)
 	}
-	pr := f.openPulls()[0]
+	pr := f.OpenPulls()[0]
 	if !strings.Contains(pr.Body, "https://github.com/acme/checkout-api/compare/1.4.1...1.5.0") ||
 		!strings.Contains(pr.Body, "https://github.com/acme/web-frontend/compare/2.9.0...3.0.0") {
 		t.Errorf("prod PR body lacks the compare links:\n%s", pr.Body)
@@ -447,13 +413,13 @@ func TestExamplePipeline(t *testing.T) {
 
 func TestPromoteUsesTheNewestHealthyCommit(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t, spread(healthyPipeline))
+	f := newFixture(t, prbottest.Spread(healthyPipeline))
 	b := f.bot(t, WithClock(func() time.Time { return now }))
-	healthy := f.srv.Branch(owner, repo, "main")
+	healthy := f.Srv.Branch(owner, repo, "main")
 	healthyAt(f, "devel", healthy, time.Hour)
 	// devel moves on; the new search version has not been deployed healthy yet.
-	f.srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
-	f.srv.Commit(owner, repo, "main", map[string]string{"README.md": "docs\n"}, "docs")
+	f.Srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
+	f.Srv.Commit(owner, repo, "main", map[string]string{"README.md": "docs\n"}, "docs")
 
 	res, err := b.Promote(ctx, "devel", "staging", false)
 	if err != nil {
@@ -462,13 +428,13 @@ func TestPromoteUsesTheNewestHealthyCommit(t *testing.T) {
 	if res.Action != ActionOpened || res.Decision.Source != healthy {
 		t.Fatalf("result = %+v, want opened from the healthy commit %s", res, healthy)
 	}
-	if got := f.file(t, res.Branch, "environments/staging/manifest.json"); !strings.Contains(got, `"0.1.0"`) || strings.Contains(got, `"0.2.0"`) {
+	if got := f.File(t, res.Branch, "environments/staging/manifest.json"); !strings.Contains(got, `"0.1.0"`) || strings.Contains(got, `"0.2.0"`) {
 		t.Errorf("staging manifest promotes the unhealthy version:\n%s", got)
 	}
 	if len(res.Decision.Held) != 1 || res.Decision.Held[0].Service != "search" || !strings.Contains(res.Decision.Held[0].Reason, "not healthy yet") {
 		t.Errorf("held = %+v, want search's newer version waiting", res.Decision.Held)
 	}
-	if pr := f.openPulls()[0]; !strings.Contains(pr.Body, "- **search**: newer versions at") {
+	if pr := f.OpenPulls()[0]; !strings.Contains(pr.Body, "- **search**: newer versions at") {
 		t.Errorf("body does not say what waits:\n%s", pr.Body)
 	}
 }
@@ -492,10 +458,10 @@ func TestPromoteIncludesOutsideEnvironments(t *testing.T) {
 		"teams/payments/staging.json":        team("2.3.0"),
 	})
 	b := f.bot(t, WithClock(func() time.Time { return now }))
-	healthy := f.srv.Branch(owner, repo, "main")
+	healthy := f.Srv.Branch(owner, repo, "main")
 	healthyAt(f, "devel", healthy, time.Hour)
 	// devel moves on in its team file; 2.5.0 has not been deployed healthy yet.
-	f.srv.Commit(owner, repo, "main", map[string]string{"teams/payments/devel.json": team("2.5.0")}, "bump payments")
+	f.Srv.Commit(owner, repo, "main", map[string]string{"teams/payments/devel.json": team("2.5.0")}, "bump payments")
 
 	res, err := b.Promote(ctx, "devel", "staging", false)
 	if err != nil {
@@ -511,7 +477,7 @@ func TestPromoteIncludesOutsideEnvironments(t *testing.T) {
 	if !ok || s.Containers[0].DockerTag != "2.4.0" {
 		t.Errorf("staging on the branch runs %+v, want payments-api 2.4.0 (the healthy version)", s)
 	}
-	if got := f.file(t, res.Branch, "teams/payments/staging.json"); got != team("2.3.0") {
+	if got := f.File(t, res.Branch, "teams/payments/staging.json"); got != team("2.3.0") {
 		t.Errorf("the shared team file was edited:\n%s", got)
 	}
 }
@@ -533,10 +499,10 @@ func TestPromoteWarningOnlyWhereAccepted(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			f := newFixture(t, spread(fmt.Sprintf(trigger, tc.result)))
+			f := newFixture(t, prbottest.Spread(fmt.Sprintf(trigger, tc.result)))
 			b := f.bot(t, WithClock(func() time.Time { return now }))
-			head := f.srv.Branch(owner, repo, "main")
-			f.srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: promote.CheckName("devel"), HeadSHA: head, Status: "completed", Conclusion: "neutral",
+			head := f.Srv.Branch(owner, repo, "main")
+			f.Srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: promote.CheckName("devel"), HeadSHA: head, Status: "completed", Conclusion: "neutral",
 				Title: tc.title, StartedAt: now.Add(-2 * time.Hour), CompletedAt: now.Add(-time.Hour)})
 			res, err := b.Promote(ctx, "devel", "staging", false)
 			if err != nil {

@@ -3,6 +3,7 @@ package prbot
 import (
 	"context"
 	"io/fs"
+	"time"
 
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
@@ -11,6 +12,12 @@ import (
 // What another door of the bot (the keyless bump API, internal/keyless)
 // reads of the manifests repository before it asks for a Bump: the same
 // reads, through the same client and caches, that the bot's own checks make.
+
+// Repository is the manifests repository, owner/name.
+func (b *Bot) Repository() string { return b.owner + "/" + b.repo }
+
+// Now is the time on the bot's clock (WithClock).
+func (b *Bot) Now() time.Time { return b.now() }
 
 // Base is the base branch of the manifests repository.
 func (b *Bot) Base() string { return b.base }

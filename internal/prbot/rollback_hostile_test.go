@@ -41,7 +41,7 @@ func TestRollbackHostileReason(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pr := f.openPulls()[0]
+			pr := f.OpenPulls()[0]
 			if strings.ContainsAny(pr.Title, "\r\n\u2028\u2029") || utf8.RuneCountInString(pr.Title) > promote.MaxTitle {
 				t.Errorf("title is not one line of at most %d characters: %q", promote.MaxTitle, pr.Title)
 			}
@@ -95,7 +95,7 @@ func TestNoteRollbackQuotesItsText(t *testing.T) {
 	if err := b.NoteRollback(ctx, "production", note); err != nil {
 		t.Fatal(err)
 	}
-	comments := f.srv.Comments(owner, repo, f.openPulls()[0].Number)
+	comments := f.Srv.Comments(owner, repo, f.OpenPulls()[0].Number)
 	if len(comments) != 1 {
 		t.Fatalf("%d comments, want 1", len(comments))
 	}
@@ -114,7 +114,7 @@ func TestNoteRollbackQuotesItsText(t *testing.T) {
 func TestRollbackRefusesARevisionOffTheBaseBranch(t *testing.T) {
 	f, revs := rollbackRepo(t)
 	payments := strings.Replace(production()[prodPayments], "2.3.0", "9.9.9-evil", 1)
-	other := f.srv.Commit(owner, repo, "feature", map[string]string{prodPayments: payments}, "not reviewed")
+	other := f.Srv.Commit(owner, repo, "feature", map[string]string{prodPayments: payments}, "not reviewed")
 	b := f.bot(t)
 	for _, rev := range []string{other} {
 		_, err := b.Rollback(context.Background(), RollbackRequest{Env: "production", Revision: rev, Reason: "x"})
@@ -122,7 +122,7 @@ func TestRollbackRefusesARevisionOffTheBaseBranch(t *testing.T) {
 			t.Errorf("rollback to %s of another branch: err = %v, want ErrUnknownRevision saying it is not on main", rev, err)
 		}
 	}
-	if n := len(f.srv.PullRequests(owner, repo)); n != 0 {
+	if n := len(f.Srv.PullRequests(owner, repo)); n != 0 {
 		t.Errorf("%d pull requests opened", n)
 	}
 	// Revisions of main are still fine.
@@ -148,10 +148,10 @@ func TestRollbackConcurrent(t *testing.T) {
 			t.Errorf("rollback %d: %v", i, err)
 		}
 	}
-	if n := len(f.openPulls()); n != 1 {
+	if n := len(f.OpenPulls()); n != 1 {
 		t.Errorf("%d open pull requests, want 1", n)
 	}
-	if got := f.file(t, RollbackBranch("production"), prodCheckout); got != checkoutJSON {
+	if got := f.File(t, RollbackBranch("production"), prodCheckout); got != checkoutJSON {
 		t.Errorf("rollback branch's checkout-api.json is not the one of %s:\n%s", revs[0], got)
 	}
 }
@@ -176,7 +176,7 @@ func TestRollbackToWhatRanNotWhatGitSaid(t *testing.T) {
 	if diff := cmp.Diff([]string{prodPayments}, res.Files); diff != "" {
 		t.Errorf("files (-want +got):\n%s", diff)
 	}
-	if got := f.file(t, res.Branch, prodPayments); got != production()[prodPayments] {
+	if got := f.File(t, res.Branch, prodPayments); got != production()[prodPayments] {
 		t.Errorf("payments-api.json on the branch is not 2.3.0's:\n%s", got)
 	}
 }

@@ -41,11 +41,11 @@ func production() map[string]string {
 func rollbackRepo(t *testing.T) (*fixture, []string) {
 	t.Helper()
 	f := newFixture(t, production())
-	seed := f.srv.Branch(owner, repo, "main")
+	seed := f.Srv.Branch(owner, repo, "main")
 	checkout := strings.ReplaceAll(checkoutJSON, `"1.5.0"`, `"1.6.0"`)
-	c2 := f.srv.Commit(owner, repo, "main", map[string]string{prodCheckout: checkout}, "bump checkout-api")
+	c2 := f.Srv.Commit(owner, repo, "main", map[string]string{prodCheckout: checkout}, "bump checkout-api")
 	payments := strings.Replace(production()[prodPayments], "2.3.0", "2.4.0", 1)
-	c3 := f.srv.Commit(owner, repo, "main", map[string]string{prodPayments: payments}, "bump payments-api")
+	c3 := f.Srv.Commit(owner, repo, "main", map[string]string{prodPayments: payments}, "bump payments-api")
 	return f, []string{seed, c2, c3}
 }
 
@@ -53,9 +53,9 @@ func TestRollbackToPreviousTouchesOnlyWhatDiffers(t *testing.T) {
 	ctx := context.Background()
 	f, revs := rollbackRepo(t)
 	b := f.bot(t)
-	checkoutNow := f.file(t, "main", prodCheckout)
+	checkoutNow := f.File(t, "main", prodCheckout)
 	when := time.Date(2026, 11, 20, 9, 30, 0, 0, time.UTC)
-	f.srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: promote.CheckName("production"), HeadSHA: revs[1], Status: "completed", Conclusion: "success", CompletedAt: when})
+	f.Srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: promote.CheckName("production"), HeadSHA: revs[1], Status: "completed", Conclusion: "success", CompletedAt: when})
 
 	res, err := b.Rollback(ctx, RollbackRequest{Env: "production", Reason: "payments 2.4.0 fails\nat checkout", RequestedBy: "alice"})
 	if err != nil {
@@ -71,16 +71,16 @@ func TestRollbackToPreviousTouchesOnlyWhatDiffers(t *testing.T) {
 	if diff := cmp.Diff([]string{
 		`-	{"name": "payments-api", "containers": [{"dockerTag": "2.4.0"}]}`,
 		`+	{"name": "payments-api", "containers": [{"dockerTag": "2.3.0"}]}`,
-	}, changedLines(t, f.file(t, "main", prodPayments), f.file(t, res.Branch, prodPayments))); diff != "" {
+	}, changedLines(t, f.File(t, "main", prodPayments), f.File(t, res.Branch, prodPayments))); diff != "" {
 		t.Errorf("payments-api.json diff (-want +got):\n%s", diff)
 	}
-	if got := f.file(t, res.Branch, prodCheckout); got != checkoutNow {
+	if got := f.File(t, res.Branch, prodCheckout); got != checkoutNow {
 		t.Errorf("checkout-api.json changed:\n%s", got)
 	}
-	if got := f.file(t, res.Branch, prodRoot); got != production()[prodRoot] {
+	if got := f.File(t, res.Branch, prodRoot); got != production()[prodRoot] {
 		t.Errorf("the root manifest changed:\n%s", got)
 	}
-	pr := f.openPulls()[0]
+	pr := f.OpenPulls()[0]
 	if want := "Rollback production to " + revs[1][:7] + ": payments 2.4.0 fails at checkout"; pr.Title != want {
 		t.Errorf("title = %q, want %q", pr.Title, want)
 	}
@@ -100,16 +100,16 @@ func TestRollbackToPreviousTouchesOnlyWhatDiffers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Action != ActionUpdated || res.PR != 1 || len(f.openPulls()) != 1 {
+	if res.Action != ActionUpdated || res.PR != 1 || len(f.OpenPulls()) != 1 {
 		t.Fatalf("second rollback = %+v, want PR 1 updated", res)
 	}
 	if diff := cmp.Diff([]string{prodCheckout, prodPayments}, res.Files); diff != "" {
 		t.Errorf("files (-want +got):\n%s", diff)
 	}
-	if got := f.file(t, res.Branch, prodCheckout); got != checkoutJSON {
+	if got := f.File(t, res.Branch, prodCheckout); got != checkoutJSON {
 		t.Errorf("checkout-api.json is not what it was at %s:\n%s", revs[0], got)
 	}
-	pr = f.openPulls()[0]
+	pr = f.OpenPulls()[0]
 	for _, want := range []string{"(history entry 3)", "| checkout-api | checkout-worker | `1.6.0` | `1.5.0` | 2026-11-20T08:30:00Z | bob |"} {
 		if !strings.Contains(pr.Body, want) {
 			t.Errorf("body lacks %q:\n%s", want, pr.Body)
@@ -154,7 +154,7 @@ func TestRollbackRefusals(t *testing.T) {
 	if err != nil || res.Action != ActionNone || res.PR != 0 {
 		t.Errorf("rollback to the head = %+v, %v; want none", res, err)
 	}
-	if n := len(f.srv.PullRequests(owner, repo)); n != 0 {
+	if n := len(f.Srv.PullRequests(owner, repo)); n != 0 {
 		t.Errorf("%d pull requests opened by refusals", n)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/httpserve"
 	"github.com/stagehand-gitops/stagehand/internal/keyless"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
+	"github.com/stagehand-gitops/stagehand/internal/prbot/promoter"
 	"github.com/stagehand-gitops/stagehand/internal/tracing"
 	"github.com/stagehand-gitops/stagehand/internal/version"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
@@ -167,7 +168,7 @@ const prbotShutdownGrace = 10 * time.Second
 // newServe builds prbot serve from its configuration: the bot, the
 // promotion server logging each evaluation, and the HTTP handler with the
 // verified webhook receiver, the keyless bump API (with oidc) and /healthz.
-func newServe(c *config.Prbot, log serveLogger, d prbotDeps, tp *tracing.Provider) (*prbot.Server, http.Handler, error) {
+func newServe(c *config.Prbot, log serveLogger, d prbotDeps, tp *tracing.Provider) (*promoter.Server, http.Handler, error) {
 	f := serveFlags(c)
 	b, err := f.bot(d, prbot.WithMergeMethod(c.Merge.Method), prbot.WithRequiredChecks(c.Merge.RequiredChecks...), prbot.WithHistoryDepth(c.HistoryDepth),
 		prbot.WithTracerProvider(tp.TracerProvider()))
@@ -178,7 +179,7 @@ func newServe(c *config.Prbot, log serveLogger, d prbotDeps, tp *tracing.Provide
 	if err != nil {
 		return nil, nil, err
 	}
-	srv, err := prbot.NewServer(b, prbot.WithResync(c.Resync.Duration), prbot.WithResultHandler(func(r *prbot.PromoteResult, err error) {
+	srv, err := promoter.New(b, promoter.WithResync(c.Resync.Duration), promoter.WithResultHandler(func(r *prbot.PromoteResult, err error) {
 		if err != nil {
 			log.Error(err, "evaluating a promotion failed")
 			return

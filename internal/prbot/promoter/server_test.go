@@ -1,4 +1,4 @@
-package prbot
+package promoter
 
 import (
 	"context"
@@ -13,12 +13,36 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
+	"github.com/stagehand-gitops/stagehand/internal/prbot"
+	"github.com/stagehand-gitops/stagehand/internal/prbot/prbottest"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
 
-const secret = "webhook-secret"
+const (
+	secret = "webhook-secret"
+	owner  = prbottest.Owner
+	repo   = prbottest.Repo
+)
+
+var now = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC) // a Tuesday
+
+// newBot is a bot for f's repository, checking f's locks, polling fast.
+func newBot(t testing.TB, f *prbottest.Fixture, opts ...prbot.Option) *prbot.Bot {
+	t.Helper()
+	opts = append([]prbot.Option{prbot.WithLocks(prbot.LockClient(f.LockClient, nil)), prbot.WithPollInterval(10 * time.Millisecond)}, opts...)
+	b, err := prbot.New(f.GH, owner, repo, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// healthyAt records a successful stagehand/<env> check run on sha, completed ago before now.
+func healthyAt(f *prbottest.Fixture, env, sha string, ago time.Duration) {
+	f.Healthy(env, sha, now.Add(-ago))
+}
 
 // checkRunCompleted builds the check_run delivery GitHub sends when a check
 // run completes, from the real example payload.
@@ -51,11 +75,11 @@ func checkRunCompleted(t *testing.T, name, sha, conclusion, id string) githubtes
 type served struct {
 	url     string
 	mu      sync.Mutex
-	results []*PromoteResult
+	results []*prbot.PromoteResult
 	errs    []error
 }
 
-func (s *served) last() (*PromoteResult, int) {
+func (s *served) last() (*prbot.PromoteResult, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.results) == 0 {
@@ -64,10 +88,10 @@ func (s *served) last() (*PromoteResult, int) {
 	return s.results[len(s.results)-1], len(s.results)
 }
 
-func serve(t *testing.T, b *Bot) *served {
+func serve(t *testing.T, b *prbot.Bot) *served {
 	t.Helper()
 	out := &served{}
-	srv, err := NewServer(b, WithResync(0), WithResultHandler(func(r *PromoteResult, err error) {
+	srv, err := New(b, WithResync(0), WithResultHandler(func(r *prbot.PromoteResult, err error) {
 		out.mu.Lock()
 		defer out.mu.Unlock()
 		if errors.Is(err, context.Canceled) {
@@ -120,42 +144,42 @@ func send(t *testing.T, url, secret string, d githubtest.Delivery) int {
 }
 
 func TestServeEvaluatesOnWebhooks(t *testing.T) {
-	f := newFixture(t, spread(healthyPipeline))
-	b := f.bot(t, WithClock(func() time.Time { return now }))
+	f := prbottest.New(t, prbottest.Spread(prbottest.HealthyPipeline))
+	b := newBot(t, f, prbot.WithClock(func() time.Time { return now }))
 	s := serve(t, b)
 
 	// At start: evaluated once, nothing healthy yet.
 	testenv.WaitFor(t, 20*time.Second, "the first evaluation", func() bool { r, _ := s.last(); return r != nil })
-	if r, _ := s.last(); r.Action != ActionNone {
+	if r, _ := s.last(); r.Action != prbot.ActionNone {
 		t.Fatalf("first evaluation = %+v, want nothing to do", r)
 	}
 
 	// A forged delivery is refused and changes nothing.
-	head := f.srv.Branch(owner, repo, "main")
+	head := f.Srv.Branch(owner, repo, "main")
 	healthyAt(f, "devel", head, time.Hour)
 	if code := send(t, s.url, "wrong-secret", checkRunCompleted(t, "stagehand/devel", head, "success", "d1")); code != http.StatusUnauthorized {
 		t.Errorf("forged delivery answered %d, want 401", code)
 	}
 	// stagehand/devel completed: the promotion becomes possible and is opened.
 	send(t, s.url, secret, checkRunCompleted(t, "stagehand/devel", head, "success", "d2"))
-	testenv.WaitFor(t, 20*time.Second, "the promotion pull request", func() bool { return len(f.openPulls()) == 1 })
+	testenv.WaitFor(t, 20*time.Second, "the promotion pull request", func() bool { return len(f.OpenPulls()) == 1 })
 
 	// A push to main with a new healthy devel version updates it in place.
-	sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
+	sha := f.Srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
 	healthyAt(f, "devel", sha, 30*time.Minute)
-	send(t, s.url, secret, f.srv.PushDelivery(owner, repo, "main", head, sha, "someone"))
-	testenv.WaitFor(t, 20*time.Second, "the update", func() bool { r, _ := s.last(); return r.Action == ActionUpdated })
-	if c := f.file(t, "stagehand/promote-devel-staging", "environments/staging/manifest.json"); !strings.Contains(c, `"0.2.0"`) {
+	send(t, s.url, secret, f.Srv.PushDelivery(owner, repo, "main", head, sha, "someone"))
+	testenv.WaitFor(t, 20*time.Second, "the update", func() bool { r, _ := s.last(); return r.Action == prbot.ActionUpdated })
+	if c := f.File(t, "stagehand/promote-devel-staging", "environments/staging/manifest.json"); !strings.Contains(c, `"0.2.0"`) {
 		t.Errorf("staging manifest on the branch:\n%s", c)
 	}
-	if prs := f.srv.PullRequests(owner, repo); len(prs) != 1 {
+	if prs := f.Srv.PullRequests(owner, repo); len(prs) != 1 {
 		t.Errorf("pull requests = %+v, want one", prs)
 	}
 
 	// A push to another branch is ignored.
 	_, n := s.last()
-	other := f.srv.Commit(owner, repo, "feature", map[string]string{"x.txt": "x"}, "feature")
-	send(t, s.url, secret, f.srv.PushDelivery(owner, repo, "feature", sha, other, "someone"))
+	other := f.Srv.Commit(owner, repo, "feature", map[string]string{"x.txt": "x"}, "feature")
+	send(t, s.url, secret, f.Srv.PushDelivery(owner, repo, "feature", sha, other, "someone"))
 	send(t, s.url, secret, checkRunCompleted(t, "stagehand/devel", sha, "success", "d2")) // a duplicate delivery
 	send(t, s.url, secret, checkRunCompleted(t, "stagehand/staging", sha, "success", "d4"))
 	time.Sleep(50 * time.Millisecond) // nothing should happen; give the worker a chance to misbehave
@@ -165,12 +189,12 @@ func TestServeEvaluatesOnWebhooks(t *testing.T) {
 }
 
 func TestServeReevaluatesWhenSoakEnds(t *testing.T) {
-	f := newFixture(t, spread(healthyPipeline+"    requires: {soak: 3s}\n"))
-	b := f.bot(t) // real clock: the soak ends for real
-	f.srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: promote.CheckName("devel"), HeadSHA: f.srv.Branch(owner, repo, "main"),
+	f := prbottest.New(t, prbottest.Spread(prbottest.HealthyPipeline+"    requires: {soak: 3s}\n"))
+	b := newBot(t, f) // real clock: the soak ends for real
+	f.Srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: promote.CheckName("devel"), HeadSHA: f.Srv.Branch(owner, repo, "main"),
 		Status: "completed", Conclusion: "success", CompletedAt: time.Now()})
 	s := serve(t, b)
-	testenv.WaitFor(t, 20*time.Second, "the soak to end and the promotion to open", func() bool { r, _ := s.last(); return r != nil && r.Action == ActionOpened })
+	testenv.WaitFor(t, 20*time.Second, "the soak to end and the promotion to open", func() bool { r, _ := s.last(); return r != nil && r.Action == prbot.ActionOpened })
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.results) < 2 || len(s.results[0].Decision.Held) != 3 {
@@ -182,15 +206,15 @@ func TestServeReevaluatesWhenSoakEnds(t *testing.T) {
 }
 
 func TestServeAutoMergesWhenThePullRequestsChecksPass(t *testing.T) {
-	f := newFixture(t, spread("stages:\n  - name: devel\n  - name: staging\n    promoteFrom: devel\n    autoMerge: true\n    requires: {healthy: false}\n"))
-	b := f.bot(t, WithClock(func() time.Time { return now }), WithRequiredChecks("ci/test"))
+	f := prbottest.New(t, prbottest.Spread("stages:\n  - name: devel\n  - name: staging\n    promoteFrom: devel\n    autoMerge: true\n    requires: {healthy: false}\n"))
+	b := newBot(t, f, prbot.WithClock(func() time.Time { return now }), prbot.WithRequiredChecks("ci/test"))
 	s := serve(t, b)
-	testenv.WaitFor(t, 20*time.Second, "the promotion pull request", func() bool { r, _ := s.last(); return r != nil && r.Action == ActionOpened })
+	testenv.WaitFor(t, 20*time.Second, "the promotion pull request", func() bool { r, _ := s.last(); return r != nil && r.Action == prbot.ActionOpened })
 	if r, _ := s.last(); r.Merged || r.Reason != "waiting for checks: ci/test (not reported yet)" {
 		t.Fatalf("result = %+v, want opened and waiting for ci/test", r)
 	}
-	pr := f.openPulls()[0]
-	f.srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: "ci/test", HeadSHA: pr.HeadSHA, Status: "completed", Conclusion: "success", CompletedAt: time.Now()})
+	pr := f.OpenPulls()[0]
+	f.Srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: "ci/test", HeadSHA: pr.HeadSHA, Status: "completed", Conclusion: "success", CompletedAt: time.Now()})
 	d := checkRunCompleted(t, "ci/test", pr.HeadSHA, "success", "ci-1")
 	var m map[string]any
 	if err := json.Unmarshal(d.Body, &m); err != nil {
@@ -199,26 +223,26 @@ func TestServeAutoMergesWhenThePullRequestsChecksPass(t *testing.T) {
 	m["check_run"].(map[string]any)["pull_requests"] = []any{map[string]any{
 		"url": "https://api.github.com/repos/acme/manifests/pulls/1", "id": 1, "number": 1,
 		"head": map[string]any{"ref": pr.Head, "sha": pr.HeadSHA, "repo": map[string]any{"id": 1, "url": "https://api.github.com/repos/acme/manifests", "name": repo}},
-		"base": map[string]any{"ref": "main", "sha": f.srv.Branch(owner, repo, "main"), "repo": map[string]any{"id": 1, "url": "https://api.github.com/repos/acme/manifests", "name": repo}},
+		"base": map[string]any{"ref": "main", "sha": f.Srv.Branch(owner, repo, "main"), "repo": map[string]any{"id": 1, "url": "https://api.github.com/repos/acme/manifests", "name": repo}},
 	}}
 	d.Body, _ = json.Marshal(m)
 	send(t, s.url, secret, d)
 	testenv.WaitFor(t, 20*time.Second, "the merge", func() bool { r, _ := s.last(); return r.Merged })
-	if prs := f.srv.PullRequests(owner, repo); !prs[0].Merged {
+	if prs := f.Srv.PullRequests(owner, repo); !prs[0].Merged {
 		t.Errorf("pull request = %+v, want merged", prs[0])
 	}
-	if got := f.file(t, "main", "environments/staging/payments-api.json"); !strings.Contains(got, `"2.4.0"`) {
+	if got := f.File(t, "main", "environments/staging/payments-api.json"); !strings.Contains(got, `"2.4.0"`) {
 		t.Errorf("staging on main after the merge:\n%s", got)
 	}
 }
 
 func TestServeAutoMergesWhenACommitStatusSucceeds(t *testing.T) {
-	f := newFixture(t, spread("stages:\n  - name: devel\n  - name: staging\n    promoteFrom: devel\n    autoMerge: true\n    requires: {healthy: false}\n"))
-	b := f.bot(t, WithClock(func() time.Time { return now }), WithRequiredChecks("ci/jenkins"))
+	f := prbottest.New(t, prbottest.Spread("stages:\n  - name: devel\n  - name: staging\n    promoteFrom: devel\n    autoMerge: true\n    requires: {healthy: false}\n"))
+	b := newBot(t, f, prbot.WithClock(func() time.Time { return now }), prbot.WithRequiredChecks("ci/jenkins"))
 	s := serve(t, b)
-	testenv.WaitFor(t, 20*time.Second, "the promotion pull request", func() bool { r, _ := s.last(); return r != nil && r.Action == ActionOpened })
-	pr := f.openPulls()[0]
-	f.srv.SetStatus(owner, repo, pr.HeadSHA, "ci/jenkins", "success")
+	testenv.WaitFor(t, 20*time.Second, "the promotion pull request", func() bool { r, _ := s.last(); return r != nil && r.Action == prbot.ActionOpened })
+	pr := f.OpenPulls()[0]
+	f.Srv.SetStatus(owner, repo, pr.HeadSHA, "ci/jenkins", "success")
 
 	data, err := os.ReadFile("testdata/status.json")
 	if err != nil {

@@ -1,4 +1,4 @@
-package prbot
+package promoter
 
 import (
 	"context"
@@ -12,9 +12,29 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/internal/webhook"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
+
+// Promoter is what a Server asks of the bot (*prbot.Bot): the repository it
+// works on, its pipeline, and the promotions themselves.
+type Promoter interface {
+	Repository() string // owner/name
+	Base() string
+	Path(rel string) string
+	Pipeline(ctx context.Context, ref string) (*promote.Pipeline, error)
+	Promote(ctx context.Context, from, to string, dryRun bool) (*prbot.PromoteResult, error)
+	Now() time.Time
+}
+
+// Option configures New.
+type Option func(*options) error
+
+type options struct {
+	resync   time.Duration
+	onResult func(*prbot.PromoteResult, error)
+}
 
 // Server evaluates the promotions of pipeline.yaml as they become possible:
 //
@@ -33,9 +53,9 @@ import (
 //
 // Webhook handlers only queue work; one worker evaluates, coalescing bursts.
 type Server struct {
-	bot      *Bot
+	bot      Promoter
 	resync   time.Duration
-	onResult func(*PromoteResult, error)
+	onResult func(*prbot.PromoteResult, error)
 
 	mu      sync.Mutex
 	all     bool
@@ -61,13 +81,13 @@ func WithResync(d time.Duration) Option {
 
 // WithResultHandler is called after every evaluation of a Server with its
 // result or error (for the binary to log; the package itself never logs).
-func WithResultHandler(f func(*PromoteResult, error)) Option {
+func WithResultHandler(f func(*prbot.PromoteResult, error)) Option {
 	return func(o *options) error { o.onResult = f; return nil }
 }
 
-// NewServer returns a server that evaluates the bot's repository.
-func NewServer(bot *Bot, opts ...Option) (*Server, error) {
-	o := options{resync: 10 * time.Minute, onResult: func(*PromoteResult, error) {}}
+// New returns a server that evaluates the bot's repository.
+func New(bot Promoter, opts ...Option) (*Server, error) {
+	o := options{resync: 10 * time.Minute, onResult: func(*prbot.PromoteResult, error) {}}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, fmt.Errorf("creating prbot server: %w", err)
@@ -110,7 +130,7 @@ func (s *Server) handleStatus(_ context.Context, e webhook.Event) error {
 }
 
 func (s *Server) ours(r *github.Repository) bool {
-	return strings.EqualFold(r.GetFullName(), s.bot.owner+"/"+s.bot.repo)
+	return strings.EqualFold(r.GetFullName(), s.bot.Repository())
 }
 
 func (s *Server) handlePush(_ context.Context, e webhook.Event) error {
@@ -118,7 +138,7 @@ func (s *Server) handlePush(_ context.Context, e webhook.Event) error {
 	if err := json.Unmarshal(e.Payload, &ev); err != nil {
 		return fmt.Errorf("decoding push delivery %s: %w", e.Delivery, err)
 	}
-	if ev.Repo == nil || !strings.EqualFold(ev.Repo.GetFullName(), s.bot.owner+"/"+s.bot.repo) || ev.GetRef() != "refs/heads/"+s.bot.base {
+	if ev.Repo == nil || !strings.EqualFold(ev.Repo.GetFullName(), s.bot.Repository()) || ev.GetRef() != "refs/heads/"+s.bot.Base() {
 		return nil
 	}
 	s.mu.Lock()
@@ -205,10 +225,10 @@ func (s *Server) evaluate(ctx context.Context) {
 	if !all && len(from) == 0 && len(pairs) == 0 {
 		return
 	}
-	pl, err := s.bot.pipeline(ctx, s.bot.base)
+	pl, err := s.bot.Pipeline(ctx, s.bot.Base())
 	if err != nil || pl == nil {
 		if err == nil {
-			err = fmt.Errorf("no %s on %s", s.bot.path(promote.FileName), s.bot.base)
+			err = fmt.Errorf("no %s on %s", s.bot.Path(promote.FileName), s.bot.Base())
 		}
 		s.onResult(nil, fmt.Errorf("reading the pipeline: %w", err))
 		return
@@ -273,7 +293,7 @@ func (s *Server) afterSoak(p promote.Pair, d promote.Decision) {
 	if next.IsZero() {
 		return
 	}
-	wait := next.Sub(s.bot.now()) + time.Second
+	wait := next.Sub(s.bot.Now()) + time.Second
 	s.timers[p] = time.AfterFunc(max(wait, time.Second), func() { s.Enqueue(p) })
 }
 
