@@ -9,29 +9,15 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/stagehand-gitops/stagehand/pkg/lock/locktest"
 )
 
 // fakeClock is a settable clock for expiry tests.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// fakeClock is locktest's settable clock.
+type fakeClock = locktest.Clock
 
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2022, 12, 31, 10, 30, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+func newFakeClock() *fakeClock { return locktest.NewClock() }
 
 // newLock returns a lock like the CLI builds it, expiring after d.
 func newLock(c *fakeClock, path string, typ Type, d time.Duration) Lock {
@@ -98,35 +84,10 @@ func newMemoryService(t *testing.T, c *fakeClock) *Service {
 // succeeds and every other is refused with a *LockedError.
 func checkOneWins(t *testing.T, round string, lockNo func(i int) error) {
 	t.Helper()
-	const n = 50
-	var (
-		wg          sync.WaitGroup
-		mu          sync.Mutex
-		won, locked int
-		other       []error
-	)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := lockNo(i)
-			var le *LockedError
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				won++
-			case errors.As(err, &le):
-				locked++
-			default:
-				other = append(other, err)
-			}
-		}()
-	}
-	wg.Wait()
-	if won != 1 || locked != n-1 || len(other) > 0 {
-		t.Errorf("%s: %d won, %d locked out, other errors %v; want 1 and %d", round, won, locked, other, n-1)
-	}
+	locktest.OneWins(t, round, lockNo, func(err error) bool {
+		var le *LockedError
+		return errors.As(err, &le)
+	})
 }
 
 func testServiceRules(t *testing.T, newService func(*testing.T, *fakeClock) *Service) {
