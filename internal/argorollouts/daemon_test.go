@@ -27,6 +27,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
+	"github.com/stagehand-gitops/stagehand/pkg/verify"
 )
 
 // readToken is the API token the daemon tests read environments with.
@@ -46,7 +47,7 @@ type daemonWorld struct {
 // rollouts, with onFailedRollout: rollback and approvals as given; the
 // manifests repository holds service api at tag "1" (what the cluster
 // runs), so the first plan has nothing to change.
-func runDaemon(t *testing.T, ns string, rollouts *config.Rollouts, approvals config.Approvals, skip bool) *daemonWorld {
+func runDaemon(t *testing.T, ns string, rollouts *config.Rollouts, approvals config.Approvals, skip bool, opts ...daemon.Option) *daemonWorld {
 	t.Helper()
 	env := cluster.Env(t)
 	git := gitserver.New(t)
@@ -80,8 +81,8 @@ func runDaemon(t *testing.T, ns string, rollouts *config.Rollouts, approvals con
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := daemon.New(cfg, append(parts, daemon.WithIdentity(id), daemon.WithLogger(log), daemon.WithLeaderElection(daemon.LeaderElection{Enable: true,
-		ReleaseOnCancel: true, LeaseDuration: 10 * time.Second, RenewDeadline: 7 * time.Second, RetryPeriod: 250 * time.Millisecond}))...)
+	d, err := daemon.New(cfg, append(append(parts, daemon.WithIdentity(id), daemon.WithLogger(log), daemon.WithLeaderElection(daemon.LeaderElection{Enable: true,
+		ReleaseOnCancel: true, LeaseDuration: 10 * time.Second, RenewDeadline: 7 * time.Second, RetryPeriod: 250 * time.Millisecond})), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,6 +289,47 @@ func TestDaemonShowsPausedStep(t *testing.T) {
 	}
 	if evs := events(t, env.Clientset, ns, "api", "Promoted"); len(evs) != 0 {
 		t.Errorf("the daemon promoted under promote: wait: %q", evs)
+	}
+}
+
+// TestDaemonRefusesAnalysisWithoutRollouts: pipeline.yaml asks for an
+// analysis test after the deployment of an environment that does not set
+// rollouts, so its targets read no Argo Rollouts resources: the daemon
+// refuses the sequence as it plans, before anything is applied, with an
+// error naming the file, the task and the key to set, in the environment's
+// status; the Deployment keeps its image.
+func TestDaemonRefusesAnalysisWithoutRollouts(t *testing.T) {
+	env := cluster.Env(t)
+	ns := env.Namespace(t)
+	env.CreateDeployment(t, ns, "api", "reg.example.com/api:1")
+	v, err := verify.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := runDaemon(t, ns, nil, config.Approvals{}, true, daemon.WithVerifier(v))
+
+	w.git.Commit(t, "manifests", "main", map[string]string{
+		"pipeline.yaml":                   "stages:\n- name: test\n  sequence:\n  - deployment\n  - name: test\n    properties: {analysis: {template: error-rate}}\n",
+		"environments/test/manifest.json": apiManifest("2", true)}, "api 2, verified by an analysis")
+	w.d.Source().Trigger()
+	const want = "pipeline.yaml:5:5: stages[0].sequence[1].properties: analysis: target a of environment test reads no Argo Rollouts resources: " +
+		"an analysis task needs environments.test.rollouts set in the reconciler's configuration"
+	var got string
+	testenv.WaitFor(t, time.Minute, "the status to refuse the sequence", func() bool {
+		v, err := w.d.Environment(context.Background(), "test")
+		if err == nil {
+			got = v.Error
+		}
+		return strings.Contains(got, "analysis")
+	})
+	if !strings.Contains(got, want) {
+		t.Errorf("the environment's error: %q; want it to contain %q", got, want)
+	}
+	if img := env.Image(t, ns, "api"); img != "reg.example.com/api:1" {
+		t.Errorf("Deployment api runs %s; want reg.example.com/api:1, nothing applied", img)
+	}
+	if h, err := w.d.History(context.Background(), "test"); err != nil || len(h) != 0 {
+		t.Errorf("history %+v (%v); want no deploy", h, err)
 	}
 }
 

@@ -356,7 +356,7 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		reportBackoff: d.o.reportBackoff, reportBackoffMax: d.o.reportBackoffMax,
 		sequence: delivery.Config{
 			Pipeline: func(s gitsource.Snapshot) (*promote.Pipeline, error) { return promote.Load(s.FS, d.cfg.Source.Root) },
-			Tasks:    tracedTasks(d.o.tracer, verification.Runners(env, d.targets[env])), CheckTask: verification.Check, Listener: d.o.listener},
+			Tasks:    tracedTasks(d.o.tracer, verification.Runners(env, d.targets[env])), CheckTask: verification.Checker(env, d.targets[env]), Listener: d.o.listener},
 	}
 }
 

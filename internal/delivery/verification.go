@@ -44,25 +44,41 @@ func (v Verification) Runners(env string, targets []reconcile.Target) map[string
 	return tasks
 }
 
-// Check checks the properties of a test or evaluation task the Verifier
-// runs (nil when there is no Verifier, or Own runs it).
-func (v Verification) Check(t promote.Task) error {
-	if v.Verifier == nil {
-		return nil
+// Checker checks a test or evaluation task of env that the Verifier runs
+// (nothing when there is no Verifier, or Own runs it) as the sequence is
+// read, before a plan is proposed: its properties parse, and it can run in
+// env's targets (verify.CheckTargets: the target it names is one of them,
+// and an analysis task's reads Argo Rollouts' resources, which it does only
+// where environments.<env>.rollouts is set).
+func (v Verification) Checker(env string, targets []reconcile.Target) func(promote.Task) error {
+	vt := verifyTargets(targets)
+	return func(t promote.Task) error {
+		if v.Verifier == nil {
+			return nil
+		}
+		if _, own := v.Own[t.Name]; own {
+			return nil // run by the Runner given for it
+		}
+		task, err := verify.ParseTask(t.Name, t.Properties)
+		if err != nil {
+			return err
+		}
+		return verify.CheckTargets(task, env, vt)
 	}
-	if _, own := v.Own[t.Name]; own {
-		return nil // run by the Runner given for it
-	}
-	_, err := verify.ParseTask(t.Name, t.Properties)
-	return err
 }
 
-// runner runs one verification task of env in targets and tells Observe.
-func (v Verification) runner(env string, targets []reconcile.Target) sequence.Runner {
+// verifyTargets are targets as pkg/verify takes them.
+func verifyTargets(targets []reconcile.Target) []verify.Target {
 	vt := make([]verify.Target, len(targets))
 	for i, t := range targets {
 		vt[i] = verify.Target{Name: t.Name, Namespace: t.Namespace, Client: t.Client, Dynamic: t.Dynamic}
 	}
+	return vt
+}
+
+// runner runs one verification task of env in targets and tells Observe.
+func (v Verification) runner(env string, targets []reconcile.Target) sequence.Runner {
+	vt := verifyTargets(targets)
 	return func(ctx context.Context, r sequence.Request) (sequence.Result, error) {
 		task, err := verify.ParseTask(r.Task.Name, r.Task.Properties)
 		if err != nil {

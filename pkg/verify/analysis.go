@@ -64,9 +64,9 @@ func parseAnalysis(a *Analysis, bad badFunc) *Analysis {
 // until the run completes (or the task times out) and deletes it.
 func (v *Verifier) analysis(ctx context.Context, run Run, t Task) verdict {
 	a := t.Analysis
-	tg, err := jobTarget(run, a.Target)
+	tg, err := targetOf(run, "analysis.target", a.Target)
 	if err != nil {
-		return verdict{Fail, strings.Replace(err.Error(), "job.target", "analysis.target", 1)}
+		return verdict{Fail, err.Error()}
 	}
 	if tg.Dynamic == nil {
 		return verdict{Fail, fmt.Sprintf("target %s reads no Argo Rollouts resources: set rollouts on the environment", tg.Name)}

@@ -30,7 +30,7 @@ const jobTTL int32 = 600
 // job creates t's Job in its target, waits until it succeeds or fails (or
 // the task times out) and deletes it with its pods.
 func (v *Verifier) job(ctx context.Context, run Run, t Task) verdict {
-	tg, err := jobTarget(run, t.Job.Target)
+	tg, err := targetOf(run, "job.target", t.Job.Target)
 	if err != nil {
 		return verdict{Fail, err.Error()}
 	}
@@ -107,7 +107,9 @@ func (v *Verifier) podFailure(ctx context.Context, tg Target, job string) string
 	return ""
 }
 
-func jobTarget(run Run, name string) (Target, error) {
+// targetOf is the target of run named name by key (job.target,
+// analysis.target): the first when name is empty.
+func targetOf(run Run, key, name string) (Target, error) {
 	targets := run.Targets
 	if len(targets) == 0 {
 		return Target{}, fmt.Errorf("no target to run the Job in")
@@ -124,7 +126,7 @@ func jobTarget(run Run, name string) (Target, error) {
 	for i, t := range targets {
 		names[i] = t.Name
 	}
-	return Target{}, fmt.Errorf("job.target %q is not a target of environment %s; targets: %s", name, run.Environment, strings.Join(names, ", "))
+	return Target{}, fmt.Errorf("%s %q is not a target of environment %s; targets: %s", key, name, run.Environment, strings.Join(names, ", "))
 }
 
 // jobObject builds t's Job for run.
