@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stagehand-gitops/stagehand/internal/cli/command"
+	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -23,7 +24,9 @@ func newApplyCommand() *cobra.Command {
 		Short: "Apply an environment's plan and wait for the rollouts",
 		Long: `Plan the environment again and apply it: only if the fresh planHash equals
 --plan-hash (the plan a reviewer approved), or unconditionally with --yes.
-Prints progress per workload while rollouts run. Exit 0 when every change the
+Prints progress per workload while rollouts run; an Argo Rollouts Rollout
+paused at a step is promoted, or waited for, as environments.<env>.rollouts.promote
+says, as the daemon does. Exit 0 when every change the
 manifest asks for was applied and rolled out; 1 when any workload failed, a
 change was blocked by a lock or a service was kept back by a problem (the rest
 is still applied), or on errors; 2 on usage errors; 3 when the plan no longer
@@ -64,7 +67,10 @@ func runApply(cmd *cobra.Command, f *planFlags, planHash string) error {
 	if f.output == "json" {
 		progress = errOut // keep stdout one JSON document
 	}
-	res, err := s.rec.Apply(ctx, s.req, planHash, reconcile.WithProgress(printProgress(progress)))
+	// A Rollout paused at a step is promoted, or waited for, as the daemon
+	// does for the environment; who runs the command approved the plan.
+	promotion := reconcile.WithPromotion(daemon.PromotionOf(s.cfg.Environments[f.env]), author())
+	res, err := s.rec.Apply(ctx, s.req, planHash, reconcile.WithProgress(printProgress(progress)), promotion)
 	var stale *reconcile.StalePlanError
 	if errors.As(err, &stale) {
 		fmt.Fprintf(errOut, "%v\nNothing was applied. Review the new plan:\n", err)

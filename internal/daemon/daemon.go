@@ -348,7 +348,7 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 		reconciler: d.rec, targets: d.targets[env], lockPath: ec.LockPath, statusTargets: ec.Targets,
 		manifests: envManifests{d: d, env: env, lockPath: ec.LockPath},
 		source:    d.snaps, allowRewrite: d.cfg.Source.AllowRewrite,
-		rollback: ec.RollsBack(), rollbackHook: d.o.rollbackHook, recorded: d.o.recordHook, promotion: promotionOf(ec),
+		rollback: ec.RollsBack(), rollbackHook: d.o.rollbackHook, recorded: d.o.recordHook, promotion: PromotionOf(ec),
 		approvals: &tally.Counter{Env: env, Policy: d.cfg.ApprovalPolicy(env), Rules: d.rules[env], RuleApprover: d.o.ruleApprover,
 			Authors: authorsOf(d.o.authors, d.source), Locks: policyLocks(d.lockSvc, ec.LockPath), Range: d.source, Now: d.clock.Now},
 		metrics: d.metrics, log: d.log, now: d.clock.Now,
@@ -455,8 +455,9 @@ var (
 	_ approval.Deliveries = (*Daemon)(nil)
 )
 
-// promotionOf is what env's applies do with a Rollout paused at a step.
-func promotionOf(ec config.Environment) reconcile.Promotion {
+// PromotionOf is what the applies of environment ec do with a Rollout
+// paused at a step: the daemon's, and `reconciler apply`'s (internal/cli).
+func PromotionOf(ec config.Environment) reconcile.Promotion {
 	if ec.PromotesRollouts() {
 		return reconcile.PromotionAuto
 	}

@@ -19,8 +19,8 @@ func TestPromotionOf(t *testing.T) {
 		{&config.Rollouts{Promote: config.RolloutsPromoteWait}, reconcile.PromotionWait},
 		{&config.Rollouts{Promote: config.RolloutsPromoteAuto}, reconcile.PromotionAuto},
 	} {
-		if got := promotionOf(config.Environment{Rollouts: tc.rollouts}); got != tc.want {
-			t.Errorf("promotionOf(rollouts %+v) = %q, want %q", tc.rollouts, got, tc.want)
+		if got := PromotionOf(config.Environment{Rollouts: tc.rollouts}); got != tc.want {
+			t.Errorf("PromotionOf(rollouts %+v) = %q, want %q", tc.rollouts, got, tc.want)
 		}
 	}
 }
