@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
+	"github.com/stagehand-gitops/stagehand/internal/cli/clitest"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/state"
@@ -27,7 +28,7 @@ import (
 // the state is left as the newer release wrote it.
 func TestNewerStateSchemaAnswers503(t *testing.T) {
 	var stateNS string
-	base, _, _ := waitWorld(t, func(cfg *config.Config) daemon.Option {
+	base, _, _ := clitest.WaitWorld(t, cluster.Env(t), func(cfg *config.Config) daemon.Option {
 		stateNS = cfg.State.Namespace
 		return daemon.WithLogger(logr.Discard())
 	})

@@ -2,98 +2,16 @@ package cli
 
 import (
 	"context"
-	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-
-	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
-	"github.com/stagehand-gitops/stagehand/internal/auth"
-	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/cli/clitest"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
-	"github.com/stagehand-gitops/stagehand/internal/gitserver"
 	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
-	"github.com/stagehand-gitops/stagehand/internal/wire"
-	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
-	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
-
-// waitToken may only read.
-const waitToken = "wait-test-token-readonly"
-
-// waitWorld runs a real daemon (leader, no rollout wait, polling git every
-// 200ms) over devel (skipConfirmation) and prod, each asking for web:2.0.0
-// while the cluster runs web:1.0.0, and the API with a read-only token.
-// extra are more options of the daemon, given its configuration.
-func waitWorld(t *testing.T, extra ...func(*config.Config) daemon.Option) (base []string, git *gitserver.Server, d *daemon.Daemon) {
-	t.Helper()
-	env := cluster.Env(t)
-	git = gitserver.New(t)
-	url := git.Init(t, "manifests")
-	git.Commit(t, "manifests", "main", map[string]string{
-		"environments/devel/manifest.json": `{"skipConfirmation": true, "services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`,
-		"environments/prod/manifest.json":  `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`,
-	}, "both")
-	envs := map[string]config.Environment{}
-	for _, e := range []string{"devel", "prod"} {
-		ns := env.Namespace(t)
-		env.CreateDeployment(t, ns, "web", "example.com/web:1.0.0")
-		envs[e] = config.Environment{LockPath: "apps/" + e, Targets: []config.Target{{Name: "a", Namespace: ns}}}
-	}
-	stateNS := env.Namespace(t)
-	f := false
-	cfg := &config.Config{
-		Source:       config.Source{URL: url, Branch: "main", Interval: config.Duration{Duration: 200 * time.Millisecond}},
-		Environments: envs,
-		Registry:     config.Registry{VerifyDigests: &f, PinDigests: &f},
-		Locks:        config.Locks{Storage: "kubernetes", Namespace: stateNS},
-		State:        config.State{Namespace: stateNS},
-	}
-	cfg.Default()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := wire.New(cfg, append(wire.DaemonOptions("wait-test", logr.Discard()), wire.WithRESTConfig(env.Config),
-		wire.WithReconcileOptions(reconcile.WithRolloutTimeout(0)), wire.WithSourceOptions(gitsource.WithCacheDir(t.TempDir()), gitsource.WithJitter(0)))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parts, err := daemon.PartsOf(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parts = append(parts, daemon.WithLeaderElection(daemon.LeaderElection{}))
-	for _, x := range extra {
-		parts = append(parts, x(cfg))
-	}
-	if d, err = daemon.New(cfg, parts...); err != nil {
-		t.Fatal(err)
-	}
-	authn, err := auth.New(auth.WithTokens(auth.Token{Name: "ci", Token: waitToken, Scopes: []string{"read"}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := api.New(d, api.WithAuthenticator(authn))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.ServeWhile(ctx, ln, d.Run) }()
-	t.Cleanup(func() { cancel(); <-done })
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte(waitToken+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return []string{"wait", "--server", "http://" + ln.Addr().String(), "--token-file", tokenFile, "--interval", "100ms"}, git, d
-}
 
 // pendingAt waits until prod's pending plan is at revision and returns its hash.
 func pendingAt(t *testing.T, d *daemon.Daemon, revision string) string {
@@ -115,7 +33,7 @@ func pendingAt(t *testing.T, d *daemon.Daemon, revision string) string {
 // when prod's plan is rejected, and 1 when the revision waited for is
 // superseded by a newer one before it is deployed, saying which.
 func TestWaitCommand(t *testing.T) {
-	base, git, d := waitWorld(t)
+	base, git, d := clitest.WaitWorld(t, cluster.Env(t))
 	head := git.Head(t, "manifests", "main")
 	run := func(args ...string) (string, string, int) {
 		return runReconciler(t, append(append([]string(nil), base...), args...)...)

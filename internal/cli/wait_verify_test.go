@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stagehand-gitops/stagehand/internal/cli/clitest"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
@@ -19,7 +20,7 @@ func TestWaitFailedVerification(t *testing.T) {
 	failing := func(context.Context, sequence.Request) (sequence.Result, error) {
 		return sequence.Result{Result: promote.ResultFail, Message: "2 of 3 requests answered 503"}, nil
 	}
-	base, git, _ := waitWorld(t, func(*config.Config) daemon.Option { return daemon.WithTask(promote.TaskTest, failing) })
+	base, git, _ := clitest.WaitWorld(t, cluster.Env(t), func(*config.Config) daemon.Option { return daemon.WithTask(promote.TaskTest, failing) })
 	head := git.Commit(t, "manifests", "main", map[string]string{
 		"pipeline.yaml": "stages:\n  - name: devel\n    sequence:\n      - deployment\n      - name: test\n" +
 			"        properties: {kind: http, url: \"http://web/healthz\"}\n",

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/cli/clitest"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/crds"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
@@ -74,7 +75,7 @@ func TestWaitKubeconfig(t *testing.T) {
 			return v, v.Phase, nil
 		}, func(name string, err error) { t.Logf("writing Environment %s: %v", name, err) }))
 	}
-	_, git, dm := waitWorld(t, writer)
+	_, git, dm := clitest.WaitWorld(t, cluster.Env(t), writer)
 	d.Store(dm)
 	head := git.Head(t, "manifests", "main")
 

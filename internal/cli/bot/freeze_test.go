@@ -14,6 +14,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/auth"
+	"github.com/stagehand-gitops/stagehand/internal/cli/clitest"
 	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
@@ -71,7 +72,7 @@ func frozenReconciler(t *testing.T, freezeEnd time.Time) (server, tokenFile stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	authn, err := auth.New(auth.WithTokens(auth.Token{Name: "prbot", Token: waitToken, Scopes: []string{"read"}},
+	authn, err := auth.New(auth.WithTokens(auth.Token{Name: "prbot", Token: clitest.WaitToken, Scopes: []string{"read"}},
 		auth.Token{Name: "watcher", Token: watcherToken, Scopes: []string{"read"}}))
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +86,7 @@ func frozenReconciler(t *testing.T, freezeEnd time.Time) (server, tokenFile stri
 	go func() { defer close(done); _ = srv.ServeWhile(ctx, ln, d.Run) }()
 	t.Cleanup(func() { cancel(); <-done })
 	tokenFile = filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte(waitToken+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokenFile, []byte(clitest.WaitToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return "http://" + ln.Addr().String(), tokenFile

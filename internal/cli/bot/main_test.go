@@ -12,13 +12,13 @@ import (
 )
 
 // cluster is the control plane shared by the tests of this package that need
-// one (TestPrbotBumpWait's reconciler, through waitWorld), started by the
+// one (TestPrbotBumpWait's reconciler, through clitest.WaitWorld), started by the
 // first.
 var cluster testenv.Shared
 
 func TestMain(m *testing.M) {
 	os.Exit(cluster.Main(m,
-		testenv.WithCRDs("../../../pkg/lock/crd/locks.stagehand.io.yaml"), // the reconciler's locks (waitWorld)
+		testenv.WithCRDs("../../../pkg/lock/crd/locks.stagehand.io.yaml"), // the reconciler's locks (clitest.WaitWorld)
 	))
 }
 

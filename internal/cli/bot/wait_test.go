@@ -3,106 +3,25 @@ package bot
 import (
 	"context"
 	"encoding/json"
-	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/google/go-github/v60/github"
 
-	"github.com/stagehand-gitops/stagehand/internal/api"
-	"github.com/stagehand-gitops/stagehand/internal/auth"
-	"github.com/stagehand-gitops/stagehand/internal/config"
-	"github.com/stagehand-gitops/stagehand/internal/daemon"
+	"github.com/stagehand-gitops/stagehand/internal/cli/clitest"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
-	"github.com/stagehand-gitops/stagehand/internal/gitserver"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
-	"github.com/stagehand-gitops/stagehand/internal/wire"
-	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
-	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
-// waitToken may only read.
-const waitToken = "wait-test-token-readonly"
-
-// waitWorld runs a real daemon (leader, no rollout wait, polling git every
-// 200ms) over devel (skipConfirmation) and prod, each asking for web:2.0.0
-// while the cluster runs web:1.0.0, and the API with a read-only token, as
-// internal/cli's tests of `reconciler wait` have it; base is the wait's
-// arguments (--server at base[2], --token-file at base[4]).
-func waitWorld(t *testing.T) (base []string, git *gitserver.Server) {
-	t.Helper()
-	env := cluster.Env(t)
-	git = gitserver.New(t)
-	url := git.Init(t, "manifests")
-	git.Commit(t, "manifests", "main", map[string]string{
-		"environments/devel/manifest.json": `{"skipConfirmation": true, "services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`,
-		"environments/prod/manifest.json":  `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`,
-	}, "both")
-	envs := map[string]config.Environment{}
-	for _, e := range []string{"devel", "prod"} {
-		ns := env.Namespace(t)
-		env.CreateDeployment(t, ns, "web", "example.com/web:1.0.0")
-		envs[e] = config.Environment{LockPath: "apps/" + e, Targets: []config.Target{{Name: "a", Namespace: ns}}}
-	}
-	stateNS := env.Namespace(t)
-	f := false
-	cfg := &config.Config{
-		Source:       config.Source{URL: url, Branch: "main", Interval: config.Duration{Duration: 200 * time.Millisecond}},
-		Environments: envs,
-		Registry:     config.Registry{VerifyDigests: &f, PinDigests: &f},
-		Locks:        config.Locks{Storage: "kubernetes", Namespace: stateNS},
-		State:        config.State{Namespace: stateNS},
-	}
-	cfg.Default()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := wire.New(cfg, append(wire.DaemonOptions("wait-test", logr.Discard()), wire.WithRESTConfig(env.Config),
-		wire.WithReconcileOptions(reconcile.WithRolloutTimeout(0)), wire.WithSourceOptions(gitsource.WithCacheDir(t.TempDir()), gitsource.WithJitter(0)))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parts, err := daemon.PartsOf(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parts = append(parts, daemon.WithLeaderElection(daemon.LeaderElection{}))
-	d, err := daemon.New(cfg, parts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	authn, err := auth.New(auth.WithTokens(auth.Token{Name: "ci", Token: waitToken, Scopes: []string{"read"}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := api.New(d, api.WithAuthenticator(authn))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.ServeWhile(ctx, ln, d.Run) }()
-	t.Cleanup(func() { cancel(); <-done })
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte(waitToken+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return []string{"wait", "--server", "http://" + ln.Addr().String(), "--token-file", tokenFile, "--interval", "100ms"}, git
-}
-
 // TestPrbotBumpWait: `prbot bump --wait` on githubtest, a real git server
-// and a real daemon (waitWorld): exit 0 once the test merged the pull
+// and a real daemon (clitest.WaitWorld): exit 0 once the test merged the pull
 // request (squashed onto the git server the daemon reads) and devel
 // deployed web at the tag; 1 when the pull request is closed without
 // merging; 2 when it stays open past --timeout.
 func TestPrbotBumpWait(t *testing.T) {
-	base, git := waitWorld(t)
+	base, git, _ := clitest.WaitWorld(t, cluster.Env(t))
 	gh := githubtest.New(t)
 	gh.CreateRepo("acme", "manifests", "main")
 	const file = "environments/devel/manifest.json"
