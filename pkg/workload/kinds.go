@@ -291,7 +291,18 @@ func (k *Kind) APIVersion() string { return k.gvr.GroupVersion().String() }
 // Workload returns the workload of obj, which is of kind k.
 func (k *Kind) Workload(obj runtime.Object) *Workload {
 	m, pod, _ := k.pod(obj)
-	return fromMeta(k.name, k.APIVersion(), m, pod, obj)
+	cs := make([]Container, 0, len(pod.InitContainers)+len(pod.Containers))
+	for _, c := range pod.InitContainers {
+		cs = append(cs, Container{Name: InitPrefix + c.Name, Image: c.Image})
+	}
+	for _, c := range pod.Containers {
+		cs = append(cs, Container{Name: c.Name, Image: c.Image})
+	}
+	return &Workload{
+		Kind: k.name, APIVersion: k.APIVersion(), Namespace: m.Namespace, Name: m.Name, UID: string(m.UID),
+		Labels: m.Labels, Containers: cs, ServiceAccount: pod.ServiceAccountName, PullSecrets: pod.ImagePullSecrets, Object: obj,
+		CanaryPrimary: canaryPrimary(m),
+	}
 }
 
 // Patch sends body, a strategic merge patch of the pod template under

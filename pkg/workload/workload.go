@@ -54,21 +54,6 @@ func List(ctx context.Context, t Cluster, namespace, kind string) ([]*Workload, 
 	return out, nil
 }
 
-func fromMeta(kind, apiVersion string, m *metav1.ObjectMeta, pod *corev1.PodSpec, obj runtime.Object) *Workload {
-	cs := make([]Container, 0, len(pod.InitContainers)+len(pod.Containers))
-	for _, c := range pod.InitContainers {
-		cs = append(cs, Container{Name: InitPrefix + c.Name, Image: c.Image})
-	}
-	for _, c := range pod.Containers {
-		cs = append(cs, Container{Name: c.Name, Image: c.Image})
-	}
-	return &Workload{
-		Kind: kind, APIVersion: apiVersion, Namespace: m.Namespace, Name: m.Name, UID: string(m.UID),
-		Labels: m.Labels, Containers: cs, ServiceAccount: pod.ServiceAccountName, PullSecrets: pod.ImagePullSecrets, Object: obj,
-		CanaryPrimary: canaryPrimary(m),
-	}
-}
-
 // Get reads one workload of kind by name: one API call. On a cluster that
 // cannot see the kind it is not found.
 func Get(ctx context.Context, t Cluster, kind string, key types.NamespacedName) (*Workload, error) {
