@@ -74,6 +74,15 @@ func webhookToPatch(t testing.TB, d *Daemon, env string) (uint64, float64) {
 	return histogramOf(t, d.metrics, "stagehand_webhook_to_patch_seconds", "environment="+env)
 }
 
+// waitWebhookToPatch waits until d has timed a push to env's patch.
+func waitWebhookToPatch(t testing.TB, d *Daemon, env string) {
+	t.Helper()
+	testenv.WaitFor(t, 30*time.Second, env+"'s push timed to its patch", func() bool {
+		n, _ := webhookToPatch(t, d, env)
+		return n > 0
+	})
+}
+
 // TestWebhookToPatchObserved: a push webhook is timed to devel's first patch
 // of the revision it brought (skipConfirmation), once; prod, whose plan
 // waits for approval, is not timed, neither when proposed nor once approved
@@ -94,6 +103,9 @@ func TestWebhookToPatchObserved(t *testing.T) {
 	start := time.Now()
 	r.push(t, h, "bump-devel")
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:2.0.0")
+	// The patch is timed once its answer is back, a moment after the image
+	// can be seen: wait for the observation, then bound it.
+	waitWebhookToPatch(t, r.d, "devel")
 	took := time.Since(start)
 	n, sum := webhookToPatch(t, r.d, "devel")
 	if n != 1 || sum <= 0 || sum > took.Seconds() {

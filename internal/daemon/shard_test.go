@@ -150,6 +150,7 @@ func TestPerEnvironment(t *testing.T) {
 	start := time.Now()
 	other.push(t, h, "push-to-non-holder")
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:2.0.0")
+	waitWebhookToPatch(t, rs[holderOfEnv(rs, "devel")].d, "devel") // timed once the patch's answer is back
 	pushed := time.Since(start)
 	t.Logf("push to a replica not holding devel: patched in %v", pushed)
 	// The holder, woken by the push, timed it to its patch.
