@@ -33,6 +33,13 @@ type binary struct {
 
 var reconcilerBin, prbotBin binary
 
+// remove deletes the binary's directory, once the suite is over.
+func (b *binary) remove() {
+	if b.path != "" {
+		os.RemoveAll(filepath.Dir(b.path))
+	}
+}
+
 // reconcilerBinary builds ./cmd/reconciler once per test binary.
 func reconcilerBinary(t *testing.T) string { return reconcilerBin.build(t, "reconciler") }
 

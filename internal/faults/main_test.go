@@ -15,5 +15,7 @@ var cluster testenv.Shared
 func TestMain(m *testing.M) {
 	code := cluster.Main(m, testenv.WithRollouts(), testenv.WithAuditLog(), testenv.WithCRDs("../../pkg/lock/crd"))
 	table.print(os.Stdout)
+	reconcilerBin.remove() // some 100 MB each, left in $TMPDIR by every run otherwise
+	prbotBin.remove()
 	os.Exit(code)
 }
