@@ -84,12 +84,15 @@ func (m multiGate) BrokeGlass(ctx context.Context, p Proposal, b BreakGlass) err
 var _ GlassBreaker = multiGate{}
 
 // BreakGlasser lets one plan through an environment's closed deploy windows; the daemon implements it.
-// BreakGlass accepts only the planHash of the plan pending now (else a *NotPendingError), a reason
-// CheckReason accepts (else an error matching ErrBadReason), and refuses (*RefusedError) when the
-// windows are open or the environment has none. It does not approve: the plan still needs its
-// approvals, and goes out through the closed windows once it has them (at once when it has them
-// already). It returns the plan, with its approvals so far. A second break-glass of the same plan
-// changes nothing. Who may break the glass is the door's to check (the scope break-glass:<env>).
+// BreakGlass accepts only the planHash of the plan waiting now (else a *NotPendingError): the plan
+// pending approval, or a skipConfirmation environment's plan the windows deferred (its planHash is the
+// status's); a reason CheckReason accepts (else an error matching ErrBadReason); and refuses
+// (*RefusedError) when the windows are open, the environment has none, or that plan went out through
+// them by a break-glass already. It does not approve: a pending plan still needs its approvals, and goes
+// out through the closed windows once it has them (at once when it has them already). It returns the
+// plan, with its approvals so far (a skipConfirmation plan's: AutoApprover's). A second break-glass of
+// the same plan before it goes out changes nothing. Who may break the glass is the door's to check (the
+// scope break-glass:<env>).
 type BreakGlasser interface {
 	BreakGlass(ctx context.Context, env, planHash string, why Why) (*Pending, error)
 }

@@ -22,10 +22,12 @@ func newBreakGlassCommand() *cobra.Command {
 	var f breakGlassFlags
 	cmd := &cobra.Command{
 		Use:   "break-glass --server URL --env ENV --plan-hash H --reason WHY",
-		Short: "Let the plan pending in an environment through its closed deploy windows, once",
-		Long: `Let the plan pending in an environment through its closed deploy windows (a
-freeze), once, with a reason: POST /api/v1/environments/{env}/break-glass. It
-does not approve: the plan still needs its approvals, and goes out at once if it
+		Short: "Let the plan waiting in an environment through its closed deploy windows, once",
+		Long: `Let the plan waiting in an environment through its closed deploy windows (a
+freeze), once, with a reason: POST /api/v1/environments/{env}/break-glass. The
+plan is the one pending approval, or in a skipConfirmation environment the plan
+the windows deferred (reconciler status shows its planHash). It does not
+approve: a pending plan still needs its approvals, and goes out at once if it
 has them, else as soon as it has them; the next plan waits for the windows
 again. Who may is environments.<env>.windows.breakGlass (by default a caller
 with lock:admin or approve:<env>); who breaks the glass is who the token says.

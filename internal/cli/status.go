@@ -203,6 +203,9 @@ func printMatrix(w io.Writer, m status.Matrix) error {
 				notes = append(notes, "  approval rule: "+r)
 			}
 		}
+		if e.Deferred != "" {
+			notes = append(notes, fmt.Sprintf("⏸ deferred (skipConfirmation): revision %s, plan %s", shortRev(e.DeferredRevision), e.Deferred))
+		}
 		for _, wt := range e.Waiting {
 			notes = append(notes, "⏸ "+wt)
 		}

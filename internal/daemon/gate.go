@@ -110,12 +110,12 @@ func (k *gatekeeper) gateStep(ctx context.Context, p *pass) error {
 	}
 	k.supersede(ctx, st, s.Revision)
 	if auto {
-		if v := k.windows.Judge(); !v.Open {
-			p.done = true // applied when the windows open
-			if err := k.windows.Defer(ctx, p.st, prop, v); err != nil {
-				return failed(stepGate, reasonState, err)
-			}
-			return nil
+		wait, err := k.autoWaits(ctx, p, prop)
+		if err != nil {
+			return failed(stepGate, reasonState, err)
+		}
+		if wait {
+			return nil // applied when the windows open
 		}
 	}
 	if !auto {

@@ -13,7 +13,8 @@ import (
 // Deploy windows (environments.<env>.windows) are internal/window's: the
 // worker asks its window.Guard before it applies (gate.go, decision.go), and
 // goes on here with a plan the windows deferred once they open, or once a
-// break-glass lets it through them (window.Guard.JudgeFor).
+// break-glass lets it through them (window.Guard.JudgeFor): an approved plan
+// (deferredApproved), or a skipConfirmation plan (autoWaits).
 
 // deferredApproved goes on with an approved plan the windows deferred (decide): while they are closed
 // it stays deferred (done, nothing written), unless a break-glass lets it through; once they open (or
@@ -49,6 +50,28 @@ func (k *gatekeeper) deferredApproved(ctx context.Context, p *pass, tasks []prom
 	k.log.Info("the deploy window opened: applying the deferred plan", "environment", k.env, "planHash", pp.PlanHash,
 		"by", approval.JoinApprovers(pp.Approvers()))
 	return true
+}
+
+// autoWaits judges the windows for prop, an auto-approved plan (skipConfirmation), which is never
+// pending: while they are closed it is deferred (wait, p done), unless a break-glass kept for this plan
+// at its revision (named by the status the deferring pass wrote) lets it through them, once: the gates
+// hear of it (Through) and the gate step goes on to the apply. An error is a state write's.
+func (k *gatekeeper) autoWaits(ctx context.Context, p *pass, prop approval.Proposal) (wait bool, err error) {
+	v, glass := k.windows.JudgeFor(p.st, prop.Plan.PlanHash, prop.Revision)
+	if v.Open {
+		return false, nil
+	}
+	if glass == nil {
+		p.done = true
+		return true, k.windows.Defer(ctx, p.st, prop, v)
+	}
+	if err := k.windows.Through(ctx, prop, *glass); err != nil {
+		p.done = true
+		return true, err
+	}
+	k.log.Info("applying the deferred plan through the closed deploy windows", "environment", k.env, "planHash", prop.Plan.PlanHash,
+		"by", glass.By)
+	return false, nil
 }
 
 // stillApproved judges the deferred plan of p against the approval policy of now: a restart with a larger

@@ -88,6 +88,10 @@ type MatrixEnvironment struct {
 	// pending plan ("payments-api changes need 2 approvers from
 	// acme/payments"), or why every approval of it is refused.
 	Reasons []string `json:"reasons,omitempty"`
+	// Deferred is the planHash of a skipConfirmation plan the deploy windows deferred ("" when none):
+	// nothing is pending, and a break-glass names this plan; DeferredRevision is its revision.
+	Deferred         string `json:"deferred,omitempty"`
+	DeferredRevision string `json:"deferredRevision,omitempty"`
 	// Waiting is what the environment waits for (Environment.Waiting):
 	// its deploy window, an unreachable source or target.
 	Waiting []string `json:"waiting,omitempty"`
@@ -218,6 +222,9 @@ func head(e *Environment, loc *time.Location) MatrixEnvironment {
 		h.Pending, h.PendingRevision, h.Release = e.Pending.PlanHash, e.Pending.Revision, e.Pending.Release
 		h.Approvals, h.Required = len(e.Pending.Approvals), e.Pending.Needed()
 		h.Reasons = e.Pending.Reasons
+	}
+	if e.Phase == PhaseDeferred && e.Pending == nil && e.InFlight == nil && e.PlanHash != "" {
+		h.Deferred, h.DeferredRevision = e.PlanHash, e.Revision
 	}
 	h.Waiting = e.Waiting
 	if e.LastResult != nil {
