@@ -56,3 +56,9 @@ func (a *Authenticator) authorizeBreakGlass(ctx context.Context, p Principal, en
 	}
 	return false, fmt.Sprintf("breaking the glass in %s needs one of %s: %s", env, strings.Join(scopes, ", "), strings.Join(whys, "; ")), nil
 }
+
+// MayBreakGlass decides break-glass:<env> for a GitHub login signed in elsewhere (the web page's session):
+// the rule the API's route asks, for github:<login> (ui.BreakGlassRule).
+func (a *Authenticator) MayBreakGlass(ctx context.Context, login, env string) (bool, string, error) {
+	return a.Authorize(ctx, Principal{Name: login, Kind: KindGitHub}, BreakGlassScope(env))
+}

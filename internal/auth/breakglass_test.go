@@ -61,3 +61,54 @@ func TestAuthorizeBreakGlass(t *testing.T) {
 		t.Errorf("why = %q, want the rule and the scope it lacks named", why)
 	}
 }
+
+// approvers is a GitHub approver policy: logins maps a login to the environments it may approve in.
+type approvers map[string][]string
+
+func (a approvers) MayApprove(_ context.Context, env, login string) (bool, string, error) {
+	for _, e := range a[login] {
+		if e == env {
+			return true, "", nil
+		}
+	}
+	return false, "@" + login + " may not approve in " + env, nil
+}
+
+// TestMayBreakGlass: the web page's GitHub login is decided by the same rule as the API's callers: by
+// default approve:<env> through the GitHub approver policy; never lock:admin, which no GitHub login holds;
+// an environment whose rule names only lock:admin refuses every login, saying why. Without the approver
+// policy no login may.
+func TestMayBreakGlass(t *testing.T) {
+	rule := WithBreakGlass(func(env string) []string {
+		if env == "prod" {
+			return []string{"lock:admin"}
+		}
+		return nil
+	})
+	a, err := New(rule, WithApproverPolicy(approvers{"maria": {"staging", "prod"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		login, env string
+		ok         bool
+		why        string
+	}{
+		{"maria", "staging", true, ""},
+		{"rita", "staging", false, "@rita may not approve in staging"},
+		{"maria", "prod", false, "breaking the glass in prod needs one of lock:admin: maria (github) lacks scope lock:admin"},
+	} {
+		ok, why, err := a.MayBreakGlass(ctx, tc.login, tc.env)
+		if err != nil || ok != tc.ok || !strings.Contains(why, tc.why) {
+			t.Errorf("MayBreakGlass(%s, %s) = %v, %q, %v; want %v saying %q", tc.login, tc.env, ok, why, err, tc.ok, tc.why)
+		}
+	}
+	none, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, why, _ := none.MayBreakGlass(ctx, "maria", "staging"); ok || !strings.Contains(why, "needs the GitHub approver policy") {
+		t.Errorf("without the approver policy: %v, %q; want refused, saying why", ok, why)
+	}
+}

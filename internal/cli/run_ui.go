@@ -69,6 +69,12 @@ func webPage(b *wire.Builder, d *daemon.Daemon, more ...ui.Option) (*ui.Server, 
 	if access != nil {
 		opts = append(opts, ui.WithPolicy(access))
 	}
+	// Break-glass on the page: the API's own rule, the scope break-glass:<env> decided for github:<login>.
+	authn, err := b.Authenticator()
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, ui.WithBreakGlass(authn.MayBreakGlass))
 	if cfg.GitHub.Owner != "" && cfg.GitHub.Repo != "" {
 		web := u.OAuth.WebURL
 		if web == "" {

@@ -55,6 +55,12 @@ var manifests = map[string]string{
 // the manifests' commit before the reconciler starts.
 func startStack(t *testing.T, uiConfig, more string, files map[string][]byte, mirror func(sha string)) *stack {
 	t.Helper()
+	return startStackWith(t, "", uiConfig, more, files, mirror)
+}
+
+// startStackWith is startStack with prodExtra added to prod's entry of environments (", windows: {…}").
+func startStackWith(t *testing.T, prodExtra, uiConfig, more string, files map[string][]byte, mirror func(sha string)) *stack {
+	t.Helper()
 	env := cluster.Env(t)
 	s := &stack{env: env, git: gitserver.New(t), ns: env.Namespace(t)}
 	staging := env.Namespace(t)
@@ -81,7 +87,7 @@ func startStack(t *testing.T, uiConfig, more string, files map[string][]byte, mi
 	cfg := fmt.Sprintf(`source: {url: %q, branch: main, cacheDir: %q, interval: 1s}
 environments:
   staging: {lockPath: apps/staging, targets: [{name: eu, kubeconfig: %q, namespace: %s}]}
-  prod: {lockPath: apps/prod, targets: [{name: eu, kubeconfig: %q, namespace: %s}]}
+  prod: {lockPath: apps/prod, targets: [{name: eu, kubeconfig: %q, namespace: %s}]%s}
 registry: {verifyDigests: false, pinDigests: false}
 workloads: {rolloutTimeout: 3m}
 server:
@@ -89,7 +95,7 @@ server:
   ui: %s
 locks: {namespace: %s}
 state: {namespace: %s, kubeconfig: %q}
-%s`, url, filepath.Join(dir, "cache"), env.Kubeconfig, staging, env.Kubeconfig, s.ns, addr, uiConfig, s.ns, s.ns, env.Kubeconfig, more)
+%s`, url, filepath.Join(dir, "cache"), env.Kubeconfig, staging, env.Kubeconfig, s.ns, prodExtra, addr, uiConfig, s.ns, s.ns, env.Kubeconfig, more)
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
 			t.Fatal(err)
@@ -373,32 +379,7 @@ func TestBrowserPhone(t *testing.T) {
 // repository decides: a maintainer approves (recorded as the approver), a
 // reader reads without buttons, anyone else is turned away.
 func TestBrowserGitHubSignIn(t *testing.T) {
-	gh := githubtest.New(t)
-	gh.CreateRepo("acme", "manifests", "main")
-	gh.SetPermission("acme", "manifests", "maria", "maintain")
-	gh.SetPermission("acme", "manifests", "rita", "read")
-	gh.EnableWebFlow("Iv1.stagehand", "oauth-secret", "http://127.0.0.1:")
-	files := map[string][]byte{"app.pem": gh.AppPrivateKeyPEM(), "hook": []byte("hook-secret\n"),
-		"client-id": []byte("Iv1.stagehand\n"), "client-secret": []byte("oauth-secret\n")}
-	more := fmt.Sprintf(`github:
-  apiURL: %q
-  owner: acme
-  repo: manifests
-  webhookSecretFile: hook
-  app: {appID: %d, installationID: %d, privateKeyFile: app.pem}
-  approvers: {minPermission: maintain}
-`, gh.URL(), gh.AppID(), gh.InstallationID())
-	s := startStack(t, fmt.Sprintf("{oauth: {clientIDFile: client-id, clientSecretFile: client-secret, webURL: %q}}", gh.RootURL()), more, files,
-		func(sha string) { gh.MirrorCommit("acme", "manifests", "main", sha, manifests, "staging and prod") })
-
-	signIn := func(t *testing.T, login string) context.Context {
-		t.Helper()
-		gh.SignInWeb(login)
-		ctx := browse(t, 1280, 900)
-		run(t, ctx, "signing in as "+login, chromedp.Navigate(s.base+"/environments/prod"), chromedp.WaitVisible("#signin-github", chromedp.ByID),
-			chromedp.Click("#signin-github", chromedp.ByID), chromedp.WaitVisible("main h1", chromedp.ByQuery))
-		return ctx
-	}
+	s, gh, signIn := startGitHubStack(t, "")
 	t.Run("no access", func(t *testing.T) {
 		ctx := signIn(t, "mallory")
 		if got := text(t, ctx, "main"); !strings.Contains(got, "mallory may not see") {
@@ -445,4 +426,37 @@ func TestBrowserGitHubSignIn(t *testing.T) {
 	if gh.CodesExchanged() != 3 {
 		t.Errorf("codes exchanged %d, want 3 (one per sign-in)", gh.CodesExchanged())
 	}
+}
+
+// startGitHubStack is startStackWith (prodExtra) with the GitHub App of a GitHub test server and "Sign in
+// with GitHub" through its OAuth web flow: maria maintains the manifests repository (she may approve),
+// rita reads it. signIn opens prod's page in a fresh browser signed in as login.
+func startGitHubStack(t *testing.T, prodExtra string) (*stack, *githubtest.Server, func(t *testing.T, login string) context.Context) {
+	t.Helper()
+	gh := githubtest.New(t)
+	gh.CreateRepo("acme", "manifests", "main")
+	gh.SetPermission("acme", "manifests", "maria", "maintain")
+	gh.SetPermission("acme", "manifests", "rita", "read")
+	gh.EnableWebFlow("Iv1.stagehand", "oauth-secret", "http://127.0.0.1:")
+	files := map[string][]byte{"app.pem": gh.AppPrivateKeyPEM(), "hook": []byte("hook-secret\n"),
+		"client-id": []byte("Iv1.stagehand\n"), "client-secret": []byte("oauth-secret\n")}
+	more := fmt.Sprintf(`github:
+  apiURL: %q
+  owner: acme
+  repo: manifests
+  webhookSecretFile: hook
+  app: {appID: %d, installationID: %d, privateKeyFile: app.pem}
+  approvers: {minPermission: maintain}
+`, gh.URL(), gh.AppID(), gh.InstallationID())
+	s := startStackWith(t, prodExtra, fmt.Sprintf("{oauth: {clientIDFile: client-id, clientSecretFile: client-secret, webURL: %q}}", gh.RootURL()), more, files,
+		func(sha string) { gh.MirrorCommit("acme", "manifests", "main", sha, manifests, "staging and prod") })
+	signIn := func(t *testing.T, login string) context.Context {
+		t.Helper()
+		gh.SignInWeb(login)
+		ctx := browse(t, 1280, 900)
+		run(t, ctx, "signing in as "+login, chromedp.Navigate(s.base+"/environments/prod"), chromedp.WaitVisible("#signin-github", chromedp.ByID),
+			chromedp.Click("#signin-github", chromedp.ByID), chromedp.WaitVisible("main h1", chromedp.ByQuery))
+		return ctx
+	}
+	return s, gh, signIn
 }

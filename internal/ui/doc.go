@@ -11,5 +11,7 @@
 // when its reader may no longer read.
 //
 // The page reads through Backend (the daemon implements it) and decides
-// through approval.Decider, as the API and the GitHub check run do.
+// through approval.Decider, as the API and the GitHub check run do; while a
+// freeze holds a plan, it lets it through by approval.BreakGlasser, to a
+// login the API's own break-glass rule allows (WithBreakGlass).
 package ui

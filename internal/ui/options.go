@@ -52,6 +52,7 @@ type options struct {
 	promotions func(ctx context.Context) []status.Promotion
 	dora       *dora.Reporter
 	statusOf   func(error) (int, string)
+	breakGlass BreakGlassRule // breakglass.go; nil: not offered
 
 	ratePerSecond float64
 	rateBurst     int

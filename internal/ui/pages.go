@@ -108,6 +108,8 @@ type environmentView struct {
 	Layout    *manifest.Layout
 	Commit    func(string) string
 	LockTypes []lock.Type
+	// BreakGlass is the break-glass offered while the windows are closed (nil: none).
+	BreakGlass *breakGlassView
 }
 
 // planRow is one change of a plan as the table shows it.
@@ -163,6 +165,7 @@ func (s *Server) environment(w http.ResponseWriter, r *http.Request) {
 		ev.InFlight = rows(cs)
 	}
 	ev.DORA = s.doraPanel(r.Context(), e)
+	ev.BreakGlass = s.breakGlassFor(r.Context(), v, e)
 	for _, h := range e.History {
 		var cs []reconcile.Change
 		_ = json.Unmarshal(h.Changes, &cs)

@@ -105,6 +105,7 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /environments/{env}", s.environment)
 	mux.HandleFunc("POST /environments/{env}/approve", s.decide(true))
 	mux.HandleFunc("POST /environments/{env}/reject", s.decide(false))
+	mux.HandleFunc("POST /environments/{env}/break-glass", s.breakGlass)
 	mux.HandleFunc("GET /search", s.search)
 	mux.HandleFunc("GET /locks", s.locks)
 	mux.HandleFunc("POST /locks", s.lockCreate)
@@ -123,7 +124,7 @@ func (s *Server) routes() *http.ServeMux {
 // Patterns are the routes the page serves, for the API's route table.
 func Patterns() []string {
 	return []string{"GET /{$}", "GET /environments/{env}", "POST /environments/{env}/approve", "POST /environments/{env}/reject",
-		"GET /search", "GET /locks", "POST /locks", "POST /locks/extend", "POST /locks/unlock", "GET /events", "GET /static/",
+		"POST /environments/{env}/break-glass", "GET /search", "GET /locks", "POST /locks", "POST /locks/extend", "POST /locks/unlock", "GET /events", "GET /static/",
 		"GET /signin", "POST /signin/demo", "GET /auth/github", "GET /auth/callback", "POST /signout"}
 }
 
