@@ -85,9 +85,12 @@ func TestKubernetesTokens(t *testing.T) {
 		why         string
 	}{
 		{deployer, "system:serviceaccount:" + ns + ":deployer",
-			[]verdict{{"read", true}, {"approve:prod", true}, {"approve:staging", false}, {"lock:admin", false}}, ""},
+			[]verdict{{"read", true}, {"approve:prod", true}, {"approve:staging", false}, {"lock:admin", false},
+				// The default break-glass rule, lock:admin or approve:<env>, through the same RBAC verdicts.
+				{ScopeBreakGlass + "prod", true}, {ScopeBreakGlass + "staging", false}}, ""},
 		{intern, "system:serviceaccount:" + ns + ":intern",
-			[]verdict{{"read", false}, {"approve:prod", false}, {"approve:staging", false}, {"lock:admin", false}},
+			[]verdict{{"read", false}, {"approve:prod", false}, {"approve:staging", false}, {"lock:admin", false},
+				{ScopeBreakGlass + "prod", false}},
 			"Kubernetes RBAC does not allow system:serviceaccount:" + ns + ":intern to approve environments.stagehand.io/prod (SubjectAccessReview)"},
 	} {
 		p, err := a.Authenticate(ctx, tc.token)
