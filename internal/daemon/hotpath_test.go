@@ -23,7 +23,11 @@ func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		l.mu.Lock()
 		if l.on {
-			l.reqs = append(l.reqs, r.Method+" "+r.URL.Path)
+			req := r.Method + " " + r.URL.Path
+			if r.URL.Query().Get("resourceVersion") == "0" {
+				req += " (watch cache)" // the leader's look every second (state.Glance), no read of etcd
+			}
+			l.reqs = append(l.reqs, req)
 		}
 		l.mu.Unlock()
 		return rt.RoundTrip(r)
