@@ -17,7 +17,6 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/state"
-	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -219,9 +218,7 @@ func TestHandoverQueueFull(t *testing.T) {
 			t.Fatalf("the refused approval was queued: %+v", h)
 		}
 	}
-	// The leader's look reads the watch cache, which may be a moment behind the update.
-	desk := w.newDaemo().workers["prod"].desk
-	testenv.WaitFor(t, 10*time.Second, "the older replica's decision picked up", func() bool { return desk.pickUp(ctx) })
+	w.newDaemo().workers["prod"].desk.pickUp(ctx)
 	st, err = d.store.Load(ctx, "prod")
 	if err != nil || len(st.Handovers) != 0 || len(st.History) != 1 || st.History[0].Approver != "github:p0" {
 		t.Fatalf("after the pick-up: handovers %+v, history %+v, %v; want none and p0's rejection", st.Handovers, st.History, err)
@@ -273,9 +270,7 @@ func TestHandoverOlderReplica(t *testing.T) {
 	if has, err := d.store.HasHandover(ctx, "prod"); err != nil || !has {
 		t.Fatalf("HasHandover with an older replica's decision = %v, %v; want true", has, err)
 	}
-	// The leader's look reads the watch cache, which may be a moment behind the update.
-	desk := w.newDaemo().workers["prod"].desk
-	testenv.WaitFor(t, 10*time.Second, "the older replica's decision picked up", func() bool { return desk.pickUp(ctx) })
+	w.newDaemo().workers["prod"].desk.pickUp(ctx)
 	waitImage(t, w.h.ns["prod"], "web", imageRepo+"web:1.0.0")
 	cm, err = cms.Get(ctx, state.ConfigMapName("prod"), metav1.GetOptions{})
 	if err != nil {
@@ -306,9 +301,7 @@ func TestHandoverTyped(t *testing.T) {
 	if len(st.Handovers) != 1 || st.Handovers[0].Approver != "token:alice-cli" || st.Handovers[0].ActsFor != "github:alice" {
 		t.Fatalf("handovers %+v, want token:alice-cli acting for github:alice", st.Handovers)
 	}
-	// The leader's look reads the watch cache, which may be a moment behind the update.
-	desk := w.newDaemo().workers["prod"].desk
-	testenv.WaitFor(t, 10*time.Second, "the older replica's decision picked up", func() bool { return desk.pickUp(ctx) })
+	w.newDaemo().workers["prod"].desk.pickUp(ctx)
 	waitImage(t, w.h.ns["prod"], "web", imageRepo+"web:1.0.0")
 	st, err = w.standby[0].store.Load(ctx, "prod")
 	if err != nil || len(st.History) != 1 || st.History[0].Approver != "token:alice-cli" {

@@ -316,11 +316,10 @@ func (s *Store) Load(ctx context.Context, env string) (*EnvState, error) {
 }
 
 // HasHandover reports whether a decision handed over by another replica
-// waits in env's state: one read of the ConfigMap as it is now (not the
-// watch cache Glance reads), without decoding (or inflating, or
-// assembling) anything.
+// waits in env's state: one read of the ConfigMap, without decoding (or
+// inflating, or assembling) anything, for the leader's per-second look.
 func (s *Store) HasHandover(ctx context.Context, env string) (bool, error) {
-	g, err := s.glance(ctx, env, metav1.GetOptions{})
+	g, err := s.Glance(ctx, env)
 	return g.Handover, err
 }
 
@@ -332,16 +331,9 @@ type Glance struct {
 	BreakGlass string
 }
 
-// Glance reads env's state ConfigMap for its Glance (nothing when it does not exist). It asks for
-// resourceVersion 0, which the API server answers from its watch cache instead of a quorum read of
-// etcd: a look taken every second per environment may be a moment behind (the next one sees it), and
-// what it finds is then read afresh (Load) before anything is decided.
+// Glance reads env's state ConfigMap for its Glance (nothing when it does not exist).
 func (s *Store) Glance(ctx context.Context, env string) (Glance, error) {
-	return s.glance(ctx, env, metav1.GetOptions{ResourceVersion: "0"})
-}
-
-func (s *Store) glance(ctx context.Context, env string, opts metav1.GetOptions) (Glance, error) {
-	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, ConfigMapName(env), opts)
+	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, ConfigMapName(env), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return Glance{}, nil
 	}
