@@ -7,11 +7,9 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,7 +38,7 @@ type daemonWorld struct {
 	d    *daemon.Daemon
 	api  *api.Client
 	git  *gitserver.Server
-	logs *logBuffer
+	logs *testenv.Buffer
 }
 
 // runDaemon starts the daemon on environment test whose Rollouts setting is
@@ -70,8 +68,8 @@ func runDaemon(t *testing.T, ns string, rollouts *config.Rollouts, approvals con
 		t.Fatal(err)
 	}
 	id := daemon.DefaultIdentity()
-	logs := &logBuffer{}
-	log := funcr.New(logs.add, funcr.Options{})
+	logs := &testenv.Buffer{}
+	log := logs.Logger()
 	b, err := wire.New(cfg, append(wire.DaemonOptions(id, log), wire.WithRESTConfig(env.Config),
 		wire.WithSourceOptions(gitsource.WithCacheDir(t.TempDir()), gitsource.WithJitter(0)))...)
 	if err != nil {
@@ -346,22 +344,4 @@ func pendingHash(t *testing.T, d *daemon.Daemon, revision string) string {
 		return hash != ""
 	})
 	return hash
-}
-
-// logBuffer keeps the daemon's log lines for a failure's report.
-type logBuffer struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *logBuffer) add(prefix, args string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, prefix+" "+args)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
 }

@@ -7,11 +7,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -59,8 +57,8 @@ func TestDaemonRollsBackFailedCanaryOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := daemon.DefaultIdentity()
-	var logs logBuffer
-	log := funcr.New(logs.add, funcr.Options{})
+	var logs testenv.Buffer
+	log := logs.Logger()
 	b, err := wire.New(cfg, append(wire.DaemonOptions(id, log), wire.WithRESTConfig(env.Config),
 		wire.WithSourceOptions(gitsource.WithCacheDir(t.TempDir()), gitsource.WithJitter(0)))...)
 	if err != nil {
@@ -151,24 +149,6 @@ func TestDaemonRollsBackFailedCanaryOnce(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"1": "registry.example/team/web:1.0", "2": "registry.example/team/web:2.0"}, history); diff != "" {
 		t.Errorf("web's revisions (ReplicaSets; -want +got):\n%s", diff)
 	}
-}
-
-// logBuffer keeps the daemon's log lines for a failure's report.
-type logBuffer struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *logBuffer) add(prefix, args string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, prefix+" "+args)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
 }
 
 // manifestOf is environment test's manifest: service web at tag, applied
