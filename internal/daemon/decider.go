@@ -127,7 +127,7 @@ func (d *decider) decide(ctx context.Context, dc decision) {
 			s = ps
 		}
 	}
-	d.tracer.Waited(ctx, d.env, p.PlanHash, p.ProposedAt)
+	d.tracer.Waited(ctx, d.env, p.PlanHash, d.now().Sub(p.ProposedAt))
 	plan, err := decodePlan(d.env, p)
 	if err != nil {
 		d.metrics.Fail(d.env, reasonState)

@@ -164,17 +164,21 @@ func (d *Deploys) Proposed(ctx context.Context, env, planHash string) {
 	d.proposals.put(env+"\x00"+planHash, sc)
 }
 
-// Waited records the wait for the approval of env's plan planHash, from
-// since (when it was proposed) to now, as a span under ctx's (the
-// decision's) made once the wait is over: no span is held open while a
-// plan waits for hours. It links to the pass that proposed the plan when
-// this process remembers it (not after a restart, nor when another replica
-// proposed it).
-func (d *Deploys) Waited(ctx context.Context, env, planHash string, since time.Time) {
+// Waited records the wait for the approval of env's plan planHash, which
+// lasted waited until now, as a span under ctx's (the decision's) made once
+// the wait is over: no span is held open while a plan waits for hours. The
+// caller measures waited on the clock the proposal time was written with
+// (the API server's, shared by replicas); the span is placed on this
+// process's clock, as every other span is, so a proposal time written on
+// another clock never puts the wait's start after its end. It links to the
+// pass that proposed the plan when this process remembers it (not after a
+// restart, nor when another replica proposed it).
+func (d *Deploys) Waited(ctx context.Context, env, planHash string, waited time.Duration) {
 	if !d.Enabled() {
 		return
 	}
-	opts := []trace.SpanStartOption{trace.WithTimestamp(since),
+	now := time.Now()
+	opts := []trace.SpanStartOption{trace.WithTimestamp(now.Add(-max(waited, 0))),
 		trace.WithAttributes(AttrEnvironment.String(env), AttrPlanHash.String(planHash))}
 	d.mu.Lock()
 	proposed, ok := d.proposals.get(env + "\x00" + planHash)
@@ -182,11 +186,8 @@ func (d *Deploys) Waited(ctx context.Context, env, planHash string, since time.T
 	if ok {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: proposed}))
 	}
-	if since.IsZero() || since.After(time.Now()) {
-		opts[0] = trace.WithTimestamp(time.Now())
-	}
 	_, span := d.tracer.Start(ctx, "approval wait", opts...)
-	span.End()
+	span.End(trace.WithTimestamp(now))
 }
 
 // Step starts the span of a step named name under ctx's span.

@@ -66,9 +66,8 @@ func TestDeploys(t *testing.T) {
 	pctx, proposing := d.Pass(bg, "prod", rev2)
 	d.Proposed(pctx, "prod", "abc123")
 	d.EndPass(proposing, "prod", nil)
-	since := time.Now().Add(-time.Hour)
 	dctx, decision := d.Decision(bg, "approve", "prod", "abc123")
-	d.Waited(dctx, "prod", "abc123", since)
+	d.Waited(dctx, "prod", "abc123", time.Hour)
 	decision.End()
 	spans := flush()
 
@@ -103,9 +102,35 @@ func TestDeploys(t *testing.T) {
 		SpanID: proposing.SpanContext().SpanID().String()}}, wait.Links); diff != "" {
 		t.Errorf("the approval wait's links (-want +got):\n%s", diff)
 	}
-	if wait.ParentSpanID != decision.SpanContext().SpanID().String() || !wait.Start.Equal(since) ||
+	if wait.ParentSpanID != decision.SpanContext().SpanID().String() || wait.End.Sub(wait.Start) != time.Hour ||
 		wait.Attributes["stagehand.plan_hash"] != "abc123" || wait.Attributes["stagehand.environment"] != "prod" {
-		t.Errorf("approval wait %+v: want under the decision, from %v, with prod and abc123", wait, since)
+		t.Errorf("approval wait %+v: want under the decision, an hour long, with prod and abc123", wait)
+	}
+}
+
+// TestWaitedAheadOfThisClock: a proposal time written on a clock ahead of
+// this process's (the API server's, estimated from whole-second Date
+// headers) gives a wait measured as negative; its span is empty, never one
+// that ends before it starts.
+func TestWaitedAheadOfThisClock(t *testing.T) {
+	recv := tracingtest.Start(t)
+	p, flush := onTo(t, recv)
+	d := p.Deploys()
+	ctx, decision := d.Decision(context.Background(), "approve", "prod", "abc123")
+	d.Waited(ctx, "prod", "abc123", -400*time.Millisecond)
+	decision.End()
+	found := false
+	for _, s := range flush() {
+		if s.Name != "approval wait" {
+			continue
+		}
+		found = true
+		if !s.End.Equal(s.Start) {
+			t.Errorf("the wait from %v to %v: want empty", s.Start, s.End)
+		}
+	}
+	if !found {
+		t.Error("no approval wait span")
 	}
 }
 
