@@ -402,7 +402,7 @@ func (a *BumpAPI) authorize(ctx context.Context, c *oidc.Caller, body *BumpBody)
 		return req, fmt.Errorf("bumping: base branch %s does not exist", a.bot.Base())
 	}
 	if req.File == conv {
-		if err := a.byName(ctx, pl, req, c.Repository, ref); err != nil {
+		if err := a.byName(ctx, basis{pipeline: pl, ref: ref}, req, c.Repository); err != nil {
 			return req, err
 		}
 	}

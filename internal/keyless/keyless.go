@@ -31,9 +31,17 @@ func conventionalFile(repo string) string {
 	return name
 }
 
+// basis is what the ownership rules of a bump are judged on: pipeline.yaml
+// and the base branch's head commit whose files are read, once for every
+// rule.
+type basis struct {
+	pipeline *promote.Pipeline
+	ref      string
+}
+
 // byName checks a bump of req.File that the caller may do only because the
 // file is named after its repository (conventional ownership, not an
-// owners entry), against the manifests at ref:
+// owners entry), against the manifests at at.ref:
 //   - a root manifest (environments/<env>/manifest.json) is never owned by
 //     a name: rollbacks and promotions write overrides there;
 //   - a file included from more than one place, by any environment, is
@@ -46,7 +54,8 @@ func conventionalFile(repo string) string {
 //     may be bumped keylessly.
 //
 // A refusal is a 403 NotOwner naming the file and the rule.
-func (a *BumpAPI) byName(ctx context.Context, pl *promote.Pipeline, req prbot.BumpRequest, repo, ref string) error {
+func (a *BumpAPI) byName(ctx context.Context, at basis, req prbot.BumpRequest, repo string) error {
+	pl, ref := at.pipeline, at.ref
 	rel := path.Join("environments", req.Env, req.File)
 	file := a.bot.Path(rel)
 	if req.File == "manifest.json" {
