@@ -50,7 +50,7 @@ func runDaemon(t *testing.T, ns string, rollouts *config.Rollouts, approvals con
 	env := cluster.Env(t)
 	git := gitserver.New(t)
 	url := git.Init(t, "manifests")
-	git.Commit(t, "manifests", "main", map[string]string{"environments/test/manifest.json": apiManifest("1", skip)}, "api 1")
+	git.Repo("manifests").Commit(t, "main", map[string]string{"environments/test/manifest.json": apiManifest("1", skip)}, "api 1")
 	stateNS := env.Namespace(t)
 	f := false
 	cfg := &config.Config{
@@ -125,7 +125,7 @@ func runDaemon(t *testing.T, ns string, rollouts *config.Rollouts, approvals con
 // push commits service api at tag to the manifests and wakes the daemon.
 func (w *daemonWorld) push(t *testing.T, tag string, skip bool) string {
 	t.Helper()
-	rev := w.git.Commit(t, "manifests", "main", map[string]string{"environments/test/manifest.json": apiManifest(tag, skip)}, "api "+tag)
+	rev := w.git.Repo("manifests").Commit(t, "main", map[string]string{"environments/test/manifest.json": apiManifest(tag, skip)}, "api "+tag)
 	w.d.Source().Trigger()
 	return rev
 }
@@ -306,7 +306,7 @@ func TestDaemonRefusesAnalysisWithoutRollouts(t *testing.T) {
 	}
 	w := runDaemon(t, ns, nil, config.Approvals{}, true, daemon.WithVerifier(v))
 
-	w.git.Commit(t, "manifests", "main", map[string]string{
+	w.git.Repo("manifests").Commit(t, "main", map[string]string{
 		"pipeline.yaml":                   "stages:\n- name: test\n  sequence:\n  - deployment\n  - name: test\n    properties: {analysis: {template: error-rate}}\n",
 		"environments/test/manifest.json": apiManifest("2", true)}, "api 2, verified by an analysis")
 	w.d.Source().Trigger()

@@ -81,7 +81,7 @@ func setup(t *testing.T) fixture {
 	f.wantImage = reg.Ref("team/web", "2.0.0") + "@" + digest
 	git := gitserver.New(t)
 	url := git.Init(t, "manifests")
-	git.Commit(t, "manifests", "main", map[string]string{
+	git.Repo("manifests").Commit(t, "main", map[string]string{
 		"environments/devel/manifest.json": `{"skipConfirmation": true, "services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`,
 	}, "web 2.0.0 to devel")
 

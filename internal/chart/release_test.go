@@ -351,7 +351,7 @@ func (r *releaseFixture) deployment(t *testing.T, ns, name, tag string) {
 // in prod, and returns the revision.
 func (r *releaseFixture) commit(t *testing.T, devel, prod, msg string) string {
 	t.Helper()
-	return r.git.Commit(t, "manifests", "main", map[string]string{
+	return r.git.Repo("manifests").Commit(t, "main", map[string]string{
 		"environments/devel/manifest.json": `{"skipConfirmation": true, "services": [{"name": "web", "containers": [{"dockerTag": "` + devel + `"}]}]}`,
 		"environments/prod/manifest.json":  `{"services": [{"name": "api", "containers": [{"dockerTag": "` + prod + `"}]}]}`,
 	}, msg)

@@ -41,7 +41,7 @@ func approveWorld(t *testing.T, files ...map[string]string) (server, tokenFile, 
 	for _, f := range files {
 		maps.Copy(commit, f)
 	}
-	git.Commit(t, "manifests", "main", commit, "prod")
+	git.Repo("manifests").Commit(t, "main", commit, "prod")
 	ns = env.Namespace(t)
 	cluster.Env(t).CreateDeployment(t, ns, "web", "example.com/web:1.0.0")
 	f := false

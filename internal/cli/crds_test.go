@@ -48,7 +48,7 @@ func TestRunAppliesCRDs(t *testing.T) {
 
 	git := gitserver.New(t)
 	url := git.Init(t, "manifests")
-	git.Commit(t, "manifests", "main", map[string]string{
+	git.Repo("manifests").Commit(t, "main", map[string]string{
 		"environments/devel/manifest.json": `{"services": []}`,
 	}, "devel")
 	ns := env.Namespace(t)

@@ -206,7 +206,7 @@ func TestPlanFromGitSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sha := srv.Commit(t, "manifests", "main", map[string]string{"environments/prod/manifest.json": string(manifestJSON)}, "deploy report 2")
+	sha := srv.Repo("manifests").Commit(t, "main", map[string]string{"environments/prod/manifest.json": string(manifestJSON)}, "deploy report 2")
 	cfg, err := os.ReadFile(w.config)
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +241,7 @@ func TestPlanFromGitSourceWithGitHubAppOnEnterprise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sha := srv.Commit(t, "manifests", "main", map[string]string{"environments/prod/manifest.json": string(manifestJSON)}, "deploy report 2")
+	sha := srv.Repo("manifests").Commit(t, "main", map[string]string{"environments/prod/manifest.json": string(manifestJSON)}, "deploy report 2")
 	cfg, err := os.ReadFile(w.config)
 	if err != nil {
 		t.Fatal(err)

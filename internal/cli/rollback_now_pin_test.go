@@ -68,7 +68,7 @@ func startNowWorld(t *testing.T, deployments map[string]string, pending bool, co
 	var shas []string
 	for i, files := range commits {
 		msg := fmt.Sprintf("change %d", i+1)
-		sha := w.git.Commit(t, "manifests", "main", files, msg)
+		sha := w.git.Repo("manifests").Commit(t, "main", files, msg)
 		w.gh.MirrorCommit("acme", "manifests", "main", sha, files, msg)
 		shas = append(shas, sha)
 	}

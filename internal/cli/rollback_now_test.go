@@ -46,10 +46,10 @@ func testRollbackNow(t *testing.T, envExtra string, approved bool) {
 		"environments/prod/manifest.json": `{"includes": ["./web.json"]}` + "\n",
 		"environments/prod/web.json":      web1,
 	}
-	c1 := git.Commit(t, "manifests", "main", v1, "prod")
+	c1 := git.Repo("manifests").Commit(t, "main", v1, "prod")
 	gh.MirrorCommit("acme", "manifests", "main", c1, v1, "prod")
 	v2 := map[string]string{"environments/prod/web.json": strings.Replace(web1, "1.0.0", "2.0.0", 1)}
-	c2 := git.Commit(t, "manifests", "main", v2, "web 2")
+	c2 := git.Repo("manifests").Commit(t, "main", v2, "web 2")
 	gh.MirrorCommit("acme", "manifests", "main", c2, v2, "web 2")
 	ns := env.Namespace(t)
 	env.CreateDeployment(t, ns, "web", "example.com/web:2.0.0")
@@ -171,7 +171,7 @@ state: {namespace: %s, kubeconfig: %q}
 		t.Fatalf("image before git has the merge = %s, want 1.0.0 kept", img)
 	}
 	merged, _ := gh.File("acme", "manifests", "main", "environments/prod/web.json")
-	c3 := git.Commit(t, "manifests", "main", map[string]string{"environments/prod/web.json": merged}, "Merge rollback")
+	c3 := git.Repo("manifests").Commit(t, "main", map[string]string{"environments/prod/web.json": merged}, "Merge rollback")
 	testenv.WaitFor(t, 30*time.Second, "prod in sync at the merge, unpinned and unheld", func() bool {
 		v, ok := prodStatus(t, server, tokenFile)
 		return ok && v.Revision == c3 && v.PlanHash == "" && v.Pin == nil && v.PinnedBy == "" && holdOf(t, server, tokenFile) == nil

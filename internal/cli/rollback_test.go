@@ -37,10 +37,10 @@ func TestRollbackAndRelease(t *testing.T) {
 		"environments/prod/web.json":      `{"services": [{"name": "web", "containers": [{"dockerTag": "1.0.0"}]}]}` + "\n",
 		"environments/prod/api.json":      apiJSON,
 	}
-	c1 := git.Commit(t, "manifests", "main", v1, "prod")
+	c1 := git.Repo("manifests").Commit(t, "main", v1, "prod")
 	gh.MirrorCommit("acme", "manifests", "main", c1, v1, "prod")
 	v2 := map[string]string{"environments/prod/web.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}` + "\n"}
-	c2 := git.Commit(t, "manifests", "main", v2, "web 2")
+	c2 := git.Repo("manifests").Commit(t, "main", v2, "web 2")
 	gh.MirrorCommit("acme", "manifests", "main", c2, v2, "web 2")
 	ns := env.Namespace(t)
 
@@ -115,7 +115,7 @@ state: {namespace: %s, kubeconfig: %q}
 	// A plan proposed while prod is held says so on its check run: api 3.1.0 is merged by hand meanwhile.
 	env.CreateDeployment(t, ns, "api", "example.com/api:3.0.0")
 	v3 := map[string]string{"environments/prod/api.json": strings.Replace(apiJSON, "3.0.0", "3.1.0", 1)}
-	c3 := git.Commit(t, "manifests", "main", v3, "api 3.1")
+	c3 := git.Repo("manifests").Commit(t, "main", v3, "api 3.1")
 	gh.MirrorCommit("acme", "manifests", "main", c3, v3, "api 3.1")
 	testenv.WaitFor(t, 30*time.Second, "the held plan's check run", func() bool {
 		for _, r := range gh.CheckRuns("acme", "manifests") {

@@ -31,7 +31,7 @@ func TestRunDORAAndPipeline(t *testing.T) {
 	env := cluster.Env(t)
 	git := gitserver.New(t)
 	url := git.Init(t, "manifests")
-	git.Commit(t, "manifests", "main", map[string]string{
+	git.Repo("manifests").Commit(t, "main", map[string]string{
 		"environments/staging/manifest.json": `{"skipConfirmation": true, "services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`,
 		"environments/prod/manifest.json":    `{"services": [{"name": "web", "containers": [{"dockerTag": "1.0.0"}]}]}`,
 		"pipeline.yaml": "stages:\n  - name: staging\n    lockPath: apps/staging\n  - name: prod\n    promoteFrom: staging\n    lockPath: apps/prod\n" +

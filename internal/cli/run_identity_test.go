@@ -33,7 +33,7 @@ func TestRunGitHubUserApproves(t *testing.T) {
 	git := gitserver.New(t)
 	url := git.Init(t, "manifests")
 	files := map[string]string{"environments/prod/manifest.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`}
-	sha := git.Commit(t, "manifests", "main", files, "prod")
+	sha := git.Repo("manifests").Commit(t, "main", files, "prod")
 	gh.MirrorCommit("acme", "manifests", "main", sha, files, "prod")
 	ns := env.Namespace(t)
 	env.CreateDeployment(t, ns, "web", "example.com/web:1.0.0")

@@ -34,7 +34,7 @@ func TestRunNotifies(t *testing.T) {
 	env := cluster.Env(t)
 	git := gitserver.New(t)
 	url := git.Init(t, "manifests")
-	git.Commit(t, "manifests", "main", map[string]string{
+	git.Repo("manifests").Commit(t, "main", map[string]string{
 		"environments/dev/manifest.json":  `{"skipConfirmation": true, "services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`,
 		"environments/prod/manifest.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`,
 	}, "dev and prod")

@@ -24,7 +24,7 @@ func TestRunOnce(t *testing.T) {
 	env := cluster.Env(t)
 	git := gitserver.New(t)
 	url := git.Init(t, "manifests")
-	git.Commit(t, "manifests", "main", map[string]string{
+	git.Repo("manifests").Commit(t, "main", map[string]string{
 		"environments/prod/manifest.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`,
 	}, "prod")
 	ns := env.Namespace(t)
@@ -59,7 +59,7 @@ func TestRunOnce(t *testing.T) {
 		t.Errorf("run --once applied prod without approval: %s", img)
 	}
 
-	git.Commit(t, "manifests", "main", map[string]string{"environments/qa/manifest.json": `{"services": [`}, "broken qa")
+	git.Repo("manifests").Commit(t, "main", map[string]string{"environments/qa/manifest.json": `{"services": [`}, "broken qa")
 	write("prod", "qa")
 	_, stderr, code = runReconciler(t, "run", "--config", cfgPath, "--once", "--log-level", "error")
 	if code != 1 || !strings.Contains(stderr, "environment qa") || !strings.Contains(stderr, "environments/qa/manifest.json") {
@@ -77,7 +77,7 @@ func TestRunServes(t *testing.T) {
 	env := cluster.Env(t)
 	git := gitserver.New(t)
 	url := git.Init(t, "manifests")
-	git.Commit(t, "manifests", "main", map[string]string{
+	git.Repo("manifests").Commit(t, "main", map[string]string{
 		"environments/prod/manifest.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`,
 	}, "prod")
 	ns := env.Namespace(t)

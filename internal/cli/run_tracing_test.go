@@ -20,7 +20,7 @@ func TestRunTraces(t *testing.T) {
 	env := cluster.Env(t)
 	git := gitserver.New(t)
 	url := git.Init(t, "manifests")
-	rev := git.Commit(t, "manifests", "main", map[string]string{
+	rev := git.Repo("manifests").Commit(t, "main", map[string]string{
 		"environments/prod/manifest.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`,
 	}, "prod")
 	ns := env.Namespace(t)

@@ -67,12 +67,12 @@ func TestWaitCommand(t *testing.T) {
 
 	// Superseded: a newer commit asks prod for another version before the
 	// one waited for is deployed.
-	second := git.Commit(t, "manifests", "main", map[string]string{
+	second := git.Repo("manifests").Commit(t, "main", map[string]string{
 		"environments/prod/manifest.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "3.0.0"}]}]}`}, "prod 3.0.0")
 	pendingAt(t, d, second)
 	go func() {
 		time.Sleep(300 * time.Millisecond)
-		git.Commit(t, "manifests", "main", map[string]string{
+		git.Repo("manifests").Commit(t, "main", map[string]string{
 			"environments/prod/manifest.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "4.0.0"}]}]}`}, "prod 4.0.0")
 	}()
 	if out, errOut, code := run("--env", "prod", "--revision", second, "--timeout", "60s"); code != 1 || !strings.Contains(errOut, "superseded") {

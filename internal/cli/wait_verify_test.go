@@ -21,7 +21,7 @@ func TestWaitFailedVerification(t *testing.T) {
 		return sequence.Result{Result: promote.ResultFail, Message: "2 of 3 requests answered 503"}, nil
 	}
 	base, git, _ := clitest.WaitWorld(t, cluster.Env(t), func(*config.Config) daemon.Option { return daemon.WithTask(promote.TaskTest, failing) })
-	head := git.Commit(t, "manifests", "main", map[string]string{
+	head := git.Repo("manifests").Commit(t, "main", map[string]string{
 		"pipeline.yaml": "stages:\n  - name: devel\n    sequence:\n      - deployment\n      - name: test\n" +
 			"        properties: {kind: http, url: \"http://web/healthz\"}\n",
 		"environments/devel/manifest.json": `{"skipConfirmation": true, "services": [{"name": "web", "containers": [{"dockerTag": "3.0.0"}]}]}`,

@@ -133,7 +133,7 @@ func TestWaitKubeconfig(t *testing.T) {
 
 	// Superseded: a newer commit asks prod for another version, once the
 	// wait watches the object showing the one waited for pending.
-	second := git.Commit(t, "manifests", "main", map[string]string{
+	second := git.Repo("manifests").Commit(t, "main", map[string]string{
 		"environments/prod/manifest.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "3.0.0"}]}]}`}, "prod 3.0.0")
 	pendingAt(t, dm, second)
 	objectPendingAt(t, dyn, stateNS, second)
@@ -144,7 +144,7 @@ func TestWaitKubeconfig(t *testing.T) {
 		testenv.WaitFor(t, 30*time.Second, "a watch of environments open", func() bool {
 			return watches(t, cs, "apiserver_longrunning_requests") >= 1
 		})
-		git.Commit(t, "manifests", "main", map[string]string{
+		git.Repo("manifests").Commit(t, "main", map[string]string{
 			"environments/prod/manifest.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "4.0.0"}]}]}`}, "prod 4.0.0")
 	}()
 	if out, errOut, code := run("--env", "prod", "--revision", second, "--timeout", "60s"); code != 1 || !strings.Contains(errOut, "superseded") {

@@ -66,7 +66,7 @@ contexts: [{name: proxy, context: {cluster: proxy, user: anonymous}}]
 	}
 	git := gitserver.New(t)
 	repo := git.Init(t, "manifests")
-	git.Commit(t, "manifests", "main", map[string]string{
+	git.Repo("manifests").Commit(t, "main", map[string]string{
 		"environments/prod/manifest.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`,
 	}, "prod")
 	ns := env.Namespace(t)

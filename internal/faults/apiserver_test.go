@@ -35,7 +35,7 @@ func TestAPIServerRestartMidApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rev := f.git.Commit(t, "manifests", "main", manifest(n, "2.0.0"), "20 services to 2.0.0")
+	rev := f.git.Repo("manifests").Commit(t, "main", manifest(n, "2.0.0"), "20 services to 2.0.0")
 	deadline := time.After(2 * time.Minute)
 	for first := false; !first; {
 		select {

@@ -23,7 +23,7 @@ func TestCrashBetweenApprovalAndApply(t *testing.T) {
 	ctx := t.Context()
 	a := f.start(t, "replica-a", nil)
 	testenv.WaitFor(t, 60*time.Second, "replica-a holding the Lease", func() bool { return f.holder(ctx) == "replica-a" })
-	rev := f.git.Commit(t, "manifests", "main", manualManifest(n, "2.0.0"), "5 services to 2.0.0, approved by hand")
+	rev := f.git.Repo("manifests").Commit(t, "main", manualManifest(n, "2.0.0"), "5 services to 2.0.0, approved by hand")
 
 	var planHash string
 	testenv.WaitFor(t, 60*time.Second, "a plan of the new revision pending", func() bool {

@@ -191,7 +191,7 @@ func (f *fixture) withGitHub(t *testing.T, gh *githubtest.Server) {
 // commitMirrored commits files to the git server and the same commit to gh.
 func (f *fixture) commitMirrored(t *testing.T, gh *githubtest.Server, files map[string]string, msg string) string {
 	t.Helper()
-	rev := f.git.Commit(t, "manifests", "main", files, msg)
+	rev := f.git.Repo("manifests").Commit(t, "main", files, msg)
 	gh.MirrorCommit("acme", "manifests", "main", rev, files, msg)
 	return rev
 }
@@ -401,7 +401,7 @@ func TestClockSkewPerEnvironment(t *testing.T) {
 	if takeover > leaseDuration+2*retryPeriod+2*time.Second {
 		t.Errorf("%s took devel %s after %s was killed, want within the lease duration %s", survivor.name, takeover.Round(100*time.Millisecond), victim.name, leaseDuration)
 	}
-	rev := f.git.Commit(t, "manifests", "main", manifest(n, "2.0.0"), "devel to 2.0.0 after its holder died")
+	rev := f.git.Repo("manifests").Commit(t, "main", manifest(n, "2.0.0"), "devel to 2.0.0 after its holder died")
 	f.applied(t, survivor, n, "2.0.0", rev, time.Minute)
 	recovered := time.Since(killed)
 	if tr := f.leaseTransitions(ctx, lease.EnvName("devel")); tr != transitions["devel"]+1 {

@@ -146,7 +146,7 @@ func TestDashboardQueries(t *testing.T) {
 	// commit commits files, mirrors the commit to GitHub and sends the push webhook.
 	commit := func(files map[string]string, msg string) string {
 		t.Helper()
-		rev := f.git.Commit(t, "manifests", "main", files, msg)
+		rev := f.git.Repo("manifests").Commit(t, "main", files, msg)
 		gh.MirrorCommit("acme", "manifests", "main", rev, files, msg)
 		body := fmt.Sprintf(`{"ref":"refs/heads/main","after":%q,"repository":{"clone_url":%q,"full_name":"acme/manifests"}}`, rev, f.gitURL)
 		code, answer, err := githubtest.Send(ctx, "http://"+a.addr+"/webhook/github", "hook-secret", githubtest.Delivery{Event: "push", ID: "push-" + rev[:8], Body: []byte(body)})
@@ -166,7 +166,7 @@ func TestDashboardQueries(t *testing.T) {
 
 	gh.Inject(githubtest.Fault{Method: http.MethodPost, Route: checkRuns, Status: http.StatusBadGateway})
 	deployed(commit(files("2.0.0", "1.0.0"), "devel to 2.0.0"), "succeeded")
-	broke := f.git.Commit(t, "manifests", "main", map[string]string{"environments/devel/manifest.json": "{not json"}, "a broken manifest")
+	broke := f.git.Repo("manifests").Commit(t, "main", map[string]string{"environments/devel/manifest.json": "{not json"}, "a broken manifest")
 	testenv.WaitFor(t, time.Minute, "the broken manifest "+broke[:8]+" counted as a failure", func() bool {
 		return a.metric(ctx, "stagehand_failures_total") > 0
 	})

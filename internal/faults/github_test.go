@@ -46,7 +46,7 @@ func TestGitHubErrorsAndRateLimits(t *testing.T) {
 	gh.Inject(githubtest.Fault{Method: http.MethodPost, Route: checkRuns, Status: http.StatusTooManyRequests, RetryAfter: wait})
 	gh.Inject(githubtest.Fault{Method: http.MethodPost, Route: checkRuns, Status: http.StatusForbidden, RetryAfter: wait})
 	files := manifest(n, "2.0.0")
-	rev := f.git.Commit(t, "manifests", "main", files, "to 2.0.0")
+	rev := f.git.Repo("manifests").Commit(t, "main", files, "to 2.0.0")
 	gh.MirrorCommit("acme", "manifests", "main", rev, files, "to 2.0.0")
 	pushed := time.Now()
 

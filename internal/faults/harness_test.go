@@ -104,7 +104,7 @@ func newFixture(t *testing.T, files map[string]string) *fixture {
 	env := cluster.Env(t)
 	f := &fixture{env: env, ns: env.Namespace(t), git: gitserver.New(t), dir: t.TempDir()}
 	f.gitURL = f.git.Init(t, "manifests")
-	f.git.Commit(t, "manifests", "main", files, "first")
+	f.git.Repo("manifests").Commit(t, "main", files, "first")
 	f.token = randomHex(t)
 	tokens := fmt.Sprintf("- {name: operator, token: %s, scopes: [read, \"approve:*\", lock]}\n", f.token)
 	if err := os.WriteFile(filepath.Join(f.dir, "tokens.yaml"), []byte(tokens), 0o600); err != nil {

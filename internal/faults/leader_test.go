@@ -93,7 +93,7 @@ func TestLeaderKilledMidApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	rev := f.git.Commit(t, "manifests", "main", manifest(n, "2.0.0"), "50 services to 2.0.0")
+	rev := f.git.Repo("manifests").Commit(t, "main", manifest(n, "2.0.0"), "50 services to 2.0.0")
 
 	// Kill the leader as soon as a first workload asks for 2.0.0.
 	deadline := time.After(2 * time.Minute)

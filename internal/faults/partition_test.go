@@ -49,7 +49,7 @@ func TestStandbyCutOff(t *testing.T) {
 
 	p.cut()
 	cutOff := outage()
-	rev2 := f.git.Commit(t, "manifests", "main", manifest(n, "2.0.0"), "to 2.0.0 while the standby is cut off")
+	rev2 := f.git.Repo("manifests").Commit(t, "main", manifest(n, "2.0.0"), "to 2.0.0 while the standby is cut off")
 	f.applied(t, a, n, "2.0.0", rev2, 2*time.Minute)
 	time.Sleep(cutOff)
 	if !b.alive() {
@@ -60,7 +60,7 @@ func TestStandbyCutOff(t *testing.T) {
 	time.Sleep(2 * time.Second) // it reconnects; then the leader dies
 	a.kill(t)
 	killedA.Store(true)
-	rev3 := f.git.Commit(t, "manifests", "main", manifest(n, "3.0.0"), "to 3.0.0 after the leader died")
+	rev3 := f.git.Repo("manifests").Commit(t, "main", manifest(n, "3.0.0"), "to 3.0.0 after the leader died")
 	f.applied(t, b, n, "3.0.0", rev3, 2*time.Minute)
 	recovered := time.Since(restored)
 	if h := f.holder(ctx); h != "replica-b" {

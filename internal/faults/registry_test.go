@@ -41,7 +41,7 @@ func TestRegistryDownWithPinning(t *testing.T) {
 	a := f.start(t, "replica-a", nil)
 	testenv.WaitFor(t, 60*time.Second, "replica-a holding the Lease", func() bool { return f.holder(ctx) == "replica-a" })
 	pushed := time.Now()
-	rev := f.git.Commit(t, "manifests", "main", manifest(n, "2.0.0"), "to 2.0.0")
+	rev := f.git.Repo("manifests").Commit(t, "main", manifest(n, "2.0.0"), "to 2.0.0")
 
 	var hist []entry
 	testenv.WaitFor(t, 2*time.Minute, "the services of the registry that answers applied, pinned", func() bool {

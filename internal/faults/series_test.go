@@ -70,7 +70,7 @@ func TestSeriesAt20x500(t *testing.T) {
 	f.config["verification"] = map[string]any{"allowAddresses": []any{"127.0.0.1/32"}}
 	f.config["workloads"] = map[string]any{"rolloutTimeout": "5m", "concurrency": 16}
 	a := f.start(t, "replica-a", nil)
-	rev := f.git.Commit(t, "manifests", "main", files("2.0.0"), "every service to 2.0.0")
+	rev := f.git.Repo("manifests").Commit(t, "main", files("2.0.0"), "every service to 2.0.0")
 	start := time.Now()
 	testenv.WaitFor(t, 20*time.Minute, "every environment's deploy of "+rev[:8]+" recorded", func() bool {
 		for e := range figureEnvs {

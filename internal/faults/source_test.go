@@ -93,7 +93,7 @@ func TestGitDownThenFlapping(t *testing.T) {
 	a := f.start(t, "replica-a", nil)
 	pid := a.cmd.Process.Pid
 	prom := alerting(t, map[string]any{"sourceUnreachableSeconds": 2}, a)
-	good := f.git.Commit(t, "manifests", "main", manifest(n, "2.0.0"), "to 2.0.0")
+	good := f.git.Repo("manifests").Commit(t, "main", manifest(n, "2.0.0"), "to 2.0.0")
 	f.applied(t, a, n, "2.0.0", good, 2*time.Minute)
 	prom.WaitFor(t, "stagehand_source_failing_seconds == 0")
 	if got, err := firing(ctx, prom, "StagehandSourceUnreachable"); err != nil || len(got) > 0 {
@@ -116,7 +116,7 @@ func TestGitDownThenFlapping(t *testing.T) {
 	}
 	time.Sleep(time.Until(down.Add(outage())))
 	// Flapping: up a second, down a second, while a new revision arrives.
-	next := f.git.Commit(t, "manifests", "main", manifest(n, "3.0.0"), "to 3.0.0")
+	next := f.git.Repo("manifests").Commit(t, "main", manifest(n, "3.0.0"), "to 3.0.0")
 	back := time.Now() // the outage ends: the server answers now and then
 	for range 3 {
 		imgs, err := f.images(ctx)

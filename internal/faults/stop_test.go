@@ -57,7 +57,7 @@ func TestStopOnSIGTERM(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer w.Stop()
-				f.git.Commit(t, "manifests", "main", manifest(n, "2.0.0"), "30 services to 2.0.0")
+				f.git.Repo("manifests").Commit(t, "main", manifest(n, "2.0.0"), "30 services to 2.0.0")
 				waitPatched(t, w)
 			}
 

@@ -40,7 +40,7 @@ func TestWindowClockSkew(t *testing.T) {
 			return math.Abs(c.r.metric(ctx, "stagehand_clock_offset_seconds")-c.want.Seconds()) < 2
 		})
 	}
-	rev2 := f.git.Commit(t, "manifests", "main", manifest(n, "2.0.0"), "to 2.0.0 inside the freeze")
+	rev2 := f.git.Repo("manifests").Commit(t, "main", manifest(n, "2.0.0"), "to 2.0.0 inside the freeze")
 	want := "waiting for the deploy window (inside the deny window year-end): opens " + freezeEnd.Format("Mon 2 Jan 2006 15:04") + " UTC"
 
 	// deferred reads devel through r's API: Deferred at rev2, waiting until freezeEnd, observed after since.

@@ -39,7 +39,7 @@ func TestDaemonRollsBackFailedCanaryOnce(t *testing.T) {
 	env := cluster.Env(t)
 	git := gitserver.New(t)
 	url := git.Init(t, "manifests")
-	git.Commit(t, "manifests", "main", map[string]string{"environments/test/manifest.json": manifestOf("2.0")}, "web 2.0")
+	git.Repo("manifests").Commit(t, "main", map[string]string{"environments/test/manifest.json": manifestOf("2.0")}, "web 2.0")
 	stateNS := env.Namespace(t)
 	f := false
 	cfg := &config.Config{

@@ -135,7 +135,7 @@ func TestFlowDeploymentsSkipConfirmation(t *testing.T) {
 	f := newFlow(t)
 	f.cfg.GitHub.Deployments = deploymentsConfig
 	files := map[string]string{"environments/prod/manifest.json": `{"skipConfirmation": true, "services": [{"name": "api", "containers": [{"dockerTag": "1.0.1"}]}]}`}
-	sha := f.git.Commit(t, "manifests", "main", files, "api 1.0.1, no approval")
+	sha := f.git.Repo("manifests").Commit(t, "main", files, "api 1.0.1, no approval")
 	f.gh.MirrorCommit(owner, repo, "main", sha, files, "api 1.0.1, no approval")
 	f.start()
 	f.waitImage("1.0.1")

@@ -171,7 +171,7 @@ func TestFlowPullRequestPreview(t *testing.T) {
 	f.commit("1.0.0") // main runs what the cluster runs: nothing pending
 	f.start()
 	files := map[string]string{"environments/prod/manifest.json": `{"services": [{"name": "api", "containers": [{"dockerTag": "1.0.2"}]}]}`}
-	head := f.git.Commit(t, "manifests", "bump-api", files, "api 1.0.2")
+	head := f.git.Repo("manifests").Commit(t, "bump-api", files, "api 1.0.2")
 	f.gh.MirrorCommit(owner, repo, "bump-api", head, files, "api 1.0.2")
 	n := f.gh.OpenPullRequest(owner, repo, "bump-api", "main", "Bump api to 1.0.2", "maria")
 	if code := f.send(f.gh.PullRequestDelivery(owner, repo, n, "opened", "maria"), secret); code != http.StatusOK {
@@ -199,7 +199,7 @@ func TestFlowPlanLargerThanTheSummaryLimit(t *testing.T) {
 		services = append(services, fmt.Sprintf(`{"name": "ghost-%03d", "containers": [{"dockerTag": "1.0.0"}]}`, i))
 	}
 	files := map[string]string{"environments/prod/manifest.json": `{"services": [` + strings.Join(services, ",\n") + `]}`}
-	sha := f.git.Commit(t, "manifests", "main", files, "many services")
+	sha := f.git.Repo("manifests").Commit(t, "main", files, "many services")
 	f.gh.MirrorCommit(owner, repo, "main", sha, files, "many services")
 	f.start()
 	run := f.waitRun(sha, "awaiting approval", awaitingApproval)

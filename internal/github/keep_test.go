@@ -104,7 +104,7 @@ func TestFlowPendingPlanOutlivesUnrelatedCommit(t *testing.T) {
 	f.opts = []daemon.Option{daemon.WithSequenceListener(sink)}
 	f.sink = sink
 	commit := func(files map[string]string, msg string) string {
-		sha := f.git.Commit(t, "manifests", "main", files, msg)
+		sha := f.git.Repo("manifests").Commit(t, "main", files, msg)
 		f.gh.MirrorCommit(owner, repo, "main", sha, files, msg)
 		return sha
 	}

@@ -234,7 +234,7 @@ func newPreviewRepo(t *testing.T) *previewRepo {
 func (r *previewRepo) push(t *testing.T, f *fixture, branch string) string {
 	t.Helper()
 	files := map[string]string{"environments/prod/manifest.json": `{"services": []}`, "n": time.Now().String()}
-	sha := r.git.Commit(t, "manifests", branch, files, "change")
+	sha := r.git.Repo("manifests").Commit(t, branch, files, "change")
 	f.srv.MirrorCommit(owner, repo, branch, sha, files, "change")
 	return sha
 }
@@ -356,7 +356,7 @@ func TestFlowSlowPreviewDoesNotDelayAnApply(t *testing.T) {
 	sha := f.commit("1.0.1")
 	f.start()
 	files := map[string]string{"environments/prod/manifest.json": `{"services": [{"name": "api", "containers": [{"dockerTag": "1.0.2"}]}]}`}
-	head := f.git.Commit(t, "manifests", "bump-api", files, "api 1.0.2")
+	head := f.git.Repo("manifests").Commit(t, "bump-api", files, "api 1.0.2")
 	f.gh.MirrorCommit(owner, repo, "bump-api", head, files, "api 1.0.2")
 	n := f.gh.OpenPullRequest(owner, repo, "bump-api", "main", "Bump api to 1.0.2", "maria")
 	// The webhook is answered while its preview is held back...

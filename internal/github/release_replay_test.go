@@ -34,7 +34,7 @@ func releaseFlow(t *testing.T, required int) (*flow, func(tag string) string) {
 			"pipeline.yaml":                   pipeline,
 			"environments/prod/manifest.json": `{"services": [{"name": "api", "containers": [{"dockerTag": "` + tag + `"}]}]}`,
 		}
-		sha := f.git.Commit(t, "manifests", "main", files, "api "+tag)
+		sha := f.git.Repo("manifests").Commit(t, "main", files, "api "+tag)
 		f.gh.MirrorCommit(owner, repo, "main", sha, files, "api "+tag)
 		return sha
 	}

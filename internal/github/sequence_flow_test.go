@@ -44,7 +44,7 @@ func TestFlowSequenceGatesPromotion(t *testing.T) {
 			"environments/prod/manifest.json":  `{"services": [{"name": "api", "containers": [{"dockerTag": "` + tag + `"}]}]}`,
 			"environments/later/manifest.json": `{"services": [{"name": "api", "containers": [{"dockerTag": "1.0.0"}]}]}`,
 		}
-		sha := f.git.Commit(t, "manifests", "main", files, "api "+tag)
+		sha := f.git.Repo("manifests").Commit(t, "main", files, "api "+tag)
 		f.gh.MirrorCommit(owner, repo, "main", sha, files, "api "+tag)
 		return sha
 	}
@@ -121,7 +121,7 @@ func TestFlowReleaseApproval(t *testing.T) {
 			"environments/prod/manifest.json":  `{"services": [{"name": "api", "containers": [{"dockerTag": "` + tag + `"}]}]}`,
 			"environments/later/manifest.json": `{"services": [{"name": "api", "containers": [{"dockerTag": "1.0.0"}]}]}`,
 		}
-		sha := f.git.Commit(t, "manifests", "main", files, "api "+tag)
+		sha := f.git.Repo("manifests").Commit(t, "main", files, "api "+tag)
 		f.gh.MirrorCommit(owner, repo, "main", sha, files, "api "+tag)
 		return sha
 	}

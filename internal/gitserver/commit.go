@@ -12,59 +12,90 @@ import (
 	"testing"
 )
 
-// Deleted as a file's content in Commit removes that path.
+// Deleted as a file's content in a Commit removes that path.
 const Deleted = "\x00gitserver:deleted\x00"
 
 const symlinkPrefix = "\x00gitserver:symlink\x00"
 
-// Symlink as a file's content in Commit makes that path a symbolic link to target.
+// Symlink as a file's content in a Commit makes that path a symbolic link to target.
 func Symlink(target string) string { return symlinkPrefix + target }
 
-// Commit writes files (path → content; Deleted removes, Symlink links) on top
-// of branch's head (or as its first commit) and moves the branch to the new
-// commit, as a push would. It returns the commit's SHA.
-func (s *Server) Commit(t testing.TB, repo, branch string, files map[string]string, msg string) string {
-	t.Helper()
-	return s.commit(t, repo, branch, files, msg, true, nil)
+// Person is a commit's author or committer: a name and an e-mail address.
+type Person struct{ Name, Email string }
+
+// The author and committer of a Commit that names none.
+const (
+	testName  = "Stagehand Test"
+	testEmail = "test@stagehand.invalid"
+)
+
+// Commit is one commit to write on a branch.
+type Commit struct {
+	Branch string
+	// Files maps a path to its content; Deleted removes the path, Symlink links it.
+	Files   map[string]string
+	Message string
+	// Author wrote the commit; zero means "Stagehand Test <test@stagehand.invalid>".
+	Author Person
+	// Committer committed it (a rebase, a cherry-pick, a push of someone else's work); zero means the author.
+	Committer Person
 }
 
-// CommitAs is Commit with the given author and committer (name and e-mail address) instead of the
-// server's "Stagehand Test <test@stagehand.invalid>".
-func (s *Server) CommitAs(t testing.TB, repo, branch, name, email string, files map[string]string, msg string) string {
-	t.Helper()
-	return s.commit(t, repo, branch, files, msg, true, []string{"GIT_AUTHOR_NAME=" + name, "GIT_AUTHOR_EMAIL=" + email,
-		"GIT_COMMITTER_NAME=" + name, "GIT_COMMITTER_EMAIL=" + email})
+// identity is the environment that makes git record c's author and committer.
+func (c Commit) identity() []string {
+	author, committer := c.Author, c.Committer
+	if author == (Person{}) {
+		author = Person{Name: testName, Email: testEmail}
+	}
+	if committer == (Person{}) {
+		committer = author
+	}
+	return []string{"GIT_AUTHOR_NAME=" + author.Name, "GIT_AUTHOR_EMAIL=" + author.Email,
+		"GIT_COMMITTER_NAME=" + committer.Name, "GIT_COMMITTER_EMAIL=" + committer.Email}
 }
 
-// CommitBy is CommitAs with another committer than the author: a commit one person wrote and another
-// committed (a rebase, a cherry-pick, a push of someone else's work).
-func (s *Server) CommitBy(t testing.TB, repo, branch, authorName, authorEmail, committerName, committerEmail string, files map[string]string, msg string) string {
-	t.Helper()
-	return s.commit(t, repo, branch, files, msg, true, []string{"GIT_AUTHOR_NAME=" + authorName, "GIT_AUTHOR_EMAIL=" + authorEmail,
-		"GIT_COMMITTER_NAME=" + committerName, "GIT_COMMITTER_EMAIL=" + committerEmail})
+// Repo writes commits into one bare repository of a Server, as pushes would. Get it with Server.Repo.
+type Repo struct {
+	git command // runs in the bare repository
 }
 
-// ForcePush replaces branch with a new root commit whose tree is exactly files
-// (rewritten history: the old head is no longer an ancestor) and returns its SHA.
-func (s *Server) ForcePush(t testing.TB, repo, branch string, files map[string]string, msg string) string {
+// Repo returns the writer of the named bare repository (create it first with Init).
+func (s *Server) Repo(name string) *Repo { return &Repo{git: s.git(s.Path(name))} }
+
+// Commit writes files (path → content; Deleted removes, Symlink links) on top of branch's head (or as its
+// first commit) and moves the branch to the new commit, as a push would. It returns the commit's SHA.
+func (r *Repo) Commit(t testing.TB, branch string, files map[string]string, msg string) string {
 	t.Helper()
-	return s.commit(t, repo, branch, files, msg, false, nil)
+	return r.write(t, Commit{Branch: branch, Files: files, Message: msg}, true)
 }
 
-// CommitDir copies the directory tree at dir into the repository under prefix
-// ("" or "." for the root), replacing whatever was under prefix before,
-// commits on branch and returns the commit's SHA. Symbolic links are kept as links.
-func (s *Server) CommitDir(t testing.TB, repo, branch, dir, prefix, msg string) string {
+// Push is Commit with every field of c: an author and a committer other than the server's
+// "Stagehand Test <test@stagehand.invalid>".
+func (r *Repo) Push(t testing.TB, c Commit) string {
+	t.Helper()
+	return r.write(t, c, true)
+}
+
+// ForcePush replaces c.Branch with a new root commit whose tree is exactly c.Files (rewritten history: the
+// old head is no longer an ancestor) and returns its SHA.
+func (r *Repo) ForcePush(t testing.TB, c Commit) string {
+	t.Helper()
+	return r.write(t, c, false)
+}
+
+// CommitDir copies the directory tree at dir into the repository under prefix ("" or "." for the root),
+// replacing whatever was under prefix before, writes c.Files on top, commits on c.Branch and returns the
+// commit's SHA. Symbolic links are kept as links.
+func (r *Repo) CommitDir(t testing.TB, c Commit, dir, prefix string) string {
 	t.Helper()
 	prefix = strings.Trim(path.Clean("/"+filepath.ToSlash(prefix)), "/")
 	files := map[string]string{}
-	if parent := s.head(repo, branch); parent != "" {
+	if parent := r.head(c.Branch); parent != "" {
 		args := []string{"ls-tree", "-r", "--name-only", "-z", parent}
 		if prefix != "" {
 			args = append(args, "--", prefix)
 		}
-		out := s.run(t, s.Path(repo), nil, "", args...)
-		for _, p := range strings.Split(out, "\x00") {
+		for _, p := range strings.Split(r.git.run(t, args...), "\x00") {
 			if p != "" {
 				files[p] = Deleted
 			}
@@ -97,33 +128,35 @@ func (s *Server) CommitDir(t testing.TB, repo, branch, dir, prefix, msg string) 
 	if err != nil {
 		t.Fatalf("gitserver: copying %s: %v", dir, err)
 	}
-	return s.commit(t, repo, branch, files, msg, true, nil)
+	maps.Copy(files, c.Files)
+	c.Files = files
+	return r.write(t, c, true)
 }
 
 // Reset forces branch to point at sha (any commit in the repository), as a
 // force-push of an older or rewritten history would.
 func (s *Server) Reset(t testing.TB, repo, branch, sha string) {
 	t.Helper()
-	s.run(t, s.Path(repo), nil, "", "update-ref", "refs/heads/"+branch, sha)
+	s.git(s.Path(repo)).run(t, "update-ref", "refs/heads/"+branch, sha)
 }
 
 // Head returns the SHA branch points at, or "" when the branch does not exist.
 func (s *Server) Head(t testing.TB, repo, branch string) string {
 	t.Helper()
-	return s.head(repo, branch)
+	return s.Repo(repo).head(branch)
 }
 
-func (s *Server) head(repo, branch string) string {
-	out, err := s.exec(s.Path(repo), nil, "", "rev-parse", "--verify", "-q", "refs/heads/"+branch+"^{commit}")
+func (r *Repo) head(branch string) string {
+	out, err := r.git.output("rev-parse", "--verify", "-q", "refs/heads/"+branch+"^{commit}")
 	if err != nil {
 		return ""
 	}
 	return out
 }
 
-func (s *Server) commit(t testing.TB, repo, branch string, files map[string]string, msg string, onTop bool, who []string) string {
+// write commits c, on top of its branch's head when onTop, else as a new root commit.
+func (r *Repo) write(t testing.TB, c Commit, onTop bool) string {
 	t.Helper()
-	dir := s.Path(repo)
 	idx, err := os.CreateTemp("", "gitserver-index-*")
 	if err != nil {
 		t.Fatalf("gitserver: %v", err)
@@ -131,30 +164,30 @@ func (s *Server) commit(t testing.TB, repo, branch string, files map[string]stri
 	idx.Close()
 	os.Remove(idx.Name()) // git wants to create it itself
 	defer os.Remove(idx.Name())
-	env := []string{"GIT_INDEX_FILE=" + idx.Name()}
+	indexed := r.git.with("GIT_INDEX_FILE=" + idx.Name())
 
-	old := s.head(repo, branch)
+	old := r.head(c.Branch)
 	parent := ""
 	if onTop {
 		parent = old
 	}
 	if parent != "" {
-		s.run(t, dir, env, "", "read-tree", parent)
+		indexed.run(t, "read-tree", parent)
 	} else {
-		s.run(t, dir, env, "", "read-tree", "--empty")
+		indexed.run(t, "read-tree", "--empty")
 	}
 
-	paths := slices.Sorted(maps.Keys(files))
+	paths := slices.Sorted(maps.Keys(c.Files))
 	contents := make([]string, 0, len(paths))
 	for _, p := range paths {
-		if c := files[p]; c != Deleted {
-			contents = append(contents, strings.TrimPrefix(c, symlinkPrefix))
+		if content := c.Files[p]; content != Deleted {
+			contents = append(contents, strings.TrimPrefix(content, symlinkPrefix))
 		}
 	}
-	blobs := s.writeBlobs(t, dir, contents)
+	blobs := r.writeBlobs(t, contents)
 	var info strings.Builder
 	for _, p := range paths {
-		content := files[p]
+		content := c.Files[p]
 		clean := strings.TrimPrefix(path.Clean("/"+p), "/")
 		switch {
 		case content == Deleted:
@@ -168,25 +201,27 @@ func (s *Server) commit(t testing.TB, repo, branch string, files map[string]stri
 		}
 	}
 	if info.Len() > 0 {
-		s.run(t, dir, env, info.String(), "update-index", "--index-info")
+		update := indexed
+		update.stdin = info.String()
+		update.run(t, "update-index", "--index-info")
 	}
-	tree := s.run(t, dir, env, "", "write-tree")
-	args := []string{"commit-tree", tree, "-m", msg}
+	tree := indexed.run(t, "write-tree")
+	args := []string{"commit-tree", tree, "-m", c.Message}
 	if parent != "" {
 		args = append(args, "-p", parent)
 	}
-	sha := s.run(t, dir, who, "", args...)
+	sha := r.git.with(c.identity()...).run(t, args...)
 	if onTop && old != "" {
-		s.run(t, dir, nil, "", "update-ref", "refs/heads/"+branch, sha, old)
+		r.git.run(t, "update-ref", "refs/heads/"+c.Branch, sha, old)
 	} else {
-		s.run(t, dir, nil, "", "update-ref", "refs/heads/"+branch, sha)
+		r.git.run(t, "update-ref", "refs/heads/"+c.Branch, sha)
 	}
 	return sha
 }
 
 // writeBlobs stores each content as a blob with one git process and returns
 // their SHAs in order.
-func (s *Server) writeBlobs(t testing.TB, dir string, contents []string) []string {
+func (r *Repo) writeBlobs(t testing.TB, contents []string) []string {
 	t.Helper()
 	if len(contents) == 0 {
 		return nil
@@ -204,8 +239,9 @@ func (s *Server) writeBlobs(t testing.TB, dir string, contents []string) []strin
 		}
 		list.WriteString(name + "\n")
 	}
-	out := s.run(t, dir, nil, list.String(), "hash-object", "-w", "--no-filters", "--stdin-paths")
-	shas := strings.Fields(out)
+	hash := r.git
+	hash.stdin = list.String()
+	shas := strings.Fields(hash.run(t, "hash-object", "-w", "--no-filters", "--stdin-paths"))
 	if len(shas) != len(contents) {
 		t.Fatalf("gitserver: hash-object returned %d objects for %d files", len(shas), len(contents))
 	}

@@ -7,7 +7,7 @@
 //
 //	srv := gitserver.New(t, gitserver.WithBasicAuth("u", "p")) // or WithBearer("tok"), WithCredentialCheck(f), or none
 //	url := srv.Init(t, "manifests")                             // bare repo, returns its clone URL
-//	sha := srv.Commit(t, "manifests", "main", map[string]string{
+//	sha := srv.Repo("manifests").Commit(t, "main", map[string]string{
 //		"environments/devel/manifest.json": `{"services": []}`,
 //		"old.json":                          gitserver.Deleted,        // remove a path
 //		"link.json":                         gitserver.Symlink("a.json"), // a symlink entry

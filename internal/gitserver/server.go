@@ -335,7 +335,7 @@ func (s *Server) Init(t testing.TB, name string) string {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		t.Fatalf("gitserver: %v", err)
 	}
-	s.run(t, s.root, nil, "", "init", "-q", "--bare", "--initial-branch=main", dir)
+	s.git(s.root).run(t, "init", "-q", "--bare", "--initial-branch=main", dir)
 	return s.RepoURL(name)
 }
 
@@ -343,39 +343,13 @@ func (s *Server) Init(t testing.TB, name string) string {
 // input and returns its trimmed standard output. It fails the test on error.
 func (s *Server) Git(t testing.TB, name, stdin string, args ...string) string {
 	t.Helper()
-	return s.run(t, s.Path(name), nil, stdin, args...)
+	c := s.git(s.Path(name))
+	c.stdin = stdin
+	return c.run(t, args...)
 }
 
-func (s *Server) run(t testing.TB, dir string, env []string, stdin string, args ...string) string {
-	t.Helper()
-	out, err := s.exec(dir, env, stdin, args...)
-	if err != nil {
-		t.Fatalf("gitserver: %v", err)
-	}
-	return out
-}
-
-func (s *Server) exec(dir string, env []string, stdin string, args ...string) (string, error) {
-	cmd := exec.Command(s.gitPath, args...)
-	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(),
-		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_AUTHOR_NAME=Stagehand Test",
-		"GIT_AUTHOR_EMAIL=test@stagehand.invalid",
-		"GIT_COMMITTER_NAME=Stagehand Test",
-		"GIT_COMMITTER_EMAIL=test@stagehand.invalid",
-	), env...)
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return strings.TrimSpace(stdout.String()), nil
-}
+// git is a git command run in dir with the server's git binary.
+func (s *Server) git(dir string) command { return command{bin: s.gitPath, dir: dir} }
 
 // WriteFile writes content to dir/name with mode 0600 and returns the path:
 // the token, CA bundle or key file a client of the server reads, as a

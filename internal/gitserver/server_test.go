@@ -83,7 +83,7 @@ func TestAuth(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := gitserver.New(t, tt.opts...)
 			url := srv.Init(t, "manifests")
-			want := srv.Commit(t, "manifests", "main", map[string]string{"a.json": "{}"}, "first")
+			want := srv.Repo("manifests").Commit(t, "main", map[string]string{"a.json": "{}"}, "first")
 			r, err := clone(t, url, tt.auth)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
@@ -114,12 +114,12 @@ func TestAuth(t *testing.T) {
 func TestCommitHelpers(t *testing.T) {
 	srv := gitserver.New(t)
 	url := srv.Init(t, "manifests")
-	first := srv.Commit(t, "manifests", "main", map[string]string{
+	first := srv.Repo("manifests").Commit(t, "main", map[string]string{
 		"environments/devel/manifest.json": `{"services":[]}`,
 		"old.json":                         "old",
 		"link.json":                        gitserver.Symlink("environments/devel/manifest.json"),
 	}, "first")
-	second := srv.Commit(t, "manifests", "main", map[string]string{"old.json": gitserver.Deleted, "new.json": "new"}, "second")
+	second := srv.Repo("manifests").Commit(t, "main", map[string]string{"old.json": gitserver.Deleted, "new.json": "new"}, "second")
 	if got := srv.Head(t, "manifests", "main"); got != second {
 		t.Fatalf("head = %s, want %s", got, second)
 	}
@@ -148,7 +148,8 @@ func TestCommitHelpers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv.CommitDir(t, "manifests", "main", dir, "environments", "copy")
+	// Files are written on top of the copied tree.
+	srv.Repo("manifests").CommitDir(t, gitserver.Commit{Branch: "main", Message: "copy", Files: map[string]string{"environments/extra.json": "e"}}, dir, "environments")
 	r, err = clone(t, url, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +157,7 @@ func TestCommitHelpers(t *testing.T) {
 	want = map[string]string{
 		"environments/prod/manifest.json": "p",
 		"environments/devel/x.json":       "x",
+		"environments/extra.json":         "e",
 		"link.json":                       "-> environments/devel/manifest.json",
 		"new.json":                        "new",
 	}
@@ -163,7 +165,7 @@ func TestCommitHelpers(t *testing.T) {
 		t.Errorf("tree after CommitDir (-want +got):\n%s", diff)
 	}
 
-	rewritten := srv.ForcePush(t, "manifests", "main", map[string]string{"only.json": "1"}, "rewritten")
+	rewritten := srv.Repo("manifests").ForcePush(t, gitserver.Commit{Branch: "main", Files: map[string]string{"only.json": "1"}, Message: "rewritten"})
 	if out := srv.Git(t, "manifests", "", "rev-list", "--count", rewritten); out != "1" {
 		t.Errorf("rewritten history has %s commits, want 1", out)
 	}
@@ -186,7 +188,7 @@ func TestCommitHelpers(t *testing.T) {
 func TestPushAndStopStart(t *testing.T) {
 	srv := gitserver.New(t, gitserver.WithBasicAuth("u", "p"))
 	url := srv.Init(t, "manifests")
-	srv.Commit(t, "manifests", "main", map[string]string{"a": "1"}, "first")
+	srv.Repo("manifests").Commit(t, "main", map[string]string{"a": "1"}, "first")
 	auth := &githttp.BasicAuth{Username: "u", Password: "p"}
 	dir := t.TempDir()
 	r, err := git.PlainClone(dir, false, &git.CloneOptions{URL: url, Auth: auth})
@@ -232,7 +234,7 @@ func TestPushAndStopStart(t *testing.T) {
 func TestSSH(t *testing.T) {
 	srv := gitserver.New(t)
 	srv.Init(t, "manifests")
-	want := srv.Commit(t, "manifests", "main", map[string]string{"a": "1"}, "first")
+	want := srv.Repo("manifests").Commit(t, "main", map[string]string{"a": "1"}, "first")
 	signer := newSigner(t)
 	sshd := srv.ServeSSH(t, signer.PublicKey())
 
@@ -273,4 +275,32 @@ func newSigner(t *testing.T) gossh.Signer {
 		t.Fatal(err)
 	}
 	return s
+}
+
+func TestPushPeople(t *testing.T) {
+	srv := gitserver.New(t)
+	srv.Init(t, "manifests")
+	repo := srv.Repo("manifests")
+	alice := gitserver.Person{Name: "Alice", Email: "alice@acme.example"}
+	bob := gitserver.Person{Name: "Bob", Email: "bob@acme.example"}
+	for _, tc := range []struct {
+		name string
+		c    gitserver.Commit
+		want string
+	}{
+		{"nobody named", gitserver.Commit{Files: map[string]string{"a": "1"}},
+			"Stagehand Test <test@stagehand.invalid> | Stagehand Test <test@stagehand.invalid>"},
+		{"author commits", gitserver.Commit{Author: alice, Files: map[string]string{"a": "2"}},
+			"Alice <alice@acme.example> | Alice <alice@acme.example>"},
+		{"another committer", gitserver.Commit{Author: alice, Committer: bob, Files: map[string]string{"a": "3"}},
+			"Alice <alice@acme.example> | Bob <bob@acme.example>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.c.Branch, tc.c.Message = "main", tc.name
+			sha := repo.Push(t, tc.c)
+			if got := srv.Git(t, "manifests", "", "log", "-1", "--format=%an <%ae> | %cn <%ce>", sha); got != tc.want {
+				t.Errorf("author | committer = %q, want %q", got, tc.want)
+			}
+		})
+	}
 }

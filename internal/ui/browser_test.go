@@ -65,7 +65,7 @@ func startStackWith(t *testing.T, prodExtra, uiConfig, more string, files map[st
 	s := &stack{env: env, git: gitserver.New(t), ns: env.Namespace(t)}
 	staging := env.Namespace(t)
 	url := s.git.Init(t, "manifests")
-	sha := s.git.Commit(t, "manifests", "main", manifests, "staging and prod")
+	sha := s.git.Repo("manifests").Commit(t, "main", manifests, "staging and prod")
 	if mirror != nil {
 		mirror(sha)
 	}

@@ -85,7 +85,7 @@ func TestPushWakesSource(t *testing.T) {
 	gh.CreateRepo("acme", "manifests", "main")
 	git := gitserver.New(t)
 	url := git.Init(t, "manifests")
-	first := git.Commit(t, "manifests", "main", map[string]string{"a.json": "1"}, "first")
+	first := git.Repo("manifests").Commit(t, "main", map[string]string{"a.json": "1"}, "first")
 
 	src, err := gitsource.New(url, "main", gitsource.WithInterval(time.Hour), gitsource.WithCacheDir(t.TempDir()))
 	if err != nil {
@@ -112,7 +112,7 @@ func TestPushWakesSource(t *testing.T) {
 	hook := httptest.NewServer(recv)
 	defer hook.Close()
 
-	second := git.Commit(t, "manifests", "main", map[string]string{"a.json": "2"}, "second")
+	second := git.Repo("manifests").Commit(t, "main", map[string]string{"a.json": "2"}, "second")
 	d := gh.PushDelivery("acme", "manifests", "main", first, second, "octocat")
 	if code, msg, err := githubtest.Send(context.Background(), hook.URL, "wrong-secret", d); err != nil || code != 401 {
 		t.Fatalf("wrongly signed delivery: %d %s %v, want 401", code, msg, err)

@@ -43,7 +43,7 @@ func newSource(t testing.TB, src config.Source, opts ...wire.Option) *gitsource.
 func seed(t testing.TB, srv *gitserver.Server) (string, string) {
 	t.Helper()
 	url := srv.Init(t, "manifests")
-	return url, srv.Commit(t, "manifests", "main", map[string]string{"environments/devel/manifest.json": `{"services":[]}`}, "seed")
+	return url, srv.Repo("manifests").Commit(t, "main", map[string]string{"environments/devel/manifest.json": `{"services":[]}`}, "seed")
 }
 
 // TestSourceRejectsBadConfig: what reconciler.yaml can get wrong in source:
@@ -128,7 +128,7 @@ func TestSourcePrivateCA(t *testing.T) {
 		t.Fatalf("Poll = %s, %v; want %s", snap.Revision, err, want)
 	}
 	gitserver.WriteFile(t, filepath.Dir(cfg.CAFile), "ca.crt", "rotated into garbage\n")
-	srv.Commit(t, "manifests", "main", map[string]string{"environments/devel/manifest.json": `{"services":[{"name":"a"}]}`}, "next")
+	srv.Repo("manifests").Commit(t, "main", map[string]string{"environments/devel/manifest.json": `{"services":[{"name":"a"}]}`}, "next")
 	if _, err := s.Poll(context.Background()); err == nil || !strings.Contains(err.Error(), "source.caFile: "+cfg.CAFile+" holds no PEM certificate") {
 		t.Fatalf("Poll with a bad CA file: %v", err)
 	}
@@ -257,7 +257,7 @@ func TestSourceGitHubAppToken(t *testing.T) {
 			if snap, err := s.Poll(context.Background()); err != nil || snap.Revision != first {
 				t.Fatalf("revision = %s, %v; want %s", snap.Revision, err, first)
 			}
-			second := srv.Commit(t, "manifests", "main", map[string]string{"b.json": "b"}, "second")
+			second := srv.Repo("manifests").Commit(t, "main", map[string]string{"b.json": "b"}, "second")
 			if snap, err := s.Poll(context.Background()); err != nil || snap.Revision != second {
 				t.Fatalf("revision = %s, %v; want %s", snap.Revision, err, second)
 			}

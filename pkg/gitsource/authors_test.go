@@ -18,12 +18,12 @@ func TestAuthors(t *testing.T) {
 	cfg.cacheDir = t.TempDir()
 	s := newSource(t, cfg)
 	poll(t, s)
-	alice := srv.CommitAs(t, "manifests", "main", "Alice", "Alice@Acme.example", map[string]string{"a.json": "1"}, "alice")
+	alice := srv.Repo("manifests").Push(t, gitserver.Commit{Branch: "main", Author: gitserver.Person{Name: "Alice", Email: "Alice@Acme.example"}, Files: map[string]string{"a.json": "1"}, Message: "alice"})
 	var chain []string
 	for i := range 70 { // past the first deepening step: the walk deepens the shallow cache
-		chain = append(chain, srv.Commit(t, "manifests", "main", map[string]string{"n.json": strings.Repeat("x", i+1)}, "step"))
+		chain = append(chain, srv.Repo("manifests").Commit(t, "main", map[string]string{"n.json": strings.Repeat("x", i+1)}, "step"))
 	}
-	bob := srv.CommitAs(t, "manifests", "main", "Bob", "bob@acme.example", map[string]string{"b.json": "1"}, "bob")
+	bob := srv.Repo("manifests").Push(t, gitserver.Commit{Branch: "main", Author: gitserver.Person{Name: "Bob", Email: "bob@acme.example"}, Files: map[string]string{"b.json": "1"}, Message: "bob"})
 	if snap := poll(t, s); snap.Revision != bob {
 		t.Fatalf("poll = %s, want %s", snap.Revision, bob)
 	}
@@ -73,8 +73,12 @@ func TestAuthorsCommitterAndCoAuthors(t *testing.T) {
 	cfg.cacheDir = t.TempDir()
 	s := newSource(t, cfg)
 	poll(t, s)
-	head := srv.CommitBy(t, "manifests", "main", "Carol", "carol@acme.example", "Dave", "Dave@acme.example", map[string]string{"c.json": "1"},
-		"carol's change\n\nCo-authored-by: Erin <Erin@Acme.example>\nco-authored-by: frank@acme.example\nCo-authored-by: nobody\n")
+	head := srv.Repo("manifests").Push(t, gitserver.Commit{
+		Branch: "main", Files: map[string]string{"c.json": "1"},
+		Author:    gitserver.Person{Name: "Carol", Email: "carol@acme.example"},
+		Committer: gitserver.Person{Name: "Dave", Email: "Dave@acme.example"},
+		Message:   "carol's change\n\nCo-authored-by: Erin <Erin@Acme.example>\nco-authored-by: frank@acme.example\nCo-authored-by: nobody\n",
+	})
 	if snap := poll(t, s); snap.Revision != head {
 		t.Fatalf("poll = %s, want %s", snap.Revision, head)
 	}

@@ -79,7 +79,7 @@ func BenchmarkIncrementalFetch(b *testing.B) {
 	n := 0
 	newCommit := func(b *testing.B) {
 		n++
-		srv.Commit(b, "big", "main", map[string]string{fmt.Sprintf("environments/env-07/svc-%d.json", 35+n%5): fmt.Sprintf(`{"n":%d}`, n)}, "one more")
+		srv.Repo("big").Commit(b, "main", map[string]string{fmt.Sprintf("environments/env-07/svc-%d.json", 35+n%5): fmt.Sprintf(`{"n":%d}`, n)}, "one more")
 	}
 
 	b.Run("gitsource", func(b *testing.B) {

@@ -125,7 +125,7 @@ func pushCommit(t testing.TB, url string, files map[string]string, key *openpgp.
 func seed(t testing.TB, srv *gitserver.Server) (string, string) {
 	t.Helper()
 	url := srv.Init(t, "manifests")
-	sha := srv.Commit(t, "manifests", "main", map[string]string{
+	sha := srv.Repo("manifests").Commit(t, "main", map[string]string{
 		"environments/devel/manifest.json": `{"services":[]}`,
 	}, "seed")
 	return url, sha

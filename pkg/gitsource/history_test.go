@@ -132,7 +132,7 @@ func TestDescends(t *testing.T) {
 	poll(t, s)
 	var chain []string
 	for i := range 70 { // past the first deepening step
-		chain = append(chain, srv.Commit(t, "manifests", "main", map[string]string{"n.json": strings.Repeat("x", i+1)}, "step"))
+		chain = append(chain, srv.Repo("manifests").Commit(t, "main", map[string]string{"n.json": strings.Repeat("x", i+1)}, "step"))
 	}
 	head := chain[len(chain)-1]
 	if snap := poll(t, s); snap.Revision != head {

@@ -18,13 +18,13 @@ func TestRange(t *testing.T) {
 	cfg.cacheDir = t.TempDir()
 	s := newSource(t, cfg)
 	poll(t, s)
-	risky := srv.Commit(t, "manifests", "main", map[string]string{"environments/prod/manifest.json": `{"services":[1]}`},
+	risky := srv.Repo("manifests").Commit(t, "main", map[string]string{"environments/prod/manifest.json": `{"services":[1]}`},
 		"prod: payments 2.0\n\nChange-Risk: high\nticket: OPS-1\n")
 	var chain []string
 	for i := range 70 { // past the first deepening step: the walk deepens the shallow cache
-		chain = append(chain, srv.Commit(t, "manifests", "main", map[string]string{"n.json": strings.Repeat("x", i+1)}, "step"))
+		chain = append(chain, srv.Repo("manifests").Commit(t, "main", map[string]string{"n.json": strings.Repeat("x", i+1)}, "step"))
 	}
-	head := srv.Commit(t, "manifests", "main", map[string]string{"environments/devel/manifest.json": `{"services":[2]}`},
+	head := srv.Repo("manifests").Commit(t, "main", map[string]string{"environments/devel/manifest.json": `{"services":[2]}`},
 		"devel: web\n\nChange-Risk: low\nCo-authored-by: Erin\n <erin@acme.example>\n")
 	if snap := poll(t, s); snap.Revision != head {
 		t.Fatalf("poll = %s, want %s", snap.Revision, head)
@@ -56,7 +56,7 @@ func TestRange(t *testing.T) {
 		})
 	}
 	// A force-push onto a new root: its own files, as a root commit adds them.
-	rewritten := srv.ForcePush(t, "manifests", "main", map[string]string{"r.json": "rewritten"}, "rewritten")
+	rewritten := srv.Repo("manifests").ForcePush(t, gitserver.Commit{Branch: "main", Files: map[string]string{"r.json": "rewritten"}, Message: "rewritten"})
 	if snap := poll(t, s); snap.Revision != rewritten {
 		t.Fatalf("poll after force-push = %s, want %s", snap.Revision, rewritten)
 	}

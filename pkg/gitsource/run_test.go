@@ -112,7 +112,7 @@ func TestRunTriggerBurstMakesOneFetch(t *testing.T) {
 	r := run(t, s)
 	r.wait(t, first)
 
-	second := srv.Commit(t, "manifests", "main", map[string]string{"b.json": "b"}, "second")
+	second := srv.Repo("manifests").Commit(t, "main", map[string]string{"b.json": "b"}, "second")
 	srv.ResetRequests()
 	var wg sync.WaitGroup
 	for range 50 {
@@ -149,7 +149,7 @@ func TestRunTriggerAfterQuietPollsAtOnce(t *testing.T) {
 	r.wait(t, first)
 	time.Sleep(time.Until(began.Add(debounce))) // a quiet spell as long as the window
 
-	second := srv.Commit(t, "manifests", "main", map[string]string{"b.json": "b"}, "second")
+	second := srv.Repo("manifests").Commit(t, "main", map[string]string{"b.json": "b"}, "second")
 	start := time.Now()
 	s.Trigger()
 	r.wait(t, second)
@@ -157,7 +157,7 @@ func TestRunTriggerAfterQuietPollsAtOnce(t *testing.T) {
 		t.Errorf("a trigger after a quiet spell was polled after %s, want at once (well within the %s window)", took, debounce)
 	}
 
-	third := srv.Commit(t, "manifests", "main", map[string]string{"c.json": "c"}, "third")
+	third := srv.Repo("manifests").Commit(t, "main", map[string]string{"c.json": "c"}, "third")
 	start = time.Now()
 	s.Trigger() // within the window of the poll that found second
 	r.wait(t, third)
@@ -192,7 +192,7 @@ func TestRunBacksOffWhileDownAndRecovers(t *testing.T) {
 		t.Errorf("next poll in %s, want at most the 80ms cap", wait)
 	}
 
-	second := srv.Commit(t, "manifests", "main", map[string]string{"b.json": "b"}, "second")
+	second := srv.Repo("manifests").Commit(t, "main", map[string]string{"b.json": "b"}, "second")
 	srv.Start(t)
 	r.wait(t, second) // no trigger: the backoff retry finds it
 	if st := s.Status(); st.Failures != 0 || st.LastError != "" || st.Revision != second {

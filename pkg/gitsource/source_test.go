@@ -94,7 +94,7 @@ func TestNoChangePollMakesOneLsRemoteAndNoFetch(t *testing.T) {
 		t.Errorf("revision = %s, want %s", snap.Revision, first)
 	}
 
-	second := srv.Commit(t, "manifests", "main", map[string]string{"environments/devel/manifest.json": `{"services":[{"name":"a"}]}`}, "change")
+	second := srv.Repo("manifests").Commit(t, "main", map[string]string{"environments/devel/manifest.json": `{"services":[{"name":"a"}]}`}, "change")
 	srv.ResetRequests()
 	snap = poll(t, s)
 	if got := srv.Requests(); got.UploadPack != 1 {
@@ -134,10 +134,10 @@ func TestForcePush(t *testing.T) {
 	url, first := seed(t, srv)
 	s := newSource(t, sourceSpec(url))
 	poll(t, s)
-	srv.Commit(t, "manifests", "main", map[string]string{"b.json": "b"}, "second")
+	srv.Repo("manifests").Commit(t, "main", map[string]string{"b.json": "b"}, "second")
 	poll(t, s)
 
-	rewritten := srv.ForcePush(t, "manifests", "main", map[string]string{"environments/prod/manifest.json": "rewritten"}, "rewritten")
+	rewritten := srv.Repo("manifests").ForcePush(t, gitserver.Commit{Branch: "main", Files: map[string]string{"environments/prod/manifest.json": "rewritten"}, Message: "rewritten"})
 	snap := poll(t, s)
 	if snap.Revision != rewritten {
 		t.Fatalf("revision after force-push = %s, want %s", snap.Revision, rewritten)
@@ -161,7 +161,7 @@ func TestRemoteDownKeepsLastGoodAndRecovers(t *testing.T) {
 	s := newSource(t, sourceSpec(url))
 	poll(t, s)
 
-	srv.Commit(t, "manifests", "main", map[string]string{"b.json": "b"}, "second")
+	srv.Repo("manifests").Commit(t, "main", map[string]string{"b.json": "b"}, "second")
 	srv.Stop(t)
 	down := time.Now()
 	var since time.Time
@@ -255,7 +255,7 @@ func TestCorruptCache(t *testing.T) {
 
 			// While running, noticed at the next change.
 			tt.corrupt(t, dirs[0])
-			want := srv.Commit(t, "manifests", "main", map[string]string{"c.json": "c"}, "third")
+			want := srv.Repo("manifests").Commit(t, "main", map[string]string{"c.json": "c"}, "third")
 			snap = poll(t, restarted)
 			if snap.Revision != want {
 				t.Errorf("revision after corruption while running = %s, want %s", snap.Revision, want)
@@ -332,7 +332,7 @@ func TestCompactionKeepsPreviousSnapshotsReadable(t *testing.T) {
 	}
 	var snaps []gitsource.Snapshot
 	for i := range 5 {
-		srv.Commit(t, "manifests", "main", map[string]string{"n.json": fmt.Sprint(i)}, "change")
+		srv.Repo("manifests").Commit(t, "main", map[string]string{"n.json": fmt.Sprint(i)}, "change")
 		snaps = append(snaps, poll(t, s))
 	}
 	// Polls 1-2 fill g1 with two packs; 3 starts g2, 4 adds a pack, 5 starts g3 and removes g1.
@@ -364,7 +364,7 @@ func TestPollFileURL(t *testing.T) {
 	if snap := poll(t, s); snap.Revision != want {
 		t.Errorf("revision = %s, want %s", snap.Revision, want)
 	}
-	next := srv.Commit(t, "manifests", "main", map[string]string{"b.json": "b"}, "second")
+	next := srv.Repo("manifests").Commit(t, "main", map[string]string{"b.json": "b"}, "second")
 	if snap := poll(t, s); snap.Revision != next || readFile(t, snap.FS, "b.json") != "b" {
 		t.Errorf("revision = %s, want %s", snap.Revision, next)
 	}
@@ -375,7 +375,7 @@ func TestAt(t *testing.T) {
 	url, first := seed(t, srv)
 	s := newSource(t, sourceSpec(url))
 	poll(t, s)
-	second := srv.Commit(t, "manifests", "main", map[string]string{"environments/devel/manifest.json": "v2"}, "second")
+	second := srv.Repo("manifests").Commit(t, "main", map[string]string{"environments/devel/manifest.json": "v2"}, "second")
 	poll(t, s)
 
 	srv.Stop(t) // no network needed
@@ -419,7 +419,7 @@ func TestPollHTTPSPrivateCA(t *testing.T) {
 	}
 
 	gitserver.WriteFile(t, filepath.Dir(caFile), "ca.crt", "rotated into garbage\n")
-	srv.Commit(t, "manifests", "main", map[string]string{"environments/devel/manifest.json": `{"services":[{"name":"a"}]}`}, "next")
+	srv.Repo("manifests").Commit(t, "main", map[string]string{"environments/devel/manifest.json": `{"services":[{"name":"a"}]}`}, "next")
 	if _, err := s.Poll(context.Background()); err == nil || !strings.Contains(err.Error(), "CA bundle: holds no PEM certificate") {
 		t.Fatalf("Poll with a bad CA bundle: %v", err)
 	}

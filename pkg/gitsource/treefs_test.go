@@ -17,7 +17,7 @@ func treeSnapshot(t *testing.T, files map[string]string) gitsource.Snapshot {
 	t.Helper()
 	srv := gitserver.New(t)
 	url := srv.Init(t, "manifests")
-	srv.Commit(t, "manifests", "main", files, "tree")
+	srv.Repo("manifests").Commit(t, "main", files, "tree")
 	return poll(t, newSource(t, sourceSpec(url)))
 }
 

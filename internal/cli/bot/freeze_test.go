@@ -36,7 +36,7 @@ func frozenReconciler(t *testing.T, freezeEnd time.Time) (server, tokenFile stri
 	env := cluster.Env(t)
 	git := gitserver.New(t)
 	url := git.Init(t, "manifests")
-	git.Commit(t, "manifests", "main", map[string]string{
+	git.Repo("manifests").Commit(t, "main", map[string]string{
 		"environments/staging/manifest.json": `{"services": [{"name": "checkout-api", "containers": [{"dockerTag": "1.4.0"}]}]}`,
 	}, "staging")
 	ns := env.Namespace(t)

@@ -62,7 +62,7 @@ func TestPrbotBumpWait(t *testing.T) {
 	done := start("3.0.0", "--timeout", "90s")
 	pr := openPR("3.0.0")
 	content, _ := gh.File("acme", "manifests", pr.Head, file)
-	sha := git.Commit(t, "manifests", "main", map[string]string{file: content}, "web 3.0.0 (#1)")
+	sha := git.Repo("manifests").Commit(t, "main", map[string]string{file: content}, "web 3.0.0 (#1)")
 	gh.MirrorCommit("acme", "manifests", "main", sha, map[string]string{file: content}, "web 3.0.0 (#1)")
 	gh.RecordMerge("acme", "manifests", pr.Number, sha, "alice")
 	if r := <-done; r.code != 0 || !strings.Contains(r.out, "merged as "+sha[:7]) || !strings.Contains(r.out, "web=3.0.0 at") {

@@ -39,7 +39,7 @@ func WaitWorld(t *testing.T, env *testenv.Env, extra ...func(*config.Config) dae
 	t.Helper()
 	git = gitserver.New(t)
 	url := git.Init(t, "manifests")
-	git.Commit(t, "manifests", "main", map[string]string{
+	git.Repo("manifests").Commit(t, "main", map[string]string{
 		"environments/devel/manifest.json": `{"skipConfirmation": true, "services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`,
 		"environments/prod/manifest.json":  `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`,
 	}, "both")
