@@ -68,13 +68,16 @@ func (b *Bell) Ring(ctx context.Context) error {
 	return nil
 }
 
-// Watch calls poll for every change of the wake ConfigMap until ctx ends.
-// When the watch has to be listed again (it expired or failed), a wake-up
-// may have been missed, so it calls poll then too.
-func (b *Bell) Watch(ctx context.Context, poll func()) {
+// Watch calls rung for every change of the wake ConfigMap (a replica rang
+// it) until ctx ends. After every list, the first included, it calls missed:
+// a wake-up rung before the list (the replica was not watching yet: it has
+// just begun to lead, or the watch expired or failed) may have been missed,
+// and the poll missed asks for costs one fetch. (rung is told of pushes;
+// missed is not: nobody is known to have pushed.)
+func (b *Bell) Watch(ctx context.Context, rung, missed func()) {
 	cms := b.Client.CoreV1().ConfigMaps(b.Namespace)
 	sel := fields.OneTermEqualSelector("metadata.name", ConfigMapName).String()
-	rv, listed := "", false
+	rv := ""
 	for ctx.Err() == nil {
 		if rv == "" {
 			list, err := cms.List(ctx, metav1.ListOptions{FieldSelector: sel})
@@ -82,10 +85,8 @@ func (b *Bell) Watch(ctx context.Context, poll func()) {
 				b.failed(ctx, fmt.Errorf("listing configmap %s: %w", ConfigMapName, err))
 				continue
 			}
-			if listed {
-				poll()
-			}
-			rv, listed = list.ResourceVersion, true
+			missed()
+			rv = list.ResourceVersion
 		}
 		w, err := cms.Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: rv, AllowWatchBookmarks: true})
 		if err != nil {
@@ -96,7 +97,7 @@ func (b *Bell) Watch(ctx context.Context, poll func()) {
 			b.failed(ctx, fmt.Errorf("watching configmap %s: %w", ConfigMapName, err))
 			continue
 		}
-		rv, err = consume(w, rv, poll)
+		rv, err = consume(w, rv, rung)
 		w.Stop()
 		if err != nil {
 			b.failed(ctx, err)

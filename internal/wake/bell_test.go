@@ -79,12 +79,51 @@ func TestWatchEndsQuietly(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Bell{Client: fake.NewClientset(), Namespace: "stagehand", Identity: "a", Now: time.Now, Log: logr.Discard()}
 	done := make(chan struct{})
-	go func() { defer close(done); b.Watch(ctx, func() {}) }()
+	go func() { defer close(done); b.Watch(ctx, func() {}, func() {}) }()
 	cancel()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Watch did not return once its context ended")
+	}
+}
+
+// TestWatchPollsAfterItsFirstList: a ring before the watch began (the
+// replica has just begun to lead) is not lost: the first list calls missed
+// (a poll, not a push: nobody is known to have pushed), and every ring
+// after it calls rung.
+func TestWatchPollsAfterItsFirstList(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := fake.NewClientset()
+	ringer := &Bell{Client: client, Namespace: "stagehand", Identity: "b", Now: time.Now, Log: logr.Discard()}
+	if err := ringer.Ring(ctx); err != nil {
+		t.Fatal(err)
+	}
+	polls, missed := make(chan struct{}, 10), make(chan struct{}, 10)
+	b := &Bell{Client: client, Namespace: "stagehand", Identity: "a", Now: time.Now, Log: logr.Discard()}
+	go b.Watch(ctx, func() { polls <- struct{}{} }, func() { missed <- struct{}{} })
+	select {
+	case <-missed:
+	case <-polls:
+		t.Fatal("the ring before the watch began was told as a ring seen")
+	case <-time.After(10 * time.Second):
+		t.Fatal("no poll for the ring before the watch began")
+	}
+	// The fake clientset's watch starts asynchronously; ring until it is seen.
+	deadline := time.Now().Add(10 * time.Second)
+	for seen := false; !seen; {
+		if time.Now().After(deadline) {
+			t.Fatal("no poll for a ring while watching")
+		}
+		if err := ringer.Ring(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-polls:
+			seen = true
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 
