@@ -286,7 +286,10 @@ func (d *Daemon) leadingLoop(ctx context.Context) {
 		go func() { defer wg.Done(); w.run(ctx) }()
 	}
 	wg.Add(1)
-	go func() { defer wg.Done(); d.bell.Watch(ctx, func() { d.metrics.Pushed(); d.source.Trigger() }, d.source.Trigger) }()
+	go func() {
+		defer wg.Done()
+		d.bell.Watch(ctx, func() { d.metrics.Pushed(); d.source.Trigger() }, d.source.Trigger)
+	}()
 	err := d.source.Run(ctx, func(_ context.Context, s gitsource.Snapshot) { d.snaps.offer(s) })
 	if err != nil && !errors.Is(err, context.Canceled) {
 		d.log.Error(err, "git source stopped")
@@ -301,7 +304,10 @@ func (d *Daemon) runSharded(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); d.shard.Run(ctx) }()
-	go func() { defer wg.Done(); d.bell.Watch(ctx, func() { d.metrics.Pushed(); d.source.Trigger() }, d.source.Trigger) }()
+	go func() {
+		defer wg.Done()
+		d.bell.Watch(ctx, func() { d.metrics.Pushed(); d.source.Trigger() }, d.source.Trigger)
+	}()
 	err := d.source.Run(ctx, func(_ context.Context, s gitsource.Snapshot) { d.snaps.offer(s) })
 	if err != nil && !errors.Is(err, context.Canceled) {
 		d.log.Error(err, "git source stopped")
