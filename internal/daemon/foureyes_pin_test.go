@@ -24,13 +24,14 @@ func TestFourEyesAfterPinnedRollback(t *testing.T) {
 	h.cfg.Environments["prod"] = e
 	ctx := context.Background()
 	r := h.start()
-	approve := func(rev, who string) {
+	approve := func(rev, who string) (planHash string) {
 		t.Helper()
 		p := r.waitPending(t, "prod", rev)
 		got, err := r.d.Approve(ctx, "prod", p.PlanHash, ghUser(who))
 		if err != nil || !got.Complete() {
 			t.Fatalf("Approve %s by %s = %+v, %v; want complete", approval.ShortRevision(rev), who, got, err)
 		}
+		return p.PlanHash
 	}
 	applied := func(n int) []approval.Entry {
 		t.Helper()
@@ -49,7 +50,7 @@ func TestFourEyesAfterPinnedRollback(t *testing.T) {
 	bad := h.git.CommitAs(t, "manifests", "main", "Mallory", "mallory@acme.example",
 		map[string]string{"environments/prod/manifest.json": manifestJSON(false, map[string]string{"web": "2.0.0"})}, "web 2.0.0")
 	r.d.Source().Trigger()
-	approve(bad, "bob")
+	badPlan := approve(bad, "bob")
 	waitImage(t, h.ns["prod"], "web", imageRepo+"web:2.0.0")
 	applied(2)
 
@@ -63,7 +64,7 @@ func TestFourEyesAfterPinnedRollback(t *testing.T) {
 	}
 	testenv.WaitFor(t, 30*time.Second, "the pinned plan", func() bool {
 		p := r.environment(t, "prod").Pending
-		return p != nil && p.Revision == bad && !p.ProposedAt.Before(now)
+		return p != nil && p.Revision == bad && p.PlanHash != badPlan
 	})
 	approve(bad, "bob")
 	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.0.0")
