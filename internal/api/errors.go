@@ -4,9 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"strconv"
+	"syscall"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/auth"
@@ -83,6 +87,7 @@ func errorKinds() []errorKind {
 		{"not implemented without github.app", isKind(kindNotImplemented), http.StatusNotImplemented, CodeNotImplemented},
 		{"the API disabled", isKind(kindDisabled), http.StatusServiceUnavailable, CodeDisabled},
 		{"unavailable", isKind(kindUnavailable), http.StatusServiceUnavailable, httpserve.CodeUnavailable},
+		{"a server behind it unreachable or overloaded", unreachable, http.StatusServiceUnavailable, httpserve.CodeUnavailable},
 	}
 }
 
@@ -133,8 +138,28 @@ func retryAfterOf(err error) time.Duration {
 		return re.wait
 	case errors.Is(err, approval.ErrBusy):
 		return time.Second
+	case unreachable(err):
+		if s, ok := apierrors.SuggestsClientDelay(err); ok && s > 0 {
+			return time.Duration(s) * time.Second
+		}
+		return unreachableRetry
 	}
 	return 0
+}
+
+// unreachableRetry is the Retry-After of a request that failed because a
+// server behind the API (the state cluster's API server, GitHub) could not
+// be reached, when that server named no delay of its own.
+const unreachableRetry = 5 * time.Second
+
+// unreachable reports whether err is a server behind the API failing rather
+// than the request: the state cluster's API server down, overloaded or
+// timing out, or the network to a server failing. The same request may
+// succeed later, so it is answered 503 with a Retry-After, not 500.
+func unreachable(err error) bool {
+	var ne net.Error
+	return apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsTooManyRequests(err) || errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &ne)
 }
 
 // kind is what a handler says about a request it refuses; errorKinds

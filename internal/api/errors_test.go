@@ -7,15 +7,19 @@ import (
 	"go/ast"
 	"go/parser"
 	gotoken "go/token"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/auth"
@@ -76,6 +80,16 @@ func TestErrorTable(t *testing.T) {
 		{row: "not implemented without github.app", err: refuse(kindNotImplemented, "rollback needs github.app"), status: 501, code: "NotImplemented"},
 		{row: "the API disabled", err: refuse(kindDisabled, "the API is disabled"), status: 503, code: "Disabled"},
 		{row: "unavailable", err: refuse(kindUnavailable, "not ready"), status: 503, code: "Unavailable"},
+		{row: "a server behind it unreachable or overloaded", err: fmt.Errorf("reading state of environment prod: %w",
+			&url.Error{Op: "Get", URL: "https://127.0.0.1:6443/api/v1/namespaces/stagehand/configmaps/x", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}),
+			status: 503, code: "Unavailable", header: map[string]string{"Retry-After": "5"}},
+		{row: "a server behind it unreachable or overloaded", err: fmt.Errorf("reading state of environment prod: %w", apierrors.NewServiceUnavailable("etcd is down")),
+			status: 503, code: "Unavailable", header: map[string]string{"Retry-After": "5"}},
+		{row: "a server behind it unreachable or overloaded", err: fmt.Errorf("writing state of environment prod: %w", apierrors.NewTooManyRequests("slow down", 7)),
+			status: 503, code: "Unavailable", header: map[string]string{"Retry-After": "7"}},
+		{row: "a server behind it unreachable or overloaded", err: fmt.Errorf("writing state of environment prod: %w", apierrors.NewTimeoutError("etcd", 0)),
+			status: 503, code: "Unavailable", header: map[string]string{"Retry-After": "5"}},
+		{row: "", err: fmt.Errorf("reading state of environment prod: %w", apierrors.NewInternalError(errors.New("boom"))), status: 500, code: "Internal"},
 		{row: "", err: errors.New("reading state of environment prod: the server is currently unable to handle the request"), status: 500, code: "Internal"},
 	} {
 		t.Run(fmt.Sprintf("%s: %s", tc.code, tc.err), func(t *testing.T) {

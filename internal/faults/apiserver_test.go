@@ -1,7 +1,9 @@
 package faults
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +54,17 @@ func TestAPIServerRestartMidApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopped := time.Now()
-	time.Sleep(3 * time.Second)
+	// Meanwhile the reconciler's API answers what needs the API server with
+	// 503 and a Retry-After, not 500: it is the server behind it that is down.
+	down := map[string]int{}
+	for time.Since(stopped) < 3*time.Second {
+		code, retry := a.status(ctx, f.token, "/api/v1/environments/devel/history")
+		down[fmt.Sprintf("%d Retry-After %q", code, retry)]++
+		time.Sleep(200 * time.Millisecond)
+	}
+	if _, ok := down[`503 Retry-After "5"`]; !ok || len(down) > 2 || (len(down) == 2 && down[`0 Retry-After ""`] == 0) {
+		t.Errorf("GET history with the API server down answered %v; want 503 with Retry-After 5 (or no answer once the process exited)", down)
+	}
 	if err := f.env.StartAPIServer(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -109,4 +121,22 @@ func TestAPIServerRestartMidApply(t *testing.T) {
 	}
 	table.add(t, row{fault: "2 kube-apiserver restarted mid-apply (3 s down)", survived: true, twice: twice, recover: recovered,
 		note: fmt.Sprintf("history: %d entries (the last succeeded, any before it interrupted); reconciler restarted %d times; seconds from the stop to the apply recorded", len(ofRev), restarts)})
+}
+
+// status GETs path of the replica's API with token and returns the status
+// code (0 when unreachable) and the Retry-After header.
+func (r *replica) status(ctx context.Context, token, path string) (int, string) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.addr+path, nil)
+	if err != nil {
+		return 0, ""
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, ""
+	}
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Retry-After")
 }
