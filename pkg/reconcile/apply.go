@@ -44,16 +44,28 @@ func (r *Reconciler) Apply(ctx context.Context, req Request, planHash string, op
 	if err != nil {
 		return nil, err
 	}
-	rep := &reporter{fn: r.o.progress}
+	return r.applier.apply(ctx, req, planHash)
+}
 
-	plan, err := r.plan(ctx, req, true) // what is patched is checked against the API server, not a cache
+// applier applies plans and restores: it holds the targets' deploy locks,
+// patches each workload, records its Events and has the rollout watcher
+// wait for what was patched.
+type applier struct {
+	o        *options
+	planner  *planner
+	rollouts *rolloutWatcher
+}
+
+// apply is Apply, with the call's options already applied.
+func (a *applier) apply(ctx context.Context, req Request, planHash string) (*Result, error) {
+	plan, err := a.planner.plan(ctx, req, true) // what is patched is checked against the API server, not a cache
 	if err != nil {
 		return nil, err
 	}
 	if plan.PlanHash != planHash {
 		return &Result{Plan: plan}, &StalePlanError{Want: planHash, Got: plan.PlanHash, Plan: plan}
 	}
-	jobs := groupJobs(plan, r.withRecorders(req.Targets))
+	jobs := groupJobs(plan, a.withRecorders(req.Targets))
 	res := &Result{Plan: plan, Workloads: make([]WorkloadResult, len(jobs))}
 	for i, j := range jobs {
 		res.Workloads[i] = WorkloadResult{WorkloadKey: j.key, Service: j.service, Changes: j.changes}
@@ -62,14 +74,40 @@ func (r *Reconciler) Apply(ctx context.Context, req Request, planHash string, op
 	if len(jobs) == 0 {
 		return res, nil
 	}
-
-	release := r.holdTargets(ctx, req, jobs, rep.report)
-	defer release() // after the Events are written: deferred calls run last first
-	findCanaries(ctx, jobs, rep.report)
-	patched, deployingWritten := r.patchAll(ctx, req, jobs, rep.report)
-	defer deployingWritten()
-	r.finishRollouts(ctx, req, patched, deployingWritten, rep.report)
+	a.run(req).deliver(ctx, jobs, nil)
 	return res, nil
+}
+
+// applyRun is one Apply or Restore under way: its request, where its
+// progress goes, and the wait for its Deploying Events.
+type applyRun struct {
+	a      *applier
+	req    Request
+	report func(*job, Phase, string)
+	// deployingWritten waits until every Deploying Event is written (set by
+	// patchAll).
+	deployingWritten func()
+}
+
+// run begins an Apply or Restore of req.
+func (a *applier) run(req Request) *applyRun {
+	rep := &reporter{fn: a.o.progress}
+	return &applyRun{a: a, req: req, report: rep.report, deployingWritten: func() {}}
+}
+
+// deliver holds the targets of jobs, patches them, calls patched (when not
+// nil) with those whose patch went through, and waits for their rollouts.
+// It returns once every lock taken is released and every Event written.
+func (run *applyRun) deliver(ctx context.Context, jobs []*job, patched func([]*job)) {
+	release := run.holdTargets(ctx, jobs)
+	defer release() // after the Events are written: deferred calls run last first
+	findCanaries(ctx, jobs, run.report)
+	done := run.patchAll(ctx, jobs)
+	defer run.deployingWritten()
+	if patched != nil {
+		patched(done)
+	}
+	run.finishRollouts(ctx, done)
 }
 
 // reporter passes progress to WithProgress's function, one call at a time.
@@ -90,7 +128,7 @@ func (p *reporter) report(j *job, ph Phase, msg string) {
 // patchAll patches every job that has no outcome yet (none blocked or failed
 // while locking), at most r.o.concurrency at a time, and returns the jobs
 // whose patch went through. Once the last patch is answered each of those
-// gets its Deploying Event; the returned wait blocks until all are written.
+// gets its Deploying Event; run.deployingWritten blocks until all are written.
 //
 // After the patches, not beside them: an Event is an API write like a patch,
 // and on a busy API server every Event written during the patch phase delays
@@ -99,7 +137,8 @@ func (p *reporter) report(j *job, ph Phase, msg string) {
 // wait still makes Apply return only once every Event is written. (client-go's
 // broadcasters could not promise that: tools/record and tools/events drop
 // beyond 1,000 queued and neither can be flushed.)
-func (r *Reconciler) patchAll(ctx context.Context, req Request, jobs []*job, report func(*job, Phase, string)) ([]*job, func()) {
+func (run *applyRun) patchAll(ctx context.Context, jobs []*job) []*job {
+	o := run.a.o
 	var todo []*job
 	rechecks := map[string]*recheck{}
 	for _, j := range jobs {
@@ -107,31 +146,31 @@ func (r *Reconciler) patchAll(ctx context.Context, req Request, jobs []*job, rep
 			continue
 		}
 		todo = append(todo, j)
-		if l, ok := r.o.locks.(LockLister); ok {
+		if l, ok := o.locks.(LockLister); ok {
 			if rechecks[j.key.Target] == nil {
-				rechecks[j.key.Target] = newRecheck(ctx, l, lockPath(req.LockPath, lockSegment(j.key.Target)))
+				rechecks[j.key.Target] = newRecheck(ctx, l, lockPath(run.req.LockPath, lockSegment(j.key.Target)))
 			}
 			j.recheck = rechecks[j.key.Target]
 		}
 	}
 	var patched []*job
 	var mu sync.Mutex
-	_ = forEach(len(todo), r.o.concurrency, func(i int) error {
+	_ = forEach(len(todo), o.concurrency, func(i int) error {
 		j := todo[i]
 		j.start = time.Now()
 		pctx, span := startSpan(ctx, "patch", workloadAttrs(j)...)
 		defer endJob(span, j)
-		if err := r.patchOne(pctx, req, j); err != nil {
+		if err := run.patchOne(pctx, j); err != nil {
 			finish(j, OutcomeFailed, err.Error())
-			report(j, PhaseFailed, j.res.Message)
+			run.report(j, PhaseFailed, j.res.Message)
 			return nil
 		}
 		if j.res.Outcome == OutcomeBlocked {
-			report(j, PhaseBlocked, j.res.Message)
+			run.report(j, PhaseBlocked, j.res.Message)
 			return nil
 		}
 		span.SetAttributes(attrOutcome.String("patched"))
-		report(j, PhasePatched, describe(j.changes))
+		run.report(j, PhasePatched, describe(j.changes))
 		mu.Lock()
 		patched = append(patched, j)
 		mu.Unlock()
@@ -141,22 +180,24 @@ func (r *Reconciler) patchAll(ctx context.Context, req Request, jobs []*job, rep
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = forEach(len(patched), r.o.concurrency, func(i int) error {
+		_ = forEach(len(patched), o.concurrency, func(i int) error {
 			j := patched[i]
-			r.event(ctx, req, j, corev1.EventTypeNormal, "Deploying",
-				fmt.Sprintf("Deploying revision %s: %s", short(req.Revision), describe(j.changes)))
+			run.event(ctx, j, workloadEvent{corev1.EventTypeNormal, "Deploying",
+				fmt.Sprintf("Deploying revision %s: %s", short(run.req.Revision), describe(j.changes))})
 			return nil
 		})
 	}()
-	return patched, func() { <-done }
+	run.deployingWritten = func() { <-done }
+	return patched
 }
 
 // finishRollouts waits for the rollouts of the patched jobs (unless the
 // rollout timeout is zero) and records each outcome; a failed rollout gets a
 // RolloutFailed Warning Event, written after the Deploying Events so that it
 // is never the older of the two.
-func (r *Reconciler) finishRollouts(ctx context.Context, req Request, patched []*job, deployingWritten func(), report func(*job, Phase, string)) {
-	if r.o.rolloutTimeout == 0 {
+func (run *applyRun) finishRollouts(ctx context.Context, patched []*job) {
+	o, report := run.a.o, run.report
+	if o.rolloutTimeout == 0 {
 		for _, j := range patched {
 			finish(j, OutcomePatched, "rollout not waited for")
 		}
@@ -168,11 +209,11 @@ func (r *Reconciler) finishRollouts(ctx context.Context, req Request, patched []
 		if changed {
 			report(j, PhaseRollingOut, st.Message)
 		}
-		if st.Paused && r.o.promotion == PromotionAuto {
-			r.promoteStep(ctx, req, j, st, report)
+		if st.Paused && o.promotion == PromotionAuto {
+			run.promoteStep(ctx, j, st)
 		}
 	}
-	r.waitRollouts(ctx, patched, rollingOut, func(j *job, st workload.Status) {
+	run.a.rollouts.wait(ctx, patched, rollingOut, func(j *job, st workload.Status) {
 		defer func() { // once finished: with the workload's outcome
 			span.AddEvent("rolled out", trace.WithAttributes(append(workloadAttrs(j), attrOutcome.String(string(j.res.Outcome)))...))
 		}()
@@ -189,8 +230,8 @@ func (r *Reconciler) finishRollouts(ctx context.Context, req Request, patched []
 		}
 		finish(j, OutcomeFailed, msg)
 		span.SetStatus(codes.Error, j.key.Kind+" "+j.key.Namespace+"/"+j.key.Name+": "+msg)
-		deployingWritten()
-		r.event(ctx, req, j, corev1.EventTypeWarning, "RolloutFailed", fmt.Sprintf("Rollout of revision %s failed: %s", short(req.Revision), msg))
+		run.deployingWritten()
+		run.event(ctx, j, workloadEvent{corev1.EventTypeWarning, "RolloutFailed", fmt.Sprintf("Rollout of revision %s failed: %s", short(run.req.Revision), msg)})
 		report(j, PhaseFailed, msg)
 	})
 }
@@ -222,14 +263,15 @@ func groupJobs(p *Plan, targets []Target) []*job {
 // holdTargets takes the deploy lock on every target that has jobs. A target
 // already locked, or whose lock cannot be taken, has its jobs marked blocked
 // or failed. The returned release gives back every lock taken.
-func (r *Reconciler) holdTargets(ctx context.Context, req Request, jobs []*job, report func(*job, Phase, string)) func() {
+func (run *applyRun) holdTargets(ctx context.Context, jobs []*job) func() {
+	o := run.a.o
 	var releases []func(context.Context) error
 	release := func() {
 		for _, rel := range releases {
 			_ = rel(context.WithoutCancel(ctx)) // the lock expires by its TTL if this fails
 		}
 	}
-	if r.o.holder == nil {
+	if o.holder == nil {
 		return release
 	}
 	byTarget := map[string][]*job{}
@@ -242,15 +284,15 @@ func (r *Reconciler) holdTargets(ctx context.Context, req Request, jobs []*job, 
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		path := lockPath(req.LockPath, lockSegment(name))
-		fail := func(o Outcome, ph Phase, msg string) {
+		path := lockPath(run.req.LockPath, lockSegment(name))
+		fail := func(out Outcome, ph Phase, msg string) {
 			for _, j := range byTarget[name] {
-				finish(j, o, msg)
-				report(j, ph, msg)
+				finish(j, out, msg)
+				run.report(j, ph, msg)
 			}
 		}
-		if r.o.locks != nil {
-			msgs, err := r.o.locks.Blocking(ctx, path, LockTypeDeploy)
+		if o.locks != nil {
+			msgs, err := o.locks.Blocking(ctx, path, LockTypeDeploy)
 			if err != nil {
 				fail(OutcomeFailed, PhaseFailed, fmt.Sprintf("checking locks at %s: %v", path, err))
 				continue
@@ -260,7 +302,7 @@ func (r *Reconciler) holdTargets(ctx context.Context, req Request, jobs []*job, 
 				continue
 			}
 		}
-		rel, err := r.o.holder.Hold(ctx, path, r.o.ttl(), r.o.author)
+		rel, err := o.holder.Hold(ctx, path, o.ttl(), o.author)
 		if err != nil {
 			fail(OutcomeFailed, PhaseFailed, fmt.Sprintf("taking deploy lock %s: %v", path, err))
 			continue
@@ -270,8 +312,8 @@ func (r *Reconciler) holdTargets(ctx context.Context, req Request, jobs []*job, 
 		// stored identity, the object's UID): whatever blocks the target now
 		// is someone else's lock, taken in the instant after the check above,
 		// and stops the target's patches.
-		if r.o.locks != nil {
-			msgs, err := r.o.locks.Blocking(ctx, path, LockTypeDeploy)
+		if o.locks != nil {
+			msgs, err := o.locks.Blocking(ctx, path, LockTypeDeploy)
 			if err != nil {
 				fail(OutcomeFailed, PhaseFailed, fmt.Sprintf("checking locks at %s: %v", path, err))
 				continue
@@ -288,15 +330,15 @@ func (r *Reconciler) holdTargets(ctx context.Context, req Request, jobs []*job, 
 // patchOne re-checks the locks of j's service, then patches only j's
 // changed containers and records the revision and an Event. A lock found
 // now marks j blocked and sends nothing.
-func (r *Reconciler) patchOne(ctx context.Context, req Request, j *job) error {
-	if r.o.locks != nil {
-		path := lockPath(req.LockPath, lockSegment(j.key.Target), lockSegment(j.service))
+func (run *applyRun) patchOne(ctx context.Context, j *job) error {
+	if locks := run.a.o.locks; locks != nil {
+		path := lockPath(run.req.LockPath, lockSegment(j.key.Target), lockSegment(j.service))
 		var msgs []string
 		var err error
 		if j.recheck != nil {
 			msgs, err = j.recheck.blocking(ctx, path)
 		} else {
-			msgs, err = r.o.locks.Blocking(ctx, path, LockTypeDeploy)
+			msgs, err = locks.Blocking(ctx, path, LockTypeDeploy)
 		}
 		if err != nil {
 			return fmt.Errorf("checking locks at %s: %w", path, err)
@@ -306,7 +348,7 @@ func (r *Reconciler) patchOne(ctx context.Context, req Request, j *job) error {
 			return nil
 		}
 	}
-	body, err := patchBody(j.key.Kind, req.Revision, j.changes)
+	body, err := patchBody(j.key.Kind, run.req.Revision, j.changes)
 	if err != nil {
 		return err
 	}
@@ -339,26 +381,31 @@ func patch(ctx context.Context, t Target, k WorkloadKey, body []byte) (runtime.O
 
 // withRecorders returns targets with an EventWriter as the Recorder of each
 // target that has none.
-func (r *Reconciler) withRecorders(targets []Target) []Target {
+func (a *applier) withRecorders(targets []Target) []Target {
 	out := slices.Clone(targets)
 	host, _ := os.Hostname()
 	for i := range out {
 		if out[i].Recorder == nil {
-			out[i].Recorder = NewEventWriter(out[i].Client, r.o.author+"@"+host)
+			out[i].Recorder = NewEventWriter(out[i].Client, a.o.author+"@"+host)
 		}
 	}
 	return out
 }
 
-// event records a Kubernetes Event on j's workload through its target's
-// Recorder, carrying the revision annotation. Once ctx ends (a shutdown) no
-// more Events are sent: record.EventRecorder takes no context, and the
-// Events left would hold up the exit.
-func (r *Reconciler) event(ctx context.Context, req Request, j *job, typ, reason, msg string) {
+// workloadEvent is a Kubernetes Event to record on a workload.
+type workloadEvent struct {
+	typ, reason, msg string
+}
+
+// event records e on j's workload through its target's Recorder, carrying
+// the revision annotation. Once ctx ends (a shutdown) no more Events are
+// sent: record.EventRecorder takes no context, and the Events left would
+// hold up the exit.
+func (run *applyRun) event(ctx context.Context, j *job, e workloadEvent) {
 	if j.obj == nil || ctx.Err() != nil {
 		return
 	}
-	j.target.Recorder.AnnotatedEventf(j.obj, map[string]string{RevisionAnnotation: req.Revision}, typ, reason, "%s", msg)
+	j.target.Recorder.AnnotatedEventf(j.obj, map[string]string{RevisionAnnotation: run.req.Revision}, e.typ, e.reason, "%s", e.msg)
 }
 
 // describe is "app: a → b, init:migrate: c → d".

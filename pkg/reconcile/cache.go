@@ -135,10 +135,9 @@ func (r *Reconciler) Watch(ctx context.Context) error {
 	return nil
 }
 
-// watchOf returns t's watches, starting them on first use, or nil when
-// Watch does not run.
-func (r *Reconciler) watchOf(t Target) *targetWatch {
-	c := r.cache
+// of returns t's watches of the workloads labelled label, starting them on
+// first use, or nil when Watch does not run.
+func (c *watchCache) of(t Target, label string) *targetWatch {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ctx == nil || c.ctx.Err() != nil {
@@ -149,7 +148,6 @@ func (r *Reconciler) watchOf(t Target) *targetWatch {
 		return tw
 	}
 	tw := &targetWatch{name: t.Name}
-	label := r.o.selectorLabel
 	for i := range workload.Count {
 		api, ok := workload.At(i).API(t.cluster(), t.Namespace)
 		if !ok {

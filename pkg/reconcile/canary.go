@@ -70,12 +70,12 @@ func findCanaries(ctx context.Context, jobs []*job, report func(*job, Phase, str
 // canaryRollout reads j's Canary (at most once per poll interval; the last
 // judgement between) and judges j's rollout by it. A Canary deleted since
 // the patch leaves j to be judged by its workload (j.canary nil, ok false).
-func (r *Reconciler) canaryRollout(ctx context.Context, j *job) (st workload.Status, ok bool) {
+func (rw *rolloutWatcher) canaryRollout(ctx context.Context, j *job) (st workload.Status, ok bool) {
 	cr := j.canary
 	if time.Now().Before(cr.next) {
 		return cr.last, true
 	}
-	cr.next = time.Now().Add(r.o.pollInterval)
+	cr.next = time.Now().Add(rw.o.pollInterval)
 	c, err := workload.ReadCanary(ctx, j.target.Client, j.key.Namespace, cr.name)
 	switch {
 	case err != nil:

@@ -241,10 +241,27 @@ func WithPromotion(p Promotion, approvedBy string) Option {
 	}
 }
 
-// Reconciler plans and applies environments.
+// Reconciler plans and applies environments. It is made of small parts,
+// each with one responsibility, built once per set of options (assemble):
+// the planner reads the targets and the registry, the lock gate asks the
+// LockChecker, the applier holds, patches and records Events, and the
+// rollout watcher waits for what was patched.
 type Reconciler struct {
-	o     options
-	cache *watchCache // shared by the Reconcilers of one New
+	o        options
+	cache    *watchCache // shared by the Reconcilers of one New
+	planner  *planner
+	applier  *applier
+	rollouts *rolloutWatcher
+}
+
+// assemble returns a Reconciler of o whose parts share o and cache.
+func assemble(o options, cache *watchCache) *Reconciler {
+	r := &Reconciler{o: o, cache: cache}
+	locks := &lockGate{o: &r.o}
+	r.planner = &planner{o: &r.o, cache: cache, locks: locks}
+	r.rollouts = &rolloutWatcher{o: &r.o, cache: cache}
+	r.applier = &applier{o: &r.o, planner: r.planner, rollouts: r.rollouts}
+	return r
 }
 
 // New returns a Reconciler.
@@ -269,7 +286,7 @@ func New(opts ...Option) (*Reconciler, error) {
 		return nil, err
 	}
 	o.resolver = registry.New(o.registry)
-	return &Reconciler{o: o, cache: &watchCache{}}, nil
+	return assemble(o, &watchCache{}), nil
 }
 
 // apply applies opts to o, then checks the combination.
@@ -306,5 +323,5 @@ func (r *Reconciler) with(opts []Option) (*Reconciler, error) {
 		return nil, err
 	}
 	o.resolver = r.o.resolver.With(o.registry)
-	return &Reconciler{o: o, cache: r.cache}, nil
+	return assemble(o, r.cache), nil
 }

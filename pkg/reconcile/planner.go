@@ -103,22 +103,22 @@ func (inv *inventory) add(w *workload.Workload) {
 // inventory reads t's workloads: from its watches while Watch runs (unless
 // live), else with one List per kind. Either way it waits at most the
 // target timeout.
-func (r *Reconciler) inventory(ctx context.Context, t Target, services []manifest.Service, live bool) *inventory {
+func (pl *planner) inventory(ctx context.Context, t Target, services []manifest.Service, live bool) *inventory {
 	if !live {
-		if tw := r.watchOf(t); tw != nil {
-			inv, err := tw.inventory(ctx, t, r.o.selectorLabel, r.o.targetTimeout)
+		if tw := pl.cache.of(t, pl.o.selectorLabel); tw != nil {
+			inv, err := tw.inventory(ctx, t, pl.o.selectorLabel, pl.o.targetTimeout)
 			if err == nil {
-				inv, err = r.getUnlabelled(ctx, inv, services)
+				inv, err = pl.getUnlabelled(ctx, inv, services)
 			}
 			if err != nil {
-				inv = newInventory(t, r.o.selectorLabel)
+				inv = newInventory(t, pl.o.selectorLabel)
 				inv.err = err
 			}
 			return inv
 		}
 	}
-	inv := newInventory(t, r.o.selectorLabel)
-	ctx, cancel := context.WithTimeout(ctx, r.o.targetTimeout)
+	inv := newInventory(t, pl.o.selectorLabel)
+	ctx, cancel := context.WithTimeout(ctx, pl.o.targetTimeout)
 	defer cancel()
 	start := time.Now()
 	// The kinds are listed at once: an apply's plan waits for the slowest
@@ -156,18 +156,18 @@ func unreachable(target string, since time.Time, err error) error {
 // watched inv, the workloads named like it (the watches hold only labelled
 // ones): one Get per kind. It returns inv, or a copy with what it found: inv
 // is shared with other plans.
-func (r *Reconciler) getUnlabelled(ctx context.Context, inv *inventory, services []manifest.Service) (*inventory, error) {
+func (pl *planner) getUnlabelled(ctx context.Context, inv *inventory, services []manifest.Service) (*inventory, error) {
 	var names []string
 	for _, s := range services {
 		if len(s.Containers) > 0 && len(inv.byLabel[s.Name]) == 0 {
 			names = append(names, s.Name)
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.o.targetTimeout)
+	ctx, cancel := context.WithTimeout(ctx, pl.o.targetTimeout)
 	defer cancel()
 	start := time.Now()
 	found := make([][]*workload.Workload, len(names))
-	err := forEach(len(names), r.o.concurrency, func(i int) error {
+	err := forEach(len(names), pl.o.concurrency, func(i int) error {
 		for k := range workload.Count {
 			w, err := workload.Get(ctx, inv.target.cluster(), workload.At(k).Name(), types.NamespacedName{Namespace: inv.target.Namespace, Name: names[i]})
 			if apierrors.IsNotFound(err) {
@@ -176,7 +176,7 @@ func (r *Reconciler) getUnlabelled(ctx context.Context, inv *inventory, services
 			if err != nil {
 				return unreachable(inv.target.Name, start, err)
 			}
-			if _, labelled := w.Labels[r.o.selectorLabel]; !labelled && !w.CanaryPrimary {
+			if _, labelled := w.Labels[pl.o.selectorLabel]; !labelled && !w.CanaryPrimary {
 				found[i] = append(found[i], w)
 			}
 		}
@@ -203,11 +203,11 @@ func (r *Reconciler) getUnlabelled(ctx context.Context, inv *inventory, services
 
 // inventories reads every target concurrently; a target that cannot be
 // read has its inventory's err set, and does not hold up the others.
-func (r *Reconciler) inventories(ctx context.Context, targets []Target, services []manifest.Service, live bool) []*inventory {
+func (pl *planner) inventories(ctx context.Context, targets []Target, services []manifest.Service, live bool) []*inventory {
 	out := make([]*inventory, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {
-		wg.Go(func() { out[i] = r.inventory(ctx, t, services, live) })
+		wg.Go(func() { out[i] = pl.inventory(ctx, t, services, live) })
 	}
 	wg.Wait()
 	return out
@@ -215,17 +215,26 @@ func (r *Reconciler) inventories(ctx context.Context, targets []Target, services
 
 // workloadsOf returns the workloads of service in inv: those labelled with
 // it, else those named like it that carry no selector label.
-func (r *Reconciler) workloadsOf(inv *inventory, service string) []*workload.Workload {
+func (pl *planner) workloadsOf(inv *inventory, service string) []*workload.Workload {
 	if ws := inv.byLabel[service]; len(ws) > 0 {
 		return ws
 	}
 	var out []*workload.Workload
 	for _, w := range inv.byName[service] {
-		if _, labelled := w.Labels[r.o.selectorLabel]; !labelled {
+		if _, labelled := w.Labels[pl.o.selectorLabel]; !labelled {
 			out = append(out, w)
 		}
 	}
 	return out
+}
+
+// planner computes plans: it reads each target's workloads (its watches,
+// or Lists), binds the services' containers to them, resolves images with
+// the registry and has the lock gate set aside what a lock forbids.
+type planner struct {
+	o     *options
+	cache *watchCache
+	locks *lockGate
 }
 
 // binding is one manifest container matched to one pod-template container.
@@ -244,11 +253,11 @@ type binding struct {
 // the target timeout gives each service a problem there (ErrUnreachable's
 // message: "target … unreachable since …"); the other targets are planned.
 func (r *Reconciler) Plan(ctx context.Context, req Request) (*Plan, error) {
-	return r.plan(ctx, req, false)
+	return r.planner.plan(ctx, req, false)
 }
 
 // plan is Plan; live reads the targets with Lists even while Watch runs.
-func (r *Reconciler) plan(ctx context.Context, req Request, live bool) (*Plan, error) {
+func (pl *planner) plan(ctx context.Context, req Request, live bool) (*Plan, error) {
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
@@ -256,9 +265,9 @@ func (r *Reconciler) plan(ctx context.Context, req Request, live bool) (*Plan, e
 	if live {
 		// Apply's plan reads the API servers, not the watches: the lock
 		// check goes beside the Lists instead of after them.
-		locks = r.queryLocks(ctx, req)
+		locks = pl.locks.query(ctx, req)
 	}
-	invs := r.inventories(ctx, req.Targets, req.Environment.Services, live)
+	invs := pl.inventories(ctx, req.Targets, req.Environment.Services, live)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("planning %s: %w", req.Environment.Name, err)
 	}
@@ -287,13 +296,13 @@ func (r *Reconciler) plan(ctx context.Context, req Request, live bool) (*Plan, e
 			}
 		}
 	}
-	bindings := r.mapServices(p, reachable, req.Environment.Services, problem)
-	res := r.resolveBindings(ctx, bindings)
+	bindings := pl.mapServices(p, reachable, req.Environment.Services, problem)
+	res := pl.resolveBindings(ctx, bindings)
 	for _, b := range bindings {
 		if broken[svcTarget{b.service, b.target.Name}] {
 			continue
 		}
-		to, msg := r.desired(b, res)
+		to, msg := pl.desired(b, res)
 		if msg != "" {
 			problem(b.service, b.target.Name, "%s", msg)
 			continue
@@ -315,7 +324,7 @@ func (r *Reconciler) plan(ctx context.Context, req Request, live bool) (*Plan, e
 		}
 	}
 	p.Changes = kept
-	if err := r.block(ctx, req.LockPath, p, locks, live); err != nil {
+	if err := pl.locks.block(ctx, p, lockScope{prefix: req.LockPath, begun: locks, live: live}); err != nil {
 		return nil, fmt.Errorf("planning %s: %w", req.Environment.Name, err)
 	}
 	p.finish()
@@ -324,7 +333,7 @@ func (r *Reconciler) plan(ctx context.Context, req Request, live bool) (*Plan, e
 
 // mapServices binds the services' containers to workload containers in
 // every inventory, and lists in p the labelled workloads no service names.
-func (r *Reconciler) mapServices(p *Plan, invs []*inventory, services []manifest.Service, problem func(service, target, format string, a ...any)) []binding {
+func (pl *planner) mapServices(p *Plan, invs []*inventory, services []manifest.Service, problem func(service, target, format string, a ...any)) []binding {
 	known := map[string]bool{}
 	for _, s := range services {
 		known[s.Name] = true
@@ -333,7 +342,7 @@ func (r *Reconciler) mapServices(p *Plan, invs []*inventory, services []manifest
 	for _, inv := range invs {
 		t := inv.target
 		for _, w := range inv.workloads {
-			if v, ok := w.Labels[r.o.selectorLabel]; ok && !known[v] {
+			if v, ok := w.Labels[pl.o.selectorLabel]; ok && !known[v] {
 				p.Unmanaged = append(p.Unmanaged, Unmanaged{Target: t.Name, Namespace: t.Namespace, Kind: w.Kind, Name: w.Name, Service: v})
 			}
 		}
@@ -341,13 +350,13 @@ func (r *Reconciler) mapServices(p *Plan, invs []*inventory, services []manifest
 			if len(s.Containers) == 0 {
 				continue
 			}
-			ws := r.workloadsOf(inv, s.Name)
+			ws := pl.workloadsOf(inv, s.Name)
 			if len(ws) == 0 {
 				problem(s.Name, t.Name, "no %s labelled %s=%s or named %s in namespace %s",
-					workload.Names(t.cluster()), r.o.selectorLabel, s.Name, s.Name, t.Namespace)
+					workload.Names(t.cluster()), pl.o.selectorLabel, s.Name, s.Name, t.Namespace)
 				continue
 			}
-			bindings = append(bindings, r.bind(s, t, ws, problem)...)
+			bindings = append(bindings, pl.bind(s, t, ws, problem)...)
 		}
 	}
 	return bindings
@@ -355,7 +364,7 @@ func (r *Reconciler) mapServices(p *Plan, invs []*inventory, services []manifest
 
 // bind matches each container of s to exactly one pod-template container in
 // the service's workloads, reporting missing and ambiguous matches.
-func (r *Reconciler) bind(s manifest.Service, t Target, ws []*workload.Workload, problem func(service, target, format string, a ...any)) []binding {
+func (pl *planner) bind(s manifest.Service, t Target, ws []*workload.Workload, problem func(service, target, format string, a ...any)) []binding {
 	var out []binding
 	claimed := map[string]string{} // workload kind/name/container -> dockerName
 	for _, mc := range s.Containers {
@@ -410,17 +419,17 @@ func (r *Reconciler) bind(s manifest.Service, t Target, ws []*workload.Workload,
 // per workload (pkg/registry). A cached digest that disagrees with a
 // dockerDigest to verify is asked again, so a tag moved within the cache's
 // TTL is never reported as a mismatch.
-func (r *Reconciler) resolveBindings(ctx context.Context, bs []binding) map[registry.Key]registry.Resolution {
+func (pl *planner) resolveBindings(ctx context.Context, bs []binding) map[registry.Key]registry.Resolution {
 	seen := map[registry.Key]bool{}
 	var keys []registry.Key
-	kcs := r.o.resolver.Session()
+	kcs := pl.o.resolver.Session()
 	for _, b := range bs {
-		if (b.want.DockerDigest != "" && r.o.verifyDigests) || (b.want.DockerDigest == "" && r.o.pinDigests) {
-			k := r.imageKeyOf(b)
+		if (b.want.DockerDigest != "" && pl.o.verifyDigests) || (b.want.DockerDigest == "" && pl.o.pinDigests) {
+			k := pl.imageKeyOf(b)
 			if !seen[k] {
 				seen[k] = true
 				keys = append(keys, k)
-				kcs.Add(r.pullOf(b.target, b.w))
+				kcs.Add(pl.pullOf(b.target, b.w))
 			}
 		}
 	}
@@ -430,7 +439,7 @@ func (r *Reconciler) resolveBindings(ctx context.Context, bs []binding) map[regi
 	res := kcs.ResolveAll(ctx, keys, false)
 	var again []registry.Key
 	for _, b := range bs {
-		k := r.imageKeyOf(b)
+		k := pl.imageKeyOf(b)
 		if got, ok := res[k]; ok && got.Cached && b.want.DockerDigest != "" && got.Digest != b.want.DockerDigest && !slices.Contains(again, k) {
 			again = append(again, k)
 		}
@@ -443,8 +452,8 @@ func (r *Reconciler) resolveBindings(ctx context.Context, bs []binding) map[regi
 
 // pullOf returns the pull context of w in t; the zero key when credentials
 // are not per workload.
-func (r *Reconciler) pullOf(t Target, w *workload.Workload) (registry.Pull, registry.PullContext) {
-	if r.o.registry.Keychains == nil {
+func (pl *planner) pullOf(t Target, w *workload.Workload) (registry.Pull, registry.PullContext) {
+	if pl.o.registry.Keychains == nil {
 		return registry.Pull{}, registry.PullContext{}
 	}
 	pc := registry.PullContext{Target: t.Name, Client: t.Client, Namespace: w.Namespace, ServiceAccount: w.ServiceAccount}
@@ -457,17 +466,17 @@ func (r *Reconciler) pullOf(t Target, w *workload.Workload) (registry.Pull, regi
 }
 
 // imageKeyOf is what b's wanted image is resolved as.
-func (r *Reconciler) imageKeyOf(b binding) registry.Key {
-	pk, _ := r.pullOf(b.target, b.w)
+func (pl *planner) imageKeyOf(b binding) registry.Key {
+	pk, _ := pl.pullOf(b.target, b.w)
 	return registry.Key{Repository: b.running.Repository, Tag: b.want.DockerTag, Pull: pk}
 }
 
 // desired returns the image b should run, or a problem message.
-func (r *Reconciler) desired(b binding, res map[registry.Key]registry.Resolution) (string, string) {
+func (pl *planner) desired(b binding, res map[registry.Key]registry.Resolution) (string, string) {
 	want := imageRef{Repository: b.running.Repository, Tag: b.want.DockerTag, Digest: b.want.DockerDigest}
-	k := r.imageKeyOf(b)
+	k := pl.imageKeyOf(b)
 	switch {
-	case want.Digest != "" && r.o.verifyDigests:
+	case want.Digest != "" && pl.o.verifyDigests:
 		got := res[k]
 		if errors.Is(got.Err, registry.ErrTagNotFound) {
 			return "", fmt.Sprintf("cannot verify dockerDigest %s: the registry has no tag %s", want.Digest, k)
@@ -478,7 +487,7 @@ func (r *Reconciler) desired(b binding, res map[registry.Key]registry.Resolution
 		if got.Digest != want.Digest {
 			return "", fmt.Sprintf("dockerDigest %s does not match the registry: %s is %s", want.Digest, k, got.Digest)
 		}
-	case want.Digest == "" && r.o.pinDigests:
+	case want.Digest == "" && pl.o.pinDigests:
 		got := res[k]
 		if errors.Is(got.Err, registry.ErrTagNotFound) {
 			return "", fmt.Sprintf("cannot pin a digest: the registry has no tag %s", k)
@@ -489,164 +498,6 @@ func (r *Reconciler) desired(b binding, res map[registry.Key]registry.Resolution
 		want.Digest = got.Digest
 	}
 	return want.String(), ""
-}
-
-// block moves changes that a deploy lock forbids from p.Changes to p.Blocked.
-// With a LockLister it asks once per target; else once per target and
-// service. Either way at most r.o.concurrency queries run at a time.
-func (r *Reconciler) block(ctx context.Context, prefix string, p *Plan, begun *lockCheck, live bool) error {
-	if r.o.locks == nil || len(p.Changes) == 0 {
-		return nil
-	}
-	pathOf := func(c Change) string { return lockPath(prefix, lockSegment(c.Target), lockSegment(c.Service)) }
-	var paths []string
-	seen := map[string]bool{}
-	for _, c := range p.Changes {
-		if path := pathOf(c); !seen[path] {
-			seen[path] = true
-			paths = append(paths, path)
-		}
-	}
-	var msgs map[string][]string
-	var err error
-	if begun != nil {
-		msgs, err = begun.covering(paths)
-	} else if l, ok := r.o.locks.(LockLister); ok {
-		query := l.BlockingWithin
-		if c, ok := l.(CachedLockLister); ok && !live {
-			// A plan reads the watches; Apply, which checks the locks
-			// afresh, decides. (A consistent read here would also make
-			// Apply's, a moment later, wait for the API server's next
-			// watch progress notification: up to 100 ms.)
-			query = c.BlockingWithinCached
-		}
-		msgs, err = r.locksWithin(ctx, query, prefix, p.Changes, paths)
-	} else {
-		msgs, err = r.locksAt(ctx, paths)
-	}
-	if err != nil {
-		return err
-	}
-	kept := p.Changes[:0]
-	for _, c := range p.Changes {
-		if m := msgs[pathOf(c)]; len(m) > 0 {
-			p.Blocked = append(p.Blocked, Blocked{Change: c, Locks: m})
-			continue
-		}
-		kept = append(kept, c)
-	}
-	p.Changes = kept
-	return nil
-}
-
-// locksAt asks the LockChecker about each path.
-func (r *Reconciler) locksAt(ctx context.Context, paths []string) (map[string][]string, error) {
-	found := make([][]string, len(paths))
-	err := forEach(len(paths), r.o.concurrency, func(i int) error {
-		var err error
-		if found[i], err = r.o.locks.Blocking(ctx, paths[i], LockTypeDeploy); err != nil {
-			return fmt.Errorf("checking locks at %s: %w", paths[i], err)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string][]string, len(paths))
-	for i, path := range paths {
-		out[path] = found[i]
-	}
-	return out, nil
-}
-
-// locksWithin asks l once per target of changes for every lock at, above and
-// beneath <prefix>/<target>, and picks each path's locks from the answer.
-func (r *Reconciler) locksWithin(ctx context.Context, query lockQueryFunc, prefix string, changes []Change, paths []string) (map[string][]string, error) {
-	var targets []string
-	for _, c := range changes {
-		targets = append(targets, c.Target)
-	}
-	all, err := r.within(ctx, query, prefix, targets)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string][]string, len(paths))
-	for _, path := range paths {
-		out[path] = covering(all, path)
-	}
-	return out, nil
-}
-
-// lockCheck is a lock check begun before the plan's changes are known: every
-// lock at, above and beneath each target's lock path.
-type lockCheck struct {
-	done chan struct{}
-	all  map[string][]string
-	err  error
-}
-
-// queryLocks begins, when the LockChecker is a LockLister, the check of the
-// locks of every target of req (one BlockingWithin per target, as
-// locksWithin asks once the changes are known); nil otherwise.
-func (r *Reconciler) queryLocks(ctx context.Context, req Request) *lockCheck {
-	l, ok := r.o.locks.(LockLister)
-	if !ok {
-		return nil
-	}
-	var targets []string
-	for _, t := range req.Targets {
-		targets = append(targets, t.Name)
-	}
-	q := &lockCheck{done: make(chan struct{})}
-	go func() {
-		defer close(q.done)
-		q.all, q.err = r.within(ctx, l.BlockingWithin, req.LockPath, targets)
-	}()
-	return q
-}
-
-// covering waits for q and returns each path's locks.
-func (q *lockCheck) covering(paths []string) (map[string][]string, error) {
-	<-q.done
-	if q.err != nil {
-		return nil, q.err
-	}
-	out := make(map[string][]string, len(paths))
-	for _, path := range paths {
-		out[path] = covering(q.all, path)
-	}
-	return out, nil
-}
-
-// lockQueryFunc is a LockLister's BlockingWithin, or a CachedLockLister's
-// BlockingWithinCached.
-type lockQueryFunc func(ctx context.Context, prefix, lockType string) (map[string][]string, error)
-
-// within asks query once per distinct target for every lock at, above and
-// beneath <prefix>/<target>, keyed by lock path.
-func (r *Reconciler) within(ctx context.Context, query lockQueryFunc, prefix string, names []string) (map[string][]string, error) {
-	var targets []string
-	for _, name := range names {
-		if t := lockPath(prefix, lockSegment(name)); !slices.Contains(targets, t) {
-			targets = append(targets, t)
-		}
-	}
-	within := make([]map[string][]string, len(targets))
-	err := forEach(len(targets), r.o.concurrency, func(i int) error {
-		var err error
-		if within[i], err = query(ctx, targets[i], LockTypeDeploy); err != nil {
-			return fmt.Errorf("checking locks within %s: %w", targets[i], err)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	all := map[string][]string{}
-	for _, m := range within {
-		maps.Copy(all, m)
-	}
-	return all, nil
 }
 
 // forEach runs fn(0) … fn(n-1), at most limit at a time, and joins their errors.

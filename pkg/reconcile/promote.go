@@ -19,14 +19,14 @@ import (
 // fails, the next round judges again. The first promotion at a step is
 // reported and recorded in an Event naming who approved the plan; a failed
 // one is reported.
-func (r *Reconciler) promoteStep(ctx context.Context, req Request, j *job, st workload.Status, report func(*job, Phase, string)) {
+func (run *applyRun) promoteStep(ctx context.Context, j *job, st workload.Status) {
 	if j.promoted == st.Pause {
 		return
 	}
 	key := types.NamespacedName{Namespace: j.key.Namespace, Name: j.key.Name}
 	ok, err := workload.PromoteRollout(ctx, j.target.cluster(), key, st.Pause, FieldManager)
 	if err != nil {
-		report(j, PhaseRollingOut, fmt.Sprintf("%s: %v", st.Message, err))
+		run.report(j, PhaseRollingOut, fmt.Sprintf("%s: %v", st.Message, err))
 		return
 	}
 	if !ok {
@@ -37,7 +37,7 @@ func (r *Reconciler) promoteStep(ctx context.Context, req Request, j *job, st wo
 		return
 	}
 	j.promotedAt = st.Message
-	r.event(ctx, req, j, corev1.EventTypeNormal, "Promoted", fmt.Sprintf("Promoted revision %s (%s): environments.<env>.rollouts.promote is auto; plan approved by %s",
-		short(req.Revision), st.Message, r.o.approvedBy))
-	report(j, PhaseRollingOut, "promoted: "+st.Message)
+	run.event(ctx, j, workloadEvent{corev1.EventTypeNormal, "Promoted", fmt.Sprintf("Promoted revision %s (%s): environments.<env>.rollouts.promote is auto; plan approved by %s",
+		short(run.req.Revision), st.Message, run.a.o.approvedBy)})
+	run.report(j, PhaseRollingOut, "promoted: "+st.Message)
 }

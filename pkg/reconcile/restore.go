@@ -28,8 +28,21 @@ func (r *Reconciler) Restore(ctx context.Context, req Request, changes []Change,
 	if err != nil {
 		return nil, err
 	}
-	rep := &reporter{fn: r.o.progress}
-	targets := r.withRecorders(req.Targets)
+	return r.applier.restore(ctx, req, Undo{Changes: changes, Reason: reason})
+}
+
+// Undo is what Restore puts back, and why.
+type Undo struct {
+	// Changes are an applied plan's changes: From the image before, To the
+	// one the apply set.
+	Changes []Change
+	// Reason says why, in each restored workload's RolledBack Event.
+	Reason string
+}
+
+// restore is Restore, with the call's options already applied.
+func (a *applier) restore(ctx context.Context, req Request, undo Undo) (*Result, error) {
+	targets := a.withRecorders(req.Targets)
 	byName := map[string]Target{}
 	for _, t := range targets {
 		byName[t.Name] = t
@@ -40,7 +53,7 @@ func (r *Reconciler) Restore(ctx context.Context, req Request, changes []Change,
 	}
 	res := &Result{Plan: &Plan{Environment: env, Revision: req.Revision, Changes: []Change{}}}
 	var jobs []*job
-	for _, j := range groupJobs(&Plan{Changes: reversed(changes)}, targets) {
+	for _, j := range groupJobs(&Plan{Changes: reversed(undo.Changes)}, targets) {
 		t, ok := byName[j.key.Target]
 		if !ok {
 			return nil, fmt.Errorf("restoring %s: target %q is not configured", j.key, j.key.Target)
@@ -80,15 +93,12 @@ func (r *Reconciler) Restore(ctx context.Context, req Request, changes []Change,
 	if len(jobs) == 0 {
 		return res, nil
 	}
-	release := r.holdTargets(ctx, req, jobs, rep.report)
-	defer release()
-	findCanaries(ctx, jobs, rep.report)
-	patched, deployingWritten := r.patchAll(ctx, req, jobs, rep.report)
-	defer deployingWritten()
-	for _, j := range patched {
-		r.event(ctx, req, j, corev1.EventTypeWarning, "RolledBack", truncate(fmt.Sprintf("Rolled back: %s (%s)", describe(j.changes), reason), 1024))
-	}
-	r.finishRollouts(ctx, req, patched, deployingWritten, rep.report)
+	run := a.run(req)
+	run.deliver(ctx, jobs, func(patched []*job) {
+		for _, j := range patched {
+			run.event(ctx, j, workloadEvent{corev1.EventTypeWarning, "RolledBack", truncate(fmt.Sprintf("Rolled back: %s (%s)", describe(j.changes), undo.Reason), 1024)})
+		}
+	})
 	return res, nil
 }
 

@@ -8,10 +8,18 @@ import (
 	"github.com/stagehand-gitops/stagehand/pkg/workload"
 )
 
+// rolloutWatcher waits for patched workloads to roll out: from the
+// target's watches while Watch runs, else with Lists, and through its
+// Flagger Canary for a workload a Canary judges.
+type rolloutWatcher struct {
+	o     *options
+	cache *watchCache
+}
+
 // eventGap is the least time between two reads of the watched rollouts.
 const eventGap = 20 * time.Millisecond
 
-// waitRollouts waits until every job's rollout finished or failed, or the
+// wait waits until every job's rollout finished or failed, or the
 // rollout timeout passes, calling status with each new status (message) of a
 // rollout still going (and every round for a Rollout paused for a
 // promotion) and done once per job. While Watch runs, a job is read from its
@@ -20,7 +28,7 @@ const eventGap = 20 * time.Millisecond
 // every job without Watch, are polled with one List per kind per target
 // that still has a job of that kind waiting, so the cost does not grow with
 // the number of workloads.
-func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(j *job, st workload.Status, changed bool), done func(j *job, st workload.Status)) {
+func (rw *rolloutWatcher) wait(ctx context.Context, jobs []*job, status func(j *job, st workload.Status, changed bool), done func(j *job, st workload.Status)) {
 	pending := map[WorkloadKey]*job{}
 	last := map[WorkloadKey]string{}
 	for _, j := range jobs {
@@ -42,7 +50,7 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(
 			status(j, st, changed)
 		}
 	}
-	deadline := time.Now().Add(r.o.rolloutTimeout)
+	deadline := time.Now().Add(rw.o.rolloutTimeout)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	var events <-chan struct{}
@@ -61,17 +69,17 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(
 			time.Sleep(time.Until(round.Add(eventGap)))
 		}
 		round = time.Now()
-		events = r.cache.events() // before reading: an event from now on wakes the next round
+		events = rw.cache.events() // before reading: an event from now on wakes the next round
 		type tk struct{ target, namespace, kind string }
 		lists := map[tk]Target{}
 		for k, j := range pending {
 			if j.canary != nil { // judged by its Flagger Canary, not its own status
-				if st, ok := r.canaryRollout(ctx, j); ok {
+				if st, ok := rw.canaryRollout(ctx, j); ok {
 					judge(k, j, st)
 					continue
 				}
 			}
-			if tw := r.watchOf(j.target); tw != nil {
+			if tw := rw.cache.of(j.target, rw.o.selectorLabel); tw != nil {
 				if obj, ok := tw.get(k.Kind, k.Namespace, k.Name); ok {
 					judge(k, j, workload.Judge(obj, j.gen))
 					continue
@@ -98,10 +106,10 @@ func (r *Reconciler) waitRollouts(ctx context.Context, jobs []*job, status func(
 		}
 		if time.Now().After(deadline) {
 			for k, j := range pending {
-				done(j, workload.Status{Failed: true, Message: fmt.Sprintf("rollout not finished after %s: %s", r.o.rolloutTimeout, last[k])})
+				done(j, workload.Status{Failed: true, Message: fmt.Sprintf("rollout not finished after %s: %s", rw.o.rolloutTimeout, last[k])})
 			}
 			return
 		}
-		timer.Reset(min(r.o.pollInterval, time.Until(deadline)+time.Millisecond))
+		timer.Reset(min(rw.o.pollInterval, time.Until(deadline)+time.Millisecond))
 	}
 }
