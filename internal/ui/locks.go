@@ -125,8 +125,8 @@ func (s *Server) lockCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil {
 		l.Default(nil)
-		// The page has no lock:admin: no holds, and every type's maximum duration (LockBy).
-		if l, err = svc.LockBy(r.Context(), lockCaller(v), l); err == nil {
+		// The page has no lock:admin: no holds, and every type's maximum duration (lock.Agent.Lock).
+		if l, err = svc.For(lockCaller(v)).Lock(r.Context(), l); err == nil {
 			s.flashNext(w, r, l.LockedMessage(s.o.loc)+".", false)
 		}
 	}
@@ -154,7 +154,7 @@ func (s *Server) lockExtend(w http.ResponseWriter, r *http.Request) {
 		if until, err = s.expiry(r, from); err == nil {
 			// A lock belongs to its author, compared as unlocking compares
 			// them; extending another's takes lock:admin, which the page has not.
-			if held, err = svc.ExtendBy(r.Context(), lockCaller(v), path, t, until); err == nil {
+			if held, err = svc.For(lockCaller(v)).Extend(r.Context(), path, t, until); err == nil {
 				s.flashNext(w, r, fmt.Sprintf("Extended the lock on %s (%s) until %s.", held.Path, held.Type.Friendly(),
 					held.ExpiresAt.In(s.o.loc).Format(lock.TimeLayout)), false)
 			}
@@ -173,7 +173,7 @@ func (s *Server) lockUnlock(w http.ResponseWriter, r *http.Request) {
 	}
 	// The page has no lock:admin: a person removes their own locks here, and
 	// another's live lock only through the API or the CLI with lock:admin.
-	ls, err := svc.UnlockBy(r.Context(), lockCaller(v), path, t, false)
+	ls, err := svc.For(lockCaller(v)).Unlock(r.Context(), path, t, false)
 	switch {
 	case err != nil:
 		s.flashNext(w, r, "Not unlocked: "+err.Error(), true)

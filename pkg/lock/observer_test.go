@@ -52,10 +52,10 @@ func TestObserverHearsTakenAndRemoved(t *testing.T) {
 	if _, err := svc.Lock(ctx, newLock(clock, "apps/qa", Deploy, time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.UnlockBy(ctx, Caller{Name: "mallory"}, "apps/qa", Deploy, false); !errors.As(err, new(*ForbiddenError)) {
-		t.Fatalf("UnlockBy another = %v, want ForbiddenError", err)
+	if _, err := svc.For(Caller{Name: "mallory"}).Unlock(ctx, "apps/qa", Deploy, false); !errors.As(err, new(*ForbiddenError)) {
+		t.Fatalf("For(another).Unlock = %v, want ForbiddenError", err)
 	}
-	if _, err := svc.UnlockBy(ctx, Caller{Name: "tester"}, "apps/qa", Deploy, false); err != nil {
+	if _, err := svc.For(Caller{Name: "tester"}).Unlock(ctx, "apps/qa", Deploy, false); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{

@@ -22,7 +22,7 @@ type options struct {
 	// ownerEqual and maxDurations are the Service's rules for verified callers (rules.go).
 	ownerEqual   OwnerEqual
 	maxDurations map[Type]time.Duration
-	given        []string
+	given        Given
 }
 
 const (
@@ -47,7 +47,7 @@ func WithClock(now func() time.Time) Option {
 }
 
 // WithObserver makes the Service tell o about every lock it takes and
-// every lock it removes (Unlock, UnlockBy, Prune), after the storage confirmed it. o
+// every lock it removes (Unlock, Agent.Unlock, Prune), after the storage confirmed it. o
 // is called on the caller's goroutine and must return at once.
 func WithObserver(o Observer) Option {
 	return func(opts *options) error {
@@ -88,14 +88,25 @@ func newOptions(ctor string, opts []Option, accepted ...string) (options, error)
 			return options{}, err
 		}
 	}
-	for _, g := range o.given {
-		ok := false
-		for _, a := range accepted {
-			ok = ok || a == g
-		}
-		if !ok {
-			return options{}, fmt.Errorf("%s does not take %s; it takes %s", ctor, g, strings.Join(accepted, ", "))
-		}
+	if err := o.given.Check(ctor, accepted...); err != nil {
+		return options{}, err
 	}
 	return o, nil
+}
+
+// Given names the options applied to one constructor's settings, so that
+// an Option type several constructors share (New, NewChecker and NewClient
+// here; NewHandler and NewClient in lockapi) is refused by those that do
+// not take it.
+type Given []string
+
+// Check returns an error naming the first option given that ctor does not
+// take, and the ones it takes (accepted).
+func (g Given) Check(ctor string, accepted ...string) error {
+	for _, name := range g {
+		if !slices.Contains(accepted, name) {
+			return fmt.Errorf("%s does not take %s; it takes %s", ctor, name, strings.Join(accepted, ", "))
+		}
+	}
+	return nil
 }

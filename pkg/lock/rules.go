@@ -1,7 +1,6 @@
 package lock
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,7 +8,7 @@ import (
 )
 
 // The rules for locks taken, extended and removed on behalf of a caller the
-// server verified (LockBy, ExtendBy, UnlockBy): who owns a lock, how long a
+// server verified (Service.For: Agent.Lock, Extend, Unlock): who owns a lock, how long a
 // lock of each type may last, and who may place a hold.
 
 // ReconcilerAuthor is the author of the deploy locks the reconciler daemon
@@ -32,7 +31,7 @@ type OwnerEqual func(author, caller string) bool
 func exactOwner(author, caller string) bool { return author == caller }
 
 // WithOwnerEqual makes the Service compare a lock's author with a caller's
-// name by eq in UnlockBy and ExtendBy (default: exact equality). A server
+// name by eq in Agent.Unlock and Agent.Extend (default: exact equality). A server
 // that writes authors as typed identities ("github:alice", "token:ci") gives
 // its own comparison, so that a GitHub login spelled like a token's name is
 // not that token, and an author written before authors were typed (a bare
@@ -48,7 +47,7 @@ func WithOwnerEqual(eq OwnerEqual) Option {
 	}
 }
 
-// DefaultMaxDurations are the longest locks LockBy and ExtendBy accept by
+// DefaultMaxDurations are the longest locks Agent.Lock and Agent.Extend accept by
 // type, unless WithMaxDurations says otherwise: an automation run or a
 // deploy lasts hours, an incident a week, a release freeze a month, and a
 // hold as long as a rollback's (seven days).
@@ -63,7 +62,7 @@ var DefaultMaxDurations = map[Type]time.Duration{
 // NoMaximum in WithMaxDurations lets the locks of a type last any time.
 const NoMaximum time.Duration = -1
 
-// WithMaxDurations sets the longest lock LockBy and ExtendBy accept for each
+// WithMaxDurations sets the longest lock Agent.Lock and Agent.Extend accept for each
 // type named in max (the types not named keep DefaultMaxDurations); NoMaximum
 // accepts any length. The reconciler's own locks and rollback holds
 // (Lock, PlaceHold) are not bound by them.
@@ -88,7 +87,7 @@ func WithMaxDurations(max map[Type]time.Duration) Option {
 	}
 }
 
-// MaxDuration returns the longest lock of type t that LockBy and ExtendBy
+// MaxDuration returns the longest lock of type t that Agent.Lock and Agent.Extend
 // accept, and false when there is no maximum.
 func (s *Service) MaxDuration(t Type) (time.Duration, bool) {
 	d, ok := s.maxDurations[t]
@@ -131,18 +130,6 @@ func (e *TooLongError) Error() string {
 		FormatDuration(e.Want.Round(time.Second)), e.Type, FormatDuration(e.Max))
 }
 
-// checkDuration refuses an expiry further from now than t's maximum.
-func (s *Service) checkDuration(path string, t Type, expires, now time.Time) error {
-	max, ok := s.MaxDuration(t)
-	if !ok || expires.IsZero() {
-		return nil
-	}
-	if want := expires.Sub(now); want > max {
-		return &TooLongError{Path: path, Type: t, Want: want, Max: max}
-	}
-	return nil
-}
-
 // RefusedError says that a caller may not take or change a lock; nothing
 // was changed. The REST API answers it with 403.
 type RefusedError struct {
@@ -168,70 +155,3 @@ func checkHold(by Caller, path string, t Type) error {
 	return &RefusedError{Caller: by, Reason: fmt.Sprintf("%s may not lock %s for %s: holds (locks of type hold, and any lock whose path ends in /%s) are placed by rollbacks, or by a caller with lock:admin",
 		by.Name, path, t.Friendly(), HoldSegment)}
 }
-
-// LockBy takes l on behalf of by, whom the server verified: by is the
-// lock's author whatever l says; a hold, or any lock at a hold's path, needs
-// by.Admin; a lock longer than its type's maximum (MaxDuration) is refused
-// with a *TooLongError (wrapped as invalid). Otherwise it is Lock.
-func (s *Service) LockBy(ctx context.Context, by Caller, l Lock) (Lock, error) {
-	if strings.TrimSpace(by.Name) == "" {
-		return Lock{}, errors.New("locking: the caller has no name")
-	}
-	l.Author = by.Name
-	if err := CheckReservedAuthor(l.Author); err != nil {
-		return Lock{}, invalid(err)
-	}
-	p, err := NormalizePath(l.Path)
-	if err != nil {
-		return Lock{}, invalid(err)
-	}
-	l.Path = p
-	if err := checkHold(by, p, l.Type); err != nil {
-		return Lock{}, err
-	}
-	if err := s.checkDuration(p, l.Type, l.ExpiresAt, s.now()); err != nil {
-		return Lock{}, invalid(err)
-	}
-	return s.Lock(ctx, l)
-}
-
-// ExtendBy moves the expiry of the lock of type t at path to until, on
-// behalf of by: the lock must be by's own (compared as UnlockBy compares
-// owners) unless by.Admin, a hold needs by.Admin, and until may be no
-// further from now than the type's maximum.
-func (s *Service) ExtendBy(ctx context.Context, by Caller, path string, t Type, until time.Time) (Lock, error) {
-	if strings.TrimSpace(by.Name) == "" {
-		return Lock{}, errors.New("extending: the caller has no name")
-	}
-	p, err := NormalizePath(path)
-	if err != nil {
-		return Lock{}, invalid(err)
-	}
-	if err := t.Validate(); err != nil {
-		return Lock{}, invalid(err)
-	}
-	held, err := s.storage.Get(ctx, p)
-	if err != nil {
-		return Lock{}, fmt.Errorf("extending %s: %w", p, err)
-	}
-	if held.Type != t {
-		return Lock{}, &TypeError{Lock: held, Want: t}
-	}
-	if err := checkHold(by, p, t); err != nil {
-		return Lock{}, err
-	}
-	if !by.Admin && !s.owns(held.Author, by.Name) {
-		return Lock{}, &RefusedError{Caller: by, Reason: fmt.Sprintf("%s's lock on %s belongs to them: only they, or a caller with lock:admin, may extend it (%s may not)",
-			held.Author, p, by.Name)}
-	}
-	if err := s.checkDuration(p, t, until, s.now()); err != nil {
-		return Lock{}, invalid(err)
-	}
-	if !ceilSecond(until).After(s.now()) {
-		return Lock{}, invalid(fmt.Errorf("lock %s: expiry %s is not in the future", p, until.Format(time.RFC3339)))
-	}
-	return s.Refresh(ctx, held, until)
-}
-
-// owns reports whether a lock by author belongs to the caller named caller.
-func (s *Service) owns(author, caller string) bool { return s.ownerEqual(author, caller) }

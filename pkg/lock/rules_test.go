@@ -32,13 +32,13 @@ func TestMaxDurations(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := "apps/" + strings.ReplaceAll(tc.name, " ", "-")
-			_, err := s.LockBy(ctx, by, Lock{Path: path, Type: tc.t, ExpiresAt: c.Now().Add(tc.d)})
+			_, err := s.For(by).Lock(ctx, Lock{Path: path, Type: tc.t, ExpiresAt: c.Now().Add(tc.d)})
 			var ie *InvalidError
 			switch {
 			case tc.wantErr == "" && err != nil:
-				t.Errorf("LockBy = %v, want it taken", err)
+				t.Errorf("Agent.Lock = %v, want it taken", err)
 			case tc.wantErr != "" && (!errors.As(err, &ie) || !strings.Contains(err.Error(), tc.wantErr)):
-				t.Errorf("LockBy = %v, want an *InvalidError containing %q", err, tc.wantErr)
+				t.Errorf("Agent.Lock = %v, want an *InvalidError containing %q", err, tc.wantErr)
 			}
 		})
 	}

@@ -66,25 +66,34 @@ func (e *APIError) Unwrap() error {
 	return nil
 }
 
-func (c *Client) do(ctx context.Context, method, path string, q url.Values, body, out any) error {
+// apiCall is one request to the lock API.
+type apiCall struct {
+	method string
+	path   string // beneath the API's base URL
+	query  url.Values
+	body   any // sent as JSON when not nil
+}
+
+// do sends cl and decodes a successful answer into out (when not nil).
+func (c *Client) do(ctx context.Context, cl apiCall, out any) error {
 	u := *c.base
-	u.Path = c.base.Path + path
-	u.RawQuery = q.Encode()
+	u.Path = c.base.Path + cl.path
+	u.RawQuery = cl.query.Encode()
 	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
+	if cl.body != nil {
+		b, err := json.Marshal(cl.body)
 		if err != nil {
 			return fmt.Errorf("encoding request: %w", err)
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	req, err := http.NewRequestWithContext(ctx, cl.method, u.String(), rd)
 	if err != nil {
 		return fmt.Errorf("building request: %w", err)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	req.Header.Set("Accept", "application/json")
-	if body != nil {
+	if cl.body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.http.Do(req)
@@ -138,7 +147,7 @@ func escapePath(p string) (string, error) {
 // lock.Lock takes a lock; a *lock.LockedError when the path is locked.
 func (c *Client) Lock(ctx context.Context, req LockRequest) (lock.Lock, error) {
 	var out LockResponse
-	if err := c.do(ctx, http.MethodPost, "/api/v1/locks", nil, req, &out); err != nil {
+	if err := c.do(ctx, apiCall{method: http.MethodPost, path: "/api/v1/locks", body: req}, &out); err != nil {
 		return lock.Lock{}, err
 	}
 	return out.Lock, nil
@@ -151,7 +160,7 @@ func (c *Client) Get(ctx context.Context, path string) (lock.Lock, error) {
 		return lock.Lock{}, err
 	}
 	var out LockResponse
-	if err := c.do(ctx, http.MethodGet, "/api/v1/locks/"+ep, nil, nil, &out); err != nil {
+	if err := c.do(ctx, apiCall{method: http.MethodGet, path: "/api/v1/locks/" + ep}, &out); err != nil {
 		return lock.Lock{}, err
 	}
 	return out.Lock, nil
@@ -165,7 +174,7 @@ func (c *Client) Check(ctx context.Context, path string, t lock.Type, recursive 
 	}
 	q := url.Values{"type": {string(t)}, "recursive": {strconv.FormatBool(recursive)}}
 	var out CheckResponse
-	err = c.do(ctx, http.MethodGet, "/api/v1/check/"+ep, q, nil, &out)
+	err = c.do(ctx, apiCall{method: http.MethodGet, path: "/api/v1/check/" + ep, query: q}, &out)
 	var le *lock.LockedError
 	if errors.As(err, &le) {
 		return le.Locks, nil
@@ -184,7 +193,7 @@ func (c *Client) Unlock(ctx context.Context, path string, t lock.Type, recursive
 	}
 	q := url.Values{"type": {string(t)}, "recursive": {strconv.FormatBool(recursive)}}
 	var out ListResponse
-	if err := c.do(ctx, http.MethodDelete, "/api/v1/locks/"+ep, q, nil, &out); err != nil {
+	if err := c.do(ctx, apiCall{method: http.MethodDelete, path: "/api/v1/locks/" + ep, query: q}, &out); err != nil {
 		return nil, err
 	}
 	return out.Locks, nil
@@ -197,7 +206,7 @@ func (c *Client) Prune(ctx context.Context, prefix string) ([]lock.Lock, error) 
 		q.Set("path", prefix)
 	}
 	var out ListResponse
-	if err := c.do(ctx, http.MethodDelete, "/api/v1/locks", q, nil, &out); err != nil {
+	if err := c.do(ctx, apiCall{method: http.MethodDelete, path: "/api/v1/locks", query: q}, &out); err != nil {
 		return nil, err
 	}
 	return out.Locks, nil
@@ -210,7 +219,7 @@ func (c *Client) List(ctx context.Context, prefix string) ([]lock.Lock, error) {
 		q.Set("path", prefix)
 	}
 	var out ListResponse
-	if err := c.do(ctx, http.MethodGet, "/api/v1/locks", q, nil, &out); err != nil {
+	if err := c.do(ctx, apiCall{method: http.MethodGet, path: "/api/v1/locks", query: q}, &out); err != nil {
 		return nil, err
 	}
 	return out.Locks, nil

@@ -265,13 +265,13 @@ func (h *Handler) lock(w http.ResponseWriter, r *http.Request) {
 	var err error
 	if h.caller != nil {
 		// The author is who the server verified, whatever the body says, and
-		// the rules for verified callers apply (LockBy).
+		// the rules for verified callers apply (lock.Agent.Lock).
 		c, cerr := h.caller(r)
 		if cerr != nil {
 			h.fail(w, fmt.Errorf("identifying the caller: %w", cerr))
 			return
 		}
-		got, err = h.svc.LockBy(r.Context(), c, l)
+		got, err = h.svc.For(c).Lock(r.Context(), l)
 	} else {
 		if err := lock.CheckReservedAuthor(l.Author); err != nil {
 			h.fail(w, invalid(err))
@@ -342,7 +342,7 @@ func (h *Handler) unlock(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, fmt.Errorf("identifying the caller: %w", cerr))
 			return
 		}
-		ls, err = h.svc.UnlockBy(r.Context(), c, r.PathValue("path"), t, recursive)
+		ls, err = h.svc.For(c).Unlock(r.Context(), r.PathValue("path"), t, recursive)
 	} else {
 		ls, err = h.svc.Unlock(r.Context(), r.PathValue("path"), t, recursive)
 	}

@@ -2,9 +2,7 @@ package lockapi
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
@@ -19,7 +17,7 @@ type options struct {
 	caller func(*http.Request) (lock.Caller, error)
 	// errorWriter answers a handler's errors (WithErrorWriter).
 	errorWriter func(http.ResponseWriter, error)
-	given       []string
+	given       lock.Given
 }
 
 const (
@@ -81,14 +79,8 @@ func newOptions(ctor string, opts []Option, accepted ...string) (options, error)
 			return options{}, err
 		}
 	}
-	for _, g := range o.given {
-		ok := false
-		for _, a := range accepted {
-			ok = ok || a == g
-		}
-		if !ok {
-			return options{}, fmt.Errorf("%s does not take %s; it takes %s", ctor, g, strings.Join(accepted, ", "))
-		}
+	if err := o.given.Check(ctor, accepted...); err != nil {
+		return options{}, err
 	}
 	return o, nil
 }

@@ -146,18 +146,18 @@ func testRules(t *testing.T, s *lock.Service, recorded func(*testing.T) []string
 	// Extend compares owners as unlock does.
 	until := s.Now().Add(2 * time.Hour)
 	var re *lock.RefusedError
-	if _, err := s.ExtendBy(ctx, lock.Caller{Name: "github:ci-locker"}, "apps/prod/a", lock.Deploy, until); !errors.As(err, &re) {
-		t.Errorf("ExtendBy(github:ci-locker) of token:ci-locker's lock: %v, want *lock.RefusedError", err)
+	if _, err := s.For(lock.Caller{Name: "github:ci-locker"}).Extend(ctx, "apps/prod/a", lock.Deploy, until); !errors.As(err, &re) {
+		t.Errorf("For(...).Extend(github:ci-locker) of token:ci-locker's lock: %v, want *lock.RefusedError", err)
 	}
-	if _, err := s.ExtendBy(ctx, lock.Caller{Name: "github:alice"}, "apps/prod/old", lock.Deploy, until); !errors.As(err, &re) {
-		t.Errorf("ExtendBy(github:alice) of the bare name alice's lock: %v, want *lock.RefusedError", err)
+	if _, err := s.For(lock.Caller{Name: "github:alice"}).Extend(ctx, "apps/prod/old", lock.Deploy, until); !errors.As(err, &re) {
+		t.Errorf("For(...).Extend(github:alice) of the bare name alice's lock: %v, want *lock.RefusedError", err)
 	}
-	if l, err := s.ExtendBy(ctx, lock.Caller{Name: "token:ci-locker"}, "apps/prod/a", lock.Deploy, until); err != nil || !l.ExpiresAt.Equal(until) {
-		t.Errorf("ExtendBy by the owner = %+v, %v; want expiring %s", l, err, until)
+	if l, err := s.For(lock.Caller{Name: "token:ci-locker"}).Extend(ctx, "apps/prod/a", lock.Deploy, until); err != nil || !l.ExpiresAt.Equal(until) {
+		t.Errorf("Extend by the owner = %+v, %v; want expiring %s", l, err, until)
 	}
 	var tl *lock.TooLongError
-	if _, err := s.ExtendBy(ctx, lock.Caller{Name: "token:ci-locker"}, "apps/prod/a", lock.Deploy, s.Now().Add(25*time.Hour)); !errors.As(err, &tl) || !strings.Contains(err.Error(), "a lock of type deploy lasts at most 1d") {
-		t.Errorf("ExtendBy past the maximum: %v, want *lock.TooLongError naming 1d", err)
+	if _, err := s.For(lock.Caller{Name: "token:ci-locker"}).Extend(ctx, "apps/prod/a", lock.Deploy, s.Now().Add(25*time.Hour)); !errors.As(err, &tl) || !strings.Contains(err.Error(), "a lock of type deploy lasts at most 1d") {
+		t.Errorf("Extend past the maximum: %v, want *lock.TooLongError naming 1d", err)
 	}
 
 	// An admin removes the old record's lock and the token's, recorded; and may place a hold.
