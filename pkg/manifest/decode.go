@@ -16,6 +16,7 @@ var (
 // pass, checking syntax, types and the value grammars as it goes.
 type decoder struct {
 	scanner
+	path        pointerPath // where in the file the decoder is
 	ctx         context.Context
 	f           *file
 	c           *collector
@@ -42,20 +43,28 @@ type ctxError struct{ err error }
 // ctrOff locates a parsed container for duplicate reports.
 type ctrOff struct{ off, idx int }
 
+// parseRules is what a parse allows and names in its errors.
+type parseRules struct {
+	o options
+	// chain is the include chain that led to the file, for limit errors;
+	// nil outside Resolve.
+	chain func() string
+}
+
 // parse decodes f.data into f, reporting every problem to c. A syntax error
 // stops the file; type and value errors do not. It returns ctx's error when
 // ctx ended during the parse (f is then broken).
-func parse(ctx context.Context, f *file, c *collector, o options, chain func() string) (err error) {
-	d := &decoder{scanner: scanner{data: f.data, stack: make([]seg, 0, 8)}, ctx: ctx, f: f, c: c,
-		allow: o.allowUnknownKeys, maxServices: o.maxServices, chain: chain}
+func parse(ctx context.Context, f *file, c *collector, rules parseRules) (err error) {
+	d := &decoder{scanner: scanner{data: f.data}, path: make(pointerPath, 0, 8), ctx: ctx, f: f, c: c,
+		allow: rules.o.allowUnknownKeys, maxServices: rules.o.maxServices, chain: rules.chain}
 	defer func() {
 		switch r := recover().(type) {
 		case nil:
 		case syntaxError:
-			d.errAt(r.off, d.pointer(), "syntax error: "+r.msg)
+			d.errAt(r.off, d.path.String(), "syntax error: "+r.msg)
 			f.broken = true
 		case limitError:
-			d.errAt(r.off, d.pointer(), r.msg)
+			d.errAt(r.off, d.path.String(), r.msg)
 			f.broken = true
 		case ctxError:
 			f.broken = true
@@ -97,13 +106,13 @@ func (d *decoder) errAt(off int, ptr, msg string) {
 func (d *decoder) typeErr(want string) {
 	off, got := d.i, d.describeHere()
 	d.skip() // a syntax error inside the value is reported instead
-	d.errAt(off, d.pointer(), fmt.Sprintf("wrong type: expected %s, got %s", want, got))
+	d.errAt(off, d.path.String(), fmt.Sprintf("wrong type: expected %s, got %s", want, got))
 }
 
 // dupKey reports a key given twice in one object; seen tracks known keys.
 func (d *decoder) dupKey(seen *uint8, bit uint8, k string, off int) {
 	if *seen&bit != 0 {
-		d.errAt(off, d.pointer()+"/"+k, fmt.Sprintf("duplicate key %q in the same object; give each key once", k))
+		d.errAt(off, d.path.String()+"/"+k, fmt.Sprintf("duplicate key %q in the same object; give each key once", k))
 	}
 	*seen |= bit
 }
@@ -115,7 +124,7 @@ func (d *decoder) dupKey(seen *uint8, bit uint8, k string, off int) {
 // reported as such, or the entry would silently disappear.
 func (d *decoder) unknown(off int, k []byte, known []string) (suggested string) {
 	key := string(k)
-	d.push(key)
+	d.path.push(key)
 	msg := "unknown key " + quote(key)
 	s := Suggest(key, known)
 	if s != "" {
@@ -124,7 +133,7 @@ func (d *decoder) unknown(off int, k []byte, known []string) (suggested string) 
 		msg += "; accepted keys: " + joinKeys(known)
 	}
 	line, col := d.f.pos(off)
-	e := Error{File: d.f.name, Line: line, Column: col, Pointer: d.pointer(), Message: msg}
+	e := Error{File: d.f.name, Line: line, Column: col, Pointer: d.path.String(), Message: msg}
 	if d.allow {
 		s = ""
 		d.c.warn(e)
@@ -132,7 +141,7 @@ func (d *decoder) unknown(off int, k []byte, known []string) (suggested string) 
 		d.c.add(e)
 	}
 	d.skip()
-	d.pop()
+	d.path.pop()
 	return s
 }
 
@@ -142,17 +151,17 @@ func (d *decoder) root() {
 		switch string(k) {
 		case "services":
 			d.dupKey(&seen, 1, "services", off)
-			d.push("services")
+			d.path.push("services")
 			d.services()
-			d.pop()
+			d.path.pop()
 		case "includes":
 			d.dupKey(&seen, 2, "includes", off)
-			d.push("includes")
+			d.path.push("includes")
 			d.includes()
-			d.pop()
+			d.path.pop()
 		case "skipConfirmation":
 			d.dupKey(&seen, 4, "skipConfirmation", off)
-			d.push("skipConfirmation")
+			d.path.push("skipConfirmation")
 			if c := d.at(d.i); c == 't' || c == 'f' {
 				d.f.skipOff = d.i
 				d.f.hasSkip = true
@@ -160,7 +169,7 @@ func (d *decoder) root() {
 			} else {
 				d.typeErr("a boolean (true or false)")
 			}
-			d.pop()
+			d.path.pop()
 		default:
 			d.unknown(off, k, rootKeys)
 		}
@@ -199,9 +208,9 @@ func (d *decoder) array(want string, elem func(n int)) {
 	}
 	for n := 0; ; n++ {
 		d.ws()
-		d.pushIdx(n)
+		d.path.pushIdx(n)
 		elem(n)
-		d.pop()
+		d.path.pop()
 		if !d.next(']') {
 			break
 		}
@@ -263,9 +272,9 @@ func (d *decoder) service(n int) {
 			e.svc.Version, _, _ = d.stringField("version", `a SemVer string such as "1.2.3"`, checkSemver)
 		case "containers":
 			d.dupKey(&seen, 4, "containers", off)
-			d.push("containers")
+			d.path.push("containers")
 			d.containers(&e.svc)
-			d.pop()
+			d.path.pop()
 		default:
 			if d.unknown(off, k, serviceKeys) == "name" {
 				nameKey = true // reported as a misspelling
@@ -274,7 +283,7 @@ func (d *decoder) service(n int) {
 	})
 	if !hasName {
 		if !nameKey {
-			d.errAt(e.off, d.pointer(), "service has no \"name\"; every service needs one")
+			d.errAt(e.off, d.path.String(), "service has no \"name\"; every service needs one")
 		}
 		return
 	}
@@ -304,7 +313,7 @@ func (d *decoder) dupContainers(e *entry) {
 			continue
 		}
 		at := d.ctrOffs[i]
-		d.errAt(at.off, d.pointer()+"/containers/"+strconv.Itoa(at.idx),
+		d.errAt(at.off, d.path.String()+"/containers/"+strconv.Itoa(at.idx),
 			fmt.Sprintf("service %q has two containers with dockerName %q (containers %d and %d); each container needs its own dockerName",
 				e.svc.Name, cs[i].DockerName, d.ctrOffs[j].idx, at.idx))
 	}
@@ -349,7 +358,7 @@ func (d *decoder) container() (Container, bool) {
 	})
 	if !hasTag {
 		if !misspelt {
-			d.errAt(start, d.pointer(), "container has no \"dockerTag\"; every container needs the tag to deploy")
+			d.errAt(start, d.path.String(), "container has no \"dockerTag\"; every container needs the tag to deploy")
 		}
 		return c, false
 	}
@@ -363,17 +372,17 @@ func (d *decoder) container() (Container, bool) {
 // it with check, reporting a value of another type as not being want. It
 // returns the value, its offset, and whether it was a string.
 func (d *decoder) stringField(key, want string, check func(string) string) (v string, off int, ok bool) {
-	d.push(key) // not popped by a defer: a syntax error panics, and its report needs the pointer
+	d.path.push(key) // not popped by a defer: a syntax error panics, and its report needs the pointer
 	if d.at(d.i) != '"' {
 		d.typeErr(want)
-		d.pop()
+		d.path.pop()
 		return "", 0, false
 	}
 	off = d.i
 	v = d.str()
 	if msg := check(v); msg != "" {
-		d.errAt(off, d.pointer(), msg)
+		d.errAt(off, d.path.String(), msg)
 	}
-	d.pop()
+	d.path.pop()
 	return v, off, true
 }

@@ -3,8 +3,44 @@ package manifest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 )
+
+// document is one manifest file's bytes and their parse tree: the text
+// primitives an Editor's edits are made of (splice, insert, append,
+// remove) and the formatting they keep (style, indentation, commas).
+type document struct {
+	file  string // repo-relative, for errors
+	data  []byte
+	root  *node
+	dirty bool // some edit changed data
+}
+
+// reparse reads the tree of d's bytes again.
+func (d *document) reparse() error {
+	n, err := parseTree(d.data)
+	if err != nil {
+		return fmt.Errorf("editing %s: %w", d.file, err)
+	}
+	d.root = n
+	return nil
+}
+
+// splice replaces data[start:end] with text and re-reads the tree.
+func (d *document) splice(start, end int, text string) error {
+	if string(d.data[start:end]) == text {
+		return nil
+	}
+	var b bytes.Buffer
+	b.Grow(len(d.data) + len(text))
+	b.Write(d.data[:start])
+	b.WriteString(text)
+	b.Write(d.data[end:])
+	d.data = b.Bytes()
+	d.dirty = true
+	return d.reparse()
+}
 
 // kv is an ordered object member for rendering.
 type kv struct {
@@ -48,30 +84,30 @@ func jsonString(s string) string {
 type style struct {
 	nl    string // "\n" or "\r\n"
 	unit  string // one level of indentation
-	colon string // between key and value, e.g. ": "
-	comma string // after a comma on one line, e.g. " "
+	colon string // between key and value, d.g. ": "
+	comma string // after a comma on one line, d.g. " "
 }
 
-func (e *Editor) style() style {
+func (d *document) style() style {
 	st := style{nl: "\n", unit: "  ", colon: ": ", comma: " "}
-	if bytes.Contains(e.data, []byte("\r\n")) {
+	if bytes.Contains(d.data, []byte("\r\n")) {
 		st.nl = "\r\n"
 	}
-	if m := firstMember(e.root); m != nil {
-		st.colon = string(e.data[m.keyEnd:m.val.start])
+	if m := firstMember(d.root); m != nil {
+		st.colon = string(d.data[m.keyEnd:m.val.start])
 	}
 	// The indentation unit is the smallest indentation in the file.
 	unit := ""
-	for _, line := range strings.Split(string(e.data), "\n") {
+	for _, line := range strings.Split(string(d.data), "\n") {
 		ind := line[:len(line)-len(strings.TrimLeft(line, " \t"))]
 		if ind != "" && len(ind) < len(line) && (unit == "" || len(ind) < len(unit)) {
 			unit = ind
 		}
 	}
-	if unit != "" || bytes.Count(e.data, []byte("\n")) > 2 {
+	if unit != "" || bytes.Count(d.data, []byte("\n")) > 2 {
 		st.unit = unit
 	}
-	if c, ok := e.commaSpace(e.root); ok {
+	if c, ok := d.commaSpace(d.root); ok {
 		st.comma = c
 	}
 	return st
@@ -79,27 +115,27 @@ func (e *Editor) style() style {
 
 // commaSpace returns the whitespace after a comma in the first one-line list
 // of two or more items.
-func (e *Editor) commaSpace(n *node) (string, bool) {
+func (d *document) commaSpace(n *node) (string, bool) {
 	if n == nil {
 		return "", false
 	}
 	if len(n.members) > 1 {
-		if l := e.leading(n.members[1].keyStart); !strings.Contains(l, "\n") {
+		if l := d.leading(n.members[1].keyStart); !strings.Contains(l, "\n") {
 			return l, true
 		}
 	}
 	if len(n.elems) > 1 {
-		if l := e.leading(n.elems[1].start); !strings.Contains(l, "\n") {
+		if l := d.leading(n.elems[1].start); !strings.Contains(l, "\n") {
 			return l, true
 		}
 	}
 	for _, m := range n.members {
-		if c, ok := e.commaSpace(m.val); ok {
+		if c, ok := d.commaSpace(m.val); ok {
 			return c, true
 		}
 	}
 	for _, el := range n.elems {
-		if c, ok := e.commaSpace(el); ok {
+		if c, ok := d.commaSpace(el); ok {
 			return c, true
 		}
 	}
@@ -168,102 +204,102 @@ func (st style) write(b *strings.Builder, v any, ind string, multi bool) {
 }
 
 // indentAt returns the indentation of the line holding offset off.
-func (e *Editor) indentAt(off int) string {
-	start := bytes.LastIndexByte(e.data[:off], '\n') + 1
+func (d *document) indentAt(off int) string {
+	start := bytes.LastIndexByte(d.data[:off], '\n') + 1
 	end := start
-	for end < len(e.data) && (e.data[end] == ' ' || e.data[end] == '\t') {
+	for end < len(d.data) && (d.data[end] == ' ' || d.data[end] == '\t') {
 		end++
 	}
-	return string(e.data[start:end])
+	return string(d.data[start:end])
 }
 
-func (e *Editor) multiline(n *node) bool {
-	return bytes.IndexByte(e.data[n.start:n.end], '\n') >= 0
+func (d *document) multiline(n *node) bool {
+	return bytes.IndexByte(d.data[n.start:n.end], '\n') >= 0
 }
 
 // leading returns the whitespace right before offset off.
-func (e *Editor) leading(off int) string {
+func (d *document) leading(off int) string {
 	p := off
-	for p > 0 && strings.IndexByte(" \t\r\n", e.data[p-1]) >= 0 {
+	for p > 0 && strings.IndexByte(" \t\r\n", d.data[p-1]) >= 0 {
 		p--
 	}
-	return string(e.data[p:off])
+	return string(d.data[p:off])
 }
 
 // insertMember inserts "key": v after the member at index after of obj (or
 // as the only member of an empty object), in the neighbours' style.
-func (e *Editor) insertMember(obj *node, after int, key string, v any) error {
-	st := e.style()
+func (d *document) insertMember(obj *node, after int, key string, v any) error {
+	st := d.style()
 	if len(obj.members) == 0 || after < 0 {
-		return e.fillEmpty(obj, jsonString(key)+st.colon, v, st)
+		return d.fillEmpty(obj, jsonString(key)+st.colon, v, st)
 	}
 	ref := obj.members[after]
-	lead := e.leading(ref.keyStart)
+	lead := d.leading(ref.keyStart)
 	multi := strings.Contains(lead, "\n")
 	ind := ""
 	if multi {
-		ind = e.indentAt(ref.keyStart)
+		ind = d.indentAt(ref.keyStart)
 	}
-	colon := string(e.data[ref.keyEnd:ref.val.start])
+	colon := string(d.data[ref.keyEnd:ref.val.start])
 	text := "," + lead + jsonString(key) + colon + st.render(v, ind, multi)
-	return e.splice(ref.val.end, ref.val.end, text)
+	return d.splice(ref.val.end, ref.val.end, text)
 }
 
 // appendElem appends v to the array list, in the neighbours' style.
-func (e *Editor) appendElem(list *node, v any) error {
-	st := e.style()
+func (d *document) appendElem(list *node, v any) error {
+	st := d.style()
 	if len(list.elems) == 0 {
-		return e.fillEmpty(list, "", v, st)
+		return d.fillEmpty(list, "", v, st)
 	}
 	last := list.elems[len(list.elems)-1]
-	lead := e.leading(last.start)
+	lead := d.leading(last.start)
 	if len(list.elems) == 1 && !strings.Contains(lead, "\n") {
 		lead = st.comma // after '[', not after a comma
 	}
-	multi := strings.Contains(lead, "\n") || e.multiline(last)
+	multi := strings.Contains(lead, "\n") || d.multiline(last)
 	ind := ""
 	if multi {
-		ind = e.indentAt(last.start)
+		ind = d.indentAt(last.start)
 	}
-	return e.splice(last.end, last.end, ","+lead+st.render(v, ind, multi))
+	return d.splice(last.end, last.end, ","+lead+st.render(v, ind, multi))
 }
 
 // fillEmpty writes prefix+v as the only content of the empty object or array
 // n, over several lines when the file has any.
-func (e *Editor) fillEmpty(n *node, prefix string, v any, st style) error {
-	if !bytes.Contains(e.data, []byte("\n")) {
-		return e.splice(n.start+1, n.end-1, prefix+st.render(v, "", false))
+func (d *document) fillEmpty(n *node, prefix string, v any, st style) error {
+	if !bytes.Contains(d.data, []byte("\n")) {
+		return d.splice(n.start+1, n.end-1, prefix+st.render(v, "", false))
 	}
-	ind := e.indentAt(n.start)
+	ind := d.indentAt(n.start)
 	text := st.nl + ind + st.unit + prefix + st.render(v, ind+st.unit, true) + st.nl + ind
-	return e.splice(n.start+1, n.end-1, text)
+	return d.splice(n.start+1, n.end-1, text)
 }
 
 // removeMember removes the member at index i of obj with its separator.
-func (e *Editor) removeMember(obj *node, i int) error {
+func (d *document) removeMember(obj *node, i int) error {
 	spans := make([][2]int, len(obj.members))
 	for j, m := range obj.members {
 		spans[j] = [2]int{m.keyStart, m.val.end}
 	}
-	return e.removeSpan(obj, spans, i)
+	return d.removeSpan(obj, spans, i)
 }
 
 // removeElem removes the element at index i of list with its separator.
-func (e *Editor) removeElem(list *node, i int) error {
+func (d *document) removeElem(list *node, i int) error {
 	spans := make([][2]int, len(list.elems))
 	for j, el := range list.elems {
 		spans[j] = [2]int{el.start, el.end}
 	}
-	return e.removeSpan(list, spans, i)
+	return d.removeSpan(list, spans, i)
 }
 
-func (e *Editor) removeSpan(n *node, spans [][2]int, i int) error {
+func (d *document) removeSpan(n *node, spans [][2]int, i int) error {
 	switch {
 	case len(spans) == 1:
-		return e.splice(n.start+1, n.end-1, "")
+		return d.splice(n.start+1, n.end-1, "")
 	case i > 0:
-		return e.splice(spans[i-1][1], spans[i][1], "")
+		return d.splice(spans[i-1][1], spans[i][1], "")
 	default:
-		return e.splice(spans[0][0], spans[1][0], "")
+		return d.splice(spans[0][0], spans[1][0], "")
 	}
 }

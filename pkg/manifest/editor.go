@@ -1,7 +1,6 @@
 package manifest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,10 +18,7 @@ var (
 // order, indentation, line endings and the trailing newline. Only the bytes
 // of the values that change are touched, so a tag bump changes one line.
 type Editor struct {
-	file  string
-	data  []byte
-	root  *node
-	dirty bool
+	doc *document
 }
 
 // Edit opens a manifest file's bytes for editing. name is the repo-relative
@@ -38,53 +34,29 @@ func Edit(name string, data []byte, opts ...Option) (*Editor, error) {
 	}
 	f := &file{name: name, data: data}
 	c := collector{max: o.maxErrors}
-	if err := parse(context.Background(), f, &c, o, nil); err != nil {
+	if err := parse(context.Background(), f, &c, parseRules{o: o}); err != nil {
 		return nil, fmt.Errorf("editing %s: %w", name, err)
 	}
 	f.checkDuplicates(&c)
 	if err := c.err(); err != nil {
 		return nil, err
 	}
-	e := &Editor{file: name, data: append([]byte(nil), data...)}
-	if err := e.reparse(); err != nil {
+	d := &document{file: name, data: append([]byte(nil), data...)}
+	if err := d.reparse(); err != nil {
 		return nil, err
 	}
-	return e, nil
+	return &Editor{doc: d}, nil
 }
 
 // Bytes returns the edited file.
-func (e *Editor) Bytes() []byte { return append([]byte(nil), e.data...) }
+func (e *Editor) Bytes() []byte { return append([]byte(nil), e.doc.data...) }
 
 // Changed reports whether any edit changed the bytes.
-func (e *Editor) Changed() bool { return e.dirty }
-
-func (e *Editor) reparse() error {
-	n, err := parseTree(e.data)
-	if err != nil {
-		return fmt.Errorf("editing %s: %w", e.file, err)
-	}
-	e.root = n
-	return nil
-}
-
-// splice replaces data[start:end] with text and re-reads the tree.
-func (e *Editor) splice(start, end int, text string) error {
-	if string(e.data[start:end]) == text {
-		return nil
-	}
-	var b bytes.Buffer
-	b.Grow(len(e.data) + len(text))
-	b.Write(e.data[:start])
-	b.WriteString(text)
-	b.Write(e.data[end:])
-	e.data = b.Bytes()
-	e.dirty = true
-	return e.reparse()
-}
+func (e *Editor) Changed() bool { return e.doc.dirty }
 
 // service returns the object of the service named name.
 func (e *Editor) service(name string) (*node, int, error) {
-	list := e.root.get("services")
+	list := e.doc.root.get("services")
 	if list != nil && list.kind == '[' {
 		for i, s := range list.elems {
 			if n := s.get("name"); n != nil && n.kind == '"' && n.str == name {
@@ -92,7 +64,7 @@ func (e *Editor) service(name string) (*node, int, error) {
 			}
 		}
 	}
-	return nil, -1, fmt.Errorf("editing %s: service %q: %w", e.file, name, ErrNotFound)
+	return nil, -1, fmt.Errorf("editing %s: service %q: %w", e.doc.file, name, ErrNotFound)
 }
 
 // container returns the object of the service's container whose dockerName
@@ -116,13 +88,13 @@ func (e *Editor) container(service, dockerName string) (svc, ctr *node, idx int,
 			}
 		}
 	}
-	return nil, nil, -1, fmt.Errorf("editing %s: container %q of service %q: %w", e.file, dockerName, service, ErrNotFound)
+	return nil, nil, -1, fmt.Errorf("editing %s: container %q of service %q: %w", e.doc.file, dockerName, service, ErrNotFound)
 }
 
 // Services returns the service names in the file, in order.
 func (e *Editor) Services() []string {
 	var names []string
-	if list := e.root.get("services"); list != nil {
+	if list := e.doc.root.get("services"); list != nil {
 		for _, s := range list.elems {
 			if n := s.get("name"); n != nil && n.kind == '"' {
 				names = append(names, n.str)
@@ -157,11 +129,11 @@ func (e *Editor) Container(service, dockerName string) (Container, error) {
 // absent; an empty digest removes the key.
 func (e *Editor) SetImage(service, dockerName, tag, digest string) error {
 	if msg := checkTag(tag); msg != "" {
-		return fmt.Errorf("editing %s: %s", e.file, msg)
+		return fmt.Errorf("editing %s: %s", e.doc.file, msg)
 	}
 	if digest != "" {
 		if msg := checkDigest(digest); msg != "" {
-			return fmt.Errorf("editing %s: %s", e.file, msg)
+			return fmt.Errorf("editing %s: %s", e.doc.file, msg)
 		}
 	}
 	_, c, _, err := e.container(service, dockerName)
@@ -169,40 +141,40 @@ func (e *Editor) SetImage(service, dockerName, tag, digest string) error {
 		return err
 	}
 	t := c.get("dockerTag")
-	if err := e.splice(t.start, t.end, jsonString(tag)); err != nil {
+	if err := e.doc.splice(t.start, t.end, jsonString(tag)); err != nil {
 		return err
 	}
 	_, c, _, _ = e.container(service, dockerName)
 	i := c.index("dockerDigest")
 	switch {
 	case digest == "" && i >= 0:
-		return e.removeMember(c, i)
+		return e.doc.removeMember(c, i)
 	case digest == "":
 		return nil
 	case i >= 0:
 		v := c.members[i].val
-		return e.splice(v.start, v.end, jsonString(digest))
+		return e.doc.splice(v.start, v.end, jsonString(digest))
 	}
-	return e.insertMember(c, c.index("dockerTag"), "dockerDigest", digest)
+	return e.doc.insertMember(c, c.index("dockerTag"), "dockerDigest", digest)
 }
 
 // AddService appends a service at the end of the file's services list
 // (creating the list when absent).
 func (e *Editor) AddService(s Service) error {
 	if msg := checkName(s.Name); msg != "" {
-		return fmt.Errorf("editing %s: %s", e.file, msg)
+		return fmt.Errorf("editing %s: %s", e.doc.file, msg)
 	}
 	if err := checkNew(s); err != nil {
-		return fmt.Errorf("editing %s: service %q: %w", e.file, s.Name, err)
+		return fmt.Errorf("editing %s: service %q: %w", e.doc.file, s.Name, err)
 	}
 	if _, _, err := e.service(s.Name); err == nil {
-		return fmt.Errorf("editing %s: service %q: %w", e.file, s.Name, ErrExists)
+		return fmt.Errorf("editing %s: service %q: %w", e.doc.file, s.Name, ErrExists)
 	}
-	list := e.root.get("services")
+	list := e.doc.root.get("services")
 	if list == nil {
-		return e.insertMember(e.root, len(e.root.members)-1, "services", []any{serviceValue(s)})
+		return e.doc.insertMember(e.doc.root, len(e.doc.root.members)-1, "services", []any{serviceValue(s)})
 	}
-	return e.appendElem(list, serviceValue(s))
+	return e.doc.appendElem(list, serviceValue(s))
 }
 
 // RemoveService removes a service entry from the file.
@@ -211,7 +183,7 @@ func (e *Editor) RemoveService(name string) error {
 	if err != nil {
 		return err
 	}
-	return e.removeElem(e.root.get("services"), i)
+	return e.doc.removeElem(e.doc.root.get("services"), i)
 }
 
 // AddContainer appends a container to a service (creating its containers
@@ -223,16 +195,16 @@ func (e *Editor) AddContainer(service string, c Container) error {
 		return err
 	}
 	if err := checkNew(Service{Name: service, Containers: []Container{c}}); err != nil {
-		return fmt.Errorf("editing %s: service %q: %w", e.file, service, err)
+		return fmt.Errorf("editing %s: service %q: %w", e.doc.file, service, err)
 	}
 	if _, _, _, err := e.container(service, c.DockerName); err == nil {
-		return fmt.Errorf("editing %s: container %q of service %q: %w", e.file, c.DockerName, service, ErrExists)
+		return fmt.Errorf("editing %s: container %q of service %q: %w", e.doc.file, c.DockerName, service, ErrExists)
 	}
 	list := svc.get("containers")
 	if list == nil {
-		return e.insertMember(svc, len(svc.members)-1, "containers", []any{containerValue(service, c)})
+		return e.doc.insertMember(svc, len(svc.members)-1, "containers", []any{containerValue(service, c)})
 	}
-	return e.appendElem(list, containerValue(service, c))
+	return e.doc.appendElem(list, containerValue(service, c))
 }
 
 // RemoveContainer removes a service's container (dockerName "" means the
@@ -242,7 +214,7 @@ func (e *Editor) RemoveContainer(service, dockerName string) error {
 	if err != nil {
 		return err
 	}
-	return e.removeElem(svc.get("containers"), i)
+	return e.doc.removeElem(svc.get("containers"), i)
 }
 
 func checkNew(s Service) error {
@@ -271,7 +243,7 @@ func checkNew(s Service) error {
 func (e *Editor) SetVersion(service, version string) error {
 	if version != "" {
 		if msg := checkSemver(version); msg != "" {
-			return fmt.Errorf("editing %s: %s", e.file, msg)
+			return fmt.Errorf("editing %s: %s", e.doc.file, msg)
 		}
 	}
 	svc, _, err := e.service(service)
@@ -281,14 +253,14 @@ func (e *Editor) SetVersion(service, version string) error {
 	i := svc.index("version")
 	switch {
 	case version == "" && i >= 0:
-		return e.removeMember(svc, i)
+		return e.doc.removeMember(svc, i)
 	case version == "":
 		return nil
 	case i >= 0:
 		v := svc.members[i].val
-		return e.splice(v.start, v.end, jsonString(version))
+		return e.doc.splice(v.start, v.end, jsonString(version))
 	}
-	return e.insertMember(svc, svc.index("name"), "version", version)
+	return e.doc.insertMember(svc, svc.index("name"), "version", version)
 }
 
 // Service returns a service entry as written in the file: Source is the
@@ -298,7 +270,7 @@ func (e *Editor) Service(name string) (Service, error) {
 	if err != nil {
 		return Service{}, err
 	}
-	out := Service{Name: name, Source: e.file, Containers: []Container{}}
+	out := Service{Name: name, Source: e.doc.file, Containers: []Container{}}
 	if v := svc.get("version"); v != nil {
 		out.Version = v.str
 	}

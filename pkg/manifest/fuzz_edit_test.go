@@ -12,7 +12,7 @@ func parsed(t *testing.T, data []byte) []Service {
 	f := &file{name: "m.json", data: data}
 	c := collector{max: DefaultMaxErrors}
 	o, _ := buildOptions(nil)
-	if err := parse(t.Context(), f, &c, o, nil); err != nil {
+	if err := parse(t.Context(), f, &c, parseRules{o: o}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.err(); err != nil {

@@ -338,7 +338,7 @@ func (r *resolver) load(name string, from *file, inc include) *loaded {
 	}
 	ld.f = &file{name: name, data: data}
 	chain := func() string { return strings.Join(append(append([]string{}, r.stack...), name), " → ") }
-	if err := parse(r.ctx, ld.f, &r.c, r.o, chain); err != nil {
+	if err := parse(r.ctx, ld.f, &r.c, parseRules{o: r.o, chain: chain}); err != nil {
 		r.stopped = err
 		return ld
 	}

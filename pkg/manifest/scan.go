@@ -58,23 +58,28 @@ type seg struct {
 
 // scanner is the low-level JSON reader shared by the typed decoder.
 type scanner struct {
-	data  []byte
-	i     int
-	nest  int
-	stack []seg
+	data []byte
+	i    int
+	nest int
 }
 
 func (s *scanner) fail(off int, format string, a ...any) {
 	panic(syntaxError{off: off, msg: fmt.Sprintf(format, a...)})
 }
 
-func (s *scanner) push(key string)      { s.stack = append(s.stack, seg{key: key, idx: -1}) }
-func (s *scanner) pushIdx(i int)        { s.stack = append(s.stack, seg{idx: i}) }
-func (s *scanner) pop()                 { s.stack = s.stack[:len(s.stack)-1] }
-func (s *scanner) pointer() string      { return pointerOf(s.stack) }
 func (s *scanner) at(i int) byte        { return s.data[i] }
 func (s *scanner) eof() bool            { return s.i >= len(s.data) }
 func (s *scanner) describeHere() string { return describe(s.data, s.i) }
+
+// pointerPath is where the decoder is in a file: a JSON pointer's steps.
+type pointerPath []seg
+
+func (p *pointerPath) push(key string) { *p = append(*p, seg{key: key, idx: -1}) }
+func (p *pointerPath) pushIdx(i int)   { *p = append(*p, seg{idx: i}) }
+func (p *pointerPath) pop()            { *p = (*p)[:len(*p)-1] }
+
+// String is the JSON pointer ("/services/0/name"; "" at the top).
+func (p pointerPath) String() string { return pointerOf(p) }
 
 func pointerOf(stack []seg) string {
 	if len(stack) == 0 {
