@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5"
-	gitconfig "github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
@@ -44,7 +43,7 @@ func (s *Source) Descends(ctx context.Context, rev, ancestor string) (bool, erro
 			return found, err
 		}
 		ctx, cancel := context.WithTimeout(ctx, s.opts.timeout)
-		err = s.deepen(ctx, deepenSteps[i])
+		err = s.remote.deepen(ctx, deepenSteps[i])
 		cancel()
 		if err != nil {
 			return false, err
@@ -79,25 +78,4 @@ func walk(repo *git.Repository, from, want plumbing.Hash) (found, cut bool, err 
 		}
 	}
 	return false, cut, nil
-}
-
-// deepen fetches the branch's history to depth into the cache.
-func (s *Source) deepen(ctx context.Context, depth int) error {
-	acc, err := s.access(ctx)
-	if err != nil {
-		return s.redact.err(err)
-	}
-	err = s.cache.repo.FetchContext(ctx, &git.FetchOptions{
-		RemoteName: "origin",
-		RefSpecs:   []gitconfig.RefSpec{s.cache.refspec},
-		Depth:      depth,
-		Tags:       git.NoTags,
-		Force:      true,
-		Auth:       acc.auth,
-		CABundle:   acc.caBundle,
-	})
-	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return fmt.Errorf("fetching history of %s (depth %d): %w", s.branch, depth, s.redact.err(err))
-	}
-	return nil
 }

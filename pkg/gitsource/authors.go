@@ -44,7 +44,7 @@ func (s *Source) Authors(ctx context.Context, base, head string) ([]string, erro
 			return nil, fmt.Errorf("listing the authors of %.12s..%.12s: more than %d commits of history apart", base, head, deepenSteps[len(deepenSteps)-1])
 		}
 		ctx, cancel := context.WithTimeout(ctx, s.opts.timeout)
-		err = s.deepen(ctx, deepenSteps[i])
+		err = s.remote.deepen(ctx, deepenSteps[i])
 		cancel()
 		if err != nil {
 			return nil, err

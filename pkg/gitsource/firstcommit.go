@@ -53,7 +53,7 @@ func (s *Source) FirstCommit(ctx context.Context, base, head string) (time.Time,
 			return time.Time{}, fmt.Errorf("first commit of %.12s..%.12s: more than %d commits of history apart", base, head, deepenSteps[len(deepenSteps)-1])
 		}
 		ctx, cancel := context.WithTimeout(ctx, s.opts.timeout)
-		err = s.deepen(ctx, deepenSteps[i])
+		err = s.remote.deepen(ctx, deepenSteps[i])
 		cancel()
 		if err != nil {
 			return time.Time{}, err

@@ -56,7 +56,7 @@ func (s *Source) Range(ctx context.Context, base, head string) (Range, error) {
 			return Range{}, fmt.Errorf("listing what %.12s..%.12s changes: more than %d commits of history apart", base, head, deepenSteps[len(deepenSteps)-1])
 		}
 		ctx, cancel := context.WithTimeout(ctx, s.opts.timeout)
-		err = s.deepen(ctx, deepenSteps[i])
+		err = s.remote.deepen(ctx, deepenSteps[i])
 		cancel()
 		if err != nil {
 			return Range{}, err

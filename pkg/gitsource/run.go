@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"time"
+
+	"github.com/robfig/cron/v3"
 )
 
 // Trigger asks Run to poll now. It never blocks. A trigger after a quiet
@@ -13,7 +15,7 @@ import (
 // of the window.
 func (s *Source) Trigger() {
 	select {
-	case s.trigger <- struct{}{}:
+	case s.pacer.trigger <- struct{}{}:
 	default:
 	}
 }
@@ -36,8 +38,8 @@ func (s *Source) Run(ctx context.Context, onChange func(context.Context, Snapsho
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-timer.C:
-		case <-s.trigger:
-			if !s.debounce(ctx, began) {
+		case <-s.pacer.trigger:
+			if !s.pacer.debounce(ctx, began) {
 				return ctx.Err()
 			}
 		}
@@ -55,7 +57,7 @@ func (s *Source) Run(ctx context.Context, onChange func(context.Context, Snapsho
 			delivered = snap.Revision
 			onChange(ctx, snap)
 		}
-		wait := s.next(time.Now(), failures)
+		wait := s.pacer.next(time.Now(), failures)
 		s.mu.Lock()
 		s.status.NextPoll = s.opts.now().Add(wait)
 		s.mu.Unlock()
@@ -69,14 +71,23 @@ func (s *Source) Run(ctx context.Context, onChange func(context.Context, Snapsho
 	}
 }
 
+// pacer times Run's polls: the interval (with jitter) or the cron
+// schedule, the backoff after failures, and the triggers, debounced.
+type pacer struct {
+	interval time.Duration
+	schedule cron.Schedule
+	o        options // jitter, backoff and debounce
+	trigger  chan struct{}
+}
+
 // debounce waits until the debounce window after the last poll, begun at
 // began, has passed, absorbing further triggers. A trigger after a quiet
 // spell waits for nothing: a push webhook's fetch is not delayed, and a
 // burst of them makes at most one more poll per window (which finds the
 // head it fetched, unless another push came meanwhile).
-func (s *Source) debounce(ctx context.Context, began time.Time) bool {
-	wait := s.opts.debounce - time.Since(began)
-	if s.opts.debounce <= 0 || wait <= 0 {
+func (p *pacer) debounce(ctx context.Context, began time.Time) bool {
+	wait := p.o.debounce - time.Since(began)
+	if p.o.debounce <= 0 || wait <= 0 {
 		return true
 	}
 	t := time.NewTimer(wait)
@@ -85,7 +96,7 @@ func (s *Source) debounce(ctx context.Context, began time.Time) bool {
 		select {
 		case <-ctx.Done():
 			return false
-		case <-s.trigger:
+		case <-p.trigger:
 		case <-t.C:
 			return true
 		}
@@ -94,16 +105,16 @@ func (s *Source) debounce(ctx context.Context, began time.Time) bool {
 
 // next is the delay before the next poll after one with the given number of
 // consecutive failures.
-func (s *Source) next(now time.Time, failures int) time.Duration {
+func (p *pacer) next(now time.Time, failures int) time.Duration {
 	if failures > 0 {
-		return backoff(s.opts.backoffMin, s.opts.backoffMax, failures)
+		return backoff(p.o.backoffMin, p.o.backoffMax, failures)
 	}
-	if s.schedule != nil {
-		return s.schedule.Next(now).Sub(now)
+	if p.schedule != nil {
+		return p.schedule.Next(now).Sub(now)
 	}
-	d := s.interval
-	if s.opts.jitter > 0 {
-		d += time.Duration(rand.Float64() * s.opts.jitter * float64(s.interval))
+	d := p.interval
+	if p.o.jitter > 0 {
+		d += time.Duration(rand.Float64() * p.o.jitter * float64(p.interval))
 	}
 	return d
 }

@@ -9,12 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-git/go-git/v5"
-	gitconfig "github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/storage/memory"
-	"github.com/robfig/cron/v3"
 )
 
 // ErrBranchNotFound is returned when the remote has no such branch.
@@ -51,18 +47,19 @@ type Status struct {
 // Source keeps the newest accepted revision of one branch of a git
 // repository: an ls-remote first, a shallow fetch into a persistent cache only
 // when the head moved, optional signature verification of the head.
+//
+// Its parts each have one responsibility: the remote fetches (remote.go),
+// the verifier checks signatures (verify.go), the pacer times the polls of
+// Run (run.go); the Source keeps the snapshots and the status.
 type Source struct {
 	url      *parsedURL
 	branch   string
-	interval time.Duration
-	schedule cron.Schedule
-	keyring  ReadFunc
-	caBundle ReadFunc
 	opts     options
-	auth     *auth
 	redact   *redactor
 	cache    *cache
-	trigger  chan struct{}
+	remote   *remote
+	verifier *verifier
+	pacer    *pacer
 
 	pollMu sync.Mutex // one poll at a time
 
@@ -96,23 +93,21 @@ func New(url, branch string, opts ...Option) (*Source, error) {
 	s := &Source{
 		url:      u,
 		branch:   branch,
-		interval: o.interval,
-		schedule: o.schedule,
-		keyring:  o.keyring,
-		caBundle: o.caBundle,
 		opts:     o,
 		redact:   &redactor{},
-		trigger:  make(chan struct{}, 1),
+		verifier: &verifier{branch: branch, keyring: o.keyring, allowedSigners: o.allowedSigners},
+		pacer:    &pacer{interval: o.interval, schedule: o.schedule, o: o, trigger: make(chan struct{}, 1)},
 	}
+	s.remote = &remote{url: u, branch: branch, caBundle: o.caBundle, redact: s.redact, maxPacks: o.maxPacks}
 	if o.caBundle != nil {
 		if !strings.HasPrefix(u.clean, "https://") {
 			return nil, fmt.Errorf("CA bundle: set, but %s is not an https URL", u.redacted)
 		}
-		if _, err := s.readCABundle(); err != nil {
+		if _, err := s.remote.readCABundle(); err != nil {
 			return nil, err
 		}
 	}
-	if s.auth, err = newAuth(u, &o, s.redact); err != nil {
+	if s.remote.auth, err = newAuth(u, &o, s.redact); err != nil {
 		return nil, err
 	}
 	dir := o.cacheDir
@@ -122,6 +117,7 @@ func New(url, branch string, opts ...Option) (*Source, error) {
 		}
 	}
 	s.cache = newCache(dir, u.clean, branch)
+	s.remote.cache = s.cache
 	s.status = Status{URL: u.redacted, Branch: branch}
 	return s, nil
 }
@@ -157,7 +153,7 @@ func (s *Source) At(rev string) (Snapshot, error) {
 		}
 		return Snapshot{}, fmt.Errorf("reading commit %s: %w", rev, err)
 	}
-	if err := s.verifyCommit(commit); err != nil {
+	if err := s.verifier.verify(commit); err != nil {
 		return Snapshot{}, err
 	}
 	return s.snapshot(commit)
@@ -190,11 +186,11 @@ func (s *Source) poll(ctx context.Context) (snap Snapshot, changed bool, err err
 	if err := s.load(); err != nil {
 		return Snapshot{}, false, err
 	}
-	acc, err := s.access(ctx)
+	acc, err := s.remote.access(ctx)
 	if err != nil {
 		return Snapshot{}, false, s.redact.err(err)
 	}
-	head, err := s.lsRemote(ctx, acc)
+	head, err := s.remote.lsRemote(ctx, acc)
 	if err != nil {
 		return Snapshot{}, false, err
 	}
@@ -207,7 +203,7 @@ func (s *Source) poll(ctx context.Context) (snap Snapshot, changed bool, err err
 	}
 	// A head refused before is in the cache already: it is checked again
 	// without a fetch, so a keyring that now trusts its signer takes effect.
-	commit, err := s.fetchHead(ctx, acc, head)
+	commit, err := s.remote.fetchHead(ctx, acc, head)
 	if err != nil {
 		return Snapshot{}, false, err
 	}
@@ -217,39 +213,11 @@ func (s *Source) poll(ctx context.Context) (snap Snapshot, changed bool, err err
 	return snap, true, nil
 }
 
-// fetchHead brings head into the cache unless it is there already and
-// returns the cached branch head commit.
-func (s *Source) fetchHead(ctx context.Context, acc access, head plumbing.Hash) (*object.Commit, error) {
-	if err := s.cache.open(); err != nil {
-		return nil, err
-	}
-	if s.cache.packs() > s.opts.maxPacks {
-		// Compact: a fresh shallow clone holds one pack.
-		if err := s.cache.compact(); err != nil {
-			return nil, err
-		}
-	}
-	if s.cache.head() != head {
-		if err := s.cache.reopen(); err != nil {
-			return nil, err
-		}
-		if err := s.cache.fetch(ctx, acc); err != nil {
-			return nil, fmt.Errorf("fetching %s of %s: %w", s.branch, s.url.redacted, s.redact.err(err))
-		}
-	}
-	rev := s.cache.head()
-	commit, err := s.cache.repo.CommitObject(rev)
-	if err != nil {
-		return nil, fmt.Errorf("reading commit %s: %w", rev, err)
-	}
-	return commit, nil
-}
-
 // accept verifies commit and makes it the current snapshot, recording it in
 // the cache as the last good revision; a commit that fails verification is
 // recorded as refused instead.
 func (s *Source) accept(commit *object.Commit) (Snapshot, error) {
-	if err := s.verifyCommit(commit); err != nil {
+	if err := s.verifier.verify(commit); err != nil {
 		if errors.Is(err, ErrUnverified) {
 			s.mu.Lock()
 			s.status.Refused = commit.Hash.String()
@@ -290,7 +258,7 @@ func (s *Source) load() error {
 	if err != nil {
 		return nil
 	}
-	if s.verifyCommit(commit) != nil {
+	if s.verifier.verify(commit) != nil {
 		return nil // keyring changed since: do not trust the old revision
 	}
 	snap, err := s.snapshot(commit)
@@ -321,22 +289,6 @@ func (s *Source) snapshot(c *object.Commit) (Snapshot, error) {
 		FS:       NewTreeFS(st, tree, commit.Committer.When),
 		Time:     commit.Committer.When,
 	}, nil
-}
-
-// lsRemote asks the remote for the branch head: one request, nothing fetched.
-func (s *Source) lsRemote(ctx context.Context, acc access) (plumbing.Hash, error) {
-	remote := git.NewRemote(memory.NewStorage(), &gitconfig.RemoteConfig{Name: "origin", URLs: []string{s.url.clean}})
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: acc.auth, CABundle: acc.caBundle})
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("listing refs of %s: %w", s.url.redacted, s.redact.err(err))
-	}
-	want := plumbing.NewBranchReferenceName(s.branch)
-	for _, r := range refs {
-		if r.Name() == want && r.Type() == plumbing.HashReference {
-			return r.Hash(), nil
-		}
-	}
-	return plumbing.ZeroHash, fmt.Errorf("listing refs of %s: %w: %s", s.url.redacted, ErrBranchNotFound, s.branch)
 }
 
 func (s *Source) record(err error) {
