@@ -24,7 +24,7 @@ func (run *applyRun) promoteStep(ctx context.Context, j *job, st workload.Status
 		return
 	}
 	key := types.NamespacedName{Namespace: j.key.Namespace, Name: j.key.Name}
-	ok, err := workload.PromoteRollout(ctx, j.target.cluster(), key, st.Pause, FieldManager)
+	ok, err := workload.PromoteRollout(ctx, j.target.cluster(), key, st.Pause)
 	if err != nil {
 		run.report(j, PhaseRollingOut, fmt.Sprintf("%s: %v", st.Message, err))
 		return

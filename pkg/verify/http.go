@@ -33,7 +33,7 @@ func (v *Verifier) http(ctx context.Context, h *HTTP) verdict {
 			last = why
 		}
 	})
-	res := judge(failed, total, h.WarningRatio, h.FailureRatio, "requests")
+	res := judge(count{failed, total, "requests"}, h.WarningRatio, h.FailureRatio)
 	if failed > 0 {
 		res.message += "; last: " + last
 	}

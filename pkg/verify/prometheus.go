@@ -46,7 +46,7 @@ func (v *Verifier) prometheus(ctx context.Context, p *Prometheus) verdict {
 			}
 		}
 	})
-	res := judge(failed, total, p.WarningRatio, p.FailureRatio, "evaluations of "+strconv.Quote(p.Query))
+	res := judge(count{failed, total, "evaluations of " + strconv.Quote(p.Query)}, p.WarningRatio, p.FailureRatio)
 	if lastValue != "" {
 		res.message += "; last value " + lastValue
 	}

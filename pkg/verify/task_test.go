@@ -119,7 +119,7 @@ func TestJudge(t *testing.T) {
 		{0, 10, 0, 0, Pass}, {1, 10, 0, 0, Fail}, {1, 10, 0, 0.2, Warning}, {2, 10, 0, 0.2, Warning},
 		{3, 10, 0, 0.2, Fail}, {1, 10, 0.1, 0.2, Pass}, {0, 0, 0, 0.5, Fail},
 	} {
-		if got := judge(tc.failed, tc.total, tc.warning, tc.fail, "requests"); got.result != tc.want {
+		if got := judge(count{tc.failed, tc.total, "requests"}, tc.warning, tc.fail); got.result != tc.want {
 			t.Errorf("judge(%d/%d, warn %v, fail %v) = %v, want %s", tc.failed, tc.total, tc.warning, tc.fail, got, tc.want)
 		}
 	}

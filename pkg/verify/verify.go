@@ -223,14 +223,20 @@ type verdict struct {
 	result, message string
 }
 
-// judge turns failed of total evaluations into a result: above failure
-// fails, above warning warns.
-func judge(failed, total int, warning, failure float64, what string) verdict {
-	if total == 0 {
-		return verdict{Fail, "no " + what + " completed"}
+// count is how many of total evaluations of what ("requests") failed.
+type count struct {
+	failed, total int
+	what          string
+}
+
+// judge turns c into a result: a failed ratio above failure fails, above
+// warning warns.
+func judge(c count, warning, failure float64) verdict {
+	if c.total == 0 {
+		return verdict{Fail, "no " + c.what + " completed"}
 	}
-	r := float64(failed) / float64(total)
-	msg := fmt.Sprintf("%d of %d %s failed (%.0f%%)", failed, total, what, 100*r)
+	r := float64(c.failed) / float64(c.total)
+	msg := fmt.Sprintf("%d of %d %s failed (%.0f%%)", c.failed, c.total, c.what, 100*r)
 	switch {
 	case r > failure:
 		return verdict{Fail, fmt.Sprintf("%s, above the failure ratio %.0f%%", msg, 100*failure)}

@@ -266,7 +266,8 @@ func resolveRef(ctx context.Context, t Cluster, o *argoRollout) error {
 // strategic merge patch) says: a Rollout with a workloadRef through its
 // Deployment (gen is then the Deployment's generation), any other by a JSON
 // patch of the Rollout itself.
-func patchRollout(ctx context.Context, t Cluster, ns, name string, body []byte) (runtime.Object, int64, error) {
+func patchRollout(ctx context.Context, t Cluster, key types.NamespacedName, body []byte) (runtime.Object, int64, error) {
+	ns, name := key.Namespace, key.Name
 	api := rolloutAPI(t, ns)
 	u, err := t.Dynamic.Resource(RolloutGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {

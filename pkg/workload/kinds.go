@@ -56,7 +56,7 @@ type Kind struct {
 	// patchFn, when set, patches the kind instead of a strategic merge
 	// patch of body (patchBody's) on the object itself; gen is the
 	// generation judge waits for.
-	patchFn func(ctx context.Context, t Cluster, namespace, name string, body []byte) (obj runtime.Object, gen int64, err error)
+	patchFn func(ctx context.Context, t Cluster, key types.NamespacedName, body []byte) (obj runtime.Object, gen int64, err error)
 	// patched, when not empty, says a patch is the whole rollout (a
 	// CronJob): the rollout is done at once with this message.
 	patched string
@@ -316,7 +316,7 @@ func (k *Kind) Patch(ctx context.Context, c Cluster, key types.NamespacedName, b
 		return nil, 0, fmt.Errorf("patching %s %s: the cluster cannot reach %s", k.name, key, k.gvr.Resource)
 	}
 	if k.patchFn != nil {
-		return k.patchFn(ctx, c, key.Namespace, key.Name, body)
+		return k.patchFn(ctx, c, key, body)
 	}
 	o, err := api.Patch(ctx, key.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
 	if err != nil {

@@ -83,11 +83,11 @@ func promotePatches(o *argoRollout) (spec, status []byte) {
 // promote` does if it is still paused for a promotion in pause (the Pause
 // of an earlier judgement, which may come from a cache a moment behind):
 // the Rollout is read again from the API server and kubectl's patches
-// (promotePatches) are sent, the status's first, with fieldManager. It
-// sends nothing and returns false when the Rollout is no longer in that
-// pause: someone promoted or paused it meanwhile, or the controller moved
-// on.
-func PromoteRollout(ctx context.Context, c Cluster, key types.NamespacedName, pause, fieldManager string) (bool, error) {
+// (promotePatches) are sent, the status's first, with the field manager
+// of every patch (FieldManager). It sends nothing and returns false when
+// the Rollout is no longer in that pause: someone promoted or paused it
+// meanwhile, or the controller moved on.
+func PromoteRollout(ctx context.Context, c Cluster, key types.NamespacedName, pause string) (bool, error) {
 	if c.Dynamic == nil {
 		return false, errors.New("promoting: no dynamic client")
 	}
@@ -104,7 +104,7 @@ func PromoteRollout(ctx context.Context, c Cluster, key types.NamespacedName, pa
 		return false, nil
 	}
 	spec, status := promotePatches(o)
-	opts := metav1.PatchOptions{FieldManager: fieldManager}
+	opts := metav1.PatchOptions{FieldManager: FieldManager}
 	if status != nil {
 		if _, err := ri.Patch(ctx, key.Name, types.MergePatchType, status, opts, "status"); err != nil {
 			return false, fmt.Errorf("promoting Rollout %s: %w", key, err)
