@@ -11,37 +11,44 @@ import (
 	"github.com/google/go-github/v60/github"
 )
 
-// writeBranch makes branch hold the base commit plus exactly the given file
-// contents. A branch that already contains the base head and those contents
-// is left alone (changed false); one that contains the base head gets only
-// the files that differ (and files it changed but no longer should are put
-// back); one behind the base is reset to it first.
-func (b *Bot) writeBranch(ctx context.Context, branch, baseSHA string, files map[string][]byte, message string) (changed bool, err error) {
-	head, err := b.headRef(ctx, branch)
+// branchEdit asks for branch to hold the base commit baseSHA plus exactly
+// the given file contents (by path), written with message.
+type branchEdit struct {
+	branch, baseSHA, message string
+	files                    map[string][]byte
+}
+
+// writeBranch makes e.branch hold e.baseSHA plus exactly e.files. A branch
+// that already contains the base head and those contents is left alone
+// (changed false); one that contains the base head gets only the files that
+// differ (and files it changed but no longer should are put back); one
+// behind the base is reset to it first.
+func (r *repository) writeBranch(ctx context.Context, e branchEdit) (changed bool, err error) {
+	head, err := r.headRef(ctx, e.branch)
 	if err != nil {
 		return false, err
 	}
 	revert := map[string]bool{}
 	switch {
 	case head == "":
-		if _, err := b.createRef(ctx, branch, baseSHA); err != nil {
+		if _, err := r.createRef(ctx, e.branch, e.baseSHA); err != nil {
 			return false, err
 		}
 	default:
-		cmp, _, err := b.gh.Repositories.CompareCommits(ctx, b.owner, b.repo, baseSHA, head, nil)
+		cmp, err := r.compare(ctx, e.baseSHA, head)
 		if err != nil {
-			return false, fmt.Errorf("comparing %s with %s: %w", branch, b.base, err)
+			return false, fmt.Errorf("comparing %s with %s: %w", e.branch, r.base, err)
 		}
-		if cmp.GetMergeBaseCommit().GetSHA() != baseSHA {
-			if err := b.setRef(ctx, branch, baseSHA, true); err != nil {
+		if cmp.GetMergeBaseCommit().GetSHA() != e.baseSHA {
+			if err := r.setRef(ctx, e.branch, e.baseSHA, true); err != nil {
 				return false, err
 			}
 			changed = true
 			break
 		}
-		same := len(cmp.Files) == len(files)
+		same := len(cmp.Files) == len(e.files)
 		for _, f := range cmp.Files {
-			want, ok := files[f.GetFilename()]
+			want, ok := e.files[f.GetFilename()]
 			if !ok {
 				revert[f.GetFilename()] = true
 				same = false
@@ -55,15 +62,15 @@ func (b *Bot) writeBranch(ctx context.Context, branch, baseSHA string, files map
 			return false, nil
 		}
 	}
-	for _, name := range sortedKeys(files) {
-		wrote, err := b.ensureFile(ctx, branch, name, files[name], message)
+	for _, name := range sortedKeys(e.files) {
+		wrote, err := r.ensureFile(ctx, fileEdit{branch: e.branch, path: name, message: e.message, content: e.files[name]})
 		if err != nil {
 			return false, err
 		}
 		changed = changed || wrote
 	}
 	for _, name := range sortedKeys(revert) {
-		wrote, err := b.restoreFile(ctx, branch, baseSHA, name, message)
+		wrote, err := r.restoreFile(ctx, e, name)
 		if err != nil {
 			return false, err
 		}
@@ -72,31 +79,31 @@ func (b *Bot) writeBranch(ctx context.Context, branch, baseSHA string, files map
 	return changed, nil
 }
 
-// restoreFile puts name on branch back to what it is at baseSHA, deleting
-// it when the base has no such file. It reports whether it wrote.
-func (b *Bot) restoreFile(ctx context.Context, branch, baseSHA, name, message string) (bool, error) {
-	base, _, err := b.file(ctx, name, baseSHA)
+// restoreFile puts name on e.branch back to what it is at e.baseSHA,
+// deleting it when the base has no such file. It reports whether it wrote.
+func (r *repository) restoreFile(ctx context.Context, e branchEdit, name string) (bool, error) {
+	base, _, err := r.file(ctx, name, e.baseSHA)
 	if err != nil {
 		return false, err
 	}
 	if base == nil {
-		return true, b.deleteFile(ctx, branch, name, message)
+		return true, r.deleteFile(ctx, fileEdit{branch: e.branch, path: name, message: e.message})
 	}
-	return b.ensureFile(ctx, branch, name, base, message)
+	return r.ensureFile(ctx, fileEdit{branch: e.branch, path: name, message: e.message, content: base})
 }
 
-// ensureFile writes content to name on branch unless it is already there,
-// re-reading and retrying when someone else wrote in between.
-func (b *Bot) ensureFile(ctx context.Context, branch, name string, content []byte, message string) (bool, error) {
+// ensureFile writes e unless the file already holds e.content, re-reading
+// and retrying when someone else wrote in between.
+func (r *repository) ensureFile(ctx context.Context, e fileEdit) (bool, error) {
 	for attempt := 1; ; attempt++ {
-		cur, sha, err := b.file(ctx, name, branch)
+		cur, sha, err := r.file(ctx, e.path, e.branch)
 		if err != nil {
 			return false, err
 		}
-		if cur != nil && bytes.Equal(cur, content) {
+		if cur != nil && bytes.Equal(cur, e.content) {
 			return false, nil
 		}
-		_, err = b.putFile(ctx, branch, name, sha, message, content)
+		_, err = r.putFile(ctx, e, sha)
 		if errors.Is(err, ErrConflict) && attempt < maxWriteAttempts {
 			continue
 		}
@@ -104,15 +111,16 @@ func (b *Bot) ensureFile(ctx context.Context, branch, name string, content []byt
 	}
 }
 
-// deleteFile removes name from branch (nothing to do if it is not there).
-func (b *Bot) deleteFile(ctx context.Context, branch, name, message string) error {
-	_, sha, err := b.file(ctx, name, branch)
+// deleteFile removes e.path from e.branch (nothing to do if it is not
+// there); e.content is not used.
+func (r *repository) deleteFile(ctx context.Context, e fileEdit) error {
+	_, sha, err := r.file(ctx, e.path, e.branch)
 	if err != nil || sha == "" {
 		return err
 	}
-	_, _, err = b.gh.Repositories.DeleteFile(ctx, b.owner, b.repo, name, &github.RepositoryContentFileOptions{Message: github.String(message), SHA: github.String(sha), Branch: github.String(branch)})
+	_, _, err = r.gh.Repositories.DeleteFile(ctx, r.owner, r.name, e.path, &github.RepositoryContentFileOptions{Message: github.String(e.message), SHA: github.String(sha), Branch: github.String(e.branch)})
 	if err != nil {
-		return fmt.Errorf("deleting %s on %s: %w", name, branch, err)
+		return fmt.Errorf("deleting %s on %s: %w", e.path, e.branch, err)
 	}
 	return nil
 }

@@ -62,130 +62,154 @@ const maxWriteAttempts = 8
 
 var fileNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*\.json$`)
 
+// bumper is the bump flow: one upstream build's image written into an
+// environment's file on the bump branch, the branch's pull request opened
+// or updated in place, a lock or hold that stops it reported, and the pull
+// request merged when AutoMerge asks.
+type bumper struct {
+	repo   *repository
+	pulls  *pulls
+	checks *checks
+	gate   *lockGate
+	merge  *merger
+}
+
+// bumpRun is one bump on its way: the request, where it writes, what it
+// found and what it did so far.
+type bumpRun struct {
+	req     BumpRequest
+	file    string              // the file's path in the repository
+	branch  string              // BumpBranch(req.Env, req.File)
+	baseSHA string              // the base branch's head
+	pr      *github.PullRequest // open when the bump began, nil if none
+	res     *BumpResult
+}
+
 // bump edits the service's container in environments/<env>/<file> on the
 // bump branch and opens the pull request for it, or updates the open one in
 // place. Running the same bump again changes nothing. Concurrent bumps of one
 // file converge on one pull request; a tag that is older (by SemVer) than the
 // one already on the branch does not replace it, so racing bumps end with the
 // newest.
-func (b *Bot) bump(ctx context.Context, req BumpRequest) (*BumpResult, error) {
+func (bm *bumper) bump(ctx context.Context, req BumpRequest) (*BumpResult, error) {
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
-	file := b.path(path.Join("environments", req.Env, req.File))
-	branch := BumpBranch(req.Env, req.File)
-	res := &BumpResult{File: file, Branch: branch}
+	run := &bumpRun{req: req, file: bm.repo.path(path.Join("environments", req.Env, req.File)), branch: BumpBranch(req.Env, req.File)}
+	res := &BumpResult{File: run.file, Branch: run.branch}
+	run.res = res
 
-	baseSHA, err := b.headRef(ctx, b.base)
-	if err != nil {
+	var err error
+	if run.baseSHA, err = bm.repo.headRef(ctx, bm.repo.base); err != nil {
 		return nil, err
 	}
-	if baseSHA == "" {
-		return nil, fmt.Errorf("bumping %s: base branch %s does not exist", file, b.base)
+	if run.baseSHA == "" {
+		return nil, fmt.Errorf("bumping %s: base branch %s does not exist", run.file, bm.repo.base)
 	}
-	pr, err := b.openPull(ctx, branch)
-	if err != nil {
+	if run.pr, err = bm.pulls.open(ctx, run.branch); err != nil {
 		return nil, err
 	}
 	// A lock or hold on the stage, a target or the service: nothing is
 	// opened, updated or merged, and the bot says why.
-	lockPath, err := b.stageLockPath(ctx, req.Env)
+	lockPath, err := bm.gate.stageLockPath(ctx, req.Env)
 	if err != nil {
 		return nil, err
 	}
 	scope := lockScope{lockPath: lockPath, services: []string{req.Service}}
-	locks, err := b.scopeLocks(ctx, scope)
+	locks, err := bm.gate.blocking(ctx, scope)
 	if err != nil {
 		return nil, err
 	}
 	if len(locks) > 0 {
-		return b.blockedBump(ctx, res, pr, baseSHA, req, locks)
+		return bm.blocked(ctx, run, locks)
 	}
-	if err := b.prepareBranch(ctx, branch, baseSHA, file, pr != nil); err != nil {
+	if err := bm.prepareBranch(ctx, run); err != nil {
 		return nil, err
 	}
 
-	if res.Commit, res.Reason, err = b.writeBump(ctx, file, branch, req); err != nil {
+	if res.Commit, res.Reason, err = bm.write(ctx, run); err != nil {
 		return nil, err
 	}
 	res.Changed = res.Commit != ""
 
-	title, body, err := b.bumpText(ctx, file, req.Env, branch)
+	title, body, err := bm.text(ctx, run)
 	if err != nil {
 		return nil, err
 	}
 	if title == "" {
 		// The branch does not differ from the base: nothing to propose.
 		if res.Reason == "" {
-			res.Reason = fmt.Sprintf("%s on %s already has %s", file, b.base, req.Tag)
+			res.Reason = fmt.Sprintf("%s on %s already has %s", run.file, bm.repo.base, req.Tag)
 		}
 		return res, nil
 	}
-	pr, created, err := b.ensurePull(ctx, branch, title, body)
+	pr, created, err := bm.pulls.ensure(ctx, run.branch, title, body)
 	if err != nil {
 		return nil, err
 	}
 	res.PR, res.URL, res.Created = pr.GetNumber(), pr.GetHTMLURL(), created
-	if err := b.clearBlockedBump(ctx, pr.GetNumber(), baseSHA, branch, created); err != nil {
+	if err := bm.clearBlocked(ctx, run); err != nil {
 		return res, err
 	}
 	if !req.AutoMerge {
 		return res, nil
 	}
-	merged, reason, err := b.mergeWhenReady(ctx, pr.GetNumber(), scope, req.MergeTimeout)
+	merged, reason, err := bm.merge.whenReady(ctx, pr.GetNumber(), scope, req.MergeTimeout)
 	res.Merged, res.Reason = merged, reason
 	if merged {
-		b.deleteBranch(ctx, branch)
+		bm.repo.deleteBranch(ctx, run.branch)
 	}
 	return res, err
 }
 
-// blockedBump reports a bump that locks stop: on the open pull request as a
+// blocked reports a bump that locks stop: on the open pull request as a
 // comment, else as a neutral check run named like the branch on the base
 // branch's head.
-func (b *Bot) blockedBump(ctx context.Context, res *BumpResult, pr *github.PullRequest, baseSHA string, req BumpRequest, locks []string) (*BumpResult, error) {
+func (bm *bumper) blocked(ctx context.Context, run *bumpRun, locks []string) (*BumpResult, error) {
+	req, res := run.req, run.res
 	res.Blocked = true
 	res.Reason = "blocked: " + strings.Join(locks, "; ")
-	if pr != nil {
-		res.PR, res.URL = pr.GetNumber(), pr.GetHTMLURL()
-		return res, b.upsertComment(ctx, pr.GetNumber(), "blocked", fmt.Sprintf("Not updating or merging this bump of %s to %s: %s", containerLabel(req), req.Tag, res.Reason))
+	if run.pr != nil {
+		res.PR, res.URL = run.pr.GetNumber(), run.pr.GetHTMLURL()
+		return res, bm.pulls.upsertComment(ctx, run.pr.GetNumber(), "blocked", fmt.Sprintf("Not updating or merging this bump of %s to %s: %s", containerLabel(req), req.Tag, res.Reason))
 	}
 	summary := fmt.Sprintf("Not opening a bump of %s to %s in %s: %s", containerLabel(req), req.Tag, req.Env, res.Reason)
-	return res, b.writeBlockedCheck(ctx, baseSHA, res.Branch, blockedBumpTitle, summary, true)
+	return res, bm.checks.note(ctx, checkNote{sha: run.baseSHA, name: res.Branch, title: blockedBumpTitle, summary: summary}, true)
 }
 
-// clearBlockedBump rewrites an earlier note of a blocked bump, on the pull
-// request or the base branch's head, once the bump went through. A pull
-// request just created has no comments yet.
-func (b *Bot) clearBlockedBump(ctx context.Context, number int, baseSHA, branch string, created bool) error {
+// clearBlocked rewrites an earlier note of a blocked bump, on the pull
+// request (run.res.PR) or the base branch's head, once the bump went
+// through. A pull request just created has no comments yet.
+func (bm *bumper) clearBlocked(ctx context.Context, run *bumpRun) error {
 	const text = "No lock or hold blocks this bump any more."
-	if !created {
-		if err := b.editComment(ctx, number, "blocked", text); err != nil {
+	if !run.res.Created {
+		if err := bm.pulls.editComment(ctx, run.res.PR, "blocked", text); err != nil {
 			return err
 		}
 	}
-	return b.writeBlockedCheck(ctx, baseSHA, branch, clearedBumpTitle, text, false)
+	return bm.checks.note(ctx, checkNote{sha: run.baseSHA, name: run.branch, title: clearedBumpTitle, summary: text}, false)
 }
 
-// writeBump applies req to file on branch and commits it, re-reading and
-// re-applying when another bump wrote the file first. It returns the new
-// commit, or "" and the reason when the file already says what req says
-// (or something newer).
-func (b *Bot) writeBump(ctx context.Context, file, branch string, req BumpRequest) (commit, reason string, err error) {
+// write applies run's request to its file on its branch and commits it,
+// re-reading and re-applying when another bump wrote the file first. It
+// returns the new commit, or "" and the reason when the file already says
+// what the request says (or something newer).
+func (bm *bumper) write(ctx context.Context, run *bumpRun) (commit, reason string, err error) {
+	req := run.req
 	for attempt := 1; ; attempt++ {
-		data, sha, err := b.file(ctx, file, branch)
+		data, sha, err := bm.repo.file(ctx, run.file, run.branch)
 		if err != nil {
 			return "", "", err
 		}
 		if data == nil {
-			return "", "", fmt.Errorf("bumping %s: the file does not exist on %s; create it (and include it from environments/%s/manifest.json) first", file, b.base, req.Env)
+			return "", "", fmt.Errorf("bumping %s: the file does not exist on %s; create it (and include it from environments/%s/manifest.json) first", run.file, bm.repo.base, req.Env)
 		}
-		out, reason, err := applyBump(file, data, req, b.manifestOpts...)
+		out, reason, err := applyBump(run.file, data, req, bm.repo.opts...)
 		if err != nil || out == nil {
 			return "", reason, err
 		}
 		msg := fmt.Sprintf("Bump %s to %s in %s", containerLabel(req), req.Tag, req.Env)
-		commit, err := b.putFile(ctx, branch, file, sha, msg, out)
+		commit, err := bm.repo.putFile(ctx, fileEdit{branch: run.branch, path: run.file, message: msg, content: out}, sha)
 		if errors.Is(err, ErrConflict) && attempt < maxWriteAttempts {
 			// Another bump wrote first: read its result and apply ours on top.
 			if err := sleep(ctx, time.Duration(attempt*attempt)*50*time.Millisecond); err != nil {
@@ -232,21 +256,22 @@ func containerLabel(req BumpRequest) string {
 
 // prepareBranch makes sure the bump branch exists and is not left over from
 // an earlier, finished pull request.
-func (b *Bot) prepareBranch(ctx context.Context, branch, baseSHA, file string, hasPR bool) error {
-	head, err := b.headRef(ctx, branch)
+func (bm *bumper) prepareBranch(ctx context.Context, run *bumpRun) error {
+	r := bm.repo
+	head, err := r.headRef(ctx, run.branch)
 	if err != nil {
 		return err
 	}
 	if head == "" {
-		_, err := b.createRef(ctx, branch, baseSHA)
+		_, err := r.createRef(ctx, run.branch, run.baseSHA)
 		return err
 	}
-	cmp, _, err := b.gh.Repositories.CompareCommits(ctx, b.owner, b.repo, baseSHA, head, nil)
+	cmp, err := r.compare(ctx, run.baseSHA, head)
 	if err != nil {
-		return fmt.Errorf("comparing %s with %s: %w", branch, b.base, err)
+		return fmt.Errorf("comparing %s with %s: %w", run.branch, r.base, err)
 	}
-	if hasPR {
-		return b.keepMergeable(ctx, branch, file, baseSHA, cmp.GetMergeBaseCommit().GetSHA())
+	if run.pr != nil {
+		return bm.keepMergeable(ctx, run, cmp.GetMergeBaseCommit().GetSHA())
 	}
 	switch cmp.GetStatus() {
 	case "identical":
@@ -254,7 +279,7 @@ func (b *Bot) prepareBranch(ctx context.Context, branch, baseSHA, file string, h
 	case "behind":
 		// Merged already: fast-forward to the base. A concurrent bump that
 		// moved the branch in between wins; build on its commit.
-		if err := b.setRef(ctx, branch, baseSHA, false); err != nil && !isStatus(err, http.StatusUnprocessableEntity) {
+		if err := r.setRef(ctx, run.branch, run.baseSHA, false); err != nil && !isStatus(err, http.StatusUnprocessableEntity) {
 			return err
 		}
 		return nil
@@ -262,38 +287,39 @@ func (b *Bot) prepareBranch(ctx context.Context, branch, baseSHA, file string, h
 	// "ahead" or "diverged": a pull request closed (unmerged, or squashed)
 	// left its commits: start over from the base. Otherwise another bump is
 	// writing right now: build on it.
-	closed, _, err := b.gh.PullRequests.List(ctx, b.owner, b.repo, &github.PullRequestListOptions{State: "closed", Head: b.owner + ":" + branch, Base: b.base})
+	closed, err := bm.pulls.list(ctx, run.branch, "closed")
 	if err != nil {
-		return fmt.Errorf("listing closed pull requests from %s: %w", branch, err)
+		return err
 	}
 	for _, pr := range closed {
 		if pr.GetHead().GetSHA() == head {
-			return b.setRef(ctx, branch, baseSHA, true)
+			return r.setRef(ctx, run.branch, run.baseSHA, true)
 		}
 	}
 	return nil
 }
 
 // keepMergeable rebuilds an open bump branch on the base when the base
-// changed the file since the branch left it (a manual edit): the bumps the
-// branch holds are re-applied on top of the base's file, so the pull request
-// stays mergeable and keeps every bump.
-func (b *Bot) keepMergeable(ctx context.Context, branch, file, baseSHA, mergeBase string) error {
-	if mergeBase == "" || mergeBase == baseSHA {
+// changed the file since the branch left it at mergeBase (a manual edit):
+// the bumps the branch holds are re-applied on top of the base's file, so
+// the pull request stays mergeable and keeps every bump.
+func (bm *bumper) keepMergeable(ctx context.Context, run *bumpRun, mergeBase string) error {
+	r, file := bm.repo, run.file
+	if mergeBase == "" || mergeBase == run.baseSHA {
 		return nil
 	}
-	old, _, err := b.file(ctx, file, mergeBase)
+	old, _, err := r.file(ctx, file, mergeBase)
 	if err != nil {
 		return err
 	}
-	base, _, err := b.file(ctx, file, baseSHA)
+	base, _, err := r.file(ctx, file, run.baseSHA)
 	if err != nil {
 		return err
 	}
 	if bytes.Equal(old, base) || base == nil {
 		return nil
 	}
-	cur, _, err := b.file(ctx, file, branch)
+	cur, _, err := r.file(ctx, file, run.branch)
 	if err != nil {
 		return err
 	}
@@ -304,21 +330,21 @@ func (b *Bot) keepMergeable(ctx context.Context, branch, file, baseSHA, mergeBas
 		if before.m[k] == c {
 			continue
 		}
-		out, _, err := applyBump(file, data, BumpRequest{Service: k.service, Container: k.container, Tag: c.DockerTag, Digest: c.DockerDigest}, b.manifestOpts...)
+		out, _, err := applyBump(file, data, BumpRequest{Service: k.service, Container: k.container, Tag: c.DockerTag, Digest: c.DockerDigest}, r.opts...)
 		if err != nil {
-			return fmt.Errorf("re-applying %s on %s: %w", k.label(), b.base, err)
+			return fmt.Errorf("re-applying %s on %s: %w", k.label(), r.base, err)
 		}
 		if out != nil {
 			data = out
 		}
 	}
-	if err := b.setRef(ctx, branch, baseSHA, true); err != nil {
+	if err := r.setRef(ctx, run.branch, run.baseSHA, true); err != nil {
 		return err
 	}
 	if bytes.Equal(data, base) {
 		return nil
 	}
-	_, err = b.ensureFile(ctx, branch, file, data, fmt.Sprintf("Re-apply bumps of %s on top of %s", path.Base(file), b.base))
+	_, err = r.ensureFile(ctx, fileEdit{branch: run.branch, path: file, message: fmt.Sprintf("Re-apply bumps of %s on top of %s", path.Base(file), r.base), content: data})
 	return err
 }
 
@@ -366,9 +392,4 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-func (b *Bot) deleteBranch(ctx context.Context, branch string) {
-	// Best effort: a leftover branch is reset by the next bump.
-	_, _ = b.gh.Git.DeleteRef(ctx, b.owner, b.repo, "heads/"+branch)
 }

@@ -11,14 +11,15 @@ import (
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
 
-// bumpText renders the pull request's title and body from what the branch
-// changes in the file compared with the base ("" title: no difference).
-func (b *Bot) bumpText(ctx context.Context, file, env, branch string) (string, string, error) {
-	baseData, _, err := b.file(ctx, file, b.base)
+// text renders the pull request's title and body from what run's branch
+// changes in its file compared with the base ("" title: no difference).
+func (bm *bumper) text(ctx context.Context, run *bumpRun) (string, string, error) {
+	file, env := run.file, run.req.Env
+	baseData, _, err := bm.repo.file(ctx, file, bm.repo.base)
 	if err != nil {
 		return "", "", err
 	}
-	headData, _, err := b.file(ctx, file, branch)
+	headData, _, err := bm.repo.file(ctx, file, run.branch)
 	if err != nil {
 		return "", "", err
 	}

@@ -34,14 +34,34 @@ type lockScope struct {
 	services []string
 }
 
-// scopeLocks returns, sorted and without repeats, the messages of the locks
+// lockGate is what stops the bot's pull requests: the locks and holds of
+// the lock service (WithLocks) on a stage's lock path, as pipeline.yaml
+// gives it, its targets and the services a pull request moves.
+type lockGate struct {
+	locks LockChecker // nil: nothing blocks
+	repo  *repository // for pipeline.yaml's lock paths
+}
+
+// stageLockPath is the lockPath pipeline.yaml gives env ("" without pipeline or lock path).
+func (g *lockGate) stageLockPath(ctx context.Context, env string) (string, error) {
+	pl, err := g.repo.pipeline(ctx, g.repo.base)
+	if err != nil || pl == nil {
+		return "", err
+	}
+	if s, ok := pl.Stage(env); ok {
+		return s.LockPath, nil
+	}
+	return "", nil
+}
+
+// blocking returns, sorted and without repeats, the messages of the locks
 // that stop the bot opening, updating or merging a pull request moving the
 // services of scope: a lock on the stage's lock path or a prefix of it, on
 // one of its targets (<lockPath>/<target>; the rollback hold at
 // <lockPath>/hold counts as one) and on <lockPath>/<target>/<service> for
 // each service of the scope.
-func (b *Bot) scopeLocks(ctx context.Context, scope lockScope) ([]string, error) {
-	if b.locks == nil || scope.lockPath == "" {
+func (g *lockGate) blocking(ctx context.Context, scope lockScope) ([]string, error) {
+	if g.locks == nil || scope.lockPath == "" {
 		return nil, nil
 	}
 	services := map[string]bool{}
@@ -50,7 +70,7 @@ func (b *Bot) scopeLocks(ctx context.Context, scope lockScope) ([]string, error)
 	}
 	msgs := map[string]bool{}
 	for _, t := range botActions {
-		byPath, err := b.locksWithin(ctx, scope.lockPath, string(t))
+		byPath, err := g.within(ctx, scope.lockPath, string(t))
 		if err != nil {
 			return nil, fmt.Errorf("checking locks on %s: %w", scope.lockPath, err)
 		}
@@ -66,13 +86,13 @@ func (b *Bot) scopeLocks(ctx context.Context, scope lockScope) ([]string, error)
 	return slices.Sorted(maps.Keys(msgs)), nil
 }
 
-// locksWithin asks the checker for the locks at, above and beneath prefix,
+// within asks the checker for the locks at, above and beneath prefix,
 // or only at and above it when it cannot list.
-func (b *Bot) locksWithin(ctx context.Context, prefix, lockType string) (map[string][]string, error) {
-	if l, ok := b.locks.(LockLister); ok {
+func (g *lockGate) within(ctx context.Context, prefix, lockType string) (map[string][]string, error) {
+	if l, ok := g.locks.(LockLister); ok {
 		return l.BlockingWithin(ctx, prefix, lockType)
 	}
-	msgs, err := b.locks.Blocking(ctx, prefix, lockType)
+	msgs, err := g.locks.Blocking(ctx, prefix, lockType)
 	if err != nil || len(msgs) == 0 {
 		return nil, err
 	}

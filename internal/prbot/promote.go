@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"time"
 
 	"github.com/google/go-github/v60/github"
 
@@ -52,12 +53,12 @@ type PromoteResult struct {
 // says why instead). With autoMerge on the stage it is
 // merged once its checks are green. dryRun computes everything and writes
 // nothing.
-func (b *Bot) promote(ctx context.Context, from, to string, dryRun bool) (*PromoteResult, error) {
-	p, err := b.evaluatePromotion(ctx, from, to)
+func (ps *promotions) promote(ctx context.Context, from, to string, dryRun bool) (*PromoteResult, error) {
+	p, err := ps.evaluate(ctx, from, to)
 	if err != nil {
 		return nil, err
 	}
-	res := p.result(b.links)
+	res := p.result(ps.links)
 	d := p.decision
 	switch {
 	case dryRun:
@@ -67,21 +68,38 @@ func (b *Bot) promote(ctx context.Context, from, to string, dryRun bool) (*Promo
 		res.Action, res.Reason = ActionBlocked, d.Blocked
 		if p.pr == nil {
 			// Nothing to comment on: say why on the base branch's head.
-			return res, b.reportBlocked(ctx, p.baseSHA, p.pair, d.Blocked)
+			return res, ps.checks.note(ctx, blockedNote(p.baseSHA, p.pair, d.Blocked), true)
 		}
-		return res, b.upsertComment(ctx, p.pr.GetNumber(), "blocked", fmt.Sprintf("Not updating or merging this promotion: %s.", d.Blocked))
+		return res, ps.pulls.upsertComment(ctx, p.pr.GetNumber(), "blocked", fmt.Sprintf("Not updating or merging this promotion: %s.", d.Blocked))
 	case len(d.Changes) == 0:
 		res.Action, res.Reason = ActionNone, reasonOf(d)
 		if p.pr == nil {
 			return res, nil
 		}
 		res.Action = ActionClosed
-		return res, b.closePromotion(ctx, p.pr, p.pair, d)
+		return res, ps.close(ctx, p)
 	}
-	if err := b.proposePromotion(ctx, p, res); err != nil {
+	if err := ps.propose(ctx, p, res); err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// promotions is the promotion flow: the promotion between two stages of
+// pipeline.yaml judged by pkg/promote's gates on the base branch's head
+// (the earlier stage's health back through history, the later stage's
+// locks and deploy windows), and its single pull request opened, updated,
+// closed or merged to match.
+type promotions struct {
+	repo    *repository
+	pulls   *pulls
+	checks  *checks
+	gate    *lockGate
+	merge   *merger
+	freezes Freezes // nil: no deploy windows are consulted
+	links   promote.Links
+	now     func() time.Time
+	depth   int // commits of history looked back through (WithHistoryDepth)
 }
 
 // promotion is what one evaluation of a promotion read and decided, before
@@ -96,76 +114,77 @@ type promotion struct {
 	scope    lockScope           // the later stage and the services it moves
 }
 
-// evaluatePromotion reads pipeline.yaml and both stages at the base
-// branch's head, the earlier stage's health checks back through history and
-// the later stage's locks, and decides what the promotion from → to is.
-func (b *Bot) evaluatePromotion(ctx context.Context, from, to string) (*promotion, error) {
-	baseSHA, err := b.headRef(ctx, b.base)
+// evaluate reads pipeline.yaml and both stages at the base branch's head,
+// the earlier stage's health checks back through history and the later
+// stage's locks, and decides what the promotion from → to is.
+func (ps *promotions) evaluate(ctx context.Context, from, to string) (*promotion, error) {
+	r := ps.repo
+	baseSHA, err := r.headRef(ctx, r.base)
 	if err != nil {
 		return nil, err
 	}
 	if baseSHA == "" {
-		return nil, fmt.Errorf("promoting %s → %s: base branch %s does not exist", from, to, b.base)
+		return nil, fmt.Errorf("promoting %s → %s: base branch %s does not exist", from, to, r.base)
 	}
-	pl, err := b.pipeline(ctx, baseSHA)
+	pl, err := r.pipeline(ctx, baseSHA)
 	if err != nil {
 		return nil, err
 	}
 	if pl == nil {
-		return nil, fmt.Errorf("promoting %s → %s: no %s on %s", from, to, b.path(promote.FileName), b.base)
+		return nil, fmt.Errorf("promoting %s → %s: no %s on %s", from, to, r.path(promote.FileName), r.base)
 	}
 	pair, err := pl.Pair(from, to)
 	if err != nil {
 		return nil, err
 	}
 	stage, _ := pl.Stage(to)
-	head, err := b.snapshot(ctx, baseSHA)
+	p := &promotion{pair: pair, stage: *stage, baseSHA: baseSHA}
+	head, err := r.snapshot(ctx, baseSHA)
 	if err != nil {
 		return nil, err
 	}
-	target, err := manifest.Resolve(ctx, head, b.root, to, b.manifestOpts...)
+	target, err := r.resolve(ctx, head, to)
 	if err != nil {
 		return nil, fmt.Errorf("resolving %s at %s: %w", to, baseSHA, err)
 	}
-	history, err := b.history(ctx, baseSHA, head, pair, *stage, target)
+	history, err := ps.history(ctx, p, head, target)
 	if err != nil {
 		return nil, err
 	}
 	// Locks and holds on the later stage and its targets block any promotion;
 	// a service's own lock only a promotion that moves that service.
-	scope := lockScope{lockPath: stage.LockPath}
-	locks, err := b.scopeLocks(ctx, scope)
+	p.scope = lockScope{lockPath: stage.LockPath}
+	locks, err := ps.gate.blocking(ctx, p.scope)
 	if err != nil {
 		return nil, err
 	}
-	in := promote.Input{Pair: pair, Stage: *stage, History: history, Target: target, Locks: locks, Now: b.now()}
-	if b.freezes != nil {
+	in := promote.Input{Pair: pair, Stage: *stage, History: history, Target: target, Locks: locks, Now: ps.now()}
+	if ps.freezes != nil {
 		// The later stage's deploy windows: a promotion into a frozen stage waits, as its deploy would.
-		if in.Frozen, err = b.freezes.Frozen(ctx, to); err != nil {
+		if in.Frozen, err = ps.freezes.Frozen(ctx, to); err != nil {
 			return nil, fmt.Errorf("asking whether %s is frozen: %w", to, err)
 		}
 	}
 	d := promote.Evaluate(in)
 	if d.Blocked == "" && len(d.Changes) > 0 {
 		for _, c := range d.Changes {
-			scope.services = append(scope.services, c.Service)
+			p.scope.services = append(p.scope.services, c.Service)
 		}
-		if in.Locks, err = b.scopeLocks(ctx, scope); err != nil {
+		if in.Locks, err = ps.gate.blocking(ctx, p.scope); err != nil {
 			return nil, err
 		}
 		if len(in.Locks) > 0 {
 			d = promote.Evaluate(in)
 		}
 	}
-	edits, err := promotionEdits(head, d.Changes, b.manifestOpts...)
-	if err != nil {
+	p.decision = d
+	if p.edits, err = promotionEdits(head, d.Changes, r.opts...); err != nil {
 		return nil, err
 	}
-	pr, err := b.openPull(ctx, pair.Branch())
-	if err != nil {
+	if p.pr, err = ps.pulls.open(ctx, pair.Branch()); err != nil {
 		return nil, err
 	}
-	return &promotion{pair: pair, stage: *stage, baseSHA: baseSHA, decision: d, edits: edits, pr: pr, scope: scope}, nil
+	return p, nil
 }
 
 // result is the PromoteResult of p before any action: the decision, the
@@ -184,16 +203,16 @@ func (p *promotion) result(links promote.Links) *PromoteResult {
 	return res
 }
 
-// proposePromotion writes p's edits to the promotion branch, opens or
-// updates its pull request, clears notes of an earlier block and, with
-// autoMerge on the later stage, merges once it is ready. It fills in res.
-func (b *Bot) proposePromotion(ctx context.Context, p *promotion, res *PromoteResult) error {
+// propose writes p's edits to the promotion branch, opens or updates its
+// pull request, clears notes of an earlier block and, with autoMerge on the
+// later stage, merges once it is ready. It fills in res.
+func (ps *promotions) propose(ctx context.Context, p *promotion, res *PromoteResult) error {
 	branch := p.pair.Branch()
-	changed, err := b.writeBranch(ctx, branch, p.baseSHA, p.edits, fmt.Sprintf("Promote %s → %s", p.pair.From, p.pair.To))
+	changed, err := ps.repo.writeBranch(ctx, branchEdit{branch: branch, baseSHA: p.baseSHA, files: p.edits, message: fmt.Sprintf("Promote %s → %s", p.pair.From, p.pair.To)})
 	if err != nil {
 		return err
 	}
-	pr, created, err := b.ensurePull(ctx, branch, res.Title, res.Body)
+	pr, created, err := ps.pulls.ensure(ctx, branch, res.Title, res.Body)
 	if err != nil {
 		return err
 	}
@@ -207,30 +226,29 @@ func (b *Bot) proposePromotion(ctx context.Context, p *promotion, res *PromoteRe
 		res.Action = ActionUnchanged
 	}
 	// A comment or check run about an earlier block no longer holds.
-	if err := b.editComment(ctx, pr.GetNumber(), "blocked", "No lock or window blocks this promotion any more."); err != nil {
+	if err := ps.pulls.editComment(ctx, pr.GetNumber(), "blocked", "No lock or window blocks this promotion any more."); err != nil {
 		return err
 	}
-	if err := b.clearBlocked(ctx, p.baseSHA, p.pair); err != nil {
+	if err := ps.checks.note(ctx, clearedNote(p.baseSHA, p.pair), false); err != nil {
 		return err
 	}
 	if !p.stage.AutoMerge {
 		return nil
 	}
-	pr, _, err = b.gh.PullRequests.Get(ctx, b.owner, b.repo, pr.GetNumber())
-	if err != nil {
-		return fmt.Errorf("reading pull request #%d: %w", res.PR, err)
+	if pr, err = ps.pulls.get(ctx, pr.GetNumber()); err != nil {
+		return err
 	}
-	ready, reason, err := b.readiness(ctx, pr, p.scope)
+	ready, reason, err := ps.merge.readiness(ctx, pr, p.scope)
 	if err != nil {
 		return err
 	}
 	if ready {
-		res.Merged, reason, err = b.mergeNow(ctx, pr)
+		res.Merged, reason, err = ps.merge.mergeNow(ctx, pr)
 		if err != nil {
 			return err
 		}
 		if res.Merged {
-			b.deleteBranch(ctx, branch)
+			ps.repo.deleteBranch(ctx, branch)
 		}
 	}
 	res.Reason = reason
@@ -254,16 +272,13 @@ func reasonOf(d promote.Decision) string {
 	return "nothing ready: " + strings.Join(parts, "; ")
 }
 
-// closePromotion closes a promotion pull request that has nothing left to do.
-func (b *Bot) closePromotion(ctx context.Context, pr *github.PullRequest, pair promote.Pair, d promote.Decision) error {
-	if err := b.upsertComment(ctx, pr.GetNumber(), "closed", fmt.Sprintf("Nothing left to promote from %s to %s (%s); closing.", pair.From, pair.To, reasonOf(d))); err != nil {
+// close closes p's pull request, which has nothing left to do.
+func (ps *promotions) close(ctx context.Context, p *promotion) error {
+	number, pair := p.pr.GetNumber(), p.pair
+	if err := ps.pulls.upsertComment(ctx, number, "closed", fmt.Sprintf("Nothing left to promote from %s to %s (%s); closing.", pair.From, pair.To, reasonOf(p.decision))); err != nil {
 		return err
 	}
-	if _, _, err := b.gh.PullRequests.Edit(ctx, b.owner, b.repo, pr.GetNumber(), &github.PullRequest{State: github.String("closed")}); err != nil {
-		return fmt.Errorf("closing pull request #%d: %w", pr.GetNumber(), err)
-	}
-	b.deleteBranch(ctx, pair.Branch())
-	return nil
+	return ps.pulls.close(ctx, number, pair.Branch())
 }
 
 // history walks the base branch back from its head, reading the newest
@@ -275,8 +290,9 @@ func (b *Bot) closePromotion(ctx context.Context, pr *github.PullRequest, pair p
 // history depth, at a commit whose stage does not resolve, or once a
 // success was found and an older success no longer runs the versions it
 // would promote (so soak times count from their first success).
-func (b *Bot) history(ctx context.Context, baseSHA string, head *repoFS, pair promote.Pair, stage promote.Stage, target *manifest.Environment) ([]promote.Observation, error) {
-	src, err := manifest.Resolve(ctx, head, b.root, pair.From, b.manifestOpts...)
+func (ps *promotions) history(ctx context.Context, p *promotion, head *repoFS, target *manifest.Environment) ([]promote.Observation, error) {
+	baseSHA, pair, stage := p.baseSHA, p.pair, p.stage
+	src, err := ps.repo.resolve(ctx, head, pair.From)
 	if err != nil {
 		return nil, fmt.Errorf("resolving %s at %s: %w", pair.From, baseSHA, err)
 	}
@@ -290,19 +306,19 @@ func (b *Bot) history(ctx context.Context, baseSHA string, head *repoFS, pair pr
 		changes []promote.Change
 		read    = head // the snapshot src was resolved from
 	)
-	for len(out) < b.depth {
-		check, err := b.latestCheck(ctx, sha, promote.CheckName(pair.From))
+	for len(out) < ps.depth {
+		check, err := ps.checks.latest(ctx, sha, promote.CheckName(pair.From))
 		if err != nil {
 			return nil, err
 		}
 		obs := promote.Observation{Commit: sha, Check: check}
 		healthy := stage.Healthy(check)
 		if dirty && healthy {
-			fsys, err := b.snapshot(ctx, sha)
+			fsys, err := ps.repo.snapshot(ctx, sha)
 			if err != nil {
 				return nil, err
 			}
-			older, err := manifest.Resolve(ctx, fsys, b.root, pair.From, b.manifestOpts...)
+			older, err := ps.repo.resolve(ctx, fsys, pair.From)
 			if err != nil {
 				break // an invalid older state ends the evidence
 			}
@@ -320,7 +336,7 @@ func (b *Bot) history(ctx context.Context, baseSHA string, head *repoFS, pair pr
 		} else if healthy && !anyStillRuns(changes, src) {
 			break
 		}
-		touched, parent, err := b.touches(ctx, sha, read.read())
+		touched, parent, err := ps.repo.touches(ctx, sha, read.read())
 		if err != nil {
 			return nil, err
 		}
@@ -341,24 +357,6 @@ func anyStillRuns(changes []promote.Change, env *manifest.Environment) bool {
 		}
 	}
 	return false
-}
-
-// latestCheck returns the newest completed check run called name on sha (nil if none).
-func (b *Bot) latestCheck(ctx context.Context, sha, name string) (*promote.Check, error) {
-	runs, _, err := b.gh.Checks.ListCheckRunsForRef(ctx, b.owner, b.repo, sha, &github.ListCheckRunsOptions{
-		CheckName: github.String(name), Status: github.String("completed"), Filter: github.String("latest"),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("listing %s check runs of %s: %w", name, sha, err)
-	}
-	for _, r := range runs.CheckRuns {
-		if r.GetName() != name || r.GetStatus() != "completed" {
-			continue
-		}
-		return &promote.Check{ID: r.GetID(), Conclusion: r.GetConclusion(), Result: promote.CheckResult(r.GetConclusion(), r.GetOutput().GetTitle()),
-			URL: r.GetHTMLURL(), CompletedAt: r.GetCompletedAt().Time}, nil
-	}
-	return nil, nil
 }
 
 // promotionEdits applies the changes to the later stage's files as they are

@@ -14,47 +14,47 @@ import (
 // reads, through the same client and caches, that the bot's own checks make.
 
 // Repository is the manifests repository, owner/name.
-func (b *Bot) Repository() string { return b.owner + "/" + b.repo }
+func (b *Bot) Repository() string { return b.repo.owner + "/" + b.repo.name }
 
 // Now is the time on the bot's clock (WithClock).
 func (b *Bot) Now() time.Time { return b.now() }
 
 // Base is the base branch of the manifests repository.
-func (b *Bot) Base() string { return b.base }
+func (b *Bot) Base() string { return b.repo.base }
 
 // Root is the directory of the repository that holds environments/.
-func (b *Bot) Root() string { return b.root }
+func (b *Bot) Root() string { return b.repo.root }
 
 // UpstreamOwner is the owner of the upstream repositories (WithUpstreamOwner).
-func (b *Bot) UpstreamOwner() string { return b.links.Owner }
+func (b *Bot) UpstreamOwner() string { return b.upstreamOwner }
 
 // ManifestOptions are the options the bot resolves manifests with.
-func (b *Bot) ManifestOptions() []manifest.Option { return b.manifestOpts }
+func (b *Bot) ManifestOptions() []manifest.Option { return b.repo.opts }
 
 // Path joins the repository root and a path below it.
-func (b *Bot) Path(rel string) string { return b.path(rel) }
+func (b *Bot) Path(rel string) string { return b.repo.path(rel) }
 
 // HeadRef returns the commit branch points at ("" when it does not exist).
 func (b *Bot) HeadRef(ctx context.Context, branch string) (string, error) {
-	return b.headRef(ctx, branch)
+	return b.repo.headRef(ctx, branch)
 }
 
 // Pipeline reads pipeline.yaml at ref (nil when the repository has none).
 func (b *Bot) Pipeline(ctx context.Context, ref string) (*promote.Pipeline, error) {
-	return b.pipeline(ctx, ref)
+	return b.repo.pipeline(ctx, ref)
 }
 
 // File reads path (from the repository's top, see Path) at ref: nil when
 // it does not exist.
 func (b *Bot) File(ctx context.Context, path, ref string) ([]byte, error) {
-	data, _, err := b.file(ctx, path, ref)
+	data, _, err := b.repo.file(ctx, path, ref)
 	return data, err
 }
 
 // Snapshot is the repository at ref as a file system: <root>/environments
 // read up front, any other file when first opened.
 func (b *Bot) Snapshot(ctx context.Context, ref string) (fs.FS, error) {
-	r, err := b.snapshot(ctx, ref)
+	r, err := b.repo.snapshot(ctx, ref)
 	if err != nil {
 		return nil, err
 	}

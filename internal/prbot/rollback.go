@@ -97,25 +97,50 @@ var revisionRE = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
 // since are not brought back (Skipped says so). When nothing differs, no
 // pull request is opened (Action none).
 func (b *Bot) Rollback(ctx context.Context, req RollbackRequest) (*RollbackResult, error) {
+	return b.rollbacks.rollback(ctx, req)
+}
+
+// rollbacks is the rollback flow: an environment's versions put back to
+// those of an earlier revision of the base branch in one pull request per
+// environment (RollbackBranch), updated in place.
+type rollbacks struct {
+	repo   *repository
+	pulls  *pulls
+	checks *checks
+	links  promote.Links
+	depth  int // commits looked back through for the previous state
+}
+
+// rollbackFrom is the environment as it is: the base branch's head, the
+// repository there, and the environment resolved in it.
+type rollbackFrom struct {
+	baseSHA string
+	head    *repoFS
+	now     *manifest.Environment
+}
+
+// rollback is Rollback.
+func (rb *rollbacks) rollback(ctx context.Context, req RollbackRequest) (*RollbackResult, error) {
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
-	baseSHA, err := b.headRef(ctx, b.base)
+	r := rb.repo
+	baseSHA, err := r.headRef(ctx, r.base)
 	if err != nil {
 		return nil, err
 	}
 	if baseSHA == "" {
-		return nil, fmt.Errorf("rolling back %s: base branch %s does not exist", req.Env, b.base)
+		return nil, fmt.Errorf("rolling back %s: base branch %s does not exist", req.Env, r.base)
 	}
-	head, err := b.snapshot(ctx, baseSHA)
+	head, err := r.snapshot(ctx, baseSHA)
 	if err != nil {
 		return nil, err
 	}
-	now, err := manifest.Resolve(ctx, head, b.root, req.Env, b.manifestOpts...)
+	now, err := r.resolve(ctx, head, req.Env)
 	if err != nil {
 		return nil, fmt.Errorf("rolling back %s: resolving it at %s: %w", req.Env, baseSHA, err)
 	}
-	rev, then, err := b.rollbackTarget(ctx, req, baseSHA, head, now)
+	rev, then, err := rb.target(ctx, req, rollbackFrom{baseSHA: baseSHA, head: head, now: now})
 	if err != nil {
 		return nil, err
 	}
@@ -153,28 +178,28 @@ func (b *Bot) Rollback(ctx context.Context, req RollbackRequest) (*RollbackResul
 	}
 	ran := req.Ran
 	if ran == nil {
-		if ran, err = b.ranFromCheck(ctx, rev, req.Env); err != nil {
+		if ran, err = rb.ranFromCheck(ctx, rev, req.Env); err != nil {
 			return nil, err
 		}
 	}
-	edits, err := promotionEdits(head, res.Changes, b.manifestOpts...)
+	edits, err := promotionEdits(head, res.Changes, r.opts...)
 	if err != nil {
 		return nil, err
 	}
 	res.Files = sortedKeys(edits)
 	res.Title = truncateTitle(fmt.Sprintf("Rollback %s to %s: %s", req.Env, shortSHA(rev), oneLine(req.Reason)))
-	res.Body = rollbackBody(req, rev, res, ran, b.links)
-	prev, err := b.openPull(ctx, res.Branch)
+	res.Body = rollbackBody(req, res, ran, rb.links)
+	prev, err := rb.pulls.open(ctx, res.Branch)
 	if err != nil {
 		return nil, err
 	}
-	changed, err := b.writeBranch(ctx, res.Branch, baseSHA, edits, res.Title)
+	changed, err := r.writeBranch(ctx, branchEdit{branch: res.Branch, baseSHA: baseSHA, files: edits, message: res.Title})
 	if err != nil {
 		return nil, err
 	}
 	// A new reason or history entry retitles the pull request: updated too.
 	changed = changed || (prev != nil && (prev.GetTitle() != res.Title || prev.GetBody() != res.Body))
-	pr, created, err := b.ensurePull(ctx, res.Branch, res.Title, res.Body)
+	pr, created, err := rb.pulls.ensure(ctx, res.Branch, res.Title, res.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -202,43 +227,56 @@ func (r RollbackRequest) validate() error {
 	return nil
 }
 
-// rollbackTarget returns the full revision to go back to and the
-// environment resolved there: req.Revision, or the previous state.
-func (b *Bot) rollbackTarget(ctx context.Context, req RollbackRequest, baseSHA string, head *repoFS, now *manifest.Environment) (string, *manifest.Environment, error) {
+// target returns the full revision to go back to and the environment
+// resolved there: req.Revision, or the previous state.
+func (rb *rollbacks) target(ctx context.Context, req RollbackRequest, from rollbackFrom) (string, *manifest.Environment, error) {
 	if req.Revision != "" {
-		c, _, err := b.gh.Repositories.GetCommit(ctx, b.owner, b.repo, req.Revision, nil)
-		if isStatus(err, http.StatusNotFound) || isStatus(err, http.StatusUnprocessableEntity) {
-			return "", nil, fmt.Errorf("rolling back %s: revision %s is not in %s/%s: %w", req.Env, req.Revision, b.owner, b.repo, ErrUnknownRevision)
-		}
-		if err != nil {
-			return "", nil, fmt.Errorf("rolling back %s: reading revision %s: %w", req.Env, req.Revision, err)
-		}
-		rev := c.GetSHA()
-		// Only versions that were on the base branch go back: a commit of
-		// another branch never ran there and was never reviewed for it.
-		cmp, _, err := b.gh.Repositories.CompareCommits(ctx, b.owner, b.repo, rev, baseSHA, nil)
-		if err != nil {
-			return "", nil, fmt.Errorf("rolling back %s: comparing revision %s with %s: %w", req.Env, rev, b.base, err)
-		}
-		if s := cmp.GetStatus(); s != "ahead" && s != "identical" {
-			return "", nil, fmt.Errorf("rolling back %s: revision %s is not on %s (it is %s of %s's head %s): %w",
-				req.Env, shortSHA(rev), b.base, describeStatus(s), b.base, shortSHA(baseSHA), ErrUnknownRevision)
-		}
-		fsys, err := b.snapshot(ctx, rev)
-		if err != nil {
-			return "", nil, err
-		}
-		then, err := manifest.Resolve(ctx, fsys, b.root, req.Env, b.manifestOpts...)
-		if err != nil {
-			return "", nil, fmt.Errorf("rolling back %s: resolving it at %s: %w", req.Env, rev, err)
-		}
-		return rev, then, nil
+		return rb.revision(ctx, req, from.baseSHA)
 	}
-	// The previous state: walk back from the head through the commits that
-	// touch the environment's files until it resolves to other versions.
-	sha, read := baseSHA, head.read()
-	for range b.depth {
-		touched, parent, err := b.touches(ctx, sha, read)
+	return rb.previous(ctx, req.Env, from)
+}
+
+// revision returns req.Revision in full and req.Env resolved there, once it
+// is known to be on the base branch (at or behind baseSHA, its head).
+func (rb *rollbacks) revision(ctx context.Context, req RollbackRequest, baseSHA string) (string, *manifest.Environment, error) {
+	r := rb.repo
+	c, _, err := r.gh.Repositories.GetCommit(ctx, r.owner, r.name, req.Revision, nil)
+	if isStatus(err, http.StatusNotFound) || isStatus(err, http.StatusUnprocessableEntity) {
+		return "", nil, fmt.Errorf("rolling back %s: revision %s is not in %s/%s: %w", req.Env, req.Revision, r.owner, r.name, ErrUnknownRevision)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("rolling back %s: reading revision %s: %w", req.Env, req.Revision, err)
+	}
+	rev := c.GetSHA()
+	// Only versions that were on the base branch go back: a commit of
+	// another branch never ran there and was never reviewed for it.
+	cmp, err := r.compare(ctx, rev, baseSHA)
+	if err != nil {
+		return "", nil, fmt.Errorf("rolling back %s: comparing revision %s with %s: %w", req.Env, rev, r.base, err)
+	}
+	if s := cmp.GetStatus(); s != "ahead" && s != "identical" {
+		return "", nil, fmt.Errorf("rolling back %s: revision %s is not on %s (it is %s of %s's head %s): %w",
+			req.Env, shortSHA(rev), r.base, describeStatus(s), r.base, shortSHA(baseSHA), ErrUnknownRevision)
+	}
+	fsys, err := r.snapshot(ctx, rev)
+	if err != nil {
+		return "", nil, err
+	}
+	then, err := r.resolve(ctx, fsys, req.Env)
+	if err != nil {
+		return "", nil, fmt.Errorf("rolling back %s: resolving it at %s: %w", req.Env, rev, err)
+	}
+	return rev, then, nil
+}
+
+// previous returns the previous state of env: walking back from the head
+// through the commits that touch the environment's files, the first at
+// which it resolves to other versions than from.now.
+func (rb *rollbacks) previous(ctx context.Context, env string, from rollbackFrom) (string, *manifest.Environment, error) {
+	r := rb.repo
+	sha, read := from.baseSHA, from.head.read()
+	for range rb.depth {
+		touched, parent, err := r.touches(ctx, sha, read)
 		if err != nil {
 			return "", nil, err
 		}
@@ -249,20 +287,20 @@ func (b *Bot) rollbackTarget(ctx context.Context, req RollbackRequest, baseSHA s
 		if !touched {
 			continue
 		}
-		fsys, err := b.snapshot(ctx, sha)
+		fsys, err := r.snapshot(ctx, sha)
 		if err != nil {
 			return "", nil, err
 		}
-		then, err := manifest.Resolve(ctx, fsys, b.root, req.Env, b.manifestOpts...)
+		then, err := r.resolve(ctx, fsys, env)
 		if err != nil {
 			continue // did not resolve there: no state to go back to
 		}
-		if len(promote.Diff(then, now)) > 0 {
+		if len(promote.Diff(then, from.now)) > 0 {
 			return sha, then, nil
 		}
 		read = fsys.read()
 	}
-	return "", nil, fmt.Errorf("rolling back %s: no earlier state in the last %d commits of %s: %w", req.Env, b.depth, b.base, ErrUnknownRevision)
+	return "", nil, fmt.Errorf("rolling back %s: no earlier state in the last %d commits of %s: %w", env, rb.depth, r.base, ErrUnknownRevision)
 }
 
 // ranAs returns then with the versions, tags and digests of the services
@@ -325,8 +363,8 @@ func overrideEntry(c promote.Change, now *manifest.Environment) manifest.Service
 
 // ranFromCheck says when the environment last ran rev by the newest
 // completed stagehand/<env> check run on it (nil when there is none).
-func (b *Bot) ranFromCheck(ctx context.Context, rev, env string) (*Ran, error) {
-	check, err := b.latestCheck(ctx, rev, promote.CheckName(env))
+func (rb *rollbacks) ranFromCheck(ctx context.Context, rev, env string) (*Ran, error) {
+	check, err := rb.checks.latest(ctx, rev, promote.CheckName(env))
 	if err != nil || check == nil {
 		return nil, err
 	}
@@ -369,9 +407,14 @@ func describeStatus(s string) string {
 // rollback pull request of env (nothing when none is open), such as who
 // released its hold and why.
 func (b *Bot) NoteRollback(ctx context.Context, env, text string) error {
-	pr, err := b.openPull(ctx, RollbackBranch(env))
+	return b.rollbacks.note(ctx, env, text)
+}
+
+// note is NoteRollback.
+func (rb *rollbacks) note(ctx context.Context, env, text string) error {
+	pr, err := rb.pulls.open(ctx, RollbackBranch(env))
 	if err != nil || pr == nil {
 		return err
 	}
-	return b.upsertComment(ctx, pr.GetNumber(), "hold", text)
+	return rb.pulls.upsertComment(ctx, pr.GetNumber(), "hold", text)
 }

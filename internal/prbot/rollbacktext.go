@@ -13,11 +13,12 @@ func rollbackMarker(env, rev string) string {
 	return fmt.Sprintf("<!-- stagehand:rollback %s %s -->", env, rev)
 }
 
-// rollbackBody is the rollback pull request's text: why, a table of what
-// goes back (service, now → back to, when it last ran, who approved it
-// then, the upstream compare link by the ownership convention), the files,
-// and what ends the hold.
-func rollbackBody(req RollbackRequest, rev string, res *RollbackResult, ran *Ran, links promote.Links) string {
+// rollbackBody is the rollback pull request's text (res.Revision is the
+// commit rolled back to): why, a table of what goes back (service, now →
+// back to, when it last ran, who approved it then, the upstream compare
+// link by the ownership convention), the files, and what ends the hold.
+func rollbackBody(req RollbackRequest, res *RollbackResult, ran *Ran, links promote.Links) string {
+	rev := res.Revision
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\nRolls **%s** back to the versions of `%s`", rollbackMarker(req.Env, rev), req.Env, rev)
 	if ran != nil && ran.HistoryID != "" {

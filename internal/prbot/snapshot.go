@@ -21,7 +21,7 @@ import (
 // manifest, so a manifest may include ../../shared/base.json.
 type repoFS struct {
 	ctx  context.Context // of the evaluation the snapshot was taken for
-	b    *Bot
+	repo *repository
 	ref  string
 	envs string // <root>/environments
 
@@ -31,12 +31,12 @@ type repoFS struct {
 }
 
 // snapshot reads <root>/environments at ref (see repoFS).
-func (b *Bot) snapshot(ctx context.Context, ref string) (*repoFS, error) {
-	r := &repoFS{ctx: ctx, b: b, ref: ref, envs: b.path("environments"), files: fstest.MapFS{}, outside: map[string]bool{}}
-	if err := b.readDir(ctx, r.files, r.envs, ref, 0); err != nil {
+func (r *repository) snapshot(ctx context.Context, ref string) (*repoFS, error) {
+	fsys := &repoFS{ctx: ctx, repo: r, ref: ref, envs: r.path("environments"), files: fstest.MapFS{}, outside: map[string]bool{}}
+	if err := fsys.readDir(ctx, fsys.envs, 0); err != nil {
 		return nil, err
 	}
-	return r, nil
+	return fsys, nil
 }
 
 // Open opens name, reading it through the contents API first when it lies
@@ -48,7 +48,7 @@ func (r *repoFS) Open(name string) (fs.File, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if name != r.envs && !strings.HasPrefix(name, r.envs+"/") && !r.outside[name] {
-		data, sha, err := r.b.file(r.ctx, name, r.ref)
+		data, sha, err := r.repo.file(r.ctx, name, r.ref)
 		if err != nil {
 			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 		}
@@ -73,11 +73,14 @@ func (r *repoFS) read() []string {
 	return out
 }
 
-func (b *Bot) readDir(ctx context.Context, fsys fstest.MapFS, dir, ref string, depth int) error {
+// readDir reads the .json files under dir at r.ref into r.files, nesting at
+// most 32 directories deep (depth is dir's).
+func (r *repoFS) readDir(ctx context.Context, dir string, depth int) error {
+	repo, ref := r.repo, r.ref
 	if depth > 32 {
 		return fmt.Errorf("reading %s at %s: directories nest deeper than 32", dir, ref)
 	}
-	_, entries, _, err := b.gh.Repositories.GetContents(ctx, b.owner, b.repo, dir, &github.RepositoryContentGetOptions{Ref: ref})
+	_, entries, _, err := repo.gh.Repositories.GetContents(ctx, repo.owner, repo.name, dir, &github.RepositoryContentGetOptions{Ref: ref})
 	if isStatus(err, 404) {
 		return nil
 	}
@@ -88,22 +91,22 @@ func (b *Bot) readDir(ctx context.Context, fsys fstest.MapFS, dir, ref string, d
 		p := path.Join(dir, e.GetName())
 		switch e.GetType() {
 		case "dir":
-			if err := b.readDir(ctx, fsys, p, ref, depth+1); err != nil {
+			if err := r.readDir(ctx, p, depth+1); err != nil {
 				return err
 			}
 		case "file":
 			if !strings.HasSuffix(p, ".json") {
 				continue
 			}
-			data, ok := b.blobs.get(e.GetSHA())
+			data, ok := repo.blobs.get(e.GetSHA())
 			if !ok {
-				data, _, err = b.file(ctx, p, ref)
+				data, _, err = repo.file(ctx, p, ref)
 				if err != nil {
 					return err
 				}
-				b.blobs.put(e.GetSHA(), data)
+				repo.blobs.put(e.GetSHA(), data)
 			}
-			fsys[p] = &fstest.MapFile{Data: data, Mode: 0o644}
+			r.files[p] = &fstest.MapFile{Data: data, Mode: 0o644}
 		}
 	}
 	return nil
@@ -112,15 +115,15 @@ func (b *Bot) readDir(ctx context.Context, fsys fstest.MapFS, dir, ref string, d
 // touches reports whether a commit changed anything under <root>/environments
 // or one of the paths also given (so its parent's snapshot may differ). It
 // also returns the first parent.
-func (b *Bot) touches(ctx context.Context, sha string, also []string) (changed bool, parent string, err error) {
-	c, _, err := b.gh.Repositories.GetCommit(ctx, b.owner, b.repo, sha, nil)
+func (r *repository) touches(ctx context.Context, sha string, also []string) (changed bool, parent string, err error) {
+	c, _, err := r.gh.Repositories.GetCommit(ctx, r.owner, r.name, sha, nil)
 	if err != nil {
 		return false, "", fmt.Errorf("reading commit %s: %w", sha, err)
 	}
 	if len(c.Parents) > 0 {
 		parent = c.Parents[0].GetSHA()
 	}
-	prefix := b.path("environments") + "/"
+	prefix := r.path("environments") + "/"
 	// GitHub lists at most 300 files of a commit; a full list may hide one.
 	if len(c.Files) >= 300 {
 		return true, parent, nil

@@ -35,13 +35,13 @@ func tracerOf(o options) trace.Tracer {
 }
 
 // Bump edits the service's container in environments/<env>/<file> on the
-// bump branch and opens or updates its pull request (bump, bump.go), in a
+// bump branch and opens or updates its pull request (bumper, bump.go), in a
 // span "bump" (WithTracerProvider).
 func (b *Bot) Bump(ctx context.Context, req BumpRequest) (*BumpResult, error) {
 	ctx, span := b.tracer.Start(ctx, "bump", trace.WithAttributes(tracing.AttrEnvironment.String(req.Env),
 		attribute.String("stagehand.service", req.Service), attribute.String("stagehand.tag", req.Tag),
 		attribute.String("stagehand.file", req.File)))
-	res, err := b.bump(ctx, req)
+	res, err := b.bumps.bump(ctx, req)
 	if res != nil && span.IsRecording() {
 		span.SetAttributes(attribute.Int("stagehand.pr", res.PR), attribute.Bool("stagehand.changed", res.Changed),
 			attribute.Bool("stagehand.blocked", res.Blocked), attribute.String("stagehand.reason", res.Reason))
@@ -54,11 +54,11 @@ func (b *Bot) Bump(ctx context.Context, req BumpRequest) (*BumpResult, error) {
 }
 
 // Promote evaluates the promotion from → to and makes its pull request match
-// (promote, promote.go), in a span "promotion" (WithTracerProvider).
+// (promotions, promote.go), in a span "promotion" (WithTracerProvider).
 func (b *Bot) Promote(ctx context.Context, from, to string, dryRun bool) (*PromoteResult, error) {
 	ctx, span := b.tracer.Start(ctx, "promotion", trace.WithAttributes(attribute.String("stagehand.from", from),
 		tracing.AttrEnvironment.String(to), attribute.Bool("stagehand.dry_run", dryRun)))
-	res, err := b.promote(ctx, from, to, dryRun)
+	res, err := b.promotions.promote(ctx, from, to, dryRun)
 	if res != nil && span.IsRecording() {
 		span.SetAttributes(attribute.String("stagehand.action", res.Action), attribute.Int("stagehand.pr", res.PR),
 			attribute.Bool("stagehand.merged", res.Merged), attribute.String("stagehand.reason", res.Reason))
