@@ -41,6 +41,7 @@ var layering = []struct {
 	{"internal/rollback", []string{"internal/daemon", "internal/github", "internal/cli", "internal/wire", "internal/ui", "internal/notify"}, "the rollbacker asks the reconciler through rollback.Reconciler and gets its pull-request bot and lock service built"},
 	{"internal/keyless", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/wire"}, "the keyless bump API is a door of prbot serve: it verifies through internal/auth/oidc and bumps through internal/prbot"},
 	{"internal/prbot/promoter", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/wire", "internal/keyless"}, "the promotion loop asks the bot and hears webhooks, and knows no other door"},
+	{"internal/prbot/remote", []string{"internal/prbot", "internal/prbot/promoter", "internal/keyless", "internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/wire"}, "the repository on GitHub sits below the bot's flows, which decide with it; it knows no flow and no door"},
 	{"internal/prbot/prbottest", []string{"internal/prbot"}, "the test world of the bot is below the bot, so the bot's own tests use it"},
 	{"internal/prbot", []string{"internal/keyless"}, "the bot knows no door in front of it; internal/keyless asks it"},
 	{"internal/keyless/bumpclient", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/wire", "internal/auth"}, "the keyless bump client talks to prbot serve over HTTP with prbot's types, and knows nothing of the reconciler"},

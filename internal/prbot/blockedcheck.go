@@ -3,6 +3,7 @@ package prbot
 import (
 	"fmt"
 
+	"github.com/stagehand-gitops/stagehand/internal/prbot/remote"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
 
@@ -24,16 +25,16 @@ func blockedCheckName(pair promote.Pair) string { return pair.Branch() }
 
 // blockedNote says why the promotion pair cannot be opened, as the neutral
 // check run blockedCheckName(pair) on sha.
-func blockedNote(sha string, pair promote.Pair, reason string) checkNote {
-	return checkNote{sha: sha, name: blockedCheckName(pair), title: blockedCheckTitle,
-		summary: fmt.Sprintf("Not opening a promotion from %s to %s: %s.", pair.From, pair.To, reason)}
+func blockedNote(sha string, pair promote.Pair, reason string) remote.Note {
+	return remote.Note{SHA: sha, Name: blockedCheckName(pair), Title: blockedCheckTitle,
+		Summary: fmt.Sprintf("Not opening a promotion from %s to %s: %s.", pair.From, pair.To, reason)}
 }
 
 // clearedNote rewrites the check run of an earlier block on sha, if there
 // is one, to say that nothing blocks the promotion any more.
-func clearedNote(sha string, pair promote.Pair) checkNote {
-	return checkNote{sha: sha, name: blockedCheckName(pair), title: clearedCheckTitle,
-		summary: fmt.Sprintf("No lock or window blocks the promotion from %s to %s any more.", pair.From, pair.To)}
+func clearedNote(sha string, pair promote.Pair) remote.Note {
+	return remote.Note{SHA: sha, Name: blockedCheckName(pair), Title: clearedCheckTitle,
+		Summary: fmt.Sprintf("No lock or window blocks the promotion from %s to %s any more.", pair.From, pair.To)}
 }
 
 // A blocked bump with no pull request open says why the same way, in the

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-github/v60/github"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/stagehand-gitops/stagehand/internal/prbot/remote"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
@@ -29,15 +30,14 @@ type Freezes interface {
 }
 
 // Bot acts on one manifests repository. It is what the commands build and
-// serve; each of its flows is a small type of its own, sharing the
-// repository's parts: bumps (bumper, bump.go), promotions (promotions,
-// promote.go) and rollbacks (rollbacks, rollback.go), over the repository's
-// branches and files (repository, repository.go, branch.go, snapshot.go),
-// its pull requests and comments (pulls, pulls.go), its check runs (checks,
-// checks.go), the locks and holds that stop a pull request (lockGate,
-// lockrules.go) and the merges (merger, merge.go).
+// serve; each of its flows is a small type of its own: bumps (bumper,
+// bump.go), promotions (promotions, promote.go) and rollbacks (rollbacks,
+// rollback.go). They share the repository as internal/prbot/remote reaches
+// it on GitHub (its branches and files, pull requests, check runs), the
+// locks and holds that stop a pull request (lockGate, lockrules.go) and the
+// merges (merger, merge.go).
 type Bot struct {
-	repo          *repository
+	repo          *remote.Repository
 	bumps         *bumper
 	promotions    *promotions
 	rollbacks     *rollbacks
@@ -182,26 +182,33 @@ func New(gh *github.Client, owner, repo string, opts ...Option) (*Bot, error) {
 	if o.upstreamOwner == "" {
 		o.upstreamOwner = owner
 	}
-	return compose(gh, owner, repo, o), nil
+	r, err := remote.New(gh, owner, repo, remote.WithBase(o.base), remote.WithRoot(o.root), remote.WithManifestOptions(o.manifestOpts...))
+	if err != nil {
+		return nil, fmt.Errorf("creating prbot: %w", err)
+	}
+	return compose(r, o), nil
 }
 
-// compose builds the bot's parts for owner/name from checked options.
-func compose(gh *github.Client, owner, name string, o options) *Bot {
-	repo := &repository{gh: gh, owner: owner, name: name, base: o.base, root: strings.Trim(o.root, "/"), opts: o.manifestOpts,
-		blobs: &blobCache{m: map[string][]byte{}}}
-	pulls := &pulls{repo: repo}
-	checks := &checks{repo: repo, now: o.now, required: o.requireCheck}
-	gate := &lockGate{locks: o.locks, repo: repo}
+// compose builds the bot's parts on the repository r from checked options.
+func compose(r *remote.Repository, o options) *Bot {
+	pulls := &remote.Pulls{Repo: r}
+	checks := &remote.Checks{Repo: r, Now: o.now, Required: o.requireCheck}
+	branches := &remote.Branches{Repo: r}
+	gate := &lockGate{locks: o.locks, repo: r}
 	merge := &merger{pulls: pulls, checks: checks, gate: gate, method: o.mergeMethod, poll: o.poll, now: o.now}
 	links := promote.Links{WebURL: o.webURL, Owner: o.upstreamOwner}
 	return &Bot{
-		repo:  repo,
-		bumps: &bumper{repo: repo, pulls: pulls, checks: checks, gate: gate, merge: merge},
-		promotions: &promotions{repo: repo, pulls: pulls, checks: checks, gate: gate, merge: merge, freezes: o.freezes,
-			links: links, now: o.now, depth: o.depth},
-		rollbacks:     &rollbacks{repo: repo, pulls: pulls, checks: checks, links: links, depth: o.depth},
+		repo:  r,
+		bumps: &bumper{repo: r, branches: branches, pulls: pulls, checks: checks, gate: gate, merge: merge},
+		promotions: &promotions{repo: r, branches: branches, pulls: pulls, checks: checks, gate: gate, merge: merge,
+			freezes: o.freezes, links: links, now: o.now, depth: o.depth},
+		rollbacks:     &rollbacks{repo: r, branches: branches, pulls: pulls, checks: checks, links: links, depth: o.depth},
 		upstreamOwner: o.upstreamOwner,
 		now:           o.now,
 		tracer:        tracerOf(o),
 	}
 }
+
+// ErrConflict is a write refused because someone else wrote the file first
+// (remote.ErrConflict: a bump's write of its file, eight times in a row).
+var ErrConflict = remote.ErrConflict

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-github/v60/github"
 
+	"github.com/stagehand-gitops/stagehand/internal/prbot/remote"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 )
 
@@ -67,11 +68,12 @@ var fileNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*\.json$`)
 // or updated in place, a lock or hold that stops it reported, and the pull
 // request merged when AutoMerge asks.
 type bumper struct {
-	repo   *repository
-	pulls  *pulls
-	checks *checks
-	gate   *lockGate
-	merge  *merger
+	repo     *remote.Repository
+	branches *remote.Branches
+	pulls    *remote.Pulls
+	checks   *remote.Checks
+	gate     *lockGate
+	merge    *merger
 }
 
 // bumpRun is one bump on its way: the request, where it writes, what it
@@ -95,18 +97,18 @@ func (bm *bumper) bump(ctx context.Context, req BumpRequest) (*BumpResult, error
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
-	run := &bumpRun{req: req, file: bm.repo.path(path.Join("environments", req.Env, req.File)), branch: BumpBranch(req.Env, req.File)}
+	run := &bumpRun{req: req, file: bm.repo.Path(path.Join("environments", req.Env, req.File)), branch: BumpBranch(req.Env, req.File)}
 	res := &BumpResult{File: run.file, Branch: run.branch}
 	run.res = res
 
 	var err error
-	if run.baseSHA, err = bm.repo.headRef(ctx, bm.repo.base); err != nil {
+	if run.baseSHA, err = bm.repo.HeadRef(ctx, bm.repo.Base()); err != nil {
 		return nil, err
 	}
 	if run.baseSHA == "" {
-		return nil, fmt.Errorf("bumping %s: base branch %s does not exist", run.file, bm.repo.base)
+		return nil, fmt.Errorf("bumping %s: base branch %s does not exist", run.file, bm.repo.Base())
 	}
-	if run.pr, err = bm.pulls.open(ctx, run.branch); err != nil {
+	if run.pr, err = bm.pulls.Open(ctx, run.branch); err != nil {
 		return nil, err
 	}
 	// A lock or hold on the stage, a target or the service: nothing is
@@ -139,11 +141,11 @@ func (bm *bumper) bump(ctx context.Context, req BumpRequest) (*BumpResult, error
 	if title == "" {
 		// The branch does not differ from the base: nothing to propose.
 		if res.Reason == "" {
-			res.Reason = fmt.Sprintf("%s on %s already has %s", run.file, bm.repo.base, req.Tag)
+			res.Reason = fmt.Sprintf("%s on %s already has %s", run.file, bm.repo.Base(), req.Tag)
 		}
 		return res, nil
 	}
-	pr, created, err := bm.pulls.ensure(ctx, run.branch, title, body)
+	pr, created, err := bm.pulls.Ensure(ctx, run.branch, title, body)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +159,7 @@ func (bm *bumper) bump(ctx context.Context, req BumpRequest) (*BumpResult, error
 	merged, reason, err := bm.merge.whenReady(ctx, pr.GetNumber(), scope, req.MergeTimeout)
 	res.Merged, res.Reason = merged, reason
 	if merged {
-		bm.repo.deleteBranch(ctx, run.branch)
+		bm.repo.DeleteBranch(ctx, run.branch)
 	}
 	return res, err
 }
@@ -171,10 +173,10 @@ func (bm *bumper) blocked(ctx context.Context, run *bumpRun, locks []string) (*B
 	res.Reason = "blocked: " + strings.Join(locks, "; ")
 	if run.pr != nil {
 		res.PR, res.URL = run.pr.GetNumber(), run.pr.GetHTMLURL()
-		return res, bm.pulls.upsertComment(ctx, run.pr.GetNumber(), "blocked", fmt.Sprintf("Not updating or merging this bump of %s to %s: %s", containerLabel(req), req.Tag, res.Reason))
+		return res, bm.pulls.UpsertComment(ctx, run.pr.GetNumber(), "blocked", fmt.Sprintf("Not updating or merging this bump of %s to %s: %s", containerLabel(req), req.Tag, res.Reason))
 	}
 	summary := fmt.Sprintf("Not opening a bump of %s to %s in %s: %s", containerLabel(req), req.Tag, req.Env, res.Reason)
-	return res, bm.checks.note(ctx, checkNote{sha: run.baseSHA, name: res.Branch, title: blockedBumpTitle, summary: summary}, true)
+	return res, bm.checks.Note(ctx, remote.Note{SHA: run.baseSHA, Name: res.Branch, Title: blockedBumpTitle, Summary: summary}, true)
 }
 
 // clearBlocked rewrites an earlier note of a blocked bump, on the pull
@@ -183,11 +185,11 @@ func (bm *bumper) blocked(ctx context.Context, run *bumpRun, locks []string) (*B
 func (bm *bumper) clearBlocked(ctx context.Context, run *bumpRun) error {
 	const text = "No lock or hold blocks this bump any more."
 	if !run.res.Created {
-		if err := bm.pulls.editComment(ctx, run.res.PR, "blocked", text); err != nil {
+		if err := bm.pulls.EditComment(ctx, run.res.PR, "blocked", text); err != nil {
 			return err
 		}
 	}
-	return bm.checks.note(ctx, checkNote{sha: run.baseSHA, name: run.branch, title: clearedBumpTitle, summary: text}, false)
+	return bm.checks.Note(ctx, remote.Note{SHA: run.baseSHA, Name: run.branch, Title: clearedBumpTitle, Summary: text}, false)
 }
 
 // write applies run's request to its file on its branch and commits it,
@@ -197,19 +199,19 @@ func (bm *bumper) clearBlocked(ctx context.Context, run *bumpRun) error {
 func (bm *bumper) write(ctx context.Context, run *bumpRun) (commit, reason string, err error) {
 	req := run.req
 	for attempt := 1; ; attempt++ {
-		data, sha, err := bm.repo.file(ctx, run.file, run.branch)
+		data, sha, err := bm.repo.File(ctx, run.file, run.branch)
 		if err != nil {
 			return "", "", err
 		}
 		if data == nil {
-			return "", "", fmt.Errorf("bumping %s: the file does not exist on %s; create it (and include it from environments/%s/manifest.json) first", run.file, bm.repo.base, req.Env)
+			return "", "", fmt.Errorf("bumping %s: the file does not exist on %s; create it (and include it from environments/%s/manifest.json) first", run.file, bm.repo.Base(), req.Env)
 		}
-		out, reason, err := applyBump(run.file, data, req, bm.repo.opts...)
+		out, reason, err := applyBump(run.file, data, req, bm.repo.ManifestOptions()...)
 		if err != nil || out == nil {
 			return "", reason, err
 		}
 		msg := fmt.Sprintf("Bump %s to %s in %s", containerLabel(req), req.Tag, req.Env)
-		commit, err := bm.repo.putFile(ctx, fileEdit{branch: run.branch, path: run.file, message: msg, content: out}, sha)
+		commit, err := bm.branches.Put(ctx, remote.FileEdit{Branch: run.branch, Path: run.file, Message: msg, Content: out}, sha)
 		if errors.Is(err, ErrConflict) && attempt < maxWriteAttempts {
 			// Another bump wrote first: read its result and apply ours on top.
 			if err := sleep(ctx, time.Duration(attempt*attempt)*50*time.Millisecond); err != nil {
@@ -258,17 +260,17 @@ func containerLabel(req BumpRequest) string {
 // an earlier, finished pull request.
 func (bm *bumper) prepareBranch(ctx context.Context, run *bumpRun) error {
 	r := bm.repo
-	head, err := r.headRef(ctx, run.branch)
+	head, err := r.HeadRef(ctx, run.branch)
 	if err != nil {
 		return err
 	}
 	if head == "" {
-		_, err := r.createRef(ctx, run.branch, run.baseSHA)
+		_, err := r.CreateRef(ctx, run.branch, run.baseSHA)
 		return err
 	}
-	cmp, err := r.compare(ctx, run.baseSHA, head)
+	cmp, err := r.Compare(ctx, run.baseSHA, head)
 	if err != nil {
-		return fmt.Errorf("comparing %s with %s: %w", run.branch, r.base, err)
+		return fmt.Errorf("comparing %s with %s: %w", run.branch, r.Base(), err)
 	}
 	if run.pr != nil {
 		return bm.keepMergeable(ctx, run, cmp.GetMergeBaseCommit().GetSHA())
@@ -279,7 +281,7 @@ func (bm *bumper) prepareBranch(ctx context.Context, run *bumpRun) error {
 	case "behind":
 		// Merged already: fast-forward to the base. A concurrent bump that
 		// moved the branch in between wins; build on its commit.
-		if err := r.setRef(ctx, run.branch, run.baseSHA, false); err != nil && !isStatus(err, http.StatusUnprocessableEntity) {
+		if err := r.SetRef(ctx, run.branch, run.baseSHA, false); err != nil && !remote.IsStatus(err, http.StatusUnprocessableEntity) {
 			return err
 		}
 		return nil
@@ -287,13 +289,13 @@ func (bm *bumper) prepareBranch(ctx context.Context, run *bumpRun) error {
 	// "ahead" or "diverged": a pull request closed (unmerged, or squashed)
 	// left its commits: start over from the base. Otherwise another bump is
 	// writing right now: build on it.
-	closed, err := bm.pulls.list(ctx, run.branch, "closed")
+	closed, err := bm.pulls.List(ctx, run.branch, "closed")
 	if err != nil {
 		return err
 	}
 	for _, pr := range closed {
 		if pr.GetHead().GetSHA() == head {
-			return r.setRef(ctx, run.branch, run.baseSHA, true)
+			return r.SetRef(ctx, run.branch, run.baseSHA, true)
 		}
 	}
 	return nil
@@ -308,18 +310,18 @@ func (bm *bumper) keepMergeable(ctx context.Context, run *bumpRun, mergeBase str
 	if mergeBase == "" || mergeBase == run.baseSHA {
 		return nil
 	}
-	old, _, err := r.file(ctx, file, mergeBase)
+	old, _, err := r.File(ctx, file, mergeBase)
 	if err != nil {
 		return err
 	}
-	base, _, err := r.file(ctx, file, run.baseSHA)
+	base, _, err := r.File(ctx, file, run.baseSHA)
 	if err != nil {
 		return err
 	}
 	if bytes.Equal(old, base) || base == nil {
 		return nil
 	}
-	cur, _, err := r.file(ctx, file, run.branch)
+	cur, _, err := r.File(ctx, file, run.branch)
 	if err != nil {
 		return err
 	}
@@ -330,21 +332,21 @@ func (bm *bumper) keepMergeable(ctx context.Context, run *bumpRun, mergeBase str
 		if before.m[k] == c {
 			continue
 		}
-		out, _, err := applyBump(file, data, BumpRequest{Service: k.service, Container: k.container, Tag: c.DockerTag, Digest: c.DockerDigest}, r.opts...)
+		out, _, err := applyBump(file, data, BumpRequest{Service: k.service, Container: k.container, Tag: c.DockerTag, Digest: c.DockerDigest}, r.ManifestOptions()...)
 		if err != nil {
-			return fmt.Errorf("re-applying %s on %s: %w", k.label(), r.base, err)
+			return fmt.Errorf("re-applying %s on %s: %w", k.label(), r.Base(), err)
 		}
 		if out != nil {
 			data = out
 		}
 	}
-	if err := r.setRef(ctx, run.branch, run.baseSHA, true); err != nil {
+	if err := r.SetRef(ctx, run.branch, run.baseSHA, true); err != nil {
 		return err
 	}
 	if bytes.Equal(data, base) {
 		return nil
 	}
-	_, err = r.ensureFile(ctx, fileEdit{branch: run.branch, path: file, message: fmt.Sprintf("Re-apply bumps of %s on top of %s", path.Base(file), r.base), content: data})
+	_, err = bm.branches.Ensure(ctx, remote.FileEdit{Branch: run.branch, Path: file, Message: fmt.Sprintf("Re-apply bumps of %s on top of %s", path.Base(file), r.Base()), Content: data})
 	return err
 }
 

@@ -7,19 +7,20 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stagehand-gitops/stagehand/internal/prbot/remote"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
 
 // text renders the pull request's title and body from what run's branch
-// changes in its file compared with the base ("" title: no difference).
+// changes in its file compared with the base ("" Title: no difference).
 func (bm *bumper) text(ctx context.Context, run *bumpRun) (string, string, error) {
 	file, env := run.file, run.req.Env
-	baseData, _, err := bm.repo.file(ctx, file, bm.repo.base)
+	baseData, _, err := bm.repo.File(ctx, file, bm.repo.Base())
 	if err != nil {
 		return "", "", err
 	}
-	headData, _, err := bm.repo.file(ctx, file, run.branch)
+	headData, _, err := bm.repo.File(ctx, file, run.branch)
 	if err != nil {
 		return "", "", err
 	}
@@ -46,7 +47,7 @@ func (bm *bumper) text(ctx context.Context, run *bumpRun) (string, string, error
 	}
 	title := truncateTitle(fmt.Sprintf("Bump %s in %s: %s", path.Base(file), env, strings.Join(parts, ", ")))
 	body := fmt.Sprintf("%s\nBumps `%s` (owned by `%s`).\n\n| service | container | from | to | digest |\n|---|---|---|---|---|\n%s\n\n_Opened by Stagehand prbot; later bumps of this file update this pull request._\n",
-		commentMarker("bump "+env+" "+path.Base(file)), file, manifest.Owner(file), strings.Join(rows, "\n"))
+		remote.Marker("bump "+env+" "+path.Base(file)), file, manifest.Owner(file), strings.Join(rows, "\n"))
 	if r := []rune(body); len(r) > promote.MaxBody {
 		body = string(r[:promote.MaxBody-1]) + "…"
 	}

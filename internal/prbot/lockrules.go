@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/prbot/remote"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
@@ -38,13 +39,13 @@ type lockScope struct {
 // the lock service (WithLocks) on a stage's lock path, as pipeline.yaml
 // gives it, its targets and the services a pull request moves.
 type lockGate struct {
-	locks LockChecker // nil: nothing blocks
-	repo  *repository // for pipeline.yaml's lock paths
+	locks LockChecker        // nil: nothing blocks
+	repo  *remote.Repository // for pipeline.yaml's lock paths
 }
 
 // stageLockPath is the lockPath pipeline.yaml gives env ("" without pipeline or lock path).
 func (g *lockGate) stageLockPath(ctx context.Context, env string) (string, error) {
-	pl, err := g.repo.pipeline(ctx, g.repo.base)
+	pl, err := g.repo.Pipeline(ctx, g.repo.Base())
 	if err != nil || pl == nil {
 		return "", err
 	}

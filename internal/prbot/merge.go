@@ -9,14 +9,16 @@ import (
 	"time"
 
 	"github.com/google/go-github/v60/github"
+
+	"github.com/stagehand-gitops/stagehand/internal/prbot/remote"
 )
 
 // merger merges the bot's pull requests once they may be: open, not a
 // draft, no lock or hold on what they move (gate) and their checks green
 // (checks).
 type merger struct {
-	pulls  *pulls
-	checks *checks
+	pulls  *remote.Pulls
+	checks *remote.Checks
 	gate   *lockGate
 	method string        // merge, squash or rebase (WithMergeMethod)
 	poll   time.Duration // between looks while waiting (WithPollInterval)
@@ -38,7 +40,7 @@ func (m *merger) readiness(ctx context.Context, pr *github.PullRequest, scope lo
 	if len(locks) > 0 {
 		return false, "locked: " + strings.Join(locks, "; "), nil
 	}
-	waiting, err := m.checks.pending(ctx, pr.GetHead().GetSHA())
+	waiting, err := m.checks.Pending(ctx, pr.GetHead().GetSHA())
 	if err != nil {
 		return false, "", err
 	}
@@ -51,12 +53,11 @@ func (m *merger) readiness(ctx context.Context, pr *github.PullRequest, scope lo
 // mergeNow merges the pull request at the head sha it was judged on; a head
 // that moved in between (a newer bump) is reported as not merged.
 func (m *merger) mergeNow(ctx context.Context, pr *github.PullRequest) (bool, string, error) {
-	r := m.pulls.repo
-	_, _, err := r.gh.PullRequests.Merge(ctx, r.owner, r.name, pr.GetNumber(), "", &github.PullRequestOptions{SHA: pr.GetHead().GetSHA(), MergeMethod: m.method})
+	err := m.pulls.Merge(ctx, pr, m.method)
 	switch {
-	case isStatus(err, http.StatusConflict):
+	case remote.IsStatus(err, http.StatusConflict):
 		return false, "the head branch moved while merging", nil
-	case isStatus(err, http.StatusMethodNotAllowed):
+	case remote.IsStatus(err, http.StatusMethodNotAllowed):
 		var e *github.ErrorResponse
 		errors.As(err, &e)
 		return false, "not mergeable: " + e.Message, nil
@@ -73,7 +74,7 @@ func (m *merger) whenReady(ctx context.Context, number int, scope lockScope, tim
 	deadline := m.now().Add(timeout)
 	lockNoted := ""
 	for {
-		pr, err := m.pulls.get(ctx, number)
+		pr, err := m.pulls.Get(ctx, number)
 		if err != nil {
 			return false, "", err
 		}
@@ -92,7 +93,7 @@ func (m *merger) whenReady(ctx context.Context, number int, scope lockScope, tim
 			return false, reason, nil
 		}
 		if strings.HasPrefix(reason, "locked: ") && reason != lockNoted {
-			if err := m.pulls.upsertComment(ctx, number, "lock", fmt.Sprintf("Not merging yet: environment lock path `%s` is locked or held. %s\n\nStagehand merges once no lock or hold blocks and the checks are green.", scope.lockPath, strings.TrimPrefix(reason, "locked: "))); err != nil {
+			if err := m.pulls.UpsertComment(ctx, number, "lock", fmt.Sprintf("Not merging yet: environment lock path `%s` is locked or held. %s\n\nStagehand merges once no lock or hold blocks and the checks are green.", scope.lockPath, strings.TrimPrefix(reason, "locked: "))); err != nil {
 				return false, "", err
 			}
 			lockNoted = reason

@@ -97,8 +97,8 @@ func (w MergeWatch) Wait(ctx context.Context, gh *github.Client) (string, error)
 
 // WaitMerged is w.Wait through the bot's GitHub client, on its repository.
 func (b *Bot) WaitMerged(ctx context.Context, w MergeWatch) (string, error) {
-	w.Owner, w.Repo = b.repo.owner, b.repo.name
-	return w.Wait(ctx, b.repo.gh)
+	w.Owner, w.Repo = b.repo.Owner(), b.repo.Name()
+	return w.Wait(ctx, b.repo.Client())
 }
 
 // retryAfter is how long a rate-limited read asks to wait (true), or false

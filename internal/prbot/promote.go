@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/google/go-github/v60/github"
 
+	"github.com/stagehand-gitops/stagehand/internal/prbot/remote"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
@@ -68,9 +71,9 @@ func (ps *promotions) promote(ctx context.Context, from, to string, dryRun bool)
 		res.Action, res.Reason = ActionBlocked, d.Blocked
 		if p.pr == nil {
 			// Nothing to comment on: say why on the base branch's head.
-			return res, ps.checks.note(ctx, blockedNote(p.baseSHA, p.pair, d.Blocked), true)
+			return res, ps.checks.Note(ctx, blockedNote(p.baseSHA, p.pair, d.Blocked), true)
 		}
-		return res, ps.pulls.upsertComment(ctx, p.pr.GetNumber(), "blocked", fmt.Sprintf("Not updating or merging this promotion: %s.", d.Blocked))
+		return res, ps.pulls.UpsertComment(ctx, p.pr.GetNumber(), "blocked", fmt.Sprintf("Not updating or merging this promotion: %s.", d.Blocked))
 	case len(d.Changes) == 0:
 		res.Action, res.Reason = ActionNone, reasonOf(d)
 		if p.pr == nil {
@@ -91,15 +94,16 @@ func (ps *promotions) promote(ctx context.Context, from, to string, dryRun bool)
 // locks and deploy windows), and its single pull request opened, updated,
 // closed or merged to match.
 type promotions struct {
-	repo    *repository
-	pulls   *pulls
-	checks  *checks
-	gate    *lockGate
-	merge   *merger
-	freezes Freezes // nil: no deploy windows are consulted
-	links   promote.Links
-	now     func() time.Time
-	depth   int // commits of history looked back through (WithHistoryDepth)
+	repo     *remote.Repository
+	branches *remote.Branches
+	pulls    *remote.Pulls
+	checks   *remote.Checks
+	gate     *lockGate
+	merge    *merger
+	freezes  Freezes // nil: no deploy windows are consulted
+	links    promote.Links
+	now      func() time.Time
+	depth    int // commits of history looked back through (WithHistoryDepth)
 }
 
 // promotion is what one evaluation of a promotion read and decided, before
@@ -119,19 +123,19 @@ type promotion struct {
 // stage's locks, and decides what the promotion from → to is.
 func (ps *promotions) evaluate(ctx context.Context, from, to string) (*promotion, error) {
 	r := ps.repo
-	baseSHA, err := r.headRef(ctx, r.base)
+	baseSHA, err := r.HeadRef(ctx, r.Base())
 	if err != nil {
 		return nil, err
 	}
 	if baseSHA == "" {
-		return nil, fmt.Errorf("promoting %s → %s: base branch %s does not exist", from, to, r.base)
+		return nil, fmt.Errorf("promoting %s → %s: base branch %s does not exist", from, to, r.Base())
 	}
-	pl, err := r.pipeline(ctx, baseSHA)
+	pl, err := r.Pipeline(ctx, baseSHA)
 	if err != nil {
 		return nil, err
 	}
 	if pl == nil {
-		return nil, fmt.Errorf("promoting %s → %s: no %s on %s", from, to, r.path(promote.FileName), r.base)
+		return nil, fmt.Errorf("promoting %s → %s: no %s on %s", from, to, r.Path(promote.FileName), r.Base())
 	}
 	pair, err := pl.Pair(from, to)
 	if err != nil {
@@ -139,11 +143,11 @@ func (ps *promotions) evaluate(ctx context.Context, from, to string) (*promotion
 	}
 	stage, _ := pl.Stage(to)
 	p := &promotion{pair: pair, stage: *stage, baseSHA: baseSHA}
-	head, err := r.snapshot(ctx, baseSHA)
+	head, err := r.Snapshot(ctx, baseSHA)
 	if err != nil {
 		return nil, err
 	}
-	target, err := r.resolve(ctx, head, to)
+	target, err := r.Resolve(ctx, head, to)
 	if err != nil {
 		return nil, fmt.Errorf("resolving %s at %s: %w", to, baseSHA, err)
 	}
@@ -178,10 +182,10 @@ func (ps *promotions) evaluate(ctx context.Context, from, to string) (*promotion
 		}
 	}
 	p.decision = d
-	if p.edits, err = promotionEdits(head, d.Changes, r.opts...); err != nil {
+	if p.edits, err = promotionEdits(head, d.Changes, r.ManifestOptions()...); err != nil {
 		return nil, err
 	}
-	if p.pr, err = ps.pulls.open(ctx, pair.Branch()); err != nil {
+	if p.pr, err = ps.pulls.Open(ctx, pair.Branch()); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -192,7 +196,7 @@ func (ps *promotions) evaluate(ctx context.Context, from, to string) (*promotion
 func (p *promotion) result(links promote.Links) *PromoteResult {
 	res := &PromoteResult{From: p.pair.From, To: p.pair.To, Branch: p.pair.Branch(), Decision: p.decision}
 	if len(p.edits) > 0 {
-		res.Files = sortedKeys(p.edits)
+		res.Files = slices.Sorted(maps.Keys(p.edits))
 	}
 	if len(p.decision.Changes) > 0 {
 		res.Title, res.Body = promote.Title(p.decision), promote.Body(p.decision, links)
@@ -208,11 +212,11 @@ func (p *promotion) result(links promote.Links) *PromoteResult {
 // later stage, merges once it is ready. It fills in res.
 func (ps *promotions) propose(ctx context.Context, p *promotion, res *PromoteResult) error {
 	branch := p.pair.Branch()
-	changed, err := ps.repo.writeBranch(ctx, branchEdit{branch: branch, baseSHA: p.baseSHA, files: p.edits, message: fmt.Sprintf("Promote %s → %s", p.pair.From, p.pair.To)})
+	changed, err := ps.branches.Write(ctx, remote.BranchEdit{Branch: branch, BaseSHA: p.baseSHA, Files: p.edits, Message: fmt.Sprintf("Promote %s → %s", p.pair.From, p.pair.To)})
 	if err != nil {
 		return err
 	}
-	pr, created, err := ps.pulls.ensure(ctx, branch, res.Title, res.Body)
+	pr, created, err := ps.pulls.Ensure(ctx, branch, res.Title, res.Body)
 	if err != nil {
 		return err
 	}
@@ -226,16 +230,16 @@ func (ps *promotions) propose(ctx context.Context, p *promotion, res *PromoteRes
 		res.Action = ActionUnchanged
 	}
 	// A comment or check run about an earlier block no longer holds.
-	if err := ps.pulls.editComment(ctx, pr.GetNumber(), "blocked", "No lock or window blocks this promotion any more."); err != nil {
+	if err := ps.pulls.EditComment(ctx, pr.GetNumber(), "blocked", "No lock or window blocks this promotion any more."); err != nil {
 		return err
 	}
-	if err := ps.checks.note(ctx, clearedNote(p.baseSHA, p.pair), false); err != nil {
+	if err := ps.checks.Note(ctx, clearedNote(p.baseSHA, p.pair), false); err != nil {
 		return err
 	}
 	if !p.stage.AutoMerge {
 		return nil
 	}
-	if pr, err = ps.pulls.get(ctx, pr.GetNumber()); err != nil {
+	if pr, err = ps.pulls.Get(ctx, pr.GetNumber()); err != nil {
 		return err
 	}
 	ready, reason, err := ps.merge.readiness(ctx, pr, p.scope)
@@ -248,7 +252,7 @@ func (ps *promotions) propose(ctx context.Context, p *promotion, res *PromoteRes
 			return err
 		}
 		if res.Merged {
-			ps.repo.deleteBranch(ctx, branch)
+			ps.repo.DeleteBranch(ctx, branch)
 		}
 	}
 	res.Reason = reason
@@ -275,10 +279,10 @@ func reasonOf(d promote.Decision) string {
 // close closes p's pull request, which has nothing left to do.
 func (ps *promotions) close(ctx context.Context, p *promotion) error {
 	number, pair := p.pr.GetNumber(), p.pair
-	if err := ps.pulls.upsertComment(ctx, number, "closed", fmt.Sprintf("Nothing left to promote from %s to %s (%s); closing.", pair.From, pair.To, reasonOf(p.decision))); err != nil {
+	if err := ps.pulls.UpsertComment(ctx, number, "closed", fmt.Sprintf("Nothing left to promote from %s to %s (%s); closing.", pair.From, pair.To, reasonOf(p.decision))); err != nil {
 		return err
 	}
-	return ps.pulls.close(ctx, number, pair.Branch())
+	return ps.pulls.Close(ctx, number, pair.Branch())
 }
 
 // history walks the base branch back from its head, reading the newest
@@ -290,9 +294,9 @@ func (ps *promotions) close(ctx context.Context, p *promotion) error {
 // history depth, at a commit whose stage does not resolve, or once a
 // success was found and an older success no longer runs the versions it
 // would promote (so soak times count from their first success).
-func (ps *promotions) history(ctx context.Context, p *promotion, head *repoFS, target *manifest.Environment) ([]promote.Observation, error) {
+func (ps *promotions) history(ctx context.Context, p *promotion, head *remote.FS, target *manifest.Environment) ([]promote.Observation, error) {
 	baseSHA, pair, stage := p.baseSHA, p.pair, p.stage
-	src, err := ps.repo.resolve(ctx, head, pair.From)
+	src, err := ps.repo.Resolve(ctx, head, pair.From)
 	if err != nil {
 		return nil, fmt.Errorf("resolving %s at %s: %w", pair.From, baseSHA, err)
 	}
@@ -307,18 +311,18 @@ func (ps *promotions) history(ctx context.Context, p *promotion, head *repoFS, t
 		read    = head // the snapshot src was resolved from
 	)
 	for len(out) < ps.depth {
-		check, err := ps.checks.latest(ctx, sha, promote.CheckName(pair.From))
+		check, err := ps.checks.Latest(ctx, sha, promote.CheckName(pair.From))
 		if err != nil {
 			return nil, err
 		}
 		obs := promote.Observation{Commit: sha, Check: check}
 		healthy := stage.Healthy(check)
 		if dirty && healthy {
-			fsys, err := ps.repo.snapshot(ctx, sha)
+			fsys, err := ps.repo.Snapshot(ctx, sha)
 			if err != nil {
 				return nil, err
 			}
-			older, err := ps.repo.resolve(ctx, fsys, pair.From)
+			older, err := ps.repo.Resolve(ctx, fsys, pair.From)
 			if err != nil {
 				break // an invalid older state ends the evidence
 			}
@@ -336,7 +340,7 @@ func (ps *promotions) history(ctx context.Context, p *promotion, head *repoFS, t
 		} else if healthy && !anyStillRuns(changes, src) {
 			break
 		}
-		touched, parent, err := ps.repo.touches(ctx, sha, read.read())
+		touched, parent, err := ps.repo.Touches(ctx, sha, read.Read())
 		if err != nil {
 			return nil, err
 		}

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
 
+	"github.com/stagehand-gitops/stagehand/internal/prbot/remote"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
@@ -104,18 +107,19 @@ func (b *Bot) Rollback(ctx context.Context, req RollbackRequest) (*RollbackResul
 // those of an earlier revision of the base branch in one pull request per
 // environment (RollbackBranch), updated in place.
 type rollbacks struct {
-	repo   *repository
-	pulls  *pulls
-	checks *checks
-	links  promote.Links
-	depth  int // commits looked back through for the previous state
+	repo     *remote.Repository
+	branches *remote.Branches
+	pulls    *remote.Pulls
+	checks   *remote.Checks
+	links    promote.Links
+	depth    int // commits looked back through for the previous state
 }
 
 // rollbackFrom is the environment as it is: the base branch's head, the
 // repository there, and the environment resolved in it.
 type rollbackFrom struct {
 	baseSHA string
-	head    *repoFS
+	head    *remote.FS
 	now     *manifest.Environment
 }
 
@@ -125,18 +129,18 @@ func (rb *rollbacks) rollback(ctx context.Context, req RollbackRequest) (*Rollba
 		return nil, err
 	}
 	r := rb.repo
-	baseSHA, err := r.headRef(ctx, r.base)
+	baseSHA, err := r.HeadRef(ctx, r.Base())
 	if err != nil {
 		return nil, err
 	}
 	if baseSHA == "" {
-		return nil, fmt.Errorf("rolling back %s: base branch %s does not exist", req.Env, r.base)
+		return nil, fmt.Errorf("rolling back %s: base branch %s does not exist", req.Env, r.Base())
 	}
-	head, err := r.snapshot(ctx, baseSHA)
+	head, err := r.Snapshot(ctx, baseSHA)
 	if err != nil {
 		return nil, err
 	}
-	now, err := r.resolve(ctx, head, req.Env)
+	now, err := r.Resolve(ctx, head, req.Env)
 	if err != nil {
 		return nil, fmt.Errorf("rolling back %s: resolving it at %s: %w", req.Env, baseSHA, err)
 	}
@@ -182,24 +186,24 @@ func (rb *rollbacks) rollback(ctx context.Context, req RollbackRequest) (*Rollba
 			return nil, err
 		}
 	}
-	edits, err := promotionEdits(head, res.Changes, r.opts...)
+	edits, err := promotionEdits(head, res.Changes, r.ManifestOptions()...)
 	if err != nil {
 		return nil, err
 	}
-	res.Files = sortedKeys(edits)
+	res.Files = slices.Sorted(maps.Keys(edits))
 	res.Title = truncateTitle(fmt.Sprintf("Rollback %s to %s: %s", req.Env, shortSHA(rev), oneLine(req.Reason)))
 	res.Body = rollbackBody(req, res, ran, rb.links)
-	prev, err := rb.pulls.open(ctx, res.Branch)
+	prev, err := rb.pulls.Open(ctx, res.Branch)
 	if err != nil {
 		return nil, err
 	}
-	changed, err := r.writeBranch(ctx, branchEdit{branch: res.Branch, baseSHA: baseSHA, files: edits, message: res.Title})
+	changed, err := rb.branches.Write(ctx, remote.BranchEdit{Branch: res.Branch, BaseSHA: baseSHA, Files: edits, Message: res.Title})
 	if err != nil {
 		return nil, err
 	}
 	// A new reason or history entry retitles the pull request: updated too.
 	changed = changed || (prev != nil && (prev.GetTitle() != res.Title || prev.GetBody() != res.Body))
-	pr, created, err := rb.pulls.ensure(ctx, res.Branch, res.Title, res.Body)
+	pr, created, err := rb.pulls.Ensure(ctx, res.Branch, res.Title, res.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -240,9 +244,9 @@ func (rb *rollbacks) target(ctx context.Context, req RollbackRequest, from rollb
 // is known to be on the base branch (at or behind baseSHA, its head).
 func (rb *rollbacks) revision(ctx context.Context, req RollbackRequest, baseSHA string) (string, *manifest.Environment, error) {
 	r := rb.repo
-	c, _, err := r.gh.Repositories.GetCommit(ctx, r.owner, r.name, req.Revision, nil)
-	if isStatus(err, http.StatusNotFound) || isStatus(err, http.StatusUnprocessableEntity) {
-		return "", nil, fmt.Errorf("rolling back %s: revision %s is not in %s/%s: %w", req.Env, req.Revision, r.owner, r.name, ErrUnknownRevision)
+	c, err := r.Commit(ctx, req.Revision)
+	if remote.IsStatus(err, http.StatusNotFound) || remote.IsStatus(err, http.StatusUnprocessableEntity) {
+		return "", nil, fmt.Errorf("rolling back %s: revision %s is not in %s/%s: %w", req.Env, req.Revision, r.Owner(), r.Name(), ErrUnknownRevision)
 	}
 	if err != nil {
 		return "", nil, fmt.Errorf("rolling back %s: reading revision %s: %w", req.Env, req.Revision, err)
@@ -250,19 +254,19 @@ func (rb *rollbacks) revision(ctx context.Context, req RollbackRequest, baseSHA 
 	rev := c.GetSHA()
 	// Only versions that were on the base branch go back: a commit of
 	// another branch never ran there and was never reviewed for it.
-	cmp, err := r.compare(ctx, rev, baseSHA)
+	cmp, err := r.Compare(ctx, rev, baseSHA)
 	if err != nil {
-		return "", nil, fmt.Errorf("rolling back %s: comparing revision %s with %s: %w", req.Env, rev, r.base, err)
+		return "", nil, fmt.Errorf("rolling back %s: comparing revision %s with %s: %w", req.Env, rev, r.Base(), err)
 	}
 	if s := cmp.GetStatus(); s != "ahead" && s != "identical" {
 		return "", nil, fmt.Errorf("rolling back %s: revision %s is not on %s (it is %s of %s's head %s): %w",
-			req.Env, shortSHA(rev), r.base, describeStatus(s), r.base, shortSHA(baseSHA), ErrUnknownRevision)
+			req.Env, shortSHA(rev), r.Base(), describeStatus(s), r.Base(), shortSHA(baseSHA), ErrUnknownRevision)
 	}
-	fsys, err := r.snapshot(ctx, rev)
+	fsys, err := r.Snapshot(ctx, rev)
 	if err != nil {
 		return "", nil, err
 	}
-	then, err := r.resolve(ctx, fsys, req.Env)
+	then, err := r.Resolve(ctx, fsys, req.Env)
 	if err != nil {
 		return "", nil, fmt.Errorf("rolling back %s: resolving it at %s: %w", req.Env, rev, err)
 	}
@@ -274,9 +278,9 @@ func (rb *rollbacks) revision(ctx context.Context, req RollbackRequest, baseSHA 
 // which it resolves to other versions than from.now.
 func (rb *rollbacks) previous(ctx context.Context, env string, from rollbackFrom) (string, *manifest.Environment, error) {
 	r := rb.repo
-	sha, read := from.baseSHA, from.head.read()
+	sha, read := from.baseSHA, from.head.Read()
 	for range rb.depth {
-		touched, parent, err := r.touches(ctx, sha, read)
+		touched, parent, err := r.Touches(ctx, sha, read)
 		if err != nil {
 			return "", nil, err
 		}
@@ -287,20 +291,20 @@ func (rb *rollbacks) previous(ctx context.Context, env string, from rollbackFrom
 		if !touched {
 			continue
 		}
-		fsys, err := r.snapshot(ctx, sha)
+		fsys, err := r.Snapshot(ctx, sha)
 		if err != nil {
 			return "", nil, err
 		}
-		then, err := r.resolve(ctx, fsys, env)
+		then, err := r.Resolve(ctx, fsys, env)
 		if err != nil {
 			continue // did not resolve there: no state to go back to
 		}
 		if len(promote.Diff(then, from.now)) > 0 {
 			return sha, then, nil
 		}
-		read = fsys.read()
+		read = fsys.Read()
 	}
-	return "", nil, fmt.Errorf("rolling back %s: no earlier state in the last %d commits of %s: %w", env, rb.depth, r.base, ErrUnknownRevision)
+	return "", nil, fmt.Errorf("rolling back %s: no earlier state in the last %d commits of %s: %w", env, rb.depth, r.Base(), ErrUnknownRevision)
 }
 
 // ranAs returns then with the versions, tags and digests of the services
@@ -364,7 +368,7 @@ func overrideEntry(c promote.Change, now *manifest.Environment) manifest.Service
 // ranFromCheck says when the environment last ran rev by the newest
 // completed stagehand/<env> check run on it (nil when there is none).
 func (rb *rollbacks) ranFromCheck(ctx context.Context, rev, env string) (*Ran, error) {
-	check, err := rb.checks.latest(ctx, rev, promote.CheckName(env))
+	check, err := rb.checks.Latest(ctx, rev, promote.CheckName(env))
 	if err != nil || check == nil {
 		return nil, err
 	}
@@ -412,9 +416,9 @@ func (b *Bot) NoteRollback(ctx context.Context, env, text string) error {
 
 // note is NoteRollback.
 func (rb *rollbacks) note(ctx context.Context, env, text string) error {
-	pr, err := rb.pulls.open(ctx, RollbackBranch(env))
+	pr, err := rb.pulls.Open(ctx, RollbackBranch(env))
 	if err != nil || pr == nil {
 		return err
 	}
-	return rb.pulls.upsertComment(ctx, pr.GetNumber(), "hold", text)
+	return rb.pulls.UpsertComment(ctx, pr.GetNumber(), "hold", text)
 }

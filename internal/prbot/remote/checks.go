@@ -1,4 +1,4 @@
-package prbot
+package remote
 
 import (
 	"context"
@@ -12,47 +12,52 @@ import (
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
 
-// checks are the check runs and commit statuses of the manifests
-// repository's commits: the bot reads them (an earlier stage's health, a
-// pull request's readiness) and writes its own neutral notes in them
-// (blockedcheck.go).
-type checks struct {
-	repo     *repository
-	now      func() time.Time
-	required []string // check names a merge waits for (WithRequiredChecks)
+// Checks are the check runs and commit statuses of the repository's
+// commits: the bot reads them (an earlier stage's health, a pull request's
+// readiness) and writes its own neutral notes in them.
+type Checks struct {
+	Repo *Repository
+	// Now stamps the notes' completion (time.Now when nil).
+	Now func() time.Time
+	// Required are check names Pending waits for even before they report.
+	Required []string
 }
 
-// checkNote is one of the bot's neutral check runs on a commit: its name,
+// Note is one of the bot's neutral check runs on a commit: its name,
 // title and summary.
-type checkNote struct {
-	sha, name, title, summary string
+type Note struct {
+	SHA, Name, Title, Summary string
 }
 
-// note makes the newest check run called n.name on n.sha read n's title
+// Note makes the newest check run called n.Name on n.SHA read n's title
 // and summary, editing it if it exists and creating it only when create is
 // set; unchanged text is left alone.
-func (c *checks) note(ctx context.Context, n checkNote, create bool) error {
-	r := c.repo
-	runs, _, err := r.gh.Checks.ListCheckRunsForRef(ctx, r.owner, r.name, n.sha, &github.ListCheckRunsOptions{
-		CheckName: github.String(n.name), Filter: github.String("latest"),
+func (c *Checks) Note(ctx context.Context, n Note, create bool) error {
+	r := c.Repo
+	runs, _, err := r.gh.Checks.ListCheckRunsForRef(ctx, r.owner, r.name, n.SHA, &github.ListCheckRunsOptions{
+		CheckName: github.String(n.Name), Filter: github.String("latest"),
 	})
 	if err != nil {
-		return fmt.Errorf("listing %s check runs of %s: %w", n.name, n.sha, err)
+		return fmt.Errorf("listing %s check runs of %s: %w", n.Name, n.SHA, err)
 	}
-	output := &github.CheckRunOutput{Title: github.String(n.title), Summary: github.String(n.summary)}
-	now := &github.Timestamp{Time: c.now()}
+	output := &github.CheckRunOutput{Title: github.String(n.Title), Summary: github.String(n.Summary)}
+	clock := c.Now
+	if clock == nil {
+		clock = time.Now
+	}
+	now := &github.Timestamp{Time: clock()}
 	for _, run := range runs.CheckRuns {
-		if run.GetName() != n.name {
+		if run.GetName() != n.Name {
 			continue
 		}
-		if run.GetOutput().GetSummary() == n.summary {
+		if run.GetOutput().GetSummary() == n.Summary {
 			return nil
 		}
 		_, _, err := r.gh.Checks.UpdateCheckRun(ctx, r.owner, r.name, run.GetID(), github.UpdateCheckRunOptions{
-			Name: n.name, Status: github.String("completed"), Conclusion: github.String("neutral"), CompletedAt: now, Output: output,
+			Name: n.Name, Status: github.String("completed"), Conclusion: github.String("neutral"), CompletedAt: now, Output: output,
 		})
 		if err != nil {
-			return fmt.Errorf("updating check run %s (%d) on %s: %w", n.name, run.GetID(), n.sha, err)
+			return fmt.Errorf("updating check run %s (%d) on %s: %w", n.Name, run.GetID(), n.SHA, err)
 		}
 		return nil
 	}
@@ -60,17 +65,17 @@ func (c *checks) note(ctx context.Context, n checkNote, create bool) error {
 		return nil
 	}
 	_, _, err = r.gh.Checks.CreateCheckRun(ctx, r.owner, r.name, github.CreateCheckRunOptions{
-		Name: n.name, HeadSHA: n.sha, Status: github.String("completed"), Conclusion: github.String("neutral"), CompletedAt: now, Output: output,
+		Name: n.Name, HeadSHA: n.SHA, Status: github.String("completed"), Conclusion: github.String("neutral"), CompletedAt: now, Output: output,
 	})
 	if err != nil {
-		return fmt.Errorf("creating check run %s on %s: %w", n.name, n.sha, err)
+		return fmt.Errorf("creating check run %s on %s: %w", n.Name, n.SHA, err)
 	}
 	return nil
 }
 
-// latest returns the newest completed check run called name on sha (nil if none).
-func (c *checks) latest(ctx context.Context, sha, name string) (*promote.Check, error) {
-	r := c.repo
+// Latest returns the newest completed check run called name on sha (nil if none).
+func (c *Checks) Latest(ctx context.Context, sha, name string) (*promote.Check, error) {
+	r := c.Repo
 	runs, _, err := r.gh.Checks.ListCheckRunsForRef(ctx, r.owner, r.name, sha, &github.ListCheckRunsOptions{
 		CheckName: github.String(name), Status: github.String("completed"), Filter: github.String("latest"),
 	})
@@ -87,10 +92,10 @@ func (c *checks) latest(ctx context.Context, sha, name string) (*promote.Check, 
 	return nil, nil
 }
 
-// pending returns "" when every check run and commit status on sha has
+// Pending returns "" when every check run and commit status on sha has
 // succeeded and every required check is among them, else what is missing.
-func (c *checks) pending(ctx context.Context, sha string) (string, error) {
-	r := c.repo
+func (c *Checks) Pending(ctx context.Context, sha string) (string, error) {
+	r := c.Repo
 	green := map[string]bool{}
 	var pending, failed []string
 	opts := &github.ListCheckRunsOptions{Filter: github.String("latest"), ListOptions: github.ListOptions{PerPage: 100}}
@@ -129,7 +134,7 @@ func (c *checks) pending(ctx context.Context, sha string) (string, error) {
 			failed = append(failed, s.GetContext()+" ("+s.GetState()+")")
 		}
 	}
-	for _, name := range c.required {
+	for _, name := range c.Required {
 		if !green[name] && !containsPrefix(pending, name) && !containsPrefix(failed, name) {
 			pending = append(pending, name+" (not reported yet)")
 		}

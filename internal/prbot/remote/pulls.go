@@ -1,4 +1,4 @@
-package prbot
+package remote
 
 import (
 	"context"
@@ -9,17 +9,17 @@ import (
 	"github.com/google/go-github/v60/github"
 )
 
-// pulls are the pull requests of the manifests repository into its base
+// Pulls are the pull requests of the manifests repository into its base
 // branch, one per head branch, and the bot's comments on them (one of each
 // kind, edited in place).
-type pulls struct {
-	repo *repository
+type Pulls struct {
+	Repo *Repository
 }
 
-// list returns the pull requests from branch into the base branch in state
+// List returns the pull requests from branch into the base branch in state
 // ("open", "closed").
-func (p *pulls) list(ctx context.Context, branch, state string) ([]*github.PullRequest, error) {
-	r := p.repo
+func (p *Pulls) List(ctx context.Context, branch, state string) ([]*github.PullRequest, error) {
+	r := p.Repo
 	prs, _, err := r.gh.PullRequests.List(ctx, r.owner, r.name, &github.PullRequestListOptions{State: state, Head: r.owner + ":" + branch, Base: r.base})
 	if err != nil {
 		what := "pull requests"
@@ -31,9 +31,9 @@ func (p *pulls) list(ctx context.Context, branch, state string) ([]*github.PullR
 	return prs, nil
 }
 
-// open returns the open pull request from branch into the base branch (nil if none).
-func (p *pulls) open(ctx context.Context, branch string) (*github.PullRequest, error) {
-	prs, err := p.list(ctx, branch, "open")
+// Open returns the open pull request from branch into the base branch (nil if none).
+func (p *Pulls) Open(ctx context.Context, branch string) (*github.PullRequest, error) {
+	prs, err := p.List(ctx, branch, "open")
 	if err != nil {
 		return nil, err
 	}
@@ -45,21 +45,21 @@ func (p *pulls) open(ctx context.Context, branch string) (*github.PullRequest, e
 	return nil, nil
 }
 
-// get reads pull request number afresh.
-func (p *pulls) get(ctx context.Context, number int) (*github.PullRequest, error) {
-	pr, _, err := p.repo.gh.PullRequests.Get(ctx, p.repo.owner, p.repo.name, number)
+// Get reads pull request number afresh.
+func (p *Pulls) Get(ctx context.Context, number int) (*github.PullRequest, error) {
+	pr, _, err := p.Repo.gh.PullRequests.Get(ctx, p.Repo.owner, p.Repo.name, number)
 	if err != nil {
 		return nil, fmt.Errorf("reading pull request #%d: %w", number, err)
 	}
 	return pr, nil
 }
 
-// ensure opens a pull request from branch, or updates the open one's
+// Ensure opens a pull request from branch, or updates the open one's
 // title and body when they differ. created reports a new pull request.
-func (p *pulls) ensure(ctx context.Context, branch, title, body string) (pr *github.PullRequest, created bool, err error) {
-	r := p.repo
+func (p *Pulls) Ensure(ctx context.Context, branch, title, body string) (pr *github.PullRequest, created bool, err error) {
+	r := p.Repo
 	for attempt := 0; attempt < 3; attempt++ {
-		pr, err = p.open(ctx, branch)
+		pr, err = p.Open(ctx, branch)
 		if err != nil {
 			return nil, false, err
 		}
@@ -77,7 +77,7 @@ func (p *pulls) ensure(ctx context.Context, branch, title, body string) (pr *git
 		if err == nil {
 			return pr, true, nil
 		}
-		if !isStatus(err, http.StatusUnprocessableEntity) {
+		if !IsStatus(err, http.StatusUnprocessableEntity) {
 			return nil, false, fmt.Errorf("opening pull request from %s: %w", branch, err)
 		}
 		// Someone opened it first (or there is nothing to merge): look again.
@@ -85,17 +85,26 @@ func (p *pulls) ensure(ctx context.Context, branch, title, body string) (pr *git
 	return nil, false, fmt.Errorf("opening pull request from %s: %w", branch, err)
 }
 
-// close closes pull request number and deletes its head branch.
-func (p *pulls) close(ctx context.Context, number int, branch string) error {
-	if _, _, err := p.repo.gh.PullRequests.Edit(ctx, p.repo.owner, p.repo.name, number, &github.PullRequest{State: github.String("closed")}); err != nil {
+// Close closes pull request number and deletes its head branch.
+func (p *Pulls) Close(ctx context.Context, number int, branch string) error {
+	if _, _, err := p.Repo.gh.PullRequests.Edit(ctx, p.Repo.owner, p.Repo.name, number, &github.PullRequest{State: github.String("closed")}); err != nil {
 		return fmt.Errorf("closing pull request #%d: %w", number, err)
 	}
-	p.repo.deleteBranch(ctx, branch)
+	p.Repo.DeleteBranch(ctx, branch)
 	return nil
 }
 
-// commentMarker tags the bot's comments so that each kind is written once and edited after.
-func commentMarker(kind string) string { return "<!-- stagehand:" + kind + " -->" }
+// Merge merges pr at the head sha it was read at, by method (merge, squash
+// or rebase). The error is GitHub's: IsStatus 409 when the head moved in
+// between, 405 when GitHub will not merge it.
+func (p *Pulls) Merge(ctx context.Context, pr *github.PullRequest, method string) error {
+	_, _, err := p.Repo.gh.PullRequests.Merge(ctx, p.Repo.owner, p.Repo.name, pr.GetNumber(), "", &github.PullRequestOptions{SHA: pr.GetHead().GetSHA(), MergeMethod: method})
+	return err
+}
+
+// Marker tags the bot's comments (and pull request bodies) so that each
+// kind is written once and edited after.
+func Marker(kind string) string { return "<!-- stagehand:" + kind + " -->" }
 
 // prComment is the bot's comment of one kind on pull request number.
 type prComment struct {
@@ -103,28 +112,28 @@ type prComment struct {
 	kind, text string
 }
 
-// upsertComment writes one comment of a kind on a pull request, editing the
+// UpsertComment writes one comment of a kind on a pull request, editing the
 // previous one of that kind instead of adding another; unchanged text is left alone.
-func (p *pulls) upsertComment(ctx context.Context, number int, kind, text string) error {
+func (p *Pulls) UpsertComment(ctx context.Context, number int, kind, text string) error {
 	return p.comment(ctx, prComment{number: number, kind: kind, text: text}, true)
 }
 
-// editComment rewrites the comment of a kind if the pull request has one.
-func (p *pulls) editComment(ctx context.Context, number int, kind, text string) error {
+// EditComment rewrites the comment of a kind if the pull request has one.
+func (p *Pulls) EditComment(ctx context.Context, number int, kind, text string) error {
 	return p.comment(ctx, prComment{number: number, kind: kind, text: text}, false)
 }
 
 // comment makes c the pull request's comment of its kind, editing the one
 // there and adding one only when create is set.
-func (p *pulls) comment(ctx context.Context, c prComment, create bool) error {
-	r := p.repo
-	body := commentMarker(c.kind) + "\n" + c.text
+func (p *Pulls) comment(ctx context.Context, c prComment, create bool) error {
+	r := p.Repo
+	body := Marker(c.kind) + "\n" + c.text
 	comments, _, err := r.gh.Issues.ListComments(ctx, r.owner, r.name, c.number, &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}})
 	if err != nil {
 		return fmt.Errorf("listing comments of #%d: %w", c.number, err)
 	}
 	for _, old := range comments {
-		if strings.HasPrefix(old.GetBody(), commentMarker(c.kind)) {
+		if strings.HasPrefix(old.GetBody(), Marker(c.kind)) {
 			if old.GetBody() == body {
 				return nil
 			}

@@ -1,4 +1,4 @@
-package prbot
+package remote
 
 import (
 	"context"
@@ -13,15 +13,15 @@ import (
 	"github.com/google/go-github/v60/github"
 )
 
-// repoFS is the manifests repository at one commit as the contents API
+// FS is the manifests repository at one commit as the contents API
 // shows it. Every file under <root>/environments is read up front (one
 // listing per directory; contents cached by blob sha, so reading the tree at
 // many commits fetches each distinct file once). Any other file is read
 // when first opened: the RFC lets an include name any path relative to its
 // manifest, so a manifest may include ../../shared/base.json.
-type repoFS struct {
+type FS struct {
 	ctx  context.Context // of the evaluation the snapshot was taken for
-	repo *repository
+	repo *Repository
 	ref  string
 	envs string // <root>/environments
 
@@ -30,9 +30,9 @@ type repoFS struct {
 	outside map[string]bool // paths outside envs that were opened
 }
 
-// snapshot reads <root>/environments at ref (see repoFS).
-func (r *repository) snapshot(ctx context.Context, ref string) (*repoFS, error) {
-	fsys := &repoFS{ctx: ctx, repo: r, ref: ref, envs: r.path("environments"), files: fstest.MapFS{}, outside: map[string]bool{}}
+// Snapshot reads <root>/environments at ref (see FS).
+func (r *Repository) Snapshot(ctx context.Context, ref string) (*FS, error) {
+	fsys := &FS{ctx: ctx, repo: r, ref: ref, envs: r.Path("environments"), files: fstest.MapFS{}, outside: map[string]bool{}}
 	if err := fsys.readDir(ctx, fsys.envs, 0); err != nil {
 		return nil, err
 	}
@@ -41,14 +41,14 @@ func (r *repository) snapshot(ctx context.Context, ref string) (*repoFS, error) 
 
 // Open opens name, reading it through the contents API first when it lies
 // outside <root>/environments and was not read yet.
-func (r *repoFS) Open(name string) (fs.File, error) {
+func (r *FS) Open(name string) (fs.File, error) {
 	if !fs.ValidPath(name) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if name != r.envs && !strings.HasPrefix(name, r.envs+"/") && !r.outside[name] {
-		data, sha, err := r.repo.file(r.ctx, name, r.ref)
+		data, sha, err := r.repo.File(r.ctx, name, r.ref)
 		if err != nil {
 			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 		}
@@ -60,9 +60,9 @@ func (r *repoFS) Open(name string) (fs.File, error) {
 	return r.files.Open(name)
 }
 
-// read lists the paths outside <root>/environments that were opened, found
+// Read lists the paths outside <root>/environments that were opened, found
 // or not: a commit that changes one of them changes what resolves here.
-func (r *repoFS) read() []string {
+func (r *FS) Read() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]string, 0, len(r.outside))
@@ -75,13 +75,13 @@ func (r *repoFS) read() []string {
 
 // readDir reads the .json files under dir at r.ref into r.files, nesting at
 // most 32 directories deep (depth is dir's).
-func (r *repoFS) readDir(ctx context.Context, dir string, depth int) error {
+func (r *FS) readDir(ctx context.Context, dir string, depth int) error {
 	repo, ref := r.repo, r.ref
 	if depth > 32 {
 		return fmt.Errorf("reading %s at %s: directories nest deeper than 32", dir, ref)
 	}
 	_, entries, _, err := repo.gh.Repositories.GetContents(ctx, repo.owner, repo.name, dir, &github.RepositoryContentGetOptions{Ref: ref})
-	if isStatus(err, 404) {
+	if IsStatus(err, 404) {
 		return nil
 	}
 	if err != nil {
@@ -100,7 +100,7 @@ func (r *repoFS) readDir(ctx context.Context, dir string, depth int) error {
 			}
 			data, ok := repo.blobs.get(e.GetSHA())
 			if !ok {
-				data, _, err = repo.file(ctx, p, ref)
+				data, _, err = repo.File(ctx, p, ref)
 				if err != nil {
 					return err
 				}
@@ -112,10 +112,10 @@ func (r *repoFS) readDir(ctx context.Context, dir string, depth int) error {
 	return nil
 }
 
-// touches reports whether a commit changed anything under <root>/environments
+// Touches reports whether a commit changed anything under <root>/environments
 // or one of the paths also given (so its parent's snapshot may differ). It
 // also returns the first parent.
-func (r *repository) touches(ctx context.Context, sha string, also []string) (changed bool, parent string, err error) {
+func (r *Repository) Touches(ctx context.Context, sha string, also []string) (changed bool, parent string, err error) {
 	c, _, err := r.gh.Repositories.GetCommit(ctx, r.owner, r.name, sha, nil)
 	if err != nil {
 		return false, "", fmt.Errorf("reading commit %s: %w", sha, err)
@@ -123,7 +123,7 @@ func (r *repository) touches(ctx context.Context, sha string, also []string) (ch
 	if len(c.Parents) > 0 {
 		parent = c.Parents[0].GetSHA()
 	}
-	prefix := r.path("environments") + "/"
+	prefix := r.Path("environments") + "/"
 	// GitHub lists at most 300 files of a commit; a full list may hide one.
 	if len(c.Files) >= 300 {
 		return true, parent, nil
