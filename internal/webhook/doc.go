@@ -20,8 +20,7 @@
 //	recv, err := webhook.New(secret)                          // empty secret: error
 //	push, err := webhook.OnPush(cfg.Source.URL, cfg.Source.Branch, src.Trigger)
 //	recv.Handle("push", push)                                  // wakes the git source
-//	recv.Handle("check_run", approvals.OnCheckRun)             // approval gate (issue 8)
-//	recv.Handle("pull_request", prbot.OnPullRequest)
+//	handler.Register(recv)                                     // internal/github: check_run (the approval button), pull_request (previews)
 //	mux.Handle("/webhook/github", recv)
 //
 // Handlers get Event{Type, Delivery, Payload} with the raw JSON and parse
