@@ -18,6 +18,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/envresource"
+	"github.com/stagehand-gitops/stagehand/internal/pass"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/internal/tracing"
 	"github.com/stagehand-gitops/stagehand/internal/tracing/tracingtest"
@@ -126,20 +127,20 @@ func benchmarkLatency(b *testing.B, lb latencyBench) {
 	// the commits caused (the apply step runs on past the patch: it waits
 	// for the rollout, and record writes the history after it).
 	after := stepSeconds(b, r, "devel")
-	for _, s := range stepNames {
+	for _, s := range pass.StepNames {
 		b.ReportMetric((after[s]-before[s])*1000/float64(b.N), string(s)+"-ms/op")
 	}
 }
 
 // stepSeconds is the time env's passes spent in each step so far
 // (stagehand_step_duration_seconds' sums).
-func stepSeconds(t testing.TB, r *running, env string) map[stepName]float64 {
+func stepSeconds(t testing.TB, r *running, env string) map[pass.StepName]float64 {
 	t.Helper()
 	mfs, err := r.d.Metrics().Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[stepName]float64{}
+	out := map[pass.StepName]float64{}
 	for _, mf := range mfs {
 		if mf.GetName() != "stagehand_step_duration_seconds" {
 			continue
@@ -155,7 +156,7 @@ func stepSeconds(t testing.TB, r *running, env string) map[stepName]float64 {
 				}
 			}
 			if e == env {
-				out[stepName(s)] += m.GetHistogram().GetSampleSum()
+				out[pass.StepName(s)] += m.GetHistogram().GetSampleSum()
 			}
 		}
 	}

@@ -27,7 +27,7 @@ func (ds *dispatcher) BreakGlass(ctx context.Context, env, planHash string, why 
 		return nil, err
 	}
 	if ds.leads(env) {
-		w.wakeUp()
+		w.WakeUp()
 	}
 	return p, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/lease"
 	"github.com/stagehand-gitops/stagehand/internal/meter"
+	"github.com/stagehand-gitops/stagehand/internal/pass"
 	"github.com/stagehand-gitops/stagehand/internal/policy"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/tally"
@@ -134,7 +135,7 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 	d.metrics.WatchSource(d.source.Status, d.clock.Now)
 	d.snaps = &snapshots{src: d.source, metrics: d.metrics, envs: d.envNames, log: d.log, wake: func() {
 		for _, w := range d.workers {
-			w.wakeUp()
+			w.WakeUp()
 		}
 	}}
 	for _, name := range d.envNames {
@@ -144,7 +145,7 @@ func New(cfg *config.Config, opts ...Option) (*Daemon, error) {
 		d.shard = lease.NewShard(lease.Deps{
 			Leases: d.store.Client().CoordinationV1().Leases(d.store.Namespace()), Store: d.store,
 			Identity: d.o.identity, Election: d.o.election, Envs: d.envNames, Leadership: d.metrics.Leadership, Now: d.clock.Now,
-			Start: d.workEnvironment, Applying: func(env string) bool { return d.workers[env].apply.applying.Load() },
+			Start: d.workEnvironment, Applying: func(env string) bool { return d.workers[env].apply.Applying() },
 			Logf: func(msg string, kv ...any) { d.log.Info(msg, append(kv, "identity", d.o.identity)...) },
 			LogE: d.logE,
 		})
@@ -330,7 +331,7 @@ func (d *Daemon) logE(err error, msg string, kv ...any) {
 // token's term (lost is called when a write is refused).
 func (d *Daemon) workEnvironment(ctx context.Context, env, token string, lost func()) {
 	w := d.workers[env]
-	w.store = observed(d.store.Fenced(token, lost), d.metrics, env)
+	w.store = pass.Observed(d.store.Fenced(token, lost), d.metrics, env)
 	// A new term: propose again what is pending, write the status afresh.
 	w.lastStatus = nil
 	w.tell.Forget()
@@ -350,7 +351,7 @@ func (d *Daemon) workerDeps(env string) workerDeps {
 	}
 	verification := delivery.Verification{Verifier: d.o.verifier, Own: d.o.tasks, Observe: d.metrics.ObserveVerification}
 	return workerDeps{
-		env: env, tracer: d.o.tracer, calendar: d.calendars[env], store: observed(d.store, d.metrics, env), gate: d.o.gate,
+		env: env, tracer: d.o.tracer, calendar: d.calendars[env], store: pass.Observed(d.store, d.metrics, env), gate: d.o.gate,
 		reconciler: d.rec, targets: d.targets[env], lockPath: ec.LockPath, statusTargets: ec.Targets,
 		manifests: envManifests{d: d, env: env, lockPath: ec.LockPath},
 		source:    d.snaps, allowRewrite: d.cfg.Source.AllowRewrite,
@@ -381,7 +382,7 @@ func authorsOf(given approval.Authors, src *gitsource.Source) approval.Authors {
 func (d *Daemon) Once(ctx context.Context) error {
 	s, err := d.source.Poll(ctx)
 	if err != nil {
-		d.metrics.Fail("", reasonFetch)
+		d.metrics.Fail("", meter.ReasonFetch)
 		return fmt.Errorf("fetching %s: %w", d.cfg.Source.Branch, err)
 	}
 	d.snaps.keep(s)
@@ -400,16 +401,16 @@ func (d *Daemon) Once(ctx context.Context) error {
 // checked it (the apply goes on in the background) or a *approval.NotPendingError
 // naming what is pending now.
 func (ds *dispatcher) Approve(ctx context.Context, env, planHash string, approver identity.Principal) (*approval.Pending, error) {
-	return ds.decide(ctx, env, decision{approve: true, planHash: planHash, who: approver, caller: trace.SpanContextFromContext(ctx)})
+	return ds.decide(ctx, env, pass.Decision{Approve: true, PlanHash: planHash, Who: approver, Caller: trace.SpanContextFromContext(ctx)})
 }
 
 // Reject rejects env's pending plan if planHash is its hash; it is recorded
 // in the history and not applied. The next revision is planned as usual.
 func (ds *dispatcher) Reject(ctx context.Context, env, planHash string, why approval.Why) (*approval.Pending, error) {
-	return ds.decide(ctx, env, decision{planHash: planHash, who: why.By, reason: why.Reason, caller: trace.SpanContextFromContext(ctx)})
+	return ds.decide(ctx, env, pass.Decision{PlanHash: planHash, Who: why.By, Reason: why.Reason, Caller: trace.SpanContextFromContext(ctx)})
 }
 
-func (ds *dispatcher) decide(ctx context.Context, env string, dc decision) (*approval.Pending, error) {
+func (ds *dispatcher) decide(ctx context.Context, env string, dc pass.Decision) (*approval.Pending, error) {
 	w, ok := ds.workers[env]
 	if !ok {
 		return nil, fmt.Errorf("%w %q; configured: %v", approval.ErrUnknownEnvironment, env, ds.envNames)
@@ -417,8 +418,8 @@ func (ds *dispatcher) decide(ctx context.Context, env string, dc decision) (*app
 	if !ds.leads(env) {
 		return ds.handOver(ctx, env, dc)
 	}
-	dc.at = time.Now() // local and monotonic: compared with the worker's releaseSince
-	dc.reply = make(chan decisionReply, 1)
+	dc.At = time.Now() // local and monotonic: compared with the worker's releaseSince
+	dc.Reply = make(chan pass.Reply, 1)
 	busy := time.NewTimer(ds.busyWait)
 	defer busy.Stop()
 	select {
@@ -431,8 +432,8 @@ func (ds *dispatcher) decide(ctx context.Context, env string, dc decision) (*app
 		return nil, ctx.Err()
 	}
 	select {
-	case r := <-dc.reply:
-		return r.pending, r.err
+	case r := <-dc.Reply:
+		return r.Pending, r.Err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

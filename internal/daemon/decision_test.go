@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/pass"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
@@ -63,7 +64,7 @@ func TestHandedOverApprovalThatFailsIsReported(t *testing.T) {
 	pending := *st.Pending
 	// The newest revision is unchanged, but its files cannot be resolved any more.
 	d.snaps.keep(gitsource.Snapshot{Revision: pending.Revision, FS: fstest.MapFS{}, Time: time.Now()})
-	if _, err := d.handOver(ctx, "prod", decision{approve: true, planHash: pending.PlanHash, who: ghUser("maria")}); err != nil {
+	if _, err := d.handOver(ctx, "prod", pass.Decision{Approve: true, PlanHash: pending.PlanHash, Who: ghUser("maria")}); err != nil {
 		t.Fatal(err)
 	}
 	w := d.workers["prod"]
@@ -95,8 +96,8 @@ func TestApprovalPlansOnce(t *testing.T) {
 	}
 	w := d.workers["prod"]
 	var plans, applies atomic.Int64
-	w.reconciler = countingReconciler{reconciler: w.reconciler, plans: &plans, applies: &applies}
-	w.apply.reconciler = w.reconciler // the applier applies through it
+	w.reconciler = countingReconciler{Reconciler: w.reconciler, plans: &plans, applies: &applies}
+	w.apply.Reconciler = w.reconciler // the applier applies through it
 	if err := d.Once(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -128,16 +129,16 @@ func TestApprovalPlansOnce(t *testing.T) {
 
 // countingReconciler counts the Plans and Applies of the reconciler it wraps.
 type countingReconciler struct {
-	reconciler
+	pass.Reconciler
 	plans, applies *atomic.Int64
 }
 
 func (c countingReconciler) Plan(ctx context.Context, req reconcile.Request) (*reconcile.Plan, error) {
 	c.plans.Add(1)
-	return c.reconciler.Plan(ctx, req)
+	return c.Reconciler.Plan(ctx, req)
 }
 
 func (c countingReconciler) Apply(ctx context.Context, req reconcile.Request, hash string, opts ...reconcile.Option) (*reconcile.Result, error) {
 	c.applies.Add(1)
-	return c.reconciler.Apply(ctx, req, hash, opts...)
+	return c.Reconciler.Apply(ctx, req, hash, opts...)
 }

@@ -220,7 +220,7 @@ func TestEnvironmentResource(t *testing.T) {
 	for i := range 10 {
 		calls := e.calls.Load()
 		for _, env := range []string{"devel", "prod"} {
-			r.d.workers[env].wakeUp()
+			r.d.workers[env].WakeUp()
 		}
 		testenv.WaitFor(t, 30*time.Second, fmt.Sprintf("pass %d of both environments", i+1), func() bool { return e.calls.Load() >= calls+2 })
 	}
@@ -518,7 +518,7 @@ func TestEnvironmentResourceEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.WaitFor(t, 30*time.Second, "prod locked", func() bool {
-		r.d.workers["prod"].wakeUp()
+		r.d.workers["prod"].WakeUp()
 		return len(r.environment(t, "prod").Locks) == 1
 	})
 	waitCondition(t, h, "prod", envresource.ConditionLocked, metav1.ConditionTrue)
@@ -527,7 +527,7 @@ func TestEnvironmentResourceEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.WaitFor(t, 30*time.Second, "prod unlocked", func() bool {
-		r.d.workers["prod"].wakeUp()
+		r.d.workers["prod"].WakeUp()
 		return len(r.environment(t, "prod").Locks) == 0
 	})
 	waitCondition(t, h, "prod", envresource.ConditionLocked, metav1.ConditionFalse)
@@ -568,7 +568,7 @@ func TestEnvironmentResourceEvents(t *testing.T) {
 	for i := range 10 {
 		calls := e.calls.Load()
 		for _, env := range []string{"devel", "prod"} {
-			r.d.workers[env].wakeUp()
+			r.d.workers[env].WakeUp()
 		}
 		testenv.WaitFor(t, 30*time.Second, fmt.Sprintf("idle pass %d of both environments", i+1), func() bool { return e.calls.Load() >= calls+2 })
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/identity"
+	"github.com/stagehand-gitops/stagehand/internal/pass"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/tally"
 )
@@ -51,20 +52,20 @@ const maxHandovers = 16
 // An approval is counted here first, into the pending record every replica shares (see counter): one that
 // leaves the plan short of its required approvers is answered with the tally, and the leader hears only of
 // an approval that completes it.
-func (ds *dispatcher) handOver(ctx context.Context, env string, dc decision) (*approval.Pending, error) {
+func (ds *dispatcher) handOver(ctx context.Context, env string, dc pass.Decision) (*approval.Pending, error) {
 	w := ds.workers[env]
-	// A decision this leader's busy worker did not take in time (dc.at
+	// A decision this leader's busy worker did not take in time (dc.At
 	// set) that finds a release approval which began to wait after it was
 	// taken was for the plan before its deployment: stale, as the worker
 	// judges it (decide).
-	stale := func(p *approval.Pending) bool { return w.release.takenBefore(p, dc.at) }
-	if dc.approve {
-		p, err := w.approvals.Count(ctx, ds.store, tally.Vote{PlanHash: dc.planHash, Who: dc.who, Stale: stale})
+	stale := func(p *approval.Pending) bool { return w.release.TakenBefore(p, dc.At) }
+	if dc.Approve {
+		p, err := w.approvals.Count(ctx, ds.store, tally.Vote{PlanHash: dc.PlanHash, Who: dc.Who, Stale: stale})
 		if err != nil {
 			return nil, err
 		}
 		if !p.Complete() {
-			plan, perr := decodePlan(w.env, p)
+			plan, perr := pass.DecodePlan(w.env, p)
 			if perr != nil {
 				ds.log.Error(perr, "showing the approvals so far", "environment", env)
 			}
@@ -76,10 +77,10 @@ func (ds *dispatcher) handOver(ctx context.Context, env string, dc decision) (*a
 			return p, nil
 		}
 	}
-	h := state.Handover{ID: handoverID(), Approve: dc.approve, PlanHash: dc.planHash, Approver: dc.who.ID.String(),
-		Reason: dc.reason, At: ds.clock.Now().UTC()}
-	if !dc.who.ActsFor.IsZero() {
-		h.ActsFor = dc.who.ActsFor.String()
+	h := state.Handover{ID: handoverID(), Approve: dc.Approve, PlanHash: dc.PlanHash, Approver: dc.Who.ID.String(),
+		Reason: dc.Reason, At: ds.clock.Now().UTC()}
+	if !dc.Who.ActsFor.IsZero() {
+		h.ActsFor = dc.Who.ActsFor.String()
 	}
 	var (
 		pending *approval.Pending
@@ -87,7 +88,7 @@ func (ds *dispatcher) handOver(ctx context.Context, env string, dc decision) (*a
 	)
 	err := ds.store.Update(ctx, env, func(st *state.EnvState) {
 		pending, full = st.Pending, false
-		if st.Pending == nil || st.Pending.PlanHash != dc.planHash || stale(st.Pending) {
+		if st.Pending == nil || st.Pending.PlanHash != dc.PlanHash || stale(st.Pending) {
 			return
 		}
 		if len(st.Handovers) >= maxHandovers {
@@ -99,14 +100,14 @@ func (ds *dispatcher) handOver(ctx context.Context, env string, dc decision) (*a
 	if err != nil {
 		return nil, err
 	}
-	if pending == nil || pending.PlanHash != dc.planHash || stale(pending) {
-		return nil, &approval.NotPendingError{Environment: env, PlanHash: dc.planHash, Pending: pending}
+	if pending == nil || pending.PlanHash != dc.PlanHash || stale(pending) {
+		return nil, &approval.NotPendingError{Environment: env, PlanHash: dc.PlanHash, Pending: pending}
 	}
 	if full {
 		return nil, fmt.Errorf("handing the decision of %s on plan %s to the leader of environment %s: %d decisions wait for it already: %w",
-			dc.who.String(), dc.planHash, env, maxHandovers, approval.ErrBusy)
+			dc.Who.String(), dc.PlanHash, env, maxHandovers, approval.ErrBusy)
 	}
-	ds.log.Info("decision handed to the leader", "environment", env, "planHash", dc.planHash, "approve", dc.approve, "by", dc.who.String())
+	ds.log.Info("decision handed to the leader", "environment", env, "planHash", dc.PlanHash, "approve", dc.Approve, "by", dc.Who.String())
 	return pending, nil
 }
 

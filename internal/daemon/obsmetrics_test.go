@@ -6,66 +6,11 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/api"
-	"github.com/stagehand-gitops/stagehand/internal/approval"
-	"github.com/stagehand-gitops/stagehand/internal/meter"
-	"github.com/stagehand-gitops/stagehand/internal/state"
-	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
 
 // pendingSince is the metric of when the plan waiting for a person was proposed.
 const pendingSince = "stagehand_pending_approval_timestamp_seconds"
-
-// TestPendingSinceFollowsThePhase: stagehand_pending_approval_timestamp_seconds
-// is the pending plan's (or release's) proposal time exactly while the state
-// waits for a person, and absent otherwise.
-func TestPendingSinceFollowsThePhase(t *testing.T) {
-	m := meter.New(nil)
-	s := observed(nil, m, "prod")
-	at := time.Date(2026, 11, 29, 3, 0, 0, 500_000_000, time.UTC)
-	for _, tc := range []struct {
-		phase   status.Phase
-		pending *approval.Pending
-		want    float64 // -1: no series
-	}{
-		{status.PhaseAwaitingApproval, &approval.Pending{ProposedAt: at}, float64(at.UnixNano()) / 1e9},
-		{status.PhaseApplying, nil, -1},
-		{status.PhaseAwaitingRelease, &approval.Pending{ProposedAt: at.Add(time.Hour), Release: true}, float64(at.Add(time.Hour).UnixNano()) / 1e9},
-		{status.PhaseIdle, nil, -1},
-		// A pending plan kept while a deploy window defers it is not a person's to decide.
-		{status.PhaseIdle, &approval.Pending{ProposedAt: at}, -1},
-	} {
-		s.seen(&state.EnvState{Phase: tc.phase, Pending: tc.pending})
-		got := -1.0
-		if seriesCount(t, m, pendingSince) == 1 {
-			got = metricValue(t, m, pendingSince, "environment=prod")
-		}
-		if got != tc.want {
-			t.Errorf("phase %q: stagehand_pending_approval_timestamp_seconds = %v, want %v", tc.phase, got, tc.want)
-		}
-	}
-}
-
-// TestPendingSinceDroppedWithTheLease: a replica that stops holding an
-// environment (or stops leading) drops its pending approval's timestamp: the
-// next holder shows it, and a plan approved there does not stay pending
-// here.
-func TestPendingSinceDroppedWithTheLease(t *testing.T) {
-	m := meter.New(nil)
-	at := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
-	for _, env := range []string{"devel", "prod"} {
-		m.Leadership(env, true)
-		observed(nil, m, env).seen(&state.EnvState{Phase: status.PhaseAwaitingApproval, Pending: &approval.Pending{ProposedAt: at}})
-	}
-	m.Leadership("prod", false)
-	if got := seriesCount(t, m, pendingSince); got != 1 || metricValue(t, m, pendingSince, "environment=devel") == 0 {
-		t.Errorf("after prod's Lease was lost: %d series, want devel's only", got)
-	}
-	m.SetLeader(false)
-	if got := seriesCount(t, m, pendingSince); got != 0 {
-		t.Errorf("after leading stopped: %d series, want none", got)
-	}
-}
 
 // webhookToPatch returns how many observations env's
 // stagehand_webhook_to_patch_seconds holds, and their sum.

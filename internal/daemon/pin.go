@@ -34,7 +34,7 @@ func (ds *dispatcher) Pin(ctx context.Context, env string, p *approval.Pin) erro
 		return fmt.Errorf("storing the pin of %s: %w", env, err)
 	}
 	if ds.leading.Load() {
-		w.wakeUp()
+		w.WakeUp()
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/pass"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
@@ -34,7 +35,7 @@ func TestReleaseApprovalOutlivesUnrelatedCommit(t *testing.T) {
 	if c := completedOf(w.gate); len(c) != 0 {
 		t.Fatalf("gate heard %+v after an unrelated commit; want nothing completed", c)
 	}
-	if _, err := decideNow(t, w.d, decision{approve: true, planHash: p.PlanHash, who: ghUser("carol")}); err != nil {
+	if _, err := decideNow(t, w.d, pass.Decision{Approve: true, PlanHash: p.PlanHash, Who: ghUser("carol")}); err != nil {
 		t.Fatalf("approving the release after an unrelated commit: %v", err)
 	}
 	h := w.history(t, w.d)
@@ -132,8 +133,8 @@ func TestReleaseApprovalShowsNotes(t *testing.T) {
 		pass := &runner{result: sequence.Result{Result: promote.ResultPass}}
 		d, _, _ := sequenceDaemon(t, h, WithTask(promote.TaskTest, pass.run), WithGate(gate))
 		w := d.workers["devel"]
-		w.manifests = heldNotes{manifests: w.manifests, note: held}
-		w.release.manifests, w.keeper.manifests, w.desk.manifests = w.manifests, w.manifests, w.manifests // each shows notes
+		w.manifests = heldNotes{Manifests: w.manifests, note: held}
+		w.release.Manifests, w.keeper.Manifests, w.desk.manifests = w.manifests, w.manifests, w.manifests // each shows notes
 		if err := d.Once(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -150,19 +151,19 @@ func TestReleaseApprovalShowsNotes(t *testing.T) {
 // only one: approving it again, or rejecting it a moment later, is refused
 // as not pending, and neither changes what was recorded or deployed.
 func TestReleaseDecidedOnce(t *testing.T) {
-	for _, second := range []decision{{approve: true, who: ghUser("bob")}, {who: ghUser("bob"), reason: "changed my mind"}} {
+	for _, second := range []pass.Decision{{Approve: true, Who: ghUser("bob")}, {Who: ghUser("bob"), Reason: "changed my mind"}} {
 		name := "approve again"
-		if !second.approve {
+		if !second.Approve {
 			name = "reject after"
 		}
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			w := newReleaseWorld(t, nil)
 			p := w.waiting(t, w.d, w.rev)
-			if _, err := decideNow(t, w.d, decision{approve: true, planHash: p.PlanHash, who: ghUser("alice")}); err != nil {
+			if _, err := decideNow(t, w.d, pass.Decision{Approve: true, PlanHash: p.PlanHash, Who: ghUser("alice")}); err != nil {
 				t.Fatal(err)
 			}
-			second.planHash = p.PlanHash
+			second.PlanHash = p.PlanHash
 			if _, err := decideNow(t, w.d, second); !errors.Is(err, approval.ErrNotPending) {
 				t.Errorf("the second decision = %v, want ErrNotPending", err)
 			}
@@ -208,7 +209,7 @@ func TestReleaseSupersededAcrossLeaders(t *testing.T) {
 	if names := l2.names(); len(names) == 0 || names[0] != "devel.delivery.finished fail" {
 		t.Errorf("the new process's events %v; want the old run finished (aborted) first", names)
 	}
-	if _, err := decideNow(t, d2, decision{approve: true, planHash: old.PlanHash, who: ghUser("alice")}); !errors.Is(err, approval.ErrNotPending) {
+	if _, err := decideNow(t, d2, pass.Decision{Approve: true, PlanHash: old.PlanHash, Who: ghUser("alice")}); !errors.Is(err, approval.ErrNotPending) {
 		t.Errorf("approving the old release = %v, want ErrNotPending", err)
 	}
 }
@@ -226,7 +227,7 @@ func TestReleaseRejectedAfterUnrelatedCommit(t *testing.T) {
 	if err := w.d.Once(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := decideNow(t, w.d, decision{planHash: p.PlanHash, who: ghUser("alice"), reason: "not before the sale"}); err != nil {
+	if _, err := decideNow(t, w.d, pass.Decision{PlanHash: p.PlanHash, Who: ghUser("alice"), Reason: "not before the sale"}); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
@@ -252,7 +253,7 @@ func TestReleaseRejectedAfterUnrelatedCommit(t *testing.T) {
 
 // heldNotes are manifests whose proposals show note.
 type heldNotes struct {
-	manifests
+	pass.Manifests
 	note string
 }
 

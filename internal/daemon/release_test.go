@@ -15,6 +15,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/api"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/pass"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
@@ -101,15 +102,15 @@ func (w *releaseWorld) waiting(t *testing.T, d *Daemon, rev string) *approval.Pe
 
 // decideNow hands dc straight to devel's worker, as the leader's API does,
 // and returns its answer once the worker has carried it out.
-func decideNow(t *testing.T, d *Daemon, dc decision) (*approval.Pending, error) {
+func decideNow(t *testing.T, d *Daemon, dc pass.Decision) (*approval.Pending, error) {
 	t.Helper()
-	if dc.at.IsZero() {
-		dc.at = time.Now()
+	if dc.At.IsZero() {
+		dc.At = time.Now()
 	}
-	dc.reply = make(chan decisionReply, 1)
+	dc.Reply = make(chan pass.Reply, 1)
 	d.workers["devel"].desk.decide(context.Background(), dc)
-	r := <-dc.reply
-	return r.pending, r.err
+	r := <-dc.Reply
+	return r.Pending, r.Err
 }
 
 func (w *releaseWorld) generation(t *testing.T) int64 {
@@ -160,8 +161,8 @@ func TestReleaseApprovalReleases(t *testing.T) {
 
 	// An approval of the plan taken before it was applied (queued while it
 	// was) is not the release's.
-	since := w.d.workers["devel"].release.releaseSince
-	if _, err := decideNow(t, w.d, decision{approve: true, planHash: p.PlanHash, who: ghUser("bob"), at: since.Add(-time.Millisecond)}); !errors.Is(err, approval.ErrNotPending) {
+	since := w.d.workers["devel"].release.Since()
+	if _, err := decideNow(t, w.d, pass.Decision{Approve: true, PlanHash: p.PlanHash, Who: ghUser("bob"), At: since.Add(-time.Millisecond)}); !errors.Is(err, approval.ErrNotPending) {
 		t.Errorf("a decision from before the wait = %v, want ErrNotPending", err)
 	}
 	if _, err := w.d.Approve(ctx, "devel", p.PlanHash, ghUser("alice")); err != nil {
@@ -197,7 +198,7 @@ func TestReleaseApprovalReleases(t *testing.T) {
 	if len(v.Waiting) != 0 || v.Sequence.Result != promote.ResultPass || v.Phase != status.PhaseIdle {
 		t.Errorf("status: waiting %q, sequence %+v, phase %q; want nothing waited for, the run passed, Idle", v.Waiting, v.Sequence, v.Phase)
 	}
-	if _, err := decideNow(t, w.d, decision{approve: true, planHash: p.PlanHash, who: ghUser("bob")}); !errors.Is(err, approval.ErrNotPending) {
+	if _, err := decideNow(t, w.d, pass.Decision{Approve: true, PlanHash: p.PlanHash, Who: ghUser("bob")}); !errors.Is(err, approval.ErrNotPending) {
 		t.Errorf("approving the released plan again = %v, want ErrNotPending", err)
 	}
 }
@@ -289,7 +290,7 @@ func TestReleaseApprovalSuperseded(t *testing.T) {
 		!strings.Contains(st.History[0].Message, "never released") {
 		t.Errorf("history %+v; want the old apply recorded, deployed and never released", st.History)
 	}
-	if _, err := decideNow(t, w.d, decision{approve: true, planHash: old.PlanHash, who: ghUser("alice")}); !errors.Is(err, approval.ErrNotPending) {
+	if _, err := decideNow(t, w.d, pass.Decision{Approve: true, PlanHash: old.PlanHash, Who: ghUser("alice")}); !errors.Is(err, approval.ErrNotPending) {
 		t.Errorf("approving the superseded release = %v, want ErrNotPending", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/pass"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -36,7 +37,7 @@ func killedMidApply(t *testing.T, h *harness) (*approval.InFlight, []reconcile.C
 	if len(plan.Changes) != 2 {
 		t.Fatalf("pending plan has %d changes, want api's and web's: %s", len(plan.Changes), p.Plan)
 	}
-	f := &approval.InFlight{Revision: rev, PlanHash: p.PlanHash, Approver: "carol", Changes: changesJSON(plan.Changes),
+	f := &approval.InFlight{Revision: rev, PlanHash: p.PlanHash, Approver: "carol", Changes: pass.ChangesJSON(plan.Changes),
 		Started: time.Now().UTC().Add(-time.Minute).Truncate(time.Second)}
 	if err := state.NewStore(env.Clientset, h.stateNS).SetInFlight(context.Background(), "prod", f); err != nil {
 		t.Fatal(err)

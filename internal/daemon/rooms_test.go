@@ -13,6 +13,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/delivery"
 	"github.com/stagehand-gitops/stagehand/internal/meter"
 	"github.com/stagehand-gitops/stagehand/internal/outbox"
+	"github.com/stagehand-gitops/stagehand/internal/pass"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -27,9 +28,9 @@ func TestRoomsWriteUnderTheWorkersTerm(t *testing.T) {
 	ctx := context.Background()
 	first, second := fake.NewClientset(), fake.NewClientset()
 	m := meter.New(nil)
-	w := newWorker(workerDeps{env: "prod", store: observed(state.NewStore(first, "stagehand"), m, "prod"), gate: approval.Manual(),
+	w := newWorker(workerDeps{env: "prod", store: pass.Observed(state.NewStore(first, "stagehand"), m, "prod"), gate: approval.Manual(),
 		metrics: m, log: logr.Discard(), now: time.Now, reportBackoff: time.Second, reportBackoffMax: time.Minute})
-	w.store = observed(state.NewStore(second, "stagehand"), m, "prod") // a new term
+	w.store = pass.Observed(state.NewStore(second, "stagehand"), m, "prod") // a new term
 
 	prop := approval.Proposal{Environment: "prod", Revision: "r1", Plan: &reconcile.Plan{Environment: "prod", Revision: "r1", PlanHash: "sha256:01"}}
 	w.seq.Begin(ctx, delivery.Start{Prop: prop, Tasks: []promote.Task{{Name: promote.TaskDeployment}}, Save: true})

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/pass"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
@@ -18,7 +19,7 @@ import (
 // stagehand/<env> check run is the sequence's result, which is what
 // prbot's requires.healthy reads.
 
-// continueRun makes p's job the run the previous leader left in flight
+// ContinueRun makes p's job the run the previous leader left in flight
 // after its deployment (or a release approval decided), on an environment
 // in sync at p's snapshot: the steps from verify on run what is left of its
 // tasks and record, report and, when a task failed and the environment says
@@ -26,8 +27,8 @@ import (
 // one. The run may be of a revision older than the snapshot: the snapshot
 // then changes nothing here (the environment is in sync at it), and the run
 // is still the deployed one's.
-func (w *worker) continueRun(p *pass) bool {
-	st := p.st
+func (w *worker) ContinueRun(p *pass.Pass) bool {
+	st := p.St
 	f, r := st.InFlight, st.Sequence
 	if st.Phase != status.PhaseVerifying || f == nil || r == nil || r.Done() || f.Revision != r.Revision {
 		return false
@@ -40,11 +41,11 @@ func (w *worker) continueRun(p *pass) bool {
 	if err := json.Unmarshal(f.Changes, &changes); err != nil {
 		w.log.Error(err, "decoding the changes of the apply in flight", "environment", w.env)
 	}
-	w.seq.Adopt(r, p.envM)
+	w.seq.Adopt(r, p.EnvM)
 	plan := &reconcile.Plan{Environment: w.env, Revision: f.Revision, PlanHash: f.PlanHash, Changes: changes}
-	prop := approval.Proposal{Environment: w.env, Revision: f.Revision, RevisionTime: p.snap.Time, Plan: plan}
+	prop := approval.Proposal{Environment: w.env, Revision: f.Revision, RevisionTime: p.Snap.Time, Plan: plan}
 	w.log.Info("continuing the sequence after the deployment", "environment", w.env, "revision", approval.ShortRevision(f.Revision), "task", r.Tasks[r.Next()%len(r.Tasks)].Name)
-	p.job = &applyJob{prop: prop, continued: true,
-		out: approval.Outcome{Result: approval.ResultSucceeded, Approver: f.Approver, Approvers: f.Approvers, Started: f.Started}}
+	p.Job = &pass.Job{Prop: prop, Continued: true,
+		Out: approval.Outcome{Result: approval.ResultSucceeded, Approver: f.Approver, Approvers: f.Approvers, Started: f.Started}}
 	return true
 }

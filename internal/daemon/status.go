@@ -8,16 +8,18 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/meter"
+	"github.com/stagehand-gitops/stagehand/internal/pass"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
 // writeStatus records what a pass observed at s, when it differs from the
-// last write; endPass is its one caller.
-func (w *worker) writeStatus(ctx context.Context, s gitsource.Snapshot, o *observation) {
-	st := status.Observe(s, o.envM, o.plan, w.statusTargets, o.err)
-	st.Waiting = w.waiting(o.plan)
+// last write; EndPass is its one caller.
+func (w *worker) writeStatus(ctx context.Context, s gitsource.Snapshot, o *pass.Observation) {
+	st := status.Observe(s, o.EnvM, o.Plan, w.statusTargets, o.Err)
+	st.Waiting = w.waiting(o.Plan)
 	cmp, err := json.Marshal(st)
 	if err == nil && bytes.Equal(cmp, w.lastStatus) {
 		return
@@ -25,12 +27,12 @@ func (w *worker) writeStatus(ctx context.Context, s gitsource.Snapshot, o *obser
 	st.ObservedAt = w.now().UTC()
 	raw, rerr := json.Marshal(st)
 	if err = errors.Join(err, rerr); err != nil {
-		w.metrics.Fail(w.env, reasonState)
+		w.metrics.Fail(w.env, meter.ReasonState)
 		w.log.Error(err, "encoding status", "environment", w.env)
 		return
 	}
 	if err := w.store.SetStatus(ctx, w.env, raw); err != nil {
-		w.metrics.Fail(w.env, reasonState)
+		w.metrics.Fail(w.env, meter.ReasonState)
 		w.log.Error(err, "recording status", "environment", w.env)
 		return
 	}

@@ -5,15 +5,17 @@ import (
 	"fmt"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/meter"
+	"github.com/stagehand-gitops/stagehand/internal/pass"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
-// passAndLog runs a pass and logs its error (already counted by the step
+// PassAndLog runs a pass and logs its error (already counted by the step
 // that failed).
-func (w *worker) passAndLog(ctx context.Context) {
+func (w *worker) PassAndLog(ctx context.Context) {
 	if err := w.pass(ctx); err != nil && ctx.Err() == nil {
 		w.log.Error(err, "reconciling environment", "environment", w.env)
 	}
@@ -25,11 +27,23 @@ func (w *worker) request(s gitsource.Snapshot, envM *manifest.Environment) recon
 }
 
 // passSteps are the steps of a pass (see pass.go).
-func (w *worker) passSteps() []step {
-	return []step{
-		{stepFetch, w.fetch}, {stepResolve, w.resolveStep}, {stepPlan, w.planStep}, {stepGate, w.keeper.gateStep},
-		{stepApply, w.apply.applyStep}, {stepVerify, w.apply.verifyStep}, {stepRelease, w.apply.releaseStep}, {stepRecord, w.apply.recordStep},
+func (w *worker) passSteps() []pass.Step {
+	return []pass.Step{
+		{Name: pass.StepFetch, Run: w.fetch}, {Name: pass.StepResolve, Run: w.resolveStep}, {Name: pass.StepPlan, Run: w.planStep},
+		{Name: pass.StepGate, Run: w.keeper.GateStep}, {Name: pass.StepApply, Run: w.apply.ApplyStep}, {Name: pass.StepVerify, Run: w.apply.VerifyStep},
+		{Name: pass.StepRelease, Run: w.apply.ReleaseStep}, {Name: pass.StepRecord, Run: w.apply.RecordStep},
 	}
+}
+
+// RunFrom runs the pass's steps from first on over p.
+func (w *worker) RunFrom(ctx context.Context, p *pass.Pass, first pass.StepName) error {
+	all := w.passSteps()
+	for i, s := range all {
+		if s.Name == first {
+			return w.runSteps(ctx, p, all[i:])
+		}
+	}
+	return nil
 }
 
 // pass plans the newest snapshot and acts on the plan: apply (skipConfirmation,
@@ -40,11 +54,11 @@ func (w *worker) pass(ctx context.Context) error {
 		return nil
 	}
 	start := w.now()
-	p := &pass{}
+	p := &pass.Pass{}
 	ctx, span := w.tracer.Pass(ctx, w.env, s.Revision)
 	err := w.runSteps(ctx, p, w.passSteps())
-	w.endPass(ctx, p)
-	w.metrics.Passed(w.env, p.snap.Revision)
+	w.EndPass(ctx, p)
+	w.metrics.Passed(w.env, p.Snap.Revision)
 	w.tracer.EndPass(span, w.env, err)
 	result := "ok"
 	if err != nil {
@@ -57,16 +71,16 @@ func (w *worker) pass(ctx context.Context) error {
 // fetch takes the newest snapshot the leader has seen and reads the state;
 // a rollback cut short (a restart, the other replica) is finished before
 // anything is planned.
-func (w *worker) fetch(ctx context.Context, p *pass) error {
+func (w *worker) fetch(ctx context.Context, p *pass.Pass) error {
 	s, ok := w.source.Latest()
 	if !ok {
-		p.done = true
+		p.Done = true
 		return nil
 	}
-	p.snap = s
+	p.Snap = s
 	st, err := w.store.Load(ctx, w.env)
 	if err != nil {
-		return failed(stepFetch, reasonState, err)
+		return pass.Failed(pass.StepFetch, meter.ReasonState, err)
 	}
 	w.owed.Note(st)
 	if rb := st.Rollback; st.Phase == status.PhaseRollingBack && rb != nil {
@@ -75,38 +89,38 @@ func (w *worker) fetch(ctx context.Context, p *pass) error {
 			return err
 		}
 		if st, err = w.store.Load(ctx, w.env); err != nil {
-			return failed(stepFetch, reasonState, err)
+			return pass.Failed(pass.StepFetch, meter.ReasonState, err)
 		}
 	}
-	p.st = st
+	p.St = st
 	return nil
 }
 
 // resolveStep resolves the environment's manifest at the snapshot.
-func (w *worker) resolveStep(ctx context.Context, p *pass) error {
-	envM, err := w.manifests.Resolve(ctx, p.snap, p.st) // the pin of the state the pass read
+func (w *worker) resolveStep(ctx context.Context, p *pass.Pass) error {
+	envM, err := w.manifests.Resolve(ctx, p.Snap, p.St) // the pin of the state the pass read
 	if err != nil {
-		p.observe(nil, nil, err)
-		err = fmt.Errorf("resolving manifest at %s: %w", approval.ShortRevision(p.snap.Revision), err)
-		w.keeper.supersede(ctx, p.st, p.snap.Revision) // the pending plan, if any, is not for the newest revision any more
-		return failed(stepResolve, reasonResolve, err)
+		p.Observe(nil, nil, err)
+		err = fmt.Errorf("resolving manifest at %s: %w", approval.ShortRevision(p.Snap.Revision), err)
+		w.keeper.Supersede(ctx, p.St, p.Snap.Revision) // the pending plan, if any, is not for the newest revision any more
+		return pass.Failed(pass.StepResolve, meter.ReasonResolve, err)
 	}
-	p.envM = envM
+	p.EnvM = envM
 	return nil
 }
 
 // planStep plans the manifest against the live targets; the state's
 // history says whether the revision rewrites what was applied.
-func (w *worker) planStep(ctx context.Context, p *pass) error {
-	plan, err := w.reconciler.Plan(ctx, w.request(p.snap, p.envM))
+func (w *worker) planStep(ctx context.Context, p *pass.Pass) error {
+	plan, err := w.reconciler.Plan(ctx, w.request(p.Snap, p.EnvM))
 	if err != nil {
-		p.observe(p.envM, nil, err)
-		err = fmt.Errorf("planning revision %s: %w", approval.ShortRevision(p.snap.Revision), err)
-		w.keeper.supersede(ctx, p.st, p.snap.Revision)
-		return failed(stepPlan, reasonPlan, err)
+		p.Observe(p.EnvM, nil, err)
+		err = fmt.Errorf("planning revision %s: %w", approval.ShortRevision(p.Snap.Revision), err)
+		w.keeper.Supersede(ctx, p.St, p.Snap.Revision)
+		return pass.Failed(pass.StepPlan, meter.ReasonPlan, err)
 	}
-	plan.HistoryRewritten = w.rewritten(ctx, p.snap.Revision, p.st.History)
-	p.plan = plan
-	p.observe(p.envM, plan, nil)
+	plan.HistoryRewritten = w.rewritten(ctx, p.Snap.Revision, p.St.History)
+	p.Plan = plan
+	p.Observe(p.EnvM, plan, nil)
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/stagehand-gitops/stagehand/internal/pass"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/internal/tracing"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
@@ -32,22 +33,22 @@ func WithTracing(t *tracing.Deploys) Option {
 
 // endStep ends a step's span with what the pass knows by then (the
 // revision, the plan's hash), marking it Error when the step failed.
-func endStep(span trace.Span, p *pass, err error) {
+func endStep(span trace.Span, p *pass.Pass, err error) {
 	if !span.IsRecording() {
 		return
 	}
-	if r := p.snap.Revision; r != "" {
+	if r := p.Snap.Revision; r != "" {
 		span.SetAttributes(tracing.AttrRevision.String(r))
 	}
-	if p.plan != nil {
-		span.SetAttributes(tracing.AttrPlanHash.String(p.plan.PlanHash))
+	if p.Plan != nil {
+		span.SetAttributes(tracing.AttrPlanHash.String(p.Plan.PlanHash))
 	}
 	tracing.End(span, err)
 }
 
 // decisionName names a decision's span.
-func decisionName(dc decision) string {
-	if dc.approve {
+func decisionName(dc pass.Decision) string {
+	if dc.Approve {
 		return "approve"
 	}
 	return "reject"

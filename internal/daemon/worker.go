@@ -2,8 +2,7 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
+	"errors"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -11,10 +10,15 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/delivery"
+	"github.com/stagehand-gitops/stagehand/internal/deploy"
+	"github.com/stagehand-gitops/stagehand/internal/gate"
 	"github.com/stagehand-gitops/stagehand/internal/herald"
+	"github.com/stagehand-gitops/stagehand/internal/lease"
 	"github.com/stagehand-gitops/stagehand/internal/meter"
 	"github.com/stagehand-gitops/stagehand/internal/outbox"
+	"github.com/stagehand-gitops/stagehand/internal/pass"
 	"github.com/stagehand-gitops/stagehand/internal/policy"
+	"github.com/stagehand-gitops/stagehand/internal/release"
 	"github.com/stagehand-gitops/stagehand/internal/revert"
 	"github.com/stagehand-gitops/stagehand/internal/tally"
 	"github.com/stagehand-gitops/stagehand/internal/tracing"
@@ -32,24 +36,24 @@ type workerDeps struct {
 	// calendar is the environment's deploy windows (nil: always open).
 	calendar *policy.Calendar
 	// store keeps the pending plan, the apply in flight, the history and the status.
-	store phaseStore
+	store pass.Store
 	// gate is told about every plan (Auto replaces it to decide for
 	// skipConfirmation environments, but it still hears Superseded and Completed).
 	gate approval.Gate
 	// reconciler plans, applies and restores in targets, under the locks
 	// of lockPath (the environment's).
-	reconciler reconciler
+	reconciler pass.Reconciler
 	targets    []reconcile.Target
 	lockPath   string
 	// statusTargets are the configured targets the status lists.
 	statusTargets []config.Target
 	// manifests resolves the environment's manifest and the notes shown
 	// beside a proposal (nil: none).
-	manifests manifests
+	manifests pass.Manifests
 	// source is where revisions come from (the Daemon's snapshots); unless
 	// allowRewrite, a plan whose revision does not descend from the last
 	// applied one needs an approval even in a skipConfirmation environment.
-	source       source
+	source       pass.Source
 	allowRewrite bool
 	// rollback (environments.<env>.onFailedRollout: rollback) makes an
 	// apply whose workloads failed undo itself through the reconciler's
@@ -84,17 +88,17 @@ type workerDeps struct {
 type worker struct {
 	workerDeps
 	wake      chan struct{}
-	decisions chan decision
+	decisions chan pass.Decision
 	// lastStatus is the last status written, without its observation time.
 	lastStatus []byte
 	// tell is what the gate is told, and what it was told last.
 	tell *herald.Herald
 	// apply carries out what a pass or a decision lets through; release
 	// is the release approval; desk takes the decisions.
-	apply   *applier
-	release *releaser
+	apply   *deploy.Applier
+	release *release.Releaser
 	desk    *decider
-	keeper  *gatekeeper
+	keeper  *gate.Keeper
 	// seq is the sequence run of the newest plan (also kept in the state).
 	seq *delivery.Run
 	// owed are the outcomes the gate refused, reported again later.
@@ -109,14 +113,14 @@ type worker struct {
 }
 
 func newWorker(deps workerDeps) *worker {
-	w := &worker{workerDeps: deps, wake: make(chan struct{}, 1), decisions: make(chan decision),
+	w := &worker{workerDeps: deps, wake: make(chan struct{}, 1), decisions: make(chan pass.Decision),
 		rec: newRecorder(deps.recorded, deps.env, deps.store.Store)}
 	// The rooms and helpers read the store in force at each call: each
 	// term of the worker fences it anew (Daemon.workEnvironment).
 	store := &w.store
 	c := deps.sequence
 	c.Env, c.Store, c.Now, c.Log = deps.env, store, deps.now, deps.log
-	c.Failed = func() { w.metrics.Fail(w.env, reasonState) }
+	c.Failed = func() { w.metrics.Fail(w.env, meter.ReasonState) }
 	c.Moved = w.rec.moved
 	w.seq = delivery.New(c)
 	w.owed = outbox.New(outbox.Config{Env: deps.env, Store: store, Gate: deps.gate, Counter: deps.metrics.Reports(deps.env),
@@ -124,8 +128,8 @@ func newWorker(deps workerDeps) *worker {
 	w.tell = herald.New(herald.Config{Env: deps.env, Gate: deps.gate, Owed: w.owed, Metrics: deps.metrics, Log: deps.log, Now: deps.now,
 		Repropose: deps.repropose})
 	w.windows = window.New(window.Config{Env: deps.env, Calendar: deps.calendar, Now: deps.now, Store: store, Gate: deps.gate,
-		Log: deps.log, GateFailed: func() { w.metrics.Fail(w.env, reasonGate) }})
-	w.windows.OnOpen(w.wakeUp)
+		Log: deps.log, GateFailed: func() { w.metrics.Fail(w.env, meter.ReasonGate) }})
+	w.windows.OnOpen(w.WakeUp)
 	w.reverter = revert.New(revert.Config{Env: deps.env, Targets: deps.targets, LockPath: deps.lockPath, Store: store,
 		Restore: func(ctx context.Context, req reconcile.Request, changes []reconcile.Change, reason string, opts ...reconcile.Option) (*reconcile.Result, error) {
 			return w.reconciler.Restore(ctx, req, changes, reason, opts...)
@@ -134,28 +138,29 @@ func newWorker(deps workerDeps) *worker {
 		Completed: w.tell.Completed, Hook: deps.rollbackHook, Now: deps.now, Log: deps.log, Moved: w.rec.moved,
 		Failed: func(f revert.Failure) {
 			if f == revert.FailedRollback {
-				w.metrics.Fail(w.env, reasonRollback)
+				w.metrics.Fail(w.env, meter.ReasonRollback)
 				return
 			}
-			w.metrics.Fail(w.env, reasonState)
+			w.metrics.Fail(w.env, meter.ReasonState)
 		}})
-	w.release = &releaser{env: deps.env, log: deps.log, now: deps.now, metrics: deps.metrics, store: store, seq: w.seq, tell: w.tell, gate: deps.gate,
-		approvals: deps.approvals, manifests: deps.manifests, passes: w}
-	w.apply = &applier{env: deps.env, log: deps.log, now: deps.now, metrics: deps.metrics, store: store, reconciler: deps.reconciler,
-		request: w.request, promotion: deps.promotion, applyGrace: deps.applyGrace, seq: w.seq, tell: w.tell, release: w.release,
-		rec: w.rec, reverter: w.reverter, rollback: deps.rollback, wake: w.wakeUp}
+	w.release = release.New(release.Config{Env: deps.env, Log: deps.log, Now: deps.now, Metrics: deps.metrics, Store: store, Seq: w.seq,
+		Tell: w.tell, Gate: deps.gate, Approvals: deps.approvals, Manifests: deps.manifests, Passes: w})
+	w.apply = deploy.New(deploy.Config{Env: deps.env, Log: deps.log, Now: deps.now, Metrics: deps.metrics, Store: store,
+		Reconciler: deps.reconciler, Request: w.request, Promotion: deps.promotion,
+		Grace: func(ctx context.Context) (context.Context, context.CancelFunc) { return graceful(ctx, w.applyGrace) },
+		Seq:   w.seq, Tell: w.tell, Release: w.release, Moved: w.rec.moved, Reverter: w.reverter, Rollback: deps.rollback, Wake: w.WakeUp})
 	w.desk = &decider{env: deps.env, log: deps.log, now: deps.now, metrics: deps.metrics, tracer: deps.tracer, store: store,
 		source: deps.source, manifests: deps.manifests, approvals: deps.approvals, windows: w.windows, seq: w.seq, tell: w.tell,
 		release: w.release, passes: w}
-	w.keeper = &gatekeeper{env: deps.env, log: deps.log, now: deps.now, metrics: deps.metrics, tracer: deps.tracer, store: store,
-		source: deps.source, manifests: deps.manifests, approvals: deps.approvals, windows: w.windows, seq: w.seq, tell: w.tell,
-		gate: deps.gate, allowRewrite: deps.allowRewrite, apply: w.apply, release: w.release, passes: w}
+	w.keeper = gate.New(gate.Config{Env: deps.env, Log: deps.log, Now: deps.now, Metrics: deps.metrics, Tracer: deps.tracer, Store: store,
+		Source: deps.source, Manifests: deps.manifests, Approvals: deps.approvals, Windows: w.windows, Seq: w.seq, Tell: w.tell,
+		Gate: deps.gate, AllowRewrite: deps.allowRewrite, Apply: w.apply, Release: w.release, Passes: w})
 	w.desk.keeper = w.keeper
 	return w
 }
 
-// wakeUp asks the worker to plan the newest snapshot; wake-ups coalesce.
-func (w *worker) wakeUp() {
+// WakeUp asks the worker to plan the newest snapshot; wake-ups coalesce.
+func (w *worker) WakeUp() {
 	select {
 	case w.wake <- struct{}{}:
 	default:
@@ -172,7 +177,7 @@ func (w *worker) run(ctx context.Context) {
 		tick = t.C
 	}
 	if _, ok := w.source.Latest(); ok {
-		w.wakeUp() // leading again: the state may hold a pending plan or an interrupted apply
+		w.WakeUp() // leading again: the state may hold a pending plan or an interrupted apply
 	}
 	handed := time.NewTicker(time.Second)
 	defer handed.Stop()
@@ -194,42 +199,24 @@ func (w *worker) run(ctx context.Context) {
 		case <-w.wake:
 		case <-tick:
 		}
-		w.passAndLog(ctx)
+		w.PassAndLog(ctx)
 		w.rec.tell(ctx)
 	}
 }
 
-// autoGate decides for skipConfirmation environments.
-var autoGate = approval.Auto()
-
-// decodePlan reads the plan of p, env's pending plan; when it cannot, it says why and returns
-// a plan that has only p's environment, revision and planHash.
-func decodePlan(env string, p *approval.Pending) (*reconcile.Plan, error) {
-	var plan reconcile.Plan
-	if err := json.Unmarshal(p.Plan, &plan); err != nil {
-		return &reconcile.Plan{Environment: env, Revision: p.Revision, PlanHash: p.PlanHash},
-			fmt.Errorf("decoding the pending plan %s of environment %s: %w", p.PlanHash, env, err)
-	}
-	return &plan, nil
-}
-
-func changesJSON(cs []reconcile.Change) json.RawMessage {
-	if cs == nil {
-		cs = []reconcile.Change{}
-	}
-	b, err := json.Marshal(cs)
-	if err != nil { // plain strings: cannot happen
-		panic(fmt.Sprintf("encoding changes: %v", err))
-	}
-	return b
-}
-
-func failureSummary(res *reconcile.Result) string {
-	var msgs []string
-	for _, wr := range res.Workloads {
-		if wr.Outcome == reconcile.OutcomeFailed || wr.Outcome == reconcile.OutcomeBlocked {
-			msgs = append(msgs, fmt.Sprintf("%s %s: %s", wr.WorkloadKey, wr.Outcome, wr.Message))
+// graceful is ctx, but cancelled only grace after ctx ends, so that patches
+// in flight finish and the state is recorded; at once when ctx ended because
+// this replica lost its Lease (lease.ErrLost): another replica may be
+// applying already, and no patch may follow.
+func graceful(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		if errors.Is(context.Cause(ctx), lease.ErrLost) {
+			cancel()
+			return
 		}
-	}
-	return fmt.Sprint(len(msgs), " workload(s) not deployed: ", approval.JoinMax(msgs, 5))
+		t := time.AfterFunc(grace, cancel)
+		context.AfterFunc(gctx, func() { t.Stop() })
+	})
+	return gctx, func() { stop(); cancel() }
 }

@@ -1,27 +1,13 @@
-package daemon
+package deploy
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
-	"github.com/stagehand-gitops/stagehand/internal/lease"
+	"github.com/stagehand-gitops/stagehand/internal/pass"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
-
-// runFrom runs the pass's steps from first on over p.
-func (w *worker) runFrom(ctx context.Context, p *pass, first stepName) error {
-	all := w.passSteps()
-	for i, s := range all {
-		if s.name == first {
-			return w.runSteps(ctx, p, all[i:])
-		}
-	}
-	return nil
-}
 
 // approvedProposal is prop with the plan resumed was approved as: its
 // planHash and changes (prop's plan holds what is left of them).
@@ -87,19 +73,23 @@ func unreachableSummary(res *reconcile.Result) string {
 	return fmt.Sprintf("%d workload(s) deployed, but its services were not planned in %d target(s): %s", applied, len(why), approval.JoinMax(why, 5))
 }
 
-// graceful is ctx, but cancelled only grace after ctx ends, so that patches
-// in flight finish and the state is recorded; at once when ctx ended because
-// this replica lost its Lease (lease.ErrLost): another replica may be
-// applying already, and no patch may follow.
-func graceful(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
-	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(ctx, func() {
-		if errors.Is(context.Cause(ctx), lease.ErrLost) {
-			cancel()
-			return
+func failureSummary(res *reconcile.Result) string {
+	var msgs []string
+	for _, wr := range res.Workloads {
+		if wr.Outcome == reconcile.OutcomeFailed || wr.Outcome == reconcile.OutcomeBlocked {
+			msgs = append(msgs, fmt.Sprintf("%s %s: %s", wr.WorkloadKey, wr.Outcome, wr.Message))
 		}
-		t := time.AfterFunc(grace, cancel)
-		context.AfterFunc(gctx, func() { t.Stop() })
-	})
-	return gctx, func() { stop(); cancel() }
+	}
+	return fmt.Sprint(len(msgs), " workload(s) not deployed: ", approval.JoinMax(msgs, 5))
+}
+
+// entryOf is prop's history entry for out, with m, the manifest resolved at its revision.
+func entryOf(prop approval.Proposal, out approval.Outcome, m *approval.Manifest) approval.Entry {
+	e := approval.Entry{Revision: prop.Revision, PlanHash: prop.Plan.PlanHash, Changes: pass.ChangesJSON(prop.Plan.Changes), Approver: out.Approver,
+		Approvers: out.Approvers, Result: out.Result, Message: out.Message, HistoryRewritten: prop.Plan.HistoryRewritten, Started: out.Started, Finished: out.Finished,
+		Manifest: m}
+	if out.Apply != nil {
+		e.Workloads, _ = json.Marshal(out.Apply.Workloads) // plain strings and numbers
+	}
+	return e
 }

@@ -1,29 +1,20 @@
-package daemon
+package gate
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/state"
-	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
-// The decisions a pass takes from the state's records alone: which phase
-// follows, whether a plan was rejected or rolled back before, whether a
-// plan is part of one approved, who a rollback's plan is applied as. They
-// read values and touch nothing, so their tests start no control plane.
-
-// notApplying is the phase of st once its apply in flight is dropped
-// unrecorded (it did not start, or what is left of it was not approved):
-// the pending plan's, or at rest.
-func notApplying(st *state.EnvState) status.Phase {
-	if st.Pending != nil && !st.Pending.Release {
-		return status.PhaseAwaitingApproval
-	}
-	return st.AtRest()
-}
+// The judgements the gate step takes from the state's records alone:
+// whether a plan was rejected or rolled back before, whether a plan is part
+// of one approved, who a rollback's plan is applied as (the phase that
+// follows a dropped apply is pass.NotApplying). They read values and touch
+// nothing, so their tests start no control plane.
 
 // rejected reports whether the plan planHash at revision was rejected: its
 // rejection is in history.
@@ -88,4 +79,16 @@ func pinnedBy(pin *approval.Pin, plan *reconcile.Plan) string {
 		return ""
 	}
 	return pin.By
+}
+
+// skipFailed reports whether s's revision was rolled back (its plans are not
+// applied again), or plan would deploy again what a person rejected at its
+// release (rejectedAgain), withdrawing a plan pending for it.
+func (k *Keeper) skipFailed(ctx context.Context, st *state.EnvState, revision string, plan *reconcile.Plan) bool {
+	f := st.Failed
+	if f == nil || (f.Revision != revision && !rejectedAgain(st, plan)) {
+		return false
+	}
+	k.Supersede(ctx, st, revision)
+	return true
 }

@@ -1,4 +1,4 @@
-package daemon
+package pass
 
 import (
 	"context"
@@ -9,19 +9,19 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/status"
 )
 
-// phaseStore is a worker's state store: each state it reads or writes is
-// seen by seen. The worker sets stagehand_pending_approvals there, from the
+// Store is a worker's state store: each state it reads or writes is seen
+// by seen. The worker sets stagehand_pending_approvals there, from the
 // state's phase, and nowhere else: the gauge is what the holder last read
 // or wrote, whichever step moved the phase.
-type phaseStore struct {
+type Store struct {
 	*state.Store
 	seen func(*state.EnvState)
 }
 
-// observed is st for env's worker, setting m's pending gauge from each
+// Observed is st for env's worker, setting m's pending gauge from each
 // state seen.
-func observed(st *state.Store, m *meter.Metrics, env string) phaseStore {
-	return phaseStore{Store: st, seen: func(es *state.EnvState) {
+func Observed(st *state.Store, m *meter.Metrics, env string) Store {
+	return Store{Store: st, seen: func(es *state.EnvState) {
 		m.SetPending(env, awaitsPerson(es))
 		var since time.Time
 		if awaitsPerson(es) && es.Pending != nil {
@@ -32,7 +32,7 @@ func observed(st *state.Store, m *meter.Metrics, env string) phaseStore {
 }
 
 // Load is state.Store's Load, the state read seen.
-func (s phaseStore) Load(ctx context.Context, env string) (*state.EnvState, error) {
+func (s Store) Load(ctx context.Context, env string) (*state.EnvState, error) {
 	st, err := s.Store.Load(ctx, env)
 	if err == nil && st != nil {
 		s.seen(st)
@@ -41,7 +41,7 @@ func (s phaseStore) Load(ctx context.Context, env string) (*state.EnvState, erro
 }
 
 // Update is state.Store's Update, the state written seen.
-func (s phaseStore) Update(ctx context.Context, env string, mutate func(*state.EnvState)) error {
+func (s Store) Update(ctx context.Context, env string, mutate func(*state.EnvState)) error {
 	var last *state.EnvState
 	err := s.Store.Update(ctx, env, func(st *state.EnvState) {
 		mutate(st)

@@ -1,4 +1,4 @@
-package daemon
+package gate
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/pass"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
@@ -68,20 +69,20 @@ func sameJSON(a, b any) bool {
 // newer revision that changes nothing in the environment (see above);
 // ok is false otherwise, and whenever something cannot be read: the plan
 // is then superseded, as a plan for an older revision always was.
-func (k *gatekeeper) keepPending(ctx context.Context, pa *pass) (gitsource.Snapshot, *manifest.Environment, *reconcile.Plan, bool) {
-	s, envM, plan, st := pa.snap, pa.envM, pa.plan, pa.st
+func (k *Keeper) keepPending(ctx context.Context, pa *pass.Pass) (gitsource.Snapshot, *manifest.Environment, *reconcile.Plan, bool) {
+	s, envM, plan, st := pa.Snap, pa.EnvM, pa.Plan, pa.St
 	p := st.Pending
-	if p == nil || st.Phase == status.PhaseAwaitingRelease || p.Revision == s.Revision || plan.Empty() || k.source == nil ||
-		reconcile.Hash(k.env, p.Revision, plan.Changes) != p.PlanHash {
+	if p == nil || st.Phase == status.PhaseAwaitingRelease || p.Revision == s.Revision || plan.Empty() || k.Source == nil ||
+		reconcile.Hash(k.Env, p.Revision, plan.Changes) != p.PlanHash {
 		return gitsource.Snapshot{}, nil, nil, false
 	}
-	log := k.log.WithValues("environment", k.env, "revision", approval.ShortRevision(s.Revision), "pending", approval.ShortRevision(p.Revision), "planHash", p.PlanHash)
-	ps, err := k.source.At(p.Revision)
+	log := k.Log.WithValues("environment", k.Env, "revision", approval.ShortRevision(s.Revision), "pending", approval.ShortRevision(p.Revision), "planHash", p.PlanHash)
+	ps, err := k.Source.At(p.Revision)
 	if err != nil {
 		log.Error(err, "reading the pending plan's revision to compare it with the newer one; superseding the plan")
 		return gitsource.Snapshot{}, nil, nil, false
 	}
-	reviewed, err := decodePlan(k.env, p)
+	reviewed, err := pass.DecodePlan(k.Env, p)
 	if err != nil {
 		return gitsource.Snapshot{}, nil, nil, false
 	}
@@ -91,13 +92,13 @@ func (k *gatekeeper) keepPending(ctx context.Context, pa *pass) (gitsource.Snaps
 		// checked above against the planHash, depends on the cluster).
 		return ps, k.keptEnv, keptPlan(plan, p, reviewed), true
 	}
-	if ok, err := k.source.Descends(ctx, s.Revision, p.Revision); err != nil || !ok {
+	if ok, err := k.Source.Descends(ctx, s.Revision, p.Revision); err != nil || !ok {
 		if err != nil {
 			log.Error(err, "checking that the newer revision descends from the pending plan's; superseding the plan")
 		}
 		return gitsource.Snapshot{}, nil, nil, false
 	}
-	pEnv, err := k.manifests.Resolve(ctx, ps, st)
+	pEnv, err := k.Manifests.Resolve(ctx, ps, st)
 	if err != nil {
 		log.Error(err, "resolving the pending plan's revision to compare it with the newer one; superseding the plan")
 		return gitsource.Snapshot{}, nil, nil, false
@@ -105,11 +106,11 @@ func (k *gatekeeper) keepPending(ctx context.Context, pa *pass) (gitsource.Snaps
 	if !sameManifest(pEnv, envM) {
 		return gitsource.Snapshot{}, nil, nil, false
 	}
-	pTasks, err := k.seq.Tasks(ps)
+	pTasks, err := k.Seq.Tasks(ps)
 	if err != nil {
 		return gitsource.Snapshot{}, nil, nil, false
 	}
-	sTasks, err := k.seq.Tasks(s)
+	sTasks, err := k.Seq.Tasks(s)
 	if err != nil || !sameJSON(pTasks, sTasks) {
 		return gitsource.Snapshot{}, nil, nil, false
 	}

@@ -1,10 +1,11 @@
-package daemon
+package release
 
 import (
 	"encoding/json"
 	"fmt"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/pass"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -40,7 +41,7 @@ func inFlightProposal(env string, s gitsource.Snapshot, st *state.EnvState) (app
 	f := st.InFlight
 	prop := approval.Proposal{Environment: env, Revision: f.Revision, RevisionTime: s.Time}
 	if p := st.Pending; p != nil && p.Release && p.PlanHash == f.PlanHash {
-		plan, err := decodePlan(env, p)
+		plan, err := pass.DecodePlan(env, p)
 		prop.Plan = plan
 		return prop, err
 	}
@@ -51,12 +52,4 @@ func inFlightProposal(env string, s gitsource.Snapshot, st *state.EnvState) (app
 	}
 	prop.Plan = &reconcile.Plan{Environment: env, Revision: f.Revision, PlanHash: f.PlanHash, Changes: changes}
 	return prop, err
-}
-
-// decided is a decision's pending plan, as a proposal, and how it is
-// answered (once).
-type decided struct {
-	prop    approval.Proposal
-	pending *approval.Pending
-	reply   func(*approval.Pending, error)
 }
