@@ -12,7 +12,7 @@ var _ approval.BreakGlasser = (*Daemon)(nil)
 // BreakGlass lets env's waiting plan planHash (pending approval, or a skipConfirmation plan the windows
 // deferred) through its closed deploy windows, once, as who, with reason (approval.BreakGlasser;
 // window.Guard.BreakGlass keeps it beside the plan in the state, on any replica). The worker of the
-// replica that works env sees it within a second (pickUp) and applies the plan if it has its approvals.
+// replica that works env sees it within a second (decision.Desk.PickUp) and applies the plan if it has its approvals.
 func (ds *dispatcher) BreakGlass(ctx context.Context, env, planHash string, why approval.Why) (*approval.Pending, error) {
 	w, ok := ds.workers[env]
 	if !ok {

@@ -68,7 +68,7 @@ func TestHandedOverApprovalThatFailsIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := d.workers["prod"]
-	w.desk.pickUp(ctx)
+	w.desk.PickUp(ctx)
 
 	if len(gate.completed) != 1 || gate.completed[0].Result != approval.ResultFailed || gate.completed[0].Approver != "github:maria" ||
 		gate.completed[0].Apply != nil || !strings.Contains(gate.completed[0].Message, "approving failed, nothing was applied") {
@@ -110,7 +110,7 @@ func TestApprovalPlansOnce(t *testing.T) {
 	if _, err := d.Approve(ctx, "prod", st.Pending.PlanHash, ghUser("alice")); err != nil {
 		t.Fatal(err)
 	}
-	w.desk.pickUp(ctx)
+	w.desk.PickUp(ctx)
 	if got := cluster.Env(t).Image(t, h.ns["prod"], "web"); got != imageRepo+"web:1.0.0" {
 		t.Fatalf("prod runs %s after the approval, want web:1.0.0", got)
 	}

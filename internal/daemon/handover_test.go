@@ -15,37 +15,13 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/decision"
 	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
-
-// TestNextHandover: rejections are taken before approvals, each kind in the order handed over.
-func TestNextHandover(t *testing.T) {
-	a1 := state.Handover{ID: "a1", Approve: true}
-	a2 := state.Handover{ID: "a2", Approve: true}
-	r1 := state.Handover{ID: "r1"}
-	r2 := state.Handover{ID: "r2"}
-	for _, tt := range []struct {
-		name string
-		q    []state.Handover
-		want string
-	}{
-		{name: "empty", q: nil, want: ""},
-		{name: "approvals in order", q: []state.Handover{a1, a2}, want: "a1"},
-		{name: "a rejection after an approval", q: []state.Handover{a1, r1}, want: "r1"},
-		{name: "rejections in order", q: []state.Handover{a2, r2, a1, r1}, want: "r2"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			got, ok := nextHandover(tt.q)
-			if ok != (tt.want != "") || got.ID != tt.want {
-				t.Errorf("nextHandover = %q, %v; want %q", got.ID, ok, tt.want)
-			}
-		})
-	}
-}
 
 // handoverWorld is prod needing required approvers, with a plan pending, and three daemons on its state:
 // two that do not lead (standbys taking decisions) and a leader whose worker picks them up.
@@ -106,7 +82,7 @@ func TestHandoverTwoStandbysTwoOfTwo(t *testing.T) {
 				if err := approve(0, "alice"); err != nil {
 					t.Fatal(err)
 				}
-				leader.workers["prod"].desk.pickUp(ctx) // nothing handed over yet: 1 of 2
+				leader.workers["prod"].desk.PickUp(ctx) // nothing handed over yet: 1 of 2
 				leader = w.newDaemo()                   // the leader restarts
 				if err := approve(1, "bob"); err != nil {
 					t.Fatal(err)
@@ -122,11 +98,11 @@ func TestHandoverTwoStandbysTwoOfTwo(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			leader.workers["prod"].desk.pickUp(ctx)
+			leader.workers["prod"].desk.PickUp(ctx)
 			if got := cluster.Env(t).Image(t, w.h.ns["prod"], "web"); got != imageRepo+"web:1.0.0" {
 				t.Fatalf("prod runs %s after both approvals, want web:1.0.0", got)
 			}
-			leader.workers["prod"].desk.pickUp(ctx) // anything left over must not act again
+			leader.workers["prod"].desk.PickUp(ctx) // anything left over must not act again
 			st, err := leader.store.Load(ctx, "prod")
 			if err != nil {
 				t.Fatal(err)
@@ -175,7 +151,7 @@ func TestHandoverApproveAndReject(t *testing.T) {
 				t.Fatalf("handovers waiting: %+v, %v; want both decisions", st.Handovers, err)
 			}
 			leader := w.newDaemo()
-			leader.workers["prod"].desk.pickUp(ctx)
+			leader.workers["prod"].desk.PickUp(ctx)
 			if got := cluster.Env(t).Image(t, w.h.ns["prod"], "web"); got != imageRepo+"web:0.9.0" {
 				t.Errorf("prod runs %s, want web:0.9.0 (rejected)", got)
 			}
@@ -194,31 +170,31 @@ func TestHandoverApproveAndReject(t *testing.T) {
 	}
 }
 
-// TestHandoverQueueFull: beyond maxHandovers decisions waiting, one more is refused with ErrBusy and
+// TestHandoverQueueFull: beyond decision.MaxHandovers decisions waiting, one more is refused with ErrBusy and
 // nothing is recorded; once the leader has taken them, decisions are handed over again.
 func TestHandoverQueueFull(t *testing.T) {
 	ctx := context.Background()
 	w := newHandoverWorld(t, 1)
 	d := w.standby[0]
-	for i := range maxHandovers {
+	for i := range decision.MaxHandovers {
 		if _, err := d.Reject(ctx, "prod", w.pending.PlanHash, approval.Why{By: ghUser(fmt.Sprintf("p%d", i)), Reason: "no"}); err != nil {
 			t.Fatalf("rejection %d: %v", i, err)
 		}
 	}
 	_, err := d.Approve(ctx, "prod", w.pending.PlanHash, ghUser("alice"))
 	if !errors.Is(err, approval.ErrBusy) {
-		t.Fatalf("approval with %d decisions waiting = %v, want ErrBusy", maxHandovers, err)
+		t.Fatalf("approval with %d decisions waiting = %v, want ErrBusy", decision.MaxHandovers, err)
 	}
 	st, err := d.store.Load(ctx, "prod")
-	if err != nil || len(st.Handovers) != maxHandovers {
-		t.Fatalf("handovers after the refusal: %d, %v; want %d", len(st.Handovers), err, maxHandovers)
+	if err != nil || len(st.Handovers) != decision.MaxHandovers {
+		t.Fatalf("handovers after the refusal: %d, %v; want %d", len(st.Handovers), err, decision.MaxHandovers)
 	}
 	for _, h := range st.Handovers {
 		if h.Approve {
 			t.Fatalf("the refused approval was queued: %+v", h)
 		}
 	}
-	w.newDaemo().workers["prod"].desk.pickUp(ctx)
+	w.newDaemo().workers["prod"].desk.PickUp(ctx)
 	st, err = d.store.Load(ctx, "prod")
 	if err != nil || len(st.Handovers) != 0 || len(st.History) != 1 || st.History[0].Approver != "github:p0" {
 		t.Fatalf("after the pick-up: handovers %+v, history %+v, %v; want none and p0's rejection", st.Handovers, st.History, err)
@@ -270,7 +246,7 @@ func TestHandoverOlderReplica(t *testing.T) {
 	if has, err := d.store.HasHandover(ctx, "prod"); err != nil || !has {
 		t.Fatalf("HasHandover with an older replica's decision = %v, %v; want true", has, err)
 	}
-	w.newDaemo().workers["prod"].desk.pickUp(ctx)
+	w.newDaemo().workers["prod"].desk.PickUp(ctx)
 	waitImage(t, w.h.ns["prod"], "web", imageRepo+"web:1.0.0")
 	cm, err = cms.Get(ctx, state.ConfigMapName("prod"), metav1.GetOptions{})
 	if err != nil {
@@ -301,7 +277,7 @@ func TestHandoverTyped(t *testing.T) {
 	if len(st.Handovers) != 1 || st.Handovers[0].Approver != "token:alice-cli" || st.Handovers[0].ActsFor != "github:alice" {
 		t.Fatalf("handovers %+v, want token:alice-cli acting for github:alice", st.Handovers)
 	}
-	w.newDaemo().workers["prod"].desk.pickUp(ctx)
+	w.newDaemo().workers["prod"].desk.PickUp(ctx)
 	waitImage(t, w.h.ns["prod"], "web", imageRepo+"web:1.0.0")
 	st, err = w.standby[0].store.Load(ctx, "prod")
 	if err != nil || len(st.History) != 1 || st.History[0].Approver != "token:alice-cli" {

@@ -134,7 +134,7 @@ func TestReleaseApprovalShowsNotes(t *testing.T) {
 		d, _, _ := sequenceDaemon(t, h, WithTask(promote.TaskTest, pass.run), WithGate(gate))
 		w := d.workers["devel"]
 		w.manifests = heldNotes{Manifests: w.manifests, note: held}
-		w.release.Manifests, w.keeper.Manifests, w.desk.manifests = w.manifests, w.manifests, w.manifests // each shows notes
+		w.release.Manifests, w.keeper.Manifests, w.desk.Manifests = w.manifests, w.manifests, w.manifests // each shows notes
 		if err := d.Once(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -108,7 +108,7 @@ func decideNow(t *testing.T, d *Daemon, dc pass.Decision) (*approval.Pending, er
 		dc.At = time.Now()
 	}
 	dc.Reply = make(chan pass.Reply, 1)
-	d.workers["devel"].desk.decide(context.Background(), dc)
+	d.workers["devel"].desk.Decide(context.Background(), dc)
 	r := <-dc.Reply
 	return r.Pending, r.Err
 }
@@ -168,7 +168,7 @@ func TestReleaseApprovalReleases(t *testing.T) {
 	if _, err := w.d.Approve(ctx, "devel", p.PlanHash, ghUser("alice")); err != nil {
 		t.Fatal(err)
 	}
-	w.d.workers["devel"].desk.pickUp(ctx)
+	w.d.workers["devel"].desk.PickUp(ctx)
 
 	want := append(slices.Clone(untilRelease), "approval.finished pass", "release.triggered", "release.started", "release.finished pass", "devel.delivery.finished pass")
 	if diff := cmp.Diff(want, w.l.names()); diff != "" {
@@ -221,7 +221,7 @@ func TestReleaseApprovalRejected(t *testing.T) {
 			if _, err := w.d.Reject(ctx, "devel", p.PlanHash, approval.Why{By: ghUser("alice"), Reason: "not before the sale"}); err != nil {
 				t.Fatal(err)
 			}
-			w.d.workers["devel"].desk.pickUp(ctx)
+			w.d.workers["devel"].desk.PickUp(ctx)
 			want := append(slices.Clone(untilRelease), "approval.finished fail", "devel.delivery.finished fail")
 			if diff := cmp.Diff(want, w.l.names()); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
@@ -317,7 +317,7 @@ func TestReleaseApprovalAfterRestart(t *testing.T) {
 	if _, err := d2.Approve(ctx, "devel", p.PlanHash, ghUser("carol")); err != nil {
 		t.Fatal(err)
 	}
-	d2.workers["devel"].desk.pickUp(ctx)
+	d2.workers["devel"].desk.PickUp(ctx)
 	want := []string{"approval.finished pass", "release.triggered", "release.started", "release.finished pass", "devel.delivery.finished pass"}
 	if diff := cmp.Diff(want, l2.names()); diff != "" {
 		t.Errorf("events of the new process (-want +got):\n%s", diff)
@@ -470,7 +470,7 @@ func TestReleaseApprovalIgnoresEarlierApprovals(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d.workers["prod"].desk.pickUp(ctx)
+	d.workers["prod"].desk.PickUp(ctx)
 	want := []string{"prod.delivery.started", "approval.triggered", "approval.started", "approval.finished pass",
 		"deployment.triggered", "deployment.started", "deployment.finished pass",
 		"test.triggered", "test.started", "test.finished pass",

@@ -266,7 +266,7 @@ func TestSequenceApprovalRejected(t *testing.T) {
 	if _, err := d.Reject(ctx, "devel", st.Pending.PlanHash, approval.Why{By: ghUser("alice"), Reason: "not today"}); err != nil {
 		t.Fatal(err)
 	}
-	d.workers["devel"].desk.pickUp(ctx)
+	d.workers["devel"].desk.PickUp(ctx)
 	want := []string{"devel.delivery.started", "approval.triggered", "approval.started", "approval.finished fail", "devel.delivery.finished fail"}
 	if diff := cmp.Diff(want, l.names()); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)

@@ -65,7 +65,7 @@ func TestStarterHearsTheApplyUnderWay(t *testing.T) {
 	if _, err := d.Approve(ctx, "prod", st.Pending.PlanHash, ghUser("alice")); err != nil {
 		t.Fatal(err)
 	}
-	d.workers["prod"].desk.pickUp(ctx)
+	d.workers["prod"].desk.PickUp(ctx)
 	gate.mu.Lock()
 	defer gate.mu.Unlock()
 	want := []string{"started by github:alice while in flight", "completed succeeded"}

@@ -46,14 +46,6 @@ func endStep(span trace.Span, p *pass.Pass, err error) {
 	tracing.End(span, err)
 }
 
-// decisionName names a decision's span.
-func decisionName(dc pass.Decision) string {
-	if dc.Approve {
-		return "approve"
-	}
-	return "reject"
-}
-
 // tracedTasks are tasks, each traced as a span under the step that runs it
 // (verify), named by its kind and marked Error when it fails.
 func tracedTasks(t *tracing.Deploys, tasks map[string]sequence.Runner) map[string]sequence.Runner {

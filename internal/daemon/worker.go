@@ -9,6 +9,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/decision"
 	"github.com/stagehand-gitops/stagehand/internal/delivery"
 	"github.com/stagehand-gitops/stagehand/internal/deploy"
 	"github.com/stagehand-gitops/stagehand/internal/gate"
@@ -97,7 +98,7 @@ type worker struct {
 	// is the release approval; desk takes the decisions.
 	apply   *deploy.Applier
 	release *release.Releaser
-	desk    *decider
+	desk    *decision.Desk
 	keeper  *gate.Keeper
 	// seq is the sequence run of the newest plan (also kept in the state).
 	seq *delivery.Run
@@ -149,13 +150,12 @@ func newWorker(deps workerDeps) *worker {
 		Reconciler: deps.reconciler, Request: w.request, Promotion: deps.promotion,
 		Grace: func(ctx context.Context) (context.Context, context.CancelFunc) { return graceful(ctx, w.applyGrace) },
 		Seq:   w.seq, Tell: w.tell, Release: w.release, Moved: w.rec.moved, Reverter: w.reverter, Rollback: deps.rollback, Wake: w.WakeUp})
-	w.desk = &decider{env: deps.env, log: deps.log, now: deps.now, metrics: deps.metrics, tracer: deps.tracer, store: store,
-		source: deps.source, manifests: deps.manifests, approvals: deps.approvals, windows: w.windows, seq: w.seq, tell: w.tell,
-		release: w.release, passes: w}
 	w.keeper = gate.New(gate.Config{Env: deps.env, Log: deps.log, Now: deps.now, Metrics: deps.metrics, Tracer: deps.tracer, Store: store,
 		Source: deps.source, Manifests: deps.manifests, Approvals: deps.approvals, Windows: w.windows, Seq: w.seq, Tell: w.tell,
 		Gate: deps.gate, AllowRewrite: deps.allowRewrite, Apply: w.apply, Release: w.release, Passes: w})
-	w.desk.keeper = w.keeper
+	w.desk = decision.New(decision.Config{Env: deps.env, Log: deps.log, Now: deps.now, Metrics: deps.metrics, Tracer: deps.tracer, Store: store,
+		Source: deps.source, Manifests: deps.manifests, Approvals: deps.approvals, Windows: w.windows, Seq: w.seq, Tell: w.tell,
+		Release: w.release, Passes: w, Keeper: w.keeper})
 	return w
 }
 
@@ -187,11 +187,11 @@ func (w *worker) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case dc := <-w.decisions:
-			w.desk.decide(ctx, dc)
+			w.desk.Decide(ctx, dc)
 			w.rec.tell(ctx)
 			continue
 		case <-handed.C:
-			if w.desk.pickUp(ctx) {
+			if w.desk.PickUp(ctx) {
 				w.rec.tell(ctx) // a decision handed over: the records changed as after one taken here
 			}
 			w.owed.ReportDue(ctx)

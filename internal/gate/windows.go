@@ -13,12 +13,12 @@ import (
 )
 
 // Deploy windows (environments.<env>.windows) are internal/window's: the
-// worker asks its window.Guard before it applies (gate.go; the daemon's decider), and
+// worker asks its window.Guard before it applies (gate.go; internal/decision's Desk), and
 // goes on here with a plan the windows deferred once they open, or once a
 // break-glass lets it through them (window.Guard.JudgeFor): an approved plan
 // (deferredApproved), or a skipConfirmation plan (autoWaits).
 
-// deferredApproved goes on with an approved plan the windows deferred (decide): while they are closed
+// deferredApproved goes on with an approved plan the windows deferred (decision.Desk.Decide): while they are closed
 // it stays deferred (done, nothing written), unless a break-glass lets it through; once they open (or
 // through them) it is applied by the steps from apply on,
 // with the approvers counted. It is not that plan (ok false) when the pass planned another (a newer

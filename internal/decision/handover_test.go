@@ -1,4 +1,4 @@
-package daemon
+package decision
 
 import (
 	"testing"
@@ -64,6 +64,31 @@ func TestHandoverPrincipal(t *testing.T) {
 			}
 			if tt.h.ActsFor == "" && got.ID.Legacy() && got.ID.Equal(alice) {
 				t.Errorf("a legacy name equals %s", alice)
+			}
+		})
+	}
+}
+
+// TestNextHandover: rejections are taken before approvals, each kind in the order handed over.
+func TestNextHandover(t *testing.T) {
+	a1 := state.Handover{ID: "a1", Approve: true}
+	a2 := state.Handover{ID: "a2", Approve: true}
+	r1 := state.Handover{ID: "r1"}
+	r2 := state.Handover{ID: "r2"}
+	for _, tt := range []struct {
+		name string
+		q    []state.Handover
+		want string
+	}{
+		{name: "empty", q: nil, want: ""},
+		{name: "approvals in order", q: []state.Handover{a1, a2}, want: "a1"},
+		{name: "a rejection after an approval", q: []state.Handover{a1, r1}, want: "r1"},
+		{name: "rejections in order", q: []state.Handover{a2, r2, a1, r1}, want: "r2"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := nextHandover(tt.q)
+			if ok != (tt.want != "") || got.ID != tt.want {
+				t.Errorf("nextHandover = %q, %v; want %q", got.ID, ok, tt.want)
 			}
 		})
 	}
