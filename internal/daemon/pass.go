@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/pass"
@@ -32,9 +31,8 @@ func (w *worker) runSteps(ctx context.Context, p *pass.Pass, steps []pass.Step) 
 		p.Times = append(p.Times, pass.StepTime{Step: s.Name, Duration: d})
 		w.metrics.ObserveStep(w.env, string(s.Name), d)
 		if err != nil {
-			var se *pass.Error
-			if errors.As(err, &se) && se.Reason != "" {
-				w.metrics.Fail(w.env, se.Reason)
+			if r := pass.ReasonOf(err); r != "" {
+				w.metrics.Fail(w.env, r)
 			}
 			return err
 		}

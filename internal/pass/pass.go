@@ -2,6 +2,7 @@ package pass
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
@@ -14,8 +15,8 @@ import (
 
 // A pass over an environment is a list of steps run in order over one Pass
 // value, as source-controller's reconcilers are: each step reads what the
-// steps before it found and adds what it finds, and returns an *Error
-// naming itself and the reason it failed (the label of
+// steps before it found and adds what it finds, and returns an error
+// naming itself and the reason it failed (Failed) (the label of
 // stagehand_failures_total). The status is written once, when the pass ends
 // (Runner.EndPass); the in-flight record is written before the first patch,
 // because a leader that dies during the apply must know what it was
@@ -50,23 +51,35 @@ const (
 // StepNames are the steps in pass order.
 var StepNames = []StepName{StepFetch, StepResolve, StepPlan, StepGate, StepApply, StepVerify, StepRelease, StepRecord}
 
-// Error is a step's failure: which step, why (counted under that reason
-// when the pass ends), and the error.
-type Error struct {
-	Step   StepName
-	Reason meter.Reason
-	Err    error
+// stepError is a step's failure: which step, why (counted under that
+// reason when the pass ends), and the error.
+type stepError struct {
+	step   StepName
+	reason meter.Reason
+	err    error
 }
 
-func (e *Error) Error() string { return e.Err.Error() }
-func (e *Error) Unwrap() error { return e.Err }
+func (e *stepError) Error() string { return e.err.Error() }
+func (e *stepError) Unwrap() error { return e.err }
 
-// Failed is err as step's failure for r (nil when err is nil).
+// Failed is err as step's failure for r (nil when err is nil): its message
+// is err's, and ReasonOf reads r back.
 func Failed(step StepName, r meter.Reason, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &Error{Step: step, Reason: r, Err: err}
+	return &stepError{step: step, reason: r, err: err}
+}
+
+// ReasonOf is the reason of the step failure err is or wraps (Failed), the
+// stage of stagehand_failures_total it is counted under; "" when err is no
+// step's failure or its step gave no reason.
+func ReasonOf(err error) meter.Reason {
+	var se *stepError
+	if errors.As(err, &se) {
+		return se.reason
+	}
+	return ""
 }
 
 // Step is one step of a pass.
