@@ -3,16 +3,13 @@ package approval
 import (
 	"fmt"
 	"strings"
+
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
 // ShortRevision is rev as an outcome's message and the logs abbreviate it:
-// its first 12 characters.
-func ShortRevision(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
-}
+// gitsource.ShortRevision, the one abbreviation of a revision.
+func ShortRevision(rev string) string { return gitsource.ShortRevision(rev) }
 
 // JoinMax joins the first n of msgs with "; " for an outcome's message,
 // saying how many more there were: a thousand failed workloads make one

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/cli/command"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -98,7 +99,7 @@ func (f *historyFlags) run(cmd *cobra.Command) error {
 		if e.ID > 0 {
 			id = strconv.FormatInt(e.ID, 10)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", id, e.Finished.UTC().Format(time.DateTime), shortRev(e.Revision),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", id, e.Finished.UTC().Format(time.DateTime), gitsource.ShortRevision(e.Revision),
 			e.Result, e.Approver, changesSummary(e.Changes))
 	}
 	return tw.Flush()
@@ -183,11 +184,4 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-func shortRev(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
 }

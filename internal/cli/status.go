@@ -13,6 +13,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/cli/command"
 	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
 // statusFlags are the flags of `reconciler status`.
@@ -198,13 +199,13 @@ func printMatrix(w io.Writer, m status.Matrix) error {
 			if e.Release {
 				what = "deployed; release approval pending"
 			}
-			notes = append(notes, fmt.Sprintf("◔ %s%s: revision %s, plan %s", what, tally, shortRev(e.PendingRevision), e.Pending))
+			notes = append(notes, fmt.Sprintf("◔ %s%s: revision %s, plan %s", what, tally, gitsource.ShortRevision(e.PendingRevision), e.Pending))
 			for _, r := range e.Reasons {
 				notes = append(notes, "  approval rule: "+r)
 			}
 		}
 		if e.Deferred != "" {
-			notes = append(notes, fmt.Sprintf("⏸ deferred (skipConfirmation): revision %s, plan %s", shortRev(e.DeferredRevision), e.Deferred))
+			notes = append(notes, fmt.Sprintf("⏸ deferred (skipConfirmation): revision %s, plan %s", gitsource.ShortRevision(e.DeferredRevision), e.Deferred))
 		}
 		for _, wt := range e.Waiting {
 			notes = append(notes, "⏸ "+wt)

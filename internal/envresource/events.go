@@ -15,6 +15,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -111,11 +112,11 @@ func (e *Events) add(env string, s story) {
 func (e *Events) Propose(_ context.Context, p approval.Proposal) (approval.Decision, error) {
 	if !p.Release.IsZero() {
 		e.add(p.Environment, story{typ: corev1.EventTypeNormal, reason: ReasonReleaseProposed, proposed: planHash(p) + " release",
-			msg: fmt.Sprintf("revision %s deployed and verified awaits its release approval (plan %s)", short(p.Revision), shortHash(planHash(p)))})
+			msg: fmt.Sprintf("revision %s deployed and verified awaits its release approval (plan %s)", gitsource.ShortRevision(p.Revision), shortHash(planHash(p)))})
 		return approval.Decision{}, nil
 	}
 	e.add(p.Environment, story{typ: corev1.EventTypeNormal, reason: ReasonPlanProposed, proposed: planHash(p),
-		msg: fmt.Sprintf("plan %s of revision %s awaits approval: %s", shortHash(planHash(p)), short(p.Revision), changes(p.Plan))})
+		msg: fmt.Sprintf("plan %s of revision %s awaits approval: %s", shortHash(planHash(p)), gitsource.ShortRevision(p.Revision), changes(p.Plan))})
 	return approval.Decision{}, nil
 }
 
@@ -129,7 +130,7 @@ func (e *Events) Deferred(_ context.Context, p approval.Proposal, why string) er
 	e.mu.Unlock()
 	if !seen {
 		e.add(p.Environment, story{typ: corev1.EventTypeNormal, reason: ReasonDeferred,
-			msg: fmt.Sprintf("plan %s of revision %s deferred: %s", shortHash(planHash(p)), short(p.Revision), why)})
+			msg: fmt.Sprintf("plan %s of revision %s deferred: %s", shortHash(planHash(p)), gitsource.ShortRevision(p.Revision), why)})
 	}
 	return nil
 }
@@ -137,15 +138,15 @@ func (e *Events) Deferred(_ context.Context, p approval.Proposal, why string) er
 // BrokeGlass tells of a plan let through the closed deploy windows: who, and why.
 func (e *Events) BrokeGlass(_ context.Context, p approval.Proposal, b approval.BreakGlass) error {
 	e.add(p.Environment, story{typ: corev1.EventTypeWarning, reason: ReasonBreakGlass,
-		msg: fmt.Sprintf("plan %s of revision %s goes out through the closed deploy windows: %s", shortHash(planHash(p)), short(p.Revision), b.Message())})
+		msg: fmt.Sprintf("plan %s of revision %s goes out through the closed deploy windows: %s", shortHash(planHash(p)), gitsource.ShortRevision(p.Revision), b.Message())})
 	return nil
 }
 
 // Superseded tells of a pending plan withdrawn.
 func (e *Events) Superseded(_ context.Context, p approval.Proposal, by string) error {
-	msg := fmt.Sprintf("plan %s of revision %s withdrawn: nothing is left to apply", shortHash(planHash(p)), short(p.Revision))
+	msg := fmt.Sprintf("plan %s of revision %s withdrawn: nothing is left to apply", shortHash(planHash(p)), gitsource.ShortRevision(p.Revision))
 	if by != "" {
-		msg = fmt.Sprintf("plan %s of revision %s superseded by revision %s", shortHash(planHash(p)), short(p.Revision), short(by))
+		msg = fmt.Sprintf("plan %s of revision %s superseded by revision %s", shortHash(planHash(p)), gitsource.ShortRevision(p.Revision), gitsource.ShortRevision(by))
 	}
 	e.add(p.Environment, story{typ: corev1.EventTypeNormal, reason: ReasonSuperseded, msg: msg})
 	return nil
@@ -154,7 +155,7 @@ func (e *Events) Superseded(_ context.Context, p approval.Proposal, by string) e
 // Started tells of the approval that let an apply begin (not an automatic
 // one) and of the apply.
 func (e *Events) Started(_ context.Context, p approval.Proposal, approver string) error {
-	what := fmt.Sprintf("plan %s of revision %s", shortHash(planHash(p)), short(p.Revision))
+	what := fmt.Sprintf("plan %s of revision %s", shortHash(planHash(p)), gitsource.ShortRevision(p.Revision))
 	if approver != "" && !approval.IsAuto(approver) {
 		e.add(p.Environment, story{typ: corev1.EventTypeNormal, reason: ReasonApproved, msg: what + " approved by " + approver})
 	}
@@ -165,12 +166,12 @@ func (e *Events) Started(_ context.Context, p approval.Proposal, approver string
 
 // Completed tells how an approved or rejected plan ended.
 func (e *Events) Completed(_ context.Context, p approval.Proposal, o approval.Outcome) error {
-	what := fmt.Sprintf("plan %s of revision %s", shortHash(planHash(p)), short(p.Revision))
+	what := fmt.Sprintf("plan %s of revision %s", shortHash(planHash(p)), gitsource.ShortRevision(p.Revision))
 	s := story{typ: corev1.EventTypeWarning}
 	switch o.Result {
 	case approval.ResultSucceeded:
 		s.typ, s.reason = corev1.EventTypeNormal, ReasonApplied
-		s.msg = fmt.Sprintf("revision %s deployed (%s, approved by %s): %s", short(p.Revision), "plan "+shortHash(planHash(p)), o.Approver, changes(p.Plan))
+		s.msg = fmt.Sprintf("revision %s deployed (%s, approved by %s): %s", gitsource.ShortRevision(p.Revision), "plan "+shortHash(planHash(p)), o.Approver, changes(p.Plan))
 		if o.Sequence != "" {
 			s.msg += "; sequence " + o.Sequence
 		}
@@ -205,7 +206,7 @@ func (e *Events) SequenceEvent(_ context.Context, ev sequence.Event) {
 		e.mu.Unlock()
 		if released && d.Result != promote.ResultFail {
 			e.add(ev.Environment, story{typ: corev1.EventTypeNormal, reason: ReasonReleased,
-				msg: fmt.Sprintf("revision %s released by %s", short(d.Revision), d.Approver)})
+				msg: fmt.Sprintf("revision %s released by %s", gitsource.ShortRevision(d.Revision), d.Approver)})
 		}
 	case promote.TaskRelease:
 	default: // test, evaluation
@@ -213,7 +214,7 @@ func (e *Events) SequenceEvent(_ context.Context, ev sequence.Event) {
 		if d.Result == promote.ResultFail {
 			s.typ, s.reason = corev1.EventTypeWarning, ReasonVerificationFailed
 		}
-		s.msg = fmt.Sprintf("%s of revision %s: %s", ev.Task, short(d.Revision), d.Result)
+		s.msg = fmt.Sprintf("%s of revision %s: %s", ev.Task, gitsource.ShortRevision(d.Revision), d.Result)
 		if d.Message != "" {
 			s.msg += ": " + d.Message
 		}
@@ -274,9 +275,9 @@ func changed(prev, next *Status) []story {
 				added = append(added, a)
 			}
 		}
-		what := "plan " + shortHash(q.PlanHash) + " of revision " + short(q.Revision)
+		what := "plan " + shortHash(q.PlanHash) + " of revision " + gitsource.ShortRevision(q.Revision)
 		if q.Release {
-			what = "release of revision " + short(q.Revision)
+			what = "release of revision " + gitsource.ShortRevision(q.Revision)
 		}
 		out = append(out, story{typ: corev1.EventTypeNormal, reason: ReasonApproved,
 			msg: fmt.Sprintf("%s approved by %s (%d of %d)", what, strings.Join(added, ", "), q.Approvals, q.Required)})
@@ -317,9 +318,9 @@ func planHash(p approval.Proposal) string {
 func shortHash(h string) string {
 	alg, digest, ok := strings.Cut(h, ":")
 	if !ok {
-		return short(h)
+		return gitsource.ShortRevision(h)
 	}
-	return alg + ":" + short(digest)
+	return alg + ":" + gitsource.ShortRevision(digest)
 }
 
 // changes names a plan's services and the versions they move to.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 )
 
@@ -138,7 +139,7 @@ func StatusOf(v *status.Environment, phase status.Phase, generation int64, prev 
 	s := Status{
 		ObservedGeneration: generation,
 		ObservedRevision:   v.Revision,
-		ShortRevision:      short(v.Revision),
+		ShortRevision:      gitsource.ShortRevision(v.Revision),
 		Phase:              string(phase),
 		Holder:             v.Holder,
 		Error:              clip(v.Error, maxMessage),
@@ -165,7 +166,7 @@ func StatusOf(v *status.Environment, phase status.Phase, generation int64, prev 
 	if p := v.Pending; p != nil {
 		req := max(p.Required, 1)
 		s.Pending = &Pending{PlanHash: p.PlanHash, Revision: p.Revision, Release: p.Release, Approvals: len(p.Approvals), Required: req,
-			ProposedAt: p.ProposedAt.UTC(), Summary: fmt.Sprintf("%s %d/%d", short(p.Revision), len(p.Approvals), req)}
+			ProposedAt: p.ProposedAt.UTC(), Summary: fmt.Sprintf("%s %d/%d", gitsource.ShortRevision(p.Revision), len(p.Approvals), req)}
 		for i, a := range p.Approvals {
 			if i == maxList {
 				break
@@ -247,7 +248,7 @@ func conditions(v *status.Environment, s Status) []metav1.Condition {
 	case len(v.Waiting) > 0:
 		out = append(out, cond(ConditionReady, false, "Waiting", strings.Join(v.Waiting, "; ")))
 	default:
-		out = append(out, cond(ConditionReady, true, "Observed", "revision "+short(v.Revision)+" resolved and planned"))
+		out = append(out, cond(ConditionReady, true, "Observed", "revision "+gitsource.ShortRevision(v.Revision)+" resolved and planned"))
 	}
 
 	// Deployed, and Degraded beside it.
@@ -256,9 +257,9 @@ func conditions(v *status.Environment, s Status) []metav1.Condition {
 
 	// AwaitingApproval
 	if p := s.Pending; p != nil {
-		what, reason := "plan "+short(p.PlanHash)+" of revision "+short(p.Revision), "PlanProposed"
+		what, reason := "plan "+gitsource.ShortRevision(p.PlanHash)+" of revision "+gitsource.ShortRevision(p.Revision), "PlanProposed"
 		if p.Release {
-			what, reason = "release of revision "+short(p.Revision), "ReleaseProposed"
+			what, reason = "release of revision "+gitsource.ShortRevision(p.Revision), "ReleaseProposed"
 		}
 		out = append(out, cond(ConditionAwaitingApproval, true, reason, fmt.Sprintf("%s: %d of %d approvals", what, p.Approvals, p.Required)))
 	} else {
@@ -295,7 +296,7 @@ func deployed(v *status.Environment, s Status) (dep, deg metav1.Condition) {
 		return metav1.Condition{Type: ConditionDeployed, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
 	}
 	deg = metav1.Condition{Type: ConditionDegraded, Status: metav1.ConditionFalse, Reason: "Healthy", Message: "the last deploy succeeded or there was none"}
-	rev := short(v.Revision)
+	rev := gitsource.ShortRevision(v.Revision)
 	last := v.LastResult
 	// A failure at the observed revision (or of the plan rolled back) is
 	// an end until a new revision or a person acts.
@@ -321,11 +322,11 @@ func deployed(v *status.Environment, s Status) (dep, deg metav1.Condition) {
 	switch {
 	case s.Phase == string(status.PhaseVerifying) && v.Sequence != nil && !v.Sequence.Done():
 		// The in-flight record stays until the run ends.
-		return no("Verifying", "sequence of "+short(v.Sequence.Revision)+" running: "+s.Sequence.Current), deg
+		return no("Verifying", "sequence of "+gitsource.ShortRevision(v.Sequence.Revision)+" running: "+s.Sequence.Current), deg
 	case s.Phase == string(status.PhaseRollingBack):
 		return no("RollingBack", "rolling back a failed deploy"), deg
 	case s.InFlight != nil:
-		return no("Applying", "applying "+short(s.InFlight.Revision)), deg
+		return no("Applying", "applying "+gitsource.ShortRevision(s.InFlight.Revision)), deg
 	case s.Phase == string(status.PhaseApplying):
 		return no("Applying", "applying a plan"), deg
 	case s.Phase == string(status.PhaseDeferred):
@@ -341,9 +342,9 @@ func deployed(v *status.Environment, s Status) (dep, deg metav1.Condition) {
 	case v.Error != "":
 		return no("PlanFailed", v.Error), deg
 	case s.Pending != nil && s.Pending.Release:
-		return no("AwaitingRelease", "revision "+short(s.Pending.Revision)+" deployed, awaiting release approval"), deg
+		return no("AwaitingRelease", "revision "+gitsource.ShortRevision(s.Pending.Revision)+" deployed, awaiting release approval"), deg
 	case s.Pending != nil:
-		return no("AwaitingApproval", fmt.Sprintf("plan of %s awaits approval (%d of %d)", short(s.Pending.Revision), s.Pending.Approvals, s.Pending.Required)), deg
+		return no("AwaitingApproval", fmt.Sprintf("plan of %s awaits approval (%d of %d)", gitsource.ShortRevision(s.Pending.Revision), s.Pending.Approvals, s.Pending.Required)), deg
 	case v.Sequence != nil && v.Sequence.Revision == v.Revision && !v.Sequence.Done():
 		return no("Verifying", "sequence of "+rev+" running: "+s.Sequence.Current), deg
 	case v.Sequence != nil && v.Sequence.Revision == v.Revision && v.Sequence.Result == promote.ResultFail:
@@ -373,13 +374,6 @@ func worse(a, b string) string {
 		return b
 	}
 	return a
-}
-
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
 }
 
 func clip(s string, n int) string {

@@ -10,6 +10,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
@@ -173,13 +174,13 @@ func (m message) summary() string {
 	}
 	d := m.data
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d change(s) at revision %s", m.title(), len(d.Changes), short(d.Revision))
+	fmt.Fprintf(&b, "%s: %d change(s) at revision %s", m.title(), len(d.Changes), gitsource.ShortRevision(d.Revision))
 	if d.Approver != "" {
 		fmt.Fprintf(&b, ", approved by %s", d.Approver)
 	}
 	if m.name == PlanSuperseded {
 		if d.SupersededBy != "" {
-			fmt.Fprintf(&b, ", replaced by revision %s", short(d.SupersededBy))
+			fmt.Fprintf(&b, ", replaced by revision %s", gitsource.ShortRevision(d.SupersededBy))
 		} else {
 			b.WriteString(", nothing is left to apply")
 		}
@@ -189,14 +190,6 @@ func (m message) summary() string {
 		b.WriteString(" " + d.Message)
 	}
 	return b.String()
-}
-
-// short is a revision's first 12 characters.
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
 }
 
 // truncate cuts s to at most n runes, ending in "…" when cut.

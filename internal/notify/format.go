@@ -13,6 +13,8 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/binding"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
 // SignatureHeader carries a webhook sink's HMAC-SHA256 signature of the
@@ -86,7 +88,7 @@ func slackMessage(m message) map[string]any {
 	if more := len(cs) - shown; more > 0 {
 		blocks = append(blocks, slackBlock{Type: "section", Text: ptr(mrk(fmt.Sprintf("… %d more", more), slackSectionMax))})
 	}
-	ctx := fmt.Sprintf("revision `%s` · plan `%s`", short(m.data.Revision), m.data.PlanHash)
+	ctx := fmt.Sprintf("revision `%s` · plan `%s`", gitsource.ShortRevision(m.data.Revision), m.data.PlanHash)
 	if m.data.Approver != "" {
 		ctx += " · approver " + slackEscape.Replace(m.data.Approver)
 	}
@@ -108,7 +110,7 @@ const teamsMaxFacts = 50
 // 1.4 with the headline, the summary, the facts of the event and the plan.
 func teamsMessage(m message) map[string]any {
 	d := m.data
-	facts := []map[string]string{{"title": "Environment", "value": d.Environment}, {"title": "Revision", "value": short(d.Revision)},
+	facts := []map[string]string{{"title": "Environment", "value": d.Environment}, {"title": "Revision", "value": gitsource.ShortRevision(d.Revision)},
 		{"title": "Plan", "value": d.PlanHash}}
 	if d.Approver != "" {
 		facts = append(facts, map[string]string{"title": "Approver", "value": d.Approver})

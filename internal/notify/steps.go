@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 )
 
@@ -33,7 +34,7 @@ func (n *Notifier) SequenceEvent(_ context.Context, e sequence.Event) {
 		what = "task " + e.Task + " of the " + what
 	}
 	m.headline = fmt.Sprintf("%s: %s %s", e.Environment, what, e.Kind)
-	m.text = fmt.Sprintf("The %s %s at revision %s", what, e.Kind, short(d.Revision))
+	m.text = fmt.Sprintf("The %s %s at revision %s", what, e.Kind, gitsource.ShortRevision(d.Revision))
 	if d.Result != "" {
 		m.text += " with result " + d.Result
 	}

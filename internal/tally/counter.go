@@ -257,7 +257,7 @@ func (c *Counter) Count(ctx context.Context, store Store, v Vote) (*approval.Pen
 // alice), automation by its own name.
 func (c *Counter) fourEyes(ctx context.Context, base, head string, who identity.Principal) error {
 	if c.Authors == nil {
-		return fmt.Errorf("checking the authors of %s for environment %s: no way to list commit authors", short(head), c.Env)
+		return fmt.Errorf("checking the authors of %s for environment %s: no way to list commit authors", gitsource.ShortRevision(head), c.Env)
 	}
 	authors, err := c.Authors.Authors(ctx, base, head)
 	if ua := (*approval.UntiedAuthorError)(nil); errors.As(err, &ua) {
@@ -269,9 +269,9 @@ func (c *Counter) fourEyes(ctx context.Context, base, head string, who identity.
 		return fmt.Errorf("listing the authors of the commits to deploy (four-eyes) in environment %s: %w", c.Env, err)
 	}
 	if a, ok := authorMatch(authorName(who), authors); ok {
-		span := "commit " + short(head)
+		span := "commit " + gitsource.ShortRevision(head)
 		if base != "" {
-			span = fmt.Sprintf("the commits after %s up to %s", short(base), short(head))
+			span = fmt.Sprintf("the commits after %s up to %s", gitsource.ShortRevision(base), gitsource.ShortRevision(head))
 		}
 		why := fmt.Sprintf("four-eyes: %s wrote or committed %s (as %s); another approver must approve", who.String(), span, a)
 		return &approval.RefusedError{Environment: c.Env, Approver: who.String(), Reason: why}
@@ -286,11 +286,4 @@ func Note(p *approval.Pending) []string {
 		return nil
 	}
 	return []string{"**Approval rules:** " + p.Tally() + "."}
-}
-
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
 }

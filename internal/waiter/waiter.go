@@ -11,6 +11,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/envresource"
 	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
 // Target is what a wait waits for: a revision (a full commit hash or a
@@ -93,11 +94,11 @@ func (j *Judge) Judge(v *status.Environment) Verdict {
 
 // revision judges a wait for a revision.
 func (j *Judge) revision(v *status.Environment) Verdict {
-	want := short(j.t.Revision)
+	want := gitsource.ShortRevision(j.t.Revision)
 	if e := entryFor(v, j.is); e != nil && !j.is(v.Revision) {
 		// Recorded, and the environment moved on since.
 		if e.Result == approval.ResultSucceeded {
-			return Verdict{Done: true, Outcome: Deployed, Message: fmt.Sprintf("%s deployed (#%d), since followed by %s", want, e.ID, short(v.Revision))}
+			return Verdict{Done: true, Outcome: Deployed, Message: fmt.Sprintf("%s deployed (#%d), since followed by %s", want, e.ID, gitsource.ShortRevision(v.Revision))}
 		}
 		return ended(e, want)
 	}
@@ -108,12 +109,12 @@ func (j *Judge) revision(v *status.Environment) Verdict {
 	pendingOrApplying := (v.Pending != nil && j.is(v.Pending.Revision)) || (v.InFlight != nil && j.is(v.InFlight.Revision))
 	if pendingOrApplying {
 		j.seen = true
-		return Verdict{Message: fmt.Sprintf("%s: plan pending or applying while %s is observed", want, short(v.Revision))}
+		return Verdict{Message: fmt.Sprintf("%s: plan pending or applying while %s is observed", want, gitsource.ShortRevision(v.Revision))}
 	}
 	if j.seen || (j.first != "" && v.Revision != j.first) {
-		return Verdict{Done: true, Outcome: Superseded, Message: fmt.Sprintf("%s superseded by %s before it was deployed", want, short(v.Revision))}
+		return Verdict{Done: true, Outcome: Superseded, Message: fmt.Sprintf("%s superseded by %s before it was deployed", want, gitsource.ShortRevision(v.Revision))}
 	}
-	return Verdict{Message: fmt.Sprintf("waiting for %s to be observed (now %s)", want, orNone(short(v.Revision)))}
+	return Verdict{Message: fmt.Sprintf("waiting for %s to be observed (now %s)", want, orNone(gitsource.ShortRevision(v.Revision)))}
 }
 
 // service judges a wait for a service's version.
@@ -139,11 +140,11 @@ func (j *Judge) service(v *status.Environment) Verdict {
 	switch {
 	case at:
 		j.seen = true
-		return j.deployed(v, want+" at "+short(v.Revision))
+		return j.deployed(v, want+" at "+gitsource.ShortRevision(v.Revision))
 	case j.seen:
-		return Verdict{Done: true, Outcome: Superseded, Message: fmt.Sprintf("%s superseded: %s asks for %s=%s", want, short(v.Revision), j.t.Service, orNone(version))}
+		return Verdict{Done: true, Outcome: Superseded, Message: fmt.Sprintf("%s superseded: %s asks for %s=%s", want, gitsource.ShortRevision(v.Revision), j.t.Service, orNone(version))}
 	case !ok && v.Revision != "" && v.Error == "":
-		return Verdict{Message: fmt.Sprintf("waiting for %s: %s has no service %s", want, short(v.Revision), j.t.Service)}
+		return Verdict{Message: fmt.Sprintf("waiting for %s: %s has no service %s", want, gitsource.ShortRevision(v.Revision), j.t.Service)}
 	}
 	return Verdict{Message: fmt.Sprintf("waiting for %s (now %s)", want, orNone(version))}
 }
@@ -189,14 +190,14 @@ func (j *Judge) Object(st *envresource.Status) (Verdict, error) {
 			j.t.Revision = st.ObservedRevision
 		}
 	}
-	want := short(j.t.Revision)
+	want := gitsource.ShortRevision(j.t.Revision)
 	if want == "" {
 		return Verdict{Message: "waiting for a revision to be observed"}, nil
 	}
 	if d := st.LastDeploy; d != nil && j.is(d.Revision) && !j.is(st.ObservedRevision) {
 		// Recorded, and the environment moved on since.
 		if d.Result == approval.ResultSucceeded {
-			return Verdict{Done: true, Outcome: Deployed, Message: fmt.Sprintf("%s deployed (#%d), since followed by %s", want, d.ID, short(st.ObservedRevision))}, nil
+			return Verdict{Done: true, Outcome: Deployed, Message: fmt.Sprintf("%s deployed (#%d), since followed by %s", want, d.ID, gitsource.ShortRevision(st.ObservedRevision))}, nil
 		}
 		return ended(&approval.Entry{ID: d.ID, Revision: d.Revision, Result: d.Result, Message: d.Message}, want), nil
 	}
@@ -206,12 +207,12 @@ func (j *Judge) Object(st *envresource.Status) (Verdict, error) {
 	}
 	if (st.Pending != nil && j.is(st.Pending.Revision)) || (st.InFlight != nil && j.is(st.InFlight.Revision)) {
 		j.seen = true
-		return Verdict{Message: fmt.Sprintf("%s: plan pending or applying while %s is observed", want, short(st.ObservedRevision))}, nil
+		return Verdict{Message: fmt.Sprintf("%s: plan pending or applying while %s is observed", want, gitsource.ShortRevision(st.ObservedRevision))}, nil
 	}
 	if j.seen || (j.first != "" && st.ObservedRevision != j.first) {
-		return Verdict{Done: true, Outcome: Superseded, Message: fmt.Sprintf("%s superseded by %s before it was deployed", want, short(st.ObservedRevision))}, nil
+		return Verdict{Done: true, Outcome: Superseded, Message: fmt.Sprintf("%s superseded by %s before it was deployed", want, gitsource.ShortRevision(st.ObservedRevision))}, nil
 	}
-	return Verdict{Message: fmt.Sprintf("waiting for %s to be observed (now %s)", want, orNone(short(st.ObservedRevision)))}, nil
+	return Verdict{Message: fmt.Sprintf("waiting for %s to be observed (now %s)", want, orNone(gitsource.ShortRevision(st.ObservedRevision)))}, nil
 }
 
 // ended is the verdict of a history entry that did not succeed.
@@ -238,13 +239,6 @@ func entryFor(v *status.Environment, match func(string) bool) *approval.Entry {
 		}
 	}
 	return nil
-}
-
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
 }
 
 func orNone(s string) string {

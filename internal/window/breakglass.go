@@ -10,6 +10,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/policy"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
 // Break-glass (environments.<env>.windows.breakGlass): a person lets one waiting plan through closed
@@ -76,7 +77,7 @@ func (g *Guard) BreakGlass(ctx context.Context, store Store, planHash string, wh
 	if used != nil {
 		return nil, refuse(fmt.Sprintf("plan %s of revision %s went out through the closed deploy windows of %s already (%s, at %s): "+
 			"a break-glass lets a plan through once; commit a new revision, or wait for the windows to open",
-			planHash, short(used.Revision), g.c.Env, used.Message(), used.Applied.Format(time.RFC3339)))
+			planHash, gitsource.ShortRevision(used.Revision), g.c.Env, used.Message(), used.Applied.Format(time.RFC3339)))
 	}
 	if added {
 		g.c.Log.Info("break-glass", "environment", g.c.Env, "planHash", planHash, "by", who.String(), "reason", reason)

@@ -13,6 +13,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/policy"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
 // Store is where the Deferred phase is written: the environment's state.
@@ -110,7 +111,7 @@ func (g *Guard) Defer(ctx context.Context, st *state.EnvState, prop approval.Pro
 		return err
 	}
 	st.Phase = status.PhaseDeferred
-	g.c.Log.Info("plan deferred", "environment", g.c.Env, "revision", short(prop.Revision), "planHash", prop.Plan.PlanHash,
+	g.c.Log.Info("plan deferred", "environment", g.c.Env, "revision", gitsource.ShortRevision(prop.Revision), "planHash", prop.Plan.PlanHash,
 		"why", v.Message())
 	g.tell(ctx, prop, v)
 	return nil
@@ -150,11 +151,4 @@ func (g *Guard) tell(ctx context.Context, prop approval.Proposal, v policy.Verdi
 		}
 		g.c.Log.Error(err, "telling the gate the plan is deferred", "environment", g.c.Env, "planHash", prop.Plan.PlanHash)
 	}
-}
-
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
 }

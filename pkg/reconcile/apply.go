@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/workload"
 )
 
@@ -183,7 +184,7 @@ func (run *applyRun) patchAll(ctx context.Context, jobs []*job) []*job {
 		_ = forEach(len(patched), o.concurrency, func(i int) error {
 			j := patched[i]
 			run.event(ctx, j, workloadEvent{corev1.EventTypeNormal, "Deploying",
-				fmt.Sprintf("Deploying revision %s: %s", short(run.req.Revision), describe(j.changes))})
+				fmt.Sprintf("Deploying revision %s: %s", gitsource.ShortRevision(run.req.Revision), describe(j.changes))})
 			return nil
 		})
 	}()
@@ -231,7 +232,7 @@ func (run *applyRun) finishRollouts(ctx context.Context, patched []*job) {
 		finish(j, OutcomeFailed, msg)
 		span.SetStatus(codes.Error, j.key.Kind+" "+j.key.Namespace+"/"+j.key.Name+": "+msg)
 		run.deployingWritten()
-		run.event(ctx, j, workloadEvent{corev1.EventTypeWarning, "RolloutFailed", fmt.Sprintf("Rollout of revision %s failed: %s", short(run.req.Revision), msg)})
+		run.event(ctx, j, workloadEvent{corev1.EventTypeWarning, "RolloutFailed", fmt.Sprintf("Rollout of revision %s failed: %s", gitsource.ShortRevision(run.req.Revision), msg)})
 		report(j, PhaseFailed, msg)
 	})
 }
@@ -415,13 +416,6 @@ func describe(cs []Change) string {
 		parts[i] = fmt.Sprintf("%s: %s → %s", c.Container, c.From, c.To)
 	}
 	return strings.Join(parts, ", ")
-}
-
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
 }
 
 func truncate(s string, n int) string {

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/workload"
 )
 
@@ -38,6 +39,6 @@ func (run *applyRun) promoteStep(ctx context.Context, j *job, st workload.Status
 	}
 	j.promotedAt = st.Message
 	run.event(ctx, j, workloadEvent{corev1.EventTypeNormal, "Promoted", fmt.Sprintf("Promoted revision %s (%s): environments.<env>.rollouts.promote is auto; plan approved by %s",
-		short(run.req.Revision), st.Message, run.a.o.approvedBy)})
+		gitsource.ShortRevision(run.req.Revision), st.Message, run.a.o.approvedBy)})
 	run.report(j, PhaseRollingOut, "promoted: "+st.Message)
 }
