@@ -79,7 +79,7 @@ func TestHelmBeside(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if out, err := h.Install(t.Context(), env.Kubeconfig, dir, "checkout", ns); err != nil {
+	if out, err := h.Install(t.Context(), env.Kubeconfig, chart.Release{Dir: dir, Name: "checkout", Namespace: ns}); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	helmUpgrade := func(set string) {

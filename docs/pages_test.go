@@ -318,7 +318,7 @@ func loadValues(t *testing.T, body string) error {
 	if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
 		return err
 	}
-	out, err := h.Template(context.Background(), dir, "stagehand", "stagehand", f)
+	out, err := h.Template(context.Background(), chart.Release{Dir: dir, Name: "stagehand", Namespace: "stagehand"}, f)
 	if err != nil {
 		return err
 	}

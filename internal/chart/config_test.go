@@ -241,7 +241,7 @@ func TestRejectedValues(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := helm(t).Template(t.Context(), chartDir(t), "sh", "rel", valuesFile(t, tc.values))
+			_, err := helm(t).Template(t.Context(), Release{Dir: chartDir(t), Name: "sh", Namespace: "rel"}, valuesFile(t, tc.values))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("helm template = %v, want an error containing %q", err, tc.want)
 			}

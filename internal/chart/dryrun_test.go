@@ -98,7 +98,7 @@ func TestHelmInstall(t *testing.T) {
 	env := cluster.Env(t)
 	rel, devel, prod, extra := env.Namespace(t), env.Namespace(t), env.Namespace(t), env.Namespace(t)
 	h := helm(t)
-	out, err := h.Install(t.Context(), env.Kubeconfig, chartDir(t), "sh", rel, fullValues(t), scopedValues(t, devel, prod, extra))
+	out, err := h.Install(t.Context(), env.Kubeconfig, Release{Dir: chartDir(t), Name: "sh", Namespace: rel}, fullValues(t), scopedValues(t, devel, prod, extra))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,10 +64,16 @@ func (h *Helm) Lint(ctx context.Context, dir string, values ...string) (string, 
 	return out, nil
 }
 
-// Template renders the chart in dir as release in namespace with the given
-// values files (later files win) and returns the manifests.
-func (h *Helm) Template(ctx context.Context, dir, release, namespace string, values ...string) ([]byte, error) {
-	args := []string{"template", release, dir, "--namespace", namespace, "--include-crds"}
+// Release is a release of the chart in Dir named Name in Namespace.
+type Release struct {
+	Dir, Name, Namespace string
+}
+
+// Template renders the chart as rel with the given values files (later
+// files win) and returns the manifests.
+func (h *Helm) Template(ctx context.Context, rel Release, values ...string) ([]byte, error) {
+	dir := rel.Dir
+	args := []string{"template", rel.Name, dir, "--namespace", rel.Namespace, "--include-crds"}
 	for _, v := range values {
 		args = append(args, "--values", v)
 	}
@@ -129,10 +135,11 @@ func Dir() (string, error) {
 // RepoRoot is testenv.RepoRoot: the directory holding the Stagehand module's go.mod.
 func RepoRoot() (string, error) { return testenv.RepoRoot() }
 
-// Install runs `helm install` of the chart in dir as release into namespace
-// of the cluster in kubeconfig, and returns helm's output (with the notes).
-func (h *Helm) Install(ctx context.Context, kubeconfig, dir, release, namespace string, values ...string) (string, error) {
-	args := []string{"install", release, dir, "--kubeconfig", kubeconfig, "--namespace", namespace}
+// Install runs `helm install` of the chart as rel into the cluster in
+// kubeconfig, and returns helm's output (with the notes).
+func (h *Helm) Install(ctx context.Context, kubeconfig string, rel Release, values ...string) (string, error) {
+	dir := rel.Dir
+	args := []string{"install", rel.Name, dir, "--kubeconfig", kubeconfig, "--namespace", rel.Namespace}
 	for _, v := range values {
 		args = append(args, "--values", v)
 	}

@@ -80,7 +80,7 @@ func valuesFile(t *testing.T, v map[string]any) string {
 // render templates the chart as release "sh" in namespace ns.
 func render(t *testing.T, ns string, values ...string) []*unstructured.Unstructured {
 	t.Helper()
-	out, err := helm(t).Template(t.Context(), chartDir(t), "sh", ns, values...)
+	out, err := helm(t).Template(t.Context(), Release{Dir: chartDir(t), Name: "sh", Namespace: ns}, values...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -360,7 +360,7 @@ func TestIngressTLS(t *testing.T) {
 			}
 			values := valuesFile(t, map[string]any{"ingress": in})
 			if tc.refused != "" {
-				_, err := helm(t).Template(t.Context(), chartDir(t), "sh", "rel", values)
+				_, err := helm(t).Template(t.Context(), Release{Dir: chartDir(t), Name: "sh", Namespace: "rel"}, values)
 				if err == nil || !strings.Contains(err.Error(), tc.refused) || !strings.Contains(err.Error(), "ingress.allowPlainHTTP") {
 					t.Errorf("helm template = %v, want a refusal containing %q and naming ingress.allowPlainHTTP", err, tc.refused)
 				}

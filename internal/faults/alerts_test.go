@@ -41,7 +41,7 @@ func alerting(t *testing.T, rule map[string]any, rs ...*replica) *promtest.Serve
 	if err := os.WriteFile(values, vb, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := h.Template(ctx, dir, "sh", "faults", values)
+	out, err := h.Template(ctx, chart.Release{Dir: dir, Name: "sh", Namespace: "faults"}, values)
 	if err != nil {
 		t.Fatal(err)
 	}
