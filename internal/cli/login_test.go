@@ -67,7 +67,7 @@ func TestLogin(t *testing.T) {
 		t.Errorf("device polls: %d, %d too early; want at least 2 (one slowed down) and none early", total, early)
 	}
 	// The API commands pick the saved token up, and it is maria's.
-	tok, err := command.UserToken(context.Background(), os.LookupEnv, "", "--token-file", "--server")
+	tok, err := command.UserToken(context.Background(), os.LookupEnv, command.TokenFlag{Flag: "--token-file", User: "--server"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func APIClient(server, tokenFile string, timeout time.Duration) (*api.Client, er
 	if err != nil {
 		return nil, err
 	}
-	token, err := UserToken(context.Background(), os.LookupEnv, tokenFile, "--token-file", "--server")
+	token, err := UserToken(context.Background(), os.LookupEnv, TokenFlag{File: tokenFile, Flag: "--token-file", User: "--server"})
 	if err != nil {
 		return nil, err
 	}

@@ -11,12 +11,20 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/auth/login"
 )
 
+// TokenFlag is where a command was told its token is: File, given to the
+// flag Flag (such as --token-file), for the flag User that needs it (such
+// as --server).
+type TokenFlag struct {
+	File, Flag, User string
+}
+
 // UserToken is the bearer token a person's (or a job's) command sends to
-// the reconciler's API, from the first of: the file of the flag named flag,
+// the reconciler's API, from the first of: the file of the flag f.Flag,
 // $STAGEHAND_TOKEN, $GITHUB_TOKEN, `gh auth token` when gh is on PATH, and
 // the token `reconciler login` saved. Without any it is a usage error that
-// says how to get one to the flag user (such as --server).
-func UserToken(ctx context.Context, lookup func(string) (string, bool), file, flag, user string) (string, error) {
+// says how to get one to the flag f.User.
+func UserToken(ctx context.Context, lookup func(string) (string, bool), f TokenFlag) (string, error) {
+	file, flag, user := f.File, f.Flag, f.User
 	if file != "" {
 		t, err := ReadSecret(file, flag)
 		if err != nil {

@@ -43,7 +43,7 @@ func TestUserTokenOrder(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lookup := func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok }
-			got, err := UserToken(context.Background(), lookup, tc.file, "--token-file", "--server")
+			got, err := UserToken(context.Background(), lookup, TokenFlag{File: tc.file, Flag: "--token-file", User: "--server"})
 			if tc.want == "" {
 				if err == nil || !strings.Contains(err.Error(), "--server needs a token: pass --token-file, set $STAGEHAND_TOKEN or $GITHUB_TOKEN, log in to gh, or run reconciler login") {
 					t.Errorf("UserToken = %q %v, want the usage error", got, err)

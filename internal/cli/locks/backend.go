@@ -132,7 +132,7 @@ func (f *backendFlags) backend(ctx context.Context, d lockDeps) (lockBackend, er
 	case server != "" && f.storage != "":
 		return nil, command.Usagef("--server and --storage are mutually exclusive")
 	case server != "":
-		token, err := command.UserToken(context.Background(), d.lookup, f.tokenFile, "--token-file", "--server")
+		token, err := command.UserToken(context.Background(), d.lookup, command.TokenFlag{File: f.tokenFile, Flag: "--token-file", User: "--server"})
 		if err != nil {
 			return nil, err
 		}
