@@ -23,24 +23,30 @@ import (
 // environmentClient is the client of the Environments in --namespace (else
 // the namespace of the kubeconfig's current context) of the cluster of
 // --kubeconfig, and that namespace.
-func (f *waitFlags) environmentClient() (dynamic.ResourceInterface, string, error) {
+func (f *waitFlags) environmentClient() (environments, error) {
 	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: f.kubeconfig}
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
 	rc, err := cc.ClientConfig()
 	if err != nil {
-		return nil, "", command.Usagef("--kubeconfig %q: %v", f.kubeconfig, err)
+		return environments{}, command.Usagef("--kubeconfig %q: %v", f.kubeconfig, err)
 	}
 	ns := f.namespace
 	if ns == "" {
 		if ns, _, err = cc.Namespace(); err != nil {
-			return nil, "", command.Usagef("--kubeconfig %q: %v", f.kubeconfig, err)
+			return environments{}, command.Usagef("--kubeconfig %q: %v", f.kubeconfig, err)
 		}
 	}
 	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
-		return nil, "", fmt.Errorf("building Environment client from kubeconfig %q: %w", f.kubeconfig, err)
+		return environments{}, fmt.Errorf("building Environment client from kubeconfig %q: %w", f.kubeconfig, err)
 	}
-	return dyn.Resource(envresource.GVR).Namespace(ns), ns, nil
+	return environments{client: dyn.Resource(envresource.GVR).Namespace(ns), namespace: ns}, nil
+}
+
+// environments is the client of the Environment objects in namespace.
+type environments struct {
+	client    dynamic.ResourceInterface
+	namespace string
 }
 
 // watchObject waits by watching env's Environment object in ns: it lists
@@ -50,7 +56,8 @@ func (f *waitFlags) environmentClient() (dynamic.ResourceInterface, string, erro
 // watch refused (credentials, RBAC, the CRD not served) ends the wait with
 // exit 1; other errors (the API server unreachable) are waited out, --interval
 // apart. ctx bounds the wait (--timeout).
-func (f *waitFlags) watchObject(ctx context.Context, cmd *cobra.Command, j *waiter.Judge, c dynamic.ResourceInterface, ns string) error {
+func (f *waitFlags) watchObject(ctx context.Context, cmd *cobra.Command, j *waiter.Judge, envs environments) error {
+	c, ns := envs.client, envs.namespace
 	p := &progress{cmd: cmd, env: f.env}
 	byName := fields.OneTermEqualSelector("metadata.name", f.env).String()
 	secs := int64(f.watchTimeout / time.Second)
@@ -206,11 +213,11 @@ func (f *waitFlags) runObject(cmd *cobra.Command, j *waiter.Judge) error {
 	case f.watchTimeout < time.Second:
 		return command.Usagef("--watch-timeout %s: want at least 1s", f.watchTimeout)
 	}
-	c, ns, err := f.environmentClient()
+	envs, err := f.environmentClient()
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
-	return f.watchObject(ctx, cmd, j, c, ns)
+	return f.watchObject(ctx, cmd, j, envs)
 }
