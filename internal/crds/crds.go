@@ -165,7 +165,7 @@ func Apply(ctx context.Context, c apiextensions.Interface, opts ...Option) ([]Re
 		if _, err := crds.Patch(ctx, want.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: o.manager, Force: &force}); err != nil {
 			return out, fmt.Errorf("applying CRD %s (%s, revision %d over %d): %w", want.Name, d.File, r.Want, r.Have, err)
 		}
-		if err := established(ctx, crds, want.Name, o.established, o.interval); err != nil {
+		if err := established(ctx, crds, want.Name, o); err != nil {
 			return out, err
 		}
 		out = append(out, r)
@@ -207,11 +207,11 @@ type crdClient interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*apiextensionsv1.CustomResourceDefinition, error)
 }
 
-// established waits until the definition name is established, or names the
-// condition it was left in.
-func established(ctx context.Context, crds crdClient, name string, timeout, interval time.Duration) error {
+// established waits until the definition name is established (asking every
+// o.interval, for up to o.established), or names the condition it was left in.
+func established(ctx context.Context, crds crdClient, name string, o options) error {
 	var last string
-	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, o.interval, o.established, true, func(ctx context.Context) (bool, error) {
 		crd, err := crds.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			last = err.Error()
