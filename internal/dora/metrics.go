@@ -132,7 +132,7 @@ func (c *Counter) Count(ctx context.Context, env string, history []approval.Entr
 			return err
 		}
 		c.remember(env, newest)
-		c.count(ctx, env, history, last, newest)
+		c.count(ctx, env, history, idRange{after: last, upTo: newest})
 		return nil
 	}
 	return fmt.Errorf("counting deploys of %s: the mark in configmap %s was written by another replica %d times in a row", env, MarksConfigMap, maxAttempts)
@@ -163,18 +163,25 @@ func (c *Counter) init(env string) {
 	c.failures.WithLabelValues(env)
 }
 
-// count counts what became known with the entries after last up to newest.
-func (c *Counter) count(ctx context.Context, env string, history []approval.Entry, last, newest int64) {
-	fresh := func(id int64) bool { return id > last && id <= newest }
+// idRange is the history entries after the id after, up to upTo.
+type idRange struct {
+	after, upTo int64
+}
+
+// holds says whether id is in r.
+func (r idRange) holds(id int64) bool { return id > r.after && id <= r.upTo }
+
+// count counts what became known with the entries of fresh.
+func (c *Counter) count(ctx context.Context, env string, history []approval.Entry, fresh idRange) {
 	for _, d := range Deploys(history, c.o.rollbackWindow) {
 		known := d.Entry.ID
 		if d.FailedLater {
 			known = d.RolledBackBy
 		}
-		if d.Failure && fresh(known) {
+		if d.Failure && fresh.holds(known) {
 			c.failures.WithLabelValues(env).Inc()
 		}
-		if !fresh(d.Entry.ID) {
+		if !fresh.holds(d.Entry.ID) {
 			continue
 		}
 		c.deployments.WithLabelValues(env, d.Result).Inc()
