@@ -131,13 +131,21 @@ const (
 	maxList    = 64
 )
 
-// StatusOf is the status of the environment v shows, for the object at
-// generation, with phase (the daemon's status.Phase for v). prev are the
-// conditions the object has: a condition whose status did not change keeps
-// its lastTransitionTime; now stamps those that changed.
-func StatusOf(v *status.Environment, phase status.Phase, generation int64, prev []metav1.Condition, now time.Time) Status {
+// Object is what an Environment object holds that its next status builds
+// on: its generation and its conditions.
+type Object struct {
+	Generation int64
+	Conditions []metav1.Condition
+}
+
+// StatusOf is the status of the environment v shows, for the object obj,
+// with phase (the daemon's status.Phase for v). A condition of obj whose
+// status did not change keeps its lastTransitionTime; now stamps those that
+// changed.
+func StatusOf(v *status.Environment, phase status.Phase, obj Object, now time.Time) Status {
+	prev := obj.Conditions
 	s := Status{
-		ObservedGeneration: generation,
+		ObservedGeneration: obj.Generation,
 		ObservedRevision:   v.Revision,
 		ShortRevision:      gitsource.ShortRevision(v.Revision),
 		Phase:              string(phase),
@@ -217,7 +225,7 @@ func StatusOf(v *status.Environment, phase status.Phase, generation int64, prev 
 	conds := conditions(v, s)
 	s.Conditions = make([]metav1.Condition, 0, len(conds))
 	for _, c := range conds {
-		c.ObservedGeneration = generation
+		c.ObservedGeneration = obj.Generation
 		c.Message = clip(c.Message, maxMessage)
 		c.LastTransitionTime = metav1.NewTime(now.UTC().Truncate(time.Second))
 		if old := meta.FindStatusCondition(prev, c.Type); old != nil && old.Status == c.Status {

@@ -115,7 +115,7 @@ func TestStatusOf(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := StatusOf(tt.v, status.PhaseIdle, 2, nil, at)
+			got := StatusOf(tt.v, status.PhaseIdle, Object{Generation: 2}, at)
 			if diff := cmp.Diff(tt.want, reasons(got)); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
 			}
@@ -132,13 +132,13 @@ func TestStatusOf(t *testing.T) {
 // keeps its lastTransitionTime, so a status computed again is the same bytes.
 func TestStatusOfKeepsTransitions(t *testing.T) {
 	v := &status.Environment{Name: "devel", Observation: status.Observation{Revision: rev, Services: inSync()}}
-	first := StatusOf(v, status.PhaseIdle, 1, nil, time.Unix(100, 0))
-	again := StatusOf(v, status.PhaseIdle, 1, first.Conditions, time.Unix(200, 0))
+	first := StatusOf(v, status.PhaseIdle, Object{Generation: 1}, time.Unix(100, 0))
+	again := StatusOf(v, status.PhaseIdle, Object{Generation: 1, Conditions: first.Conditions}, time.Unix(200, 0))
 	if diff := cmp.Diff(first, again); diff != "" {
 		t.Errorf("status computed again later (-first +again):\n%s", diff)
 	}
 	v.Pending = &approval.Pending{Revision: rev, PlanHash: "sha256:p"}
-	changed := StatusOf(v, status.PhaseAwaitingApproval, 1, first.Conditions, time.Unix(300, 0))
+	changed := StatusOf(v, status.PhaseAwaitingApproval, Object{Generation: 1, Conditions: first.Conditions}, time.Unix(300, 0))
 	for _, c := range changed.Conditions {
 		moved := c.Type == ConditionDeployed || c.Type == ConditionAwaitingApproval
 		if got := c.LastTransitionTime.Equal(&metav1.Time{Time: time.Unix(300, 0)}); got != moved {
@@ -167,7 +167,7 @@ func TestStatusOfApprovers(t *testing.T) {
 			e := tt.e
 			e.Revision = rev
 			v := &status.Environment{Name: "prod", Observation: status.Observation{Revision: rev, Services: inSync()}, LastResult: &e}
-			got := StatusOf(v, status.PhaseIdle, 1, nil, time.Unix(0, 0))
+			got := StatusOf(v, status.PhaseIdle, Object{Generation: 1}, time.Unix(0, 0))
 			if diff := cmp.Diff(tt.want, got.LastDeploy.Approvers); diff != "" {
 				t.Errorf("lastDeploy.approvers (-want +got):\n%s", diff)
 			}
@@ -198,7 +198,7 @@ func TestStatusOfDuringPass(t *testing.T) {
 			phase: status.PhaseDeferred, want: "Deferred"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := StatusOf(tt.v, tt.phase, 1, nil, time.Unix(0, 0))
+			got := StatusOf(tt.v, tt.phase, Object{Generation: 1}, time.Unix(0, 0))
 			c := meta.FindStatusCondition(got.Conditions, ConditionDeployed)
 			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != tt.want {
 				t.Errorf("Deployed = %+v, want False/%s", c, tt.want)

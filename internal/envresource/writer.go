@@ -153,7 +153,7 @@ func (w *Writer) Write(ctx context.Context, v *status.Environment, phase status.
 			return wrote, err
 		}
 	}
-	st := StatusOf(v, phase, k.generation, k.conditions, w.now())
+	st := StatusOf(v, phase, Object{Generation: k.generation, Conditions: k.conditions}, w.now())
 	raw, err := json.Marshal(st)
 	if err != nil {
 		return wrote, fmt.Errorf("encoding status of Environment %q: %w", env, err)

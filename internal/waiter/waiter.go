@@ -151,7 +151,7 @@ func (j *Judge) service(v *status.Environment) Verdict {
 
 // deployed judges the observed revision by its Deployed condition.
 func (j *Judge) deployed(v *status.Environment, what string) Verdict {
-	st := envresource.StatusOf(v, "", 0, nil, time.Time{})
+	st := envresource.StatusOf(v, "", envresource.Object{}, time.Time{})
 	return byCondition(st.Conditions, what)
 }
 

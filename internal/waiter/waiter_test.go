@@ -151,7 +151,7 @@ func TestJudge(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, s := range tt.steps {
-				st := envresource.StatusOf(s.v, "", 1, nil, time.Time{})
+				st := envresource.StatusOf(s.v, "", envresource.Object{Generation: 1}, time.Time{})
 				got, err := o.Object(&st)
 				if diff := cmp.Diff([]any{s.done, s.outcome}, []any{got.Done, got.Outcome}); diff != "" || got.Message == "" || err != nil {
 					t.Fatalf("Object, step %d: %+v, %v (-want +got done, outcome):\n%s", i, got, err, diff)
@@ -183,7 +183,7 @@ func TestObject(t *testing.T) {
 		outcome string
 	}
 	of := func(v *status.Environment, phase status.Phase) envresource.Status {
-		return envresource.StatusOf(v, phase, 1, nil, time.Time{})
+		return envresource.StatusOf(v, phase, envresource.Object{Generation: 1}, time.Time{})
 	}
 	verifying := func(v *status.Environment) {
 		v.Sequence = &sequence.State{Revision: r1, Status: sequence.StatusStarted, Tasks: []sequence.TaskState{{Name: "test", Status: sequence.StatusStarted}}}
