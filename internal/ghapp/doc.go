@@ -15,7 +15,7 @@
 // answer taught the clock a different offset is signed again and sent once
 // more. A token is replaced a minute before its expiry on GitHub's clock.
 //
-//	tr, err := ghapp.New(http.DefaultTransport, appID, installationID, pemKey,
+//	tr, err := ghapp.New(http.DefaultTransport, ghapp.Installation{AppID: appID, InstallationID: installationID, Key: pemKey},
 //		ghapp.WithAPIURL("https://ghe.example.com/api/v3"), ghapp.WithClock(clock.NewRemote(now)))
 //	tok, err := tr.Token(ctx)                 // for git: user x-access-token
 //	client := &http.Client{Transport: tr}     // for the REST API: Authorization: token …

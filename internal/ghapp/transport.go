@@ -72,10 +72,17 @@ type Transport struct {
 	expires time.Time // on GitHub's clock
 }
 
-// New is the installation installationID of the App appID with its PEM
-// private key; requests, token requests included, go over base (nil:
-// http.DefaultTransport).
-func New(base http.RoundTripper, appID, installationID int64, key []byte, opts ...Option) (*Transport, error) {
+// Installation is a GitHub App's installation: the App's id, the
+// installation's, and the App's private key (PEM).
+type Installation struct {
+	AppID, InstallationID int64
+	Key                   []byte
+}
+
+// New is the installation in; requests, token requests included, go over
+// base (nil: http.DefaultTransport).
+func New(base http.RoundTripper, in Installation, opts ...Option) (*Transport, error) {
+	appID, installationID, key := in.AppID, in.InstallationID, in.Key
 	o := options{apiURL: DefaultAPIURL}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {

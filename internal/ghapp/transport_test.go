@@ -47,7 +47,7 @@ func TestTokenOnGitHubsClock(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := githubtest.New(t, githubtest.WithTokenTTL(c.ttl))
-			tr, err := ghapp.New(srv.Client().Transport, srv.AppID(), srv.InstallationID(), srv.AppPrivateKeyPEM(),
+			tr, err := ghapp.New(srv.Client().Transport, ghapp.Installation{AppID: srv.AppID(), InstallationID: srv.InstallationID(), Key: srv.AppPrivateKeyPEM()},
 				ghapp.WithAPIURL(srv.URL()), ghapp.WithClock(clock.NewRemote(skewed(c.host))))
 			if err != nil {
 				t.Fatal(err)
@@ -76,7 +76,7 @@ func TestTokenOnGitHubsClock(t *testing.T) {
 func TestRoundTripOnGitHubsClock(t *testing.T) {
 	srv := githubtest.New(t, githubtest.WithTokenTTL(30*time.Second))
 	srv.CreateRepo("acme", "manifests", "main")
-	tr, err := ghapp.New(http.DefaultTransport, srv.AppID(), srv.InstallationID(), srv.AppPrivateKeyPEM(),
+	tr, err := ghapp.New(http.DefaultTransport, ghapp.Installation{AppID: srv.AppID(), InstallationID: srv.InstallationID(), Key: srv.AppPrivateKeyPEM()},
 		ghapp.WithAPIURL(srv.URL()), ghapp.WithClock(clock.NewRemote(skewed(-2*time.Hour))))
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func TestRefusedOnce(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := githubtest.New(t)
-			tr, err := ghapp.New(srv.Client().Transport, srv.AppID(), srv.InstallationID(), other,
+			tr, err := ghapp.New(srv.Client().Transport, ghapp.Installation{AppID: srv.AppID(), InstallationID: srv.InstallationID(), Key: other},
 				ghapp.WithAPIURL(srv.URL()), ghapp.WithClock(clock.NewRemote(skewed(c.host))))
 			if err != nil {
 				t.Fatal(err)
@@ -147,7 +147,7 @@ func TestNewRefuses(t *testing.T) {
 		{"nil clock", 1, 1, srv.AppPrivateKeyPEM(), []ghapp.Option{ghapp.WithClock(nil)}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := ghapp.New(nil, c.app, c.inst, c.key, c.options...); err == nil {
+			if _, err := ghapp.New(nil, ghapp.Installation{AppID: c.app, InstallationID: c.inst, Key: c.key}, c.options...); err == nil {
 				t.Error("New: no error")
 			}
 		})

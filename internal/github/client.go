@@ -67,7 +67,7 @@ func New(cfg config.GitHub, opts ...Option) (*Client, error) {
 		if cfg.APIURL != "" {
 			aopts = append(aopts, ghapp.WithAPIURL(cfg.APIURL))
 		}
-		tr, err := ghapp.New(base, cfg.App.AppID, cfg.App.InstallationID, key, aopts...)
+		tr, err := ghapp.New(base, ghapp.Installation{AppID: cfg.App.AppID, InstallationID: cfg.App.InstallationID, Key: key}, aopts...)
 		if err != nil {
 			return nil, fmt.Errorf("github.app.privateKeyFile %s: %w", cfg.App.PrivateKeyFile, err)
 		}

@@ -30,7 +30,7 @@ func appTokenSource(app config.GitHubApp, apiURL string, rt http.RoundTripper, l
 	if apiURL != "" {
 		opts = append(opts, ghapp.WithAPIURL(apiURL))
 	}
-	tr, err := ghapp.New(rt, app.AppID, app.InstallationID, key, opts...)
+	tr, err := ghapp.New(rt, ghapp.Installation{AppID: app.AppID, InstallationID: app.InstallationID, Key: key}, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("source.auth.githubApp: private key %s: %w", app.PrivateKeyFile, err)
 	}
