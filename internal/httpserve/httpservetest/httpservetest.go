@@ -44,11 +44,11 @@ func Check(t *testing.T, d Door) {
 	t.Helper()
 	base := "http://" + d.Addr
 	t.Run("unknown route", func(t *testing.T) {
-		resp := do(t, http.MethodGet, base+"/no/such/route", nil, nil)
+		resp := do(t, http.MethodGet, base+"/no/such/route", nil)
 		wantError(t, resp, http.StatusNotFound, httpserve.CodeNotFound)
 	})
 	t.Run("wrong method", func(t *testing.T) {
-		resp := do(t, http.MethodDelete, base+d.Route, nil, nil)
+		resp := do(t, http.MethodDelete, base+d.Route, nil)
 		wantError(t, resp, http.StatusMethodNotAllowed, httpserve.CodeMethodNotAllowed)
 		if !strings.Contains(resp.Header.Get("Allow"), http.MethodGet) {
 			t.Errorf("Allow = %q, want GET in it", resp.Header.Get("Allow"))
@@ -79,7 +79,7 @@ func Check(t *testing.T, d Door) {
 		wantError(t, resp, http.StatusRequestEntityTooLarge, httpserve.CodeTooLarge)
 	})
 	t.Run("headers too large", func(t *testing.T) {
-		resp := do(t, http.MethodGet, base+d.Route, nil, map[string]string{"Authorization": "Bearer eyJ" + strings.Repeat("A", 2<<20)})
+		resp := do(t, http.MethodGet, base+d.Route, map[string]string{"Authorization": "Bearer eyJ" + strings.Repeat("A", 2<<20)})
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 			t.Errorf("2 MiB of headers = %d, want 431", resp.StatusCode)
@@ -106,9 +106,10 @@ func Check(t *testing.T, d Door) {
 	})
 }
 
-func do(t *testing.T, method, url string, body []byte, h map[string]string) *http.Response {
+// do sends method to url with no body and the headers h.
+func do(t *testing.T, method, url string, h map[string]string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	req, err := http.NewRequest(method, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
