@@ -64,7 +64,7 @@ func Lead(ctx context.Context, c Candidate, onChange func(leading bool), leading
 		LockConfig: resourcelock.ResourceLockConfig{Identity: c.Identity},
 	}
 	for ctx.Err() == nil {
-		if err := leadOnce(ctx, lock, o, onChange, leading); err != nil {
+		if err := leadOnce(ctx, lock, o, leaderWork{onChange: onChange, leading: leading}); err != nil {
 			return fmt.Errorf("configuring leader election on lease %s/%s: %w", c.Namespace, Name, err)
 		}
 		if ctx.Err() == nil {
@@ -77,11 +77,18 @@ func Lead(ctx context.Context, c Candidate, onChange func(leading bool), leading
 	return nil
 }
 
+// leaderWork is what Lead runs for its caller: onChange told when this
+// replica starts and stops leading, leading run while it leads.
+type leaderWork struct {
+	onChange func(leading bool)
+	leading  func(context.Context)
+}
+
 // leadOnce competes for the lease once. The elector runs on its own context so
 // that, on shutdown, the lease is renewed until the leading work has finished
 // (a patch in flight, the state write after it) and only then released.
-func leadOnce(ctx context.Context, lock resourcelock.Interface, o Election,
-	onChange func(leading bool), leading func(context.Context)) error {
+func leadOnce(ctx context.Context, lock resourcelock.Interface, o Election, w leaderWork) error {
+	onChange, leading := w.onChange, w.leading
 	started := make(chan struct{})
 	done := make(chan struct{})
 	ectx, ecancel := context.WithCancel(context.WithoutCancel(ctx))
