@@ -88,8 +88,18 @@ type message struct {
 	headline, text string
 }
 
-// cloudEvent builds the CloudEvent name about subject from source with data at t.
-func cloudEvent(name, source, subject string, data any, t time.Time) (event.Event, error) {
+// origin is where an event comes from (its CloudEvent source) and what it
+// is about (its subject).
+type origin struct {
+	source, subject string
+}
+
+// ofEnvironment is the origin of the events about environment env.
+func ofEnvironment(env string) origin { return origin{source: "stagehand/" + env, subject: env} }
+
+// cloudEvent builds the CloudEvent name from o with data at t.
+func cloudEvent(name string, o origin, data any, t time.Time) (event.Event, error) {
+	source, subject := o.source, o.subject
 	id := make([]byte, 16)
 	if _, err := rand.Read(id); err != nil {
 		return event.Event{}, fmt.Errorf("making an event id: %w", err)
@@ -119,7 +129,7 @@ func newMessage(name string, p approval.Proposal, d Data, t time.Time) (message,
 	if d.Changes == nil {
 		d.Changes = []Change{}
 	}
-	e, err := cloudEvent(name, "stagehand/"+p.Environment, p.Environment, d, t)
+	e, err := cloudEvent(name, ofEnvironment(p.Environment), d, t)
 	if err != nil {
 		return message{}, err
 	}

@@ -20,7 +20,7 @@ var _ sequence.Listener = (*Notifier)(nil)
 // the sequence. A sink without an events filter gets every step, but for
 // Slack and Teams, which get them only when their filter names them.
 func (n *Notifier) SequenceEvent(_ context.Context, e sequence.Event) {
-	ce, err := cloudEvent(e.Name, "stagehand/"+e.Environment, e.Environment, e.Data, e.Time)
+	ce, err := cloudEvent(e.Name, ofEnvironment(e.Environment), e.Data, e.Time)
 	if err != nil {
 		n.o.onError("", fmt.Errorf("building event %s of environment %s: %w", e.Name, e.Environment, err))
 		return
@@ -72,7 +72,7 @@ func (n *Notifier) LockChanged(_ context.Context, c lock.Change) {
 	if at.IsZero() {
 		at = n.o.now()
 	}
-	ce, err := cloudEvent(name, "stagehand/locks", c.Lock.Path, LockData{Change: c.Kind, Lock: c.Lock, Environments: envs}, at)
+	ce, err := cloudEvent(name, origin{source: "stagehand/locks", subject: c.Lock.Path}, LockData{Change: c.Kind, Lock: c.Lock, Environments: envs}, at)
 	if err != nil {
 		n.o.onError("", fmt.Errorf("building event %s of lock %s: %w", name, c.Lock.Path, err))
 		return
