@@ -178,7 +178,7 @@ func queryCost(t *testing.T, samples []sample, span, interval time.Duration) {
 			series, st, err = prom.QueryStats(t.Context(), expr, end)
 			n = len(series)
 		} else {
-			n, st, err = prom.QueryRangeStats(t.Context(), expr, end.Add(-span), end, interval)
+			n, st, err = prom.QueryRangeStats(t.Context(), expr, promtest.Range{Start: end.Add(-span), End: end, Step: interval})
 		}
 		if err != nil {
 			t.Errorf("panel %q: %v", q.panel, err)

@@ -40,12 +40,17 @@ func (s *Server) QueryStats(ctx context.Context, query string, at time.Time) ([]
 	return s.query(ctx, query, at, true)
 }
 
-// QueryRangeStats evaluates query from start to end every step, as a graph
-// asks, with stats=all, and returns how many series it answered and what it
-// cost.
-func (s *Server) QueryRangeStats(ctx context.Context, query string, start, end time.Time, step time.Duration) (int, Stats, error) {
-	v := url.Values{"query": {query}, "start": {unixSeconds(start)}, "end": {unixSeconds(end)},
-		"step": {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)}, "stats": {"all"}}
+// Range is the points of a range query: from Start to End every Step.
+type Range struct {
+	Start, End time.Time
+	Step       time.Duration
+}
+
+// QueryRangeStats evaluates query over r, as a graph asks, with stats=all,
+// and returns how many series it answered and what it cost.
+func (s *Server) QueryRangeStats(ctx context.Context, query string, over Range) (int, Stats, error) {
+	v := url.Values{"query": {query}, "start": {unixSeconds(over.Start)}, "end": {unixSeconds(over.End)},
+		"step": {strconv.FormatFloat(over.Step.Seconds(), 'f', -1, 64)}, "stats": {"all"}}
 	var r struct {
 		Status string `json:"status"`
 		Error  string `json:"error"`
