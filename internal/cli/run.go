@@ -377,7 +377,7 @@ func newRollbacker(cfg *config.Config, gh *github.Client, d *daemon.Daemon) (*ro
 	for name, env := range cfg.Environments {
 		lockPaths[name] = env.LockPath
 	}
-	return rollback.New(bot, svc, lockPaths, d)
+	return rollback.New(rollback.Parts{Bot: bot, Locks: svc, LockPaths: lockPaths, Reconciler: d})
 }
 
 // afterGrace returns a context that ends grace after ctx ends: what is

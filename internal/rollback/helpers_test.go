@@ -52,7 +52,7 @@ func (f *fakeReconciler) Approve(_ context.Context, _, planHash string, who iden
 // apps/prod, holding for an hour and waiting a second for a pinned plan.
 func newRollbacker(t *testing.T, bot *prbot.Bot, svc *lock.Service, rec Reconciler) *Rollbacker {
 	t.Helper()
-	rb, err := New(bot, svc, map[string]string{"prod": "apps/prod"}, rec, WithHoldFor(time.Hour), WithPlanWait(time.Second))
+	rb, err := New(Parts{Bot: bot, Locks: svc, LockPaths: map[string]string{"prod": "apps/prod"}, Reconciler: rec}, WithHoldFor(time.Hour), WithPlanWait(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,10 +16,19 @@ import (
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
 
+// rollbackCall is one call of Rollback: the environment, the request, and
+// the answer being made.
+type rollbackCall struct {
+	env string
+	req api.RollbackRequest
+	out *api.RollbackResponse
+}
+
 // incident pins the rolled-back versions in the reconciler for as long as
 // the hold lasts, waits for the plan the pin makes, and approves it as the
 // caller; a refused approval leaves it pending for an approver.
-func (r *Rollbacker) incident(ctx context.Context, env string, req api.RollbackRequest, res *prbot.RollbackResult, hold lock.Lock, out *api.RollbackResponse) error {
+func (r *Rollbacker) incident(ctx context.Context, c rollbackCall, res *prbot.RollbackResult, hold lock.Lock) error {
+	env, req, out := c.env, c.req, c.out
 	p := NewPin(res, req, r.locks.Now(), hold.ExpiresAt) // the hold's clock: the API server's
 	if err := r.rec.Pin(ctx, env, p); err != nil {
 		return err
@@ -36,7 +45,7 @@ func (r *Rollbacker) incident(ctx context.Context, env string, req api.RollbackR
 			// versions by a pass that began before the pin was stored: approving
 			// that would approve the very versions being rolled back from.
 			case v.Pending != nil && !v.Pending.ProposedAt.Before(p.At) && PlansPin(v.Pending.Plan, p):
-				r.approvePinned(ctx, env, req, v.Pending, p, out)
+				r.approvePinned(ctx, c, v.Pending, p)
 				return nil
 			case v.LastResult != nil && !v.LastResult.Started.Before(p.At):
 				out.PlanHash, out.Approval = v.LastResult.PlanHash, "applied"
@@ -55,8 +64,9 @@ func (r *Rollbacker) incident(ctx context.Context, env string, req api.RollbackR
 }
 
 // approvePinned approves the pending plan of pin p as the caller, unless it
-// carries more than the pin; either way out says what became of it.
-func (r *Rollbacker) approvePinned(ctx context.Context, env string, req api.RollbackRequest, pending *approval.Pending, p *approval.Pin, out *api.RollbackResponse) {
+// carries more than the pin; either way c.out says what became of it.
+func (r *Rollbacker) approvePinned(ctx context.Context, c rollbackCall, pending *approval.Pending, p *approval.Pin) {
+	env, req, out := c.env, c.req, c.out
 	out.PlanHash = pending.PlanHash
 	if foreign := ForeignChanges(pending.Plan, p); len(foreign) > 0 {
 		// The pin's plan carries more than the pin (a service added since the

@@ -77,11 +77,20 @@ func WithPlanWait(d time.Duration) Option {
 	}
 }
 
-// New returns the Rollbacker of the environments named in lockPaths (each
-// one's lockPath from reconciler.yaml; "" where it has none, which refuses
-// its rollbacks), opening pull requests with bot, holding in locks and asking
-// rec.
-func New(bot *prbot.Bot, locks *lock.Service, lockPaths map[string]string, rec Reconciler, opts ...Option) (*Rollbacker, error) {
+// Parts are what a Rollbacker works with: the environments named in
+// LockPaths (each one's lockPath from reconciler.yaml; "" where it has none,
+// which refuses its rollbacks), the Bot opening pull requests, the lock
+// service holding in Locks and the Reconciler it asks.
+type Parts struct {
+	Bot        *prbot.Bot
+	Locks      *lock.Service
+	LockPaths  map[string]string
+	Reconciler Reconciler
+}
+
+// New returns the Rollbacker over p.
+func New(p Parts, opts ...Option) (*Rollbacker, error) {
+	bot, locks, lockPaths, rec := p.Bot, p.Locks, p.LockPaths, p.Reconciler
 	o := options{holdFor: DefaultHoldFor, planWait: DefaultPlanWait, poll: 200 * time.Millisecond}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -97,8 +106,8 @@ func New(bot *prbot.Bot, locks *lock.Service, lockPaths map[string]string, rec R
 		return nil, errors.New("creating the rollbacker: no reconciler")
 	}
 	paths := make(map[string]string, len(lockPaths))
-	for env, p := range lockPaths {
-		paths[env] = p
+	for env, path := range lockPaths {
+		paths[env] = path
 	}
 	return &Rollbacker{bot: bot, locks: locks, lockPaths: paths, rec: rec, holdFor: o.holdFor, planWait: o.planWait, poll: o.poll}, nil
 }
@@ -164,7 +173,7 @@ func (r *Rollbacker) Rollback(ctx context.Context, env string, req api.RollbackR
 	out.Message = fmt.Sprintf("rollback of %s to %s %s: %s; %s held until %s (merging the pull request or `reconciler release --env %s` ends it)",
 		env, shortSHA(res.Revision), res.Action, res.URL, env, hold.ExpiresAt.UTC().Format(time.RFC3339), env)
 	if req.Now {
-		if err := r.incident(ctx, env, req, res, hold, out); err != nil {
+		if err := r.incident(ctx, rollbackCall{env: env, req: req, out: out}, res, hold); err != nil {
 			return nil, fmt.Errorf("rollback pull request %s is %s and %s is held, but pinning the rollback failed: %w", res.URL, res.Action, env, err)
 		}
 	}
