@@ -238,7 +238,7 @@ func (r *Run) Begin(ctx context.Context, s Start) {
 		return
 	}
 	r.Abort(ctx, s.State, "replaced by revision "+short(prop.Revision))
-	r.seq = sequence.New(r.Env, prop.Revision, prop.Plan.PlanHash, s.Tasks, r.Now().UTC())
+	r.seq = sequence.New(sequence.Delivery{Stage: r.Env, Revision: prop.Revision, PlanHash: prop.Plan.PlanHash}, s.Tasks, r.Now().UTC())
 	if s.Save {
 		r.SaveIn(ctx, "")
 	}

@@ -53,9 +53,15 @@ type TaskState struct {
 	Finished   time.Time       `json:"finished,omitzero"`
 }
 
-// New starts the state of a run of tasks at now.
-func New(stage, revision, planHash string, tasks []promote.Task, now time.Time) *State {
-	s := &State{Stage: stage, Sequence: promote.SequenceName, Revision: revision, PlanHash: planHash, Status: StatusStarted, Started: now}
+// Delivery is what a run delivers: the stage (the environment) at a
+// revision, with the plan applied there.
+type Delivery struct {
+	Stage, Revision, PlanHash string
+}
+
+// New starts the state of a run of tasks after d at now.
+func New(d Delivery, tasks []promote.Task, now time.Time) *State {
+	s := &State{Stage: d.Stage, Sequence: promote.SequenceName, Revision: d.Revision, PlanHash: d.PlanHash, Status: StatusStarted, Started: now}
 	for _, t := range tasks {
 		s.Tasks = append(s.Tasks, TaskState{Name: t.Name, Properties: t.Properties})
 	}

@@ -26,7 +26,7 @@ func TestWorst(t *testing.T) {
 func TestSpaces(t *testing.T) {
 	tasks := []promote.Task{{Name: "deployment"}, {Name: "test", Properties: json.RawMessage(`{"suite":"smoke","n":1}`)},
 		{Name: "test", Properties: json.RawMessage(`{"suite":"load"}`)}, {Name: "release"}}
-	s := New("devel", "abc", "sha256:x", tasks, time.Unix(0, 0))
+	s := New(Delivery{Stage: "devel", Revision: "abc", PlanHash: "sha256:x"}, tasks, time.Unix(0, 0))
 	s.Tasks[1].Outputs = json.RawMessage(`{"n":2,"passed":true}`)
 	s.Tasks[2].Outputs = json.RawMessage(`[1,2]`) // not an object: kept under "outputs"
 	got := map[string]string{}
@@ -89,7 +89,7 @@ func TestApprovals(t *testing.T) {
 			for _, n := range tc.tasks {
 				tasks = append(tasks, promote.Task{Name: n})
 			}
-			s := New("devel", "abc", "sha256:x", tasks, time.Unix(0, 0))
+			s := New(Delivery{Stage: "devel", Revision: "abc", PlanHash: "sha256:x"}, tasks, time.Unix(0, 0))
 			if s.PreApproval() != tc.pre || s.ReleaseApproval() != tc.release {
 				t.Errorf("PreApproval %d, ReleaseApproval %d; want %d, %d", s.PreApproval(), s.ReleaseApproval(), tc.pre, tc.release)
 			}
