@@ -139,9 +139,21 @@ var knownKeys = func() map[string]bool {
 	return keys
 }()
 
+// foreignKeys are the keys of a state ConfigMap a newer build wrote that
+// this one does not know, in its data and its binary data.
+type foreignKeys struct {
+	data   map[string]string
+	binary map[string][]byte
+}
+
 // unknownKeys are the keys of cm a newer build wrote that this one does not
 // know, to carry over as they are, and their size in bytes.
-func unknownKeys(cm *corev1.ConfigMap) (data map[string]string, binary map[string][]byte, size int) {
+func unknownKeys(cm *corev1.ConfigMap) (foreignKeys, int) {
+	var (
+		data   map[string]string
+		binary map[string][]byte
+		size   int
+	)
 	for k, v := range cm.Data {
 		if !knownKeys[k] {
 			if data == nil {
@@ -158,14 +170,15 @@ func unknownKeys(cm *corev1.ConfigMap) (data map[string]string, binary map[strin
 			binary[k], size = v, size+len(k)+len(v)
 		}
 	}
-	return data, binary, size
+	return foreignKeys{data: data, binary: binary}, size
 }
 
 // stamp marks e as written with the newer of found (the schema the state
 // had) and mine, and carries over the keys a newer build wrote that this
-// one does not know, so that a newer replica beside this one loses none of
-// them.
-func stamp(e *encoded, found, mine schema, data map[string]string, binary map[string][]byte) error {
+// one does not know (foreign), so that a newer replica beside this one
+// loses none of them.
+func stamp(e *encoded, found, mine schema, foreign foreignKeys) error {
+	data, binary := foreign.data, foreign.binary
 	s := mine
 	if found.Version > s.Version {
 		s.Version = found.Version

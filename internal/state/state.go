@@ -483,12 +483,12 @@ func (s *Store) write(ctx context.Context, cm *corev1.ConfigMap, create bool, mu
 	st.Phase = movedPhase(st, phase, sum)
 	// Keys a newer build wrote that this one does not know are kept as
 	// they are, within the same budget.
-	data, binary, carried := unknownKeys(cm)
+	foreign, carried := unknownKeys(cm)
 	e, err := encodeState(name, st, s.maxBytes-carried-schemaBytes)
 	if err != nil {
 		return err
 	}
-	if err := stamp(e, found, s.schema, data, binary); err != nil {
+	if err := stamp(e, found, s.schema, foreign); err != nil {
 		return err
 	}
 	// Parts first, the index last: a reader never sees an index
@@ -517,7 +517,7 @@ func (s *Store) write(ctx context.Context, cm *corev1.ConfigMap, create bool, mu
 	if newParts := partNames(cm); len(oldParts) > 0 || len(newParts) > 0 {
 		// Written: parts left behind by a failed cleanup are deleted
 		// by a later write (they are orphans then), so it is not an error.
-		_ = s.dropParts(ctx, name, oldParts, newParts, serverTime(written))
+		_ = s.dropParts(ctx, name, partMove{old: oldParts, now: newParts}, serverTime(written))
 	}
 	return nil
 }

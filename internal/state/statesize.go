@@ -640,14 +640,21 @@ func (s *Store) writeParts(ctx context.Context, e *encoded, old map[string]bool)
 	return nil
 }
 
+// partMove is a move of a state's index from the parts old named to those
+// now names.
+type partMove struct {
+	old, now map[string]bool
+}
+
 // dropParts deletes, after the index of name moved, the parts it no longer
-// names: those old named, and any other no index has named for a while
+// names: those m.old named, and any other no index has named for a while
 // (left by a writer whose index update lost a race). A while is judged by
 // the API server's clock alone: serverNow is when the server wrote the index
 // (serverTime), compared with the parts' creationTimestamp, so a replica
 // whose clock runs ahead never deletes a part another writer is about to
 // index. A zero serverNow (unknown) deletes no orphan.
-func (s *Store) dropParts(ctx context.Context, name string, old, now map[string]bool, serverNow time.Time) error {
+func (s *Store) dropParts(ctx context.Context, name string, m partMove, serverNow time.Time) error {
+	old, now := m.old, m.now
 	cms := s.client.CoreV1().ConfigMaps(s.namespace)
 	list, err := cms.List(ctx, metav1.ListOptions{LabelSelector: labelStateOf + "=" + name})
 	if err != nil {
