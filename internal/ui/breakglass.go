@@ -96,44 +96,44 @@ func (s *Server) breakGlassFor(ctx context.Context, v *viewer, e *status.Environ
 // with the form's reason: the page's session and CSRF rules, then the environment's break-glass rule,
 // then the daemon's checks (the plan still waiting, the windows closed).
 func (s *Server) breakGlass(w http.ResponseWriter, r *http.Request) {
-	v := s.mayPost(w, r)
+	v := s.guard.mayPost(w, r)
 	if v == nil {
 		return
 	}
 	env, hash := r.PathValue("env"), r.PostFormValue("planHash")
 	if !slices.Contains(s.b.EnvironmentNames(), env) {
-		s.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no environment %q.", env))
+		s.view.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no environment %q.", env))
 		return
 	}
 	bg, ok := s.b.(approval.BreakGlasser)
 	if s.o.breakGlass == nil || !ok {
-		s.fail(w, r, http.StatusNotFound, "This page does not offer break-glass; use the API or `reconciler break-glass`.")
+		s.view.fail(w, r, http.StatusNotFound, "This page does not offer break-glass; use the API or `reconciler break-glass`.")
 		return
 	}
-	if v = s.in(w, r, v, env); v == nil {
+	if v = s.guard.in(w, r, v, env); v == nil {
 		return
 	}
 	may, why, err := s.o.breakGlass(r.Context(), v.Login, env)
 	if err != nil {
-		s.fail(w, r, http.StatusBadGateway, fmt.Sprintf("Checking whether %s may break the glass in %s failed: %v", v.Login, env, err))
+		s.view.fail(w, r, http.StatusBadGateway, fmt.Sprintf("Checking whether %s may break the glass in %s failed: %v", v.Login, env, err))
 		return
 	}
 	if !may {
-		s.fail(w, r, http.StatusForbidden, fmt.Sprintf("%s may not break the glass in %s: %s", v.Login, env, why))
+		s.view.fail(w, r, http.StatusForbidden, fmt.Sprintf("%s may not break the glass in %s: %s", v.Login, env, why))
 		return
 	}
 	switch {
 	case hash == "":
-		s.fail(w, r, http.StatusBadRequest, "The form names no plan (planHash); reload the page.")
+		s.view.fail(w, r, http.StatusBadRequest, "The form names no plan (planHash); reload the page.")
 		return
 	case len(hash) > maxBreakGlassHash:
-		s.fail(w, r, http.StatusBadRequest, fmt.Sprintf("The planHash is %d bytes long; at most %d are accepted.", len(hash), maxBreakGlassHash))
+		s.view.fail(w, r, http.StatusBadRequest, fmt.Sprintf("The planHash is %d bytes long; at most %d are accepted.", len(hash), maxBreakGlassHash))
 		return
 	}
 	back := "/environments/" + env
 	reason, err := approval.CheckReason(r.PostFormValue("reason"))
 	if err != nil {
-		s.flashNext(w, r, "Nothing was let through: "+err.Error()+".", true)
+		s.view.flashNext(w, r, "Nothing was let through: "+err.Error()+".", true)
 		http.Redirect(w, r, back, http.StatusSeeOther)
 		return
 	}
@@ -141,18 +141,18 @@ func (s *Server) breakGlass(w http.ResponseWriter, r *http.Request) {
 	var np *approval.NotPendingError
 	switch {
 	case err != nil && notFound(s.o.statusOf(err)):
-		s.failErr(w, r, err)
+		s.view.failErr(w, r, err)
 		return
 	case errors.Is(err, approval.ErrRefused):
-		s.flashNext(w, r, "Not let through: "+err.Error(), true)
+		s.view.flashNext(w, r, "Not let through: "+err.Error(), true)
 	case errors.As(err, &np):
-		s.flashNext(w, r, "Nothing was let through: the plan you saw is no longer the one waiting ("+err.Error()+"). Review the plan shown now.", true)
+		s.view.flashNext(w, r, "Nothing was let through: the plan you saw is no longer the one waiting ("+err.Error()+"). Review the plan shown now.", true)
 	case err != nil:
-		s.flashNext(w, r, "Nothing was let through: "+err.Error(), true)
+		s.view.flashNext(w, r, "Nothing was let through: "+err.Error(), true)
 	case p.Complete():
-		s.flashNext(w, r, fmt.Sprintf("Break-glass by %s: applying revision %s to %s through its closed deploy windows.", v.Login, short(p.Revision), env), false)
+		s.view.flashNext(w, r, fmt.Sprintf("Break-glass by %s: applying revision %s to %s through its closed deploy windows.", v.Login, short(p.Revision), env), false)
 	default:
-		s.flashNext(w, r, fmt.Sprintf("Break-glass by %s: %s; revision %s goes out through the closed deploy windows of %s once approved.",
+		s.view.flashNext(w, r, fmt.Sprintf("Break-glass by %s: %s; revision %s goes out through the closed deploy windows of %s once approved.",
 			v.Login, p.Tally(), short(p.Revision), env), false)
 	}
 	http.Redirect(w, r, back, http.StatusSeeOther)

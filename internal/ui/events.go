@@ -148,7 +148,7 @@ func (h *hub) announce(env string) {
 // asked again every options.recheck, the policy no longer lets the reader
 // read (a login that lost its role on the repository) or cannot say.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	v := s.who(w, r)
+	v := s.guard.who(w, r)
 	if v == nil {
 		return
 	}
@@ -162,7 +162,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	// The stream was let in by the session's cookie: it ends when the session does (the page's next
 	// connection then asks for a sign-in).
 	var left time.Duration // none when the session expired since who looked
-	if se := s.session(r); se != nil {
+	if se := s.cookies.session(r); se != nil {
 		left = time.Unix(se.Expires, 0).Sub(s.o.now())
 	}
 	end := time.NewTimer(left)

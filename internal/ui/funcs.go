@@ -2,11 +2,9 @@ package ui
 
 import (
 	"fmt"
-	"html/template"
 	"strings"
 	"time"
 
-	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 )
 
@@ -40,50 +38,6 @@ func stateClass(st string) string { return strings.ReplaceAll(st, " ", "-") }
 
 // revLink is a revision and its commit URL, for the "rev" template.
 type revLink struct{ Rev, URL string }
-
-func (s *Server) funcs() template.FuncMap {
-	return template.FuncMap{
-		"states":     func() []string { return cellStates },
-		"stateIcon":  func(st string) string { return stateIcons[st] },
-		"stateClass": stateClass,
-		"cellOf":     cellOf,
-		"resultIcon": func(r string) string {
-			switch r {
-			case approval.ResultSucceeded:
-				return "✓"
-			case approval.ResultRejected:
-				return "⊖"
-			}
-			return "✗"
-		},
-		"resultClass": func(r string) string {
-			switch r {
-			case approval.ResultSucceeded:
-				return "in-sync"
-			case approval.ResultRejected:
-				return "blocked"
-			}
-			return "failed"
-		},
-		"join":     strings.Join,
-		"add":      func(a, b int) int { return a + b },
-		"sub":      func(a, b int) int { return a - b },
-		"shortRev": short,
-		"shortDigest": func(d string) string {
-			if len(d) > len("sha256:")+12 {
-				return d[:len("sha256:")+12] + "…"
-			}
-			return d
-		},
-		"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-		"when":  func(t time.Time) string { return t.In(s.o.loc).Format("Mon 2 Jan 2006, 15:04 MST") },
-		"until": func(t time.Time) string { return t.In(s.o.loc).Format("Mon 2 Jan, 15:04") },
-		"ago":   func(t time.Time) string { return ago(s.o.now().Sub(t)) },
-		"revArgs": func(d environmentView, rev string) revLink {
-			return revLink{Rev: rev, URL: d.Commit(rev)}
-		},
-	}
-}
 
 // ago writes a duration in the past as people say it.
 func ago(d time.Duration) string {

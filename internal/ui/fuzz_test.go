@@ -44,7 +44,7 @@ func FuzzForm(f *testing.F) {
 	}
 	req := newRequest(http.MethodGet, "/")
 	req.AddCookie(cookies[0])
-	csrf := s.session(req).CSRF
+	csrf := s.cookies.session(req).CSRF
 	f.Fuzz(func(t *testing.T, route uint8, body []byte, withCSRF bool) {
 		form := string(body)
 		if withCSRF {

@@ -2,10 +2,6 @@ package ui
 
 import (
 	"fmt"
-	"math"
-	"net/http"
-	"strconv"
-	"time"
 )
 
 // Default per-login request rate of the page: every page and form reads
@@ -30,11 +26,4 @@ func WithRateLimit(perSecond float64, burst int) Option {
 		o.ratePerSecond, o.rateBurst = perSecond, burst
 		return nil
 	}
-}
-
-// tooMany answers a page saying when to come back.
-func (s *Server) tooMany(w http.ResponseWriter, r *http.Request, login string, wait time.Duration) {
-	secs := int(math.Max(1, math.Ceil(wait.Seconds())))
-	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	s.fail(w, r, http.StatusTooManyRequests, fmt.Sprintf("%s sent more than %d requests in a row; wait %d s and reload.", login, s.limit.Burst(), secs))
 }

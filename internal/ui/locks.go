@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,70 +22,81 @@ type locksView struct {
 	Available bool
 }
 
+// lockPages is the locks page and its forms: take, extend and remove a
+// lock in the Backend's lock service, as the guard allows.
+type lockPages struct {
+	b     Backend
+	o     *options
+	guard *guard
+	view  *renderer
+	order func(ctx context.Context) []string // the environments in stage order
+}
+
 type lockRow struct {
 	lock.Lock
 	Expired bool
 	Until   string
 }
 
-func (s *Server) locks(w http.ResponseWriter, r *http.Request) {
-	v := s.who(w, r)
+// list is the locks page.
+func (p *lockPages) list(w http.ResponseWriter, r *http.Request) {
+	v := p.guard.who(w, r)
 	if v == nil {
 		return
 	}
 	lv := locksView{Types: lock.Types, Path: r.URL.Query().Get("path")}
-	svc := s.b.LockService()
+	svc := p.b.LockService()
 	if svc != nil {
 		lv.Available = true
 		ls, err := svc.List(r.Context(), "")
 		if err != nil {
-			s.fail(w, r, http.StatusInternalServerError, "Listing locks failed: "+err.Error())
+			p.view.fail(w, r, http.StatusInternalServerError, "Listing locks failed: "+err.Error())
 			return
 		}
 		now := svc.Now()
 		for _, l := range ls {
-			lv.Locks = append(lv.Locks, lockRow{Lock: l, Expired: l.Expired(now), Until: l.ExpiresAt.In(s.o.loc).Format(lock.TimeLayout)})
+			lv.Locks = append(lv.Locks, lockRow{Lock: l, Expired: l.Expired(now), Until: l.ExpiresAt.In(p.o.loc).Format(lock.TimeLayout)})
 		}
-		for _, name := range s.order(r.Context()) {
-			if e, err := s.b.Environment(r.Context(), name); err == nil && e.LockPath != "" {
+		for _, name := range p.order(r.Context()) {
+			if e, err := p.b.Environment(r.Context(), name); err == nil && e.LockPath != "" {
 				lv.Paths = append(lv.Paths, e.LockPath)
 			}
 		}
 	}
-	s.render(w, r, http.StatusOK, "locks", page{Title: "Locks", Nav: "locks", Viewer: v, Data: lv})
+	p.view.render(w, r, http.StatusOK, page{name: "locks", Title: "Locks", Nav: "locks", Viewer: v, Data: lv})
 }
 
-// lockForm is the service and the form's path and type, or an answer sent.
-func (s *Server) lockForm(w http.ResponseWriter, r *http.Request) (*viewer, *lock.Service, string, lock.Type, bool) {
-	v := s.mayPost(w, r)
+// form is the service and the form's path and type, or an answer sent.
+func (p *lockPages) form(w http.ResponseWriter, r *http.Request) (*viewer, *lock.Service, string, lock.Type, bool) {
+	v := p.guard.mayPost(w, r)
 	if v == nil {
 		return nil, nil, "", "", false
 	}
-	svc := s.b.LockService()
+	svc := p.b.LockService()
 	if svc == nil {
-		s.fail(w, r, http.StatusNotFound, "This reconciler has no lock service.")
+		p.view.fail(w, r, http.StatusNotFound, "This reconciler has no lock service.")
 		return nil, nil, "", "", false
 	}
 	path, err := lock.NormalizePath(strings.TrimSpace(r.PostFormValue("path")))
 	if err == nil {
 		var t lock.Type
 		if t, err = lock.ParseType(r.PostFormValue("type")); err == nil {
-			for _, env := range s.envsOfPath(r, path) {
-				if !s.approves(w, r, v, env) {
+			for _, env := range p.envsOfPath(r, path) {
+				if !p.guard.approves(w, r, v, env) {
 					return nil, nil, "", "", false
 				}
 			}
 			return v, svc, path, t, true
 		}
 	}
-	s.flashNext(w, r, "Nothing was changed: "+err.Error(), true)
+	p.view.flashNext(w, r, "Nothing was changed: "+err.Error(), true)
 	http.Redirect(w, r, "/locks", http.StatusSeeOther)
 	return nil, nil, "", "", false
 }
 
 // expiry reads the form's duration ("2h", "90m", "1d") or until ("Sat 31
 // Dec, 12:00", "2026-12-31 12:00"), exactly one of them.
-func (s *Server) expiry(r *http.Request, from time.Time) (time.Time, error) {
+func (p *lockPages) expiry(r *http.Request, from time.Time) (time.Time, error) {
 	d, until := strings.TrimSpace(r.PostFormValue("duration")), strings.TrimSpace(r.PostFormValue("until"))
 	switch {
 	case d != "" && until != "":
@@ -96,19 +108,20 @@ func (s *Server) expiry(r *http.Request, from time.Time) (time.Time, error) {
 		}
 		return from.Add(dur), nil
 	case until != "":
-		return lock.ParseUntil(until, s.o.loc)
+		return lock.ParseUntil(until, p.o.loc)
 	}
 	return time.Time{}, errors.New("give a duration (such as 2h) or an until time (such as 2026-12-31 12:00)")
 }
 
-func (s *Server) lockCreate(w http.ResponseWriter, r *http.Request) {
-	v, svc, path, t, ok := s.lockForm(w, r)
+// create takes a lock.
+func (p *lockPages) create(w http.ResponseWriter, r *http.Request) {
+	v, svc, path, t, ok := p.form(w, r)
 	if !ok {
 		return
 	}
 	l := lock.Lock{Path: path, Type: t, Links: map[string]string{}}
 	var err error
-	if l.ExpiresAt, err = s.expiry(r, svc.Now()); err == nil {
+	if l.ExpiresAt, err = p.expiry(r, svc.Now()); err == nil {
 		if reason := strings.TrimSpace(r.PostFormValue("reason")); reason != "" {
 			l.Links["reason"] = reason
 		}
@@ -127,17 +140,18 @@ func (s *Server) lockCreate(w http.ResponseWriter, r *http.Request) {
 		l.Default(nil)
 		// The page has no lock:admin: no holds, and every type's maximum duration (lock.Agent.Lock).
 		if l, err = svc.For(lockCaller(v)).Lock(r.Context(), l); err == nil {
-			s.flashNext(w, r, l.LockedMessage(s.o.loc)+".", false)
+			p.view.flashNext(w, r, l.LockedMessage(p.o.loc)+".", false)
 		}
 	}
 	if err != nil {
-		s.flashNext(w, r, "Not locked: "+err.Error(), true)
+		p.view.flashNext(w, r, "Not locked: "+err.Error(), true)
 	}
 	http.Redirect(w, r, "/locks", http.StatusSeeOther)
 }
 
-func (s *Server) lockExtend(w http.ResponseWriter, r *http.Request) {
-	v, svc, path, t, ok := s.lockForm(w, r)
+// extend extends a lock.
+func (p *lockPages) extend(w http.ResponseWriter, r *http.Request) {
+	v, svc, path, t, ok := p.form(w, r)
 	if !ok {
 		return
 	}
@@ -151,23 +165,24 @@ func (s *Server) lockExtend(w http.ResponseWriter, r *http.Request) {
 			from = held.ExpiresAt
 		}
 		var until time.Time
-		if until, err = s.expiry(r, from); err == nil {
+		if until, err = p.expiry(r, from); err == nil {
 			// A lock belongs to its author, compared as unlocking compares
 			// them; extending another's takes lock:admin, which the page has not.
 			if held, err = svc.For(lockCaller(v)).Extend(r.Context(), path, t, until); err == nil {
-				s.flashNext(w, r, fmt.Sprintf("Extended the lock on %s (%s) until %s.", held.Path, held.Type.Friendly(),
-					held.ExpiresAt.In(s.o.loc).Format(lock.TimeLayout)), false)
+				p.view.flashNext(w, r, fmt.Sprintf("Extended the lock on %s (%s) until %s.", held.Path, held.Type.Friendly(),
+					held.ExpiresAt.In(p.o.loc).Format(lock.TimeLayout)), false)
 			}
 		}
 	}
 	if err != nil {
-		s.flashNext(w, r, "Not extended: "+err.Error(), true)
+		p.view.flashNext(w, r, "Not extended: "+err.Error(), true)
 	}
 	http.Redirect(w, r, "/locks", http.StatusSeeOther)
 }
 
-func (s *Server) lockUnlock(w http.ResponseWriter, r *http.Request) {
-	v, svc, path, t, ok := s.lockForm(w, r)
+// unlock removes a lock.
+func (p *lockPages) unlock(w http.ResponseWriter, r *http.Request) {
+	v, svc, path, t, ok := p.form(w, r)
 	if !ok {
 		return
 	}
@@ -176,11 +191,11 @@ func (s *Server) lockUnlock(w http.ResponseWriter, r *http.Request) {
 	ls, err := svc.For(lockCaller(v)).Unlock(r.Context(), path, t, false)
 	switch {
 	case err != nil:
-		s.flashNext(w, r, "Not unlocked: "+err.Error(), true)
+		p.view.flashNext(w, r, "Not unlocked: "+err.Error(), true)
 	case len(ls) == 0:
-		s.flashNext(w, r, fmt.Sprintf("%s is not locked for %s.", path, t.Friendly()), false)
+		p.view.flashNext(w, r, fmt.Sprintf("%s is not locked for %s.", path, t.Friendly()), false)
 	default:
-		s.flashNext(w, r, fmt.Sprintf("Unlocked %s (%s).", ls[0].Path, ls[0].Type.Friendly()), false)
+		p.view.flashNext(w, r, fmt.Sprintf("Unlocked %s (%s).", ls[0].Path, ls[0].Type.Friendly()), false)
 	}
 	http.Redirect(w, r, "/locks", http.StatusSeeOther)
 }
@@ -193,10 +208,10 @@ func lockCaller(v *viewer) lock.Caller {
 
 // envsOfPath are the environments a lock at path concerns: those whose lock
 // path is at, above or beneath it; [""] when none is.
-func (s *Server) envsOfPath(r *http.Request, path string) []string {
+func (p *lockPages) envsOfPath(r *http.Request, path string) []string {
 	var out []string
-	for _, name := range s.b.EnvironmentNames() {
-		e, err := s.b.Environment(r.Context(), name)
+	for _, name := range p.b.EnvironmentNames() {
+		e, err := p.b.Environment(r.Context(), name)
 		if err != nil || e.LockPath == "" {
 			continue
 		}

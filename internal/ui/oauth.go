@@ -23,12 +23,21 @@ type oauthState struct {
 // signinTTL is how long a sign-in at GitHub may take.
 const signinTTL = 10 * time.Minute
 
-func (s *Server) signinPage(w http.ResponseWriter, r *http.Request) {
-	if se := s.session(r); se != nil {
+// signin signs people in and out: the demo login offered to a loopback
+// browser, GitHub's OAuth web flow, and the session cookie either starts.
+type signin struct {
+	o       *options
+	cookies *cookies
+	view    *renderer
+}
+
+// page is the sign-in page, or the overview for one signed in already.
+func (s *signin) page(w http.ResponseWriter, r *http.Request) {
+	if se := s.cookies.session(r); se != nil {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	s.render(w, r, http.StatusOK, "signin", page{Title: "Sign in"})
+	s.view.render(w, r, http.StatusOK, page{name: "signin", Title: "Sign in"})
 }
 
 // sameOrigin reports whether a form post came from this site: browsers
@@ -43,15 +52,15 @@ func sameOrigin(r *http.Request) bool {
 	return err == nil && u.Host == r.Host
 }
 
-// signinDemo signs a loopback visitor in as the demo login.
-func (s *Server) signinDemo(w http.ResponseWriter, r *http.Request) {
-	login := s.demoFor(r)
+// demo signs a loopback visitor in as the demo login.
+func (s *signin) demo(w http.ResponseWriter, r *http.Request) {
+	login := s.view.demoFor(r)
 	if login == "" || !sameOrigin(r) {
-		s.fail(w, r, http.StatusForbidden, "The demo sign-in is only for a browser on the reconciler's own machine (server.ui.demoLogin).")
+		s.view.fail(w, r, http.StatusForbidden, "The demo sign-in is only for a browser on the reconciler's own machine (server.ui.demoLogin).")
 		return
 	}
-	if err := s.signIn(w, r, login); err != nil {
-		s.fail(w, r, signInStatus(err), err.Error())
+	if err := s.cookies.signIn(w, r, login); err != nil {
+		s.view.fail(w, r, signInStatus(err), err.Error())
 		return
 	}
 	http.Redirect(w, r, "/", http.StatusSeeOther)
@@ -70,30 +79,30 @@ func signInStatus(err error) int {
 	return http.StatusInternalServerError
 }
 
-func (s *Server) signout(w http.ResponseWriter, r *http.Request) {
+func (s *signin) signout(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
-	if err := r.ParseForm(); err != nil || !csrfOK(r, s.session(r)) {
-		s.fail(w, r, http.StatusForbidden, "This form has expired or did not come from this page (CSRF token missing or wrong).")
+	if err := r.ParseForm(); err != nil || !csrfOK(r, s.cookies.session(r)) {
+		s.view.fail(w, r, http.StatusForbidden, "This form has expired or did not come from this page (CSRF token missing or wrong).")
 		return
 	}
 	clearCookie(w, sessionCookie)
 	http.Redirect(w, r, "/signin", http.StatusSeeOther)
 }
 
-// oauthStart sends the browser to GitHub's authorize page.
-func (s *Server) oauthStart(w http.ResponseWriter, r *http.Request) {
+// start sends the browser to GitHub's authorize page.
+func (s *signin) start(w http.ResponseWriter, r *http.Request) {
 	a := s.o.oauth
 	if a == nil {
-		s.fail(w, r, http.StatusNotFound, "Sign-in with GitHub is not configured (server.ui.oauth).")
+		s.view.fail(w, r, http.StatusNotFound, "Sign-in with GitHub is not configured (server.ui.oauth).")
 		return
 	}
 	if !keepsCookies(r) {
-		s.fail(w, r, http.StatusBadRequest, errPlainHTTP.Error())
+		s.view.fail(w, r, http.StatusBadRequest, errPlainHTTP.Error())
 		return
 	}
 	st := oauthState{State: randomToken(), Next: localPath(r.URL.Query().Get("next"))}
-	if err := s.setCookie(w, stateCookie, st, signinTTL); err != nil {
-		s.fail(w, r, http.StatusInternalServerError, err.Error())
+	if err := s.cookies.set(w, stateCookie, st, signinTTL); err != nil {
+		s.view.fail(w, r, http.StatusInternalServerError, err.Error())
 		return
 	}
 	q := url.Values{"client_id": {a.ClientID}, "redirect_uri": {callbackURL(r)}, "state": {st.State}, "allow_signup": {"false"}}
@@ -122,49 +131,49 @@ func localPath(p string) string {
 	return p
 }
 
-// oauthCallback trades the code for a user token, reads the login from
+// callback trades the code for a user token, reads the login from
 // GET /user and signs the browser in; the token itself is not kept.
-func (s *Server) oauthCallback(w http.ResponseWriter, r *http.Request) {
+func (s *signin) callback(w http.ResponseWriter, r *http.Request) {
 	a := s.o.oauth
 	if a == nil {
-		s.fail(w, r, http.StatusNotFound, "Sign-in with GitHub is not configured (server.ui.oauth).")
+		s.view.fail(w, r, http.StatusNotFound, "Sign-in with GitHub is not configured (server.ui.oauth).")
 		return
 	}
 	var st oauthState
 	c, err := r.Cookie(stateCookie)
-	if err != nil || s.seal.open(stateCookie, c.Value, &st) != nil {
-		s.fail(w, r, http.StatusBadRequest, "This sign-in did not start here or took longer than 10 minutes; sign in again.")
+	if err != nil || s.cookies.seal.open(stateCookie, c.Value, &st) != nil {
+		s.view.fail(w, r, http.StatusBadRequest, "This sign-in did not start here or took longer than 10 minutes; sign in again.")
 		return
 	}
 	clearCookie(w, stateCookie)
 	q := r.URL.Query()
 	if got := q.Get("state"); got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(st.State)) != 1 {
-		s.fail(w, r, http.StatusBadRequest, "The sign-in answer does not belong to this browser's sign-in (state mismatch); sign in again.")
+		s.view.fail(w, r, http.StatusBadRequest, "The sign-in answer does not belong to this browser's sign-in (state mismatch); sign in again.")
 		return
 	}
 	if e := q.Get("error"); e != "" {
-		s.fail(w, r, http.StatusForbidden, fmt.Sprintf("GitHub did not sign you in: %s %s", e, q.Get("error_description")))
+		s.view.fail(w, r, http.StatusForbidden, fmt.Sprintf("GitHub did not sign you in: %s %s", e, q.Get("error_description")))
 		return
 	}
 	token, err := s.exchange(r.Context(), a, q.Get("code"), callbackURL(r))
 	if err != nil {
-		s.fail(w, r, http.StatusBadGateway, "Signing in with GitHub failed: "+err.Error())
+		s.view.fail(w, r, http.StatusBadGateway, "Signing in with GitHub failed: "+err.Error())
 		return
 	}
 	login, err := userLogin(r.Context(), a, token)
 	if err != nil {
-		s.fail(w, r, http.StatusBadGateway, "Signing in with GitHub failed: "+err.Error())
+		s.view.fail(w, r, http.StatusBadGateway, "Signing in with GitHub failed: "+err.Error())
 		return
 	}
-	if err := s.signIn(w, r, login); err != nil {
-		s.fail(w, r, signInStatus(err), err.Error())
+	if err := s.cookies.signIn(w, r, login); err != nil {
+		s.view.fail(w, r, signInStatus(err), err.Error())
 		return
 	}
 	http.Redirect(w, r, st.Next, http.StatusSeeOther)
 }
 
 // exchange trades an authorization code for a user access token.
-func (s *Server) exchange(ctx context.Context, a *OAuth, code, redirect string) (string, error) {
+func (s *signin) exchange(ctx context.Context, a *OAuth, code, redirect string) (string, error) {
 	if code == "" {
 		return "", fmt.Errorf("GitHub sent no code")
 	}

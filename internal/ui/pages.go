@@ -17,20 +17,20 @@ import (
 )
 
 func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
-	v := s.who(w, r)
+	v := s.guard.who(w, r)
 	if v == nil {
 		return
 	}
 	envs, err := s.environments(r.Context())
 	if err != nil {
-		s.fail(w, r, http.StatusInternalServerError, err.Error())
+		s.view.fail(w, r, http.StatusInternalServerError, err.Error())
 		return
 	}
 	m := status.NewMatrix(envs, s.o.loc)
 	if s.o.promotions != nil {
 		m.Promotions = s.o.promotions(r.Context())
 	}
-	s.render(w, r, http.StatusOK, "overview", page{Title: "Environments", Nav: "overview", Viewer: v, Data: newOverview(m)})
+	s.view.render(w, r, http.StatusOK, page{name: "overview", Title: "Environments", Nav: "overview", Viewer: v, Data: newOverview(m)})
 }
 
 // overviewView is the matrix with each cell's words, symbol and class
@@ -135,19 +135,19 @@ type historyView struct {
 }
 
 func (s *Server) environment(w http.ResponseWriter, r *http.Request) {
-	v := s.who(w, r)
+	v := s.guard.who(w, r)
 	if v == nil {
 		return
 	}
 	e, err := s.b.Environment(r.Context(), r.PathValue("env"))
 	if err != nil {
-		s.failErr(w, r, err)
+		s.view.failErr(w, r, err)
 		return
 	}
-	if v = s.in(w, r, v, e.Name); v == nil {
+	if v = s.guard.in(w, r, v, e.Name); v == nil {
 		return
 	}
-	ev := environmentView{Env: e, Layout: e.Layout, Commit: s.commitURL, LockTypes: lock.Types}
+	ev := environmentView{Env: e, Layout: e.Layout, Commit: s.view.commitURL, LockTypes: lock.Types}
 	// A release approval waits on the applied plan, still in flight: it is
 	// deployed, not rolling out, and it is the decision to offer.
 	release := e.Pending != nil && e.Pending.Release
@@ -175,28 +175,28 @@ func (s *Server) environment(w http.ResponseWriter, r *http.Request) {
 		}
 		ev.History = append(ev.History, hv)
 	}
-	s.render(w, r, http.StatusOK, "environment", page{Title: e.Name, Nav: "env:" + e.Name, Viewer: v, Data: ev})
+	s.view.render(w, r, http.StatusOK, page{name: "environment", Title: e.Name, Nav: "env:" + e.Name, Viewer: v, Data: ev})
 }
 
 // decide approves or rejects the plan the form names, through the same
 // Decider as the API and the check run, as the signed-in login.
 func (s *Server) decide(approve bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		v := s.mayPost(w, r)
+		v := s.guard.mayPost(w, r)
 		if v == nil {
 			return
 		}
 		env, hash := r.PathValue("env"), r.PostFormValue("planHash")
 		if !slices.Contains(s.b.EnvironmentNames(), env) {
-			s.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no environment %q.", env))
+			s.view.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no environment %q.", env))
 			return
 		}
-		if !s.approves(w, r, v, env) {
+		if !s.guard.approves(w, r, v, env) {
 			return
 		}
 		back := "/environments/" + env
 		if hash == "" {
-			s.fail(w, r, http.StatusBadRequest, "The form names no plan (planHash); reload the page.")
+			s.view.fail(w, r, http.StatusBadRequest, "The form names no plan (planHash); reload the page.")
 			return
 		}
 		var (
@@ -218,7 +218,7 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 		} else {
 			reason := strings.TrimSpace(r.PostFormValue("reason"))
 			if len(reason) > 4096 {
-				s.fail(w, r, http.StatusBadRequest, fmt.Sprintf("The reason is %d bytes long; at most 4096 are accepted.", len(reason)))
+				s.view.fail(w, r, http.StatusBadRequest, fmt.Sprintf("The reason is %d bytes long; at most 4096 are accepted.", len(reason)))
 				return
 			}
 			p, err = s.b.Reject(r.Context(), env, hash, approval.Why{By: v.Principal(), Reason: reason})
@@ -232,16 +232,16 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 		var np *approval.NotPendingError
 		switch {
 		case err != nil && notFound(s.o.statusOf(err)):
-			s.failErr(w, r, err) // the environment went from the configuration
+			s.view.failErr(w, r, err) // the environment went from the configuration
 			return
 		case errors.Is(err, approval.ErrRefused):
-			s.flashNext(w, r, "Not approved: "+err.Error(), true)
+			s.view.flashNext(w, r, "Not approved: "+err.Error(), true)
 		case errors.As(err, &np):
-			s.flashNext(w, r, "Nothing was decided: the plan you saw is no longer the one pending ("+err.Error()+"). Review the plan shown now.", true)
+			s.view.flashNext(w, r, "Nothing was decided: the plan you saw is no longer the one pending ("+err.Error()+"). Review the plan shown now.", true)
 		case err != nil:
-			s.flashNext(w, r, "Nothing was decided: "+err.Error(), true)
+			s.view.flashNext(w, r, "Nothing was decided: "+err.Error(), true)
 		default:
-			s.flashNext(w, r, msg, false)
+			s.view.flashNext(w, r, msg, false)
 		}
 		http.Redirect(w, r, back, http.StatusSeeOther)
 	}
@@ -254,25 +254,25 @@ type searchView struct {
 }
 
 func (s *Server) search(w http.ResponseWriter, r *http.Request) {
-	v := s.who(w, r)
+	v := s.guard.who(w, r)
 	if v == nil {
 		return
 	}
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
 	if len(q) > 256 {
-		s.fail(w, r, http.StatusBadRequest, "The search is longer than 256 characters.")
+		s.view.fail(w, r, http.StatusBadRequest, "The search is longer than 256 characters.")
 		return
 	}
 	sv := searchView{Query: q}
 	if q != "" {
 		envs, err := s.environments(r.Context())
 		if err != nil {
-			s.fail(w, r, http.StatusInternalServerError, err.Error())
+			s.view.fail(w, r, http.StatusInternalServerError, err.Error())
 			return
 		}
 		sv.Results = status.Where(envs, q)
 	}
-	s.render(w, r, http.StatusOK, "search", page{Title: "Where is it running?", Nav: "search", Viewer: v, Data: sv})
+	s.view.render(w, r, http.StatusOK, page{name: "search", Title: "Where is it running?", Nav: "search", Viewer: v, Data: sv})
 }
 
 func short(rev string) string {

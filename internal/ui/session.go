@@ -126,10 +126,17 @@ func keepsCookies(r *http.Request) bool {
 var errPlainHTTP = errors.New("signing in needs HTTPS: the page's cookies are Secure (__Host-), so a browser drops them over plain HTTP " +
 	"except on localhost; reach this page over https://, or through a proxy that ends TLS and sets X-Forwarded-Proto: https")
 
-// setCookie writes a sealed cookie: a __Host- cookie (Secure, Path=/, no
+// cookies are the page's cookies, each sealed with the session key: the
+// session, a sign-in under way and the flash message.
+type cookies struct {
+	seal *sealer
+	now  func() time.Time
+}
+
+// set writes a sealed cookie: a __Host- cookie (Secure, Path=/, no
 // Domain), HttpOnly and SameSite=Lax.
-func (s *Server) setCookie(w http.ResponseWriter, name string, v any, ttl time.Duration) error {
-	val, err := s.seal.seal(name, v)
+func (c *cookies) set(w http.ResponseWriter, name string, v any, ttl time.Duration) error {
+	val, err := c.seal.seal(name, v)
 	if err != nil {
 		return err
 	}
@@ -149,24 +156,24 @@ func clearCookie(w http.ResponseWriter, name string) {
 var errReserved = errors.New("this GitHub login is refused: " + identity.ReservedRule)
 
 // signIn starts a session for login.
-func (s *Server) signIn(w http.ResponseWriter, r *http.Request, login string) error {
+func (c *cookies) signIn(w http.ResponseWriter, r *http.Request, login string) error {
 	if identity.Reserved(login) {
 		return errReserved
 	}
 	if !keepsCookies(r) {
 		return errPlainHTTP
 	}
-	return s.setCookie(w, sessionCookie, session{Login: login, CSRF: randomToken(), Expires: s.o.now().Add(sessionTTL).Unix()}, sessionTTL)
+	return c.set(w, sessionCookie, session{Login: login, CSRF: randomToken(), Expires: c.now().Add(sessionTTL).Unix()}, sessionTTL)
 }
 
 // session returns r's session, or nil when nobody is signed in.
-func (s *Server) session(r *http.Request) *session {
-	c, err := r.Cookie(sessionCookie)
+func (c *cookies) session(r *http.Request) *session {
+	ck, err := r.Cookie(sessionCookie)
 	if err != nil {
 		return nil
 	}
 	var se session
-	if s.seal.open(sessionCookie, c.Value, &se) != nil || se.Login == "" || s.o.now().Unix() >= se.Expires {
+	if c.seal.open(sessionCookie, ck.Value, &se) != nil || se.Login == "" || c.now().Unix() >= se.Expires {
 		return nil
 	}
 	return &se

@@ -114,11 +114,11 @@ func TestOldCookieNameSignsNobodyIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	val, err := s.seal.seal("stagehand_session", session{Login: "demo", CSRF: "x", Expires: s.o.now().Add(sessionTTL).Unix()})
+	val, err := s.cookies.seal.seal("stagehand_session", session{Login: "demo", CSRF: "x", Expires: s.o.now().Add(sessionTTL).Unix()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	good, err := s.seal.seal(sessionCookie, session{Login: "demo", CSRF: "x", Expires: s.o.now().Add(sessionTTL).Unix()})
+	good, err := s.cookies.seal.seal(sessionCookie, session{Login: "demo", CSRF: "x", Expires: s.o.now().Add(sessionTTL).Unix()})
 	if err != nil {
 		t.Fatal(err)
 	}
