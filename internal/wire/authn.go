@@ -30,22 +30,22 @@ func WithAuthLog(log logr.Logger) Option {
 // anyone else with a role on the repository reads. GitHub is asked at most
 // once a minute per login and environment, by one cache per process that
 // the web page and the API's read rule share.
-func (b *Builder) Access() (auth.AccessPolicy, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.accessLocked()
+func (g *gitHubParts) Access() (auth.AccessPolicy, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.accessLocked()
 }
 
-func (b *Builder) accessLocked() (auth.AccessPolicy, error) {
-	if b.access != nil {
-		return b.access, nil
+func (g *gitHubParts) accessLocked() (auth.AccessPolicy, error) {
+	if g.access != nil {
+		return g.access, nil
 	}
-	gh, err := b.githubLocked()
+	gh, err := g.githubLocked()
 	if err != nil || gh == nil {
 		return nil, err
 	}
-	b.access = auth.CachedAccess(gitHubAccess(gh), accessTTL, time.Now)
-	return b.access, nil
+	g.access = auth.CachedAccess(gitHubAccess(gh), accessTTL, time.Now)
+	return g.access, nil
 }
 
 // gitHubAccess is the GitHub client's approver and read rules as one
@@ -88,28 +88,28 @@ func (p approverPolicy) MayApprove(ctx context.Context, env, login string) (bool
 // HTTPTransport, approvals by the GitHub rule, reads by Access), Kubernetes
 // tokens with server.kubernetesAuth (TokenReviews through the state
 // cluster's cached client), and locks.rule.
-func (b *Builder) Authenticator() (*auth.Authenticator, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.authn != nil {
-		return b.authn, nil
+func (g *gitHubParts) Authenticator() (*auth.Authenticator, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.authn != nil {
+		return g.authn, nil
 	}
-	cfg := b.cfg
-	opts := []auth.Option{auth.WithLog(b.o.authLog), auth.WithLegacyTokenFile(cfg.Server.APITokenFile),
+	cfg := g.cfg
+	opts := []auth.Option{auth.WithLog(g.o.authLog), auth.WithLegacyTokenFile(cfg.Server.APITokenFile),
 		auth.WithBreakGlass(cfg.BreakGlassScopes)}
 	if cfg.Server.TokensFile != "" {
 		opts = append(opts, auth.WithTokensFile(cfg.Server.TokensFile))
 	}
-	gh, err := b.githubLocked()
+	gh, err := g.githubLocked()
 	if err != nil {
 		return nil, err
 	}
 	if gh != nil {
-		tr, err := b.transportLocked()
+		tr, err := g.transportLocked()
 		if err != nil {
 			return nil, err
 		}
-		access, err := b.accessLocked()
+		access, err := g.accessLocked()
 		if err != nil {
 			return nil, err
 		}
@@ -127,7 +127,7 @@ func (b *Builder) Authenticator() (*auth.Authenticator, error) {
 	sort.Strings(envs)
 	opts = append(opts, auth.WithLockRule(rule, envs...))
 	if cfg.Server.KubernetesAuth {
-		clients, err := b.clientsLocked()
+		clients, err := g.kube.Clients()
 		if err != nil {
 			return nil, err
 		}
@@ -142,7 +142,7 @@ func (b *Builder) Authenticator() (*auth.Authenticator, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.authn = a
+	g.authn = a
 	return a, nil
 }
 

@@ -58,16 +58,16 @@ func (c countingTransport) probe(req *http.Request) bool {
 
 // registryTransport is the transport of the reconciler's registry requests:
 // go-containerregistry's default, counted.
-func (b *Builder) registryTransport() http.RoundTripper {
+func (d *deployParts) registryTransport() http.RoundTripper {
 	insecure := map[string]bool{}
-	for _, h := range b.cfg.Registry.Insecure {
+	for _, h := range d.cfg.Registry.Insecure {
 		insecure[h] = true
 	}
-	return countingTransport{base: remote.DefaultTransport, requests: b.registryRequests, insecure: insecure}
+	return countingTransport{base: remote.DefaultTransport, requests: d.registryRequests, insecure: insecure}
 }
 
 // Collectors returns the metrics of the parts the Builder built itself
 // (stagehand_registry_requests_total), for the process's registry.
-func (b *Builder) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{b.registryRequests}
+func (d *deployParts) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{d.registryRequests}
 }

@@ -35,25 +35,25 @@ func WithTracingProvider(p *tracing.Provider) Option {
 // Tracing returns the process's tracer provider, built once from tracing:
 // and the OTEL_* variables (tracing.Off when neither names an endpoint).
 // The caller flushes it with Shutdown within the stop's grace.
-func (b *Builder) Tracing() (*tracing.Provider, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.tracingLocked()
+func (d *deployParts) Tracing() (*tracing.Provider, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.tracingLocked()
 }
 
-func (b *Builder) tracingLocked() (*tracing.Provider, error) {
-	if b.tracing != nil {
-		return b.tracing, nil
+func (d *deployParts) tracingLocked() (*tracing.Provider, error) {
+	if d.tracing != nil {
+		return d.tracing, nil
 	}
-	if b.o.tracing != nil {
-		b.tracing = b.o.tracing
-		return b.tracing, nil
+	if d.o.tracing != nil {
+		d.tracing = d.o.tracing
+		return d.tracing, nil
 	}
-	p, err := Tracing(b.cfg.Tracing, "stagehand-reconciler", b.o.tracingOpts...)
+	p, err := Tracing(d.cfg.Tracing, "stagehand-reconciler", d.o.tracingOpts...)
 	if err != nil {
 		return nil, err
 	}
-	b.tracing = p
+	d.tracing = p
 	return p, nil
 }
 
