@@ -18,9 +18,9 @@ type BreakGlassRequest struct {
 
 // breakGlass lets the pending plan named through the environment's closed deploy windows (the backend's
 // approval.BreakGlasser), as the verified caller, with a reason.
-func (s *Server) breakGlass(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) breakGlass(w http.ResponseWriter, r *http.Request) {
 	env := r.PathValue("env")
-	bg, ok := s.b.(approval.BreakGlasser)
+	bg, ok := h.b.(approval.BreakGlasser)
 	if !ok {
 		fail(w, refuse(kindNotImplemented, "break-glass is not served by this reconciler"))
 		return

@@ -168,8 +168,16 @@ func envPath(env string, rest ...string) (string, error) {
 	return "/api/v1/environments/" + url.PathEscape(env) + strings.Join(rest, ""), nil
 }
 
-// do sends body (JSON; nil: none) to path and decodes a 2xx answer into out.
-func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+// request is one call of the API: its method, its path (escaped already,
+// envPath) and its body (JSON; nil: none).
+type request struct {
+	method, path string
+	body         any
+}
+
+// do sends the request and decodes a 2xx answer into out.
+func (c *Client) do(ctx context.Context, cl request, out any) error {
+	method, path, body := cl.method, cl.path, cl.body
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -241,7 +249,7 @@ func answerError(method, path string, resp *http.Response, b []byte) *Error {
 // layouts and histories.
 func (c *Client) Environments(ctx context.Context) ([]status.Environment, error) {
 	var out EnvironmentsResponse
-	if err := c.do(ctx, http.MethodGet, "/api/v1/environments", nil, &out); err != nil {
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/environments"}, &out); err != nil {
 		return nil, err
 	}
 	return out.Environments, nil
@@ -255,7 +263,7 @@ func (c *Client) Environment(ctx context.Context, env string) (*status.Environme
 		return nil, err
 	}
 	var out status.Environment
-	if err := c.do(ctx, http.MethodGet, p, nil, &out); err != nil {
+	if err := c.do(ctx, request{method: http.MethodGet, path: p}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -269,7 +277,7 @@ func (c *Client) History(ctx context.Context, env string) ([]approval.Entry, err
 		return nil, err
 	}
 	var out HistoryResponse
-	if err := c.do(ctx, http.MethodGet, p, nil, &out); err != nil {
+	if err := c.do(ctx, request{method: http.MethodGet, path: p}, &out); err != nil {
 		return nil, err
 	}
 	return out.History, nil
@@ -286,7 +294,7 @@ func (c *Client) HistoryEntry(ctx context.Context, env string, id int64) (*appro
 		return nil, err
 	}
 	var out HistoryEntryResponse
-	if err := c.do(ctx, http.MethodGet, p, nil, &out); err != nil {
+	if err := c.do(ctx, request{method: http.MethodGet, path: p}, &out); err != nil {
 		return nil, err
 	}
 	if out.Entry == nil {
@@ -298,7 +306,7 @@ func (c *Client) HistoryEntry(ctx context.Context, env string, id int64) (*appro
 // Matrix is GET /api/v1/matrix: every service in every environment.
 func (c *Client) Matrix(ctx context.Context) (*status.Matrix, error) {
 	var out MatrixResponse
-	if err := c.do(ctx, http.MethodGet, "/api/v1/matrix", nil, &out); err != nil {
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/matrix"}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -320,7 +328,7 @@ func (c *Client) decide(ctx context.Context, env, verb string, req DecisionReque
 		return nil, err
 	}
 	var out DecisionResponse
-	if err := c.do(ctx, http.MethodPost, p, req, &out); err != nil {
+	if err := c.do(ctx, request{method: http.MethodPost, path: p, body: req}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -333,7 +341,7 @@ func (c *Client) BreakGlass(ctx context.Context, env string, req BreakGlassReque
 		return nil, err
 	}
 	var out DecisionResponse
-	if err := c.do(ctx, http.MethodPost, p, req, &out); err != nil {
+	if err := c.do(ctx, request{method: http.MethodPost, path: p, body: req}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -346,7 +354,7 @@ func (c *Client) Rollback(ctx context.Context, env string, req RollbackRequest) 
 		return nil, err
 	}
 	var out RollbackResponse
-	if err := c.do(ctx, http.MethodPost, p, req, &out); err != nil {
+	if err := c.do(ctx, request{method: http.MethodPost, path: p, body: req}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -359,7 +367,7 @@ func (c *Client) Release(ctx context.Context, env string, req ReleaseRequest) (*
 		return nil, err
 	}
 	var out ReleaseResponse
-	if err := c.do(ctx, http.MethodPost, p, req, &out); err != nil {
+	if err := c.do(ctx, request{method: http.MethodPost, path: p, body: req}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

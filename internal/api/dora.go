@@ -29,7 +29,7 @@ func WithDORA(r *dora.Reporter) Option {
 
 // getDORA is GET /api/v1/environments/{env}/dora?window=30d: the four DORA
 // figures over the window, from the environment's history.
-func (s *Server) getDORA(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) getDORA(w http.ResponseWriter, r *http.Request) {
 	env := r.PathValue("env")
 	windows := r.URL.Query()["window"]
 	if len(windows) > 1 {
@@ -45,12 +45,12 @@ func (s *Server) getDORA(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	h, err := s.b.History(r.Context(), env)
+	history, err := h.b.History(r.Context(), env)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.o.dora.Report(r.Context(), env, h, window))
+	writeJSON(w, http.StatusOK, h.o.dora.Report(r.Context(), env, history, window))
 }
 
 // DORA is GET /api/v1/environments/{env}/dora: env's DORA figures over
@@ -64,7 +64,7 @@ func (c *Client) DORA(ctx context.Context, env, window string) (*dora.Report, er
 		p += "?window=" + url.QueryEscape(window)
 	}
 	var out dora.Report
-	if err := c.do(ctx, http.MethodGet, p, nil, &out); err != nil {
+	if err := c.do(ctx, request{method: http.MethodGet, path: p}, &out); err != nil {
 		return nil, fmt.Errorf("reading the DORA figures of %s: %w", env, err)
 	}
 	return &out, nil

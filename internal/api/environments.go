@@ -14,11 +14,11 @@ import (
 // maxBody caps request bodies of the approval endpoints.
 const maxBody = 64 << 10
 
-func (s *Server) listEnvironments(w http.ResponseWriter, r *http.Request) {
-	names := s.order(r.Context())
+func (h *handlers) listEnvironments(w http.ResponseWriter, r *http.Request) {
+	names := h.order(r.Context())
 	out := make([]status.Environment, 0, len(names))
 	for _, env := range names {
-		v, err := s.b.Environment(r.Context(), env)
+		v, err := h.b.Environment(r.Context(), env)
 		if err != nil {
 			fail(w, err)
 			return
@@ -30,8 +30,8 @@ func (s *Server) listEnvironments(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, EnvironmentsResponse{Environments: out})
 }
 
-func (s *Server) getEnvironment(w http.ResponseWriter, r *http.Request) {
-	v, ok := s.environmentOr404(w, r)
+func (h *handlers) getEnvironment(w http.ResponseWriter, r *http.Request) {
+	v, ok := h.environmentOr404(w, r)
 	if !ok {
 		return
 	}
@@ -40,8 +40,8 @@ func (s *Server) getEnvironment(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-func (s *Server) getLayout(w http.ResponseWriter, r *http.Request) {
-	v, ok := s.environmentOr404(w, r)
+func (h *handlers) getLayout(w http.ResponseWriter, r *http.Request) {
+	v, ok := h.environmentOr404(w, r)
 	if !ok {
 		return
 	}
@@ -52,28 +52,28 @@ func (s *Server) getLayout(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"environment": v.Name, "revision": v.Revision, "layout": v.Layout})
 }
 
-func (s *Server) getHistory(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) getHistory(w http.ResponseWriter, r *http.Request) {
 	env := r.PathValue("env")
-	h, err := s.b.History(r.Context(), env)
+	history, err := h.b.History(r.Context(), env)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	out := make([]approval.Entry, 0, len(h))
-	for _, e := range h {
+	out := make([]approval.Entry, 0, len(history))
+	for _, e := range history {
 		out = append(out, e.Summary())
 	}
 	writeJSON(w, http.StatusOK, HistoryResponse{Environment: env, History: out})
 }
 
-func (s *Server) getHistoryEntry(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) getHistoryEntry(w http.ResponseWriter, r *http.Request) {
 	env, raw := r.PathValue("env"), r.PathValue("id")
 	id, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || id < 1 {
 		fail(w, refuse(kindBadRequest, "history entry id %q: want a positive integer, as the history list shows", truncate(raw, 64)))
 		return
 	}
-	e, err := s.b.HistoryEntry(r.Context(), env, id)
+	e, err := h.b.HistoryEntry(r.Context(), env, id)
 	if err != nil {
 		fail(w, err)
 		return
@@ -88,8 +88,8 @@ func truncate(s string, n int) string {
 	return s
 }
 
-func (s *Server) environmentOr404(w http.ResponseWriter, r *http.Request) (*status.Environment, bool) {
-	v, err := s.b.Environment(r.Context(), r.PathValue("env"))
+func (h *handlers) environmentOr404(w http.ResponseWriter, r *http.Request) (*status.Environment, bool) {
+	v, err := h.b.Environment(r.Context(), r.PathValue("env"))
 	if err != nil {
 		fail(w, err)
 		return nil, false
@@ -141,7 +141,7 @@ func (req DecisionRequest) check() string {
 	return ""
 }
 
-func (s *Server) decisionHandler(approve bool) http.HandlerFunc {
+func (h *handlers) decisionHandler(approve bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		env := r.PathValue("env")
 		var req DecisionRequest
@@ -166,9 +166,9 @@ func (s *Server) decisionHandler(approve bool) http.HandlerFunc {
 			err error
 		)
 		if approve {
-			p, err = s.b.Approve(r.Context(), env, req.PlanHash, who)
+			p, err = h.b.Approve(r.Context(), env, req.PlanHash, who)
 		} else {
-			p, err = s.b.Reject(r.Context(), env, req.PlanHash, approval.Why{By: who, Reason: req.Reason})
+			p, err = h.b.Reject(r.Context(), env, req.PlanHash, approval.Why{By: who, Reason: req.Reason})
 		}
 		switch {
 		case err != nil:

@@ -33,7 +33,7 @@ func FuzzDecisionBody(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte, approve bool) {
 		b := &backend{pending: &approval.Pending{Revision: "abcdef0123456789", PlanHash: "sha256:p"}}
-		s.b = b
+		s.h.b = b
 		path := "/api/v1/environments/prod/reject"
 		if approve {
 			path = "/api/v1/environments/prod/approve"

@@ -33,10 +33,10 @@ func WithPromotions(p func(ctx context.Context) []status.Promotion) Option {
 }
 
 // order is the environments in stage order, then the others.
-func (s *Server) order(ctx context.Context) []string {
-	names := s.b.EnvironmentNames()
-	if s.o.stages == nil {
+func (h *handlers) order(ctx context.Context) []string {
+	names := h.b.EnvironmentNames()
+	if h.o.stages == nil {
 		return names
 	}
-	return status.InStageOrder(names, s.o.stages(ctx))
+	return status.InStageOrder(names, h.o.stages(ctx))
 }

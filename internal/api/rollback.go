@@ -145,9 +145,9 @@ type field struct {
 	max         int
 }
 
-func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) rollback(w http.ResponseWriter, r *http.Request) {
 	const want = `{"to": "previous | <history id> | <revision>", "reason": "..."}`
-	if s.o.rollback == nil {
+	if h.o.rollback == nil {
 		fail(w, refuse(kindNotImplemented, "rollback needs github.app in reconciler.yaml: the rollback pull request is opened through the GitHub App"))
 		return
 	}
@@ -176,7 +176,7 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
 	if caller, ok := auth.FromContext(r.Context()); ok {
 		req.Caller = caller.Identity()
 	}
-	res, err := s.o.rollback.Rollback(r.Context(), r.PathValue("env"), req)
+	res, err := h.o.rollback.Rollback(r.Context(), r.PathValue("env"), req)
 	if err != nil {
 		fail(w, err)
 		return
@@ -184,9 +184,9 @@ func (s *Server) rollback(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-func (s *Server) release(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) release(w http.ResponseWriter, r *http.Request) {
 	const want = `{"reason": "...", "requestedBy": "..."}`
-	if s.o.rollback == nil {
+	if h.o.rollback == nil {
 		fail(w, refuse(kindNotImplemented, "release needs github.app in reconciler.yaml (holds are placed by rollbacks); `reconciler unlock <lockPath>/hold --type hold` removes one"))
 		return
 	}
@@ -204,7 +204,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.RequestedBy = who
-	res, err := s.o.rollback.Release(r.Context(), r.PathValue("env"), req)
+	res, err := h.o.rollback.Release(r.Context(), r.PathValue("env"), req)
 	if err != nil {
 		fail(w, err)
 		return

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,7 +18,6 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/dora"
 	"github.com/stagehand-gitops/stagehand/internal/httpserve"
 	"github.com/stagehand-gitops/stagehand/internal/status"
-	"github.com/stagehand-gitops/stagehand/internal/tracing"
 	"github.com/stagehand-gitops/stagehand/internal/version"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/lock/lockapi"
@@ -60,11 +58,15 @@ type holder interface {
 }
 
 // Server is the HTTP API over a Backend.
+//
+// The Server is the route table and how it is served; the routes' handlers
+// over the Backend are its handlers, and who may call them (the bearer
+// token verified, the rate per principal, each route's scope) its guard.
 type Server struct {
-	b     Backend
 	o     options
+	h     *handlers
+	guard *guard
 	locks *lockapi.Handler
-	limit *auth.Limiter // per principal; nil when unlimited
 	// routes is every route the server serves; Handler mounts them.
 	routes []route
 }
@@ -110,9 +112,11 @@ func New(b Backend, opts ...Option) (*Server, error) {
 		}
 		o.dora = r
 	}
-	s := &Server{b: b, o: o, limit: auth.NewLimiter(o.ratePerSecond, o.rateBurst)}
+	s := &Server{o: o}
+	s.h = &handlers{b: b, o: &s.o}
+	s.guard = &guard{o: &s.o, limit: auth.NewLimiter(o.ratePerSecond, o.rateBurst)}
 	if svc := b.LockService(); svc != nil && o.auth.Enabled() {
-		h, err := lockapi.NewHandler(svc, "", lockapi.WithCaller(s.lockCaller), lockapi.WithErrorWriter(fail))
+		h, err := lockapi.NewHandler(svc, "", lockapi.WithCaller(s.guard.lockCaller), lockapi.WithErrorWriter(fail))
 		if err != nil {
 			return nil, fmt.Errorf("configuring API: %w", err)
 		}
@@ -126,7 +130,7 @@ func New(b Backend, opts ...Option) (*Server, error) {
 func (s *Server) table() []route {
 	rs := []route{
 		{"GET /healthz", publicRoute, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })},
-		{"GET /readyz", publicRoute, http.HandlerFunc(s.readyz)},
+		{"GET /readyz", publicRoute, http.HandlerFunc(s.h.readyz)},
 		{"GET /metrics", publicRoute, promhttp.HandlerFor(s.o.metrics, promhttp.HandlerOpts{Registry: s.o.metrics})},
 		{"GET /version", publicRoute, version.Handler(version.Get())},
 	}
@@ -134,19 +138,19 @@ func (s *Server) table() []route {
 		rs = append(rs, route{"POST /webhook/github", publicRoute, s.o.webhook})
 	}
 	rs = append(rs,
-		route{"GET /api/v1/environments", read, http.HandlerFunc(s.listEnvironments)},
-		route{"GET /api/v1/environments/{env}", read, http.HandlerFunc(s.getEnvironment)},
-		route{"GET /api/v1/environments/{env}/layout", read, http.HandlerFunc(s.getLayout)},
-		route{"GET /api/v1/environments/{env}/history", read, http.HandlerFunc(s.getHistory)},
-		route{"GET /api/v1/environments/{env}/history/{id}", read, http.HandlerFunc(s.getHistoryEntry)},
-		route{"GET /api/v1/environments/{env}/dora", read, http.HandlerFunc(s.getDORA)},
-		route{"GET /api/v1/services/{name}", read, http.HandlerFunc(s.getService)},
-		route{"GET /api/v1/matrix", read, http.HandlerFunc(s.getMatrix)},
-		route{"POST /api/v1/environments/{env}/approve", approveEnv, s.decisionHandler(true)},
-		route{"POST /api/v1/environments/{env}/reject", approveEnv, s.decisionHandler(false)},
-		route{"POST /api/v1/environments/{env}/rollback", approveEnv, http.HandlerFunc(s.rollback)},
-		route{"POST /api/v1/environments/{env}/release", approveEnv, http.HandlerFunc(s.release)},
-		route{"POST /api/v1/environments/{env}/break-glass", breakGlassEnv, http.HandlerFunc(s.breakGlass)},
+		route{"GET /api/v1/environments", read, http.HandlerFunc(s.h.listEnvironments)},
+		route{"GET /api/v1/environments/{env}", read, http.HandlerFunc(s.h.getEnvironment)},
+		route{"GET /api/v1/environments/{env}/layout", read, http.HandlerFunc(s.h.getLayout)},
+		route{"GET /api/v1/environments/{env}/history", read, http.HandlerFunc(s.h.getHistory)},
+		route{"GET /api/v1/environments/{env}/history/{id}", read, http.HandlerFunc(s.h.getHistoryEntry)},
+		route{"GET /api/v1/environments/{env}/dora", read, http.HandlerFunc(s.h.getDORA)},
+		route{"GET /api/v1/services/{name}", read, http.HandlerFunc(s.h.getService)},
+		route{"GET /api/v1/matrix", read, http.HandlerFunc(s.h.getMatrix)},
+		route{"POST /api/v1/environments/{env}/approve", approveEnv, s.h.decisionHandler(true)},
+		route{"POST /api/v1/environments/{env}/reject", approveEnv, s.h.decisionHandler(false)},
+		route{"POST /api/v1/environments/{env}/rollback", approveEnv, http.HandlerFunc(s.h.rollback)},
+		route{"POST /api/v1/environments/{env}/release", approveEnv, http.HandlerFunc(s.h.release)},
+		route{"POST /api/v1/environments/{env}/break-glass", breakGlassEnv, http.HandlerFunc(s.h.breakGlass)},
 	)
 	if s.locks != nil {
 		for _, p := range s.locks.Routes() {
@@ -174,12 +178,12 @@ func (s *Server) Handler() http.Handler {
 	mux, api := http.NewServeMux(), http.NewServeMux()
 	for _, r := range s.routes {
 		if r.scope != publicRoute {
-			api.Handle(r.pattern, s.require(r.scope, r.handler))
+			api.Handle(r.pattern, s.guard.require(r.scope, r.handler))
 		} else {
 			mux.Handle(r.pattern, r.handler)
 		}
 	}
-	mux.Handle("/api/", s.authenticate(httpserve.Routes(api)))
+	mux.Handle("/api/", s.guard.authenticate(httpserve.Routes(api)))
 	return s.o.tracing.Handler(httpserve.Routes(mux))
 }
 
@@ -204,96 +208,4 @@ func (s *Server) ServeWhile(ctx context.Context, ln net.Listener, run func(conte
 	err := run(ctx)
 	cancel()
 	return errors.Join(<-serveErr, err)
-}
-
-// authenticate puts the verified principal of the bearer token in the
-// request's context and answers 401 (with the reason) to everything it
-// cannot verify; a principal over its rate limit gets 429 with Retry-After.
-func (s *Server) authenticate(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.o.auth.Enabled() {
-			fail(w, refuse(kindDisabled, "the API is disabled: no credentials configured (server.tokensFile, server.apiTokenFile, github or server.kubernetesAuth)"))
-			return
-		}
-		p, err := s.o.auth.Authenticate(r.Context(), auth.BearerToken(r))
-		if err != nil {
-			if _, known := StatusOf(err); known == httpserve.CodeInternal {
-				// Not a refusal of the credentials: the source failed to answer.
-				s.o.log.Error(err, "verifying credentials")
-				err = refuse(kindUnavailable, "verifying your credentials failed; try again later")
-			}
-			fail(w, err)
-			return
-		}
-		if ok, wait := s.limit.Allow(string(p.Kind)+":"+p.Name, time.Now()); !ok {
-			fail(w, &requestError{kind: kindTooMany, msg: "too many requests for this token; retry after the Retry-After seconds", wait: wait})
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(auth.NewContext(r.Context(), p)))
-	})
-}
-
-// require answers 403, naming the scope and why, unless the request's
-// principal has scope ("approve:{env}" is the environment of the path).
-func (s *Server) require(scope string, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tracing.SetRoute(r.Context(), r.Pattern) // the route of the API's own mux names the request's span
-		want := strings.ReplaceAll(scope, "{env}", r.PathValue("env"))
-		p, _ := auth.FromContext(r.Context())
-		ok, why, err := s.o.auth.Authorize(r.Context(), p, want)
-		if err != nil {
-			s.o.log.Error(err, "authorizing", "principal", p.String(), "scope", want)
-			fail(w, refuse(kindUnavailable, "checking whether %s may %s failed; try again later", p.Name, want))
-			return
-		}
-		if !ok {
-			fail(w, refuse(kindForbidden, "%s needs scope %s: %s", r.Method+" "+r.URL.Path, want, why))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// lockCaller is who takes or removes a lock: the verified principal, named
-// by its typed identity (github:alice, token:ci-locker), an admin with
-// lock:admin.
-func (s *Server) lockCaller(r *http.Request) (lock.Caller, error) {
-	p, ok := auth.FromContext(r.Context())
-	if !ok {
-		return lock.Caller{}, errors.New("no verified principal")
-	}
-	admin, _, err := s.o.auth.Authorize(r.Context(), p, auth.ScopeLockAdmin)
-	if err != nil {
-		return lock.Caller{}, err
-	}
-	return lock.Caller{Name: p.ID().String(), Admin: admin}, nil
-}
-
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	leading, err := s.b.Ready(r.Context())
-	if err != nil {
-		// The cause (Kubernetes' error text, names of namespaces) is for the operator's log, not for whoever probes.
-		s.o.log.Error(err, "not ready")
-		fail(w, refuse(kindUnavailable, "not ready"))
-		return
-	}
-	role := "standby"
-	if leading {
-		role = "leader"
-	}
-	if h, ok := s.b.(holder); ok {
-		if envs := h.Held(); envs != nil {
-			role = "holds " + strings.Join(envs, ", ")
-		}
-	}
-	_, _ = fmt.Fprintf(w, "ok (%s)\n", role)
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) { httpserve.WriteJSON(w, code, v) }
-
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
 }

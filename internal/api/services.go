@@ -14,15 +14,15 @@ type ServiceResponse struct {
 	Placements []status.Placement `json:"placements"`
 }
 
-func (s *Server) getService(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) getService(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if len(name) > 253 {
 		fail(w, refuse(kindBadRequest, "service name is %d bytes long; at most 253 are accepted", len(name)))
 		return
 	}
 	envs := make([]*status.Environment, 0)
-	for _, env := range s.b.EnvironmentNames() {
-		v, err := s.b.Environment(r.Context(), env)
+	for _, env := range h.b.EnvironmentNames() {
+		v, err := h.b.Environment(r.Context(), env)
 		if err != nil {
 			fail(w, err)
 			return
@@ -36,7 +36,7 @@ func (s *Server) getService(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(out.Placements) == 0 {
-		fail(w, refuse(kindUnknownService, "no service %q in any environment (%v)", name, s.b.EnvironmentNames()))
+		fail(w, refuse(kindUnknownService, "no service %q in any environment (%v)", name, h.b.EnvironmentNames()))
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -45,10 +45,10 @@ func (s *Server) getService(w http.ResponseWriter, r *http.Request) {
 // MatrixResponse is the answer to GET /api/v1/matrix.
 type MatrixResponse = status.Matrix
 
-func (s *Server) getMatrix(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) getMatrix(w http.ResponseWriter, r *http.Request) {
 	var envs []*status.Environment
-	for _, env := range s.order(r.Context()) {
-		v, err := s.b.Environment(r.Context(), env)
+	for _, env := range h.order(r.Context()) {
+		v, err := h.b.Environment(r.Context(), env)
 		if err != nil {
 			fail(w, err)
 			return
@@ -56,8 +56,8 @@ func (s *Server) getMatrix(w http.ResponseWriter, r *http.Request) {
 		envs = append(envs, v)
 	}
 	m := status.NewMatrix(envs, time.UTC)
-	if s.o.promotions != nil {
-		m.Promotions = s.o.promotions(r.Context())
+	if h.o.promotions != nil {
+		m.Promotions = h.o.promotions(r.Context())
 	}
 	writeJSON(w, http.StatusOK, m)
 }
