@@ -96,7 +96,7 @@ func (e *Env) startArgoRollouts(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return waitHTTP(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[0]), nil, "")
+	return waitHTTP(ctx, p, health{url: fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[0])})
 }
 
 // ArgoRollouts starts the Argo Rollouts controller (and installs its CRDs)

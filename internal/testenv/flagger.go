@@ -102,5 +102,5 @@ func (e *Env) startFlagger(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return waitHTTP(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[0]), nil, "")
+	return waitHTTP(ctx, p, health{url: fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[0])})
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -61,13 +63,24 @@ type process struct {
 	err     error
 }
 
-func (e *Env) run(name string, args ...string) (*process, error) {
-	return e.runPath(name, e.binary(name), args...)
+// processes are the control plane's child processes: each started from one
+// long-lived OS thread (spawner), from the binaries in binDir unless given
+// a path, logging into logDir, and stopped in the reverse order.
+type processes struct {
+	binDir  string
+	logDir  string
+	spawner *spawner
+	procs   []*process
 }
 
-// runPath runs the binary at path, logging to <dir>/<name>.log.
-func (e *Env) runPath(name, path string, args ...string) (*process, error) {
-	logPath := fmt.Sprintf("%s/%s.log", e.dir, name)
+// run runs the binary name of binDir.
+func (ps *processes) run(name string, args ...string) (*process, error) {
+	return ps.runPath(name, ps.binary(name), args...)
+}
+
+// runPath runs the binary at path, logging to <logDir>/<name>.log.
+func (ps *processes) runPath(name, path string, args ...string) (*process, error) {
+	logPath := fmt.Sprintf("%s/%s.log", ps.logDir, name)
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("creating log of %s: %w", name, err)
@@ -75,9 +88,9 @@ func (e *Env) runPath(name, path string, args ...string) (*process, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.Dir = e.dir
+	cmd.Dir = ps.logDir
 	p := &process{name: name, cmd: cmd, logPath: logPath, exited: make(chan struct{})}
-	if err := e.spawner.start(cmd); err != nil {
+	if err := ps.spawner.start(cmd); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
@@ -86,8 +99,58 @@ func (e *Env) runPath(name, path string, args ...string) (*process, error) {
 		logFile.Close()
 		close(p.exited)
 	}()
-	e.procs = append(e.procs, p)
+	ps.procs = append(ps.procs, p)
 	return p, nil
+}
+
+func (ps *processes) binary(name string) string { return filepath.Join(ps.binDir, name) }
+
+// named is the process called name and its index in procs; nil and -1
+// when none is.
+func (ps *processes) named(name string) (*process, int) {
+	for i, p := range ps.procs {
+		if p.name == name {
+			return p, i
+		}
+	}
+	return nil, -1
+}
+
+// stopAll stops every process in the reverse order of their start (etcd
+// last) and the spawner's thread.
+func (ps *processes) stopAll() {
+	for i := len(ps.procs) - 1; i >= 0; i-- {
+		grace := 5 * time.Second
+		if ps.procs[i].name == "kube-apiserver" {
+			grace = 2 * time.Second // it can hang on SIGTERM; nothing is lost by killing it
+		}
+		ps.procs[i].stop(grace)
+	}
+	ps.procs = nil
+	if ps.spawner != nil {
+		ps.spawner.close()
+		ps.spawner = nil
+	}
+}
+
+// logTails returns the ends of every process's log, for a start failure.
+func (ps *processes) logTails() string {
+	var b strings.Builder
+	for _, p := range ps.procs {
+		fmt.Fprintf(&b, "--- %s (%s) ---\n%s\n", p.name, p.logPath, p.tail(4000))
+	}
+	return b.String()
+}
+
+// PIDs returns the process IDs of the running control-plane processes.
+func (ps *processes) PIDs() []int {
+	var pids []int
+	for _, p := range ps.procs {
+		if p.running() {
+			pids = append(pids, p.cmd.Process.Pid)
+		}
+	}
+	return pids
 }
 
 // stop asks the process to end and kills it (and its process group) if it is

@@ -11,7 +11,7 @@ import (
 // and the rest keep running, and clients get "connection refused" until
 // StartAPIServer.
 func (e *Env) StopAPIServer() error {
-	p, _ := e.apiServer()
+	p, _ := e.named("kube-apiserver")
 	if p == nil {
 		return errors.New("stopping kube-apiserver: not running")
 	}
@@ -22,7 +22,7 @@ func (e *Env) StopAPIServer() error {
 // StartAPIServer starts kube-apiserver again after StopAPIServer, with the
 // same flags, port, certificates and etcd, and returns once it is ready.
 func (e *Env) StartAPIServer(ctx context.Context) error {
-	old, i := e.apiServer()
+	old, i := e.named("kube-apiserver")
 	if old == nil {
 		return errors.New("starting kube-apiserver: it never ran")
 	}
@@ -37,18 +37,8 @@ func (e *Env) StartAPIServer(ctx context.Context) error {
 	// stopping it before etcd.
 	e.procs = e.procs[:len(e.procs)-1]
 	e.procs[i] = p
-	if err := waitHTTP(ctx, p, e.apiURL+"/readyz", e.pki.caPEM, e.token); err != nil {
+	if err := waitHTTP(ctx, p, e.apiHealth()); err != nil {
 		return fmt.Errorf("waiting for kube-apiserver after a restart: %w\n%s", err, p.tail(4000))
 	}
 	return nil
-}
-
-// apiServer is kube-apiserver's process and its index in e.procs.
-func (e *Env) apiServer() (*process, int) {
-	for i, p := range e.procs {
-		if p.name == "kube-apiserver" {
-			return p, i
-		}
-	}
-	return nil, -1
 }

@@ -38,11 +38,10 @@ type Env struct {
 	// Dir holds the logs, certificates and data of this control plane.
 	Dir string
 
-	opts    options
-	dir     string
-	binDir  string
-	spawner *spawner
-	procs   []*process
+	opts options
+	dir  string
+	// processes are the control plane's running binaries.
+	processes
 	token   string
 	pki     *pki
 	apiURL  string
@@ -170,7 +169,7 @@ func start(ctx context.Context, opts ...Option) (_ *Env, err error) {
 	if err := os.WriteFile(filepath.Join(e.dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		return nil, fmt.Errorf("writing testenv owner: %w", err)
 	}
-	e.Dir = e.dir
+	e.Dir, e.logDir = e.dir, e.dir
 	e.spawner = newSpawner()
 	defer func() {
 		if err != nil {
@@ -230,7 +229,7 @@ func (e *Env) startEtcdAndAPIServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := waitHTTP(ctx, etcd, etcdURL+"/health", nil, ""); err != nil {
+	if err := waitHTTP(ctx, etcd, health{url: etcdURL + "/health"}); err != nil {
 		return fmt.Errorf("waiting for etcd: %w", err)
 	}
 	tokenFile := filepath.Join(e.dir, "tokens.csv")
@@ -271,7 +270,7 @@ func (e *Env) startEtcdAndAPIServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := waitHTTP(ctx, api, e.apiURL+"/readyz", e.pki.caPEM, e.token); err != nil {
+	if err := waitHTTP(ctx, api, e.apiHealth()); err != nil {
 		return fmt.Errorf("waiting for kube-apiserver: %w", err)
 	}
 	e.Config = &rest.Config{
@@ -306,33 +305,11 @@ func (e *Env) Stop() {
 	if e == nil {
 		return
 	}
-	for i := len(e.procs) - 1; i >= 0; i-- { // reverse start order: etcd last
-		grace := 5 * time.Second
-		if e.procs[i].name == "kube-apiserver" {
-			grace = 2 * time.Second // it can hang on SIGTERM; nothing is lost by killing it
-		}
-		e.procs[i].stop(grace)
-	}
-	e.procs = nil
-	if e.spawner != nil {
-		e.spawner.close()
-		e.spawner = nil
-	}
+	e.stopAll()
 	if e.dir != "" && !e.opts.keep {
 		_ = os.RemoveAll(e.dir)
 	}
 }
-
-// logTails returns the ends of every process's log, for a start failure.
-func (e *Env) logTails() string {
-	var b strings.Builder
-	for _, p := range e.procs {
-		fmt.Fprintf(&b, "--- %s (%s) ---\n%s\n", p.name, p.logPath, p.tail(4000))
-	}
-	return b.String()
-}
-
-func (e *Env) binary(name string) string { return filepath.Join(e.binDir, name) }
 
 // binaries finds the control-plane binaries: $KUBEBUILDER_ASSETS, else
 // <repo>/bin/k8s, building them with hack/testbin/build.sh when missing. A
@@ -439,8 +416,22 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// waitHTTP polls url until it answers 200, the process exits, or 90 s pass.
-func waitHTTP(ctx context.Context, p *process, url string, caPEM []byte, token string) error {
+// health is where a process answers 200 once it is ready: url, over TLS
+// signed by caPEM (nil: plain HTTP), with a bearer token ("": none).
+type health struct {
+	url   string
+	caPEM []byte
+	token string
+}
+
+// apiHealth is where the API server answers once it is ready.
+func (e *Env) apiHealth() health {
+	return health{url: e.apiURL + "/readyz", caPEM: e.pki.caPEM, token: e.token}
+}
+
+// waitHTTP polls h until it answers 200, the process exits, or 90 s pass.
+func waitHTTP(ctx context.Context, p *process, h health) error {
+	url, caPEM, token := h.url, h.caPEM, h.token
 	tr := &http.Transport{}
 	if caPEM != nil {
 		pool := x509.NewCertPool()
@@ -502,15 +493,4 @@ func removeAbandoned(tmp string) {
 		}
 		_ = os.RemoveAll(d)
 	}
-}
-
-// PIDs returns the process IDs of the running control-plane processes.
-func (e *Env) PIDs() []int {
-	var pids []int
-	for _, p := range e.procs {
-		if p.running() {
-			pids = append(pids, p.cmd.Process.Pid)
-		}
-	}
-	return pids
 }
