@@ -149,7 +149,7 @@ func (w *Writer) Write(ctx context.Context, v *status.Environment, phase status.
 	wrote := false
 	if k == nil || k.term != term {
 		var err error
-		if k, wrote, err = w.load(ctx, env, spec, term, holds); err != nil {
+		if k, wrote, err = w.load(ctx, env, spec, Term{Name: term, Holds: holds}); err != nil {
 			return wrote, err
 		}
 	}
@@ -189,9 +189,18 @@ func (w *Writer) Write(ctx context.Context, v *status.Environment, phase status.
 	return true, nil
 }
 
+// Term is a writer's hold of an environment: its Name ("" with one
+// leader), and Holds, asked right before a write, which refuses it when the
+// term is over (state.Store.Holds).
+type Term struct {
+	Name  string
+	Holds func(context.Context) error
+}
+
 // load reads env's object (creating it, or applying its spec when it
-// differs from the configured one) and remembers what it holds.
-func (w *Writer) load(ctx context.Context, env string, spec Spec, term string, holds func(context.Context) error) (*known, bool, error) {
+// differs from the configured one) under t and remembers what it holds.
+func (w *Writer) load(ctx context.Context, env string, spec Spec, t Term) (*known, bool, error) {
+	term, holds := t.Name, t.Holds
 	obj, err := w.client.Get(ctx, env, metav1.GetOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, false, fmt.Errorf("reading Environment %q: %w", env, err)
