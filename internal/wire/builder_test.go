@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -290,4 +291,59 @@ func writeKey(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestBuilderPartsConcurrently: the Builder's three parts build under
+// locks of their own, and one asks another (the reconciler the lock
+// service, the git source the transport, the authenticator the clients).
+// Every part asked for at once from many goroutines, in every order, is
+// built once and no call waits on another forever.
+func TestBuilderPartsConcurrently(t *testing.T) {
+	cfg := builderConfig(t)
+	cfg.Server.KubernetesAuth = true // the authenticator asks the Kubernetes part too
+	b := newBuilder(t, cfg)
+	parts := []struct {
+		name string
+		get  func() (any, error)
+	}{
+		{"Reconciler", func() (any, error) { return b.Reconciler() }},
+		{"Source", func() (any, error) { return b.Source() }},
+		{"Authenticator", func() (any, error) { return b.Authenticator() }},
+		{"LockService", func() (any, error) { return b.LockService() }},
+		{"Store", func() (any, error) { return b.Store() }},
+		{"HTTPTransport", func() (any, error) { return b.HTTPTransport() }},
+		{"Clients", func() (any, error) { return b.Clients() }},
+	}
+	const callers = 8
+	got := make([][]any, callers)
+	errs := make(chan error, callers*len(parts))
+	var wg sync.WaitGroup
+	for c := range callers {
+		got[c] = make([]any, len(parts))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range parts {
+				j := (i + c) % len(parts) // each caller starts at another part
+				v, err := parts[j].get()
+				if err != nil {
+					errs <- fmt.Errorf("%s: %w", parts[j].name, err)
+					continue
+				}
+				got[c][j] = v
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for c := 1; c < callers; c++ {
+		for j, p := range parts {
+			if got[c][j] != got[0][j] {
+				t.Errorf("%s built more than once: caller 0 got %p, caller %d %p", p.name, got[0][j], c, got[c][j])
+			}
+		}
+	}
 }
