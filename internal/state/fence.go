@@ -64,24 +64,25 @@ func (s *Store) Fenced(token string, lost func()) *Store {
 	return &c
 }
 
-// checkFence refuses a write over cm when s is fenced and cm was claimed by
-// another term; a ConfigMap about to be created is written under s's term.
-func (s *Store) checkFence(cm *corev1.ConfigMap, create bool) error {
-	if s.fence == nil {
+// check refuses a write over cm when there is a fence (f is not nil) and
+// cm was claimed by another term; a ConfigMap about to be created is
+// written under f's term.
+func (f *fence) check(cm *corev1.ConfigMap, create bool) error {
+	if f == nil {
 		return nil
 	}
 	if create {
 		if cm.Annotations == nil {
 			cm.Annotations = map[string]string{}
 		}
-		cm.Annotations[annoFence] = s.fence.token
+		cm.Annotations[annoFence] = f.token
 		return nil
 	}
-	if got := cm.Annotations[annoFence]; got != s.fence.token {
-		if s.fence.lost != nil {
-			s.fence.once.Do(s.fence.lost)
+	if got := cm.Annotations[annoFence]; got != f.token {
+		if f.lost != nil {
+			f.once.Do(f.lost)
 		}
-		return fmt.Errorf("%w: configmap %s/%s is held by term %q, this replica writes under %q", ErrFenced, cm.Namespace, cm.Name, got, s.fence.token)
+		return fmt.Errorf("%w: configmap %s/%s is held by term %q, this replica writes under %q", ErrFenced, cm.Namespace, cm.Name, got, f.token)
 	}
 	return nil
 }
@@ -91,7 +92,7 @@ func (s *Store) checkFence(cm *corev1.ConfigMap, create bool) error {
 // which case the claim is ErrFenced. It returns the term the state was
 // claimed by before (-1 for none).
 func (s *Store) Claim(ctx context.Context, env, token string) (_ int64, err error) {
-	defer func() { s.counted(env, err) }()
+	defer func() { s.writes.count(env, err) }()
 	name := ConfigMapName(env)
 	cms := s.client.CoreV1().ConfigMaps(s.namespace)
 	prev := int64(-1)
@@ -160,7 +161,7 @@ func (s *Store) Holds(ctx context.Context, env string) error {
 	if err != nil {
 		return fmt.Errorf("reading state of environment %q: %w", env, err)
 	}
-	return s.checkFence(cm, false)
+	return s.fence.check(cm, false)
 }
 
 // Term is the token s writes under ("" when s is not fenced).

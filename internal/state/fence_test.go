@@ -62,9 +62,9 @@ func TestCheckFence(t *testing.T) {
 				s = s.Fenced(mine, func() { lost++ })
 			}
 			for range 2 {
-				err := s.checkFence(tc.cm, tc.create)
+				err := s.fence.check(tc.cm, tc.create)
 				if got := errors.Is(err, ErrFenced); got != tc.fenced2 || (err != nil && !got) {
-					t.Fatalf("checkFence = %v, want ErrFenced: %v", err, tc.fenced2)
+					t.Fatalf("fence.check = %v, want ErrFenced: %v", err, tc.fenced2)
 				}
 			}
 			if want := map[bool]int{true: 1}[tc.fenced2]; lost != want {

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -170,6 +169,8 @@ type Store struct {
 	maxHistory int
 	maxBytes   int // of a ConfigMap's data and binaryData
 	parts      *partSource
+	// partStore writes and deletes the parts (statesize.go).
+	partStore *partStore
 	// fence, when set, is the term every write is made under (fence.go).
 	fence *fence
 	// orphanAge is how old, by the API server's clock, a part no index
@@ -184,7 +185,7 @@ type Store struct {
 	seen *seen
 	// writes counts the writes by environment and result (writes.go),
 	// shared with its Fenced copies.
-	writes *prometheus.CounterVec
+	writes writeCounter
 }
 
 // DefaultHistoryLimit is how many history entries each environment keeps.
@@ -212,7 +213,8 @@ func NewStore(client kubernetes.Interface, namespace string, opts ...Option) *St
 	for _, o := range opts {
 		o(s)
 	}
-	s.parts = &partSource{get: s.getPart}
+	s.partStore = &partStore{client: client, namespace: namespace, orphanAge: s.orphanAge}
+	s.parts = &partSource{get: s.partStore.get}
 	s.seen = &seen{cms: map[string]*corev1.ConfigMap{}}
 	s.writes = newWrites()
 	return s
@@ -421,7 +423,7 @@ func (st *EnvState) Shown() []approval.Entry {
 // Update then reads it and goes on as without. A pass's writes in front of
 // its first patch cost one round trip each, not two.
 func (s *Store) Update(ctx context.Context, env string, mutate func(*EnvState)) (err error) {
-	defer func() { s.counted(env, err) }()
+	defer func() { s.writes.count(env, err) }()
 	name := ConfigMapName(env)
 	cms := s.client.CoreV1().ConfigMaps(s.namespace)
 	if cm := s.seen.get(name); cm != nil && (s.fence == nil || cm.Annotations[annoFence] == s.fence.token) {
@@ -468,7 +470,7 @@ func (s *Store) write(ctx context.Context, cm *corev1.ConfigMap, create bool, mu
 	if err != nil {
 		return err
 	}
-	if err := s.checkFence(cm, create); err != nil {
+	if err := s.fence.check(cm, create); err != nil {
 		return err
 	}
 	st, err := decodeState(ctx, cm, s.parts)
@@ -494,7 +496,7 @@ func (s *Store) write(ctx context.Context, cm *corev1.ConfigMap, create bool, mu
 	// Parts first, the index last: a reader never sees an index
 	// naming parts not yet written.
 	oldParts := partNames(cm)
-	if err := s.writeParts(ctx, e, oldParts); err != nil {
+	if err := s.partStore.write(ctx, e, oldParts); err != nil {
 		return err
 	}
 	cm.Data, cm.BinaryData = e.data, e.binary
@@ -517,7 +519,7 @@ func (s *Store) write(ctx context.Context, cm *corev1.ConfigMap, create bool, mu
 	if newParts := partNames(cm); len(oldParts) > 0 || len(newParts) > 0 {
 		// Written: parts left behind by a failed cleanup are deleted
 		// by a later write (they are orphans then), so it is not an error.
-		_ = s.dropParts(ctx, name, partMove{old: oldParts, now: newParts}, serverTime(written))
+		_ = s.partStore.drop(ctx, name, partMove{old: oldParts, now: newParts}, serverTime(written))
 	}
 	return nil
 }

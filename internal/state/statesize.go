@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/status"
@@ -622,10 +623,18 @@ func partNames(cm *corev1.ConfigMap) map[string]bool {
 	return names
 }
 
-// writeParts creates the parts of e that old (the index being replaced, nil
+// partStore writes, reads and deletes the part ConfigMaps of split values
+// in namespace; a part no index names is deleted once it is orphanAge old.
+type partStore struct {
+	client    kubernetes.Interface
+	namespace string
+	orphanAge time.Duration
+}
+
+// write creates the parts of e that old (the index being replaced, nil
 // when new) does not name already. Parts are named after their content, so
 // one that exists holds what it should.
-func (s *Store) writeParts(ctx context.Context, e *encoded, old map[string]bool) error {
+func (s *partStore) write(ctx context.Context, e *encoded, old map[string]bool) error {
 	cms := s.client.CoreV1().ConfigMaps(s.namespace)
 	for _, p := range e.parts {
 		if old[p.Name] {
@@ -646,14 +655,14 @@ type partMove struct {
 	old, now map[string]bool
 }
 
-// dropParts deletes, after the index of name moved, the parts it no longer
+// drop deletes, after the index of name moved, the parts it no longer
 // names: those m.old named, and any other no index has named for a while
 // (left by a writer whose index update lost a race). A while is judged by
 // the API server's clock alone: serverNow is when the server wrote the index
 // (serverTime), compared with the parts' creationTimestamp, so a replica
 // whose clock runs ahead never deletes a part another writer is about to
 // index. A zero serverNow (unknown) deletes no orphan.
-func (s *Store) dropParts(ctx context.Context, name string, m partMove, serverNow time.Time) error {
+func (s *partStore) drop(ctx context.Context, name string, m partMove, serverNow time.Time) error {
 	old, now := m.old, m.now
 	cms := s.client.CoreV1().ConfigMaps(s.namespace)
 	list, err := cms.List(ctx, metav1.ListOptions{LabelSelector: labelStateOf + "=" + name})
@@ -689,7 +698,7 @@ func serverTime(cm *corev1.ConfigMap) time.Time {
 	return t
 }
 
-// getPart reads a part ConfigMap.
-func (s *Store) getPart(ctx context.Context, name string) (*corev1.ConfigMap, error) {
+// get reads a part ConfigMap.
+func (s *partStore) get(ctx context.Context, name string) (*corev1.ConfigMap, error) {
 	return s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, name, metav1.GetOptions{})
 }

@@ -339,7 +339,7 @@ func TestDropParts(t *testing.T) {
 			client := fake.NewClientset(part(name+"-pending-old-0", name), part(name+"-pending-new-0", name),
 				part(name+"-pending-orphan-0", name), part("other-state-part", "stagehand-state-devel"))
 			s := NewStore(client, "stagehand")
-			if err := s.dropParts(ctx, name, partMove{old: old, now: now}, tc.serverNow); err != nil {
+			if err := s.partStore.drop(ctx, name, partMove{old: old, now: now}, tc.serverNow); err != nil {
 				t.Fatal(err)
 			}
 			list, err := client.CoreV1().ConfigMaps("stagehand").List(ctx, metav1.ListOptions{})
