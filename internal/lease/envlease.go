@@ -40,8 +40,15 @@ func memberLeaseName(identity string) string {
 	return memberLeasePrefix + hex.EncodeToString(sum[:8])
 }
 
+// leaseWriter writes this replica's Leases through Deps.Leases, stamped
+// with Deps.Now: its member Lease, and the environment Leases it takes,
+// renews while their workers stop, and releases.
+type leaseWriter struct {
+	Deps
+}
+
 // renewMember keeps this replica's member Lease current.
-func (s *Shard) renewMember(ctx context.Context) error {
+func (s leaseWriter) renewMember(ctx context.Context) error {
 	name := memberLeaseName(s.Identity)
 	now := metav1.NewMicroTime(s.Now())
 	l, err := s.Leases.Get(ctx, name, metav1.GetOptions{})
@@ -58,13 +65,13 @@ func (s *Shard) renewMember(ctx context.Context) error {
 	return err
 }
 
-func (s *Shard) durationSeconds() *int32 {
+func (s leaseWriter) durationSeconds() *int32 {
 	d := int32(max(1, s.Election.LeaseDuration.Round(time.Second)/time.Second))
 	return &d
 }
 
 // newLease is a Lease held by this replica from now, in term transitions.
-func (s *Shard) newLease(name, component, env string, transitions int32) *coordinationv1.Lease {
+func (s leaseWriter) newLease(name, component, env string, transitions int32) *coordinationv1.Lease {
 	now := metav1.NewMicroTime(s.Now())
 	id := s.Identity
 	l := &coordinationv1.Lease{
@@ -79,7 +86,7 @@ func (s *Shard) newLease(name, component, env string, transitions int32) *coordi
 }
 
 // renewStopping renews the Leases of held, whose workers are stopping.
-func (s *Shard) renewStopping(held map[string]*holding) {
+func (s leaseWriter) renewStopping(held map[string]*holding) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.Election.RenewDeadline)
 	defer cancel()
 	for env, h := range held {
@@ -101,7 +108,7 @@ func (s *Shard) renewStopping(held map[string]*holding) {
 }
 
 // release gives l up: no holder (the next replica takes it at once).
-func (s *Shard) release(ctx context.Context, l *coordinationv1.Lease) error {
+func (s leaseWriter) release(ctx context.Context, l *coordinationv1.Lease) error {
 	if l == nil {
 		return nil
 	}
@@ -114,7 +121,7 @@ func (s *Shard) release(ctx context.Context, l *coordinationv1.Lease) error {
 // take acquires env's Lease l (nil: create it) in a new term. A Lease that
 // is created starts after the last term that claimed the state, so terms
 // only grow even when a Lease was deleted.
-func (s *Shard) take(ctx context.Context, env string, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+func (s leaseWriter) take(ctx context.Context, env string, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
 	if l == nil {
 		last, err := s.Store.FencedTerm(ctx, env)
 		if err != nil {

@@ -64,6 +64,8 @@ type Deps struct {
 // Shard holds environment Leases for one replica.
 type Shard struct {
 	Deps
+	// leases writes the Leases (envlease.go).
+	leases leaseWriter
 	// seen is, by Lease name, the resourceVersion last seen and when it was
 	// first seen (this replica's monotonic clock).
 	seen    map[string]observed
@@ -115,7 +117,7 @@ func NewShard(deps Deps) *Shard {
 	if deps.Leadership == nil {
 		deps.Leadership = func(string, bool) {}
 	}
-	return &Shard{Deps: deps, seen: map[string]observed{}, held: map[string]*holding{},
+	return &Shard{Deps: deps, leases: leaseWriter{Deps: deps}, seen: map[string]observed{}, held: map[string]*holding{},
 		stopping: map[string]chan struct{}{}}
 }
 
@@ -159,7 +161,7 @@ func (s *Shard) Run(ctx context.Context) {
 
 // tick is one round: renew, look, give back or acquire.
 func (s *Shard) tick(ctx context.Context, first bool) {
-	if err := s.renewMember(ctx); err != nil {
+	if err := s.leases.renewMember(ctx); err != nil {
 		s.LogE(err, "renewing this replica's member lease")
 	}
 	list, err := s.Leases.List(ctx, metav1.ListOptions{LabelSelector: state.LabelManagedBy + "=stagehand," +
@@ -360,7 +362,7 @@ func (s *Shard) finishGiving(ctx context.Context) {
 		delete(s.held, env)
 		s.mu.Unlock()
 		s.Leadership(env, false)
-		if err := s.release(ctx, h.lease); err != nil {
+		if err := s.leases.release(ctx, h.lease); err != nil {
 			s.LogE(err, "releasing environment lease", "environment", env)
 		}
 		s.Logf("environment given back", "environment", env, "term", h.token)
@@ -386,7 +388,7 @@ func (s *Shard) acquire(ctx context.Context, byName map[string]*coordinationv1.L
 		if l != nil && s.live(l, s.seen[name], now) && *l.Spec.HolderIdentity != s.Identity {
 			continue
 		}
-		got, err := s.take(ctx, env, l)
+		got, err := s.leases.take(ctx, env, l)
 		if err != nil {
 			if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) && ctx.Err() == nil {
 				s.LogE(err, "acquiring environment lease", "environment", env)
@@ -422,7 +424,7 @@ func (s *Shard) begin(ctx context.Context, env string, l *coordinationv1.Lease) 
 	if _, err := s.Store.Claim(ctx, env, token); err != nil {
 		s.LogE(err, "claiming environment state; giving the lease back", "environment", env)
 		if !errors.Is(err, state.ErrFenced) {
-			if rerr := s.release(ctx, l); rerr != nil {
+			if rerr := s.leases.release(ctx, l); rerr != nil {
 				s.LogE(rerr, "releasing environment lease", "environment", env)
 			}
 		}
@@ -476,7 +478,7 @@ func (s *Shard) shutdown() {
 		case <-all:
 			stopped = true
 		case <-t.C:
-			s.renewStopping(held)
+			s.leases.renewStopping(held)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -486,7 +488,7 @@ func (s *Shard) shutdown() {
 		if !s.Election.ReleaseOnCancel {
 			continue
 		}
-		if err := s.release(ctx, h.lease); err != nil {
+		if err := s.leases.release(ctx, h.lease); err != nil {
 			s.LogE(err, "releasing environment lease on shutdown", "environment", env)
 		}
 	}
