@@ -185,7 +185,7 @@ func (r *Run) Load(ctx context.Context, st *state.EnvState, revision string) *se
 	if r.seq != nil && r.seq.Revision == revision && !r.seq.Done() {
 		return r.seq
 	}
-	st, ok := r.runState(ctx, st)
+	st, ok := r.Config.loadState(ctx, st)
 	if !ok {
 		return nil
 	}
@@ -196,15 +196,15 @@ func (r *Run) Load(ctx context.Context, st *state.EnvState, revision string) *se
 	return nil
 }
 
-// runState is st, or the state read now when st is nil.
-func (r *Run) runState(ctx context.Context, st *state.EnvState) (*state.EnvState, bool) {
+// loadState is st, or the state read now when st is nil.
+func (c Config) loadState(ctx context.Context, st *state.EnvState) (*state.EnvState, bool) {
 	if st != nil {
 		return st, true
 	}
-	st, err := r.Store.Load(ctx, r.Env)
+	st, err := c.Store.Load(ctx, c.Env)
 	if err != nil {
-		r.failed()
-		r.Log.Error(err, "reading the sequence state", "environment", r.Env)
+		c.failed()
+		c.Log.Error(err, "reading the sequence state", "environment", c.Env)
 		return nil, false
 	}
 	return st, true
@@ -253,7 +253,7 @@ func (r *Run) Begin(ctx context.Context, s Start) {
 // read it); the run ended is st's (the run in hand is st.Sequence then), so
 // st stays in step.
 func (r *Run) Abort(ctx context.Context, st *state.EnvState, why string) {
-	st, ok := r.runState(ctx, st)
+	st, ok := r.Config.loadState(ctx, st)
 	if !ok {
 		return
 	}
@@ -388,7 +388,8 @@ func (r *Run) Rest(ctx context.Context, prop approval.Proposal, res *reconcile.R
 			r.finish(ctx, i, sequence.Result{Result: promote.ResultPass, Message: "released"})
 			continue
 		}
-		result, err := r.runTask(ctx, prop, res, i)
+		result, err := r.Config.runTask(ctx, sequence.Request{Environment: r.Env, Stage: run.Stage, Revision: prop.Revision, Versions: r.versions,
+			Applied: res, Task: promote.Task{Name: t.Name, Properties: t.Properties, Index: i}, Data: run.Spaces(i - 1)})
 		if err != nil {
 			out.Result = approval.ResultInterrupted
 			out.Message = fmt.Sprintf("shut down during the %s task; the next leader runs it again", t.Name)
@@ -417,16 +418,13 @@ func (r *Run) Rest(ctx context.Context, prop approval.Proposal, res *reconcile.R
 	return out, -1
 }
 
-// runTask runs the task at i with its Runner. An error is a shutdown.
-func (r *Run) runTask(ctx context.Context, prop approval.Proposal, res *reconcile.Result, i int) (sequence.Result, error) {
-	run := r.seq
-	t := run.Tasks[i]
-	runner, ok := r.Config.Tasks[t.Name]
+// runTask runs req's task with its Runner. An error is a shutdown.
+func (c Config) runTask(ctx context.Context, req sequence.Request) (sequence.Result, error) {
+	t := req.Task
+	runner, ok := c.Tasks[t.Name]
 	if !ok { // checked when the run began; the reconciler changed since
 		return sequence.Result{Result: promote.ResultFail, Message: fmt.Sprintf("this reconciler has no runner for task %q (it had when the run began)", t.Name)}, nil
 	}
-	req := sequence.Request{Environment: r.Env, Stage: run.Stage, Revision: prop.Revision, Versions: r.versions, Applied: res,
-		Task: promote.Task{Name: t.Name, Properties: t.Properties, Index: i}, Data: run.Spaces(i - 1)}
 	got, err := runner(ctx, req)
 	if ctx.Err() != nil {
 		return got, ctx.Err()
