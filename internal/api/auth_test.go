@@ -59,8 +59,8 @@ func newGitHub(t *testing.T) *githubtest.Server {
 	t.Helper()
 	gh := githubtest.New(t)
 	gh.CreateRepo("acme", "manifests", "main")
-	gh.SetPermission("acme", "manifests", "maria", "admin")
-	gh.SetPermission("acme", "manifests", "rita", "read")
+	gh.Repo("acme", "manifests").SetPermission("maria", "admin")
+	gh.Repo("acme", "manifests").SetPermission("rita", "read")
 	return gh
 }
 
@@ -107,7 +107,7 @@ func (p policy) MayApprove(_ context.Context, env, login string) (bool, string, 
 // records the verified name, never one typed into the request.
 func TestIdentity(t *testing.T) {
 	gh := newGitHub(t)
-	maria, reader := gh.UserToken("maria"), gh.UserToken("rita")
+	maria, reader := gh.OAuth().UserToken("maria"), gh.OAuth().UserToken("rita")
 	pending := &approval.Pending{Revision: "abcdef0123456789", PlanHash: "sha256:p"}
 	const approve, reject = "/api/v1/environments/prod/approve", "/api/v1/environments/prod/reject"
 	tests := []struct {
@@ -157,9 +157,9 @@ func TestIdentity(t *testing.T) {
 		{name: "GitHub reader reads", method: "GET", path: "/api/v1/environments/prod/history", token: reader, wantCode: 200},
 		{name: "unknown GitHub token", method: "GET", path: "/api/v1/environments", token: "ghp_" + strings.Repeat("x", 36), wantCode: 401, wantBody: "GitHub does not accept this token"},
 		// A GitHub login spelled like a name Stagehand uses for itself is refused outright, naming the rule.
-		{name: "GitHub login named rollback", method: "GET", path: "/api/v1/environments", token: gh.UserToken("rollback"), wantCode: 403,
+		{name: "GitHub login named rollback", method: "GET", path: "/api/v1/environments", token: gh.OAuth().UserToken("rollback"), wantCode: 403,
 			wantBody: "github:rollback is refused: Stagehand uses the names stagehand, stagehand-reconciler, api-token, skipConfirmation, rollback"},
-		{name: "GitHub login named stagehand-reconciler", method: "POST", path: "/api/v1/locks", token: gh.UserToken("Stagehand-Reconciler"),
+		{name: "GitHub login named stagehand-reconciler", method: "POST", path: "/api/v1/locks", token: gh.OAuth().UserToken("Stagehand-Reconciler"),
 			body: `{"path":"apps/prod","type":"deploy","duration":"1h"}`, wantCode: 403, wantBody: "github:Stagehand-Reconciler is refused"},
 	}
 	for _, tc := range tests {
@@ -204,7 +204,7 @@ func TestGitHubTokensWithoutGitHub(t *testing.T) {
 // once, not on every request, and a rejected token is remembered too.
 func TestGitHubUserCached(t *testing.T) {
 	gh := newGitHub(t)
-	tok := gh.UserToken("maria")
+	tok := gh.OAuth().UserToken("maria")
 	srv := newServer(t, &backend{}, withOps(t, withGitHub(gh)...))
 	for range 5 {
 		if code, body := call(t, srv, "GET", "/api/v1/environments", tok, ""); code != 200 {

@@ -61,7 +61,7 @@ func TestIdentityCorpus(t *testing.T) {
 	credential := func(as string) string {
 		t.Helper()
 		if login, ok := strings.CutPrefix(as, "github:"); ok {
-			return gh.UserToken(login)
+			return gh.OAuth().UserToken(login)
 		}
 		tok, ok := tokens[as]
 		if !ok {

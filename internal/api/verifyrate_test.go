@@ -16,7 +16,7 @@ import (
 // named tokens and GitHub logins verified before go on working.
 func TestMadeUpGitHubTokensAreThrottled(t *testing.T) {
 	gh := newGitHub(t)
-	maria := gh.UserToken("maria")
+	maria := gh.OAuth().UserToken("maria")
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC) // a clock that stands still: the bucket never refills
 	srv := newServer(t, &backend{}, withOps(t, append(withGitHub(gh),
 		auth.WithClock(func() time.Time { return now }), auth.WithVerifyRate(1, 5))...))

@@ -141,14 +141,14 @@ func TestPrbotAsDeployed(t *testing.T) {
 	rel := env.Namespace(t)
 	gh := githubtest.New(t)
 	gh.CreateRepo("acme", "manifests", "main")
-	gh.Commit("acme", "manifests", "main", map[string]string{
+	gh.Repo("acme", "manifests").Commit("main", map[string]string{
 		"pipeline.yaml":                      "stages:\n  - name: devel\n  - name: staging\n    promoteFrom: devel\n    requires: {healthy: false}\n",
 		"environments/devel/manifest.json":   `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}` + "\n",
 		"environments/staging/manifest.json": "{\n  \"services\": [\n    {\"name\": \"web\", \"containers\": [{\"dockerTag\": \"1.0.0\"}]}\n  ]\n}\n",
 	}, "seed")
 	hookSecret := randomHex(t)
 	for name, data := range map[string]map[string][]byte{
-		"stagehand-github-app": {"private-key.pem": gh.AppPrivateKeyPEM()},
+		"stagehand-github-app": {"private-key.pem": gh.App().PrivateKeyPEM()},
 		"stagehand-webhook":    {"secret": []byte(hookSecret)},
 	} {
 		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}
@@ -159,7 +159,7 @@ func TestPrbotAsDeployed(t *testing.T) {
 	objs := render(t, rel, valuesFile(t, map[string]any{
 		"config": map[string]any{"github": map[string]any{"apiURL": gh.URL(), "owner": "acme", "repo": "manifests"}},
 		"secrets": map[string]any{
-			"githubApp": map[string]any{"secretName": "stagehand-github-app", "appID": gh.AppID(), "installationID": gh.InstallationID()},
+			"githubApp": map[string]any{"secretName": "stagehand-github-app", "appID": gh.App().ID(), "installationID": gh.App().InstallationID()},
 			"webhook":   map[string]any{"secretName": "stagehand-webhook"},
 		},
 		"prbot": map[string]any{"enabled": true, "config": map[string]any{"resync": "0s"}},
@@ -196,21 +196,21 @@ func TestPrbotAsDeployed(t *testing.T) {
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
 	p := startProcess(t, "prbot serve", cmd)
 	deadline := time.Now().Add(60 * time.Second)
-	for len(gh.PullRequests("acme", "manifests")) == 0 || status(addr, "/healthz") != http.StatusOK {
+	for len(gh.Repo("acme", "manifests").PullRequests()) == 0 || status(addr, "/healthz") != http.StatusOK {
 		select {
 		case <-p.exited:
 			t.Fatalf("prbot serve exited early: %v\n%s", p.err, p.out.String())
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 60 s: %d pull requests, /healthz %d\n%s", len(gh.PullRequests("acme", "manifests")), status(addr, "/healthz"), p.out.String())
+			t.Fatalf("after 60 s: %d pull requests, /healthz %d\n%s", len(gh.Repo("acme", "manifests").PullRequests()), status(addr, "/healthz"), p.out.String())
 		}
 	}
-	if gh.TokensIssued() == 0 {
+	if gh.App().TokensIssued() == 0 {
 		t.Error("no installation token was issued: prbot did not use the mounted App key")
 	}
 	hook := "http://" + addr + "/prbot/webhook"
-	push := gh.PushDelivery("acme", "manifests", "main", strings.Repeat("0", 40), gh.Branch("acme", "manifests", "main"), "someone")
+	push := gh.Webhooks("acme", "manifests").Push("main", strings.Repeat("0", 40), gh.Repo("acme", "manifests").Branch("main"), "someone")
 	if code, _, err := githubtest.Send(ctx, hook, "wrong", push); err != nil || code != http.StatusUnauthorized {
 		t.Errorf("push with a wrong signature to %s: %d, %v; want 401", hook, code, err)
 	}

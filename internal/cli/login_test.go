@@ -21,8 +21,8 @@ import (
 // the API commands then send it.
 func TestLogin(t *testing.T) {
 	gh := githubtest.New(t)
-	gh.EnableDeviceFlow("Iv1.stagehand", time.Second, time.Second)
-	gh.ForceSlowDown(1)
+	gh.OAuth().EnableDeviceFlow("Iv1.stagehand", time.Second, time.Second)
+	gh.OAuth().ForceSlowDown(1)
 	cfg := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", cfg)
 	for _, v := range []string{"STAGEHAND_TOKEN", "GITHUB_TOKEN"} {
@@ -39,13 +39,13 @@ func TestLogin(t *testing.T) {
 	}()
 	var code string
 	testenv.WaitFor(t, 10*time.Second, "a device code", func() bool {
-		if c := gh.PendingUserCodes(); len(c) == 1 {
+		if c := gh.OAuth().PendingUserCodes(); len(c) == 1 {
 			code = c[0]
 			return true
 		}
 		return false
 	})
-	if err := gh.AuthorizeDevice(code, "maria"); err != nil {
+	if err := gh.OAuth().AuthorizeDevice(code, "maria"); err != nil {
 		t.Fatal(err)
 	}
 	var r result
@@ -62,7 +62,7 @@ func TestLogin(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("saved token %v %v, want mode 0600", fi, err)
 	}
-	total, early := gh.DevicePolls()
+	total, early := gh.OAuth().DevicePolls()
 	if early != 0 || total < 2 {
 		t.Errorf("device polls: %d, %d too early; want at least 2 (one slowed down) and none early", total, early)
 	}

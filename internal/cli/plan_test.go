@@ -246,14 +246,14 @@ func TestPlanFromGitSourceWithGitHubAppOnEnterprise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pem := gitserver.WriteFile(t, t.TempDir(), "app.pem", string(gh.AppPrivateKeyPEM()))
+	pem := gitserver.WriteFile(t, t.TempDir(), "app.pem", string(gh.App().PrivateKeyPEM()))
 	cfg = append(fmt.Appendf(nil, `source:
   url: %s
   branch: main
   cacheDir: %s
   auth: {githubApp: {appID: %d, installationID: %d, privateKeyFile: %s}}
 github: {apiURL: %q, owner: acme, repo: manifests}
-`, url, t.TempDir(), gh.AppID(), gh.InstallationID(), pem, gh.URL()), cfg...)
+`, url, t.TempDir(), gh.App().ID(), gh.App().InstallationID(), pem, gh.URL()), cfg...)
 	if err := os.WriteFile(w.config, cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ github: {apiURL: %q, owner: acme, repo: manifests}
 	if plan.Revision != sha {
 		t.Errorf("plan revision %s, want %s", plan.Revision, sha)
 	}
-	if gh.TokensIssued() == 0 {
+	if gh.App().TokensIssued() == 0 {
 		t.Error("no installation token was minted at github.apiURL")
 	}
 }

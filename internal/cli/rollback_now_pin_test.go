@@ -69,7 +69,7 @@ func startNowWorld(t *testing.T, deployments map[string]string, pending bool, co
 	for i, files := range commits {
 		msg := fmt.Sprintf("change %d", i+1)
 		sha := w.git.Repo("manifests").Commit(t, "main", files, msg)
-		w.gh.MirrorCommit("acme", "manifests", "main", sha, files, msg)
+		w.gh.Repo("acme", "manifests").MirrorCommit("main", sha, files, msg)
 		shas = append(shas, sha)
 	}
 	w.ns = w.env.Namespace(t)
@@ -77,7 +77,7 @@ func startNowWorld(t *testing.T, deployments map[string]string, pending bool, co
 		w.env.CreateDeployment(t, w.ns, name, image)
 	}
 	dir := t.TempDir()
-	for name, content := range map[string][]byte{"app.pem": w.gh.AppPrivateKeyPEM(), "hook": []byte("hook-secret\n"), "token": []byte("alice-token-000001\n"),
+	for name, content := range map[string][]byte{"app.pem": w.gh.App().PrivateKeyPEM(), "hook": []byte("hook-secret\n"), "token": []byte("alice-token-000001\n"),
 		"tokens.yaml": []byte("- {name: alice, token: alice-token-000001, scopes: [read, \"approve:*\"]}\n")} {
 		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
 			t.Fatal(err)
@@ -99,7 +99,7 @@ github:
 server: {listen: %q, tokensFile: tokens.yaml}
 locks: {namespace: %s}
 state: {namespace: %s, kubeconfig: %q}
-`, url, filepath.Join(dir, "cache"), w.env.Kubeconfig, w.ns, w.gh.URL(), w.gh.AppID(), w.gh.InstallationID(), addr, w.ns, w.ns, w.env.Kubeconfig)
+`, url, filepath.Join(dir, "cache"), w.env.Kubeconfig, w.ns, w.gh.URL(), w.gh.App().ID(), w.gh.App().InstallationID(), addr, w.ns, w.ns, w.env.Kubeconfig)
 	config := filepath.Join(dir, "reconciler.yaml")
 	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -37,8 +37,8 @@ func testRollbackNow(t *testing.T, envExtra string, approved bool) {
 	env := cluster.Env(t)
 	gh := githubtest.New(t)
 	gh.CreateRepo("acme", "manifests", "main")
-	gh.SetPermission("acme", "manifests", "alice", "maintain")
-	gh.SetPermission("acme", "manifests", "bob", "maintain")
+	gh.Repo("acme", "manifests").SetPermission("alice", "maintain")
+	gh.Repo("acme", "manifests").SetPermission("bob", "maintain")
 	git := gitserver.New(t)
 	url := git.Init(t, "manifests")
 	web1 := `{"services": [{"name": "web", "containers": [{"dockerTag": "1.0.0"}]}]}` + "\n"
@@ -47,16 +47,16 @@ func testRollbackNow(t *testing.T, envExtra string, approved bool) {
 		"environments/prod/web.json":      web1,
 	}
 	c1 := git.Repo("manifests").Commit(t, "main", v1, "prod")
-	gh.MirrorCommit("acme", "manifests", "main", c1, v1, "prod")
+	gh.Repo("acme", "manifests").MirrorCommit("main", c1, v1, "prod")
 	v2 := map[string]string{"environments/prod/web.json": strings.Replace(web1, "1.0.0", "2.0.0", 1)}
 	c2 := git.Repo("manifests").Commit(t, "main", v2, "web 2")
-	gh.MirrorCommit("acme", "manifests", "main", c2, v2, "web 2")
+	gh.Repo("acme", "manifests").MirrorCommit("main", c2, v2, "web 2")
 	ns := env.Namespace(t)
 	env.CreateDeployment(t, ns, "web", "example.com/web:2.0.0")
 
 	dir := t.TempDir()
 	// alice's named token: who rolls back (and approves the pinned plan) is who the token is.
-	for name, content := range map[string][]byte{"app.pem": gh.AppPrivateKeyPEM(), "hook": []byte("hook-secret\n"), "token": []byte("alice-token-000001\n"),
+	for name, content := range map[string][]byte{"app.pem": gh.App().PrivateKeyPEM(), "hook": []byte("hook-secret\n"), "token": []byte("alice-token-000001\n"),
 		"bob-token": []byte("bob-token-0000001\n"),
 		// Each token acts for its person (who may approve: maintain on acme/manifests), so that they count
 		// where automation may not approve (approvals.required 2).
@@ -81,7 +81,7 @@ github:
 server: {listen: %q, tokensFile: tokens.yaml}
 locks: {namespace: %s}
 state: {namespace: %s, kubeconfig: %q}
-`, url, filepath.Join(dir, "cache"), env.Kubeconfig, ns, envExtra, gh.URL(), gh.AppID(), gh.InstallationID(), addr, ns, ns, env.Kubeconfig)
+`, url, filepath.Join(dir, "cache"), env.Kubeconfig, ns, envExtra, gh.URL(), gh.App().ID(), gh.App().InstallationID(), addr, ns, ns, env.Kubeconfig)
 	config := filepath.Join(dir, "reconciler.yaml")
 	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -155,7 +155,7 @@ state: {namespace: %s, kubeconfig: %q}
 	}
 	// The webhook arrives before the reconciler's source has the merge: the hold ends, but the pin keeps
 	// 1.0.0 until git says it (removing it at once flipped the cluster back to 2.0.0 for a pass).
-	if code, body, err := githubtest.Send(ctx, server+"/webhook/github", "hook-secret", gh.PullRequestDelivery("acme", "manifests", 1, "closed", "alice")); err != nil || code != http.StatusOK {
+	if code, body, err := githubtest.Send(ctx, server+"/webhook/github", "hook-secret", gh.Webhooks("acme", "manifests").PullRequest(1, "closed", "alice")); err != nil || code != http.StatusOK {
 		t.Fatalf("merged delivery: %d %s %v", code, body, err)
 	}
 	testenv.WaitFor(t, 30*time.Second, "the hold ended by the merge", func() bool { return holdOf(t, server, tokenFile) == nil })
@@ -170,7 +170,7 @@ state: {namespace: %s, kubeconfig: %q}
 	if img := env.Image(t, ns, "web"); img != "example.com/web:1.0.0" {
 		t.Fatalf("image before git has the merge = %s, want 1.0.0 kept", img)
 	}
-	merged, _ := gh.File("acme", "manifests", "main", "environments/prod/web.json")
+	merged, _ := gh.Repo("acme", "manifests").File("main", "environments/prod/web.json")
 	c3 := git.Repo("manifests").Commit(t, "main", map[string]string{"environments/prod/web.json": merged}, "Merge rollback")
 	testenv.WaitFor(t, 30*time.Second, "prod in sync at the merge, unpinned and unheld", func() bool {
 		v, ok := prodStatus(t, server, tokenFile)

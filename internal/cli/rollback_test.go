@@ -38,15 +38,15 @@ func TestRollbackAndRelease(t *testing.T) {
 		"environments/prod/api.json":      apiJSON,
 	}
 	c1 := git.Repo("manifests").Commit(t, "main", v1, "prod")
-	gh.MirrorCommit("acme", "manifests", "main", c1, v1, "prod")
+	gh.Repo("acme", "manifests").MirrorCommit("main", c1, v1, "prod")
 	v2 := map[string]string{"environments/prod/web.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}` + "\n"}
 	c2 := git.Repo("manifests").Commit(t, "main", v2, "web 2")
-	gh.MirrorCommit("acme", "manifests", "main", c2, v2, "web 2")
+	gh.Repo("acme", "manifests").MirrorCommit("main", c2, v2, "web 2")
 	ns := env.Namespace(t)
 
 	dir := t.TempDir()
 	// alice's named token: who rolls back is who the token is.
-	for name, content := range map[string][]byte{"app.pem": gh.AppPrivateKeyPEM(), "hook": []byte("hook-secret\n"), "token": []byte("alice-token-000001\n"),
+	for name, content := range map[string][]byte{"app.pem": gh.App().PrivateKeyPEM(), "hook": []byte("hook-secret\n"), "token": []byte("alice-token-000001\n"),
 		"tokens.yaml": []byte("- {name: alice, token: alice-token-000001, scopes: [read, \"approve:*\"]}\n")} {
 		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
 			t.Fatal(err)
@@ -66,7 +66,7 @@ github:
 server: {listen: %q, tokensFile: tokens.yaml}
 locks: {namespace: %s}
 state: {namespace: %s, kubeconfig: %q}
-`, url, filepath.Join(dir, "cache"), env.Kubeconfig, ns, gh.URL(), gh.AppID(), gh.InstallationID(), addr, ns, ns, env.Kubeconfig)
+`, url, filepath.Join(dir, "cache"), env.Kubeconfig, ns, gh.URL(), gh.App().ID(), gh.App().InstallationID(), addr, ns, ns, env.Kubeconfig)
 	config := filepath.Join(dir, "reconciler.yaml")
 	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -94,14 +94,14 @@ state: {namespace: %s, kubeconfig: %q}
 	if code != 0 || !strings.Contains(stdout, "rollback of prod to "+c1[:7]+" opened") || !strings.Contains(stdout, "web web 2.0.0 → 1.0.0") {
 		t.Fatalf("rollback: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	prs := gh.PullRequests("acme", "manifests")
+	prs := gh.Repo("acme", "manifests").PullRequests()
 	if len(prs) != 1 || prs[0].Head != "stagehand/rollback-prod" || prs[0].Title != "Rollback prod to "+c1[:7]+": web 2.0.0 fails" {
 		t.Fatalf("pull requests = %+v", prs)
 	}
-	if got, _ := gh.File("acme", "manifests", prs[0].Head, "environments/prod/web.json"); got != v1["environments/prod/web.json"] {
+	if got, _ := gh.Repo("acme", "manifests").File(prs[0].Head, "environments/prod/web.json"); got != v1["environments/prod/web.json"] {
 		t.Errorf("web.json on the rollback branch:\n%s", got)
 	}
-	if got, _ := gh.File("acme", "manifests", prs[0].Head, "environments/prod/api.json"); got != apiJSON {
+	if got, _ := gh.Repo("acme", "manifests").File(prs[0].Head, "environments/prod/api.json"); got != apiJSON {
 		t.Errorf("api.json changed on the rollback branch:\n%s", got)
 	}
 	hold := holdOf(t, server, tokenFile)
@@ -116,9 +116,9 @@ state: {namespace: %s, kubeconfig: %q}
 	env.CreateDeployment(t, ns, "api", "example.com/api:3.0.0")
 	v3 := map[string]string{"environments/prod/api.json": strings.Replace(apiJSON, "3.0.0", "3.1.0", 1)}
 	c3 := git.Repo("manifests").Commit(t, "main", v3, "api 3.1")
-	gh.MirrorCommit("acme", "manifests", "main", c3, v3, "api 3.1")
+	gh.Repo("acme", "manifests").MirrorCommit("main", c3, v3, "api 3.1")
 	testenv.WaitFor(t, 30*time.Second, "the held plan's check run", func() bool {
-		for _, r := range gh.CheckRuns("acme", "manifests") {
+		for _, r := range gh.Repo("acme", "manifests").CheckRuns() {
 			if r.HeadSHA == c3 && r.Name == "stagehand/prod" {
 				if !strings.Contains(r.Summary, "**Held by a rollback:** apps/prod/hold is held by a rollback of token:alice") {
 					t.Fatalf("check run of %s does not show the hold:\n%s", c3, r.Summary)
@@ -140,7 +140,7 @@ state: {namespace: %s, kubeconfig: %q}
 			t.Errorf("rollback --to %s: exit %d, stderr %q; want 404 naming it", tt.to, code, stderr)
 		}
 	}
-	if n := len(gh.PullRequests("acme", "manifests")); n != 1 {
+	if n := len(gh.Repo("acme", "manifests").PullRequests()); n != 1 {
 		t.Errorf("%d pull requests after refusals, want 1", n)
 	}
 
@@ -152,7 +152,7 @@ state: {namespace: %s, kubeconfig: %q}
 	if _, _, err := rest.PullRequests.Merge(ctx, "acme", "manifests", prs[0].Number, "", nil); err != nil {
 		t.Fatal(err)
 	}
-	if code, body, err := githubtest.Send(ctx, server+"/webhook/github", "hook-secret", gh.PullRequestDelivery("acme", "manifests", prs[0].Number, "closed", "alice")); err != nil || code != http.StatusOK {
+	if code, body, err := githubtest.Send(ctx, server+"/webhook/github", "hook-secret", gh.Webhooks("acme", "manifests").PullRequest(prs[0].Number, "closed", "alice")); err != nil || code != http.StatusOK {
 		t.Fatalf("merged delivery: %d %s %v", code, body, err)
 	}
 	if h := holdOf(t, server, tokenFile); h != nil {
@@ -162,7 +162,7 @@ state: {namespace: %s, kubeconfig: %q}
 		t.Errorf("release without a hold: exit %d, %s", code, stderr)
 	}
 	// Rolling back to what main says now: nothing to roll back, no hold.
-	if stdout, stderr, code := runReconciler(t, append([]string{"rollback", "--to", gh.Branch("acme", "manifests", "main"), "--reason", "again"}, client...)...); code != 0 || !strings.Contains(stdout, "nothing to roll back") {
+	if stdout, stderr, code := runReconciler(t, append([]string{"rollback", "--to", gh.Repo("acme", "manifests").Branch("main"), "--reason", "again"}, client...)...); code != 0 || !strings.Contains(stdout, "nothing to roll back") {
 		t.Errorf("rollback to what runs: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	if h := holdOf(t, server, tokenFile); h != nil {
@@ -182,7 +182,7 @@ state: {namespace: %s, kubeconfig: %q}
 	if h := holdOf(t, server, tokenFile); h != nil {
 		t.Errorf("hold after release = %+v", h)
 	}
-	comments := gh.Comments("acme", "manifests", 2)
+	comments := gh.Repo("acme", "manifests").Comments(2)
 	if len(comments) != 1 || !strings.Contains(comments[0].Body, "The hold on prod was released by alice: fixed forward.") {
 		t.Errorf("comments on the second rollback pull request = %+v", comments)
 	}

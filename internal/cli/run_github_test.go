@@ -26,17 +26,17 @@ func TestRunWithGitHubApp(t *testing.T) {
 	env := cluster.Env(t)
 	gh := githubtest.New(t)
 	gh.CreateRepo("acme", "manifests", "main")
-	gh.SetPermission("acme", "manifests", "maria", "maintain")
+	gh.Repo("acme", "manifests").SetPermission("maria", "maintain")
 	git := gitserver.New(t)
 	url := git.Init(t, "manifests")
 	files := map[string]string{"environments/prod/manifest.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`}
 	sha := git.Repo("manifests").Commit(t, "main", files, "prod")
-	gh.MirrorCommit("acme", "manifests", "main", sha, files, "prod")
+	gh.Repo("acme", "manifests").MirrorCommit("main", sha, files, "prod")
 	ns := env.Namespace(t)
 	cluster.Env(t).CreateDeployment(t, ns, "web", "example.com/web:1.0.0")
 
 	dir := t.TempDir()
-	for name, content := range map[string][]byte{"app.pem": gh.AppPrivateKeyPEM(), "hook": []byte("hook-secret\n"), "token": []byte("t\n")} {
+	for name, content := range map[string][]byte{"app.pem": gh.App().PrivateKeyPEM(), "hook": []byte("hook-secret\n"), "token": []byte("t\n")} {
 		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +58,7 @@ github:
 server: {listen: %q, apiTokenFile: token}
 locks: {namespace: %s}
 state: {namespace: %s, kubeconfig: %q}
-`, url, filepath.Join(dir, "cache"), env.Kubeconfig, ns, gh.URL(), webhookSecret, gh.AppID(), gh.InstallationID(), addr, ns, ns, env.Kubeconfig)
+`, url, filepath.Join(dir, "cache"), env.Kubeconfig, ns, gh.URL(), webhookSecret, gh.App().ID(), gh.App().InstallationID(), addr, ns, ns, env.Kubeconfig)
 		path := filepath.Join(dir, "reconciler.yaml")
 		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
@@ -80,7 +80,7 @@ state: {namespace: %s, kubeconfig: %q}
 	go func() { done <- cmd.ExecuteContext(ctx) }()
 
 	run := waitCheckRun(t, gh, func(r githubtest.CheckRun) bool { return r.Conclusion == "action_required" })
-	d := gh.CheckRunActionDelivery("acme", "manifests", run.ID, "approve", "maria")
+	d := gh.Webhooks("acme", "manifests").CheckRunAction(run.ID, "approve", "maria")
 	code, body, err := githubtest.Send(ctx, "http://"+addr+"/webhook/github", "hook-secret", d)
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("click: %d %s %v", code, body, err)
@@ -117,7 +117,7 @@ func waitCheckRun(t *testing.T, gh *githubtest.Server, ok func(githubtest.CheckR
 	deadline := time.Now().Add(30 * time.Second)
 	var runs []githubtest.CheckRun
 	for time.Now().Before(deadline) {
-		runs = gh.CheckRuns("acme", "manifests")
+		runs = gh.Repo("acme", "manifests").CheckRuns()
 		if len(runs) == 1 && runs[0].Name == "stagehand/prod" && ok(runs[0]) {
 			return runs[0]
 		}

@@ -27,19 +27,19 @@ func TestRunGitHubUserApproves(t *testing.T) {
 	env := cluster.Env(t)
 	gh := githubtest.New(t)
 	gh.CreateRepo("acme", "manifests", "main")
-	gh.SetPermission("acme", "manifests", "maria", "maintain")
-	gh.SetPermission("acme", "manifests", "rita", "read")
-	maria, rita := gh.UserToken("maria"), gh.UserToken("rita")
+	gh.Repo("acme", "manifests").SetPermission("maria", "maintain")
+	gh.Repo("acme", "manifests").SetPermission("rita", "read")
+	maria, rita := gh.OAuth().UserToken("maria"), gh.OAuth().UserToken("rita")
 	git := gitserver.New(t)
 	url := git.Init(t, "manifests")
 	files := map[string]string{"environments/prod/manifest.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`}
 	sha := git.Repo("manifests").Commit(t, "main", files, "prod")
-	gh.MirrorCommit("acme", "manifests", "main", sha, files, "prod")
+	gh.Repo("acme", "manifests").MirrorCommit("main", sha, files, "prod")
 	ns := env.Namespace(t)
 	env.CreateDeployment(t, ns, "web", "example.com/web:1.0.0")
 
 	dir := t.TempDir()
-	for name, content := range map[string][]byte{"app.pem": gh.AppPrivateKeyPEM(), "hook": []byte("hook-secret\n")} {
+	for name, content := range map[string][]byte{"app.pem": gh.App().PrivateKeyPEM(), "hook": []byte("hook-secret\n")} {
 		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ github:
 server: {listen: %q}
 locks: {namespace: %s}
 state: {namespace: %s, kubeconfig: %q}
-`, url, filepath.Join(dir, "cache"), env.Kubeconfig, ns, gh.URL(), gh.AppID(), gh.InstallationID(), addr, ns, ns, env.Kubeconfig)
+`, url, filepath.Join(dir, "cache"), env.Kubeconfig, ns, gh.URL(), gh.App().ID(), gh.App().InstallationID(), addr, ns, ns, env.Kubeconfig)
 	config := filepath.Join(dir, "reconciler.yaml")
 	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -32,20 +32,20 @@ func TestRunReadAndLockArePolicy(t *testing.T) {
 	env := cluster.Env(t)
 	gh := githubtest.New(t)
 	gh.CreateRepo("acme", "manifests", "main")
-	gh.SetPermission("acme", "manifests", "maria", "maintain")
-	gh.SetPermission("acme", "manifests", "ci-locker", "maintain") // a person whose login is spelled like the token
+	gh.Repo("acme", "manifests").SetPermission("maria", "maintain")
+	gh.Repo("acme", "manifests").SetPermission("ci-locker", "maintain") // a person whose login is spelled like the token
 	git := gitserver.New(t)
 	url := git.Init(t, "manifests")
 	files := map[string]string{"environments/prod/manifest.json": `{"services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`}
 	sha := git.Repo("manifests").Commit(t, "main", files, "prod")
-	gh.MirrorCommit("acme", "manifests", "main", sha, files, "prod")
+	gh.Repo("acme", "manifests").MirrorCommit("main", sha, files, "prod")
 	ns := env.Namespace(t)
 	env.CreateDeployment(t, ns, "web", "example.com/web:1.0.0")
 
 	const lockerToken = "ci-locker-run-token-0001"
 	dir := t.TempDir()
 	for name, content := range map[string][]byte{
-		"app.pem": gh.AppPrivateKeyPEM(), "hook": []byte("hook-secret\n"),
+		"app.pem": gh.App().PrivateKeyPEM(), "hook": []byte("hook-secret\n"),
 		"tokens.yaml": []byte("- {name: ci-locker, token: " + lockerToken + ", scopes: [lock]}\n"),
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
@@ -68,7 +68,7 @@ github:
 server: {listen: %q, tokensFile: %q}
 locks: {namespace: %s}
 state: {namespace: %s, kubeconfig: %q}
-`, url, filepath.Join(dir, "cache"), env.Kubeconfig, ns, gh.URL(), gh.AppID(), gh.InstallationID(), addr, filepath.Join(dir, "tokens.yaml"), ns, ns, env.Kubeconfig)
+`, url, filepath.Join(dir, "cache"), env.Kubeconfig, ns, gh.URL(), gh.App().ID(), gh.App().InstallationID(), addr, filepath.Join(dir, "tokens.yaml"), ns, ns, env.Kubeconfig)
 	config := filepath.Join(dir, "reconciler.yaml")
 	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ state: {namespace: %s, kubeconfig: %q}
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	maria, mallory, person := gh.UserToken("maria"), gh.UserToken("mallory"), gh.UserToken("ci-locker")
+	maria, mallory, person := gh.OAuth().UserToken("maria"), gh.OAuth().UserToken("mallory"), gh.OAuth().UserToken("ci-locker")
 	testenv.WaitFor(t, 30*time.Second, "prod's history over the API", func() bool {
 		code, _ := send("GET", "/api/v1/environments/prod/history", maria, "")
 		return code == 200

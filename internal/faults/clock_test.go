@@ -56,7 +56,7 @@ func TestClockSkew(t *testing.T) {
 	files["pipeline.yaml"] = fmt.Sprintf("stages:\n  - name: devel\n  - name: staging\n    promoteFrom: devel\n    requires: {healthy: true, soak: %s}\n", soak)
 	files["environments/staging/manifest.json"] = manifest(n, "1.0.0")["environments/devel/manifest.json"]
 	f := newFixture(t, files)
-	gh.MirrorCommit("acme", "manifests", "main", f.git.Head(t, "manifests", "main"), files, "first")
+	gh.Repo("acme", "manifests").MirrorCommit("main", f.git.Head(t, "manifests", "main"), files, "first")
 	f.workloads(t, n)
 	f.config["locks"] = map[string]any{"storage": "kubernetes", "namespace": f.ns}
 	f.withGitHub(t, gh)
@@ -178,21 +178,21 @@ func TestClockSkew(t *testing.T) {
 // withGitHub points the configuration at gh: check runs on acme/manifests.
 func (f *fixture) withGitHub(t *testing.T, gh *githubtest.Server) {
 	t.Helper()
-	for name, content := range map[string][]byte{"app.pem": gh.AppPrivateKeyPEM(), "hook": []byte("hook-secret\n")} {
+	for name, content := range map[string][]byte{"app.pem": gh.App().PrivateKeyPEM(), "hook": []byte("hook-secret\n")} {
 		if err := os.WriteFile(filepath.Join(f.dir, name), content, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	f.config["github"] = map[string]any{"apiURL": gh.URL(), "owner": "acme", "repo": "manifests",
 		"webhookSecretFile": filepath.Join(f.dir, "hook"),
-		"app":               map[string]any{"appID": gh.AppID(), "installationID": gh.InstallationID(), "privateKeyFile": filepath.Join(f.dir, "app.pem")}}
+		"app":               map[string]any{"appID": gh.App().ID(), "installationID": gh.App().InstallationID(), "privateKeyFile": filepath.Join(f.dir, "app.pem")}}
 }
 
 // commitMirrored commits files to the git server and the same commit to gh.
 func (f *fixture) commitMirrored(t *testing.T, gh *githubtest.Server, files map[string]string, msg string) string {
 	t.Helper()
 	rev := f.git.Repo("manifests").Commit(t, "main", files, msg)
-	gh.MirrorCommit("acme", "manifests", "main", rev, files, msg)
+	gh.Repo("acme", "manifests").MirrorCommit("main", rev, files, msg)
 	return rev
 }
 
@@ -239,7 +239,7 @@ func (f *fixture) completedRun(t *testing.T, gh *githubtest.Server, rev string) 
 	t.Helper()
 	var run githubtest.CheckRun
 	testenv.WaitFor(t, 30*time.Second, "the check run of "+rev[:8]+" completed", func() bool {
-		for _, r := range gh.CheckRuns("acme", "manifests") {
+		for _, r := range gh.Repo("acme", "manifests").CheckRuns() {
 			if r.HeadSHA == rev && r.Name == "stagehand/devel" && r.Status == "completed" && r.Conclusion == "success" {
 				run = r
 				return true

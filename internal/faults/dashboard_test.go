@@ -123,7 +123,7 @@ func TestDashboardQueries(t *testing.T) {
 		f.env.CreateDeployment(t, f.ns, svc(i), reg.Ref("team/"+svc(i), "1.0.0"))
 		f.env.CreateDeployment(t, prodNS, svc(i), reg.Ref("team/"+svc(i), "1.0.0"))
 	}
-	for name, content := range map[string]string{"app.pem": string(gh.AppPrivateKeyPEM()), "hook": "hook-secret\n", "sink-url": "http://" + sink + "/\n", "sink-key": "sink-secret\n"} {
+	for name, content := range map[string]string{"app.pem": string(gh.App().PrivateKeyPEM()), "hook": "hook-secret\n", "sink-url": "http://" + sink + "/\n", "sink-key": "sink-secret\n"} {
 		if err := os.WriteFile(filepath.Join(f.dir, name), []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestDashboardQueries(t *testing.T) {
 		"secretFile": filepath.Join(f.dir, "sink-key")}}
 	f.config["github"] = map[string]any{"apiURL": gh.URL(), "owner": "acme", "repo": "manifests",
 		"webhookSecretFile": filepath.Join(f.dir, "hook"),
-		"app":               map[string]any{"appID": gh.AppID(), "installationID": gh.InstallationID(), "privateKeyFile": filepath.Join(f.dir, "app.pem")}}
+		"app":               map[string]any{"appID": gh.App().ID(), "installationID": gh.App().InstallationID(), "privateKeyFile": filepath.Join(f.dir, "app.pem")}}
 	a := f.start(t, "replica-a", nil)
 	prom := promtest.Start(t, a.addr)
 	prom.WaitFor(t, "stagehand_build_info")
@@ -147,7 +147,7 @@ func TestDashboardQueries(t *testing.T) {
 	commit := func(files map[string]string, msg string) string {
 		t.Helper()
 		rev := f.git.Repo("manifests").Commit(t, "main", files, msg)
-		gh.MirrorCommit("acme", "manifests", "main", rev, files, msg)
+		gh.Repo("acme", "manifests").MirrorCommit("main", rev, files, msg)
 		body := fmt.Sprintf(`{"ref":"refs/heads/main","after":%q,"repository":{"clone_url":%q,"full_name":"acme/manifests"}}`, rev, f.gitURL)
 		code, answer, err := githubtest.Send(ctx, "http://"+a.addr+"/webhook/github", "hook-secret", githubtest.Delivery{Event: "push", ID: "push-" + rev[:8], Body: []byte(body)})
 		if err != nil || code != http.StatusOK {
@@ -164,7 +164,7 @@ func TestDashboardQueries(t *testing.T) {
 		})
 	}
 
-	gh.Inject(githubtest.Fault{Method: http.MethodPost, Route: checkRuns, Status: http.StatusBadGateway})
+	gh.Faults().Inject(githubtest.Fault{Method: http.MethodPost, Route: checkRuns, Status: http.StatusBadGateway})
 	deployed(commit(files("2.0.0", "1.0.0"), "devel to 2.0.0"), "succeeded")
 	broke := f.git.Repo("manifests").Commit(t, "main", map[string]string{"environments/devel/manifest.json": "{not json"}, "a broken manifest")
 	testenv.WaitFor(t, time.Minute, "the broken manifest "+broke[:8]+" counted as a failure", func() bool {

@@ -28,32 +28,32 @@ func TestGitHubErrorsAndRateLimits(t *testing.T) {
 	gh.CreateRepo("acme", "manifests", "main")
 	f := newFixture(t, manifest(n, "1.0.0"))
 	f.workloads(t, n)
-	for name, content := range map[string][]byte{"app.pem": gh.AppPrivateKeyPEM(), "hook": []byte("hook-secret\n")} {
+	for name, content := range map[string][]byte{"app.pem": gh.App().PrivateKeyPEM(), "hook": []byte("hook-secret\n")} {
 		if err := os.WriteFile(filepath.Join(f.dir, name), content, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	f.config["github"] = map[string]any{"apiURL": gh.URL(), "owner": "acme", "repo": "manifests",
 		"webhookSecretFile": filepath.Join(f.dir, "hook"),
-		"app":               map[string]any{"appID": gh.AppID(), "installationID": gh.InstallationID(), "privateKeyFile": filepath.Join(f.dir, "app.pem")}}
+		"app":               map[string]any{"appID": gh.App().ID(), "installationID": gh.App().InstallationID(), "privateKeyFile": filepath.Join(f.dir, "app.pem")}}
 	ctx := t.Context()
 	a := f.start(t, "replica-a", nil)
 	testenv.WaitFor(t, 60*time.Second, "replica-a holding the Lease", func() bool { return f.holder(ctx) == "replica-a" })
 
 	const wait = 2 * time.Second
-	gh.Inject(githubtest.Fault{Method: http.MethodPost, Route: checkRuns, Status: http.StatusInternalServerError})
-	gh.Inject(githubtest.Fault{Method: http.MethodPost, Route: checkRuns, Status: http.StatusBadGateway})
-	gh.Inject(githubtest.Fault{Method: http.MethodPost, Route: checkRuns, Status: http.StatusTooManyRequests, RetryAfter: wait})
-	gh.Inject(githubtest.Fault{Method: http.MethodPost, Route: checkRuns, Status: http.StatusForbidden, RetryAfter: wait})
+	gh.Faults().Inject(githubtest.Fault{Method: http.MethodPost, Route: checkRuns, Status: http.StatusInternalServerError})
+	gh.Faults().Inject(githubtest.Fault{Method: http.MethodPost, Route: checkRuns, Status: http.StatusBadGateway})
+	gh.Faults().Inject(githubtest.Fault{Method: http.MethodPost, Route: checkRuns, Status: http.StatusTooManyRequests, RetryAfter: wait})
+	gh.Faults().Inject(githubtest.Fault{Method: http.MethodPost, Route: checkRuns, Status: http.StatusForbidden, RetryAfter: wait})
 	files := manifest(n, "2.0.0")
 	rev := f.git.Repo("manifests").Commit(t, "main", files, "to 2.0.0")
-	gh.MirrorCommit("acme", "manifests", "main", rev, files, "to 2.0.0")
+	gh.Repo("acme", "manifests").MirrorCommit("main", rev, files, "to 2.0.0")
 	pushed := time.Now()
 
 	f.applied(t, a, n, "2.0.0", rev, 2*time.Minute)
 	var run githubtest.CheckRun
 	testenv.WaitFor(t, time.Minute, "the check run of "+rev[:8]+" completed", func() bool {
-		for _, r := range gh.CheckRuns("acme", "manifests") {
+		for _, r := range gh.Repo("acme", "manifests").CheckRuns() {
 			if r.HeadSHA == rev && r.Name == "stagehand/devel" && r.Status == "completed" {
 				run = r
 				return true
@@ -65,14 +65,14 @@ func TestGitHubErrorsAndRateLimits(t *testing.T) {
 	if run.Conclusion != "success" {
 		t.Errorf("check run %q of %s ended %s, want success", run.Name, rev[:8], run.Conclusion)
 	}
-	if left := gh.FaultsLeft(); left != 0 {
+	if left := gh.Faults().Left(); left != 0 {
 		t.Errorf("%d injected faults never reached: the client did not call as expected", left)
 	}
 	if took < 2*wait {
 		t.Errorf("the check run completed %s after the push, before the two Retry-After waits (%s) passed", took, 2*wait)
 	}
 	var runsOfRev int
-	for _, r := range gh.CheckRuns("acme", "manifests") {
+	for _, r := range gh.Repo("acme", "manifests").CheckRuns() {
 		if r.HeadSHA == rev && r.Name == "stagehand/devel" {
 			runsOfRev++
 		}
@@ -97,7 +97,7 @@ func TestGitHubErrorsAndRateLimits(t *testing.T) {
 	}
 	// The budget gauge follows GitHub's X-RateLimit headers: the limit,
 	// and what was left after the last answer the replica read.
-	limit, left, used := a.metric(ctx, "stagehand_github_rate_limit"), a.metric(ctx, "stagehand_github_rate_limit_remaining"), gh.RateLimitUsed()
+	limit, left, used := a.metric(ctx, "stagehand_github_rate_limit"), a.metric(ctx, "stagehand_github_rate_limit_remaining"), gh.Faults().RateLimitUsed()
 	if limit != githubtest.DefaultRateLimit || left >= limit || left < float64(githubtest.DefaultRateLimit-used) {
 		t.Errorf("stagehand_github_rate_limit %v, _remaining %v; want %d and between %d (GitHub counted %d requests) and the limit",
 			limit, left, githubtest.DefaultRateLimit, githubtest.DefaultRateLimit-used, used)

@@ -27,7 +27,7 @@ func following(host, github time.Duration, known bool) *clock.Remote {
 // answer.
 func TestShiftedSignerStampsOnGitHubsClock(t *testing.T) {
 	srv := githubtest.New(t)
-	key, err := jwt.ParseRSAPrivateKeyFromPEM(srv.AppPrivateKeyPEM())
+	key, err := jwt.ParseRSAPrivateKeyFromPEM(srv.App().PrivateKeyPEM())
 	if err != nil {
 		t.Fatal(err)
 	}

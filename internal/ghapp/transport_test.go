@@ -47,7 +47,7 @@ func TestTokenOnGitHubsClock(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := githubtest.New(t, githubtest.WithTokenTTL(c.ttl))
-			tr, err := ghapp.New(srv.Client().Transport, ghapp.Installation{AppID: srv.AppID(), InstallationID: srv.InstallationID(), Key: srv.AppPrivateKeyPEM()},
+			tr, err := ghapp.New(srv.Client().Transport, ghapp.Installation{AppID: srv.App().ID(), InstallationID: srv.App().InstallationID(), Key: srv.App().PrivateKeyPEM()},
 				ghapp.WithAPIURL(srv.URL()), ghapp.WithClock(clock.NewRemote(skewed(c.host))))
 			if err != nil {
 				t.Fatal(err)
@@ -76,7 +76,7 @@ func TestTokenOnGitHubsClock(t *testing.T) {
 func TestRoundTripOnGitHubsClock(t *testing.T) {
 	srv := githubtest.New(t, githubtest.WithTokenTTL(30*time.Second))
 	srv.CreateRepo("acme", "manifests", "main")
-	tr, err := ghapp.New(http.DefaultTransport, ghapp.Installation{AppID: srv.AppID(), InstallationID: srv.InstallationID(), Key: srv.AppPrivateKeyPEM()},
+	tr, err := ghapp.New(http.DefaultTransport, ghapp.Installation{AppID: srv.App().ID(), InstallationID: srv.App().InstallationID(), Key: srv.App().PrivateKeyPEM()},
 		ghapp.WithAPIURL(srv.URL()), ghapp.WithClock(clock.NewRemote(skewed(-2*time.Hour))))
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func TestRefusedOnce(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := githubtest.New(t)
-			tr, err := ghapp.New(srv.Client().Transport, ghapp.Installation{AppID: srv.AppID(), InstallationID: srv.InstallationID(), Key: other},
+			tr, err := ghapp.New(srv.Client().Transport, ghapp.Installation{AppID: srv.App().ID(), InstallationID: srv.App().InstallationID(), Key: other},
 				ghapp.WithAPIURL(srv.URL()), ghapp.WithClock(clock.NewRemote(skewed(c.host))))
 			if err != nil {
 				t.Fatal(err)
@@ -140,11 +140,11 @@ func TestNewRefuses(t *testing.T) {
 		key     []byte
 		options []ghapp.Option
 	}{
-		{"no app id", 0, 1, srv.AppPrivateKeyPEM(), nil},
-		{"no installation id", 1, 0, srv.AppPrivateKeyPEM(), nil},
+		{"no app id", 0, 1, srv.App().PrivateKeyPEM(), nil},
+		{"no installation id", 1, 0, srv.App().PrivateKeyPEM(), nil},
 		{"not a key", 1, 1, []byte("not a key"), nil},
-		{"empty API URL", 1, 1, srv.AppPrivateKeyPEM(), []ghapp.Option{ghapp.WithAPIURL("")}},
-		{"nil clock", 1, 1, srv.AppPrivateKeyPEM(), []ghapp.Option{ghapp.WithClock(nil)}},
+		{"empty API URL", 1, 1, srv.App().PrivateKeyPEM(), []ghapp.Option{ghapp.WithAPIURL("")}},
+		{"nil clock", 1, 1, srv.App().PrivateKeyPEM(), []ghapp.Option{ghapp.WithClock(nil)}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if _, err := ghapp.New(nil, ghapp.Installation{AppID: c.app, InstallationID: c.inst, Key: c.key}, c.options...); err == nil {

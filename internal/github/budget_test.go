@@ -15,7 +15,7 @@ import (
 const listRuns = "/repos/{owner}/{repo}/commits/{ref}/check-runs"
 
 // counted is how many requests have counted against the rate limit, and how many were sent at all.
-func counted(f *fixture) (int, int) { return f.srv.RateLimitUsed(), len(f.srv.Requests()) }
+func counted(f *fixture) (int, int) { return f.srv.Faults().RateLimitUsed(), len(f.srv.Requests()) }
 
 // TestPollsAreConditional: proposing a pending plan again (what the daemon does every repropose period)
 // lists the commit's check runs with If-None-Match; GitHub answers 304, which costs nothing, and the
@@ -23,7 +23,7 @@ func counted(f *fixture) (int, int) { return f.srv.RateLimitUsed(), len(f.srv.Re
 func TestPollsAreConditional(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
+	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
 	p := plan("prod", sha, 2)
 	id, err := f.client.Propose(ctx, p)
 	if err != nil {
@@ -58,7 +58,7 @@ func TestPollsAreConditional(t *testing.T) {
 	if err != nil || again != id2 {
 		t.Fatalf("Propose of the changed plan again = %d, %v; want %d (a stale copy would create a third run)", again, err, id2)
 	}
-	if n := len(f.srv.CheckRuns(owner, repo)); n != 2 {
+	if n := len(f.srv.Repo(owner, repo).CheckRuns()); n != 2 {
 		t.Errorf("%d check runs, want 2", n)
 	}
 }
@@ -69,8 +69,8 @@ func TestPollsAreConditional(t *testing.T) {
 func TestLowBudget(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.srv.SetPermission(owner, repo, "maria", "maintain")
-	sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
+	f.srv.Repo(owner, repo).SetPermission("maria", "maintain")
+	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
 	p := plan("prod", sha, 1)
 	id, err := f.client.Propose(ctx, p) // lists, creates the run
 	if err != nil {
@@ -83,7 +83,7 @@ func TestLowBudget(t *testing.T) {
 	_, after := counted(f)
 	checks := after - before
 
-	f.srv.SetRateLimit(5000, 400) // under 10% left, reported from the next answer on
+	f.srv.Faults().SetRateLimit(5000, 400) // under 10% left, reported from the next answer on
 	if again, err := f.client.Propose(ctx, p); err != nil || again != id {
 		t.Fatalf("first poll after the write = %d, %v; want run %d (a copy from before the write would create another)", again, err, id)
 	}
@@ -103,7 +103,7 @@ func TestLowBudget(t *testing.T) {
 	if _, after := counted(f); after-sent != checks {
 		t.Errorf("a permission check with the budget low sent %d requests, want %d as before (never from a copy)", after-sent, checks)
 	}
-	if n := len(f.srv.CheckRuns(owner, repo)); n != 1 {
+	if n := len(f.srv.Repo(owner, repo).CheckRuns()); n != 1 {
 		t.Errorf("%d check runs, want 1", n)
 	}
 }
@@ -111,9 +111,9 @@ func TestLowBudget(t *testing.T) {
 // TestGitHubMetrics: the counter has one series per status code and the gauges follow GitHub's headers.
 func TestGitHubMetrics(t *testing.T) {
 	f := newFixture(t)
-	f.srv.SetRateLimit(5000, 5000)
+	f.srv.Faults().SetRateLimit(5000, 5000)
 	ctx := context.Background()
-	sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
+	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "one")
 	p := plan("prod", sha, 1)
 	for range 3 {
 		if _, err := f.client.Propose(ctx, p); err != nil {
@@ -131,7 +131,7 @@ func TestGitHubMetrics(t *testing.T) {
 			t.Errorf("stagehand_github_requests_total{code=%q} = %v, want %v", code, got, want)
 		}
 	}
-	if got, want := testutil.ToFloat64(cs[1]), float64(5000-f.srv.RateLimitUsed()); got != want {
+	if got, want := testutil.ToFloat64(cs[1]), float64(5000-f.srv.Faults().RateLimitUsed()); got != want {
 		t.Errorf("remaining = %v, want %v", got, want)
 	}
 	if got := testutil.ToFloat64(cs[2]); got != 5000 {
@@ -166,7 +166,7 @@ func BenchmarkGitHubRequests(b *testing.B) {
 			return err
 		}},
 		{"promotion", func(ctx context.Context, f *fixture, g *github.Gate, i int) error {
-			sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/prod/api.json": string(rune('a' + i%26))}, "bump")
+			sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"environments/prod/api.json": string(rune('a' + i%26))}, "bump")
 			p := plan("prod", sha, 3)
 			if _, err := f.client.Propose(ctx, p); err != nil {
 				return err
@@ -180,7 +180,7 @@ func BenchmarkGitHubRequests(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			f := newFixtureWith(b, nil)
 			ctx := context.Background()
-			sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
+			sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
 			idlePlan = plan("prod", sha, 3)
 			for range 2 { // proposed, then polled once: the steady state of a waiting plan
 				if _, err := f.client.Propose(ctx, idlePlan); err != nil {
@@ -210,8 +210,8 @@ var idlePlan *reconcile.Plan
 func TestWriteKeepsETags(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
-	other := f.srv.Commit(owner, repo, "main", map[string]string{"environments/prod/api.json": `{"a":1}`}, "another")
+	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
+	other := f.srv.Repo(owner, repo).Commit("main", map[string]string{"environments/prod/api.json": `{"a":1}`}, "another")
 	p := plan("prod", sha, 2)
 	id, err := f.client.Propose(ctx, p)
 	if err != nil {

@@ -30,7 +30,7 @@ type run struct {
 
 func runs(srv *githubtest.Server) []run {
 	var out []run
-	for _, r := range srv.CheckRuns(owner, repo) {
+	for _, r := range srv.Repo(owner, repo).CheckRuns() {
 		var ids []string
 		for _, a := range r.Actions {
 			ids = append(ids, a.Identifier)
@@ -43,7 +43,7 @@ func runs(srv *githubtest.Server) []run {
 func TestProposeIsIdempotentAndReplacesAChangedPlan(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
+	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
 	p1 := plan("prod", sha, 2)
 	id1, err := f.client.Propose(ctx, p1)
 	if err != nil {
@@ -64,7 +64,7 @@ func TestProposeIsIdempotentAndReplacesAChangedPlan(t *testing.T) {
 	if diff := cmp.Diff(want, runs(f.srv)); diff != "" {
 		t.Errorf("check runs (-want +got):\n%s", diff)
 	}
-	r, _ := f.srv.CheckRun(owner, repo, id1+1)
+	r, _ := f.srv.Repo(owner, repo).CheckRun(id1 + 1)
 	for _, s := range []string{"svc-002", "`1.0.0` → `1.0.1`", "`sha256:222222222222`", "maintain", "acme/sre", p2.PlanHash} {
 		if !strings.Contains(r.Summary, s) {
 			t.Errorf("summary lacks %q:\n%s", s, r.Summary)
@@ -78,8 +78,8 @@ func TestProposeIsIdempotentAndReplacesAChangedPlan(t *testing.T) {
 func TestSupersedeApplyFinish(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	old := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
-	newer := f.srv.Commit(owner, repo, "main", map[string]string{"a": "2"}, "two")
+	old := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "one")
+	newer := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "2"}, "two")
 	pOld, pNew := plan("prod", old, 1), plan("prod", newer, 2)
 	for _, p := range []*reconcile.Plan{pOld, pNew} {
 		if _, err := f.client.Propose(ctx, p); err != nil {
@@ -92,7 +92,7 @@ func TestSupersedeApplyFinish(t *testing.T) {
 	if err := f.client.Applying(ctx, pNew, "maria"); err != nil {
 		t.Fatalf("Applying: %v", err)
 	}
-	if got := f.srv.CheckRuns(owner, repo)[1]; got.Status != "in_progress" || !strings.Contains(got.Title, "@maria") || len(got.Actions) != 0 {
+	if got := f.srv.Repo(owner, repo).CheckRuns()[1]; got.Status != "in_progress" || !strings.Contains(got.Title, "@maria") || len(got.Actions) != 0 {
 		t.Errorf("approved run: status %q title %q actions %v", got.Status, got.Title, got.Actions)
 	}
 	res := &reconcile.Result{Plan: pNew, Workloads: []reconcile.WorkloadResult{
@@ -109,7 +109,7 @@ func TestSupersedeApplyFinish(t *testing.T) {
 	if diff := cmp.Diff(want, runs(f.srv)); diff != "" {
 		t.Errorf("check runs (-want +got):\n%s", diff)
 	}
-	all := f.srv.CheckRuns(owner, repo)
+	all := f.srv.Repo(owner, repo).CheckRuns()
 	if !strings.Contains(all[0].Title, "Superseded by "+newer[:7]) {
 		t.Errorf("superseded title = %q", all[0].Title)
 	}
@@ -123,7 +123,7 @@ func TestSupersedeApplyFinish(t *testing.T) {
 func TestSkipConfirmationGetsACheckRunToo(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
+	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "one")
 	p := plan("devel", sha, 1)
 	p.SkipConfirmation = true
 	if err := f.client.Applying(ctx, p, ""); err != nil {
@@ -142,7 +142,7 @@ func TestSkipConfirmationGetsACheckRunToo(t *testing.T) {
 func TestPlanLargerThanTheSummaryLimit(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
+	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "one")
 	p := plan("prod", sha, 2000)
 	if full := github.RenderPlan(p, "", ""); !strings.Contains(full.Summary, "Cut to fit") {
 		t.Fatalf("a 2000-change plan was not cut (len %d)", len(full.Summary))
@@ -151,7 +151,7 @@ func TestPlanLargerThanTheSummaryLimit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Propose: %v", err)
 	}
-	r, _ := f.srv.CheckRun(owner, repo, id)
+	r, _ := f.srv.Repo(owner, repo).CheckRun(id)
 	if n := len([]rune(r.Summary)); n > github.SummaryLimit {
 		t.Errorf("summary has %d characters", n)
 	}
@@ -163,13 +163,13 @@ func TestPlanLargerThanTheSummaryLimit(t *testing.T) {
 func TestRetriesOnBadGatewayAndRateLimits(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
+	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "one")
 	const create, update = "/repos/{owner}/{repo}/check-runs", "/repos/{owner}/{repo}/check-runs/{check_run_id}"
-	f.srv.Inject(githubtest.Fault{Method: "POST", Route: create, Status: http.StatusInternalServerError})
-	f.srv.Inject(githubtest.Fault{Method: "POST", Route: create, Status: http.StatusBadGateway})
-	f.srv.Inject(githubtest.Fault{Method: "POST", Route: create, Status: http.StatusTooManyRequests, RetryAfter: time.Second})
-	f.srv.Inject(githubtest.Fault{Method: "PATCH", Route: update, Status: http.StatusForbidden, RateLimitReset: time.Now().Add(time.Second)})
-	f.srv.Inject(githubtest.Fault{Method: "PATCH", Route: update, Status: http.StatusServiceUnavailable})
+	f.srv.Faults().Inject(githubtest.Fault{Method: "POST", Route: create, Status: http.StatusInternalServerError})
+	f.srv.Faults().Inject(githubtest.Fault{Method: "POST", Route: create, Status: http.StatusBadGateway})
+	f.srv.Faults().Inject(githubtest.Fault{Method: "POST", Route: create, Status: http.StatusTooManyRequests, RetryAfter: time.Second})
+	f.srv.Faults().Inject(githubtest.Fault{Method: "PATCH", Route: update, Status: http.StatusForbidden, RateLimitReset: time.Now().Add(time.Second)})
+	f.srv.Faults().Inject(githubtest.Fault{Method: "PATCH", Route: update, Status: http.StatusServiceUnavailable})
 	p := plan("prod", sha, 1)
 	if _, err := f.client.Propose(ctx, p); err != nil {
 		t.Fatalf("Propose through 500, 502, 429: %v", err)
@@ -177,7 +177,7 @@ func TestRetriesOnBadGatewayAndRateLimits(t *testing.T) {
 	if err := f.client.Applying(ctx, p, "maria"); err != nil {
 		t.Fatalf("Applying through 403 rate limit, 503: %v", err)
 	}
-	if n := f.srv.FaultsLeft(); n != 0 {
+	if n := f.srv.Faults().Left(); n != 0 {
 		t.Errorf("%d faults not reached", n)
 	}
 	want := []run{{"stagehand/prod", sha, "in_progress", "", p.PlanHash, nil}}
@@ -203,7 +203,7 @@ stagehand_github_retries_total{reason="unavailable"} %d
 	retries(2, 3) // 429 and 403; 500, 502 and 503
 
 	// Bounded: a fault that outlasts the attempts surfaces as an error.
-	f.srv.Inject(githubtest.Fault{Method: "PATCH", Route: update, Status: http.StatusBadGateway, Times: 10})
+	f.srv.Faults().Inject(githubtest.Fault{Method: "PATCH", Route: update, Status: http.StatusBadGateway, Times: 10})
 	err := f.client.Supersede(ctx, "prod", sha, "", "0123456789")
 	if err == nil {
 		// the run is in progress, not awaiting: Supersede has nothing to update; use Finished instead
@@ -212,7 +212,7 @@ stagehand_github_retries_total{reason="unavailable"} %d
 	if err == nil || !strings.Contains(err.Error(), "502") {
 		t.Errorf("err = %v, want the 502 after the last attempt", err)
 	}
-	if left := f.srv.FaultsLeft(); left != 6 {
+	if left := f.srv.Faults().Left(); left != 6 {
 		t.Errorf("faults left = %d, want 6 (4 attempts used)", left)
 	}
 	retries(2, 6) // and 3 retries of the 4 attempts
@@ -223,18 +223,18 @@ func TestInstallationTokenRefreshAndRootURL(t *testing.T) {
 	// Tokens living 30s are renewed by internal/ghapp before each use (it renews within a minute of expiry).
 	// An apiURL given as the Enterprise host alone (no /api/v3) reaches the API too.
 	f := newFixtureWith(t, []githubtest.Option{githubtest.WithTokenTTL(30 * time.Second)})
-	sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
+	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "one")
 	for i := range 3 {
 		if _, err := f.client.Propose(ctx, plan("prod", sha, i+1)); err != nil {
 			t.Fatalf("Propose %d: %v", i, err)
 		}
 	}
-	if n := f.srv.TokensIssued(); n < 3 {
+	if n := f.srv.App().TokensIssued(); n < 3 {
 		t.Errorf("tokens issued = %d, want one per use (at least 3)", n)
 	}
 
 	g := newFixture(t, func(c *config.GitHub) { c.APIURL = strings.TrimSuffix(c.APIURL, "/api/v3") })
-	sha = g.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
+	sha = g.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "one")
 	if _, err := g.client.Propose(ctx, plan("prod", sha, 1)); err != nil {
 		t.Fatalf("Propose against the root URL: %v", err)
 	}
@@ -246,7 +246,7 @@ func TestInstallationTokenRefreshAndRootURL(t *testing.T) {
 func TestProposeKeepsAnApprovedRun(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
+	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
 	p1 := plan("prod", sha, 1)
 	id1, err := f.client.Propose(ctx, p1)
 	if err != nil {
@@ -260,10 +260,10 @@ func TestProposeKeepsAnApprovedRun(t *testing.T) {
 	if _, _, err := rest.Checks.UpdateCheckRun(ctx, owner, repo, id1, gh.UpdateCheckRunOptions{Name: "stagehand/prod", Status: gh.String("in_progress")}); err != nil {
 		t.Fatal(err)
 	}
-	if again, err := f.client.Propose(ctx, p1); err != nil || again != id1 || len(f.srv.CheckRuns(owner, repo)) != 1 {
-		t.Fatalf("Propose while approved = %d, %v, %d runs; want the same run %d and no other", again, err, len(f.srv.CheckRuns(owner, repo)), id1)
+	if again, err := f.client.Propose(ctx, p1); err != nil || again != id1 || len(f.srv.Repo(owner, repo).CheckRuns()) != 1 {
+		t.Fatalf("Propose while approved = %d, %v, %d runs; want the same run %d and no other", again, err, len(f.srv.Repo(owner, repo).CheckRuns()), id1)
 	}
-	if r, _ := f.srv.CheckRun(owner, repo, id1); r.Status != "in_progress" {
+	if r, _ := f.srv.Repo(owner, repo).CheckRun(id1); r.Status != "in_progress" {
 		t.Errorf("a fresh click: run %s, want kept in progress", r.Status)
 	}
 
@@ -271,13 +271,13 @@ func TestProposeKeepsAnApprovedRun(t *testing.T) {
 	// pending plans): the replica that took it stopped before the leader heard of it. The run gets its plan
 	// and buttons back.
 	markClicked(t, f.srv, id1, time.Now().Add(-github.DefaultLostClickAfter-time.Minute), "Approved by @maria, applying")
-	if again, err := f.client.Propose(ctx, p1); err != nil || again != id1 || len(f.srv.CheckRuns(owner, repo)) != 1 {
-		t.Fatalf("Propose after a lost click = %d, %v, %d runs; want the same run %d and no other", again, err, len(f.srv.CheckRuns(owner, repo)), id1)
+	if again, err := f.client.Propose(ctx, p1); err != nil || again != id1 || len(f.srv.Repo(owner, repo).CheckRuns()) != 1 {
+		t.Fatalf("Propose after a lost click = %d, %v, %d runs; want the same run %d and no other", again, err, len(f.srv.Repo(owner, repo).CheckRuns()), id1)
 	}
 	if diff := cmp.Diff([]run{{"stagehand/prod", sha, "completed", "action_required", p1.PlanHash, []string{"approve", "reject"}}}, runs(f.srv)); diff != "" {
 		t.Errorf("after a lost click (-want +got):\n%s", diff)
 	}
-	r, _ := f.srv.CheckRun(owner, repo, id1)
+	r, _ := f.srv.Repo(owner, repo).CheckRun(id1)
 	for _, want := range []string{"Lost: “Approved by @maria, applying”", "decide again", "**Awaiting approval.**", p1.PlanHash} {
 		if !strings.Contains(r.Summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, r.Summary)
@@ -326,8 +326,8 @@ func TestGateProposeRateLimited(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
-			f.srv.Inject(tc.fault)
+			sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "one")
+			f.srv.Faults().Inject(tc.fault)
 			_, err := github.NewGate(f.client).Propose(ctx, approval.Proposal{Environment: "prod", Revision: sha, Plan: plan("prod", sha, 1)})
 			var rl *approval.RateLimitedError
 			if !errors.As(err, &rl) {

@@ -23,7 +23,7 @@ func TestCheckRunTimesOnGitHubsClock(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
+			sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
 			before := time.Now().Add(-2 * time.Second)
 			if _, err := c.Propose(ctx, plan("prod", sha, 2)); err != nil {
 				t.Fatal(err)
@@ -33,7 +33,7 @@ func TestCheckRunTimesOnGitHubsClock(t *testing.T) {
 				t.Fatal(err)
 			}
 			after := time.Now().Add(2 * time.Second)
-			rs := f.srv.CheckRuns(owner, repo)
+			rs := f.srv.Repo(owner, repo).CheckRuns()
 			if len(rs) != 2 {
 				t.Fatalf("%d check runs, want 2", len(rs))
 			}
@@ -61,12 +61,12 @@ func TestRateLimitResetOnGitHubsClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
+	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "one")
 	p := plan("prod", sha, 1)
 	if _, err := c.Propose(ctx, p); err != nil { // the client reads GitHub's clock from these answers
 		t.Fatal(err)
 	}
-	f.srv.Inject(githubtest.Fault{Method: "PATCH", Route: "/repos/{owner}/{repo}/check-runs/{check_run_id}", Status: http.StatusForbidden,
+	f.srv.Faults().Inject(githubtest.Fault{Method: "PATCH", Route: "/repos/{owner}/{repo}/check-runs/{check_run_id}", Status: http.StatusForbidden,
 		RateLimitReset: time.Now().Add(time.Second)})
 	start := time.Now()
 	if err := c.Applying(ctx, p, "maria"); err != nil {
@@ -75,7 +75,7 @@ func TestRateLimitResetOnGitHubsClock(t *testing.T) {
 	if took := time.Since(start); took > 4*time.Second {
 		t.Errorf("waited %s for a rate limit ending a second later", took.Round(100*time.Millisecond))
 	}
-	if n := f.srv.FaultsLeft(); n != 0 {
+	if n := f.srv.Faults().Left(); n != 0 {
 		t.Errorf("%d faults not reached", n)
 	}
 }

@@ -43,7 +43,7 @@ func (f *flow) waitDeployments(n int, state string) []githubtest.Deployment {
 	deadline := time.Now().Add(30 * time.Second)
 	var ds []githubtest.Deployment
 	for time.Now().Before(deadline) {
-		ds = f.gh.Deployments(owner, repo)
+		ds = f.gh.Repo(owner, repo).Deployments()
 		if len(ds) == n && ds[n-1].State() == state {
 			return ds
 		}
@@ -136,7 +136,7 @@ func TestFlowDeploymentsSkipConfirmation(t *testing.T) {
 	f.cfg.GitHub.Deployments = deploymentsConfig
 	files := map[string]string{"environments/prod/manifest.json": `{"skipConfirmation": true, "services": [{"name": "api", "containers": [{"dockerTag": "1.0.1"}]}]}`}
 	sha := f.git.Repo("manifests").Commit(t, "main", files, "api 1.0.1, no approval")
-	f.gh.MirrorCommit(owner, repo, "main", sha, files, "api 1.0.1, no approval")
+	f.gh.Repo(owner, repo).MirrorCommit("main", sha, files, "api 1.0.1, no approval")
 	f.start()
 	f.waitImage("1.0.1")
 	d := f.waitDeployments(1, "success")[0]
@@ -159,7 +159,7 @@ func TestFlowDeploymentsGitHubDown(t *testing.T) {
 	sha := f.commit("1.0.1")
 	const route = "/repos/{owner}/{repo}/deployments"
 	// Down for both the start and the end of the apply: every attempt of both (5 each) answers 500.
-	f.gh.Inject(githubtest.Fault{Method: "POST", Route: route, Status: http.StatusInternalServerError, Times: 10})
+	f.gh.Faults().Inject(githubtest.Fault{Method: "POST", Route: route, Status: http.StatusInternalServerError, Times: 10})
 	f.start()
 	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
 	f.click(run.ID, "approve", "maria", secret)
@@ -172,18 +172,18 @@ func TestFlowDeploymentsGitHubDown(t *testing.T) {
 	if n := f.gateFailures(); n != 2 {
 		t.Errorf("stagehand_failures_total{stage=gate} = %v, want 2 (start and end)", n)
 	}
-	if n := f.gh.FaultsLeft(); n != 0 {
+	if n := f.gh.Faults().Left(); n != 0 {
 		t.Errorf("%d faults never reached", n)
 	}
 	if h := f.history(); len(h) != 1 || h[0].Result != approval.ResultSucceeded {
 		t.Errorf("history = %+v, want one success despite GitHub's 500s", h)
 	}
-	if ds := f.gh.Deployments(owner, repo); len(ds) != 0 {
+	if ds := f.gh.Repo(owner, repo).Deployments(); len(ds) != 0 {
 		t.Errorf("deployments = %+v, want none", ds)
 	}
 
 	// Down only when the apply starts (its 5 attempts): the end creates the deployment with all its statuses.
-	f.gh.Inject(githubtest.Fault{Method: "POST", Route: route, Status: http.StatusInternalServerError, Times: 5})
+	f.gh.Faults().Inject(githubtest.Fault{Method: "POST", Route: route, Status: http.StatusInternalServerError, Times: 5})
 	newer := f.commit("1.0.2")
 	f.trigger()
 	run = f.waitRun(newer, "awaiting approval", awaitingApproval)
@@ -222,7 +222,7 @@ func TestDeploymentsOutcomes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			f := newFixture(t)
-			sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/prod/manifest.json": "{}"}, "bump")
+			sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"environments/prod/manifest.json": "{}"}, "bump")
 			g := github.NewDeployments(f.client, config.GitHubDeployments{Enabled: true})
 			p := plan("prod", sha, 2)
 			prop := approval.Proposal{Environment: "prod", Revision: sha, Plan: p}
@@ -232,7 +232,7 @@ func TestDeploymentsOutcomes(t *testing.T) {
 			if err := g.Completed(ctx, prop, tc.outcome); err != nil {
 				t.Fatalf("Completed: %v", err)
 			}
-			ds := f.srv.Deployments(owner, repo)
+			ds := f.srv.Repo(owner, repo).Deployments()
 			if tc.states == nil {
 				if len(ds) != 0 {
 					t.Errorf("deployments for a rejected plan: %+v", ds)
@@ -271,7 +271,7 @@ func TestDeploymentsReleaseWait(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			f := newFixture(t)
-			sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/devel/manifest.json": "{}"}, "bump")
+			sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"environments/devel/manifest.json": "{}"}, "bump")
 			g := github.NewDeployments(f.client, config.GitHubDeployments{Enabled: true})
 			prop := approval.Proposal{Environment: "devel", Revision: sha, Plan: plan("devel", sha, 2)}
 			if err := g.Started(ctx, prop, approval.AutoApprover); err != nil {
@@ -284,7 +284,7 @@ func TestDeploymentsReleaseWait(t *testing.T) {
 					t.Fatalf("Propose(release) = %+v, %v; want no decision", dec, err)
 				}
 			}
-			ds := f.srv.Deployments(owner, repo)
+			ds := f.srv.Repo(owner, repo).Deployments()
 			if len(ds) != 1 {
 				t.Fatalf("%d deployments, want 1", len(ds))
 			}
@@ -297,7 +297,7 @@ func TestDeploymentsReleaseWait(t *testing.T) {
 			if err := g.Completed(ctx, prop, tc.outcome); err != nil {
 				t.Fatal(err)
 			}
-			if ds = f.srv.Deployments(owner, repo); len(ds) != 1 || ds[0].State() != tc.final {
+			if ds = f.srv.Repo(owner, repo).Deployments(); len(ds) != 1 || ds[0].State() != tc.final {
 				t.Errorf("deployments %+v, want one ending %s", ds, tc.final)
 			}
 		})
@@ -308,14 +308,14 @@ func TestDeploymentsReleaseWait(t *testing.T) {
 func TestDeploymentsPayloadTrimmed(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/prod/manifest.json": "{}"}, "bump")
+	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"environments/prod/manifest.json": "{}"}, "bump")
 	p := plan("prod", sha, 1000)
 	g := github.NewDeployments(f.client, config.GitHubDeployments{Enabled: true})
 	if err := g.Completed(ctx, approval.Proposal{Environment: "prod", Revision: sha, Plan: p},
 		approval.Outcome{Result: approval.ResultSucceeded, Approver: "maria"}); err != nil {
 		t.Fatal(err)
 	}
-	ds := f.srv.Deployments(owner, repo)
+	ds := f.srv.Repo(owner, repo).Deployments()
 	if len(ds) != 1 {
 		t.Fatalf("%d deployments", len(ds))
 	}
@@ -362,7 +362,7 @@ func (f *flow) gateFailures() float64 {
 func TestDeploymentsStarted(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	sha := f.srv.Commit(owner, repo, "main", map[string]string{"environments/prod/manifest.json": "{}"}, "bump")
+	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"environments/prod/manifest.json": "{}"}, "bump")
 	p := plan("prod", sha, 2)
 	prop := approval.Proposal{Environment: "prod", Revision: sha, Plan: p}
 	// An older plan of the same commit, finished: not the one to complete.
@@ -375,7 +375,7 @@ func TestDeploymentsStarted(t *testing.T) {
 	if err := g.Started(ctx, prop, "maria"); err != nil {
 		t.Fatalf("Started: %v", err)
 	}
-	ds := f.srv.Deployments(owner, repo)
+	ds := f.srv.Repo(owner, repo).Deployments()
 	if len(ds) != 2 || ds[1].State() != "in_progress" {
 		t.Fatalf("after Started: %+v, want a second deployment in progress", ds)
 	}
@@ -386,7 +386,7 @@ func TestDeploymentsStarted(t *testing.T) {
 	if err := again.Completed(ctx, prop, approval.Outcome{Result: approval.ResultSucceeded, Approver: "maria"}); err != nil {
 		t.Fatalf("Completed: %v", err)
 	}
-	ds = f.srv.Deployments(owner, repo)
+	ds = f.srv.Repo(owner, repo).Deployments()
 	if len(ds) != 2 {
 		t.Fatalf("%d deployments, want 2", len(ds))
 	}

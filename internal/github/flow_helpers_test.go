@@ -95,15 +95,15 @@ func newFlow(t *testing.T) *flow {
 	env := cluster.Env(t)
 	f := &flow{t: t, gh: githubtest.New(t), git: gitserver.New(t), reg: registrytest.New(t), ns: env.Namespace(t), cache: t.TempDir()}
 	f.gh.CreateRepo(owner, repo, "main")
-	f.gh.SetPermission(owner, repo, "maria", "maintain")
-	f.gh.SetPermission(owner, repo, "wendy", "write")
+	f.gh.Repo(owner, repo).SetPermission("maria", "maintain")
+	f.gh.Repo(owner, repo).SetPermission("wendy", "write")
 	for _, tag := range []string{"1.0.0", "1.0.1", "1.0.2"} {
 		f.reg.Push(t, "team/api", tag)
 	}
 	env.CreateDeployment(t, f.ns, "api", f.reg.Ref("team/api", "1.0.0"))
 	dir := t.TempDir()
 	key, hook := filepath.Join(dir, "app.pem"), filepath.Join(dir, "hook")
-	if err := os.WriteFile(key, f.gh.AppPrivateKeyPEM(), 0o600); err != nil {
+	if err := os.WriteFile(key, f.gh.App().PrivateKeyPEM(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(hook, []byte(secret), 0o600); err != nil {
@@ -116,7 +116,7 @@ func newFlow(t *testing.T) *flow {
 		Registry:     config.Registry{Insecure: []string{f.reg.Host()}},
 		GitHub: config.GitHub{
 			APIURL: f.gh.URL(), Owner: owner, Repo: repo, WebhookSecretFile: hook, DetailsURL: "https://stagehand.example.com",
-			App:       &config.GitHubApp{AppID: f.gh.AppID(), InstallationID: f.gh.InstallationID(), PrivateKeyFile: key},
+			App:       &config.GitHubApp{AppID: f.gh.App().ID(), InstallationID: f.gh.App().InstallationID(), PrivateKeyFile: key},
 			Approvers: config.Approvers{MinPermission: "maintain"},
 		},
 		Locks: config.Locks{Storage: "memory", Namespace: f.ns},
@@ -134,7 +134,7 @@ func (f *flow) commit(tag string) string {
 	f.t.Helper()
 	files := map[string]string{"environments/prod/manifest.json": `{"services": [{"name": "api", "containers": [{"dockerTag": "` + tag + `"}]}]}`}
 	sha := f.git.Commit(f.t, "manifests", "main", files, "api "+tag)
-	f.gh.MirrorCommit(owner, repo, "main", sha, files, "api "+tag)
+	f.gh.Repo(owner, repo).MirrorCommit("main", sha, files, "api "+tag)
 	return sha
 }
 
@@ -268,7 +268,7 @@ func (f *flow) waitPreview(sha string) githubtest.CheckRun {
 	f.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		for _, r := range f.gh.CheckRuns(owner, repo) {
+		for _, r := range f.gh.Repo(owner, repo).CheckRuns() {
 			if r.HeadSHA == sha && r.Name == "stagehand/prod preview" && r.Status == "completed" {
 				return r
 			}
@@ -285,7 +285,7 @@ func (f *flow) waitRun(sha, what string, ok func(githubtest.CheckRun) bool) gith
 	deadline := time.Now().Add(30 * time.Second)
 	var last githubtest.CheckRun
 	for time.Now().Before(deadline) {
-		for _, r := range f.gh.CheckRuns(owner, repo) {
+		for _, r := range f.gh.Repo(owner, repo).CheckRuns() {
 			if r.HeadSHA == sha && r.Name == "stagehand/prod" {
 				last = r
 			}
@@ -310,7 +310,7 @@ func concluded(c string) func(githubtest.CheckRun) bool {
 // click delivers the check_run requested_action webhook for run id.
 func (f *flow) click(id int64, action, sender, withSecret string) (int, githubtest.Delivery) {
 	f.t.Helper()
-	d := f.gh.CheckRunActionDelivery(owner, repo, id, action, sender)
+	d := f.gh.Webhooks(owner, repo).CheckRunAction(id, action, sender)
 	return f.send(d, withSecret), d
 }
 
@@ -357,7 +357,7 @@ func (f *flow) waitRunID(id int64, what string, ok func(githubtest.CheckRun) boo
 	f.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		r, _ := f.gh.CheckRun(owner, repo, id)
+		r, _ := f.gh.Repo(owner, repo).CheckRun(id)
 		if ok(r) {
 			return r
 		}

@@ -18,8 +18,8 @@ func TestFlowApprove(t *testing.T) {
 	f := newFlow(t)
 	sha := f.commit("1.0.1")
 	// GitHub is flaky while the plan is proposed and while the result is reported: retried, nothing lost.
-	f.gh.Inject(githubtest.Fault{Method: "POST", Route: "/repos/{owner}/{repo}/check-runs", Status: http.StatusBadGateway, Times: 2})
-	f.gh.Inject(githubtest.Fault{Method: "GET", Route: "/repos/{owner}/{repo}/commits/{ref}/check-runs", Status: http.StatusTooManyRequests, RetryAfter: time.Second})
+	f.gh.Faults().Inject(githubtest.Fault{Method: "POST", Route: "/repos/{owner}/{repo}/check-runs", Status: http.StatusBadGateway, Times: 2})
+	f.gh.Faults().Inject(githubtest.Fault{Method: "GET", Route: "/repos/{owner}/{repo}/commits/{ref}/check-runs", Status: http.StatusTooManyRequests, RetryAfter: time.Second})
 	f.start()
 	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
 	if !strings.Contains(run.Summary, "`1.0.0` → `1.0.1`") || !strings.HasPrefix(run.ExternalID, "sha256:") {
@@ -46,7 +46,7 @@ func TestFlowApprove(t *testing.T) {
 		t.Fatalf("applied after a refused click: %s", f.image())
 	}
 
-	f.gh.Inject(githubtest.Fault{Method: "PATCH", Route: "/repos/{owner}/{repo}/check-runs/{check_run_id}", Status: http.StatusServiceUnavailable, Times: 2})
+	f.gh.Faults().Inject(githubtest.Fault{Method: "PATCH", Route: "/repos/{owner}/{repo}/check-runs/{check_run_id}", Status: http.StatusServiceUnavailable, Times: 2})
 	code, delivery := f.click(run.ID, "approve", "maria", secret)
 	if code != http.StatusOK {
 		t.Fatalf("approve: %d", code)
@@ -56,7 +56,7 @@ func TestFlowApprove(t *testing.T) {
 	if !strings.Contains(run.Summary, "Approved by @maria") || !strings.Contains(run.Summary, "Deployment/api") {
 		t.Errorf("result summary:\n%s", run.Summary)
 	}
-	if n := f.gh.FaultsLeft(); n != 0 {
+	if n := f.gh.Faults().Left(); n != 0 {
 		t.Errorf("%d injected faults never reached", n)
 	}
 	// A replayed delivery is dropped: nothing decided or written again.
@@ -127,7 +127,7 @@ func TestFlowSupersededCommit(t *testing.T) {
 	if f.image() != f.reg.Ref("team/api", "1.0.0") {
 		t.Errorf("superseded plan applied: %s", f.image())
 	}
-	if r, _ := f.gh.CheckRun(owner, repo, oldRun.ID); r.Conclusion != "neutral" || !strings.HasPrefix(r.Title, "Superseded by") {
+	if r, _ := f.gh.Repo(owner, repo).CheckRun(oldRun.ID); r.Conclusion != "neutral" || !strings.HasPrefix(r.Title, "Superseded by") {
 		t.Errorf("old run after the click: %s/%s %q", r.Status, r.Conclusion, r.Title)
 	}
 }
@@ -161,7 +161,7 @@ func TestFlowRestartWithPendingApproval(t *testing.T) {
 	f.click(run.ID, "approve", "maria", secret)
 	f.waitImage("1.0.1")
 	f.waitRun(sha, "success", concluded("success"))
-	if n := len(f.gh.CheckRuns(owner, repo)); n != 1 {
+	if n := len(f.gh.Repo(owner, repo).CheckRuns()); n != 1 {
 		t.Errorf("%d check runs, want the one proposed before the restart", n)
 	}
 }
@@ -172,9 +172,9 @@ func TestFlowPullRequestPreview(t *testing.T) {
 	f.start()
 	files := map[string]string{"environments/prod/manifest.json": `{"services": [{"name": "api", "containers": [{"dockerTag": "1.0.2"}]}]}`}
 	head := f.git.Repo("manifests").Commit(t, "bump-api", files, "api 1.0.2")
-	f.gh.MirrorCommit(owner, repo, "bump-api", head, files, "api 1.0.2")
-	n := f.gh.OpenPullRequest(owner, repo, "bump-api", "main", "Bump api to 1.0.2", "maria")
-	if code := f.send(f.gh.PullRequestDelivery(owner, repo, n, "opened", "maria"), secret); code != http.StatusOK {
+	f.gh.Repo(owner, repo).MirrorCommit("bump-api", head, files, "api 1.0.2")
+	n := f.gh.Repo(owner, repo).OpenPullRequest("bump-api", "main", "Bump api to 1.0.2", "maria")
+	if code := f.send(f.gh.Webhooks(owner, repo).PullRequest(n, "opened", "maria"), secret); code != http.StatusOK {
 		t.Fatalf("pull_request delivery: %d", code)
 	}
 	preview := f.waitPreview(head)
@@ -200,7 +200,7 @@ func TestFlowPlanLargerThanTheSummaryLimit(t *testing.T) {
 	}
 	files := map[string]string{"environments/prod/manifest.json": `{"services": [` + strings.Join(services, ",\n") + `]}`}
 	sha := f.git.Repo("manifests").Commit(t, "main", files, "many services")
-	f.gh.MirrorCommit(owner, repo, "main", sha, files, "many services")
+	f.gh.Repo(owner, repo).MirrorCommit("main", sha, files, "many services")
 	f.start()
 	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
 	if n := len([]rune(run.Summary)); n > github.SummaryLimit || n < github.SummaryLimit-2000 {
@@ -233,7 +233,7 @@ func TestFlowDriftReplacesTheCheck(t *testing.T) {
 	if !strings.Contains(fresh.Summary, "`1.0.2` → `1.0.1`") {
 		t.Errorf("fresh run:\n%s", fresh.Summary)
 	}
-	if old, _ := f.gh.CheckRun(owner, repo, run.ID); old.Conclusion != "neutral" || old.Title != "Replaced: the plan changed" {
+	if old, _ := f.gh.Repo(owner, repo).CheckRun(run.ID); old.Conclusion != "neutral" || old.Title != "Replaced: the plan changed" {
 		t.Errorf("old run: %s/%s %q", old.Status, old.Conclusion, old.Title)
 	}
 	// Approving the fresh plan deploys it.
@@ -277,7 +277,7 @@ func TestFlowRejectionSticks(t *testing.T) {
 	if got := f.gh.CountRequests("POST", create) - before; got != 0 {
 		t.Errorf("%d check runs created after the rejection, want 0", got)
 	}
-	if r, _ := f.gh.CheckRun(owner, repo, run.ID); r.Status != "completed" || r.Conclusion != "cancelled" {
+	if r, _ := f.gh.Repo(owner, repo).CheckRun(run.ID); r.Status != "completed" || r.Conclusion != "cancelled" {
 		t.Errorf("the rejected run is %s/%s, want completed/cancelled", r.Status, r.Conclusion)
 	}
 	if f.image() != f.reg.Ref("team/api", "1.0.0") {

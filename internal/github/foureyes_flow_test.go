@@ -14,7 +14,7 @@ func (f *flow) commitMessage(tag, message string) string {
 	f.t.Helper()
 	files := map[string]string{"environments/prod/manifest.json": `{"services": [{"name": "api", "containers": [{"dockerTag": "` + tag + `"}]}]}`}
 	sha := f.git.Commit(f.t, "manifests", "main", files, message)
-	f.gh.MirrorCommit(owner, repo, "main", sha, files, message)
+	f.gh.Repo(owner, repo).MirrorCommit("main", sha, files, message)
 	return sha
 }
 
@@ -48,11 +48,11 @@ func (f *flow) refusedBy(sha string, id int64, login string, want ...string) {
 // work) is kept out like its author.
 func TestFlowFourEyesCommitter(t *testing.T) {
 	f := newFlow(t)
-	f.gh.SetPermission(owner, repo, "mark", "admin")
-	f.gh.SetPermission(owner, repo, "quinn", "maintain")
+	f.gh.Repo(owner, repo).SetPermission("mark", "admin")
+	f.gh.Repo(owner, repo).SetPermission("quinn", "maintain")
 	f.setPolicy(config.Approvals{ForbidAuthors: true})
 	sha := f.commit("1.0.1")
-	f.gh.SetCommitPeople(owner, repo, sha, githubtest.Person{Login: "wendy", Name: "Wendy", Email: "wendy@acme.example"},
+	f.gh.Repo(owner, repo).SetCommitPeople(sha, githubtest.Person{Login: "wendy", Name: "Wendy", Email: "wendy@acme.example"},
 		githubtest.Person{Login: "quinn", Name: "Quinn", Email: "quinn@acme.example"})
 	f.start()
 	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
@@ -72,13 +72,13 @@ func TestFlowFourEyesCommitter(t *testing.T) {
 func TestFlowFourEyesPullRequest(t *testing.T) {
 	f := newFlow(t)
 	for _, login := range []string{"mark", "pat", "sam", "quinn"} {
-		f.gh.SetPermission(owner, repo, login, "maintain")
+		f.gh.Repo(owner, repo).SetPermission(login, "maintain")
 	}
 	f.setPolicy(config.Approvals{ForbidAuthors: true})
 	sha := f.commitMessage("1.0.1", "api 1.0.1\n\nCo-authored-by: Sam <4242+sam@users.noreply.github.com>\n")
-	f.gh.SetCommitAuthor(owner, repo, sha, "maria")
-	pr := f.gh.OpenPullRequest(owner, repo, "api-1.0.1", "main", "api 1.0.1", "pat")
-	f.gh.RecordMerge(owner, repo, pr, sha, "quinn")
+	f.gh.Repo(owner, repo).SetCommitAuthor(sha, "maria")
+	pr := f.gh.Repo(owner, repo).OpenPullRequest("api-1.0.1", "main", "api 1.0.1", "pat")
+	f.gh.Repo(owner, repo).RecordMerge(pr, sha, "quinn")
 	f.start()
 	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
 	f.refusedBy(sha, run.ID, "sam", "(as sam)")
@@ -102,10 +102,10 @@ func TestFlowFourEyesPullRequest(t *testing.T) {
 // not waved through.
 func TestFlowFourEyesUntiedEmail(t *testing.T) {
 	f := newFlow(t)
-	f.gh.SetPermission(owner, repo, "mark", "admin")
+	f.gh.Repo(owner, repo).SetPermission("mark", "admin")
 	f.setPolicy(config.Approvals{ForbidAuthors: true})
 	sha := f.commit("1.0.1")
-	f.gh.SetCommitPeople(owner, repo, sha, githubtest.Person{Name: "Ghost", Email: "ghost@elsewhere.example"},
+	f.gh.Repo(owner, repo).SetCommitPeople(sha, githubtest.Person{Name: "Ghost", Email: "ghost@elsewhere.example"},
 		githubtest.Person{Login: "maria", Name: "Maria", Email: "maria@acme.example"})
 	f.start()
 	run := f.waitRun(sha, "awaiting approval", awaitingApproval)

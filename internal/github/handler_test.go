@@ -44,11 +44,11 @@ func TestApprovalClicks(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			f := newFixture(t)
-			f.srv.SetPermission(owner, repo, "maria", "maintain")
-			f.srv.SetPermission(owner, repo, "wendy", "write")
-			f.srv.SetPermission(owner, repo, "stagehand", "admin")
+			f.srv.Repo(owner, repo).SetPermission("maria", "maintain")
+			f.srv.Repo(owner, repo).SetPermission("wendy", "write")
+			f.srv.Repo(owner, repo).SetPermission("stagehand", "admin")
 			f.srv.AddTeamMember("acme", "sre", "sam")
-			sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
+			sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "one")
 			p := plan("prod", sha, 2)
 			id, err := f.client.Propose(ctx, p)
 			if err != nil {
@@ -61,7 +61,7 @@ func TestApprovalClicks(t *testing.T) {
 				d.set("prod", "sha256:somethingelse")
 			}
 			h := newHandler(t, f.client, d, nil)
-			delivery := f.srv.CheckRunActionDelivery(owner, repo, id, tc.action, tc.sender)
+			delivery := f.srv.Webhooks(owner, repo).CheckRunAction(id, tc.action, tc.sender)
 			if err := h.HandleCheckRun(ctx, delivery.Body); err != nil {
 				t.Fatalf("HandleCheckRun: %v", err)
 			}
@@ -81,7 +81,7 @@ func TestApprovalClicks(t *testing.T) {
 			if diff := cmp.Diff([]run{tc.wantRun}, runs(f.srv)); diff != "" {
 				t.Errorf("check run (-want +got):\n%s", diff)
 			}
-			if got := f.srv.CheckRuns(owner, repo)[0].Summary; !strings.Contains(got, tc.wantInSum) {
+			if got := f.srv.Repo(owner, repo).CheckRuns()[0].Summary; !strings.Contains(got, tc.wantInSum) {
 				t.Errorf("summary lacks %q:\n%s", tc.wantInSum, got)
 			}
 		})
@@ -91,7 +91,7 @@ func TestApprovalClicks(t *testing.T) {
 func TestUnauthorisedClickTwiceKeepsOneNote(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
+	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "one")
 	p := plan("prod", sha, 1)
 	id, err := f.client.Propose(ctx, p)
 	if err != nil {
@@ -99,11 +99,11 @@ func TestUnauthorisedClickTwiceKeepsOneNote(t *testing.T) {
 	}
 	h := newHandler(t, f.client, newDecider(), nil)
 	for _, who := range []string{"eve", "mallory"} {
-		if err := h.HandleCheckRun(ctx, f.srv.CheckRunActionDelivery(owner, repo, id, "approve", who).Body); err != nil {
+		if err := h.HandleCheckRun(ctx, f.srv.Webhooks(owner, repo).CheckRunAction(id, "approve", who).Body); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s := f.srv.CheckRuns(owner, repo)[0].Summary
+	s := f.srv.Repo(owner, repo).CheckRuns()[0].Summary
 	if strings.Count(s, "may not approve") != 1 || !strings.Contains(s, "@mallory") || !strings.Contains(s, "svc-000") {
 		t.Errorf("summary after two unauthorised clicks:\n%s", s)
 	}
@@ -112,13 +112,13 @@ func TestUnauthorisedClickTwiceKeepsOneNote(t *testing.T) {
 func TestIgnoredDeliveries(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
-	other := f.srv.AddCheckRun(owner, repo, githubtestRun("ci/build", sha))
-	preview := f.srv.AddCheckRun(owner, repo, githubtestRun("stagehand/prod preview", sha))
+	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "one")
+	other := f.srv.Repo(owner, repo).AddCheckRun(githubtestRun("ci/build", sha))
+	preview := f.srv.Repo(owner, repo).AddCheckRun(githubtestRun("stagehand/prod preview", sha))
 	d := newDecider()
 	h := newHandler(t, f.client, d, nil)
 	for _, id := range []int64{other, preview} {
-		if err := h.HandleCheckRun(ctx, f.srv.CheckRunActionDelivery(owner, repo, id, "approve", "acme").Body); err != nil {
+		if err := h.HandleCheckRun(ctx, f.srv.Webhooks(owner, repo).CheckRunAction(id, "approve", "acme").Body); err != nil {
 			t.Errorf("HandleCheckRun: %v", err)
 		}
 	}
@@ -130,7 +130,7 @@ func TestIgnoredDeliveries(t *testing.T) {
 	}
 	d.set("prod", p.PlanHash)
 	var ev map[string]any
-	if err := json.Unmarshal(f.srv.CheckRunActionDelivery(owner, repo, id, "approve", "acme").Body, &ev); err != nil {
+	if err := json.Unmarshal(f.srv.Webhooks(owner, repo).CheckRunAction(id, "approve", "acme").Body, &ev); err != nil {
 		t.Fatal(err)
 	}
 	ev["check_run"].(map[string]any)["app"].(map[string]any)["id"] = 999
@@ -159,16 +159,16 @@ func (p previewer) Preview(_ context.Context, _, rev string) ([]github.Preview, 
 func TestPullRequestPreview(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	f.srv.Commit(owner, repo, "bump", map[string]string{"environments/prod/api.json": "{}"}, "bump api")
-	n := f.srv.OpenPullRequest(owner, repo, "bump", "main", "Bump api", "maria")
+	f.srv.Repo(owner, repo).Commit("bump", map[string]string{"environments/prod/api.json": "{}"}, "bump api")
+	n := f.srv.Repo(owner, repo).OpenPullRequest("bump", "main", "Bump api", "maria")
 	h := newHandler(t, f.client, newDecider(), previewer{"devel": errors.New("environments/devel/manifest.json:3:5: unknown key")})
 	for _, action := range []string{"opened", "synchronize", "closed"} {
-		if err := h.HandlePullRequest(ctx, f.srv.PullRequestDelivery(owner, repo, n, action, "maria").Body); err != nil {
+		if err := h.HandlePullRequest(ctx, f.srv.Webhooks(owner, repo).PullRequest(n, action, "maria").Body); err != nil {
 			t.Fatalf("%s: %v", action, err)
 		}
 		h.Wait() // the preview is computed after the webhook was answered
 	}
-	head := f.srv.Branch(owner, repo, "bump")
+	head := f.srv.Repo(owner, repo).Branch("bump")
 	want := []run{
 		{"stagehand/devel preview", head, "completed", "neutral", plan("devel", head, 1).PlanHash, nil},
 		{"stagehand/prod preview", head, "completed", "neutral", plan("prod", head, 1).PlanHash, nil},
@@ -176,7 +176,7 @@ func TestPullRequestPreview(t *testing.T) {
 	if diff := cmp.Diff(want, runs(f.srv)); diff != "" {
 		t.Errorf("preview runs, one per environment, updated in place (-want +got):\n%s", diff)
 	}
-	all := f.srv.CheckRuns(owner, repo)
+	all := f.srv.Repo(owner, repo).CheckRuns()
 	if !strings.Contains(all[0].Title, "unknown key") || !strings.Contains(all[1].Summary, "Merging this pull request") {
 		t.Errorf("previews: %q / %q", all[0].Title, all[1].Summary)
 	}
@@ -205,8 +205,8 @@ func (d slowDecider) Reject(ctx context.Context, env, _ string, why approval.Why
 func TestClickAnsweredBeforeTheDecision(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	f.srv.SetPermission(owner, repo, "maria", "maintain")
-	sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
+	f.srv.Repo(owner, repo).SetPermission("maria", "maintain")
+	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "one")
 	p := plan("prod", sha, 1)
 	id, err := f.client.Propose(ctx, p)
 	if err != nil {
@@ -218,14 +218,14 @@ func TestClickAnsweredBeforeTheDecision(t *testing.T) {
 	d := slowDecider{started: make(chan string, 1), release: make(chan error)}
 	var unshown []error
 	h := newHandler(t, f.client, d, nil, github.OnDecisionError(func(err error) { unshown = append(unshown, err) }))
-	if err := h.HandleCheckRun(ctx, f.srv.CheckRunActionDelivery(owner, repo, id, "approve", "maria").Body); err != nil {
+	if err := h.HandleCheckRun(ctx, f.srv.Webhooks(owner, repo).CheckRunAction(id, "approve", "maria").Body); err != nil {
 		t.Fatalf("HandleCheckRun: %v", err)
 	}
 	// HandleCheckRun returned while the decider has not answered.
 	if got := <-d.started; got != "approve prod github:maria" {
 		t.Errorf("decision %q", got)
 	}
-	r, _ := f.srv.CheckRun(owner, repo, id)
+	r, _ := f.srv.Repo(owner, repo).CheckRun(id)
 	if r.Status != "in_progress" || !strings.Contains(r.Title, "Approved by @maria") || len(r.Actions) != 0 {
 		t.Errorf("run while deciding: %s %q actions %v", r.Status, r.Title, r.Actions)
 	}
@@ -234,7 +234,7 @@ func TestClickAnsweredBeforeTheDecision(t *testing.T) {
 	}
 	d.release <- errors.New("planning revision abc: registry unreachable")
 	h.Wait()
-	r, _ = f.srv.CheckRun(owner, repo, id)
+	r, _ = f.srv.Repo(owner, repo).CheckRun(id)
 	if r.Conclusion != "action_required" || len(r.Actions) != 2 ||
 		!strings.Contains(r.Summary, "Approving failed, nothing was applied: planning revision abc: registry unreachable") {
 		t.Errorf("run after a failed approval: %s/%s actions %v\n%s", r.Status, r.Conclusion, r.Actions, r.Summary)

@@ -96,7 +96,7 @@ func (f *flow) passAt(rev string) {
 // pending plan as before.
 func TestFlowPendingPlanOutlivesUnrelatedCommit(t *testing.T) {
 	f := newFlow(t)
-	f.gh.SetPermission(owner, repo, "mark", "maintain")
+	f.gh.Repo(owner, repo).SetPermission("mark", "maintain")
 	e := f.cfg.Environments["prod"]
 	e.Approvals.Required = 2
 	f.cfg.Environments["prod"] = e
@@ -105,7 +105,7 @@ func TestFlowPendingPlanOutlivesUnrelatedCommit(t *testing.T) {
 	f.sink = sink
 	commit := func(files map[string]string, msg string) string {
 		sha := f.git.Repo("manifests").Commit(t, "main", files, msg)
-		f.gh.MirrorCommit(owner, repo, "main", sha, files, msg)
+		f.gh.Repo(owner, repo).MirrorCommit("main", sha, files, msg)
 		return sha
 	}
 
@@ -130,10 +130,10 @@ func TestFlowPendingPlanOutlivesUnrelatedCommit(t *testing.T) {
 		}
 		t.Fatalf("after a devel-only commit prod's pending plan is %s; want %s at %s approved by maria", got, run.ExternalID, sha[:7])
 	}
-	if got, _ := f.gh.CheckRun(owner, repo, run.ID); got.Updates != counted.Updates || !awaitingApproval(got) {
+	if got, _ := f.gh.Repo(owner, repo).CheckRun(run.ID); got.Updates != counted.Updates || !awaitingApproval(got) {
 		t.Errorf("prod's check run was changed by a devel-only commit (%d updates, was %d): %+v", got.Updates, counted.Updates, got)
 	}
-	for _, r := range f.gh.CheckRuns(owner, repo) {
+	for _, r := range f.gh.Repo(owner, repo).CheckRuns() {
 		if r.HeadSHA == devel && r.Name == "stagehand/prod" {
 			t.Errorf("a check run for prod on the devel-only commit: %+v", r)
 		}

@@ -40,8 +40,8 @@ func TestClickIsCheckedAgainstTheLiveRun(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			f := newFixture(t)
-			f.srv.SetPermission(owner, repo, "maria", "maintain")
-			sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "one")
+			f.srv.Repo(owner, repo).SetPermission("maria", "maintain")
+			sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "one")
 			p := plan("prod", sha, 1)
 			id, err := f.client.Propose(ctx, p)
 			if err != nil {
@@ -54,7 +54,7 @@ func TestClickIsCheckedAgainstTheLiveRun(t *testing.T) {
 			var reported []string
 			h := newHandler(t, f.client, d, nil, github.OnDecisionError(func(err error) { reported = append(reported, err.Error()) }))
 			var ev map[string]any
-			if err := json.Unmarshal(f.srv.CheckRunActionDelivery(owner, repo, id, "approve", "maria").Body, &ev); err != nil {
+			if err := json.Unmarshal(f.srv.Webhooks(owner, repo).CheckRunAction(id, "approve", "maria").Body, &ev); err != nil {
 				t.Fatal(err)
 			}
 			if tc.edit != nil {

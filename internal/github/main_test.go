@@ -40,12 +40,12 @@ func newFixtureWith(t testing.TB, opts []githubtest.Option, mutate ...func(*conf
 	srv := githubtest.New(t, opts...)
 	srv.CreateRepo(owner, repo, "main")
 	key := filepath.Join(t.TempDir(), "app.pem")
-	if err := os.WriteFile(key, srv.AppPrivateKeyPEM(), 0o600); err != nil {
+	if err := os.WriteFile(key, srv.App().PrivateKeyPEM(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg := config.GitHub{
 		APIURL: srv.URL(), Owner: owner, Repo: repo, DetailsURL: "https://stagehand.example.com",
-		App:       &config.GitHubApp{AppID: srv.AppID(), InstallationID: srv.InstallationID(), PrivateKeyFile: key},
+		App:       &config.GitHubApp{AppID: srv.App().ID(), InstallationID: srv.App().InstallationID(), PrivateKeyFile: key},
 		Approvers: config.Approvers{MinPermission: "maintain", Teams: []string{"acme/sre"}},
 	}
 	for _, m := range mutate {

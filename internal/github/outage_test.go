@@ -42,13 +42,13 @@ func TestFlowProposeAfterAnOutage(t *testing.T) {
 	f.resync = 200 * time.Millisecond
 	sha := f.commit("1.0.1")
 	// The client tries 5 times: the first Propose fails as a whole.
-	f.gh.Inject(githubtest.Fault{Method: "POST", Route: routeCheckRuns, Status: http.StatusBadGateway, Times: 5})
+	f.gh.Faults().Inject(githubtest.Fault{Method: "POST", Route: routeCheckRuns, Status: http.StatusBadGateway, Times: 5})
 	f.start()
 	run := f.waitRun(sha, "awaiting approval after the outage", awaitingApproval)
-	if n := f.gh.FaultsLeft(); n != 0 {
+	if n := f.gh.Faults().Left(); n != 0 {
 		t.Fatalf("%d injected faults never reached", n)
 	}
-	if n := len(f.gh.CheckRuns(owner, repo)); n != 1 {
+	if n := len(f.gh.Repo(owner, repo).CheckRuns()); n != 1 {
 		t.Errorf("%d check runs, want 1", n)
 	}
 
@@ -65,13 +65,13 @@ func TestFlowProposeAfterAnOutage(t *testing.T) {
 	// A new process proposes the pending plan once (idempotently: the run is kept) and then stays quiet.
 	f.restart()
 	f.waitPasses(3)
-	if n := len(f.gh.CheckRuns(owner, repo)); n != 1 {
+	if n := len(f.gh.Repo(owner, repo).CheckRuns()); n != 1 {
 		t.Errorf("after a restart: %d check runs, want the one proposed before", n)
 	}
 	if got := f.gh.CountRequests("POST", routeCheckRuns) + f.gh.CountRequests("PATCH", routeCheckRun); got != before[0]+before[1] {
 		t.Errorf("a restart wrote to GitHub: %d POST+PATCH, want %d", got, before[0]+before[1])
 	}
-	if got, _ := f.gh.CheckRun(owner, repo, run.ID); !awaitingApproval(got) {
+	if got, _ := f.gh.Repo(owner, repo).CheckRun(run.ID); !awaitingApproval(got) {
 		t.Errorf("run after the restart: %+v", got)
 	}
 }

@@ -20,8 +20,8 @@ func TestMayApprovePerEnvironment(t *testing.T) {
 	f := newFixture(t, func(g *config.GitHub) {
 		g.Approvers = config.Approvers{MinPermission: "write", Teams: []string{"acme/sre"}}
 	})
-	f.srv.SetPermission(owner, repo, "wendy", "write")
-	f.srv.SetPermission(owner, repo, "ada", "admin")
+	f.srv.Repo(owner, repo).SetPermission("wendy", "write")
+	f.srv.Repo(owner, repo).SetPermission("ada", "admin")
 	f.srv.AddTeamMember("acme", "prod-approvers", "pat")
 	f.srv.AddTeamMember("acme", "sre", "sam")
 	c, err := github.New(f.cfg, github.WithRetry(github.RetryPolicy{MaxAttempts: 2, BaseDelay: 10 * time.Millisecond, MaxWait: time.Second}),
@@ -74,28 +74,28 @@ func TestWithApprovalsRefusesAnEmptyRule(t *testing.T) {
 func TestAuthors(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	base := f.srv.Branch(owner, repo, "main")
-	a := f.srv.Commit(owner, repo, "main", map[string]string{"a.json": "{}"}, "by maria")
-	f.srv.SetCommitAuthor(owner, repo, a, "maria")
-	b := f.srv.Commit(owner, repo, "main", map[string]string{"b.json": "{}"}, "by Mark")
-	f.srv.SetCommitAuthor(owner, repo, b, "Mark")
+	base := f.srv.Repo(owner, repo).Branch("main")
+	a := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a.json": "{}"}, "by maria")
+	f.srv.Repo(owner, repo).SetCommitAuthor(a, "maria")
+	b := f.srv.Repo(owner, repo).Commit("main", map[string]string{"b.json": "{}"}, "by Mark")
+	f.srv.Repo(owner, repo).SetCommitAuthor(b, "Mark")
 	// Written by wendy, committed (rebased, pushed) by quinn.
-	c := f.srv.Commit(owner, repo, "main", map[string]string{"c.json": "{}"}, "by wendy, committed by quinn")
-	f.srv.SetCommitPeople(owner, repo, c, githubtest.Person{Login: "wendy", Name: "Wendy", Email: "wendy@acme.example"},
+	c := f.srv.Repo(owner, repo).Commit("main", map[string]string{"c.json": "{}"}, "by wendy, committed by quinn")
+	f.srv.Repo(owner, repo).SetCommitPeople(c, githubtest.Person{Login: "wendy", Name: "Wendy", Email: "wendy@acme.example"},
 		githubtest.Person{Login: "quinn", Name: "Quinn", Email: "quinn@acme.example"})
 	// Co-authors: one by a commit e-mail of a login in the range (quinn's), one by a noreply address.
-	d := f.srv.Commit(owner, repo, "main", map[string]string{"d.json": "{}"},
+	d := f.srv.Repo(owner, repo).Commit("main", map[string]string{"d.json": "{}"},
 		"pair work\n\nCo-authored-by: Q <Quinn@acme.example>\nCo-authored-by: Olga <123+Olga@users.noreply.github.com>\n")
-	f.srv.SetCommitAuthor(owner, repo, d, "maria")
+	f.srv.Repo(owner, repo).SetCommitAuthor(d, "maria")
 	// A pull request by pat, merged by sam, brought e.
-	e := f.srv.Commit(owner, repo, "main", map[string]string{"e.json": "{}"}, "by maria, through a pull request")
-	f.srv.SetCommitAuthor(owner, repo, e, "maria")
-	pr := f.srv.OpenPullRequest(owner, repo, "feature", "main", "e", "pat")
-	f.srv.RecordMerge(owner, repo, pr, e, "sam")
+	e := f.srv.Repo(owner, repo).Commit("main", map[string]string{"e.json": "{}"}, "by maria, through a pull request")
+	f.srv.Repo(owner, repo).SetCommitAuthor(e, "maria")
+	pr := f.srv.Repo(owner, repo).OpenPullRequest("feature", "main", "e", "pat")
+	f.srv.Repo(owner, repo).RecordMerge(pr, e, "sam")
 	// Untied: an author GitHub knows no login for; a co-author whose address no login in the range uses.
-	untied := f.srv.Commit(owner, repo, "main", map[string]string{"f.json": "{}"}, "by nobody on GitHub")
-	unknownCo := f.srv.Commit(owner, repo, "main", map[string]string{"g.json": "{}"}, "x\n\nCo-authored-by: Eve <eve@elsewhere.example>")
-	f.srv.SetCommitAuthor(owner, repo, unknownCo, "maria")
+	untied := f.srv.Repo(owner, repo).Commit("main", map[string]string{"f.json": "{}"}, "by nobody on GitHub")
+	unknownCo := f.srv.Repo(owner, repo).Commit("main", map[string]string{"g.json": "{}"}, "x\n\nCo-authored-by: Eve <eve@elsewhere.example>")
+	f.srv.Repo(owner, repo).SetCommitAuthor(unknownCo, "maria")
 	for _, tc := range []struct {
 		name, base, head string
 		want             []string

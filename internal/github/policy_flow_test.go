@@ -43,7 +43,7 @@ func (f *flow) pending() *approval.Pending {
 // run name both.
 func TestFlowTwoOfTwo(t *testing.T) {
 	f := newFlow(t)
-	f.gh.SetPermission(owner, repo, "mark", "admin")
+	f.gh.Repo(owner, repo).SetPermission("mark", "admin")
 	f.setPolicy(config.Approvals{Required: 2})
 	sha := f.commit("1.0.1")
 	f.start()
@@ -104,10 +104,10 @@ func TestFlowTwoOfTwo(t *testing.T) {
 // someone else's approval applies.
 func TestFlowFourEyes(t *testing.T) {
 	f := newFlow(t)
-	f.gh.SetPermission(owner, repo, "mark", "admin")
+	f.gh.Repo(owner, repo).SetPermission("mark", "admin")
 	f.setPolicy(config.Approvals{ForbidAuthors: true})
 	sha := f.commit("1.0.1")
-	f.gh.SetCommitAuthor(owner, repo, sha, "maria")
+	f.gh.Repo(owner, repo).SetCommitAuthor(sha, "maria")
 	f.start()
 	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
 	if !strings.Contains(run.Summary, "the authors of the commits deployed may not approve (four-eyes)") {
@@ -140,9 +140,9 @@ func TestFlowFourEyes(t *testing.T) {
 	// The next commits: the range after the applied one (by maria) up to the pending one. Mark wrote one of
 	// them and is refused; maria's commit is applied already, so she may approve.
 	sha2 := f.commit("1.0.0")
-	f.gh.SetCommitAuthor(owner, repo, sha2, "mark")
+	f.gh.Repo(owner, repo).SetCommitAuthor(sha2, "mark")
 	sha3 := f.commit("1.0.2")
-	f.gh.SetCommitAuthor(owner, repo, sha3, "wendy") // a commit whose author GitHub knows (an untied one refuses everyone)
+	f.gh.Repo(owner, repo).SetCommitAuthor(sha3, "wendy") // a commit whose author GitHub knows (an untied one refuses everyone)
 	f.trigger()
 	run = f.waitRun(sha3, "awaiting approval", awaitingApproval)
 	if code, _ := f.click(run.ID, "approve", "mark", secret); code != http.StatusOK {
@@ -165,7 +165,7 @@ func TestFlowFourEyes(t *testing.T) {
 // pending record and shows the tally; the second reaches the leader, which applies with both.
 func TestFlowTwoOfTwoAcrossReplicas(t *testing.T) {
 	f := newFlow(t)
-	f.gh.SetPermission(owner, repo, "mark", "admin")
+	f.gh.Repo(owner, repo).SetPermission("mark", "admin")
 	f.setPolicy(config.Approvals{Required: 2})
 	sha := f.commit("1.0.1")
 	le := daemon.LeaderElection{Enable: true, ReleaseOnCancel: true,

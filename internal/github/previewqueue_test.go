@@ -82,7 +82,7 @@ func metric(t *testing.T, h *github.Handler, name string) float64 {
 // previewRuns counts the preview check runs by head SHA.
 func previewRuns(f *fixture) map[string]int {
 	n := map[string]int{}
-	for _, r := range f.srv.CheckRuns(owner, repo) {
+	for _, r := range f.srv.Repo(owner, repo).CheckRuns() {
 		if strings.HasSuffix(r.Name, " preview") && r.Status == "completed" {
 			n[r.HeadSHA]++
 		}
@@ -95,15 +95,15 @@ func openPRs(f *fixture, n int) []int {
 	var prs []int
 	for i := range n {
 		branch := fmt.Sprintf("pr-%02d", i)
-		f.srv.Commit(owner, repo, branch, map[string]string{"environments/prod/api.json": fmt.Sprintf(`{"v": %d}`, i)}, "first")
-		prs = append(prs, f.srv.OpenPullRequest(owner, repo, branch, "main", "Bump "+branch, "maria"))
+		f.srv.Repo(owner, repo).Commit(branch, map[string]string{"environments/prod/api.json": fmt.Sprintf(`{"v": %d}`, i)}, "first")
+		prs = append(prs, f.srv.Repo(owner, repo).OpenPullRequest(branch, "main", "Bump "+branch, "maria"))
 	}
 	return prs
 }
 
 func deliver(t *testing.T, f *fixture, h *github.Handler, pr int, action string) {
 	t.Helper()
-	if err := h.HandlePullRequest(context.Background(), f.srv.PullRequestDelivery(owner, repo, pr, action, "maria").Body); err != nil {
+	if err := h.HandlePullRequest(context.Background(), f.srv.Webhooks(owner, repo).PullRequest(pr, action, "maria").Body); err != nil {
 		t.Fatalf("PR #%d %s: %v", pr, action, err)
 	}
 }
@@ -124,7 +124,7 @@ func TestPreviewQueueNewestHeadPerPR(t *testing.T) {
 	newest := map[string]bool{}
 	for i, pr := range prs {
 		branch := fmt.Sprintf("pr-%02d", i)
-		newest[f.srv.Commit(owner, repo, branch, map[string]string{"environments/prod/api.json": fmt.Sprintf(`{"v": %d}`, 100+i)}, "second")] = true
+		newest[f.srv.Repo(owner, repo).Commit(branch, map[string]string{"environments/prod/api.json": fmt.Sprintf(`{"v": %d}`, 100+i)}, "second")] = true
 		deliver(t, f, h, pr, "synchronize")
 		answered++
 	}
@@ -173,7 +173,7 @@ func TestPreviewQueueFullDropsTheOldest(t *testing.T) {
 	h.Wait()
 	var previewed []int
 	for i, pr := range prs {
-		if previewRuns(f)[f.srv.Branch(owner, repo, fmt.Sprintf("pr-%02d", i))] == 2 {
+		if previewRuns(f)[f.srv.Repo(owner, repo).Branch(fmt.Sprintf("pr-%02d", i))] == 2 {
 			previewed = append(previewed, pr)
 		}
 	}
@@ -181,8 +181,8 @@ func TestPreviewQueueFullDropsTheOldest(t *testing.T) {
 		t.Errorf("previewed PRs: the running one and the 3 newest (-want +got):\n%s", diff)
 	}
 	want := []string{
-		fmt.Sprintf("preview queue full (3 pull requests): dropped the preview of PR #%d head %s", prs[1], f.srv.Branch(owner, repo, "pr-01")[:7]),
-		fmt.Sprintf("preview queue full (3 pull requests): dropped the preview of PR #%d head %s", prs[2], f.srv.Branch(owner, repo, "pr-02")[:7]),
+		fmt.Sprintf("preview queue full (3 pull requests): dropped the preview of PR #%d head %s", prs[1], f.srv.Repo(owner, repo).Branch("pr-01")[:7]),
+		fmt.Sprintf("preview queue full (3 pull requests): dropped the preview of PR #%d head %s", prs[2], f.srv.Repo(owner, repo).Branch("pr-02")[:7]),
 	}
 	if diff := cmp.Diff(want, e.get()); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
@@ -235,7 +235,7 @@ func (r *previewRepo) push(t *testing.T, f *fixture, branch string) string {
 	t.Helper()
 	files := map[string]string{"environments/prod/manifest.json": `{"services": []}`, "n": time.Now().String()}
 	sha := r.git.Repo("manifests").Commit(t, branch, files, "change")
-	f.srv.MirrorCommit(owner, repo, branch, sha, files, "change")
+	f.srv.Repo(owner, repo).MirrorCommit(branch, sha, files, "change")
 	return sha
 }
 
@@ -250,7 +250,7 @@ func TestPreviewCacheRemovedWhenThePRCloses(t *testing.T) {
 	var e errs
 	h := newHandler(t, f.client, newDecider(), r.bp, github.OnPreviewError(e.add))
 	head := r.push(t, f, "bump")
-	pr := f.srv.OpenPullRequest(owner, repo, "bump", "main", "Bump", "maria")
+	pr := f.srv.Repo(owner, repo).OpenPullRequest("bump", "main", "Bump", "maria")
 	deliver(t, f, h, pr, "opened")
 	h.Wait()
 	if got := previewRuns(f)[head]; got != 1 {
@@ -287,7 +287,7 @@ func TestPreviewCacheSweptByAge(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.push(t, f, "bump")
-	pr := f.srv.OpenPullRequest(owner, repo, "bump", "main", "Bump", "maria")
+	pr := f.srv.Repo(owner, repo).OpenPullRequest("bump", "main", "Bump", "maria")
 	deliver(t, f, h, pr, "opened")
 	h.Wait() // the worker went idle: it swept
 	if exists(stale) {
@@ -318,12 +318,12 @@ func BenchmarkPreviewQueue20(b *testing.B) {
 	var prs []int
 	for i := range 20 {
 		branch := fmt.Sprintf("pr-%02d", i)
-		f.srv.Commit(owner, repo, branch, map[string]string{"a.json": "{}"}, "first")
-		prs = append(prs, f.srv.OpenPullRequest(owner, repo, branch, "main", branch, "maria"))
+		f.srv.Repo(owner, repo).Commit(branch, map[string]string{"a.json": "{}"}, "first")
+		prs = append(prs, f.srv.Repo(owner, repo).OpenPullRequest(branch, "main", branch, "maria"))
 	}
 	bodies := make([][]byte, len(prs))
 	for i, pr := range prs {
-		bodies[i] = f.srv.PullRequestDelivery(owner, repo, pr, "opened", "maria").Body
+		bodies[i] = f.srv.Webhooks(owner, repo).PullRequest(pr, "opened", "maria").Body
 	}
 	var failed error
 	h, err := github.NewHandler(f.client, newDecider(), previewer{}, "main", github.OnPreviewError(func(err error) { failed = errors.Join(failed, err) }))
@@ -357,10 +357,10 @@ func TestFlowSlowPreviewDoesNotDelayAnApply(t *testing.T) {
 	f.start()
 	files := map[string]string{"environments/prod/manifest.json": `{"services": [{"name": "api", "containers": [{"dockerTag": "1.0.2"}]}]}`}
 	head := f.git.Repo("manifests").Commit(t, "bump-api", files, "api 1.0.2")
-	f.gh.MirrorCommit(owner, repo, "bump-api", head, files, "api 1.0.2")
-	n := f.gh.OpenPullRequest(owner, repo, "bump-api", "main", "Bump api to 1.0.2", "maria")
+	f.gh.Repo(owner, repo).MirrorCommit("bump-api", head, files, "api 1.0.2")
+	n := f.gh.Repo(owner, repo).OpenPullRequest("bump-api", "main", "Bump api to 1.0.2", "maria")
 	// The webhook is answered while its preview is held back...
-	if code := f.send(f.gh.PullRequestDelivery(owner, repo, n, "opened", "maria"), secret); code != http.StatusOK {
+	if code := f.send(f.gh.Webhooks(owner, repo).PullRequest(n, "opened", "maria"), secret); code != http.StatusOK {
 		t.Fatalf("pull_request delivery: %d", code)
 	}
 	if got := <-gate.started; got != head {
@@ -373,7 +373,7 @@ func TestFlowSlowPreviewDoesNotDelayAnApply(t *testing.T) {
 	}
 	f.waitImage("1.0.1")
 	f.waitRun(sha, "success", concluded("success"))
-	for _, r := range f.gh.CheckRuns(owner, repo) {
+	for _, r := range f.gh.Repo(owner, repo).CheckRuns() {
 		if r.HeadSHA == head {
 			t.Fatalf("preview published before it was released: %+v", r)
 		}
@@ -452,14 +452,14 @@ func TestPreviewQueueIgnoresALateOlderDelivery(t *testing.T) {
 	gate := newGate(previewer{})
 	h := newHandler(t, f.client, newDecider(), gate)
 	pr := openPRs(f, 1)[0]
-	first := f.srv.PullRequestDelivery(owner, repo, pr, "opened", "maria").Body
+	first := f.srv.Webhooks(owner, repo).PullRequest(pr, "opened", "maria").Body
 	if err := h.HandlePullRequest(context.Background(), first); err != nil {
 		t.Fatal(err)
 	}
 	<-gate.started
-	second := f.srv.Commit(owner, repo, "pr-00", map[string]string{"environments/prod/api.json": `{"v": 2}`}, "second")
+	second := f.srv.Repo(owner, repo).Commit("pr-00", map[string]string{"environments/prod/api.json": `{"v": 2}`}, "second")
 	var ev map[string]any
-	next := f.srv.PullRequestDelivery(owner, repo, pr, "synchronize", "maria").Body
+	next := f.srv.Webhooks(owner, repo).PullRequest(pr, "synchronize", "maria").Body
 	if err := json.Unmarshal(next, &ev); err != nil {
 		t.Fatal(err)
 	}

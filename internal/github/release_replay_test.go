@@ -21,7 +21,7 @@ import (
 func releaseFlow(t *testing.T, required int) (*flow, func(tag string) string) {
 	t.Helper()
 	f := newFlow(t)
-	f.gh.SetPermission(owner, repo, "mark", "maintain")
+	f.gh.Repo(owner, repo).SetPermission("mark", "maintain")
 	e := f.cfg.Environments["prod"]
 	e.Approvals.Required = required
 	f.cfg.Environments["prod"] = e
@@ -35,7 +35,7 @@ func releaseFlow(t *testing.T, required int) (*flow, func(tag string) string) {
 			"environments/prod/manifest.json": `{"services": [{"name": "api", "containers": [{"dockerTag": "` + tag + `"}]}]}`,
 		}
 		sha := f.git.Repo("manifests").Commit(t, "main", files, "api "+tag)
-		f.gh.MirrorCommit(owner, repo, "main", sha, files, "api "+tag)
+		f.gh.Repo(owner, repo).MirrorCommit("main", sha, files, "api "+tag)
 		return sha
 	}
 	return f, commit
@@ -109,7 +109,7 @@ func TestFlowReplayedPlanClickDuringRelease(t *testing.T) {
 		if got := f.reported.count("the click was for decision"); got != ignored+1 {
 			t.Errorf("%s: %d more reports of a click for another decision, want 1", name, got-ignored)
 		}
-		if got, _ := f.gh.CheckRun(owner, repo, release.ID); got.Updates != release.Updates || !awaitingRelease(got) {
+		if got, _ := f.gh.Repo(owner, repo).CheckRun(release.ID); got.Updates != release.Updates || !awaitingRelease(got) {
 			t.Errorf("%s: the release's run was changed (%d updates, was %d): %+v", name, got.Updates, release.Updates, got)
 		}
 		if got := f.pendingRelease(); len(got) != 0 {
@@ -192,7 +192,7 @@ func TestFlowReleaseClickDeliveredTwice(t *testing.T) {
 		if got := f.reported.count("was handled before"); got != before+1 {
 			t.Errorf("%s: %d more reports of a delivery handled before, want 1", tc.name, got-before)
 		}
-		if got, _ := f.gh.CheckRun(owner, repo, release.ID); got.Updates != counted.Updates {
+		if got, _ := f.gh.Repo(owner, repo).CheckRun(release.ID); got.Updates != counted.Updates {
 			t.Errorf("%s: the release's run was changed (%d updates, was %d): %+v", tc.name, got.Updates, counted.Updates, got)
 		}
 		if diff := cmp.Diff([]string{"github:maria"}, f.pendingRelease()); diff != "" {

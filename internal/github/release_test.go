@@ -24,7 +24,7 @@ func TestProposeRelease(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	g := github.NewGate(f.client)
-	sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "1"}, "bump")
+	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "bump")
 	p := plan("prod", sha, 1)
 	prop := approval.Proposal{Environment: "prod", Revision: sha, Plan: p}
 	if _, err := g.Propose(ctx, prop); err != nil {
@@ -44,14 +44,14 @@ func TestProposeRelease(t *testing.T) {
 	if diff := cmp.Diff(want, runs(f.srv)); diff != "" {
 		t.Errorf("check runs (-want +got):\n%s", diff)
 	}
-	r := f.srv.CheckRuns(owner, repo)[0]
+	r := f.srv.Repo(owner, repo).CheckRuns()[0]
 	if r.Title != "Deployed; awaiting release approval" || !strings.Contains(r.Summary, "*Approve* releases it") || r.Updates != 2 {
 		t.Errorf("run %q (%d updates):\n%s\nwant the release approval asked once", r.Title, r.Updates, r.Summary)
 	}
 	if err := g.Tally(ctx, release, []string{"alice"}, 2); err != nil {
 		t.Fatal(err)
 	}
-	if r := f.srv.CheckRuns(owner, repo)[0]; !strings.HasPrefix(r.Title, "Deployed; awaiting release approval: ") || !strings.Contains(r.Summary, "*Approve* releases it") {
+	if r := f.srv.Repo(owner, repo).CheckRuns()[0]; !strings.HasPrefix(r.Title, "Deployed; awaiting release approval: ") || !strings.Contains(r.Summary, "*Approve* releases it") {
 		t.Errorf("tallied run %q:\n%s\nwant it still asking for the release", r.Title, r.Summary)
 	}
 	o := approval.Outcome{Result: approval.ResultSucceeded, Sequence: promote.ResultPass, Approver: "maria", Started: time.Now(), Finished: time.Now()}
@@ -63,7 +63,7 @@ func TestProposeRelease(t *testing.T) {
 		t.Errorf("check runs after the release (-want +got):\n%s", diff)
 	}
 
-	sha2 := f.srv.Commit(owner, repo, "main", map[string]string{"a": "2"}, "bump")
+	sha2 := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "2"}, "bump")
 	p2 := plan("devel", sha2, 1)
 	if _, err := g.Propose(ctx, approval.Proposal{Environment: "devel", Revision: sha2, Plan: p2, Release: time.Now()}); err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 func TestCompletedRolledBack(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": "rolled back"}, "bump")
+	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "rolled back"}, "bump")
 	p := plan("devel", sha, 1)
 	g := github.NewGate(f.client)
 	prop := approval.Proposal{Environment: "devel", Revision: sha, Plan: p}
@@ -37,7 +37,7 @@ func TestCompletedRolledBack(t *testing.T) {
 	if diff := cmp.Diff(want, runs(f.srv)); diff != "" {
 		t.Errorf("check runs (-want +got):\n%s", diff)
 	}
-	r := f.srv.CheckRuns(owner, repo)[0]
+	r := f.srv.Repo(owner, repo).CheckRuns()[0]
 	for _, s := range []string{"rolled back 1 workload(s) to the images before", "progress deadline exceeded"} {
 		if !strings.Contains(r.Summary, s) {
 			t.Errorf("summary lacks %q:\n%s", s, r.Summary)

@@ -45,7 +45,7 @@ func TestFlowSequenceGatesPromotion(t *testing.T) {
 			"environments/later/manifest.json": `{"services": [{"name": "api", "containers": [{"dockerTag": "1.0.0"}]}]}`,
 		}
 		sha := f.git.Repo("manifests").Commit(t, "main", files, "api "+tag)
-		f.gh.MirrorCommit(owner, repo, "main", sha, files, "api "+tag)
+		f.gh.Repo(owner, repo).MirrorCommit("main", sha, files, "api "+tag)
 		return sha
 	}
 	client, err := gh.NewClient(f.gh.Client()).WithAuthToken(f.gh.Token()).WithEnterpriseURLs(f.gh.URL(), f.gh.URL())
@@ -122,7 +122,7 @@ func TestFlowReleaseApproval(t *testing.T) {
 			"environments/later/manifest.json": `{"services": [{"name": "api", "containers": [{"dockerTag": "1.0.0"}]}]}`,
 		}
 		sha := f.git.Repo("manifests").Commit(t, "main", files, "api "+tag)
-		f.gh.MirrorCommit(owner, repo, "main", sha, files, "api "+tag)
+		f.gh.Repo(owner, repo).MirrorCommit("main", sha, files, "api "+tag)
 		return sha
 	}
 	client, err := gh.NewClient(f.gh.Client()).WithAuthToken(f.gh.Token()).WithEnterpriseURLs(f.gh.URL(), f.gh.URL())

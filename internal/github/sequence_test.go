@@ -35,7 +35,7 @@ func TestCompletedConcludesWithTheSequence(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			f := newFixture(t)
-			sha := f.srv.Commit(owner, repo, "main", map[string]string{"a": tc.name}, "bump")
+			sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": tc.name}, "bump")
 			p := plan("devel", sha, 1)
 			g := github.NewGate(f.client)
 			prop := approval.Proposal{Environment: "devel", Revision: sha, Plan: p}
@@ -53,7 +53,7 @@ func TestCompletedConcludesWithTheSequence(t *testing.T) {
 			if diff := cmp.Diff(want, runs(f.srv)); diff != "" {
 				t.Errorf("check runs (-want +got):\n%s", diff)
 			}
-			r := f.srv.CheckRuns(owner, repo)[0]
+			r := f.srv.Repo(owner, repo).CheckRuns()[0]
 			if !strings.Contains(r.Summary, tc.summary) {
 				t.Errorf("summary lacks %q:\n%s", tc.summary, r.Summary)
 			}

@@ -27,7 +27,7 @@ func TestFlowOutcomeReportedAfterAnOutage(t *testing.T) {
 	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
 
 	// Started's update (5 tries), Completed's (5), and the restarted daemon's first report (5).
-	f.gh.Inject(githubtest.Fault{Method: "PATCH", Route: routeCheckRun, Status: http.StatusBadGateway, Times: 15})
+	f.gh.Faults().Inject(githubtest.Fault{Method: "PATCH", Route: routeCheckRun, Status: http.StatusBadGateway, Times: 15})
 	ctx := context.Background()
 	if _, err := f.d.Approve(ctx, "prod", run.ExternalID, ghUser("maria")); err != nil {
 		t.Fatal(err)
@@ -44,14 +44,14 @@ func TestFlowOutcomeReportedAfterAnOutage(t *testing.T) {
 	if u := unreported()[0]; u.Kind != "completed" || u.Outcome == nil || u.Outcome.Result != "succeeded" || u.Attempts != 1 {
 		t.Fatalf("kept %+v, want the succeeded outcome after one attempt", u)
 	}
-	if got, _ := f.gh.CheckRun(owner, repo, run.ID); got.Conclusion == "success" {
+	if got, _ := f.gh.Repo(owner, repo).CheckRun(run.ID); got.Conclusion == "success" {
 		t.Fatalf("run concluded while GitHub refused every update: %+v", got)
 	}
 
 	f.opts = []daemon.Option{daemon.WithOutcomeRetry(100*time.Millisecond, time.Second)}
 	f.restart()
 	f.waitRunID(run.ID, "success", concluded("success"))
-	if n := f.gh.FaultsLeft(); n != 0 {
+	if n := f.gh.Faults().Left(); n != 0 {
 		t.Errorf("%d injected faults never reached: the restarted daemon did not try while GitHub refused", n)
 	}
 	testenv.WaitFor(t, 10*time.Second, "nothing left to report", func() bool { return len(unreported()) == 0 })
@@ -62,7 +62,7 @@ func TestFlowOutcomeReportedAfterAnOutage(t *testing.T) {
 		t.Errorf("the outcome was reported again after GitHub took it: %d updates, then %d", patches, got)
 	}
 	var runs int
-	for _, r := range f.gh.CheckRuns(owner, repo) {
+	for _, r := range f.gh.Repo(owner, repo).CheckRuns() {
 		if r.HeadSHA == sha && r.Name == "stagehand/prod" {
 			runs++
 		}
@@ -89,7 +89,7 @@ func TestFlowOutcomeReportedByTheNextLeader(t *testing.T) {
 	run := f.waitRun(sha, "awaiting approval", awaitingApproval)
 
 	// Started's update and Completed's, each refused on all 5 tries.
-	f.gh.Inject(githubtest.Fault{Method: "PATCH", Route: routeCheckRun, Status: http.StatusBadGateway, Times: 10})
+	f.gh.Faults().Inject(githubtest.Fault{Method: "PATCH", Route: routeCheckRun, Status: http.StatusBadGateway, Times: 10})
 	ctx := context.Background()
 	if _, err := a.d.Approve(ctx, "prod", run.ExternalID, ghUser("maria")); err != nil {
 		t.Fatal(err)
@@ -112,11 +112,11 @@ func TestFlowOutcomeReportedByTheNextLeader(t *testing.T) {
 		st, err := b.d.Store().Load(ctx, "prod")
 		return err == nil && len(st.Unreported) == 0
 	})
-	if n := f.gh.FaultsLeft(); n != 0 {
+	if n := f.gh.Faults().Left(); n != 0 {
 		t.Errorf("%d injected faults never reached", n)
 	}
 	var runs int
-	for _, r := range f.gh.CheckRuns(owner, repo) {
+	for _, r := range f.gh.Repo(owner, repo).CheckRuns() {
 		if r.HeadSHA == sha && r.Name == "stagehand/prod" {
 			runs++
 		}

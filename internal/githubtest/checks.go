@@ -38,11 +38,11 @@ type Action struct {
 }
 
 // CheckRuns returns every check run of the repository, oldest first.
-func (s *Server) CheckRuns(owner, name string) []CheckRun {
+func (s Repo) CheckRuns() []CheckRun {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []CheckRun
-	for _, cr := range s.mustRepo(owner, name).checkRuns {
+	for _, cr := range s.mustRepo(s.owner, s.name).checkRuns {
 		c := *cr
 		c.Actions = slices.Clone(cr.Actions)
 		out = append(out, c)
@@ -51,8 +51,8 @@ func (s *Server) CheckRuns(owner, name string) []CheckRun {
 }
 
 // CheckRun returns one check run by id.
-func (s *Server) CheckRun(owner, name string, id int64) (CheckRun, bool) {
-	for _, cr := range s.CheckRuns(owner, name) {
+func (s Repo) CheckRun(id int64) (CheckRun, bool) {
+	for _, cr := range s.CheckRuns() {
 		if cr.ID == id {
 			return cr, true
 		}
@@ -61,10 +61,10 @@ func (s *Server) CheckRun(owner, name string, id int64) (CheckRun, bool) {
 }
 
 // AddCheckRun records a check run as another app's CI would, e.g. a completed success for auto-merge tests.
-func (s *Server) AddCheckRun(owner, name string, cr CheckRun) int64 {
+func (s Repo) AddCheckRun(cr CheckRun) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.mustRepo(owner, name)
+	r := s.mustRepo(s.owner, s.name)
 	cr.ID = s.id()
 	if cr.Status == "" {
 		cr.Status = "completed"
@@ -132,7 +132,7 @@ func (in *checkRunInput) apply(cr *CheckRun) *response {
 	return nil
 }
 
-func (s *Server) checkRunJSON(r *repo, cr *CheckRun) map[string]any {
+func (s checksAPI) checkRunJSON(r *repo, cr *CheckRun) map[string]any {
 	full := r.owner + "/" + r.name
 	var conclusion, completed any
 	if cr.Conclusion != "" {
@@ -169,7 +169,7 @@ func (s *Server) checkRunJSON(r *repo, cr *CheckRun) map[string]any {
 	}
 }
 
-func (s *Server) createCheckRun(c *call) response {
+func (s checksAPI) createCheckRun(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -189,7 +189,7 @@ func (s *Server) createCheckRun(c *call) response {
 	return ok(http.StatusCreated, s.checkRunJSON(r, cr))
 }
 
-func (s *Server) findCheckRun(c *call) (*repo, *CheckRun, *response) {
+func (s checksAPI) findCheckRun(c *call) (*repo, *CheckRun, *response) {
 	r, e := c.repo()
 	if e != nil {
 		return nil, nil, e
@@ -204,7 +204,7 @@ func (s *Server) findCheckRun(c *call) (*repo, *CheckRun, *response) {
 	return nil, nil, &res
 }
 
-func (s *Server) getCheckRun(c *call) response {
+func (s checksAPI) getCheckRun(c *call) response {
 	r, cr, e := s.findCheckRun(c)
 	if e != nil {
 		return *e
@@ -212,7 +212,7 @@ func (s *Server) getCheckRun(c *call) response {
 	return ok(http.StatusOK, s.checkRunJSON(r, cr))
 }
 
-func (s *Server) updateCheckRun(c *call) response {
+func (s checksAPI) updateCheckRun(c *call) response {
 	r, cr, e := s.findCheckRun(c)
 	if e != nil {
 		return *e
@@ -230,7 +230,7 @@ func (s *Server) updateCheckRun(c *call) response {
 	return ok(http.StatusOK, s.checkRunJSON(r, cr))
 }
 
-func (s *Server) listCheckRuns(c *call) response {
+func (s checksAPI) listCheckRuns(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -282,7 +282,7 @@ func paged(c *call, items []any, wrap func(page []any) any) response {
 			}
 			q.Set("page", strconv.Itoa(p))
 			q.Set("per_page", strconv.Itoa(per))
-			return "<" + c.s.http.URL + c.path + "?" + q.Encode() + ">"
+			return "<" + c.w.root + c.path + "?" + q.Encode() + ">"
 		}
 		res.header = http.Header{"Link": {link(n+1) + `; rel="next", ` + link(last) + `; rel="last"`}}
 	}
@@ -299,7 +299,7 @@ func orEmpty(a []any) []any {
 }
 
 // appJSON is the GitHub App with id as check runs show it; nil for 0.
-func (s *Server) appJSON(id int64) any {
+func (s checksAPI) appJSON(id int64) any {
 	if id == 0 {
 		return nil
 	}
@@ -314,3 +314,6 @@ func (s *Server) appJSON(id int64) any {
 		"permissions": map[string]any{"checks": "write", "metadata": "read"}, "events": []any{"check_run"},
 	}
 }
+
+// checksAPI emulates check runs and commit statuses.
+type checksAPI struct{ *world }

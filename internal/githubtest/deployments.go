@@ -47,11 +47,11 @@ func (d Deployment) State() string {
 }
 
 // Deployments returns every deployment of the repository, oldest first.
-func (s *Server) Deployments(owner, name string) []Deployment {
+func (s Repo) Deployments() []Deployment {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Deployment
-	for _, d := range s.mustRepo(owner, name).deployments {
+	for _, d := range s.mustRepo(s.owner, s.name).deployments {
 		c := *d
 		c.Statuses = slices.Clone(d.Statuses)
 		c.Payload = slices.Clone(d.Payload)
@@ -60,7 +60,7 @@ func (s *Server) Deployments(owner, name string) []Deployment {
 	return out
 }
 
-func (s *Server) deploymentRoutes() map[string]handler {
+func (s deploymentsAPI) routes() map[string]handler {
 	return map[string]handler{
 		"POST /repos/{owner}/{repo}/deployments":                          s.createDeployment,
 		"GET /repos/{owner}/{repo}/deployments":                           s.listDeployments,
@@ -73,7 +73,7 @@ func (s *Server) deploymentRoutes() map[string]handler {
 // refuses a ref behind the default branch with 409, as merging the default branch into a commit SHA cannot
 // work; required_contexts (default: every context) refuses with 409 when a status of the commit is not
 // success.
-func (s *Server) createDeployment(c *call) response {
+func (s deploymentsAPI) createDeployment(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -131,7 +131,7 @@ func (s *Server) createDeployment(c *call) response {
 	return ok(http.StatusCreated, s.deploymentJSON(r, d))
 }
 
-func (s *Server) listDeployments(c *call) response {
+func (s deploymentsAPI) listDeployments(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -160,7 +160,7 @@ func (s *Server) listDeployments(c *call) response {
 // createDeploymentStatus adds a status. Descriptions are capped at 140 characters as GitHub does; a
 // success with auto_inactive (the default) marks the environment's earlier non-transient, non-production
 // deployments whose latest status is success inactive.
-func (s *Server) createDeploymentStatus(c *call) response {
+func (s deploymentsAPI) createDeploymentStatus(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -204,7 +204,7 @@ func (s *Server) createDeploymentStatus(c *call) response {
 	return ok(http.StatusCreated, s.deploymentStatusJSON(r, d, st))
 }
 
-func (s *Server) listDeploymentStatuses(c *call) response {
+func (s deploymentsAPI) listDeploymentStatuses(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -233,7 +233,7 @@ func (r *repo) deployment(id string) *Deployment {
 	return nil
 }
 
-func (s *Server) deploymentJSON(r *repo, d *Deployment) map[string]any {
+func (s deploymentsAPI) deploymentJSON(r *repo, d *Deployment) map[string]any {
 	url := s.apiURL("/repos/%s/%s/deployments/%d", r.owner, r.name, d.ID)
 	updated := d.Created
 	if n := len(d.Statuses); n > 0 {
@@ -249,7 +249,7 @@ func (s *Server) deploymentJSON(r *repo, d *Deployment) map[string]any {
 	}
 }
 
-func (s *Server) deploymentStatusJSON(r *repo, d *Deployment, st DeploymentStatus) map[string]any {
+func (s deploymentsAPI) deploymentStatusJSON(r *repo, d *Deployment, st DeploymentStatus) map[string]any {
 	dep := s.apiURL("/repos/%s/%s/deployments/%d", r.owner, r.name, d.ID)
 	return map[string]any{
 		"url": dep + "/statuses/" + strconv.FormatInt(st.ID, 10), "id": st.ID, "node_id": "DES_" + strconv.FormatInt(st.ID, 10),
@@ -266,3 +266,6 @@ func nullable(v string) any {
 	}
 	return v
 }
+
+// deploymentsAPI emulates deployments and their statuses.
+type deploymentsAPI struct{ *world }

@@ -17,8 +17,8 @@ func TestDeploymentLifecycle(t *testing.T) {
 	ctx := context.Background()
 	srv := githubtest.New(t)
 	srv.CreateRepo("acme", "manifests", "main")
-	first := srv.Commit("acme", "manifests", "main", map[string]string{"a.json": "{}"}, "first")
-	second := srv.Commit("acme", "manifests", "main", map[string]string{"a.json": "[]"}, "second")
+	first := srv.Repo("acme", "manifests").Commit("main", map[string]string{"a.json": "{}"}, "first")
+	second := srv.Repo("acme", "manifests").Commit("main", map[string]string{"a.json": "[]"}, "second")
 	gh := newClient(t, srv)
 	deploy := func(sha, env string) *github.Deployment {
 		t.Helper()
@@ -81,8 +81,8 @@ func TestDeploymentRefusals(t *testing.T) {
 	ctx := context.Background()
 	srv := githubtest.New(t)
 	srv.CreateRepo("acme", "manifests", "main")
-	old := srv.Commit("acme", "manifests", "main", map[string]string{"a.json": "{}"}, "old")
-	srv.Commit("acme", "manifests", "main", map[string]string{"a.json": "[]"}, "head")
+	old := srv.Repo("acme", "manifests").Commit("main", map[string]string{"a.json": "{}"}, "old")
+	srv.Repo("acme", "manifests").Commit("main", map[string]string{"a.json": "[]"}, "head")
 	gh := newClient(t, srv)
 	if _, _, err := gh.Repositories.CreateStatus(ctx, "acme", "manifests", old, &github.RepoStatus{State: github.String("failure"), Context: github.String("ci/build")}); err != nil {
 		t.Fatal(err)

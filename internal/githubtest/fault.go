@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -26,8 +27,33 @@ type Fault struct {
 	Delay time.Duration
 }
 
+// Faults is what goes wrong on purpose: injected error answers, latency added to every answer, and the
+// primary rate limit the answers report (ratelimit.go).
+type Faults struct {
+	mu        sync.Mutex
+	faults    []*Fault
+	latency   time.Duration
+	rateLimit int       // the budget reported in X-RateLimit-Limit (ratelimit.go)
+	rateUsed  int       // requests counted against it in the window
+	rateReset time.Time // end of the window
+}
+
+// SetLatency changes the delay added to every response.
+func (s *Faults) SetLatency(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.latency = d
+}
+
+// delay is the latency added to every response.
+func (s *Faults) delay() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.latency
+}
+
 // Inject adds a fault; faults are consumed in the order they were added.
-func (s *Server) Inject(f Fault) {
+func (s *Faults) Inject(f Fault) {
 	if f.Times <= 0 {
 		f.Times = 1
 	}
@@ -36,8 +62,8 @@ func (s *Server) Inject(f Fault) {
 	s.faults = append(s.faults, &f)
 }
 
-// FaultsLeft counts the injected fault answers not yet given.
-func (s *Server) FaultsLeft() int {
+// Left counts the injected fault answers not yet given.
+func (s *Faults) Left() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -47,7 +73,7 @@ func (s *Server) FaultsLeft() int {
 	return n
 }
 
-func (s *Server) takeFault(method, route string) *Fault {
+func (s *Faults) take(method, route string) *Fault {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, f := range s.faults {

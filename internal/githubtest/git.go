@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-func (s *Server) getRepo(c *call) response {
+func (s gitAPI) getRepo(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -16,7 +16,7 @@ func (s *Server) getRepo(c *call) response {
 	return ok(http.StatusOK, s.repoJSON(r))
 }
 
-func (s *Server) getBranch(c *call) response {
+func (s gitAPI) getBranch(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -34,7 +34,7 @@ func (s *Server) getBranch(c *call) response {
 	})
 }
 
-func (s *Server) getCommit(c *call) response {
+func (s gitAPI) getCommit(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -52,7 +52,7 @@ func (s *Server) getCommit(c *call) response {
 	return ok(http.StatusOK, j)
 }
 
-func (s *Server) compare(c *call) response {
+func (s gitAPI) compare(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -100,7 +100,7 @@ func coalesce(a, b *commit) *commit {
 	return b
 }
 
-func (s *Server) diffEntries(r *repo, ref string, changes []fileChange) []any {
+func (s *world) diffEntries(r *repo, ref string, changes []fileChange) []any {
 	full := r.owner + "/" + r.name
 	out := []any{}
 	for _, ch := range changes {
@@ -121,7 +121,7 @@ func (s *Server) diffEntries(r *repo, ref string, changes []fileChange) []any {
 	return out
 }
 
-func (s *Server) refJSON(r *repo, branch string) map[string]any {
+func (s gitAPI) refJSON(r *repo, branch string) map[string]any {
 	full := r.owner + "/" + r.name
 	sha := r.branches[branch]
 	return map[string]any{
@@ -136,7 +136,7 @@ func branchOfRef(ref string) (string, bool) {
 	return b, found && b != ""
 }
 
-func (s *Server) getRef(c *call) response {
+func (s gitAPI) getRef(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -148,7 +148,7 @@ func (s *Server) getRef(c *call) response {
 	return ok(http.StatusOK, s.refJSON(r, b))
 }
 
-func (s *Server) createRef(c *call) response {
+func (s gitAPI) createRef(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -174,7 +174,7 @@ func (s *Server) createRef(c *call) response {
 	return ok(http.StatusCreated, s.refJSON(r, b))
 }
 
-func (s *Server) updateRef(c *call) response {
+func (s gitAPI) updateRef(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -201,7 +201,7 @@ func (s *Server) updateRef(c *call) response {
 	return ok(http.StatusOK, s.refJSON(r, b))
 }
 
-func (s *Server) deleteRef(c *call) response {
+func (s gitAPI) deleteRef(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -214,7 +214,7 @@ func (s *Server) deleteRef(c *call) response {
 	return response{status: http.StatusNoContent}
 }
 
-func (s *Server) getContents(c *call) response {
+func (s gitAPI) getContents(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -229,7 +229,7 @@ func (s *Server) getContents(c *call) response {
 	}
 	p := strings.Trim(c.params["path"], "/")
 	if content, found := cm.files[p]; found {
-		return ok(http.StatusOK, s.fileJSON(r, ref, p, content, true))
+		return ok(http.StatusOK, s.fileJSON(r, file{ref, p, content}, true))
 	}
 	// A directory: list its direct children.
 	entries := map[string]map[string]any{}
@@ -252,7 +252,7 @@ func (s *Server) getContents(c *call) response {
 			}
 			continue
 		}
-		entries[rest] = s.fileJSON(r, ref, fp, content, false)
+		entries[rest] = s.fileJSON(r, file{ref, fp, content}, false)
 	}
 	if len(entries) == 0 {
 		return errorf(http.StatusNotFound, "Not Found")
@@ -272,7 +272,7 @@ type contentsInput struct {
 	Branch  string `json:"branch"`
 }
 
-func (s *Server) putContents(c *call) response {
+func (s gitAPI) putContents(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -311,10 +311,10 @@ func (s *Server) putContents(c *call) response {
 	if !exists {
 		status = http.StatusCreated
 	}
-	return ok(status, map[string]any{"content": s.fileJSON(r, in.Branch, p, string(data), false), "commit": s.gitCommitJSON(r, cm)})
+	return ok(status, map[string]any{"content": s.fileJSON(r, file{in.Branch, p, string(data)}, false), "commit": s.gitCommitJSON(r, cm)})
 }
 
-func (s *Server) deleteContents(c *call) response {
+func (s gitAPI) deleteContents(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -344,3 +344,6 @@ func (s *Server) deleteContents(c *call) response {
 	r.branches[in.Branch] = cm.sha
 	return ok(http.StatusOK, map[string]any{"content": nil, "commit": s.gitCommitJSON(r, cm)})
 }
+
+// gitAPI emulates the repository, branch, commit, compare, git refs and contents operations.
+type gitAPI struct{ *world }

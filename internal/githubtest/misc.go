@@ -27,19 +27,19 @@ type Comment struct {
 }
 
 // SetStatus records a commit status as another CI system would.
-func (s *Server) SetStatus(owner, name, sha, context, state string) {
+func (s Repo) SetStatus(sha, context, state string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.mustRepo(owner, name)
+	r := s.mustRepo(s.owner, s.name)
 	r.statuses[sha] = append(r.statuses[sha], &Status{ID: s.id(), State: state, Context: context, Created: time.Now()})
 }
 
 // Comments returns the comments on an issue or pull request, oldest first.
-func (s *Server) Comments(owner, name string, number int) []Comment {
+func (s Repo) Comments(number int) []Comment {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Comment
-	for _, c := range s.mustRepo(owner, name).comments {
+	for _, c := range s.mustRepo(s.owner, s.name).comments {
 		if c.Issue == number {
 			out = append(out, *c)
 		}
@@ -47,7 +47,7 @@ func (s *Server) Comments(owner, name string, number int) []Comment {
 	return out
 }
 
-func (s *Server) statusJSON(r *repo, st *Status) map[string]any {
+func (s checksAPI) statusJSON(r *repo, st *Status) map[string]any {
 	opt := func(v string) any {
 		if v == "" {
 			return nil
@@ -62,7 +62,7 @@ func (s *Server) statusJSON(r *repo, st *Status) map[string]any {
 	}
 }
 
-func (s *Server) createStatus(c *call) response {
+func (s checksAPI) createStatus(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -102,7 +102,7 @@ func (r *repo) latestStatuses(sha string) []*Status {
 	return out
 }
 
-func (s *Server) combinedStatus(c *call) response {
+func (s checksAPI) combinedStatus(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -135,7 +135,7 @@ func (s *Server) combinedStatus(c *call) response {
 	})
 }
 
-func (s *Server) listStatuses(c *call) response {
+func (s checksAPI) listStatuses(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -152,7 +152,7 @@ func (s *Server) listStatuses(c *call) response {
 	return paged(c, out, list)
 }
 
-func (s *Server) commentJSON(r *repo, cm *Comment) map[string]any {
+func (s issuesAPI) commentJSON(r *repo, cm *Comment) map[string]any {
 	full := r.owner + "/" + r.name
 	return map[string]any{
 		"id": cm.ID, "node_id": "IC_" + strconv.FormatInt(cm.ID, 10), "body": cm.Body, "user": s.user(cm.Author),
@@ -163,7 +163,7 @@ func (s *Server) commentJSON(r *repo, cm *Comment) map[string]any {
 	}
 }
 
-func (s *Server) listComments(c *call) response {
+func (s issuesAPI) listComments(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -178,7 +178,7 @@ func (s *Server) listComments(c *call) response {
 	return paged(c, out, list)
 }
 
-func (s *Server) createComment(c *call) response {
+func (s issuesAPI) createComment(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -196,7 +196,7 @@ func (s *Server) createComment(c *call) response {
 	return ok(http.StatusCreated, s.commentJSON(r, cm))
 }
 
-func (s *Server) findComment(c *call) (*repo, int, *response) {
+func (s issuesAPI) findComment(c *call) (*repo, int, *response) {
 	r, e := c.repo()
 	if e != nil {
 		return nil, 0, e
@@ -211,7 +211,7 @@ func (s *Server) findComment(c *call) (*repo, int, *response) {
 	return nil, 0, &res
 }
 
-func (s *Server) getComment(c *call) response {
+func (s issuesAPI) getComment(c *call) response {
 	r, i, e := s.findComment(c)
 	if e != nil {
 		return *e
@@ -219,7 +219,7 @@ func (s *Server) getComment(c *call) response {
 	return ok(http.StatusOK, s.commentJSON(r, r.comments[i]))
 }
 
-func (s *Server) updateComment(c *call) response {
+func (s issuesAPI) updateComment(c *call) response {
 	r, i, e := s.findComment(c)
 	if e != nil {
 		return *e
@@ -232,7 +232,7 @@ func (s *Server) updateComment(c *call) response {
 	return ok(http.StatusOK, s.commentJSON(r, r.comments[i]))
 }
 
-func (s *Server) deleteComment(c *call) response {
+func (s issuesAPI) deleteComment(c *call) response {
 	r, i, e := s.findComment(c)
 	if e != nil {
 		return *e
@@ -241,14 +241,14 @@ func (s *Server) deleteComment(c *call) response {
 	return response{status: http.StatusNoContent}
 }
 
-func (s *Server) labelJSON(r *repo, name string) map[string]any {
+func (s issuesAPI) labelJSON(r *repo, name string) map[string]any {
 	return map[string]any{
 		"id": userID("label:" + name), "node_id": "L_" + name, "name": name, "color": "ededed", "default": false,
 		"description": nil, "url": s.apiURL("/repos/%s/%s/labels/%s", r.owner, r.name, name),
 	}
 }
 
-func (s *Server) labelsResponse(r *repo, n int) response {
+func (s issuesAPI) labelsResponse(r *repo, n int) response {
 	out := []any{}
 	for _, l := range r.labels[n] {
 		out = append(out, s.labelJSON(r, l))
@@ -283,7 +283,7 @@ func labelNames(body []byte) []string {
 	return names
 }
 
-func (s *Server) issueNumber(c *call) (*repo, int, *response) {
+func (s issuesAPI) issueNumber(c *call) (*repo, int, *response) {
 	r, e := c.repo()
 	if e != nil {
 		return nil, 0, e
@@ -296,7 +296,7 @@ func (s *Server) issueNumber(c *call) (*repo, int, *response) {
 	return r, n, nil
 }
 
-func (s *Server) listLabels(c *call) response {
+func (s issuesAPI) listLabels(c *call) response {
 	r, n, e := s.issueNumber(c)
 	if e != nil {
 		return *e
@@ -304,7 +304,7 @@ func (s *Server) listLabels(c *call) response {
 	return s.labelsResponse(r, n)
 }
 
-func (s *Server) addLabels(c *call) response {
+func (s issuesAPI) addLabels(c *call) response {
 	r, n, e := s.issueNumber(c)
 	if e != nil {
 		return *e
@@ -317,7 +317,7 @@ func (s *Server) addLabels(c *call) response {
 	return s.labelsResponse(r, n)
 }
 
-func (s *Server) setLabels(c *call) response {
+func (s issuesAPI) setLabels(c *call) response {
 	r, n, e := s.issueNumber(c)
 	if e != nil {
 		return *e
@@ -326,7 +326,7 @@ func (s *Server) setLabels(c *call) response {
 	return s.labelsResponse(r, n)
 }
 
-func (s *Server) clearLabels(c *call) response {
+func (s issuesAPI) clearLabels(c *call) response {
 	r, n, e := s.issueNumber(c)
 	if e != nil {
 		return *e
@@ -346,7 +346,7 @@ func legacyPermission(role string) string {
 	return "read"
 }
 
-func (s *Server) getPermission(c *call) response {
+func (s accessAPI) getPermission(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -363,11 +363,11 @@ func (s *Server) getPermission(c *call) response {
 	return ok(http.StatusOK, map[string]any{"permission": legacyPermission(role), "role_name": role, "user": u})
 }
 
-func (s *Server) membershipJSON(org, slug, login, role string) map[string]any {
+func (s accessAPI) membershipJSON(org, slug, login, role string) map[string]any {
 	return map[string]any{"url": s.apiURL("/orgs/%s/teams/%s/memberships/%s", org, slug, login), "role": role, "state": "active"}
 }
 
-func (s *Server) getMembership(c *call) response {
+func (s accessAPI) getMembership(c *call) response {
 	org, slug, login := c.params["org"], c.params["team_slug"], c.params["username"]
 	role, found := s.teams[org+"/"+slug][login]
 	if !found {
@@ -376,7 +376,7 @@ func (s *Server) getMembership(c *call) response {
 	return ok(http.StatusOK, s.membershipJSON(org, slug, login, role))
 }
 
-func (s *Server) putMembership(c *call) response {
+func (s accessAPI) putMembership(c *call) response {
 	org, slug, login := c.params["org"], c.params["team_slug"], c.params["username"]
 	var in struct{ Role string }
 	if len(c.body) > 0 {
@@ -392,12 +392,12 @@ func (s *Server) putMembership(c *call) response {
 	return ok(http.StatusOK, s.membershipJSON(org, slug, login, in.Role))
 }
 
-func (s *Server) deleteMembership(c *call) response {
+func (s accessAPI) deleteMembership(c *call) response {
 	delete(s.teams[c.params["org"]+"/"+c.params["team_slug"]], c.params["username"])
 	return response{status: http.StatusNoContent}
 }
 
-func (s *Server) installationJSON() map[string]any {
+func (s accessAPI) installationJSON() map[string]any {
 	return map[string]any{
 		"id": s.instID, "app_id": s.appID, "app_slug": "stagehand", "target_id": 1, "target_type": "Organization",
 		"account": s.user("acme"), "repository_selection": "all", "permissions": map[string]any{"checks": "write", "contents": "write", "pull_requests": "write", "metadata": "read"},
@@ -408,9 +408,16 @@ func (s *Server) installationJSON() map[string]any {
 	}
 }
 
-func (s *Server) getInstallation(c *call) response {
+func (s accessAPI) getInstallation(c *call) response {
 	if _, e := c.repo(); e != nil {
 		return *e
 	}
 	return ok(http.StatusOK, s.installationJSON())
 }
+
+// issuesAPI emulates issue and pull request comments and labels.
+type issuesAPI struct{ *world }
+
+// accessAPI emulates who may do what: collaborator permissions, team memberships, the App's installation
+// and the user a user token belongs to.
+type accessAPI struct{ *world }

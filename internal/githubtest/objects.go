@@ -3,67 +3,9 @@ package githubtest
 import (
 	"encoding/base64"
 	"hash/fnv"
-	"net/http"
 	"path"
 	"time"
 )
-
-// routes lists every operation the server implements, keyed "METHOD /openapi/path".
-func (s *Server) routes() map[string]handler {
-	return map[string]handler{
-		"GET /repos/{owner}/{repo}":                                     s.getRepo,
-		"GET /repos/{owner}/{repo}/branches/{branch}":                   s.getBranch,
-		"GET /repos/{owner}/{repo}/commits/{ref}":                       s.getCommit,
-		"GET /repos/{owner}/{repo}/git/ref/{ref}":                       s.getRef,
-		"POST /repos/{owner}/{repo}/git/refs":                           s.createRef,
-		"PATCH /repos/{owner}/{repo}/git/refs/{ref}":                    s.updateRef,
-		"DELETE /repos/{owner}/{repo}/git/refs/{ref}":                   s.deleteRef,
-		"GET /repos/{owner}/{repo}/contents/{path}":                     s.getContents,
-		"PUT /repos/{owner}/{repo}/contents/{path}":                     s.putContents,
-		"DELETE /repos/{owner}/{repo}/contents/{path}":                  s.deleteContents,
-		"POST /repos/{owner}/{repo}/check-runs":                         s.createCheckRun,
-		"GET /repos/{owner}/{repo}/check-runs/{check_run_id}":           s.getCheckRun,
-		"PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}":         s.updateCheckRun,
-		"GET /repos/{owner}/{repo}/commits/{ref}/check-runs":            s.listCheckRuns,
-		"POST /repos/{owner}/{repo}/statuses/{sha}":                     s.createStatus,
-		"GET /repos/{owner}/{repo}/commits/{ref}/status":                s.combinedStatus,
-		"GET /repos/{owner}/{repo}/commits/{ref}/statuses":              s.listStatuses,
-		"GET /repos/{owner}/{repo}/commits/{commit_sha}/pulls":          s.listCommitPulls,
-		"GET /repos/{owner}/{repo}/pulls":                               s.listPulls,
-		"POST /repos/{owner}/{repo}/pulls":                              s.createPull,
-		"GET /repos/{owner}/{repo}/pulls/{pull_number}":                 s.getPull,
-		"PATCH /repos/{owner}/{repo}/pulls/{pull_number}":               s.updatePull,
-		"PUT /repos/{owner}/{repo}/pulls/{pull_number}/merge":           s.mergePull,
-		"GET /repos/{owner}/{repo}/pulls/{pull_number}/merge":           s.isMerged,
-		"GET /repos/{owner}/{repo}/pulls/{pull_number}/files":           s.pullFiles,
-		"GET /repos/{owner}/{repo}/issues/{issue_number}/comments":      s.listComments,
-		"POST /repos/{owner}/{repo}/issues/{issue_number}/comments":     s.createComment,
-		"GET /repos/{owner}/{repo}/issues/comments/{comment_id}":        s.getComment,
-		"PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}":      s.updateComment,
-		"DELETE /repos/{owner}/{repo}/issues/comments/{comment_id}":     s.deleteComment,
-		"GET /repos/{owner}/{repo}/issues/{issue_number}/labels":        s.listLabels,
-		"POST /repos/{owner}/{repo}/issues/{issue_number}/labels":       s.addLabels,
-		"PUT /repos/{owner}/{repo}/issues/{issue_number}/labels":        s.setLabels,
-		"DELETE /repos/{owner}/{repo}/issues/{issue_number}/labels":     s.clearLabels,
-		"GET /repos/{owner}/{repo}/collaborators/{username}/permission": s.getPermission,
-		"GET /orgs/{org}/teams/{team_slug}/memberships/{username}":      s.getMembership,
-		"PUT /orgs/{org}/teams/{team_slug}/memberships/{username}":      s.putMembership,
-		"DELETE /orgs/{org}/teams/{team_slug}/memberships/{username}":   s.deleteMembership,
-		"GET /repos/{owner}/{repo}/installation":                        s.getInstallation,
-		"GET /repos/{owner}/{repo}/compare/{basehead}":                  s.compare,
-		"GET /user": s.getAuthenticatedUser,
-	}
-}
-
-// repoOf looks the call's repository up; the response is set when it does not exist.
-func (c *call) repo() (*repo, *response) {
-	r := c.s.repos[c.params["owner"]+"/"+c.params["repo"]]
-	if r == nil {
-		res := errorf(http.StatusNotFound, "Not Found")
-		return nil, &res
-	}
-	return r, nil
-}
 
 func userID(login string) int64 {
 	h := fnv.New32a()
@@ -71,7 +13,7 @@ func userID(login string) int64 {
 	return int64(h.Sum32()%1_000_000 + 1)
 }
 
-func (s *Server) user(login string) map[string]any {
+func (s *world) user(login string) map[string]any {
 	return map[string]any{
 		"login": login, "id": userID(login), "node_id": "U_" + login, "type": "User", "site_admin": false,
 		"url": s.apiURL("/users/%s", login), "html_url": s.htmlURL("/%s", login),
@@ -79,7 +21,7 @@ func (s *Server) user(login string) map[string]any {
 	}
 }
 
-func (s *Server) repoJSON(r *repo) map[string]any {
+func (s *world) repoJSON(r *repo) map[string]any {
 	full := r.owner + "/" + r.name
 	return map[string]any{
 		"id": r.id, "node_id": "R_" + full, "name": r.name, "full_name": full, "owner": s.user(r.owner),
@@ -91,7 +33,7 @@ func (s *Server) repoJSON(r *repo) map[string]any {
 	}
 }
 
-func (s *Server) commitJSON(r *repo, c *commit) map[string]any {
+func (s *world) commitJSON(r *repo, c *commit) map[string]any {
 	full := r.owner + "/" + r.name
 	parents := []any{}
 	for _, p := range c.parents {
@@ -125,7 +67,7 @@ func (s *Server) commitJSON(r *repo, c *commit) map[string]any {
 }
 
 // gitCommitJSON is the git-data shape of a commit, as the contents API returns it.
-func (s *Server) gitCommitJSON(r *repo, c *commit) map[string]any {
+func (s *world) gitCommitJSON(r *repo, c *commit) map[string]any {
 	full := r.owner + "/" + r.name
 	parents := []any{}
 	for _, p := range c.parents {
@@ -140,7 +82,14 @@ func (s *Server) gitCommitJSON(r *repo, c *commit) map[string]any {
 	}
 }
 
-func (s *Server) fileJSON(r *repo, ref, p, content string, withContent bool) map[string]any {
+// file is one file of a repository at a ref, as the contents API describes it.
+type file struct {
+	ref, path, content string
+}
+
+// fileJSON describes f; with its content (base64) when withContent.
+func (s *world) fileJSON(r *repo, f file, withContent bool) map[string]any {
+	ref, p, content := f.ref, f.path, f.content
 	full := r.owner + "/" + r.name
 	sha := blobSHA(content)
 	self := s.apiURL("/repos/%s/contents/%s?ref=%s", full, p, ref)

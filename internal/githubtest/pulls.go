@@ -39,10 +39,10 @@ type PullRequest struct {
 }
 
 // PullRequests returns every pull request of the repository in creation order.
-func (s *Server) PullRequests(owner, name string) []PullRequest {
+func (s Repo) PullRequests() []PullRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.mustRepo(owner, name)
+	r := s.mustRepo(s.owner, s.name)
 	var out []PullRequest
 	for _, p := range r.pulls {
 		out = append(out, PullRequest{
@@ -55,10 +55,10 @@ func (s *Server) PullRequests(owner, name string) []PullRequest {
 }
 
 // OpenPullRequest opens a pull request as a person would (head and base are branch names) and returns its number.
-func (s *Server) OpenPullRequest(owner, name, head, base, title, author string) int {
+func (s Repo) OpenPullRequest(head, base, title, author string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.mustRepo(owner, name)
+	r := s.mustRepo(s.owner, s.name)
 	p := &pull{number: r.nextNumber(), title: title, head: head, base: base, state: "open", author: author, created: time.Now(), updated: time.Now()}
 	r.pulls = append(r.pulls, p)
 	return p.number
@@ -81,7 +81,7 @@ func (r *repo) pullHead(p *pull) string {
 	return p.headSHA
 }
 
-func (s *Server) pullJSON(r *repo, p *pull) map[string]any {
+func (s pullsAPI) pullJSON(r *repo, p *pull) map[string]any {
 	full := r.owner + "/" + r.name
 	branch := func(b, sha string) map[string]any {
 		return map[string]any{"label": r.owner + ":" + b, "ref": b, "sha": sha, "user": s.user(r.owner), "repo": s.repoJSON(r)}
@@ -102,7 +102,7 @@ func (s *Server) pullJSON(r *repo, p *pull) map[string]any {
 	}
 	labels := []any{}
 	for _, l := range r.labels[p.number] {
-		labels = append(labels, s.labelJSON(r, l))
+		labels = append(labels, issuesAPI(s).labelJSON(r, l))
 	}
 	var body any
 	if p.body != "" {
@@ -144,7 +144,7 @@ func headBranch(r *repo, head string) (string, bool) {
 	return head, true
 }
 
-func (s *Server) listPulls(c *call) response {
+func (s pullsAPI) listPulls(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -173,7 +173,7 @@ func (s *Server) listPulls(c *call) response {
 	return paged(c, out, list)
 }
 
-func (s *Server) findPull(c *call) (*repo, *pull, *response) {
+func (s pullsAPI) findPull(c *call) (*repo, *pull, *response) {
 	r, e := c.repo()
 	if e != nil {
 		return nil, nil, e
@@ -188,7 +188,7 @@ func (s *Server) findPull(c *call) (*repo, *pull, *response) {
 	return nil, nil, &res
 }
 
-func (s *Server) createPull(c *call) response {
+func (s pullsAPI) createPull(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -221,7 +221,7 @@ func (s *Server) createPull(c *call) response {
 	return ok(http.StatusCreated, s.pullJSON(r, p))
 }
 
-func (s *Server) getPull(c *call) response {
+func (s pullsAPI) getPull(c *call) response {
 	r, p, e := s.findPull(c)
 	if e != nil {
 		return *e
@@ -229,7 +229,7 @@ func (s *Server) getPull(c *call) response {
 	return ok(http.StatusOK, s.pullJSON(r, p))
 }
 
-func (s *Server) updatePull(c *call) response {
+func (s pullsAPI) updatePull(c *call) response {
 	r, p, e := s.findPull(c)
 	if e != nil {
 		return *e
@@ -267,7 +267,7 @@ func (s *Server) updatePull(c *call) response {
 	return ok(http.StatusOK, s.pullJSON(r, p))
 }
 
-func (s *Server) mergePull(c *call) response {
+func (s pullsAPI) mergePull(c *call) response {
 	r, p, e := s.findPull(c)
 	if e != nil {
 		return *e
@@ -328,7 +328,7 @@ func (s *Server) mergePull(c *call) response {
 	}
 	// merged_by is the user whose token merged it; the App's bot for its installation token (and the
 	// server's static token).
-	p.mergedBy = c.s.userTokens[c.token]
+	p.mergedBy, _ = c.w.logins.Login(c.token)
 	if p.mergedBy == "" {
 		p.mergedBy = "stagehand[bot]"
 	}
@@ -338,12 +338,12 @@ func (s *Server) mergePull(c *call) response {
 // RecordMerge marks pull request number as merged by login mergedBy into its base as commit mergeSHA, a
 // commit already on the base branch (made elsewhere, e.g. on internal/gitserver, and mirrored with
 // MirrorCommit): a squash or rebase merge, whose merge commit is what the base branch got.
-func (s *Server) RecordMerge(owner, name string, number int, mergeSHA, mergedBy string) {
+func (s Repo) RecordMerge(number int, mergeSHA, mergedBy string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.mustRepo(owner, name)
+	r := s.mustRepo(s.owner, s.name)
 	if r.commits[mergeSHA] == nil {
-		s.tb.Fatalf("githubtest: no commit %s in %s/%s", mergeSHA, owner, name)
+		s.tb.Fatalf("githubtest: no commit %s in %s/%s", mergeSHA, s.owner, s.name)
 	}
 	for _, p := range r.pulls {
 		if p.number == number {
@@ -353,13 +353,13 @@ func (s *Server) RecordMerge(owner, name string, number int, mergeSHA, mergedBy 
 			return
 		}
 	}
-	s.tb.Fatalf("githubtest: no pull request #%d in %s/%s", number, owner, name)
+	s.tb.Fatalf("githubtest: no pull request #%d in %s/%s", number, s.owner, s.name)
 }
 
 // listCommitPulls is GitHub's "list pull requests associated with a commit": the pull requests whose
 // merge commit is the commit or that have it among their own commits (those of its head not on its base
 // when it was merged, or now while it is open), newest first.
-func (s *Server) listCommitPulls(c *call) response {
+func (s pullsAPI) listCommitPulls(c *call) response {
 	r, e := c.repo()
 	if e != nil {
 		return *e
@@ -382,7 +382,7 @@ func (s *Server) listCommitPulls(c *call) response {
 	return paged(c, out, list)
 }
 
-func (s *Server) isMerged(c *call) response {
+func (s pullsAPI) isMerged(c *call) response {
 	_, p, e := s.findPull(c)
 	if e != nil {
 		return *e
@@ -393,7 +393,7 @@ func (s *Server) isMerged(c *call) response {
 	return response{status: http.StatusNoContent}
 }
 
-func (s *Server) pullFiles(c *call) response {
+func (s pullsAPI) pullFiles(c *call) response {
 	r, p, e := s.findPull(c)
 	if e != nil {
 		return *e
@@ -409,3 +409,6 @@ func (s *Server) pullFiles(c *call) response {
 	}
 	return paged(c, s.diffEntries(r, head, diffTrees(mbFiles, r.commits[head].files)), list)
 }
+
+// pullsAPI emulates pull requests: list, create, update, merge, files, and those of a commit.
+type pullsAPI struct{ *world }

@@ -14,7 +14,7 @@ const DefaultRateLimit = 1_000_000
 // rateLimitHeaders sets GitHub's primary rate-limit headers on an installation's answer and counts it
 // against the budget, as GitHub does: a 304 answer to a conditional request is free, and /app/ endpoints
 // (the App's JWT) have a budget of their own, not reported here. Headers an injected fault set are kept.
-func (s *Server) rateLimitHeaders(h http.Header, route string, status int) {
+func (s *Faults) rateLimitHeaders(h http.Header, route string, status int) {
 	if strings.HasPrefix(route, "/app/") || h.Get("X-RateLimit-Remaining") != "" {
 		return
 	}
@@ -34,7 +34,7 @@ func (s *Server) rateLimitHeaders(h http.Header, route string, status int) {
 }
 
 // RateLimitUsed returns how many requests have counted against the rate limit in the current window.
-func (s *Server) RateLimitUsed() int {
+func (s *Faults) RateLimitUsed() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rateUsed
@@ -42,7 +42,7 @@ func (s *Server) RateLimitUsed() int {
 
 // SetRateLimit sets the hourly budget the server reports from now on, and how much of it is left in the
 // current window.
-func (s *Server) SetRateLimit(limit, remaining int) {
+func (s *Faults) SetRateLimit(limit, remaining int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rateLimit, s.rateUsed = limit, limit-remaining

@@ -4,11 +4,18 @@ import (
 	"crypto/sha1"
 	"fmt"
 	"maps"
-	"net/http"
 	"sort"
 	"strings"
 	"time"
 )
+
+// Repo is one repository of the server, for a test to seed and inspect: commits and files, collaborators,
+// and (in checks.go, pulls.go, misc.go, deployments.go) its check runs, statuses, pull requests, comments and
+// deployments. Get it with Server.Repo.
+type Repo struct {
+	*world
+	owner, name string
+}
 
 // repo is an in-memory repository: branches point at commits, a commit holds the whole file tree.
 type repo struct {
@@ -49,28 +56,28 @@ type Person struct{ Login, Name, Email string }
 // CreateRepo creates owner/name with one empty initial commit on defaultBranch (GitHub's "Initialize this
 // repository"). The owner login gets admin permission.
 func (s *Server) CreateRepo(owner, name, defaultBranch string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.world.mu.Lock()
+	defer s.world.mu.Unlock()
 	key := owner + "/" + name
-	if _, ok := s.repos[key]; ok {
-		s.tb.Fatalf("githubtest: repository %s exists", key)
+	if _, ok := s.world.repos[key]; ok {
+		s.world.tb.Fatalf("githubtest: repository %s exists", key)
 	}
 	r := &repo{
-		id: s.id(), owner: owner, name: name, defaultBranch: defaultBranch,
+		id: s.world.id(), owner: owner, name: name, defaultBranch: defaultBranch,
 		branches: map[string]string{}, commits: map[string]*commit{},
 		collaborators: map[string]string{owner: "admin"}, statuses: map[string][]*Status{}, labels: map[int][]string{},
 	}
 	c := r.newCommit(nil, map[string]string{}, "Initial commit")
 	r.branches[defaultBranch] = c.sha
-	s.repos[key] = r
+	s.world.repos[key] = r
 }
 
 // Commit writes files (path → content) on top of branch, creating the branch from the default branch when
 // it does not exist, and returns the new commit's sha.
-func (s *Server) Commit(owner, name, branch string, files map[string]string, message string) string {
+func (s Repo) Commit(branch string, files map[string]string, message string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.mustRepo(owner, name)
+	r := s.mustRepo(s.owner, s.name)
 	head, ok := r.branches[branch]
 	if !ok {
 		head = r.branches[r.defaultBranch]
@@ -85,10 +92,10 @@ func (s *Server) Commit(owner, name, branch string, files map[string]string, mes
 // MirrorCommit records a commit made elsewhere (e.g. on internal/gitserver's real git repository) under its
 // own sha on top of branch, so check runs and statuses can be created for it. files are merged into the
 // branch's tree as Commit does.
-func (s *Server) MirrorCommit(owner, name, branch, sha string, files map[string]string, message string) {
+func (s Repo) MirrorCommit(branch, sha string, files map[string]string, message string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.mustRepo(owner, name)
+	r := s.mustRepo(s.owner, s.name)
 	head, ok := r.branches[branch]
 	if !ok {
 		head = r.branches[r.defaultBranch]
@@ -101,12 +108,12 @@ func (s *Server) MirrorCommit(owner, name, branch, sha string, files map[string]
 
 // SetCommitAuthor makes login (a GitHub user, e-mail <login>@users.noreply.github.com) the author and
 // committer of commit sha, as the commits API and the compare API show them.
-func (s *Server) SetCommitAuthor(owner, name, sha, login string) {
+func (s Repo) SetCommitAuthor(sha, login string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.mustRepo(owner, name).commits[sha]
+	c := s.mustRepo(s.owner, s.name).commits[sha]
 	if c == nil {
-		panic(fmt.Sprintf("githubtest: no commit %s in %s/%s", sha, owner, name))
+		panic(fmt.Sprintf("githubtest: no commit %s in %s/%s", sha, s.owner, s.name))
 	}
 	c.author = login
 }
@@ -114,28 +121,28 @@ func (s *Server) SetCommitAuthor(owner, name, sha, login string) {
 // SetCommitPeople makes author and committer the author and committer of commit sha, each on its own
 // (a commit one person wrote and another committed, or whose e-mail GitHub ties to no account), as the
 // commits API and the compare API show them. It replaces SetCommitAuthor's login.
-func (s *Server) SetCommitPeople(owner, name, sha string, author, committer Person) {
+func (s Repo) SetCommitPeople(sha string, author, committer Person) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.mustRepo(owner, name).commits[sha]
+	c := s.mustRepo(s.owner, s.name).commits[sha]
 	if c == nil {
-		panic(fmt.Sprintf("githubtest: no commit %s in %s/%s", sha, owner, name))
+		panic(fmt.Sprintf("githubtest: no commit %s in %s/%s", sha, s.owner, s.name))
 	}
 	c.author, c.people = "", &[2]Person{author, committer}
 }
 
 // Branch returns the commit sha branch points at, or "" when it does not exist.
-func (s *Server) Branch(owner, name, branch string) string {
+func (s Repo) Branch(branch string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.mustRepo(owner, name).branches[branch]
+	return s.mustRepo(s.owner, s.name).branches[branch]
 }
 
 // File returns a file's content at ref (branch name or commit sha).
-func (s *Server) File(owner, name, ref, path string) (string, bool) {
+func (s Repo) File(ref, path string) (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.mustRepo(owner, name).resolve(ref)
+	c := s.mustRepo(s.owner, s.name).resolve(ref)
 	if c == nil {
 		return "", false
 	}
@@ -144,10 +151,10 @@ func (s *Server) File(owner, name, ref, path string) (string, bool) {
 }
 
 // Files returns every file at ref (branch name or commit sha).
-func (s *Server) Files(owner, name, ref string) map[string]string {
+func (s Repo) Files(ref string) map[string]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.mustRepo(owner, name).resolve(ref)
+	c := s.mustRepo(s.owner, s.name).resolve(ref)
 	if c == nil {
 		return nil
 	}
@@ -155,20 +162,20 @@ func (s *Server) Files(owner, name, ref string) map[string]string {
 }
 
 // CommitMessage returns the message of the commit at ref.
-func (s *Server) CommitMessage(owner, name, ref string) string {
+func (s Repo) CommitMessage(ref string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c := s.mustRepo(owner, name).resolve(ref); c != nil {
+	if c := s.mustRepo(s.owner, s.name).resolve(ref); c != nil {
 		return c.message
 	}
 	return ""
 }
 
 // SetPermission gives login a role on the repository: read, triage, write, maintain or admin ("" removes it).
-func (s *Server) SetPermission(owner, name, login, role string) {
+func (s Repo) SetPermission(login, role string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.mustRepo(owner, name)
+	r := s.mustRepo(s.owner, s.name)
 	switch role {
 	case "":
 		delete(r.collaborators, login)
@@ -181,41 +188,22 @@ func (s *Server) SetPermission(owner, name, login, role string) {
 
 // SetPublic lets requests without credentials read owner/name (GET), as GitHub shows a public repository
 // to anyone; other repositories answer them 401, and writes still need a token.
-func (s *Server) SetPublic(owner, name string) {
+func (s Repo) SetPublic() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.mustRepo(owner, name).public = true
-}
-
-// publicRead reports whether an unauthenticated request reads a public repository.
-func (s *Server) publicRead(r *http.Request, params map[string]string) bool {
-	if r.Method != http.MethodGet || r.Header.Get("Authorization") != "" {
-		return false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rp := s.repos[params["owner"]+"/"+params["repo"]]
-	return rp != nil && rp.public
+	s.mustRepo(s.owner, s.name).public = true
 }
 
 // AddTeamMember makes login an active member of the team org/slug.
 func (s *Server) AddTeamMember(org, slug, login string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := s.teams[org+"/"+slug]
+	s.world.mu.Lock()
+	defer s.world.mu.Unlock()
+	t := s.world.teams[org+"/"+slug]
 	if t == nil {
 		t = map[string]string{}
-		s.teams[org+"/"+slug] = t
+		s.world.teams[org+"/"+slug] = t
 	}
 	t[login] = "member"
-}
-
-func (s *Server) mustRepo(owner, name string) *repo {
-	r := s.repos[owner+"/"+name]
-	if r == nil {
-		s.tb.Fatalf("githubtest: no repository %s/%s (call CreateRepo first)", owner, name)
-	}
-	return r
 }
 
 func (r *repo) newCommit(parents []string, files map[string]string, message string) *commit {

@@ -32,7 +32,7 @@ func TestCheckRunLifecycle(t *testing.T) {
 	ctx := context.Background()
 	srv := githubtest.New(t)
 	srv.CreateRepo("acme", "manifests", "main")
-	sha := srv.Commit("acme", "manifests", "main", map[string]string{"environments/prod/a.json": "{}"}, "change")
+	sha := srv.Repo("acme", "manifests").Commit("main", map[string]string{"environments/prod/a.json": "{}"}, "change")
 	gh := newClient(t, srv)
 
 	cr, _, err := gh.Checks.CreateCheckRun(ctx, "acme", "manifests", github.CreateCheckRunOptions{
@@ -53,7 +53,7 @@ func TestCheckRunLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatalf("UpdateCheckRun: %v", err)
 	}
-	got, ok := srv.CheckRun("acme", "manifests", cr.GetID())
+	got, ok := srv.Repo("acme", "manifests").CheckRun(cr.GetID())
 	if !ok || got.Status != "in_progress" || got.Conclusion != "" || got.ExternalID != "hash1" {
 		t.Errorf("after update: %+v", got)
 	}
@@ -70,7 +70,7 @@ func TestInvalidRequestIsAViolation(t *testing.T) {
 	ctx := context.Background()
 	srv := githubtest.New(t)
 	srv.CreateRepo("acme", "manifests", "main")
-	sha := srv.Branch("acme", "manifests", "main")
+	sha := srv.Repo("acme", "manifests").Branch("main")
 	gh := newClient(t, srv)
 	_, resp, err := gh.Checks.CreateCheckRun(ctx, "acme", "manifests", github.CreateCheckRunOptions{
 		Name: "x", HeadSHA: sha,
@@ -89,7 +89,7 @@ func TestContentsRefsPullsMerge(t *testing.T) {
 	ctx := context.Background()
 	srv := githubtest.New(t)
 	srv.CreateRepo("acme", "manifests", "main")
-	base := srv.Commit("acme", "manifests", "main", map[string]string{"environments/devel/api.json": "v1\n", "other.json": "o\n"}, "seed")
+	base := srv.Repo("acme", "manifests").Commit("main", map[string]string{"environments/devel/api.json": "v1\n", "other.json": "o\n"}, "seed")
 	gh := newClient(t, srv)
 
 	if _, _, err := gh.Git.CreateRef(ctx, "acme", "manifests", &github.Reference{Ref: github.String("refs/heads/bump/api"), Object: &github.GitObject{SHA: github.String(base)}}); err != nil {
@@ -116,7 +116,7 @@ func TestContentsRefsPullsMerge(t *testing.T) {
 		t.Fatalf("UpdateFile: %v", err)
 	}
 	// main moves on in another file: the merge is clean.
-	srv.Commit("acme", "manifests", "main", map[string]string{"other.json": "o2\n"}, "other")
+	srv.Repo("acme", "manifests").Commit("main", map[string]string{"other.json": "o2\n"}, "other")
 
 	pr, _, err := gh.PullRequests.Create(ctx, "acme", "manifests", &github.NewPullRequest{Title: github.String("Bump api"), Head: github.String("acme:bump/api"), Base: github.String("main")})
 	if err != nil {
@@ -140,10 +140,10 @@ func TestContentsRefsPullsMerge(t *testing.T) {
 		t.Fatalf("Merge: %v", err)
 	}
 	want := map[string]string{"environments/devel/api.json": "v2\n", "other.json": "o2\n"}
-	if diff := cmp.Diff(want, srv.Files("acme", "manifests", "main")); diff != "" {
+	if diff := cmp.Diff(want, srv.Repo("acme", "manifests").Files("main")); diff != "" {
 		t.Errorf("main after merge (-want +got):\n%s", diff)
 	}
-	if got := srv.PullRequests("acme", "manifests")[0]; !got.Merged || got.State != "closed" {
+	if got := srv.Repo("acme", "manifests").PullRequests()[0]; !got.Merged || got.State != "closed" {
 		t.Errorf("PR after merge: %+v", got)
 	}
 	// Force-push semantics of the refs API.
@@ -156,7 +156,7 @@ func TestContentsRefsPullsMerge(t *testing.T) {
 	if _, err := gh.Git.DeleteRef(ctx, "acme", "manifests", "heads/bump/api"); err != nil {
 		t.Errorf("DeleteRef: %v", err)
 	}
-	if srv.Branch("acme", "manifests", "bump/api") != "" {
+	if srv.Repo("acme", "manifests").Branch("bump/api") != "" {
 		t.Error("branch still exists after DeleteRef")
 	}
 }
@@ -165,8 +165,8 @@ func TestPermissionsAndTeams(t *testing.T) {
 	ctx := context.Background()
 	srv := githubtest.New(t)
 	srv.CreateRepo("acme", "manifests", "main")
-	srv.SetPermission("acme", "manifests", "mallory", "triage")
-	srv.SetPermission("acme", "manifests", "maria", "maintain")
+	srv.Repo("acme", "manifests").SetPermission("mallory", "triage")
+	srv.Repo("acme", "manifests").SetPermission("maria", "maintain")
 	srv.AddTeamMember("acme", "sre", "sam")
 	gh := newClient(t, srv)
 	for _, tc := range []struct{ user, role string }{{"mallory", "triage"}, {"maria", "maintain"}, {"acme", "admin"}, {"nobody", "none"}} {
@@ -190,7 +190,7 @@ func TestAppInstallationTokensExpireAndRefresh(t *testing.T) {
 	ctx := context.Background()
 	srv := githubtest.New(t, githubtest.WithTokenTTL(30*time.Second))
 	srv.CreateRepo("acme", "manifests", "main")
-	tr, err := ghinstallation.New(http.DefaultTransport, srv.AppID(), srv.InstallationID(), srv.AppPrivateKeyPEM())
+	tr, err := ghinstallation.New(http.DefaultTransport, srv.App().ID(), srv.App().InstallationID(), srv.App().PrivateKeyPEM())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,13 +205,13 @@ func TestAppInstallationTokensExpireAndRefresh(t *testing.T) {
 		}
 	}
 	// ghinstallation renews a token that expires within a minute, so a 30s TTL means a new token per call.
-	if got := srv.TokensIssued(); got != 2 {
+	if got := srv.App().TokensIssued(); got != 2 {
 		t.Errorf("tokens issued = %d, want 2", got)
 	}
 
 	// A JWT signed by another key is refused.
 	other := githubtest.New(t)
-	bad, err := ghinstallation.New(http.DefaultTransport, srv.AppID(), srv.InstallationID(), other.AppPrivateKeyPEM())
+	bad, err := ghinstallation.New(http.DefaultTransport, srv.App().ID(), srv.App().InstallationID(), other.App().PrivateKeyPEM())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,8 +234,8 @@ func TestFaults(t *testing.T) {
 	srv := githubtest.New(t)
 	srv.CreateRepo("acme", "manifests", "main")
 	gh := newClient(t, srv)
-	srv.Inject(githubtest.Fault{Method: "GET", Route: "/repos/{owner}/{repo}", Status: http.StatusBadGateway, Times: 2})
-	srv.Inject(githubtest.Fault{Route: "/repos/{owner}/{repo}", Status: http.StatusTooManyRequests, RetryAfter: time.Second})
+	srv.Faults().Inject(githubtest.Fault{Method: "GET", Route: "/repos/{owner}/{repo}", Status: http.StatusBadGateway, Times: 2})
+	srv.Faults().Inject(githubtest.Fault{Route: "/repos/{owner}/{repo}", Status: http.StatusTooManyRequests, RetryAfter: time.Second})
 	var got []int
 	for range 4 {
 		_, resp, _ := gh.Repositories.Get(ctx, "acme", "manifests")
@@ -244,7 +244,7 @@ func TestFaults(t *testing.T) {
 	if diff := cmp.Diff([]int{502, 502, 429, 200}, got); diff != "" {
 		t.Errorf("statuses (-want +got):\n%s", diff)
 	}
-	if n := srv.FaultsLeft(); n != 0 {
+	if n := srv.Faults().Left(); n != 0 {
 		t.Errorf("faults left = %d", n)
 	}
 }
@@ -264,12 +264,12 @@ func TestLatency(t *testing.T) {
 	if d, code := timed(); code != http.StatusOK || d < 50*time.Millisecond {
 		t.Errorf("WithLatency(50ms): %d after %s", code, d)
 	}
-	srv.SetLatency(0)
-	srv.Inject(githubtest.Fault{Method: "GET", Route: "/repos/{owner}/{repo}", Delay: 200 * time.Millisecond})
+	srv.Faults().SetLatency(0)
+	srv.Faults().Inject(githubtest.Fault{Method: "GET", Route: "/repos/{owner}/{repo}", Delay: 200 * time.Millisecond})
 	if d, code := timed(); code != http.StatusOK || d < 200*time.Millisecond {
 		t.Errorf("delay-only fault: %d after %s, want 200 after ≥200ms", code, d)
 	}
-	if n := srv.FaultsLeft(); n != 0 {
+	if n := srv.Faults().Left(); n != 0 {
 		t.Errorf("faults left = %d", n)
 	}
 }
@@ -292,13 +292,13 @@ func TestPaginationAndCompare(t *testing.T) {
 	ctx := context.Background()
 	srv := githubtest.New(t)
 	srv.CreateRepo("acme", "manifests", "main")
-	base := srv.Branch("acme", "manifests", "main")
+	base := srv.Repo("acme", "manifests").Branch("main")
 	var shas []string
 	for i := range 3 {
-		shas = append(shas, srv.Commit("acme", "manifests", "main", map[string]string{"f": strings.Repeat("x", i)}, "c"))
+		shas = append(shas, srv.Repo("acme", "manifests").Commit("main", map[string]string{"f": strings.Repeat("x", i)}, "c"))
 	}
 	for range 5 {
-		srv.AddCheckRun("acme", "manifests", githubtest.CheckRun{Name: "ci", HeadSHA: shas[2], Conclusion: "success"})
+		srv.Repo("acme", "manifests").AddCheckRun(githubtest.CheckRun{Name: "ci", HeadSHA: shas[2], Conclusion: "success"})
 	}
 	gh := newClient(t, srv)
 	opts := &github.ListCheckRunsOptions{Filter: github.String("all"), ListOptions: github.ListOptions{PerPage: 2}}
@@ -331,7 +331,7 @@ func TestPaginationAndCompare(t *testing.T) {
 // messages, and accepted otherwise.
 func TestAppJWTJudgedOnServersClock(t *testing.T) {
 	srv := githubtest.New(t)
-	key, err := jwt.ParseRSAPrivateKeyFromPEM(srv.AppPrivateKeyPEM())
+	key, err := jwt.ParseRSAPrivateKeyFromPEM(srv.App().PrivateKeyPEM())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,12 +348,12 @@ func TestAppJWTJudgedOnServersClock(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			signed, err := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.RegisteredClaims{
-				IssuedAt: jwt.NewNumericDate(c.iat), ExpiresAt: jwt.NewNumericDate(c.exp), Issuer: strconv.FormatInt(srv.AppID(), 10),
+				IssuedAt: jwt.NewNumericDate(c.iat), ExpiresAt: jwt.NewNumericDate(c.exp), Issuer: strconv.FormatInt(srv.App().ID(), 10),
 			}).SignedString(key)
 			if err != nil {
 				t.Fatal(err)
 			}
-			req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/app/installations/%d/access_tokens", srv.URL(), srv.InstallationID()), nil)
+			req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/app/installations/%d/access_tokens", srv.URL(), srv.App().InstallationID()), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

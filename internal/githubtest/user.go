@@ -1,38 +1,12 @@
 package githubtest
 
-import (
-	"net/http"
-	"strings"
-)
-
-// UserToken issues a user token for login, as `gh auth token` or an OAuth
-// app would hold one: it authenticates REST calls, and GET /user answers
-// login for it.
-func (s *Server) UserToken(login string) string {
-	tok := "gho_" + randomHex(18)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.userTokens[tok] = login
-	return tok
-}
-
-// RevokeUserToken makes tok unknown, as revoking it on GitHub does.
-func (s *Server) RevokeUserToken(tok string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.userTokens, tok)
-}
-
-// bearer returns the token of an Authorization header ("token X" or "Bearer X").
-func bearer(h string) string {
-	return strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(h, "token "), "Bearer "))
-}
+import "net/http"
 
 // getAuthenticatedUser is GET /user: the user a user token belongs to. An
 // installation token (or the static token, which stands for an App's
 // machinery) gets 403, as GitHub answers integrations.
-func (s *Server) getAuthenticatedUser(c *call) response {
-	login, known := s.userTokens[c.token]
+func (s accessAPI) getAuthenticatedUser(c *call) response {
+	login, known := s.logins.Login(c.token)
 	if !known {
 		return errorf(http.StatusForbidden, "Resource not accessible by integration")
 	}

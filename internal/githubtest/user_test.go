@@ -15,7 +15,7 @@ import (
 // token 401.
 func TestGetUser(t *testing.T) {
 	srv := New(t)
-	tok := srv.UserToken("alice")
+	tok := srv.OAuth().UserToken("alice")
 	get := func(tok string) (int, map[string]any) {
 		req, _ := http.NewRequest("GET", srv.URL()+"/user", nil)
 		req.Header.Set("Authorization", "Bearer "+tok)
@@ -34,7 +34,7 @@ func TestGetUser(t *testing.T) {
 	if code, _ := get(srv.Token()); code != 403 {
 		t.Errorf("GET /user with the static token = %d, want 403", code)
 	}
-	srv.RevokeUserToken(tok)
+	srv.OAuth().RevokeUserToken(tok)
 	if code, _ := get(tok); code != 401 {
 		t.Errorf("GET /user with a revoked token = %d, want 401", code)
 	}
@@ -47,7 +47,7 @@ func TestGetUser(t *testing.T) {
 // that comes too soon, and strictness about how the requests are sent.
 func TestDeviceFlow(t *testing.T) {
 	srv := New(t)
-	srv.EnableDeviceFlow("Iv1.test", time.Second, time.Second)
+	srv.OAuth().EnableDeviceFlow("Iv1.test", time.Second, time.Second)
 	post := func(path string, form url.Values, accept string) map[string]any {
 		t.Helper()
 		req, _ := http.NewRequest("POST", srv.RootURL()+path, strings.NewReader(form.Encode()))
@@ -80,7 +80,7 @@ func TestDeviceFlow(t *testing.T) {
 	if m := post("/login/oauth/access_token", poll, "application/json"); m["error"] != "slow_down" || m["interval"] != 2.0 {
 		t.Errorf("a poll at once: %v, want slow_down with interval 2", m)
 	}
-	if err := srv.AuthorizeDevice(code["user_code"].(string), "alice"); err != nil {
+	if err := srv.OAuth().AuthorizeDevice(code["user_code"].(string), "alice"); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Second) // the interval the server asked for
@@ -89,7 +89,7 @@ func TestDeviceFlow(t *testing.T) {
 	if !strings.HasPrefix(tok, "gho_") || m["token_type"] != "bearer" {
 		t.Fatalf("after authorizing: %v", m)
 	}
-	if total, early := srv.DevicePolls(); total != 3 || early != 1 {
+	if total, early := srv.OAuth().DevicePolls(); total != 3 || early != 1 {
 		t.Errorf("DevicePolls = %d, %d; want 3, 1", total, early)
 	}
 	if m := post("/login/oauth/access_token", poll, "application/json"); m["error"] != "incorrect_device_code" {

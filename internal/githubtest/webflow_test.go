@@ -13,8 +13,8 @@ import (
 // GET /user answers the login; a person who denies sends an error back.
 func TestWebFlow(t *testing.T) {
 	srv := New(t)
-	srv.EnableWebFlow("Iv1.web", "s3cret", "https://stagehand.example.com/")
-	srv.SignInWeb("maria")
+	srv.OAuth().EnableWebFlow("Iv1.web", "s3cret", "https://stagehand.example.com/")
+	srv.OAuth().SignInWeb("maria")
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	authorize := func(clientID, redirect string) (int, url.Values) {
 		t.Helper()
@@ -95,10 +95,10 @@ func TestWebFlow(t *testing.T) {
 	if u["login"] != "maria" {
 		t.Errorf("GET /user with the web-flow token = %v, want maria", u)
 	}
-	if srv.CodesExchanged() != 1 {
-		t.Errorf("codes exchanged %d, want 1", srv.CodesExchanged())
+	if srv.OAuth().CodesExchanged() != 1 {
+		t.Errorf("codes exchanged %d, want 1", srv.OAuth().CodesExchanged())
 	}
-	srv.SignInWeb("")
+	srv.OAuth().SignInWeb("")
 	if _, back := authorize("Iv1.web", cb); back.Get("error") != "access_denied" || back.Get("state") != "st4te" || back.Has("code") {
 		t.Errorf("a denial sent back %v", back)
 	}

@@ -14,6 +14,13 @@ import (
 	"strconv"
 )
 
+// Webhooks builds the signed deliveries GitHub sends about one repository, from the server's state of it.
+// Get it with Server.Webhooks.
+type Webhooks struct {
+	*world
+	owner, name string
+}
+
 //go:embed testdata/webhooks/*.json
 var webhookFS embed.FS
 
@@ -76,7 +83,7 @@ func loadPayload(name string) (map[string]any, error) {
 }
 
 // payload loads a real example payload, failing the test if it cannot.
-func (s *Server) payload(name string) map[string]any {
+func (s Webhooks) payload(name string) map[string]any {
 	m, err := loadPayload(name)
 	if err != nil {
 		s.tb.Fatal(err)
@@ -86,7 +93,7 @@ func (s *Server) payload(name string) map[string]any {
 
 // mustCheckRun returns check run id of r; the caller holds s.mu (Fatalf
 // unwinds through the caller's deferred Unlock).
-func (s *Server) mustCheckRun(r *repo, id int64) *CheckRun {
+func (s Webhooks) mustCheckRun(r *repo, id int64) *CheckRun {
 	for _, c := range r.checkRuns {
 		if c.ID == id {
 			return c
@@ -96,7 +103,7 @@ func (s *Server) mustCheckRun(r *repo, id int64) *CheckRun {
 	return nil
 }
 
-func (s *Server) delivery(event string, m map[string]any) Delivery {
+func (s Webhooks) delivery(event string, m map[string]any) Delivery {
 	b, err := json.Marshal(m)
 	if err != nil {
 		s.tb.Fatalf("githubtest: marshalling %s payload: %v", event, err)
@@ -105,7 +112,7 @@ func (s *Server) delivery(event string, m map[string]any) Delivery {
 }
 
 // rewriteCommon points the payload's repository, organization, sender and installation at our world.
-func (s *Server) rewriteCommon(m map[string]any, r *repo, sender string) {
+func (s Webhooks) rewriteCommon(m map[string]any, r *repo, sender string) {
 	repoJSON := s.repoJSON(r)
 	if old, ok := m["repository"].(map[string]any); ok {
 		for k, v := range repoJSON {
@@ -121,13 +128,13 @@ func (s *Server) rewriteCommon(m map[string]any, r *repo, sender string) {
 
 // CheckRunActionDelivery builds the check_run delivery with action requested_action that GitHub sends when
 // sender clicks the button with identifier on check run id (which must exist on the server).
-func (s *Server) CheckRunActionDelivery(owner, name string, id int64, identifier, sender string) Delivery {
+func (s Webhooks) CheckRunAction(id int64, identifier, sender string) Delivery {
 	m := s.payload("check_run.requested_action.json")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.mustRepo(owner, name)
+	r := s.mustRepo(s.owner, s.name)
 	cr := s.mustCheckRun(r, id)
-	run := s.checkRunJSON(r, cr)
+	run := checksAPI{s.world}.checkRunJSON(r, cr)
 	run["check_suite"] = map[string]any{"id": cr.ID, "head_sha": cr.HeadSHA, "head_branch": nil, "status": "completed", "pull_requests": []any{}}
 	run["app"] = map[string]any{"id": s.appID, "slug": "stagehand", "name": "Stagehand"}
 	m["check_run"] = run
@@ -138,13 +145,13 @@ func (s *Server) CheckRunActionDelivery(owner, name string, id int64, identifier
 
 // CheckRunDelivery builds a check_run delivery with action created, completed or rerequested for check run
 // id as the server holds it now (e.g. a CI run another app completed, for auto-merge).
-func (s *Server) CheckRunDelivery(owner, name string, id int64, action, sender string) Delivery {
+func (s Webhooks) CheckRun(id int64, action, sender string) Delivery {
 	m := s.payload("check_run.created.json")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.mustRepo(owner, name)
+	r := s.mustRepo(s.owner, s.name)
 	cr := s.mustCheckRun(r, id)
-	run := s.checkRunJSON(r, cr)
+	run := checksAPI{s.world}.checkRunJSON(r, cr)
 	run["check_suite"] = map[string]any{"id": cr.ID, "head_sha": cr.HeadSHA, "head_branch": nil, "status": cr.Status, "pull_requests": []any{}}
 	run["app"] = map[string]any{"id": s.appID + 1, "slug": "ci", "name": "CI"}
 	m["check_run"], m["action"] = run, action
@@ -153,19 +160,19 @@ func (s *Server) CheckRunDelivery(owner, name string, id int64, action, sender s
 }
 
 // StatusDelivery builds the status delivery for a commit status set on sha (see SetStatus).
-func (s *Server) StatusDelivery(owner, name, sha, context, state, sender string) Delivery {
+func (s Webhooks) Status(sha, context, state, sender string) Delivery {
 	m := s.payload("status.json")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.mustRepo(owner, name)
-	m["id"], m["sha"], m["context"], m["state"], m["name"] = s.id(), sha, context, state, owner+"/"+name
+	r := s.mustRepo(s.owner, s.name)
+	m["id"], m["sha"], m["context"], m["state"], m["name"] = s.id(), sha, context, state, s.owner+"/"+s.name
 	if c := r.commits[sha]; c != nil {
 		m["commit"] = s.commitJSON(r, c)
 	}
 	var branches []any
 	for b, head := range r.branches {
 		if head == sha {
-			branches = append(branches, map[string]any{"name": b, "commit": map[string]any{"sha": sha, "url": s.apiURL("/repos/%s/%s/commits/%s", owner, name, sha)}, "protected": false})
+			branches = append(branches, map[string]any{"name": b, "commit": map[string]any{"sha": sha, "url": s.apiURL("/repos/%s/%s/commits/%s", s.owner, s.name, sha)}, "protected": false})
 		}
 	}
 	m["branches"] = orEmpty(branches)
@@ -175,7 +182,7 @@ func (s *Server) StatusDelivery(owner, name, sha, context, state, sender string)
 
 // PullRequestDelivery builds a pull_request delivery (action opened, synchronize, reopened or closed) for
 // pull request number as the server holds it now.
-func (s *Server) PullRequestDelivery(owner, name string, number int, action, sender string) Delivery {
+func (s Webhooks) PullRequest(number int, action, sender string) Delivery {
 	file := "pull_request.opened.json"
 	if action == "closed" {
 		file = "pull_request.closed.json"
@@ -183,7 +190,7 @@ func (s *Server) PullRequestDelivery(owner, name string, number int, action, sen
 	m := s.payload(file)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.mustRepo(owner, name)
+	r := s.mustRepo(s.owner, s.name)
 	var p *pull
 	for _, x := range r.pulls {
 		if x.number == number {
@@ -191,10 +198,10 @@ func (s *Server) PullRequestDelivery(owner, name string, number int, action, sen
 		}
 	}
 	if p == nil {
-		s.tb.Fatalf("githubtest: no pull request #%d in %s/%s", number, owner, name)
+		s.tb.Fatalf("githubtest: no pull request #%d in %s/%s", number, s.owner, s.name)
 	}
 	pr, _ := m["pull_request"].(map[string]any)
-	for k, v := range s.pullJSON(r, p) {
+	for k, v := range (pullsAPI{s.world}).pullJSON(r, p) {
 		pr[k] = v
 	}
 	m["action"], m["number"] = action, number
@@ -203,11 +210,11 @@ func (s *Server) PullRequestDelivery(owner, name string, number int, action, sen
 }
 
 // PushDelivery builds a push delivery for branch moving from before to after.
-func (s *Server) PushDelivery(owner, name, branch, before, after, sender string) Delivery {
+func (s Webhooks) Push(branch, before, after, sender string) Delivery {
 	m := s.payload("push.json")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.mustRepo(owner, name)
+	r := s.mustRepo(s.owner, s.name)
 	m["ref"], m["before"], m["after"] = "refs/heads/"+branch, before, after
 	if hc, ok := m["head_commit"].(map[string]any); ok {
 		hc["id"], hc["tree_id"] = after, after

@@ -17,8 +17,8 @@ func TestCheckRunActionDelivery(t *testing.T) {
 	ctx := context.Background()
 	srv := githubtest.New(t)
 	srv.CreateRepo("acme", "manifests", "main")
-	sha := srv.Branch("acme", "manifests", "main")
-	id := srv.AddCheckRun("acme", "manifests", githubtest.CheckRun{Name: "stagehand/prod", HeadSHA: sha, ExternalID: "hash1", Conclusion: "action_required"})
+	sha := srv.Repo("acme", "manifests").Branch("main")
+	id := srv.Repo("acme", "manifests").AddCheckRun(githubtest.CheckRun{Name: "stagehand/prod", HeadSHA: sha, ExternalID: "hash1", Conclusion: "action_required"})
 
 	type got struct {
 		event, sig string
@@ -31,7 +31,7 @@ func TestCheckRunActionDelivery(t *testing.T) {
 	}))
 	defer hook.Close()
 
-	d := srv.CheckRunActionDelivery("acme", "manifests", id, "approve", "maria")
+	d := srv.Webhooks("acme", "manifests").CheckRunAction(id, "approve", "maria")
 	status, _, err := githubtest.Send(ctx, hook.URL, "s3cret", d)
 	if err != nil || status != http.StatusOK {
 		t.Fatalf("Send = %d, %v", status, err)
@@ -47,7 +47,7 @@ func TestCheckRunActionDelivery(t *testing.T) {
 	}
 	if ev.GetAction() != "requested_action" || ev.GetRequestedAction().Identifier != "approve" ||
 		ev.GetCheckRun().GetID() != id || ev.GetCheckRun().GetHeadSHA() != sha || ev.GetCheckRun().GetExternalID() != "hash1" ||
-		ev.GetSender().GetLogin() != "maria" || ev.GetRepo().GetFullName() != "acme/manifests" || ev.GetInstallation().GetID() != srv.InstallationID() {
+		ev.GetSender().GetLogin() != "maria" || ev.GetRepo().GetFullName() != "acme/manifests" || ev.GetInstallation().GetID() != srv.App().InstallationID() {
 		t.Errorf("event not rewritten: %+v", ev)
 	}
 }
@@ -55,10 +55,10 @@ func TestCheckRunActionDelivery(t *testing.T) {
 func TestPullRequestDelivery(t *testing.T) {
 	srv := githubtest.New(t)
 	srv.CreateRepo("acme", "manifests", "main")
-	head := srv.Commit("acme", "manifests", "feature", map[string]string{"a": "b"}, "feature")
-	n := srv.OpenPullRequest("acme", "manifests", "feature", "main", "Feature", "maria")
+	head := srv.Repo("acme", "manifests").Commit("feature", map[string]string{"a": "b"}, "feature")
+	n := srv.Repo("acme", "manifests").OpenPullRequest("feature", "main", "Feature", "maria")
 	var ev github.PullRequestEvent
-	if err := json.Unmarshal(srv.PullRequestDelivery("acme", "manifests", n, "synchronize", "maria").Body, &ev); err != nil {
+	if err := json.Unmarshal(srv.Webhooks("acme", "manifests").PullRequest(n, "synchronize", "maria").Body, &ev); err != nil {
 		t.Fatal(err)
 	}
 	if ev.GetAction() != "synchronize" || ev.GetNumber() != n || ev.GetPullRequest().GetHead().GetSHA() != head ||
@@ -70,17 +70,17 @@ func TestPullRequestDelivery(t *testing.T) {
 func TestCheckRunAndStatusDeliveries(t *testing.T) {
 	srv := githubtest.New(t)
 	srv.CreateRepo("acme", "manifests", "main")
-	sha := srv.Commit("acme", "manifests", "promote", map[string]string{"a": "b"}, "promote")
-	id := srv.AddCheckRun("acme", "manifests", githubtest.CheckRun{Name: "ci/build", HeadSHA: sha, Conclusion: "success"})
+	sha := srv.Repo("acme", "manifests").Commit("promote", map[string]string{"a": "b"}, "promote")
+	id := srv.Repo("acme", "manifests").AddCheckRun(githubtest.CheckRun{Name: "ci/build", HeadSHA: sha, Conclusion: "success"})
 	var cr github.CheckRunEvent
-	if err := json.Unmarshal(srv.CheckRunDelivery("acme", "manifests", id, "completed", "ci").Body, &cr); err != nil {
+	if err := json.Unmarshal(srv.Webhooks("acme", "manifests").CheckRun(id, "completed", "ci").Body, &cr); err != nil {
 		t.Fatal(err)
 	}
 	if cr.GetAction() != "completed" || cr.GetCheckRun().GetConclusion() != "success" || cr.GetCheckRun().GetHeadSHA() != sha || cr.GetRepo().GetFullName() != "acme/manifests" {
 		t.Errorf("check_run event: %+v", cr)
 	}
 	var st github.StatusEvent
-	if err := json.Unmarshal(srv.StatusDelivery("acme", "manifests", sha, "ci/jenkins", "success", "ci").Body, &st); err != nil {
+	if err := json.Unmarshal(srv.Webhooks("acme", "manifests").Status(sha, "ci/jenkins", "success", "ci").Body, &st); err != nil {
 		t.Fatal(err)
 	}
 	if st.GetSHA() != sha || st.GetState() != "success" || st.GetContext() != "ci/jenkins" || len(st.Branches) != 1 || st.Branches[0].GetName() != "promote" {

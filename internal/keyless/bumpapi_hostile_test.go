@@ -182,7 +182,7 @@ func TestBumpAPIRefusesUnderARollbackHold(t *testing.T) {
 		!strings.Contains(got.Result.Reason, "apps/devel/hold is held by a rollback of alice") {
 		t.Fatalf("bump under a rollback hold answered %d: %s", code, out)
 	}
-	if prs := e.f.Srv.PullRequests(owner, repo); len(prs) != 0 {
+	if prs := e.f.Srv.Repo(owner, repo).PullRequests(); len(prs) != 0 {
 		t.Errorf("pull requests under a hold: %+v", prs)
 	}
 	if lg := e.lastLog(); lg.Status != http.StatusLocked || lg.Caller == nil || lg.Caller.Repository != "acme/checkout-api" {

@@ -163,7 +163,7 @@ func TestBumpAPIBumpsTheCallersOwnFile(t *testing.T) {
 	}
 	branch := "stagehand/bump-devel-checkout-api"
 	res := decodeResult(t, out)
-	want := &prbot.BumpResult{File: checkoutFile, Branch: branch, PR: 1, URL: res.URL, Commit: e.f.Srv.Branch(owner, repo, branch), Changed: true, Created: true}
+	want := &prbot.BumpResult{File: checkoutFile, Branch: branch, PR: 1, URL: res.URL, Commit: e.f.Srv.Repo(owner, repo).Branch(branch), Changed: true, Created: true}
 	if diff := cmp.Diff(want, res); diff != "" {
 		t.Errorf("result (-want +got):\n%s", diff)
 	}
@@ -383,11 +383,11 @@ func TestBumpAPIRefusals(t *testing.T) {
 			t.Errorf("%d %s %s requests after refusals, want none", n, route.method, route.path)
 		}
 	}
-	if prs := e.f.Srv.PullRequests(owner, repo); len(prs) != 0 {
+	if prs := e.f.Srv.Repo(owner, repo).PullRequests(); len(prs) != 0 {
 		t.Errorf("pull requests after refusals: %+v", prs)
 	}
 	for _, b := range []string{"stagehand/bump-devel-checkout-api", "stagehand/bump-devel-payments-api", "stagehand/bump-devel-shared-jobs", "stagehand/bump-staging-checkout-api"} {
-		if sha := e.f.Srv.Branch(owner, repo, b); sha != "" {
+		if sha := e.f.Srv.Repo(owner, repo).Branch(b); sha != "" {
 			t.Errorf("branch %s exists after refusals", b)
 		}
 	}
@@ -406,7 +406,7 @@ func TestBumpAPIRefusesLockedEnvironment(t *testing.T) {
 		!strings.Contains(got.Result.Reason, "blocked: apps/devel is locked until") {
 		t.Fatalf("bump into a locked environment answered %d: %s", code, out)
 	}
-	if prs := e.f.Srv.PullRequests(owner, repo); len(prs) != 0 {
+	if prs := e.f.Srv.Repo(owner, repo).PullRequests(); len(prs) != 0 {
 		t.Errorf("pull requests = %+v, want none opened into a locked environment", prs)
 	}
 

@@ -52,7 +52,7 @@ func TestBumpOpensUpdatesAndIsIdempotent(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, devel())
 	b := f.bot(t)
-	baseBefore := f.Srv.Branch(owner, repo, "main")
+	baseBefore := f.Srv.Repo(owner, repo).Branch("main")
 	req := BumpRequest{Env: "devel", File: "checkout-api.json", Service: "checkout-api", Tag: "1.6.0"}
 
 	// A new bump opens a pull request whose diff is the one tag line.
@@ -61,14 +61,14 @@ func TestBumpOpensUpdatesAndIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	branch := "stagehand/bump-devel-checkout-api"
-	want := &BumpResult{File: checkoutFile, Branch: branch, PR: 1, URL: res.URL, Commit: f.Srv.Branch(owner, repo, branch), Changed: true, Created: true}
+	want := &BumpResult{File: checkoutFile, Branch: branch, PR: 1, URL: res.URL, Commit: f.Srv.Repo(owner, repo).Branch(branch), Changed: true, Created: true}
 	if diff := cmp.Diff(want, res); diff != "" {
 		t.Errorf("first bump (-want +got):\n%s", diff)
 	}
 	if !strings.HasSuffix(res.URL, "/acme/manifests/pull/1") {
 		t.Errorf("URL = %q, want the pull request's html URL", res.URL)
 	}
-	if got := f.Srv.Branch(owner, repo, "main"); got != baseBefore {
+	if got := f.Srv.Repo(owner, repo).Branch("main"); got != baseBefore {
 		t.Errorf("the base branch moved: %s → %s", baseBefore, got)
 	}
 	if diff := cmp.Diff([]string{`-        { "dockerTag": "1.5.0" },`, `+        { "dockerTag": "1.6.0" },`},
@@ -110,7 +110,7 @@ func TestBumpOpensUpdatesAndIsIdempotent(t *testing.T) {
 	}
 
 	// The same bump again writes nothing and touches nothing.
-	head := f.Srv.Branch(owner, repo, branch)
+	head := f.Srv.Repo(owner, repo).Branch(branch)
 	puts := f.Sent.Count("PUT", "/contents/")
 	patches := f.Sent.Count("PATCH", "/pulls/[0-9]+$")
 	res3, err := b.Bump(ctx, BumpRequest{Env: "devel", File: "checkout-api.json", Service: "checkout-api", Container: "checkout-worker", Tag: "1.6.1", Digest: digest})
@@ -120,7 +120,7 @@ func TestBumpOpensUpdatesAndIsIdempotent(t *testing.T) {
 	if res3.Changed || res3.Commit != "" || res3.PR != 1 || res3.Created {
 		t.Errorf("identical re-run = %+v, want no change on PR 1", res3)
 	}
-	if f.Srv.Branch(owner, repo, branch) != head {
+	if f.Srv.Repo(owner, repo).Branch(branch) != head {
 		t.Error("identical re-run moved the branch")
 	}
 	if n := f.Sent.Count("PUT", "/contents/"); n != puts {
@@ -129,7 +129,7 @@ func TestBumpOpensUpdatesAndIsIdempotent(t *testing.T) {
 	if n := f.Sent.Count("PATCH", "/pulls/[0-9]+$"); n != patches {
 		t.Errorf("identical re-run edited the pull request %d times", n-patches)
 	}
-	if n := len(f.Srv.PullRequests(owner, repo)); n != 1 {
+	if n := len(f.Srv.Repo(owner, repo).PullRequests()); n != 1 {
 		t.Errorf("%d pull requests, want 1", n)
 	}
 }
@@ -186,7 +186,7 @@ func TestBumpAddsServiceAndOlderTagDoesNotWin(t *testing.T) {
 func TestRacingBumpsEndInOnePullRequestWithTheNewestTag(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, devel())
-	f.Srv.SetLatency(2 * time.Millisecond) // widen the windows between read and write
+	f.Srv.Faults().SetLatency(2 * time.Millisecond) // widen the windows between read and write
 	const racers = 6
 	var wg sync.WaitGroup
 	errs := make([]error, racers)
@@ -204,7 +204,7 @@ func TestRacingBumpsEndInOnePullRequestWithTheNewestTag(t *testing.T) {
 			t.Errorf("racer %d: %v", i, err)
 		}
 	}
-	prs := f.Srv.PullRequests(owner, repo)
+	prs := f.Srv.Repo(owner, repo).PullRequests()
 	if len(prs) != 1 || prs[0].State != "open" {
 		t.Fatalf("pull requests = %+v, want exactly one open", prs)
 	}
@@ -232,10 +232,10 @@ func TestBumpAutoMergeWaitsForChecksAndLocks(t *testing.T) {
 	}()
 
 	// Locked after the pull request was opened: the bot says why on it and does not merge.
-	testenv.WaitFor(t, 20*time.Second, "the bump pull request", func() bool { return len(f.Srv.PullRequests(owner, repo)) == 1 })
+	testenv.WaitFor(t, 20*time.Second, "the bump pull request", func() bool { return len(f.Srv.Repo(owner, repo).PullRequests()) == 1 })
 	f.Lock(t, "apps/devel")
 	testenv.WaitFor(t, 20*time.Second, "the lock comment", func() bool {
-		for _, c := range f.Srv.Comments(owner, repo, 1) {
+		for _, c := range f.Srv.Repo(owner, repo).Comments(1) {
 			if strings.Contains(c.Body, "apps/devel is locked") {
 				return true
 			}
@@ -248,19 +248,19 @@ func TestBumpAutoMergeWaitsForChecksAndLocks(t *testing.T) {
 	testenv.WaitFor(t, 20*time.Second, "more polls", func() bool {
 		return f.Sent.Count("GET", "/check-runs$") >= polls+3
 	})
-	if prs := f.Srv.PullRequests(owner, repo); prs[0].Merged {
+	if prs := f.Srv.Repo(owner, repo).PullRequests(); prs[0].Merged {
 		t.Fatal("merged before the required check succeeded")
 	}
-	head := f.Srv.PullRequests(owner, repo)[0].HeadSHA
-	f.Srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: "ci/test", HeadSHA: head, Status: "in_progress"})
+	head := f.Srv.Repo(owner, repo).PullRequests()[0].HeadSHA
+	f.Srv.Repo(owner, repo).AddCheckRun(githubtest.CheckRun{Name: "ci/test", HeadSHA: head, Status: "in_progress"})
 	polls = f.Sent.Count("GET", "/check-runs$")
 	testenv.WaitFor(t, 20*time.Second, "more polls", func() bool {
 		return f.Sent.Count("GET", "/check-runs$") >= polls+3
 	})
-	if prs := f.Srv.PullRequests(owner, repo); prs[0].Merged {
+	if prs := f.Srv.Repo(owner, repo).PullRequests(); prs[0].Merged {
 		t.Fatal("merged while the required check was in progress")
 	}
-	f.Srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: "ci/test", HeadSHA: head, Status: "completed", Conclusion: "success", CompletedAt: time.Now()})
+	f.Srv.Repo(owner, repo).AddCheckRun(githubtest.CheckRun{Name: "ci/test", HeadSHA: head, Status: "completed", Conclusion: "success", CompletedAt: time.Now()})
 
 	var out outcome
 	select {
@@ -277,7 +277,7 @@ func TestBumpAutoMergeWaitsForChecksAndLocks(t *testing.T) {
 	if got := f.File(t, "main", checkoutFile); !strings.Contains(got, `{ "dockerTag": "1.6.0" }`) {
 		t.Errorf("main after the merge:\n%s", got)
 	}
-	if f.Srv.Branch(owner, repo, "stagehand/bump-devel-checkout-api") != "" {
+	if f.Srv.Repo(owner, repo).Branch("stagehand/bump-devel-checkout-api") != "" {
 		t.Error("the bump branch was not deleted after merging")
 	}
 
@@ -298,8 +298,8 @@ func TestBumpAutoMergeGivesUpOnFailedChecks(t *testing.T) {
 	if _, err := b.Bump(ctx, BumpRequest{Env: "devel", File: "checkout-api.json", Service: "checkout-api", Tag: "1.6.0"}); err != nil {
 		t.Fatal(err)
 	}
-	head := f.Srv.PullRequests(owner, repo)[0].HeadSHA
-	f.Srv.SetStatus(owner, repo, head, "ci/lint", "failure")
+	head := f.Srv.Repo(owner, repo).PullRequests()[0].HeadSHA
+	f.Srv.Repo(owner, repo).SetStatus(head, "ci/lint", "failure")
 	res, err := b.Bump(ctx, BumpRequest{Env: "devel", File: "checkout-api.json", Service: "checkout-api", Tag: "1.6.0", AutoMerge: true, MergeTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -343,7 +343,7 @@ func TestBumpStaysMergeableWhenTheBaseEditsTheFile(t *testing.T) {
 	}
 	// Someone edits another service of the same file on main meanwhile.
 	edited := strings.Replace(checkoutJSON, `"0.3.0"`, `"0.3.1"`, 1)
-	f.Srv.Commit(owner, repo, "main", map[string]string{checkoutFile: edited}, "hotfix checkout-cron")
+	f.Srv.Repo(owner, repo).Commit("main", map[string]string{checkoutFile: edited}, "hotfix checkout-cron")
 
 	res, err := b.Bump(ctx, BumpRequest{Env: "devel", File: "checkout-api.json", Service: "checkout-api", Container: "checkout-worker", Tag: "1.6.1"})
 	if err != nil {

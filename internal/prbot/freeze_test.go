@@ -21,7 +21,7 @@ func TestPromoteTargetFrozen(t *testing.T) {
 	f := newFixture(t, prbottest.Spread(healthyPipeline))
 	freezes := frozen{"staging": "closed: inside the deny window year-end; opens Mon 4 Jan 2027 08:00 Europe/London"}
 	b := f.bot(t, WithClock(func() time.Time { return now }), WithFreezes(freezes))
-	healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), time.Hour)
+	healthyAt(f, "devel", f.Srv.Repo(owner, repo).Branch("main"), time.Hour)
 
 	res, err := b.Promote(ctx, "devel", "staging", false)
 	if err != nil {
@@ -31,7 +31,7 @@ func TestPromoteTargetFrozen(t *testing.T) {
 	if res.Action != ActionBlocked || res.Reason != why {
 		t.Errorf("frozen = %+v, want blocked: %s", res, why)
 	}
-	if n := len(f.Srv.PullRequests(owner, repo)); n != 0 {
+	if n := len(f.Srv.Repo(owner, repo).PullRequests()); n != 0 {
 		t.Fatalf("%d pull requests opened into a frozen stage", n)
 	}
 	notes := blockedNotes(f)

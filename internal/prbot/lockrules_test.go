@@ -14,7 +14,7 @@ import (
 // checksNamed returns the check runs called name.
 func checksNamed(f *fixture, name string) []githubtest.CheckRun {
 	var out []githubtest.CheckRun
-	for _, r := range f.Srv.CheckRuns(owner, repo) {
+	for _, r := range f.Srv.Repo(owner, repo).CheckRuns() {
 		if r.Name == name {
 			out = append(out, r)
 		}
@@ -55,10 +55,10 @@ func TestBumpRefusesLockedStageTargetAndService(t *testing.T) {
 			if !res.Blocked || res.PR != 0 || res.Changed || !strings.Contains(res.Reason, "blocked: "+tt.path+" is locked until") {
 				t.Errorf("bump under a lock on %s = %+v, want blocked, nothing written, naming the lock", tt.path, res)
 			}
-			if prs := f.Srv.PullRequests(owner, repo); len(prs) != 0 {
+			if prs := f.Srv.Repo(owner, repo).PullRequests(); len(prs) != 0 {
 				t.Errorf("pull requests = %+v, want none", prs)
 			}
-			if sha := f.Srv.Branch(owner, repo, res.Branch); sha != "" {
+			if sha := f.Srv.Repo(owner, repo).Branch(res.Branch); sha != "" {
 				t.Errorf("branch %s was created", res.Branch)
 			}
 			// Nothing to comment on: a neutral check run on main says why, once.
@@ -66,7 +66,7 @@ func TestBumpRefusesLockedStageTargetAndService(t *testing.T) {
 				t.Fatal(err)
 			}
 			runs := checksNamed(f, res.Branch)
-			if len(runs) != 1 || runs[0].Conclusion != "neutral" || runs[0].HeadSHA != f.Srv.Branch(owner, repo, "main") ||
+			if len(runs) != 1 || runs[0].Conclusion != "neutral" || runs[0].HeadSHA != f.Srv.Repo(owner, repo).Branch("main") ||
 				!strings.Contains(runs[0].Summary, "Not opening a bump of checkout-api to 1.6.0 in devel: blocked: "+tt.path) {
 				t.Errorf("check runs %s = %+v, want one neutral run on main saying why", res.Branch, runs)
 			}
@@ -101,7 +101,7 @@ func TestHoldStopsBumpAndPromote(t *testing.T) {
 		if err != nil || res.PR != 1 {
 			t.Fatalf("bump = %+v, %v", res, err)
 		}
-		head := f.Srv.Branch(owner, repo, res.Branch)
+		head := f.Srv.Repo(owner, repo).Branch(res.Branch)
 		hold(f, "apps/devel")
 		// With a bump open, the hold leaves it untouched and says why on it.
 		res, err = b.Bump(ctx, BumpRequest{Env: "devel", File: "checkout-api.json", Service: "checkout-api", Tag: "1.7.0", AutoMerge: true, MergeTimeout: time.Second})
@@ -111,10 +111,10 @@ func TestHoldStopsBumpAndPromote(t *testing.T) {
 		if !res.Blocked || res.Merged || res.PR != 1 || !strings.Contains(res.Reason, "apps/devel/hold is held by a rollback of alice") {
 			t.Errorf("bump under a hold = %+v, want blocked by the hold", res)
 		}
-		if got := f.Srv.Branch(owner, repo, res.Branch); got != head {
+		if got := f.Srv.Repo(owner, repo).Branch(res.Branch); got != head {
 			t.Errorf("the bump branch moved under a hold: %s → %s", head, got)
 		}
-		comments := f.Srv.Comments(owner, repo, 1)
+		comments := f.Srv.Repo(owner, repo).Comments(1)
 		if len(comments) != 1 || !strings.Contains(comments[0].Body, "Not updating or merging this bump of checkout-api to 1.7.0: blocked: apps/devel/hold is held by a rollback") ||
 			!strings.Contains(comments[0].Body, pr) {
 			t.Errorf("comments = %+v, want one naming the hold and its pull request", comments)
@@ -126,7 +126,7 @@ func TestHoldStopsBumpAndPromote(t *testing.T) {
 		if res, err = b.Bump(ctx, BumpRequest{Env: "devel", File: "checkout-api.json", Service: "checkout-api", Tag: "1.7.0"}); err != nil || res.Blocked || !res.Changed {
 			t.Fatalf("bump after release = %+v, %v", res, err)
 		}
-		if c := f.Srv.Comments(owner, repo, 1); len(c) != 1 || !strings.Contains(c[0].Body, "No lock or hold blocks this bump any more.") {
+		if c := f.Srv.Repo(owner, repo).Comments(1); len(c) != 1 || !strings.Contains(c[0].Body, "No lock or hold blocks this bump any more.") {
 			t.Errorf("comments after release = %+v", c)
 		}
 	})
@@ -134,7 +134,7 @@ func TestHoldStopsBumpAndPromote(t *testing.T) {
 	t.Run("promote", func(t *testing.T) {
 		f := newFixture(t, prbottest.Spread(healthyPipeline))
 		b := f.bot(t, WithClock(func() time.Time { return now }))
-		healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), time.Hour)
+		healthyAt(f, "devel", f.Srv.Repo(owner, repo).Branch("main"), time.Hour)
 		hold(f, "apps/staging")
 		res, err := b.Promote(ctx, "devel", "staging", false)
 		if err != nil {
@@ -143,7 +143,7 @@ func TestHoldStopsBumpAndPromote(t *testing.T) {
 		if res.Action != ActionBlocked || !strings.Contains(res.Reason, "stage staging is locked: apps/staging/hold is held by a rollback of alice") {
 			t.Errorf("promotion under a hold = %+v, want blocked by the hold", res)
 		}
-		if n := len(f.Srv.PullRequests(owner, repo)); n != 0 {
+		if n := len(f.Srv.Repo(owner, repo).PullRequests()); n != 0 {
 			t.Errorf("%d pull requests opened into a held stage", n)
 		}
 		if notes := blockedNotes(f); len(notes) != 1 || !strings.Contains(notes[0].Summary, "held by a rollback") {
@@ -160,13 +160,13 @@ func TestHoldStopsBumpAndPromote(t *testing.T) {
 	t.Run("promote blocked by a service lock only for that service", func(t *testing.T) {
 		f := newFixture(t, prbottest.Spread(healthyPipeline))
 		b := f.bot(t, WithClock(func() time.Time { return now }))
-		healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), time.Hour)
+		healthyAt(f, "devel", f.Srv.Repo(owner, repo).Branch("main"), time.Hour)
 		f.Lock(t, "apps/staging/a/unrelated")
 		if res, err := b.Promote(ctx, "devel", "staging", false); err != nil || res.Action != ActionOpened {
 			t.Fatalf("promotion beside another service's lock = %+v, %v; want opened", res, err)
 		}
 		f.Lock(t, "apps/staging/a/payments-api")
-		sha := f.Srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
+		sha := f.Srv.Repo(owner, repo).Commit("main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
 		healthyAt(f, "devel", sha, time.Minute)
 		res, err := b.Promote(ctx, "devel", "staging", false)
 		if err != nil {

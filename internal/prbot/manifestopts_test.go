@@ -58,7 +58,7 @@ func TestManifestOptions(t *testing.T) {
 				t.Fatalf("fixture has no unknown key in %s", file)
 			}
 			f := newFixture(t, tt.files)
-			healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), time.Hour)
+			healthyAt(f, "devel", f.Srv.Repo(owner, repo).Branch("main"), time.Hour)
 			b := f.bot(t, append([]Option{WithClock(func() time.Time { return now })}, tt.opts...)...)
 			err := tt.act(context.Background(), b)
 			if len(tt.wantErr) == 0 {

@@ -15,9 +15,9 @@ import (
 // instead of reading every Interval and spending the last request.
 func TestMergeWatchHonoursTheRateLimit(t *testing.T) {
 	f := newFixture(t, map[string]string{"a.json": "{}"})
-	f.Srv.Commit(owner, repo, "bump", map[string]string{"a.json": `{"b": 1}`}, "bump")
-	number := f.Srv.OpenPullRequest(owner, repo, "bump", "main", "bump", "ci")
-	f.Srv.SetRateLimit(60, 2)
+	f.Srv.Repo(owner, repo).Commit("bump", map[string]string{"a.json": `{"b": 1}`}, "bump")
+	number := f.Srv.Repo(owner, repo).OpenPullRequest("bump", "main", "bump", "ci")
+	f.Srv.Faults().SetRateLimit(60, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	var said []string

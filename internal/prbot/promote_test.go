@@ -32,7 +32,7 @@ func healthyAt(f *fixture, env, sha string, ago time.Duration) {
 func (f *fixture) stage(t *testing.T, ref, env string) *manifest.Environment {
 	t.Helper()
 	fsys := fstest.MapFS{}
-	for p, c := range f.Srv.Files(owner, repo, ref) {
+	for p, c := range f.Srv.Repo(owner, repo).Files(ref) {
 		fsys[p] = &fstest.MapFile{Data: []byte(c)}
 	}
 	e, err := manifest.Resolve(t.Context(), fsys, ".", env)
@@ -46,7 +46,7 @@ func TestPromoteSeveralServicesInSeveralFiles(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, prbottest.Spread(healthyPipeline))
 	b := f.bot(t, WithClock(func() time.Time { return now }))
-	healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), time.Hour)
+	healthyAt(f, "devel", f.Srv.Repo(owner, repo).Branch("main"), time.Hour)
 
 	res, err := b.Promote(ctx, "devel", "staging", false)
 	if err != nil {
@@ -85,17 +85,17 @@ func TestPromoteSeveralServicesInSeveralFiles(t *testing.T) {
 	}
 
 	// Evaluating again changes nothing.
-	head := f.Srv.Branch(owner, repo, res.Branch)
+	head := f.Srv.Repo(owner, repo).Branch(res.Branch)
 	res, err = b.Promote(ctx, "devel", "staging", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Action != ActionUnchanged || res.PR != 1 || f.Srv.Branch(owner, repo, res.Branch) != head {
+	if res.Action != ActionUnchanged || res.PR != 1 || f.Srv.Repo(owner, repo).Branch(res.Branch) != head {
 		t.Errorf("re-run = %+v, want PR 1 unchanged", res)
 	}
 
 	// A newer healthy devel version updates the same pull request in place.
-	sha := f.Srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
+	sha := f.Srv.Repo(owner, repo).Commit("main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
 	healthyAt(f, "devel", sha, 30*time.Minute)
 	res, err = b.Promote(ctx, "devel", "staging", false)
 	if err != nil {
@@ -107,7 +107,7 @@ func TestPromoteSeveralServicesInSeveralFiles(t *testing.T) {
 	if got := f.File(t, res.Branch, "environments/staging/manifest.json"); !strings.Contains(got, `"0.2.0"`) {
 		t.Errorf("staging manifest on the branch:\n%s", got)
 	}
-	if n := len(f.Srv.PullRequests(owner, repo)); n != 1 {
+	if n := len(f.Srv.Repo(owner, repo).PullRequests()); n != 1 {
 		t.Errorf("%d pull requests, want 1", n)
 	}
 }
@@ -117,7 +117,7 @@ func TestPromoteClosesWhenNothingIsLeft(t *testing.T) {
 	files := prbottest.Spread(healthyPipeline)
 	f := newFixture(t, files)
 	b := f.bot(t, WithClock(func() time.Time { return now }))
-	healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), time.Hour)
+	healthyAt(f, "devel", f.Srv.Repo(owner, repo).Branch("main"), time.Hour)
 	res, err := b.Promote(ctx, "devel", "staging", false)
 	if err != nil || res.Action != ActionOpened {
 		t.Fatalf("Promote = %+v, %v; want opened", res, err)
@@ -127,7 +127,7 @@ func TestPromoteClosesWhenNothingIsLeft(t *testing.T) {
 	for _, name := range res.Files {
 		manual[name] = f.File(t, res.Branch, name)
 	}
-	sha := f.Srv.Commit(owner, repo, "main", manual, "promote by hand")
+	sha := f.Srv.Repo(owner, repo).Commit("main", manual, "promote by hand")
 	healthyAt(f, "devel", sha, time.Minute)
 
 	res, err = b.Promote(ctx, "devel", "staging", false)
@@ -137,14 +137,14 @@ func TestPromoteClosesWhenNothingIsLeft(t *testing.T) {
 	if res.Action != ActionClosed || res.Reason != "devel and staging run the same versions" {
 		t.Errorf("result = %+v, want closed", res)
 	}
-	if prs := f.Srv.PullRequests(owner, repo); len(prs) != 1 || prs[0].State != "closed" || prs[0].Merged {
+	if prs := f.Srv.Repo(owner, repo).PullRequests(); len(prs) != 1 || prs[0].State != "closed" || prs[0].Merged {
 		t.Errorf("pull requests = %+v, want PR 1 closed unmerged", prs)
 	}
-	comments := f.Srv.Comments(owner, repo, 1)
+	comments := f.Srv.Repo(owner, repo).Comments(1)
 	if len(comments) != 1 || !strings.Contains(comments[0].Body, "Nothing left to promote from devel to staging") {
 		t.Errorf("comments = %+v, want one saying why it was closed", comments)
 	}
-	if f.Srv.Branch(owner, repo, res.Branch) != "" {
+	if f.Srv.Repo(owner, repo).Branch(res.Branch) != "" {
 		t.Error("the promotion branch outlived its pull request")
 	}
 	// And with nothing open, nothing happens.
@@ -158,12 +158,12 @@ func TestPromoteGatesNotMet(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, prbottest.Spread(healthyPipeline))
 	b := f.bot(t, WithClock(func() time.Time { return now }), WithHistoryDepth(3))
-	healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), time.Hour) // too old: three newer commits follow
+	healthyAt(f, "devel", f.Srv.Repo(owner, repo).Branch("main"), time.Hour) // too old: three newer commits follow
 	for _, tag := range []string{"0.2.0", "0.3.0", "0.4.0"} {
-		f.Srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "` + tag + `"}]}]}` + "\n"}, "bump search")
+		f.Srv.Repo(owner, repo).Commit("main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "` + tag + `"}]}]}` + "\n"}, "bump search")
 	}
-	head := f.Srv.Branch(owner, repo, "main")
-	f.Srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: "stagehand/devel", HeadSHA: head, Status: "completed", Conclusion: "failure", CompletedAt: now})
+	head := f.Srv.Repo(owner, repo).Branch("main")
+	f.Srv.Repo(owner, repo).AddCheckRun(githubtest.CheckRun{Name: "stagehand/devel", HeadSHA: head, Status: "completed", Conclusion: "failure", CompletedAt: now})
 
 	res, err := b.Promote(ctx, "devel", "staging", false)
 	if err != nil {
@@ -175,7 +175,7 @@ func TestPromoteGatesNotMet(t *testing.T) {
 	if res.Action != ActionNone || res.Reason != want {
 		t.Errorf("result = %+v\nwant action none, reason %q", res, want)
 	}
-	if n := len(f.Srv.PullRequests(owner, repo)); n != 0 {
+	if n := len(f.Srv.Repo(owner, repo).PullRequests()); n != 0 {
 		t.Errorf("%d pull requests opened, want none", n)
 	}
 }
@@ -185,7 +185,7 @@ func TestPromoteSoak(t *testing.T) {
 	f := newFixture(t, prbottest.Spread(healthyPipeline+"    requires: {soak: 1h}\n"))
 	clock := now
 	b := f.bot(t, WithClock(func() time.Time { return clock }))
-	healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), 10*time.Minute)
+	healthyAt(f, "devel", f.Srv.Repo(owner, repo).Branch("main"), 10*time.Minute)
 
 	res, err := b.Promote(ctx, "devel", "staging", false)
 	if err != nil {
@@ -194,7 +194,7 @@ func TestPromoteSoak(t *testing.T) {
 	if res.Action != ActionNone || len(res.Decision.Held) != 3 || !res.Decision.Held[0].Until.Equal(now.Add(50*time.Minute)) {
 		t.Errorf("while soaking = %+v, want nothing opened, 3 held until %s", res, now.Add(50*time.Minute))
 	}
-	if n := len(f.Srv.PullRequests(owner, repo)); n != 0 {
+	if n := len(f.Srv.Repo(owner, repo).PullRequests()); n != 0 {
 		t.Fatalf("%d pull requests opened while soaking", n)
 	}
 	clock = now.Add(50 * time.Minute)
@@ -212,7 +212,7 @@ func TestPromoteWindowClosed(t *testing.T) {
 	f := newFixture(t, prbottest.Spread(healthyPipeline+"    window: {schedule: \"0 9 * * 1-5\", duration: 2h}\n"))
 	clock := now.Add(-2 * time.Hour) // 08:00
 	b := f.bot(t, WithClock(func() time.Time { return clock }))
-	healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), 3*time.Hour)
+	healthyAt(f, "devel", f.Srv.Repo(owner, repo).Branch("main"), 3*time.Hour)
 
 	res, err := b.Promote(ctx, "devel", "staging", false)
 	if err != nil {
@@ -221,7 +221,7 @@ func TestPromoteWindowClosed(t *testing.T) {
 	if res.Action != ActionBlocked || !strings.Contains(res.Reason, "is closed; it opens at 2026-11-24T09:00:00Z") {
 		t.Errorf("outside the window = %+v, want blocked until 09:00", res)
 	}
-	if n := len(f.Srv.PullRequests(owner, repo)); n != 0 {
+	if n := len(f.Srv.Repo(owner, repo).PullRequests()); n != 0 {
 		t.Fatalf("%d pull requests opened outside the window", n)
 	}
 	clock = now // 10:00, inside
@@ -234,7 +234,7 @@ func TestPromoteTargetLocked(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, prbottest.Spread(healthyPipeline))
 	b := f.bot(t, WithClock(func() time.Time { return now }))
-	healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), time.Hour)
+	healthyAt(f, "devel", f.Srv.Repo(owner, repo).Branch("main"), time.Hour)
 	f.Lock(t, "apps")
 
 	res, err := b.Promote(ctx, "devel", "staging", false)
@@ -244,7 +244,7 @@ func TestPromoteTargetLocked(t *testing.T) {
 	if res.Action != ActionBlocked || !strings.Contains(res.Reason, "stage staging is locked: apps is locked until") {
 		t.Errorf("locked = %+v, want blocked by the lock on apps", res)
 	}
-	if n := len(f.Srv.PullRequests(owner, repo)); n != 0 {
+	if n := len(f.Srv.Repo(owner, repo).PullRequests()); n != 0 {
 		t.Fatalf("%d pull requests opened into a locked stage", n)
 	}
 	// No pull request to comment on: a neutral check run on main says why,
@@ -252,7 +252,7 @@ func TestPromoteTargetLocked(t *testing.T) {
 	if _, err := b.Promote(ctx, "devel", "staging", false); err != nil {
 		t.Fatal(err)
 	}
-	mainHead := f.Srv.Branch(owner, repo, "main")
+	mainHead := f.Srv.Repo(owner, repo).Branch("main")
 	notes := blockedNotes(f)
 	if len(notes) != 1 || notes[0].HeadSHA != mainHead || notes[0].Status != "completed" || notes[0].Conclusion != "neutral" ||
 		notes[0].Updates != 0 || !strings.Contains(notes[0].Summary, "Not opening a promotion from devel to staging: stage staging is locked: apps is locked until") {
@@ -267,18 +267,18 @@ func TestPromoteTargetLocked(t *testing.T) {
 	if notes := blockedNotes(f); len(notes) != 1 || notes[0].Conclusion != "neutral" || notes[0].Summary != "No lock or window blocks the promotion from devel to staging any more." {
 		t.Errorf("check runs stagehand/promote-devel-staging after unlocking = %+v, want the note cleared", notes)
 	}
-	branchHead := f.Srv.Branch(owner, repo, res.Branch)
-	sha := f.Srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
+	branchHead := f.Srv.Repo(owner, repo).Branch(res.Branch)
+	sha := f.Srv.Repo(owner, repo).Commit("main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
 	healthyAt(f, "devel", sha, time.Minute)
 	f.Lock(t, "apps/staging")
 	res, err = b.Promote(ctx, "devel", "staging", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Action != ActionBlocked || f.Srv.Branch(owner, repo, res.Branch) != branchHead {
+	if res.Action != ActionBlocked || f.Srv.Repo(owner, repo).Branch(res.Branch) != branchHead {
 		t.Errorf("locked with an open PR = %+v, want blocked and the branch untouched", res)
 	}
-	comments := f.Srv.Comments(owner, repo, 1)
+	comments := f.Srv.Repo(owner, repo).Comments(1)
 	if len(comments) != 1 || !strings.Contains(comments[0].Body, "Not updating or merging this promotion: stage staging is locked: apps/staging is locked until") {
 		t.Errorf("comments = %+v, want one about the lock", comments)
 	}
@@ -286,7 +286,7 @@ func TestPromoteTargetLocked(t *testing.T) {
 	if _, err := b.Promote(ctx, "devel", "staging", false); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(f.Srv.Comments(owner, repo, 1)); n != 1 {
+	if n := len(f.Srv.Repo(owner, repo).Comments(1)); n != 1 {
 		t.Errorf("%d comments after two blocked runs, want 1", n)
 	}
 }
@@ -295,7 +295,7 @@ func TestPromoteTargetLocked(t *testing.T) {
 // devel → staging promotion.
 func blockedNotes(f *fixture) []githubtest.CheckRun {
 	var out []githubtest.CheckRun
-	for _, cr := range f.Srv.CheckRuns(owner, repo) {
+	for _, cr := range f.Srv.Repo(owner, repo).CheckRuns() {
 		if cr.Name == "stagehand/promote-devel-staging" {
 			out = append(out, cr)
 		}
@@ -307,7 +307,7 @@ func TestPromoteDryRunWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, prbottest.Spread(healthyPipeline))
 	b := f.bot(t, WithClock(func() time.Time { return now }))
-	healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), time.Hour)
+	healthyAt(f, "devel", f.Srv.Repo(owner, repo).Branch("main"), time.Hour)
 	res, err := b.Promote(ctx, "devel", "staging", true)
 	if err != nil {
 		t.Fatal(err)
@@ -315,7 +315,7 @@ func TestPromoteDryRunWritesNothing(t *testing.T) {
 	if res.Action != ActionDryRun || len(res.Files) != 3 || !strings.HasPrefix(res.Title, "Promote devel → staging") {
 		t.Errorf("dry run = %+v", res)
 	}
-	if n := len(f.Srv.PullRequests(owner, repo)); n != 0 || f.Srv.Branch(owner, repo, res.Branch) != "" {
+	if n := len(f.Srv.Repo(owner, repo).PullRequests()); n != 0 || f.Srv.Repo(owner, repo).Branch(res.Branch) != "" {
 		t.Error("a dry run wrote to the repository")
 	}
 	if _, err := b.Promote(ctx, "devel", "prod", true); err == nil || !strings.Contains(err.Error(), `finding stage "prod" in pipeline.yaml`) {
@@ -353,7 +353,7 @@ func TestExamplePipeline(t *testing.T) {
 	b := f.bot(t, WithClock(func() time.Time { return clock }))
 
 	// devel → staging auto-merges once healthy for 30m (no other checks on the PR).
-	healthyAt(f, "devel", f.Srv.Branch(owner, repo, "main"), 40*time.Minute)
+	healthyAt(f, "devel", f.Srv.Repo(owner, repo).Branch("main"), 40*time.Minute)
 	res, err := b.Promote(ctx, "devel", "staging", false)
 	if err != nil {
 		t.Fatal(err)
@@ -377,7 +377,7 @@ func TestExamplePipeline(t *testing.T) {
 	}
 
 	// staging → prod: healthy and soaked, inside the window; prod does not auto-merge.
-	healthyAt(f, "staging", f.Srv.Branch(owner, repo, "main"), 25*time.Hour)
+	healthyAt(f, "staging", f.Srv.Repo(owner, repo).Branch("main"), 25*time.Hour)
 	res, err = b.Promote(ctx, "staging", "prod", false)
 	if err != nil {
 		t.Fatal(err)
@@ -415,11 +415,11 @@ func TestPromoteUsesTheNewestHealthyCommit(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, prbottest.Spread(healthyPipeline))
 	b := f.bot(t, WithClock(func() time.Time { return now }))
-	healthy := f.Srv.Branch(owner, repo, "main")
+	healthy := f.Srv.Repo(owner, repo).Branch("main")
 	healthyAt(f, "devel", healthy, time.Hour)
 	// devel moves on; the new search version has not been deployed healthy yet.
-	f.Srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
-	f.Srv.Commit(owner, repo, "main", map[string]string{"README.md": "docs\n"}, "docs")
+	f.Srv.Repo(owner, repo).Commit("main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
+	f.Srv.Repo(owner, repo).Commit("main", map[string]string{"README.md": "docs\n"}, "docs")
 
 	res, err := b.Promote(ctx, "devel", "staging", false)
 	if err != nil {
@@ -458,10 +458,10 @@ func TestPromoteIncludesOutsideEnvironments(t *testing.T) {
 		"teams/payments/staging.json":        team("2.3.0"),
 	})
 	b := f.bot(t, WithClock(func() time.Time { return now }))
-	healthy := f.Srv.Branch(owner, repo, "main")
+	healthy := f.Srv.Repo(owner, repo).Branch("main")
 	healthyAt(f, "devel", healthy, time.Hour)
 	// devel moves on in its team file; 2.5.0 has not been deployed healthy yet.
-	f.Srv.Commit(owner, repo, "main", map[string]string{"teams/payments/devel.json": team("2.5.0")}, "bump payments")
+	f.Srv.Repo(owner, repo).Commit("main", map[string]string{"teams/payments/devel.json": team("2.5.0")}, "bump payments")
 
 	res, err := b.Promote(ctx, "devel", "staging", false)
 	if err != nil {
@@ -501,8 +501,8 @@ func TestPromoteWarningOnlyWhereAccepted(t *testing.T) {
 			ctx := context.Background()
 			f := newFixture(t, prbottest.Spread(fmt.Sprintf(trigger, tc.result)))
 			b := f.bot(t, WithClock(func() time.Time { return now }))
-			head := f.Srv.Branch(owner, repo, "main")
-			f.Srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: promote.CheckName("devel"), HeadSHA: head, Status: "completed", Conclusion: "neutral",
+			head := f.Srv.Repo(owner, repo).Branch("main")
+			f.Srv.Repo(owner, repo).AddCheckRun(githubtest.CheckRun{Name: promote.CheckName("devel"), HeadSHA: head, Status: "completed", Conclusion: "neutral",
 				Title: tc.title, StartedAt: now.Add(-2 * time.Hour), CompletedAt: now.Add(-time.Hour)})
 			res, err := b.Promote(ctx, "devel", "staging", false)
 			if err != nil {

@@ -95,7 +95,7 @@ func TestNoteRollbackQuotesItsText(t *testing.T) {
 	if err := b.NoteRollback(ctx, "production", note); err != nil {
 		t.Fatal(err)
 	}
-	comments := f.Srv.Comments(owner, repo, f.OpenPulls()[0].Number)
+	comments := f.Srv.Repo(owner, repo).Comments(f.OpenPulls()[0].Number)
 	if len(comments) != 1 {
 		t.Fatalf("%d comments, want 1", len(comments))
 	}
@@ -114,7 +114,7 @@ func TestNoteRollbackQuotesItsText(t *testing.T) {
 func TestRollbackRefusesARevisionOffTheBaseBranch(t *testing.T) {
 	f, revs := rollbackRepo(t)
 	payments := strings.Replace(production()[prodPayments], "2.3.0", "9.9.9-evil", 1)
-	other := f.Srv.Commit(owner, repo, "feature", map[string]string{prodPayments: payments}, "not reviewed")
+	other := f.Srv.Repo(owner, repo).Commit("feature", map[string]string{prodPayments: payments}, "not reviewed")
 	b := f.bot(t)
 	for _, rev := range []string{other} {
 		_, err := b.Rollback(context.Background(), RollbackRequest{Env: "production", Revision: rev, Reason: "x"})
@@ -122,7 +122,7 @@ func TestRollbackRefusesARevisionOffTheBaseBranch(t *testing.T) {
 			t.Errorf("rollback to %s of another branch: err = %v, want ErrUnknownRevision saying it is not on main", rev, err)
 		}
 	}
-	if n := len(f.Srv.PullRequests(owner, repo)); n != 0 {
+	if n := len(f.Srv.Repo(owner, repo).PullRequests()); n != 0 {
 		t.Errorf("%d pull requests opened", n)
 	}
 	// Revisions of main are still fine.

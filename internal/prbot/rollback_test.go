@@ -41,11 +41,11 @@ func production() map[string]string {
 func rollbackRepo(t *testing.T) (*fixture, []string) {
 	t.Helper()
 	f := newFixture(t, production())
-	seed := f.Srv.Branch(owner, repo, "main")
+	seed := f.Srv.Repo(owner, repo).Branch("main")
 	checkout := strings.ReplaceAll(checkoutJSON, `"1.5.0"`, `"1.6.0"`)
-	c2 := f.Srv.Commit(owner, repo, "main", map[string]string{prodCheckout: checkout}, "bump checkout-api")
+	c2 := f.Srv.Repo(owner, repo).Commit("main", map[string]string{prodCheckout: checkout}, "bump checkout-api")
 	payments := strings.Replace(production()[prodPayments], "2.3.0", "2.4.0", 1)
-	c3 := f.Srv.Commit(owner, repo, "main", map[string]string{prodPayments: payments}, "bump payments-api")
+	c3 := f.Srv.Repo(owner, repo).Commit("main", map[string]string{prodPayments: payments}, "bump payments-api")
 	return f, []string{seed, c2, c3}
 }
 
@@ -55,7 +55,7 @@ func TestRollbackToPreviousTouchesOnlyWhatDiffers(t *testing.T) {
 	b := f.bot(t)
 	checkoutNow := f.File(t, "main", prodCheckout)
 	when := time.Date(2026, 11, 20, 9, 30, 0, 0, time.UTC)
-	f.Srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: promote.CheckName("production"), HeadSHA: revs[1], Status: "completed", Conclusion: "success", CompletedAt: when})
+	f.Srv.Repo(owner, repo).AddCheckRun(githubtest.CheckRun{Name: promote.CheckName("production"), HeadSHA: revs[1], Status: "completed", Conclusion: "success", CompletedAt: when})
 
 	res, err := b.Rollback(ctx, RollbackRequest{Env: "production", Reason: "payments 2.4.0 fails\nat checkout", RequestedBy: "alice"})
 	if err != nil {
@@ -154,7 +154,7 @@ func TestRollbackRefusals(t *testing.T) {
 	if err != nil || res.Action != ActionNone || res.PR != 0 {
 		t.Errorf("rollback to the head = %+v, %v; want none", res, err)
 	}
-	if n := len(f.Srv.PullRequests(owner, repo)); n != 0 {
+	if n := len(f.Srv.Repo(owner, repo).PullRequests()); n != 0 {
 		t.Errorf("%d pull requests opened by refusals", n)
 	}
 }

@@ -31,9 +31,9 @@ func TestIncidentApprovesOnlyThePin(t *testing.T) {
 	web := func(tag string) string {
 		return `{"services": [{"name": "web", "containers": [{"dockerTag": "` + tag + `"}]}]}` + "\n"
 	}
-	c1 := gh.Commit("acme", "manifests", "main", map[string]string{
+	c1 := gh.Repo("acme", "manifests").Commit("main", map[string]string{
 		"environments/prod/manifest.json": `{"includes": ["./web.json"]}` + "\n", "environments/prod/web.json": web("1.0.0")}, "prod")
-	gh.Commit("acme", "manifests", "main", map[string]string{"environments/prod/web.json": web("2.0.0")}, "web 2")
+	gh.Repo("acme", "manifests").Commit("main", map[string]string{"environments/prod/web.json": web("2.0.0")}, "web 2")
 	rest, err := github.NewClient(gh.Client()).WithAuthToken(gh.Token()).WithEnterpriseURLs(gh.URL(), gh.URL())
 	if err != nil {
 		t.Fatal(err)

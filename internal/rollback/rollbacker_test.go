@@ -31,9 +31,9 @@ func TestAutomaticRollbackHook(t *testing.T) {
 	web := func(tag string) string {
 		return `{"services": [{"name": "web", "containers": [{"dockerTag": "` + tag + `"}]}]}` + "\n"
 	}
-	c1 := gh.Commit("acme", "manifests", "main", map[string]string{
+	c1 := gh.Repo("acme", "manifests").Commit("main", map[string]string{
 		"environments/prod/manifest.json": `{"includes": ["./web.json"]}` + "\n", "environments/prod/web.json": web("1.0.0")}, "prod")
-	c2 := gh.Commit("acme", "manifests", "main", map[string]string{"environments/prod/web.json": web("2.0.0")}, "web 2")
+	c2 := gh.Repo("acme", "manifests").Commit("main", map[string]string{"environments/prod/web.json": web("2.0.0")}, "web 2")
 	rest, err := github.NewClient(gh.Client()).WithAuthToken(gh.Token()).WithEnterpriseURLs(gh.URL(), gh.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func TestAutomaticRollbackHook(t *testing.T) {
 	if err := rb.Automatic(ctx, "prod", 2, "pods of Deployment/web not ready within 5m"); err != nil {
 		t.Fatal(err)
 	}
-	prs := gh.PullRequests("acme", "manifests")
+	prs := gh.Repo("acme", "manifests").PullRequests()
 	if len(prs) != 1 || !strings.HasPrefix(prs[0].Title, "Rollback prod to "+c1[:7]+": automatic rollback of a failed rollout (history entry 2): pods of Deployment/web") {
 		t.Fatalf("pull requests = %+v", prs)
 	}
@@ -66,7 +66,7 @@ func TestAutomaticRollbackHook(t *testing.T) {
 			t.Errorf("body lacks %q:\n%s", want, prs[0].Body)
 		}
 	}
-	if got, _ := gh.File("acme", "manifests", prs[0].Head, "environments/prod/web.json"); got != web("1.0.0") {
+	if got, _ := gh.Repo("acme", "manifests").File(prs[0].Head, "environments/prod/web.json"); got != web("1.0.0") {
 		t.Errorf("web.json on the rollback branch:\n%s", got)
 	}
 	h, err := svc.Get(ctx, "apps/prod/hold")
@@ -98,10 +98,10 @@ func TestRollbackToAnEntryThatDidNotRun(t *testing.T) {
 	web := func(tag string) string {
 		return `{"services": [{"name": "web", "containers": [{"dockerTag": "` + tag + `"}]}]}` + "\n"
 	}
-	c1 := gh.Commit("acme", "manifests", "main", map[string]string{
+	c1 := gh.Repo("acme", "manifests").Commit("main", map[string]string{
 		"environments/prod/manifest.json": `{"includes": ["./web.json"]}` + "\n", "environments/prod/web.json": web("1.0.0")}, "prod")
-	c2 := gh.Commit("acme", "manifests", "main", map[string]string{"environments/prod/web.json": web("6.6.6")}, "web 6.6.6")
-	c3 := gh.Commit("acme", "manifests", "main", map[string]string{"environments/prod/web.json": web("3.0.0")}, "web 3")
+	c2 := gh.Repo("acme", "manifests").Commit("main", map[string]string{"environments/prod/web.json": web("6.6.6")}, "web 6.6.6")
+	c3 := gh.Repo("acme", "manifests").Commit("main", map[string]string{"environments/prod/web.json": web("3.0.0")}, "web 3")
 	rest, err := github.NewClient(gh.Client()).WithAuthToken(gh.Token()).WithEnterpriseURLs(gh.URL(), gh.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +128,7 @@ func TestRollbackToAnEntryThatDidNotRun(t *testing.T) {
 			t.Errorf("rollback to %s: %v, want it refused as %s", tt.to, err, tt.result)
 		}
 	}
-	if n := len(gh.PullRequests("acme", "manifests")); n != 0 {
+	if n := len(gh.Repo("acme", "manifests").PullRequests()); n != 0 {
 		t.Errorf("%d pull requests opened", n)
 	}
 	if _, err := svc.Get(ctx, "apps/prod/hold"); !errors.Is(err, lock.ErrNotFound) {
@@ -147,7 +147,7 @@ func TestReleaseEndsAPinWithoutItsHold(t *testing.T) {
 	ctx := context.Background()
 	gh := githubtest.New(t)
 	gh.CreateRepo("acme", "manifests", "main")
-	gh.Commit("acme", "manifests", "main", map[string]string{"environments/prod/manifest.json": `{"services": []}` + "\n"}, "prod")
+	gh.Repo("acme", "manifests").Commit("main", map[string]string{"environments/prod/manifest.json": `{"services": []}` + "\n"}, "prod")
 	rest, err := github.NewClient(gh.Client()).WithAuthToken(gh.Token()).WithEnterpriseURLs(gh.URL(), gh.URL())
 	if err != nil {
 		t.Fatal(err)

@@ -423,8 +423,8 @@ func TestBrowserGitHubSignIn(t *testing.T) {
 			run(t, ctx, "reading the history", chromedp.Evaluate(`(document.querySelector("#history li") || {textContent: ""}).textContent`, &history))
 		}
 	})
-	if gh.CodesExchanged() != 3 {
-		t.Errorf("codes exchanged %d, want 3 (one per sign-in)", gh.CodesExchanged())
+	if gh.OAuth().CodesExchanged() != 3 {
+		t.Errorf("codes exchanged %d, want 3 (one per sign-in)", gh.OAuth().CodesExchanged())
 	}
 }
 
@@ -435,10 +435,10 @@ func startGitHubStack(t *testing.T, prodExtra string) (*stack, *githubtest.Serve
 	t.Helper()
 	gh := githubtest.New(t)
 	gh.CreateRepo("acme", "manifests", "main")
-	gh.SetPermission("acme", "manifests", "maria", "maintain")
-	gh.SetPermission("acme", "manifests", "rita", "read")
-	gh.EnableWebFlow("Iv1.stagehand", "oauth-secret", "http://127.0.0.1:")
-	files := map[string][]byte{"app.pem": gh.AppPrivateKeyPEM(), "hook": []byte("hook-secret\n"),
+	gh.Repo("acme", "manifests").SetPermission("maria", "maintain")
+	gh.Repo("acme", "manifests").SetPermission("rita", "read")
+	gh.OAuth().EnableWebFlow("Iv1.stagehand", "oauth-secret", "http://127.0.0.1:")
+	files := map[string][]byte{"app.pem": gh.App().PrivateKeyPEM(), "hook": []byte("hook-secret\n"),
 		"client-id": []byte("Iv1.stagehand\n"), "client-secret": []byte("oauth-secret\n")}
 	more := fmt.Sprintf(`github:
   apiURL: %q
@@ -447,12 +447,14 @@ func startGitHubStack(t *testing.T, prodExtra string) (*stack, *githubtest.Serve
   webhookSecretFile: hook
   app: {appID: %d, installationID: %d, privateKeyFile: app.pem}
   approvers: {minPermission: maintain}
-`, gh.URL(), gh.AppID(), gh.InstallationID())
+`, gh.URL(), gh.App().ID(), gh.App().InstallationID())
 	s := startStackWith(t, prodExtra, fmt.Sprintf("{oauth: {clientIDFile: client-id, clientSecretFile: client-secret, webURL: %q}}", gh.RootURL()), more, files,
-		func(sha string) { gh.MirrorCommit("acme", "manifests", "main", sha, manifests, "staging and prod") })
+		func(sha string) {
+			gh.Repo("acme", "manifests").MirrorCommit("main", sha, manifests, "staging and prod")
+		})
 	signIn := func(t *testing.T, login string) context.Context {
 		t.Helper()
-		gh.SignInWeb(login)
+		gh.OAuth().SignInWeb(login)
 		ctx := browse(t, 1280, 900)
 		run(t, ctx, "signing in as "+login, chromedp.Navigate(s.base+"/environments/prod"), chromedp.WaitVisible("#signin-github", chromedp.ByID),
 			chromedp.Click("#signin-github", chromedp.ByID), chromedp.WaitVisible("main h1", chromedp.ByQuery))

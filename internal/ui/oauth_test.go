@@ -14,8 +14,8 @@ import (
 // once it drops tabs and newlines ("/\t/evil.example") lands on /.
 func TestSignInReturnsOnlyToThisSite(t *testing.T) {
 	gh := githubtest.New(t)
-	gh.EnableWebFlow("Iv1.stagehand", "oauth-secret", "http://127.0.0.1:")
-	gh.SignInWeb("maria")
+	gh.OAuth().EnableWebFlow("Iv1.stagehand", "oauth-secret", "http://127.0.0.1:")
+	gh.OAuth().SignInWeb("maria")
 	base := serve(t, newBackend(t), WithOAuth(OAuth{ClientID: "Iv1.stagehand", ClientSecret: "oauth-secret",
 		WebURL: gh.RootURL(), APIURL: gh.URL(), Client: gh.Client()}))
 	for _, tc := range []struct{ next, want string }{

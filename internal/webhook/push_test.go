@@ -113,7 +113,7 @@ func TestPushWakesSource(t *testing.T) {
 	defer hook.Close()
 
 	second := git.Repo("manifests").Commit(t, "main", map[string]string{"a.json": "2"}, "second")
-	d := gh.PushDelivery("acme", "manifests", "main", first, second, "octocat")
+	d := gh.Webhooks("acme", "manifests").Push("main", first, second, "octocat")
 	if code, msg, err := githubtest.Send(context.Background(), hook.URL, "wrong-secret", d); err != nil || code != 401 {
 		t.Fatalf("wrongly signed delivery: %d %s %v, want 401", code, msg, err)
 	}

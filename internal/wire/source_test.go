@@ -249,8 +249,8 @@ func TestSourceGitHubAppToken(t *testing.T) {
 			cfg := sourceConfig(t, url)
 			cfg.Auth.Username = "ignored-for-apps"
 			cfg.Auth.GitHubApp = &config.GitHubApp{
-				AppID: gh.AppID(), InstallationID: gh.InstallationID(),
-				PrivateKeyFile: gitserver.WriteFile(t, t.TempDir(), "app.pem", string(gh.AppPrivateKeyPEM())),
+				AppID: gh.App().ID(), InstallationID: gh.App().InstallationID(),
+				PrivateKeyFile: gitserver.WriteFile(t, t.TempDir(), "app.pem", string(gh.App().PrivateKeyPEM())),
 			}
 			host := func() time.Time { return time.Now().Add(tt.host) }
 			s := newSource(t, cfg, wire.WithGitHubAPIURL(gh.URL()), wire.WithHTTPTransport(gh.Client().Transport), wire.WithLocalClock(host))
@@ -261,7 +261,7 @@ func TestSourceGitHubAppToken(t *testing.T) {
 			if snap, err := s.Poll(context.Background()); err != nil || snap.Revision != second {
 				t.Fatalf("revision = %s, %v; want %s", snap.Revision, err, second)
 			}
-			if got := gh.TokensIssued(); got != tt.wantTokens {
+			if got := gh.App().TokensIssued(); got != tt.wantTokens {
 				t.Errorf("installation tokens issued = %d, want %d", got, tt.wantTokens)
 			}
 			if got := gh.CountRequests(http.MethodPost, "/app/installations/{installation_id}/access_tokens"); got != tt.wantAsks {
@@ -278,8 +278,8 @@ func TestSourceGitHubAppWrongInstallation(t *testing.T) {
 	url, _ := seed(t, srv)
 	cfg := sourceConfig(t, url)
 	cfg.Auth.GitHubApp = &config.GitHubApp{
-		AppID: gh.AppID(), InstallationID: gh.InstallationID() + 1,
-		PrivateKeyFile: gitserver.WriteFile(t, t.TempDir(), "app.pem", string(gh.AppPrivateKeyPEM())),
+		AppID: gh.App().ID(), InstallationID: gh.App().InstallationID() + 1,
+		PrivateKeyFile: gitserver.WriteFile(t, t.TempDir(), "app.pem", string(gh.App().PrivateKeyPEM())),
 	}
 	s := newSource(t, cfg, wire.WithGitHubAPIURL(gh.URL()))
 	_, err := s.Poll(context.Background())

@@ -20,8 +20,8 @@ import (
 // of the person who entered the code.
 func TestDeviceFlow(t *testing.T) {
 	gh := githubtest.New(t)
-	gh.EnableDeviceFlow("Iv1.stagehand", time.Second, time.Second)
-	gh.ForceSlowDown(1)
+	gh.OAuth().EnableDeviceFlow("Iv1.stagehand", time.Second, time.Second)
+	gh.OAuth().ForceSlowDown(1)
 	f, err := NewDeviceFlow(gh.RootURL(), "Iv1.stagehand")
 	if err != nil {
 		t.Fatal(err)
@@ -35,14 +35,14 @@ func TestDeviceFlow(t *testing.T) {
 	if c.UserCode == "" || c.VerificationURI == "" {
 		t.Fatalf("code = %+v", c)
 	}
-	if err := gh.AuthorizeDevice(c.UserCode, "maria"); err != nil {
+	if err := gh.OAuth().AuthorizeDevice(c.UserCode, "maria"); err != nil {
 		t.Fatal(err)
 	}
 	tok, err := f.Wait(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	total, early := gh.DevicePolls()
+	total, early := gh.OAuth().DevicePolls()
 	if early != 0 || total < 2 {
 		t.Errorf("device polls: %d, %d too early; want at least 2 (one slowed down) and none early", total, early)
 	}

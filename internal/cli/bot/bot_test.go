@@ -48,7 +48,7 @@ func prbotRepo(t *testing.T) (*githubtest.Server, map[string]string) {
 	t.Helper()
 	srv := githubtest.New(t)
 	srv.CreateRepo("acme", "manifests", "main")
-	srv.Commit("acme", "manifests", "main", map[string]string{
+	srv.Repo("acme", "manifests").Commit("main", map[string]string{
 		"pipeline.yaml":                        "stages:\n  - name: devel\n  - name: staging\n    promoteFrom: devel\n    requires: {healthy: false}\n",
 		"environments/devel/manifest.json":     `{"includes": ["checkout-api.json"]}` + "\n",
 		"environments/devel/checkout-api.json": "{\n  \"services\": [\n    {\"name\": \"checkout-api\", \"containers\": [{\"dockerTag\": \"1.5.0\"}]}\n  ]\n}\n",
@@ -72,7 +72,7 @@ func TestPrbotBumpCommand(t *testing.T) {
 	if res.PR != 1 || !res.Created || res.File != "environments/devel/checkout-api.json" || res.Branch != "stagehand/bump-devel-checkout-api" {
 		t.Errorf("result = %+v", res)
 	}
-	if got, _ := srv.File("acme", "manifests", res.Branch, res.File); !strings.Contains(got, `"dockerTag": "1.6.0"`) {
+	if got, _ := srv.Repo("acme", "manifests").File(res.Branch, res.File); !strings.Contains(got, `"dockerTag": "1.6.0"`) {
 		t.Errorf("file on the branch:\n%s", got)
 	}
 
@@ -132,14 +132,14 @@ func TestPrbotPromoteCommand(t *testing.T) {
 			t.Errorf("dry run output lacks %q:\n%s", want, out)
 		}
 	}
-	if len(srv.PullRequests("acme", "manifests")) != 0 {
+	if len(srv.Repo("acme", "manifests").PullRequests()) != 0 {
 		t.Fatal("a dry run opened a pull request")
 	}
 	out, errOut, code = runPrbot(t, environ, "promote", "--repo", "acme/manifests", "--from", "devel", "--to", "staging", "--web-url", "https://ghe.example.com")
 	if code != 0 || !strings.HasPrefix(out, "devel → staging: opened http") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	prs := srv.PullRequests("acme", "manifests")
+	prs := srv.Repo("acme", "manifests").PullRequests()
 	if len(prs) != 1 || !strings.Contains(prs[0].Body, "https://ghe.example.com/acme/checkout-api/compare/1.4.0...1.5.0") {
 		t.Errorf("pull requests = %+v", prs)
 	}
@@ -153,7 +153,7 @@ func TestPrbotPromoteCommand(t *testing.T) {
 // (--lock-server): nothing is opened, and the check run on main says why.
 func TestPrbotPromoteLockedStage(t *testing.T) {
 	srv, environ := prbotRepo(t)
-	srv.Commit("acme", "manifests", "main", map[string]string{
+	srv.Repo("acme", "manifests").Commit("main", map[string]string{
 		"pipeline.yaml": "stages:\n  - name: devel\n  - name: staging\n    promoteFrom: devel\n    lockPath: apps/staging\n    requires: {healthy: false}\n",
 	}, "lock path for staging")
 	svc, err := lock.New(lock.NewMemory())
@@ -179,11 +179,11 @@ func TestPrbotPromoteLockedStage(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "devel → staging: blocked\nstage staging is locked: apps is locked until") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want blocked by the lock on apps", code, out, errOut)
 	}
-	if n := len(srv.PullRequests("acme", "manifests")); n != 0 {
+	if n := len(srv.Repo("acme", "manifests").PullRequests()); n != 0 {
 		t.Errorf("%d pull requests opened into a locked stage", n)
 	}
 	var notes []string
-	for _, cr := range srv.CheckRuns("acme", "manifests") {
+	for _, cr := range srv.Repo("acme", "manifests").CheckRuns() {
 		if cr.Name == "stagehand/promote-devel-staging" {
 			notes = append(notes, cr.Conclusion+": "+cr.Summary)
 		}
@@ -212,16 +212,16 @@ func TestPrbotServeConfigErrors(t *testing.T) {
 func TestPrbotGitHubAppAuth(t *testing.T) {
 	srv, environ := prbotRepo(t)
 	key := filepath.Join(t.TempDir(), "app.pem")
-	if err := os.WriteFile(key, srv.AppPrivateKeyPEM(), 0o600); err != nil {
+	if err := os.WriteFile(key, srv.App().PrivateKeyPEM(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	delete(environ, "GITHUB_TOKEN")
 	out, errOut, code := runPrbot(t, environ, "promote", "--repo", "acme/manifests", "--from", "devel", "--to", "staging", "--dry-run",
-		"--app-id", strconv.FormatInt(srv.AppID(), 10), "--installation-id", strconv.FormatInt(srv.InstallationID(), 10), "--private-key-file", key)
+		"--app-id", strconv.FormatInt(srv.App().ID(), 10), "--installation-id", strconv.FormatInt(srv.App().InstallationID(), 10), "--private-key-file", key)
 	if code != 0 || !strings.Contains(out, "devel → staging: dry-run") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	if srv.TokensIssued() == 0 {
+	if srv.App().TokensIssued() == 0 {
 		t.Error("no installation token was issued: the App credentials were not used")
 	}
 }
@@ -250,13 +250,13 @@ resync: 0s
 		done <- command.Code(root.ExecuteContext(withPrbotDeps(ctx, prbotDeps{lookup: func(string) (string, bool) { return "", false }, now: time.Now})))
 	}()
 	// The first evaluation at start opens the promotion (staging does not require health).
-	testenv.WaitFor(t, 20*time.Second, "the promotion pull request", func() bool { return len(srv.PullRequests("acme", "manifests")) == 1 })
+	testenv.WaitFor(t, 20*time.Second, "the promotion pull request", func() bool { return len(srv.Repo("acme", "manifests").PullRequests()) == 1 })
 	resp, err := http.Get("http://" + addr + "/healthz")
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Errorf("GET /healthz = %v, %v", resp, err)
 	}
 	// A push webhook with a wrong signature is refused.
-	d := srv.PushDelivery("acme", "manifests", "main", "0000000000000000000000000000000000000000", srv.Branch("acme", "manifests", "main"), "someone")
+	d := srv.Webhooks("acme", "manifests").Push("main", "0000000000000000000000000000000000000000", srv.Repo("acme", "manifests").Branch("main"), "someone")
 	if code, _, err := githubtest.Send(ctx, "http://"+addr+"/webhook/github", "wrong", d); err != nil || code != http.StatusUnauthorized {
 		t.Errorf("forged push answered %d, %v; want 401", code, err)
 	}
@@ -276,16 +276,16 @@ resync: 0s
 
 func TestPrbotBumpSurvivesTransientGitHubErrors(t *testing.T) {
 	srv, environ := prbotRepo(t)
-	srv.Inject(githubtest.Fault{Method: "PUT", Route: "/repos/{owner}/{repo}/contents/{path}", Status: 502})
-	srv.Inject(githubtest.Fault{Method: "POST", Route: "/repos/{owner}/{repo}/pulls", Status: 429, RetryAfter: time.Second})
+	srv.Faults().Inject(githubtest.Fault{Method: "PUT", Route: "/repos/{owner}/{repo}/contents/{path}", Status: 502})
+	srv.Faults().Inject(githubtest.Fault{Method: "POST", Route: "/repos/{owner}/{repo}/pulls", Status: 429, RetryAfter: time.Second})
 	out, errOut, code := runPrbot(t, environ, "bump", "--repo", "acme/manifests", "--env", "devel", "--service", "checkout-api", "--tag", "1.6.0")
 	if code != 0 || !strings.HasSuffix(strings.TrimSpace(out), "/acme/manifests/pull/1") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	if n := srv.FaultsLeft(); n != 0 {
+	if n := srv.Faults().Left(); n != 0 {
 		t.Errorf("%d injected faults were never hit", n)
 	}
-	if prs := srv.PullRequests("acme", "manifests"); len(prs) != 1 {
+	if prs := srv.Repo("acme", "manifests").PullRequests(); len(prs) != 1 {
 		t.Errorf("pull requests = %+v, want exactly one", prs)
 	}
 }
@@ -297,7 +297,7 @@ func TestPrbotBumpSurvivesTransientGitHubErrors(t *testing.T) {
 func TestPrbotUnknownManifestKeys(t *testing.T) {
 	srv, environ := prbotRepo(t)
 	const file = "environments/devel/checkout-api.json"
-	srv.Commit("acme", "manifests", "main", map[string]string{
+	srv.Repo("acme", "manifests").Commit("main", map[string]string{
 		file: "{\n  \"services\": [\n    {\"name\": \"checkout-api\", \"ownerTeam\": \"payments\", \"containers\": [{\"dockerTag\": \"1.5.0\"}]}\n  ]\n}\n",
 	}, "an unknown key")
 	bump := []string{"bump", "--repo", "acme/manifests", "--env", "devel", "--service", "checkout-api", "--tag", "1.6.0"}
@@ -305,7 +305,7 @@ func TestPrbotUnknownManifestKeys(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, file) || !strings.Contains(errOut, `"ownerTeam"`) {
 		t.Errorf("strict bump: exit %d, stderr %q; want 1 naming %s and \"ownerTeam\"", code, errOut, file)
 	}
-	if prs := srv.PullRequests("acme", "manifests"); len(prs) != 0 {
+	if prs := srv.Repo("acme", "manifests").PullRequests(); len(prs) != 0 {
 		t.Errorf("pull requests after the refused bump: %+v", prs)
 	}
 	if _, errOut, code := runPrbot(t, environ, append(bump, "--allow-unknown-keys")...); code != 0 {
@@ -332,7 +332,7 @@ func TestPrbotUnknownManifestKeys(t *testing.T) {
 func TestPrbotBumpVia(t *testing.T) {
 	srv := githubtest.New(t)
 	srv.CreateRepo("acme", "manifests", "main")
-	srv.Commit("acme", "manifests", "main", map[string]string{
+	srv.Repo("acme", "manifests").Commit("main", map[string]string{
 		"pipeline.yaml":                        "stages:\n  - name: devel\n    acceptsBumps: true\n    bumpClaims: {ref: refs/heads/main}\n  - name: staging\n    promoteFrom: devel\n",
 		"environments/devel/manifest.json":     `{"skipConfirmation": true, "includes": ["checkout-api.json", "payments-api.json"]}` + "\n",
 		"environments/devel/checkout-api.json": "{\n  \"services\": [\n    {\"name\": \"checkout-api\", \"containers\": [{\"dockerTag\": \"1.5.0\"}]}\n  ]\n}\n",
@@ -410,7 +410,7 @@ oidc:
 	if res.PR != 1 || res.File != "environments/devel/checkout-api.json" {
 		t.Errorf("result = %+v", res)
 	}
-	if got, _ := srv.File("acme", "manifests", res.Branch, res.File); !strings.Contains(got, `"dockerTag": "1.6.0"`) {
+	if got, _ := srv.Repo("acme", "manifests").File(res.Branch, res.File); !strings.Contains(got, `"dockerTag": "1.6.0"`) {
 		t.Errorf("file on the branch:\n%s", got)
 	}
 	if len(requests) != 1 || requests[0] != "2.0 stagehand" {
@@ -422,7 +422,7 @@ oidc:
 	if code != 1 || !strings.Contains(errOut, "403 NotOwner") || !strings.Contains(errOut, "may bump only checkout-api.json, not payments-api.json") {
 		t.Errorf("bump of another repository's file: exit %d, stderr %q", code, errOut)
 	}
-	if srv.Branch("acme", "manifests", "stagehand/bump-devel-payments-api") != "" {
+	if srv.Repo("acme", "manifests").Branch("stagehand/bump-devel-payments-api") != "" {
 		t.Error("a refused bump created its branch")
 	}
 
@@ -445,7 +445,7 @@ oidc:
 
 	// A public repository shows the pull request to anyone: the wait
 	// follows it, here past its --timeout (exit 2).
-	srv.SetPublic("acme", "manifests")
+	srv.Repo("acme", "manifests").SetPublic()
 	waiting["STAGEHAND_ID_TOKEN"] = iss.Sign(t, nil, iss.GitHubClaims("acme/checkout-api", "stagehand", time.Now()))
 	out, errOut, code = runPrbot(t, waiting, "bump", "--via", via, "--token-env", "STAGEHAND_ID_TOKEN", "--env", "devel", "--service", "checkout-api", "--tag", "1.7.3",
 		"--github-url", srv.URL(), "--wait", "--server", "http://127.0.0.1:1", "--interval", "10ms", "--timeout", "1s")

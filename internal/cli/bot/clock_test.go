@@ -22,10 +22,10 @@ func TestPrbotSoakOnGitHubsClock(t *testing.T) {
 		}{{11 * time.Minute, "devel → staging: opened"}, {5 * time.Minute, "devel → staging: none\nnothing ready: checkout-api: soaking: healthy in devel for 5m"}} {
 			t.Run(skew.String()+"/"+c.age.String(), func(t *testing.T) {
 				srv, environ := prbotRepo(t)
-				head := srv.Commit("acme", "manifests", "main", map[string]string{
+				head := srv.Repo("acme", "manifests").Commit("main", map[string]string{
 					"pipeline.yaml": "stages:\n  - name: devel\n  - name: staging\n    promoteFrom: devel\n    requires: {healthy: true, soak: 10m}\n",
 				}, "soak 10m")
-				srv.AddCheckRun("acme", "manifests", githubtest.CheckRun{Name: "stagehand/devel", HeadSHA: head, Status: "completed",
+				srv.Repo("acme", "manifests").AddCheckRun(githubtest.CheckRun{Name: "stagehand/devel", HeadSHA: head, Status: "completed",
 					Conclusion: "success", CompletedAt: time.Now().UTC().Add(-c.age)})
 				var out, errOut bytes.Buffer
 				root := newRoot(&out, &errOut)

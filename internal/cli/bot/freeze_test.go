@@ -104,7 +104,7 @@ func TestPrbotPromoteIntoFrozenReconciler(t *testing.T) {
 	freezeEnd := time.Now().Add(40 * time.Second).Truncate(time.Second)
 	server, tokenFile := frozenReconciler(t, freezeEnd)
 	srv, environ := prbotRepo(t)
-	srv.Commit("acme", "manifests", "main", map[string]string{
+	srv.Repo("acme", "manifests").Commit("main", map[string]string{
 		"pipeline.yaml": "stages:\n  - name: devel\n  - name: staging\n    promoteFrom: devel\n    lockPath: apps/staging\n    requires: {healthy: false}\n",
 	}, "lock path for staging")
 	promote := func() (string, string, int) {
@@ -152,11 +152,11 @@ func TestPrbotPromoteIntoFrozenReconciler(t *testing.T) {
 	if time.Now().After(freezeEnd) {
 		t.Fatal("the freeze ended before prbot was held: the case needs a longer freeze on this machine")
 	}
-	if n := len(srv.PullRequests("acme", "manifests")); n != 0 {
+	if n := len(srv.Repo("acme", "manifests").PullRequests()); n != 0 {
 		t.Fatalf("%d pull requests opened into a frozen stage", n)
 	}
 	var notes []string
-	for _, cr := range srv.CheckRuns("acme", "manifests") {
+	for _, cr := range srv.Repo("acme", "manifests").CheckRuns() {
 		if cr.Name == "stagehand/promote-devel-staging" {
 			notes = append(notes, cr.Conclusion+": "+cr.Summary)
 		}
@@ -171,7 +171,7 @@ func TestPrbotPromoteIntoFrozenReconciler(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "devel → staging: opened http") {
 		t.Fatalf("promote once the windows opened: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	if prs := srv.PullRequests("acme", "manifests"); len(prs) != 1 || !strings.Contains(prs[0].Title, "staging") {
+	if prs := srv.Repo("acme", "manifests").PullRequests(); len(prs) != 1 || !strings.Contains(prs[0].Title, "staging") {
 		t.Errorf("pull requests = %+v; want the one promotion into staging", prs)
 	}
 }

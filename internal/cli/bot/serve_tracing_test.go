@@ -44,8 +44,8 @@ tracing: {endpoint: %q, protocol: grpc}
 		root.SetArgs([]string{"serve", "--config", cfg, "--log-encoding", "console"})
 		done <- command.Code(root.ExecuteContext(withPrbotDeps(ctx, prbotDeps{lookup: func(string) (string, bool) { return "", false }, now: time.Now})))
 	}()
-	testenv.WaitFor(t, 20*time.Second, "the promotion pull request", func() bool { return len(srv.PullRequests("acme", "manifests")) == 1 })
-	d := srv.PushDelivery("acme", "manifests", "main", "0000000000000000000000000000000000000000", srv.Branch("acme", "manifests", "main"), "someone")
+	testenv.WaitFor(t, 20*time.Second, "the promotion pull request", func() bool { return len(srv.Repo("acme", "manifests").PullRequests()) == 1 })
+	d := srv.Webhooks("acme", "manifests").Push("main", "0000000000000000000000000000000000000000", srv.Repo("acme", "manifests").Branch("main"), "someone")
 	req, err := d.Request(ctx, "http://"+addr+"/webhook/github", "s3cret")
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ func TestPrbotBumpWait(t *testing.T) {
 	gh := githubtest.New(t)
 	gh.CreateRepo("acme", "manifests", "main")
 	const file = "environments/devel/manifest.json"
-	gh.Commit("acme", "manifests", "main", map[string]string{
+	gh.Repo("acme", "manifests").Commit("main", map[string]string{
 		file: `{"skipConfirmation": true, "services": [{"name": "web", "containers": [{"dockerTag": "2.0.0"}]}]}`,
 	}, "seed")
 	environ := map[string]string{"GITHUB_TOKEN": gh.Token(), "GITHUB_API_URL": gh.URL()}
@@ -37,8 +37,8 @@ func TestPrbotBumpWait(t *testing.T) {
 	openPR := func(tag string) githubtest.PullRequest {
 		var pr githubtest.PullRequest
 		testenv.WaitFor(t, 30*time.Second, "the bump pull request for "+tag, func() bool {
-			for _, p := range gh.PullRequests("acme", "manifests") {
-				if got, _ := gh.File("acme", "manifests", p.Head, file); p.State == "open" && strings.Contains(got, tag) {
+			for _, p := range gh.Repo("acme", "manifests").PullRequests() {
+				if got, _ := gh.Repo("acme", "manifests").File(p.Head, file); p.State == "open" && strings.Contains(got, tag) {
 					pr = p
 					return true
 				}
@@ -61,10 +61,10 @@ func TestPrbotBumpWait(t *testing.T) {
 	// daemon reads, and recorded on GitHub), then deployed.
 	done := start("3.0.0", "--timeout", "90s")
 	pr := openPR("3.0.0")
-	content, _ := gh.File("acme", "manifests", pr.Head, file)
+	content, _ := gh.Repo("acme", "manifests").File(pr.Head, file)
 	sha := git.Repo("manifests").Commit(t, "main", map[string]string{file: content}, "web 3.0.0 (#1)")
-	gh.MirrorCommit("acme", "manifests", "main", sha, map[string]string{file: content}, "web 3.0.0 (#1)")
-	gh.RecordMerge("acme", "manifests", pr.Number, sha, "alice")
+	gh.Repo("acme", "manifests").MirrorCommit("main", sha, map[string]string{file: content}, "web 3.0.0 (#1)")
+	gh.Repo("acme", "manifests").RecordMerge(pr.Number, sha, "alice")
 	if r := <-done; r.code != 0 || !strings.Contains(r.out, "merged as "+sha[:7]) || !strings.Contains(r.out, "web=3.0.0 at") {
 		t.Errorf("bump --wait, merged and deployed: exit %d, want 0\n%s%s", r.code, r.out, r.errOut)
 	}

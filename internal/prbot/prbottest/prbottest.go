@@ -51,7 +51,7 @@ func New(t testing.TB, files map[string]string) *Fixture {
 	srv := githubtest.New(t)
 	srv.CreateRepo(Owner, Repo, "main")
 	if len(files) > 0 {
-		srv.Commit(Owner, Repo, "main", files, "seed")
+		srv.Repo(Owner, Repo).Commit("main", files, "seed")
 	}
 	sent := &Counter{base: srv.Client().Transport}
 	gh, err := github.NewClient(&http.Client{Transport: sent}).WithAuthToken(srv.Token()).WithEnterpriseURLs(srv.URL(), srv.URL())
@@ -125,7 +125,7 @@ func (f *Fixture) Unlock(t *testing.T, path string) {
 // OpenPulls returns the repository's open pull requests.
 func (f *Fixture) OpenPulls() []githubtest.PullRequest {
 	var out []githubtest.PullRequest
-	for _, p := range f.Srv.PullRequests(Owner, Repo) {
+	for _, p := range f.Srv.Repo(Owner, Repo).PullRequests() {
 		if p.State == "open" {
 			out = append(out, p)
 		}
@@ -136,7 +136,7 @@ func (f *Fixture) OpenPulls() []githubtest.PullRequest {
 // File returns path at ref, failing t when there is none.
 func (f *Fixture) File(t *testing.T, ref, path string) string {
 	t.Helper()
-	s, ok := f.Srv.File(Owner, Repo, ref, path)
+	s, ok := f.Srv.Repo(Owner, Repo).File(ref, path)
 	if !ok {
 		t.Fatalf("no %s at %s", path, ref)
 	}
@@ -185,6 +185,6 @@ func Spread(pipeline string) map[string]string {
 // Healthy records a successful stagehand/<env> check run on sha, completed
 // at completed after a minute's run.
 func (f *Fixture) Healthy(env, sha string, completed time.Time) {
-	f.Srv.AddCheckRun(Owner, Repo, githubtest.CheckRun{Name: promote.CheckName(env), HeadSHA: sha, Status: "completed", Conclusion: "success",
+	f.Srv.Repo(Owner, Repo).AddCheckRun(githubtest.CheckRun{Name: promote.CheckName(env), HeadSHA: sha, Status: "completed", Conclusion: "success",
 		StartedAt: completed.Add(-time.Minute), CompletedAt: completed})
 }

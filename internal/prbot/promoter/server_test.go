@@ -155,7 +155,7 @@ func TestServeEvaluatesOnWebhooks(t *testing.T) {
 	}
 
 	// A forged delivery is refused and changes nothing.
-	head := f.Srv.Branch(owner, repo, "main")
+	head := f.Srv.Repo(owner, repo).Branch("main")
 	healthyAt(f, "devel", head, time.Hour)
 	if code := send(t, s.url, "wrong-secret", checkRunCompleted(t, "stagehand/devel", head, "success", "d1")); code != http.StatusUnauthorized {
 		t.Errorf("forged delivery answered %d, want 401", code)
@@ -165,21 +165,21 @@ func TestServeEvaluatesOnWebhooks(t *testing.T) {
 	testenv.WaitFor(t, 20*time.Second, "the promotion pull request", func() bool { return len(f.OpenPulls()) == 1 })
 
 	// A push to main with a new healthy devel version updates it in place.
-	sha := f.Srv.Commit(owner, repo, "main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
+	sha := f.Srv.Repo(owner, repo).Commit("main", map[string]string{"environments/devel/search.json": `{"services": [{"name": "search", "containers": [{"dockerTag": "0.2.0"}]}]}` + "\n"}, "bump search")
 	healthyAt(f, "devel", sha, 30*time.Minute)
-	send(t, s.url, secret, f.Srv.PushDelivery(owner, repo, "main", head, sha, "someone"))
+	send(t, s.url, secret, f.Srv.Webhooks(owner, repo).Push("main", head, sha, "someone"))
 	testenv.WaitFor(t, 20*time.Second, "the update", func() bool { r, _ := s.last(); return r.Action == prbot.ActionUpdated })
 	if c := f.File(t, "stagehand/promote-devel-staging", "environments/staging/manifest.json"); !strings.Contains(c, `"0.2.0"`) {
 		t.Errorf("staging manifest on the branch:\n%s", c)
 	}
-	if prs := f.Srv.PullRequests(owner, repo); len(prs) != 1 {
+	if prs := f.Srv.Repo(owner, repo).PullRequests(); len(prs) != 1 {
 		t.Errorf("pull requests = %+v, want one", prs)
 	}
 
 	// A push to another branch is ignored.
 	_, n := s.last()
-	other := f.Srv.Commit(owner, repo, "feature", map[string]string{"x.txt": "x"}, "feature")
-	send(t, s.url, secret, f.Srv.PushDelivery(owner, repo, "feature", sha, other, "someone"))
+	other := f.Srv.Repo(owner, repo).Commit("feature", map[string]string{"x.txt": "x"}, "feature")
+	send(t, s.url, secret, f.Srv.Webhooks(owner, repo).Push("feature", sha, other, "someone"))
 	send(t, s.url, secret, checkRunCompleted(t, "stagehand/devel", sha, "success", "d2")) // a duplicate delivery
 	send(t, s.url, secret, checkRunCompleted(t, "stagehand/staging", sha, "success", "d4"))
 	time.Sleep(50 * time.Millisecond) // nothing should happen; give the worker a chance to misbehave
@@ -191,7 +191,7 @@ func TestServeEvaluatesOnWebhooks(t *testing.T) {
 func TestServeReevaluatesWhenSoakEnds(t *testing.T) {
 	f := prbottest.New(t, prbottest.Spread(prbottest.HealthyPipeline+"    requires: {soak: 3s}\n"))
 	b := newBot(t, f) // real clock: the soak ends for real
-	f.Srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: promote.CheckName("devel"), HeadSHA: f.Srv.Branch(owner, repo, "main"),
+	f.Srv.Repo(owner, repo).AddCheckRun(githubtest.CheckRun{Name: promote.CheckName("devel"), HeadSHA: f.Srv.Repo(owner, repo).Branch("main"),
 		Status: "completed", Conclusion: "success", CompletedAt: time.Now()})
 	s := serve(t, b)
 	testenv.WaitFor(t, 20*time.Second, "the soak to end and the promotion to open", func() bool { r, _ := s.last(); return r != nil && r.Action == prbot.ActionOpened })
@@ -214,7 +214,7 @@ func TestServeAutoMergesWhenThePullRequestsChecksPass(t *testing.T) {
 		t.Fatalf("result = %+v, want opened and waiting for ci/test", r)
 	}
 	pr := f.OpenPulls()[0]
-	f.Srv.AddCheckRun(owner, repo, githubtest.CheckRun{Name: "ci/test", HeadSHA: pr.HeadSHA, Status: "completed", Conclusion: "success", CompletedAt: time.Now()})
+	f.Srv.Repo(owner, repo).AddCheckRun(githubtest.CheckRun{Name: "ci/test", HeadSHA: pr.HeadSHA, Status: "completed", Conclusion: "success", CompletedAt: time.Now()})
 	d := checkRunCompleted(t, "ci/test", pr.HeadSHA, "success", "ci-1")
 	var m map[string]any
 	if err := json.Unmarshal(d.Body, &m); err != nil {
@@ -223,12 +223,12 @@ func TestServeAutoMergesWhenThePullRequestsChecksPass(t *testing.T) {
 	m["check_run"].(map[string]any)["pull_requests"] = []any{map[string]any{
 		"url": "https://api.github.com/repos/acme/manifests/pulls/1", "id": 1, "number": 1,
 		"head": map[string]any{"ref": pr.Head, "sha": pr.HeadSHA, "repo": map[string]any{"id": 1, "url": "https://api.github.com/repos/acme/manifests", "name": repo}},
-		"base": map[string]any{"ref": "main", "sha": f.Srv.Branch(owner, repo, "main"), "repo": map[string]any{"id": 1, "url": "https://api.github.com/repos/acme/manifests", "name": repo}},
+		"base": map[string]any{"ref": "main", "sha": f.Srv.Repo(owner, repo).Branch("main"), "repo": map[string]any{"id": 1, "url": "https://api.github.com/repos/acme/manifests", "name": repo}},
 	}}
 	d.Body, _ = json.Marshal(m)
 	send(t, s.url, secret, d)
 	testenv.WaitFor(t, 20*time.Second, "the merge", func() bool { r, _ := s.last(); return r.Merged })
-	if prs := f.Srv.PullRequests(owner, repo); !prs[0].Merged {
+	if prs := f.Srv.Repo(owner, repo).PullRequests(); !prs[0].Merged {
 		t.Errorf("pull request = %+v, want merged", prs[0])
 	}
 	if got := f.File(t, "main", "environments/staging/payments-api.json"); !strings.Contains(got, `"2.4.0"`) {
@@ -242,7 +242,7 @@ func TestServeAutoMergesWhenACommitStatusSucceeds(t *testing.T) {
 	s := serve(t, b)
 	testenv.WaitFor(t, 20*time.Second, "the promotion pull request", func() bool { r, _ := s.last(); return r != nil && r.Action == prbot.ActionOpened })
 	pr := f.OpenPulls()[0]
-	f.Srv.SetStatus(owner, repo, pr.HeadSHA, "ci/jenkins", "success")
+	f.Srv.Repo(owner, repo).SetStatus(pr.HeadSHA, "ci/jenkins", "success")
 
 	data, err := os.ReadFile("testdata/status.json")
 	if err != nil {

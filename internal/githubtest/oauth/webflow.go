@@ -1,8 +1,7 @@
-package githubtest
+package oauth
 
 import (
 	"crypto/subtle"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -33,43 +32,45 @@ type webCode struct {
 // EnableWebFlow registers the App's OAuth client (clientID, secret) for the
 // web flow, with the callback URL GitHub would redirect to (redirect URIs
 // must start with it; "" accepts any).
-func (s *Server) EnableWebFlow(clientID, secret, callback string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.web.clientID, s.web.secret, s.web.callback = clientID, secret, callback
-	if s.web.codes == nil {
-		s.web.codes = map[string]*webCode{}
+func (p *Provider) EnableWebFlow(clientID, secret, callback string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.web.clientID, p.web.secret, p.web.callback = clientID, secret, callback
+	if p.web.codes == nil {
+		p.web.codes = map[string]*webCode{}
 	}
 }
 
 // SignInWeb makes login the person signed in to GitHub in every browser:
 // authorize lets the client in as login ("" makes them deny it).
-func (s *Server) SignInWeb(login string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.web.login = login
+func (p *Provider) SignInWeb(login string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.web.login = login
 }
 
 // CodesExchanged counts the web-flow codes traded for tokens.
-func (s *Server) CodesExchanged() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.web.exchanged
+func (p *Provider) CodesExchanged() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.web.exchanged
 }
 
 // authorize is GET /login/oauth/authorize: the browser arrives with the
 // client's id, redirect URI and state and is sent back with a code (or an
 // error) and the same state.
-func (s *Server) authorize(w http.ResponseWriter, r *http.Request) int {
+func (p *Provider) authorize(w http.ResponseWriter, r *http.Request) int {
 	if r.Method != http.MethodGet {
-		s.violation("%s %s: want GET (a browser is redirected here)", r.Method, r.URL.Path)
+		p.mu.Lock()
+		p.violation("%s %s: want GET (a browser is redirected here)", r.Method, r.URL.Path)
+		p.mu.Unlock()
 		http.Error(w, "githubtest: want GET", http.StatusMethodNotAllowed)
 		return http.StatusMethodNotAllowed
 	}
 	q := r.URL.Query()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f := &s.web
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f := &p.web
 	if f.clientID == "" || q.Get("client_id") != f.clientID {
 		// GitHub shows a 404 page for an unknown client; nothing goes back to the client.
 		http.Error(w, "githubtest: unknown client_id (call EnableWebFlow)", http.StatusNotFound)
@@ -102,23 +103,18 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) int {
 // id and secret, the code and the redirect URI it was issued to buy a user
 // token (GET /user answers its login). Errors are 200s with an "error", as
 // GitHub answers them.
-func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, form url.Values) int {
+func (p *Provider) exchangeCode(w http.ResponseWriter, r *http.Request, form url.Values) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	for k := range form {
 		switch k {
 		case "client_id", "client_secret", "code", "redirect_uri":
 		default:
-			s.violation("%s %s: unknown parameter %q", r.Method, r.URL.Path, k)
+			p.violation("%s %s: unknown parameter %q", r.Method, r.URL.Path, k)
 		}
 	}
-	answer := func(v map[string]any) int {
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		w.WriteHeader(http.StatusOK)
-		_ = json.NewEncoder(w).Encode(v)
-		return http.StatusOK
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f := &s.web
+	answer := func(v map[string]any) int { return answer(w, v) }
+	f := &p.web
 	if f.clientID == "" || form.Get("client_id") != f.clientID ||
 		subtle.ConstantTimeCompare([]byte(form.Get("client_secret")), []byte(f.secret)) != 1 {
 		return answer(map[string]any{"error": "incorrect_client_credentials", "error_description": "The client_id and/or client_secret passed are incorrect."})
@@ -133,6 +129,6 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, form url.V
 	c.used = true
 	f.exchanged++
 	tok := "ghu_" + randomHex(18)
-	s.userTokens[tok] = c.login
+	p.tokens[tok] = c.login
 	return answer(map[string]any{"access_token": tok, "token_type": "bearer", "scope": ""})
 }

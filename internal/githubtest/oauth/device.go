@@ -1,4 +1,4 @@
-package githubtest
+package oauth
 
 import (
 	"encoding/json"
@@ -39,25 +39,25 @@ type deviceCode struct {
 // EnableDeviceFlow registers an OAuth app with clientID whose device flow
 // advertises interval between polls and lengthens it by step on each
 // slow_down (GitHub: 5 s and 5 s).
-func (s *Server) EnableDeviceFlow(clientID string, interval, step time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.device.clientID, s.device.interval, s.device.step = clientID, interval, step
+func (p *Provider) EnableDeviceFlow(clientID string, interval, step time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.device.clientID, p.device.interval, p.device.step = clientID, interval, step
 }
 
 // ForceSlowDown answers the next n polls slow_down, however late they come.
-func (s *Server) ForceSlowDown(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.device.forced = n
+func (p *Provider) ForceSlowDown(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.device.forced = n
 }
 
 // PendingUserCodes returns the user codes issued and not yet authorized or denied.
-func (s *Server) PendingUserCodes() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (p *Provider) PendingUserCodes() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	var out []string
-	for _, c := range s.device.codes {
+	for _, c := range p.device.codes {
 		if c.login == "" && !c.denied {
 			out = append(out, c.user)
 		}
@@ -68,10 +68,10 @@ func (s *Server) PendingUserCodes() []string {
 
 // AuthorizeDevice is login entering userCode at the verification page and
 // approving the app: the next poll gets a user token of login.
-func (s *Server) AuthorizeDevice(userCode, login string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, c := range s.device.codes {
+func (p *Provider) AuthorizeDevice(userCode, login string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.device.codes {
 		if c.user == userCode && c.login == "" && !c.denied {
 			c.login = login
 			return nil
@@ -82,21 +82,26 @@ func (s *Server) AuthorizeDevice(userCode, login string) error {
 
 // DevicePolls returns how many access-token polls came, and how many of them
 // came sooner than the interval the client had been given.
-func (s *Server) DevicePolls() (total, early int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.device.polls, s.device.early
+func (p *Provider) DevicePolls() (total, early int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.device.polls, p.device.early
 }
 
-// serveLogin answers /login/device/code and /login/oauth/access_token and returns the status.
-func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request, body []byte) int {
+// ServeLogin answers /login/device/code, /login/oauth/authorize and /login/oauth/access_token (body is the
+// request's, already read) and returns the status.
+func (p *Provider) ServeLogin(w http.ResponseWriter, r *http.Request, body []byte) int {
 	fail := func(code int, format string, a ...any) int {
-		s.violation("%s %s: %s", r.Method, r.URL.Path, fmt.Sprintf(format, a...))
-		writeJSON(w, code, nil, map[string]any{"error": "githubtest: " + fmt.Sprintf(format, a...)})
+		p.mu.Lock()
+		p.violation("%s %s: %s", r.Method, r.URL.Path, fmt.Sprintf(format, a...))
+		p.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": "githubtest: " + fmt.Sprintf(format, a...)})
 		return code
 	}
 	if r.URL.Path == "/login/oauth/authorize" {
-		return s.authorize(w, r) // the web flow (webflow.go)
+		return p.authorize(w, r) // the web flow (webflow.go)
 	}
 	if r.Method != http.MethodPost {
 		return fail(http.StatusMethodNotAllowed, "want POST")
@@ -112,19 +117,26 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request, body []byte)
 		return fail(http.StatusBadRequest, "form body: %v", err)
 	}
 	if r.URL.Path == "/login/oauth/access_token" && form.Has("code") {
-		return s.exchangeCode(w, r, form) // the web flow (webflow.go)
+		return p.exchangeCode(w, r, form) // the web flow (webflow.go)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d := &s.device
+	return p.serveDevice(w, r, form)
+}
+
+// serveDevice answers the device flow's /login/device/code and /login/oauth/access_token.
+func (p *Provider) serveDevice(w http.ResponseWriter, r *http.Request, form url.Values) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fail := func(code int, format string, a ...any) int {
+		p.violation("%s %s: %s", r.Method, r.URL.Path, fmt.Sprintf(format, a...))
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": "githubtest: " + fmt.Sprintf(format, a...)})
+		return code
+	}
+	answer := func(v map[string]any) int { return answer(w, v) }
+	d := &p.device
 	if d.clientID == "" {
 		return fail(http.StatusNotFound, "no OAuth app: call EnableDeviceFlow")
-	}
-	answer := func(v map[string]any) int {
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		w.WriteHeader(http.StatusOK)
-		_ = json.NewEncoder(w).Encode(v)
-		return http.StatusOK
 	}
 	if form.Get("client_id") != d.clientID {
 		return answer(map[string]any{"error": "incorrect_client_credentials", "error_description": "The client_id is not valid."})
@@ -138,7 +150,7 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request, body []byte)
 		}
 		dev, user := randomHex(20), strings.ToUpper(randomHex(2)+"-"+randomHex(2))
 		d.codes[dev] = &deviceCode{user: user, expires: time.Now().Add(15 * time.Minute), interval: d.interval}
-		return answer(map[string]any{"device_code": dev, "user_code": user, "verification_uri": s.http.URL + "/login/device",
+		return answer(map[string]any{"device_code": dev, "user_code": user, "verification_uri": p.root + "/login/device",
 			"expires_in": 900, "interval": int(d.interval / time.Second)})
 	case "/login/oauth/access_token":
 		for k := range form {
@@ -178,7 +190,7 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request, body []byte)
 		}
 		c.issued = true
 		tok := "gho_" + randomHex(18)
-		s.userTokens[tok] = c.login
+		p.tokens[tok] = c.login
 		return answer(map[string]any{"access_token": tok, "token_type": "bearer", "scope": ""})
 	}
 	return fail(http.StatusNotFound, "no such login endpoint")

@@ -1,4 +1,4 @@
-package githubtest
+package contract
 
 import (
 	"encoding/json"
@@ -8,15 +8,15 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 )
 
-// complete marshals a handler's body and fills every required field the handler left out with a neutral
+// Complete marshals a handler's body and fills every required field the handler left out with a neutral
 // value of the right type (null where the schema allows it), following the operation's response schema.
 // Handlers thus state only what the server models; the result is then validated like any response, so a
 // wrong type or enum value in what a handler did set is still caught.
-func (s *Server) complete(route *routers.Route, res response) ([]byte, error) {
-	if res.body == nil {
+func (o *Operation) Complete(status int, body any) ([]byte, error) {
+	if body == nil {
 		return nil, nil
 	}
-	raw, err := json.Marshal(res.body)
+	raw, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("marshalling body: %w", err)
 	}
@@ -24,7 +24,7 @@ func (s *Server) complete(route *routers.Route, res response) ([]byte, error) {
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return nil, fmt.Errorf("unmarshalling body: %w", err)
 	}
-	schema := responseSchema(route, res.status)
+	schema := responseSchema(o.Route, status)
 	if schema == nil {
 		return raw, nil
 	}
