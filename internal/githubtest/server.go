@@ -16,12 +16,19 @@ import (
 	"time"
 
 	"github.com/stagehand-gitops/stagehand/internal/githubtest/contract"
+	"github.com/stagehand-gitops/stagehand/internal/githubtest/fault"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest/oauth"
 )
 
 // EnterprisePrefix is the path prefix of GitHub Enterprise Server's REST API; the server accepts requests
 // with and without it, so go-github's WithEnterpriseURLs and a plain BaseURL both work.
 const EnterprisePrefix = contract.EnterprisePrefix
+
+// Fault makes the server answer matching requests with an error instead of handling them (Server.Faults).
+type Fault = fault.Fault
+
+// DefaultRateLimit is the hourly request budget the server reports unless a test sets GitHub's.
+const DefaultRateLimit = fault.DefaultRateLimit
 
 // Server is an in-process GitHub REST API. Create it with New; it stops at the end of the test. What it
 // models is reached through small parts: Repo (one repository's contents, checks, pulls and deployments),
@@ -36,7 +43,7 @@ type Server struct {
 	world  *world
 	log    *journal
 	app    *App
-	faults *Faults
+	faults *fault.Injector
 	oauth  *oauth.Provider
 }
 
@@ -67,7 +74,7 @@ func New(tb testing.TB, opts ...Option) *Server {
 		tb.Fatalf("githubtest: generating app key: %v", err)
 	}
 	s := &Server{tb: tb, static: "ghp_static_" + randomHex(16), log: &journal{},
-		faults: &Faults{latency: o.latency, rateLimit: DefaultRateLimit}}
+		faults: fault.New(o.latency)}
 	s.app = &App{log: s.log, key: key, id: o.appID, inst: o.instID, ttl: o.tokenTTL, tokens: map[string]time.Time{}}
 	s.http = httptest.NewUnstartedServer(s)
 	root := "http://" + s.http.Listener.Addr().String()
@@ -113,7 +120,7 @@ func (s *Server) App() *App { return s.app }
 func (s *Server) OAuth() *oauth.Provider { return s.oauth }
 
 // Faults injects errors, latency and a rate limit into the server's answers.
-func (s *Server) Faults() *Faults { return s.faults }
+func (s *Server) Faults() *fault.Injector { return s.faults }
 
 // Requests returns every request received so far.
 func (s *Server) Requests() []Request { return s.log.all() }
@@ -167,7 +174,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := Request{Method: r.Method, Path: r.URL.Path}
 	defer func() { s.log.record(rec) }()
-	if latency := s.faults.delay(); latency > 0 {
+	if latency := s.faults.Delay(); latency > 0 {
 		select {
 		case <-time.After(latency):
 		case <-r.Context().Done():
@@ -194,9 +201,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, rec.Status, map[string]any{"message": "Validation Failed: " + err.Error()})
 		return
 	}
-	if f := s.faults.take(r.Method, op.Route.Path); f != nil && f.answers() {
+	if f := s.faults.Take(r.Method, op.Route.Path); f != nil && f.Answers() {
 		rec.Status, rec.Fault = f.Status, true
-		f.write(w)
+		f.Write(w)
 		return
 	}
 	c := &call{w: s.world, route: op.Route, path: r.URL.Path, params: op.Params, query: r.URL.Query(), body: body,
@@ -256,7 +263,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, op *contract.Ope
 			hdr.Del("Content-Type")
 		}
 	}
-	s.faults.rateLimitHeaders(hdr, op.Route.Path, status)
+	s.faults.RateLimitHeaders(hdr, op.Route.Path, status)
 	maps.Copy(w.Header(), hdr)
 	w.WriteHeader(status)
 	_, _ = w.Write(out)

@@ -1,4 +1,4 @@
-package githubtest
+package fault
 
 import (
 	"net/http"
@@ -11,10 +11,10 @@ import (
 // App installation, so that long benchmarks never run out; SetRateLimit gives a test GitHub's.
 const DefaultRateLimit = 1_000_000
 
-// rateLimitHeaders sets GitHub's primary rate-limit headers on an installation's answer and counts it
+// RateLimitHeaders sets GitHub's primary rate-limit headers on an installation's answer and counts it
 // against the budget, as GitHub does: a 304 answer to a conditional request is free, and /app/ endpoints
 // (the App's JWT) have a budget of their own, not reported here. Headers an injected fault set are kept.
-func (s *Faults) rateLimitHeaders(h http.Header, route string, status int) {
+func (s *Injector) RateLimitHeaders(h http.Header, route string, status int) {
 	if strings.HasPrefix(route, "/app/") || h.Get("X-RateLimit-Remaining") != "" {
 		return
 	}
@@ -34,7 +34,7 @@ func (s *Faults) rateLimitHeaders(h http.Header, route string, status int) {
 }
 
 // RateLimitUsed returns how many requests have counted against the rate limit in the current window.
-func (s *Faults) RateLimitUsed() int {
+func (s *Injector) RateLimitUsed() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rateUsed
@@ -42,7 +42,7 @@ func (s *Faults) RateLimitUsed() int {
 
 // SetRateLimit sets the hourly budget the server reports from now on, and how much of it is left in the
 // current window.
-func (s *Faults) SetRateLimit(limit, remaining int) {
+func (s *Injector) SetRateLimit(limit, remaining int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rateLimit, s.rateUsed = limit, limit-remaining

@@ -1,4 +1,4 @@
-package githubtest
+package fault
 
 import (
 	"encoding/json"
@@ -27,9 +27,14 @@ type Fault struct {
 	Delay time.Duration
 }
 
-// Faults is what goes wrong on purpose: injected error answers, latency added to every answer, and the
+// New returns an injector adding latency to every answer, reporting DefaultRateLimit.
+func New(latency time.Duration) *Injector {
+	return &Injector{latency: latency, rateLimit: DefaultRateLimit}
+}
+
+// Injector is what goes wrong on purpose: injected error answers, latency added to every answer, and the
 // primary rate limit the answers report (ratelimit.go).
-type Faults struct {
+type Injector struct {
 	mu        sync.Mutex
 	faults    []*Fault
 	latency   time.Duration
@@ -39,21 +44,21 @@ type Faults struct {
 }
 
 // SetLatency changes the delay added to every response.
-func (s *Faults) SetLatency(d time.Duration) {
+func (s *Injector) SetLatency(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.latency = d
 }
 
-// delay is the latency added to every response.
-func (s *Faults) delay() time.Duration {
+// Delay is the latency added to every response.
+func (s *Injector) Delay() time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.latency
 }
 
 // Inject adds a fault; faults are consumed in the order they were added.
-func (s *Faults) Inject(f Fault) {
+func (s *Injector) Inject(f Fault) {
 	if f.Times <= 0 {
 		f.Times = 1
 	}
@@ -63,7 +68,7 @@ func (s *Faults) Inject(f Fault) {
 }
 
 // Left counts the injected fault answers not yet given.
-func (s *Faults) Left() int {
+func (s *Injector) Left() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -73,7 +78,9 @@ func (s *Faults) Left() int {
 	return n
 }
 
-func (s *Faults) take(method, route string) *Fault {
+// Take returns the first fault matching a request (method, OpenAPI route template) and counts it used; nil
+// for none.
+func (s *Injector) Take(method, route string) *Fault {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, f := range s.faults {
@@ -89,15 +96,16 @@ func (s *Faults) take(method, route string) *Fault {
 	return nil
 }
 
-// apply sleeps for the fault's delay; it reports whether the fault answers the request itself.
-func (f *Fault) answers() bool {
+// Answers sleeps for the fault's delay; it reports whether the fault answers the request itself.
+func (f *Fault) Answers() bool {
 	if f.Delay > 0 {
 		time.Sleep(f.Delay)
 	}
 	return f.Status != 0
 }
 
-func (f *Fault) write(w http.ResponseWriter) {
+// Write answers the request with the fault's error, as GitHub words it.
+func (f *Fault) Write(w http.ResponseWriter) {
 	h := w.Header()
 	msg := "Server Error"
 	if f.RetryAfter > 0 {
