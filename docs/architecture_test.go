@@ -36,7 +36,7 @@ var layering = []struct {
 	{"internal/daemon", []string{"internal/wire", "internal/webhook"}, "the daemon takes built parts (daemon.With…): internal/wire builds them once per process, and pushes reach it through daemon.Pushes"},
 	{"internal/api", []string{"internal/daemon", "internal/github", "internal/cli", "internal/prbot"}, "the API serves any api.Backend"},
 	{"internal/github", []string{"internal/daemon", "internal/api", "internal/cli", "internal/prbot"}, "GitHub decides through approval.Decider"},
-	{"internal/github", []string{"internal/wire"}, "internal/wire builds the GitHub client; PR previews get their sources from it as a github.SourceFunc"},
+	{"internal/github", []string{"internal/wire"}, "internal/wire builds the GitHub client; PR previews (internal/github/preview) get their sources from it as a preview.SourceFunc"},
 	{"internal/prbot", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli"}, "prbot is its own binary's component"},
 	{"internal/rollback", []string{"internal/daemon", "internal/github", "internal/cli", "internal/wire", "internal/ui", "internal/notify"}, "the rollbacker asks the reconciler through rollback.Reconciler and gets its pull-request bot and lock service built"},
 	{"internal/keyless", []string{"internal/daemon", "internal/api", "internal/github", "internal/cli", "internal/wire"}, "the keyless bump API is a door of prbot serve: it verifies through internal/auth/oidc and bumps through internal/prbot"},

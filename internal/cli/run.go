@@ -21,6 +21,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/envresource"
 	"github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/github/preview"
 	"github.com/stagehand-gitops/stagehand/internal/notify"
 	"github.com/stagehand-gitops/stagehand/internal/prbot"
 	"github.com/stagehand-gitops/stagehand/internal/rollback"
@@ -164,7 +165,7 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		opts = append(opts, daemon.WithAuthors(gh))
 		// The teams and minPermission of approvals.rules are asked of GitHub, as the environment's own.
 		opts = append(opts, daemon.WithRuleApprover(func(ctx context.Context, env, login string, rule config.Approvers) (bool, string, error) {
-			d, err := gh.MayApproveRule(ctx, env, login, rule)
+			d, err := gh.Approvers().MayApproveRule(ctx, env, login, rule)
 			return d.Allowed, d.Why, err
 		}))
 		if cfg.GitHub.Deployments.Enabled {
@@ -284,7 +285,7 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		if rb, err = newRollbacker(cfg, gh, d); err != nil {
 			return err
 		}
-		preview := github.NewBranchPreviewer(cfg.Source.CacheDir, cfg.EnvironmentNames(), d.Plan, b.BranchSource)
+		previewer := preview.New(cfg.Source.CacheDir, cfg.EnvironmentNames(), d.Plan, b.BranchSource)
 		ghLog := log.WithName("github")
 		// PR previews are computed by a worker after their webhook was answered, never on the apply path.
 		hopts := []github.Option{
@@ -301,7 +302,7 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 			// Merging a rollback pull request ends its hold.
 			hopts = append(hopts, github.OnMerged(rb.Merged))
 		}
-		h, err := github.NewHandler(gh, d, preview, cfg.Source.Branch, hopts...)
+		h, err := github.NewHandler(gh, d, cfg.Source.Branch, append(hopts, github.WithPreviewer(previewer))...)
 		if err != nil {
 			return err
 		}

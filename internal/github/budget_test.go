@@ -25,17 +25,17 @@ func TestPollsAreConditional(t *testing.T) {
 	ctx := context.Background()
 	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
 	p := plan("prod", sha, 2)
-	id, err := f.client.Propose(ctx, p)
+	id, err := f.client.Checks().Propose(ctx, p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The first poll sees the run just created: a changed listing, counted.
-	if again, err := f.client.Propose(ctx, p); err != nil || again != id {
+	if again, err := f.client.Checks().Propose(ctx, p); err != nil || again != id {
 		t.Fatalf("Propose again = %d, %v; want the same run %d", again, err, id)
 	}
 	usedBefore, sentBefore := counted(f)
 	for range 5 {
-		again, err := f.client.Propose(ctx, p)
+		again, err := f.client.Checks().Propose(ctx, p)
 		if err != nil || again != id {
 			t.Fatalf("Propose again = %d, %v; want the same run %d", again, err, id)
 		}
@@ -50,11 +50,11 @@ func TestPollsAreConditional(t *testing.T) {
 
 	// The plan changes (cluster drift): the old run is replaced. The next poll sees the new run, not the copy.
 	p2 := plan("prod", sha, 3)
-	id2, err := f.client.Propose(ctx, p2)
+	id2, err := f.client.Checks().Propose(ctx, p2)
 	if err != nil || id2 == id {
 		t.Fatalf("Propose of a changed plan = %d, %v; want a new run", id2, err)
 	}
-	again, err := f.client.Propose(ctx, p2)
+	again, err := f.client.Checks().Propose(ctx, p2)
 	if err != nil || again != id2 {
 		t.Fatalf("Propose of the changed plan again = %d, %v; want %d (a stale copy would create a third run)", again, err, id2)
 	}
@@ -72,24 +72,24 @@ func TestLowBudget(t *testing.T) {
 	f.srv.Repo(owner, repo).SetPermission("maria", "maintain")
 	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
 	p := plan("prod", sha, 1)
-	id, err := f.client.Propose(ctx, p) // lists, creates the run
+	id, err := f.client.Checks().Propose(ctx, p) // lists, creates the run
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, before := counted(f)
-	if _, err := f.client.MayApprove(ctx, "prod", "maria"); err != nil {
+	if _, err := f.client.Approvers().MayApprove(ctx, "prod", "maria"); err != nil {
 		t.Fatal(err)
 	}
 	_, after := counted(f)
 	checks := after - before
 
 	f.srv.Faults().SetRateLimit(5000, 400) // under 10% left, reported from the next answer on
-	if again, err := f.client.Propose(ctx, p); err != nil || again != id {
+	if again, err := f.client.Checks().Propose(ctx, p); err != nil || again != id {
 		t.Fatalf("first poll after the write = %d, %v; want run %d (a copy from before the write would create another)", again, err, id)
 	}
 	for range 3 {
 		_, sent := counted(f)
-		if again, err := f.client.Propose(ctx, p); err != nil || again != id {
+		if again, err := f.client.Checks().Propose(ctx, p); err != nil || again != id {
 			t.Fatalf("poll with the budget low = %d, %v; want run %d", again, err, id)
 		}
 		if _, after := counted(f); after != sent {
@@ -97,7 +97,7 @@ func TestLowBudget(t *testing.T) {
 		}
 	}
 	_, sent := counted(f)
-	if d, err := f.client.MayApprove(ctx, "prod", "maria"); err != nil || !d.Allowed {
+	if d, err := f.client.Approvers().MayApprove(ctx, "prod", "maria"); err != nil || !d.Allowed {
 		t.Fatalf("MayApprove = %+v, %v", d, err)
 	}
 	if _, after := counted(f); after-sent != checks {
@@ -116,7 +116,7 @@ func TestGitHubMetrics(t *testing.T) {
 	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "one")
 	p := plan("prod", sha, 1)
 	for range 3 {
-		if _, err := f.client.Propose(ctx, p); err != nil {
+		if _, err := f.client.Checks().Propose(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -162,19 +162,19 @@ func BenchmarkGitHubRequests(b *testing.B) {
 		op   func(ctx context.Context, f *fixture, g *github.Gate, i int) error
 	}{
 		{"idle pass", func(ctx context.Context, f *fixture, g *github.Gate, i int) error {
-			_, err := f.client.Propose(ctx, idlePlan)
+			_, err := f.client.Checks().Propose(ctx, idlePlan)
 			return err
 		}},
 		{"promotion", func(ctx context.Context, f *fixture, g *github.Gate, i int) error {
 			sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"environments/prod/api.json": string(rune('a' + i%26))}, "bump")
 			p := plan("prod", sha, 3)
-			if _, err := f.client.Propose(ctx, p); err != nil {
+			if _, err := f.client.Checks().Propose(ctx, p); err != nil {
 				return err
 			}
-			if err := f.client.Applying(ctx, p, "maria"); err != nil {
+			if err := f.client.Checks().Applying(ctx, p, "maria"); err != nil {
 				return err
 			}
-			return f.client.Finished(ctx, &reconcile.Result{Plan: p}, "maria", nil)
+			return f.client.Checks().Finished(ctx, &reconcile.Result{Plan: p}, "maria", nil)
 		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
@@ -183,7 +183,7 @@ func BenchmarkGitHubRequests(b *testing.B) {
 			sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
 			idlePlan = plan("prod", sha, 3)
 			for range 2 { // proposed, then polled once: the steady state of a waiting plan
-				if _, err := f.client.Propose(ctx, idlePlan); err != nil {
+				if _, err := f.client.Checks().Propose(ctx, idlePlan); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -213,18 +213,18 @@ func TestWriteKeepsETags(t *testing.T) {
 	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
 	other := f.srv.Repo(owner, repo).Commit("main", map[string]string{"environments/prod/api.json": `{"a":1}`}, "another")
 	p := plan("prod", sha, 2)
-	id, err := f.client.Propose(ctx, p)
+	id, err := f.client.Checks().Propose(ctx, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.client.Propose(ctx, p); err != nil { // the listing with the new run: kept with its ETag
+	if _, err := f.client.Checks().Propose(ctx, p); err != nil { // the listing with the new run: kept with its ETag
 		t.Fatal(err)
 	}
-	if _, err := f.client.Propose(ctx, plan("staging", other, 1)); err != nil { // a write on another commit
+	if _, err := f.client.Checks().Propose(ctx, plan("staging", other, 1)); err != nil { // a write on another commit
 		t.Fatal(err)
 	}
 	used, _ := counted(f)
-	if again, err := f.client.Propose(ctx, p); err != nil || again != id {
+	if again, err := f.client.Checks().Propose(ctx, p); err != nil || again != id {
 		t.Fatalf("Propose again = %d, %v; want run %d", again, err, id)
 	}
 	if after, _ := counted(f); after != used {

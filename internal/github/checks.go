@@ -3,7 +3,6 @@ package github
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -57,6 +56,16 @@ const (
 	ConclusionCancelled      = "cancelled"
 )
 
+// Checks keeps each plan's check run stagehand/<env> in step with the plan's fate: proposed with its buttons,
+// tallied, deferred, applying, finished, rejected, superseded, stale; and the PR previews' runs. It keeps no
+// state of its own: the runs on GitHub are found again by commit, name and planHash. Get it with
+// Client.Checks.
+type Checks struct {
+	api            checkRunAPI
+	approvers      *Approvers
+	lostClickAfter time.Duration
+}
+
 func approvalActions() []*gh.CheckRunAction {
 	return []*gh.CheckRunAction{
 		{Label: "Approve", Description: "Deploy exactly this plan", Identifier: ActionApprove},
@@ -93,59 +102,8 @@ type runUpdate struct {
 	Actions     []*gh.CheckRunAction `json:"actions"`
 }
 
-func (c *Client) update(ctx context.Context, id int64, u runUpdate) error {
-	if u.Actions == nil {
-		u.Actions = []*gh.CheckRunAction{}
-	}
-	if u.Conclusion != "" && u.CompletedAt == nil {
-		u.CompletedAt = &gh.Timestamp{Time: c.Now().UTC().Truncate(time.Second)}
-	}
-	req, err := c.rest.NewRequest(http.MethodPatch, fmt.Sprintf("repos/%s/%s/check-runs/%d", c.owner, c.repo, id), u)
-	if err != nil {
-		return fmt.Errorf("building check run update: %w", err)
-	}
-	if _, err := c.rest.Do(ctx, req, nil); err != nil {
-		return fmt.Errorf("updating check run %d on %s: %w", id, c.Repo(), err)
-	}
-	return nil
-}
-
 func output(o Output) *gh.CheckRunOutput {
 	return &gh.CheckRunOutput{Title: gh.String(o.Title), Summary: gh.String(o.Summary)}
-}
-
-// DetailsURL is the reconciler API page of env, linked from its check runs ("" when github.detailsURL is unset).
-func (c *Client) DetailsURL(env string) string {
-	if c.detailsURL == "" {
-		return ""
-	}
-	return strings.TrimRight(c.detailsURL, "/") + "/api/v1/environments/" + env
-}
-
-// runs lists the check runs called name on sha, newest first.
-func (c *Client) runs(ctx context.Context, sha, name string) ([]*gh.CheckRun, error) {
-	var out []*gh.CheckRun
-	opts := &gh.ListCheckRunsOptions{CheckName: gh.String(name), Filter: gh.String("all"), ListOptions: gh.ListOptions{PerPage: 100}}
-	for {
-		res, resp, err := c.rest.Checks.ListCheckRunsForRef(ctx, c.owner, c.repo, sha, opts)
-		if err != nil {
-			return nil, fmt.Errorf("listing check runs %q on %s: %w", name, short(sha), err)
-		}
-		out = append(out, res.CheckRuns...)
-		if resp.NextPage == 0 {
-			return out, nil
-		}
-		opts.Page = resp.NextPage
-	}
-}
-
-// checkRun reads check run id as GitHub holds it now.
-func (c *Client) checkRun(ctx context.Context, id int64) (*gh.CheckRun, error) {
-	r, _, err := c.rest.Checks.GetCheckRun(ctx, c.owner, c.repo, id)
-	if err != nil {
-		return nil, fmt.Errorf("getting check run %d: %w", id, err)
-	}
-	return r, nil
 }
 
 func awaiting(r *gh.CheckRun) bool {
@@ -162,9 +120,9 @@ func awaiting(r *gh.CheckRun) bool {
 // delay (see WithLostClickAfter) holds a click that never reached the leader: the replica that took it
 // stopped first. That run gets its plan and buttons back, saying the approval was lost. notes (a rollback's
 // hold or pin, the approvals counted so far) are shown above the plan of a run it creates or gives back.
-func (c *Client) Propose(ctx context.Context, p *reconcile.Plan, notes ...string) (int64, error) {
+func (c *Checks) Propose(ctx context.Context, p *reconcile.Plan, notes ...string) (int64, error) {
 	name := approval.CheckName(p.Environment)
-	runs, err := c.runs(ctx, p.Revision, name)
+	runs, err := c.api.list(ctx, p.Revision, name)
 	if err != nil {
 		return 0, err
 	}
@@ -174,18 +132,18 @@ func (c *Client) Propose(ctx context.Context, p *reconcile.Plan, notes ...string
 		}
 		if r.GetExternalID() == p.PlanHash && r.GetStatus() == "in_progress" {
 			since := r.GetStartedAt().Time
-			if c.lostClickAfter <= 0 || c.Now().Sub(since) < c.lostClickAfter {
+			if c.lostClickAfter <= 0 || c.api.now().Sub(since) < c.lostClickAfter {
 				return r.GetID(), nil // approved and being decided or applied
 			}
 			note := fmt.Sprintf("%sLost: “%s” (since %s UTC) never reached the leader; the replica that took the click stopped first. Nothing was applied or withdrawn: decide again.",
 				deniedMarker, r.GetOutput().GetTitle(), since.UTC().Format("2006-01-02 15:04"))
-			return r.GetID(), c.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionActionRequired, Actions: approvalActions(),
+			return r.GetID(), c.api.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionActionRequired, Actions: approvalActions(),
 				Output: output(c.awaitingOutput(p, strings.Join(append([]string{note}, notes...), "\n\n")))})
 		}
 		if !awaiting(r) {
 			continue
 		}
-		if err := c.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionNeutral, Output: output(Output{
+		if err := c.api.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionNeutral, Output: output(Output{
 			Title:   "Replaced: the plan changed",
 			Summary: fmt.Sprintf("The cluster or the registry changed since this plan (`%s`) was made; the new plan `%s` awaits approval in a fresh check run.", r.GetExternalID(), p.PlanHash),
 		})}); err != nil {
@@ -195,33 +153,34 @@ func (c *Client) Propose(ctx context.Context, p *reconcile.Plan, notes ...string
 	out := c.awaitingOutput(p, strings.Join(notes, "\n\n"))
 	opts := gh.CreateCheckRunOptions{
 		Name: name, HeadSHA: p.Revision, ExternalID: gh.String(p.PlanHash),
-		Conclusion: gh.String(ConclusionActionRequired), CompletedAt: &gh.Timestamp{Time: c.Now().UTC().Truncate(time.Second)},
+		Conclusion: gh.String(ConclusionActionRequired), CompletedAt: &gh.Timestamp{Time: c.api.now().UTC().Truncate(time.Second)},
 		Output: output(out), Actions: approvalActions(),
 	}
-	if u := c.DetailsURL(p.Environment); u != "" {
+	if u := c.api.detailsURL(p.Environment); u != "" {
 		opts.DetailsURL = gh.String(u)
 	}
-	r, _, err := c.rest.Checks.CreateCheckRun(ctx, c.owner, c.repo, opts)
+	r, err := c.api.create(ctx, opts)
 	if err != nil {
-		return 0, fmt.Errorf("creating check run %s on %s: %w", name, short(p.Revision), err)
+		return 0, err
 	}
 	return r.GetID(), nil
 }
 
 // awaitingOutput renders plan p awaiting approval, after note (if any).
-func (c *Client) awaitingOutput(p *reconcile.Plan, note string) Output {
-	intro := "**Awaiting approval.** *Approve* deploys exactly this plan; " + c.policyRule(p.Environment) + "."
+func (c *Checks) awaitingOutput(p *reconcile.Plan, note string) Output {
+	intro := "**Awaiting approval.** *Approve* deploys exactly this plan; " + c.approvers.policyRule(p.Environment) + "."
 	if note != "" {
 		intro = note + "\n\n" + intro
 	}
-	return RenderPlan(p, intro, c.DetailsURL(p.Environment))
+	return RenderPlan(p, intro, c.api.detailsURL(p.Environment))
 }
 
 // Supersede withdraws env's check runs awaiting approval on revision (only the one for planHash, unless
 // planHash is "", and that one also when a click moved it to in progress), completing them as neutral: "superseded by <newer>" for a newer commit, "replaced: the
 // plan changed" when newer is revision itself, "nothing left to apply" when newer is "".
-func (c *Client) Supersede(ctx context.Context, env, revision, planHash, newer string) error {
-	runs, err := c.runs(ctx, revision, approval.CheckName(env))
+func (c *Checks) Supersede(ctx context.Context, ref PlanRef, newer string) error {
+	env, revision, planHash := ref.Environment, ref.Revision, ref.PlanHash
+	runs, err := c.api.list(ctx, revision, approval.CheckName(env))
 	if err != nil {
 		return err
 	}
@@ -244,7 +203,7 @@ func (c *Client) Supersede(ctx context.Context, env, revision, planHash, newer s
 		if !clicked && (!awaiting(r) || (planHash != "" && !mine)) {
 			continue
 		}
-		if err := c.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionNeutral, Output: output(out)}); err != nil {
+		if err := c.api.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionNeutral, Output: output(out)}); err != nil {
 			return err
 		}
 	}
@@ -253,106 +212,85 @@ func (c *Client) Supersede(ctx context.Context, env, revision, planHash, newer s
 
 // Interrupted notes on plan p's check run that a shutdown cut the apply short; the next leader continues it
 // and completes the run.
-func (c *Client) Interrupted(ctx context.Context, p *reconcile.Plan, approver, why string) error {
-	r, err := c.run(ctx, p.Environment, p.Revision, p.PlanHash)
+func (c *Checks) Interrupted(ctx context.Context, p *reconcile.Plan, approver, why string) error {
+	r, err := c.api.find(ctx, refOf(p))
 	if err != nil || r == nil {
 		return err
 	}
-	return c.update(ctx, r.GetID(), runUpdate{Status: "in_progress", Output: output(Output{
+	return c.api.update(ctx, r.GetID(), runUpdate{Status: "in_progress", Output: output(Output{
 		Title:   "Interrupted, continuing",
 		Summary: fmt.Sprintf("Approved by %s. The apply was interrupted: %s.", mention(approver), oneLine(why)),
 	})})
 }
 
-// run finds the check run of env on revision for planHash (newest first), or nil: the plan's, awaiting
-// the plan's decision or its release's.
-func (c *Client) run(ctx context.Context, env, revision, planHash string) (*gh.CheckRun, error) {
-	runs, err := c.runs(ctx, revision, approval.CheckName(env))
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range runs {
-		if ofPlan(r.GetExternalID(), planHash) {
-			return r, nil
-		}
-	}
-	return nil, nil
-}
-
 // Applying moves plan p's check run to in progress, "approved by @x" (creating the run for environments
 // that skip confirmation, so every deploy shows on its commit). approver "" means applied automatically.
-func (c *Client) Applying(ctx context.Context, p *reconcile.Plan, approver string) error {
+func (c *Checks) Applying(ctx context.Context, p *reconcile.Plan, approver string) error {
 	note := "**Applying**, approved by " + mention(approver) + "."
 	title := "Approved by " + mention(approver) + ", applying"
 	if approver == "" {
 		note, title = "**Applying** automatically (skipConfirmation).", "Applying"
 	}
-	out := RenderPlan(p, note, c.DetailsURL(p.Environment))
+	out := RenderPlan(p, note, c.api.detailsURL(p.Environment))
 	out.Title = title
-	return c.upsert(ctx, p, "in_progress", "", out)
+	return c.upsert(ctx, p, runUpdate{Status: "in_progress", Output: output(out)})
 }
 
 // Deferred shows on plan p's check run that the plan, approved, waits for its environment's deploy
 // window: queued, why saying until when ("waiting for the deploy window (inside the deny window year-end):
 // opens Mon 4 Jan 2027 08:00 Europe/Berlin"). A plan without a run (one that skips confirmation, whose
 // run is made when it is applied) gets none: nothing would complete it if a newer revision replaced it.
-func (c *Client) Deferred(ctx context.Context, p *reconcile.Plan, why string) error {
-	r, err := c.run(ctx, p.Environment, p.Revision, p.PlanHash)
+func (c *Checks) Deferred(ctx context.Context, p *reconcile.Plan, why string) error {
+	r, err := c.api.find(ctx, refOf(p))
 	if err != nil || r == nil {
 		return err
 	}
-	out := RenderPlan(p, "**Deferred:** "+why+". It is applied when the window opens.", c.DetailsURL(p.Environment))
+	out := RenderPlan(p, "**Deferred:** "+why+". It is applied when the window opens.", c.api.detailsURL(p.Environment))
 	out.Title = "Deferred: " + why
-	return c.update(ctx, r.GetID(), runUpdate{Status: "queued", Output: output(out)})
+	return c.api.update(ctx, r.GetID(), runUpdate{Status: "queued", Output: output(out)})
 }
 
 // Finished completes the check run of res.Plan as success or failure with per-workload results.
-func (c *Client) Finished(ctx context.Context, res *reconcile.Result, approver string, applyErr error) error {
+func (c *Checks) Finished(ctx context.Context, res *reconcile.Result, approver string, applyErr error) error {
 	conclusion := ConclusionSuccess
 	if applyErr != nil || res.Failed() {
 		conclusion = ConclusionFailure
 	}
-	return c.finish(ctx, res, approver, applyErr, conclusion)
-}
-
-// finish completes the check run of res.Plan with conclusion.
-func (c *Client) finish(ctx context.Context, res *reconcile.Result, approver string, applyErr error, conclusion string) error {
 	p := res.Plan
-	return c.upsert(ctx, p, "", conclusion, RenderResult(res, approver, applyErr, c.DetailsURL(p.Environment)))
+	return c.upsert(ctx, p, runUpdate{Conclusion: conclusion, Output: output(RenderResult(res, approver, applyErr, c.api.detailsURL(p.Environment)))})
 }
 
-// upsert sets the status (or the conclusion, which completes it) and output of plan p's check run,
+// upsert sets the status (or the conclusion, which completes it) and output of plan p's check run as u says,
 // creating the run when there is none (skipConfirmation environments are never proposed).
-func (c *Client) upsert(ctx context.Context, p *reconcile.Plan, status, conclusion string, out Output) error {
-	r, err := c.run(ctx, p.Environment, p.Revision, p.PlanHash)
+func (c *Checks) upsert(ctx context.Context, p *reconcile.Plan, u runUpdate) error {
+	r, err := c.api.find(ctx, refOf(p))
 	if err != nil {
 		return err
 	}
 	if r != nil {
-		return c.update(ctx, r.GetID(), runUpdate{Status: status, Conclusion: conclusion, Output: output(out)})
+		return c.api.update(ctx, r.GetID(), runUpdate{Status: u.Status, Conclusion: u.Conclusion, Output: u.Output})
 	}
 	opts := gh.CreateCheckRunOptions{
-		Name: approval.CheckName(p.Environment), HeadSHA: p.Revision, ExternalID: gh.String(p.PlanHash), Output: output(out),
+		Name: approval.CheckName(p.Environment), HeadSHA: p.Revision, ExternalID: gh.String(p.PlanHash), Output: u.Output,
 	}
-	if status != "" {
-		opts.Status = gh.String(status)
+	if u.Status != "" {
+		opts.Status = gh.String(u.Status)
 	}
-	if conclusion != "" {
-		opts.Conclusion = gh.String(conclusion)
-		opts.CompletedAt = &gh.Timestamp{Time: c.Now().UTC().Truncate(time.Second)}
+	if u.Conclusion != "" {
+		opts.Conclusion = gh.String(u.Conclusion)
+		opts.CompletedAt = &gh.Timestamp{Time: c.api.now().UTC().Truncate(time.Second)}
 	}
-	if u := c.DetailsURL(p.Environment); u != "" {
+	if u := c.api.detailsURL(p.Environment); u != "" {
 		opts.DetailsURL = gh.String(u)
 	}
-	if _, _, err := c.rest.Checks.CreateCheckRun(ctx, c.owner, c.repo, opts); err != nil {
-		return fmt.Errorf("creating check run %s on %s: %w", approval.CheckName(p.Environment), short(p.Revision), err)
-	}
-	return nil
+	_, err = c.api.create(ctx, opts)
+	return err
 }
 
-// Rejected completes the check run of planHash as cancelled, "rejected by @x".
-func (c *Client) Rejected(ctx context.Context, env, revision, planHash, by, reason string) error {
-	r, err := c.run(ctx, env, revision, planHash)
+// Rejected completes the check run of ref as cancelled, "rejected by @x".
+func (c *Checks) Rejected(ctx context.Context, ref PlanRef, by, reason string) error {
+	env, revision := ref.Environment, ref.Revision
+	r, err := c.api.find(ctx, ref)
 	if err != nil || r == nil {
 		return err
 	}
@@ -360,7 +298,7 @@ func (c *Client) Rejected(ctx context.Context, env, revision, planHash, by, reas
 	if reason != "" {
 		summary += "\n\n> " + oneLine(reason)
 	}
-	return c.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionCancelled, Output: output(Output{
+	return c.api.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionCancelled, Output: output(Output{
 		Title: "Rejected by " + mention(by), Summary: summary,
 	})})
 }
@@ -370,14 +308,14 @@ const deniedMarker = "> ⚠️ "
 
 // Denied records on a pending check run that login clicked a button without the right to: the run stays
 // awaiting approval, with its buttons, and its summary now starts with who may approve.
-func (c *Client) Denied(ctx context.Context, run *gh.CheckRun, login, why string) error {
+func (c *Checks) Denied(ctx context.Context, run *gh.CheckRun, login, why string) error {
 	summary := stripNote(run.GetOutput().GetSummary())
 	note := fmt.Sprintf("%s%s may not approve or reject this plan: %s.\n\n", deniedMarker, mention(login), why)
 	out := Output{Title: run.GetOutput().GetTitle(), Summary: cut(note+summary, "")}
 	if out.Title == "" {
 		out.Title = "Awaiting approval"
 	}
-	return c.update(ctx, run.GetID(), runUpdate{Output: output(out), Actions: actionsOf(run)})
+	return c.api.update(ctx, run.GetID(), runUpdate{Output: output(out), Actions: actionsOf(run)})
 }
 
 // stripNote removes an earlier deniedMarker note from a summary.
@@ -392,8 +330,8 @@ func stripNote(summary string) string {
 
 // Stale completes a check run whose plan can no longer be approved (the planHash changed, or a newer commit
 // is pending) as neutral, saying why; the current plan has its own check run.
-func (c *Client) Stale(ctx context.Context, runID int64, why string) error {
-	return c.update(ctx, runID, runUpdate{Conclusion: ConclusionNeutral, Output: output(Output{
+func (c *Checks) Stale(ctx context.Context, runID int64, why string) error {
+	return c.api.update(ctx, runID, runUpdate{Conclusion: ConclusionNeutral, Output: output(Output{
 		Title:   "Not applied: the plan is no longer current",
 		Summary: "This plan was not applied: " + oneLine(why) + "\n\nThe current plan has its own check run.",
 	})})
@@ -402,7 +340,8 @@ func (c *Client) Stale(ctx context.Context, runID int64, why string) error {
 // Preview shows on a pull request's head commit, as neutral check run "stagehand/<env> preview", the plan
 // that merging it would produce against the live cluster (or why there is none). Re-running for the same
 // commit updates the run in place.
-func (c *Client) Preview(ctx context.Context, env, headSHA string, p *reconcile.Plan, planErr error) error {
+func (c *Checks) Preview(ctx context.Context, headSHA string, pv Preview) error {
+	env, p, planErr := pv.Environment, pv.Plan, pv.Err
 	name := approval.PreviewName(env)
 	var out Output
 	if planErr != nil {
@@ -412,24 +351,22 @@ func (c *Client) Preview(ctx context.Context, env, headSHA string, p *reconcile.
 		}
 		out.Summary = cut(out.Summary, "")
 	} else {
-		out = RenderPlan(p, "**Preview.** Merging this pull request would produce this plan for **"+env+"** against the live cluster.", c.DetailsURL(env))
+		out = RenderPlan(p, "**Preview.** Merging this pull request would produce this plan for **"+env+"** against the live cluster.", c.api.detailsURL(env))
 	}
-	runs, err := c.runs(ctx, headSHA, name)
+	runs, err := c.api.list(ctx, headSHA, name)
 	if err != nil {
 		return err
 	}
 	if len(runs) > 0 {
-		return c.update(ctx, runs[0].GetID(), runUpdate{Conclusion: ConclusionNeutral, Output: output(out)})
+		return c.api.update(ctx, runs[0].GetID(), runUpdate{Conclusion: ConclusionNeutral, Output: output(out)})
 	}
 	opts := gh.CreateCheckRunOptions{
 		Name: name, HeadSHA: headSHA, Conclusion: gh.String(ConclusionNeutral),
-		CompletedAt: &gh.Timestamp{Time: c.Now().UTC().Truncate(time.Second)}, Output: output(out),
+		CompletedAt: &gh.Timestamp{Time: c.api.now().UTC().Truncate(time.Second)}, Output: output(out),
 	}
 	if p != nil {
 		opts.ExternalID = gh.String(p.PlanHash)
 	}
-	if _, _, err := c.rest.Checks.CreateCheckRun(ctx, c.owner, c.repo, opts); err != nil {
-		return fmt.Errorf("creating check run %s on %s: %w", name, short(headSHA), err)
-	}
-	return nil
+	_, err = c.api.create(ctx, opts)
+	return err
 }

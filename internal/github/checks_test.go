@@ -45,16 +45,16 @@ func TestProposeIsIdempotentAndReplacesAChangedPlan(t *testing.T) {
 	f := newFixture(t)
 	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
 	p1 := plan("prod", sha, 2)
-	id1, err := f.client.Propose(ctx, p1)
+	id1, err := f.client.Checks().Propose(ctx, p1)
 	if err != nil {
 		t.Fatalf("Propose: %v", err)
 	}
-	again, err := f.client.Propose(ctx, p1) // a restart proposes the same plan again
+	again, err := f.client.Checks().Propose(ctx, p1) // a restart proposes the same plan again
 	if err != nil || again != id1 {
 		t.Fatalf("Propose again = %d, %v; want the same run %d", again, err, id1)
 	}
 	p2 := plan("prod", sha, 3) // drift: a different plan for the same commit
-	if _, err := f.client.Propose(ctx, p2); err != nil {
+	if _, err := f.client.Checks().Propose(ctx, p2); err != nil {
 		t.Fatalf("Propose changed plan: %v", err)
 	}
 	want := []run{
@@ -82,14 +82,14 @@ func TestSupersedeApplyFinish(t *testing.T) {
 	newer := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "2"}, "two")
 	pOld, pNew := plan("prod", old, 1), plan("prod", newer, 2)
 	for _, p := range []*reconcile.Plan{pOld, pNew} {
-		if _, err := f.client.Propose(ctx, p); err != nil {
+		if _, err := f.client.Checks().Propose(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := f.client.Supersede(ctx, "prod", old, "", newer); err != nil {
+	if err := f.client.Checks().Supersede(ctx, github.PlanRef{Environment: "prod", Revision: old}, newer); err != nil {
 		t.Fatalf("Supersede: %v", err)
 	}
-	if err := f.client.Applying(ctx, pNew, "maria"); err != nil {
+	if err := f.client.Checks().Applying(ctx, pNew, "maria"); err != nil {
 		t.Fatalf("Applying: %v", err)
 	}
 	if got := f.srv.Repo(owner, repo).CheckRuns()[1]; got.Status != "in_progress" || !strings.Contains(got.Title, "@maria") || len(got.Actions) != 0 {
@@ -99,7 +99,7 @@ func TestSupersedeApplyFinish(t *testing.T) {
 		{WorkloadKey: pNew.Changes[0].Key(), Service: "svc-000", Changes: pNew.Changes[:1], Outcome: reconcile.OutcomeSucceeded, Duration: time.Second},
 		{WorkloadKey: pNew.Changes[1].Key(), Service: "svc-001", Changes: pNew.Changes[1:], Outcome: reconcile.OutcomeFailed, Message: "rollout timed out"},
 	}}
-	if err := f.client.Finished(ctx, res, "maria", nil); err != nil {
+	if err := f.client.Checks().Finished(ctx, res, "maria", nil); err != nil {
 		t.Fatalf("Finished: %v", err)
 	}
 	want := []run{
@@ -126,11 +126,11 @@ func TestSkipConfirmationGetsACheckRunToo(t *testing.T) {
 	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "one")
 	p := plan("devel", sha, 1)
 	p.SkipConfirmation = true
-	if err := f.client.Applying(ctx, p, ""); err != nil {
+	if err := f.client.Checks().Applying(ctx, p, ""); err != nil {
 		t.Fatal(err)
 	}
 	res := &reconcile.Result{Plan: p, Workloads: []reconcile.WorkloadResult{{WorkloadKey: p.Changes[0].Key(), Service: "svc-000", Outcome: reconcile.OutcomeSucceeded}}}
-	if err := f.client.Finished(ctx, res, "", nil); err != nil {
+	if err := f.client.Checks().Finished(ctx, res, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	want := []run{{"stagehand/devel", sha, "completed", "success", p.PlanHash, nil}}
@@ -147,7 +147,7 @@ func TestPlanLargerThanTheSummaryLimit(t *testing.T) {
 	if full := github.RenderPlan(p, "", ""); !strings.Contains(full.Summary, "Cut to fit") {
 		t.Fatalf("a 2000-change plan was not cut (len %d)", len(full.Summary))
 	}
-	id, err := f.client.Propose(ctx, p) // githubtest rejects a summary over 65,535 characters
+	id, err := f.client.Checks().Propose(ctx, p) // githubtest rejects a summary over 65,535 characters
 	if err != nil {
 		t.Fatalf("Propose: %v", err)
 	}
@@ -171,10 +171,10 @@ func TestRetriesOnBadGatewayAndRateLimits(t *testing.T) {
 	f.srv.Faults().Inject(githubtest.Fault{Method: "PATCH", Route: update, Status: http.StatusForbidden, RateLimitReset: time.Now().Add(time.Second)})
 	f.srv.Faults().Inject(githubtest.Fault{Method: "PATCH", Route: update, Status: http.StatusServiceUnavailable})
 	p := plan("prod", sha, 1)
-	if _, err := f.client.Propose(ctx, p); err != nil {
+	if _, err := f.client.Checks().Propose(ctx, p); err != nil {
 		t.Fatalf("Propose through 500, 502, 429: %v", err)
 	}
-	if err := f.client.Applying(ctx, p, "maria"); err != nil {
+	if err := f.client.Checks().Applying(ctx, p, "maria"); err != nil {
 		t.Fatalf("Applying through 403 rate limit, 503: %v", err)
 	}
 	if n := f.srv.Faults().Left(); n != 0 {
@@ -204,10 +204,10 @@ stagehand_github_retries_total{reason="unavailable"} %d
 
 	// Bounded: a fault that outlasts the attempts surfaces as an error.
 	f.srv.Faults().Inject(githubtest.Fault{Method: "PATCH", Route: update, Status: http.StatusBadGateway, Times: 10})
-	err := f.client.Supersede(ctx, "prod", sha, "", "0123456789")
+	err := f.client.Checks().Supersede(ctx, github.PlanRef{Environment: "prod", Revision: sha}, "0123456789")
 	if err == nil {
 		// the run is in progress, not awaiting: Supersede has nothing to update; use Finished instead
-		err = f.client.Finished(ctx, &reconcile.Result{Plan: p}, "maria", nil)
+		err = f.client.Checks().Finished(ctx, &reconcile.Result{Plan: p}, "maria", nil)
 	}
 	if err == nil || !strings.Contains(err.Error(), "502") {
 		t.Errorf("err = %v, want the 502 after the last attempt", err)
@@ -225,7 +225,7 @@ func TestInstallationTokenRefreshAndRootURL(t *testing.T) {
 	f := newFixtureWith(t, []githubtest.Option{githubtest.WithTokenTTL(30 * time.Second)})
 	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "one")
 	for i := range 3 {
-		if _, err := f.client.Propose(ctx, plan("prod", sha, i+1)); err != nil {
+		if _, err := f.client.Checks().Propose(ctx, plan("prod", sha, i+1)); err != nil {
 			t.Fatalf("Propose %d: %v", i, err)
 		}
 	}
@@ -235,7 +235,7 @@ func TestInstallationTokenRefreshAndRootURL(t *testing.T) {
 
 	g := newFixture(t, func(c *config.GitHub) { c.APIURL = strings.TrimSuffix(c.APIURL, "/api/v3") })
 	sha = g.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "one")
-	if _, err := g.client.Propose(ctx, plan("prod", sha, 1)); err != nil {
+	if _, err := g.client.Checks().Propose(ctx, plan("prod", sha, 1)); err != nil {
 		t.Fatalf("Propose against the root URL: %v", err)
 	}
 }
@@ -248,7 +248,7 @@ func TestProposeKeepsAnApprovedRun(t *testing.T) {
 	f := newFixture(t)
 	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
 	p1 := plan("prod", sha, 1)
-	id1, err := f.client.Propose(ctx, p1)
+	id1, err := f.client.Checks().Propose(ctx, p1)
 	if err != nil {
 		t.Fatalf("Propose: %v", err)
 	}
@@ -260,7 +260,7 @@ func TestProposeKeepsAnApprovedRun(t *testing.T) {
 	if _, _, err := rest.Checks.UpdateCheckRun(ctx, owner, repo, id1, gh.UpdateCheckRunOptions{Name: "stagehand/prod", Status: gh.String("in_progress")}); err != nil {
 		t.Fatal(err)
 	}
-	if again, err := f.client.Propose(ctx, p1); err != nil || again != id1 || len(f.srv.Repo(owner, repo).CheckRuns()) != 1 {
+	if again, err := f.client.Checks().Propose(ctx, p1); err != nil || again != id1 || len(f.srv.Repo(owner, repo).CheckRuns()) != 1 {
 		t.Fatalf("Propose while approved = %d, %v, %d runs; want the same run %d and no other", again, err, len(f.srv.Repo(owner, repo).CheckRuns()), id1)
 	}
 	if r, _ := f.srv.Repo(owner, repo).CheckRun(id1); r.Status != "in_progress" {
@@ -271,7 +271,7 @@ func TestProposeKeepsAnApprovedRun(t *testing.T) {
 	// pending plans): the replica that took it stopped before the leader heard of it. The run gets its plan
 	// and buttons back.
 	markClicked(t, f.srv, id1, time.Now().Add(-github.DefaultLostClickAfter-time.Minute), "Approved by @maria, applying")
-	if again, err := f.client.Propose(ctx, p1); err != nil || again != id1 || len(f.srv.Repo(owner, repo).CheckRuns()) != 1 {
+	if again, err := f.client.Checks().Propose(ctx, p1); err != nil || again != id1 || len(f.srv.Repo(owner, repo).CheckRuns()) != 1 {
 		t.Fatalf("Propose after a lost click = %d, %v, %d runs; want the same run %d and no other", again, err, len(f.srv.Repo(owner, repo).CheckRuns()), id1)
 	}
 	if diff := cmp.Diff([]run{{"stagehand/prod", sha, "completed", "action_required", p1.PlanHash, []string{"approve", "reject"}}}, runs(f.srv)); diff != "" {

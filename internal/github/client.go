@@ -14,18 +14,18 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/ghapp"
 )
 
-// Client talks to one repository (the manifests repository) on GitHub or GitHub Enterprise.
+// Client talks to one repository (the manifests repository) on GitHub or GitHub Enterprise: the connection
+// (authentication, retries, the request budget, GitHub's clock) and the commit authors of a range; who may
+// approve is its Approvers', the plans' check runs its Checks'.
 type Client struct {
-	rest       *gh.Client
-	owner      string
-	repo       string
-	approvers  config.Approvers
-	policies   map[string]config.Approvals // per environment, see WithApprovals
-	detailsURL string
-	appID      int64 // 0 when authenticated with a token
+	rest  *gh.Client
+	owner string
+	repo  string
+	appID int64 // 0 when authenticated with a token
 
-	lostClickAfter time.Duration
-	budget         *budget
+	approvers *Approvers
+	checks    *Checks
+	budget    *budget
 	// clock is GitHub's, followed from the Date of every answer off the network.
 	clock *clock.Remote
 }
@@ -81,8 +81,11 @@ func New(cfg config.GitHub, opts ...Option) (*Client, error) {
 			return nil, fmt.Errorf("github.apiURL %q: %w", cfg.APIURL, err)
 		}
 	}
-	c := &Client{rest: rest, owner: cfg.Owner, repo: cfg.Repo, approvers: cfg.Approvers, detailsURL: cfg.DetailsURL,
-		lostClickAfter: o.lostClickAfter, budget: b, policies: o.policies, clock: ghClock}
+	approvers := &Approvers{rest: rest, owner: cfg.Owner, repo: cfg.Repo, full: cfg.Owner + "/" + cfg.Repo,
+		approvers: cfg.Approvers, policies: o.policies}
+	checks := &Checks{approvers: approvers, lostClickAfter: o.lostClickAfter,
+		api: checkRunAPI{rest: rest, owner: cfg.Owner, repo: cfg.Repo, details: cfg.DetailsURL, now: ghClock.Now}}
+	c := &Client{rest: rest, owner: cfg.Owner, repo: cfg.Repo, approvers: approvers, checks: checks, budget: b, clock: ghClock}
 	if cfg.App != nil && o.token == "" {
 		c.appID = cfg.App.AppID
 	}
@@ -94,6 +97,12 @@ func (c *Client) Now() time.Time { return c.clock.Now() }
 
 // REST is the underlying go-github client, for callers that need other endpoints.
 func (c *Client) REST() *gh.Client { return c.rest }
+
+// Approvers decides who may approve and who may read.
+func (c *Client) Approvers() *Approvers { return c.approvers }
+
+// Checks shows the plans on their check runs.
+func (c *Client) Checks() *Checks { return c.checks }
 
 // Repo returns "owner/repo".
 func (c *Client) Repo() string { return c.owner + "/" + c.repo }

@@ -25,11 +25,11 @@ func TestCheckRunTimesOnGitHubsClock(t *testing.T) {
 			}
 			sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"environments/prod/api.json": "{}"}, "bump")
 			before := time.Now().Add(-2 * time.Second)
-			if _, err := c.Propose(ctx, plan("prod", sha, 2)); err != nil {
+			if _, err := c.Checks().Propose(ctx, plan("prod", sha, 2)); err != nil {
 				t.Fatal(err)
 			}
 			// A changed plan: the first run is completed (neutral) by an update, a second created.
-			if _, err := c.Propose(ctx, plan("prod", sha, 3)); err != nil {
+			if _, err := c.Checks().Propose(ctx, plan("prod", sha, 3)); err != nil {
 				t.Fatal(err)
 			}
 			after := time.Now().Add(2 * time.Second)
@@ -63,13 +63,13 @@ func TestRateLimitResetOnGitHubsClock(t *testing.T) {
 	}
 	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "one")
 	p := plan("prod", sha, 1)
-	if _, err := c.Propose(ctx, p); err != nil { // the client reads GitHub's clock from these answers
+	if _, err := c.Checks().Propose(ctx, p); err != nil { // the client reads GitHub's clock from these answers
 		t.Fatal(err)
 	}
 	f.srv.Faults().Inject(githubtest.Fault{Method: "PATCH", Route: "/repos/{owner}/{repo}/check-runs/{check_run_id}", Status: http.StatusForbidden,
 		RateLimitReset: time.Now().Add(time.Second)})
 	start := time.Now()
-	if err := c.Applying(ctx, p, "maria"); err != nil {
+	if err := c.Checks().Applying(ctx, p, "maria"); err != nil {
 		t.Fatalf("Applying through a primary rate limit ending in a second, two hours behind GitHub: %v", err)
 	}
 	if took := time.Since(start); took > 4*time.Second {

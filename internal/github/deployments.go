@@ -52,7 +52,7 @@ func (d *Deployments) Propose(ctx context.Context, p approval.Proposal) (approva
 	if err != nil || id == 0 || latest == releaseWaiting {
 		return approval.Decision{}, err
 	}
-	return approval.Decision{}, d.status(ctx, id, p.Environment, p.Revision, "in_progress", releaseWaiting)
+	return approval.Decision{}, d.status(ctx, deployment{id, p.Environment, p.Revision}, "in_progress", releaseWaiting)
 }
 
 // releaseWaiting is the description of an open deployment waiting for its release approval.
@@ -69,7 +69,7 @@ func (d *Deployments) Started(ctx context.Context, p approval.Proposal, approver
 	if err != nil || open != 0 {
 		return err
 	}
-	_, err = d.start(ctx, p.Environment, p.Revision, plan, approver)
+	_, err = d.start(ctx, p, approver)
 	return err
 }
 
@@ -86,7 +86,7 @@ func (d *Deployments) Completed(ctx context.Context, p approval.Proposal, o appr
 		return err
 	}
 	if id == 0 { // Started failed: the whole sequence now
-		if id, err = d.start(ctx, p.Environment, p.Revision, plan, o.Approver); err != nil {
+		if id, err = d.start(ctx, p, o.Approver); err != nil {
 			return err
 		}
 	}
@@ -94,11 +94,18 @@ func (d *Deployments) Completed(ctx context.Context, p approval.Proposal, o appr
 	if message == "" {
 		message = map[string]string{"success": "Applied and rolled out", "failure": "Failed", "error": "Interrupted"}[final]
 	}
-	return d.status(ctx, id, p.Environment, p.Revision, final, message)
+	return d.status(ctx, deployment{id, p.Environment, p.Revision}, final, message)
 }
 
-// start creates the deployment of plan with its queued and in_progress statuses, and returns its id.
-func (d *Deployments) start(ctx context.Context, env, revision string, plan *reconcile.Plan, approver string) (int64, error) {
+// deployment is one GitHub deployment: its id, and the environment and commit it deploys.
+type deployment struct {
+	id            int64
+	env, revision string
+}
+
+// start creates the deployment of p's plan with its queued and in_progress statuses, and returns its id.
+func (d *Deployments) start(ctx context.Context, p approval.Proposal, approver string) (int64, error) {
+	env, revision, plan := p.Environment, p.Revision, planOf(p)
 	who := "approved by " + mention(approver)
 	if approval.IsAuto(approver) || approver == "" {
 		who = "skipConfirmation"
@@ -116,14 +123,16 @@ func (d *Deployments) start(ctx context.Context, env, revision string, plan *rec
 	if err != nil {
 		return 0, fmt.Errorf("creating the GitHub deployment of %s to %s: %w", short(revision), env, err)
 	}
-	if err := d.status(ctx, dep.GetID(), env, revision, "queued", "Approved: "+who); err != nil {
+	started := deployment{dep.GetID(), env, revision}
+	if err := d.status(ctx, started, "queued", "Approved: "+who); err != nil {
 		return 0, err
 	}
-	return dep.GetID(), d.status(ctx, dep.GetID(), env, revision, "in_progress", fmt.Sprintf("Applying %d change(s)", len(plan.Changes)))
+	return dep.GetID(), d.status(ctx, started, "in_progress", fmt.Sprintf("Applying %d change(s)", len(plan.Changes)))
 }
 
-// status adds a status to deployment id, with the configured URLs.
-func (d *Deployments) status(ctx context.Context, id int64, env, revision, state, description string) error {
+// status adds a status to deployment dep, with the configured URLs.
+func (d *Deployments) status(ctx context.Context, dep deployment, state, description string) error {
+	id, env, revision := dep.id, dep.env, dep.revision
 	sr := &gh.DeploymentStatusRequest{
 		State:        gh.String(state),
 		Description:  gh.String(clip(description)),

@@ -9,8 +9,8 @@
 //	b, _ := wire.New(cfg)                 // internal/wire builds the client, once per process
 //	gh, _ := b.GitHub()
 //	d, _ := daemon.New(cfg, append(parts, daemon.WithGate(approval.Gates(approval.Manual(), github.NewGate(gh))))...)
-//	preview := github.NewBranchPreviewer(cfg.Source.CacheDir, cfg.EnvironmentNames(), d.Plan, b.BranchSource)
-//	h, _ := github.NewHandler(gh, d, preview, cfg.Source.Branch, github.OnDecisionError(logIt))
+//	p := preview.New(cfg.Source.CacheDir, cfg.EnvironmentNames(), d.Plan, b.BranchSource) // internal/github/preview
+//	h, _ := github.NewHandler(gh, d, cfg.Source.Branch, github.WithPreviewer(p), github.OnDecisionError(logIt))
 //	recv, _ := b.Webhook()
 //	h.Register(recv)
 //	defer func() { h.StopPreviews(); h.Wait() }() // clicks are decided after their answer; let the last ones finish

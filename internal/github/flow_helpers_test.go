@@ -20,6 +20,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/daemon"
 	"github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/github/preview"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
 	"github.com/stagehand-gitops/stagehand/internal/registrytest"
@@ -200,11 +201,11 @@ func (f *flow) startReplica(le daemon.LeaderElection) *replica {
 		f.t.Fatal(err)
 	}
 	// As `reconciler run` wires it: PR previews plan with the daemon's own planner.
-	var preview github.Previewer = github.NewBranchPreviewer(f.cfg.Source.CacheDir, f.cfg.EnvironmentNames(), d.Plan, b.BranchSource)
+	var previewer github.Previewer = preview.New(f.cfg.Source.CacheDir, f.cfg.EnvironmentNames(), d.Plan, b.BranchSource)
 	if f.wrapPreview != nil {
-		preview = f.wrapPreview(preview)
+		previewer = f.wrapPreview(previewer)
 	}
-	handler, err := github.NewHandler(client, d, preview, "main",
+	handler, err := github.NewHandler(client, d, "main", github.WithPreviewer(previewer),
 		github.OnDecisionError(func(err error) {
 			f.t.Logf("decision after the webhook: %v", err)
 			f.reported.add(err)

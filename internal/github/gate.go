@@ -33,12 +33,12 @@ func NewGate(c *Client) *Gate { return &Gate{c: c} }
 // Propose creates (or, after a restart, finds) the check run awaiting approval and leaves the plan pending.
 func (g *Gate) Propose(ctx context.Context, p approval.Proposal) (approval.Decision, error) {
 	if !p.Release.IsZero() {
-		if _, err := g.c.ProposeRelease(ctx, p.Plan, p.Release, p.Notes...); err != nil {
+		if _, err := g.c.checks.ProposeRelease(ctx, p.Plan, p.Release, p.Notes...); err != nil {
 			return approval.Decision{}, rateLimited(err, g.c.Now())
 		}
 		return approval.Decision{}, nil
 	}
-	if _, err := g.c.Propose(ctx, p.Plan, p.Notes...); err != nil {
+	if _, err := g.c.checks.Propose(ctx, p.Plan, p.Notes...); err != nil {
 		return approval.Decision{}, rateLimited(err, g.c.Now())
 	}
 	return approval.Decision{}, nil
@@ -46,7 +46,7 @@ func (g *Gate) Propose(ctx context.Context, p approval.Proposal) (approval.Decis
 
 // Deferred shows on the plan's run that it waits for its deploy window.
 func (g *Gate) Deferred(ctx context.Context, p approval.Proposal, why string) error {
-	return g.c.Deferred(ctx, p.Plan, why)
+	return g.c.checks.Deferred(ctx, p.Plan, why)
 }
 
 // Superseded completes the withdrawn plan's run as neutral (superseded by a newer commit, replaced by a
@@ -56,7 +56,7 @@ func (g *Gate) Superseded(ctx context.Context, p approval.Proposal, by string) e
 	if p.Plan != nil {
 		hash = p.Plan.PlanHash
 	}
-	return g.c.Supersede(ctx, p.Environment, p.Revision, hash, by)
+	return g.c.checks.Supersede(ctx, PlanRef{Environment: p.Environment, Revision: p.Revision, PlanHash: hash}, by)
 }
 
 // Completed reports the end of a plan on its run: cancelled when rejected (by a click or over the API; the
@@ -69,9 +69,9 @@ func (g *Gate) Completed(ctx context.Context, p approval.Proposal, o approval.Ou
 	}
 	switch o.Result {
 	case approval.ResultRejected:
-		return g.c.Rejected(ctx, p.Environment, p.Revision, p.Plan.PlanHash, o.Approver, o.Message)
+		return g.c.checks.Rejected(ctx, PlanRef{Environment: p.Environment, Revision: p.Revision, PlanHash: p.Plan.PlanHash}, o.Approver, o.Message)
 	case approval.ResultInterrupted:
-		return g.c.Interrupted(ctx, p.Plan, approver, o.Message)
+		return g.c.checks.Interrupted(ctx, p.Plan, approver, o.Message)
 	}
 	res := o.Apply
 	if res == nil {
@@ -90,18 +90,18 @@ func (g *Gate) Completed(ctx context.Context, p approval.Proposal, o approval.Ou
 		// Deployed, but a task warned: neither a pass nor a failure. The
 		// title tells it from a withdrawn plan's neutral run (prbot reads
 		// it as a warning: promote.CheckResult).
-		out := RenderResult(res, approver, nil, g.c.DetailsURL(p.Environment))
+		out := RenderResult(res, approver, nil, g.c.checks.api.detailsURL(p.Environment))
 		if o.Message != "" {
-			out.Summary = cut("**"+promote.WarningTitle+":** "+oneLine(o.Message)+"\n\n"+out.Summary, g.c.DetailsURL(p.Environment))
+			out.Summary = cut("**"+promote.WarningTitle+":** "+oneLine(o.Message)+"\n\n"+out.Summary, g.c.checks.api.detailsURL(p.Environment))
 		}
 		out.Title = promote.WarningTitle + ": " + strings.ToLower(out.Title[:1]) + out.Title[1:]
-		return g.c.upsert(ctx, res.Plan, "", ConclusionNeutral, out)
+		return g.c.checks.upsert(ctx, res.Plan, runUpdate{Conclusion: ConclusionNeutral, Output: output(out)})
 	}
 	if o.Result == approval.ResultRolledBack {
 		// Failed, and put back: the message says why and how the rollback went.
 		applyErr = errors.New(o.Message)
 	}
-	return g.c.Finished(ctx, res, approver, applyErr)
+	return g.c.checks.Finished(ctx, res, approver, applyErr)
 }
 
 // Register adds the handler to a webhook receiver for check_run and pull_request events.

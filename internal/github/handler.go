@@ -45,23 +45,21 @@ type Handler struct {
 	previews  *previewQueue  // nil without a previewer
 }
 
-// NewHandler returns a handler deciding through d. previewer may be nil (no PR previews); base is the
-// branch the reconciler follows. Of the options, OnDecisionError and WithDecisionTimeout concern the
+// NewHandler returns a handler deciding through d; base is the branch the reconciler follows. Of the
+// options, WithPreviewer (PR previews; none without it), OnDecisionError and WithDecisionTimeout concern the
 // handler; the decision timeout must stay below the client's WithLostClickAfter.
-func NewHandler(c *Client, d approval.Decider, previewer Previewer, base string, opts ...Option) (*Handler, error) {
+func NewHandler(c *Client, d approval.Decider, base string, opts ...Option) (*Handler, error) {
 	o, err := newOptions(opts)
 	if err != nil {
 		return nil, fmt.Errorf("configuring GitHub webhook handler: %w", err)
 	}
-	if c.lostClickAfter <= o.decisionTimeout {
+	if c.checks.lostClickAfter <= o.decisionTimeout {
 		return nil, fmt.Errorf("configuring GitHub webhook handler: the decision timeout (%s) must be shorter than the client's lost-click delay (%s)",
-			o.decisionTimeout, c.lostClickAfter)
+			o.decisionTimeout, c.checks.lostClickAfter)
 	}
-	h := &Handler{client: c, decider: d, previewer: previewer, base: base, o: o}
-	if previewer != nil {
-		h.previews = newPreviewQueue(previewer, func(ctx context.Context, sha string, p Preview) error {
-			return c.Preview(ctx, p.Environment, sha, p.Plan, p.Err)
-		}, o.preview)
+	h := &Handler{client: c, decider: d, previewer: o.previewer, base: base, o: o}
+	if o.previewer != nil {
+		h.previews = newPreviewQueue(o.previewer, c.checks.Preview, o.preview)
 	}
 	return h, nil
 }
@@ -137,27 +135,28 @@ func (h *Handler) HandleCheckRunDelivery(ctx context.Context, id string, payload
 	// our App's, our check, on the same commit, still offering the buttons, and awaiting the decision the
 	// click was made for; its external_id (not the payload's) is the planHash decided, which binds
 	// environment and revision, so the Decider accepts it only for the plan pending now at that revision.
-	live, err := h.client.checkRun(ctx, run.GetID())
+	live, err := h.client.checks.api.get(ctx, run.GetID())
 	if err != nil {
 		return fmt.Errorf("reading check run %d before deciding: %w", run.GetID(), err)
 	}
-	if why := mismatch(live, run, env, h.client.appID, b.release); why != "" {
+	k := click{env: env, login: ev.GetSender().GetLogin(), button: b}
+	if why := mismatch(live, run, k, h.client.appID); why != "" {
 		// Stale, replayed or forged: nothing to decide, but said, so that whoever
 		// clicked, or watches the logs, can learn why nothing happened.
 		h.o.onError(fmt.Errorf("ignoring a click on check run %d by %s: %s", run.GetID(), ev.GetSender().GetLogin(), why))
 		return nil
 	}
 	run = live
-	login := ev.GetSender().GetLogin()
+	login := k.login
 	if identity.Reserved(login) { // nothing such a login decides may be read as Stagehand's own
-		return h.client.Denied(ctx, run, login, identity.ReservedRule)
+		return h.client.checks.Denied(ctx, run, login, identity.ReservedRule)
 	}
-	d, err := h.client.MayApprove(ctx, env, login)
+	d, err := h.client.approvers.MayApprove(ctx, env, login)
 	if err != nil {
 		return fmt.Errorf("checking whether %s may approve %s: %w", login, env, err)
 	}
 	if !d.Allowed {
-		return h.client.Denied(ctx, run, login, d.Why)
+		return h.client.checks.Denied(ctx, run, login, d.Why)
 	}
 	// Recorded before anything is decided: of the same click delivered twice (to both replicas, again
 	// after a restart, its body under another ID), one goes on.
@@ -174,13 +173,13 @@ func (h *Handler) HandleCheckRunDelivery(ctx context.Context, id string, payload
 			return nil
 		}
 	}
-	title, summary := h.client.clickTitles(run, env, b.reject, login, d.Why)
+	title, summary := h.client.checks.clickTitles(run, k, d.Why)
 	// In progress first: the apply may finish (and complete the run) before Approve returns, and the buttons
 	// go, so a second click cannot start a second decision.
 	// started_at marks the click: a run left in progress long after it, with its plan still pending, lost
 	// its click (see Client.Propose).
 	now := &gh.Timestamp{Time: h.client.Now().UTC().Truncate(time.Second)}
-	if err := h.client.update(ctx, run.GetID(), runUpdate{Status: "in_progress", StartedAt: now, Output: output(Output{Title: title, Summary: summary})}); err != nil {
+	if err := h.client.checks.api.update(ctx, run.GetID(), runUpdate{Status: "in_progress", StartedAt: now, Output: output(Output{Title: title, Summary: summary})}); err != nil {
 		if record {
 			// Nothing changed: the same click (the same body) may come again.
 			err = errors.Join(err, dl.ForgetDelivery(context.WithoutCancel(ctx), delivery))
@@ -192,7 +191,7 @@ func (h *Handler) HandleCheckRunDelivery(ctx context.Context, id string, payload
 	go func() {
 		defer h.decisions.Done()
 		defer cancel()
-		if err := h.decide(dctx, run, env, b.reject, login); err != nil {
+		if err := h.decide(dctx, run, k); err != nil {
 			h.o.onError(err)
 		}
 	}()
@@ -201,6 +200,12 @@ func (h *Handler) HandleCheckRunDelivery(ctx context.Context, id string, payload
 
 // button is what a check run action identifier asks for.
 type button struct{ reject, release bool }
+
+// click is one press of a button of env's check run, by login.
+type click struct {
+	env, login string
+	button
+}
 
 var buttons = map[string]button{
 	ActionApprove:        {},
@@ -212,7 +217,8 @@ var buttons = map[string]button{
 // decide asks the Decider to approve or reject (reject) the plan of run, after its webhook was answered. A
 // plan that is no longer pending completes the run as neutral; any other failure puts the buttons back with
 // the error, so the approval can be retried. It returns the decision's error and any error updating the run.
-func (h *Handler) decide(ctx context.Context, run *gh.CheckRun, env string, reject bool, login string) error {
+func (h *Handler) decide(ctx context.Context, run *gh.CheckRun, k click) error {
+	env, reject, login := k.env, k.reject, k.login
 	hash, _ := decisionOf(run.GetExternalID())
 	// The click's sender is a GitHub user, verified by the webhook's signature: github:<login>.
 	who := identity.Principal{ID: identity.ID{Kind: identity.GitHub, Name: login}}
@@ -225,12 +231,12 @@ func (h *Handler) decide(ctx context.Context, run *gh.CheckRun, env string, reje
 	var refused *approval.RefusedError
 	switch {
 	case errors.Is(err, approval.ErrNotPending):
-		return h.client.Stale(ctx, run.GetID(), err.Error())
+		return h.client.checks.Stale(ctx, run.GetID(), err.Error())
 	case errors.As(err, &refused):
 		// The policy keeps this person from approving this plan (four-eyes): said on the run, which keeps
 		// its buttons for someone else; nothing was counted.
 		note := fmt.Sprintf("%s%s may not approve this plan: %s.\n\n", deniedMarker, mention(login), oneLine(refused.Reason))
-		return h.client.update(ctx, run.GetID(), runUpdate{Conclusion: ConclusionActionRequired, Actions: actionsOf(run),
+		return h.client.checks.api.update(ctx, run.GetID(), runUpdate{Conclusion: ConclusionActionRequired, Actions: actionsOf(run),
 			Output: output(Output{Title: run.GetOutput().GetTitle(), Summary: cut(note+stripNote(run.GetOutput().GetSummary()), "")})})
 	case err != nil:
 		verb := "Approving"
@@ -238,7 +244,7 @@ func (h *Handler) decide(ctx context.Context, run *gh.CheckRun, env string, reje
 			verb = "Rejecting"
 		}
 		note := fmt.Sprintf("%s%s failed, nothing was applied: %s. Try again.\n\n", deniedMarker, verb, oneLine(err.Error()))
-		uerr := h.client.update(ctx, run.GetID(), runUpdate{Conclusion: ConclusionActionRequired, Actions: actionsOf(run),
+		uerr := h.client.checks.api.update(ctx, run.GetID(), runUpdate{Conclusion: ConclusionActionRequired, Actions: actionsOf(run),
 			Output: output(Output{Title: run.GetOutput().GetTitle(), Summary: cut(note+stripNote(run.GetOutput().GetSummary()), "")})})
 		return errors.Join(fmt.Errorf("%s %s plan %s: %w", strings.ToLower(verb), env, hash, err), uerr)
 	}
@@ -295,10 +301,11 @@ func (h *Handler) HandlePullRequest(ctx context.Context, payload []byte) error {
 var ErrNoRequestedAction = errors.New("requested_action is missing")
 
 // mismatch says why live, the check run as GitHub holds it now, may not be decided on for the clicked run
-// from a delivery of a click on a button of the release (release) or of the plan; "" when it may: made by
-// our App (appID, when known), named for env, on the delivery's commit, still awaiting a decision, and the
+// from a delivery of click k on a button of the release (k.release) or of the plan; "" when it may: made by
+// our App (appID, when known), named for k.env, on the delivery's commit, still awaiting a decision, and the
 // decision the click was made for (the same external_id, and a button of that decision).
-func mismatch(live, clicked *gh.CheckRun, env string, appID int64, release bool) string {
+func mismatch(live, clicked *gh.CheckRun, k click, appID int64) string {
+	env, release := k.env, k.release
 	_, liveRelease := decisionOf(live.GetExternalID())
 	switch {
 	case appID != 0 && live.GetApp().GetID() != appID:

@@ -50,7 +50,7 @@ func TestApprovalClicks(t *testing.T) {
 			f.srv.AddTeamMember("acme", "sre", "sam")
 			sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "one")
 			p := plan("prod", sha, 2)
-			id, err := f.client.Propose(ctx, p)
+			id, err := f.client.Checks().Propose(ctx, p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +93,7 @@ func TestUnauthorisedClickTwiceKeepsOneNote(t *testing.T) {
 	f := newFixture(t)
 	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "one")
 	p := plan("prod", sha, 1)
-	id, err := f.client.Propose(ctx, p)
+	id, err := f.client.Checks().Propose(ctx, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestIgnoredDeliveries(t *testing.T) {
 	}
 	// A run named like ours but made by another GitHub App.
 	p := plan("prod", sha, 1)
-	id, err := f.client.Propose(ctx, p)
+	id, err := f.client.Checks().Propose(ctx, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestClickAnsweredBeforeTheDecision(t *testing.T) {
 	f.srv.Repo(owner, repo).SetPermission("maria", "maintain")
 	sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "one")
 	p := plan("prod", sha, 1)
-	id, err := f.client.Propose(ctx, p)
+	id, err := f.client.Checks().Propose(ctx, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,11 +247,11 @@ func TestClickAnsweredBeforeTheDecision(t *testing.T) {
 // TestNewHandlerChecksTimeouts: a decision may not outlast the delay after which its click counts as lost.
 func TestNewHandlerChecksTimeouts(t *testing.T) {
 	f := newFixture(t)
-	if _, err := github.NewHandler(f.client, newDecider(), nil, "main", github.WithDecisionTimeout(time.Hour)); err == nil ||
+	if _, err := github.NewHandler(f.client, newDecider(), "main", github.WithDecisionTimeout(time.Hour)); err == nil ||
 		!strings.Contains(err.Error(), "must be shorter than the client's lost-click delay") {
 		t.Errorf("NewHandler with a 1h decision timeout = %v, want refused (lost click after %s)", err, github.DefaultLostClickAfter)
 	}
-	if _, err := github.NewHandler(f.client, newDecider(), nil, "main", github.WithDecisionTimeout(0)); err == nil {
+	if _, err := github.NewHandler(f.client, newDecider(), "main", github.WithDecisionTimeout(0)); err == nil {
 		t.Error("NewHandler accepted a zero decision timeout")
 	}
 }

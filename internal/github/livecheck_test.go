@@ -43,7 +43,7 @@ func TestClickIsCheckedAgainstTheLiveRun(t *testing.T) {
 			f.srv.Repo(owner, repo).SetPermission("maria", "maintain")
 			sha := f.srv.Repo(owner, repo).Commit("main", map[string]string{"a": "1"}, "one")
 			p := plan("prod", sha, 1)
-			id, err := f.client.Propose(ctx, p)
+			id, err := f.client.Checks().Propose(ctx, p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,7 +61,7 @@ func TestClickIsCheckedAgainstTheLiveRun(t *testing.T) {
 				tc.edit(ev)
 			}
 			if tc.decided {
-				if err := f.client.Stale(ctx, id, "decided already"); err != nil {
+				if err := f.client.Checks().Stale(ctx, id, "decided already"); err != nil {
 					t.Fatal(err)
 				}
 			}

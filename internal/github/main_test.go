@@ -142,7 +142,7 @@ func (d *decider) Reject(ctx context.Context, env, hash string, why approval.Why
 // newHandler is github.NewHandler, failing the test on a configuration error.
 func newHandler(t *testing.T, c *github.Client, d approval.Decider, p github.Previewer, opts ...github.Option) *github.Handler {
 	t.Helper()
-	h, err := github.NewHandler(c, d, p, "main", opts...)
+	h, err := github.NewHandler(c, d, "main", append(opts, github.WithPreviewer(p))...)
 	if err != nil {
 		t.Fatal(err)
 	}

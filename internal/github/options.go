@@ -22,6 +22,7 @@ type options struct {
 	anonymous      bool
 	retry          RetryPolicy
 	lostClickAfter time.Duration
+	previewer      Previewer // the handler's PR previews; nil for none
 	policies       map[string]config.Approvals
 	// Handler.
 	onError         func(error)
@@ -165,6 +166,15 @@ func OnMerged(f func(ctx context.Context, number int, headRef string) error) Opt
 			return errors.New("nil merged pull request function")
 		}
 		o.onMerged = f
+		return nil
+	}
+}
+
+// WithPreviewer makes the handler preview the pull requests into its base branch with p (see
+// HandlePullRequest); nil, as without it, previews nothing.
+func WithPreviewer(p Previewer) Option {
+	return func(o *options) error {
+		o.previewer = p
 		return nil
 	}
 }

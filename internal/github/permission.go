@@ -36,43 +36,53 @@ type Decision struct {
 	Why string
 }
 
+// Approvers decides who may approve a plan and who may read the environments: repository roles and team
+// memberships against github.approvers and each environment's own approvals rule (WithApprovals).
+type Approvers struct {
+	rest        *gh.Client
+	owner, repo string
+	full        string // owner/repo
+	approvers   config.Approvers
+	policies    map[string]config.Approvals // per environment, see WithApprovals
+}
+
 // MayApprove checks login against env's approvers rule (see rule): at least its minPermission on the
 // repository, or active membership in one of its teams ("org/slug").
-func (c *Client) MayApprove(ctx context.Context, env, login string) (Decision, error) {
-	d, role, err := c.mayApprove(ctx, env, login, c.rule(env))
+func (a *Approvers) MayApprove(ctx context.Context, env, login string) (Decision, error) {
+	d, role, err := a.mayApprove(ctx, env, login, a.rule(env))
 	if err != nil || d.Allowed {
 		return d, err
 	}
-	return Decision{Why: fmt.Sprintf("%s has %s on %s; %s", mention(login), role, c.Repo(), c.ApproverRule(env))}, nil
+	return Decision{Why: fmt.Sprintf("%s has %s on %s; %s", mention(login), role, a.full, a.ApproverRule(env))}, nil
 }
 
 // MayApproveRule decides whether login passes rule (a repository permission, or membership of one of its
 // teams), as MayApprove does for an environment's own rule: the daemon asks it with the teams and
 // minPermission of the approval rules that apply to a plan.
-func (c *Client) MayApproveRule(ctx context.Context, env, login string, rule config.Approvers) (Decision, error) {
-	d, role, err := c.mayApprove(ctx, env, login, rule)
+func (a *Approvers) MayApproveRule(ctx context.Context, env, login string, rule config.Approvers) (Decision, error) {
+	d, role, err := a.mayApprove(ctx, env, login, rule)
 	if err != nil || d.Allowed {
 		return d, err
 	}
-	return Decision{Why: fmt.Sprintf("%s has %s on %s and is in none of the teams %s", mention(login), role, c.Repo(), strings.Join(rule.Teams, ", "))}, nil
+	return Decision{Why: fmt.Sprintf("%s has %s on %s and is in none of the teams %s", mention(login), role, a.full, strings.Join(rule.Teams, ", "))}, nil
 }
 
 // mayApprove is MayApprove with the rule given; a refusal comes back with login's role ("no access" for
 // none) for the caller's words.
-func (c *Client) mayApprove(ctx context.Context, env, login string, rule config.Approvers) (Decision, string, error) {
-	role, err := c.role(ctx, login)
+func (a *Approvers) mayApprove(ctx context.Context, env, login string, rule config.Approvers) (Decision, string, error) {
+	role, err := a.role(ctx, login)
 	if err != nil {
 		return Decision{}, "", err
 	}
 	if rule.MinPermission != "" && permissionRank(role) >= permissionRank(rule.MinPermission) && permissionRank(role) > 0 {
-		return Decision{Allowed: true, Why: fmt.Sprintf("%s on %s", role, c.Repo())}, role, nil
+		return Decision{Allowed: true, Why: fmt.Sprintf("%s on %s", role, a.full)}, role, nil
 	}
 	for _, team := range rule.Teams {
 		org, slug, ok := strings.Cut(team, "/")
 		if !ok {
 			return Decision{}, "", fmt.Errorf("approvers of %s: team %q is not org/slug", env, team)
 		}
-		m, resp, err := c.rest.Teams.GetTeamMembershipBySlug(ctx, org, slug, login)
+		m, resp, err := a.rest.Teams.GetTeamMembershipBySlug(ctx, org, slug, login)
 		if resp != nil && resp.StatusCode == http.StatusNotFound {
 			continue
 		}
@@ -90,30 +100,30 @@ func (c *Client) mayApprove(ctx context.Context, env, login string, rule config.
 }
 
 // ApproverRule says in words who may approve env's plans.
-func (c *Client) ApproverRule(env string) string {
-	rule := c.rule(env)
+func (a *Approvers) ApproverRule(env string) string {
+	rule := a.rule(env)
 	need := "approving " + env + " needs "
 	switch {
 	case rule.MinPermission != "" && len(rule.Teams) > 0:
-		return fmt.Sprintf("%s%s permission or higher on %s, or membership of %s", need, rule.MinPermission, c.Repo(), strings.Join(rule.Teams, ", "))
+		return fmt.Sprintf("%s%s permission or higher on %s, or membership of %s", need, rule.MinPermission, a.full, strings.Join(rule.Teams, ", "))
 	case rule.MinPermission != "":
-		return fmt.Sprintf("%s%s permission or higher on %s", need, rule.MinPermission, c.Repo())
+		return fmt.Sprintf("%s%s permission or higher on %s", need, rule.MinPermission, a.full)
 	}
 	return need + "membership of " + strings.Join(rule.Teams, ", ")
 }
 
 // rule is env's approvers rule: the environment's own (WithApprovals) or github.approvers.
-func (c *Client) rule(env string) config.Approvers {
-	if p, ok := c.policies[env]; ok {
+func (a *Approvers) rule(env string) config.Approvers {
+	if p, ok := a.policies[env]; ok {
 		return config.Approvers{MinPermission: p.MinPermission, Teams: p.Teams}
 	}
-	return c.approvers
+	return a.approvers
 }
 
 // role returns login's role on the repository (role_name: read, triage, write, maintain, admin or a custom
 // role's base), falling back to the coarse permission field when GitHub sends no role_name.
-func (c *Client) role(ctx context.Context, login string) (string, error) {
-	req, err := c.rest.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/collaborators/%s/permission", c.owner, c.repo, login), nil)
+func (a *Approvers) role(ctx context.Context, login string) (string, error) {
+	req, err := a.rest.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/collaborators/%s/permission", a.owner, a.repo, login), nil)
 	if err != nil {
 		return "", fmt.Errorf("building permission request: %w", err)
 	}
@@ -121,13 +131,13 @@ func (c *Client) role(ctx context.Context, login string) (string, error) {
 		Permission string `json:"permission"`
 		RoleName   string `json:"role_name"`
 	}
-	resp, err := c.rest.Do(ctx, req, &out)
+	resp, err := a.rest.Do(ctx, req, &out)
 	var ge *gh.ErrorResponse
 	if resp != nil && resp.StatusCode == http.StatusNotFound && errors.As(err, &ge) {
 		return "", nil // not a user, or not visible: no access
 	}
 	if err != nil {
-		return "", fmt.Errorf("reading %s's permission on %s: %w", login, c.Repo(), err)
+		return "", fmt.Errorf("reading %s's permission on %s: %w", login, a.full, err)
 	}
 	if permissionRank(out.RoleName) > 0 {
 		return out.RoleName, nil
@@ -140,13 +150,13 @@ func (c *Client) role(ctx context.Context, login string) (string, error) {
 
 // MayRead reports whether login may see the reconciler's environments (the
 // web page): any role on the repository, read or higher.
-func (c *Client) MayRead(ctx context.Context, login string) (Decision, error) {
-	role, err := c.role(ctx, login)
+func (a *Approvers) MayRead(ctx context.Context, login string) (Decision, error) {
+	role, err := a.role(ctx, login)
 	if err != nil {
 		return Decision{}, err
 	}
 	if permissionRank(role) > 0 {
-		return Decision{Allowed: true, Why: fmt.Sprintf("%s on %s", role, c.Repo())}, nil
+		return Decision{Allowed: true, Why: fmt.Sprintf("%s on %s", role, a.full)}, nil
 	}
-	return Decision{Why: fmt.Sprintf("%s has no access to %s", mention(login), c.Repo())}, nil
+	return Decision{Why: fmt.Sprintf("%s has no access to %s", mention(login), a.full)}, nil
 }

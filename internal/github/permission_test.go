@@ -47,7 +47,7 @@ func TestMayApprovePerEnvironment(t *testing.T) {
 		{"dev", "wendy", github.Decision{Allowed: true, Why: "write on acme/manifests"}},
 	} {
 		t.Run(tc.env+"/"+tc.login, func(t *testing.T) {
-			got, err := c.MayApprove(context.Background(), tc.env, tc.login)
+			got, err := c.Approvers().MayApprove(context.Background(), tc.env, tc.login)
 			if err != nil {
 				t.Fatal(err)
 			}

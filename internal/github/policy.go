@@ -11,9 +11,9 @@ import (
 // policyRule says env's whole approval rule in words, for the check run: who may approve, how many must,
 // and whether authors are kept out. "approving prod needs membership of acme/sre; 2 distinct approvers;
 // the authors of the commits deployed may not approve".
-func (c *Client) policyRule(env string) string {
-	s := c.ApproverRule(env)
-	p := c.policies[env]
+func (a *Approvers) policyRule(env string) string {
+	s := a.ApproverRule(env)
+	p := a.policies[env]
 	if p.Required > 1 {
 		s += fmt.Sprintf("; %d distinct approvers must approve this same plan", p.Required)
 	}
@@ -27,13 +27,21 @@ func (c *Client) policyRule(env string) string {
 // @alice", with the Approve and Reject buttons still offered (the run is completed as action_required
 // again if a click had moved it to in progress). A plan without a run awaiting or in progress (already
 // applied, withdrawn) is left alone.
-func (c *Client) Tally(ctx context.Context, p *reconcile.Plan, approvers []string, required int) error {
-	return c.tally(ctx, p, approvers, required, false)
+func (c *Checks) Tally(ctx context.Context, p *reconcile.Plan, approvers []string, required int) error {
+	return c.tally(ctx, p, approvals{by: approvers, required: required})
 }
 
-// tally is Tally, on a plan awaiting its release approval when release is set.
-func (c *Client) tally(ctx context.Context, p *reconcile.Plan, approvers []string, required int, release bool) error {
-	r, err := c.run(ctx, p.Environment, p.Revision, p.PlanHash)
+// approvals are those a plan has (by), of how many it needs; release when they are for its release.
+type approvals struct {
+	by       []string
+	required int
+	release  bool
+}
+
+// tally is Tally, on a plan awaiting its release approval when a.release is set.
+func (c *Checks) tally(ctx context.Context, p *reconcile.Plan, a approvals) error {
+	approvers, required, release := a.by, a.required, a.release
+	r, err := c.api.find(ctx, refOf(p))
 	if err != nil || r == nil {
 		return err
 	}
@@ -55,15 +63,15 @@ func (c *Client) tally(ctx context.Context, p *reconcile.Plan, approvers []strin
 		u.ExternalID, u.Actions = ReleaseExternalID(p.PlanHash), releaseActions()
 	}
 	u.Output = output(out)
-	return c.update(ctx, r.GetID(), u)
+	return c.api.update(ctx, r.GetID(), u)
 }
 
-// Tally shows the approvals of a plan that needs more than one on its check run (see Client.Tally).
+// Tally shows the approvals of a plan that needs more than one on its check run (see Checks.Tally).
 func (g *Gate) Tally(ctx context.Context, p approval.Proposal, approvers []string, required int) error {
 	if p.Plan == nil {
 		return nil
 	}
-	return g.c.tally(ctx, p.Plan, approvers, required, !p.Release.IsZero())
+	return g.c.checks.tally(ctx, p.Plan, approvals{by: approvers, required: required, release: !p.Release.IsZero()})
 }
 
 var _ approval.Tallier = (*Gate)(nil)

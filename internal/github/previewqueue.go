@@ -96,14 +96,12 @@ func OnPreviewError(f func(error)) Option {
 	}
 }
 
-// cacheKeeper is a Previewer that keeps a cache per branch (BranchPreviewer): the queue removes a
+// cacheKeeper is a Previewer that keeps a cache per branch (internal/github/preview's BranchPreviewer): the queue removes a
 // branch's cache when its pull request closes, and sweeps caches left untouched.
 type cacheKeeper interface {
 	RemoveCache(branch string) error
 	SweepCaches(olderThan time.Duration) error
 }
-
-var _ cacheKeeper = (*BranchPreviewer)(nil)
 
 // previewJob is the preview of one pull request's head. updated is the
 // pull request's updated_at in the delivery: GitHub may deliver (or a person

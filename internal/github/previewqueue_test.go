@@ -19,6 +19,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/config"
 	"github.com/stagehand-gitops/stagehand/internal/github"
+	"github.com/stagehand-gitops/stagehand/internal/github/preview"
 	"github.com/stagehand-gitops/stagehand/internal/gitserver"
 	"github.com/stagehand-gitops/stagehand/internal/wire"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
@@ -216,7 +217,7 @@ func TestPreviewQueueDeadline(t *testing.T) {
 type previewRepo struct {
 	git   *gitserver.Server
 	cache string
-	bp    *github.BranchPreviewer
+	bp    *preview.BranchPreviewer
 }
 
 func newPreviewRepo(t *testing.T) *previewRepo {
@@ -326,7 +327,7 @@ func BenchmarkPreviewQueue20(b *testing.B) {
 		bodies[i] = f.srv.Webhooks(owner, repo).PullRequest(pr, "opened", "maria").Body
 	}
 	var failed error
-	h, err := github.NewHandler(f.client, newDecider(), previewer{}, "main", github.OnPreviewError(func(err error) { failed = errors.Join(failed, err) }))
+	h, err := github.NewHandler(f.client, newDecider(), "main", github.WithPreviewer(previewer{}), github.OnPreviewError(func(err error) { failed = errors.Join(failed, err) }))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -438,7 +439,7 @@ func TestPreviewWorkers(t *testing.T) {
 		t.Errorf("%d heads previewed, want 3", got)
 	}
 	for _, opt := range []github.Option{github.WithPreviewWorkers(0), github.WithPreviewTimeout(0), github.WithPreviewQueueSize(0), github.WithPreviewCacheAge(-time.Second)} {
-		if _, err := github.NewHandler(f.client, newDecider(), previewer{}, "main", opt); err == nil {
+		if _, err := github.NewHandler(f.client, newDecider(), "main", github.WithPreviewer(previewer{}), opt); err == nil {
 			t.Error("a bad preview option was accepted")
 		}
 	}
@@ -486,11 +487,11 @@ func TestPreviewQueueIgnoresALateOlderDelivery(t *testing.T) {
 
 // branchPreviewer is the PR previewer of src as `reconciler run` builds it: its branches' sources from
 // internal/wire's Builder.
-func branchPreviewer(t *testing.T, src config.Source, envs []string, plan github.PlanFunc) *github.BranchPreviewer {
+func branchPreviewer(t *testing.T, src config.Source, envs []string, plan preview.PlanFunc) *preview.BranchPreviewer {
 	t.Helper()
 	b, err := wire.New(&config.Config{Source: src})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return github.NewBranchPreviewer(src.CacheDir, envs, plan, b.BranchSource)
+	return preview.New(src.CacheDir, envs, plan, b.BranchSource)
 }

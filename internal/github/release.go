@@ -21,8 +21,8 @@ import (
 // began: a run moved to in progress after it holds a click on the release, kept while it is decided and
 // given its buttons back once it was lost (see Propose). It is idempotent; it creates the run when there is
 // none (a skipConfirmation environment's run made before GitHub answered).
-func (c *Client) ProposeRelease(ctx context.Context, p *reconcile.Plan, since time.Time, notes ...string) (int64, error) {
-	r, err := c.run(ctx, p.Environment, p.Revision, p.PlanHash)
+func (c *Checks) ProposeRelease(ctx context.Context, p *reconcile.Plan, since time.Time, notes ...string) (int64, error) {
+	r, err := c.api.find(ctx, refOf(p))
 	if err != nil {
 		return 0, err
 	}
@@ -31,15 +31,15 @@ func (c *Client) ProposeRelease(ctx context.Context, p *reconcile.Plan, since ti
 	if r == nil {
 		opts := gh.CreateCheckRunOptions{
 			Name: approval.CheckName(p.Environment), HeadSHA: p.Revision, ExternalID: gh.String(id),
-			Conclusion: gh.String(ConclusionActionRequired), CompletedAt: &gh.Timestamp{Time: c.Now().UTC().Truncate(time.Second)},
+			Conclusion: gh.String(ConclusionActionRequired), CompletedAt: &gh.Timestamp{Time: c.api.now().UTC().Truncate(time.Second)},
 			Output: output(out), Actions: releaseActions(),
 		}
-		if u := c.DetailsURL(p.Environment); u != "" {
+		if u := c.api.detailsURL(p.Environment); u != "" {
 			opts.DetailsURL = gh.String(u)
 		}
-		created, _, err := c.rest.Checks.CreateCheckRun(ctx, c.owner, c.repo, opts)
+		created, err := c.api.create(ctx, opts)
 		if err != nil {
-			return 0, fmt.Errorf("creating check run %s on %s: %w", approval.CheckName(p.Environment), short(p.Revision), err)
+			return 0, err
 		}
 		return created.GetID(), nil
 	}
@@ -48,25 +48,25 @@ func (c *Client) ProposeRelease(ctx context.Context, p *reconcile.Plan, since ti
 	}
 	if clicked := r.GetStartedAt().Time; r.GetStatus() == "in_progress" && r.GetExternalID() == id && strings.HasPrefix(r.GetOutput().GetTitle(), releaseClickedTitle) &&
 		!clicked.Before(since.Truncate(time.Second)) {
-		if c.lostClickAfter <= 0 || c.Now().Sub(clicked) < c.lostClickAfter {
+		if c.lostClickAfter <= 0 || c.api.now().Sub(clicked) < c.lostClickAfter {
 			return r.GetID(), nil // a click on the release, being decided
 		}
 		note := fmt.Sprintf("%sLost: “%s” (since %s UTC) never reached the leader; the replica that took the click stopped first. Nothing was released or rejected: decide again.",
 			deniedMarker, r.GetOutput().GetTitle(), clicked.UTC().Format("2006-01-02 15:04"))
 		out = c.releaseOutput(p, strings.Join(append([]string{note}, notes...), "\n\n"))
 	}
-	return r.GetID(), c.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionActionRequired, ExternalID: id, Actions: releaseActions(), Output: output(out)})
+	return r.GetID(), c.api.update(ctx, r.GetID(), runUpdate{Conclusion: ConclusionActionRequired, ExternalID: id, Actions: releaseActions(), Output: output(out)})
 }
 
 // releaseOutput renders plan p, applied, awaiting its release approval, after note (if any).
-func (c *Client) releaseOutput(p *reconcile.Plan, note string) Output {
+func (c *Checks) releaseOutput(p *reconcile.Plan, note string) Output {
 	intro := fmt.Sprintf("**Deployed and verified; awaiting release approval.** `%s` runs in **%s**. *Approve* releases it: the rest of "+
 		"its sequence runs, and promotion waits for it. *Reject* fails the deploy (rolled back where onFailedRollout says so); %s.",
-		short(p.Revision), p.Environment, c.policyRule(p.Environment))
+		short(p.Revision), p.Environment, c.approvers.policyRule(p.Environment))
 	if note != "" {
 		intro = note + "\n\n" + intro
 	}
-	out := RenderPlan(p, intro, c.DetailsURL(p.Environment))
+	out := RenderPlan(p, intro, c.api.detailsURL(p.Environment))
 	out.Title = releaseAwaitingTitle
 	return out
 }
@@ -79,11 +79,11 @@ const (
 	releaseClickedTitle  = "Release "
 )
 
-// clickTitles are the title and summary a click by login (allowed because why) puts on run while it is
-// decided; reject says which button it was.
-func (c *Client) clickTitles(run *gh.CheckRun, env string, reject bool, login, why string) (string, string) {
+// clickTitles are the title and summary click k (allowed because why) puts on run while it is decided.
+func (c *Checks) clickTitles(run *gh.CheckRun, k click, why string) (string, string) {
+	env, reject, login := k.env, k.reject, k.login
 	hash, release := decisionOf(run.GetExternalID())
-	n := c.policies[env].Required
+	n := c.approvers.policies[env].Required
 	if release {
 		switch {
 		case reject:

@@ -30,7 +30,7 @@ func TestProposeRelease(t *testing.T) {
 	if _, err := g.Propose(ctx, prop); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.client.Applying(ctx, p, "maria"); err != nil { // approved: in progress, no buttons
+	if err := f.client.Checks().Applying(ctx, p, "maria"); err != nil { // approved: in progress, no buttons
 		t.Fatal(err)
 	}
 	release := prop

@@ -52,14 +52,14 @@ func (g *gitHubParts) accessLocked() (auth.AccessPolicy, error) {
 // AccessPolicy.
 func gitHubAccess(gh *github.Client) auth.AccessPolicy {
 	return func(ctx context.Context, login, env string) (auth.Access, error) {
-		ap, err := gh.MayApprove(ctx, env, login)
+		ap, err := gh.Approvers().MayApprove(ctx, env, login)
 		if err != nil {
 			return auth.Access{}, err
 		}
 		if ap.Allowed {
 			return auth.Access{Read: true, Approve: true, Why: ap.Why}, nil
 		}
-		rd, err := gh.MayRead(ctx, login)
+		rd, err := gh.Approvers().MayRead(ctx, login)
 		if err != nil {
 			return auth.Access{}, err
 		}
@@ -75,7 +75,7 @@ func gitHubAccess(gh *github.Client) auth.AccessPolicy {
 type approverPolicy struct{ gh *github.Client }
 
 func (p approverPolicy) MayApprove(ctx context.Context, env, login string) (bool, string, error) {
-	d, err := p.gh.MayApprove(ctx, env, login)
+	d, err := p.gh.Approvers().MayApprove(ctx, env, login)
 	if err != nil {
 		return false, "", err
 	}

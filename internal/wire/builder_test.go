@@ -209,7 +209,7 @@ func TestBuilderOneTransportToGitHub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gh.MayRead(context.Background(), "alice"); err == nil {
+	if _, err := gh.Approvers().MayRead(context.Background(), "alice"); err == nil {
 		t.Fatal("MayRead through a transport that refuses everything succeeded")
 	}
 	shared, err := b.HTTPTransport()

@@ -1,4 +1,4 @@
-package github
+package preview
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/github"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
 )
@@ -44,17 +45,25 @@ type branchLock struct {
 	n  int
 }
 
-var _ Previewer = (*BranchPreviewer)(nil)
+var (
+	_ github.Previewer = (*BranchPreviewer)(nil)
+	// What the handler's preview queue asks of a previewer that keeps a cache per branch: it removes a
+	// branch's cache when its pull request closes, and sweeps caches left untouched.
+	_ interface {
+		RemoveCache(branch string) error
+		SweepCaches(olderThan time.Duration) error
+	} = (*BranchPreviewer)(nil)
+)
 
-// NewBranchPreviewer previews envs of branches fetched by sources of source, planning with plan; the
+// New previews envs of branches fetched by sources of source, planning with plan; the
 // branches' caches are under previews/ in cacheDir (source.cacheDir; empty: the user's cache directory).
-func NewBranchPreviewer(cacheDir string, envs []string, plan PlanFunc, source SourceFunc) *BranchPreviewer {
+func New(cacheDir string, envs []string, plan PlanFunc, source SourceFunc) *BranchPreviewer {
 	return &BranchPreviewer{cacheDir: cacheDir, envs: envs, plan: plan, source: source, locks: map[string]*branchLock{}}
 }
 
 // Preview fetches headRef and plans each environment of it. When the branch has moved past headSHA it
 // returns nothing: the delivery for the newer head follows.
-func (p *BranchPreviewer) Preview(ctx context.Context, headRef, headSHA string) ([]Preview, error) {
+func (p *BranchPreviewer) Preview(ctx context.Context, headRef, headSHA string) ([]github.Preview, error) {
 	root, err := p.cacheRoot()
 	if err != nil {
 		return nil, err
@@ -77,10 +86,10 @@ func (p *BranchPreviewer) Preview(ctx context.Context, headRef, headSHA string) 
 	if snap.Revision != headSHA {
 		return nil, nil
 	}
-	out := make([]Preview, 0, len(p.envs))
+	out := make([]github.Preview, 0, len(p.envs))
 	for _, env := range p.envs {
 		plan, err := p.plan(ctx, snap, env)
-		out = append(out, Preview{Environment: env, Plan: plan, Err: err})
+		out = append(out, github.Preview{Environment: env, Plan: plan, Err: err})
 	}
 	return out, nil
 }
