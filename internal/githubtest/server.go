@@ -2,7 +2,6 @@ package githubtest
 
 import (
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stagehand-gitops/stagehand/internal/githubtest/app"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest/contract"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest/fault"
 	"github.com/stagehand-gitops/stagehand/internal/githubtest/oauth"
@@ -42,7 +42,7 @@ type Server struct {
 
 	world  *world
 	log    *journal
-	app    *App
+	app    *app.App
 	faults *fault.Injector
 	oauth  *oauth.Provider
 }
@@ -69,13 +69,11 @@ func New(tb testing.TB, opts ...Option) *Server {
 	if err := contract.Load(); err != nil {
 		tb.Fatalf("githubtest: %v", err)
 	}
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	a, err := app.New(o.appID, o.instID, o.tokenTTL)
 	if err != nil {
-		tb.Fatalf("githubtest: generating app key: %v", err)
+		tb.Fatalf("githubtest: %v", err)
 	}
-	s := &Server{tb: tb, static: "ghp_static_" + randomHex(16), log: &journal{},
-		faults: fault.New(o.latency)}
-	s.app = &App{log: s.log, key: key, id: o.appID, inst: o.instID, ttl: o.tokenTTL, tokens: map[string]time.Time{}}
+	s := &Server{tb: tb, static: "ghp_static_" + randomHex(16), log: &journal{}, app: a, faults: fault.New(o.latency)}
 	s.http = httptest.NewUnstartedServer(s)
 	root := "http://" + s.http.Listener.Addr().String()
 	s.oauth = oauth.New(root)
@@ -114,7 +112,7 @@ func (s *Server) Webhooks(owner, name string) Webhooks {
 }
 
 // App is the GitHub App whose installation tokens the server issues.
-func (s *Server) App() *App { return s.app }
+func (s *Server) App() *app.App { return s.app }
 
 // OAuth is github.com's OAuth side: the device and web flows and the user tokens they hand out.
 func (s *Server) OAuth() *oauth.Provider { return s.oauth }
@@ -157,7 +155,7 @@ func (s *Server) authorized(h string) bool {
 	if _, ok := s.oauth.Login(tok); ok {
 		return true
 	}
-	return s.app.valid(tok)
+	return s.app.Valid(tok)
 }
 
 // bearer returns the token of an Authorization header ("token X" or "Bearer X").
@@ -217,7 +215,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handle(c *call, r *http.Request) response {
 	switch h, ok := s.handlers[c.route.Method+" "+c.route.Path]; {
 	case strings.HasPrefix(c.route.Path, "/app/"):
-		return s.app.handle(c, r.Header.Get("Authorization"))
+		return s.exchange(c, r.Header.Get("Authorization"))
 	case !s.authorized(r.Header.Get("Authorization")) && !s.world.publicRead(r, c.params):
 		return errorf(http.StatusUnauthorized, "Bad credentials")
 	case ok:
@@ -231,6 +229,24 @@ func (s *Server) handle(c *call, r *http.Request) response {
 		s.log.violation("%s %s: githubtest does not emulate %s %s; add a handler for it", r.Method, r.URL.Path, c.route.Method, c.route.Path)
 		return errorf(http.StatusNotImplemented, "githubtest: endpoint not emulated")
 	}
+}
+
+// exchange serves /app/... operations, which authenticate with the App's JWT: only the installation token
+// exchange is emulated.
+func (s *Server) exchange(c *call, authorization string) response {
+	if err := s.app.Authenticate(authorization); err != nil {
+		return errorf(http.StatusUnauthorized, "%s", err)
+	}
+	if c.route.Method+" "+c.route.Path != "POST /app/installations/{installation_id}/access_tokens" {
+		// An App endpoint Stagehand does not call: the test that calls it fails.
+		s.log.violation("%s %s: an App endpoint githubtest does not emulate (only the installation token exchange)", c.route.Method, c.route.Path)
+		return errorf(http.StatusNotImplemented, "githubtest: endpoint not emulated")
+	}
+	status, body, err := s.app.Exchange(c.params["installation_id"])
+	if err != nil {
+		return errorf(status, "%s", err)
+	}
+	return ok(status, body)
 }
 
 // answer completes res from the operation's schema, validates it, adds GitHub's ETag (and answers a

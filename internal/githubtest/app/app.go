@@ -1,6 +1,7 @@
-package githubtest
+package app
 
 import (
+	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
@@ -17,7 +18,6 @@ import (
 // App is the GitHub App the server knows: its id, its installation and its private key, and the installation
 // tokens it has issued (each valid until its expiry).
 type App struct {
-	log  *journal
 	key  *rsa.PrivateKey
 	id   int64
 	inst int64
@@ -26,6 +26,15 @@ type App struct {
 	mu     sync.Mutex
 	tokens map[string]time.Time // installation token → expiry
 	issued int
+}
+
+// New returns App id with installation inst, whose installation tokens live for ttl, with a fresh key.
+func New(id, inst int64, ttl time.Duration) (*App, error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, fmt.Errorf("generating app key: %w", err)
+	}
+	return &App{key: key, id: id, inst: inst, ttl: ttl, tokens: map[string]time.Time{}}, nil
 }
 
 // ID is the App's id.
@@ -46,21 +55,21 @@ func (a *App) TokensIssued() int {
 	return a.issued
 }
 
-// valid reports whether tok is an installation token that has not expired.
-func (a *App) valid(tok string) bool {
+// Valid reports whether tok is an installation token that has not expired.
+func (a *App) Valid(tok string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	exp, ok := a.tokens[tok]
 	return ok && time.Now().Before(exp)
 }
 
-// handle serves /app/... operations, which authenticate as the GitHub App with a JWT signed by the app's
-// private key (RS256, iss = app id, at most ten minutes of validity, issued and not expired by this server's
-// clock, the host's), not with a token.
-func (a *App) handle(c *call, authorization string) response {
+// Authenticate checks the Authorization header of a request to /app/...: a JWT signed by the app's private
+// key (RS256, iss = app id, at most ten minutes of validity, issued and not expired by this server's clock,
+// the host's), not a token. A refusal (401) says why in GitHub's words.
+func (a *App) Authenticate(authorization string) error {
 	raw, found := strings.CutPrefix(authorization, "Bearer ")
 	if !found {
-		return errorf(http.StatusUnauthorized, "A JSON web token could not be decoded")
+		return fmt.Errorf("A JSON web token could not be decoded")
 	}
 	var claims jwt.RegisteredClaims
 	_, err := jwt.ParseWithClaims(raw, &claims, func(t *jwt.Token) (any, error) {
@@ -70,30 +79,32 @@ func (a *App) handle(c *call, authorization string) response {
 		return &a.key.PublicKey, nil
 	}, jwt.WithoutClaimsValidation())
 	if err != nil {
-		return errorf(http.StatusUnauthorized, "A JSON web token could not be decoded: %v", err)
+		return fmt.Errorf("A JSON web token could not be decoded: %w", err)
 	}
 	// GitHub judges the JWT's times on its own clock, with no allowance: one
 	// issued in its future (a host ahead) or expired (a host behind) is refused.
 	now := time.Now()
 	if claims.IssuedAt == nil || claims.IssuedAt.After(now) {
-		return errorf(http.StatusUnauthorized, "'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued")
+		return fmt.Errorf("'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued")
 	}
 	if claims.ExpiresAt == nil || !claims.ExpiresAt.After(now) {
-		return errorf(http.StatusUnauthorized, "'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires")
+		return fmt.Errorf("'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires")
 	}
 	if claims.Issuer != strconv.FormatInt(a.id, 10) {
-		return errorf(http.StatusUnauthorized, "'Issuer' claim ('iss') must be the app id %d, got %q", a.id, claims.Issuer)
+		return fmt.Errorf("'Issuer' claim ('iss') must be the app id %d, got %q", a.id, claims.Issuer)
 	}
 	if claims.ExpiresAt == nil || claims.IssuedAt == nil || claims.ExpiresAt.Sub(claims.IssuedAt.Time) > 10*time.Minute+time.Second {
-		return errorf(http.StatusUnauthorized, "'Expiration time' claim ('exp') is too far in the future")
+		return fmt.Errorf("'Expiration time' claim ('exp') is too far in the future")
 	}
-	if c.route.Method+" "+c.route.Path != "POST /app/installations/{installation_id}/access_tokens" {
-		// An App endpoint Stagehand does not call: the test that calls it fails.
-		a.log.violation("%s %s: an App endpoint githubtest does not emulate (only the installation token exchange)", c.route.Method, c.route.Path)
-		return errorf(http.StatusNotImplemented, "githubtest: endpoint not emulated")
-	}
-	if c.params["installation_id"] != strconv.FormatInt(a.inst, 10) {
-		return errorf(http.StatusNotFound, "Not Found")
+	return nil
+}
+
+// Exchange answers POST /app/installations/{installation_id}/access_tokens of an authenticated request
+// (installation is the path's id) with the status and body GitHub would: 201 and a new installation token,
+// or 404 for another installation.
+func (a *App) Exchange(installation string) (int, map[string]any, error) {
+	if installation != strconv.FormatInt(a.inst, 10) {
+		return http.StatusNotFound, nil, fmt.Errorf("Not Found")
 	}
 	tok := "ghs_" + randomHex(18)
 	exp := time.Now().Add(a.ttl)
@@ -101,8 +112,14 @@ func (a *App) handle(c *call, authorization string) response {
 	a.tokens[tok] = exp
 	a.issued++
 	a.mu.Unlock()
-	return ok(http.StatusCreated, map[string]any{
+	return http.StatusCreated, map[string]any{
 		"token": tok, "expires_at": exp.UTC().Format(time.RFC3339Nano), "repository_selection": "all",
 		"permissions": map[string]any{"checks": "write", "contents": "write", "pull_requests": "write", "metadata": "read", "statuses": "write", "members": "read"},
-	})
+	}, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%x", b)
 }
