@@ -300,7 +300,7 @@ func TestTwoReplicas(t *testing.T) {
 // there and leaves the others deploying.
 func TestBrokenEnvironment(t *testing.T) {
 	h := newHarness(t, "devel", "staging")
-	h.git.Commit(t, "manifests", "main", map[string]string{
+	h.git.Repo("manifests").Commit(t, "main", map[string]string{
 		"environments/staging/manifest.json": `{"skipConfirmation": true, "services": [{"name": "web", "containers": [{"dockertag": "1.0.0"}]}]}`,
 	}, "break staging")
 	r := h.start()
@@ -461,7 +461,7 @@ func TestLockBlocksAndShows(t *testing.T) {
 func TestDeadLeadersDeployLockIsTakenOver(t *testing.T) {
 	env := cluster.Env(t)
 	h := newHarness(t, "devel", "qa")
-	h.git.Commit(t, "manifests", "main", map[string]string{
+	h.git.Repo("manifests").Commit(t, "main", map[string]string{
 		"environments/qa/manifest.json": manifestJSON(true, map[string]string{"web": "1.0.0"})}, "qa skips confirmation")
 	clients, err := wire.NewClients(wire.WithRESTConfig(env.Config))
 	if err != nil {

@@ -323,7 +323,7 @@ func TestEnvironmentResourceAfterHandover(t *testing.T) {
 func TestEnvironmentResourcePhases(t *testing.T) {
 	env := cluster.Env(t)
 	h := newHarness(t, "devel")
-	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": `stages:
+	h.git.Repo("manifests").Commit(t, "main", map[string]string{"pipeline.yaml": `stages:
   - name: devel
     sequence:
       - deployment

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/gitserver"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 )
@@ -47,8 +48,8 @@ func TestFourEyesAfterPinnedRollback(t *testing.T) {
 	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.0.0")
 	applied(1)
 
-	bad := h.git.CommitAs(t, "manifests", "main", "Mallory", "mallory@acme.example",
-		map[string]string{"environments/prod/manifest.json": manifestJSON(false, map[string]string{"web": "2.0.0"})}, "web 2.0.0")
+	bad := h.git.Repo("manifests").Push(t, gitserver.Commit{Branch: "main", Author: gitserver.Person{Name: "Mallory", Email: "mallory@acme.example"},
+		Files: map[string]string{"environments/prod/manifest.json": manifestJSON(false, map[string]string{"web": "2.0.0"})}, Message: "web 2.0.0"})
 	r.d.Source().Trigger()
 	badPlan := approve(bad, "bob")
 	waitImage(t, h.ns["prod"], "web", imageRepo+"web:2.0.0")
@@ -73,8 +74,8 @@ func TestFourEyesAfterPinnedRollback(t *testing.T) {
 	}
 
 	// carol's fix-forward ships web again: mallory's change is among what it deploys.
-	fix := h.git.CommitAs(t, "manifests", "main", "Carol", "carol@acme.example",
-		map[string]string{"environments/prod/manifest.json": manifestJSON(false, map[string]string{"web": "2.0.1"})}, "web 2.0.1: the fix")
+	fix := h.git.Repo("manifests").Push(t, gitserver.Commit{Branch: "main", Author: gitserver.Person{Name: "Carol", Email: "carol@acme.example"},
+		Files: map[string]string{"environments/prod/manifest.json": manifestJSON(false, map[string]string{"web": "2.0.1"})}, Message: "web 2.0.1: the fix"})
 	r.d.Source().Trigger()
 	p := r.waitPending(t, "prod", fix)
 	_, err := r.d.Approve(ctx, "prod", p.PlanHash, ghUser("mallory"))

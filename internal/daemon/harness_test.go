@@ -133,14 +133,14 @@ func newHarness(t testing.TB, envs ...string) *harness {
 	for _, e := range envs {
 		files["environments/"+e+"/manifest.json"] = manifestJSON(e == "devel", map[string]string{"web": "1.0.0"})
 	}
-	h.git.Commit(t, "manifests", "main", files, "initial manifests")
+	h.git.Repo("manifests").Commit(t, "main", files, "initial manifests")
 	return h
 }
 
 // commit writes one environment's manifest.
 func (h *harness) commit(envName string, skip bool, services map[string]string) string {
 	h.t.Helper()
-	return h.git.Commit(h.t, "manifests", "main",
+	return h.git.Repo("manifests").Commit(h.t, "main",
 		map[string]string{"environments/" + envName + "/manifest.json": manifestJSON(skip, services)}, "bump "+envName)
 }
 

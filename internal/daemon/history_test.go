@@ -37,7 +37,7 @@ func TestHistoryKeepsResolvedManifest(t *testing.T) {
 	web := func(tag string) string {
 		return `{"services": [{"name": "web", "containers": [{"dockerTag": "` + tag + `"}]}]}`
 	}
-	rev1 := h.git.Commit(t, "manifests", "main", map[string]string{"environments/devel/manifest.json": root,
+	rev1 := h.git.Repo("manifests").Commit(t, "main", map[string]string{"environments/devel/manifest.json": root,
 		"environments/devel/web.json": web("1.1.0")}, "include web")
 	r := h.start()
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.1.0")
@@ -74,7 +74,7 @@ func TestHistoryKeepsResolvedManifest(t *testing.T) {
 	if e := r.entry(t, "devel", 1); e.Manifest == nil || e.Manifest.Services[0].Containers[0].DockerTag != "1.1.0" {
 		t.Errorf("entry 1 after a restart = %+v", e)
 	}
-	rev2 := h.git.Commit(t, "manifests", "main", map[string]string{"environments/devel/web.json": web("1.2.0")}, "web 1.2.0")
+	rev2 := h.git.Repo("manifests").Commit(t, "main", map[string]string{"environments/devel/web.json": web("1.2.0")}, "web 1.2.0")
 	r.push(t, h, "d1")
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.2.0")
 	testenv.WaitFor(t, 30*time.Second, "the second history entry", func() bool { list = r.history(t, "devel"); return len(list) == 2 })

@@ -81,7 +81,7 @@ func (rc *ceReceiver) received() []string {
 func TestSequenceNotifiedWithoutDelay(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, "devel")
-	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": testPipeline}, "sequence")
+	h.git.Repo("manifests").Commit(t, "main", map[string]string{"pipeline.yaml": testPipeline}, "sequence")
 	rc, url := newCEReceiver(t)
 	nt, err := notify.New([]notify.Sink{{Name: "bus", Kind: notify.KindCloudEvents, URL: url}}, notify.WithTimeout(time.Minute),
 		notify.WithLockPaths(map[string]string{"devel": "apps/devel"}))

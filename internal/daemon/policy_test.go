@@ -11,6 +11,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/config"
+	"github.com/stagehand-gitops/stagehand/internal/gitserver"
 	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/testenv"
 )
@@ -42,8 +43,8 @@ func TestTwoOfTwoWithFourEyes(t *testing.T) {
 		t.Fatalf("Approve by bob = %+v, %v; want pending, 1 of 2 approvals: bob", bob, err)
 	}
 	// A new revision is a new plan: the approvals start again from none.
-	second := h.git.CommitAs(t, "manifests", "main", "Alice", "alice@acme.example",
-		map[string]string{"environments/prod/manifest.json": manifestJSON(false, map[string]string{"web": "1.1.0"})}, "web 1.1.0")
+	second := h.git.Repo("manifests").Push(t, gitserver.Commit{Branch: "main", Author: gitserver.Person{Name: "Alice", Email: "alice@acme.example"},
+		Files: map[string]string{"environments/prod/manifest.json": manifestJSON(false, map[string]string{"web": "1.1.0"})}, Message: "web 1.1.0"})
 	r.d.Source().Trigger()
 	p = r.waitPending(t, "prod", second)
 	if len(p.Approvals) != 0 {

@@ -42,7 +42,7 @@ func TestApprovalRuleOverRevisionFiles(t *testing.T) {
 	waitImage(t, h.ns["prod"], "web", imageRepo+"web:1.0.0")
 
 	// A commit adding environments/prod/payments.json (payments-api 1.0.0 → 2.0.0).
-	rev := h.git.Commit(t, "manifests", "main", map[string]string{
+	rev := h.git.Repo("manifests").Commit(t, "main", map[string]string{
 		"environments/prod/manifest.json": `{"includes": ["payments.json"], "services": [{"name": "web", "containers": [{"dockerTag": "1.0.0"}]}]}`,
 		"environments/prod/payments.json": `{"services": [{"name": "payments-api", "containers": [{"dockerTag": "2.0.0"}]}]}`,
 	}, "payments-api 2.0.0")
@@ -63,7 +63,7 @@ func TestApprovalRuleOverRevisionFiles(t *testing.T) {
 	waitImage(t, h.ns["prod"], "payments-api", imageRepo+"payments-api:2.0.0")
 
 	// The next commit touches manifest.json only: since the payments commit was deployed, no payments.json.
-	rev = h.git.Commit(t, "manifests", "main", map[string]string{
+	rev = h.git.Repo("manifests").Commit(t, "main", map[string]string{
 		"environments/prod/manifest.json": `{"includes": ["payments.json"], "services": [{"name": "web", "containers": [{"dockerTag": "1.1.0"}]}]}`,
 	}, "web 1.1.0")
 	r.d.Source().Trigger()

@@ -44,7 +44,7 @@ func (g *releaseHoldGate) Propose(ctx context.Context, p approval.Proposal) (app
 func TestReleaseApprovalBusyHandover(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, "prod")
-	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": strings.ReplaceAll(releasePipeline, "devel", "prod")}, "release approval")
+	h.git.Repo("manifests").Commit(t, "main", map[string]string{"pipeline.yaml": strings.ReplaceAll(releasePipeline, "devel", "prod")}, "release approval")
 	verifying, finish := make(chan struct{}), make(chan struct{})
 	test := func(ctx context.Context, _ sequence.Request) (sequence.Result, error) {
 		close(verifying)

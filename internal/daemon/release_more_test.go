@@ -25,7 +25,7 @@ func TestReleaseApprovalOutlivesUnrelatedCommit(t *testing.T) {
 	w := newReleaseWorld(t, nil)
 	p := w.waiting(t, w.d, w.rev)
 	gen := w.generation(t)
-	w.h.git.Commit(t, "manifests", "main", map[string]string{"NOTES.md": "unrelated\n"}, "notes")
+	w.h.git.Repo("manifests").Commit(t, "main", map[string]string{"NOTES.md": "unrelated\n"}, "notes")
 	if err := w.d.Once(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestReleaseApprovalOutlivesUnrelatedCommit(t *testing.T) {
 func TestContinuedRunAfterUnrelatedCommit(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, "devel")
-	rev := h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": testPipeline}, "sequence")
+	rev := h.git.Repo("manifests").Commit(t, "main", map[string]string{"pipeline.yaml": testPipeline}, "sequence")
 	blocked := &runner{block: true, started: make(chan struct{})}
 	d1, _, _ := sequenceDaemon(t, h, WithTask(promote.TaskTest, blocked.run))
 	ctx1, cancel := context.WithCancel(ctx)
@@ -82,7 +82,7 @@ func TestContinuedRunAfterUnrelatedCommit(t *testing.T) {
 	if err := d1.Once(ctx1); err != nil && ctx1.Err() == nil {
 		t.Fatal(err)
 	}
-	h.git.Commit(t, "manifests", "main", map[string]string{"NOTES.md": "unrelated\n"}, "notes")
+	h.git.Repo("manifests").Commit(t, "main", map[string]string{"NOTES.md": "unrelated\n"}, "notes")
 
 	pass := &runner{result: sequence.Result{Result: promote.ResultPass, Message: "smoke suite passed"}}
 	d2, gate2, _ := sequenceDaemon(t, h, WithTask(promote.TaskTest, pass.run))
@@ -126,7 +126,7 @@ func (g *notesGate) Propose(ctx context.Context, p approval.Proposal) (approval.
 func TestReleaseApprovalShowsNotes(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, "devel")
-	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": releasePipeline}, "release approval")
+	h.git.Repo("manifests").Commit(t, "main", map[string]string{"pipeline.yaml": releasePipeline}, "release approval")
 	const held = "**Held by a rollback:** prod-incident."
 	for i := range 2 { // the process that deploys, then a restart
 		gate := &notesGate{}
@@ -223,7 +223,7 @@ func TestReleaseRejectedAfterUnrelatedCommit(t *testing.T) {
 	ctx := context.Background()
 	w := newReleaseWorld(t, func(ec *config.Environment) { ec.OnFailedRollout = config.OnFailedRolloutRollback })
 	p := w.waiting(t, w.d, w.rev)
-	w.h.git.Commit(t, "manifests", "main", map[string]string{"NOTES.md": "unrelated\n"}, "notes")
+	w.h.git.Repo("manifests").Commit(t, "main", map[string]string{"NOTES.md": "unrelated\n"}, "notes")
 	if err := w.d.Once(ctx); err != nil {
 		t.Fatal(err)
 	}

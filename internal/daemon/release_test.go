@@ -53,7 +53,7 @@ func newReleaseWorld(t *testing.T, edit func(*config.Environment)) *releaseWorld
 		edit(&ec)
 		h.cfg.Environments["devel"] = ec
 	}
-	rev := h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": releasePipeline}, "release approval")
+	rev := h.git.Repo("manifests").Commit(t, "main", map[string]string{"pipeline.yaml": releasePipeline}, "release approval")
 	w := &releaseWorld{h: h, rev: rev}
 	w.d, w.gate, w.l = w.daemon(t)
 	if err := w.d.Once(context.Background()); err != nil {
@@ -348,7 +348,7 @@ func TestReleaseApprovalTwoOfThree(t *testing.T) {
 	ec := h.cfg.Environments["devel"]
 	ec.Approvals = config.Approvals{Required: 2}
 	h.cfg.Environments["devel"] = ec
-	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": releasePipeline}, "release approval")
+	h.git.Repo("manifests").Commit(t, "main", map[string]string{"pipeline.yaml": releasePipeline}, "release approval")
 	pass := &runner{result: sequence.Result{Result: promote.ResultPass}}
 	gate := &recordingGate{}
 	r := h.start(WithTask(promote.TaskTest, pass.run), WithGate(gate))
@@ -398,7 +398,7 @@ func TestContinuedRunFailureRollsBack(t *testing.T) {
 	ec := h.cfg.Environments["devel"]
 	ec.OnFailedRollout = config.OnFailedRolloutRollback
 	h.cfg.Environments["devel"] = ec
-	rev := h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": testPipeline}, "sequence")
+	rev := h.git.Repo("manifests").Commit(t, "main", map[string]string{"pipeline.yaml": testPipeline}, "sequence")
 	blocked := &runner{block: true, started: make(chan struct{})}
 	d1, _, _ := sequenceDaemon(t, h, WithTask(promote.TaskTest, blocked.run))
 	ctx1, cancel := context.WithCancel(ctx)
@@ -455,7 +455,7 @@ func TestContinuedRunFailureRollsBack(t *testing.T) {
 func TestReleaseApprovalIgnoresEarlierApprovals(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, "prod")
-	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": strings.ReplaceAll(releasePipeline, "devel", "prod")}, "release approval")
+	h.git.Repo("manifests").Commit(t, "main", map[string]string{"pipeline.yaml": strings.ReplaceAll(releasePipeline, "devel", "prod")}, "release approval")
 	pass := &runner{result: sequence.Result{Result: promote.ResultPass}}
 	d, gate, l := sequenceDaemon(t, h, WithTask(promote.TaskTest, pass.run))
 	if err := d.Once(ctx); err != nil {
@@ -495,7 +495,7 @@ func TestReleaseApprovalIgnoresEarlierApprovals(t *testing.T) {
 // patches nothing, and releases on an approval over its API.
 func TestReleaseApprovalNewLeader(t *testing.T) {
 	h := newHarness(t, "devel")
-	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": releasePipeline}, "release approval")
+	h.git.Repo("manifests").Commit(t, "main", map[string]string{"pipeline.yaml": releasePipeline}, "release approval")
 	pass := &runner{result: sequence.Result{Result: promote.ResultPass}}
 	r1 := h.start(WithTask(promote.TaskTest, pass.run), WithGate(&recordingGate{}))
 	var p *approval.Pending

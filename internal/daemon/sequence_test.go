@@ -117,7 +117,7 @@ func sequenceDaemonWith(t *testing.T, h *harness, wopts []wire.Option, opts ...O
 func TestSequencePasses(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, "devel")
-	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": testPipeline}, "sequence")
+	h.git.Repo("manifests").Commit(t, "main", map[string]string{"pipeline.yaml": testPipeline}, "sequence")
 	test := &runner{result: sequence.Result{Result: promote.ResultPass, Message: "3 of 3 requests answered 200", Outputs: json.RawMessage(`{"requests":3}`)}}
 	d, gate, l := sequenceDaemon(t, h, WithTask(promote.TaskTest, test.run))
 	if err := d.Once(ctx); err != nil {
@@ -186,7 +186,7 @@ func TestSequencePasses(t *testing.T) {
 func TestSequenceFailedTaskFailsTheDeploy(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, "devel")
-	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": testPipeline}, "sequence")
+	h.git.Repo("manifests").Commit(t, "main", map[string]string{"pipeline.yaml": testPipeline}, "sequence")
 	test := &runner{result: sequence.Result{Result: promote.ResultFail, Message: "2 of 3 requests answered 503"}}
 	d, gate, l := sequenceDaemon(t, h, WithTask(promote.TaskTest, test.run))
 	if err := d.Once(ctx); err == nil || !strings.Contains(err.Error(), "2 of 3 requests answered 503") {
@@ -226,7 +226,7 @@ func TestSequenceFailedTaskFailsTheDeploy(t *testing.T) {
 func TestSequenceUnimplementedTask(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, "devel")
-	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": testPipeline}, "sequence")
+	h.git.Repo("manifests").Commit(t, "main", map[string]string{"pipeline.yaml": testPipeline}, "sequence")
 	d, gate, l := sequenceDaemon(t, h)
 	err := d.Once(ctx)
 	want := `pipeline.yaml:5:9: stages[0].sequence[1]: this reconciler has no runner for task "test" (it runs: approval, deployment, release; a verifier runs test and evaluation)`
@@ -254,7 +254,7 @@ func TestSequenceUnimplementedTask(t *testing.T) {
 func TestSequenceApprovalRejected(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, "devel")
-	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": "stages: [{name: devel, sequence: [approval, deployment]}]\n"}, "sequence")
+	h.git.Repo("manifests").Commit(t, "main", map[string]string{"pipeline.yaml": "stages: [{name: devel, sequence: [approval, deployment]}]\n"}, "sequence")
 	d, _, l := sequenceDaemon(t, h)
 	if err := d.Once(ctx); err != nil {
 		t.Fatal(err)
@@ -283,7 +283,7 @@ func TestSequenceApprovalRejected(t *testing.T) {
 func TestSequenceContinuesAfterRestart(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, "devel")
-	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": testPipeline}, "sequence")
+	h.git.Repo("manifests").Commit(t, "main", map[string]string{"pipeline.yaml": testPipeline}, "sequence")
 	blocked := &runner{block: true, started: make(chan struct{})}
 	d1, gate1, _ := sequenceDaemon(t, h, WithTask(promote.TaskTest, blocked.run))
 	ctx1, cancel := context.WithCancel(ctx)

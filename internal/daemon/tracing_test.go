@@ -61,7 +61,7 @@ func TestTraceOfAPush(t *testing.T) {
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
 	r.waitPending(t, "prod", r.environment(t, "prod").Observation.Revision)
 
-	rev := h.git.Commit(t, "manifests", "main", map[string]string{
+	rev := h.git.Repo("manifests").Commit(t, "main", map[string]string{
 		"environments/devel/manifest.json": manifestJSON(true, map[string]string{"web": "1.1.0"}),
 		"environments/prod/manifest.json":  manifestJSON(false, map[string]string{"web": "1.1.0"}),
 	}, "web 1.1.0")
@@ -191,7 +191,7 @@ func TestTraceFailedVerification(t *testing.T) {
 	recv := tracingtest.Start(t)
 	p := tracedTo(t, recv)
 	h := newHarness(t, "devel")
-	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": testPipeline}, "sequence")
+	h.git.Repo("manifests").Commit(t, "main", map[string]string{"pipeline.yaml": testPipeline}, "sequence")
 	test := &runner{result: sequence.Result{Result: promote.ResultFail, Message: "2 of 3 requests answered 503"}}
 	d, _, _ := sequenceDaemonWith(t, h, []wire.Option{wire.WithTracingProvider(p)}, WithTask(promote.TaskTest, test.run))
 	if err := d.Once(context.Background()); err == nil || !strings.Contains(err.Error(), "task test finished with fail") {

@@ -94,7 +94,7 @@ func TestVerificationAfterRollout(t *testing.T) {
 	w := newVerifyWorld(t)
 	w.errRatio.Set(0.01)
 	h := newHarness(t, "devel")
-	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": w.pipeline()}, "verify devel")
+	h.git.Repo("manifests").Commit(t, "main", map[string]string{"pipeline.yaml": w.pipeline()}, "verify devel")
 	v, err := verify.New(append(loopbackVerification(t), verify.WithJobPoll(100*time.Millisecond))...)
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +195,7 @@ func checkVerifications(t *testing.T, what string, e approval.Entry, want ...str
 // file, the task and the key; nothing is applied.
 func TestVerificationPropertiesCheckedBeforeApply(t *testing.T) {
 	h := newHarness(t, "devel")
-	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": `stages:
+	h.git.Repo("manifests").Commit(t, "main", map[string]string{"pipeline.yaml": `stages:
   - name: devel
     sequence:
       - deployment
@@ -256,7 +256,7 @@ func failedVerificationRollsBack(t *testing.T, w *verifyWorld, task, breach, kin
 	ec := h.cfg.Environments["devel"]
 	ec.OnFailedRollout = config.OnFailedRolloutRollback
 	h.cfg.Environments["devel"] = ec
-	h.git.Commit(t, "manifests", "main", map[string]string{"pipeline.yaml": `stages:
+	h.git.Repo("manifests").Commit(t, "main", map[string]string{"pipeline.yaml": `stages:
   - name: devel
     sequence:
       - deployment

@@ -134,7 +134,7 @@ func newFlow(t *testing.T) *flow {
 func (f *flow) commit(tag string) string {
 	f.t.Helper()
 	files := map[string]string{"environments/prod/manifest.json": `{"services": [{"name": "api", "containers": [{"dockerTag": "` + tag + `"}]}]}`}
-	sha := f.git.Commit(f.t, "manifests", "main", files, "api "+tag)
+	sha := f.git.Repo("manifests").Commit(f.t, "main", files, "api "+tag)
 	f.gh.Repo(owner, repo).MirrorCommit("main", sha, files, "api "+tag)
 	return sha
 }

@@ -13,7 +13,7 @@ import (
 func (f *flow) commitMessage(tag, message string) string {
 	f.t.Helper()
 	files := map[string]string{"environments/prod/manifest.json": `{"services": [{"name": "api", "containers": [{"dockerTag": "` + tag + `"}]}]}`}
-	sha := f.git.Commit(f.t, "manifests", "main", files, message)
+	sha := f.git.Repo("manifests").Commit(f.t, "main", files, message)
 	f.gh.Repo(owner, repo).MirrorCommit("main", sha, files, message)
 	return sha
 }

@@ -7,14 +7,17 @@
 //
 //	srv := gitserver.New(t, gitserver.WithBasicAuth("u", "p")) // or WithBearer("tok"), WithCredentialCheck(f), or none
 //	url := srv.Init(t, "manifests")                             // bare repo, returns its clone URL
-//	sha := srv.Repo("manifests").Commit(t, "main", map[string]string{
+//	repo := srv.Repo("manifests")                               // writes commits into it, as pushes would
+//	sha := repo.Commit(t, "main", map[string]string{
 //		"environments/devel/manifest.json": `{"services": []}`,
 //		"old.json":                          gitserver.Deleted,        // remove a path
 //		"link.json":                         gitserver.Symlink("a.json"), // a symlink entry
 //	}, "add devel")
-//	sha = srv.CommitDir(t, "manifests", "main", "../../examples/environments", "environments", "copy examples")
-//	sha = srv.ForcePush(t, "manifests", "main", files, "rewritten") // new root commit, history rewritten
-//	srv.Reset(t, "manifests", "main", oldSHA)                        // force the branch to any commit
+//	sha = repo.Push(t, gitserver.Commit{Branch: "main", Files: files, Message: "fix",
+//		Author: gitserver.Person{Name: "Alice", Email: "alice@acme.example"}}) // Committer: zero means the author
+//	sha = repo.CommitDir(t, gitserver.Commit{Branch: "main", Message: "copy examples"}, "../../examples/environments", "environments")
+//	sha = repo.ForcePush(t, gitserver.Commit{Branch: "main", Files: files, Message: "rewritten"}) // a new root commit
+//	srv.Reset(t, "manifests", "main", oldSHA)                   // force the branch to any commit
 //	head := srv.Head(t, "manifests", "main")
 //	srv.Requests()      // Counts{InfoRefs, UploadPack, ReceivePack, Unauthorized}
 //	srv.ResetRequests()
