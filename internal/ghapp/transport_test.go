@@ -61,7 +61,7 @@ func TestTokenOnGitHubsClock(t *testing.T) {
 					t.Fatalf("Token %d: %q is not a valid installation token", i+1, tok)
 				}
 			}
-			if got := srv.TokensIssued(); got != c.issued {
+			if got := srv.App().TokensIssued(); got != c.issued {
 				t.Errorf("%d tokens issued for two Token calls, want %d", got, c.issued)
 			}
 			if got := srv.CountRequests(http.MethodPost, tokenRoute); got != c.requests {
@@ -90,7 +90,7 @@ func TestRoundTripOnGitHubsClock(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := srv.TokensIssued(); got != 3 {
+	if got := srv.App().TokensIssued(); got != 3 {
 		t.Errorf("%d tokens for 3 requests with 30-second tokens, want 3 (each within a minute of expiry on GitHub's clock)", got)
 	}
 }

@@ -36,7 +36,7 @@ func TestBranchesWrite(t *testing.T) {
 	f := prbottest.New(t, map[string]string{"environments/a.json": "A", "environments/b.json": "B"})
 	r := newRepository(t, f)
 	b := &remote.Branches{Repo: r}
-	base := f.Srv.Branch(owner, repo, "main")
+	base := f.Srv.Repo(owner, repo).Branch("main")
 	const branch = "stagehand/test"
 
 	steps := []struct {
@@ -71,7 +71,7 @@ func TestBranchesWrite(t *testing.T) {
 			if !s.wantChanged && f.Sent.Count("PUT", "/contents/") != puts {
 				t.Errorf("an unchanged branch was written to")
 			}
-			if diff := cmp.Diff(s.want, f.Srv.Files(owner, repo, branch)); diff != "" {
+			if diff := cmp.Diff(s.want, f.Srv.Repo(owner, repo).Files(branch)); diff != "" {
 				t.Errorf("files on %s (-want +got):\n%s", branch, diff)
 			}
 		})
@@ -88,7 +88,7 @@ func TestPutConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Srv.Commit(owner, repo, "main", map[string]string{"environments/a.json": "A by someone else"}, "race")
+	f.Srv.Repo(owner, repo).Commit("main", map[string]string{"environments/a.json": "A by someone else"}, "race")
 	_, err = (&remote.Branches{Repo: r}).Put(ctx, remote.FileEdit{Branch: "main", Path: "environments/a.json", Message: "mine", Content: []byte("A2")}, sha)
 	if !errors.Is(err, remote.ErrConflict) {
 		t.Fatalf("Put over a stale blob: %v, want ErrConflict", err)
