@@ -18,7 +18,7 @@ import (
 // writeStatus records what a pass observed at s, when it differs from the
 // last write; EndPass is its one caller.
 func (w *worker) writeStatus(ctx context.Context, s gitsource.Snapshot, o *pass.Observation) {
-	st := status.Observe(s, o.EnvM, o.Plan, w.statusTargets, o.Err)
+	st := status.Observe(s, status.Planned{Env: o.EnvM, Plan: o.Plan, Err: o.Err}, w.statusTargets)
 	st.Waiting = w.waiting(o.Plan)
 	cmp, err := json.Marshal(st)
 	if err == nil && bytes.Equal(cmp, w.lastStatus) {

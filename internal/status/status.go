@@ -152,10 +152,21 @@ type Target struct {
 	Context   string `json:"context,omitempty"`
 }
 
-// Observe is what planning env at revision s found: the desired images of
-// every service against the live ones in each of targets as plan (nil: not
-// planned) compares them, or why it could not be resolved or planned (perr).
-func Observe(s gitsource.Snapshot, envM *manifest.Environment, plan *reconcile.Plan, targets []config.Target, perr error) Observation {
+// Planned is what planning an environment at a revision gave: the
+// resolved environment Env (nil: not resolved), its Plan (nil: not
+// planned), or why either failed (Err).
+type Planned struct {
+	Env  *manifest.Environment
+	Plan *reconcile.Plan
+	Err  error
+}
+
+// Observe is what planning env at revision s found (p): the desired images
+// of every service against the live ones in each of targets as p.Plan (nil:
+// not planned) compares them, or why it could not be resolved or planned
+// (p.Err).
+func Observe(s gitsource.Snapshot, p Planned, targets []config.Target) Observation {
+	envM, plan, perr := p.Env, p.Plan, p.Err
 	st := Observation{Revision: s.Revision, RevisionTime: s.Time.UTC(), Services: []Service{}}
 	if perr != nil {
 		st.Error = perr.Error()

@@ -29,7 +29,7 @@ func TestStatusImages(t *testing.T) {
 		Problems: []reconcile.Problem{{Service: "jobs", Target: "a", Message: "no workload"}},
 	}
 	targets := []config.Target{{Name: "a", Namespace: "ns-a"}, {Name: "b", Namespace: "ns-b"}}
-	st := Observe(gitsource.Snapshot{Revision: "abc"}, envM, plan, targets, nil)
+	st := Observe(gitsource.Snapshot{Revision: "abc"}, Planned{Env: envM, Plan: plan}, targets)
 
 	got := map[string][]Image{}
 	for _, sv := range st.Services {

@@ -52,7 +52,7 @@ func BigState(t testing.TB, env string, services, targets int) (*approval.Pendin
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs := status.Observe(gitsource.Snapshot{Revision: rev, Time: time.Unix(1_800_000_000, 0)}, envM, plan, cfgTargets, nil)
+	obs := status.Observe(gitsource.Snapshot{Revision: rev, Time: time.Unix(1_800_000_000, 0)}, status.Planned{Env: envM, Plan: plan}, cfgTargets)
 	obs.ObservedAt = time.Unix(1_800_000_005, 0).UTC()
 	st, err := json.Marshal(obs)
 	if err != nil {
