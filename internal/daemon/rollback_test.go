@@ -162,7 +162,7 @@ func (w *rollbackWorld) passes(t *testing.T) uint64 { return passesOf(t, w.r, "d
 // passesOf counts the passes r made over env so far.
 func passesOf(t *testing.T, r *running, env string) uint64 {
 	t.Helper()
-	return testenv.Observations(t, r.d.Metrics().Registry, "stagehand_reconcile_duration_seconds", "environment", env)
+	return testenv.Observations(t, r.d.Metrics().Registry, testenv.Series{Name: "stagehand_reconcile_duration_seconds", Label: "environment", Value: env})
 }
 
 // waitPasses waits for n more passes over devel.

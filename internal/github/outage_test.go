@@ -18,7 +18,7 @@ const (
 // passes counts the daemon's finished passes over prod (from its reconcile duration histogram).
 func (f *flow) passes() uint64 {
 	f.t.Helper()
-	return testenv.Observations(f.t, f.d.Metrics().Registry, "stagehand_reconcile_duration_seconds", "environment", "prod")
+	return testenv.Observations(f.t, f.d.Metrics().Registry, testenv.Series{Name: "stagehand_reconcile_duration_seconds", Label: "environment", Value: "prod"})
 }
 
 // waitPasses waits until the daemon has finished n more passes over prod.

@@ -6,12 +6,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Observations is how many observations the histogram name of g holds,
-// summed over its series whose label has value: the reconciler's passes of
-// one environment (stagehand_reconcile_duration_seconds, environment), say.
+// Series are the series of the histogram Name whose label Label has Value:
+// the reconciler's passes of one environment
+// (stagehand_reconcile_duration_seconds, environment, prod), say.
+type Series struct {
+	Name, Label, Value string
+}
+
+// Observations is how many observations g holds in the series s, summed.
 // A test that proves something does not happen waits for such a count to
 // grow, not for a sleep to end.
-func Observations(tb testing.TB, g prometheus.Gatherer, name, label, value string) uint64 {
+func Observations(tb testing.TB, g prometheus.Gatherer, s Series) uint64 {
+	name, label, value := s.Name, s.Label, s.Value
 	tb.Helper()
 	mfs, err := g.Gather()
 	if err != nil {
