@@ -78,7 +78,7 @@ func (e *envRes) option() Option {
 			e.t.Logf("reading environment %s: %v", env, err)
 			return
 		}
-		wrote, err := e.w.Write(ctx, v, phaseOf(v), term, holds)
+		wrote, err := e.w.Write(ctx, v, phaseOf(v), envresource.Term{Name: term, Holds: holds})
 		if err != nil && ctx.Err() == nil {
 			e.t.Logf("writing Environment %s: %v", env, err)
 		}

@@ -18,7 +18,7 @@ func (w *Writer) Hook(view ViewFunc, onError func(env string, err error)) func(c
 	return func(ctx context.Context, env, term string, holds func(context.Context) error) {
 		v, phase, err := view(ctx, env)
 		if err == nil {
-			_, err = w.Write(ctx, v, phase, term, holds)
+			_, err = w.Write(ctx, v, phase, Term{Name: term, Holds: holds})
 		}
 		if err != nil && onError != nil && ctx.Err() == nil {
 			onError(env, err)

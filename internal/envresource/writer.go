@@ -133,11 +133,12 @@ func (w *Writer) Writes() int64 {
 // Write brings env's Environment up to v (with the daemon's phase for it):
 // it creates the object when missing and writes its status when it
 // differs from what the object holds; it writes nothing when nothing
-// changed. term names the writer's hold of env ("" with one leader): in a
-// new term the object is read again before it is compared. holds is asked
-// right before a write and refuses it when this replica's term is over
-// (state.Store.Holds). It reports whether it wrote.
-func (w *Writer) Write(ctx context.Context, v *status.Environment, phase status.Phase, term string, holds func(context.Context) error) (bool, error) {
+// changed. t names the writer's hold of env (t.Name "" with one leader): in
+// a new term the object is read again before it is compared; t.Holds is
+// asked right before a write and refuses it when this replica's term is
+// over (state.Store.Holds). It reports whether it wrote.
+func (w *Writer) Write(ctx context.Context, v *status.Environment, phase status.Phase, t Term) (bool, error) {
+	term := t.Name
 	env := v.Name
 	spec, ok := w.specs[env]
 	if !ok {
@@ -149,7 +150,7 @@ func (w *Writer) Write(ctx context.Context, v *status.Environment, phase status.
 	wrote := false
 	if k == nil || k.term != term {
 		var err error
-		if k, wrote, err = w.load(ctx, env, spec, Term{Name: term, Holds: holds}); err != nil {
+		if k, wrote, err = w.load(ctx, env, spec, t); err != nil {
 			return wrote, err
 		}
 	}
@@ -162,7 +163,7 @@ func (w *Writer) Write(ctx context.Context, v *status.Environment, phase status.
 		w.emit(env, k, &st, &st)
 		return wrote, nil
 	}
-	if err := holds(ctx); err != nil {
+	if err := t.Holds(ctx); err != nil {
 		return wrote, fmt.Errorf("writing status of Environment %q: %w", env, err)
 	}
 	body, err := json.Marshal(map[string]any{
