@@ -299,7 +299,7 @@ func loadManifest(_ *testing.T, body string) error {
 	for _, inc := range m.Includes {
 		fsys[path.Join("environments/doc", inc)] = &fstest.MapFile{Data: []byte(`{"services": []}`)}
 	}
-	_, err := manifest.Resolve(context.Background(), fsys, ".", "doc")
+	_, err := manifest.Resolve(context.Background(), manifest.Repo{FS: fsys, Root: "."}, "doc")
 	return err
 }
 

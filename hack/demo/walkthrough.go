@@ -293,7 +293,7 @@ func (x *demo) startReconciler(ctx context.Context, ln net.Listener, kubeconfig 
 
 // desired resolves env in the working clone: service → tag.
 func (x *demo) desired(ctx context.Context, env string) (map[string]string, error) {
-	e, err := manifest.Resolve(ctx, os.DirFS(x.repo.work), ".", env)
+	e, err := manifest.Resolve(ctx, manifest.Repo{FS: os.DirFS(x.repo.work), Root: "."}, env)
 	if err != nil {
 		return nil, err
 	}

@@ -52,7 +52,7 @@ func measure(ctx context.Context, fsys fstest.MapFS) error {
 	runtime.GC()
 	before := rss()
 	start := time.Now()
-	env, err := manifest.Resolve(ctx, fsys, ".", "e")
+	env, err := manifest.Resolve(ctx, manifest.Repo{FS: fsys, Root: "."}, "e")
 	took := time.Since(start)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)

@@ -103,7 +103,7 @@ func TestCanaryFailingAnalysis(t *testing.T) {
 		t.Errorf("failure message %q does not carry Argo Rollouts' word on the failed metric ok", w.Message)
 	}
 	back := reconcile.Request{Revision: "rev1", Targets: req.Targets}
-	res, err := r.Restore(context.Background(), back, plan.Changes, "the rollout failed")
+	res, err := r.Restore(context.Background(), back, reconcile.Undo{Changes: plan.Changes, Reason: "the rollout failed"})
 	if err != nil {
 		t.Fatalf("Restore: %v", err)
 	}
@@ -118,7 +118,7 @@ func TestCanaryFailingAnalysis(t *testing.T) {
 	if image != "reg.example.com/api:1" || phase != "Healthy" {
 		t.Errorf("Rollout after Restore: image %s, phase %s (%s)", image, phase, msg)
 	}
-	again, err := r.Restore(context.Background(), back, plan.Changes, "again")
+	again, err := r.Restore(context.Background(), back, reconcile.Undo{Changes: plan.Changes, Reason: "again"})
 	if err != nil || len(again.Workloads) != 0 {
 		t.Errorf("a second Restore: %v, %+v; want nothing patched", err, again.Workloads)
 	}

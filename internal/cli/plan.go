@@ -80,7 +80,7 @@ func (f *planFlags) setup(cmd *cobra.Command) (*planSetup, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := manifest.Resolve(ctx, fsys, cfg.Source.Root, f.env, b.ManifestOptions()...)
+	e, err := manifest.Resolve(ctx, manifest.Repo{FS: fsys, Root: cfg.Source.Root}, f.env, b.ManifestOptions()...)
 	if err != nil {
 		var list *manifest.ErrorList
 		if errors.As(err, &list) {

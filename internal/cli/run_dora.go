@@ -103,7 +103,7 @@ func promotions(b *wire.Builder, d *daemon.Daemon) func(context.Context) []statu
 			pl, _ = promote.Load(snap.FS, root) // none, or one that does not parse: no promotions shown
 			if pl != nil {
 				for _, st := range pl.Stages {
-					if e, err := manifest.Resolve(ctx, snap.FS, root, st.Name, mopts...); err == nil {
+					if e, err := manifest.Resolve(ctx, manifest.Repo{FS: snap.FS, Root: root}, st.Name, mopts...); err == nil {
 						heads[st.Name] = e
 					}
 				}

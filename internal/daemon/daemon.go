@@ -441,7 +441,7 @@ func (ds *dispatcher) decide(ctx context.Context, env string, dc pass.Decision) 
 
 // resolve resolves env's manifest in s.
 func (d *Daemon) resolve(ctx context.Context, s gitsource.Snapshot, env string) (*manifest.Environment, error) {
-	return manifest.Resolve(ctx, s.FS, d.cfg.Source.Root, env, d.o.manifestOpts...)
+	return manifest.Resolve(ctx, manifest.Repo{FS: s.FS, Root: d.cfg.Source.Root}, env, d.o.manifestOpts...)
 }
 
 // Plan resolves and plans env at snapshot s against the live targets without

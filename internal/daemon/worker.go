@@ -132,8 +132,8 @@ func newWorker(deps workerDeps) *worker {
 		Log: deps.log, GateFailed: func() { w.metrics.Fail(w.env, meter.ReasonGate) }})
 	w.windows.OnOpen(w.WakeUp)
 	w.reverter = revert.New(revert.Config{Env: deps.env, Targets: deps.targets, LockPath: deps.lockPath, Store: store,
-		Restore: func(ctx context.Context, req reconcile.Request, changes []reconcile.Change, reason string, opts ...reconcile.Option) (*reconcile.Result, error) {
-			return w.reconciler.Restore(ctx, req, changes, reason, opts...)
+		Restore: func(ctx context.Context, req reconcile.Request, undo reconcile.Undo, opts ...reconcile.Option) (*reconcile.Result, error) {
+			return w.reconciler.Restore(ctx, req, undo, opts...)
 		},
 		Grace:     func(ctx context.Context) (context.Context, context.CancelFunc) { return graceful(ctx, w.applyGrace) },
 		Completed: w.tell.Completed, Hook: deps.rollbackHook, Now: deps.now, Log: deps.log, Moved: w.rec.moved,

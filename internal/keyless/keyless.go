@@ -83,7 +83,7 @@ func (a *BumpAPI) byName(ctx context.Context, at basis, req prbot.BumpRequest, r
 		resolved  = map[string]*manifest.Environment{}
 	)
 	for _, env := range envs {
-		e, err := manifest.Resolve(ctx, fsys, a.bot.Root(), env, a.bot.ManifestOptions()...)
+		e, err := manifest.Resolve(ctx, manifest.Repo{FS: fsys, Root: a.bot.Root()}, env, a.bot.ManifestOptions()...)
 		if err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("resolving environment %s at %s: %w", env, ref, err)

@@ -40,7 +40,7 @@ type Source interface {
 type Reconciler interface {
 	Plan(ctx context.Context, req reconcile.Request) (*reconcile.Plan, error)
 	Apply(ctx context.Context, req reconcile.Request, planHash string, opts ...reconcile.Option) (*reconcile.Result, error)
-	Restore(ctx context.Context, req reconcile.Request, changes []reconcile.Change, reason string, opts ...reconcile.Option) (*reconcile.Result, error)
+	Restore(ctx context.Context, req reconcile.Request, undo reconcile.Undo, opts ...reconcile.Option) (*reconcile.Result, error)
 }
 
 // Manifests is the environment's manifest as a worker reads it.

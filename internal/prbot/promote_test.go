@@ -35,7 +35,7 @@ func (f *fixture) stage(t *testing.T, ref, env string) *manifest.Environment {
 	for p, c := range f.Srv.Repo(owner, repo).Files(ref) {
 		fsys[p] = &fstest.MapFile{Data: []byte(c)}
 	}
-	e, err := manifest.Resolve(t.Context(), fsys, ".", env)
+	e, err := manifest.Resolve(t.Context(), manifest.Repo{FS: fsys, Root: "."}, env)
 	if err != nil {
 		t.Fatalf("resolving %s at %s: %v", env, ref, err)
 	}

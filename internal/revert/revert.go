@@ -40,7 +40,7 @@ type Config struct {
 	LockPath string
 	Store    Store
 	// Restore is pkg/reconcile's Restore.
-	Restore func(ctx context.Context, req reconcile.Request, changes []reconcile.Change, reason string, opts ...reconcile.Option) (*reconcile.Result, error)
+	Restore func(ctx context.Context, req reconcile.Request, undo reconcile.Undo, opts ...reconcile.Option) (*reconcile.Result, error)
 	// Grace is ctx, cancelled only once the apply grace after it ended (the daemon's).
 	Grace func(ctx context.Context) (context.Context, context.CancelFunc)
 	// Completed tells the gate the outcome (and keeps it to report again when the gate refuses it).
@@ -113,7 +113,7 @@ func (r *Reverter) Continue(ctx context.Context, rb state.Rollback) error {
 	}
 	req := reconcile.Request{Environment: &manifest.Environment{Name: env}, Revision: rev, Targets: r.c.Targets, LockPath: r.c.LockPath}
 	gctx, cancel := r.c.Grace(ctx)
-	res, err := r.c.Restore(gctx, req, changes, rb.Cause)
+	res, err := r.c.Restore(gctx, req, reconcile.Undo{Changes: changes, Reason: rb.Cause})
 	cancel()
 	if ctx.Err() != nil {
 		return fmt.Errorf("rolling back revision %s: interrupted by shutdown; the next leader continues: %w", approval.ShortRevision(e.Revision), ctx.Err())

@@ -37,7 +37,7 @@ type heard struct {
 func newReverter(store *memStore, h *heard, restore func() (*reconcile.Result, error)) *Reverter {
 	now := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
 	return New(Config{Env: "prod", Store: store, Now: func() time.Time { return now }, Log: logr.Discard(),
-		Restore: func(_ context.Context, req reconcile.Request, _ []reconcile.Change, _ string, _ ...reconcile.Option) (*reconcile.Result, error) {
+		Restore: func(_ context.Context, req reconcile.Request, _ reconcile.Undo, _ ...reconcile.Option) (*reconcile.Result, error) {
 			h.restoredTo = req.Revision
 			return restore()
 		},

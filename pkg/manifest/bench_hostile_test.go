@@ -53,7 +53,7 @@ func BenchmarkDecodeOneLine(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Resolve(b.Context(), fsys, ".", "e"); err != nil {
+		if _, err := Resolve(b.Context(), Repo{FS: fsys, Root: "."}, "e"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -85,7 +85,7 @@ func BenchmarkAmplification(b *testing.B) {
 			b.ReportAllocs()
 			peak := heapPeak(b)
 			for b.Loop() {
-				if _, err := Resolve(b.Context(), fsys, ".", "e"); err == nil {
+				if _, err := Resolve(b.Context(), Repo{FS: fsys, Root: "."}, "e"); err == nil {
 					b.Fatal("the amplification resolved")
 				}
 			}

@@ -78,7 +78,7 @@ func benchRepo(tb testing.TB) (fstest.MapFS, [][]byte) {
 
 func TestBenchRepo(t *testing.T) {
 	fsys, all := benchRepo(t)
-	env, err := Resolve(t.Context(), fsys, ".", "prod")
+	env, err := Resolve(t.Context(), Repo{FS: fsys, Root: "."}, "prod")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func BenchmarkResolve(b *testing.B) {
 	b.SetBytes(totalSize(all))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Resolve(b.Context(), fsys, ".", "prod"); err != nil {
+		if _, err := Resolve(b.Context(), Repo{FS: fsys, Root: "."}, "prod"); err != nil {
 			b.Fatal(err)
 		}
 	}

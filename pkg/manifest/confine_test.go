@@ -17,19 +17,19 @@ func TestLimits(t *testing.T) {
 		files[fmt.Sprintf("e/%d.json", i)] = fmt.Sprintf(`{"includes": ["./%d.json"]}`, i+1)
 	}
 	files["e/41.json"] = `{}`
-	l := errorList(t, func() error { _, err := Resolve(t.Context(), repo(files), ".", "e"); return err }())
+	l := errorList(t, func() error { _, err := Resolve(t.Context(), Repo{FS: repo(files), Root: "."}, "e"); return err }())
 	want := []Error{{File: "environments/e/32.json", Line: 1, Column: 15, Pointer: "/includes/0",
 		Message: `include "./33.json" nests deeper than the limit of 32 levels`}}
 	if diff := cmp.Diff(want, l.Errors); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if _, err := Resolve(t.Context(), repo(files), ".", "e", MaxDepth(41)); err != nil {
+	if _, err := Resolve(t.Context(), Repo{FS: repo(files), Root: "."}, "e", MaxDepth(41)); err != nil {
 		t.Errorf("MaxDepth(41): %v", err)
 	}
 	// A file over 4 MiB.
 	big := `{"services": [], "includes": [` + strings.Repeat(`"./x.json",`, 400000) + `"./x.json"]}`
 	l = errorList(t, func() error {
-		_, err := Resolve(t.Context(), repo(map[string]string{"e/manifest.json": big}), ".", "e")
+		_, err := Resolve(t.Context(), Repo{FS: repo(map[string]string{"e/manifest.json": big}), Root: "."}, "e")
 		return err
 	}())
 	if msg := l.Errors[0].Message; !strings.Contains(msg, "over the limit of 4194304 bytes") {
@@ -41,7 +41,7 @@ func TestLimits(t *testing.T) {
 		files[fmt.Sprintf("e/d%d.json", i)] = fmt.Sprintf(`{"includes": ["./d%d.json", "./d%d.json"]}`, i+1, i+1)
 	}
 	files["e/d30.json"] = `{}`
-	l = errorList(t, func() error { _, err := Resolve(t.Context(), repo(files), ".", "e"); return err }())
+	l = errorList(t, func() error { _, err := Resolve(t.Context(), Repo{FS: repo(files), Root: "."}, "e"); return err }())
 	if len(l.Errors) != 1 || !strings.Contains(l.Errors[0].Message, "over the limit of 100000 includes per environment") {
 		t.Errorf("got %v", l)
 	}
@@ -81,7 +81,7 @@ func TestSymlinks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.include, func(t *testing.T) {
 			write(t, filepath.Join(env, "manifest.json"), fmt.Sprintf(`{"includes": [%q]}`, tt.include))
-			got, err := Resolve(t.Context(), os.DirFS(dir), ".", "e")
+			got, err := Resolve(t.Context(), Repo{FS: os.DirFS(dir), Root: "."}, "e")
 			if tt.want == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -102,7 +102,7 @@ func TestSymlinks(t *testing.T) {
 	}
 	t.Run("the inside link resolves to the real file", func(t *testing.T) {
 		write(t, filepath.Join(env, "manifest.json"), `{"includes": ["./inside.json"]}`)
-		got, err := Resolve(t.Context(), os.DirFS(dir), ".", "e")
+		got, err := Resolve(t.Context(), Repo{FS: os.DirFS(dir), Root: "."}, "e")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func TestSymlinks(t *testing.T) {
 		}
 	})
 	t.Run("an environment directory linked outside", func(t *testing.T) {
-		_, err := Resolve(t.Context(), os.DirFS(dir), ".", "evil")
+		_, err := Resolve(t.Context(), Repo{FS: os.DirFS(dir), Root: "."}, "evil")
 		l := errorList(t, err)
 		if !strings.Contains(l.Error(), "symbolic link points outside the repository") {
 			t.Errorf("got %v", l)

@@ -77,7 +77,7 @@ func FuzzResolve(f *testing.F) {
 	f.Add([]byte(`{"includes": ["./a.json"]}`), []byte(`{"includes": ["./manifest.json", "./b.json"]}`))
 	f.Fuzz(func(t *testing.T, root, inc []byte) {
 		g := newGuardFS(root, inc)
-		env, err := Resolve(t.Context(), g, ".", "e")
+		env, err := Resolve(t.Context(), Repo{FS: g, Root: "."}, "e")
 		if len(g.followed) > 0 {
 			t.Fatalf("followed links out of the repository: %v", g.followed)
 		}
@@ -131,7 +131,7 @@ func FuzzResolve(f *testing.F) {
 // outside are refused before anything follows them.
 func TestGuardFS(t *testing.T) {
 	g := newGuardFS([]byte(`{"includes": ["./in.json", "./sharedlink/c.json"]}`), []byte(`{"services": [`+okSvc+`]}`))
-	env, err := Resolve(t.Context(), g, ".", "e")
+	env, err := Resolve(t.Context(), Repo{FS: g, Root: "."}, "e")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestGuardFS(t *testing.T) {
 	}
 	for _, inc := range []string{"./out.json", "./outabs.json", "./outdir/secret.json"} {
 		g := newGuardFS([]byte(`{"includes": ["`+inc+`"]}`), nil)
-		_, err := Resolve(t.Context(), g, ".", "e")
+		_, err := Resolve(t.Context(), Repo{FS: g, Root: "."}, "e")
 		l := errorList(t, err)
 		if !strings.Contains(l.Error(), "symbolic link points outside the repository") || len(g.followed) > 0 {
 			t.Errorf("%s: %v (followed %v)", inc, l, g.followed)

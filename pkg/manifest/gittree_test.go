@@ -76,7 +76,7 @@ func TestGitTree(t *testing.T) {
 	if err != nil || strings.Join(envs, ",") != "devel,evil" {
 		t.Fatalf("Environments = %v, %v", envs, err)
 	}
-	env, err := manifest.Resolve(t.Context(), fsys, ".", "devel")
+	env, err := manifest.Resolve(t.Context(), manifest.Repo{FS: fsys, Root: "."}, "devel")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestGitTree(t *testing.T) {
 	if want := "checkout-api@environments/devel/checkout-api.json,web-frontend@environments/shared/web.json"; strings.Join(got, ",") != want || !env.SkipConfirmation {
 		t.Errorf("services = %v, skip = %v", got, env.SkipConfirmation)
 	}
-	_, err = manifest.Resolve(t.Context(), fsys, ".", "evil")
+	_, err = manifest.Resolve(t.Context(), manifest.Repo{FS: fsys, Root: "."}, "evil")
 	var l *manifest.ErrorList
 	if !errors.As(err, &l) || len(l.Errors) != 1 || !strings.Contains(l.Errors[0].Message, "symbolic link points outside the repository") {
 		t.Errorf("escape through a git symlink: %v", err)

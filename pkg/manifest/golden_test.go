@@ -32,7 +32,7 @@ func TestGolden(t *testing.T) {
 		}
 		for _, env := range envs {
 			t.Run(name+"-"+env, func(t *testing.T) {
-				e, err := Resolve(t.Context(), fsys, ".", env)
+				e, err := Resolve(t.Context(), Repo{FS: fsys, Root: "."}, env)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -133,7 +133,7 @@ func resolveMeasured(ctx context.Context, t *testing.T, fsys fs.FS, limit time.D
 	start := time.Now()
 	done := make(chan result, 1)
 	go func() {
-		env, err := Resolve(ctx, fsys, ".", "e", opts...)
+		env, err := Resolve(ctx, Repo{FS: fsys, Root: "."}, "e", opts...)
 		done <- result{env, err}
 	}()
 	select {

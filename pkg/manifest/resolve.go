@@ -35,12 +35,20 @@ func Environments(fsys fs.FS, root string) ([]string, error) {
 	return envs, nil
 }
 
-// Resolve reads <root>/environments/<env>/manifest.json and its includes from
-// fsys and returns the environment's effective services. Problems in the files
-// are returned together as an *ErrorList; other errors (bad arguments or
-// options, ctx ending) are plain. Resolve stops when ctx ends and returns an
-// error wrapping ctx.Err().
-func Resolve(ctx context.Context, fsys fs.FS, root, env string, opts ...Option) (*Environment, error) {
+// Repo is where the manifests are: Root, a relative slash-separated path,
+// within FS (a checkout, a git tree, a snapshot of pkg/gitsource).
+type Repo struct {
+	FS   fs.FS
+	Root string // "." for the repository's top
+}
+
+// Resolve reads <Root>/environments/<env>/manifest.json and its includes
+// from repo's FS and returns the environment's effective services. Problems
+// in the files are returned together as an *ErrorList; other errors (bad
+// arguments or options, ctx ending) are plain. Resolve stops when ctx ends
+// and returns an error wrapping ctx.Err().
+func Resolve(ctx context.Context, repo Repo, env string, opts ...Option) (*Environment, error) {
+	fsys, root := repo.FS, repo.Root
 	o, err := buildOptions(opts)
 	if err != nil {
 		return nil, fmt.Errorf("resolving environment %q: %w", env, err)

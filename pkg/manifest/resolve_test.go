@@ -36,7 +36,7 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			env, err := Resolve(t.Context(), repo(tc.files), ".", "e", tc.opts...)
+			env, err := Resolve(t.Context(), Repo{FS: repo(tc.files), Root: "."}, "e", tc.opts...)
 			if env != nil {
 				t.Errorf("got an environment for invalid input: %+v", env)
 			}
@@ -170,7 +170,7 @@ func TestResolveRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env, err := Resolve(t.Context(), repo(tt.files), ".", "e", tt.opts...)
+			env, err := Resolve(t.Context(), Repo{FS: repo(tt.files), Root: "."}, "e", tt.opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,10 +195,10 @@ func TestResolveRules(t *testing.T) {
 }
 
 func TestOverridePositions(t *testing.T) {
-	env, err := Resolve(t.Context(), repo(map[string]string{
+	env, err := Resolve(t.Context(), Repo{FS: repo(map[string]string{
 		"e/manifest.json": "{\n  \"includes\": [\"./a.json\"],\n  \"services\": [\n    " + svcJSON("x", "2") + "\n  ]\n}\n",
 		"e/a.json":        "{\"services\": [" + svcJSON("y", "1") + ", " + svcJSON("x", "1") + "]}",
-	}), ".", "e")
+	}), Root: "."}, "e")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,12 +217,12 @@ func TestOverridePositions(t *testing.T) {
 }
 
 func TestLayout(t *testing.T) {
-	env, err := Resolve(t.Context(), repo(map[string]string{
+	env, err := Resolve(t.Context(), Repo{FS: repo(map[string]string{
 		"e/manifest.json":           `{"includes": ["./checkout-api.json", "../shared/platform.json"], "services": [` + svcJSON("checkout-api", "9") + `]}`,
 		"e/checkout-api.json":       `{"services": [` + svcJSON("checkout-api", "1") + `, ` + svcJSON("checkout-worker", "1") + `]}`,
 		"shared/platform.json":      `{"includes": ["./observability.json"]}`,
 		"shared/observability.json": `{"services": [` + svcJSON("otel-collector", "0.9.0") + `]}`,
-	}), ".", "e")
+	}), Root: "."}, "e")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,11 +302,11 @@ const rfcExample = `{
 }`
 
 func TestRFCExample(t *testing.T) {
-	env, err := Resolve(t.Context(), repo(map[string]string{
+	env, err := Resolve(t.Context(), Repo{FS: repo(map[string]string{
 		"devel/manifest.json": rfcExample,
 		"devel/other.json":    `{"services": [{"name": "other", "containers": [{"dockerTag": "1.0.0"}]}]}`,
 		"devel/files.json":    `{"services": []}`,
-	}), ".", "devel")
+	}), Root: "."}, "devel")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func TestEnvironments(t *testing.T) {
 		t.Error("no error for a root outside the repository")
 	}
 	// Resolve takes the same root.
-	if _, err := Resolve(t.Context(), fsys, "repo", "devel"); err != nil {
+	if _, err := Resolve(t.Context(), Repo{FS: fsys, Root: "repo"}, "devel"); err != nil {
 		t.Errorf("Resolve under a root: %v", err)
 	}
 }
@@ -371,7 +371,7 @@ func TestResolveArguments(t *testing.T) {
 		{".", "e", []Option{MaxServices(0)}},
 		{".", "e", []Option{MaxBytes(0)}},
 	} {
-		_, err := Resolve(t.Context(), fsys, tc.root, tc.env, tc.opts...)
+		_, err := Resolve(t.Context(), Repo{FS: fsys, Root: tc.root}, tc.env, tc.opts...)
 		var l *ErrorList
 		if err == nil || errors.As(err, &l) {
 			t.Errorf("Resolve(%q, %q) = %v, want a plain error", tc.root, tc.env, err)
@@ -383,7 +383,7 @@ func TestResolveStopsWithContext(t *testing.T) {
 	fsys := repo(map[string]string{"e/manifest.json": `{"services": [` + okSvc + `]}`})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, err := Resolve(ctx, fsys, ".", "e")
+	_, err := Resolve(ctx, Repo{FS: fsys, Root: "."}, "e")
 	var l *ErrorList
 	if !errors.Is(err, context.Canceled) || errors.As(err, &l) {
 		t.Fatalf("Resolve with an ended context = %v, want a plain error wrapping context.Canceled", err)
@@ -399,7 +399,7 @@ func TestErrorCap(t *testing.T) {
 		svcs = append(svcs, fmt.Sprintf(`{"name": "s%d", "containers": [{"dockerTag": "-bad"}]}`, i))
 	}
 	fsys := repo(map[string]string{"e/manifest.json": `{"services": [` + strings.Join(svcs, ",\n") + `]}`})
-	l := errorList(t, func() error { _, err := Resolve(t.Context(), fsys, ".", "e"); return err }())
+	l := errorList(t, func() error { _, err := Resolve(t.Context(), Repo{FS: fsys, Root: "."}, "e"); return err }())
 	if len(l.Errors) != 50 || l.Omitted != 10 || l.Len() != 60 {
 		t.Errorf("got %d errors, %d omitted; want 50 and 10", len(l.Errors), l.Omitted)
 	}
@@ -409,7 +409,7 @@ func TestErrorCap(t *testing.T) {
 	if l.Errors[49].Line != 50 {
 		t.Errorf("50th error on line %d, want 50 (errors in file order)", l.Errors[49].Line)
 	}
-	l = errorList(t, func() error { _, err := Resolve(t.Context(), fsys, ".", "e", MaxErrors(5)); return err }())
+	l = errorList(t, func() error { _, err := Resolve(t.Context(), Repo{FS: fsys, Root: "."}, "e", MaxErrors(5)); return err }())
 	if len(l.Errors) != 5 || l.Omitted != 55 {
 		t.Errorf("MaxErrors(5): got %d errors, %d omitted", len(l.Errors), l.Omitted)
 	}

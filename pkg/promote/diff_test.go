@@ -38,7 +38,7 @@ func file(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s + "\
 
 func resolve(t *testing.T, fsys fstest.MapFS, env string) *manifest.Environment {
 	t.Helper()
-	e, err := manifest.Resolve(t.Context(), fsys, ".", env)
+	e, err := manifest.Resolve(t.Context(), manifest.Repo{FS: fsys, Root: "."}, env)
 	if err != nil {
 		t.Fatalf("resolving %s: %v", env, err)
 	}

@@ -11,24 +11,24 @@ import (
 )
 
 // Restore puts the workloads of an apply back on the images they ran before
-// it: each of changes (an applied plan's, From the image before, To the one
+// it: each of undo.Changes (an applied plan's, From the image before, To the one
 // the apply set) whose container still runs To is patched back to From, under
 // the same deploy locks as Apply, and its rollout is waited for like Apply's
 // (WithRolloutTimeout). A container that runs anything else now (its patch
 // never went through, it was restored already, someone changed it since) is
 // left alone, so Restore can be called again after an interruption and
 // patches nothing twice. Each restored workload gets a RolledBack Warning
-// Event saying why (reason). req's Revision is what the restored workloads
+// Event saying why (undo.Reason). req's Revision is what the restored workloads
 // are annotated with (the revision they ran before); its Environment is not
 // needed. The Result's Plan lists the changes Restore made (From the failed
 // image, To the one restored); workload failures are reported in it, not as
 // an error.
-func (r *Reconciler) Restore(ctx context.Context, req Request, changes []Change, reason string, opts ...Option) (*Result, error) {
+func (r *Reconciler) Restore(ctx context.Context, req Request, undo Undo, opts ...Option) (*Result, error) {
 	r, err := r.with(opts)
 	if err != nil {
 		return nil, err
 	}
-	return r.applier.restore(ctx, req, Undo{Changes: changes, Reason: reason})
+	return r.applier.restore(ctx, req, undo)
 }
 
 // Undo is what Restore puts back, and why.

@@ -39,7 +39,7 @@ func TestRestore(t *testing.T) {
 	}
 
 	back := reconcile.Request{Revision: "old", Targets: req.Targets}
-	res, err := newReconciler(t, reconcile.WithRolloutTimeout(30*time.Second)).Restore(ctx, back, plan.Changes, "the rollout failed")
+	res, err := newReconciler(t, reconcile.WithRolloutTimeout(30*time.Second)).Restore(ctx, back, reconcile.Undo{Changes: plan.Changes, Reason: "the rollout failed"})
 	if err != nil {
 		t.Fatalf("Restore: %v", err)
 	}
@@ -77,7 +77,7 @@ func TestRestore(t *testing.T) {
 
 	// Again: nothing runs the new images any more, nothing is patched.
 	gen := d.Generation
-	res, err = newReconciler(t, reconcile.WithRolloutTimeout(30*time.Second)).Restore(ctx, back, plan.Changes, "again")
+	res, err = newReconciler(t, reconcile.WithRolloutTimeout(30*time.Second)).Restore(ctx, back, reconcile.Undo{Changes: plan.Changes, Reason: "again"})
 	if err != nil || len(res.Workloads) != 0 || len(res.Plan.Changes) != 0 {
 		t.Errorf("Restore again = %+v, %v; want nothing to do", res, err)
 	}

@@ -89,7 +89,7 @@ problem is listed), 2 on a usage error.`,
 			if env == "" || strings.ContainsAny(env, `/\`) || env == "." || env == ".." {
 				return command.Usagef("--env must name one environment directory, got %q", env)
 			}
-			e, err := manifest.Resolve(cmd.Context(), os.DirFS(dir), ".", env, flags.options()...)
+			e, err := manifest.Resolve(cmd.Context(), manifest.Repo{FS: os.DirFS(dir), Root: "."}, env, flags.options()...)
 			if err != nil {
 				return reportManifestErrors(cmd, flags.output, err)
 			}
@@ -229,7 +229,7 @@ Exit 0 only if all environments are valid, 1 otherwise, 2 on a usage error.`,
 			}{Valid: true}
 			for _, name := range envs {
 				v := validation{Environment: name, Valid: true, Errors: []manifest.Error{}, Warnings: []manifest.Error{}}
-				e, err := manifest.Resolve(cmd.Context(), fsys, ".", name, flags.options()...)
+				e, err := manifest.Resolve(cmd.Context(), manifest.Repo{FS: fsys, Root: "."}, name, flags.options()...)
 				var list *manifest.ErrorList
 				switch {
 				case errors.As(err, &list):

@@ -101,7 +101,7 @@ func (r *Repository) Path(p string) string {
 // Resolve resolves env in fsys (the repository at one commit) with the
 // bot's manifest options.
 func (r *Repository) Resolve(ctx context.Context, fsys fs.FS, env string) (*manifest.Environment, error) {
-	return manifest.Resolve(ctx, fsys, r.root, env, r.opts...)
+	return manifest.Resolve(ctx, manifest.Repo{FS: fsys, Root: r.root}, env, r.opts...)
 }
 
 // HeadRef returns the commit a branch points at ("" when the branch does not exist).
