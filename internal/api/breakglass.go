@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
 // BreakGlassRequest is the body of POST /api/v1/environments/{env}/break-glass.
@@ -55,10 +56,10 @@ func (h *handlers) breakGlass(w http.ResponseWriter, r *http.Request) {
 	resp := DecisionResponse{Environment: env, Revision: p.Revision, PlanHash: p.PlanHash, Status: "break-glass",
 		Approvers: p.Approvers(), Required: p.Needed()}
 	if p.Complete() {
-		resp.Message = fmt.Sprintf("break-glass by %s; applying revision %s to %s through its closed deploy windows", who, short(p.Revision), env)
+		resp.Message = fmt.Sprintf("break-glass by %s; applying revision %s to %s through its closed deploy windows", who, gitsource.ShortRevision(p.Revision), env)
 	} else {
 		resp.Message = fmt.Sprintf("break-glass by %s; %s; revision %s goes out through the closed deploy windows of %s once approved",
-			who, p.Tally(), short(p.Revision), env)
+			who, p.Tally(), gitsource.ShortRevision(p.Revision), env)
 	}
 	writeJSON(w, http.StatusAccepted, resp)
 }

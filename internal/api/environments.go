@@ -9,6 +9,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/auth"
 	"github.com/stagehand-gitops/stagehand/internal/identity"
 	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
 // maxBody caps request bodies of the approval endpoints.
@@ -176,19 +177,19 @@ func (h *handlers) decisionHandler(approve bool) http.HandlerFunc {
 		case approve && p.Needed() > 1 && !p.Complete():
 			writeJSON(w, http.StatusAccepted, DecisionResponse{Environment: env, Revision: p.Revision, PlanHash: p.PlanHash,
 				Status: "pending", Approvers: p.Approvers(), Required: p.Needed(),
-				Message: fmt.Sprintf("%s; revision %s waits for more approvals in %s", p.Tally(), short(p.Revision), env)})
+				Message: fmt.Sprintf("%s; revision %s waits for more approvals in %s", p.Tally(), gitsource.ShortRevision(p.Revision), env)})
 		case approve && p.Release:
 			writeJSON(w, http.StatusAccepted, DecisionResponse{Environment: env, Revision: p.Revision, PlanHash: p.PlanHash,
-				Status: "approved", Message: fmt.Sprintf("approved by %s; releasing revision %s in %s", who, short(p.Revision), env)})
+				Status: "approved", Message: fmt.Sprintf("approved by %s; releasing revision %s in %s", who, gitsource.ShortRevision(p.Revision), env)})
 		case approve:
 			writeJSON(w, http.StatusAccepted, DecisionResponse{Environment: env, Revision: p.Revision, PlanHash: p.PlanHash,
-				Status: "approved", Message: fmt.Sprintf("approved by %s; applying revision %s to %s", who, short(p.Revision), env)})
+				Status: "approved", Message: fmt.Sprintf("approved by %s; applying revision %s to %s", who, gitsource.ShortRevision(p.Revision), env)})
 		case p.Release:
 			writeJSON(w, http.StatusOK, DecisionResponse{Environment: env, Revision: p.Revision, PlanHash: p.PlanHash,
-				Status: "rejected", Message: fmt.Sprintf("rejected by %s; the deploy of revision %s to %s fails", who, short(p.Revision), env)})
+				Status: "rejected", Message: fmt.Sprintf("rejected by %s; the deploy of revision %s to %s fails", who, gitsource.ShortRevision(p.Revision), env)})
 		default:
 			writeJSON(w, http.StatusOK, DecisionResponse{Environment: env, Revision: p.Revision, PlanHash: p.PlanHash,
-				Status: "rejected", Message: fmt.Sprintf("rejected by %s; revision %s will not be applied to %s", who, short(p.Revision), env)})
+				Status: "rejected", Message: fmt.Sprintf("rejected by %s; revision %s will not be applied to %s", who, gitsource.ShortRevision(p.Revision), env)})
 		}
 	}
 }

@@ -39,10 +39,3 @@ func (h *handlers) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) { httpserve.WriteJSON(w, code, v) }
-
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
-}

@@ -11,6 +11,7 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/sequence"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/promote"
 	"github.com/stagehand-gitops/stagehand/pkg/verify"
 )
@@ -66,7 +67,7 @@ func (r *Run) WriteRelease(ctx context.Context, prop approval.Proposal, required
 		st.Handovers = slices.DeleteFunc(st.Handovers, func(h state.Handover) bool { return h.PlanHash == p.PlanHash })
 	})
 	if err != nil {
-		return nil, fmt.Errorf("recording the pending release of %s: %w", short(prop.Revision), err)
+		return nil, fmt.Errorf("recording the pending release of %s: %w", gitsource.ShortRevision(prop.Revision), err)
 	}
 	return p, nil
 }

@@ -237,7 +237,7 @@ func (r *Run) Begin(ctx context.Context, s Start) {
 		}
 		return
 	}
-	r.Abort(ctx, s.State, "replaced by revision "+short(prop.Revision))
+	r.Abort(ctx, s.State, "replaced by revision "+gitsource.ShortRevision(prop.Revision))
 	r.seq = sequence.New(sequence.Delivery{Stage: r.Env, Revision: prop.Revision, PlanHash: prop.Plan.PlanHash}, s.Tasks, r.Now().UTC())
 	if s.Save {
 		r.SaveIn(ctx, "")
@@ -519,7 +519,7 @@ func (r *Run) SaveIn(ctx context.Context, phase status.Phase) {
 		}
 	}); err != nil {
 		r.failed()
-		r.Log.Error(err, "recording the sequence state", "environment", r.Env, "revision", short(run.Revision))
+		r.Log.Error(err, "recording the sequence state", "environment", r.Env, "revision", gitsource.ShortRevision(run.Revision))
 		return
 	}
 	if !run.Done() && run.Next() < len(run.Tasks) {
@@ -568,12 +568,5 @@ func SupersededWhy(by string) string {
 	if by == "" {
 		return "nothing is left to apply"
 	}
-	return "superseded by revision " + short(by)
-}
-
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
+	return "superseded by revision " + gitsource.ShortRevision(by)
 }

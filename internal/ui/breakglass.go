@@ -9,6 +9,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
 // Break-glass on the page: while an environment's deploy windows are closed, a person whom the
@@ -150,10 +151,10 @@ func (s *Server) breakGlass(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		s.view.flashNext(w, r, "Nothing was let through: "+err.Error(), true)
 	case p.Complete():
-		s.view.flashNext(w, r, fmt.Sprintf("Break-glass by %s: applying revision %s to %s through its closed deploy windows.", v.Login, short(p.Revision), env), false)
+		s.view.flashNext(w, r, fmt.Sprintf("Break-glass by %s: applying revision %s to %s through its closed deploy windows.", v.Login, gitsource.ShortRevision(p.Revision), env), false)
 	default:
 		s.view.flashNext(w, r, fmt.Sprintf("Break-glass by %s: %s; revision %s goes out through the closed deploy windows of %s once approved.",
-			v.Login, p.Tally(), short(p.Revision), env), false)
+			v.Login, p.Tally(), gitsource.ShortRevision(p.Revision), env), false)
 	}
 	http.Redirect(w, r, back, http.StatusSeeOther)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/status"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/lock"
 	"github.com/stagehand-gitops/stagehand/pkg/manifest"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -209,11 +210,11 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 			switch {
 			case err != nil:
 			case p.Needed() > 1 && !p.Complete():
-				msg = fmt.Sprintf("Approved by %s: %s; revision %s waits for more approvals in %s.", v.Login, p.Tally(), short(p.Revision), env)
+				msg = fmt.Sprintf("Approved by %s: %s; revision %s waits for more approvals in %s.", v.Login, p.Tally(), gitsource.ShortRevision(p.Revision), env)
 			case p.Release:
-				msg = fmt.Sprintf("Approved by %s: releasing revision %s in %s.", v.Login, short(p.Revision), env)
+				msg = fmt.Sprintf("Approved by %s: releasing revision %s in %s.", v.Login, gitsource.ShortRevision(p.Revision), env)
 			default:
-				msg = fmt.Sprintf("Approved by %s: applying revision %s to %s.", v.Login, short(p.Revision), env)
+				msg = fmt.Sprintf("Approved by %s: applying revision %s to %s.", v.Login, gitsource.ShortRevision(p.Revision), env)
 			}
 		} else {
 			reason := strings.TrimSpace(r.PostFormValue("reason"))
@@ -224,9 +225,9 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 			p, err = s.b.Reject(r.Context(), env, hash, approval.Why{By: v.Principal(), Reason: reason})
 			switch {
 			case err == nil && p.Release:
-				msg = fmt.Sprintf("Rejected by %s: the deploy of revision %s to %s fails.", v.Login, short(p.Revision), env)
+				msg = fmt.Sprintf("Rejected by %s: the deploy of revision %s to %s fails.", v.Login, gitsource.ShortRevision(p.Revision), env)
 			case err == nil:
-				msg = fmt.Sprintf("Rejected by %s: revision %s will not be applied to %s.", v.Login, short(p.Revision), env)
+				msg = fmt.Sprintf("Rejected by %s: revision %s will not be applied to %s.", v.Login, gitsource.ShortRevision(p.Revision), env)
 			}
 		}
 		var np *approval.NotPendingError
@@ -273,13 +274,6 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		sv.Results = status.Where(envs, q)
 	}
 	s.view.render(w, r, http.StatusOK, page{name: "search", Title: "Where is it running?", Nav: "search", Viewer: v, Data: sv})
-}
-
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
 }
 
 // notFound says whether an error's status (WithErrorStatus) is 404: what

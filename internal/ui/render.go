@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 )
 
 // renderer writes the page's templates: each page inside the layout, with
@@ -164,7 +165,7 @@ func (rn *renderer) funcs() template.FuncMap {
 		"join":     strings.Join,
 		"add":      func(a, b int) int { return a + b },
 		"sub":      func(a, b int) int { return a - b },
-		"shortRev": short,
+		"shortRev": gitsource.ShortRevision,
 		"shortDigest": func(d string) string {
 			if len(d) > len("sha256:")+12 {
 				return d[:len("sha256:")+12] + "…"
