@@ -21,10 +21,22 @@ func TestLeaderLosesLease(t *testing.T) {
 	env := cluster.Env(t)
 	ns := env.Namespace(t)
 	le := LeaderElection{Enable: true, LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond}
-	causes := make(chan error, 2)
+	// began says the work started: a Lease that names the replica is not
+	// enough, as its elector may still be reading the answer that made it
+	// leader, and a shutdown then ends the election with no work begun.
+	began, causes := make(chan struct{}, 2), make(chan error, 2)
 	work := func(lctx context.Context) {
+		began <- struct{}{}
 		<-lctx.Done()
 		causes <- context.Cause(lctx)
+	}
+	receive := func(what string) {
+		t.Helper()
+		select {
+		case <-began:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no work began: %s", what)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -60,6 +72,7 @@ func TestLeaderLosesLease(t *testing.T) {
 	if !errors.Is(got, lease.ErrLost) {
 		t.Errorf("lease taken: cause %v, want lease.ErrLost", got)
 	}
+	receive("me leading") // sent before its cause
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("lead: %v", err)
@@ -71,13 +84,18 @@ func TestLeaderLosesLease(t *testing.T) {
 	go func() {
 		done <- lease.Lead(ctx2, lease.Candidate{Client: env.Clientset, Namespace: ns, Identity: "third", Election: le}, func(bool) {}, work)
 	}()
-	testenv.WaitFor(t, 30*time.Second, "third leading", func() bool {
-		l, err := leases.Get(ctx2, lease.Name, metav1.GetOptions{})
-		return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == "third"
-	})
+	receive("third leading")
+	if l, err := leases.Get(ctx2, lease.Name, metav1.GetOptions{}); err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "third" {
+		t.Fatalf("third works without holding the Lease: %+v, %v", l, err)
+	}
 	cancel2()
-	if got := <-causes; errors.Is(got, lease.ErrLost) {
-		t.Errorf("shutdown: cause %v, want no lease.ErrLost", got)
+	select {
+	case got := <-causes:
+		if errors.Is(got, lease.ErrLost) {
+			t.Errorf("shutdown: cause %v, want no lease.ErrLost", got)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the work did not end after the shutdown")
 	}
 	<-done
 }
