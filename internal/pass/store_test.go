@@ -7,12 +7,11 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/meter"
+	"github.com/stagehand-gitops/stagehand/internal/meter/metertest"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/internal/status"
 )
@@ -30,7 +29,7 @@ func TestPendingGaugeFollowsThePhase(t *testing.T) {
 		{status.PhaseAwaitingRelease, 1}, {status.PhaseRollingBack, 0}, {status.PhaseFailed, 0}, {"", 0},
 	} {
 		s.seen(&state.EnvState{Phase: tc.phase})
-		if got := metricValue(t, m, "stagehand_pending_approvals", "environment=prod"); got != tc.want {
+		if got := metertest.Value(t, m, "stagehand_pending_approvals", "environment=prod"); got != tc.want {
 			t.Errorf("phase %q: stagehand_pending_approvals = %v, want %v", tc.phase, got, tc.want)
 		}
 	}
@@ -91,8 +90,8 @@ func TestPendingSinceFollowsThePhase(t *testing.T) {
 	} {
 		s.seen(&state.EnvState{Phase: tc.phase, Pending: tc.pending})
 		got := -1.0
-		if seriesCount(t, m, pendingSince) == 1 {
-			got = metricValue(t, m, pendingSince, "environment=prod")
+		if metertest.Count(t, m, pendingSince) == 1 {
+			got = metertest.Value(t, m, pendingSince, "environment=prod")
 		}
 		if got != tc.want {
 			t.Errorf("phase %q: stagehand_pending_approval_timestamp_seconds = %v, want %v", tc.phase, got, tc.want)
@@ -112,59 +111,11 @@ func TestPendingSinceDroppedWithTheLease(t *testing.T) {
 		Observed(nil, m, env).seen(&state.EnvState{Phase: status.PhaseAwaitingApproval, Pending: &approval.Pending{ProposedAt: at}})
 	}
 	m.Leadership("prod", false)
-	if got := seriesCount(t, m, pendingSince); got != 1 || metricValue(t, m, pendingSince, "environment=devel") == 0 {
+	if got := metertest.Count(t, m, pendingSince); got != 1 || metertest.Value(t, m, pendingSince, "environment=devel") == 0 {
 		t.Errorf("after prod's Lease was lost: %d series, want devel's only", got)
 	}
 	m.SetLeader(false)
-	if got := seriesCount(t, m, pendingSince); got != 0 {
+	if got := metertest.Count(t, m, pendingSince); got != 0 {
 		t.Errorf("after leading stopped: %d series, want none", got)
 	}
-}
-
-// seriesOf returns the series of the metric name in m's registry that carry
-// every label of labels ("environment=devel"), as a scrape reads them.
-func seriesOf(t testing.TB, m *meter.Metrics, name string, labels ...string) []*dto.Metric {
-	t.Helper()
-	mfs, err := m.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []*dto.Metric
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, s := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, l := range s.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for _, l := range labels {
-				k, v, _ := strings.Cut(l, "=")
-				if have[k] != v {
-					continue series
-				}
-			}
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// metricValue is the value of the gauge name's series with labels (0 when
-// there is none).
-func metricValue(t testing.TB, m *meter.Metrics, name string, labels ...string) float64 {
-	t.Helper()
-	v := 0.0
-	for _, s := range seriesOf(t, m, name, labels...) {
-		v += s.GetCounter().GetValue() + s.GetGauge().GetValue()
-	}
-	return v
-}
-
-// seriesCount is how many series the metric name has.
-func seriesCount(t testing.TB, m *meter.Metrics, name string) int {
-	t.Helper()
-	return len(seriesOf(t, m, name))
 }
