@@ -6,8 +6,8 @@ set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 LIMIT=$((1024 * 1024))
 ALLOWED=(
-	# the subset of GitHub's OpenAPI description githubtest validates against (generated, see its README)
-	internal/githubtest/testdata/openapi-subset.json
+	# the subset of GitHub's OpenAPI description githubtest/contract validates against (generated, see its README)
+	internal/githubtest/contract/testdata/openapi-subset.json
 )
 status=0
 while IFS= read -r -d '' f; do
