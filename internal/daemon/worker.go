@@ -119,6 +119,7 @@ func newWorker(deps workerDeps) *worker {
 	// The rooms and helpers read the store in force at each call: each
 	// term of the worker fences it anew (Daemon.workEnvironment).
 	store := &w.store
+	room := pass.Room{Env: deps.env, Log: deps.log, Now: deps.now, Metrics: deps.metrics, Store: store}
 	c := deps.sequence
 	c.Env, c.Store, c.Now, c.Log = deps.env, store, deps.now, deps.log
 	c.Failed = func() { w.metrics.Fail(w.env, meter.ReasonState) }
@@ -144,16 +145,16 @@ func newWorker(deps workerDeps) *worker {
 			}
 			w.metrics.Fail(w.env, meter.ReasonState)
 		}})
-	w.release = release.New(release.Config{Env: deps.env, Log: deps.log, Now: deps.now, Metrics: deps.metrics, Store: store, Seq: w.seq,
+	w.release = release.New(release.Config{Room: room, Seq: w.seq,
 		Tell: w.tell, Gate: deps.gate, Approvals: deps.approvals, Manifests: deps.manifests, Passes: w})
-	w.apply = deploy.New(deploy.Config{Env: deps.env, Log: deps.log, Now: deps.now, Metrics: deps.metrics, Store: store,
+	w.apply = deploy.New(deploy.Config{Room: room,
 		Reconciler: deps.reconciler, Request: w.request, Promotion: deps.promotion,
 		Grace: func(ctx context.Context) (context.Context, context.CancelFunc) { return graceful(ctx, w.applyGrace) },
 		Seq:   w.seq, Tell: w.tell, Release: w.release, Moved: w.rec.moved, Reverter: w.reverter, Rollback: deps.rollback, Wake: w.WakeUp})
-	w.keeper = gate.New(gate.Config{Env: deps.env, Log: deps.log, Now: deps.now, Metrics: deps.metrics, Tracer: deps.tracer, Store: store,
+	w.keeper = gate.New(gate.Config{Room: room, Tracer: deps.tracer,
 		Source: deps.source, Manifests: deps.manifests, Approvals: deps.approvals, Windows: w.windows, Seq: w.seq, Tell: w.tell,
 		Gate: deps.gate, AllowRewrite: deps.allowRewrite, Apply: w.apply, Release: w.release, Passes: w})
-	w.desk = decision.New(decision.Config{Env: deps.env, Log: deps.log, Now: deps.now, Metrics: deps.metrics, Tracer: deps.tracer, Store: store,
+	w.desk = decision.New(decision.Config{Room: room, Tracer: deps.tracer,
 		Source: deps.source, Manifests: deps.manifests, Approvals: deps.approvals, Windows: w.windows, Seq: w.seq, Tell: w.tell,
 		Release: w.release, Passes: w, Keeper: w.keeper})
 	return w

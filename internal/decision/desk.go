@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
-	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/delivery"
 	"github.com/stagehand-gitops/stagehand/internal/gate"
@@ -22,7 +22,6 @@ import (
 	"github.com/stagehand-gitops/stagehand/internal/window"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // Desk takes the decisions on an environment's pending plan in its worker:
@@ -40,14 +39,8 @@ type Desk struct {
 
 // Config is what a Desk is given by the worker.
 type Config struct {
-	Env     string
-	Log     logr.Logger
-	Now     func() time.Time
-	Metrics *meter.Metrics
-	Tracer  *tracing.Deploys
-	// Store is the worker's store in its current term (each term fences it
-	// anew: the worker's field, read at each call).
-	Store     *pass.Store
+	pass.Room
+	Tracer    *tracing.Deploys
 	Source    pass.Source
 	Manifests pass.Manifests
 	Approvals *tally.Counter

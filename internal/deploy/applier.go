@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/delivery"
 	"github.com/stagehand-gitops/stagehand/internal/herald"
@@ -40,13 +39,7 @@ type Applier struct {
 
 // Config is what an Applier is given by the worker.
 type Config struct {
-	Env     string
-	Log     logr.Logger
-	Now     func() time.Time
-	Metrics *meter.Metrics
-	// Store is the worker's store in its current term (each term fences it
-	// anew: the worker's field, read at each call).
-	Store *pass.Store
+	pass.Room
 	// Reconciler applies in the environment's targets; Request makes the
 	// request of a snapshot's manifest there.
 	Reconciler pass.Reconciler

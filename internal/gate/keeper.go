@@ -3,9 +3,7 @@ package gate
 import (
 	"context"
 	"encoding/json"
-	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/delivery"
 	"github.com/stagehand-gitops/stagehand/internal/deploy"
@@ -45,14 +43,8 @@ type Keeper struct {
 
 // Config is what a Keeper is given by the worker.
 type Config struct {
-	Env     string
-	Log     logr.Logger
-	Now     func() time.Time
-	Metrics *meter.Metrics
-	Tracer  *tracing.Deploys
-	// Store is the worker's store in its current term (each term fences it
-	// anew: the worker's field, read at each call).
-	Store     *pass.Store
+	pass.Room
+	Tracer    *tracing.Deploys
 	Source    pass.Source
 	Manifests pass.Manifests
 	Approvals *tally.Counter

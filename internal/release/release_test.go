@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stagehand-gitops/stagehand/internal/approval"
+	"github.com/stagehand-gitops/stagehand/internal/pass"
 	"github.com/stagehand-gitops/stagehand/internal/state"
 	"github.com/stagehand-gitops/stagehand/pkg/gitsource"
 	"github.com/stagehand-gitops/stagehand/pkg/reconcile"
@@ -20,7 +21,7 @@ import (
 // awaiting approval or on another plan is not stale. It starts nothing.
 func TestStale(t *testing.T) {
 	since := time.Now()
-	rl := New(Config{Env: "prod"})
+	rl := New(Config{Room: pass.Room{Env: "prod"}})
 	rl.releaseHash, rl.releaseSince = "sha256:r", since
 	rl.waitMark.Store(&releaseMark{planHash: "sha256:r", since: since})
 	release := &approval.Pending{PlanHash: "sha256:r", Release: true}

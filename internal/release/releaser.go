@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/stagehand-gitops/stagehand/internal/approval"
 	"github.com/stagehand-gitops/stagehand/internal/delivery"
 	"github.com/stagehand-gitops/stagehand/internal/herald"
@@ -40,15 +39,9 @@ type Releaser struct {
 
 // Config is what a Releaser is given by the worker.
 type Config struct {
-	Env     string
-	Log     logr.Logger
-	Now     func() time.Time
-	Metrics *meter.Metrics
-	// Store is the worker's store in its current term (each term fences it
-	// anew: the worker's field, read at each call).
-	Store *pass.Store
-	Seq   *delivery.Run
-	Tell  *herald.Herald
+	pass.Room
+	Seq  *delivery.Run
+	Tell *herald.Herald
 	// Gate is the environment's, which shows the pending release.
 	Gate      approval.Gate
 	Approvals *tally.Counter
