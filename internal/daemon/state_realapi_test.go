@@ -121,3 +121,43 @@ func TestStoreHoldsRealAPI(t *testing.T) {
 		t.Fatalf("Holds after another term claimed: %v, want state.ErrFenced", err)
 	}
 }
+
+// TestStoreClaimRealAPI: internal/state's TestClaim on the real API server:
+// each claim returns the term before it, a claim of an older term is fenced
+// and leaves the newer one, and a fenced Store's write after its claim stays.
+func TestStoreClaimRealAPI(t *testing.T) {
+	env := cluster.Env(t)
+	ctx := context.Background()
+	s := state.NewStore(env.Clientset, env.Namespace(t))
+	for i, step := range []struct {
+		token    string
+		wantPrev int64
+		fenced   bool
+		wantTerm int64
+	}{
+		{state.FenceToken(1, "a"), -1, false, 1},
+		{state.FenceToken(1, "a"), 1, false, 1},
+		{state.FenceToken(2, "b"), 1, false, 2},
+		{state.FenceToken(1, "a"), 2, true, 2},
+		{state.FenceToken(5, "a"), 2, false, 5},
+	} {
+		prev, err := s.Claim(ctx, "prod", step.token)
+		if prev != step.wantPrev || errors.Is(err, state.ErrFenced) != step.fenced || (err != nil && !step.fenced) {
+			t.Fatalf("step %d: Claim(%q) = %d, %v; want %d, fenced %v", i, step.token, prev, err, step.wantPrev, step.fenced)
+		}
+		if term, err := s.FencedTerm(ctx, "prod"); err != nil || term != step.wantTerm {
+			t.Errorf("step %d: FencedTerm = %d, %v; want %d", i, term, err, step.wantTerm)
+		}
+	}
+	a := s.Fenced(state.FenceToken(5, "a"), nil)
+	if err := a.SetPending(ctx, "prod", &approval.Pending{Revision: "r", PlanHash: "sha256:p"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Load(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Pending == nil || got.Pending.PlanHash != "sha256:p" {
+		t.Errorf("pending after the fenced write: %+v, want sha256:p", got.Pending)
+	}
+}
