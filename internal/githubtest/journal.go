@@ -13,10 +13,20 @@ type journal struct {
 	violations []string
 }
 
-func (j *journal) record(r Request) {
+// open records a request as it arrives and returns its place, so a test that sees the request's effect
+// (a check run in the world, say) also sees the request counted; set fills in what is learnt later.
+func (j *journal) open(r Request) int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.requests = append(j.requests, r)
+	return len(j.requests) - 1
+}
+
+// set replaces the record at i (from open) with what is now known of the request.
+func (j *journal) set(i int, r Request) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.requests[i] = r
 }
 
 func (j *journal) all() []Request {

@@ -171,7 +171,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := Request{Method: r.Method, Path: r.URL.Path}
-	defer func() { s.log.record(rec) }()
+	i := s.log.open(rec)
+	defer func() { s.log.set(i, rec) }()
 	if latency := s.faults.Delay(); latency > 0 {
 		select {
 		case <-time.After(latency):
@@ -193,6 +194,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec.Route = op.Route.Path
+	// Counted by route before the handler runs: its effect is visible as soon as the world's lock is let go.
+	s.log.set(i, rec)
 	if err := op.ValidateRequest(r, body); err != nil {
 		s.log.violation("%s %s: request rejected by GitHub's API description: %v", r.Method, r.URL.Path, err)
 		rec.Status = http.StatusUnprocessableEntity

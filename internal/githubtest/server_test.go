@@ -371,3 +371,38 @@ func TestAppJWTJudgedOnServersClock(t *testing.T) {
 		})
 	}
 }
+
+// TestRequestCountedBeforeItsEffect: a test that sees a request's effect in the world (a check run) sees the
+// request counted too, even while the server is still answering it. A count read after the effect used
+// to miss a request whose answer was still being checked against GitHub's description.
+func TestRequestCountedBeforeItsEffect(t *testing.T) {
+	ctx := context.Background()
+	srv := githubtest.New(t)
+	srv.CreateRepo("acme", "manifests", "main")
+	sha := srv.Repo("acme", "manifests").Commit("main", map[string]string{"environments/prod/a.json": "{}"}, "change")
+	gh := newClient(t, srv)
+	const route = "/repos/{owner}/{repo}/check-runs"
+	for i := range 30 {
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := gh.Checks.CreateCheckRun(ctx, "acme", "manifests", github.CreateCheckRunOptions{
+				Name: fmt.Sprintf("stagehand/env%d", i), HeadSHA: sha, Status: github.String("queued"),
+			})
+			done <- err
+		}()
+		for len(srv.Repo("acme", "manifests").CheckRuns()) <= i {
+			time.Sleep(10 * time.Microsecond)
+		}
+		if got := srv.CountRequests("POST", route); got != i+1 {
+			t.Fatalf("check run %d is in the world but %d POSTs are counted, want %d", i+1, got, i+1)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("CreateCheckRun: %v", err)
+		}
+	}
+	for _, r := range srv.Requests() {
+		if r.Route == route && r.Status != http.StatusCreated {
+			t.Errorf("recorded %+v, want its final status 201", r)
+		}
+	}
+}
