@@ -231,11 +231,20 @@ func ended(e *approval.Entry, what string) Verdict {
 	return Verdict{Done: true, Outcome: out, Message: msg}
 }
 
-// entryFor is the newest history entry whose revision matches.
+// entryFor is the newest history entry whose revision matches: from the
+// history when the view has it, else the last result, which is all the
+// API's environment view carries (its history is served apart). The last
+// result is enough for the moment that matters: an apply recorded (its
+// entry the newest) before its pass ends and the environment observes its
+// revision.
 func entryFor(v *status.Environment, match func(string) bool) *approval.Entry {
-	for i := range v.History {
-		if match(v.History[i].Revision) {
-			return &v.History[i]
+	entries := v.History
+	if len(entries) == 0 && v.LastResult != nil {
+		entries = []approval.Entry{*v.LastResult}
+	}
+	for i := range entries {
+		if match(entries[i].Revision) {
+			return &entries[i]
 		}
 	}
 	return nil

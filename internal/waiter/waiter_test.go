@@ -108,6 +108,22 @@ func TestJudge(t *testing.T) {
 			{v: view(r2, "1.0.0", status.StateInSync, last(6, r1, approval.ResultSucceeded)), done: true, outcome: Deployed},
 		},
 	}, {
+		// The apply is recorded (and its in-flight record cleared) in one write; the environment
+		// observes the revision when the pass ends, a write later.
+		name:   "failed, recorded before the revision is observed",
+		target: Target{Revision: r2},
+		steps: []step{
+			{v: view(r1, "1.0.0", status.StateInSync, func(v *status.Environment) { v.InFlight = &approval.InFlight{Revision: r2} })},
+			{v: view(r1, "1.0.0", status.StateInSync, last(9, r2, approval.ResultFailed)), done: true, outcome: Failed},
+		},
+	}, {
+		name:   "succeeded, recorded before the revision is observed",
+		target: Target{Revision: r2},
+		steps: []step{
+			{v: view(r1, "1.0.0", status.StateInSync, func(v *status.Environment) { v.InFlight = &approval.InFlight{Revision: r2} })},
+			{v: view(r1, "1.0.0", status.StateInSync, last(10, r2, approval.ResultSucceeded)), done: true, outcome: Deployed},
+		},
+	}, {
 		name:   "a service's version",
 		target: Target{Service: "web", Version: "2.0.0"},
 		steps: []step{
@@ -140,6 +156,20 @@ func TestJudge(t *testing.T) {
 				got := j.Judge(s.v)
 				if diff := cmp.Diff([]any{s.done, s.outcome}, []any{got.Done, got.Outcome}); diff != "" || got.Message == "" {
 					t.Fatalf("step %d: %+v (-want +got done, outcome):\n%s", i, got, diff)
+				}
+			}
+			// The same reads as GET /api/v1/environments/{env} serves them: the history apart, the
+			// last result kept.
+			a, err := New(tt.target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, s := range tt.steps {
+				v := *s.v
+				v.History = nil
+				got := a.Judge(&v)
+				if diff := cmp.Diff([]any{s.done, s.outcome}, []any{got.Done, got.Outcome}); diff != "" || got.Message == "" {
+					t.Fatalf("as the API serves it, step %d: %+v (-want +got done, outcome):\n%s", i, got, diff)
 				}
 			}
 			if tt.target.Service != "" {
