@@ -38,7 +38,7 @@ func TestLogin(t *testing.T) {
 		done <- result{o, e, c}
 	}()
 	var code string
-	testenv.WaitFor(t, 10*time.Second, "a device code", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "a device code", func() bool {
 		if c := gh.OAuth().PendingUserCodes(); len(c) == 1 {
 			code = c[0]
 			return true

@@ -124,7 +124,7 @@ func TestBreakGlass(t *testing.T) {
 	if _, err := r.d.BreakGlass(ctx, "nope", p2.PlanHash, approval.Why{By: ghUser("alice"), Reason: "x"}); !errors.Is(err, approval.ErrUnknownEnvironment) {
 		t.Errorf("another environment: %v; want unknown", err)
 	}
-	testenv.WaitFor(t, 10*time.Second, "the view showing the windows closed", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the view showing the windows closed", func() bool {
 		v := r.environment(t, "prod")
 		return v.Windows != nil && !v.Windows.Open && strings.Contains(v.Windows.Why, "year-end")
 	})

@@ -40,14 +40,14 @@ func TestSkipConfirmationDeploys(t *testing.T) {
 		t.Errorf("prod runs %s without approval, want web:0.9.0", got)
 	}
 	var hist []approval.Entry
-	testenv.WaitFor(t, 10*time.Second, "two history entries", func() bool { hist = r.history(t, "devel"); return len(hist) == 2 })
+	testenv.WaitFor(t, 30*time.Second, "two history entries", func() bool { hist = r.history(t, "devel"); return len(hist) == 2 })
 	got := []string{hist[0].Revision + " " + hist[0].Result + " " + hist[0].Approver, hist[1].Result + " " + hist[1].Approver}
 	want := []string{rev + " succeeded stagehand:skipConfirmation", "succeeded stagehand:skipConfirmation"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("devel history (-want +got):\n%s", diff)
 	}
 	v := r.environment(t, "devel")
-	testenv.WaitFor(t, 10*time.Second, "devel in sync", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "devel in sync", func() bool {
 		v = r.environment(t, "devel")
 		return v.Revision == rev && len(v.Services) == 1 && v.Services[0].Targets[0].State == status.StateInSync
 	})
@@ -191,7 +191,7 @@ func TestRestartKeepsState(t *testing.T) {
 	rev := h.git.Head(t, "manifests", "main")
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
 	p := r1.waitPending(t, "prod", rev)
-	testenv.WaitFor(t, 10*time.Second, "devel history", func() bool { return len(r1.history(t, "devel")) == 1 })
+	testenv.WaitFor(t, 30*time.Second, "devel history", func() bool { return len(r1.history(t, "devel")) == 1 })
 	r1.stop()
 
 	r2 := h.start()
@@ -250,7 +250,7 @@ func TestTwoReplicas(t *testing.T) {
 	a := h.start(WithIdentity("replica-a"))
 	b := h.start(WithIdentity("replica-b"))
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
-	testenv.WaitFor(t, 10*time.Second, "devel history", func() bool { return len(a.history(t, "devel")) == 1 })
+	testenv.WaitFor(t, 30*time.Second, "devel history", func() bool { return len(a.history(t, "devel")) == 1 })
 	if a.d.Leading() == b.d.Leading() {
 		t.Fatalf("leading: a=%v b=%v, want exactly one", a.d.Leading(), b.d.Leading())
 	}
@@ -306,7 +306,7 @@ func TestBrokenEnvironment(t *testing.T) {
 	r := h.start()
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
 	var v status.Environment
-	testenv.WaitFor(t, 10*time.Second, "staging error", func() bool { v = r.environment(t, "staging"); return v.Error != "" })
+	testenv.WaitFor(t, 30*time.Second, "staging error", func() bool { v = r.environment(t, "staging"); return v.Error != "" })
 	if !strings.Contains(v.Error, "environments/staging/manifest.json") || !strings.Contains(v.Error, "dockerTag") {
 		t.Errorf("staging error %q, want file and the suggested key", v.Error)
 	}
@@ -320,7 +320,7 @@ func TestBrokenEnvironment(t *testing.T) {
 	rev := h.commit("staging", true, map[string]string{"web": "1.0.1"})
 	r.push(t, h, "fix")
 	waitImage(t, h.ns["staging"], "web", imageRepo+"web:1.0.1")
-	testenv.WaitFor(t, 10*time.Second, "staging error cleared", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "staging error cleared", func() bool {
 		v = r.environment(t, "staging")
 		return v.Error == "" && v.Revision == rev
 	})

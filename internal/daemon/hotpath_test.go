@@ -85,7 +85,7 @@ func TestPushToPatchStateReads(t *testing.T) {
 	h.commit("devel", true, map[string]string{"web": "2.0.0"})
 	stateGet := "GET /api/v1/namespaces/" + h.stateNS + "/configmaps/" + state.ConfigMapName("devel")
 	log.start()
-	testenv.WaitFor(t, 10*time.Second, "the leader's look at the state", func() bool { return log.seen(stateGet) })
+	testenv.WaitFor(t, 30*time.Second, "the leader's look at the state", func() bool { return log.seen(stateGet) })
 	log.start()
 	looked := time.Now()
 	r.push(t, h, "hot-path")

@@ -183,7 +183,7 @@ func TestShutdownRenewsWhileStopping(t *testing.T) {
 	time.Sleep(2 * le.RetryPeriod) // b looks at the Leases
 	stopA()
 	<-aDone
-	testenv.WaitFor(t, 10*time.Second, "b working devel after a stopped", bWorking.Load)
+	testenv.WaitFor(t, 30*time.Second, "b working devel after a stopped", bWorking.Load)
 	if overlap.Load() {
 		t.Error("b began working devel while a's worker was still finishing")
 	}

@@ -68,7 +68,7 @@ func TestPushesToBothReplicas(t *testing.T) {
 		h.commit("devel", true, map[string]string{"web": v})
 		n := entries()
 		both(a, b, i, nil)
-		testenv.WaitFor(t, 10*time.Second, "devel to run web:"+v, func() bool {
+		testenv.WaitFor(t, 30*time.Second, "devel to run web:"+v, func() bool {
 			return cluster.Env(t).Image(t, h.ns["devel"], "web") == imageRepo+"web:"+v
 		})
 		testenv.WaitFor(t, 30*time.Second, "the apply recorded", func() bool { return entries() == n+1 })
@@ -81,7 +81,7 @@ func TestPushesToBothReplicas(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 			h.commit("devel", true, map[string]string{"web": second})
 		})
-		testenv.WaitFor(t, 10*time.Second, "devel to run web:"+second, func() bool {
+		testenv.WaitFor(t, 30*time.Second, "devel to run web:"+second, func() bool {
 			return cluster.Env(t).Image(t, h.ns["devel"], "web") == imageRepo+"web:"+second
 		})
 		testenv.WaitFor(t, 30*time.Second, "the apply recorded", func() bool {

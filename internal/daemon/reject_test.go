@@ -71,5 +71,5 @@ func TestRejectionSticks(t *testing.T) {
 	rev2 := h.commit("prod", false, map[string]string{"web": "1.1.0"})
 	r2.push(t, h, "d2")
 	p2 := r2.waitPending(t, "prod", rev2)
-	testenv.WaitFor(t, 10*time.Second, "the new revision proposed", func() bool { return gate2.count(p2.PlanHash) > 0 })
+	testenv.WaitFor(t, 30*time.Second, "the new revision proposed", func() bool { return gate2.count(p2.PlanHash) > 0 })
 }

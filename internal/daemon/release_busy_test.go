@@ -76,14 +76,14 @@ func TestReleaseApprovalBusyHandover(t *testing.T) {
 	if !errors.Is(err, approval.ErrNotPending) {
 		t.Fatalf("bob's approval, taken during the verification = %v; want ErrNotPending (stale for the release)", err)
 	}
-	testenv.WaitFor(t, 10*time.Second, "the gate showing the release", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the gate showing the release", func() bool {
 		gate.mu.Lock()
 		defer gate.mu.Unlock()
 		return gate.proposed >= 2
 	})
 	// Bob's answer came (err above): no decision of his is handed over after it. One left in the
 	// state would be taken within a second and counted; none is there, so none can be.
-	testenv.WaitFor(t, 10*time.Second, "no decision handed over in prod's state", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "no decision handed over in prod's state", func() bool {
 		has, err := r.d.store.HasHandover(ctx, "prod")
 		return err == nil && !has
 	})

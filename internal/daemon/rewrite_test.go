@@ -81,7 +81,7 @@ func TestForcePushToOlderSignedCommit(t *testing.T) {
 			if allowRewrite {
 				waitImage(t, h.ns["devel"], "web", imageRepo+"web:1.0.0")
 				var hist []approval.Entry
-				testenv.WaitFor(t, 10*time.Second, "the rewound apply in the history", func() bool {
+				testenv.WaitFor(t, 30*time.Second, "the rewound apply in the history", func() bool {
 					hist = r.history(t, "devel")
 					return len(hist) > 0 && hist[0].Revision == old
 				})
@@ -101,7 +101,7 @@ func TestForcePushToOlderSignedCommit(t *testing.T) {
 				v = r.environment(t, "devel")
 				return slices.ContainsFunc(v.Warnings, func(w string) bool { return strings.Contains(w, "history rewritten") })
 			}
-			testenv.WaitFor(t, 10*time.Second, "a status warning that the history was rewritten", rewritten)
+			testenv.WaitFor(t, 30*time.Second, "a status warning that the history was rewritten", rewritten)
 			time.Sleep(time.Second)
 			if got := cluster.Env(t).Image(t, h.ns["devel"], "web"); got != imageRepo+"web:1.1.0" {
 				t.Errorf("devel runs %s after a force-push to an older commit, want web:1.1.0 until approved", got)

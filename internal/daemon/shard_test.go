@@ -287,7 +287,7 @@ func TestFencedStateWrites(t *testing.T) {
 	h.commit("devel", true, map[string]string{"web": "2.0.0"})
 	a.push(t, h, "push-to-paused")
 	testenv.WaitFor(t, 20*time.Second, "a to stop working devel", func() bool { return !slices.Contains(a.d.Held(), "devel") })
-	testenv.WaitFor(t, 10*time.Second, "a's refused state write counted", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "a's refused state write counted", func() bool {
 		return metricValue(t, a.d.metrics, "stagehand_failures_total", "environment=devel", "stage=state") > stateFailures
 	})
 	waitImage(t, h.ns["devel"], "web", imageRepo+"web:2.0.0")

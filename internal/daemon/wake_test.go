@@ -44,7 +44,7 @@ func TestPushToStandby(t *testing.T) {
 		h.commit("devel", true, map[string]string{"web": want})
 		start := time.Now()
 		to.push(t, h, fmt.Sprintf("push-%d", i))
-		testenv.WaitFor(t, 10*time.Second, "devel to run web:"+want, func() bool {
+		testenv.WaitFor(t, 30*time.Second, "devel to run web:"+want, func() bool {
 			return cluster.Env(t).Image(t, h.ns["devel"], "web") == imageRepo+"web:"+want
 		})
 		t.Logf("push %d (to the %s) patched in %v", i, map[bool]string{true: "leader", false: "standby"}[to == leader], time.Since(start))
@@ -68,10 +68,10 @@ func TestPushToStandby(t *testing.T) {
 	leader.stop()
 	testenv.WaitFor(t, 20*time.Second, "the standby to lead", standby.d.Leading)
 	third := h.start(WithIdentity("replica-c"))
-	testenv.WaitFor(t, 10*time.Second, "the third replica to be ready", func() bool { return third.d.ready.Load() })
+	testenv.WaitFor(t, 30*time.Second, "the third replica to be ready", func() bool { return third.d.ready.Load() })
 	h.commit("devel", true, map[string]string{"web": "4.0.0"})
 	third.push(t, h, "push-after-failover")
-	testenv.WaitFor(t, 10*time.Second, "devel to run web:4.0.0 after a push to the new standby", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "devel to run web:4.0.0 after a push to the new standby", func() bool {
 		return cluster.Env(t).Image(t, h.ns["devel"], "web") == imageRepo+"web:4.0.0"
 	})
 	if third.d.Leading() {

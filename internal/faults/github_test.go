@@ -83,7 +83,7 @@ func TestGitHubErrorsAndRateLimits(t *testing.T) {
 	// Four faults and the call that succeeds; more is a storm. githubtest
 	// records a request when its answer is written, a moment after the run it
 	// created is visible: wait for the fifth before counting.
-	testenv.WaitFor(t, 10*time.Second, "the fifth POST check-runs recorded", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "the fifth POST check-runs recorded", func() bool {
 		return gh.CountRequests(http.MethodPost, checkRuns) >= 4+1
 	})
 	if posts, patches := gh.CountRequests(http.MethodPost, checkRuns), gh.CountRequests(http.MethodPatch, checkRun); posts != 4+1 || patches > 1 {

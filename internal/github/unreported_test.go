@@ -54,7 +54,7 @@ func TestFlowOutcomeReportedAfterAnOutage(t *testing.T) {
 	if n := f.gh.Faults().Left(); n != 0 {
 		t.Errorf("%d injected faults never reached: the restarted daemon did not try while GitHub refused", n)
 	}
-	testenv.WaitFor(t, 10*time.Second, "nothing left to report", func() bool { return len(unreported()) == 0 })
+	testenv.WaitFor(t, 30*time.Second, "nothing left to report", func() bool { return len(unreported()) == 0 })
 
 	patches := f.gh.CountRequests("PATCH", routeCheckRun)
 	f.waitPasses(2) // (and the state holds nothing to report any more: no later look reports it again)
@@ -108,7 +108,7 @@ func TestFlowOutcomeReportedByTheNextLeader(t *testing.T) {
 	a.stop()
 	f.d = b.d
 	f.waitRunID(run.ID, "success", concluded("success"))
-	testenv.WaitFor(t, 10*time.Second, "nothing left to report", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "nothing left to report", func() bool {
 		st, err := b.d.Store().Load(ctx, "prod")
 		return err == nil && len(st.Unreported) == 0
 	})

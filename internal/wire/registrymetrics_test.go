@@ -83,7 +83,7 @@ func TestRegistryRequestsCounted(t *testing.T) {
 		}
 		e := &manifest.Environment{Name: "prod", Root: "environments/prod/manifest.json", Services: []manifest.Service{
 			{Name: "web", Containers: []manifest.Container{{DockerName: host + "/team/web", DockerTag: "2"}}}}}
-		testenv.WaitFor(t, 10*time.Second, "the plan seeing web on "+host, func() bool {
+		testenv.WaitFor(t, 30*time.Second, "the plan seeing web on "+host, func() bool {
 			p, err := r.Plan(ctx, reconcile.Request{Environment: e, Revision: "r", Targets: targets})
 			return err == nil && (len(p.Changes)+len(p.Problems)) > 0 && (len(p.Changes) == 0 || strings.HasPrefix(p.Changes[0].To, host))
 		})

@@ -361,7 +361,7 @@ func TestPlanLockRequestsKubernetes(t *testing.T) {
 		req := reconcile.Request{Environment: environment(services...), Revision: "r", Targets: []reconcile.Target{target(t, "t1", ns)}, LockPath: "apps/prod"}
 		// A plan reads the locks from the API server's watch cache: wait
 		// (uncounted) until the incident has reached it.
-		testenv.WaitFor(t, 10*time.Second, "the incident in the watch cache", func() bool {
+		testenv.WaitFor(t, 30*time.Second, "the incident in the watch cache", func() bool {
 			m, err := checker.BlockingWithinCached(ctx, "apps/prod/t1", reconcile.LockTypeDeploy)
 			return err == nil && len(m["apps/prod/t1/s3"]) == 1
 		})
