@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/yaml"
 
 	lockcrd "github.com/stagehand-gitops/stagehand/pkg/lock/crd"
@@ -103,7 +104,8 @@ func WithDefinitions(defs ...Definition) Option {
 }
 
 // WithEstablishedTimeout bounds how long Apply waits for each definition it
-// wrote to be established (served); default 30s.
+// wrote to be established, and then to be listed by discovery; default 30s
+// each.
 func WithEstablishedTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {
@@ -168,6 +170,9 @@ func Apply(ctx context.Context, c apiextensions.Interface, opts ...Option) ([]Re
 		if err := established(ctx, crds, want.Name, o); err != nil {
 			return out, err
 		}
+		if err := served(ctx, c.Discovery(), want, o); err != nil {
+			return out, err
+		}
 		out = append(out, r)
 	}
 	return out, nil
@@ -202,6 +207,46 @@ func revision(crd *apiextensionsv1.CustomResourceDefinition) int {
 	}
 	return n
 }
+
+// served waits until the API server's discovery lists want's resource in
+// every version it serves (asking every o.interval, within o.established). A
+// definition is Established a moment before discovery says so, and a client
+// that looks there first (a RESTMapper, `kubectl get`, the reconciler's own
+// check for the Environment resources) would take it for missing.
+func served(ctx context.Context, d resourceLister, want *apiextensionsv1.CustomResourceDefinition, o options) error {
+	for _, v := range want.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		gv := want.Spec.Group + "/" + v.Name
+		var last string
+		err := wait.PollUntilContextTimeout(ctx, o.interval, o.established, true, func(context.Context) (bool, error) {
+			res, err := d.ServerResourcesForGroupVersion(gv)
+			if err != nil {
+				last = err.Error()
+				return false, nil
+			}
+			for _, r := range res.APIResources {
+				if r.Name == want.Spec.Names.Plural {
+					return true, nil
+				}
+			}
+			last = "not listed yet"
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for discovery to list %s in %s (%s): %w", want.Spec.Names.Plural, gv, last, err)
+		}
+	}
+	return nil
+}
+
+// resourceLister is the part of discovery.DiscoveryInterface served reads.
+type resourceLister interface {
+	ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error)
+}
+
+var _ resourceLister = discovery.DiscoveryInterface(nil)
 
 type crdClient interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*apiextensionsv1.CustomResourceDefinition, error)

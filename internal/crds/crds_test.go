@@ -3,6 +3,7 @@ package crds_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -154,6 +155,12 @@ func TestApply(t *testing.T) {
 			got, err := crds.Apply(ctx, c, crds.WithDefinitions(tt.apply))
 			if err != nil {
 				t.Fatal(err)
+			}
+			// Served as discovery tells it, at once: what a RESTMapper or the reconciler's check for
+			// the Environment resources reads next.
+			if res, err := c.Discovery().ServerResourcesForGroupVersion("test.stagehand.io/v1"); err != nil ||
+				!slices.ContainsFunc(res.APIResources, func(r metav1.APIResource) bool { return r.Name+".test.stagehand.io" == name }) {
+				t.Errorf("Apply returned before discovery listed %s: %v", name, err)
 			}
 			if diff := cmp.Diff([]crds.Result{tt.want}, got); diff != "" {
 				t.Errorf("Apply (-want +got):\n%s", diff)
