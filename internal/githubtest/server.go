@@ -51,8 +51,10 @@ type Server struct {
 type Request struct {
 	Method string
 	// Route is the OpenAPI path template, e.g. "/repos/{owner}/{repo}/check-runs"; empty when unknown.
-	Route  string
-	Path   string
+	Route string
+	Path  string
+	// Status is the status answered; 0 while the request is still being answered (a request is
+	// recorded as it arrives, so a test that sees its effect also sees it counted).
 	Status int
 	// Fault is true when an injected fault answered the request.
 	Fault bool
